@@ -1,0 +1,191 @@
+//! Device-resident arrays: column-major rows x cols matrices (a vector is n x 1)
+//! of f32 or f64 that stay where their context's backend keeps them.
+
+use crate::context::{Backend, Context};
+use crate::error::{element_count, Error, Result};
+use crate::gpu::{DeviceBuffer, DeviceScalar};
+use crate::registry::{Handle, Kind, Object};
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dtype {
+    F32,
+    F64,
+}
+
+impl Dtype {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::F64 => "f64",
+        }
+    }
+}
+
+/// Where an array's elements live.
+pub enum Buffer<T: DeviceScalar> {
+    Host(Vec<T>),
+    Device(DeviceBuffer<T>),
+}
+
+pub enum Storage {
+    F32(Buffer<f32>),
+    F64(Buffer<f64>),
+}
+
+/// The element types arrays hold; maps a Rust type to its storage variant.
+pub trait Real: DeviceScalar + Default + PartialEq + PartialOrd + Debug + std::ops::Sub<Output = Self> {
+    const DTYPE: Dtype;
+    /// Written into uninitialised host storage so an unwritten element shows.
+    const POISON: Self;
+    fn wrap(b: Buffer<Self>) -> Storage;
+    fn unwrap_mut(s: &mut Storage) -> Option<&mut Buffer<Self>>;
+    fn to_f64(self) -> f64;
+}
+
+impl Real for f32 {
+    const DTYPE: Dtype = Dtype::F32;
+    const POISON: Self = f32::NAN;
+    fn wrap(b: Buffer<Self>) -> Storage {
+        Storage::F32(b)
+    }
+    fn unwrap_mut(s: &mut Storage) -> Option<&mut Buffer<Self>> {
+        match s {
+            Storage::F32(b) => Some(b),
+            _ => None,
+        }
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+}
+
+impl Real for f64 {
+    const DTYPE: Dtype = Dtype::F64;
+    const POISON: Self = f64::NAN;
+    fn wrap(b: Buffer<Self>) -> Storage {
+        Storage::F64(b)
+    }
+    fn unwrap_mut(s: &mut Storage) -> Option<&mut Buffer<Self>> {
+        match s {
+            Storage::F64(b) => Some(b),
+            _ => None,
+        }
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
+pub struct Array {
+    pub ctx: Arc<Context>,
+    pub ctx_handle: Handle,
+    pub rows: usize,
+    pub cols: usize,
+    pub dtype: Dtype,
+    data: Mutex<Storage>,
+}
+
+impl Object for Array {
+    const KIND: Kind = Kind::Array;
+}
+
+impl Array {
+    /// A rows x cols array; filled from `init` (column-major, rows*cols long)
+    /// or left uninitialised (NaN on the CPU backend).
+    pub fn new<T: Real>(ctx: Arc<Context>, ctx_handle: Handle, rows: usize, cols: usize, init: Option<&[T]>) -> Result<Array> {
+        let n = element_count(rows, cols)?;
+        if let Some(src) = init {
+            if src.len() != n {
+                return Err(Error::size(format!("host data has {} elements, a {rows} x {cols} array needs {n}", src.len())));
+            }
+        }
+        let buf = match &ctx.backend {
+            Backend::Cpu => Buffer::Host(match init {
+                Some(src) => src.to_vec(),
+                None => vec![T::POISON; n],
+            }),
+            Backend::Cuda(g) => {
+                let mut d = g.alloc::<T>(n)?;
+                if let Some(src) = init {
+                    g.upload(src, &mut d, 0)?;
+                }
+                Buffer::Device(d)
+            }
+        };
+        Ok(Array { ctx, ctx_handle, rows, cols, dtype: T::DTYPE, data: Mutex::new(T::wrap(buf)) })
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows * self.cols
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Storage> {
+        self.data.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The typed buffer inside a locked storage, or an error naming `arg`.
+    pub fn typed<'a, T: Real>(&self, s: &'a mut Storage, arg: &str) -> Result<&'a mut Buffer<T>> {
+        let dtype = self.dtype;
+        T::unwrap_mut(s).ok_or_else(|| {
+            Error::invalid(format!("{arg} holds {} elements but this call is for {}", dtype.name(), T::DTYPE.name()))
+        })
+    }
+
+    /// Checks that `first..first+count` (0-based) lies inside the array.
+    fn check_range(&self, first: usize, count: usize, arg: &str) -> Result<()> {
+        match first.checked_add(count) {
+            Some(end) if end <= self.len() => Ok(()),
+            _ => Err(Error::size(format!(
+                "{arg}: elements {first}..{} (0-based) lie outside the array of {} x {} = {} elements",
+                first.saturating_add(count),
+                self.rows,
+                self.cols,
+                self.len()
+            ))),
+        }
+    }
+
+    /// Overwrites elements `first..first+src.len()` (0-based, column-major order).
+    pub fn upload<T: Real>(&self, first: usize, src: &[T], arg: &str) -> Result<()> {
+        self.check_range(first, src.len(), arg)?;
+        let mut s = self.lock();
+        match self.typed::<T>(&mut s, arg)? {
+            Buffer::Host(v) => v[first..first + src.len()].copy_from_slice(src),
+            Buffer::Device(d) => self.ctx.gpu().expect("device buffer without a GPU").upload(src, d, first)?,
+        }
+        Ok(())
+    }
+
+    /// Reads elements `first..first+dst.len()` (0-based, column-major order).
+    pub fn download<T: Real>(&self, first: usize, dst: &mut [T], arg: &str) -> Result<()> {
+        self.check_range(first, dst.len(), arg)?;
+        let mut s = self.lock();
+        match self.typed::<T>(&mut s, arg)? {
+            Buffer::Host(v) => dst.copy_from_slice(&v[first..first + dst.len()]),
+            Buffer::Device(d) => self.ctx.gpu().expect("device buffer without a GPU").download(d, first, dst)?,
+        }
+        Ok(())
+    }
+}
+
+/// Resolves an array handle.
+pub fn get(h: Handle, arg: &str) -> Result<Arc<Array>> {
+    crate::registry::get::<Array>(h, arg)
+}
+
+/// Checks that two arrays live in the same context.
+pub fn same_context(a: &Array, b: &Array, a_arg: &str, b_arg: &str) -> Result<()> {
+    if a.ctx_handle != b.ctx_handle {
+        return Err(Error::invalid(format!(
+            "{a_arg} belongs to context {:#x} and {b_arg} to context {:#x}: both must be in one context",
+            a.ctx_handle, b.ctx_handle
+        )));
+    }
+    Ok(())
+}

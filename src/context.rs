@@ -1,0 +1,127 @@
+//! The context: one backend (CPU reference or one CUDA device) that owns arrays.
+
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::registry::{Handle, Kind, Object};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Backend requested at context creation.
+pub const FEGPU_BACKEND_AUTO: i32 = 0;
+pub const FEGPU_BACKEND_CPU: i32 = 1;
+pub const FEGPU_BACKEND_CUDA: i32 = 2;
+
+pub enum Backend {
+    Cpu,
+    Cuda(Gpu),
+}
+
+pub struct Context {
+    pub backend: Backend,
+    /// Host ranges page-locked through this context: start address -> bytes.
+    registered: Mutex<HashMap<usize, usize>>,
+}
+
+impl Object for Context {
+    const KIND: Kind = Kind::Context;
+}
+
+/// Applies `FEGPU_BACKEND` (auto|cpu|cuda) and `FEGPU_DEVICE` over the caller's choice,
+/// so one binary runs in CI on the CPU and on the GPU machine unchanged.
+pub fn resolve_request(backend: i32, device: i64) -> Result<(i32, usize)> {
+    let mut backend = backend;
+    if let Ok(v) = std::env::var("FEGPU_BACKEND") {
+        backend = match v.to_ascii_lowercase().as_str() {
+            "auto" | "" => FEGPU_BACKEND_AUTO,
+            "cpu" => FEGPU_BACKEND_CPU,
+            "cuda" => FEGPU_BACKEND_CUDA,
+            other => return Err(Error::invalid(format!("environment FEGPU_BACKEND = {other:?}: expected auto, cpu or cuda"))),
+        };
+    }
+    let mut device = device;
+    if let Ok(v) = std::env::var("FEGPU_DEVICE") {
+        device = v
+            .trim()
+            .parse()
+            .map_err(|_| Error::invalid(format!("environment FEGPU_DEVICE = {v:?}: expected a device ordinal")))?;
+    }
+    if !(FEGPU_BACKEND_AUTO..=FEGPU_BACKEND_CUDA).contains(&backend) {
+        return Err(Error::invalid(format!("backend = {backend}: expected FEGPU_BACKEND_AUTO (0), _CPU (1) or _CUDA (2)")));
+    }
+    if device < 0 {
+        return Err(Error::invalid(format!("device = {device}: must be >= 0")));
+    }
+    Ok((backend, device as usize))
+}
+
+impl Context {
+    pub fn new(backend: i32, device: i64) -> Result<Context> {
+        let (backend, device) = resolve_request(backend, device)?;
+        let backend = match backend {
+            FEGPU_BACKEND_CPU => Backend::Cpu,
+            FEGPU_BACKEND_CUDA => Backend::Cuda(Gpu::open(device)?),
+            _ => Gpu::open(device).map(Backend::Cuda).unwrap_or(Backend::Cpu),
+        };
+        Ok(Context { backend, registered: Mutex::new(HashMap::new()) })
+    }
+
+    pub fn backend_name(&self) -> &'static str {
+        match self.backend {
+            Backend::Cpu => "cpu",
+            Backend::Cuda(_) => "cuda",
+        }
+    }
+
+    pub fn gpu(&self) -> Option<&Gpu> {
+        match &self.backend {
+            Backend::Cuda(g) => Some(g),
+            Backend::Cpu => None,
+        }
+    }
+
+    /// Page-locks `bytes` bytes at `ptr` (a no-op on the CPU backend, but
+    /// recorded there too so unregister behaves the same on both).
+    pub fn register_host(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        let start = ptr as usize;
+        let mut reg = self.registered.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((&s, &b)) = reg.iter().find(|(&s, &b)| start < s + b && s < start + bytes) {
+            return Err(Error::invalid(format!(
+                "ptr = {start:#x} (+{bytes} bytes) overlaps the range {s:#x} (+{b} bytes) already registered"
+            )));
+        }
+        if let Some(g) = self.gpu() {
+            g.register_host(ptr, bytes)?;
+        }
+        reg.insert(start, bytes);
+        Ok(())
+    }
+
+    pub fn unregister_host(&self, ptr: *mut u8) -> Result<()> {
+        let mut reg = self.registered.lock().unwrap_or_else(|p| p.into_inner());
+        if !reg.contains_key(&(ptr as usize)) {
+            return Err(Error::invalid(format!("ptr = {:#x} was not registered with this context", ptr as usize)));
+        }
+        if let Some(g) = self.gpu() {
+            g.unregister_host(ptr)?;
+        }
+        reg.remove(&(ptr as usize));
+        Ok(())
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // Unlock whatever the caller left registered, so no pinned memory leaks.
+        let registered = std::mem::take(self.registered.get_mut().unwrap_or_else(|p| p.into_inner()));
+        if let Some(g) = self.gpu() {
+            for start in registered.into_keys() {
+                let _ = g.unregister_host(start as *mut u8);
+            }
+        }
+    }
+}
+
+/// Resolves a context handle.
+pub fn get(h: Handle, arg: &str) -> Result<std::sync::Arc<Context>> {
+    crate::registry::get::<Context>(h, arg)
+}

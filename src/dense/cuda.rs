@@ -1,0 +1,96 @@
+//! CUDA launches for `kernels/dense.cu`.
+
+use super::Variant;
+use crate::array::Real;
+use crate::error::Result;
+use crate::gpu::{DeviceBuffer, Gpu, KernelArg};
+
+pub const SOURCE: &str = include_str!("../../kernels/dense.cu");
+
+/// A tile kernel's shape: TILE x TILE elements, a TILE x ROWS thread block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub tile: u32,
+    pub rows: u32,
+}
+
+/// Every shape compiled in `kernels/dense.cu` (square in place: 32-wide only).
+pub const SHAPES: [Shape; 4] = [
+    Shape { tile: 32, rows: 8 },
+    Shape { tile: 32, rows: 16 },
+    Shape { tile: 32, rows: 32 },
+    Shape { tile: 64, rows: 16 },
+];
+
+/// The default shape, chosen by `fegpu bench transpose` on the H100 (BENCHMARKS.md).
+pub fn default_shape<T: Real>() -> Shape {
+    Shape { tile: 32, rows: 8 }
+}
+
+fn grid_y(tiles: usize) -> u32 {
+    tiles.clamp(1, 65535) as u32
+}
+
+fn tiled_name<T: Real>(kind: &str, v: Variant, s: Shape) -> String {
+    format!("{kind}_{}_t{}r{}_{}", v.name(), s.tile, s.rows, T::DTYPE.name())
+}
+
+pub fn transpose<T: Real>(g: &Gpu, v: Variant, shape: Option<Shape>, m: usize, n: usize, a: &DeviceBuffer<T>, b: &mut DeviceBuffer<T>) -> Result<()> {
+    let (name, grid, block) = match v {
+        Variant::Naive => (
+            format!("transpose_naive_{}", T::DTYPE.name()),
+            (m.div_ceil(32) as u32, grid_y(n.div_ceil(8)), 1),
+            (32, 8, 1),
+        ),
+        _ => {
+            let s = shape.unwrap_or_else(default_shape::<T>);
+            let t = s.tile as usize;
+            (tiled_name::<T>("transpose", v, s), (m.div_ceil(t) as u32, grid_y(n.div_ceil(t)), 1), (s.tile, s.rows, 1))
+        }
+    };
+    let f = g.kernel("dense", SOURCE, &name)?;
+    let (m, n) = (m as i64, n as i64);
+    let mut l = g.launcher(&f);
+    l.arg(a).arg(b).arg(&m).arg(&n);
+    g.launch(&name, l, grid, block, 0)
+}
+
+pub fn transpose_square_in_place<T: Real>(g: &Gpu, v: Variant, n: usize, a: &mut DeviceBuffer<T>) -> Result<()> {
+    let (name, grid, block) = match v {
+        Variant::Naive => (
+            format!("transpose_square_naive_{}", T::DTYPE.name()),
+            (n.div_ceil(32) as u32, grid_y(n.div_ceil(8)), 1),
+            (32, 8, 1),
+        ),
+        _ => {
+            let s = default_shape::<T>();
+            let tiles = n.div_ceil(s.tile as usize);
+            (tiled_name::<T>("transpose_square", v, s), (tiles as u32, grid_y(tiles), 1), (s.tile, s.rows, 1))
+        }
+    };
+    let f = g.kernel("dense", SOURCE, &name)?;
+    let n = n as i64;
+    let mut l = g.launcher(&f);
+    l.arg(a).arg(&n);
+    g.launch(&name, l, grid, block, 0)
+}
+
+pub fn copy<T: Real>(g: &Gpu, v: Variant, m: usize, n: usize, a: &DeviceBuffer<T>, b: &mut DeviceBuffer<T>) -> Result<()> {
+    let (name, grid, block) = match v {
+        Variant::Naive => (format!("copy_naive_{}", T::DTYPE.name()), (m.div_ceil(32) as u32, grid_y(n.div_ceil(8)), 1), (32, 8, 1)),
+        _ => {
+            let s = default_shape::<T>();
+            let t = s.tile as usize;
+            (
+                format!("copy_tile_t{}r{}_{}", s.tile, s.rows, T::DTYPE.name()),
+                (m.div_ceil(t) as u32, grid_y(n.div_ceil(t)), 1),
+                (s.tile, s.rows, 1),
+            )
+        }
+    };
+    let f = g.kernel("dense", SOURCE, &name)?;
+    let (m, n) = (m as i64, n as i64);
+    let mut l = g.launcher(&f);
+    l.arg(a).arg(b).arg(&m).arg(&n);
+    g.launch(&name, l, grid, block, 0)
+}

@@ -1,0 +1,86 @@
+//! C surface of dense transpose and copy.
+
+use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out};
+use crate::array::{self, Real};
+use crate::context;
+use crate::dense::{self, Variant};
+use crate::error::{element_count, fegpu_status, positive, Error};
+
+/// dst = src^T on device-resident arrays: src m x n, dst n x m (column-major),
+/// same type, same context. `variant` is FEGPU_VARIANT_AUTO (the fastest),
+/// _NAIVE, _TILE or _PADDED. Returns once the work is queued.
+#[no_mangle]
+pub extern "C" fn fegpu_dense_transpose(src: fegpu_array_t, dst: fegpu_array_t, variant: i32) -> fegpu_status {
+    guard(|| {
+        let v = Variant::from_code(variant)?;
+        dense::transpose(&*array::get(src, "src")?, &*array::get(dst, "dst")?, v)
+    })
+}
+
+/// a = a^T in place for a square device-resident array.
+#[no_mangle]
+pub extern "C" fn fegpu_dense_transpose_in_place(a: fegpu_array_t, variant: i32) -> fegpu_status {
+    guard(|| {
+        let v = Variant::from_code(variant)?;
+        dense::transpose_in_place(&*array::get(a, "a")?, v)
+    })
+}
+
+/// dst = src for device-resident arrays of one shape and type. AUTO uses the
+/// driver's device-to-device copy; the kernel variants exist for benchmarks.
+#[no_mangle]
+pub extern "C" fn fegpu_dense_copy(src: fegpu_array_t, dst: fegpu_array_t, variant: i32) -> fegpu_status {
+    guard(|| {
+        let v = Variant::from_code(variant)?;
+        dense::copy(&*array::get(src, "src")?, &*array::get(dst, "dst")?, v)
+    })
+}
+
+unsafe fn transpose_host<T: Real>(ctx: fegpu_context_t, m: i64, n: i64, a: *const T, at: *mut T, variant: i32) -> fegpu_status {
+    guard(|| {
+        let c = context::get(ctx, "ctx")?;
+        let v = Variant::from_code(variant)?;
+        let (m, n) = (positive("m", m)?, positive("n", n)?);
+        let len = element_count(m, n)?;
+        let bytes = len * std::mem::size_of::<T>();
+        let (pa, pat) = (a as usize, at as usize);
+        if !a.is_null() && !at.is_null() && pa < pat + bytes && pat < pa + bytes {
+            return Err(Error::invalid("a and at overlap: use fegpu_dense_transpose_host_in_place_* for a square in-place transpose"));
+        }
+        dense::transpose_host(&c, m, n, host_in(a, len, "a")?, host_out(at, len, "at")?, v)
+    })
+}
+
+unsafe fn transpose_host_in_place<T: Real>(ctx: fegpu_context_t, n: i64, a: *mut T, variant: i32) -> fegpu_status {
+    guard(|| {
+        let c = context::get(ctx, "ctx")?;
+        let v = Variant::from_code(variant)?;
+        let n = positive("n", n)?;
+        dense::transpose_host_in_place(&c, n, host_out(a, element_count(n, n)?, "a")?, v)
+    })
+}
+
+/// Host convenience: at (n x m) = a^T (a m x n) through the context's backend
+/// (upload, transpose, download in one call).
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_dense_transpose_host_f64(ctx: fegpu_context_t, m: i64, n: i64, a: *const f64, at: *mut f64, variant: i32) -> fegpu_status {
+    transpose_host::<f64>(ctx, m, n, a, at, variant)
+}
+
+/// Host convenience: at (n x m) = a^T (a m x n) through the context's backend.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_dense_transpose_host_f32(ctx: fegpu_context_t, m: i64, n: i64, a: *const f32, at: *mut f32, variant: i32) -> fegpu_status {
+    transpose_host::<f32>(ctx, m, n, a, at, variant)
+}
+
+/// Host convenience: square a (n x n) = a^T in place through the context's backend.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_dense_transpose_host_in_place_f64(ctx: fegpu_context_t, n: i64, a: *mut f64, variant: i32) -> fegpu_status {
+    transpose_host_in_place::<f64>(ctx, n, a, variant)
+}
+
+/// Host convenience: square a (n x n) = a^T in place through the context's backend.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_dense_transpose_host_in_place_f32(ctx: fegpu_context_t, n: i64, a: *mut f32, variant: i32) -> fegpu_status {
+    transpose_host_in_place::<f32>(ctx, n, a, variant)
+}

@@ -1,0 +1,118 @@
+//! The C ABI. Every entry point runs inside `guard`, which turns errors into
+//! status codes with a thread-local message and catches panics, so nothing
+//! unwinds into C or Fortran.
+
+pub mod array;
+pub mod context;
+pub mod dense;
+
+use crate::error::{fegpu_status, Error, Result, FEGPU_ERR_INTERNAL, FEGPU_ERR_INVALID_ARGUMENT, FEGPU_OK};
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// A context handle (0 is never valid).
+#[allow(non_camel_case_types)]
+pub type fegpu_context_t = u64;
+/// An array handle (0 is never valid).
+#[allow(non_camel_case_types)]
+pub type fegpu_array_t = u64;
+
+thread_local! {
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+pub(crate) fn set_last_error(message: String) {
+    LAST_ERROR.with(|m| *m.borrow_mut() = message);
+}
+
+/// Runs an entry point's body: errors become a status plus the thread's
+/// last message, and a panic becomes FEGPU_ERR_INTERNAL.
+pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> fegpu_status {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => FEGPU_OK,
+        Ok(Err(e)) => {
+            let status = e.status;
+            set_last_error(e.message);
+            status
+        }
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            set_last_error(format!("internal error in fegpu (please report): {what}"));
+            FEGPU_ERR_INTERNAL
+        }
+    }
+}
+
+/// A caller's input array: non-null (unless empty) and aligned for T.
+pub(crate) unsafe fn host_in<'a, T>(ptr: *const T, len: usize, arg: &str) -> Result<&'a [T]> {
+    check_pointer(ptr, arg)?;
+    Ok(std::slice::from_raw_parts(ptr, len))
+}
+
+/// A caller's output array: non-null and aligned for T.
+pub(crate) unsafe fn host_out<'a, T>(ptr: *mut T, len: usize, arg: &str) -> Result<&'a mut [T]> {
+    check_pointer(ptr, arg)?;
+    Ok(std::slice::from_raw_parts_mut(ptr, len))
+}
+
+/// A caller's scalar out-parameter.
+pub(crate) unsafe fn out_param<'a, T>(ptr: *mut T, arg: &str) -> Result<&'a mut T> {
+    check_pointer(ptr, arg)?;
+    Ok(&mut *ptr)
+}
+
+fn check_pointer<T>(ptr: *const T, arg: &str) -> Result<()> {
+    if ptr.is_null() {
+        return Err(Error::invalid(format!("{arg} is a null pointer")));
+    }
+    if (ptr as usize) % std::mem::align_of::<T>() != 0 {
+        return Err(Error::invalid(format!("{arg} = {:#x} is not aligned for its element type", ptr as usize)));
+    }
+    Ok(())
+}
+
+/// Converts a caller's (first, count) with an explicit index base to a 0-based range.
+pub(crate) fn range(first: i64, count: i64, index_base: i32, arg: &str) -> Result<(usize, usize)> {
+    if index_base != 0 && index_base != 1 {
+        return Err(Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
+    }
+    let zero_based = first - index_base as i64;
+    if zero_based < 0 {
+        return Err(Error::invalid(format!("{arg}: first = {first} is below index_base = {index_base}")));
+    }
+    let count = crate::error::positive("count", count)?;
+    Ok((zero_based as usize, count))
+}
+
+/// Copies the calling thread's last error message into `buf` (NUL-terminated,
+/// truncated to `len` bytes). The message names the argument and the values
+/// that were wrong; it stays until the next failing call on this thread.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_last_error_message(buf: *mut libc::c_char, len: i64) -> fegpu_status {
+    if buf.is_null() || len < 1 {
+        return FEGPU_ERR_INVALID_ARGUMENT;
+    }
+    LAST_ERROR.with(|m| {
+        let m = m.borrow();
+        let n = m.len().min(len as usize - 1);
+        std::ptr::copy_nonoverlapping(m.as_ptr(), buf as *mut u8, n);
+        *buf.add(n) = 0;
+    });
+    FEGPU_OK
+}
+
+/// The library version (semantic versioning).
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_version(major: *mut i32, minor: *mut i32, patch: *mut i32) -> fegpu_status {
+    guard(|| {
+        let parse = |s: &str| s.parse::<i32>().unwrap_or(0);
+        *out_param(major, "major")? = parse(env!("CARGO_PKG_VERSION_MAJOR"));
+        *out_param(minor, "minor")? = parse(env!("CARGO_PKG_VERSION_MINOR"));
+        *out_param(patch, "patch")? = parse(env!("CARGO_PKG_VERSION_PATCH"));
+        Ok(())
+    })
+}

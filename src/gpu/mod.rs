@@ -1,0 +1,274 @@
+//! The CUDA plumbing: the one module that talks to cudarc.
+//!
+//! A `Gpu` is one device's context, the stream fegpu's work is ordered on,
+//! and the NVRTC module cache. Kernels are CUDA C++ sources from `kernels/`,
+//! compiled on first use for the device's own architecture and cached for the
+//! life of the `Gpu`.
+
+use crate::error::{Error, Result, FEGPU_ERR_DEVICE, FEGPU_ERR_NO_DEVICE, FEGPU_ERR_OUT_OF_DEVICE_MEMORY};
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, DriverError, LaunchConfig};
+use cudarc::nvrtc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+pub use cudarc::driver::CudaSlice as DeviceBuffer;
+pub use cudarc::driver::LaunchArgs as Launch;
+pub use cudarc::driver::PushKernelArg as KernelArg;
+
+/// Element types that can live in device memory.
+pub trait DeviceScalar: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy + Send + Sync + 'static {}
+impl DeviceScalar for f32 {}
+impl DeviceScalar for f64 {}
+impl DeviceScalar for i32 {}
+impl DeviceScalar for i64 {}
+
+/// What `fegpu info` prints about a device.
+#[derive(Debug, Clone)]
+pub struct DeviceInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub total_memory: usize,
+    pub compute_capability: (i32, i32),
+    pub multiprocessors: i32,
+    pub driver_version: i32,
+    pub nvrtc_version: (i32, i32),
+}
+
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    arch: String,
+    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    /// FEGPU_CHECK_LAUNCHES=1: synchronise after every launch so a kernel
+    /// fault is reported against the kernel that caused it.
+    check_launches: bool,
+    pub info: DeviceInfo,
+}
+
+/// Errors that leave the CUDA context unusable until it is recreated.
+fn is_sticky(e: &DriverError) -> bool {
+    use sys::cudaError_enum::*;
+    matches!(
+        e.0,
+        CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUDA_ERROR_LAUNCH_FAILED
+            | CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUDA_ERROR_INVALID_PC
+            | CUDA_ERROR_ECC_UNCORRECTABLE
+            | CUDA_ERROR_ASSERT
+    )
+}
+
+/// Converts a driver error into fegpu's, naming the operation.
+pub fn device_error(what: &str, e: DriverError) -> Error {
+    if e.0 == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY {
+        return Error::new(FEGPU_ERR_OUT_OF_DEVICE_MEMORY, format!("{what}: out of device memory"));
+    }
+    let tail = if is_sticky(&e) {
+        "; the CUDA context is no longer usable: destroy every fegpu context on this device and create a new one"
+    } else {
+        "; the context is still usable"
+    };
+    Error::new(FEGPU_ERR_DEVICE, format!("{what}: CUDA error {:?}{tail}", e.0))
+}
+
+fn no_device(message: String) -> Error {
+    Error::new(FEGPU_ERR_NO_DEVICE, message)
+}
+
+/// Compiles a kernel file with NVRTC for `arch` (e.g. "sm_90"). Needs only
+/// libnvrtc, no driver or device, so kernels can be checked on any machine.
+pub fn compile(module: &str, source: &str, arch: &str) -> Result<nvrtc::Ptx> {
+    // SAFETY: probing for the library has no preconditions.
+    if !unsafe { nvrtc::sys::is_culib_present() } {
+        return Err(no_device("NVRTC (libnvrtc.so) not found".into()));
+    }
+    let opts = nvrtc::CompileOptions {
+        options: vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()],
+        name: Some(format!("{module}.cu")),
+        ..Default::default()
+    };
+    nvrtc::compile_ptx_with_opts(source, opts).map_err(|e| {
+        let detail = match e {
+            nvrtc::CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
+            other => format!("{other:?}"),
+        };
+        Error::new(FEGPU_ERR_DEVICE, format!("NVRTC could not compile kernels/{module}.cu for {arch}:\n{detail}"))
+    })
+}
+
+impl Gpu {
+    /// Number of CUDA devices, or an explanation of why there are none.
+    pub fn device_count() -> Result<usize> {
+        // SAFETY: probing for the library has no preconditions.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(no_device("no CUDA driver library (libcuda.so) found".into()));
+        }
+        if !unsafe { nvrtc::sys::is_culib_present() } {
+            return Err(no_device("the CUDA driver is present but NVRTC (libnvrtc.so) is not".into()));
+        }
+        let n = CudaContext::device_count().map_err(|e| no_device(format!("the CUDA driver reports {:?}", e.0)))?;
+        Ok(n.max(0) as usize)
+    }
+
+    pub fn open(ordinal: usize) -> Result<Gpu> {
+        let count = Self::device_count()?;
+        if ordinal >= count {
+            return Err(no_device(format!("device ordinal {ordinal} requested but {count} CUDA device(s) present")));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| device_error("creating the CUDA context", e))?;
+        // One stream per fegpu context orders all its work, so cudarc's
+        // per-buffer event tracking (for multi-stream safety) is pure overhead.
+        // SAFETY: no buffer of this context is ever used on another stream.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(|e| device_error("creating a stream", e))?;
+        let attr = |a| ctx.attribute(a).map_err(|e| device_error("reading a device attribute", e));
+        let cc = (
+            attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        );
+        let mut driver_version = 0;
+        let mut nv = (0, 0);
+        // SAFETY: plain out-parameters.
+        unsafe {
+            sys::cuDriverGetVersion(&mut driver_version);
+            nvrtc::sys::nvrtcVersion(&mut nv.0, &mut nv.1);
+        }
+        let info = DeviceInfo {
+            ordinal,
+            name: ctx.name().unwrap_or_else(|_| "unknown".into()),
+            total_memory: ctx.total_mem().unwrap_or(0),
+            compute_capability: cc,
+            multiprocessors: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            driver_version,
+            nvrtc_version: nv,
+        };
+        Ok(Gpu {
+            ctx,
+            stream,
+            arch: format!("sm_{}{}", cc.0, cc.1),
+            modules: Mutex::new(HashMap::new()),
+            check_launches: std::env::var("FEGPU_CHECK_LAUNCHES").map(|v| v == "1").unwrap_or(false),
+            info,
+        })
+    }
+
+    /// Device memory currently free, in bytes.
+    pub fn free_memory(&self) -> usize {
+        self.ctx.mem_get_info().map(|(free, _)| free).unwrap_or(0)
+    }
+
+    /// Uninitialised device memory for `n` elements.
+    pub fn alloc<T: DeviceScalar>(&self, n: usize) -> Result<DeviceBuffer<T>> {
+        // SAFETY: callers write before they read (documented per object).
+        unsafe { self.stream.alloc::<T>(n) }.map_err(|e| device_error(&format!("allocating {n} elements"), e))
+    }
+
+    /// Copies `src` into `dst[offset..]` and waits, so the caller may reuse `src`
+    /// at once (a copy from page-locked memory is otherwise asynchronous).
+    pub fn upload<T: DeviceScalar>(&self, src: &[T], dst: &mut DeviceBuffer<T>, offset: usize) -> Result<()> {
+        let mut view = dst.slice_mut(offset..offset + src.len());
+        self.stream.memcpy_htod(src, &mut view).map_err(|e| device_error("host-to-device copy", e))?;
+        self.synchronize("host-to-device copy")
+    }
+
+    /// Copies `src[offset..offset + dst.len()]` into `dst` and waits.
+    pub fn download<T: DeviceScalar>(&self, src: &DeviceBuffer<T>, offset: usize, dst: &mut [T]) -> Result<()> {
+        let view = src.slice(offset..offset + dst.len());
+        self.stream.memcpy_dtoh(&view, dst).map_err(|e| device_error("device-to-host copy", e))?;
+        self.synchronize("device-to-host copy")
+    }
+
+    /// Device-to-device copy of a whole buffer, ordered on the stream.
+    pub fn copy<T: DeviceScalar>(&self, src: &DeviceBuffer<T>, dst: &mut DeviceBuffer<T>) -> Result<()> {
+        self.stream.memcpy_dtod(src, dst).map_err(|e| device_error("device-to-device copy", e))
+    }
+
+    /// Fills a buffer with bytes of value `byte` (poisoning in tests, zeroing).
+    pub fn fill_bytes<T: DeviceScalar>(&self, buf: &mut DeviceBuffer<T>, byte: u8) -> Result<()> {
+        use cudarc::driver::DevicePtrMut;
+        let bytes = buf.len() * std::mem::size_of::<T>();
+        let (ptr, _sync) = buf.device_ptr_mut(&self.stream);
+        // SAFETY: ptr covers `bytes` bytes of this context's memory.
+        unsafe { cudarc::driver::result::memset_d8_async(ptr, byte, bytes, self.stream.cu_stream()) }
+            .map_err(|e| device_error("memset", e))
+    }
+
+    /// The kernel `name` from the CUDA source `source` (a file of `kernels/`),
+    /// compiling the file with NVRTC the first time any of its kernels is asked for.
+    pub fn kernel(&self, module: &'static str, source: &'static str, name: &str) -> Result<CudaFunction> {
+        let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        let m = match modules.get(module) {
+            Some(m) => m.clone(),
+            None => {
+                let ptx = compile(module, source, &self.arch)?;
+                let m = self.ctx.load_module(ptx).map_err(|e| device_error(&format!("loading kernels/{module}.cu"), e))?;
+                modules.insert(module, m.clone());
+                m
+            }
+        };
+        m.load_function(name).map_err(|e| device_error(&format!("looking up kernel {name} in kernels/{module}.cu"), e))
+    }
+
+    /// Starts a kernel launch: push arguments with `KernelArg::arg`, then `launch`.
+    pub fn launcher<'a>(&'a self, f: &'a CudaFunction) -> Launch<'a> {
+        self.stream.launch_builder(f)
+    }
+
+    pub fn launch(&self, what: &str, mut args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32) -> Result<()> {
+        let cfg = LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: shared_bytes };
+        // SAFETY: each caller passes the argument list its kernel declares
+        // (checked by the CUDA-vs-CPU tests on the GPU machine).
+        unsafe { args.launch(cfg) }.map_err(|e| device_error(&format!("launching {what}"), e))?;
+        if self.check_launches {
+            self.synchronize(what)?;
+        }
+        Ok(())
+    }
+
+    pub fn synchronize(&self, what: &str) -> Result<()> {
+        self.stream.synchronize().map_err(|e| device_error(what, e))
+    }
+
+    /// Page-locks a caller's host memory so copies from and to it run at full speed.
+    pub fn register_host(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(|e| device_error("binding the context", e))?;
+        // SAFETY: the caller guarantees ptr..ptr+bytes is its own live memory
+        // until it unregisters it.
+        unsafe { sys::cuMemHostRegister_v2(ptr.cast(), bytes, sys::CU_MEMHOSTREGISTER_PORTABLE) }
+            .result()
+            .map_err(|e| device_error("page-locking host memory (cuMemHostRegister)", e))
+    }
+
+    pub fn unregister_host(&self, ptr: *mut u8) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(|e| device_error("binding the context", e))?;
+        // SAFETY: ptr was registered by register_host.
+        unsafe { sys::cuMemHostUnregister(ptr.cast()) }
+            .result()
+            .map_err(|e| device_error("unlocking host memory (cuMemHostUnregister)", e))
+    }
+
+    /// A timing event recorded on fegpu's stream now.
+    pub fn mark(&self) -> Result<Mark> {
+        let ev = self
+            .ctx
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(|e| device_error("creating an event", e))?;
+        ev.record(&self.stream).map_err(|e| device_error("recording an event", e))?;
+        Ok(Mark(ev))
+    }
+}
+
+/// A point on the stream's timeline, for device-side timing.
+pub struct Mark(CudaEvent);
+
+impl Mark {
+    /// Seconds from `self` to `later`, waiting for `later` to complete.
+    pub fn seconds_until(&self, later: &Mark) -> Result<f64> {
+        later.0.synchronize().map_err(|e| device_error("waiting for an event", e))?;
+        let ms = self.0.elapsed_ms(&later.0).map_err(|e| device_error("reading an event", e))?;
+        Ok(ms as f64 * 1e-3)
+    }
+}

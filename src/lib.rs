@@ -1,0 +1,18 @@
+//! fegpu: GPU kernels and solvers whose data stays on the device between
+//! calls, for legacy Fortran simulation codes (C ABI in `ffi`, Fortran module
+//! in `fortran/`). See README.md for the call sequences and DESIGN notes.
+
+pub mod array;
+pub mod context;
+pub mod dense;
+pub mod error;
+pub mod ffi;
+pub mod gpu;
+pub mod registry;
+
+pub use context::{FEGPU_BACKEND_AUTO, FEGPU_BACKEND_CPU, FEGPU_BACKEND_CUDA};
+pub use dense::{FEGPU_VARIANT_AUTO, FEGPU_VARIANT_NAIVE, FEGPU_VARIANT_PADDED, FEGPU_VARIANT_TILE};
+pub use error::*;
+
+/// Every CUDA source file (module name, text), for NVRTC compile checks.
+pub const KERNEL_SOURCES: &[(&str, &str)] = &[("dense", dense::cuda::SOURCE)];

@@ -1,0 +1,114 @@
+//! The handle registry: objects cross the ABI as 64-bit integers.
+//!
+//! A handle is `kind << 56 | serial`; serials are never reused, so a destroyed
+//! handle can never alias a live object, and the kind byte lets an error name
+//! what a stale or foreign handle was.
+
+use crate::error::{Error, Result};
+use once_cell::sync::Lazy;
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+pub type Handle = u64;
+
+/// Object types known to the registry; the value is the handle's top byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    Context = 1,
+    Array = 2,
+}
+
+impl Kind {
+    fn from_handle(h: Handle) -> Option<Kind> {
+        match (h >> 56) as u8 {
+            1 => Some(Kind::Context),
+            2 => Some(Kind::Array),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Context => "fegpu_context_t",
+            Kind::Array => "fegpu_array_t",
+        }
+    }
+}
+
+/// Implemented by every type the registry hands out.
+pub trait Object: Any + Send + Sync {
+    const KIND: Kind;
+}
+
+struct Entry {
+    object: Arc<dyn Any + Send + Sync>,
+    /// The context this object lives in (0 for contexts themselves).
+    owner: Handle,
+}
+
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
+static TABLE: Lazy<Mutex<HashMap<Handle, Entry>>> = Lazy::new(|| Mutex::new(HashMap::new()));
+
+fn table() -> std::sync::MutexGuard<'static, HashMap<Handle, Entry>> {
+    // A panic while the lock was held cannot leave the map inconsistent
+    // (every mutation is a single insert/remove), so poisoning is ignored.
+    TABLE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub fn insert<T: Object>(object: Arc<T>, owner: Handle) -> Handle {
+    let serial = NEXT_SERIAL.fetch_add(1, Ordering::Relaxed) & ((1 << 56) - 1);
+    let h = ((T::KIND as u64) << 56) | serial;
+    table().insert(h, Entry { object, owner });
+    h
+}
+
+fn describe_missing(h: Handle, want: Kind, arg: &str) -> Error {
+    if h == 0 {
+        return Error::handle(format!("{arg}: the null handle 0 is never valid (expected a {})", want.name()));
+    }
+    match Kind::from_handle(h) {
+        Some(k) if k != want => Error::handle(format!(
+            "{arg} = {h:#x} is a {}, expected a {}",
+            k.name(),
+            want.name()
+        )),
+        Some(_) => Error::handle(format!(
+            "{arg} = {h:#x}: this {} was destroyed (or its context was)",
+            want.name()
+        )),
+        None => Error::handle(format!("{arg} = {h:#x} is not a fegpu handle (expected a {})", want.name())),
+    }
+}
+
+/// Looks a handle up; `arg` names the argument in the error message.
+pub fn get<T: Object>(h: Handle, arg: &str) -> Result<Arc<T>> {
+    let found = table().get(&h).map(|e| e.object.clone());
+    match found {
+        Some(obj) if Kind::from_handle(h) == Some(T::KIND) => obj
+            .downcast::<T>()
+            .map_err(|_| Error::handle(format!("{arg} = {h:#x}: registry type confusion"))),
+        _ => Err(describe_missing(h, T::KIND, arg)),
+    }
+}
+
+pub fn owner_of(h: Handle) -> Option<Handle> {
+    table().get(&h).map(|e| e.owner)
+}
+
+/// Removes a handle; for a context, every object it owns goes with it.
+pub fn remove<T: Object>(h: Handle, arg: &str) -> Result<()> {
+    get::<T>(h, arg)?;
+    let mut t = table();
+    t.remove(&h);
+    if T::KIND == Kind::Context {
+        t.retain(|_, e| e.owner != h);
+    }
+    Ok(())
+}
+
+/// Number of live objects owned by a context (for diagnostics and tests).
+pub fn owned_count(ctx: Handle) -> usize {
+    table().values().filter(|e| e.owner == ctx).count()
+}
