@@ -24,25 +24,30 @@ __device__ void transpose_naive(const T* __restrict__ a, T* __restrict__ b, i64 
         b[j + i * n] = a[i + j * m];
 }
 
-template <typename T, int TILE, int ROWS, int PAD>
+// A block moves a TILE x (JT*TILE) panel: JT tiles along j share one barrier,
+// so each thread has JT*TILE/ROWS loads in flight (f32 needs more than f64).
+template <typename T, int TILE, int ROWS, int PAD, int JT>
 __device__ void transpose_tiled(const T* __restrict__ a, T* __restrict__ b, i64 m, i64 n) {
-    __shared__ T tile[TILE][TILE + PAD];
+    __shared__ T tile[JT * TILE][TILE + PAD];
     const i64 i0 = (i64)blockIdx.x * TILE;
-    for (i64 j0 = (i64)blockIdx.y * TILE; j0 < n; j0 += (i64)gridDim.y * TILE) {
+    for (i64 j0 = (i64)blockIdx.y * JT * TILE; j0 < n; j0 += (i64)gridDim.y * JT * TILE) {
         const i64 i = i0 + threadIdx.x;
 #pragma unroll
-        for (int kk = 0; kk < TILE; kk += ROWS) {
+        for (int kk = 0; kk < JT * TILE; kk += ROWS) {
             const int k = kk + threadIdx.y;
             const i64 j = j0 + k;
             if (i < m && j < n) tile[k][threadIdx.x] = a[i + j * m];
         }
         __syncthreads();
-        const i64 jw = j0 + threadIdx.x;
 #pragma unroll
-        for (int kk = 0; kk < TILE; kk += ROWS) {
-            const int k = kk + threadIdx.y;
-            const i64 iw = i0 + k;
-            if (iw < m && jw < n) b[jw + iw * n] = tile[threadIdx.x][k];
+        for (int q = 0; q < JT; ++q) {
+            const i64 jw = j0 + q * TILE + threadIdx.x;
+#pragma unroll
+            for (int kk = 0; kk < TILE; kk += ROWS) {
+                const int k = kk + threadIdx.y;
+                const i64 iw = i0 + k;
+                if (iw < m && jw < n) b[jw + iw * n] = tile[q * TILE + threadIdx.x][k];
+            }
         }
         __syncthreads();
     }
@@ -133,12 +138,14 @@ __device__ void copy_tiled(const T* __restrict__ a, T* __restrict__ b, i64 m, i6
     extern "C" __global__ void copy_naive_##S(const T* a, T* b, i64 m, i64 n) { copy_naive<T>(a, b, m, n); }
 FOR_TYPES(NAIVE)
 
-// Tiled kernels, named <kind>_t<TILE>r<ROWS>_<type>; the block is TILE x ROWS.
-#define TILED(T, S, TILE, ROWS)                                                                              \
-    extern "C" __global__ void __launch_bounds__(TILE * ROWS) transpose_tile_t##TILE##r##ROWS##_##S(          \
-        const T* a, T* b, i64 m, i64 n) { transpose_tiled<T, TILE, ROWS, 0>(a, b, m, n); }                   \
-    extern "C" __global__ void __launch_bounds__(TILE * ROWS) transpose_padded_t##TILE##r##ROWS##_##S(        \
-        const T* a, T* b, i64 m, i64 n) { transpose_tiled<T, TILE, ROWS, 1>(a, b, m, n); }                   \
+// Tiled kernels, named <kind>_t<TILE>r<ROWS>j<JT>_<type>; the block is TILE x ROWS threads.
+#define TILED(T, S, TILE, ROWS, JT)                                                                           \
+    extern "C" __global__ void __launch_bounds__(TILE * ROWS) transpose_tile_t##TILE##r##ROWS##j##JT##_##S(     \
+        const T* a, T* b, i64 m, i64 n) { transpose_tiled<T, TILE, ROWS, 0, JT>(a, b, m, n); }                \
+    extern "C" __global__ void __launch_bounds__(TILE * ROWS) transpose_padded_t##TILE##r##ROWS##j##JT##_##S(   \
+        const T* a, T* b, i64 m, i64 n) { transpose_tiled<T, TILE, ROWS, 1, JT>(a, b, m, n); }
+
+#define COPY(T, S, TILE, ROWS)                                                                               \
     extern "C" __global__ void __launch_bounds__(TILE * ROWS) copy_tile_t##TILE##r##ROWS##_##S(               \
         const T* a, T* b, i64 m, i64 n) { copy_tiled<T, TILE, ROWS>(a, b, m, n); }
 
@@ -149,7 +156,8 @@ FOR_TYPES(NAIVE)
     extern "C" __global__ void __launch_bounds__(TILE * ROWS) transpose_square_padded_t##TILE##r##ROWS##_##S( \
         T* a, i64 n) { transpose_square_tiled<T, TILE, ROWS, 1>(a, n); }
 
-#define SHAPES(T, S)                                                              \
-    TILED(T, S, 32, 8) TILED(T, S, 32, 16) TILED(T, S, 32, 32) TILED(T, S, 64, 16) \
-    SQUARE(T, S, 32, 8) SQUARE(T, S, 32, 16) SQUARE(T, S, 32, 32)
+#define SHAPES(T, S)                                                                       \
+    TILED(T, S, 32, 8, 1) TILED(T, S, 32, 16, 1) TILED(T, S, 32, 32, 1) TILED(T, S, 64, 16, 1) \
+    TILED(T, S, 32, 8, 2) TILED(T, S, 32, 8, 4) TILED(T, S, 32, 16, 2)                   \
+    COPY(T, S, 32, 8) SQUARE(T, S, 32, 8)
 FOR_TYPES(SHAPES)

@@ -3,6 +3,7 @@
 //! in `fortran/`). See README.md for the call sequences and DESIGN notes.
 
 pub mod array;
+pub mod bench;
 pub mod context;
 pub mod dense;
 pub mod error;

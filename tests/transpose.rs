@@ -130,3 +130,24 @@ fn registered_host_memory_round_trips() {
     ok(unsafe { fegpu_host_unregister(ctx, host.as_mut_ptr() as *mut _) });
     ok(fegpu_context_destroy(ctx));
 }
+
+#[test]
+fn every_compiled_tile_shape_matches_the_serial_loop() {
+    use fegpu::array::Array;
+    use fegpu::dense::{cuda::SHAPES, transpose_shaped, Variant};
+    let ctx = std::sync::Arc::new(fegpu::context::Context::new(FEGPU_BACKEND_AUTO, 0).unwrap());
+    let mut rng = Rng::new(seed());
+    for &(m, n) in &[(1usize, 77usize), (77, 1), (65, 129), (300, 17), (257, 513)] {
+        let a = rng.vec_f32(m * n);
+        let src = Array::new(ctx.clone(), 0, m, n, Some(&a)).unwrap();
+        for s in SHAPES {
+            for v in [Variant::Tile, Variant::Padded] {
+                let dst = Array::new(ctx.clone(), 0, n, m, Some(&vec![f32::NAN; m * n])).unwrap();
+                transpose_shaped(&src, &dst, Some(v), Some(s)).unwrap();
+                let mut got = vec![0.0f32; m * n];
+                dst.download(0, &mut got, "dst").unwrap();
+                assert_eq!(got, serial_transpose(m, n, &a), "{m}x{n} {v:?} {s:?}");
+            }
+        }
+    }
+}

@@ -27,3 +27,13 @@ pub fn transpose_square_in_place<T: Copy>(n: usize, a: &mut [T]) {
         }
     }
 }
+
+/// The serial do-loop of the original code (b(j,i) = a(i,j), i innermost):
+/// the baseline the benchmark's speedups are quoted against.
+pub fn transpose_serial<T: Copy>(m: usize, n: usize, a: &[T], b: &mut [T]) {
+    for j in 0..n {
+        for i in 0..m {
+            b[j + i * n] = a[i + j * m];
+        }
+    }
+}

@@ -7,24 +7,31 @@ use crate::gpu::{DeviceBuffer, Gpu, KernelArg};
 
 pub const SOURCE: &str = include_str!("../../kernels/dense.cu");
 
-/// A tile kernel's shape: TILE x TILE elements, a TILE x ROWS thread block.
+/// A tile kernel's shape: a TILE x ROWS thread block moving a TILE x (JT*TILE) panel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
     pub tile: u32,
     pub rows: u32,
+    pub jt: u32,
 }
 
-/// Every shape compiled in `kernels/dense.cu` (square in place: 32-wide only).
-pub const SHAPES: [Shape; 4] = [
-    Shape { tile: 32, rows: 8 },
-    Shape { tile: 32, rows: 16 },
-    Shape { tile: 32, rows: 32 },
-    Shape { tile: 64, rows: 16 },
+/// Every out-of-place transpose shape compiled in `kernels/dense.cu`.
+pub const SHAPES: [Shape; 7] = [
+    Shape { tile: 32, rows: 8, jt: 1 },
+    Shape { tile: 32, rows: 16, jt: 1 },
+    Shape { tile: 32, rows: 32, jt: 1 },
+    Shape { tile: 64, rows: 16, jt: 1 },
+    Shape { tile: 32, rows: 8, jt: 2 },
+    Shape { tile: 32, rows: 8, jt: 4 },
+    Shape { tile: 32, rows: 16, jt: 2 },
 ];
 
-/// The default shape, chosen by `fegpu bench transpose` on the H100 (BENCHMARKS.md).
+/// The shape of the in-place and copy kernels.
+const SQUARE_SHAPE: Shape = Shape { tile: 32, rows: 8, jt: 1 };
+
+/// The default transpose shape, chosen by `fegpu bench transpose` on the H100 (BENCHMARKS.md).
 pub fn default_shape<T: Real>() -> Shape {
-    Shape { tile: 32, rows: 8 }
+    Shape { tile: 32, rows: 8, jt: 1 }
 }
 
 fn grid_y(tiles: usize) -> u32 {
@@ -32,7 +39,7 @@ fn grid_y(tiles: usize) -> u32 {
 }
 
 fn tiled_name<T: Real>(kind: &str, v: Variant, s: Shape) -> String {
-    format!("{kind}_{}_t{}r{}_{}", v.name(), s.tile, s.rows, T::DTYPE.name())
+    format!("{kind}_{}_t{}r{}{}_{}", v.name(), s.tile, s.rows, if kind == "transpose" { format!("j{}", s.jt) } else { String::new() }, T::DTYPE.name())
 }
 
 pub fn transpose<T: Real>(g: &Gpu, v: Variant, shape: Option<Shape>, m: usize, n: usize, a: &DeviceBuffer<T>, b: &mut DeviceBuffer<T>) -> Result<()> {
@@ -45,7 +52,7 @@ pub fn transpose<T: Real>(g: &Gpu, v: Variant, shape: Option<Shape>, m: usize, n
         _ => {
             let s = shape.unwrap_or_else(default_shape::<T>);
             let t = s.tile as usize;
-            (tiled_name::<T>("transpose", v, s), (m.div_ceil(t) as u32, grid_y(n.div_ceil(t)), 1), (s.tile, s.rows, 1))
+            (tiled_name::<T>("transpose", v, s), (m.div_ceil(t) as u32, grid_y(n.div_ceil(t * s.jt as usize)), 1), (s.tile, s.rows, 1))
         }
     };
     let f = g.kernel("dense", SOURCE, &name)?;
@@ -63,7 +70,7 @@ pub fn transpose_square_in_place<T: Real>(g: &Gpu, v: Variant, n: usize, a: &mut
             (32, 8, 1),
         ),
         _ => {
-            let s = default_shape::<T>();
+            let s = SQUARE_SHAPE;
             let tiles = n.div_ceil(s.tile as usize);
             (tiled_name::<T>("transpose_square", v, s), (tiles as u32, grid_y(tiles), 1), (s.tile, s.rows, 1))
         }
@@ -79,7 +86,7 @@ pub fn copy<T: Real>(g: &Gpu, v: Variant, m: usize, n: usize, a: &DeviceBuffer<T
     let (name, grid, block) = match v {
         Variant::Naive => (format!("copy_naive_{}", T::DTYPE.name()), (m.div_ceil(32) as u32, grid_y(n.div_ceil(8)), 1), (32, 8, 1)),
         _ => {
-            let s = default_shape::<T>();
+            let s = SQUARE_SHAPE;
             let t = s.tile as usize;
             (
                 format!("copy_tile_t{}r{}_{}", s.tile, s.rows, T::DTYPE.name()),

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# One check-and-benchmark round on the GPU machine. Builds nothing: run
+# scripts/gpu-stage.sh here first, which copies the binaries into .gpu/,
+# then call the device tool with carry [".gpu"] and this script.
+# Logs go to $OUT (or ./gpu-out when run by hand).
+set -uo pipefail
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+export FEGPU_BACKEND=cuda FEGPU_CHECK_LAUNCHES=1 LD_LIBRARY_PATH=$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}
+fail=0
+run() { echo "== $*"; "$@" 2>&1 | tee -a "$OUT/checks.log"; local rc=${PIPESTATUS[0]}; [ $rc -eq 0 ] || { echo "FAILED ($rc): $*"; fail=1; }; }
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+run .gpu/bin/fegpu info
+for t in .gpu/tests/*; do run "$t" --test-threads=1; done
+for d in .gpu/drivers/*; do [ -x "$d" ] && run "$d"; done
+unset FEGPU_CHECK_LAUNCHES
+if [ "${1:-}" != "--checks-only" ]; then
+  .gpu/bin/fegpu bench transpose --size 1024x1024 --size 4096x4096 --size 8192x8192 2>&1 | tee "$OUT/bench-transpose.txt"
+  python3 bench/peers.py transpose 4096 8192 2>&1 | tee "$OUT/peers-transpose.txt"
+fi
+echo "gpu round: $([ $fail -eq 0 ] && echo all checks passed || echo SOME CHECKS FAILED)"
+exit $fail

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Copies what scripts/gpu-round.sh runs into .gpu/ (ignored by git, carried
+# to the GPU machine): the fegpu command, the library, the Rust test
+# binaries and the CTest drivers of build/ when it exists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rm -rf .gpu && mkdir -p .gpu/bin .gpu/lib .gpu/tests .gpu/drivers
+cargo build --release
+cargo test --release --no-run --message-format=json 2>/dev/null \
+  | python3 -c 'import sys,json
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["kind"]!=["bin"]: print(m["executable"])' \
+  | while read -r exe; do cp "$exe" ".gpu/tests/$(basename "$exe" | sed 's/-[0-9a-f]*$//')"; done
+rm -f .gpu/tests/header .gpu/tests/kernels_compile   # need the source tree / NVRTC only
+cp target/release/fegpu .gpu/bin/
+cp target/release/libfegpu.so .gpu/lib/
+if [ -d build/ctest ]; then
+  find build/ctest -maxdepth 1 -type f -executable -exec cp {} .gpu/drivers/ \;
+fi
+du -sh .gpu
