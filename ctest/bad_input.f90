@@ -1,0 +1,74 @@
+!> Bad input from Fortran: every call returns its status in `stat` and a
+!> message naming the problem in `errmsg`, and leaves the data unchanged.
+program bad_input
+  use, intrinsic :: iso_fortran_env, only: real32, real64
+  use fegpu
+  implicit none
+  type(fegpu_context) :: ctx
+  type(fegpu_array) :: a, b, stale
+  real(real64) :: x(3, 4), y(4, 3), z(0)
+  character(len=512) :: msg
+  integer :: st, failures, checks
+
+  failures = 0; checks = 0
+  call fegpu_context_create(ctx)
+  x = 1; y = 7
+  call fegpu_array_create(ctx, x, a)
+  call fegpu_array_create(ctx, x, b)      ! 3 x 4: wrong shape for a transpose of a
+
+  call fegpu_transpose(a, b, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'dst must be 4 x 3') > 0, 'mismatched shapes')
+  call fegpu_array_download(b, x, stat=st)
+  call expect(st == FEGPU_OK .and. all(x == 1), 'dst unchanged after a failed transpose')
+
+  call fegpu_array_create_empty(ctx, real64, 0, 3, stale, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'rows = 0') > 0, 'zero size')
+  call fegpu_array_create_empty(ctx, real64, 3, -2, stale, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'cols = -2') > 0, 'negative size')
+  call fegpu_array_create_empty(ctx, 3, 3, 3, stale, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'dtype') > 0, 'unknown kind')
+  call fegpu_array_create(ctx, z, stale, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'rows = 0') > 0, 'empty host array')
+  call fegpu_array_upload(a, y(1:2, 1), stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'count = 2') > 0, 'upload of the wrong size')
+  call fegpu_array_download(a, y(:, 1), first=11, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'outside') > 0, 'slice past the end')
+  call fegpu_array_download(a, y(:, 1), first=0, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'index_base') > 0, '1-based slice starting at 0')
+  call fegpu_transpose_host(ctx, x, x, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'at is 3 x 4') > 0, 'host transpose shape')
+  call fegpu_transpose_in_place(a, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'square') > 0, 'in place on a non-square array')
+  call fegpu_transpose(a, b, variant=42, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'variant = 42') > 0, 'unknown variant')
+  call fegpu_host_unregister(ctx, y, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'not registered') > 0, 'unregister unknown memory')
+
+  stale = a
+  call fegpu_array_destroy(a)
+  call fegpu_copy(stale, b, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_HANDLE .and. index(msg, 'destroyed') > 0, 'destroyed handle')
+  call fegpu_array_destroy(stale, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_HANDLE, 'double destroy')
+  call fegpu_copy(fegpu_array(), b, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_HANDLE .and. index(msg, 'null handle') > 0, 'never-created handle')
+
+  call fegpu_context_destroy(ctx)
+  call fegpu_array_destroy(b, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_HANDLE, 'array of a destroyed context')
+  print '(i0,a,i0,a)', checks - failures, ' passed, ', failures, ' failed'
+  if (failures > 0) error stop 1
+
+contains
+
+  subroutine expect(ok, what)
+    logical, intent(in) :: ok
+    character(*), intent(in) :: what
+    checks = checks + 1
+    if (.not. ok) then
+      failures = failures + 1
+      print '(a,a,a,a)', 'FAIL: ', what, ': ', trim(msg)
+    end if
+  end subroutine
+
+end program bad_input

@@ -1,0 +1,595 @@
+!> fegpu: GPU kernels with device-resident data, for legacy Fortran codes.
+!>
+!>   use fegpu
+!>   type(fegpu_context) :: ctx
+!>   type(fegpu_array)   :: da, dt
+!>   call fegpu_context_create(ctx)              ! AUTO: CUDA if present, else CPU
+!>   call fegpu_array_create(ctx, a, da)         ! upload once
+!>   call fegpu_array_create_empty(ctx, real64, n, m, dt)
+!>   do step = 1, nsteps
+!>     call fegpu_transpose(da, dt)              ! stays on the device
+!>   end do
+!>   call fegpu_array_download(dt, at)           ! copy back once
+!>   call fegpu_context_destroy(ctx)
+!>
+!> Every procedure takes optional `stat` and `errmsg`. Without `stat`, an
+!> error prints its message and stops the program (as Fortran intrinsics do);
+!> with it, `stat` receives the fegpu status (FEGPU_OK = 0) and `errmsg` the
+!> message, and nothing was changed. Arrays are column-major as in Fortran.
+!> Standard Fortran 2018 (iso_c_binding, assumed rank); no preprocessor.
+module fegpu
+  use, intrinsic :: iso_c_binding, only: c_int32_t, c_int64_t, c_ptr, c_null_ptr, c_loc, c_char, c_null_char
+  use, intrinsic :: iso_fortran_env, only: real32, real64, error_unit
+  implicit none
+  private
+
+  ! Status codes (as in fegpu.h).
+  integer, parameter, public :: FEGPU_OK = 0, FEGPU_ERR_INVALID_ARGUMENT = 1, FEGPU_ERR_INVALID_HANDLE = 2, &
+       FEGPU_ERR_SIZE_MISMATCH = 3, FEGPU_ERR_OUT_OF_DEVICE_MEMORY = 4, FEGPU_ERR_DEVICE = 5, &
+       FEGPU_ERR_NOT_CONVERGED = 6, FEGPU_ERR_BREAKDOWN = 7, FEGPU_ERR_UNSUPPORTED = 8, &
+       FEGPU_ERR_INTERNAL = 9, FEGPU_ERR_NO_DEVICE = 10
+  integer, parameter, public :: FEGPU_BACKEND_AUTO = 0, FEGPU_BACKEND_CPU = 1, FEGPU_BACKEND_CUDA = 2
+  integer, parameter, public :: FEGPU_VARIANT_AUTO = 0, FEGPU_VARIANT_NAIVE = 1, FEGPU_VARIANT_TILE = 2, &
+       FEGPU_VARIANT_PADDED = 3
+  integer(c_int32_t), parameter :: DTYPE_F32 = 1, DTYPE_F64 = 2
+
+  !> A context: one backend (CPU reference or one CUDA device) owning arrays.
+  type, public :: fegpu_context
+    integer(c_int64_t) :: handle = 0
+  end type fegpu_context
+
+  !> A device-resident array (rows x cols, column-major, real32 or real64).
+  type, public :: fegpu_array
+    integer(c_int64_t) :: handle = 0
+  end type fegpu_array
+
+  public :: fegpu_context_create, fegpu_context_destroy, fegpu_context_backend, fegpu_context_synchronize
+  public :: fegpu_array_create, fegpu_array_create_empty, fegpu_array_destroy, fegpu_array_shape
+  public :: fegpu_array_upload, fegpu_array_download
+  public :: fegpu_host_register, fegpu_host_unregister
+  public :: fegpu_transpose, fegpu_transpose_in_place, fegpu_copy
+  public :: fegpu_transpose_host, fegpu_transpose_host_in_place
+  public :: fegpu_last_error
+
+  !> Creates an array holding a copy of a real32/real64 array of any rank
+  !> (rank 1 becomes n x 1; rank 2 keeps its shape).
+  interface fegpu_array_create
+    module procedure array_create_r32, array_create_r64
+  end interface
+  !> Overwrites the array (or, with `first`, the elements first..first+size(a)-1, 1-based).
+  interface fegpu_array_upload
+    module procedure array_upload_r32, array_upload_r64
+  end interface
+  !> Copies the array (or, with `first`, elements first..first+size(a)-1, 1-based) into `a`.
+  interface fegpu_array_download
+    module procedure array_download_r32, array_download_r64
+  end interface
+  !> Page-locks a host array so transfers from and to it run at pinned speed.
+  interface fegpu_host_register
+    module procedure host_register_r32, host_register_r64
+  end interface
+  interface fegpu_host_unregister
+    module procedure host_unregister_r32, host_unregister_r64
+  end interface
+  !> at = transpose(a) for host arrays through the context's backend.
+  interface fegpu_transpose_host
+    module procedure transpose_host_r32, transpose_host_r64
+  end interface
+  interface fegpu_transpose_host_in_place
+    module procedure transpose_host_in_place_r32, transpose_host_in_place_r64
+  end interface
+
+  interface
+    integer(c_int32_t) function c_last_error_message(buf, len) bind(C, name='fegpu_last_error_message')
+      import :: c_int32_t, c_int64_t, c_char
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_int64_t), value :: len
+    end function
+    integer(c_int32_t) function c_context_create(backend, device, ctx) bind(C, name='fegpu_context_create')
+      import :: c_int32_t, c_int64_t
+      integer(c_int32_t), value :: backend
+      integer(c_int64_t), value :: device
+      integer(c_int64_t), intent(out) :: ctx
+    end function
+    integer(c_int32_t) function c_context_destroy(ctx) bind(C, name='fegpu_context_destroy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: ctx
+    end function
+    integer(c_int32_t) function c_context_backend(ctx, backend) bind(C, name='fegpu_context_backend')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: ctx
+      integer(c_int32_t), intent(out) :: backend
+    end function
+    integer(c_int32_t) function c_context_synchronize(ctx) bind(C, name='fegpu_context_synchronize')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: ctx
+    end function
+    integer(c_int32_t) function c_host_register(ctx, ptr, bytes) bind(C, name='fegpu_host_register')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: ctx, bytes
+      type(c_ptr), value :: ptr
+    end function
+    integer(c_int32_t) function c_host_unregister(ctx, ptr) bind(C, name='fegpu_host_unregister')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: ctx
+      type(c_ptr), value :: ptr
+    end function
+    integer(c_int32_t) function c_array_create_f32(ctx, rows, cols, host, arr) bind(C, name='fegpu_array_create_f32')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: ctx, rows, cols
+      type(c_ptr), value :: host
+      integer(c_int64_t), intent(out) :: arr
+    end function
+    integer(c_int32_t) function c_array_create_f64(ctx, rows, cols, host, arr) bind(C, name='fegpu_array_create_f64')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: ctx, rows, cols
+      type(c_ptr), value :: host
+      integer(c_int64_t), intent(out) :: arr
+    end function
+    integer(c_int32_t) function c_array_create_empty(ctx, dtype, rows, cols, arr) bind(C, name='fegpu_array_create_empty')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: ctx, rows, cols
+      integer(c_int32_t), value :: dtype
+      integer(c_int64_t), intent(out) :: arr
+    end function
+    integer(c_int32_t) function c_array_destroy(arr) bind(C, name='fegpu_array_destroy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: arr
+    end function
+    integer(c_int32_t) function c_array_shape(arr, rows, cols, dtype) bind(C, name='fegpu_array_shape')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: arr
+      integer(c_int64_t), intent(out) :: rows, cols
+      integer(c_int32_t), intent(out) :: dtype
+    end function
+    integer(c_int32_t) function c_upload_slice_f32(arr, first, count, host, base) bind(C, name='fegpu_array_upload_slice_f32')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: arr, first, count
+      type(c_ptr), value :: host
+      integer(c_int32_t), value :: base
+    end function
+    integer(c_int32_t) function c_upload_slice_f64(arr, first, count, host, base) bind(C, name='fegpu_array_upload_slice_f64')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: arr, first, count
+      type(c_ptr), value :: host
+      integer(c_int32_t), value :: base
+    end function
+    integer(c_int32_t) function c_upload_f32(arr, host, count) bind(C, name='fegpu_array_upload_f32')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: arr, count
+      type(c_ptr), value :: host
+    end function
+    integer(c_int32_t) function c_upload_f64(arr, host, count) bind(C, name='fegpu_array_upload_f64')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: arr, count
+      type(c_ptr), value :: host
+    end function
+    integer(c_int32_t) function c_download_slice_f32(arr, first, count, host, base) &
+         bind(C, name='fegpu_array_download_slice_f32')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: arr, first, count
+      type(c_ptr), value :: host
+      integer(c_int32_t), value :: base
+    end function
+    integer(c_int32_t) function c_download_slice_f64(arr, first, count, host, base) &
+         bind(C, name='fegpu_array_download_slice_f64')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: arr, first, count
+      type(c_ptr), value :: host
+      integer(c_int32_t), value :: base
+    end function
+    integer(c_int32_t) function c_download_f32(arr, host, count) bind(C, name='fegpu_array_download_f32')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: arr, count
+      type(c_ptr), value :: host
+    end function
+    integer(c_int32_t) function c_download_f64(arr, host, count) bind(C, name='fegpu_array_download_f64')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: arr, count
+      type(c_ptr), value :: host
+    end function
+    integer(c_int32_t) function c_transpose(src, dst, variant) bind(C, name='fegpu_dense_transpose')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: src, dst
+      integer(c_int32_t), value :: variant
+    end function
+    integer(c_int32_t) function c_transpose_in_place(a, variant) bind(C, name='fegpu_dense_transpose_in_place')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: a
+      integer(c_int32_t), value :: variant
+    end function
+    integer(c_int32_t) function c_copy(src, dst, variant) bind(C, name='fegpu_dense_copy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: src, dst
+      integer(c_int32_t), value :: variant
+    end function
+    integer(c_int32_t) function c_transpose_host_f32(ctx, m, n, a, at, variant) bind(C, name='fegpu_dense_transpose_host_f32')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: ctx, m, n
+      type(c_ptr), value :: a, at
+      integer(c_int32_t), value :: variant
+    end function
+    integer(c_int32_t) function c_transpose_host_f64(ctx, m, n, a, at, variant) bind(C, name='fegpu_dense_transpose_host_f64')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: ctx, m, n
+      type(c_ptr), value :: a, at
+      integer(c_int32_t), value :: variant
+    end function
+    integer(c_int32_t) function c_transpose_host_in_place_f32(ctx, n, a, variant) &
+         bind(C, name='fegpu_dense_transpose_host_in_place_f32')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: ctx, n
+      type(c_ptr), value :: a
+      integer(c_int32_t), value :: variant
+    end function
+    integer(c_int32_t) function c_transpose_host_in_place_f64(ctx, n, a, variant) &
+         bind(C, name='fegpu_dense_transpose_host_in_place_f64')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: ctx, n
+      type(c_ptr), value :: a
+      integer(c_int32_t), value :: variant
+    end function
+  end interface
+
+contains
+
+  !> The calling thread's last error message.
+  function fegpu_last_error() result(msg)
+    character(len=:), allocatable :: msg
+    character(kind=c_char) :: buf(1024)
+    integer :: i, st
+    st = c_last_error_message(buf, int(size(buf), c_int64_t))
+    msg = ''
+    do i = 1, size(buf)
+      if (buf(i) == c_null_char) exit
+      msg = msg // buf(i)
+    end do
+  end function fegpu_last_error
+
+  !> Reports a status the Fortran way: into stat/errmsg when present,
+  !> otherwise print the message and stop.
+  subroutine check(status, where, stat, errmsg)
+    integer(c_int32_t), intent(in) :: status
+    character(*), intent(in) :: where
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    character(len=:), allocatable :: msg
+    if (present(stat)) stat = int(status)
+    if (status == FEGPU_OK) return
+    msg = where // ': ' // fegpu_last_error()
+    if (present(errmsg)) errmsg = msg
+    if (.not. present(stat)) then
+      write (error_unit, '(a)') 'fegpu: ' // msg
+      error stop 1
+    end if
+  end subroutine check
+
+  !> A data pointer for C, or NULL for an empty array (fegpu then names the size).
+  function data_ptr32(a) result(p)
+    real(real32), intent(in), contiguous, target :: a(..)
+    type(c_ptr) :: p
+    p = c_null_ptr
+    if (size(a) > 0) p = c_loc(a)
+  end function
+  function data_ptr64(a) result(p)
+    real(real64), intent(in), contiguous, target :: a(..)
+    type(c_ptr) :: p
+    p = c_null_ptr
+    if (size(a) > 0) p = c_loc(a)
+  end function
+
+  !> rows x cols of an array of any rank: rank 1 is n x 1, higher ranks fold
+  !> their trailing dimensions into the columns.
+  subroutine matrix_shape(rnk, n, n1, rows, cols)
+    integer, intent(in) :: rnk
+    integer(c_int64_t), intent(in) :: n, n1
+    integer(c_int64_t), intent(out) :: rows, cols
+    rows = n; cols = 1
+    if (rnk >= 1 .and. n1 > 0) then
+      rows = n1; cols = n / n1
+    end if
+  end subroutine
+
+  subroutine fegpu_context_create(ctx, backend, device, stat, errmsg)
+    type(fegpu_context), intent(out) :: ctx
+    integer, intent(in), optional :: backend, device
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: b
+    integer(c_int64_t) :: d
+    b = FEGPU_BACKEND_AUTO; d = 0
+    if (present(backend)) b = int(backend, c_int32_t)
+    if (present(device)) d = int(device, c_int64_t)
+    call check(c_context_create(b, d, ctx%handle), 'fegpu_context_create', stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_context_destroy(ctx, stat, errmsg)
+    type(fegpu_context), intent(inout) :: ctx
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_context_destroy(ctx%handle)
+    if (st == FEGPU_OK) ctx%handle = 0
+    call check(st, 'fegpu_context_destroy', stat, errmsg)
+  end subroutine
+
+  !> The backend the context runs on (FEGPU_BACKEND_CPU or FEGPU_BACKEND_CUDA).
+  subroutine fegpu_context_backend(ctx, backend, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    integer, intent(out) :: backend
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: b
+    b = -1
+    call check(c_context_backend(ctx%handle, b), 'fegpu_context_backend', stat, errmsg)
+    backend = int(b)
+  end subroutine
+
+  subroutine fegpu_context_synchronize(ctx, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_context_synchronize(ctx%handle), 'fegpu_context_synchronize', stat, errmsg)
+  end subroutine
+
+  subroutine array_create_r32(ctx, a, arr, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real32), intent(in), contiguous, target :: a(..)
+    type(fegpu_array), intent(inout) :: arr
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: rows, cols, n1
+    n1 = 0
+    if (rank(a) >= 1) n1 = size(a, 1, kind=c_int64_t)
+    call matrix_shape(rank(a), size(a, kind=c_int64_t), n1, rows, cols)
+    call check(c_array_create_f32(ctx%handle, rows, cols, data_ptr32(a), arr%handle), 'fegpu_array_create', stat, errmsg)
+  end subroutine
+
+  subroutine array_create_r64(ctx, a, arr, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real64), intent(in), contiguous, target :: a(..)
+    type(fegpu_array), intent(inout) :: arr
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: rows, cols, n1
+    n1 = 0
+    if (rank(a) >= 1) n1 = size(a, 1, kind=c_int64_t)
+    call matrix_shape(rank(a), size(a, kind=c_int64_t), n1, rows, cols)
+    call check(c_array_create_f64(ctx%handle, rows, cols, data_ptr64(a), arr%handle), 'fegpu_array_create', stat, errmsg)
+  end subroutine
+
+  !> An uninitialised rows x cols array; `kind` is real32 or real64.
+  subroutine fegpu_array_create_empty(ctx, kind, rows, cols, arr, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    integer, intent(in) :: kind, rows, cols
+    type(fegpu_array), intent(inout) :: arr
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: dtype
+    dtype = 0
+    if (kind == real32) dtype = DTYPE_F32
+    if (kind == real64) dtype = DTYPE_F64
+    call check(c_array_create_empty(ctx%handle, dtype, int(rows, c_int64_t), int(cols, c_int64_t), arr%handle), &
+         'fegpu_array_create_empty', stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_array_destroy(arr, stat, errmsg)
+    type(fegpu_array), intent(inout) :: arr
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_array_destroy(arr%handle)
+    if (st == FEGPU_OK) arr%handle = 0
+    call check(st, 'fegpu_array_destroy', stat, errmsg)
+  end subroutine
+
+  !> rows, cols and kind (real32 or real64) of an array.
+  subroutine fegpu_array_shape(arr, rows, cols, kind, stat, errmsg)
+    type(fegpu_array), intent(in) :: arr
+    integer, intent(out) :: rows, cols
+    integer, intent(out), optional :: kind
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: r, c
+    integer(c_int32_t) :: d
+    r = 0; c = 0; d = 0
+    call check(c_array_shape(arr%handle, r, c, d), 'fegpu_array_shape', stat, errmsg)
+    rows = int(r); cols = int(c)
+    if (present(kind)) kind = merge(real64, real32, d == DTYPE_F64)
+  end subroutine
+
+  subroutine array_upload_r32(arr, a, first, stat, errmsg)
+    type(fegpu_array), intent(in) :: arr
+    real(real32), intent(in), contiguous, target :: a(..)
+    integer, intent(in), optional :: first
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (present(first)) then
+      call check(c_upload_slice_f32(arr%handle, int(first, c_int64_t), size(a, kind=c_int64_t), data_ptr32(a), 1_c_int32_t), &
+           'fegpu_array_upload', stat, errmsg)
+    else
+      call check(c_upload_f32(arr%handle, data_ptr32(a), size(a, kind=c_int64_t)), 'fegpu_array_upload', stat, errmsg)
+    end if
+  end subroutine
+
+  subroutine array_upload_r64(arr, a, first, stat, errmsg)
+    type(fegpu_array), intent(in) :: arr
+    real(real64), intent(in), contiguous, target :: a(..)
+    integer, intent(in), optional :: first
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (present(first)) then
+      call check(c_upload_slice_f64(arr%handle, int(first, c_int64_t), size(a, kind=c_int64_t), data_ptr64(a), 1_c_int32_t), &
+           'fegpu_array_upload', stat, errmsg)
+    else
+      call check(c_upload_f64(arr%handle, data_ptr64(a), size(a, kind=c_int64_t)), 'fegpu_array_upload', stat, errmsg)
+    end if
+  end subroutine
+
+  subroutine array_download_r32(arr, a, first, stat, errmsg)
+    type(fegpu_array), intent(in) :: arr
+    real(real32), intent(inout), contiguous, target :: a(..)
+    integer, intent(in), optional :: first
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (present(first)) then
+      call check(c_download_slice_f32(arr%handle, int(first, c_int64_t), size(a, kind=c_int64_t), data_ptr32(a), &
+           1_c_int32_t), 'fegpu_array_download', stat, errmsg)
+    else
+      call check(c_download_f32(arr%handle, data_ptr32(a), size(a, kind=c_int64_t)), 'fegpu_array_download', stat, errmsg)
+    end if
+  end subroutine
+
+  subroutine array_download_r64(arr, a, first, stat, errmsg)
+    type(fegpu_array), intent(in) :: arr
+    real(real64), intent(inout), contiguous, target :: a(..)
+    integer, intent(in), optional :: first
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (present(first)) then
+      call check(c_download_slice_f64(arr%handle, int(first, c_int64_t), size(a, kind=c_int64_t), data_ptr64(a), &
+           1_c_int32_t), 'fegpu_array_download', stat, errmsg)
+    else
+      call check(c_download_f64(arr%handle, data_ptr64(a), size(a, kind=c_int64_t)), 'fegpu_array_download', stat, errmsg)
+    end if
+  end subroutine
+
+  subroutine host_register_r32(ctx, a, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real32), intent(in), contiguous, target :: a(..)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_host_register(ctx%handle, data_ptr32(a), size(a, kind=c_int64_t) * 4), 'fegpu_host_register', stat, errmsg)
+  end subroutine
+
+  subroutine host_register_r64(ctx, a, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real64), intent(in), contiguous, target :: a(..)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_host_register(ctx%handle, data_ptr64(a), size(a, kind=c_int64_t) * 8), 'fegpu_host_register', stat, errmsg)
+  end subroutine
+
+  subroutine host_unregister_r32(ctx, a, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real32), intent(in), contiguous, target :: a(..)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_host_unregister(ctx%handle, data_ptr32(a)), 'fegpu_host_unregister', stat, errmsg)
+  end subroutine
+
+  subroutine host_unregister_r64(ctx, a, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real64), intent(in), contiguous, target :: a(..)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_host_unregister(ctx%handle, data_ptr64(a)), 'fegpu_host_unregister', stat, errmsg)
+  end subroutine
+
+  !> dst = transpose(src) on the device (src m x n, dst n x m).
+  subroutine fegpu_transpose(src, dst, variant, stat, errmsg)
+    type(fegpu_array), intent(in) :: src, dst
+    integer, intent(in), optional :: variant
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_transpose(src%handle, dst%handle, variant_code(variant)), 'fegpu_transpose', stat, errmsg)
+  end subroutine
+
+  !> a = transpose(a) on the device for a square array.
+  subroutine fegpu_transpose_in_place(a, variant, stat, errmsg)
+    type(fegpu_array), intent(in) :: a
+    integer, intent(in), optional :: variant
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_transpose_in_place(a%handle, variant_code(variant)), 'fegpu_transpose_in_place', stat, errmsg)
+  end subroutine
+
+  !> dst = src on the device (same shape and kind).
+  subroutine fegpu_copy(src, dst, variant, stat, errmsg)
+    type(fegpu_array), intent(in) :: src, dst
+    integer, intent(in), optional :: variant
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_copy(src%handle, dst%handle, variant_code(variant)), 'fegpu_copy', stat, errmsg)
+  end subroutine
+
+  subroutine transpose_host_r32(ctx, a, at, variant, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real32), intent(in), contiguous, target :: a(:, :)
+    real(real32), intent(inout), contiguous, target :: at(:, :)
+    integer, intent(in), optional :: variant
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (size(at, 1) /= size(a, 2) .or. size(at, 2) /= size(a, 1)) then
+      call shape_error(shape(a), shape(at), stat, errmsg)
+      return
+    end if
+    call check(c_transpose_host_f32(ctx%handle, size(a, 1, kind=c_int64_t), size(a, 2, kind=c_int64_t), data_ptr32(a), &
+         data_ptr32(at), variant_code(variant)), 'fegpu_transpose_host', stat, errmsg)
+  end subroutine
+
+  subroutine transpose_host_r64(ctx, a, at, variant, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real64), intent(in), contiguous, target :: a(:, :)
+    real(real64), intent(inout), contiguous, target :: at(:, :)
+    integer, intent(in), optional :: variant
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (size(at, 1) /= size(a, 2) .or. size(at, 2) /= size(a, 1)) then
+      call shape_error(shape(a), shape(at), stat, errmsg)
+      return
+    end if
+    call check(c_transpose_host_f64(ctx%handle, size(a, 1, kind=c_int64_t), size(a, 2, kind=c_int64_t), data_ptr64(a), &
+         data_ptr64(at), variant_code(variant)), 'fegpu_transpose_host', stat, errmsg)
+  end subroutine
+
+  subroutine transpose_host_in_place_r32(ctx, a, variant, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real32), intent(inout), contiguous, target :: a(:, :)
+    integer, intent(in), optional :: variant
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (size(a, 1) /= size(a, 2)) then
+      call shape_error(shape(a), [size(a, 2), size(a, 1)], stat, errmsg)
+      return
+    end if
+    call check(c_transpose_host_in_place_f32(ctx%handle, size(a, 1, kind=c_int64_t), data_ptr32(a), variant_code(variant)), &
+         'fegpu_transpose_host_in_place', stat, errmsg)
+  end subroutine
+
+  subroutine transpose_host_in_place_r64(ctx, a, variant, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real64), intent(inout), contiguous, target :: a(:, :)
+    integer, intent(in), optional :: variant
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (size(a, 1) /= size(a, 2)) then
+      call shape_error(shape(a), [size(a, 2), size(a, 1)], stat, errmsg)
+      return
+    end if
+    call check(c_transpose_host_in_place_f64(ctx%handle, size(a, 1, kind=c_int64_t), data_ptr64(a), variant_code(variant)), &
+         'fegpu_transpose_host_in_place', stat, errmsg)
+  end subroutine
+
+  subroutine shape_error(sa, sat, stat, errmsg)
+    integer, intent(in) :: sa(2), sat(2)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    character(len=200) :: msg
+    write (msg, '(a,i0,a,i0,a,i0,a,i0)') 'a is ', sa(1), ' x ', sa(2), ' so at must be its transpose, but at is ', &
+         sat(1), ' x ', sat(2)
+    if (present(stat)) stat = FEGPU_ERR_SIZE_MISMATCH
+    if (present(errmsg)) errmsg = 'fegpu_transpose_host: ' // trim(msg)
+    if (.not. present(stat)) then
+      write (error_unit, '(a)') 'fegpu: fegpu_transpose_host: ' // trim(msg)
+      error stop 1
+    end if
+  end subroutine
+
+  integer(c_int32_t) function variant_code(variant)
+    integer, intent(in), optional :: variant
+    variant_code = FEGPU_VARIANT_AUTO
+    if (present(variant)) variant_code = int(variant, c_int32_t)
+  end function
+
+end module fegpu

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The whole test suite: cargo tests, then the CMake build and CTest (Fortran
+# and C drivers, the installed package's consumers). Runs on the backend
+# FEGPU_BACKEND selects (AUTO: CUDA if present, else the CPU).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# NVRTC from the nvidia-cuda-nvrtc wheel, if installed, lets the kernel
+# compile test run without a GPU.
+nvrtc=$(python3 -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))' 2>/dev/null || true)
+if [ -n "$nvrtc" ] && [ -d "$nvrtc" ]; then export LD_LIBRARY_PATH="$nvrtc:${LD_LIBRARY_PATH:-}"; fi
+cargo test --release
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j2
+ctest --test-dir build --output-on-failure
