@@ -6,6 +6,10 @@ use std::process::ExitCode;
 const USAGE: &str = "usage:
   fegpu                      showcase: a legacy transpose loop on the best backend present
   fegpu info                 backends, devices, compute capability, NVRTC version
+  fegpu solve A.mtx [b.mtx] [--method bicgstab|cg] [--precond none|jacobi|ilu0]
+              [--tol T] [--maxit N] [--output x.mtx]
+                             solve A x = b (b = A*1 when omitted: the exact x is all ones);
+                             exit status 0 only when ||b - Ax||/||b|| <= tol
   fegpu bench transpose [--size MxN]... [--reps R]
                              transpose and copy kernels: time, GB/s, fraction of the
                              device-to-device copy measured in the same run, speedup
@@ -69,12 +73,67 @@ fn bench(args: &[String]) -> fegpu::Result<()> {
     }
 }
 
+fn solve(args: &[String]) -> fegpu::Result<bool> {
+    use fegpu::sparse::solver::{Method, Precond};
+    let bad = |m: String| fegpu::Error::invalid(format!("{m}\n{USAGE}"));
+    let mut files = Vec::new();
+    let mut o = fegpu::bench::solve::Options {
+        matrix: Default::default(),
+        rhs: None,
+        method: Method::Bicgstab,
+        precond: Precond::Ilu0,
+        tol: 1e-8,
+        maxit: 10000,
+        output: None,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().cloned().ok_or_else(|| bad(format!("{a} wants a value")));
+        match a.as_str() {
+            "--method" => {
+                o.method = match value()?.as_str() {
+                    "cg" => Method::Cg,
+                    "bicgstab" => Method::Bicgstab,
+                    m => return Err(bad(format!("--method {m}: expected cg or bicgstab"))),
+                }
+            }
+            "--precond" => {
+                o.precond = match value()?.as_str() {
+                    "none" => Precond::None,
+                    "jacobi" => Precond::Jacobi,
+                    "ilu0" => Precond::Ilu0,
+                    p => return Err(bad(format!("--precond {p}: expected none, jacobi or ilu0"))),
+                }
+            }
+            "--tol" => o.tol = value()?.parse().map_err(|_| bad("--tol wants a number".into()))?,
+            "--maxit" => o.maxit = value()?.parse().map_err(|_| bad("--maxit wants a count".into()))?,
+            "--output" => o.output = Some(value()?.into()),
+            f if !f.starts_with("--") => files.push(f.to_string()),
+            f => return Err(bad(format!("unknown option {f}"))),
+        }
+    }
+    match files.as_slice() {
+        [a] => o.matrix = a.into(),
+        [a, b] => {
+            o.matrix = a.into();
+            o.rhs = Some(b.into());
+        }
+        _ => return Err(bad("solve wants A.mtx and optionally b.mtx".into())),
+    }
+    fegpu::bench::solve::run(&o)
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         None | Some("showcase") => fegpu::bench::showcase(),
         Some("info") => info(),
         Some("bench") => bench(&args[1..]),
+        Some("solve") => match solve(&args[1..]) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::FAILURE,
+            Err(e) => Err(e),
+        },
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())

@@ -19,6 +19,8 @@ pub type Handle = u64;
 pub enum Kind {
     Context = 1,
     Array = 2,
+    Csr = 3,
+    Solver = 4,
 }
 
 impl Kind {
@@ -26,6 +28,8 @@ impl Kind {
         match (h >> 56) as u8 {
             1 => Some(Kind::Context),
             2 => Some(Kind::Array),
+            3 => Some(Kind::Csr),
+            4 => Some(Kind::Solver),
             _ => None,
         }
     }
@@ -33,6 +37,8 @@ impl Kind {
         match self {
             Kind::Context => "fegpu_context_t",
             Kind::Array => "fegpu_array_t",
+            Kind::Csr => "fegpu_csr_t",
+            Kind::Solver => "fegpu_solver_t",
         }
     }
 }

@@ -189,3 +189,15 @@ pub fn same_context(a: &Array, b: &Array, a_arg: &str, b_arg: &str) -> Result<()
     }
     Ok(())
 }
+
+/// Locks two distinct arrays in address order (so two threads locking the
+/// same pair cannot deadlock) and returns the guards in argument order.
+pub fn lock_pair<'a>(a: &'a Array, b: &'a Array) -> (MutexGuard<'a, Storage>, MutexGuard<'a, Storage>) {
+    if (a as *const Array) < (b as *const Array) {
+        let ga = a.lock();
+        (ga, b.lock())
+    } else {
+        let gb = b.lock();
+        (a.lock(), gb)
+    }
+}

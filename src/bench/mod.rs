@@ -2,6 +2,8 @@
 //! the ceiling measured in the same run. Device times come from stream events
 //! (median of repeated runs after a warm-up); host times from the wall clock.
 
+pub mod solve;
+
 use crate::array::{Array, Real};
 use crate::context::{Backend, Context};
 use crate::dense::{self, cpu, cuda::Shape, cuda::SHAPES, Variant};

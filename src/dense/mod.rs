@@ -4,10 +4,10 @@
 pub mod cpu;
 pub mod cuda;
 
-use crate::array::{same_context, Array, Buffer, Dtype, Real, Storage};
+use crate::array::{lock_pair, same_context, Array, Buffer, Dtype, Real};
 use crate::context::Context;
 use crate::error::{element_count, Error, Result, FEGPU_ERR_INTERNAL};
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 
 /// Kernel variant: AUTO picks the fastest measured (the padded tile).
 pub const FEGPU_VARIANT_AUTO: i32 = 0;
@@ -47,18 +47,6 @@ impl Variant {
             Variant::Tile => "tile",
             Variant::Padded => "padded",
         }
-    }
-}
-
-/// Locks two distinct arrays in address order (so two threads locking the
-/// same pair cannot deadlock) and returns the guards in argument order.
-fn lock_pair<'a>(a: &'a Array, b: &'a Array) -> (MutexGuard<'a, Storage>, MutexGuard<'a, Storage>) {
-    if (a as *const Array) < (b as *const Array) {
-        let ga = a.lock();
-        (ga, b.lock())
-    } else {
-        let gb = b.lock();
-        (a.lock(), gb)
     }
 }
 

@@ -1,0 +1,150 @@
+// CSR sparse kernels: SpMV, vector operations with reductions finished on
+// the device, Jacobi, and level-scheduled ILU(0) (factor and both solves).
+// Indices are 0-based int32; values f64.
+
+typedef long long i64;
+
+// y = alpha*A*x + beta*y with TPR threads per row (a power of two <= 32),
+// chosen from the mean row length when the matrix is created. With beta == 0,
+// y is not read (it may hold anything). Every lane reaches the shuffles, so
+// rows past the end are masked, not skipped.
+template <int TPR>
+__device__ void spmv(int n, const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
+                     const double* __restrict__ x, double* __restrict__ y, double alpha, double beta) {
+    const i64 gid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 row = gid / TPR;
+    const int lane = threadIdx.x & (TPR - 1);
+    double sum = 0.0;
+    if (row < n) {
+        const int e = rp[row + 1];
+        for (int k = rp[row] + lane; k < e; k += TPR) sum += v[k] * __ldg(&x[ci[k]]);
+    }
+#pragma unroll
+    for (int off = TPR / 2; off > 0; off >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, off, TPR);
+    if (row < n && lane == 0) y[row] = (beta == 0.0) ? alpha * sum : alpha * sum + beta * y[row];
+}
+
+#define SPMV(TPR)                                                                                              \
+    extern "C" __global__ void __launch_bounds__(256) spmv_tpr##TPR(int n, const int* rp, const int* ci,        \
+        const double* v, const double* x, double* y, double alpha, double beta) {                              \
+        spmv<TPR>(n, rp, ci, v, x, y, alpha, beta);                                                           \
+    }
+SPMV(1) SPMV(2) SPMV(4) SPMV(8) SPMV(16) SPMV(32)
+
+__device__ double block_sum(double s) {
+    __shared__ double warp_sums[32];
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(0xffffffffu, s, off);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) warp_sums[warp] = s;
+    __syncthreads();
+    s = (threadIdx.x < (blockDim.x >> 5)) ? warp_sums[threadIdx.x] : 0.0;
+    if (warp == 0)
+        for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(0xffffffffu, s, off);
+    __syncthreads();
+    return s;
+}
+
+// Two dot products in one pass: partial[2*block] = sum a.b, partial[2*block+1] = sum c.d
+// (c may be null: one product). Deterministic: finish_dots adds the partials in a fixed order.
+extern "C" __global__ void __launch_bounds__(256) dots_partial(i64 n, const double* __restrict__ a,
+    const double* __restrict__ b, const double* __restrict__ c, const double* __restrict__ d, double* partial) {
+    double s1 = 0.0, s2 = 0.0;
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+        s1 += a[i] * b[i];
+        if (c) s2 += c[i] * d[i];
+    }
+    s1 = block_sum(s1);
+    s2 = block_sum(s2);
+    if (threadIdx.x == 0) {
+        partial[2 * blockIdx.x] = s1;
+        partial[2 * blockIdx.x + 1] = s2;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(1024) finish_dots(int blocks, const double* partial, double* out) {
+    double s1 = 0.0, s2 = 0.0;
+    for (int i = threadIdx.x; i < blocks; i += blockDim.x) {
+        s1 += partial[2 * i];
+        s2 += partial[2 * i + 1];
+    }
+    s1 = block_sum(s1);
+    s2 = block_sum(s2);
+    if (threadIdx.x == 0) {
+        out[0] = s1;
+        out[1] = s2;
+    }
+}
+
+// w = a*x + b*y + c*w (w is not read when c == 0; y may be null when b == 0).
+extern "C" __global__ void __launch_bounds__(256) update(i64 n, double a, const double* __restrict__ x, double b,
+    const double* __restrict__ y, double c, double* __restrict__ w) {
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+        double r = a * x[i];
+        if (b != 0.0) r += b * y[i];
+        if (c != 0.0) r += c * w[i];
+        w[i] = r;
+    }
+}
+
+// z = d .* r (Jacobi with d = 1/diag(A)).
+extern "C" __global__ void __launch_bounds__(256) scale(i64 n, const double* __restrict__ d, const double* __restrict__ r,
+                                                       double* __restrict__ z) {
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) z[i] = d[i] * r[i];
+}
+
+// ILU(0), one level of rows at a time (rows of a level depend only on rows of
+// earlier levels). One thread per row runs the serial IKJ row update in the
+// CPU reference's order (equal to rounding: the GPU fuses multiply-adds). A
+// pivot that is zero or not finite records its row in *bad (smallest wins).
+extern "C" __global__ void __launch_bounds__(128) ilu0_level(int count, const int* __restrict__ rows,
+    const int* __restrict__ rp, const int* __restrict__ ci, const int* __restrict__ diag, double* lu, int* bad) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const int i = rows[t];
+    const int ei = rp[i + 1];
+    for (int kk = rp[i]; kk < diag[i]; ++kk) {
+        const int k = ci[kk];
+        const double lik = lu[kk] / lu[diag[k]];
+        lu[kk] = lik;
+        int jj = kk + 1, p = diag[k] + 1;
+        const int ek = rp[k + 1];
+        while (jj < ei && p < ek) {
+            const int cj = ci[jj], ck = ci[p];
+            if (cj == ck) {
+                lu[jj] -= lik * lu[p];
+                ++jj;
+                ++p;
+            } else if (cj < ck) {
+                ++jj;
+            } else {
+                ++p;
+            }
+        }
+    }
+    const double piv = lu[diag[i]];
+    if (piv == 0.0 || !isfinite(piv)) atomicMin(bad, i);
+}
+
+// Forward substitution with the unit lower factor, one level: y_i = r_i - sum_{j<i} l_ij y_j.
+extern "C" __global__ void __launch_bounds__(128) lsolve_level(int count, const int* __restrict__ rows,
+    const int* __restrict__ rp, const int* __restrict__ ci, const int* __restrict__ diag, const double* __restrict__ lu,
+    const double* __restrict__ r, double* y) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const int i = rows[t];
+    double s = r[i];
+    for (int kk = rp[i]; kk < diag[i]; ++kk) s -= lu[kk] * y[ci[kk]];
+    y[i] = s;
+}
+
+// Back substitution with the upper factor, one level, in place: x_i = (y_i - sum_{j>i} u_ij x_j) / u_ii.
+extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const int* __restrict__ rows,
+    const int* __restrict__ rp, const int* __restrict__ ci, const int* __restrict__ diag, const double* __restrict__ lu,
+    double* x) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const int i = rows[t];
+    double s = x[i];
+    for (int kk = diag[i] + 1; kk < rp[i + 1]; ++kk) s -= lu[kk] * x[ci[kk]];
+    x[i] = s / lu[diag[i]];
+}

@@ -1,0 +1,85 @@
+//! `fegpu solve A.mtx [b.mtx] ...`: a Matrix Market system through the solvers.
+
+use crate::array::Array;
+use crate::error::{Error, Result};
+use crate::sparse::solver::{outcome_status, Method, Precond, Solver};
+use crate::sparse::{self, mm, Csr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub struct Options {
+    pub matrix: PathBuf,
+    pub rhs: Option<PathBuf>,
+    pub method: Method,
+    pub precond: Precond,
+    pub tol: f64,
+    pub maxit: i64,
+    pub output: Option<PathBuf>,
+}
+
+/// Runs the solve and prints what happened. Ok(true) when the true residual meets tol.
+pub fn run(o: &Options) -> Result<bool> {
+    let ctx = super::open_context()?;
+    println!("fegpu solve on {}", super::describe(&ctx));
+    let t = mm::read_matrix(&o.matrix)?;
+    let (rp, ci, v) = t.to_csr();
+    let pattern = sparse::build_pattern(t.nrows.max(1), t.ncols.max(1), &rp, &ci, 0)?;
+    let n = pattern.nrows;
+    println!("{}: {} x {}, {} stored entries", o.matrix.display(), n, pattern.ncols, pattern.nnz());
+    let clock = Instant::now();
+    let a = Arc::new(Csr::new(ctx.clone(), 0, pattern, &v)?);
+    let ones = vec![1.0; n];
+    let b_host = match &o.rhs {
+        Some(p) => {
+            let b = mm::read_vector(p)?;
+            if b.len() != n {
+                return Err(Error::size(format!("{}: {} values for {n} rows", p.display(), b.len())));
+            }
+            b
+        }
+        None => {
+            // b = A*1: the exact solution is all ones
+            let mut b = vec![0.0; n];
+            sparse::cpu::spmv(&a.pattern, &v_stored(&a)?, 1.0, &ones, 0.0, &mut b);
+            b
+        }
+    };
+    let b = Array::new(ctx.clone(), 0, n, 1, Some(&b_host))?;
+    let x = Array::new(ctx.clone(), 0, n, 1, Some(&vec![0.0; n]))?;
+    if let Some(g) = ctx.gpu() {
+        g.synchronize("upload")?;
+    }
+    let upload_s = clock.elapsed().as_secs_f64();
+    let clock = Instant::now();
+    let s = Solver::new(a.clone(), o.method, o.precond)?;
+    let setup_s = clock.elapsed().as_secs_f64();
+    let clock = Instant::now();
+    let (outcome, true_rel) = s.solve(&b, &x, o.tol, o.maxit)?;
+    let solve_s = clock.elapsed().as_secs_f64();
+    let mut xh = vec![0.0; n];
+    x.download(0, &mut xh, "x")?;
+    let status = match outcome_status(&outcome) {
+        Ok(()) => "converged".to_string(),
+        Err(e) => format!("{} ({})", crate::error::status_name(e.status), e.message),
+    };
+    println!("method {:?}, preconditioner {:?}, tol {:e}, maxit {}", o.method, o.precond, o.tol, o.maxit);
+    println!("status: {status}");
+    println!("iterations: {}", outcome.iterations);
+    println!("relative residual (iteration): {:e}", outcome.relative_residual);
+    println!("true relative residual ||b - Ax||/||b||: {true_rel:e}");
+    if o.rhs.is_none() {
+        let err = xh.iter().map(|x: &f64| (x - 1.0).powi(2)).sum::<f64>().sqrt() / (n as f64).sqrt();
+        println!("error ||x - 1||/||1||: {err:e}");
+    }
+    println!("times: upload {:.3} ms, setup {:.3} ms, solve {:.3} ms", upload_s * 1e3, setup_s * 1e3, solve_s * 1e3);
+    if let Some(p) = &o.output {
+        mm::write_vector(p, &xh)?;
+        println!("solution written to {}", p.display());
+    }
+    Ok(true_rel <= o.tol)
+}
+
+fn v_stored(a: &Csr) -> Result<Vec<f64>> {
+    a.download_values()
+}

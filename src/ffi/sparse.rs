@@ -1,0 +1,262 @@
+//! C surface of CSR matrices, SpMV, vector operations and the solvers.
+
+use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, out_param};
+use crate::array;
+use crate::context;
+use crate::error::{fegpu_status, positive, Error, Result};
+use crate::registry;
+use crate::sparse::solver::{self, Method, Precond, Solver};
+use crate::sparse::{self, mm, Csr, Index};
+use std::ffi::CStr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A CSR matrix handle (0 is never valid).
+#[allow(non_camel_case_types)]
+pub type fegpu_csr_t = u64;
+/// A solver handle (0 is never valid).
+#[allow(non_camel_case_types)]
+pub type fegpu_solver_t = u64;
+
+/// What a solve did; filled whether or not it converged.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct fegpu_solve_info {
+    /// Iterations taken.
+    pub iterations: i64,
+    /// ||r|| / ||b|| of the iteration's own residual at the end.
+    pub relative_residual: f64,
+    /// ||b - A x|| / ||b|| recomputed from the returned x.
+    pub true_relative_residual: f64,
+    /// Seconds spent (re)building the preconditioner in this call (0 if reused).
+    pub setup_seconds: f64,
+    /// Seconds of the whole call.
+    pub solve_seconds: f64,
+}
+
+unsafe fn create<I: Index>(ctx: fegpu_context_t, nrows: i64, ncols: i64, nnz: i64, row_ptr: *const I, col_ind: *const I, values: *const f64, index_base: i32, a: *mut fegpu_csr_t) -> fegpu_status {
+    guard(|| {
+        let out = out_param(a, "A")?;
+        let c = context::get(ctx, "ctx")?;
+        let (nr, nc) = (positive("nrows", nrows)?, positive("ncols", ncols)?);
+        if nnz < 0 {
+            return Err(Error::invalid(format!("nnz = {nnz}: must be >= 0")));
+        }
+        let nnz = nnz as usize;
+        let rp = host_in(row_ptr, nr + 1, "row_ptr")?;
+        let (ci, v) = if nnz == 0 { (&[][..], &[][..]) } else { (host_in(col_ind, nnz, "col_ind")?, host_in(values, nnz, "values")?) };
+        let pattern = sparse::build_pattern(nr, nc, rp, ci, index_base as i64)?;
+        let m = Csr::new(c, ctx, pattern, v)?;
+        *out = registry::insert(Arc::new(m), ctx);
+        Ok(())
+    })
+}
+
+/// Creates an nrows x ncols CSR matrix from the caller's arrays with int32
+/// indices: row_ptr (nrows+1), col_ind and values (nnz), `index_base` 0 or 1
+/// (Fortran arrays pass unchanged with 1). Validated: row_ptr monotone and
+/// consistent with nnz, columns in range, values finite. Unsorted rows are
+/// sorted and duplicate entries summed; `fegpu_csr_update_values` takes values
+/// in the caller's original order.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_csr_create_i32(ctx: fegpu_context_t, nrows: i64, ncols: i64, nnz: i64, row_ptr: *const i32, col_ind: *const i32, values: *const f64, index_base: i32, a: *mut fegpu_csr_t) -> fegpu_status {
+    create::<i32>(ctx, nrows, ncols, nnz, row_ptr, col_ind, values, index_base, a)
+}
+
+/// As `fegpu_csr_create_i32`, with int64 indices.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_csr_create_i64(ctx: fegpu_context_t, nrows: i64, ncols: i64, nnz: i64, row_ptr: *const i64, col_ind: *const i64, values: *const f64, index_base: i32, a: *mut fegpu_csr_t) -> fegpu_status {
+    create::<i64>(ctx, nrows, ncols, nnz, row_ptr, col_ind, values, index_base, a)
+}
+
+unsafe fn path_arg(path: *const libc::c_char) -> Result<PathBuf> {
+    if path.is_null() {
+        return Err(Error::invalid("path is a null pointer"));
+    }
+    Ok(PathBuf::from(CStr::from_ptr(path).to_string_lossy().into_owned()))
+}
+
+/// Reads a Matrix Market coordinate file (real, integer or pattern; general,
+/// symmetric or skew-symmetric) into a new matrix.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_csr_read_mm(ctx: fegpu_context_t, path: *const libc::c_char, a: *mut fegpu_csr_t) -> fegpu_status {
+    guard(|| {
+        let out = out_param(a, "A")?;
+        let c = context::get(ctx, "ctx")?;
+        let t = mm::read_matrix(&path_arg(path)?)?;
+        let (rp, ci, v) = t.to_csr();
+        let pattern = sparse::build_pattern(t.nrows.max(1), t.ncols.max(1), &rp, &ci, 0)?;
+        *out = registry::insert(Arc::new(Csr::new(c, ctx, pattern, &v)?), ctx);
+        Ok(())
+    })
+}
+
+/// Writes the matrix as a Matrix Market coordinate real general file.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_csr_write_mm(a: fegpu_csr_t, path: *const libc::c_char) -> fegpu_status {
+    guard(|| {
+        let m = sparse::get(a, "A")?;
+        let p = &m.pattern;
+        mm::write_matrix(&path_arg(path)?, p.nrows, p.ncols, &p.row_ptr, &p.col, &m.download_values()?)
+    })
+}
+
+/// New values for the same pattern, in the order of the arrays the matrix
+/// was created from (`nnz` as then). No structural work is redone; solvers
+/// built on the matrix refactor at their next solve. Rejected values (wrong
+/// count, not finite) change nothing.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_csr_update_values(a: fegpu_csr_t, values: *const f64, nnz: i64) -> fegpu_status {
+    guard(|| {
+        let m = sparse::get(a, "A")?;
+        if nnz < 0 || nnz as usize != m.pattern.caller_nnz {
+            return Err(Error::size(format!("nnz = {nnz} but A was created with {} entries", m.pattern.caller_nnz)));
+        }
+        let v = if nnz == 0 { &[][..] } else { host_in(values, nnz as usize, "values")? };
+        m.update_values(v)
+    })
+}
+
+/// Rows, columns and stored entries (after duplicates were summed); any pointer may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_csr_info(a: fegpu_csr_t, nrows: *mut i64, ncols: *mut i64, nnz: *mut i64) -> fegpu_status {
+    guard(|| {
+        let m = sparse::get(a, "A")?;
+        for (p, v) in [(nrows, m.pattern.nrows), (ncols, m.pattern.ncols), (nnz, m.pattern.nnz())] {
+            if !p.is_null() {
+                *p = v as i64;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Copies the stored matrix out: row_ptr (nrows+1), col_ind and values
+/// (stored nnz, see `fegpu_csr_info`), indices counted from `index_base`.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_csr_download(a: fegpu_csr_t, row_ptr: *mut i64, col_ind: *mut i64, values: *mut f64, index_base: i32) -> fegpu_status {
+    guard(|| {
+        let m = sparse::get(a, "A")?;
+        if index_base != 0 && index_base != 1 {
+            return Err(Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
+        }
+        let p = &m.pattern;
+        let base = index_base as i64;
+        let rp = host_out(row_ptr, p.nrows + 1, "row_ptr")?;
+        let v = m.download_values()?;
+        if p.nnz() > 0 {
+            let ci = host_out(col_ind, p.nnz(), "col_ind")?;
+            let vv = host_out(values, p.nnz(), "values")?;
+            ci.iter_mut().zip(&p.col).for_each(|(o, &c)| *o = c as i64 + base);
+            vv.copy_from_slice(&v);
+        }
+        rp.iter_mut().zip(&p.row_ptr).for_each(|(o, &r)| *o = r as i64 + base);
+        Ok(())
+    })
+}
+
+/// Destroys a matrix (solvers built on it keep their own reference until destroyed).
+#[no_mangle]
+pub extern "C" fn fegpu_csr_destroy(a: fegpu_csr_t) -> fegpu_status {
+    guard(|| registry::remove::<Csr>(a, "A"))
+}
+
+/// y = alpha*A*x + beta*y on device-resident f64 arrays (x: ncols, y: nrows
+/// elements). With beta = 0, y is not read.
+#[no_mangle]
+pub extern "C" fn fegpu_csr_spmv(a: fegpu_csr_t, alpha: f64, x: fegpu_array_t, beta: f64, y: fegpu_array_t) -> fegpu_status {
+    guard(|| sparse::spmv(&*sparse::get(a, "A")?, alpha, &*array::get(x, "x")?, beta, &*array::get(y, "y")?))
+}
+
+/// result = x . y for f64 arrays (the reduction finishes on the device).
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_vector_dot(x: fegpu_array_t, y: fegpu_array_t, result: *mut f64) -> fegpu_status {
+    guard(|| {
+        let out = out_param(result, "result")?;
+        *out = sparse::vector_dot(&*array::get(x, "x")?, &*array::get(y, "y")?)?;
+        Ok(())
+    })
+}
+
+/// result = ||x||_2 for an f64 array.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_vector_nrm2(x: fegpu_array_t, result: *mut f64) -> fegpu_status {
+    guard(|| {
+        let out = out_param(result, "result")?;
+        let a = array::get(x, "x")?;
+        *out = sparse::vector_dot(&a, &a)?.sqrt();
+        Ok(())
+    })
+}
+
+/// y = alpha*x + beta*y for f64 arrays.
+#[no_mangle]
+pub extern "C" fn fegpu_vector_axpby(alpha: f64, x: fegpu_array_t, beta: f64, y: fegpu_array_t) -> fegpu_status {
+    guard(|| sparse::vector_axpby(alpha, &*array::get(x, "x")?, beta, &*array::get(y, "y")?))
+}
+
+/// Creates a solver for A: `method` FEGPU_METHOD_CG (SPD A) or
+/// FEGPU_METHOD_BICGSTAB; `precond` FEGPU_PRECOND_NONE, _JACOBI or _ILU0.
+/// The structural analysis (ILU levels) is done once here and the
+/// preconditioner built; after `fegpu_csr_update_values` it is rebuilt at the
+/// next solve. A missing or zero pivot fails with FEGPU_ERR_BREAKDOWN naming the row.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_solver_create(a: fegpu_csr_t, method: i32, precond: i32, s: *mut fegpu_solver_t) -> fegpu_status {
+    guard(|| {
+        let out = out_param(s, "S")?;
+        let m = sparse::get(a, "A")?;
+        let owner = m.ctx_handle;
+        let solver = Solver::new(m, Method::from_code(method)?, Precond::from_code(precond)?)?;
+        *out = registry::insert(Arc::new(solver), owner);
+        Ok(())
+    })
+}
+
+/// Solves A x = b to ||r||/||b|| <= tol in at most maxit iterations. `x`
+/// holds the initial guess and receives the solution; b = 0 gives x = 0.
+/// Everything stays on the device; only scalars come back per iteration.
+/// Returns FEGPU_OK when converged, FEGPU_ERR_NOT_CONVERGED at maxit (x holds
+/// the last iterate), FEGPU_ERR_BREAKDOWN naming the quantity that vanished.
+/// `info` (may be NULL) is filled in every one of those cases.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_solver_solve(s: fegpu_solver_t, b: fegpu_array_t, x: fegpu_array_t, tol: f64, maxit: i64, info: *mut fegpu_solve_info) -> fegpu_status {
+    guard(|| {
+        let t = std::time::Instant::now();
+        let sv = solver::get(s, "S")?;
+        let setup_before = sv.setup_seconds();
+        let (outcome, true_rel) = sv.solve(&*array::get(b, "b")?, &*array::get(x, "x")?, tol, maxit)?;
+        if !info.is_null() {
+            let setup = sv.setup_seconds();
+            *info = fegpu_solve_info {
+                iterations: outcome.iterations,
+                relative_residual: outcome.relative_residual,
+                true_relative_residual: true_rel,
+                setup_seconds: if setup != setup_before { setup } else { 0.0 },
+                solve_seconds: t.elapsed().as_secs_f64(),
+            };
+        }
+        solver::outcome_status(&outcome)
+    })
+}
+
+/// The relative residual after each iteration of the last solve (entry 0:
+/// the initial guess). Copies min(len, count) values; `count` gets the total.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_solver_history(s: fegpu_solver_t, history: *mut f64, len: i64, count: *mut i64) -> fegpu_status {
+    guard(|| {
+        let h = solver::get(s, "S")?.history();
+        *out_param(count, "count")? = h.len() as i64;
+        if len > 0 {
+            let n = (len as usize).min(h.len());
+            host_out(history, n, "history")?.copy_from_slice(&h[..n]);
+        }
+        Ok(())
+    })
+}
+
+/// Destroys a solver.
+#[no_mangle]
+pub extern "C" fn fegpu_solver_destroy(s: fegpu_solver_t) -> fegpu_status {
+    guard(|| registry::remove::<Solver>(s, "S"))
+}

@@ -1,0 +1,79 @@
+//! CPU reference: the serial loops of a Fortran CSR code.
+
+use super::Pattern;
+use crate::error::{Error, Result, FEGPU_ERR_BREAKDOWN};
+
+/// y = alpha*A*x + beta*y (y not read when beta == 0).
+pub fn spmv(p: &Pattern, v: &[f64], alpha: f64, x: &[f64], beta: f64, y: &mut [f64]) {
+    for (r, yr) in y.iter_mut().enumerate() {
+        let (s, e) = (p.row_ptr[r] as usize, p.row_ptr[r + 1] as usize);
+        let sum: f64 = (s..e).map(|k| v[k] * x[p.col[k] as usize]).sum();
+        *yr = if beta == 0.0 { alpha * sum } else { alpha * sum + beta * *yr };
+    }
+}
+
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// w = a*x + b*y + c*w (w not read when c == 0, y not read when b == 0).
+pub fn update(w: &mut [f64], a: f64, x: &[f64], b: f64, y: Option<&[f64]>, c: f64) {
+    for i in 0..w.len() {
+        let mut r = a * x[i];
+        if b != 0.0 {
+            r += b * y.expect("y needed when b != 0")[i];
+        }
+        if c != 0.0 {
+            r += c * w[i];
+        }
+        w[i] = r;
+    }
+}
+
+/// Names a pivot row for messages (0-based and the 1-based Fortran index).
+pub fn row_name(r: usize) -> String {
+    format!("row {r} (0-based; {} 1-based)", r + 1)
+}
+
+/// ILU(0) in place on a copy of the values (IKJ order, the pattern of A).
+/// Rows without a diagonal entry are refused before this is called.
+pub fn ilu0(p: &Pattern, lu: &mut [f64]) -> Result<()> {
+    for i in 0..p.nrows {
+        let (si, ei, di) = (p.row_ptr[i] as usize, p.row_ptr[i + 1] as usize, p.diag[i] as usize);
+        for kk in si..di {
+            let k = p.col[kk] as usize;
+            let lik = lu[kk] / lu[p.diag[k] as usize];
+            lu[kk] = lik;
+            let (mut jj, mut q, ek) = (kk + 1, p.diag[k] as usize + 1, p.row_ptr[k + 1] as usize);
+            while jj < ei && q < ek {
+                let (cj, ck) = (p.col[jj], p.col[q]);
+                if cj == ck {
+                    lu[jj] -= lik * lu[q];
+                    jj += 1;
+                    q += 1;
+                } else if cj < ck {
+                    jj += 1;
+                } else {
+                    q += 1;
+                }
+            }
+        }
+        let piv = lu[di];
+        if piv == 0.0 || !piv.is_finite() {
+            return Err(Error::new(FEGPU_ERR_BREAKDOWN, format!("ILU(0): zero pivot at {} (value {piv})", row_name(i))));
+        }
+    }
+    Ok(())
+}
+
+/// z = U^-1 L^-1 r with the ILU(0) factors.
+pub fn ilu0_apply(p: &Pattern, lu: &[f64], r: &[f64], z: &mut [f64]) {
+    for i in 0..p.nrows {
+        let (si, di) = (p.row_ptr[i] as usize, p.diag[i] as usize);
+        z[i] = r[i] - (si..di).map(|kk| lu[kk] * z[p.col[kk] as usize]).sum::<f64>();
+    }
+    for i in (0..p.nrows).rev() {
+        let (di, ei) = (p.diag[i] as usize, p.row_ptr[i + 1] as usize);
+        z[i] = (z[i] - (di + 1..ei).map(|kk| lu[kk] * z[p.col[kk] as usize]).sum::<f64>()) / lu[di];
+    }
+}

@@ -1,0 +1,161 @@
+//! CUDA launches for `kernels/sparse.cu`.
+
+use super::DevicePattern;
+use crate::error::{Error, Result, FEGPU_ERR_BREAKDOWN};
+use crate::gpu::{DeviceBuffer, DeviceScalar, Gpu, KernelArg};
+
+pub const SOURCE: &str = include_str!("../../kernels/sparse.cu");
+
+const BLOCK: u32 = 256;
+/// Blocks of a reduction's first pass (its partials are summed by one block).
+pub const REDUCE_BLOCKS: usize = 1024;
+
+/// A device copy of `v` (at least one element, so empty matrices still have buffers).
+pub fn upload<T: DeviceScalar>(g: &Gpu, v: &[T]) -> Result<DeviceBuffer<T>> {
+    let mut d = g.alloc::<T>(v.len().max(1))?;
+    if !v.is_empty() {
+        g.upload(v, &mut d, 0)?;
+    }
+    Ok(d)
+}
+
+/// Threads per row for SpMV: about half the mean row length, so a group's
+/// loads cover its row in two steps (measured in BENCHMARKS.md).
+pub fn threads_per_row(nnz: usize, nrows: usize) -> u32 {
+    let mean = nnz as f64 / nrows.max(1) as f64;
+    let mut t = 1u32;
+    while t < 32 && (t as f64) * 2.0 < mean {
+        t *= 2;
+    }
+    t
+}
+
+fn grid_for(n: usize) -> u32 {
+    n.div_ceil(BLOCK as usize).clamp(1, 65535 * 4) as u32
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn spmv_with(g: &Gpu, dp: &DevicePattern, tpr: u32, n: usize, v: &DeviceBuffer<f64>, alpha: f64, x: &DeviceBuffer<f64>, beta: f64, y: &DeviceBuffer<f64>) -> Result<()> {
+    let name = format!("spmv_tpr{tpr}");
+    let f = g.kernel("sparse", SOURCE, &name)?;
+    let n32 = n as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(x).arg(y).arg(&alpha).arg(&beta);
+    let blocks = (n * tpr as usize).div_ceil(BLOCK as usize) as u32;
+    g.launch(&name, l, (blocks.max(1), 1, 1), (BLOCK, 1, 1), 0)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn spmv(g: &Gpu, dp: &DevicePattern, n: usize, v: &DeviceBuffer<f64>, alpha: f64, x: &DeviceBuffer<f64>, beta: f64, y: &DeviceBuffer<f64>) -> Result<()> {
+    spmv_with(g, dp, dp.threads_per_row, n, v, alpha, x, beta, y)
+}
+
+/// Scratch for reductions: first-pass partials and the two finished sums.
+pub struct Reduce {
+    partial: DeviceBuffer<f64>,
+    out: DeviceBuffer<f64>,
+}
+
+impl Reduce {
+    pub fn new(g: &Gpu) -> Result<Reduce> {
+        Ok(Reduce { partial: g.alloc(2 * REDUCE_BLOCKS)?, out: g.alloc(2)? })
+    }
+
+    /// (a.b, c.d) finished on the device; only the two scalars come back.
+    pub fn dots(&mut self, g: &Gpu, n: usize, a: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>, cd: Option<(&DeviceBuffer<f64>, &DeviceBuffer<f64>)>) -> Result<(f64, f64)> {
+        let blocks = n.div_ceil(BLOCK as usize).clamp(1, REDUCE_BLOCKS);
+        let f = g.kernel("sparse", SOURCE, "dots_partial")?;
+        let n64 = n as i64;
+        let null = 0u64;
+        let mut l = g.launcher(&f);
+        l.arg(&n64).arg(a).arg(b);
+        match cd {
+            Some((c, d)) => l.arg(c).arg(d),
+            None => l.arg(&null).arg(&null),
+        };
+        l.arg(&self.partial);
+        g.launch("dots_partial", l, (blocks as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+        let f = g.kernel("sparse", SOURCE, "finish_dots")?;
+        let nb = blocks as i32;
+        let mut l = g.launcher(&f);
+        l.arg(&nb).arg(&self.partial).arg(&self.out);
+        g.launch("finish_dots", l, (1, 1, 1), (1024, 1, 1), 0)?;
+        let mut r = [0.0f64; 2];
+        g.download(&self.out, 0, &mut r)?;
+        Ok((r[0], r[1]))
+    }
+}
+
+/// w = a*x + b*y + c*w.
+#[allow(clippy::too_many_arguments)]
+pub fn update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64) -> Result<()> {
+    let f = g.kernel("sparse", SOURCE, "update")?;
+    let n64 = n as i64;
+    let null = 0u64;
+    let mut l = g.launcher(&f);
+    l.arg(&n64).arg(&a).arg(x).arg(&b);
+    match y {
+        Some(y) => l.arg(y),
+        None => l.arg(&null),
+    };
+    l.arg(&c).arg(w);
+    g.launch("update", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
+}
+
+/// z = d .* r.
+pub fn scale(g: &Gpu, n: usize, d: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>) -> Result<()> {
+    let f = g.kernel("sparse", SOURCE, "scale")?;
+    let n64 = n as i64;
+    let mut l = g.launcher(&f);
+    l.arg(&n64).arg(d).arg(r).arg(z);
+    g.launch("scale", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
+}
+
+/// Rows grouped by dependency level, on the device.
+pub struct DeviceLevels {
+    rows: DeviceBuffer<i32>,
+    ptr: Vec<usize>,
+}
+
+impl DeviceLevels {
+    pub fn new(g: &Gpu, rows: &[i32], ptr: &[usize]) -> Result<DeviceLevels> {
+        Ok(DeviceLevels { rows: upload(g, rows)?, ptr: ptr.to_vec() })
+    }
+}
+
+/// Launches `kernel` once per level with (count, the level's rows, args...).
+macro_rules! per_level {
+    ($g:expr, $levels:expr, $kernel:expr, $($arg:expr),*) => {{
+        let f = $g.kernel("sparse", SOURCE, $kernel)?;
+        for w in $levels.ptr.windows(2) {
+            let count = (w[1] - w[0]) as i32;
+            let rows = $levels.rows.slice(w[0]..w[1]);
+            let mut l = $g.launcher(&f);
+            l.arg(&count).arg(&rows);
+            $( l.arg($arg); )*
+            $g.launch($kernel, l, ((count as u32).div_ceil(128), 1, 1), (128, 1, 1), 0)?;
+        }
+    }};
+}
+
+/// ILU(0) of the values `lu` (a copy of A's) in place, level by level.
+pub fn ilu0(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, lu: &DeviceBuffer<f64>, nrows: usize) -> Result<()> {
+    let bad = upload(g, &[nrows as i32])?;
+    per_level!(g, lower, "ilu0_level", &dp.row_ptr, &dp.col, &dp.diag, lu, &bad);
+    let mut first_bad = [0i32];
+    g.download(&bad, 0, &mut first_bad)?;
+    if (first_bad[0] as usize) < nrows {
+        return Err(Error::new(
+            FEGPU_ERR_BREAKDOWN,
+            format!("ILU(0): zero pivot at {}", super::cpu::row_name(first_bad[0] as usize)),
+        ));
+    }
+    Ok(())
+}
+
+/// z = U^-1 L^-1 r.
+pub fn ilu0_apply(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, upper: &DeviceLevels, lu: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>) -> Result<()> {
+    per_level!(g, lower, "lsolve_level", &dp.row_ptr, &dp.col, &dp.diag, lu, r, z);
+    per_level!(g, upper, "usolve_level", &dp.row_ptr, &dp.col, &dp.diag, lu, z);
+    Ok(())
+}

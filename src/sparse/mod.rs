@@ -1,0 +1,352 @@
+//! Sparse matrices (CSR) resident on the device, SpMV, vector operations and
+//! the preconditioned Krylov solvers (CG, BiCGSTAB with none / Jacobi / ILU(0)).
+//!
+//! A matrix is created from the caller's CSR arrays (0- or 1-based, int32 or
+//! int64 indices), validated, stored sorted with duplicates summed, and kept
+//! on the device. `update_values` refreshes the values for the same pattern
+//! without any structural work; solvers notice the new values and refactor.
+
+pub mod cpu;
+pub mod cuda;
+pub mod mm;
+pub mod solver;
+
+use crate::array::{lock_pair, Array, Buffer, Storage};
+use crate::context::{Backend, Context};
+use crate::error::{Error, Result};
+use crate::gpu::DeviceBuffer;
+use crate::registry::{Handle, Kind, Object};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The pattern, always kept on the host too (preconditioner analysis uses it).
+pub struct Pattern {
+    pub nrows: usize,
+    pub ncols: usize,
+    /// 0-based row pointers, nrows + 1.
+    pub row_ptr: Vec<i32>,
+    /// 0-based column indices, sorted and unique within each row.
+    pub col: Vec<i32>,
+    /// Position of each row's diagonal entry, or -1 where it has none.
+    pub diag: Vec<i32>,
+    /// Caller's entry k -> stored slot, when sorting or merging duplicates
+    /// changed the order (None: the caller's order is the stored order).
+    pub slot_of: Option<Vec<usize>>,
+    /// Entries the caller passes (before duplicates were merged).
+    pub caller_nnz: usize,
+}
+
+impl Pattern {
+    pub fn nnz(&self) -> usize {
+        self.col.len()
+    }
+}
+
+/// The device copy of the pattern.
+pub struct DevicePattern {
+    pub row_ptr: DeviceBuffer<i32>,
+    pub col: DeviceBuffer<i32>,
+    pub diag: DeviceBuffer<i32>,
+    /// Threads per row of the SpMV kernel, from the mean row length.
+    pub threads_per_row: u32,
+}
+
+pub struct Values {
+    pub data: Buffer<f64>,
+    /// Bumped by every update, so solvers know when to refactor.
+    pub version: u64,
+}
+
+pub struct Csr {
+    pub ctx: Arc<Context>,
+    pub ctx_handle: Handle,
+    pub pattern: Pattern,
+    pub device: Option<DevicePattern>,
+    values: Mutex<Values>,
+}
+
+impl Object for Csr {
+    const KIND: Kind = Kind::Csr;
+}
+
+/// An index type the caller's CSR arrays may use.
+pub trait Index: Copy {
+    fn to_i64(self) -> i64;
+}
+impl Index for i32 {
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+}
+impl Index for i64 {
+    fn to_i64(self) -> i64 {
+        self
+    }
+}
+
+fn check_finite(values: &[f64]) -> Result<()> {
+    match values.iter().position(|v| !v.is_finite()) {
+        Some(k) => Err(Error::invalid(format!("values[{k}] = {}: matrix values must be finite", values[k]))),
+        None => Ok(()),
+    }
+}
+
+/// Validates caller CSR arrays and builds the stored (sorted, merged) pattern.
+pub fn build_pattern<I: Index>(nrows: usize, ncols: usize, row_ptr: &[I], col: &[I], base: i64) -> Result<Pattern> {
+    if base != 0 && base != 1 {
+        return Err(Error::invalid(format!("index_base = {base}: must be 0 or 1")));
+    }
+    if nrows >= i32::MAX as usize || ncols >= i32::MAX as usize || col.len() >= i32::MAX as usize {
+        return Err(Error::unsupported(format!(
+            "{nrows} x {ncols} with {} entries: fegpu stores int32 indices (fewer than 2^31 rows and entries)",
+            col.len()
+        )));
+    }
+    let rp0 = |r: usize| row_ptr[r].to_i64() - base;
+    if rp0(0) != 0 {
+        return Err(Error::invalid(format!("row_ptr[0] = {}: must equal index_base = {base}", row_ptr[0].to_i64())));
+    }
+    for r in 0..nrows {
+        if rp0(r + 1) < rp0(r) {
+            return Err(Error::invalid(format!(
+                "row_ptr is not monotone: row_ptr[{}] = {} < row_ptr[{r}] = {}",
+                r + 1,
+                row_ptr[r + 1].to_i64(),
+                row_ptr[r].to_i64()
+            )));
+        }
+    }
+    if rp0(nrows) != col.len() as i64 {
+        return Err(Error::size(format!("row_ptr[nrows] - index_base = {} but nnz = {}", rp0(nrows), col.len())));
+    }
+    let mut out_rp = Vec::with_capacity(nrows + 1);
+    let mut out_col = Vec::with_capacity(col.len());
+    let mut slot_of = vec![0usize; col.len()];
+    let mut reordered = false;
+    out_rp.push(0i32);
+    let mut order: Vec<usize> = Vec::new();
+    for r in 0..nrows {
+        let (s, e) = (rp0(r) as usize, rp0(r + 1) as usize);
+        for k in s..e {
+            let c = col[k].to_i64() - base;
+            if c < 0 || c >= ncols as i64 {
+                return Err(Error::invalid(format!(
+                    "col_ind[{k}] = {} (row {}): outside columns {base}..{}",
+                    col[k].to_i64(),
+                    r as i64 + base,
+                    ncols as i64 - 1 + base
+                )));
+            }
+        }
+        order.clear();
+        order.extend(s..e);
+        if order.windows(2).any(|w| col[w[0]].to_i64() >= col[w[1]].to_i64()) {
+            reordered = true;
+            order.sort_by_key(|&k| col[k].to_i64());
+        }
+        let row_start = out_col.len();
+        for &k in &order {
+            let c = (col[k].to_i64() - base) as i32;
+            if out_col.len() > row_start && *out_col.last().unwrap() == c {
+                slot_of[k] = out_col.len() - 1; // a duplicate: summed into the same slot
+            } else {
+                slot_of[k] = out_col.len();
+                out_col.push(c);
+            }
+        }
+        out_rp.push(out_col.len() as i32);
+    }
+    let diag = (0..nrows)
+        .map(|r| {
+            let (s, e) = (out_rp[r] as usize, out_rp[r + 1] as usize);
+            out_col[s..e].binary_search(&(r as i32)).map(|p| (s + p) as i32).unwrap_or(-1)
+        })
+        .collect();
+    Ok(Pattern {
+        nrows,
+        ncols,
+        row_ptr: out_rp,
+        diag,
+        slot_of: reordered.then_some(slot_of),
+        caller_nnz: col.len(),
+        col: out_col,
+    })
+}
+
+impl Csr {
+    pub fn new(ctx: Arc<Context>, ctx_handle: Handle, pattern: Pattern, caller_values: &[f64]) -> Result<Csr> {
+        let values = stored_values(&pattern, caller_values)?;
+        let (device, data) = match &ctx.backend {
+            Backend::Cpu => (None, Buffer::Host(values)),
+            Backend::Cuda(g) => {
+                let dp = DevicePattern {
+                    row_ptr: cuda::upload(g, &pattern.row_ptr)?,
+                    col: cuda::upload(g, &pattern.col)?,
+                    diag: cuda::upload(g, &pattern.diag)?,
+                    threads_per_row: cuda::threads_per_row(pattern.nnz(), pattern.nrows),
+                };
+                (Some(dp), Buffer::Device(cuda::upload(g, &values)?))
+            }
+        };
+        Ok(Csr { ctx, ctx_handle, pattern, device, values: Mutex::new(Values { data, version: 0 }) })
+    }
+
+    pub fn values(&self) -> MutexGuard<'_, Values> {
+        self.values.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// New values for the same pattern (the caller's order, duplicates
+    /// included); validated first, so a rejected update changes nothing.
+    pub fn update_values(&self, caller_values: &[f64]) -> Result<()> {
+        let values = stored_values(&self.pattern, caller_values)?;
+        let mut v = self.values();
+        match &mut v.data {
+            Buffer::Host(h) => h.copy_from_slice(&values),
+            Buffer::Device(d) => {
+                if !values.is_empty() {
+                    self.ctx.gpu().expect("device values without a GPU").upload(&values, d, 0)?
+                }
+            }
+        }
+        v.version += 1;
+        Ok(())
+    }
+
+    /// The stored values (sorted by column within rows, duplicates summed).
+    pub fn download_values(&self) -> Result<Vec<f64>> {
+        let mut v = self.values();
+        match &mut v.data {
+            Buffer::Host(h) => Ok(h.clone()),
+            Buffer::Device(d) => {
+                let mut out = vec![0.0; self.pattern.nnz()];
+                if !out.is_empty() {
+                    self.ctx.gpu().expect("device values without a GPU").download(d, 0, &mut out)?;
+                }
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// Maps the caller's values onto the stored slots (summing duplicates).
+fn stored_values(p: &Pattern, caller: &[f64]) -> Result<Vec<f64>> {
+    if caller.len() != p.caller_nnz {
+        return Err(Error::size(format!("values has {} entries, the pattern has nnz = {}", caller.len(), p.caller_nnz)));
+    }
+    check_finite(caller)?;
+    Ok(match &p.slot_of {
+        None => caller.to_vec(),
+        Some(slot_of) => {
+            let mut v = vec![0.0; p.nnz()];
+            for (k, &s) in slot_of.iter().enumerate() {
+                v[s] += caller[k];
+            }
+            v
+        }
+    })
+}
+
+pub fn get(h: Handle, arg: &str) -> Result<Arc<Csr>> {
+    crate::registry::get::<Csr>(h, arg)
+}
+
+/// Checks a vector argument: an f64 array of `len` elements in A's context.
+pub fn check_vector(a: &Csr, v: &Array, len: usize, arg: &str) -> Result<()> {
+    if v.ctx_handle != a.ctx_handle {
+        return Err(Error::invalid(format!("{arg} belongs to context {:#x}, the matrix to {:#x}", v.ctx_handle, a.ctx_handle)));
+    }
+    if v.dtype != crate::array::Dtype::F64 {
+        return Err(Error::invalid(format!("{arg} holds {} elements; sparse operations use f64", v.dtype.name())));
+    }
+    if v.len() != len {
+        return Err(Error::size(format!("{arg} has {} elements ({} x {}), expected {len}", v.len(), v.rows, v.cols)));
+    }
+    Ok(())
+}
+
+/// The f64 buffer inside a locked array storage (checked by `check_vector`).
+pub fn f64_buf(s: &mut Storage) -> &mut Buffer<f64> {
+    match s {
+        Storage::F64(b) => b,
+        Storage::F32(_) => unreachable!("checked by check_vector"),
+    }
+}
+
+/// y = alpha*A*x + beta*y on resident arrays (x has ncols, y nrows elements).
+pub fn spmv(a: &Csr, alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> {
+    check_vector(a, x, a.pattern.ncols, "x")?;
+    check_vector(a, y, a.pattern.nrows, "y")?;
+    if std::ptr::eq(x, y) {
+        return Err(Error::invalid("x and y are the same array: SpMV is out of place"));
+    }
+    if !alpha.is_finite() || !beta.is_finite() {
+        return Err(Error::invalid(format!("alpha = {alpha}, beta = {beta}: must be finite")));
+    }
+    let mut vals = a.values();
+    let (mut gx, mut gy) = lock_pair(x, y);
+    match (&mut vals.data, f64_buf(&mut gx), f64_buf(&mut gy)) {
+        (Buffer::Host(v), Buffer::Host(xv), Buffer::Host(yv)) => cpu::spmv(&a.pattern, v, alpha, xv, beta, yv),
+        (Buffer::Device(v), Buffer::Device(xv), Buffer::Device(yv)) => {
+            let g = a.ctx.gpu().expect("device buffers without a GPU");
+            cuda::spmv(g, a.device.as_ref().expect("device pattern"), a.pattern.nrows, v, alpha, xv, beta, yv)?
+        }
+        _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "matrix and vectors on different backends")),
+    }
+    Ok(())
+}
+
+/// Dot product of two f64 arrays of one length and context; the reduction
+/// finishes on the device and only the scalar comes back.
+pub fn vector_dot(x: &Array, y: &Array) -> Result<f64> {
+    check_pair(x, y)?;
+    if std::ptr::eq(x, y) {
+        let mut g = x.lock();
+        let b = f64_buf(&mut g);
+        return dot_bufs(x, b, b);
+    }
+    let (mut gx, mut gy) = lock_pair(x, y);
+    dot_bufs(x, f64_buf(&mut gx), f64_buf(&mut gy))
+}
+
+fn dot_bufs(x: &Array, a: &Buffer<f64>, b: &Buffer<f64>) -> Result<f64> {
+    match (a, b) {
+        (Buffer::Host(a), Buffer::Host(b)) => Ok(cpu::dot(a, b)),
+        (Buffer::Device(a), Buffer::Device(b)) => {
+            let g = x.ctx.gpu().expect("device buffers without a GPU");
+            Ok(cuda::Reduce::new(g)?.dots(g, x.len(), a, b, None)?.0)
+        }
+        _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "vectors on different backends")),
+    }
+}
+
+/// y = alpha*x + beta*y for f64 arrays of one length and context.
+pub fn vector_axpby(alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> {
+    check_pair(x, y)?;
+    if std::ptr::eq(x, y) {
+        return Err(Error::invalid("x and y are the same array"));
+    }
+    if !alpha.is_finite() || !beta.is_finite() {
+        return Err(Error::invalid(format!("alpha = {alpha}, beta = {beta}: must be finite")));
+    }
+    let (mut gx, mut gy) = lock_pair(x, y);
+    match (f64_buf(&mut gx), f64_buf(&mut gy)) {
+        (Buffer::Host(a), Buffer::Host(b)) => cpu::update(b, alpha, a, 0.0, None, beta),
+        (Buffer::Device(a), Buffer::Device(b)) => {
+            cuda::update(x.ctx.gpu().expect("device buffers without a GPU"), x.len(), b, alpha, a, 0.0, None, beta)?
+        }
+        _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "vectors on different backends")),
+    }
+    Ok(())
+}
+
+fn check_pair(x: &Array, y: &Array) -> Result<()> {
+    crate::array::same_context(x, y, "x", "y")?;
+    for (a, name) in [(x, "x"), (y, "y")] {
+        if a.dtype != crate::array::Dtype::F64 {
+            return Err(Error::invalid(format!("{name} holds {} elements; vector operations use f64", a.dtype.name())));
+        }
+    }
+    if x.len() != y.len() {
+        return Err(Error::size(format!("x has {} elements and y {}", x.len(), y.len())));
+    }
+    Ok(())
+}

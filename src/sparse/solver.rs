@@ -1,0 +1,615 @@
+//! Preconditioned CG and BiCGSTAB, written once over `Ops` and run by the
+//! CPU reference and the CUDA backend alike. Every vector lives in the
+//! backend's workspace (on the device for CUDA); per iteration only the dot
+//! products' scalars come back to the host, never a vector.
+
+use super::{cpu, cuda, f64_buf, Csr};
+use crate::array::{Array, Buffer};
+use crate::error::{Error, Result, FEGPU_ERR_BREAKDOWN, FEGPU_ERR_NOT_CONVERGED};
+use crate::gpu::{DeviceBuffer, Gpu};
+use crate::registry::{Handle, Kind, Object};
+use std::sync::{Arc, Mutex};
+
+pub const FEGPU_METHOD_CG: i32 = 1;
+pub const FEGPU_METHOD_BICGSTAB: i32 = 2;
+pub const FEGPU_PRECOND_NONE: i32 = 0;
+pub const FEGPU_PRECOND_JACOBI: i32 = 1;
+pub const FEGPU_PRECOND_ILU0: i32 = 2;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Cg,
+    Bicgstab,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precond {
+    None,
+    Jacobi,
+    Ilu0,
+}
+
+impl Method {
+    pub fn from_code(c: i32) -> Result<Method> {
+        match c {
+            FEGPU_METHOD_CG => Ok(Method::Cg),
+            FEGPU_METHOD_BICGSTAB => Ok(Method::Bicgstab),
+            _ => Err(Error::invalid(format!("method = {c}: expected FEGPU_METHOD_CG (1) or FEGPU_METHOD_BICGSTAB (2)"))),
+        }
+    }
+}
+
+impl Precond {
+    pub fn from_code(c: i32) -> Result<Precond> {
+        match c {
+            FEGPU_PRECOND_NONE => Ok(Precond::None),
+            FEGPU_PRECOND_JACOBI => Ok(Precond::Jacobi),
+            FEGPU_PRECOND_ILU0 => Ok(Precond::Ilu0),
+            _ => Err(Error::invalid(format!(
+                "precond = {c}: expected FEGPU_PRECOND_NONE (0), FEGPU_PRECOND_JACOBI (1) or FEGPU_PRECOND_ILU0 (2)"
+            ))),
+        }
+    }
+}
+
+/// Work vectors of the solvers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    X,
+    B,
+    R,
+    Rhat,
+    P,
+    Phat,
+    V,
+    S,
+    Shat,
+    T,
+    Z,
+    Q,
+}
+const SLOTS: usize = 12;
+
+/// What the algorithms need from a backend.
+pub trait Ops {
+    /// y = A x
+    fn spmv(&mut self, x: Slot, y: Slot) -> Result<()>;
+    /// (a.b, c.d), reductions finished where the vectors live.
+    fn dots(&mut self, a: Slot, b: Slot, cd: Option<(Slot, Slot)>) -> Result<(f64, f64)>;
+    /// w = a*x + b*y + c*w
+    fn update(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<()>;
+    /// z = M^-1 r
+    fn precond(&mut self, r: Slot, z: Slot) -> Result<()>;
+}
+
+/// How a solve ended (the status code says the same).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub converged: bool,
+    pub iterations: i64,
+    /// ||r|| / ||b|| of the recursively updated residual at the end.
+    pub relative_residual: f64,
+    /// Why it stopped early, when it broke down.
+    pub breakdown: Option<String>,
+}
+
+fn dot(ops: &mut dyn Ops, a: Slot, b: Slot) -> Result<f64> {
+    Ok(ops.dots(a, b, None)?.0)
+}
+
+fn broke(iterations: i64, relres: f64, why: String) -> Outcome {
+    Outcome { converged: false, iterations, relative_residual: relres, breakdown: Some(why) }
+}
+
+fn done(converged: bool, iterations: i64, relres: f64) -> Outcome {
+    Outcome { converged, iterations, relative_residual: relres, breakdown: None }
+}
+
+/// r = b - A x; returns ||b||.
+fn initial_residual(ops: &mut dyn Ops) -> Result<f64> {
+    ops.spmv(Slot::X, Slot::Q)?;
+    ops.update(Slot::R, 1.0, Slot::B, -1.0, Some(Slot::Q), 0.0)?;
+    Ok(dot(ops, Slot::B, Slot::B)?.sqrt())
+}
+
+/// Preconditioned conjugate gradients (SPD A).
+pub fn cg(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<Outcome> {
+    let bnorm = initial_residual(ops)?;
+    let z = if precond == Precond::None { Slot::R } else { Slot::Z };
+    let rr = dot(ops, Slot::R, Slot::R)?;
+    let mut relres = rr.sqrt() / bnorm;
+    history.push(relres);
+    if relres <= tol {
+        return Ok(done(true, 0, relres));
+    }
+    ops.precond(Slot::R, z)?;
+    let mut rz = dot(ops, Slot::R, z)?;
+    ops.update(Slot::P, 1.0, z, 0.0, None, 0.0)?;
+    for it in 1..=maxit {
+        ops.spmv(Slot::P, Slot::Q)?;
+        let pq = dot(ops, Slot::P, Slot::Q)?;
+        if !(pq > 0.0) || !pq.is_finite() {
+            return Ok(broke(it - 1, relres, format!("CG: p.Ap = {pq:e} at iteration {it}: A is not positive definite")));
+        }
+        let alpha = rz / pq;
+        ops.update(Slot::X, alpha, Slot::P, 0.0, None, 1.0)?;
+        ops.update(Slot::R, -alpha, Slot::Q, 0.0, None, 1.0)?;
+        ops.precond(Slot::R, z)?;
+        let (rz_new, rr) = ops.dots(Slot::R, z, Some((Slot::R, Slot::R)))?;
+        relres = rr.sqrt() / bnorm;
+        history.push(relres);
+        if !relres.is_finite() {
+            return Ok(broke(it, relres, format!("CG: the residual is not finite at iteration {it}")));
+        }
+        if relres <= tol {
+            return Ok(done(true, it, relres));
+        }
+        let beta = rz_new / rz;
+        rz = rz_new;
+        ops.update(Slot::P, 1.0, z, 0.0, None, beta)?;
+    }
+    Ok(done(false, maxit, relres))
+}
+
+/// Preconditioned BiCGSTAB (van der Vorst; the Templates book's form).
+pub fn bicgstab(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<Outcome> {
+    let bnorm = initial_residual(ops)?;
+    let (phat, shat) = if precond == Precond::None { (Slot::P, Slot::S) } else { (Slot::Phat, Slot::Shat) };
+    let mut relres = dot(ops, Slot::R, Slot::R)?.sqrt() / bnorm;
+    history.push(relres);
+    if relres <= tol {
+        return Ok(done(true, 0, relres));
+    }
+    ops.update(Slot::Rhat, 1.0, Slot::R, 0.0, None, 0.0)?;
+    let (mut rho_prev, mut alpha, mut omega) = (1.0f64, 1.0f64, 1.0f64);
+    for it in 1..=maxit {
+        let rho = dot(ops, Slot::Rhat, Slot::R)?;
+        if rho == 0.0 || !rho.is_finite() {
+            return Ok(broke(it - 1, relres, format!("BiCGSTAB: rho = (r0, r) = {rho:e} at iteration {it}")));
+        }
+        if it == 1 {
+            ops.update(Slot::P, 1.0, Slot::R, 0.0, None, 0.0)?;
+        } else {
+            let beta = (rho / rho_prev) * (alpha / omega);
+            ops.update(Slot::P, 1.0, Slot::R, -beta * omega, Some(Slot::V), beta)?;
+        }
+        ops.precond(Slot::P, phat)?;
+        ops.spmv(phat, Slot::V)?;
+        let rv = dot(ops, Slot::Rhat, Slot::V)?;
+        if rv == 0.0 || !rv.is_finite() {
+            return Ok(broke(it - 1, relres, format!("BiCGSTAB: (r0, v) = {rv:e} at iteration {it}")));
+        }
+        alpha = rho / rv;
+        ops.update(Slot::S, 1.0, Slot::R, -alpha, Some(Slot::V), 0.0)?;
+        let snorm = dot(ops, Slot::S, Slot::S)?.sqrt() / bnorm;
+        if snorm <= tol {
+            ops.update(Slot::X, alpha, phat, 0.0, None, 1.0)?;
+            history.push(snorm);
+            return Ok(done(true, it, snorm));
+        }
+        ops.precond(Slot::S, shat)?;
+        ops.spmv(shat, Slot::T)?;
+        let (ts, tt) = ops.dots(Slot::T, Slot::S, Some((Slot::T, Slot::T)))?;
+        if tt == 0.0 || !tt.is_finite() {
+            return Ok(broke(it - 1, relres, format!("BiCGSTAB: (t, t) = {tt:e} at iteration {it}")));
+        }
+        omega = ts / tt;
+        ops.update(Slot::X, alpha, phat, omega, Some(shat), 1.0)?;
+        ops.update(Slot::R, 1.0, Slot::S, -omega, Some(Slot::T), 0.0)?;
+        relres = dot(ops, Slot::R, Slot::R)?.sqrt() / bnorm;
+        history.push(relres);
+        if !relres.is_finite() {
+            return Ok(broke(it, relres, format!("BiCGSTAB: the residual is not finite at iteration {it}")));
+        }
+        if relres <= tol {
+            return Ok(done(true, it, relres));
+        }
+        if omega == 0.0 {
+            return Ok(broke(it, relres, format!("BiCGSTAB: omega = (t, s)/(t, t) = 0 at iteration {it}")));
+        }
+        rho_prev = rho;
+    }
+    Ok(done(false, maxit, relres))
+}
+
+/// Rows grouped into dependency levels for the triangular sweeps: a row's
+/// lower (upper) neighbours are all in earlier levels.
+pub struct Levels {
+    pub lower_rows: Vec<i32>,
+    pub lower_ptr: Vec<usize>,
+    pub upper_rows: Vec<i32>,
+    pub upper_ptr: Vec<usize>,
+}
+
+fn group_by_level(level: &[usize]) -> (Vec<i32>, Vec<usize>) {
+    let nlev = level.iter().copied().max().map_or(0, |m| m + 1);
+    let mut ptr = vec![0usize; nlev + 1];
+    for &l in level {
+        ptr[l + 1] += 1;
+    }
+    for i in 0..nlev {
+        ptr[i + 1] += ptr[i];
+    }
+    let mut fill = ptr.clone();
+    let mut rows = vec![0i32; level.len()];
+    for (r, &l) in level.iter().enumerate() {
+        rows[fill[l]] = r as i32;
+        fill[l] += 1;
+    }
+    (rows, ptr)
+}
+
+pub fn levels(p: &super::Pattern) -> Levels {
+    let n = p.nrows;
+    let mut lo = vec![0usize; n];
+    for i in 0..n {
+        let (s, d) = (p.row_ptr[i] as usize, p.diag[i] as usize);
+        lo[i] = p.col[s..d].iter().map(|&k| lo[k as usize] + 1).max().unwrap_or(0);
+    }
+    let mut up = vec![0usize; n];
+    for i in (0..n).rev() {
+        let (d, e) = (p.diag[i] as usize, p.row_ptr[i + 1] as usize);
+        up[i] = p.col[d + 1..e].iter().map(|&k| up[k as usize] + 1).max().unwrap_or(0);
+    }
+    let (lower_rows, lower_ptr) = group_by_level(&lo);
+    let (upper_rows, upper_ptr) = group_by_level(&up);
+    Levels { lower_rows, lower_ptr, upper_rows, upper_ptr }
+}
+
+/// Preconditioner data and work vectors, where the backend keeps them.
+enum Work {
+    Cpu {
+        vecs: Vec<Vec<f64>>,
+        dinv: Vec<f64>,
+        lu: Vec<f64>,
+    },
+    Cuda {
+        vecs: Vec<DeviceBuffer<f64>>,
+        dinv: DeviceBuffer<f64>,
+        lu: DeviceBuffer<f64>,
+        reduce: cuda::Reduce,
+        lower: Option<cuda::DeviceLevels>,
+        upper: Option<cuda::DeviceLevels>,
+    },
+}
+
+struct State {
+    work: Work,
+    /// The matrix values version the preconditioner was built from.
+    built_for: Option<u64>,
+    history: Vec<f64>,
+    /// Seconds of the last preconditioner setup (factorisation).
+    setup_seconds: f64,
+}
+
+pub struct Solver {
+    pub csr: Arc<Csr>,
+    pub method: Method,
+    pub precond: Precond,
+    state: Mutex<State>,
+}
+
+impl Object for Solver {
+    const KIND: Kind = Kind::Solver;
+}
+
+pub fn get(h: Handle, arg: &str) -> Result<Arc<Solver>> {
+    crate::registry::get::<Solver>(h, arg)
+}
+
+impl Solver {
+    /// Structural setup (diagonal check, levels, workspace) and the first factorisation.
+    pub fn new(csr: Arc<Csr>, method: Method, precond: Precond) -> Result<Solver> {
+        let p = &csr.pattern;
+        if p.nrows != p.ncols {
+            return Err(Error::size(format!("A is {} x {}: the solvers need a square matrix", p.nrows, p.ncols)));
+        }
+        if precond != Precond::None {
+            if let Some(r) = p.diag.iter().position(|&d| d < 0) {
+                let what = if precond == Precond::Ilu0 { "ILU(0)" } else { "Jacobi" };
+                return Err(Error::new(
+                    FEGPU_ERR_BREAKDOWN,
+                    format!("{what}: {} has no diagonal entry (a zero pivot)", cpu::row_name(r)),
+                ));
+            }
+        }
+        let n = p.nrows;
+        let work = match csr.ctx.gpu() {
+            None => Work::Cpu { vecs: vec![vec![0.0; n]; SLOTS], dinv: Vec::new(), lu: Vec::new() },
+            Some(g) => {
+                let (lower, upper) = if precond == Precond::Ilu0 {
+                    let lv = levels(p);
+                    (
+                        Some(cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?),
+                        Some(cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)?),
+                    )
+                } else {
+                    (None, None)
+                };
+                let mut vecs = Vec::with_capacity(SLOTS);
+                for _ in 0..SLOTS {
+                    let mut v = g.alloc::<f64>(n.max(1))?;
+                    g.fill_bytes(&mut v, 0)?;
+                    vecs.push(v);
+                }
+                Work::Cuda {
+                    vecs,
+                    dinv: g.alloc(if precond == Precond::Jacobi { n.max(1) } else { 1 })?,
+                    lu: g.alloc(if precond == Precond::Ilu0 { p.nnz().max(1) } else { 1 })?,
+                    reduce: cuda::Reduce::new(g)?,
+                    lower,
+                    upper,
+                }
+            }
+        };
+        let s = Solver {
+            csr,
+            method,
+            precond,
+            state: Mutex::new(State { work, built_for: None, history: Vec::new(), setup_seconds: 0.0 }),
+        };
+        s.refresh(&mut s.lock())?;
+        Ok(s)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Rebuilds the preconditioner when the matrix values changed since the last build.
+    fn refresh(&self, st: &mut State) -> Result<()> {
+        let vals = self.csr.values();
+        if st.built_for == Some(vals.version) {
+            return Ok(());
+        }
+        let t = std::time::Instant::now();
+        let p = &self.csr.pattern;
+        st.built_for = None; // a failed build leaves no stale factor in use
+        match (&mut st.work, &vals.data) {
+            (Work::Cpu { dinv, lu, .. }, Buffer::Host(v)) => match self.precond {
+                Precond::None => {}
+                Precond::Jacobi => *dinv = jacobi_inverse(p, v)?,
+                Precond::Ilu0 => {
+                    let mut f = v.clone();
+                    cpu::ilu0(p, &mut f)?;
+                    *lu = f;
+                }
+            },
+            (Work::Cuda { dinv, lu, lower, .. }, Buffer::Device(v)) => {
+                let g = self.csr.ctx.gpu().expect("device work without a GPU");
+                let dp = self.csr.device.as_ref().expect("device pattern");
+                match self.precond {
+                    Precond::None => {}
+                    Precond::Jacobi => {
+                        // the diagonal comes back once per refresh to be checked and inverted
+                        let host = self.csr.download_values_locked(v)?;
+                        let d = jacobi_inverse(p, &host)?;
+                        g.upload(&d, dinv, 0)?;
+                    }
+                    Precond::Ilu0 => {
+                        g.copy(v, lu)?;
+                        cuda::ilu0(g, dp, lower.as_ref().expect("levels"), lu, p.nrows)?;
+                    }
+                }
+            }
+            _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "solver and matrix on different backends")),
+        }
+        st.built_for = Some(vals.version);
+        st.setup_seconds = t.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Solves A x = b: `x` holds the initial guess on entry and the iterate on
+    /// return. Converged: Ok. Otherwise the outcome is returned with
+    /// FEGPU_ERR_NOT_CONVERGED or FEGPU_ERR_BREAKDOWN by the caller.
+    pub fn solve(&self, b: &Array, x: &Array, tol: f64, maxit: i64) -> Result<(Outcome, f64)> {
+        let n = self.csr.pattern.nrows;
+        super::check_vector(&self.csr, b, n, "b")?;
+        super::check_vector(&self.csr, x, n, "x")?;
+        if std::ptr::eq(b, x) {
+            return Err(Error::invalid("b and x are the same array"));
+        }
+        if !(tol > 0.0) || !tol.is_finite() {
+            return Err(Error::invalid(format!("tol = {tol}: must be positive and finite")));
+        }
+        if maxit < 0 {
+            return Err(Error::invalid(format!("maxit = {maxit}: must be >= 0")));
+        }
+        let mut st = self.lock();
+        self.refresh(&mut st)?;
+        let vals = self.csr.values();
+        let st = &mut *st;
+        st.history.clear();
+        let (mut gb, mut gx) = crate::array::lock_pair(b, x);
+        let (bb, xb) = (f64_buf(&mut gb), f64_buf(&mut gx));
+        let p = &self.csr.pattern;
+        match (&mut st.work, &vals.data, bb, xb) {
+            (Work::Cpu { vecs, dinv, lu }, Buffer::Host(v), Buffer::Host(bh), Buffer::Host(xh)) => {
+                vecs[Slot::B as usize].copy_from_slice(bh);
+                vecs[Slot::X as usize].copy_from_slice(xh);
+                let mut ops = CpuOps { p, v, vecs, dinv, lu, precond: self.precond };
+                let out = self.run(&mut ops, tol, maxit, &mut st.history)?;
+                xh.copy_from_slice(&ops.vecs[Slot::X as usize]);
+                Ok(out)
+            }
+            (Work::Cuda { vecs, dinv, lu, reduce, lower, upper }, Buffer::Device(v), Buffer::Device(bd), Buffer::Device(xd)) => {
+                let g = self.csr.ctx.gpu().expect("device work without a GPU");
+                g.copy(bd, &mut vecs[Slot::B as usize])?;
+                g.copy(xd, &mut vecs[Slot::X as usize])?;
+                let dp = self.csr.device.as_ref().expect("device pattern");
+                let mut ops = CudaOps { g, dp, n, v, vecs, dinv, lu, reduce, lower: lower.as_ref(), upper: upper.as_ref(), precond: self.precond };
+                let out = self.run(&mut ops, tol, maxit, &mut st.history)?;
+                g.copy(&ops.vecs[Slot::X as usize], xd)?;
+                g.synchronize("solve")?;
+                Ok(out)
+            }
+            _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "solver, matrix and vectors on different backends")),
+        }
+    }
+
+    /// The method, then the true residual ||b - A x|| / ||b|| recomputed from scratch.
+    fn run(&self, ops: &mut dyn Ops, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<(Outcome, f64)> {
+        let bnorm = dot(ops, Slot::B, Slot::B)?.sqrt();
+        if bnorm == 0.0 {
+            // b = 0: x = 0 at once, whatever the guess.
+            ops.update(Slot::X, 0.0, Slot::B, 0.0, None, 0.0)?;
+            history.push(0.0);
+            return Ok((done(true, 0, 0.0), 0.0));
+        }
+        let out = match self.method {
+            Method::Cg => cg(ops, self.precond, tol, maxit, history)?,
+            Method::Bicgstab => bicgstab(ops, self.precond, tol, maxit, history)?,
+        };
+        ops.spmv(Slot::X, Slot::Q)?;
+        ops.update(Slot::T, 1.0, Slot::B, -1.0, Some(Slot::Q), 0.0)?;
+        let true_rel = dot(ops, Slot::T, Slot::T)?.sqrt() / bnorm;
+        Ok((out, true_rel))
+    }
+
+    pub fn history(&self) -> Vec<f64> {
+        self.lock().history.clone()
+    }
+
+    pub fn setup_seconds(&self) -> f64 {
+        self.lock().setup_seconds
+    }
+}
+
+/// The status a finished solve reports.
+pub fn outcome_status(o: &Outcome) -> Result<()> {
+    match (&o.breakdown, o.converged) {
+        (Some(why), _) => Err(Error::new(FEGPU_ERR_BREAKDOWN, why.clone())),
+        (None, true) => Ok(()),
+        (None, false) => Err(Error::new(
+            FEGPU_ERR_NOT_CONVERGED,
+            format!("no convergence in {} iterations: relative residual {:e}", o.iterations, o.relative_residual),
+        )),
+    }
+}
+
+fn jacobi_inverse(p: &super::Pattern, v: &[f64]) -> Result<Vec<f64>> {
+    (0..p.nrows)
+        .map(|r| {
+            let d = v[p.diag[r] as usize];
+            if d == 0.0 {
+                Err(Error::new(FEGPU_ERR_BREAKDOWN, format!("Jacobi: zero diagonal at {}", cpu::row_name(r))))
+            } else {
+                Ok(1.0 / d)
+            }
+        })
+        .collect()
+}
+
+impl Csr {
+    /// The stored values, for a caller already holding the values lock.
+    fn download_values_locked(&self, d: &DeviceBuffer<f64>) -> Result<Vec<f64>> {
+        let mut out = vec![0.0; self.pattern.nnz().max(1)];
+        self.ctx.gpu().expect("device values without a GPU").download(d, 0, &mut out)?;
+        out.truncate(self.pattern.nnz());
+        Ok(out)
+    }
+}
+
+struct CpuOps<'a> {
+    p: &'a super::Pattern,
+    v: &'a [f64],
+    vecs: &'a mut Vec<Vec<f64>>,
+    dinv: &'a [f64],
+    lu: &'a [f64],
+    precond: Precond,
+}
+
+impl CpuOps<'_> {
+    /// Takes slot `w` out so it can be written while others are read.
+    fn with_out<T>(&mut self, w: Slot, f: impl FnOnce(&mut Vec<f64>, &Vec<Vec<f64>>) -> T) -> T {
+        let mut out = std::mem::take(&mut self.vecs[w as usize]);
+        let r = f(&mut out, self.vecs);
+        self.vecs[w as usize] = out;
+        r
+    }
+}
+
+impl Ops for CpuOps<'_> {
+    fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
+        let (p, v) = (self.p, self.v);
+        self.with_out(y, |out, vecs| cpu::spmv(p, v, 1.0, &vecs[x as usize], 0.0, out));
+        Ok(())
+    }
+    fn dots(&mut self, a: Slot, b: Slot, cd: Option<(Slot, Slot)>) -> Result<(f64, f64)> {
+        let v = &self.vecs;
+        let first = cpu::dot(&v[a as usize], &v[b as usize]);
+        Ok((first, cd.map_or(0.0, |(c, d)| cpu::dot(&v[c as usize], &v[d as usize]))))
+    }
+    fn update(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<()> {
+        // x or y may be w itself: read them from the written vector's old copy
+        let old = if Some(w) == y || w == x { Some(self.vecs[w as usize].clone()) } else { None };
+        self.with_out(w, |out, vecs| {
+            let pick = |s: Slot| if s == w { old.as_deref().unwrap() } else { &vecs[s as usize][..] };
+            cpu::update(out, a, pick(x), b, y.map(pick), c)
+        });
+        Ok(())
+    }
+    fn precond(&mut self, r: Slot, z: Slot) -> Result<()> {
+        if r == z {
+            return Ok(()); // no preconditioner: z is r itself
+        }
+        let (p, dinv, lu, pc) = (self.p, self.dinv, self.lu, self.precond);
+        self.with_out(z, |out, vecs| {
+            let rv = &vecs[r as usize];
+            match pc {
+                Precond::None => out.copy_from_slice(rv),
+                Precond::Jacobi => out.iter_mut().zip(rv).zip(dinv).for_each(|((o, r), d)| *o = d * r),
+                Precond::Ilu0 => cpu::ilu0_apply(p, lu, rv, out),
+            }
+        });
+        Ok(())
+    }
+}
+
+struct CudaOps<'a> {
+    g: &'a Gpu,
+    dp: &'a super::DevicePattern,
+    n: usize,
+    v: &'a DeviceBuffer<f64>,
+    vecs: &'a mut Vec<DeviceBuffer<f64>>,
+    dinv: &'a DeviceBuffer<f64>,
+    lu: &'a DeviceBuffer<f64>,
+    reduce: &'a mut cuda::Reduce,
+    lower: Option<&'a cuda::DeviceLevels>,
+    upper: Option<&'a cuda::DeviceLevels>,
+    precond: Precond,
+}
+
+impl Ops for CudaOps<'_> {
+    fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
+        cuda::spmv(self.g, self.dp, self.n, self.v, 1.0, &self.vecs[x as usize], 0.0, &self.vecs[y as usize])
+    }
+    fn dots(&mut self, a: Slot, b: Slot, cd: Option<(Slot, Slot)>) -> Result<(f64, f64)> {
+        let v = &self.vecs;
+        let cd = cd.map(|(c, d)| (&v[c as usize], &v[d as usize]));
+        self.reduce.dots(self.g, self.n, &v[a as usize], &v[b as usize], cd)
+    }
+    fn update(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<()> {
+        let v = &self.vecs;
+        cuda::update(self.g, self.n, &v[w as usize], a, &v[x as usize], b, y.map(|s| &v[s as usize]), c)
+    }
+    fn precond(&mut self, r: Slot, z: Slot) -> Result<()> {
+        if r == z {
+            return Ok(()); // no preconditioner: z is r itself
+        }
+        let v = &self.vecs;
+        match self.precond {
+            Precond::None => cuda::update(self.g, self.n, &v[z as usize], 1.0, &v[r as usize], 0.0, None, 0.0),
+            Precond::Jacobi => cuda::scale(self.g, self.n, self.dinv, &v[r as usize], &v[z as usize]),
+            Precond::Ilu0 => cuda::ilu0_apply(
+                self.g,
+                self.dp,
+                self.lower.expect("levels"),
+                self.upper.expect("levels"),
+                self.lu,
+                &v[r as usize],
+                &v[z as usize],
+            ),
+        }
+    }
+}
