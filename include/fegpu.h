@@ -37,6 +37,19 @@
 
 #define FEGPU_DTYPE_F64 2
 
+// Blocks of a reduction's first pass (its partials are summed by one block).
+#define REDUCE_BLOCKS 1024
+
+#define FEGPU_METHOD_CG 1
+
+#define FEGPU_METHOD_BICGSTAB 2
+
+#define FEGPU_PRECOND_NONE 0
+
+#define FEGPU_PRECOND_JACOBI 1
+
+#define FEGPU_PRECOND_ILU0 2
+
 // Status returned by every C entry point (0 = success).
 typedef int32_t fegpu_status;
 
@@ -45,6 +58,26 @@ typedef uint64_t fegpu_context_t;
 
 // An array handle (0 is never valid).
 typedef uint64_t fegpu_array_t;
+
+// A CSR matrix handle (0 is never valid).
+typedef uint64_t fegpu_csr_t;
+
+// A solver handle (0 is never valid).
+typedef uint64_t fegpu_solver_t;
+
+// What a solve did; filled whether or not it converged.
+typedef struct fegpu_solve_info {
+  // Iterations taken.
+  int64_t iterations;
+  // ||r|| / ||b|| of the iteration's own residual at the end.
+  double relative_residual;
+  // ||b - A x|| / ||b|| recomputed from the returned x.
+  double true_relative_residual;
+  // Seconds spent (re)building the preconditioner in this call (0 if reused).
+  double setup_seconds;
+  // Seconds of the whole call.
+  double solve_seconds;
+} fegpu_solve_info;
 
 
 
@@ -226,6 +259,104 @@ fegpu_status fegpu_dense_transpose_host_in_place_f32(fegpu_context_t ctx,
                                                      int64_t n,
                                                      float *a,
                                                      int32_t variant);
+
+// Creates an nrows x ncols CSR matrix from the caller's arrays with int32
+// indices: row_ptr (nrows+1), col_ind and values (nnz), `index_base` 0 or 1
+// (Fortran arrays pass unchanged with 1). Validated: row_ptr monotone and
+// consistent with nnz, columns in range, values finite. Unsorted rows are
+// sorted and duplicate entries summed; `fegpu_csr_update_values` takes values
+// in the caller's original order.
+fegpu_status fegpu_csr_create_i32(fegpu_context_t ctx,
+                                  int64_t nrows,
+                                  int64_t ncols,
+                                  int64_t nnz,
+                                  const int32_t *row_ptr,
+                                  const int32_t *col_ind,
+                                  const double *values,
+                                  int32_t index_base,
+                                  fegpu_csr_t *a);
+
+// As `fegpu_csr_create_i32`, with int64 indices.
+fegpu_status fegpu_csr_create_i64(fegpu_context_t ctx,
+                                  int64_t nrows,
+                                  int64_t ncols,
+                                  int64_t nnz,
+                                  const int64_t *row_ptr,
+                                  const int64_t *col_ind,
+                                  const double *values,
+                                  int32_t index_base,
+                                  fegpu_csr_t *a);
+
+// Reads a Matrix Market coordinate file (real, integer or pattern; general,
+// symmetric or skew-symmetric) into a new matrix.
+fegpu_status fegpu_csr_read_mm(fegpu_context_t ctx, const char *path, fegpu_csr_t *a);
+
+// Writes the matrix as a Matrix Market coordinate real general file.
+fegpu_status fegpu_csr_write_mm(fegpu_csr_t a, const char *path);
+
+// New values for the same pattern, in the order of the arrays the matrix
+// was created from (`nnz` as then). No structural work is redone; solvers
+// built on the matrix refactor at their next solve. Rejected values (wrong
+// count, not finite) change nothing.
+fegpu_status fegpu_csr_update_values(fegpu_csr_t a, const double *values, int64_t nnz);
+
+// Rows, columns and stored entries (after duplicates were summed); any pointer may be NULL.
+fegpu_status fegpu_csr_info(fegpu_csr_t a, int64_t *nrows, int64_t *ncols, int64_t *nnz);
+
+// Copies the stored matrix out: row_ptr (nrows+1), col_ind and values
+// (stored nnz, see `fegpu_csr_info`), indices counted from `index_base`.
+fegpu_status fegpu_csr_download(fegpu_csr_t a,
+                                int64_t *row_ptr,
+                                int64_t *col_ind,
+                                double *values,
+                                int32_t index_base);
+
+// Destroys a matrix (solvers built on it keep their own reference until destroyed).
+fegpu_status fegpu_csr_destroy(fegpu_csr_t a);
+
+// y = alpha*A*x + beta*y on device-resident f64 arrays (x: ncols, y: nrows
+// elements). With beta = 0, y is not read.
+fegpu_status fegpu_csr_spmv(fegpu_csr_t a,
+                            double alpha,
+                            fegpu_array_t x,
+                            double beta,
+                            fegpu_array_t y);
+
+// result = x . y for f64 arrays (the reduction finishes on the device).
+fegpu_status fegpu_vector_dot(fegpu_array_t x, fegpu_array_t y, double *result);
+
+// result = ||x||_2 for an f64 array.
+fegpu_status fegpu_vector_nrm2(fegpu_array_t x, double *result);
+
+// y = alpha*x + beta*y for f64 arrays.
+fegpu_status fegpu_vector_axpby(double alpha, fegpu_array_t x, double beta, fegpu_array_t y);
+
+// Creates a solver for A: `method` FEGPU_METHOD_CG (SPD A) or
+// FEGPU_METHOD_BICGSTAB; `precond` FEGPU_PRECOND_NONE, _JACOBI or _ILU0.
+// The structural analysis (ILU levels) is done once here and the
+// preconditioner built; after `fegpu_csr_update_values` it is rebuilt at the
+// next solve. A missing or zero pivot fails with FEGPU_ERR_BREAKDOWN naming the row.
+fegpu_status fegpu_solver_create(fegpu_csr_t a, int32_t method, int32_t precond, fegpu_solver_t *s);
+
+// Solves A x = b to ||r||/||b|| <= tol in at most maxit iterations. `x`
+// holds the initial guess and receives the solution; b = 0 gives x = 0.
+// Everything stays on the device; only scalars come back per iteration.
+// Returns FEGPU_OK when converged, FEGPU_ERR_NOT_CONVERGED at maxit (x holds
+// the last iterate), FEGPU_ERR_BREAKDOWN naming the quantity that vanished.
+// `info` (may be NULL) is filled in every one of those cases.
+fegpu_status fegpu_solver_solve(fegpu_solver_t s,
+                                fegpu_array_t b,
+                                fegpu_array_t x,
+                                double tol,
+                                int64_t maxit,
+                                struct fegpu_solve_info *info);
+
+// The relative residual after each iteration of the last solve (entry 0:
+// the initial guess). Copies min(len, count) values; `count` gets the total.
+fegpu_status fegpu_solver_history(fegpu_solver_t s, double *history, int64_t len, int64_t *count);
+
+// Destroys a solver.
+fegpu_status fegpu_solver_destroy(fegpu_solver_t s);
 
 #ifdef __cplusplus
 }  // extern "C"

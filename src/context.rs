@@ -65,6 +65,11 @@ impl Context {
         Ok(Context { backend, registered: Mutex::new(HashMap::new()) })
     }
 
+    /// A CPU reference context whatever the environment says (for comparisons).
+    pub fn cpu_reference() -> Context {
+        Context { backend: Backend::Cpu, registered: Mutex::new(HashMap::new()) }
+    }
+
     pub fn backend_name(&self) -> &'static str {
         match self.backend {
             Backend::Cpu => "cpu",

@@ -8,6 +8,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod gallery;
 pub mod mm;
 pub mod solver;
 
