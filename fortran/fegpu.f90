@@ -18,7 +18,7 @@
 !> message, and nothing was changed. Arrays are column-major as in Fortran.
 !> Standard Fortran 2018 (iso_c_binding, assumed rank); no preprocessor.
 module fegpu
-  use, intrinsic :: iso_c_binding, only: c_int32_t, c_int64_t, c_ptr, c_null_ptr, c_loc, c_char, c_null_char
+  use, intrinsic :: iso_c_binding, only: c_int32_t, c_int64_t, c_double, c_ptr, c_null_ptr, c_loc, c_char, c_null_char
   use, intrinsic :: iso_fortran_env, only: real32, real64, error_unit
   implicit none
   private
@@ -33,6 +33,12 @@ module fegpu
        FEGPU_VARIANT_PADDED = 3
   integer(c_int32_t), parameter :: DTYPE_F32 = 1, DTYPE_F64 = 2
 
+  !> fegpu_solve_info of fegpu.h.
+  type, bind(C) :: solve_info
+    integer(c_int64_t) :: iterations = 0
+    real(c_double) :: relative_residual = 0, true_relative_residual = 0, setup_seconds = 0, solve_seconds = 0
+  end type solve_info
+
   !> A context: one backend (CPU reference or one CUDA device) owning arrays.
   type, public :: fegpu_context
     integer(c_int64_t) :: handle = 0
@@ -43,6 +49,22 @@ module fegpu
     integer(c_int64_t) :: handle = 0
   end type fegpu_array
 
+  !> A CSR sparse matrix kept on the device.
+  type, public :: fegpu_csr
+    integer(c_int64_t) :: handle = 0
+  end type fegpu_csr
+
+  !> A Krylov solver (CG or BiCGSTAB) with its preconditioner, for one matrix.
+  type, public :: fegpu_solver
+    integer(c_int64_t) :: handle = 0
+  end type fegpu_solver
+
+  integer, parameter, public :: FEGPU_METHOD_CG = 1, FEGPU_METHOD_BICGSTAB = 2
+  integer, parameter, public :: FEGPU_PRECOND_NONE = 0, FEGPU_PRECOND_JACOBI = 1, FEGPU_PRECOND_ILU0 = 2
+
+  public :: fegpu_csr_create, fegpu_csr_read_mm, fegpu_csr_update_values, fegpu_csr_destroy, fegpu_csr_info
+  public :: fegpu_spmv, fegpu_dot, fegpu_axpby
+  public :: fegpu_solver_create, fegpu_solve, fegpu_solver_destroy
   public :: fegpu_context_create, fegpu_context_destroy, fegpu_context_backend, fegpu_context_synchronize
   public :: fegpu_array_create, fegpu_array_create_empty, fegpu_array_destroy, fegpu_array_shape
   public :: fegpu_array_upload, fegpu_array_download
@@ -77,6 +99,81 @@ module fegpu
   end interface
   interface fegpu_transpose_host_in_place
     module procedure transpose_host_in_place_r32, transpose_host_in_place_r64
+  end interface
+
+  !> A CSR matrix from the caller's arrays (int32 or int64 indices, 1-based by default).
+  interface fegpu_csr_create
+    module procedure csr_create_i32, csr_create_i64
+  end interface
+
+  interface
+    integer(c_int32_t) function c_csr_create_i32(ctx, nrows, ncols, nnz, rp, ci, v, base, a) bind(C, name='fegpu_csr_create_i32')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx, nrows, ncols, nnz
+      integer(c_int32_t), intent(in) :: rp(*), ci(*)
+      real(c_double), intent(in) :: v(*)
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(out) :: a
+    end function
+    integer(c_int32_t) function c_csr_create_i64(ctx, nrows, ncols, nnz, rp, ci, v, base, a) bind(C, name='fegpu_csr_create_i64')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx, nrows, ncols, nnz
+      integer(c_int64_t), intent(in) :: rp(*), ci(*)
+      real(c_double), intent(in) :: v(*)
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(out) :: a
+    end function
+    integer(c_int32_t) function c_csr_read_mm(ctx, path, a) bind(C, name='fegpu_csr_read_mm')
+      import :: c_int32_t, c_int64_t, c_char, c_double
+      integer(c_int64_t), value :: ctx
+      character(kind=c_char), intent(in) :: path(*)
+      integer(c_int64_t), intent(out) :: a
+    end function
+    integer(c_int32_t) function c_csr_update_values(a, v, nnz) bind(C, name='fegpu_csr_update_values')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: a, nnz
+      real(c_double), intent(in) :: v(*)
+    end function
+    integer(c_int32_t) function c_csr_info(a, nrows, ncols, nnz) bind(C, name='fegpu_csr_info')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: a
+      integer(c_int64_t), intent(out) :: nrows, ncols, nnz
+    end function
+    integer(c_int32_t) function c_csr_destroy(a) bind(C, name='fegpu_csr_destroy')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: a
+    end function
+    integer(c_int32_t) function c_csr_spmv(a, alpha, x, beta, y) bind(C, name='fegpu_csr_spmv')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: a, x, y
+      real(c_double), value :: alpha, beta
+    end function
+    integer(c_int32_t) function c_vector_dot(x, y, r) bind(C, name='fegpu_vector_dot')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: x, y
+      real(c_double), intent(out) :: r
+    end function
+    integer(c_int32_t) function c_vector_axpby(alpha, x, beta, y) bind(C, name='fegpu_vector_axpby')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: x, y
+      real(c_double), value :: alpha, beta
+    end function
+    integer(c_int32_t) function c_solver_create(a, method, precond, s) bind(C, name='fegpu_solver_create')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: a
+      integer(c_int32_t), value :: method, precond
+      integer(c_int64_t), intent(out) :: s
+    end function
+    integer(c_int32_t) function c_solver_solve(s, b, x, tol, maxit, info) bind(C, name='fegpu_solver_solve')
+      import :: c_int32_t, c_int64_t, c_double, solve_info
+      integer(c_int64_t), value :: s, b, x, maxit
+      real(c_double), value :: tol
+      type(solve_info), intent(out) :: info
+    end function
+    integer(c_int32_t) function c_solver_destroy(s) bind(C, name='fegpu_solver_destroy')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: s
+    end function
   end interface
 
   interface
@@ -591,5 +688,179 @@ contains
     variant_code = FEGPU_VARIANT_AUTO
     if (present(variant)) variant_code = int(variant, c_int32_t)
   end function
+
+  ! ---- sparse matrices and solvers ----
+
+  subroutine csr_create_i32(ctx, nrows, ncols, row_ptr, col_ind, values, a, index_base, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    integer, intent(in) :: nrows, ncols
+    integer(c_int32_t), intent(in) :: row_ptr(:), col_ind(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_csr), intent(inout) :: a
+    integer, intent(in), optional :: index_base
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (size(row_ptr) /= nrows + 1 .or. size(col_ind) /= size(values)) then
+      call size_error(size(row_ptr), nrows, size(col_ind), size(values), stat, errmsg)
+      return
+    end if
+    call check(c_csr_create_i32(ctx%handle, int(nrows, c_int64_t), int(ncols, c_int64_t), size(values, kind=c_int64_t), &
+         row_ptr, col_ind, values, base_of(index_base), a%handle), 'fegpu_csr_create', stat, errmsg)
+  end subroutine
+
+  subroutine csr_create_i64(ctx, nrows, ncols, row_ptr, col_ind, values, a, index_base, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    integer, intent(in) :: nrows, ncols
+    integer(c_int64_t), intent(in) :: row_ptr(:), col_ind(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_csr), intent(inout) :: a
+    integer, intent(in), optional :: index_base
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (size(row_ptr) /= nrows + 1 .or. size(col_ind) /= size(values)) then
+      call size_error(size(row_ptr), nrows, size(col_ind), size(values), stat, errmsg)
+      return
+    end if
+    call check(c_csr_create_i64(ctx%handle, int(nrows, c_int64_t), int(ncols, c_int64_t), size(values, kind=c_int64_t), &
+         row_ptr, col_ind, values, base_of(index_base), a%handle), 'fegpu_csr_create', stat, errmsg)
+  end subroutine
+
+  subroutine size_error(nrp, nrows, nci, nv, stat, errmsg)
+    integer, intent(in) :: nrp, nrows, nci, nv
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    character(len=200) :: msg
+    write (msg, '(a,i0,a,i0,a,i0,a,i0)') 'size(row_ptr) = ', nrp, ' (nrows + 1 = ', nrows + 1, '), size(col_ind) = ', nci, &
+         ', size(values) = ', nv
+    if (present(stat)) stat = FEGPU_ERR_SIZE_MISMATCH
+    if (present(errmsg)) errmsg = 'fegpu_csr_create: ' // trim(msg)
+    if (.not. present(stat)) then
+      write (error_unit, '(a)') 'fegpu: fegpu_csr_create: ' // trim(msg)
+      error stop 1
+    end if
+  end subroutine
+
+  integer(c_int32_t) function base_of(index_base)
+    integer, intent(in), optional :: index_base
+    base_of = 1
+    if (present(index_base)) base_of = int(index_base, c_int32_t)
+  end function
+
+  !> Reads a Matrix Market coordinate file into a new matrix.
+  subroutine fegpu_csr_read_mm(ctx, path, a, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    character(*), intent(in) :: path
+    type(fegpu_csr), intent(inout) :: a
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_csr_read_mm(ctx%handle, trim(path) // c_null_char, a%handle), 'fegpu_csr_read_mm', stat, errmsg)
+  end subroutine
+
+  !> New values for the same pattern, in the order the matrix was created with.
+  subroutine fegpu_csr_update_values(a, values, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    real(real64), intent(in) :: values(:)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_csr_update_values(a%handle, values, size(values, kind=c_int64_t)), 'fegpu_csr_update_values', stat, errmsg)
+  end subroutine
+
+  !> Rows, columns and stored entries.
+  subroutine fegpu_csr_info(a, nrows, ncols, nnz, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    integer, intent(out) :: nrows, ncols, nnz
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: r, c, z
+    r = 0; c = 0; z = 0
+    call check(c_csr_info(a%handle, r, c, z), 'fegpu_csr_info', stat, errmsg)
+    nrows = int(r); ncols = int(c); nnz = int(z)
+  end subroutine
+
+  subroutine fegpu_csr_destroy(a, stat, errmsg)
+    type(fegpu_csr), intent(inout) :: a
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_csr_destroy(a%handle)
+    if (st == FEGPU_OK) a%handle = 0
+    call check(st, 'fegpu_csr_destroy', stat, errmsg)
+  end subroutine
+
+  !> y = alpha*A*x + beta*y on device arrays (alpha = 1, beta = 0 by default).
+  subroutine fegpu_spmv(a, x, y, alpha, beta, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    type(fegpu_array), intent(in) :: x, y
+    real(real64), intent(in), optional :: alpha, beta
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    real(c_double) :: al, be
+    al = 1; be = 0
+    if (present(alpha)) al = alpha
+    if (present(beta)) be = beta
+    call check(c_csr_spmv(a%handle, al, x%handle, be, y%handle), 'fegpu_spmv', stat, errmsg)
+  end subroutine
+
+  !> x . y of two device arrays (only the scalar comes back).
+  real(real64) function fegpu_dot(x, y, stat, errmsg)
+    type(fegpu_array), intent(in) :: x, y
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    real(c_double) :: r
+    r = 0
+    call check(c_vector_dot(x%handle, y%handle, r), 'fegpu_dot', stat, errmsg)
+    fegpu_dot = r
+  end function
+
+  !> y = alpha*x + beta*y on device arrays.
+  subroutine fegpu_axpby(alpha, x, beta, y, stat, errmsg)
+    real(real64), intent(in) :: alpha, beta
+    type(fegpu_array), intent(in) :: x, y
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_vector_axpby(alpha, x%handle, beta, y%handle), 'fegpu_axpby', stat, errmsg)
+  end subroutine
+
+  !> A solver for A: FEGPU_METHOD_CG or _BICGSTAB, FEGPU_PRECOND_NONE, _JACOBI or _ILU0.
+  subroutine fegpu_solver_create(a, method, precond, s, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    integer, intent(in) :: method, precond
+    type(fegpu_solver), intent(inout) :: s
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_solver_create(a%handle, int(method, c_int32_t), int(precond, c_int32_t), s%handle), &
+         'fegpu_solver_create', stat, errmsg)
+  end subroutine
+
+  !> Solves A x = b on the device (x: initial guess in, solution out). Not
+  !> converging or breaking down is an error (stat FEGPU_ERR_NOT_CONVERGED or
+  !> FEGPU_ERR_BREAKDOWN); iterations and residuals are returned in every case.
+  subroutine fegpu_solve(s, b, x, tol, maxit, iterations, residual, true_residual, stat, errmsg)
+    type(fegpu_solver), intent(in) :: s
+    type(fegpu_array), intent(in) :: b, x
+    real(real64), intent(in) :: tol
+    integer, intent(in) :: maxit
+    integer, intent(out), optional :: iterations
+    real(real64), intent(out), optional :: residual, true_residual
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(solve_info) :: info
+    integer(c_int32_t) :: st
+    st = c_solver_solve(s%handle, b%handle, x%handle, tol, int(maxit, c_int64_t), info)
+    if (present(iterations)) iterations = int(info%iterations)
+    if (present(residual)) residual = info%relative_residual
+    if (present(true_residual)) true_residual = info%true_relative_residual
+    call check(st, 'fegpu_solve', stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_solver_destroy(s, stat, errmsg)
+    type(fegpu_solver), intent(inout) :: s
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_solver_destroy(s%handle)
+    if (st == FEGPU_OK) s%handle = 0
+    call check(st, 'fegpu_solver_destroy', stat, errmsg)
+  end subroutine
 
 end module fegpu

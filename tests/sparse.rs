@@ -180,8 +180,8 @@ fn solvers_converge_on_the_real_matrices_like_the_reference() {
     let ctx = context();
     let reference = reference_context();
     let cases: &[(&str, i32, i32, f64)] = &[
-        ("sherman5", FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, 1e-5),
-        ("sherman5", FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_JACOBI, 1e-5),
+        ("sherman5", FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, 1e-4), // cond ~ 1e5: |x - 1| <= cond * tol
+        ("sherman5", FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_JACOBI, 1e-4),
         ("orsirr_1", FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, 1e-6),
         ("orsirr_1", FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_NONE, 1e-6),
         ("hor_131", FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, 1e-4),

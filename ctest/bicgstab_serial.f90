@@ -1,0 +1,337 @@
+!> Replicates a TOUGHREACT-like serial solver: its own Matrix Market reader,
+!> CSR assembly, ILU(0) factorisation and BiCGSTAB (the Templates book's
+!> algorithm) run beside fegpu on the same systems. Required: both converge,
+!> fegpu's iteration count within a small margin of the serial code's, the
+!> true residual of fegpu's solution (computed here) meets the tolerance, and
+!> the two solutions agree in the residual norm. west0479 (zero diagonal
+!> entries) must be refused by fegpu's ILU(0) with the row named.
+!> Argument 1 (or FEGPU_MATRICES): the folder of the .mtx files.
+program bicgstab_serial
+  use, intrinsic :: iso_fortran_env, only: real64
+  use fegpu
+  implicit none
+  integer, parameter :: dp = real64
+  real(dp), parameter :: tol = 1.0e-8_dp
+  character(len=512) :: dir
+  type(fegpu_context) :: ctx
+  integer :: failures, checks, backend
+
+  failures = 0; checks = 0
+  call get_command_argument(1, dir)
+  if (len_trim(dir) == 0) call get_environment_variable('FEGPU_MATRICES', dir)
+  if (len_trim(dir) == 0) dir = '../shared/data/matrices'
+  call fegpu_context_create(ctx)
+  call fegpu_context_backend(ctx, backend)
+  print '(a,a)', 'bicgstab_serial on backend ', merge('cuda', 'cpu ', backend == FEGPU_BACKEND_CUDA)
+  call compare_file('sherman5')
+  call compare_file('orsirr_1')
+  call compare_file('hor_131')
+  call compare_file('fs1831')
+  call compare_convection_diffusion(12)
+  call zero_pivot('west0479')
+  call fegpu_context_destroy(ctx)
+  print '(i0,a,i0,a)', checks - failures, ' passed, ', failures, ' failed'
+  if (failures > 0) error stop 1
+
+contains
+
+  subroutine expect(ok, what)
+    logical, intent(in) :: ok
+    character(*), intent(in) :: what
+    checks = checks + 1
+    if (.not. ok) then
+      failures = failures + 1
+      print '(a,a)', 'FAIL: ', what
+    end if
+  end subroutine
+
+  ! ---- the serial code ----
+
+  !> Reads a coordinate Matrix Market file (general or symmetric) into 1-based CSR.
+  subroutine read_mm(path, n, rp, ci, v)
+    character(*), intent(in) :: path
+    integer, intent(out) :: n
+    integer, allocatable, intent(out) :: rp(:), ci(:)
+    real(dp), allocatable, intent(out) :: v(:)
+    character(len=256) :: line
+    integer :: u, m, nz, k, i, j, total, ios
+    integer, allocatable :: ti(:), tj(:), fill(:)
+    real(dp), allocatable :: tv(:)
+    logical :: symmetric
+    open (newunit=u, file=path, status='old', action='read')
+    read (u, '(a)') line
+    symmetric = index(line, 'symmetric') > 0
+    do
+      read (u, '(a)') line
+      if (line(1:1) /= '%') exit
+    end do
+    read (line, *) n, m, nz
+    allocate (ti(2 * nz), tj(2 * nz), tv(2 * nz))
+    total = 0
+    do k = 1, nz
+      read (u, *, iostat=ios) i, j, tv(total + 1)
+      total = total + 1
+      ti(total) = i; tj(total) = j
+      if (symmetric .and. i /= j) then
+        total = total + 1
+        ti(total) = j; tj(total) = i; tv(total) = tv(total - 1)
+      end if
+    end do
+    close (u)
+    allocate (rp(n + 1), ci(total), v(total), fill(n))
+    rp = 0
+    do k = 1, total
+      rp(ti(k) + 1) = rp(ti(k) + 1) + 1
+    end do
+    rp(1) = 1
+    do i = 1, n
+      rp(i + 1) = rp(i + 1) + rp(i)
+    end do
+    fill = rp(1:n)
+    do k = 1, total
+      ci(fill(ti(k))) = tj(k); v(fill(ti(k))) = tv(k)
+      fill(ti(k)) = fill(ti(k)) + 1
+    end do
+    call sort_rows(n, rp, ci, v)
+  end subroutine
+
+  subroutine sort_rows(n, rp, ci, v)
+    integer, intent(in) :: n, rp(:)
+    integer, intent(inout) :: ci(:)
+    real(dp), intent(inout) :: v(:)
+    integer :: i, a, b, tc
+    real(dp) :: tv
+    do i = 1, n
+      do a = rp(i) + 1, rp(i + 1) - 1
+        b = a
+        do while (b > rp(i))
+          if (ci(b - 1) <= ci(b)) exit
+          tc = ci(b); ci(b) = ci(b - 1); ci(b - 1) = tc
+          tv = v(b); v(b) = v(b - 1); v(b - 1) = tv
+          b = b - 1
+        end do
+      end do
+    end do
+  end subroutine
+
+  subroutine matvec(n, rp, ci, v, x, y)
+    integer, intent(in) :: n, rp(:), ci(:)
+    real(dp), intent(in) :: v(:), x(:)
+    real(dp), intent(out) :: y(:)
+    integer :: i, k
+    do i = 1, n
+      y(i) = 0
+      do k = rp(i), rp(i + 1) - 1
+        y(i) = y(i) + v(k) * x(ci(k))
+      end do
+    end do
+  end subroutine
+
+  !> ILU(0) in place (IKJ); info = the first row with a zero or missing pivot, else 0.
+  subroutine ilu0(n, rp, ci, lu, diag, info)
+    integer, intent(in) :: n, rp(:), ci(:)
+    real(dp), intent(inout) :: lu(:)
+    integer, intent(out) :: diag(:), info
+    integer :: i, kk, k, jj, p
+    real(dp) :: lik
+    info = 0
+    do i = 1, n
+      diag(i) = 0
+      do kk = rp(i), rp(i + 1) - 1
+        if (ci(kk) == i) diag(i) = kk
+      end do
+      if (diag(i) == 0) then
+        info = i
+        return
+      end if
+    end do
+    do i = 1, n
+      do kk = rp(i), diag(i) - 1
+        k = ci(kk)
+        lik = lu(kk) / lu(diag(k))
+        lu(kk) = lik
+        jj = kk + 1; p = diag(k) + 1
+        do while (jj < rp(i + 1) .and. p < rp(k + 1))
+          if (ci(jj) == ci(p)) then
+            lu(jj) = lu(jj) - lik * lu(p)
+            jj = jj + 1; p = p + 1
+          else if (ci(jj) < ci(p)) then
+            jj = jj + 1
+          else
+            p = p + 1
+          end if
+        end do
+      end do
+      if (lu(diag(i)) == 0) then
+        info = i
+        return
+      end if
+    end do
+  end subroutine
+
+  subroutine ilu_apply(n, rp, ci, lu, diag, r, z)
+    integer, intent(in) :: n, rp(:), ci(:), diag(:)
+    real(dp), intent(in) :: lu(:), r(:)
+    real(dp), intent(out) :: z(:)
+    integer :: i, k
+    do i = 1, n
+      z(i) = r(i)
+      do k = rp(i), diag(i) - 1
+        z(i) = z(i) - lu(k) * z(ci(k))
+      end do
+    end do
+    do i = n, 1, -1
+      do k = diag(i) + 1, rp(i + 1) - 1
+        z(i) = z(i) - lu(k) * z(ci(k))
+      end do
+      z(i) = z(i) / lu(diag(i))
+    end do
+  end subroutine
+
+  !> Preconditioned BiCGSTAB from x = 0; iters = -1 on breakdown.
+  subroutine bicgstab(n, rp, ci, v, lu, diag, b, x, iters)
+    integer, intent(in) :: n, rp(:), ci(:), diag(:)
+    real(dp), intent(in) :: v(:), lu(:), b(:)
+    real(dp), intent(out) :: x(:)
+    integer, intent(out) :: iters
+    real(dp), allocatable :: r(:), rhat(:), p(:), ph(:), vv(:), s(:), sh(:), t(:)
+    real(dp) :: rho, rho_prev, alpha, omega, beta, bnorm
+    integer :: it
+    allocate (r(n), rhat(n), p(n), ph(n), vv(n), s(n), sh(n), t(n))
+    x = 0; r = b; rhat = r
+    bnorm = norm2(b)
+    rho_prev = 1; alpha = 1; omega = 1
+    do it = 1, 20000
+      rho = dot_product(rhat, r)
+      if (rho == 0) exit
+      if (it == 1) then
+        p = r
+      else
+        beta = (rho / rho_prev) * (alpha / omega)
+        p = r + beta * (p - omega * vv)
+      end if
+      call ilu_apply(n, rp, ci, lu, diag, p, ph)
+      call matvec(n, rp, ci, v, ph, vv)
+      alpha = rho / dot_product(rhat, vv)
+      s = r - alpha * vv
+      if (norm2(s) / bnorm <= tol) then
+        x = x + alpha * ph
+        iters = it
+        return
+      end if
+      call ilu_apply(n, rp, ci, lu, diag, s, sh)
+      call matvec(n, rp, ci, v, sh, t)
+      omega = dot_product(t, s) / dot_product(t, t)
+      x = x + alpha * ph + omega * sh
+      r = s - omega * t
+      if (norm2(r) / bnorm <= tol) then
+        iters = it
+        return
+      end if
+      rho_prev = rho
+    end do
+    iters = -1
+  end subroutine
+
+  ! ---- the comparison ----
+
+  subroutine compare(name, n, rp, ci, v)
+    character(*), intent(in) :: name
+    integer, intent(in) :: n, rp(:), ci(:)
+    real(dp), intent(in) :: v(:)
+    real(dp), allocatable :: lu(:), b(:), xs(:), xf(:), ones(:), r(:)
+    integer, allocatable :: diag(:)
+    integer :: info, its, itf, st
+    type(fegpu_csr) :: a
+    type(fegpu_solver) :: s
+    type(fegpu_array) :: db, dx
+    character(len=512) :: msg
+    allocate (lu(size(v)), b(n), xs(n), xf(n), ones(n), r(n), diag(n))
+    ones = 1
+    call matvec(n, rp, ci, v, ones, b)
+    lu = v
+    call ilu0(n, rp, ci, lu, diag, info)
+    call bicgstab(n, rp, ci, v, lu, diag, b, xs, its)
+    call expect(info == 0 .and. its > 0, name // ': the serial solver converges')
+
+    call fegpu_csr_create(ctx, n, n, rp, ci, v, a)                ! 1-based arrays pass unchanged
+    call fegpu_solver_create(a, FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, s)
+    call fegpu_array_create(ctx, b, db)
+    xf = 0
+    call fegpu_array_create(ctx, xf, dx)
+    call fegpu_solve(s, db, dx, tol, 20000, iterations=itf, stat=st, errmsg=msg)
+    call fegpu_array_download(dx, xf)
+    call expect(st == FEGPU_OK, name // ': fegpu converges ' // trim(msg))
+    print '(a,a,i0,a,i0)', name, ': iterations serial ', its, ', fegpu ', itf
+    call expect(abs(itf - its) <= 2 + its / 20, name // ': iteration counts agree')
+    call matvec(n, rp, ci, v, xf, r)
+    call expect(norm2(b - r) / norm2(b) <= 2 * tol, name // ': true residual of the fegpu solution')
+    call matvec(n, rp, ci, v, xf - xs, r)
+    call expect(norm2(r) / norm2(b) <= 2 * tol, name // ': solutions agree in the residual norm')
+    call fegpu_solver_destroy(s)
+    call fegpu_csr_destroy(a)
+    call fegpu_array_destroy(db)
+    call fegpu_array_destroy(dx)
+  end subroutine
+
+  subroutine compare_file(name)
+    character(*), intent(in) :: name
+    integer :: n
+    integer, allocatable :: rp(:), ci(:)
+    real(dp), allocatable :: v(:)
+    call read_mm(trim(dir) // '/' // name // '.mtx', n, rp, ci, v)
+    call compare(name, n, rp, ci, v)
+  end subroutine
+
+  !> 3-D steady convection-diffusion, first-order upwind (the porous-flow kind).
+  subroutine compare_convection_diffusion(m)
+    integer, intent(in) :: m
+    integer, allocatable :: rp(:), ci(:)
+    real(dp), allocatable :: v(:)
+    integer :: i, j, k, row, nz, d
+    integer, parameter :: off(3, 7) = reshape([0, 0, -1, 0, -1, 0, -1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1], [3, 7])
+    real(dp), parameter :: c = 2.0_dp, w(7) = [-1 - c, -1 - c, -1 - c, 6 + 3 * c, -1.0_dp, -1.0_dp, -1.0_dp]
+    allocate (rp(m**3 + 1), ci(7 * m**3), v(7 * m**3))
+    nz = 0; row = 0; rp(1) = 1
+    do k = 1, m
+      do j = 1, m
+        do i = 1, m
+          row = row + 1
+          do d = 1, 7
+            if (i + off(1, d) < 1 .or. i + off(1, d) > m .or. j + off(2, d) < 1 .or. j + off(2, d) > m .or. &
+                k + off(3, d) < 1 .or. k + off(3, d) > m) cycle
+            nz = nz + 1
+            ci(nz) = row + off(1, d) + m * off(2, d) + m * m * off(3, d)
+            v(nz) = w(d)
+          end do
+          rp(row + 1) = nz + 1
+        end do
+      end do
+    end do
+    call compare('convection-diffusion', m**3, rp, ci(1:nz), v(1:nz))
+  end subroutine
+
+  subroutine zero_pivot(name)
+    character(*), intent(in) :: name
+    integer :: n, st, info
+    integer, allocatable :: rp(:), ci(:), diag(:)
+    real(dp), allocatable :: v(:), lu(:)
+    type(fegpu_csr) :: a
+    type(fegpu_solver) :: s
+    character(len=512) :: msg
+    character(len=32) :: want
+    call read_mm(trim(dir) // '/' // name // '.mtx', n, rp, ci, v)
+    allocate (diag(n))
+    lu = v
+    call ilu0(n, rp, ci, lu, diag, info)
+    call fegpu_csr_create(ctx, n, n, rp, ci, v, a)
+    msg = ''
+    call fegpu_solver_create(a, FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, s, stat=st, errmsg=msg)
+    print '(a,a,i0,a,a)', name, ': serial ILU(0) stops at row ', info, '; fegpu: ', trim(msg)
+    call expect(st == FEGPU_ERR_BREAKDOWN .and. index(msg, 'ILU(0)') > 0, name // ': zero pivot refused')
+    write (want, '(i0,a)') info, ' 1-based'
+    call expect(info > 0 .and. index(msg, trim(want)) > 0, name // ': fegpu names the row the serial code stops at')
+    call fegpu_csr_destroy(a)
+  end subroutine
+
+end program bicgstab_serial
