@@ -148,3 +148,29 @@ extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const 
     for (int kk = diag[i] + 1; kk < rp[i + 1]; ++kk) s -= lu[kk] * x[ci[kk]];
     x[i] = s / lu[diag[i]];
 }
+
+// CG's vector step in one pass: x += alpha p; r -= alpha q; z = d .* r when
+// d is given (Jacobi; otherwise z is r); partial sums of (r.z, r.r) for finish_dots.
+extern "C" __global__ void __launch_bounds__(256) cg_step(i64 n, double alpha, const double* __restrict__ p,
+    const double* __restrict__ q, double* __restrict__ x, double* __restrict__ r, const double* __restrict__ d,
+    double* __restrict__ z, double* partial) {
+    double s1 = 0.0, s2 = 0.0;
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+        x[i] += alpha * p[i];
+        const double ri = r[i] - alpha * q[i];
+        r[i] = ri;
+        double zi = ri;
+        if (d) {
+            zi = d[i] * ri;
+            z[i] = zi;
+        }
+        s1 += ri * zi;
+        s2 += ri * ri;
+    }
+    s1 = block_sum(s1);
+    s2 = block_sum(s2);
+    if (threadIdx.x == 0) {
+        partial[2 * blockIdx.x] = s1;
+        partial[2 * blockIdx.x + 1] = s2;
+    }
+}

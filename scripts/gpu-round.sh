@@ -13,9 +13,14 @@ run .gpu/bin/fegpu info
 for t in .gpu/tests/*; do run "$t" --test-threads=1; done
 for d in .gpu/drivers/*; do [ -x "$d" ] && run "$d"; done
 unset FEGPU_CHECK_LAUNCHES
-if [ "${1:-}" != "--checks-only" ]; then
+if [ -z "${1:-}" ]; then
   .gpu/bin/fegpu bench transpose --size 1024x1024 --size 4096x4096 --size 8192x8192 2>&1 | tee "$OUT/bench-transpose.txt"
   python3 bench/peers.py transpose 4096 8192 2>&1 | tee "$OUT/peers-transpose.txt"
+fi
+if [ "${1:-}" = "--sparse" ] || [ -z "${1:-}" ]; then
+  .gpu/bin/fegpu bench spmv .gpu/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-spmv.txt"
+  .gpu/bin/fegpu bench solve .gpu/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-solve.txt"
+  python3 bench/peers.py sparse .gpu/matrices/sherman5.mtx 2>&1 | tee "$OUT/peers-sparse.txt"
 fi
 echo "gpu round: $([ $fail -eq 0 ] && echo all checks passed || echo SOME CHECKS FAILED)"
 exit $fail

@@ -14,6 +14,8 @@ const USAGE: &str = "usage:
                              transpose and copy kernels: time, GB/s, fraction of the
                              device-to-device copy measured in the same run, speedup
                              over the serial loop; pinned vs pageable uploads
+  fegpu bench spmv [A.mtx]   SpMV on 7-point 128^3, 27-point 96^3 (and A): GB/s, fraction of copy
+  fegpu bench solve [A.mtx]  CG / BiCGSTAB per iteration against the bytes-moved roofline
 environment: FEGPU_BACKEND=auto|cpu|cuda, FEGPU_DEVICE=N";
 
 fn info() -> fegpu::Result<()> {
@@ -68,6 +70,14 @@ fn bench(args: &[String]) -> fegpu::Result<()> {
                 sizes = vec![(1024, 1024), (4096, 4096), (8192, 8192)];
             }
             fegpu::bench::transpose(&sizes, reps.max(1))
+        }
+        Some(which @ ("spmv" | "solve")) => {
+            let real = args.get(1).map(std::path::PathBuf::from);
+            if which == "spmv" {
+                fegpu::bench::sparse::spmv(real.as_deref())
+            } else {
+                fegpu::bench::sparse::solve(real.as_deref())
+            }
         }
         other => Err(bad(format!("unknown benchmark {other:?}"))),
     }

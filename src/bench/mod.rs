@@ -3,6 +3,7 @@
 //! (median of repeated runs after a warm-up); host times from the wall clock.
 
 pub mod solve;
+pub mod sparse;
 
 use crate::array::{Array, Real};
 use crate::context::{Backend, Context};

@@ -19,12 +19,13 @@ pub fn upload<T: DeviceScalar>(g: &Gpu, v: &[T]) -> Result<DeviceBuffer<T>> {
     Ok(d)
 }
 
-/// Threads per row for SpMV: about half the mean row length, so a group's
-/// loads cover its row in two steps (measured in BENCHMARKS.md).
+/// Threads per row for SpMV: a group of t threads takes rows of about 3.5 t
+/// entries or more, so each thread loads several (measured on the H100,
+/// BENCHMARKS.md: 2 for the 7-point Laplacian, 4 for the 27-point operator).
 pub fn threads_per_row(nnz: usize, nrows: usize) -> u32 {
     let mean = nnz as f64 / nrows.max(1) as f64;
     let mut t = 1u32;
-    while t < 32 && (t as f64) * 2.0 < mean {
+    while t < 32 && (2 * t) as f64 * 3.5 <= mean {
         t *= 2;
     }
     t
@@ -75,6 +76,29 @@ impl Reduce {
         };
         l.arg(&self.partial);
         g.launch("dots_partial", l, (blocks as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+        self.finish(g, blocks)
+    }
+
+    /// CG's fused step (kernels/sparse.cu `cg_step`); returns (r.z, r.r).
+    #[allow(clippy::too_many_arguments)]
+    pub fn cg_step(&mut self, g: &Gpu, n: usize, alpha: f64, p: &DeviceBuffer<f64>, q: &DeviceBuffer<f64>, x: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, jacobi: Option<(&DeviceBuffer<f64>, &DeviceBuffer<f64>)>) -> Result<(f64, f64)> {
+        let blocks = n.div_ceil(BLOCK as usize).clamp(1, REDUCE_BLOCKS);
+        let f = g.kernel("sparse", SOURCE, "cg_step")?;
+        let n64 = n as i64;
+        let null = 0u64;
+        let mut l = g.launcher(&f);
+        l.arg(&n64).arg(&alpha).arg(p).arg(q).arg(x).arg(r);
+        match jacobi {
+            Some((d, z)) => l.arg(d).arg(z),
+            None => l.arg(&null).arg(&null),
+        };
+        l.arg(&self.partial);
+        g.launch("cg_step", l, (blocks as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+        self.finish(g, blocks)
+    }
+
+    /// Sums the first pass's partials in one block and brings the two scalars back.
+    fn finish(&mut self, g: &Gpu, blocks: usize) -> Result<(f64, f64)> {
         let f = g.kernel("sparse", SOURCE, "finish_dots")?;
         let nb = blocks as i32;
         let mut l = g.launcher(&f);

@@ -12,7 +12,8 @@ pub mod gallery;
 pub mod mm;
 pub mod solver;
 
-use crate::array::{lock_pair, Array, Buffer, Storage};
+pub use crate::array::Buffer;
+use crate::array::{lock_pair, Array, Storage};
 use crate::context::{Backend, Context};
 use crate::error::{Error, Result};
 use crate::gpu::DeviceBuffer;

@@ -80,6 +80,14 @@ pub trait Ops {
     fn update(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<()>;
     /// z = M^-1 r
     fn precond(&mut self, r: Slot, z: Slot) -> Result<()>;
+    /// CG's vector step: x += alpha p, r -= alpha q, z = M^-1 r; returns (r.z, r.r).
+    /// Backends fuse it into one pass where the preconditioner allows.
+    fn cg_step(&mut self, alpha: f64, z: Slot) -> Result<(f64, f64)> {
+        self.update(Slot::X, alpha, Slot::P, 0.0, None, 1.0)?;
+        self.update(Slot::R, -alpha, Slot::Q, 0.0, None, 1.0)?;
+        self.precond(Slot::R, z)?;
+        self.dots(Slot::R, z, Some((Slot::R, Slot::R)))
+    }
 }
 
 /// How a solve ended (the status code says the same).
@@ -132,10 +140,7 @@ pub fn cg(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, history: &m
             return Ok(broke(it - 1, relres, format!("CG: p.Ap = {pq:e} at iteration {it}: A is not positive definite")));
         }
         let alpha = rz / pq;
-        ops.update(Slot::X, alpha, Slot::P, 0.0, None, 1.0)?;
-        ops.update(Slot::R, -alpha, Slot::Q, 0.0, None, 1.0)?;
-        ops.precond(Slot::R, z)?;
-        let (rz_new, rr) = ops.dots(Slot::R, z, Some((Slot::R, Slot::R)))?;
+        let (rz_new, rr) = ops.cg_step(alpha, z)?;
         relres = rr.sqrt() / bnorm;
         history.push(relres);
         if !relres.is_finite() {
@@ -581,6 +586,22 @@ struct CudaOps<'a> {
 }
 
 impl Ops for CudaOps<'_> {
+    fn cg_step(&mut self, alpha: f64, z: Slot) -> Result<(f64, f64)> {
+        let v = &self.vecs;
+        let jacobi = match self.precond {
+            Precond::None => None,
+            Precond::Jacobi => Some((self.dinv, &v[z as usize])),
+            Precond::Ilu0 => {
+                cuda::update(self.g, self.n, &v[Slot::X as usize], alpha, &v[Slot::P as usize], 0.0, None, 1.0)?;
+                cuda::update(self.g, self.n, &v[Slot::R as usize], -alpha, &v[Slot::Q as usize], 0.0, None, 1.0)?;
+                self.precond(Slot::R, z)?;
+                return self.dots(Slot::R, z, Some((Slot::R, Slot::R)));
+            }
+        };
+        let (p, q, x, r) = (&v[Slot::P as usize], &v[Slot::Q as usize], &v[Slot::X as usize], &v[Slot::R as usize]);
+        self.reduce.cg_step(self.g, self.n, alpha, p, q, x, r, jacobi)
+    }
+
     fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
         cuda::spmv(self.g, self.dp, self.n, self.v, 1.0, &self.vecs[x as usize], 0.0, &self.vecs[y as usize])
     }
