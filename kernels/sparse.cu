@@ -76,13 +76,24 @@ extern "C" __global__ void __launch_bounds__(1024) finish_dots(int blocks, const
 }
 
 // w = a*x + b*y + c*w (w is not read when c == 0; y may be null when b == 0).
+// With `partial` given, also the partial sums of w.w (then finish_dots), so a
+// residual update and its norm take one pass.
 extern "C" __global__ void __launch_bounds__(256) update(i64 n, double a, const double* __restrict__ x, double b,
-    const double* __restrict__ y, double c, double* __restrict__ w) {
+    const double* __restrict__ y, double c, double* __restrict__ w, double* partial) {
+    double s = 0.0;
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
         double r = a * x[i];
         if (b != 0.0) r += b * y[i];
         if (c != 0.0) r += c * w[i];
         w[i] = r;
+        s += r * r;
+    }
+    if (partial) {
+        s = block_sum(s);
+        if (threadIdx.x == 0) {
+            partial[2 * blockIdx.x] = s;
+            partial[2 * blockIdx.x + 1] = 0.0;
+        }
     }
 }
 

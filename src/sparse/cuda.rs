@@ -19,13 +19,13 @@ pub fn upload<T: DeviceScalar>(g: &Gpu, v: &[T]) -> Result<DeviceBuffer<T>> {
     Ok(d)
 }
 
-/// Threads per row for SpMV: a group of t threads takes rows of about 3.5 t
+/// Threads per row for SpMV: a group of t threads takes rows of about 3.4 t
 /// entries or more, so each thread loads several (measured on the H100,
 /// BENCHMARKS.md: 2 for the 7-point Laplacian, 4 for the 27-point operator).
 pub fn threads_per_row(nnz: usize, nrows: usize) -> u32 {
     let mean = nnz as f64 / nrows.max(1) as f64;
     let mut t = 1u32;
-    while t < 32 && (2 * t) as f64 * 3.5 <= mean {
+    while t < 32 && (2 * t) as f64 * 3.4 <= mean {
         t *= 2;
     }
     t
@@ -97,6 +97,14 @@ impl Reduce {
         self.finish(g, blocks)
     }
 
+    /// w = a*x + b*y + c*w and w.w in the same pass.
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_norm2(&mut self, g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64) -> Result<f64> {
+        let blocks = n.div_ceil(BLOCK as usize).clamp(1, REDUCE_BLOCKS);
+        launch_update(g, n, w, a, x, b, y, c, Some(&self.partial), blocks as u32)?;
+        Ok(self.finish(g, blocks)?.0)
+    }
+
     /// Sums the first pass's partials in one block and brings the two scalars back.
     fn finish(&mut self, g: &Gpu, blocks: usize) -> Result<(f64, f64)> {
         let f = g.kernel("sparse", SOURCE, "finish_dots")?;
@@ -110,9 +118,9 @@ impl Reduce {
     }
 }
 
-/// w = a*x + b*y + c*w.
+/// w = a*x + b*y + c*w; with `norm` also the partial sums of w.w into it.
 #[allow(clippy::too_many_arguments)]
-pub fn update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64) -> Result<()> {
+fn launch_update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64, norm: Option<&DeviceBuffer<f64>>, blocks: u32) -> Result<()> {
     let f = g.kernel("sparse", SOURCE, "update")?;
     let n64 = n as i64;
     let null = 0u64;
@@ -123,7 +131,17 @@ pub fn update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer
         None => l.arg(&null),
     };
     l.arg(&c).arg(w);
-    g.launch("update", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
+    match norm {
+        Some(p) => l.arg(p),
+        None => l.arg(&null),
+    };
+    g.launch("update", l, (blocks, 1, 1), (BLOCK, 1, 1), 0)
+}
+
+/// w = a*x + b*y + c*w.
+#[allow(clippy::too_many_arguments)]
+pub fn update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64) -> Result<()> {
+    launch_update(g, n, w, a, x, b, y, c, None, grid_for(n))
 }
 
 /// z = d .* r.

@@ -80,6 +80,11 @@ pub trait Ops {
     fn update(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<()>;
     /// z = M^-1 r
     fn precond(&mut self, r: Slot, z: Slot) -> Result<()>;
+    /// w = a*x + b*y + c*w, returning w.w (backends fuse the two passes).
+    fn update_norm2(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<f64> {
+        self.update(w, a, x, b, y, c)?;
+        Ok(self.dots(w, w, None)?.0)
+    }
     /// CG's vector step: x += alpha p, r -= alpha q, z = M^-1 r; returns (r.z, r.r).
     /// Backends fuse it into one pass where the preconditioner allows.
     fn cg_step(&mut self, alpha: f64, z: Slot) -> Result<(f64, f64)> {
@@ -185,8 +190,7 @@ pub fn bicgstab(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, histo
             return Ok(broke(it - 1, relres, format!("BiCGSTAB: (r0, v) = {rv:e} at iteration {it}")));
         }
         alpha = rho / rv;
-        ops.update(Slot::S, 1.0, Slot::R, -alpha, Some(Slot::V), 0.0)?;
-        let snorm = dot(ops, Slot::S, Slot::S)?.sqrt() / bnorm;
+        let snorm = ops.update_norm2(Slot::S, 1.0, Slot::R, -alpha, Some(Slot::V), 0.0)?.sqrt() / bnorm;
         if snorm <= tol {
             ops.update(Slot::X, alpha, phat, 0.0, None, 1.0)?;
             history.push(snorm);
@@ -200,8 +204,7 @@ pub fn bicgstab(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, histo
         }
         omega = ts / tt;
         ops.update(Slot::X, alpha, phat, omega, Some(shat), 1.0)?;
-        ops.update(Slot::R, 1.0, Slot::S, -omega, Some(Slot::T), 0.0)?;
-        relres = dot(ops, Slot::R, Slot::R)?.sqrt() / bnorm;
+        relres = ops.update_norm2(Slot::R, 1.0, Slot::S, -omega, Some(Slot::T), 0.0)?.sqrt() / bnorm;
         history.push(relres);
         if !relres.is_finite() {
             return Ok(broke(it, relres, format!("BiCGSTAB: the residual is not finite at iteration {it}")));
@@ -586,6 +589,11 @@ struct CudaOps<'a> {
 }
 
 impl Ops for CudaOps<'_> {
+    fn update_norm2(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<f64> {
+        let v = &self.vecs;
+        self.reduce.update_norm2(self.g, self.n, &v[w as usize], a, &v[x as usize], b, y.map(|s| &v[s as usize]), c)
+    }
+
     fn cg_step(&mut self, alpha: f64, z: Slot) -> Result<(f64, f64)> {
         let v = &self.vecs;
         let jacobi = match self.precond {
