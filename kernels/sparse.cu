@@ -44,10 +44,39 @@ __device__ double block_sum(double s) {
     return s;
 }
 
-// Two dot products in one pass: partial[2*block] = sum a.b, partial[2*block+1] = sum c.d
-// (c may be null: one product). Deterministic: finish_dots adds the partials in a fixed order.
-extern "C" __global__ void __launch_bounds__(256) dots_partial(i64 n, const double* __restrict__ a,
-    const double* __restrict__ b, const double* __restrict__ c, const double* __restrict__ d, double* partial) {
+// Ends a one-pass reduction: each block stores its two sums; the last block
+// to arrive adds all blocks' sums in block order (deterministic, whichever
+// block is last) into out[0..1] and re-arms the counter. Saves the second
+// launch a two-kernel reduction needs. s1, s2: block sums (valid in thread 0).
+__device__ void finish_if_last(double s1, double s2, double* partial, double* out, unsigned int* counter) {
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        partial[2 * blockIdx.x] = s1;
+        partial[2 * blockIdx.x + 1] = s2;
+        __threadfence();
+        last = (atomicAdd(counter, 1u) == gridDim.x - 1);
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    double t1 = 0.0, t2 = 0.0;
+    for (int i = threadIdx.x; i < gridDim.x; i += blockDim.x) {
+        t1 += __ldcg(&partial[2 * i]);
+        t2 += __ldcg(&partial[2 * i + 1]);
+    }
+    t1 = block_sum(t1);
+    t2 = block_sum(t2);
+    if (threadIdx.x == 0) {
+        out[0] = t1;
+        out[1] = t2;
+        *counter = 0;
+    }
+}
+
+// Two dot products in one pass: out = (a.b, c.d) (c may be null: one product).
+extern "C" __global__ void __launch_bounds__(256) dots(i64 n, const double* __restrict__ a,
+    const double* __restrict__ b, const double* __restrict__ c, const double* __restrict__ d, double* partial,
+    double* out, unsigned int* counter) {
     double s1 = 0.0, s2 = 0.0;
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
         s1 += a[i] * b[i];
@@ -55,31 +84,13 @@ extern "C" __global__ void __launch_bounds__(256) dots_partial(i64 n, const doub
     }
     s1 = block_sum(s1);
     s2 = block_sum(s2);
-    if (threadIdx.x == 0) {
-        partial[2 * blockIdx.x] = s1;
-        partial[2 * blockIdx.x + 1] = s2;
-    }
-}
-
-extern "C" __global__ void __launch_bounds__(1024) finish_dots(int blocks, const double* partial, double* out) {
-    double s1 = 0.0, s2 = 0.0;
-    for (int i = threadIdx.x; i < blocks; i += blockDim.x) {
-        s1 += partial[2 * i];
-        s2 += partial[2 * i + 1];
-    }
-    s1 = block_sum(s1);
-    s2 = block_sum(s2);
-    if (threadIdx.x == 0) {
-        out[0] = s1;
-        out[1] = s2;
-    }
+    finish_if_last(s1, s2, partial, out, counter);
 }
 
 // w = a*x + b*y + c*w (w is not read when c == 0; y may be null when b == 0).
-// With `partial` given, also the partial sums of w.w (then finish_dots), so a
-// residual update and its norm take one pass.
+// With `partial` given, also out[0] = w.w, so a residual update and its norm take one pass.
 extern "C" __global__ void __launch_bounds__(256) update(i64 n, double a, const double* __restrict__ x, double b,
-    const double* __restrict__ y, double c, double* __restrict__ w, double* partial) {
+    const double* __restrict__ y, double c, double* __restrict__ w, double* partial, double* out, unsigned int* counter) {
     double s = 0.0;
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
         double r = a * x[i];
@@ -88,13 +99,7 @@ extern "C" __global__ void __launch_bounds__(256) update(i64 n, double a, const 
         w[i] = r;
         s += r * r;
     }
-    if (partial) {
-        s = block_sum(s);
-        if (threadIdx.x == 0) {
-            partial[2 * blockIdx.x] = s;
-            partial[2 * blockIdx.x + 1] = 0.0;
-        }
-    }
+    if (partial) finish_if_last(block_sum(s), 0.0, partial, out, counter);
 }
 
 // z = d .* r (Jacobi with d = 1/diag(A)).
@@ -161,10 +166,10 @@ extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const 
 }
 
 // CG's vector step in one pass: x += alpha p; r -= alpha q; z = d .* r when
-// d is given (Jacobi; otherwise z is r); partial sums of (r.z, r.r) for finish_dots.
+// d is given (Jacobi; otherwise z is r); out = (r.z, r.r).
 extern "C" __global__ void __launch_bounds__(256) cg_step(i64 n, double alpha, const double* __restrict__ p,
     const double* __restrict__ q, double* __restrict__ x, double* __restrict__ r, const double* __restrict__ d,
-    double* __restrict__ z, double* partial) {
+    double* __restrict__ z, double* partial, double* out, unsigned int* counter) {
     double s1 = 0.0, s2 = 0.0;
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
         x[i] += alpha * p[i];
@@ -180,8 +185,40 @@ extern "C" __global__ void __launch_bounds__(256) cg_step(i64 n, double alpha, c
     }
     s1 = block_sum(s1);
     s2 = block_sum(s2);
-    if (threadIdx.x == 0) {
-        partial[2 * blockIdx.x] = s1;
-        partial[2 * blockIdx.x + 1] = s2;
-    }
+    finish_if_last(s1, s2, partial, out, counter);
 }
+
+// CG's q = A p fused with out[0] = p.q: rows in warp-uniform grid-stride
+// steps (every lane reaches the shuffles), so the grid fits the partials.
+template <int TPR>
+__device__ void spmv_dot(int n, const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
+                         const double* __restrict__ p, double* __restrict__ q, double* partial, double* out,
+                         unsigned int* counter) {
+    const int rows_per_warp = 32 / TPR;
+    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const i64 warps = (i64)gridDim.x * blockDim.x / 32;
+    const int lane = threadIdx.x & (TPR - 1);
+    double s = 0.0;
+    for (i64 base = warp * rows_per_warp; base < n; base += warps * rows_per_warp) {
+        const i64 row = base + (threadIdx.x & 31) / TPR;
+        double sum = 0.0;
+        if (row < n) {
+            const int e = rp[row + 1];
+            for (int k = rp[row] + lane; k < e; k += TPR) sum += v[k] * __ldg(&p[ci[k]]);
+        }
+#pragma unroll
+        for (int off = TPR / 2; off > 0; off >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, off, TPR);
+        if (row < n && lane == 0) {
+            q[row] = sum;
+            s += p[row] * sum;
+        }
+    }
+    finish_if_last(block_sum(s), 0.0, partial, out, counter);
+}
+
+#define SPMV_DOT(TPR)                                                                                          \
+    extern "C" __global__ void __launch_bounds__(256) spmv_dot_tpr##TPR(int n, const int* rp, const int* ci,    \
+        const double* v, const double* p, double* q, double* partial, double* out, unsigned int* counter) {   \
+        spmv_dot<TPR>(n, rp, ci, v, p, q, partial, out, counter);                                             \
+    }
+SPMV_DOT(1) SPMV_DOT(2) SPMV_DOT(4) SPMV_DOT(8) SPMV_DOT(16) SPMV_DOT(32)

@@ -227,6 +227,15 @@ fn generated_3d_problems_converge() {
         assert_eq!(s.status, FEGPU_OK, "laplacian precond {precond}: {}", last_message());
         assert!(s.x.iter().all(|x| (x - 1.0).abs() < 1e-7), "laplacian precond {precond}");
     }
+    // the 27-point operator: longer rows, another SpMV group size in CG's fused SpMV-dot
+    let l27 = fegpu::sparse::gallery::laplacian27(14);
+    let a = csr_i64(ctx, 14 * 14 * 14, 14 * 14 * 14, &l27, 0);
+    let b = rhs_for_ones(a);
+    for precond in [FEGPU_PRECOND_NONE, FEGPU_PRECOND_JACOBI] {
+        let s = solve(ctx, a, &b, FEGPU_METHOD_CG, precond, 1e-10, 1000);
+        assert_eq!(s.status, FEGPU_OK, "laplacian27 precond {precond}: {}", last_message());
+        assert!(s.x.iter().all(|x| (x - 1.0).abs() < 1e-7), "laplacian27 precond {precond}");
+    }
     let cd = fegpu::sparse::gallery::convection_diffusion(n, 2.0);
     let a = csr_i64(ctx, n * n * n, n * n * n, &cd, 0);
     let b = rhs_for_ones(a);

@@ -51,21 +51,35 @@ pub fn spmv(g: &Gpu, dp: &DevicePattern, n: usize, v: &DeviceBuffer<f64>, alpha:
     spmv_with(g, dp, dp.threads_per_row, n, v, alpha, x, beta, y)
 }
 
-/// Scratch for reductions: first-pass partials and the two finished sums.
+/// Scratch for one-pass reductions: per-block partials, the two results and
+/// the arrival counter the last block re-arms (kernels/sparse.cu `finish_if_last`).
 pub struct Reduce {
     partial: DeviceBuffer<f64>,
     out: DeviceBuffer<f64>,
+    counter: DeviceBuffer<u32>,
 }
 
 impl Reduce {
     pub fn new(g: &Gpu) -> Result<Reduce> {
-        Ok(Reduce { partial: g.alloc(2 * REDUCE_BLOCKS)?, out: g.alloc(2)? })
+        let mut counter = g.alloc::<u32>(1)?;
+        g.fill_bytes(&mut counter, 0)?;
+        Ok(Reduce { partial: g.alloc(2 * REDUCE_BLOCKS)?, out: g.alloc(2)?, counter })
+    }
+
+    fn blocks(n: usize) -> usize {
+        n.div_ceil(BLOCK as usize).clamp(1, REDUCE_BLOCKS)
+    }
+
+    /// The two scalars the last launch reduced into `out` (waits for it).
+    fn result(&self, g: &Gpu) -> Result<(f64, f64)> {
+        let mut r = [0.0f64; 2];
+        g.download(&self.out, 0, &mut r)?;
+        Ok((r[0], r[1]))
     }
 
     /// (a.b, c.d) finished on the device; only the two scalars come back.
     pub fn dots(&mut self, g: &Gpu, n: usize, a: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>, cd: Option<(&DeviceBuffer<f64>, &DeviceBuffer<f64>)>) -> Result<(f64, f64)> {
-        let blocks = n.div_ceil(BLOCK as usize).clamp(1, REDUCE_BLOCKS);
-        let f = g.kernel("sparse", SOURCE, "dots_partial")?;
+        let f = g.kernel("sparse", SOURCE, "dots")?;
         let n64 = n as i64;
         let null = 0u64;
         let mut l = g.launcher(&f);
@@ -74,15 +88,14 @@ impl Reduce {
             Some((c, d)) => l.arg(c).arg(d),
             None => l.arg(&null).arg(&null),
         };
-        l.arg(&self.partial);
-        g.launch("dots_partial", l, (blocks as u32, 1, 1), (BLOCK, 1, 1), 0)?;
-        self.finish(g, blocks)
+        l.arg(&self.partial).arg(&self.out).arg(&self.counter);
+        g.launch("dots", l, (Self::blocks(n) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+        self.result(g)
     }
 
     /// CG's fused step (kernels/sparse.cu `cg_step`); returns (r.z, r.r).
     #[allow(clippy::too_many_arguments)]
     pub fn cg_step(&mut self, g: &Gpu, n: usize, alpha: f64, p: &DeviceBuffer<f64>, q: &DeviceBuffer<f64>, x: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, jacobi: Option<(&DeviceBuffer<f64>, &DeviceBuffer<f64>)>) -> Result<(f64, f64)> {
-        let blocks = n.div_ceil(BLOCK as usize).clamp(1, REDUCE_BLOCKS);
         let f = g.kernel("sparse", SOURCE, "cg_step")?;
         let n64 = n as i64;
         let null = 0u64;
@@ -92,35 +105,34 @@ impl Reduce {
             Some((d, z)) => l.arg(d).arg(z),
             None => l.arg(&null).arg(&null),
         };
-        l.arg(&self.partial);
-        g.launch("cg_step", l, (blocks as u32, 1, 1), (BLOCK, 1, 1), 0)?;
-        self.finish(g, blocks)
+        l.arg(&self.partial).arg(&self.out).arg(&self.counter);
+        g.launch("cg_step", l, (Self::blocks(n) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+        self.result(g)
+    }
+
+    /// q = A p and p.q in one pass (CG).
+    pub fn spmv_dot(&mut self, g: &Gpu, dp: &DevicePattern, n: usize, v: &DeviceBuffer<f64>, p: &DeviceBuffer<f64>, q: &DeviceBuffer<f64>) -> Result<f64> {
+        let name = format!("spmv_dot_tpr{}", dp.threads_per_row);
+        let f = g.kernel("sparse", SOURCE, &name)?;
+        let n32 = n as i32;
+        let mut l = g.launcher(&f);
+        l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(p).arg(q).arg(&self.partial).arg(&self.out).arg(&self.counter);
+        let blocks = (n * dp.threads_per_row as usize).div_ceil(BLOCK as usize).clamp(1, REDUCE_BLOCKS);
+        g.launch(&name, l, (blocks as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+        Ok(self.result(g)?.0)
     }
 
     /// w = a*x + b*y + c*w and w.w in the same pass.
     #[allow(clippy::too_many_arguments)]
     pub fn update_norm2(&mut self, g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64) -> Result<f64> {
-        let blocks = n.div_ceil(BLOCK as usize).clamp(1, REDUCE_BLOCKS);
-        launch_update(g, n, w, a, x, b, y, c, Some(&self.partial), blocks as u32)?;
-        Ok(self.finish(g, blocks)?.0)
-    }
-
-    /// Sums the first pass's partials in one block and brings the two scalars back.
-    fn finish(&mut self, g: &Gpu, blocks: usize) -> Result<(f64, f64)> {
-        let f = g.kernel("sparse", SOURCE, "finish_dots")?;
-        let nb = blocks as i32;
-        let mut l = g.launcher(&f);
-        l.arg(&nb).arg(&self.partial).arg(&self.out);
-        g.launch("finish_dots", l, (1, 1, 1), (1024, 1, 1), 0)?;
-        let mut r = [0.0f64; 2];
-        g.download(&self.out, 0, &mut r)?;
-        Ok((r[0], r[1]))
+        launch_update(g, n, w, a, x, b, y, c, Some(self), Self::blocks(n) as u32)?;
+        Ok(self.result(g)?.0)
     }
 }
 
-/// w = a*x + b*y + c*w; with `norm` also the partial sums of w.w into it.
+/// w = a*x + b*y + c*w; with `norm`, also w.w into its result.
 #[allow(clippy::too_many_arguments)]
-fn launch_update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64, norm: Option<&DeviceBuffer<f64>>, blocks: u32) -> Result<()> {
+fn launch_update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64, norm: Option<&Reduce>, blocks: u32) -> Result<()> {
     let f = g.kernel("sparse", SOURCE, "update")?;
     let n64 = n as i64;
     let null = 0u64;
@@ -132,8 +144,8 @@ fn launch_update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuf
     };
     l.arg(&c).arg(w);
     match norm {
-        Some(p) => l.arg(p),
-        None => l.arg(&null),
+        Some(r) => l.arg(&r.partial).arg(&r.out).arg(&r.counter),
+        None => l.arg(&null).arg(&null).arg(&null),
     };
     g.launch("update", l, (blocks, 1, 1), (BLOCK, 1, 1), 0)
 }
