@@ -7,8 +7,11 @@ use crate::gpu::{DeviceBuffer, DeviceScalar, Gpu, KernelArg};
 pub const SOURCE: &str = include_str!("../../kernels/sparse.cu");
 
 const BLOCK: u32 = 256;
-/// Blocks of a reduction's first pass (its partials are summed by one block).
+/// Blocks of a reduction's pass (the last block sums their partials).
 pub const REDUCE_BLOCKS: usize = 1024;
+/// The fused SpMV-dot needs more blocks in flight for long rows (27-point: 57%
+/// of its roofline with 1024; BENCHMARKS.md).
+const SPMV_DOT_BLOCKS: usize = 4096;
 
 /// A device copy of `v` (at least one element, so empty matrices still have buffers).
 pub fn upload<T: DeviceScalar>(g: &Gpu, v: &[T]) -> Result<DeviceBuffer<T>> {
@@ -63,7 +66,7 @@ impl Reduce {
     pub fn new(g: &Gpu) -> Result<Reduce> {
         let mut counter = g.alloc::<u32>(1)?;
         g.fill_bytes(&mut counter, 0)?;
-        Ok(Reduce { partial: g.alloc(2 * REDUCE_BLOCKS)?, out: g.alloc(2)?, counter })
+        Ok(Reduce { partial: g.alloc(2 * SPMV_DOT_BLOCKS)?, out: g.alloc(2)?, counter })
     }
 
     fn blocks(n: usize) -> usize {
@@ -117,7 +120,7 @@ impl Reduce {
         let n32 = n as i32;
         let mut l = g.launcher(&f);
         l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(p).arg(q).arg(&self.partial).arg(&self.out).arg(&self.counter);
-        let blocks = (n * dp.threads_per_row as usize).div_ceil(BLOCK as usize).clamp(1, REDUCE_BLOCKS);
+        let blocks = (n * dp.threads_per_row as usize).div_ceil(BLOCK as usize).clamp(1, SPMV_DOT_BLOCKS);
         g.launch(&name, l, (blocks as u32, 1, 1), (BLOCK, 1, 1), 0)?;
         Ok(self.result(g)?.0)
     }
