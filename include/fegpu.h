@@ -37,9 +37,6 @@
 
 #define FEGPU_DTYPE_F64 2
 
-// Blocks of a reduction's first pass (its partials are summed by one block).
-#define REDUCE_BLOCKS 1024
-
 #define FEGPU_METHOD_CG 1
 
 #define FEGPU_METHOD_BICGSTAB 2

@@ -7,11 +7,8 @@ use crate::gpu::{DeviceBuffer, DeviceScalar, Gpu, KernelArg};
 pub const SOURCE: &str = include_str!("../../kernels/sparse.cu");
 
 const BLOCK: u32 = 256;
-/// Blocks of a reduction's pass (the last block sums their partials).
-pub const REDUCE_BLOCKS: usize = 1024;
-/// The fused SpMV-dot needs more blocks in flight for long rows (27-point: 57%
-/// of its roofline with 1024; BENCHMARKS.md).
-const SPMV_DOT_BLOCKS: usize = 4096;
+/// Blocks of a vector reduction's pass (the last block sums their partials).
+pub(crate) const REDUCE_BLOCKS: usize = 1024;
 
 /// A device copy of `v` (at least one element, so empty matrices still have buffers).
 pub fn upload<T: DeviceScalar>(g: &Gpu, v: &[T]) -> Result<DeviceBuffer<T>> {
@@ -45,8 +42,7 @@ pub fn spmv_with(g: &Gpu, dp: &DevicePattern, tpr: u32, n: usize, v: &DeviceBuff
     let n32 = n as i32;
     let mut l = g.launcher(&f);
     l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(x).arg(y).arg(&alpha).arg(&beta);
-    let blocks = (n * tpr as usize).div_ceil(BLOCK as usize) as u32;
-    g.launch(&name, l, (blocks.max(1), 1, 1), (BLOCK, 1, 1), 0)
+    g.launch(&name, l, (spmv_blocks(n, tpr) as u32, 1, 1), (BLOCK, 1, 1), 0)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -62,11 +58,23 @@ pub struct Reduce {
     counter: DeviceBuffer<u32>,
 }
 
+/// Blocks of the SpMV kernels for n rows at `tpr` threads per row.
+fn spmv_blocks(n: usize, tpr: u32) -> usize {
+    (n * tpr as usize).div_ceil(BLOCK as usize).max(1)
+}
+
 impl Reduce {
     pub fn new(g: &Gpu) -> Result<Reduce> {
+        Self::with_spmv(g, 0, 1)
+    }
+
+    /// Scratch that also serves the fused SpMV-dot of an n-row matrix (one
+    /// partial per SpMV block: it keeps the SpMV's full grid).
+    pub fn with_spmv(g: &Gpu, n: usize, tpr: u32) -> Result<Reduce> {
         let mut counter = g.alloc::<u32>(1)?;
         g.fill_bytes(&mut counter, 0)?;
-        Ok(Reduce { partial: g.alloc(2 * SPMV_DOT_BLOCKS)?, out: g.alloc(2)?, counter })
+        let blocks = REDUCE_BLOCKS.max(spmv_blocks(n, tpr));
+        Ok(Reduce { partial: g.alloc(2 * blocks)?, out: g.alloc(2)?, counter })
     }
 
     fn blocks(n: usize) -> usize {
@@ -120,8 +128,7 @@ impl Reduce {
         let n32 = n as i32;
         let mut l = g.launcher(&f);
         l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(p).arg(q).arg(&self.partial).arg(&self.out).arg(&self.counter);
-        let blocks = (n * dp.threads_per_row as usize).div_ceil(BLOCK as usize).clamp(1, SPMV_DOT_BLOCKS);
-        g.launch(&name, l, (blocks as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+        g.launch(&name, l, (spmv_blocks(n, dp.threads_per_row) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
         Ok(self.result(g)?.0)
     }
 

@@ -348,7 +348,7 @@ impl Solver {
                     vecs,
                     dinv: g.alloc(if precond == Precond::Jacobi { n.max(1) } else { 1 })?,
                     lu: g.alloc(if precond == Precond::Ilu0 { p.nnz().max(1) } else { 1 })?,
-                    reduce: cuda::Reduce::new(g)?,
+                    reduce: cuda::Reduce::with_spmv(g, n, csr.device.as_ref().map_or(1, |d| d.threads_per_row))?,
                     lower,
                     upper,
                 }
