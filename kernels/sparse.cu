@@ -187,33 +187,3 @@ extern "C" __global__ void __launch_bounds__(256) cg_step(i64 n, double alpha, c
     s2 = block_sum(s2);
     finish_if_last(s1, s2, partial, out, counter);
 }
-
-// CG's q = A p fused with out[0] = p.q: the SpMV's layout (a group of TPR
-// lanes per row, a full grid), each block's share of p.q finished by the last block.
-template <int TPR>
-__device__ void spmv_dot(int n, const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
-                         const double* __restrict__ p, double* __restrict__ q, double* partial, double* out,
-                         unsigned int* counter) {
-    const i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / TPR;
-    const int lane = threadIdx.x & (TPR - 1);
-    double sum = 0.0;
-    if (row < n) {
-        const int e = rp[row + 1];
-        for (int k = rp[row] + lane; k < e; k += TPR) sum += v[k] * __ldg(&p[ci[k]]);
-    }
-#pragma unroll
-    for (int off = TPR / 2; off > 0; off >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, off, TPR);
-    double s = 0.0;
-    if (row < n && lane == 0) {
-        q[row] = sum;
-        s = p[row] * sum;
-    }
-    finish_if_last(block_sum(s), 0.0, partial, out, counter);
-}
-
-#define SPMV_DOT(TPR)                                                                                          \
-    extern "C" __global__ void __launch_bounds__(256) spmv_dot_tpr##TPR(int n, const int* rp, const int* ci,    \
-        const double* v, const double* p, double* q, double* partial, double* out, unsigned int* counter) {   \
-        spmv_dot<TPR>(n, rp, ci, v, p, q, partial, out, counter);                                             \
-    }
-SPMV_DOT(1) SPMV_DOT(2) SPMV_DOT(4) SPMV_DOT(8) SPMV_DOT(16) SPMV_DOT(32)

@@ -58,23 +58,16 @@ pub struct Reduce {
     counter: DeviceBuffer<u32>,
 }
 
-/// Blocks of the SpMV kernels for n rows at `tpr` threads per row.
+/// Blocks of the SpMV kernel for n rows at `tpr` threads per row.
 fn spmv_blocks(n: usize, tpr: u32) -> usize {
     (n * tpr as usize).div_ceil(BLOCK as usize).max(1)
 }
 
 impl Reduce {
     pub fn new(g: &Gpu) -> Result<Reduce> {
-        Self::with_spmv(g, 0, 1)
-    }
-
-    /// Scratch that also serves the fused SpMV-dot of an n-row matrix (one
-    /// partial per SpMV block: it keeps the SpMV's full grid).
-    pub fn with_spmv(g: &Gpu, n: usize, tpr: u32) -> Result<Reduce> {
         let mut counter = g.alloc::<u32>(1)?;
         g.fill_bytes(&mut counter, 0)?;
-        let blocks = REDUCE_BLOCKS.max(spmv_blocks(n, tpr));
-        Ok(Reduce { partial: g.alloc(2 * blocks)?, out: g.alloc(2)?, counter })
+        Ok(Reduce { partial: g.alloc(2 * REDUCE_BLOCKS)?, out: g.alloc(2)?, counter })
     }
 
     fn blocks(n: usize) -> usize {
@@ -119,17 +112,6 @@ impl Reduce {
         l.arg(&self.partial).arg(&self.out).arg(&self.counter);
         g.launch("cg_step", l, (Self::blocks(n) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
         self.result(g)
-    }
-
-    /// q = A p and p.q in one pass (CG).
-    pub fn spmv_dot(&mut self, g: &Gpu, dp: &DevicePattern, n: usize, v: &DeviceBuffer<f64>, p: &DeviceBuffer<f64>, q: &DeviceBuffer<f64>) -> Result<f64> {
-        let name = format!("spmv_dot_tpr{}", dp.threads_per_row);
-        let f = g.kernel("sparse", SOURCE, &name)?;
-        let n32 = n as i32;
-        let mut l = g.launcher(&f);
-        l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(p).arg(q).arg(&self.partial).arg(&self.out).arg(&self.counter);
-        g.launch(&name, l, (spmv_blocks(n, dp.threads_per_row) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
-        Ok(self.result(g)?.0)
     }
 
     /// w = a*x + b*y + c*w and w.w in the same pass.

@@ -80,11 +80,6 @@ pub trait Ops {
     fn update(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<()>;
     /// z = M^-1 r
     fn precond(&mut self, r: Slot, z: Slot) -> Result<()>;
-    /// q = A p, returning p.q (backends fuse the two passes).
-    fn spmv_dot(&mut self, p: Slot, q: Slot) -> Result<f64> {
-        self.spmv(p, q)?;
-        Ok(self.dots(p, q, None)?.0)
-    }
     /// w = a*x + b*y + c*w, returning w.w (backends fuse the two passes).
     fn update_norm2(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<f64> {
         self.update(w, a, x, b, y, c)?;
@@ -144,7 +139,8 @@ pub fn cg(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, history: &m
     let mut rz = dot(ops, Slot::R, z)?;
     ops.update(Slot::P, 1.0, z, 0.0, None, 0.0)?;
     for it in 1..=maxit {
-        let pq = ops.spmv_dot(Slot::P, Slot::Q)?;
+        ops.spmv(Slot::P, Slot::Q)?;
+        let pq = dot(ops, Slot::P, Slot::Q)?;
         if !(pq > 0.0) || !pq.is_finite() {
             return Ok(broke(it - 1, relres, format!("CG: p.Ap = {pq:e} at iteration {it}: A is not positive definite")));
         }
@@ -348,7 +344,7 @@ impl Solver {
                     vecs,
                     dinv: g.alloc(if precond == Precond::Jacobi { n.max(1) } else { 1 })?,
                     lu: g.alloc(if precond == Precond::Ilu0 { p.nnz().max(1) } else { 1 })?,
-                    reduce: cuda::Reduce::with_spmv(g, n, csr.device.as_ref().map_or(1, |d| d.threads_per_row))?,
+                    reduce: cuda::Reduce::new(g)?,
                     lower,
                     upper,
                 }
@@ -593,10 +589,6 @@ struct CudaOps<'a> {
 }
 
 impl Ops for CudaOps<'_> {
-    fn spmv_dot(&mut self, p: Slot, q: Slot) -> Result<f64> {
-        let v = &self.vecs;
-        self.reduce.spmv_dot(self.g, self.dp, self.n, self.v, &v[p as usize], &v[q as usize])
-    }
 
     fn update_norm2(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<f64> {
         let v = &self.vecs;
