@@ -3,14 +3,14 @@
 program bad_input
   use, intrinsic :: iso_fortran_env, only: real32, real64
   use fegpu
+  use checks, only: check => expect, finish
   implicit none
   type(fegpu_context) :: ctx
   type(fegpu_array) :: a, b, stale
   real(real64) :: x(3, 4), y(4, 3), z(0)
   character(len=512) :: msg
-  integer :: st, failures, checks
+  integer :: st
 
-  failures = 0; checks = 0
   call fegpu_context_create(ctx)
   x = 1; y = 7
   call fegpu_array_create(ctx, x, a)
@@ -56,19 +56,15 @@ program bad_input
   call fegpu_context_destroy(ctx)
   call fegpu_array_destroy(b, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_INVALID_HANDLE, 'array of a destroyed context')
-  print '(i0,a,i0,a)', checks - failures, ' passed, ', failures, ' failed'
-  if (failures > 0) error stop 1
+  call finish()
 
 contains
 
+  !> A check whose failure also shows the last message.
   subroutine expect(ok, what)
     logical, intent(in) :: ok
     character(*), intent(in) :: what
-    checks = checks + 1
-    if (.not. ok) then
-      failures = failures + 1
-      print '(a,a,a,a)', 'FAIL: ', what, ': ', trim(msg)
-    end if
+    call check(ok, what // ': ' // trim(msg))
   end subroutine
 
 end program bad_input

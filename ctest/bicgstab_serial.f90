@@ -9,14 +9,14 @@
 program bicgstab_serial
   use, intrinsic :: iso_fortran_env, only: real64
   use fegpu
+  use checks, only: expect, finish
   implicit none
   integer, parameter :: dp = real64
   real(dp), parameter :: tol = 1.0e-8_dp
   character(len=512) :: dir
   type(fegpu_context) :: ctx
-  integer :: failures, checks, backend
+  integer :: backend
 
-  failures = 0; checks = 0
   call get_command_argument(1, dir)
   if (len_trim(dir) == 0) call get_environment_variable('FEGPU_MATRICES', dir)
   if (len_trim(dir) == 0) dir = '../shared/data/matrices'
@@ -30,20 +30,9 @@ program bicgstab_serial
   call compare_convection_diffusion(12)
   call zero_pivot('west0479')
   call fegpu_context_destroy(ctx)
-  print '(i0,a,i0,a)', checks - failures, ' passed, ', failures, ' failed'
-  if (failures > 0) error stop 1
+  call finish()
 
 contains
-
-  subroutine expect(ok, what)
-    logical, intent(in) :: ok
-    character(*), intent(in) :: what
-    checks = checks + 1
-    if (.not. ok) then
-      failures = failures + 1
-      print '(a,a)', 'FAIL: ', what
-    end if
-  end subroutine
 
   ! ---- the serial code ----
 

@@ -4,15 +4,15 @@
 program transpose_serial
   use, intrinsic :: iso_fortran_env, only: real32, real64
   use fegpu
+  use checks, only: check => expect, finish
   implicit none
   integer, parameter :: nsizes = 8
   integer, parameter :: sizes(2, nsizes) = reshape([1, 1, 1, 300, 300, 1, 31, 32, 33, 65, 1000, 37, 96, 96, &
        1024, 1024], [2, nsizes])
   integer, parameter :: variants(4) = [FEGPU_VARIANT_AUTO, FEGPU_VARIANT_NAIVE, FEGPU_VARIANT_TILE, FEGPU_VARIANT_PADDED]
   type(fegpu_context) :: ctx
-  integer :: k, backend, failures, checks
+  integer :: k, backend
 
-  failures = 0; checks = 0
   call fegpu_context_create(ctx)
   call fegpu_context_backend(ctx, backend)
   print '(a,a)', 'transpose_serial on backend ', merge('cuda', 'cpu ', backend == FEGPU_BACKEND_CUDA)
@@ -21,20 +21,18 @@ program transpose_serial
     call check_r32(sizes(1, k), sizes(2, k))
   end do
   call fegpu_context_destroy(ctx)
-  print '(i0,a,i0,a)', checks - failures, ' passed, ', failures, ' failed'
-  if (failures > 0) error stop 1
+  call finish()
 
 contains
 
+  !> A check named with the matrix size.
   subroutine expect(ok, what, m, n)
     logical, intent(in) :: ok
     character(*), intent(in) :: what
     integer, intent(in) :: m, n
-    checks = checks + 1
-    if (.not. ok) then
-      failures = failures + 1
-      print '(a,a,i0,a,i0)', 'FAIL: ', what, m, ' x ', n
-    end if
+    character(len=40) :: size
+    write (size, '(i0,a,i0)') m, ' x ', n
+    call check(ok, what // trim(size))
   end subroutine
 
   ! The original serial code: transpose and copy as plain do-loops.
