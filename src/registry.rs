@@ -113,8 +113,3 @@ pub fn remove<T: Object>(h: Handle, arg: &str) -> Result<()> {
     }
     Ok(())
 }
-
-/// Number of live objects owned by a context (for diagnostics and tests).
-pub fn owned_count(ctx: Handle) -> usize {
-    table().values().filter(|e| e.owner == ctx).count()
-}

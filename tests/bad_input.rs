@@ -24,7 +24,7 @@ fn sizes_shapes_and_pointers() {
         assert_eq!(h, 0, "a failed create leaves the out-parameter alone");
     }
     let a = create_f64(ctx, 3, 4, &data);
-    let wrong = create_f64(ctx, 3, 4, &vec![7.0; 12]);
+    let wrong = create_f64(ctx, 3, 4, &[7.0; 12]);
     // mismatched shape: a is 3x4, so dst must be 4x3; dst is left as it was
     expect_err(fegpu_dense_transpose(a, wrong, FEGPU_VARIANT_AUTO), FEGPU_ERR_SIZE_MISMATCH, &["dst must be 4 x 3", "3 x 4"]);
     assert_eq!(download_f64(wrong, 12), vec![7.0; 12]);

@@ -41,7 +41,7 @@ pub fn run(o: &Options) -> Result<bool> {
         None => {
             // b = A*1: the exact solution is all ones
             let mut b = vec![0.0; n];
-            sparse::cpu::spmv(&a.pattern, &v_stored(&a)?, 1.0, &ones, 0.0, &mut b);
+            sparse::cpu::spmv(&a.pattern, &a.download_values()?, 1.0, &ones, 0.0, &mut b);
             b
         }
     };
@@ -78,8 +78,4 @@ pub fn run(o: &Options) -> Result<bool> {
         println!("solution written to {}", p.display());
     }
     Ok(true_rel <= o.tol)
-}
-
-fn v_stored(a: &Csr) -> Result<Vec<f64>> {
-    a.download_values()
 }

@@ -35,6 +35,7 @@ pub struct fegpu_solve_info {
     pub solve_seconds: f64,
 }
 
+#[allow(clippy::too_many_arguments)] // the C signature's arguments
 unsafe fn create<I: Index>(ctx: fegpu_context_t, nrows: i64, ncols: i64, nnz: i64, row_ptr: *const I, col_ind: *const I, values: *const f64, index_base: i32, a: *mut fegpu_csr_t) -> fegpu_status {
     guard(|| {
         let out = out_param(a, "A")?;

@@ -4,7 +4,7 @@
 pub type CsrArrays = (Vec<i64>, Vec<i64>, Vec<f64>);
 
 fn stencil(n: usize, offsets: &[(i64, i64, i64, f64)]) -> CsrArrays {
-    let idx = |i: i64, j: i64, k: i64| (i + n as i64 * (j + n as i64 * k)) as i64;
+    let idx = |i: i64, j: i64, k: i64| i + n as i64 * (j + n as i64 * k);
     let (mut rp, mut ci, mut v) = (vec![0i64], Vec::new(), Vec::new());
     for k in 0..n as i64 {
         for j in 0..n as i64 {

@@ -141,7 +141,7 @@ pub fn cg(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, history: &m
     for it in 1..=maxit {
         ops.spmv(Slot::P, Slot::Q)?;
         let pq = dot(ops, Slot::P, Slot::Q)?;
-        if !(pq > 0.0) || !pq.is_finite() {
+        if pq <= 0.0 || !pq.is_finite() {
             return Ok(broke(it - 1, relres, format!("CG: p.Ap = {pq:e} at iteration {it}: A is not positive definite")));
         }
         let alpha = rz / pq;
@@ -265,6 +265,7 @@ pub fn levels(p: &super::Pattern) -> Levels {
 }
 
 /// Preconditioner data and work vectors, where the backend keeps them.
+#[allow(clippy::large_enum_variant)] // one per solver
 enum Work {
     Cpu {
         vecs: Vec<Vec<f64>>,
@@ -417,7 +418,7 @@ impl Solver {
         if std::ptr::eq(b, x) {
             return Err(Error::invalid("b and x are the same array"));
         }
-        if !(tol > 0.0) || !tol.is_finite() {
+        if tol <= 0.0 || !tol.is_finite() {
             return Err(Error::invalid(format!("tol = {tol}: must be positive and finite")));
         }
         if maxit < 0 {
