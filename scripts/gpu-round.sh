@@ -5,7 +5,7 @@
 # Logs go to $OUT (or ./gpu-out when run by hand).
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-export FEGPU_BACKEND=cuda FEGPU_CHECK_LAUNCHES=1 FEGPU_MATRICES=$PWD/.gpu/matrices LD_LIBRARY_PATH=$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}
+export FEGPU_BACKEND=cuda FEGPU_CHECK_LAUNCHES=1 FEGPU_MATRICES=$PWD/.gpu/matrices FEGPU_EXE=$PWD/.gpu/bin/fegpu LD_LIBRARY_PATH=$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}
 fail=0
 run() { echo "== $*"; "$@" 2>&1 | tee -a "$OUT/checks.log"; local rc=${PIPESTATUS[0]}; [ $rc -eq 0 ] || { echo "FAILED ($rc): $*"; fail=1; }; }
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
