@@ -165,13 +165,20 @@ extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const 
     x[i] = s / lu[diag[i]];
 }
 
-// CG's vector step in one pass: x += alpha p; r -= alpha q; z = d .* r when
-// d is given (Jacobi; otherwise z is r); out = (r.z, r.r).
-extern "C" __global__ void __launch_bounds__(256) cg_step(i64 n, double alpha, const double* __restrict__ p,
+// CG's vector step in one pass, with alpha = rz / p.Ap read from the device
+// (out[2], left there by the dots launch before), so the host waits once per
+// iteration: x += alpha p; r -= alpha q; z = d .* r when d is given (Jacobi;
+// otherwise z is r); out[0..1] = (r.z, r.r). A p.Ap that is not positive
+// leaves x and r as they were (the host reports the breakdown).
+extern "C" __global__ void __launch_bounds__(256) cg_step(i64 n, double rz, const double* __restrict__ p,
     const double* __restrict__ q, double* __restrict__ x, double* __restrict__ r, const double* __restrict__ d,
     double* __restrict__ z, double* partial, double* out, unsigned int* counter) {
+    const double pq = out[2];
+    const bool ok = pq > 0.0 && isfinite(pq);
+    const double alpha = ok ? rz / pq : 0.0;
+    const i64 len = ok ? n : 0;
     double s1 = 0.0, s2 = 0.0;
-    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < len; i += (i64)gridDim.x * blockDim.x) {
         x[i] += alpha * p[i];
         const double ri = r[i] - alpha * q[i];
         r[i] = ri;

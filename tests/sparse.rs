@@ -303,6 +303,21 @@ fn special_systems_zero_rhs_singular_consistent_and_maxit() {
     ok(unsafe { fegpu_solver_history(s, hist.as_mut_ptr(), 8, &mut count) });
     assert_eq!(count, 3, "initial residual plus two iterations");
     assert!(hist[2] < hist[0]);
+    // CG on a negative definite matrix breaks down at once, naming p.Ap, and leaves x as it was
+    let neg: (Vec<i64>, Vec<i64>, Vec<f64>) = {
+        let (rp, ci, v) = fegpu::sparse::gallery::laplacian7(5);
+        (rp, ci, v.iter().map(|x| -x).collect())
+    };
+    let a = csr_i64(ctx, 125, 125, &neg, 0);
+    for precond in [FEGPU_PRECOND_NONE, FEGPU_PRECOND_JACOBI, FEGPU_PRECOND_ILU0] {
+        let mut s = 0;
+        ok(unsafe { fegpu_solver_create(a, FEGPU_METHOD_CG, precond, &mut s) });
+        let (db, dx) = (create_f64(ctx, 125, 1, &[1.0; 125]), create_f64(ctx, 125, 1, &[0.0; 125]));
+        let status = unsafe { fegpu_solver_solve(s, db, dx, 1e-8, 100, &mut info) };
+        expect_err(status, FEGPU_ERR_BREAKDOWN, &["p.Ap", "not positive definite"]);
+        assert_eq!(info.iterations, 0, "precond {precond}");
+        assert_eq!(download_f64(dx, 125), vec![0.0; 125], "precond {precond}: x unchanged");
+    }
     // a singular but consistent system (1-D Neumann Laplacian, b in its range) is solved
     let n = 50;
     let (mut rp, mut ci, mut v) = (vec![0i64], vec![], vec![]);

@@ -50,8 +50,9 @@ pub fn spmv(g: &Gpu, dp: &DevicePattern, n: usize, v: &DeviceBuffer<f64>, alpha:
     spmv_with(g, dp, dp.threads_per_row, n, v, alpha, x, beta, y)
 }
 
-/// Scratch for one-pass reductions: per-block partials, the two results and
-/// the arrival counter the last block re-arms (kernels/sparse.cu `finish_if_last`).
+/// Scratch for one-pass reductions: per-block partials, the results (two
+/// slots, then CG's p.Ap at 2) and the arrival counter the last block
+/// re-arms (kernels/sparse.cu `finish_if_last`).
 pub struct Reduce {
     partial: DeviceBuffer<f64>,
     out: DeviceBuffer<f64>,
@@ -67,7 +68,7 @@ impl Reduce {
     pub fn new(g: &Gpu) -> Result<Reduce> {
         let mut counter = g.alloc::<u32>(1)?;
         g.fill_bytes(&mut counter, 0)?;
-        Ok(Reduce { partial: g.alloc(2 * REDUCE_BLOCKS)?, out: g.alloc(2)?, counter })
+        Ok(Reduce { partial: g.alloc(2 * REDUCE_BLOCKS)?, out: g.alloc(4)?, counter })
     }
 
     fn blocks(n: usize) -> usize {
@@ -83,6 +84,13 @@ impl Reduce {
 
     /// (a.b, c.d) finished on the device; only the two scalars come back.
     pub fn dots(&mut self, g: &Gpu, n: usize, a: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>, cd: Option<(&DeviceBuffer<f64>, &DeviceBuffer<f64>)>) -> Result<(f64, f64)> {
+        self.launch_dots(g, n, a, b, cd, 0)?;
+        self.result(g)
+    }
+
+    /// Launches the dots kernel with its results at out[at], out[at + 1].
+    #[allow(clippy::too_many_arguments)]
+    fn launch_dots(&self, g: &Gpu, n: usize, a: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>, cd: Option<(&DeviceBuffer<f64>, &DeviceBuffer<f64>)>, at: usize) -> Result<()> {
         let f = g.kernel("sparse", SOURCE, "dots")?;
         let n64 = n as i64;
         let null = 0u64;
@@ -92,26 +100,30 @@ impl Reduce {
             Some((c, d)) => l.arg(c).arg(d),
             None => l.arg(&null).arg(&null),
         };
-        l.arg(&self.partial).arg(&self.out).arg(&self.counter);
-        g.launch("dots", l, (Self::blocks(n) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
-        self.result(g)
+        let out = self.out.slice(at..at + 2);
+        l.arg(&self.partial).arg(&out).arg(&self.counter);
+        g.launch("dots", l, (Self::blocks(n) as u32, 1, 1), (BLOCK, 1, 1), 0)
     }
 
-    /// CG's fused step (kernels/sparse.cu `cg_step`); returns (r.z, r.r).
+    /// CG's vector work after q = A p, with one wait: p.q stays on the device
+    /// for `cg_step`, which takes alpha = rz / p.q from there. Returns (p.q, r.z, r.r).
     #[allow(clippy::too_many_arguments)]
-    pub fn cg_step(&mut self, g: &Gpu, n: usize, alpha: f64, p: &DeviceBuffer<f64>, q: &DeviceBuffer<f64>, x: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, jacobi: Option<(&DeviceBuffer<f64>, &DeviceBuffer<f64>)>) -> Result<(f64, f64)> {
+    pub fn cg_step(&mut self, g: &Gpu, n: usize, rz: f64, p: &DeviceBuffer<f64>, q: &DeviceBuffer<f64>, x: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, jacobi: Option<(&DeviceBuffer<f64>, &DeviceBuffer<f64>)>) -> Result<(f64, f64, f64)> {
+        self.launch_dots(g, n, p, q, None, 2)?;
         let f = g.kernel("sparse", SOURCE, "cg_step")?;
         let n64 = n as i64;
         let null = 0u64;
         let mut l = g.launcher(&f);
-        l.arg(&n64).arg(&alpha).arg(p).arg(q).arg(x).arg(r);
+        l.arg(&n64).arg(&rz).arg(p).arg(q).arg(x).arg(r);
         match jacobi {
             Some((d, z)) => l.arg(d).arg(z),
             None => l.arg(&null).arg(&null),
         };
         l.arg(&self.partial).arg(&self.out).arg(&self.counter);
         g.launch("cg_step", l, (Self::blocks(n) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
-        self.result(g)
+        let mut v = [0.0f64; 3];
+        g.download(&self.out, 0, &mut v)?;
+        Ok((v[2], v[0], v[1]))
     }
 
     /// w = a*x + b*y + c*w and w.w in the same pass.

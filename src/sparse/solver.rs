@@ -85,14 +85,28 @@ pub trait Ops {
         self.update(w, a, x, b, y, c)?;
         Ok(self.dots(w, w, None)?.0)
     }
-    /// CG's vector step: x += alpha p, r -= alpha q, z = M^-1 r; returns (r.z, r.r).
-    /// Backends fuse it into one pass where the preconditioner allows.
-    fn cg_step(&mut self, alpha: f64, z: Slot) -> Result<(f64, f64)> {
-        self.update(Slot::X, alpha, Slot::P, 0.0, None, 1.0)?;
-        self.update(Slot::R, -alpha, Slot::Q, 0.0, None, 1.0)?;
-        self.precond(Slot::R, z)?;
-        self.dots(Slot::R, z, Some((Slot::R, Slot::R)))
+    /// One CG iteration's work once p is known: q = A p, alpha = rz / p.q,
+    /// x += alpha p, r -= alpha q, z = M^-1 r. Returns (p.q, r.z, r.r); when
+    /// p.q is not positive, x and r are left as they were. Backends fuse it
+    /// where the preconditioner allows.
+    fn cg_iteration(&mut self, rz: f64, z: Slot) -> Result<(f64, f64, f64)> {
+        cg_iteration_unfused(self, rz, z)
     }
+}
+
+/// `Ops::cg_iteration` from the separate operations.
+fn cg_iteration_unfused<O: Ops + ?Sized>(ops: &mut O, rz: f64, z: Slot) -> Result<(f64, f64, f64)> {
+    ops.spmv(Slot::P, Slot::Q)?;
+    let pq = ops.dots(Slot::P, Slot::Q, None)?.0;
+    if pq <= 0.0 || !pq.is_finite() {
+        return Ok((pq, f64::NAN, f64::NAN));
+    }
+    let alpha = rz / pq;
+    ops.update(Slot::X, alpha, Slot::P, 0.0, None, 1.0)?;
+    ops.update(Slot::R, -alpha, Slot::Q, 0.0, None, 1.0)?;
+    ops.precond(Slot::R, z)?;
+    let (rz_new, rr) = ops.dots(Slot::R, z, Some((Slot::R, Slot::R)))?;
+    Ok((pq, rz_new, rr))
 }
 
 /// How a solve ended (the status code says the same).
@@ -139,13 +153,10 @@ pub fn cg(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, history: &m
     let mut rz = dot(ops, Slot::R, z)?;
     ops.update(Slot::P, 1.0, z, 0.0, None, 0.0)?;
     for it in 1..=maxit {
-        ops.spmv(Slot::P, Slot::Q)?;
-        let pq = dot(ops, Slot::P, Slot::Q)?;
+        let (pq, rz_new, rr) = ops.cg_iteration(rz, z)?;
         if pq <= 0.0 || !pq.is_finite() {
             return Ok(broke(it - 1, relres, format!("CG: p.Ap = {pq:e} at iteration {it}: A is not positive definite")));
         }
-        let alpha = rz / pq;
-        let (rz_new, rr) = ops.cg_step(alpha, z)?;
         relres = rr.sqrt() / bnorm;
         history.push(relres);
         if !relres.is_finite() {
@@ -596,20 +607,17 @@ impl Ops for CudaOps<'_> {
         self.reduce.update_norm2(self.g, self.n, &v[w as usize], a, &v[x as usize], b, y.map(|s| &v[s as usize]), c)
     }
 
-    fn cg_step(&mut self, alpha: f64, z: Slot) -> Result<(f64, f64)> {
+    fn cg_iteration(&mut self, rz: f64, z: Slot) -> Result<(f64, f64, f64)> {
         let v = &self.vecs;
         let jacobi = match self.precond {
             Precond::None => None,
             Precond::Jacobi => Some((self.dinv, &v[z as usize])),
-            Precond::Ilu0 => {
-                cuda::update(self.g, self.n, &v[Slot::X as usize], alpha, &v[Slot::P as usize], 0.0, None, 1.0)?;
-                cuda::update(self.g, self.n, &v[Slot::R as usize], -alpha, &v[Slot::Q as usize], 0.0, None, 1.0)?;
-                self.precond(Slot::R, z)?;
-                return self.dots(Slot::R, z, Some((Slot::R, Slot::R)));
-            }
+            // the triangular sweeps sit between the updates and the dots: no fused step
+            Precond::Ilu0 => return cg_iteration_unfused(self, rz, z),
         };
         let (p, q, x, r) = (&v[Slot::P as usize], &v[Slot::Q as usize], &v[Slot::X as usize], &v[Slot::R as usize]);
-        self.reduce.cg_step(self.g, self.n, alpha, p, q, x, r, jacobi)
+        cuda::spmv(self.g, self.dp, self.n, self.v, 1.0, p, 0.0, q)?;
+        self.reduce.cg_step(self.g, self.n, rz, p, q, x, r, jacobi)
     }
 
     fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
