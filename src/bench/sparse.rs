@@ -41,11 +41,17 @@ fn spmv_bytes(n: usize, nnz: usize) -> f64 {
     (12 * nnz + 4 * (n + 1) + 16 * n) as f64
 }
 
-pub fn spmv(real: Option<&std::path::Path>) -> Result<()> {
+/// The context, the title line and the copy ceiling measured first.
+fn start(what: &str) -> Result<(Arc<Context>, f64)> {
     let ctx = open_context()?;
-    println!("fegpu bench spmv on {}", describe(&ctx));
+    println!("fegpu bench {what} on {}", describe(&ctx));
     let ceiling = copy_ceiling(&ctx)?;
     println!("device-to-device copy ceiling: {ceiling:.0} GB/s");
+    Ok((ctx, ceiling))
+}
+
+pub fn spmv(real: Option<&std::path::Path>) -> Result<()> {
+    let (ctx, ceiling) = start("spmv")?;
     println!("bytes = 12 nnz + 4 (n+1) + 8 n (x) + 8 n (y): each read or written once");
     println!("  {:<20} {:>9} {:>10} {:<10} {:>9} {:>9} {:>8}", "matrix", "rows", "nnz", "kernel", "ms", "GB/s", "of copy");
     for (name, n, arrays) in matrices(real)? {
@@ -100,10 +106,7 @@ fn per_iteration(ctx: &Arc<Context>, a: &Arc<Csr>, method: Method, precond: Prec
 }
 
 pub fn solve(real: Option<&std::path::Path>) -> Result<()> {
-    let ctx = open_context()?;
-    println!("fegpu bench solve on {}", describe(&ctx));
-    let ceiling = copy_ceiling(&ctx)?;
-    println!("device-to-device copy ceiling: {ceiling:.0} GB/s");
+    let (ctx, ceiling) = start("solve")?;
     println!("minimum bytes per iteration (every vector pass fused): CG = SpMV + 64 n, BiCGSTAB = 2 SpMV + 120 n");
     println!("  {:<22} {:<9} {:<7} {:>9} {:>10} {:>11} {:>10}", "matrix", "method", "precond", "iters", "ms/iter", "roofline ms", "of roof");
     let mut list = matrices(real)?;
