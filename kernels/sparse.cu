@@ -88,18 +88,25 @@ extern "C" __global__ void __launch_bounds__(256) dots(i64 n, const double* __re
 }
 
 // w = a*x + b*y + c*w (w is not read when c == 0; y may be null when b == 0).
-// With `partial` given, also out[0] = w.w, so a residual update and its norm take one pass.
+// With `partial` given, also out = (w.w, w.u) (u may be null), so a residual
+// update, its norm and BiCGSTAB's next rho = (r0, r) take one pass.
 extern "C" __global__ void __launch_bounds__(256) update(i64 n, double a, const double* __restrict__ x, double b,
-    const double* __restrict__ y, double c, double* __restrict__ w, double* partial, double* out, unsigned int* counter) {
-    double s = 0.0;
+    const double* __restrict__ y, double c, double* __restrict__ w, const double* __restrict__ u, double* partial,
+    double* out, unsigned int* counter) {
+    double s = 0.0, t = 0.0;
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
         double r = a * x[i];
         if (b != 0.0) r += b * y[i];
         if (c != 0.0) r += c * w[i];
         w[i] = r;
         s += r * r;
+        if (u) t += r * u[i];
     }
-    if (partial) finish_if_last(block_sum(s), 0.0, partial, out, counter);
+    if (partial) {
+        s = block_sum(s);
+        t = block_sum(t);
+        finish_if_last(s, t, partial, out, counter);
+    }
 }
 
 // z = d .* r (Jacobi with d = 1/diag(A)).

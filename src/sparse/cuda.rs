@@ -126,17 +126,17 @@ impl Reduce {
         Ok((v[2], v[0], v[1]))
     }
 
-    /// w = a*x + b*y + c*w and w.w in the same pass.
+    /// w = a*x + b*y + c*w with (w.w, w.u) in the same pass (w.u = 0 without u).
     #[allow(clippy::too_many_arguments)]
-    pub fn update_norm2(&mut self, g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64) -> Result<f64> {
-        launch_update(g, n, w, a, x, b, y, c, Some(self), Self::blocks(n) as u32)?;
-        Ok(self.result(g)?.0)
+    pub fn update_dots(&mut self, g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64, u: Option<&DeviceBuffer<f64>>) -> Result<(f64, f64)> {
+        launch_update(g, n, w, a, x, b, y, c, Some((self, u)), Self::blocks(n) as u32)?;
+        self.result(g)
     }
 }
 
-/// w = a*x + b*y + c*w; with `norm`, also w.w into its result.
+/// w = a*x + b*y + c*w; with `norm`, also (w.w, w.u) into its result.
 #[allow(clippy::too_many_arguments)]
-fn launch_update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64, norm: Option<&Reduce>, blocks: u32) -> Result<()> {
+fn launch_update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64, norm: Option<(&Reduce, Option<&DeviceBuffer<f64>>)>, blocks: u32) -> Result<()> {
     let f = g.kernel("sparse", SOURCE, "update")?;
     let n64 = n as i64;
     let null = 0u64;
@@ -148,8 +148,14 @@ fn launch_update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuf
     };
     l.arg(&c).arg(w);
     match norm {
-        Some(r) => l.arg(&r.partial).arg(&r.out).arg(&r.counter),
-        None => l.arg(&null).arg(&null).arg(&null),
+        Some((r, u)) => {
+            match u {
+                Some(u) => l.arg(u),
+                None => l.arg(&null),
+            };
+            l.arg(&r.partial).arg(&r.out).arg(&r.counter)
+        }
+        None => l.arg(&null).arg(&null).arg(&null).arg(&null),
     };
     g.launch("update", l, (blocks, 1, 1), (BLOCK, 1, 1), 0)
 }

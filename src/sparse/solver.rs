@@ -80,10 +80,12 @@ pub trait Ops {
     fn update(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<()>;
     /// z = M^-1 r
     fn precond(&mut self, r: Slot, z: Slot) -> Result<()>;
-    /// w = a*x + b*y + c*w, returning w.w (backends fuse the two passes).
-    fn update_norm2(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<f64> {
+    /// w = a*x + b*y + c*w, returning (w.w, w.u) (w.u = 0 without u);
+    /// backends fuse the passes.
+    #[allow(clippy::too_many_arguments)]
+    fn update_dots(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64, u: Option<Slot>) -> Result<(f64, f64)> {
         self.update(w, a, x, b, y, c)?;
-        Ok(self.dots(w, w, None)?.0)
+        self.dots(w, w, u.map(|u| (w, u)))
     }
     /// One CG iteration's work once p is known: q = A p, alpha = rz / p.q,
     /// x += alpha p, r -= alpha q, z = M^-1 r. Returns (p.q, r.z, r.r); when
@@ -176,15 +178,17 @@ pub fn cg(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, history: &m
 pub fn bicgstab(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<Outcome> {
     let bnorm = initial_residual(ops)?;
     let (phat, shat) = if precond == Precond::None { (Slot::P, Slot::S) } else { (Slot::Phat, Slot::Shat) };
-    let mut relres = dot(ops, Slot::R, Slot::R)?.sqrt() / bnorm;
+    let rr = dot(ops, Slot::R, Slot::R)?;
+    let mut relres = rr.sqrt() / bnorm;
     history.push(relres);
     if relres <= tol {
         return Ok(done(true, 0, relres));
     }
     ops.update(Slot::Rhat, 1.0, Slot::R, 0.0, None, 0.0)?;
     let (mut rho_prev, mut alpha, mut omega) = (1.0f64, 1.0f64, 1.0f64);
+    // rho = (r0, r): (r, r) at first, as r0 = r; then alongside each residual update
+    let mut rho = rr;
     for it in 1..=maxit {
-        let rho = dot(ops, Slot::Rhat, Slot::R)?;
         if rho == 0.0 || !rho.is_finite() {
             return Ok(broke(it - 1, relres, format!("BiCGSTAB: rho = (r0, r) = {rho:e} at iteration {it}")));
         }
@@ -201,7 +205,7 @@ pub fn bicgstab(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, histo
             return Ok(broke(it - 1, relres, format!("BiCGSTAB: (r0, v) = {rv:e} at iteration {it}")));
         }
         alpha = rho / rv;
-        let snorm = ops.update_norm2(Slot::S, 1.0, Slot::R, -alpha, Some(Slot::V), 0.0)?.sqrt() / bnorm;
+        let snorm = ops.update_dots(Slot::S, 1.0, Slot::R, -alpha, Some(Slot::V), 0.0, None)?.0.sqrt() / bnorm;
         if snorm <= tol {
             ops.update(Slot::X, alpha, phat, 0.0, None, 1.0)?;
             history.push(snorm);
@@ -215,7 +219,8 @@ pub fn bicgstab(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, histo
         }
         omega = ts / tt;
         ops.update(Slot::X, alpha, phat, omega, Some(shat), 1.0)?;
-        relres = ops.update_norm2(Slot::R, 1.0, Slot::S, -omega, Some(Slot::T), 0.0)?.sqrt() / bnorm;
+        let (rr, rho_next) = ops.update_dots(Slot::R, 1.0, Slot::S, -omega, Some(Slot::T), 0.0, Some(Slot::Rhat))?;
+        relres = rr.sqrt() / bnorm;
         history.push(relres);
         if !relres.is_finite() {
             return Ok(broke(it, relres, format!("BiCGSTAB: the residual is not finite at iteration {it}")));
@@ -227,6 +232,7 @@ pub fn bicgstab(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, histo
             return Ok(broke(it, relres, format!("BiCGSTAB: omega = (t, s)/(t, t) = 0 at iteration {it}")));
         }
         rho_prev = rho;
+        rho = rho_next;
     }
     Ok(done(false, maxit, relres))
 }
@@ -602,9 +608,10 @@ struct CudaOps<'a> {
 
 impl Ops for CudaOps<'_> {
 
-    fn update_norm2(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<f64> {
+    fn update_dots(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64, u: Option<Slot>) -> Result<(f64, f64)> {
         let v = &self.vecs;
-        self.reduce.update_norm2(self.g, self.n, &v[w as usize], a, &v[x as usize], b, y.map(|s| &v[s as usize]), c)
+        let (y, u) = (y.map(|s| &v[s as usize]), u.map(|s| &v[s as usize]));
+        self.reduce.update_dots(self.g, self.n, &v[w as usize], a, &v[x as usize], b, y, c, u)
     }
 
     fn cg_iteration(&mut self, rz: f64, z: Slot) -> Result<(f64, f64, f64)> {
