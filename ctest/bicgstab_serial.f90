@@ -1,6 +1,7 @@
 !> Replicates a TOUGHREACT-like serial solver: its own Matrix Market reader,
 !> CSR assembly, ILU(0) factorisation and BiCGSTAB (the Templates book's
-!> algorithm) run beside fegpu on the same systems. Required: both converge,
+!> algorithm) run beside fegpu on the same systems; and a FEM code's serial
+!> Jacobi-preconditioned CG on the SPD matrices. Required: both converge,
 !> fegpu's iteration count within a small margin of the serial code's, the
 !> true residual of fegpu's solution (computed here) meets the tolerance, and
 !> the two solutions agree in the residual norm. west0479 (zero diagonal
@@ -29,6 +30,10 @@ program bicgstab_serial
   call compare_file('fs1831')
   call compare_convection_diffusion(12)
   call zero_pivot('west0479')
+  call compare_cg('nos4')
+  call compare_cg('gr_30_30')
+  call compare_cg('bcsstk03')
+  call compare_cg('1138_bus')
   call fegpu_context_destroy(ctx)
   call finish()
 
@@ -222,6 +227,42 @@ contains
     iters = -1
   end subroutine
 
+  !> Jacobi-preconditioned CG from x = 0; iters = -1 when it does not converge.
+  subroutine cg(n, rp, ci, v, b, x, iters)
+    integer, intent(in) :: n, rp(:), ci(:)
+    real(dp), intent(in) :: v(:), b(:)
+    real(dp), intent(out) :: x(:)
+    integer, intent(out) :: iters
+    real(dp), allocatable :: r(:), z(:), p(:), q(:), dinv(:)
+    real(dp) :: rz, rz_new, alpha, bnorm
+    integer :: i, k, it
+    allocate (r(n), z(n), p(n), q(n), dinv(n))
+    do i = 1, n
+      do k = rp(i), rp(i + 1) - 1
+        if (ci(k) == i) dinv(i) = 1 / v(k)
+      end do
+    end do
+    x = 0; r = b
+    bnorm = norm2(b)
+    z = dinv * r; p = z
+    rz = dot_product(r, z)
+    do it = 1, 20000
+      call matvec(n, rp, ci, v, p, q)
+      alpha = rz / dot_product(p, q)
+      x = x + alpha * p
+      r = r - alpha * q
+      if (norm2(r) / bnorm <= tol) then
+        iters = it
+        return
+      end if
+      z = dinv * r
+      rz_new = dot_product(r, z)
+      p = z + (rz_new / rz) * p
+      rz = rz_new
+    end do
+    iters = -1
+  end subroutine
+
   ! ---- the comparison ----
 
   subroutine compare(name, n, rp, ci, v)
@@ -298,6 +339,40 @@ contains
       end do
     end do
     call compare('convection-diffusion', m**3, rp, ci(1:nz), v(1:nz))
+  end subroutine
+
+  subroutine compare_cg(name)
+    character(*), intent(in) :: name
+    integer :: n, its, itf, st
+    integer, allocatable :: rp(:), ci(:)
+    real(dp), allocatable :: v(:), b(:), xs(:), xf(:), ones(:), r(:)
+    type(fegpu_csr) :: a
+    type(fegpu_solver) :: s
+    type(fegpu_array) :: db, dx
+    character(len=512) :: msg
+    call read_mm(trim(dir) // '/' // name // '.mtx', n, rp, ci, v)
+    allocate (b(n), xs(n), xf(n), ones(n), r(n))
+    ones = 1
+    call matvec(n, rp, ci, v, ones, b)
+    call cg(n, rp, ci, v, b, xs, its)
+    call expect(its > 0, name // ': the serial CG converges')
+    call fegpu_csr_create(ctx, n, n, rp, ci, v, a)
+    call fegpu_solver_create(a, FEGPU_METHOD_CG, FEGPU_PRECOND_JACOBI, s)
+    call fegpu_array_create(ctx, b, db)
+    xf = 0
+    call fegpu_array_create(ctx, xf, dx)
+    msg = ''
+    call fegpu_solve(s, db, dx, tol, 20000, iterations=itf, stat=st, errmsg=msg)
+    call fegpu_array_download(dx, xf)
+    call expect(st == FEGPU_OK, name // ': fegpu CG converges ' // trim(msg))
+    print '(a,a,i0,a,i0)', name, ': CG iterations serial ', its, ', fegpu ', itf
+    call expect(abs(itf - its) <= 2 + its / 20, name // ': CG iteration counts agree')
+    call matvec(n, rp, ci, v, xf, r)
+    call expect(norm2(b - r) / norm2(b) <= 2 * tol, name // ': true residual of the fegpu CG solution')
+    call fegpu_solver_destroy(s)
+    call fegpu_csr_destroy(a)
+    call fegpu_array_destroy(db)
+    call fegpu_array_destroy(dx)
   end subroutine
 
   subroutine zero_pivot(name)
