@@ -55,7 +55,7 @@ pub fn run(o: &Options) -> Result<bool> {
     let s = Solver::new(a.clone(), o.method, o.precond)?;
     let setup_s = clock.elapsed().as_secs_f64();
     let clock = Instant::now();
-    let (outcome, true_rel) = s.solve(&b, &x, o.tol, o.maxit)?;
+    let (outcome, true_rel, _) = s.solve(&b, &x, o.tol, o.maxit)?;
     let solve_s = clock.elapsed().as_secs_f64();
     let mut xh = vec![0.0; n];
     x.download(0, &mut xh, "x")?;

@@ -101,7 +101,7 @@ fn per_iteration(ctx: &Arc<Context>, a: &Arc<Csr>, method: Method, precond: Prec
     s.solve(&b, &x, 1e-30, 2)?; // warm-up: kernels compiled, caches hot
     x.upload(0, &vec![0.0; n], "x")?;
     let t = Instant::now();
-    let (o, _) = s.solve(&b, &x, 1e-30, iters)?;
+    let (o, _, _) = s.solve(&b, &x, 1e-30, iters)?;
     Ok((t.elapsed().as_secs_f64() / o.iterations.max(1) as f64, setup))
 }
 

@@ -215,8 +215,12 @@ impl Csr {
 
     /// The stored values (sorted by column within rows, duplicates summed).
     pub fn download_values(&self) -> Result<Vec<f64>> {
-        let mut v = self.values();
-        match &mut v.data {
+        self.values_on_host(&self.values().data)
+    }
+
+    /// A host copy of the values in `data` (for callers holding the values lock).
+    pub fn values_on_host(&self, data: &Buffer<f64>) -> Result<Vec<f64>> {
+        match data {
             Buffer::Host(h) => Ok(h.clone()),
             Buffer::Device(d) => {
                 let mut out = vec![0.0; self.pattern.nnz()];

@@ -122,6 +122,15 @@ pub struct Outcome {
     pub breakdown: Option<String>,
 }
 
+/// Records an iteration's residual; Some(outcome) when the method stops there.
+fn record(history: &mut Vec<f64>, method: &str, it: i64, relres: f64, tol: f64) -> Option<Outcome> {
+    history.push(relres);
+    if !relres.is_finite() {
+        return Some(broke(it, relres, format!("{method}: the residual is not finite at iteration {it}")));
+    }
+    (relres <= tol).then(|| done(true, it, relres))
+}
+
 fn dot(ops: &mut dyn Ops, a: Slot, b: Slot) -> Result<f64> {
     Ok(ops.dots(a, b, None)?.0)
 }
@@ -160,12 +169,8 @@ pub fn cg(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, history: &m
             return Ok(broke(it - 1, relres, format!("CG: p.Ap = {pq:e} at iteration {it}: A is not positive definite")));
         }
         relres = rr.sqrt() / bnorm;
-        history.push(relres);
-        if !relres.is_finite() {
-            return Ok(broke(it, relres, format!("CG: the residual is not finite at iteration {it}")));
-        }
-        if relres <= tol {
-            return Ok(done(true, it, relres));
+        if let Some(o) = record(history, "CG", it, relres, tol) {
+            return Ok(o);
         }
         let beta = rz_new / rz;
         rz = rz_new;
@@ -221,12 +226,8 @@ pub fn bicgstab(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, histo
         ops.update(Slot::X, alpha, phat, omega, Some(shat), 1.0)?;
         let (rr, rho_next) = ops.update_dots(Slot::R, 1.0, Slot::S, -omega, Some(Slot::T), 0.0, Some(Slot::Rhat))?;
         relres = rr.sqrt() / bnorm;
-        history.push(relres);
-        if !relres.is_finite() {
-            return Ok(broke(it, relres, format!("BiCGSTAB: the residual is not finite at iteration {it}")));
-        }
-        if relres <= tol {
-            return Ok(done(true, it, relres));
+        if let Some(o) = record(history, "BiCGSTAB", it, relres, tol) {
+            return Ok(o);
         }
         if omega == 0.0 {
             return Ok(broke(it, relres, format!("BiCGSTAB: omega = (t, s)/(t, t) = 0 at iteration {it}")));
@@ -304,8 +305,6 @@ struct State {
     /// The matrix values version the preconditioner was built from.
     built_for: Option<u64>,
     history: Vec<f64>,
-    /// Seconds of the last preconditioner setup (factorisation).
-    setup_seconds: f64,
 }
 
 pub struct Solver {
@@ -372,7 +371,7 @@ impl Solver {
             csr,
             method,
             precond,
-            state: Mutex::new(State { work, built_for: None, history: Vec::new(), setup_seconds: 0.0 }),
+            state: Mutex::new(State { work, built_for: None, history: Vec::new() }),
         };
         s.refresh(&mut s.lock())?;
         Ok(s)
@@ -382,11 +381,12 @@ impl Solver {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Rebuilds the preconditioner when the matrix values changed since the last build.
-    fn refresh(&self, st: &mut State) -> Result<()> {
+    /// Rebuilds the preconditioner when the matrix values changed since the
+    /// last build; returns the seconds spent (0 when the build was current).
+    fn refresh(&self, st: &mut State) -> Result<f64> {
         let vals = self.csr.values();
         if st.built_for == Some(vals.version) {
-            return Ok(());
+            return Ok(0.0);
         }
         let t = std::time::Instant::now();
         let p = &self.csr.pattern;
@@ -408,7 +408,7 @@ impl Solver {
                     Precond::None => {}
                     Precond::Jacobi => {
                         // the diagonal comes back once per refresh to be checked and inverted
-                        let host = self.csr.download_values_locked(v)?;
+                        let host = self.csr.values_on_host(&vals.data)?;
                         let d = jacobi_inverse(p, &host)?;
                         g.upload(&d, dinv, 0)?;
                     }
@@ -421,14 +421,14 @@ impl Solver {
             _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "solver and matrix on different backends")),
         }
         st.built_for = Some(vals.version);
-        st.setup_seconds = t.elapsed().as_secs_f64();
-        Ok(())
+        Ok(t.elapsed().as_secs_f64())
     }
 
     /// Solves A x = b: `x` holds the initial guess on entry and the iterate on
-    /// return. Converged: Ok. Otherwise the outcome is returned with
-    /// FEGPU_ERR_NOT_CONVERGED or FEGPU_ERR_BREAKDOWN by the caller.
-    pub fn solve(&self, b: &Array, x: &Array, tol: f64, maxit: i64) -> Result<(Outcome, f64)> {
+    /// return. Returns the outcome (the caller turns it into a status with
+    /// `outcome_status`), the true relative residual, and the seconds spent
+    /// rebuilding the preconditioner first (0 when it was current).
+    pub fn solve(&self, b: &Array, x: &Array, tol: f64, maxit: i64) -> Result<(Outcome, f64, f64)> {
         let n = self.csr.pattern.nrows;
         super::check_vector(&self.csr, b, n, "b")?;
         super::check_vector(&self.csr, x, n, "x")?;
@@ -442,7 +442,7 @@ impl Solver {
             return Err(Error::invalid(format!("maxit = {maxit}: must be >= 0")));
         }
         let mut st = self.lock();
-        self.refresh(&mut st)?;
+        let setup = self.refresh(&mut st)?;
         let vals = self.csr.values();
         let st = &mut *st;
         st.history.clear();
@@ -454,9 +454,9 @@ impl Solver {
                 vecs[Slot::B as usize].copy_from_slice(bh);
                 vecs[Slot::X as usize].copy_from_slice(xh);
                 let mut ops = CpuOps { p, v, vecs, dinv, lu, precond: self.precond };
-                let out = self.run(&mut ops, tol, maxit, &mut st.history)?;
+                let (out, true_rel) = self.run(&mut ops, tol, maxit, &mut st.history)?;
                 xh.copy_from_slice(&ops.vecs[Slot::X as usize]);
-                Ok(out)
+                Ok((out, true_rel, setup))
             }
             (Work::Cuda { vecs, dinv, lu, reduce, lower, upper }, Buffer::Device(v), Buffer::Device(bd), Buffer::Device(xd)) => {
                 let g = self.csr.ctx.gpu().expect("device work without a GPU");
@@ -464,10 +464,10 @@ impl Solver {
                 g.copy(xd, &mut vecs[Slot::X as usize])?;
                 let dp = self.csr.device.as_ref().expect("device pattern");
                 let mut ops = CudaOps { g, dp, n, v, vecs, dinv, lu, reduce, lower: lower.as_ref(), upper: upper.as_ref(), precond: self.precond };
-                let out = self.run(&mut ops, tol, maxit, &mut st.history)?;
+                let (out, true_rel) = self.run(&mut ops, tol, maxit, &mut st.history)?;
                 g.copy(&ops.vecs[Slot::X as usize], xd)?;
                 g.synchronize("solve")?;
-                Ok(out)
+                Ok((out, true_rel, setup))
             }
             _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "solver, matrix and vectors on different backends")),
         }
@@ -496,9 +496,6 @@ impl Solver {
         self.lock().history.clone()
     }
 
-    pub fn setup_seconds(&self) -> f64 {
-        self.lock().setup_seconds
-    }
 }
 
 /// The status a finished solve reports.
@@ -524,16 +521,6 @@ fn jacobi_inverse(p: &super::Pattern, v: &[f64]) -> Result<Vec<f64>> {
             }
         })
         .collect()
-}
-
-impl Csr {
-    /// The stored values, for a caller already holding the values lock.
-    fn download_values_locked(&self, d: &DeviceBuffer<f64>) -> Result<Vec<f64>> {
-        let mut out = vec![0.0; self.pattern.nnz().max(1)];
-        self.ctx.gpu().expect("device values without a GPU").download(d, 0, &mut out)?;
-        out.truncate(self.pattern.nnz());
-        Ok(out)
-    }
 }
 
 struct CpuOps<'a> {
