@@ -21,6 +21,7 @@ pub enum Kind {
     Array = 2,
     Csr = 3,
     Solver = 4,
+    Lattice = 5,
 }
 
 impl Kind {
@@ -30,6 +31,7 @@ impl Kind {
             2 => Some(Kind::Array),
             3 => Some(Kind::Csr),
             4 => Some(Kind::Solver),
+            5 => Some(Kind::Lattice),
             _ => None,
         }
     }
@@ -39,6 +41,7 @@ impl Kind {
             Kind::Array => "fegpu_array_t",
             Kind::Csr => "fegpu_csr_t",
             Kind::Solver => "fegpu_solver_t",
+            Kind::Lattice => "fegpu_lattice_t",
         }
     }
 }

@@ -42,6 +42,7 @@ pub trait Real: DeviceScalar + Default + PartialEq + PartialOrd + Debug + std::o
     fn wrap(b: Buffer<Self>) -> Storage;
     fn unwrap_mut(s: &mut Storage) -> Option<&mut Buffer<Self>>;
     fn to_f64(self) -> f64;
+    fn from_f64(v: f64) -> Self;
 }
 
 impl Real for f32 {
@@ -59,6 +60,9 @@ impl Real for f32 {
     fn to_f64(self) -> f64 {
         self as f64
     }
+    fn from_f64(v: f64) -> Self {
+        v as Self
+    }
 }
 
 impl Real for f64 {
@@ -75,6 +79,9 @@ impl Real for f64 {
     }
     fn to_f64(self) -> f64 {
         self
+    }
+    fn from_f64(v: f64) -> Self {
+        v
     }
 }
 

@@ -22,6 +22,7 @@ impl DeviceScalar for f64 {}
 impl DeviceScalar for i32 {}
 impl DeviceScalar for i64 {}
 impl DeviceScalar for u32 {}
+impl DeviceScalar for u8 {}
 
 /// What `fegpu info` prints about a device.
 #[derive(Debug, Clone)]

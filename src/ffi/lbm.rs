@@ -1,0 +1,133 @@
+//! C surface of the D3Q19 lattice-Boltzmann lattice.
+
+use super::array::{FEGPU_DTYPE_F32, FEGPU_DTYPE_F64};
+use super::{fegpu_context_t, guard, host_in, host_out, out_param};
+use crate::array::Dtype;
+use crate::context;
+use crate::error::{fegpu_status, Error};
+use crate::lbm::{Lattice, Q};
+use crate::registry;
+use std::sync::Arc;
+
+/// A lattice handle (0 is never valid).
+#[allow(non_camel_case_types)]
+pub type fegpu_lattice_t = u64;
+
+fn lattice(h: fegpu_lattice_t) -> crate::error::Result<Arc<Lattice>> {
+    registry::get::<Lattice>(h, "lat")
+}
+
+/// Creates an nx x ny x nz D3Q19 lattice storing populations as `dtype`
+/// (FEGPU_DTYPE_F32 or FEGPU_DTYPE_F64), BGK relaxation time `tau` (> 0.5),
+/// periodic in the directions of the `periodic` bits (FEGPU_PERIODIC_X|Y|Z;
+/// the other faces are resting walls). Every site starts fluid, at rest, density 1.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_lattice_create(
+    ctx: fegpu_context_t,
+    nx: i64,
+    ny: i64,
+    nz: i64,
+    dtype: i32,
+    tau: f64,
+    periodic: i32,
+    lat: *mut fegpu_lattice_t,
+) -> fegpu_status {
+    guard(|| {
+        let out = out_param(lat, "lat")?;
+        let c = context::get(ctx, "ctx")?;
+        let dtype = match dtype {
+            FEGPU_DTYPE_F32 => Dtype::F32,
+            FEGPU_DTYPE_F64 => Dtype::F64,
+            d => return Err(Error::invalid(format!("dtype = {d}: expected FEGPU_DTYPE_F32 (1) or FEGPU_DTYPE_F64 (2)"))),
+        };
+        let l = Lattice::new(c, ctx, [nx, ny, nz], dtype, tau, periodic)?;
+        *out = registry::insert(Arc::new(l), ctx);
+        Ok(())
+    })
+}
+
+/// Sets every site's flag from `flags` (nx*ny*nz bytes, x fastest): 0 fluid,
+/// 1 resting wall, 2 moving wall (velocity from fegpu_lattice_set_wall_velocity).
+/// Walls use halfway bounce-back; a wall site's populations are never changed.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_lattice_set_flags(lat: fegpu_lattice_t, flags: *const u8, n: i64) -> fegpu_status {
+    guard(|| {
+        let l = lattice(lat)?;
+        l.set_flags(host_in(flags, n.max(0) as usize, "flags")?)
+    })
+}
+
+/// The body force per unit volume (Guo forcing), applied to every fluid site.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_lattice_set_force(lat: fegpu_lattice_t, fx: f64, fy: f64, fz: f64) -> fegpu_status {
+    guard(|| lattice(lat)?.set_force([fx, fy, fz]))
+}
+
+/// The velocity of the moving-wall sites (flag 2).
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_lattice_set_wall_velocity(lat: fegpu_lattice_t, ux: f64, uy: f64, uz: f64) -> fegpu_status {
+    guard(|| lattice(lat)?.set_wall_velocity([ux, uy, uz]))
+}
+
+/// Puts every site at the equilibrium of density rho and velocity (ux, uy, uz).
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_lattice_init_equilibrium(lat: fegpu_lattice_t, rho: f64, ux: f64, uy: f64, uz: f64) -> fegpu_status {
+    guard(|| lattice(lat)?.init_equilibrium(rho, [ux, uy, uz]))
+}
+
+/// Loads populations in the serial code's layout: f(0:18, nx, ny, nz), f64,
+/// direction fastest, Palabos D3Q19 order (direction i+9 opposite i), after
+/// streaming. n = 19*nx*ny*nz.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_lattice_set_populations(lat: fegpu_lattice_t, f: *const f64, n: i64) -> fegpu_status {
+    guard(|| {
+        let l = lattice(lat)?;
+        l.set_populations(host_in(f, n.max(0) as usize, "f")?)
+    })
+}
+
+/// Reads the populations back in the layout of fegpu_lattice_set_populations.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_lattice_get_populations(lat: fegpu_lattice_t, f: *mut f64, n: i64) -> fegpu_status {
+    guard(|| {
+        let l = lattice(lat)?;
+        l.populations(host_out(f, n.max(0) as usize, "f")?)
+    })
+}
+
+/// Runs `steps` fused collide-and-stream steps on the device without host
+/// involvement; returns once they are queued (a later read waits for them).
+#[no_mangle]
+pub extern "C" fn fegpu_lattice_step(lat: fegpu_lattice_t, steps: i64) -> fegpu_status {
+    guard(|| {
+        if steps < 0 {
+            return Err(Error::invalid(format!("steps = {steps}: must be >= 0")));
+        }
+        lattice(lat)?.step(steps as u64)
+    })
+}
+
+/// Density rho(nx, ny, z_count) and velocity u(3, nx, ny, z_count) of the
+/// z-slab starting at plane z_first (1-based, as in Fortran); wall sites
+/// report 0. The whole lattice: z_first = 1, z_count = nz.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_lattice_fields(lat: fegpu_lattice_t, z_first: i64, z_count: i64, rho: *mut f64, u: *mut f64) -> fegpu_status {
+    guard(|| {
+        let l = lattice(lat)?;
+        let (_, count) = l.slab(z_first - 1, z_count)?;
+        let (rho, u) = (host_out(rho, count, "rho")?, host_out(u, 3 * count, "u")?);
+        l.fields(z_first - 1, z_count, rho, u)
+    })
+}
+
+/// Destroys a lattice.
+#[no_mangle]
+pub extern "C" fn fegpu_lattice_destroy(lat: fegpu_lattice_t) -> fegpu_status {
+    guard(|| registry::remove::<Lattice>(lat, "lat"))
+}
+
+/// Directions per site (19), for sizing population arrays.
+#[no_mangle]
+pub extern "C" fn fegpu_lattice_directions() -> i32 {
+    Q as i32
+}

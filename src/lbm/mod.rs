@@ -1,0 +1,420 @@
+//! D3Q19 lattice Boltzmann on the device: a lattice object whose populations
+//! stay resident, a fused BGK collide-and-stream step, and the macroscopic
+//! fields on request.
+//!
+//! Device layout: direction-major (f[i*n + site], site = x + nx*(y + ny*z)),
+//! two buffers swapped each step. The caller's layout (set/get_populations) is
+//! the serial code's: f(0:18, nx, ny, nz) in Fortran order, direction fastest,
+//! in the Palabos velocity order of `C` (direction i+9 opposite i), holding
+//! the populations after streaming (before the next collision).
+
+pub mod cpu;
+pub mod cuda;
+
+use crate::array::{Buffer, Dtype, Real};
+use crate::context::Context;
+use crate::error::{positive, Error, Result};
+use crate::gpu::Gpu;
+use crate::registry::{Handle, Kind, Object};
+use std::sync::{Arc, Mutex};
+
+pub const Q: usize = 19;
+/// D3Q19 velocities in the Palabos order.
+pub const C: [[i32; 3]; Q] = [
+    [0, 0, 0],
+    [-1, 0, 0],
+    [0, -1, 0],
+    [0, 0, -1],
+    [-1, -1, 0],
+    [-1, 1, 0],
+    [-1, 0, -1],
+    [-1, 0, 1],
+    [0, -1, -1],
+    [0, -1, 1],
+    [1, 0, 0],
+    [0, 1, 0],
+    [0, 0, 1],
+    [1, 1, 0],
+    [1, -1, 0],
+    [1, 0, 1],
+    [1, 0, -1],
+    [0, 1, 1],
+    [0, 1, -1],
+];
+const W0: f64 = 1.0 / 3.0;
+const W1: f64 = 1.0 / 18.0;
+const W2: f64 = 1.0 / 36.0;
+pub const W: [f64; Q] = [W0, W1, W1, W1, W2, W2, W2, W2, W2, W2, W1, W1, W1, W2, W2, W2, W2, W2, W2];
+
+pub fn opposite(i: usize) -> usize {
+    match i {
+        0 => 0,
+        1..=9 => i + 9,
+        _ => i - 9,
+    }
+}
+
+/// Site flags.
+pub const FLUID: u8 = 0;
+/// Halfway bounce-back.
+pub const WALL: u8 = 1;
+/// Halfway bounce-back with the lattice's wall velocity (Ladd).
+pub const MOVING_WALL: u8 = 2;
+
+/// Periodic-direction bits.
+pub const FEGPU_PERIODIC_X: i32 = 1;
+pub const FEGPU_PERIODIC_Y: i32 = 2;
+pub const FEGPU_PERIODIC_Z: i32 = 4;
+
+/// Everything a step needs besides the populations and flags.
+#[derive(Debug, Clone, Copy)]
+pub struct Params {
+    pub dims: [usize; 3],
+    /// FEGPU_PERIODIC_* bits; other faces are resting walls.
+    pub periodic: i32,
+    /// BGK relaxation time (> 1/2); viscosity (tau - 1/2)/3.
+    pub tau: f64,
+    /// Body force per unit volume (Guo forcing).
+    pub force: [f64; 3],
+    /// Velocity of MOVING_WALL sites.
+    pub wall_velocity: [f64; 3],
+}
+
+impl Params {
+    pub fn sites(&self) -> usize {
+        self.dims.iter().product()
+    }
+    /// The site `s + C[i]`, wrapped across periodic faces; None beyond a wall face.
+    pub fn neighbour(&self, s: usize, i: usize) -> Option<usize> {
+        let [nx, ny, _] = self.dims;
+        let coord = [s % nx, (s / nx) % ny, s / (nx * ny)];
+        let mut d = [0usize; 3];
+        for a in 0..3 {
+            let n = self.dims[a] as i64;
+            let mut v = coord[a] as i64 + C[i][a] as i64;
+            if v < 0 || v >= n {
+                if self.periodic & (1 << a) == 0 {
+                    return None;
+                }
+                v = v.rem_euclid(n);
+            }
+            d[a] = v as usize;
+        }
+        Some(d[0] + nx * (d[1] + ny * d[2]))
+    }
+}
+
+/// The two population buffers of one storage type.
+pub struct Populations<T: Real> {
+    pub current: Buffer<T>,
+    spare: Buffer<T>,
+}
+
+pub enum Storage {
+    F32(Populations<f32>),
+    F64(Populations<f64>),
+}
+
+/// Runs `$body` with `$p` bound to the populations, whatever their type.
+macro_rules! with_populations {
+    ($storage:expr, $p:ident => $body:expr) => {
+        match $storage {
+            Storage::F32($p) => $body,
+            Storage::F64($p) => $body,
+        }
+    };
+}
+
+struct State {
+    params: Params,
+    flags: Buffer<u8>,
+    storage: Storage,
+    steps: u64,
+}
+
+pub struct Lattice {
+    pub ctx: Arc<Context>,
+    pub ctx_handle: Handle,
+    pub dtype: Dtype,
+    state: Mutex<State>,
+}
+
+impl Object for Lattice {
+    const KIND: Kind = Kind::Lattice;
+}
+
+fn finite3(name: &str, v: [f64; 3]) -> Result<[f64; 3]> {
+    if v.iter().all(|x| x.is_finite()) {
+        Ok(v)
+    } else {
+        Err(Error::invalid(format!("{name} = {v:?}: must be finite")))
+    }
+}
+
+fn alloc<T: Real>(gpu: Option<&Gpu>, n: usize) -> Result<Buffer<T>> {
+    Ok(match gpu {
+        Some(g) => Buffer::Device(g.alloc::<T>(n)?),
+        None => Buffer::Host(vec![T::POISON; n]),
+    })
+}
+
+fn new_populations<T: Real>(gpu: Option<&Gpu>, n: usize) -> Result<Populations<T>> {
+    let total = n.checked_mul(Q).ok_or_else(|| Error::size("lattice too large"))?;
+    Ok(Populations {
+        current: alloc(gpu, total)?,
+        spare: alloc(gpu, total)?,
+    })
+}
+
+impl<T: Real> Populations<T> {
+    fn equilibrium(&mut self, gpu: Option<&Gpu>, n: usize, rho: f64, u: [f64; 3]) -> Result<()> {
+        match (&mut self.current, gpu) {
+            (Buffer::Host(f), _) => Ok(cpu::equilibrium(f, n, rho, u)),
+            (Buffer::Device(f), Some(g)) => cuda::equilibrium(g, f, n, rho, u),
+            _ => unreachable!("device storage without a GPU"),
+        }
+    }
+
+    fn step(&mut self, gpu: Option<&Gpu>, p: &Params, flags: &Buffer<u8>, count: u64) -> Result<()> {
+        for _ in 0..count {
+            match (&self.current, &mut self.spare, flags, gpu) {
+                (Buffer::Host(fin), Buffer::Host(fout), Buffer::Host(fl), _) => cpu::step(p, fl, fin, fout),
+                (Buffer::Device(fin), Buffer::Device(fout), Buffer::Device(fl), Some(g)) => cuda::step(g, p, fl, fin, fout)?,
+                _ => unreachable!("mixed host and device storage"),
+            }
+            std::mem::swap(&mut self.current, &mut self.spare);
+        }
+        Ok(())
+    }
+
+    /// The caller's layout (direction fastest, f64) to or from the storage.
+    fn upload(&mut self, gpu: Option<&Gpu>, n: usize, caller: &[f64]) -> Result<()> {
+        let mut soa = vec![T::POISON; n * Q];
+        for s in 0..n {
+            for i in 0..Q {
+                soa[i * n + s] = T::from_f64(caller[s * Q + i]);
+            }
+        }
+        match (&mut self.current, gpu) {
+            (Buffer::Host(f), _) => *f = soa,
+            (Buffer::Device(f), Some(g)) => g.upload(&soa, f, 0)?,
+            _ => unreachable!("device storage without a GPU"),
+        }
+        Ok(())
+    }
+
+    fn download(&self, gpu: Option<&Gpu>, n: usize, caller: &mut [f64]) -> Result<()> {
+        let fetched;
+        let soa: &[T] = match (&self.current, gpu) {
+            (Buffer::Host(f), _) => f,
+            (Buffer::Device(f), Some(g)) => {
+                let mut h = vec![T::POISON; n * Q];
+                g.download(f, 0, &mut h)?;
+                fetched = h;
+                &fetched
+            }
+            _ => unreachable!("device storage without a GPU"),
+        };
+        for s in 0..n {
+            for i in 0..Q {
+                caller[s * Q + i] = soa[i * n + s].to_f64();
+            }
+        }
+        Ok(())
+    }
+
+    fn fields(&self, gpu: Option<&Gpu>, p: &Params, flags: &Buffer<u8>, first: usize, rho: &mut [f64], u: &mut [f64]) -> Result<()> {
+        match (&self.current, flags, gpu) {
+            (Buffer::Host(f), Buffer::Host(fl), _) => Ok(cpu::fields(p, fl, f, first, rho, u)),
+            (Buffer::Device(f), Buffer::Device(fl), Some(g)) => cuda::fields(g, p, fl, f, first, rho, u),
+            _ => unreachable!("mixed host and device storage"),
+        }
+    }
+}
+
+impl Lattice {
+    /// An nx x ny x nz lattice, all fluid, at rest with density 1.
+    pub fn new(ctx: Arc<Context>, ctx_handle: Handle, dims: [i64; 3], dtype: Dtype, tau: f64, periodic: i32) -> Result<Lattice> {
+        let dims = [positive("nx", dims[0])?, positive("ny", dims[1])?, positive("nz", dims[2])?];
+        if !(tau > 0.5 && tau.is_finite()) {
+            return Err(Error::invalid(format!(
+                "tau = {tau}: BGK needs a finite tau > 0.5 (viscosity (tau - 1/2)/3 > 0)"
+            )));
+        }
+        if periodic & !7 != 0 {
+            return Err(Error::invalid(format!(
+                "periodic = {periodic}: only the bits FEGPU_PERIODIC_X|Y|Z (1, 2, 4) are defined"
+            )));
+        }
+        let n = dims
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .filter(|&n| n <= i32::MAX as usize)
+            .ok_or_else(|| Error::unsupported(format!("{dims:?}: lattices of 2^31 sites or more are not supported")))?;
+        let params = Params {
+            dims,
+            periodic,
+            tau,
+            force: [0.0; 3],
+            wall_velocity: [0.0; 3],
+        };
+        let gpu = ctx.gpu();
+        let flags = match gpu {
+            Some(g) => {
+                let mut b = g.alloc::<u8>(n)?;
+                g.fill_bytes(&mut b, FLUID)?;
+                Buffer::Device(b)
+            }
+            None => Buffer::Host(vec![FLUID; n]),
+        };
+        let mut storage = match dtype {
+            Dtype::F32 => Storage::F32(new_populations(gpu, n)?),
+            Dtype::F64 => Storage::F64(new_populations(gpu, n)?),
+        };
+        with_populations!(&mut storage, p => p.equilibrium(gpu, n, 1.0, [0.0; 3]))?;
+        Ok(Lattice {
+            ctx,
+            ctx_handle,
+            dtype,
+            state: Mutex::new(State {
+                params,
+                flags,
+                storage,
+                steps: 0,
+            }),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn params(&self) -> Params {
+        self.state().params
+    }
+
+    pub fn steps(&self) -> u64 {
+        self.state().steps
+    }
+
+    /// One flag per site (x fastest); values FLUID, WALL, MOVING_WALL.
+    pub fn set_flags(&self, flags: &[u8]) -> Result<()> {
+        let mut st = self.state();
+        let n = st.params.sites();
+        if flags.len() != n {
+            return Err(Error::size(format!("flags: {} values for {n} sites", flags.len())));
+        }
+        if let Some(s) = flags.iter().position(|&f| f > MOVING_WALL) {
+            return Err(Error::invalid(format!(
+                "flags({}) = {}: unknown flag (0 fluid, 1 wall, 2 moving wall)",
+                s + 1,
+                flags[s]
+            )));
+        }
+        match (&mut st.flags, self.ctx.gpu()) {
+            (Buffer::Host(h), _) => h.copy_from_slice(flags),
+            (Buffer::Device(d), Some(g)) => g.upload(flags, d, 0)?,
+            _ => unreachable!("device storage without a GPU"),
+        }
+        Ok(())
+    }
+
+    pub fn set_force(&self, force: [f64; 3]) -> Result<()> {
+        self.state().params.force = finite3("force", force)?;
+        Ok(())
+    }
+
+    pub fn set_wall_velocity(&self, u: [f64; 3]) -> Result<()> {
+        self.state().params.wall_velocity = finite3("wall_velocity", u)?;
+        Ok(())
+    }
+
+    /// Every site (walls included) at the equilibrium of (rho, u).
+    pub fn init_equilibrium(&self, rho: f64, u: [f64; 3]) -> Result<()> {
+        if !(rho > 0.0 && rho.is_finite()) {
+            return Err(Error::invalid(format!("rho = {rho}: must be finite and > 0")));
+        }
+        finite3("u", u)?;
+        let gpu = self.ctx.gpu();
+        let mut st = self.state();
+        let n = st.params.sites();
+        with_populations!(&mut st.storage, p => p.equilibrium(gpu, n, rho, u))
+    }
+
+    /// The caller's populations, f(0:18, nx, ny, nz), direction fastest.
+    pub fn set_populations(&self, f: &[f64]) -> Result<()> {
+        let gpu = self.ctx.gpu();
+        let mut st = self.state();
+        let n = st.params.sites();
+        if f.len() != n * Q {
+            return Err(Error::size(format!("f: {} values for {n} sites x 19 directions", f.len())));
+        }
+        if let Some(k) = f.iter().position(|v| !v.is_finite()) {
+            return Err(Error::invalid(format!(
+                "f({}, site {}) = {}: populations must be finite",
+                k % Q,
+                k / Q + 1,
+                f[k]
+            )));
+        }
+        with_populations!(&mut st.storage, p => p.upload(gpu, n, f))
+    }
+
+    pub fn populations(&self, f: &mut [f64]) -> Result<()> {
+        let gpu = self.ctx.gpu();
+        let st = self.state();
+        let n = st.params.sites();
+        if f.len() != n * Q {
+            return Err(Error::size(format!(
+                "f: room for {} values, the lattice has {n} sites x 19 directions",
+                f.len()
+            )));
+        }
+        with_populations!(&st.storage, p => p.download(gpu, n, f))
+    }
+
+    /// `count` collide-and-stream steps, queued without waiting for the device.
+    pub fn step(&self, count: u64) -> Result<()> {
+        let gpu = self.ctx.gpu();
+        let mut st = self.state();
+        let State { params, flags, storage, steps } = &mut *st;
+        with_populations!(storage, p => p.step(gpu, params, flags, count))?;
+        *steps += count;
+        Ok(())
+    }
+
+    /// The sites (first, count) of the z-slab z_first..z_first+z_count-1 (0-based planes).
+    pub fn slab(&self, z_first: i64, z_count: i64) -> Result<(usize, usize)> {
+        let [nx, ny, nz] = self.params().dims;
+        if z_first < 0 || z_count < 1 || z_first.saturating_add(z_count) > nz as i64 {
+            return Err(Error::invalid(format!(
+                "z_first = {z_first}, z_count = {z_count}: the slab must lie within the lattice's {nz} planes"
+            )));
+        }
+        Ok((nx * ny * z_first as usize, nx * ny * z_count as usize))
+    }
+
+    /// Density (rho) and velocity (u, 3 per site) of the z-slab z_first..z_first+z_count-1 (0-based).
+    pub fn fields(&self, z_first: i64, z_count: i64, rho: &mut [f64], u: &mut [f64]) -> Result<()> {
+        let (first, count) = self.slab(z_first, z_count)?;
+        if rho.len() != count || u.len() != 3 * count {
+            return Err(Error::size(format!(
+                "rho/u: room for {}/{} values, the slab has {count} sites (rho {count}, u 3 x {count})",
+                rho.len(),
+                u.len()
+            )));
+        }
+        let gpu = self.ctx.gpu();
+        let st = self.state();
+        with_populations!(&st.storage, p => p.fields(gpu, &st.params, &st.flags, first, rho, u))
+    }
+
+    /// Sum of all fluid sites' densities (mass), from the fields.
+    pub fn mass(&self) -> Result<f64> {
+        let [nx, ny, nz] = self.params().dims;
+        let mut rho = vec![0.0; nx * ny * nz];
+        let mut u = vec![0.0; 3 * rho.len()];
+        self.fields(0, nz as i64, &mut rho, &mut u)?;
+        Ok(rho.iter().sum())
+    }
+}

@@ -1,0 +1,372 @@
+//! D3Q19 lattice Boltzmann through the C ABI: the backend against the CPU
+//! reference on random data, mass conservation, Poiseuille flow against the
+//! analytic parabola, the lid-driven cavity against Ghia, Ghia & Shin (1982),
+//! and bad input.
+
+mod common;
+use common::*;
+use fegpu::ffi::array::{FEGPU_DTYPE_F32, FEGPU_DTYPE_F64};
+use fegpu::ffi::context::*;
+use fegpu::ffi::fegpu_context_t;
+use fegpu::ffi::lbm::*;
+use fegpu::lbm::{C, Q, W};
+use fegpu::*;
+use std::ptr::{null, null_mut};
+
+struct Lat(fegpu_lattice_t);
+impl Drop for Lat {
+    fn drop(&mut self) {
+        fegpu_lattice_destroy(self.0);
+    }
+}
+
+fn lattice(ctx: fegpu_context_t, dims: [usize; 3], dtype: i32, tau: f64, periodic: i32) -> Lat {
+    let mut l = 0;
+    ok(unsafe { fegpu_lattice_create(ctx, dims[0] as i64, dims[1] as i64, dims[2] as i64, dtype, tau, periodic, &mut l) });
+    Lat(l)
+}
+
+fn cpu_context() -> fegpu_context_t {
+    let mut c = 0;
+    ok(unsafe { fegpu_context_create(FEGPU_BACKEND_CPU, 0, &mut c) });
+    c
+}
+
+fn populations(l: &Lat, sites: usize) -> Vec<f64> {
+    let mut f = vec![f64::NAN; sites * Q];
+    ok(unsafe { fegpu_lattice_get_populations(l.0, f.as_mut_ptr(), f.len() as i64) });
+    f
+}
+
+fn fields(l: &Lat, plane: usize, z_first: i64, z_count: i64) -> (Vec<f64>, Vec<f64>) {
+    let count = plane * z_count as usize;
+    let (mut rho, mut u) = (vec![f64::NAN; count], vec![f64::NAN; 3 * count]);
+    ok(unsafe { fegpu_lattice_fields(l.0, z_first, z_count, rho.as_mut_ptr(), u.as_mut_ptr()) });
+    (rho, u)
+}
+
+/// Random populations near rest (each within 10% of its weight).
+fn random_populations(rng: &mut Rng, sites: usize) -> Vec<f64> {
+    (0..sites * Q).map(|k| W[k % Q] * (1.0 + 0.1 * rng.next_f64())).collect()
+}
+
+fn max_diff(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+}
+
+#[test]
+fn backend_matches_cpu_reference_on_random_lattices() {
+    let (ctx, cpu) = (context(), cpu_context());
+    let mut rng = Rng::new(seed());
+    let dims = [13, 11, 7];
+    let sites = 13 * 11 * 7;
+    let flags: Vec<u8> = (0..sites)
+        .map(|_| match rng.next_f64() {
+            r if r > 0.8 => 1,
+            r if r > 0.7 => 2,
+            _ => 0,
+        })
+        .collect();
+    let f0 = random_populations(&mut rng, sites);
+    for (dtype, tol) in [(FEGPU_DTYPE_F64, 1e-13), (FEGPU_DTYPE_F32, 2e-6)] {
+        for periodic in [FEGPU_PERIODIC_X, FEGPU_PERIODIC_X | FEGPU_PERIODIC_Y | FEGPU_PERIODIC_Z, 0] {
+            let run = |c| {
+                let l = lattice(c, dims, dtype, 0.7, periodic);
+                unsafe {
+                    ok(fegpu_lattice_set_flags(l.0, flags.as_ptr(), sites as i64));
+                    ok(fegpu_lattice_set_populations(l.0, f0.as_ptr(), f0.len() as i64));
+                    ok(fegpu_lattice_set_force(l.0, 1e-4, -2e-4, 3e-4));
+                    ok(fegpu_lattice_set_wall_velocity(l.0, 0.05, 0.02, -0.03));
+                }
+                ok(fegpu_lattice_step(l.0, 5));
+                let f = populations(&l, sites);
+                let whole = fields(&l, 13 * 11, 1, 7);
+                let slab = fields(&l, 13 * 11, 3, 2);
+                (f, whole, slab)
+            };
+            let (f, (rho, u), (rho_slab, u_slab)) = run(ctx);
+            let (g, (rho_ref, u_ref), _) = run(cpu);
+            assert!(f.iter().all(|v| v.is_finite()), "unwritten populations");
+            assert!(
+                max_diff(&f, &g) < tol,
+                "dtype {dtype} periodic {periodic}: populations differ by {}",
+                max_diff(&f, &g)
+            );
+            assert!(max_diff(&rho, &rho_ref) < 20.0 * tol && max_diff(&u, &u_ref) < 20.0 * tol);
+            let plane = 13 * 11;
+            assert_eq!(rho_slab, rho[2 * plane..4 * plane]);
+            assert_eq!(u_slab, u[6 * plane..12 * plane]);
+        }
+    }
+    ok(fegpu_context_destroy(ctx));
+    ok(fegpu_context_destroy(cpu));
+}
+
+#[test]
+fn mass_is_conserved_in_closed_and_periodic_boxes() {
+    let ctx = context();
+    let mut rng = Rng::new(seed());
+    let dims = [10, 9, 8];
+    let sites = 720;
+    let mut flags = vec![0u8; sites];
+    for s in (0..sites).filter(|s| s % 7 == 3) {
+        flags[s] = 1; // interior obstacles
+    }
+    let f0 = random_populations(&mut rng, sites);
+    for (dtype, tol) in [(FEGPU_DTYPE_F64, 1e-13), (FEGPU_DTYPE_F32, 1e-5)] {
+        for periodic in [0, FEGPU_PERIODIC_X | FEGPU_PERIODIC_Z] {
+            let l = lattice(ctx, dims, dtype, 0.9, periodic);
+            unsafe {
+                ok(fegpu_lattice_set_flags(l.0, flags.as_ptr(), sites as i64));
+                ok(fegpu_lattice_set_populations(l.0, f0.as_ptr(), f0.len() as i64));
+            }
+            let mass = |l: &Lat| fields(l, 90, 1, 8).0.iter().sum::<f64>();
+            let m0 = mass(&l);
+            ok(fegpu_lattice_step(l.0, 300));
+            let m1 = mass(&l);
+            assert!(((m1 - m0) / m0).abs() < tol, "dtype {dtype} periodic {periodic}: mass {m0} -> {m1}");
+        }
+    }
+    ok(fegpu_context_destroy(ctx));
+}
+
+/// Body-force-driven flow between plates at y = -1/2 and y = h - 1/2 (the
+/// lattice's non-periodic faces): the relative L2 error of u_x against
+/// u(y) = F/(2 nu) (y + 1/2)(h - 1/2 - y).
+fn poiseuille_error(ctx: fegpu_context_t, h: usize) -> f64 {
+    let tau = 0.8;
+    let nu = (tau - 0.5) / 3.0;
+    let force = 8.0 * nu * 0.01 / (h * h) as f64; // u_max = 0.01
+    let l = lattice(ctx, [1, h, 1], FEGPU_DTYPE_F64, tau, FEGPU_PERIODIC_X | FEGPU_PERIODIC_Z);
+    ok(unsafe { fegpu_lattice_set_force(l.0, force, 0.0, 0.0) });
+    ok(fegpu_lattice_step(l.0, (5.0 * (h * h) as f64 / nu) as i64));
+    let (_, u) = fields(&l, h, 1, 1);
+    let (mut err, mut norm) = (0.0, 0.0);
+    for y in 0..h {
+        let exact = force / (2.0 * nu) * (y as f64 + 0.5) * (h as f64 - 0.5 - y as f64);
+        err += (u[3 * y] - exact).powi(2);
+        norm += exact * exact;
+        assert!(
+            u[3 * y + 1].abs() < 1e-12 && u[3 * y + 2].abs() < 1e-12,
+            "cross-flow {:?}",
+            &u[3 * y..3 * y + 3]
+        );
+    }
+    (err / norm).sqrt()
+}
+
+#[test]
+fn poiseuille_flow_converges_at_second_order() {
+    let ctx = context();
+    let e: Vec<f64> = [8, 16, 32].iter().map(|&h| poiseuille_error(ctx, h)).collect();
+    assert!(e[2] < 2e-3, "errors {e:?}");
+    for k in 0..2 {
+        let order = (e[k] / e[k + 1]).log2();
+        assert!(order > 1.8, "observed order {order:.2} (errors {e:?})");
+    }
+    ok(fegpu_context_destroy(ctx));
+}
+
+/// The Ghia, Ghia & Shin (1982) centreline table: (y, u at Re 100, u at Re 1000).
+fn ghia_u() -> Vec<(f64, f64, f64)> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/ghia1982-cavity.csv")).expect("../shared/data/ghia1982-cavity.csv");
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with('y'))
+        .map(|l| {
+            let v: Vec<f64> = l.split(',').map(|x| x.trim().parse().unwrap()).collect();
+            (v[0], v[1], v[2])
+        })
+        .collect()
+}
+
+/// The lid-driven cavity on an n x n grid (periodic in z, so two-dimensional):
+/// the largest difference of u/u_lid on the vertical centreline from Ghia's table.
+fn cavity_error(ctx: fegpu_context_t, n: usize, re: f64) -> f64 {
+    let u_lid = 0.1;
+    let nu = u_lid * n as f64 / re;
+    let (nx, ny) = (n, n + 1); // the top row is the lid
+    let l = lattice(ctx, [nx, ny, 1], FEGPU_DTYPE_F64, 3.0 * nu + 0.5, FEGPU_PERIODIC_Z);
+    let flags: Vec<u8> = (0..nx * ny).map(|s| if s / nx == n { 2 } else { 0 }).collect();
+    unsafe {
+        ok(fegpu_lattice_set_flags(l.0, flags.as_ptr(), flags.len() as i64));
+        ok(fegpu_lattice_set_wall_velocity(l.0, u_lid, 0.0, 0.0));
+    }
+    // March until the centreline settles (change per chunk below 1e-6 u_lid).
+    let centreline = |l: &Lat| {
+        let (_, u) = fields(l, nx * ny, 1, 1);
+        (0..n)
+            .map(|y| 0.5 * (u[3 * (y * nx + n / 2 - 1)] + u[3 * (y * nx + n / 2)]) / u_lid)
+            .collect::<Vec<f64>>()
+    };
+    let chunk = (2.0 * n as f64 / u_lid) as i64;
+    let mut prev = centreline(&l);
+    for _ in 0..400 {
+        ok(fegpu_lattice_step(l.0, chunk));
+        let now = centreline(&l);
+        let change = max_diff(&now, &prev);
+        prev = now;
+        if change < 1e-6 {
+            break;
+        }
+    }
+    // Cell y's centre is at Y = (y + 1/2)/n; interpolate linearly, with u = 0 at
+    // the floor and 1 at the lid.
+    let u_at = |yy: f64| {
+        let mut pts = vec![(0.0, 0.0)];
+        pts.extend(prev.iter().enumerate().map(|(y, &u)| ((y as f64 + 0.5) / n as f64, u)));
+        pts.push((1.0, 1.0));
+        let k = pts.iter().position(|p| p.0 >= yy).unwrap().max(1);
+        let ((y0, u0), (y1, u1)) = (pts[k - 1], pts[k]);
+        u0 + (u1 - u0) * (yy - y0) / (y1 - y0)
+    };
+    ghia_u()
+        .iter()
+        .map(|&(y, u100, u1000)| (u_at(y) - if re == 100.0 { u100 } else { u1000 }).abs())
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn lid_driven_cavity_matches_ghia_at_re_100_converging_under_refinement() {
+    let ctx = context();
+    let (coarse, fine) = (cavity_error(ctx, 32, 100.0), cavity_error(ctx, 64, 100.0));
+    eprintln!("Re 100: max |u - Ghia| = {coarse:.4} (32^2), {fine:.4} (64^2)");
+    assert!(fine < 0.02 && fine < coarse, "coarse {coarse}, fine {fine}");
+    ok(fegpu_context_destroy(ctx));
+}
+
+/// Re 1000 needs a 128^2 grid and ~10^5 steps: minutes on one CPU core, so it
+/// runs where the backend is CUDA (the GPU round), and says so elsewhere.
+#[test]
+fn lid_driven_cavity_matches_ghia_at_re_1000_on_the_gpu() {
+    let ctx = context();
+    let mut backend = 0;
+    ok(unsafe { fegpu_context_backend(ctx, &mut backend) });
+    if backend != FEGPU_BACKEND_CUDA {
+        eprintln!("skipped: Re 1000 runs on the CUDA backend (FEGPU_BACKEND=cuda)");
+        return;
+    }
+    let (coarse, fine) = (cavity_error(ctx, 64, 1000.0), cavity_error(ctx, 128, 1000.0));
+    eprintln!("Re 1000: max |u - Ghia| = {coarse:.4} (64^2), {fine:.4} (128^2)");
+    assert!(fine < 0.05 && fine < coarse, "coarse {coarse}, fine {fine}");
+    ok(fegpu_context_destroy(ctx));
+}
+
+#[test]
+fn bad_input_is_refused_and_changes_nothing() {
+    let ctx = context();
+    let mut l = 0;
+    unsafe {
+        expect_err(
+            fegpu_lattice_create(ctx, 0, 4, 4, FEGPU_DTYPE_F64, 0.8, 0, &mut l),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["nx"],
+        );
+        expect_err(
+            fegpu_lattice_create(ctx, 4, 4, -1, FEGPU_DTYPE_F64, 0.8, 0, &mut l),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["nz"],
+        );
+        expect_err(
+            fegpu_lattice_create(ctx, 4, 4, 4, FEGPU_DTYPE_F64, 0.5, 0, &mut l),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["tau = 0.5"],
+        );
+        expect_err(
+            fegpu_lattice_create(ctx, 4, 4, 4, FEGPU_DTYPE_F64, f64::NAN, 0, &mut l),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["tau"],
+        );
+        expect_err(
+            fegpu_lattice_create(ctx, 4, 4, 4, 7, 0.8, 0, &mut l),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["dtype = 7"],
+        );
+        expect_err(
+            fegpu_lattice_create(ctx, 4, 4, 4, FEGPU_DTYPE_F64, 0.8, 8, &mut l),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["periodic = 8"],
+        );
+        expect_err(
+            fegpu_lattice_create(ctx, 4, 4, 4, FEGPU_DTYPE_F64, 0.8, 0, null_mut()),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["lat"],
+        );
+    }
+    let lat = lattice(ctx, [4, 3, 2], FEGPU_DTYPE_F64, 0.8, 0);
+    let sites = 24;
+    let mut rng = Rng::new(seed());
+    let f0 = random_populations(&mut rng, sites);
+    unsafe {
+        ok(fegpu_lattice_set_populations(lat.0, f0.as_ptr(), f0.len() as i64));
+        let mut flags = vec![0u8; sites];
+        flags[5] = 3;
+        expect_err(
+            fegpu_lattice_set_flags(lat.0, flags.as_ptr(), sites as i64),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["flags(6) = 3", "unknown flag"],
+        );
+        expect_err(
+            fegpu_lattice_set_flags(lat.0, flags.as_ptr(), 23),
+            FEGPU_ERR_SIZE_MISMATCH,
+            &["flags", "24 sites"],
+        );
+        expect_err(fegpu_lattice_set_flags(lat.0, null(), 24), FEGPU_ERR_INVALID_ARGUMENT, &["flags"]);
+        let mut bad = f0.clone();
+        bad[40] = f64::NAN;
+        expect_err(
+            fegpu_lattice_set_populations(lat.0, bad.as_ptr(), bad.len() as i64),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["f(2, site 3)", "finite"],
+        );
+        expect_err(fegpu_lattice_set_populations(lat.0, f0.as_ptr(), 5), FEGPU_ERR_SIZE_MISMATCH, &["f"]);
+        expect_err(fegpu_lattice_set_force(lat.0, f64::INFINITY, 0.0, 0.0), FEGPU_ERR_INVALID_ARGUMENT, &["force"]);
+        expect_err(
+            fegpu_lattice_init_equilibrium(lat.0, -1.0, 0.0, 0.0, 0.0),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["rho = -1"],
+        );
+        expect_err(fegpu_lattice_step(lat.0, -2), FEGPU_ERR_INVALID_ARGUMENT, &["steps = -2"]);
+        let (mut rho, mut u) = (vec![0.0; 12], vec![0.0; 36]);
+        expect_err(
+            fegpu_lattice_fields(lat.0, 2, 2, rho.as_mut_ptr(), u.as_mut_ptr()),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["z_first", "2 planes"],
+        );
+        expect_err(
+            fegpu_lattice_fields(lat.0, 1, 1, null_mut(), u.as_mut_ptr()),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["rho"],
+        );
+    }
+    // Nothing above changed the lattice: its populations are still f0 (all fluid, no steps).
+    assert_eq!(populations(&lat, sites), f0);
+    let l2 = lat.0;
+    drop(lat);
+    expect_err(fegpu_lattice_step(l2, 1), FEGPU_ERR_INVALID_HANDLE, &["lat", "destroyed"]);
+    ok(fegpu_context_destroy(ctx));
+}
+
+#[test]
+fn velocity_set_is_d3q19() {
+    // Independent of the implementation: weights sum to 1, first moments
+    // vanish, second moments are c_s^2 = 1/3 (isotropy), i+9 opposite i.
+    let mut m0 = 0.0;
+    let mut m2 = [[0.0; 3]; 3];
+    for i in 0..Q {
+        m0 += W[i];
+        for a in 0..3 {
+            for b in 0..3 {
+                m2[a][b] += W[i] * (C[i][a] * C[i][b]) as f64;
+            }
+        }
+        if (1..=9).contains(&i) {
+            assert_eq!(C[i].map(|v| -v), C[i + 9]);
+        }
+    }
+    assert!((m0 - 1.0).abs() < 1e-15);
+    for a in 0..3 {
+        for b in 0..3 {
+            assert!((m2[a][b] - if a == b { 1.0 / 3.0 } else { 0.0 }).abs() < 1e-15);
+        }
+    }
+}
