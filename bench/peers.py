@@ -2,6 +2,11 @@
 
     python3 bench/peers.py transpose [N ...]
     python3 bench/peers.py sparse [A.mtx]
+    python3 bench/peers.py lbm [N ...]
+
+lbm: a D3Q19 BGK step written the way a PyTorch user would (moments by
+einsum, streaming by torch.roll), f32 and f64, on a periodic N^3 box: MLUPS
+and GB/s counting the same 2*19 populations per site as `fegpu bench lbm`.
 
 sparse: cuSPARSE SpMV through CuPy (csr_matrix @ x) and CuPy's cg / bicgstab
 per iteration on the same operators as `fegpu bench spmv|solve`.
@@ -120,9 +125,41 @@ def sparse(args):
             print(f"  {name:<20} cupyx.scipy.sparse.linalg has no bicgstab in this CuPy")
 
 
+def lbm(sizes):
+    import torch
+    c = torch.tensor([[0, 0, 0], [-1, 0, 0], [0, -1, 0], [0, 0, -1], [-1, -1, 0], [-1, 1, 0], [-1, 0, -1],
+                      [-1, 0, 1], [0, -1, -1], [0, -1, 1]])
+    c = torch.cat([c, -c[1:]])
+    w = torch.tensor([1 / 3] + [1 / 18] * 3 + [1 / 36] * 6 + [1 / 18] * 3 + [1 / 36] * 6)
+    print(f"peers on {torch.cuda.get_device_name(0)}: torch {torch.__version__}")
+    print(f"  {'size':<8} {'dtype':<8} {'what':<28} {'ms/step':>9} {'MLUPS':>9} {'GB/s':>8}")
+    for n in sizes:
+        for dt in (torch.float32, torch.float64):
+            cd, wd = c.to("cuda", dt), w.to("cuda", dt).view(19, 1, 1, 1)
+            f = wd.expand(19, n, n, n).clone()
+            omega = 1 / 0.6
+
+            def step():
+                nonlocal f
+                rho = f.sum(0)
+                u = torch.einsum("qa,qzyx->azyx", cd, f) / rho
+                cu = torch.einsum("qa,azyx->qzyx", cd, u)
+                feq = wd * rho * (1 + 3 * cu + 4.5 * cu * cu - 1.5 * (u * u).sum(0))
+                post = f - omega * (f - feq)
+                f = torch.stack([torch.roll(post[i], shifts=(int(c[i, 2]), int(c[i, 1]), int(c[i, 0])), dims=(0, 1, 2))
+                                 for i in range(19)])
+            t = timed(step, reps=10)
+            size = 4 if dt == torch.float32 else 8
+            print(f"  {str(n) + '^3':<8} {str(dt)[6:]:<8} {'torch einsum + roll':<28} {t*1e3:9.3f} "
+                  f"{n**3/t/1e6:9.0f} {n**3*38*size/t/1e9:8.0f}")
+            del f
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "transpose"
     if what == "sparse":
         sparse(sys.argv[2:])
+    elif what == "lbm":
+        lbm([int(x) for x in sys.argv[2:]] or [128, 256])
     else:
         transpose([int(x) for x in sys.argv[2:]] or [4096, 8192])

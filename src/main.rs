@@ -16,6 +16,7 @@ const USAGE: &str = "usage:
                              over the serial loop; pinned vs pageable uploads
   fegpu bench spmv [A.mtx]   SpMV on 7-point 128^3, 27-point 96^3 (and A): GB/s, fraction of copy
   fegpu bench solve [A.mtx]  CG / BiCGSTAB per iteration against the bytes-moved roofline
+  fegpu bench lbm            D3Q19 MLUPS (128^3..512^3 f32, 128^3/256^3 f64) against the copy roofline
 environment: FEGPU_BACKEND=auto|cpu|cuda, FEGPU_DEVICE=N";
 
 fn info() -> fegpu::Result<()> {
@@ -79,6 +80,7 @@ fn bench(args: &[String]) -> fegpu::Result<()> {
                 fegpu::bench::sparse::solve(real.as_deref())
             }
         }
+        Some("lbm") => fegpu::bench::lbm::run(),
         other => Err(bad(format!("unknown benchmark {other:?}"))),
     }
 }

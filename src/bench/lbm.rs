@@ -1,0 +1,76 @@
+//! `fegpu bench lbm`: D3Q19 steps per second (MLUPS) against the bandwidth
+//! roofline, with the copy ceiling measured in the same run and the serial
+//! CPU rate beside it.
+
+use super::{describe, open_context, time};
+use crate::array::Dtype;
+use crate::context::Context;
+use crate::error::Result;
+use crate::lbm::{Lattice, FEGPU_PERIODIC_X, FEGPU_PERIODIC_Y, FEGPU_PERIODIC_Z, Q};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Bytes one site update moves: 19 populations read and written, and its flag.
+/// (Neighbour flags are read too, but from cache: each is shared by 19 sites.)
+pub fn bytes_per_site(dtype: Dtype) -> usize {
+    let size = match dtype {
+        Dtype::F32 => 4,
+        Dtype::F64 => 8,
+    };
+    2 * Q * size + 1
+}
+
+const ALL_PERIODIC: i32 = FEGPU_PERIODIC_X | FEGPU_PERIODIC_Y | FEGPU_PERIODIC_Z;
+
+/// Million lattice-site updates per second of `steps` steps on an n^3 periodic box.
+fn mlups(ctx: &Arc<Context>, n: usize, dtype: Dtype, steps: u64, reps: usize) -> Result<f64> {
+    let lat = Lattice::new(ctx.clone(), 0, [n as i64; 3], dtype, 0.6, ALL_PERIODIC)?;
+    lat.init_equilibrium(1.0, [0.02, 0.01, 0.0])?;
+    let t = time(ctx, reps, || lat.step(steps))?;
+    Ok((n * n * n) as f64 * steps as f64 / t / 1e6)
+}
+
+/// Copy bandwidth (bytes read + written per second) of a 1 GiB device-to-device copy.
+fn copy_bandwidth(ctx: &Context) -> Result<f64> {
+    let Some(g) = ctx.gpu() else { return Ok(f64::NAN) };
+    let n = 1usize << 28;
+    let (a, mut b) = (g.alloc::<f32>(n)?, g.alloc::<f32>(n)?);
+    let t = time(ctx, 20, || g.copy(&a, &mut b))?;
+    Ok(2.0 * (n * 4) as f64 / t)
+}
+
+pub fn run() -> Result<()> {
+    let ctx = open_context()?;
+    println!("fegpu bench lbm on {}", describe(&ctx));
+    let cpu = Arc::new(Context::cpu_reference());
+    let serial = {
+        let lat = Lattice::new(cpu.clone(), 0, [48; 3], Dtype::F64, 0.6, ALL_PERIODIC)?;
+        let t = Instant::now();
+        lat.step(3)?;
+        (48usize.pow(3) * 3) as f64 / t.elapsed().as_secs_f64() / 1e6
+    };
+    let copy = copy_bandwidth(&ctx)?;
+    println!("serial CPU reference (one core, f64, 48^3): {serial:.1} MLUPS");
+    println!("device copy ceiling: {:.0} GB/s", copy / 1e9);
+    println!("{:<8} {:<5} {:>11} {:>10} {:>9} {:>10}", "size", "dtype", "MLUPS", "GB/s", "of copy", "vs serial");
+    let cases: &[(usize, Dtype)] = if ctx.gpu().is_some() {
+        &[(128, Dtype::F32), (256, Dtype::F32), (512, Dtype::F32), (128, Dtype::F64), (256, Dtype::F64)]
+    } else {
+        &[(32, Dtype::F32), (48, Dtype::F64)]
+    };
+    for &(n, dtype) in cases {
+        let steps = if ctx.gpu().is_some() { 20 } else { 2 };
+        let m = mlups(&ctx, n, dtype, steps, 5)?;
+        let gbs = m * 1e6 * bytes_per_site(dtype) as f64;
+        println!(
+            "{:<8} {:<5} {:>11.0} {:>10.0} {:>8.1}% {:>9.0}x",
+            format!("{n}^3"),
+            dtype.name(),
+            m,
+            gbs / 1e9,
+            100.0 * gbs / copy,
+            m / serial
+        );
+    }
+    Ok(())
+}
