@@ -18,7 +18,7 @@
 !> message, and nothing was changed. Arrays are column-major as in Fortran.
 !> Standard Fortran 2018 (iso_c_binding, assumed rank); no preprocessor.
 module fegpu
-  use, intrinsic :: iso_c_binding, only: c_int32_t, c_int64_t, c_double, c_ptr, c_null_ptr, c_loc, c_char, c_null_char
+  use, intrinsic :: iso_c_binding, only: c_int8_t, c_int32_t, c_int64_t, c_double, c_ptr, c_null_ptr, c_loc, c_char, c_null_char
   use, intrinsic :: iso_fortran_env, only: real32, real64, error_unit
   implicit none
   private
@@ -59,6 +59,14 @@ module fegpu
     integer(c_int64_t) :: handle = 0
   end type fegpu_solver
 
+  !> A D3Q19 lattice-Boltzmann lattice with its populations on the device.
+  type, public :: fegpu_lattice
+    integer(c_int64_t) :: handle = 0
+  end type fegpu_lattice
+
+  integer, parameter, public :: FEGPU_PERIODIC_X = 1, FEGPU_PERIODIC_Y = 2, FEGPU_PERIODIC_Z = 4
+  integer, parameter, public :: FEGPU_FLUID = 0, FEGPU_WALL = 1, FEGPU_MOVING_WALL = 2
+
   integer, parameter, public :: FEGPU_METHOD_CG = 1, FEGPU_METHOD_BICGSTAB = 2
   integer, parameter, public :: FEGPU_PRECOND_NONE = 0, FEGPU_PRECOND_JACOBI = 1, FEGPU_PRECOND_ILU0 = 2
 
@@ -71,6 +79,9 @@ module fegpu
   public :: fegpu_host_register, fegpu_host_unregister
   public :: fegpu_transpose, fegpu_transpose_in_place, fegpu_copy
   public :: fegpu_transpose_host, fegpu_transpose_host_in_place
+  public :: fegpu_lattice_create, fegpu_lattice_set_flags, fegpu_lattice_set_force, fegpu_lattice_set_wall_velocity
+  public :: fegpu_lattice_init_equilibrium, fegpu_lattice_set_populations, fegpu_lattice_get_populations
+  public :: fegpu_lattice_step, fegpu_lattice_fields, fegpu_lattice_destroy
   public :: fegpu_last_error
 
   !> Creates an array holding a copy of a real32/real64 array of any rank
@@ -173,6 +184,61 @@ module fegpu
     integer(c_int32_t) function c_solver_destroy(s) bind(C, name='fegpu_solver_destroy')
       import :: c_int32_t, c_int64_t, c_double
       integer(c_int64_t), value :: s
+    end function
+  end interface
+
+  ! The lattice-Boltzmann C surface (fegpu.h, fegpu_lattice_*).
+  interface
+    integer(c_int32_t) function c_lattice_create(ctx, nx, ny, nz, dtype, tau, periodic, lat) &
+         bind(C, name='fegpu_lattice_create')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx, nx, ny, nz
+      integer(c_int32_t), value :: dtype, periodic
+      real(c_double), value :: tau
+      integer(c_int64_t), intent(out) :: lat
+    end function
+    integer(c_int32_t) function c_lattice_set_flags(lat, flags, n) bind(C, name='fegpu_lattice_set_flags')
+      import :: c_int32_t, c_int64_t, c_int8_t
+      integer(c_int64_t), value :: lat, n
+      integer(c_int8_t), intent(in) :: flags(*)
+    end function
+    integer(c_int32_t) function c_lattice_vector(lat, x, y, z) bind(C, name='fegpu_lattice_set_force')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: lat
+      real(c_double), value :: x, y, z
+    end function
+    integer(c_int32_t) function c_lattice_wall(lat, x, y, z) bind(C, name='fegpu_lattice_set_wall_velocity')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: lat
+      real(c_double), value :: x, y, z
+    end function
+    integer(c_int32_t) function c_lattice_equilibrium(lat, rho, x, y, z) bind(C, name='fegpu_lattice_init_equilibrium')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: lat
+      real(c_double), value :: rho, x, y, z
+    end function
+    integer(c_int32_t) function c_lattice_set_populations(lat, f, n) bind(C, name='fegpu_lattice_set_populations')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: lat, n
+      real(c_double), intent(in) :: f(*)
+    end function
+    integer(c_int32_t) function c_lattice_get_populations(lat, f, n) bind(C, name='fegpu_lattice_get_populations')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: lat, n
+      real(c_double), intent(out) :: f(*)
+    end function
+    integer(c_int32_t) function c_lattice_step(lat, n) bind(C, name='fegpu_lattice_step')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: lat, n
+    end function
+    integer(c_int32_t) function c_lattice_fields(lat, z_first, z_count, rho, u) bind(C, name='fegpu_lattice_fields')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: lat, z_first, z_count
+      real(c_double), intent(out) :: rho(*), u(*)
+    end function
+    integer(c_int32_t) function c_lattice_destroy(lat) bind(C, name='fegpu_lattice_destroy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: lat
     end function
   end interface
 
@@ -861,6 +927,121 @@ contains
     st = c_solver_destroy(s%handle)
     if (st == FEGPU_OK) s%handle = 0
     call check(st, 'fegpu_solver_destroy', stat, errmsg)
+  end subroutine
+
+  ! ---- Lattice Boltzmann (D3Q19) ----
+
+  !> An nx x ny x nz D3Q19 lattice, BGK relaxation time tau (> 0.5), all fluid
+  !> at rest with density 1. periodic: FEGPU_PERIODIC_X|Y|Z bits summed (other
+  !> faces are resting walls); kind: real64 (default) or real32 storage.
+  subroutine fegpu_lattice_create(ctx, nx, ny, nz, tau, lat, periodic, kind, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    integer, intent(in) :: nx, ny, nz
+    real(real64), intent(in) :: tau
+    type(fegpu_lattice), intent(out) :: lat
+    integer, intent(in), optional :: periodic, kind
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: dtype, bits
+    dtype = DTYPE_F64
+    if (present(kind)) then
+      if (kind == real32) dtype = DTYPE_F32
+    end if
+    bits = 0
+    if (present(periodic)) bits = int(periodic, c_int32_t)
+    call check(c_lattice_create(ctx%handle, int(nx, c_int64_t), int(ny, c_int64_t), int(nz, c_int64_t), dtype, &
+         real(tau, c_double), bits, lat%handle), 'fegpu_lattice_create', stat, errmsg)
+  end subroutine
+
+  !> flags(nx, ny, nz): FEGPU_FLUID, FEGPU_WALL or FEGPU_MOVING_WALL per site.
+  subroutine fegpu_lattice_set_flags(lat, flags, stat, errmsg)
+    type(fegpu_lattice), intent(in) :: lat
+    integer(c_int8_t), intent(in) :: flags(:, :, :)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_lattice_set_flags(lat%handle, flags, size(flags, kind=c_int64_t)), 'fegpu_lattice_set_flags', stat, errmsg)
+  end subroutine
+
+  !> Body force per unit volume, force(3), on every fluid site.
+  subroutine fegpu_lattice_set_force(lat, force, stat, errmsg)
+    type(fegpu_lattice), intent(in) :: lat
+    real(real64), intent(in) :: force(3)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_lattice_vector(lat%handle, force(1), force(2), force(3)), 'fegpu_lattice_set_force', stat, errmsg)
+  end subroutine
+
+  !> Velocity u(3) of the FEGPU_MOVING_WALL sites.
+  subroutine fegpu_lattice_set_wall_velocity(lat, u, stat, errmsg)
+    type(fegpu_lattice), intent(in) :: lat
+    real(real64), intent(in) :: u(3)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_lattice_wall(lat%handle, u(1), u(2), u(3)), 'fegpu_lattice_set_wall_velocity', stat, errmsg)
+  end subroutine
+
+  !> Every site at the equilibrium of density rho and velocity u(3).
+  subroutine fegpu_lattice_init_equilibrium(lat, rho, u, stat, errmsg)
+    type(fegpu_lattice), intent(in) :: lat
+    real(real64), intent(in) :: rho, u(3)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_lattice_equilibrium(lat%handle, rho, u(1), u(2), u(3)), 'fegpu_lattice_init_equilibrium', stat, errmsg)
+  end subroutine
+
+  !> f(0:18, nx, ny, nz): the serial code's populations (after streaming), Palabos order.
+  subroutine fegpu_lattice_set_populations(lat, f, stat, errmsg)
+    type(fegpu_lattice), intent(in) :: lat
+    real(real64), intent(in) :: f(:, :, :, :)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_lattice_set_populations(lat%handle, f, size(f, kind=c_int64_t)), 'fegpu_lattice_set_populations', stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_lattice_get_populations(lat, f, stat, errmsg)
+    type(fegpu_lattice), intent(in) :: lat
+    real(real64), intent(out) :: f(:, :, :, :)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_lattice_get_populations(lat%handle, f, size(f, kind=c_int64_t)), 'fegpu_lattice_get_populations', stat, errmsg)
+  end subroutine
+
+  !> nsteps collide-and-stream steps on the device; returns once they are queued.
+  subroutine fegpu_lattice_step(lat, nsteps, stat, errmsg)
+    type(fegpu_lattice), intent(in) :: lat
+    integer, intent(in) :: nsteps
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_lattice_step(lat%handle, int(nsteps, c_int64_t)), 'fegpu_lattice_step', stat, errmsg)
+  end subroutine
+
+  !> Density rho(nx, ny, k) and velocity u(3, nx, ny, k) of the k planes from
+  !> z = z_first (default 1); k = size(rho, 3). Wall sites report 0.
+  subroutine fegpu_lattice_fields(lat, rho, u, z_first, stat, errmsg)
+    type(fegpu_lattice), intent(in) :: lat
+    real(real64), intent(out) :: rho(:, :, :), u(:, :, :, :)
+    integer, intent(in), optional :: z_first
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: z0
+    z0 = 1
+    if (present(z_first)) z0 = z_first
+    if (size(u) /= 3 * size(rho)) then
+      call check(c_lattice_fields(lat%handle, z0, -1_c_int64_t, rho, u), 'fegpu_lattice_fields (u must be 3 x size(rho))', &
+           stat, errmsg)
+      return
+    end if
+    call check(c_lattice_fields(lat%handle, z0, size(rho, 3, kind=c_int64_t), rho, u), 'fegpu_lattice_fields', stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_lattice_destroy(lat, stat, errmsg)
+    type(fegpu_lattice), intent(inout) :: lat
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_lattice_destroy(lat%handle)
+    if (st == FEGPU_OK) lat%handle = 0
+    call check(st, 'fegpu_lattice_destroy', stat, errmsg)
   end subroutine
 
 end module fegpu
