@@ -37,6 +37,24 @@
 
 #define FEGPU_DTYPE_F64 2
 
+#define Q 19
+
+// Site flags.
+#define FLUID 0
+
+// Halfway bounce-back.
+#define WALL 1
+
+// Halfway bounce-back with the lattice's wall velocity (Ladd).
+#define MOVING_WALL 2
+
+// Periodic-direction bits.
+#define FEGPU_PERIODIC_X 1
+
+#define FEGPU_PERIODIC_Y 2
+
+#define FEGPU_PERIODIC_Z 4
+
 #define FEGPU_METHOD_CG 1
 
 #define FEGPU_METHOD_BICGSTAB 2
@@ -55,6 +73,9 @@ typedef uint64_t fegpu_context_t;
 
 // An array handle (0 is never valid).
 typedef uint64_t fegpu_array_t;
+
+// A lattice handle (0 is never valid).
+typedef uint64_t fegpu_lattice_t;
 
 // A CSR matrix handle (0 is never valid).
 typedef uint64_t fegpu_csr_t;
@@ -109,6 +130,11 @@ typedef struct fegpu_solve_info {
 
 // The CUDA backend was requested but no driver or device answers.
 #define FEGPU_ERR_NO_DEVICE 10
+
+// D3Q19 velocities in the Palabos order.
+#define C { { 0, 0, 0, }, { -1, 0, 0, }, { 0, -1, 0, }, { 0, 0, -1, }, { -1, -1, 0, }, { -1, 1, 0, }, { -1, 0, -1, }, { -1, 0, 1, }, { 0, -1, -1, }, { 0, -1, 1, }, { 1, 0, 0, }, { 0, 1, 0, }, { 0, 0, 1, }, { 1, 1, 0, }, { 1, -1, 0, }, { 1, 0, 1, }, { 1, 0, -1, }, { 0, 1, 1, }, { 0, 1, -1, }, }
+
+#define W { W0, W1, W1, W1, W2, W2, W2, W2, W2, W2, W1, W1, W1, W2, W2, W2, W2, W2, W2, }
 
 #ifdef __cplusplus
 extern "C" {
@@ -256,6 +282,64 @@ fegpu_status fegpu_dense_transpose_host_in_place_f32(fegpu_context_t ctx,
                                                      int64_t n,
                                                      float *a,
                                                      int32_t variant);
+
+// Creates an nx x ny x nz D3Q19 lattice storing populations as `dtype`
+// (FEGPU_DTYPE_F32 or FEGPU_DTYPE_F64), BGK relaxation time `tau` (> 0.5),
+// periodic in the directions of the `periodic` bits (FEGPU_PERIODIC_X|Y|Z;
+// the other faces are resting walls). Every site starts fluid, at rest, density 1.
+fegpu_status fegpu_lattice_create(fegpu_context_t ctx,
+                                  int64_t nx,
+                                  int64_t ny,
+                                  int64_t nz,
+                                  int32_t dtype,
+                                  double tau,
+                                  int32_t periodic,
+                                  fegpu_lattice_t *lat);
+
+// Sets every site's flag from `flags` (nx*ny*nz bytes, x fastest): 0 fluid,
+// 1 resting wall, 2 moving wall (velocity from fegpu_lattice_set_wall_velocity).
+// Walls use halfway bounce-back; a wall site's populations are never changed.
+fegpu_status fegpu_lattice_set_flags(fegpu_lattice_t lat, const uint8_t *flags, int64_t n);
+
+// The body force per unit volume (Guo forcing), applied to every fluid site.
+fegpu_status fegpu_lattice_set_force(fegpu_lattice_t lat, double fx, double fy, double fz);
+
+// The velocity of the moving-wall sites (flag 2).
+fegpu_status fegpu_lattice_set_wall_velocity(fegpu_lattice_t lat, double ux, double uy, double uz);
+
+// Puts every site at the equilibrium of density rho and velocity (ux, uy, uz).
+fegpu_status fegpu_lattice_init_equilibrium(fegpu_lattice_t lat,
+                                            double rho,
+                                            double ux,
+                                            double uy,
+                                            double uz);
+
+// Loads populations in the serial code's layout: f(0:18, nx, ny, nz), f64,
+// direction fastest, Palabos D3Q19 order (direction i+9 opposite i), after
+// streaming. n = 19*nx*ny*nz.
+fegpu_status fegpu_lattice_set_populations(fegpu_lattice_t lat, const double *f, int64_t n);
+
+// Reads the populations back in the layout of fegpu_lattice_set_populations.
+fegpu_status fegpu_lattice_get_populations(fegpu_lattice_t lat, double *f, int64_t n);
+
+// Runs `steps` fused collide-and-stream steps on the device without host
+// involvement; returns once they are queued (a later read waits for them).
+fegpu_status fegpu_lattice_step(fegpu_lattice_t lat, int64_t steps);
+
+// Density rho(nx, ny, z_count) and velocity u(3, nx, ny, z_count) of the
+// z-slab starting at plane z_first (1-based, as in Fortran); wall sites
+// report 0. The whole lattice: z_first = 1, z_count = nz.
+fegpu_status fegpu_lattice_fields(fegpu_lattice_t lat,
+                                  int64_t z_first,
+                                  int64_t z_count,
+                                  double *rho,
+                                  double *u);
+
+// Destroys a lattice.
+fegpu_status fegpu_lattice_destroy(fegpu_lattice_t lat);
+
+// Directions per site (19), for sizing population arrays.
+int32_t fegpu_lattice_directions(void);
 
 // Creates an nrows x ncols CSR matrix from the caller's arrays with int32
 // indices: row_ptr (nrows+1), col_ind and values (nnz), `index_base` 0 or 1

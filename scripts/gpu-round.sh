@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# One check-and-benchmark round on the GPU machine. Builds nothing: run
+# One check-and-benchmark round on the GPU machine ([--checks-only|--sparse|--lbm]). Builds nothing: run
 # scripts/gpu-stage.sh here first, which copies the binaries into .gpu/,
 # then call the device tool with carry [".gpu"] and this script.
 # Logs go to $OUT (or ./gpu-out when run by hand).
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-export FEGPU_BACKEND=cuda FEGPU_CHECK_LAUNCHES=1 FEGPU_MATRICES=$PWD/.gpu/matrices FEGPU_EXE=$PWD/.gpu/bin/fegpu LD_LIBRARY_PATH=$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}
+export FEGPU_BACKEND=cuda FEGPU_CHECK_LAUNCHES=1 FEGPU_MATRICES=$PWD/.gpu/matrices FEGPU_DATA=$PWD/.gpu/data FEGPU_EXE=$PWD/.gpu/bin/fegpu LD_LIBRARY_PATH=$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}
 fail=0
 run() { echo "== $*"; "$@" 2>&1 | tee -a "$OUT/checks.log"; local rc=${PIPESTATUS[0]}; [ $rc -eq 0 ] || { echo "FAILED ($rc): $*"; fail=1; }; }
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
@@ -16,6 +16,10 @@ unset FEGPU_CHECK_LAUNCHES
 if [ -z "${1:-}" ]; then
   .gpu/bin/fegpu bench transpose --size 1024x1024 --size 4096x4096 --size 8192x8192 2>&1 | tee "$OUT/bench-transpose.txt"
   python3 bench/peers.py transpose 4096 8192 2>&1 | tee "$OUT/peers-transpose.txt"
+fi
+if [ "${1:-}" = "--lbm" ] || [ -z "${1:-}" ]; then
+  .gpu/bin/fegpu bench lbm 2>&1 | tee "$OUT/bench-lbm.txt"
+  python3 bench/peers.py lbm 128 256 2>&1 | tee "$OUT/peers-lbm.txt"
 fi
 if [ "${1:-}" = "--sparse" ] || [ -z "${1:-}" ]; then
   .gpu/bin/fegpu bench spmv .gpu/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-spmv.txt"

@@ -169,7 +169,10 @@ fn poiseuille_flow_converges_at_second_order() {
 
 /// The Ghia, Ghia & Shin (1982) centreline table: (y, u at Re 100, u at Re 1000).
 fn ghia_u() -> Vec<(f64, f64, f64)> {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/ghia1982-cavity.csv")).expect("../shared/data/ghia1982-cavity.csv");
+    // FEGPU_DATA: where ../shared/data is when the tests run elsewhere (the GPU round).
+    let dir = std::env::var("FEGPU_DATA").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data").into());
+    let path = format!("{dir}/ghia1982-cavity.csv");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.starts_with('y'))
         .map(|l| {
