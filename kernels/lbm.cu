@@ -27,24 +27,40 @@ __device__ __forceinline__ int neighbour(int c, int d, int n, bool periodic) {
     return v;
 }
 
-template <typename T, typename R>
+// Population loads and stores; STREAM marks them evict-first (each is
+// touched once per step), so they do not push the flags out of the caches.
+template <bool STREAM, typename T>
+__device__ __forceinline__ T load(const T* p) {
+    if constexpr (STREAM) return __ldcs(p);
+    else return *p;
+}
+template <bool STREAM, typename T>
+__device__ __forceinline__ void store(T* p, T v) {
+    if constexpr (STREAM) __stcs(p, v);
+    else *p = v;
+}
+
+template <bool STREAM, typename T, typename R>
 __device__ void collide_push(const T* __restrict__ fin, T* __restrict__ fout, const unsigned char* __restrict__ flags,
                              int nx, int ny, int nz, int periodic, R omega, R fx, R fy, R fz, R uwx, R uwy, R uwz) {
     D3Q19_TABLES(R)
+    // Sites fit in 32 bits (Lattice::new refuses 2^31 or more), so the
+    // coordinates come from 32-bit divisions, several times cheaper than 64-bit.
     const i64 n = (i64)nx * ny * nz;
-    const i64 s = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= n) return;
     if (flags[s] != 0) {
 #pragma unroll
-        for (int i = 0; i < 19; ++i) fout[i * n + s] = fin[i * n + s];
+        for (int i = 0; i < 19; ++i) store<STREAM>(&fout[i * n + s], load<STREAM>(&fin[i * n + s]));
         return;
     }
-    const int x = (int)(s % nx), y = (int)((s / nx) % ny), z = (int)(s / ((i64)nx * ny));
+    const unsigned xy = s / (unsigned)nx;
+    const int x = (int)(s - xy * (unsigned)nx), y = (int)(xy % (unsigned)ny), z = (int)(xy / (unsigned)ny);
     R f[19];
     R rho = 0, jx = 0, jy = 0, jz = 0;
 #pragma unroll
     for (int i = 0; i < 19; ++i) {
-        f[i] = (R)fin[i * n + s];
+        f[i] = (R)load<STREAM>(&fin[i * n + s]);
         rho += f[i];
         jx += cx[i] * f[i];
         jy += cy[i] * f[i];
@@ -63,14 +79,14 @@ __device__ void collide_push(const T* __restrict__ fin, T* __restrict__ fout, co
         const int xd = neighbour(x, cx[i], nx, periodic & 1), yd = neighbour(y, cy[i], ny, periodic & 2),
                   zd = neighbour(z, cz[i], nz, periodic & 4);
         const bool inside = xd >= 0 && yd >= 0 && zd >= 0;
-        const i64 d = inside ? xd + (i64)nx * (yd + (i64)ny * zd) : 0;
+        const unsigned d = inside ? (unsigned)xd + (unsigned)nx * ((unsigned)yd + (unsigned)ny * (unsigned)zd) : 0u;
         const unsigned char dflag = inside ? flags[d] : 1;
         if (dflag == 0) {
-            fout[i * n + d] = (T)post;
+            store<STREAM>(&fout[i * n + d], (T)post);
         } else {
             const int o = i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9);
             const R wall = dflag == 2 ? 6 * w[i] * rho * (cx[i] * uwx + cy[i] * uwy + cz[i] * uwz) : R(0);
-            fout[o * n + s] = (T)(post - wall);
+            store<STREAM>(&fout[o * n + s], (T)(post - wall));
         }
     }
 }
@@ -119,7 +135,12 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
     extern "C" __global__ void __launch_bounds__(256) lbm_step_##NAME(const T* fin, T* fout,                      \
         const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega, R fx, R fy, R fz, R uwx, R uwy, \
         R uwz) {                                                                                                  \
-        collide_push<T, R>(fin, fout, flags, nx, ny, nz, periodic, omega, fx, fy, fz, uwx, uwy, uwz);           \
+        collide_push<false, T, R>(fin, fout, flags, nx, ny, nz, periodic, omega, fx, fy, fz, uwx, uwy, uwz);    \
+    }                                                                                                             \
+    extern "C" __global__ void __launch_bounds__(256) lbm_step_stream_##NAME(const T* fin, T* fout,               \
+        const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega, R fx, R fy, R fz, R uwx, R uwy, \
+        R uwz) {                                                                                                  \
+        collide_push<true, T, R>(fin, fout, flags, nx, ny, nz, periodic, omega, fx, fy, fz, uwx, uwy, uwz);     \
     }                                                                                                             \
     extern "C" __global__ void lbm_equilibrium_##NAME(T* f, i64 n, R rho, R ux, R uy, R uz) {                    \
         equilibrium<T, R>(f, n, rho, ux, uy, uz);                                                                 \
