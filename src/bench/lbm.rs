@@ -75,13 +75,15 @@ pub fn run() -> Result<()> {
         );
     }
     if ctx.gpu().is_some() {
-        println!("launch variants at 256^3 (block, evict-first loads/stores):");
+        println!("launch variants at 256^3 (block, evict-first loads/stores, sites per thread):");
         for dtype in [Dtype::F32, Dtype::F64] {
-            for block in [64, 128, 256] {
+            for block in [128, 256] {
                 for stream in [false, true] {
-                    let m = mlups(&ctx, 256, dtype, Launch { block, stream }, 20, 5)?;
-                    let share = m * 1e6 * bytes_per_site(dtype) as f64 / copy;
-                    println!("  {} block {block:>3} stream {stream:<5} {m:>8.0} MLUPS {:>6.1}% of copy", dtype.name(), 100.0 * share);
+                    for sites in [1, 2] {
+                        let m = mlups(&ctx, 256, dtype, Launch { block, stream, sites }, 20, 5)?;
+                        let share = m * 1e6 * bytes_per_site(dtype) as f64 / copy;
+                        println!("  {} block {block:>3} stream {stream:<5} sites {sites} {m:>8.0} MLUPS {:>6.1}% of copy", dtype.name(), 100.0 * share);
+                    }
                 }
             }
         }

@@ -302,8 +302,8 @@ impl Lattice {
 
     /// How the CUDA step is launched (for `fegpu bench lbm`'s comparison).
     pub fn set_launch(&self, how: cuda::Launch) -> Result<()> {
-        if !(32..=256).contains(&how.block) || how.block % 32 != 0 {
-            return Err(Error::invalid(format!("block = {}: a multiple of 32 up to 256", how.block)));
+        if !(32..=256).contains(&how.block) || how.block % 32 != 0 || !(1..=2).contains(&how.sites) {
+            return Err(Error::invalid(format!("{how:?}: block a multiple of 32 up to 256, 1 or 2 sites per thread")));
         }
         self.state().launch = how;
         Ok(())
