@@ -27,22 +27,9 @@ __device__ __forceinline__ int neighbour(int c, int d, int n, bool periodic) {
     return v;
 }
 
-// Population loads and stores; STREAM marks them evict-first (each is
-// touched once per step), so they do not push the flags out of the caches.
-template <bool STREAM, typename T>
-__device__ __forceinline__ T load(const T* p) {
-    if constexpr (STREAM) return __ldcs(p);
-    else return *p;
-}
-template <bool STREAM, typename T>
-__device__ __forceinline__ void store(T* p, T v) {
-    if constexpr (STREAM) __stcs(p, v);
-    else *p = v;
-}
-
 // Collides site s (populations f, coordinates x, y, z) and pushes each
 // post-collision population to its neighbour, or bounces it back.
-template <bool STREAM, typename T, typename R>
+template <typename T, typename R>
 __device__ __forceinline__ void collide_site(const R* f, unsigned s, T* __restrict__ fout, const unsigned char* __restrict__ flags,
                                              i64 n, int nx, int ny, int nz, int periodic, R omega, R fx, R fy, R fz, R uwx,
                                              R uwy, R uwz) {
@@ -75,39 +62,31 @@ __device__ __forceinline__ void collide_site(const R* f, unsigned s, T* __restri
         const unsigned d = inside ? (unsigned)xd + (unsigned)nx * ((unsigned)yd + (unsigned)ny * (unsigned)zd) : 0u;
         const unsigned char dflag = inside ? flags[d] : 1;
         if (dflag == 0) {
-            store<STREAM>(&fout[i * n + d], (T)post);
+            fout[i * n + d] = (T)post;
         } else {
             const int o = i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9);
             const R wall = dflag == 2 ? 6 * w[i] * rho * (cx[i] * uwx + cy[i] * uwy + cz[i] * uwz) : R(0);
-            store<STREAM>(&fout[o * n + s], (T)(post - wall));
+            fout[o * n + s] = (T)(post - wall);
         }
     }
 }
 
-// One step for SITES sites per thread (blockDim.x apart). Every site's loads
-// are issued before any arithmetic: f32 needs the extra bytes in flight.
-template <bool STREAM, int SITES, typename T, typename R>
+// One site per thread. (Measured on the H100, BENCHMARKS.md: two sites per
+// thread with all loads first, and evict-first loads/stores, were slower.)
+template <typename T, typename R>
 __device__ void collide_push(const T* __restrict__ fin, T* __restrict__ fout, const unsigned char* __restrict__ flags,
                              int nx, int ny, int nz, int periodic, R omega, R fx, R fy, R fz, R uwx, R uwy, R uwz) {
     const i64 n = (i64)nx * ny * nz;
-    const unsigned base = blockIdx.x * (blockDim.x * SITES) + threadIdx.x;
-    R f[SITES][19];
+    const unsigned s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= n) return;
+    R f[19];
 #pragma unroll
-    for (int k = 0; k < SITES; ++k) {
-        const unsigned s = base + k * blockDim.x;
+    for (int i = 0; i < 19; ++i) f[i] = (R)fin[i * n + s];
+    if (flags[s] == 0) {
+        collide_site<T, R>(f, s, fout, flags, n, nx, ny, nz, periodic, omega, fx, fy, fz, uwx, uwy, uwz);
+    } else {  // walls keep their populations
 #pragma unroll
-        for (int i = 0; i < 19; ++i) f[k][i] = s < n ? (R)load<STREAM>(&fin[i * n + s]) : R(0);
-    }
-#pragma unroll
-    for (int k = 0; k < SITES; ++k) {
-        const unsigned s = base + k * blockDim.x;
-        if (s >= n) break;
-        if (flags[s] == 0) {
-            collide_site<STREAM, T, R>(f[k], s, fout, flags, n, nx, ny, nz, periodic, omega, fx, fy, fz, uwx, uwy, uwz);
-        } else {  // walls keep their populations
-#pragma unroll
-            for (int i = 0; i < 19; ++i) store<STREAM>(&fout[i * n + s], (T)f[k][i]);
-        }
+        for (int i = 0; i < 19; ++i) fout[i * n + s] = (T)f[i];
     }
 }
 
@@ -151,18 +130,12 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
     u_out[3 * t + 2] = fluid ? (jz + fz / 2) / rho : 0;
 }
 
-#define LBM_STEP(T, R, NAME, VARIANT, STREAM, SITES)                                                           \
-    extern "C" __global__ void __launch_bounds__(256) lbm_step_##VARIANT##NAME(const T* fin, T* fout,             \
+#define LBM_KERNELS(T, R, NAME)                                                                                  \
+    extern "C" __global__ void __launch_bounds__(256) lbm_step_##NAME(const T* fin, T* fout,                      \
         const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega, R fx, R fy, R fz, R uwx, R uwy, \
         R uwz) {                                                                                                  \
-        collide_push<STREAM, SITES, T, R>(fin, fout, flags, nx, ny, nz, periodic, omega, fx, fy, fz, uwx, uwy,   \
-                                          uwz);                                                                   \
-    }
-#define LBM_KERNELS(T, R, NAME)                                                                                  \
-    LBM_STEP(T, R, NAME, , false, 1)                                                                              \
-    LBM_STEP(T, R, NAME, stream_, true, 1)                                                                        \
-    LBM_STEP(T, R, NAME, x2_, false, 2)                                                                           \
-    LBM_STEP(T, R, NAME, stream_x2_, true, 2)                                                                     \
+        collide_push<T, R>(fin, fout, flags, nx, ny, nz, periodic, omega, fx, fy, fz, uwx, uwy, uwz);           \
+    }                                                                                                             \
     extern "C" __global__ void lbm_equilibrium_##NAME(T* f, i64 n, R rho, R ux, R uy, R uz) {                    \
         equilibrium<T, R>(f, n, rho, ux, uy, uz);                                                                 \
     }                                                                                                             \

@@ -6,7 +6,7 @@ use super::{describe, open_context, time};
 use crate::array::Dtype;
 use crate::context::Context;
 use crate::error::Result;
-use crate::lbm::cuda::{Launch, DEFAULT_LAUNCH};
+use crate::lbm::cuda::BLOCK;
 use crate::lbm::{Lattice, FEGPU_PERIODIC_X, FEGPU_PERIODIC_Y, FEGPU_PERIODIC_Z, Q};
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,9 +24,9 @@ pub fn bytes_per_site(dtype: Dtype) -> usize {
 const ALL_PERIODIC: i32 = FEGPU_PERIODIC_X | FEGPU_PERIODIC_Y | FEGPU_PERIODIC_Z;
 
 /// Million lattice-site updates per second of `steps` steps on an n^3 periodic box.
-fn mlups(ctx: &Arc<Context>, n: usize, dtype: Dtype, how: Launch, steps: u64, reps: usize) -> Result<f64> {
+fn mlups(ctx: &Arc<Context>, n: usize, dtype: Dtype, block: u32, steps: u64, reps: usize) -> Result<f64> {
     let lat = Lattice::new(ctx.clone(), 0, [n as i64; 3], dtype, 0.6, ALL_PERIODIC)?;
-    lat.set_launch(how)?;
+    lat.set_block(block)?;
     lat.init_equilibrium(1.0, [0.02, 0.01, 0.0])?;
     let t = time(ctx, reps, || lat.step(steps))?;
     Ok((n * n * n) as f64 * steps as f64 / t / 1e6)
@@ -62,7 +62,7 @@ pub fn run() -> Result<()> {
     };
     for &(n, dtype) in cases {
         let steps = if ctx.gpu().is_some() { 20 } else { 2 };
-        let m = mlups(&ctx, n, dtype, DEFAULT_LAUNCH, steps, 5)?;
+        let m = mlups(&ctx, n, dtype, BLOCK, steps, 5)?;
         let gbs = m * 1e6 * bytes_per_site(dtype) as f64;
         println!(
             "{:<8} {:<5} {:>11.0} {:>10.0} {:>8.1}% {:>9.0}x",
@@ -75,16 +75,12 @@ pub fn run() -> Result<()> {
         );
     }
     if ctx.gpu().is_some() {
-        println!("launch variants at 256^3 (block, evict-first loads/stores, sites per thread):");
+        println!("block sizes at 256^3:");
         for dtype in [Dtype::F32, Dtype::F64] {
-            for block in [128, 256] {
-                for stream in [false, true] {
-                    for sites in [1, 2] {
-                        let m = mlups(&ctx, 256, dtype, Launch { block, stream, sites }, 20, 5)?;
-                        let share = m * 1e6 * bytes_per_site(dtype) as f64 / copy;
-                        println!("  {} block {block:>3} stream {stream:<5} sites {sites} {m:>8.0} MLUPS {:>6.1}% of copy", dtype.name(), 100.0 * share);
-                    }
-                }
+            for block in [64, 128, 256] {
+                let m = mlups(&ctx, 256, dtype, block, 20, 5)?;
+                let share = m * 1e6 * bytes_per_site(dtype) as f64 / copy;
+                println!("  {} block {block:>3} {m:>8.0} MLUPS {:>6.1}% of copy", dtype.name(), 100.0 * share);
             }
         }
     }

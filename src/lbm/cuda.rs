@@ -7,27 +7,16 @@ use crate::gpu::{DeviceBuffer, Gpu, KernelArg};
 
 pub const SOURCE: &str = include_str!("../../kernels/lbm.cu");
 
-const BLOCK: u32 = 256;
+pub const BLOCK: u32 = 256;
 
 fn grid(n: usize) -> (u32, u32, u32) {
     (n.div_ceil(BLOCK as usize) as u32, 1, 1)
 }
 
-/// How a step is launched: block size (<= 256) and evict-first population
-/// accesses. `fegpu bench lbm` compares them; the default is its pick.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Launch {
-    pub block: u32,
-    pub stream: bool,
-    /// Sites per thread: 1 or 2.
-    pub sites: u32,
-}
-
-pub const DEFAULT_LAUNCH: Launch = Launch { block: BLOCK, stream: false, sites: 1 };
-
-pub fn step<T: Real>(g: &Gpu, p: &Params, how: Launch, flags: &DeviceBuffer<u8>, fin: &DeviceBuffer<T>, fout: &mut DeviceBuffer<T>) -> Result<()> {
-    let name = format!("lbm_step_{}{}{}", if how.stream { "stream_" } else { "" }, if how.sites == 2 { "x2_" } else { "" }, T::DTYPE.name());
-    let block = how.block;
+/// One site per thread; `block` threads per block (<= 256; 256 unless
+/// `fegpu bench lbm` compares).
+pub fn step<T: Real>(g: &Gpu, p: &Params, block: u32, flags: &DeviceBuffer<u8>, fin: &DeviceBuffer<T>, fout: &mut DeviceBuffer<T>) -> Result<()> {
+    let name = format!("lbm_step_{}", T::DTYPE.name());
     let f = g.kernel("lbm", SOURCE, &name)?;
     let [nx, ny, nz] = p.dims.map(|d| d as i32);
     let omega = T::from_f64(1.0 / p.tau);
@@ -36,7 +25,7 @@ pub fn step<T: Real>(g: &Gpu, p: &Params, how: Launch, flags: &DeviceBuffer<u8>,
     let mut l = g.launcher(&f);
     l.arg(fin).arg(fout).arg(flags).arg(&nx).arg(&ny).arg(&nz).arg(&p.periodic).arg(&omega);
     l.arg(&force[0]).arg(&force[1]).arg(&force[2]).arg(&wall[0]).arg(&wall[1]).arg(&wall[2]);
-    g.launch(&name, l, (p.sites().div_ceil((block * how.sites) as usize) as u32, 1, 1), (block, 1, 1), 0)
+    g.launch(&name, l, (p.sites().div_ceil(block as usize) as u32, 1, 1), (block, 1, 1), 0)
 }
 
 pub fn equilibrium<T: Real>(g: &Gpu, f: &mut DeviceBuffer<T>, n: usize, rho: f64, u: [f64; 3]) -> Result<()> {

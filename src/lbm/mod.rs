@@ -130,8 +130,8 @@ struct State {
     flags: Buffer<u8>,
     storage: Storage,
     steps: u64,
-    /// How the CUDA step is launched.
-    launch: cuda::Launch,
+    /// Threads per block of the CUDA step.
+    block: u32,
 }
 
 pub struct Lattice {
@@ -177,11 +177,11 @@ impl<T: Real> Populations<T> {
         }
     }
 
-    fn step(&mut self, gpu: Option<&Gpu>, p: &Params, how: cuda::Launch, flags: &Buffer<u8>, count: u64) -> Result<()> {
+    fn step(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: &Buffer<u8>, count: u64) -> Result<()> {
         for _ in 0..count {
             match (&self.current, &mut self.spare, flags, gpu) {
                 (Buffer::Host(fin), Buffer::Host(fout), Buffer::Host(fl), _) => cpu::step(p, fl, fin, fout),
-                (Buffer::Device(fin), Buffer::Device(fout), Buffer::Device(fl), Some(g)) => cuda::step(g, p, how, fl, fin, fout)?,
+                (Buffer::Device(fin), Buffer::Device(fout), Buffer::Device(fl), Some(g)) => cuda::step(g, p, block, fl, fin, fout)?,
                 _ => unreachable!("mixed host and device storage"),
             }
             std::mem::swap(&mut self.current, &mut self.spare);
@@ -283,7 +283,7 @@ impl Lattice {
                 flags,
                 storage,
                 steps: 0,
-                launch: cuda::DEFAULT_LAUNCH,
+                block: cuda::BLOCK,
             }),
         })
     }
@@ -300,12 +300,12 @@ impl Lattice {
         self.state().steps
     }
 
-    /// How the CUDA step is launched (for `fegpu bench lbm`'s comparison).
-    pub fn set_launch(&self, how: cuda::Launch) -> Result<()> {
-        if !(32..=256).contains(&how.block) || how.block % 32 != 0 || !(1..=2).contains(&how.sites) {
-            return Err(Error::invalid(format!("{how:?}: block a multiple of 32 up to 256, 1 or 2 sites per thread")));
+    /// Threads per block of the CUDA step (for `fegpu bench lbm`'s comparison).
+    pub fn set_block(&self, block: u32) -> Result<()> {
+        if !(32..=256).contains(&block) || block % 32 != 0 {
+            return Err(Error::invalid(format!("block = {block}: a multiple of 32 up to 256")));
         }
-        self.state().launch = how;
+        self.state().block = block;
         Ok(())
     }
 
@@ -389,8 +389,8 @@ impl Lattice {
     pub fn step(&self, count: u64) -> Result<()> {
         let gpu = self.ctx.gpu();
         let mut st = self.state();
-        let State { params, flags, storage, steps, launch } = &mut *st;
-        with_populations!(storage, p => p.step(gpu, params, *launch, flags, count))?;
+        let State { params, flags, storage, steps, block } = &mut *st;
+        with_populations!(storage, p => p.step(gpu, params, *block, flags, count))?;
         *steps += count;
         Ok(())
     }
