@@ -37,16 +37,14 @@
 
 #define FEGPU_DTYPE_F64 2
 
-#define Q 19
-
 // Site flags.
-#define FLUID 0
+#define FEGPU_FLUID 0
 
 // Halfway bounce-back.
-#define WALL 1
+#define FEGPU_WALL 1
 
 // Halfway bounce-back with the lattice's wall velocity (Ladd).
-#define MOVING_WALL 2
+#define FEGPU_MOVING_WALL 2
 
 // Periodic-direction bits.
 #define FEGPU_PERIODIC_X 1
@@ -130,11 +128,6 @@ typedef struct fegpu_solve_info {
 
 // The CUDA backend was requested but no driver or device answers.
 #define FEGPU_ERR_NO_DEVICE 10
-
-// D3Q19 velocities in the Palabos order.
-#define C { { 0, 0, 0, }, { -1, 0, 0, }, { 0, -1, 0, }, { 0, 0, -1, }, { -1, -1, 0, }, { -1, 1, 0, }, { -1, 0, -1, }, { -1, 0, 1, }, { 0, -1, -1, }, { 0, -1, 1, }, { 1, 0, 0, }, { 0, 1, 0, }, { 0, 0, 1, }, { 1, 1, 0, }, { 1, -1, 0, }, { 1, 0, 1, }, { 1, 0, -1, }, { 0, 1, 1, }, { 0, 1, -1, }, }
-
-#define W { W0, W1, W1, W1, W2, W2, W2, W2, W2, W2, W1, W1, W1, W2, W2, W2, W2, W2, W2, }
 
 #ifdef __cplusplus
 extern "C" {

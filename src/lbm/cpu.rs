@@ -1,7 +1,7 @@
 //! The host reference of `kernels/lbm.cu`: the same fused BGK collide-and-push
 //! step, site by site, with f64 arithmetic whatever the storage type.
 
-use super::{opposite, Params, C, FLUID, MOVING_WALL, Q, W};
+use super::{opposite, Params, C, FEGPU_FLUID, FEGPU_MOVING_WALL, Q, W};
 use crate::array::Real;
 
 fn equilibrium_of(i: usize, rho: f64, u: [f64; 3]) -> f64 {
@@ -33,7 +33,7 @@ pub fn step<T: Real>(p: &Params, flags: &[u8], fin: &[T], fout: &mut [T]) {
     let omega = 1.0 / p.tau;
     let g = p.force;
     for s in 0..n {
-        if flags[s] != FLUID {
+        if flags[s] != FEGPU_FLUID {
             for i in 0..Q {
                 fout[i * n + s] = fin[i * n + s];
             }
@@ -48,10 +48,10 @@ pub fn step<T: Real>(p: &Params, flags: &[u8], fin: &[T], fout: &mut [T]) {
             let cu = c[0] * u[0] + c[1] * u[1] + c[2] * u[2];
             let cf = c[0] * g[0] + c[1] * g[1] + c[2] * g[2];
             let post = f[i] - omega * (f[i] - equilibrium_of(i, rho, u)) + (1.0 - omega / 2.0) * W[i] * (3.0 * (cf - uf) + 9.0 * cu * cf);
-            match p.neighbour(s, i).filter(|&d| flags[d] == FLUID) {
+            match p.neighbour(s, i).filter(|&d| flags[d] == FEGPU_FLUID) {
                 Some(d) => fout[i * n + d] = T::from_f64(post),
                 None => {
-                    let moving = p.neighbour(s, i).is_some_and(|d| flags[d] == MOVING_WALL);
+                    let moving = p.neighbour(s, i).is_some_and(|d| flags[d] == FEGPU_MOVING_WALL);
                     let uw = p.wall_velocity;
                     let wall = if moving {
                         6.0 * W[i] * rho * (c[0] * uw[0] + c[1] * uw[1] + c[2] * uw[2])
@@ -78,7 +78,7 @@ pub fn fields<T: Real>(p: &Params, flags: &[u8], f: &[T], first: usize, rho_out:
     let n = p.sites();
     for (t, rho_t) in rho_out.iter_mut().enumerate() {
         let s = first + t;
-        let (rho, j) = if flags[s] == FLUID { moments(&gather(f, n, s)) } else { (0.0, [0.0; 3]) };
+        let (rho, j) = if flags[s] == FEGPU_FLUID { moments(&gather(f, n, s)) } else { (0.0, [0.0; 3]) };
         *rho_t = rho;
         for a in 0..3 {
             u_out[3 * t + a] = if rho != 0.0 { (j[a] + p.force[a] / 2.0) / rho } else { 0.0 };

@@ -55,11 +55,11 @@ pub fn opposite(i: usize) -> usize {
 }
 
 /// Site flags.
-pub const FLUID: u8 = 0;
+pub const FEGPU_FLUID: u8 = 0;
 /// Halfway bounce-back.
-pub const WALL: u8 = 1;
+pub const FEGPU_WALL: u8 = 1;
 /// Halfway bounce-back with the lattice's wall velocity (Ladd).
-pub const MOVING_WALL: u8 = 2;
+pub const FEGPU_MOVING_WALL: u8 = 2;
 
 /// Periodic-direction bits.
 pub const FEGPU_PERIODIC_X: i32 = 1;
@@ -76,7 +76,7 @@ pub struct Params {
     pub tau: f64,
     /// Body force per unit volume (Guo forcing).
     pub force: [f64; 3],
-    /// Velocity of MOVING_WALL sites.
+    /// Velocity of FEGPU_MOVING_WALL sites.
     pub wall_velocity: [f64; 3],
 }
 
@@ -264,10 +264,10 @@ impl Lattice {
         let flags = match gpu {
             Some(g) => {
                 let mut b = g.alloc::<u8>(n)?;
-                g.fill_bytes(&mut b, FLUID)?;
+                g.fill_bytes(&mut b, FEGPU_FLUID)?;
                 Buffer::Device(b)
             }
-            None => Buffer::Host(vec![FLUID; n]),
+            None => Buffer::Host(vec![FEGPU_FLUID; n]),
         };
         let mut storage = match dtype {
             Dtype::F32 => Storage::F32(new_populations(gpu, n)?),
@@ -309,14 +309,14 @@ impl Lattice {
         Ok(())
     }
 
-    /// One flag per site (x fastest); values FLUID, WALL, MOVING_WALL.
+    /// One flag per site (x fastest); values FEGPU_FLUID, FEGPU_WALL, FEGPU_MOVING_WALL.
     pub fn set_flags(&self, flags: &[u8]) -> Result<()> {
         let mut st = self.state();
         let n = st.params.sites();
         if flags.len() != n {
             return Err(Error::size(format!("flags: {} values for {n} sites", flags.len())));
         }
-        if let Some(s) = flags.iter().position(|&f| f > MOVING_WALL) {
+        if let Some(s) = flags.iter().position(|&f| f > FEGPU_MOVING_WALL) {
             return Err(Error::invalid(format!(
                 "flags({}) = {}: unknown flag (0 fluid, 1 wall, 2 moving wall)",
                 s + 1,
