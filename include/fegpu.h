@@ -37,13 +37,13 @@
 
 #define FEGPU_DTYPE_F64 2
 
-// Site flags.
+// Site flag: a fluid site, collided and streamed every step.
 #define FEGPU_FLUID 0
 
-// Halfway bounce-back.
+// Site flag: a resting wall (halfway bounce-back).
 #define FEGPU_WALL 1
 
-// Halfway bounce-back with the lattice's wall velocity (Ladd).
+// Site flag: a wall moving with the lattice's wall velocity (halfway bounce-back with Ladd's term).
 #define FEGPU_MOVING_WALL 2
 
 // Periodic-direction bits.

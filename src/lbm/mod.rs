@@ -54,11 +54,11 @@ pub fn opposite(i: usize) -> usize {
     }
 }
 
-/// Site flags.
+/// Site flag: a fluid site, collided and streamed every step.
 pub const FEGPU_FLUID: u8 = 0;
-/// Halfway bounce-back.
+/// Site flag: a resting wall (halfway bounce-back).
 pub const FEGPU_WALL: u8 = 1;
-/// Halfway bounce-back with the lattice's wall velocity (Ladd).
+/// Site flag: a wall moving with the lattice's wall velocity (halfway bounce-back with Ladd's term).
 pub const FEGPU_MOVING_WALL: u8 = 2;
 
 /// Periodic-direction bits.
