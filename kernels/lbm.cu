@@ -7,16 +7,10 @@
 //
 // Velocities in the Palabos order: direction i+9 is opposite i (i = 1..9).
 // Flags: 0 fluid, 1 resting wall, 2 moving wall; sites beyond a non-periodic
-// face are resting walls. On the device the top bit (BULK, set by
-// lbm_mark_bulk) marks fluid sites whose 18 neighbours are fluid and inside
-// the box without wrapping: they stream to s + offset with no neighbour
-// lookups at all, which most sites of a large lattice do. Walls use halfway bounce-back (Ladd's correction
+// face are resting walls. Walls use halfway bounce-back (Ladd's correction
 // for moving walls); wall sites keep their populations unchanged.
 
 typedef long long i64;
-
-#define BULK 0x80
-#define KIND(code) ((code) & 0x7f)
 
 #define D3Q19_TABLES(R)                                                                                 \
     const int cx[19] = {0, -1, 0, 0, -1, -1, -1, -1, 0, 0, 1, 0, 0, 1, 1, 1, 1, 0, 0};               \
@@ -35,18 +29,15 @@ __device__ __forceinline__ int neighbour(int c, int d, int n, bool periodic) {
 
 // Collides site s (populations f, coordinates x, y, z) and pushes each
 // post-collision population to its neighbour, or bounces it back.
-template <bool IS_BULK, typename T, typename R>
+template <typename T, typename R>
 __device__ __forceinline__ void collide_site(const R* f, unsigned s, T* __restrict__ fout, const unsigned char* __restrict__ flags,
                                              i64 n, int nx, int ny, int nz, int periodic, R omega, R fx, R fy, R fz, R uwx,
                                              R uwy, R uwz) {
     D3Q19_TABLES(R)
     // Sites fit in 32 bits (Lattice::new refuses 2^31 or more), so the
     // coordinates come from 32-bit divisions, several times cheaper than 64-bit.
-    int x = 0, y = 0, z = 0;
-    if (!IS_BULK) {
-        const unsigned xy = s / (unsigned)nx;
-        x = (int)(s - xy * (unsigned)nx), y = (int)(xy % (unsigned)ny), z = (int)(xy / (unsigned)ny);
-    }
+    const unsigned xy = s / (unsigned)nx;
+    const int x = (int)(s - xy * (unsigned)nx), y = (int)(xy % (unsigned)ny), z = (int)(xy / (unsigned)ny);
     R rho = 0, jx = 0, jy = 0, jz = 0;
 #pragma unroll
     for (int i = 0; i < 19; ++i) {
@@ -65,15 +56,11 @@ __device__ __forceinline__ void collide_site(const R* f, unsigned s, T* __restri
         const R cf = cx[i] * fx + cy[i] * fy + cz[i] * fz;
         const R feq = w[i] * rho * (1 + 3 * cu + R(4.5) * cu * cu - R(1.5) * usq);
         const R post = f[i] - omega * (f[i] - feq) + source_scale * w[i] * (3 * (cf - uf) + 9 * cu * cf);
-        if (IS_BULK) {
-            fout[i * n + (s + cx[i] + nx * (cy[i] + ny * cz[i]))] = (T)post;
-            continue;
-        }
         const int xd = neighbour(x, cx[i], nx, periodic & 1), yd = neighbour(y, cy[i], ny, periodic & 2),
                   zd = neighbour(z, cz[i], nz, periodic & 4);
         const bool inside = xd >= 0 && yd >= 0 && zd >= 0;
         const unsigned d = inside ? (unsigned)xd + (unsigned)nx * ((unsigned)yd + (unsigned)ny * (unsigned)zd) : 0u;
-        const unsigned char dflag = inside ? KIND(flags[d]) : 1;
+        const unsigned char dflag = inside ? flags[d] : 1;
         if (dflag == 0) {
             fout[i * n + d] = (T)post;
         } else {
@@ -95,11 +82,8 @@ __device__ void collide_push(const T* __restrict__ fin, T* __restrict__ fout, co
     R f[19];
 #pragma unroll
     for (int i = 0; i < 19; ++i) f[i] = (R)fin[i * n + s];
-    const unsigned char code = flags[s];
-    if (code & BULK) {
-        collide_site<true, T, R>(f, s, fout, flags, n, nx, ny, nz, periodic, omega, fx, fy, fz, uwx, uwy, uwz);
-    } else if (code == 0) {
-        collide_site<false, T, R>(f, s, fout, flags, n, nx, ny, nz, periodic, omega, fx, fy, fz, uwx, uwy, uwz);
+    if (flags[s] == 0) {
+        collide_site<T, R>(f, s, fout, flags, n, nx, ny, nz, periodic, omega, fx, fy, fz, uwx, uwy, uwz);
     } else {  // walls keep their populations
 #pragma unroll
         for (int i = 0; i < 19; ++i) fout[i * n + s] = (T)f[i];
@@ -129,7 +113,7 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
     if (t >= count) return;
     const i64 s = first + t;
     R rho = 0, jx = 0, jy = 0, jz = 0;
-    if (KIND(flags[s]) == 0) {
+    if (flags[s] == 0) {
 #pragma unroll
         for (int i = 0; i < 19; ++i) {
             const R v = (R)f[i * n + s];
@@ -144,20 +128,6 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
     u_out[3 * t] = fluid ? (jx + fx / 2) / rho : 0;
     u_out[3 * t + 1] = fluid ? (jy + fy / 2) / rho : 0;
     u_out[3 * t + 2] = fluid ? (jz + fz / 2) / rho : 0;
-}
-
-// Sets BULK on fluid sites with 18 fluid neighbours inside the box (read
-// through KIND, so concurrent BULK updates of neighbours do not matter).
-extern "C" __global__ void lbm_mark_bulk(unsigned char* flags, int nx, int ny, int nz) {
-    D3Q19_TABLES(float)
-    const i64 n = (i64)nx * ny * nz;
-    const unsigned s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= n) return;
-    const unsigned xy = s / (unsigned)nx;
-    const int x = (int)(s - xy * (unsigned)nx), y = (int)(xy % (unsigned)ny), z = (int)(xy / (unsigned)ny);
-    bool bulk = KIND(flags[s]) == 0 && x > 0 && x < nx - 1 && y > 0 && y < ny - 1 && z > 0 && z < nz - 1;
-    for (int i = 1; i < 19 && bulk; ++i) bulk = KIND(flags[s + cx[i] + nx * (cy[i] + ny * cz[i])]) == 0;
-    flags[s] = KIND(flags[s]) | (bulk ? BULK : 0);
 }
 
 #define LBM_KERNELS(T, R, NAME)                                                                                  \

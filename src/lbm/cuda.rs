@@ -28,16 +28,6 @@ pub fn step<T: Real>(g: &Gpu, p: &Params, block: u32, flags: &DeviceBuffer<u8>, 
     g.launch(&name, l, (p.sites().div_ceil(block as usize) as u32, 1, 1), (block, 1, 1), 0)
 }
 
-/// Marks the bulk sites (fluid, all neighbours fluid and inside the box) in
-/// the device's flags, after every flags upload.
-pub fn mark_bulk(g: &Gpu, p: &Params, flags: &mut DeviceBuffer<u8>) -> Result<()> {
-    let k = g.kernel("lbm", SOURCE, "lbm_mark_bulk")?;
-    let [nx, ny, nz] = p.dims.map(|d| d as i32);
-    let mut l = g.launcher(&k);
-    l.arg(flags).arg(&nx).arg(&ny).arg(&nz);
-    g.launch("lbm_mark_bulk", l, grid(p.sites()), (BLOCK, 1, 1), 0)
-}
-
 pub fn equilibrium<T: Real>(g: &Gpu, f: &mut DeviceBuffer<T>, n: usize, rho: f64, u: [f64; 3]) -> Result<()> {
     let name = format!("lbm_equilibrium_{}", T::DTYPE.name());
     let k = g.kernel("lbm", SOURCE, &name)?;

@@ -265,7 +265,6 @@ impl Lattice {
             Some(g) => {
                 let mut b = g.alloc::<u8>(n)?;
                 g.fill_bytes(&mut b, FEGPU_FLUID)?;
-                cuda::mark_bulk(g, &params, &mut b)?;
                 Buffer::Device(b)
             }
             None => Buffer::Host(vec![FEGPU_FLUID; n]),
@@ -324,13 +323,9 @@ impl Lattice {
                 flags[s]
             )));
         }
-        let params = st.params;
         match (&mut st.flags, self.ctx.gpu()) {
             (Buffer::Host(h), _) => h.copy_from_slice(flags),
-            (Buffer::Device(d), Some(g)) => {
-                g.upload(flags, d, 0)?;
-                cuda::mark_bulk(g, &params, d)?
-            }
+            (Buffer::Device(d), Some(g)) => g.upload(flags, d, 0)?,
             _ => unreachable!("device storage without a GPU"),
         }
         Ok(())
