@@ -81,7 +81,7 @@ module fegpu
   public :: fegpu_transpose_host, fegpu_transpose_host_in_place
   public :: fegpu_lattice_create, fegpu_lattice_set_flags, fegpu_lattice_set_force, fegpu_lattice_set_wall_velocity
   public :: fegpu_lattice_init_equilibrium, fegpu_lattice_set_populations, fegpu_lattice_get_populations
-  public :: fegpu_lattice_step, fegpu_lattice_fields, fegpu_lattice_destroy
+  public :: fegpu_lattice_step, fegpu_lattice_fields, fegpu_lattice_destroy, fegpu_lattice_set_trt
   public :: fegpu_last_error
 
   !> Creates an array holding a copy of a real32/real64 array of any rank
@@ -211,6 +211,11 @@ module fegpu
       import :: c_int32_t, c_int64_t, c_double
       integer(c_int64_t), value :: lat
       real(c_double), value :: x, y, z
+    end function
+    integer(c_int32_t) function c_lattice_trt(lat, magic) bind(C, name='fegpu_lattice_set_trt')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: lat
+      real(c_double), value :: magic
     end function
     integer(c_int32_t) function c_lattice_equilibrium(lat, rho, x, y, z) bind(C, name='fegpu_lattice_init_equilibrium')
       import :: c_int32_t, c_int64_t, c_double
@@ -978,6 +983,16 @@ contains
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_lattice_wall(lat%handle, u(1), u(2), u(3)), 'fegpu_lattice_set_wall_velocity', stat, errmsg)
+  end subroutine
+
+  !> TRT collision with magic parameter magic > 0 (3/16: walls exactly midway
+  !> in Poiseuille flow; 1/4: most stable); 0 returns to BGK.
+  subroutine fegpu_lattice_set_trt(lat, magic, stat, errmsg)
+    type(fegpu_lattice), intent(in) :: lat
+    real(real64), intent(in) :: magic
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_lattice_trt(lat%handle, magic), 'fegpu_lattice_set_trt', stat, errmsg)
   end subroutine
 
   !> Every site at the equilibrium of density rho and velocity u(3).

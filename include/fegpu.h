@@ -300,6 +300,11 @@ fegpu_status fegpu_lattice_set_force(fegpu_lattice_t lat, double fx, double fy, 
 // The velocity of the moving-wall sites (flag 2).
 fegpu_status fegpu_lattice_set_wall_velocity(fegpu_lattice_t lat, double ux, double uy, double uz);
 
+// Selects the TRT collision with magic parameter `magic` > 0 (3/16: halfway
+// bounce-back walls exactly midway in Poiseuille flow; 1/4: most stable);
+// 0 returns to BGK (the default).
+fegpu_status fegpu_lattice_set_trt(fegpu_lattice_t lat, double magic);
+
 // Puts every site at the equilibrium of density rho and velocity (ux, uy, uz).
 fegpu_status fegpu_lattice_init_equilibrium(fegpu_lattice_t lat,
                                             double rho,

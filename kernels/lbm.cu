@@ -27,12 +27,14 @@ __device__ __forceinline__ int neighbour(int c, int d, int n, bool periodic) {
     return v;
 }
 
-// Collides site s (populations f, coordinates x, y, z) and pushes each
-// post-collision population to its neighbour, or bounces it back.
-template <typename T, typename R>
+// Collides site s (populations f) and pushes each post-collision population
+// to its neighbour, or bounces it back. BGK relaxes with omega; TRT relaxes
+// the even part of f - feq with omega and the odd part with omega_minus
+// (the source term split the same way).
+template <bool TRT, typename T, typename R>
 __device__ __forceinline__ void collide_site(const R* f, unsigned s, T* __restrict__ fout, const unsigned char* __restrict__ flags,
-                                             i64 n, int nx, int ny, int nz, int periodic, R omega, R fx, R fy, R fz, R uwx,
-                                             R uwy, R uwz) {
+                                             i64 n, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy,
+                                             R fz, R uwx, R uwy, R uwz) {
     D3Q19_TABLES(R)
     // Sites fit in 32 bits (Lattice::new refuses 2^31 or more), so the
     // coordinates come from 32-bit divisions, several times cheaper than 64-bit.
@@ -54,8 +56,17 @@ __device__ __forceinline__ void collide_site(const R* f, unsigned s, T* __restri
     for (int i = 0; i < 19; ++i) {
         const R cu = cx[i] * ux + cy[i] * uy + cz[i] * uz;
         const R cf = cx[i] * fx + cy[i] * fy + cz[i] * fz;
-        const R feq = w[i] * rho * (1 + 3 * cu + R(4.5) * cu * cu - R(1.5) * usq);
-        const R post = f[i] - omega * (f[i] - feq) + source_scale * w[i] * (3 * (cf - uf) + 9 * cu * cf);
+        const int o = i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9);
+        R post;
+        if (TRT) {
+            const R even_eq = w[i] * rho * (1 + R(4.5) * cu * cu - R(1.5) * usq), odd_eq = w[i] * rho * 3 * cu;
+            const R even = (f[i] + f[o]) / 2, odd = (f[i] - f[o]) / 2;
+            post = f[i] - omega * (even - even_eq) - omega_minus * (odd - odd_eq) + source_scale * w[i] * (9 * cu * cf - 3 * uf) +
+                   (1 - omega_minus / 2) * w[i] * 3 * cf;
+        } else {
+            const R feq = w[i] * rho * (1 + 3 * cu + R(4.5) * cu * cu - R(1.5) * usq);
+            post = f[i] - omega * (f[i] - feq) + source_scale * w[i] * (3 * (cf - uf) + 9 * cu * cf);
+        }
         const int xd = neighbour(x, cx[i], nx, periodic & 1), yd = neighbour(y, cy[i], ny, periodic & 2),
                   zd = neighbour(z, cz[i], nz, periodic & 4);
         const bool inside = xd >= 0 && yd >= 0 && zd >= 0;
@@ -64,7 +75,6 @@ __device__ __forceinline__ void collide_site(const R* f, unsigned s, T* __restri
         if (dflag == 0) {
             fout[i * n + d] = (T)post;
         } else {
-            const int o = i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9);
             const R wall = dflag == 2 ? 6 * w[i] * rho * (cx[i] * uwx + cy[i] * uwy + cz[i] * uwz) : R(0);
             fout[o * n + s] = (T)(post - wall);
         }
@@ -73,9 +83,10 @@ __device__ __forceinline__ void collide_site(const R* f, unsigned s, T* __restri
 
 // One site per thread. (Measured on the H100, BENCHMARKS.md: two sites per
 // thread with all loads first, and evict-first loads/stores, were slower.)
-template <typename T, typename R>
+template <bool TRT, typename T, typename R>
 __device__ void collide_push(const T* __restrict__ fin, T* __restrict__ fout, const unsigned char* __restrict__ flags,
-                             int nx, int ny, int nz, int periodic, R omega, R fx, R fy, R fz, R uwx, R uwy, R uwz) {
+                             int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy, R fz, R uwx, R uwy,
+                             R uwz) {
     const i64 n = (i64)nx * ny * nz;
     const unsigned s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= n) return;
@@ -83,7 +94,7 @@ __device__ void collide_push(const T* __restrict__ fin, T* __restrict__ fout, co
 #pragma unroll
     for (int i = 0; i < 19; ++i) f[i] = (R)fin[i * n + s];
     if (flags[s] == 0) {
-        collide_site<T, R>(f, s, fout, flags, n, nx, ny, nz, periodic, omega, fx, fy, fz, uwx, uwy, uwz);
+        collide_site<TRT, T, R>(f, s, fout, flags, n, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx, uwy, uwz);
     } else {  // walls keep their populations
 #pragma unroll
         for (int i = 0; i < 19; ++i) fout[i * n + s] = (T)f[i];
@@ -130,12 +141,16 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
     u_out[3 * t + 2] = fluid ? (jz + fz / 2) / rho : 0;
 }
 
+#define LBM_STEP(T, R, NAME, COLLISION, TRT)                                                                     \
+    extern "C" __global__ void __launch_bounds__(256) lbm_step_##COLLISION##NAME(const T* fin, T* fout,           \
+        const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy,      \
+        R fz, R uwx, R uwy, R uwz) {                                                                              \
+        collide_push<TRT, T, R>(fin, fout, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx, uwy, \
+                                uwz);                                                                             \
+    }
 #define LBM_KERNELS(T, R, NAME)                                                                                  \
-    extern "C" __global__ void __launch_bounds__(256) lbm_step_##NAME(const T* fin, T* fout,                      \
-        const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega, R fx, R fy, R fz, R uwx, R uwy, \
-        R uwz) {                                                                                                  \
-        collide_push<T, R>(fin, fout, flags, nx, ny, nz, periodic, omega, fx, fy, fz, uwx, uwy, uwz);           \
-    }                                                                                                             \
+    LBM_STEP(T, R, NAME, , false)                                                                                 \
+    LBM_STEP(T, R, NAME, trt_, true)                                                                              \
     extern "C" __global__ void lbm_equilibrium_##NAME(T* f, i64 n, R rho, R ux, R uy, R uz) {                    \
         equilibrium<T, R>(f, n, rho, ux, uy, uz);                                                                 \
     }                                                                                                             \

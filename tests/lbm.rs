@@ -76,7 +76,12 @@ fn backend_matches_cpu_reference_on_random_lattices() {
             .collect();
         let f0 = random_populations(&mut rng, sites);
         for (dtype, tol) in [(FEGPU_DTYPE_F64, 1e-13), (FEGPU_DTYPE_F32, 2e-6)] {
-            for periodic in [FEGPU_PERIODIC_X, FEGPU_PERIODIC_X | FEGPU_PERIODIC_Y | FEGPU_PERIODIC_Z, 0] {
+            for (periodic, magic) in [
+                (FEGPU_PERIODIC_X, 0.0),
+                (FEGPU_PERIODIC_X | FEGPU_PERIODIC_Y | FEGPU_PERIODIC_Z, 0.25),
+                (0, 0.0),
+                (0, 3.0 / 16.0),
+            ] {
                 let run = |c| {
                     let l = lattice(c, dims, dtype, 0.7, periodic);
                     unsafe {
@@ -85,6 +90,7 @@ fn backend_matches_cpu_reference_on_random_lattices() {
                         ok(fegpu_lattice_set_force(l.0, 1e-4, -2e-4, 3e-4));
                         ok(fegpu_lattice_set_wall_velocity(l.0, 0.05, 0.02, -0.03));
                     }
+                    ok(fegpu_lattice_set_trt(l.0, magic));
                     ok(fegpu_lattice_step(l.0, 5));
                     let f = populations(&l, sites);
                     let whole = fields(&l, 13 * 11, 1, 7);
@@ -96,7 +102,7 @@ fn backend_matches_cpu_reference_on_random_lattices() {
                 assert!(f.iter().all(|v| v.is_finite()), "unwritten populations");
                 assert!(
                     max_diff(&f, &g) < tol,
-                    "dtype {dtype} periodic {periodic}: populations differ by {}",
+                    "dtype {dtype} periodic {periodic} TRT magic {magic}: populations differ by {}",
                     max_diff(&f, &g)
                 );
                 assert!(max_diff(&rho, &rho_ref) < 20.0 * tol && max_diff(&u, &u_ref) < 20.0 * tol);
@@ -141,12 +147,12 @@ fn mass_is_conserved_in_closed_and_periodic_boxes() {
 /// Body-force-driven flow between plates at y = -1/2 and y = h - 1/2 (the
 /// lattice's non-periodic faces): the relative L2 error of u_x against
 /// u(y) = F/(2 nu) (y + 1/2)(h - 1/2 - y).
-fn poiseuille_error(ctx: fegpu_context_t, h: usize) -> f64 {
-    let tau = 0.8;
+fn poiseuille_error(ctx: fegpu_context_t, h: usize, tau: f64, trt_magic: f64) -> f64 {
     let nu = (tau - 0.5) / 3.0;
     let force = 8.0 * nu * 0.01 / (h * h) as f64; // u_max = 0.01
     let l = lattice(ctx, [1, h, 1], FEGPU_DTYPE_F64, tau, FEGPU_PERIODIC_X | FEGPU_PERIODIC_Z);
     ok(unsafe { fegpu_lattice_set_force(l.0, force, 0.0, 0.0) });
+    ok(fegpu_lattice_set_trt(l.0, trt_magic));
     ok(fegpu_lattice_step(l.0, (5.0 * (h * h) as f64 / nu) as i64));
     let (_, u) = fields(&l, h, 1, 1);
     let (mut err, mut norm) = (0.0, 0.0);
@@ -166,12 +172,27 @@ fn poiseuille_error(ctx: fegpu_context_t, h: usize) -> f64 {
 #[test]
 fn poiseuille_flow_converges_at_second_order() {
     let ctx = context();
-    let e: Vec<f64> = [8, 16, 32].iter().map(|&h| poiseuille_error(ctx, h)).collect();
+    let e: Vec<f64> = [8, 16, 32].iter().map(|&h| poiseuille_error(ctx, h, 0.8, 0.0)).collect();
     assert!(e[2] < 2e-3, "errors {e:?}");
     for k in 0..2 {
         let order = (e[k] / e[k + 1]).log2();
         assert!(order > 1.8, "observed order {order:.2} (errors {e:?})");
     }
+    ok(fegpu_context_destroy(ctx));
+}
+
+/// TRT with magic parameter 3/16 places halfway bounce-back walls exactly
+/// midway for any tau, so the discrete Poiseuille profile is the exact
+/// parabola even on 8 sites; BGK's wall slip grows with tau.
+#[test]
+fn trt_with_magic_3_16_gives_the_exact_poiseuille_parabola() {
+    let ctx = context();
+    for tau in [0.6, 1.0, 2.0] {
+        let e = poiseuille_error(ctx, 8, tau, 3.0 / 16.0);
+        assert!(e < 1e-9, "TRT tau {tau}: relative error {e}");
+    }
+    let bgk = poiseuille_error(ctx, 8, 2.0, 0.0);
+    assert!(bgk > 1e-2, "BGK at tau 2 should show its wall slip, error {bgk}");
     ok(fegpu_context_destroy(ctx));
 }
 
@@ -338,6 +359,8 @@ fn bad_input_is_refused_and_changes_nothing() {
             &["rho = -1"],
         );
         expect_err(fegpu_lattice_step(lat.0, -2), FEGPU_ERR_INVALID_ARGUMENT, &["steps = -2"]);
+        expect_err(fegpu_lattice_set_trt(lat.0, -0.25), FEGPU_ERR_INVALID_ARGUMENT, &["magic = -0.25"]);
+        expect_err(fegpu_lattice_set_trt(lat.0, f64::NAN), FEGPU_ERR_INVALID_ARGUMENT, &["magic"]);
         let (mut rho, mut u) = (vec![0.0; 12], vec![0.0; 36]);
         expect_err(
             fegpu_lattice_fields(lat.0, 2, 2, rho.as_mut_ptr(), u.as_mut_ptr()),

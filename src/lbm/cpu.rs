@@ -30,7 +30,7 @@ fn gather<T: Real>(f: &[T], n: usize, s: usize) -> [f64; Q] {
 /// One collide-and-stream step from `fin` into `fout` (both direction-major).
 pub fn step<T: Real>(p: &Params, flags: &[u8], fin: &[T], fout: &mut [T]) {
     let n = p.sites();
-    let omega = 1.0 / p.tau;
+    let (omega, omega_minus) = (1.0 / p.tau, p.omega_minus());
     let g = p.force;
     for s in 0..n {
         if flags[s] != FEGPU_FLUID {
@@ -47,7 +47,18 @@ pub fn step<T: Real>(p: &Params, flags: &[u8], fin: &[T], fout: &mut [T]) {
             let c = C[i].map(|v| v as f64);
             let cu = c[0] * u[0] + c[1] * u[1] + c[2] * u[2];
             let cf = c[0] * g[0] + c[1] * g[1] + c[2] * g[2];
-            let post = f[i] - omega * (f[i] - equilibrium_of(i, rho, u)) + (1.0 - omega / 2.0) * W[i] * (3.0 * (cf - uf) + 9.0 * cu * cf);
+            let post = if p.magic > 0.0 {
+                // TRT: the even and odd parts of f - feq (and of the source) relax at their own rates.
+                let usq = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
+                let (even_eq, odd_eq) = (W[i] * rho * (1.0 + 4.5 * cu * cu - 1.5 * usq), W[i] * rho * 3.0 * cu);
+                let o = opposite(i);
+                let (even, odd) = ((f[i] + f[o]) / 2.0, (f[i] - f[o]) / 2.0);
+                f[i] - omega * (even - even_eq) - omega_minus * (odd - odd_eq)
+                    + (1.0 - omega / 2.0) * W[i] * (9.0 * cu * cf - 3.0 * uf)
+                    + (1.0 - omega_minus / 2.0) * W[i] * 3.0 * cf
+            } else {
+                f[i] - omega * (f[i] - equilibrium_of(i, rho, u)) + (1.0 - omega / 2.0) * W[i] * (3.0 * (cf - uf) + 9.0 * cu * cf)
+            };
             match p.neighbour(s, i).filter(|&d| flags[d] == FEGPU_FLUID) {
                 Some(d) => fout[i * n + d] = T::from_f64(post),
                 None => {
@@ -78,7 +89,11 @@ pub fn fields<T: Real>(p: &Params, flags: &[u8], f: &[T], first: usize, rho_out:
     let n = p.sites();
     for (t, rho_t) in rho_out.iter_mut().enumerate() {
         let s = first + t;
-        let (rho, j) = if flags[s] == FEGPU_FLUID { moments(&gather(f, n, s)) } else { (0.0, [0.0; 3]) };
+        let (rho, j) = if flags[s] == FEGPU_FLUID {
+            moments(&gather(f, n, s))
+        } else {
+            (0.0, [0.0; 3])
+        };
         *rho_t = rho;
         for a in 0..3 {
             u_out[3 * t + a] = if rho != 0.0 { (j[a] + p.force[a] / 2.0) / rho } else { 0.0 };

@@ -16,14 +16,22 @@ fn grid(n: usize) -> (u32, u32, u32) {
 /// One site per thread; `block` threads per block (<= 256; 256 unless
 /// `fegpu bench lbm` compares).
 pub fn step<T: Real>(g: &Gpu, p: &Params, block: u32, flags: &DeviceBuffer<u8>, fin: &DeviceBuffer<T>, fout: &mut DeviceBuffer<T>) -> Result<()> {
-    let name = format!("lbm_step_{}", T::DTYPE.name());
+    let name = format!("lbm_step_{}{}", if p.magic > 0.0 { "trt_" } else { "" }, T::DTYPE.name());
     let f = g.kernel("lbm", SOURCE, &name)?;
     let [nx, ny, nz] = p.dims.map(|d| d as i32);
-    let omega = T::from_f64(1.0 / p.tau);
+    let (omega, omega_minus) = (T::from_f64(1.0 / p.tau), T::from_f64(p.omega_minus()));
     let force = p.force.map(T::from_f64);
     let wall = p.wall_velocity.map(T::from_f64);
     let mut l = g.launcher(&f);
-    l.arg(fin).arg(fout).arg(flags).arg(&nx).arg(&ny).arg(&nz).arg(&p.periodic).arg(&omega);
+    l.arg(fin)
+        .arg(fout)
+        .arg(flags)
+        .arg(&nx)
+        .arg(&ny)
+        .arg(&nz)
+        .arg(&p.periodic)
+        .arg(&omega)
+        .arg(&omega_minus);
     l.arg(&force[0]).arg(&force[1]).arg(&force[2]).arg(&wall[0]).arg(&wall[1]).arg(&wall[2]);
     g.launch(&name, l, (p.sites().div_ceil(block as usize) as u32, 1, 1), (block, 1, 1), 0)
 }

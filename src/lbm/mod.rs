@@ -78,9 +78,20 @@ pub struct Params {
     pub force: [f64; 3],
     /// Velocity of FEGPU_MOVING_WALL sites.
     pub wall_velocity: [f64; 3],
+    /// TRT's magic parameter (tau - 1/2)(tau_minus - 1/2); 0 selects BGK.
+    pub magic: f64,
 }
 
 impl Params {
+    /// The odd-moment relaxation rate: 1/tau for BGK, from the magic parameter for TRT.
+    pub fn omega_minus(&self) -> f64 {
+        if self.magic > 0.0 {
+            1.0 / (0.5 + self.magic / (self.tau - 0.5))
+        } else {
+            1.0 / self.tau
+        }
+    }
+
     pub fn sites(&self) -> usize {
         self.dims.iter().product()
     }
@@ -259,6 +270,7 @@ impl Lattice {
             tau,
             force: [0.0; 3],
             wall_velocity: [0.0; 3],
+            magic: 0.0,
         };
         let gpu = ctx.gpu();
         let flags = match gpu {
@@ -336,6 +348,19 @@ impl Lattice {
         Ok(())
     }
 
+    /// TRT collision with magic parameter `magic` > 0 (3/16 puts halfway
+    /// bounce-back walls exactly midway for Poiseuille flow; 1/4 is the most
+    /// stable), or BGK again with 0.
+    pub fn set_trt(&self, magic: f64) -> Result<()> {
+        if !(magic >= 0.0 && magic.is_finite()) {
+            return Err(Error::invalid(format!(
+                "magic = {magic}: TRT needs a finite magic parameter > 0 (0 selects BGK)"
+            )));
+        }
+        self.state().params.magic = magic;
+        Ok(())
+    }
+
     pub fn set_wall_velocity(&self, u: [f64; 3]) -> Result<()> {
         self.state().params.wall_velocity = finite3("wall_velocity", u)?;
         Ok(())
@@ -389,7 +414,13 @@ impl Lattice {
     pub fn step(&self, count: u64) -> Result<()> {
         let gpu = self.ctx.gpu();
         let mut st = self.state();
-        let State { params, flags, storage, steps, block } = &mut *st;
+        let State {
+            params,
+            flags,
+            storage,
+            steps,
+            block,
+        } = &mut *st;
         with_populations!(storage, p => p.step(gpu, params, *block, flags, count))?;
         *steps += count;
         Ok(())
