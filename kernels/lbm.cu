@@ -1,5 +1,5 @@
-// D3Q19 lattice Boltzmann: a fused BGK collide-and-push step (one pass over
-// memory, ping-pong buffers), uniform equilibrium initialisation and the
+// D3Q19 lattice Boltzmann: a fused collide-and-push step (BGK or TRT, Guo
+// forcing; one pass over memory, ping-pong buffers), uniform equilibrium initialisation and the
 // macroscopic fields. Populations are stored direction-major (SoA):
 // f[i*n + site], site = x + nx*(y + ny*z), so every load and the rest
 // direction's store are coalesced. Arithmetic is in R (float for f32

@@ -1,4 +1,4 @@
-//! The host reference of `kernels/lbm.cu`: the same fused BGK collide-and-push
+//! The host reference of `kernels/lbm.cu`: the same fused BGK/TRT collide-and-push
 //! step, site by site, with f64 arithmetic whatever the storage type.
 
 use super::{opposite, Params, C, FEGPU_FLUID, FEGPU_MOVING_WALL, Q, W};

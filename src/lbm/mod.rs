@@ -1,5 +1,5 @@
 //! D3Q19 lattice Boltzmann on the device: a lattice object whose populations
-//! stay resident, a fused BGK collide-and-stream step, and the macroscopic
+//! stay resident, a fused BGK or TRT collide-and-stream step, and the macroscopic
 //! fields on request.
 //!
 //! Device layout: direction-major (f[i*n + site], site = x + nx*(y + ny*z)),
