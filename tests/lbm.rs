@@ -420,7 +420,7 @@ fn every_block_size_matches_the_cpu_reference() {
     let f0 = random_populations(&mut rng, sites);
     for dtype in [Dtype::F64, Dtype::F32] {
         let run = |c: &Arc<Context>, block: Option<u32>| {
-            let l = Lattice::new(c.clone(), 0, dims, dtype, 0.75, FEGPU_PERIODIC_Y).unwrap();
+            let l = Lattice::new(c.clone(), dims, dtype, 0.75, FEGPU_PERIODIC_Y).unwrap();
             if let Some(b) = block {
                 l.set_block(b).unwrap();
             }

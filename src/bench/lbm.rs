@@ -26,7 +26,7 @@ const ALL_PERIODIC: i32 = FEGPU_PERIODIC_X | FEGPU_PERIODIC_Y | FEGPU_PERIODIC_Z
 /// Million lattice-site updates per second of `steps` steps on an n^3 periodic
 /// box; `trt_magic` 0 for BGK.
 fn mlups(ctx: &Arc<Context>, n: usize, dtype: Dtype, trt_magic: f64, block: u32, steps: u64, reps: usize) -> Result<f64> {
-    let lat = Lattice::new(ctx.clone(), 0, [n as i64; 3], dtype, 0.6, ALL_PERIODIC)?;
+    let lat = Lattice::new(ctx.clone(), [n as i64; 3], dtype, 0.6, ALL_PERIODIC)?;
     lat.set_block(block)?;
     lat.set_trt(trt_magic)?;
     lat.init_equilibrium(1.0, [0.02, 0.01, 0.0])?;
@@ -48,7 +48,7 @@ pub fn run() -> Result<()> {
     println!("fegpu bench lbm on {}", describe(&ctx));
     let cpu = Arc::new(Context::cpu_reference());
     let serial = {
-        let lat = Lattice::new(cpu.clone(), 0, [48; 3], Dtype::F64, 0.6, ALL_PERIODIC)?;
+        let lat = Lattice::new(cpu.clone(), [48; 3], Dtype::F64, 0.6, ALL_PERIODIC)?;
         let t = Instant::now();
         lat.step(3)?;
         (48usize.pow(3) * 3) as f64 / t.elapsed().as_secs_f64() / 1e6
@@ -56,7 +56,10 @@ pub fn run() -> Result<()> {
     let copy = copy_bandwidth(&ctx)?;
     println!("serial CPU reference (one core, f64, 48^3): {serial:.1} MLUPS");
     println!("device copy ceiling: {:.0} GB/s", copy / 1e9);
-    println!("{:<8} {:<5} {:<4} {:>11} {:>10} {:>9} {:>10}", "size", "dtype", "", "MLUPS", "GB/s", "of copy", "vs serial");
+    println!(
+        "{:<8} {:<5} {:<4} {:>11} {:>10} {:>9} {:>10}",
+        "size", "dtype", "", "MLUPS", "GB/s", "of copy", "vs serial"
+    );
     let trt = 3.0 / 16.0;
     let cases: &[(usize, Dtype, f64)] = if ctx.gpu().is_some() {
         &[

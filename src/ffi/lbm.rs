@@ -40,7 +40,7 @@ pub unsafe extern "C" fn fegpu_lattice_create(
             FEGPU_DTYPE_F64 => Dtype::F64,
             d => return Err(Error::invalid(format!("dtype = {d}: expected FEGPU_DTYPE_F32 (1) or FEGPU_DTYPE_F64 (2)"))),
         };
-        let l = Lattice::new(c, ctx, [nx, ny, nz], dtype, tau, periodic)?;
+        let l = Lattice::new(c, [nx, ny, nz], dtype, tau, periodic)?;
         *out = registry::insert(Arc::new(l), ctx);
         Ok(())
     })

@@ -15,7 +15,7 @@ use crate::array::{Buffer, Dtype, Real};
 use crate::context::Context;
 use crate::error::{positive, Error, Result};
 use crate::gpu::Gpu;
-use crate::registry::{Handle, Kind, Object};
+use crate::registry::{Kind, Object};
 use std::sync::{Arc, Mutex};
 
 pub const Q: usize = 19;
@@ -140,15 +140,12 @@ struct State {
     params: Params,
     flags: Buffer<u8>,
     storage: Storage,
-    steps: u64,
     /// Threads per block of the CUDA step.
     block: u32,
 }
 
 pub struct Lattice {
     pub ctx: Arc<Context>,
-    pub ctx_handle: Handle,
-    pub dtype: Dtype,
     state: Mutex<State>,
 }
 
@@ -247,7 +244,7 @@ impl<T: Real> Populations<T> {
 
 impl Lattice {
     /// An nx x ny x nz lattice, all fluid, at rest with density 1.
-    pub fn new(ctx: Arc<Context>, ctx_handle: Handle, dims: [i64; 3], dtype: Dtype, tau: f64, periodic: i32) -> Result<Lattice> {
+    pub fn new(ctx: Arc<Context>, dims: [i64; 3], dtype: Dtype, tau: f64, periodic: i32) -> Result<Lattice> {
         let dims = [positive("nx", dims[0])?, positive("ny", dims[1])?, positive("nz", dims[2])?];
         if !(tau > 0.5 && tau.is_finite()) {
             return Err(Error::invalid(format!(
@@ -288,13 +285,10 @@ impl Lattice {
         with_populations!(&mut storage, p => p.equilibrium(gpu, n, 1.0, [0.0; 3]))?;
         Ok(Lattice {
             ctx,
-            ctx_handle,
-            dtype,
             state: Mutex::new(State {
                 params,
                 flags,
                 storage,
-                steps: 0,
                 block: cuda::BLOCK,
             }),
         })
@@ -306,10 +300,6 @@ impl Lattice {
 
     pub fn params(&self) -> Params {
         self.state().params
-    }
-
-    pub fn steps(&self) -> u64 {
-        self.state().steps
     }
 
     /// Threads per block of the CUDA step (for `fegpu bench lbm`'s comparison).
@@ -414,16 +404,8 @@ impl Lattice {
     pub fn step(&self, count: u64) -> Result<()> {
         let gpu = self.ctx.gpu();
         let mut st = self.state();
-        let State {
-            params,
-            flags,
-            storage,
-            steps,
-            block,
-        } = &mut *st;
-        with_populations!(storage, p => p.step(gpu, params, *block, flags, count))?;
-        *steps += count;
-        Ok(())
+        let State { params, flags, storage, block } = &mut *st;
+        with_populations!(storage, p => p.step(gpu, params, *block, flags, count))
     }
 
     /// The sites (first, count) of the z-slab z_first..z_first+z_count-1 (0-based planes).
@@ -450,14 +432,5 @@ impl Lattice {
         let gpu = self.ctx.gpu();
         let st = self.state();
         with_populations!(&st.storage, p => p.fields(gpu, &st.params, &st.flags, first, rho, u))
-    }
-
-    /// Sum of all fluid sites' densities (mass), from the fields.
-    pub fn mass(&self) -> Result<f64> {
-        let [nx, ny, nz] = self.params().dims;
-        let mut rho = vec![0.0; nx * ny * nz];
-        let mut u = vec![0.0; 3 * rho.len()];
-        self.fields(0, nz as i64, &mut rho, &mut u)?;
-        Ok(rho.iter().sum())
     }
 }
