@@ -53,6 +53,15 @@
 
 #define FEGPU_PERIODIC_Z 4
 
+// Kernel strategy: chosen from n_rhs (the default).
+#define FEGPU_RADFIELDS_AUTO 0
+
+// One thread per (S point, right-hand side); the seed's "parallel over S" and "over RHS".
+#define FEGPU_RADFIELDS_DIRECT 1
+
+// Green's-function coefficients of a tile of pairs shared by a block's right-hand sides.
+#define FEGPU_RADFIELDS_TILED 2
+
 #define FEGPU_METHOD_CG 1
 
 #define FEGPU_METHOD_BICGSTAB 2
@@ -74,6 +83,9 @@ typedef uint64_t fegpu_array_t;
 
 // A lattice handle (0 is never valid).
 typedef uint64_t fegpu_lattice_t;
+
+// A rad_fields accumulator handle (0 is never valid).
+typedef uint64_t fegpu_radfields_t;
 
 // A CSR matrix handle (0 is never valid).
 typedef uint64_t fegpu_csr_t;
@@ -338,6 +350,73 @@ fegpu_status fegpu_lattice_destroy(fegpu_lattice_t lat);
 
 // Directions per site (19), for sizing population arrays.
 int32_t fegpu_lattice_directions(void);
+
+// Creates an accumulator for n_s S points `points` (3, n_s), n_rhs
+// right-hand sides, wavenumber `k` and `omega_mu` (each one complex: two
+// doubles re, im; complex for lossy media). The S points and the fields
+// (zeroed) stay on the context's device.
+fegpu_status fegpu_radfields_create(fegpu_context_t ctx,
+                                    int64_t n_s,
+                                    const double *points,
+                                    int64_t n_rhs,
+                                    const double *k,
+                                    const double *omega_mu,
+                                    fegpu_radfields_t *acc);
+
+// As fegpu_radfields_create, with the S points split into contiguous slices
+// across `n_ctx` CUDA contexts on distinct devices (ctxs(1) owns the handle);
+// each device accumulates its slice, and download gathers them.
+fegpu_status fegpu_radfields_create_multi(int64_t n_ctx,
+                                          const fegpu_context_t *ctxs,
+                                          int64_t n_s,
+                                          const double *points,
+                                          int64_t n_rhs,
+                                          const double *k,
+                                          const double *omega_mu,
+                                          fegpu_radfields_t *acc);
+
+// Adds the contribution of n_p S' sample points: `points` (3, n_p),
+// quadrature `weights` (n_p), `currents` (3, 2, n_p, n_rhs) complex, J then M.
+// Returns once the work is queued; the arrays may be reused at once (they are
+// copied into page-locked staging, double-buffered). Pairs of coincident
+// points are skipped and counted (fegpu_radfields_excluded).
+fegpu_status fegpu_radfields_accumulate(fegpu_radfields_t acc,
+                                        int64_t n_p,
+                                        const double *points,
+                                        const double *weights,
+                                        const double *currents);
+
+// Waits for the queued accumulations and copies the fields (3, 2, n_s, n_rhs)
+// complex, E then curl E, into `fields`; n = 6 * n_s * n_rhs complex elements.
+fegpu_status fegpu_radfields_download(fegpu_radfields_t acc, double *fields, int64_t n);
+
+// Zeroes the fields and the excluded count, for the next FE-IIEE iteration.
+fegpu_status fegpu_radfields_reset(fegpu_radfields_t acc);
+
+// The number of (S point, S' point) pairs skipped as coincident since the
+// creation or last reset (waits for queued work).
+fegpu_status fegpu_radfields_excluded(fegpu_radfields_t acc, int64_t *count);
+
+// Selects the kernel: FEGPU_RADFIELDS_AUTO (default), _DIRECT or _TILED.
+// Every choice gives the same fields to rounding.
+fegpu_status fegpu_radfields_set_variant(fegpu_radfields_t acc, int32_t variant);
+
+// Destroys an accumulator (waiting for nothing: queued work is discarded with it).
+fegpu_status fegpu_radfields_destroy(fegpu_radfields_t acc);
+
+// The one-call form: the fields (3, 2, n_s, n_rhs) radiated by all of S'
+// at once (n_p points), overwriting `fields`.
+fegpu_status fegpu_radfields_compute(fegpu_context_t ctx,
+                                     int64_t n_s,
+                                     const double *s_points,
+                                     int64_t n_p,
+                                     const double *p_points,
+                                     const double *weights,
+                                     const double *currents,
+                                     int64_t n_rhs,
+                                     const double *k,
+                                     const double *omega_mu,
+                                     double *fields);
 
 // Creates an nrows x ncols CSR matrix from the caller's arrays with int32
 // indices: row_ptr (nrows+1), col_ind and values (nnz), `index_base` 0 or 1

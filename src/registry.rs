@@ -22,6 +22,7 @@ pub enum Kind {
     Csr = 3,
     Solver = 4,
     Lattice = 5,
+    RadFields = 6,
 }
 
 impl Kind {
@@ -32,6 +33,7 @@ impl Kind {
             3 => Some(Kind::Csr),
             4 => Some(Kind::Solver),
             5 => Some(Kind::Lattice),
+            6 => Some(Kind::RadFields),
             _ => None,
         }
     }
@@ -42,6 +44,7 @@ impl Kind {
             Kind::Csr => "fegpu_csr_t",
             Kind::Solver => "fegpu_solver_t",
             Kind::Lattice => "fegpu_lattice_t",
+            Kind::RadFields => "fegpu_radfields_t",
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod array;
 pub mod context;
 pub mod dense;
 pub mod lbm;
+pub mod radfields;
 pub mod sparse;
 
 use crate::error::{fegpu_status, Error, Result, FEGPU_ERR_INTERNAL, FEGPU_ERR_INVALID_ARGUMENT, FEGPU_OK};

@@ -6,12 +6,14 @@
 //! life of the `Gpu`.
 
 use crate::error::{Error, Result, FEGPU_ERR_DEVICE, FEGPU_ERR_NO_DEVICE, FEGPU_ERR_OUT_OF_DEVICE_MEMORY};
-use cudarc::driver::{sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, DriverError, LaunchConfig};
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, DriverError, LaunchConfig, PinnedHostSlice};
 use cudarc::nvrtc;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 pub use cudarc::driver::CudaSlice as DeviceBuffer;
+/// Implemented (unsafely) by `#[repr(C)]` structs passed to kernels by value.
+pub use cudarc::driver::DeviceRepr as KernelValue;
 pub use cudarc::driver::LaunchArgs as Launch;
 pub use cudarc::driver::PushKernelArg as KernelArg;
 
@@ -22,6 +24,7 @@ impl DeviceScalar for f64 {}
 impl DeviceScalar for i32 {}
 impl DeviceScalar for i64 {}
 impl DeviceScalar for u32 {}
+impl DeviceScalar for u64 {}
 impl DeviceScalar for u8 {}
 
 /// What `fegpu info` prints about a device.
@@ -260,6 +263,55 @@ impl Gpu {
             .map_err(|e| device_error("creating an event", e))?;
         ev.record(&self.stream).map_err(|e| device_error("recording an event", e))?;
         Ok(Mark(ev))
+    }
+}
+
+/// Page-locked host memory for asynchronous uploads, with an event that says
+/// when the last upload from it has finished reading it.
+pub struct Pinned<T> {
+    host: PinnedHostSlice<T>,
+    read: CudaEvent,
+}
+
+impl<T: DeviceScalar> Pinned<T> {
+    pub fn len(&self) -> usize {
+        self.host.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.host.is_empty()
+    }
+    /// The memory, once the last upload from it has finished.
+    pub fn wait_writable(&mut self) -> Result<&mut [T]> {
+        self.read.synchronize().map_err(|e| device_error("waiting for an upload", e))?;
+        self.host.as_mut_slice().map_err(|e| device_error("reaching pinned memory", e))
+    }
+}
+
+impl Gpu {
+    /// `n` elements of page-locked host memory.
+    pub fn pinned<T: DeviceScalar>(&self, n: usize) -> Result<Pinned<T>> {
+        // SAFETY: the memory is written (wait_writable) before it is uploaded.
+        let host = unsafe { self.ctx.alloc_pinned_with_flags::<T>(n.max(1), 0) }
+            .map_err(|e| device_error(&format!("allocating {n} elements of page-locked host memory"), e))?;
+        let read = self
+            .ctx
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+            .map_err(|e| device_error("creating an event", e))?;
+        Ok(Pinned { host, read })
+    }
+
+    /// Queues the copy of `src[..n]` into `dst[..n]` and returns at once; the
+    /// next `wait_writable` on `src` waits for it.
+    pub fn upload_async<T: DeviceScalar>(&self, src: &mut Pinned<T>, n: usize, dst: &mut DeviceBuffer<T>) -> Result<()> {
+        use cudarc::driver::DevicePtrMut;
+        let host = &src.wait_writable()?[..n];
+        let mut view = dst.slice_mut(0..n);
+        let (ptr, _sync) = view.device_ptr_mut(&self.stream);
+        // SAFETY: `host` is page-locked and stays alive and unwritten until
+        // `read` (recorded next) completes; `ptr` covers n elements.
+        unsafe { cudarc::driver::result::memcpy_htod_async(ptr, host, self.stream.cu_stream()) }
+            .map_err(|e| device_error("host-to-device copy", e))?;
+        src.read.record(&self.stream).map_err(|e| device_error("recording an event", e))
     }
 }
 

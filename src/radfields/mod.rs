@@ -1,0 +1,309 @@
+//! The FE-IIEE `rad_fields` convolution: the equivalent currents on the inner
+//! surface S' radiated to the sample points of the outer surface S through the
+//! free-space Green's function (exp(+jwt), G = e^{-jkR}/(4 pi R)):
+//!
+//!   E(r)      += w [ -jwmu Gbar(r,r').J - gradG x M ]
+//!   curl E(r) += w [ -jwmu gradG x J - k^2 Gbar(r,r').M ]
+//!
+//! An `Accumulator` keeps the S points and the fields on the device (split
+//! across several GPUs when given several contexts) while the host's outer loop
+//! over S' elements calls `accumulate`; `download` copies the fields back once.
+//!
+//! Layouts, column-major as in the Fortran code: S and S' points (3, n),
+//! weights (n), currents (3, 2, n_p, n_rhs) complex (J then M), fields
+//! (3, 2, n_s, n_rhs) complex (E then curl E).
+//!
+//! Coincident points (R = 0) are excluded: they contribute nothing, and
+//! `excluded()` counts the pairs skipped.
+
+pub mod cpu;
+pub mod cuda;
+
+use crate::context::{Backend, Context};
+use crate::error::{element_count, Error, Result};
+use crate::registry::{Kind, Object};
+use num_complex::Complex64;
+use std::sync::{Arc, Mutex};
+
+/// Kernel strategy: chosen from n_rhs (the default).
+pub const FEGPU_RADFIELDS_AUTO: i32 = 0;
+/// One thread per (S point, right-hand side); the seed's "parallel over S" and "over RHS".
+pub const FEGPU_RADFIELDS_DIRECT: i32 = 1;
+/// Green's-function coefficients of a tile of pairs shared by a block's right-hand sides.
+pub const FEGPU_RADFIELDS_TILED: i32 = 2;
+
+/// Flops per (S point, S' point) pair and per pair and right-hand side, counted
+/// from the operations of `cpu::pair_coefficients` and `cpu::add_pair` with the
+/// seed's weights (sqrt 4, exp/sin/cos 8, a division 4).
+pub const FLOPS_PER_PAIR: f64 = 135.0;
+pub const FLOPS_PER_PAIR_RHS: f64 = 188.0;
+
+/// The flops of one accumulation of n_p S' points onto n_s S points.
+pub fn flops(n_s: usize, n_p: usize, n_rhs: usize) -> f64 {
+    n_s as f64 * n_p as f64 * (FLOPS_PER_PAIR + FLOPS_PER_PAIR_RHS * n_rhs as f64)
+}
+
+/// The medium: wavenumber k and omega*mu, complex for lossy media (Im k < 0).
+#[derive(Debug, Clone, Copy)]
+pub struct Medium {
+    pub k: Complex64,
+    pub omega_mu: Complex64,
+}
+
+/// The per-medium constants the kernels use.
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+pub struct Consts {
+    pub k: Complex64,
+    pub inv_k2: Complex64,
+    pub neg_jwmu: Complex64,
+    pub neg_k2: Complex64,
+}
+
+impl Medium {
+    pub fn new(k: Complex64, omega_mu: Complex64) -> Result<Medium> {
+        if !(k.re.is_finite() && k.im.is_finite()) || k.norm() == 0.0 {
+            return Err(Error::invalid(format!("k = {k}: must be finite and nonzero")));
+        }
+        if !(omega_mu.re.is_finite() && omega_mu.im.is_finite()) {
+            return Err(Error::invalid(format!("omega_mu = {omega_mu}: must be finite")));
+        }
+        Ok(Medium { k, omega_mu })
+    }
+
+    pub fn consts(&self) -> Consts {
+        let j = Complex64::new(0.0, 1.0);
+        Consts { k: self.k, inv_k2: 1.0 / (self.k * self.k), neg_jwmu: -j * self.omega_mu, neg_k2: -(self.k * self.k) }
+    }
+}
+
+/// One batch of S' sample points, checked: points (3, n_p), weights (n_p),
+/// currents (3, 2, n_p, n_rhs).
+pub struct Sources<'a> {
+    pub n_p: usize,
+    pub points: &'a [f64],
+    pub weights: &'a [f64],
+    pub currents: &'a [Complex64],
+}
+
+fn all_finite(v: &[f64]) -> Option<usize> {
+    v.iter().position(|x| !x.is_finite())
+}
+
+impl<'a> Sources<'a> {
+    pub fn new(n_p: usize, n_rhs: usize, points: &'a [f64], weights: &'a [f64], currents: &'a [Complex64]) -> Result<Self> {
+        if n_p == 0 {
+            return Err(Error::invalid("n_p = 0: a batch needs at least one S' point"));
+        }
+        let want = [("points", 3 * n_p, points.len()), ("weights", n_p, weights.len()), ("currents", 6 * n_p * n_rhs, currents.len())];
+        for (name, want, got) in want {
+            if want != got {
+                return Err(Error::size(format!("{name} has {got} elements; n_p = {n_p} and n_rhs = {n_rhs} need {want}")));
+            }
+        }
+        if let Some(i) = all_finite(points) {
+            return Err(Error::invalid(format!("points({}, {}) = {}: not finite", i % 3 + 1, i / 3 + 1, points[i])));
+        }
+        if let Some(i) = all_finite(weights) {
+            return Err(Error::invalid(format!("weights({}) = {}: not finite", i + 1, weights[i])));
+        }
+        if let Some(i) = currents.iter().position(|c| !(c.re.is_finite() && c.im.is_finite())) {
+            let (comp, kind, p, r) = (i % 3 + 1, (i / 3) % 2 + 1, (i / 6) % n_p + 1, i / (6 * n_p) + 1);
+            return Err(Error::invalid(format!("currents({comp}, {kind}, {p}, {r}) = {}: not finite", currents[i])));
+        }
+        Ok(Sources { n_p, points, weights, currents })
+    }
+}
+
+/// The kernel strategy `FEGPU_RADFIELDS_AUTO` picks, from measurement
+/// (BENCHMARKS.md): the tiled kernel reuses each pair's coefficients over the
+/// right-hand sides, which pays as soon as there are two.
+pub fn auto_variant(n_rhs: usize) -> i32 {
+    if n_rhs == 1 {
+        FEGPU_RADFIELDS_DIRECT
+    } else {
+        FEGPU_RADFIELDS_TILED
+    }
+}
+
+/// The S points of one context and the fields accumulated on them.
+struct Share {
+    ctx: Arc<Context>,
+    /// First S point (0-based) and count.
+    first: usize,
+    count: usize,
+    part: Part,
+}
+
+enum Part {
+    Host(cpu::Part),
+    Device(cuda::Part),
+}
+
+pub struct Accumulator {
+    pub n_s: usize,
+    pub n_rhs: usize,
+    medium: Medium,
+    shares: Mutex<Vec<Share>>,
+    variant: Mutex<i32>,
+}
+
+impl Object for Accumulator {
+    const KIND: Kind = Kind::RadFields;
+}
+
+impl Accumulator {
+    /// S points (3, n_s); with several contexts (CUDA, distinct devices) the S
+    /// points are split into contiguous slices, one per device.
+    pub fn new(ctxs: Vec<Arc<Context>>, points: &[f64], n_rhs: usize, medium: Medium) -> Result<Accumulator> {
+        if points.is_empty() || points.len() % 3 != 0 {
+            return Err(Error::size(format!("points has {} elements: expected 3 * n_s with n_s >= 1", points.len())));
+        }
+        let n_s = points.len() / 3;
+        if n_rhs == 0 {
+            return Err(Error::invalid("n_rhs = 0: must be at least 1"));
+        }
+        element_count(12 * n_s, n_rhs)?;
+        if let Some(i) = all_finite(points) {
+            return Err(Error::invalid(format!("points({}, {}) = {}: not finite", i % 3 + 1, i / 3 + 1, points[i])));
+        }
+        check_devices(&ctxs)?;
+        let n_dev = ctxs.len();
+        let mut shares = Vec::with_capacity(n_dev);
+        for (d, ctx) in ctxs.into_iter().enumerate() {
+            let (first, end) = (n_s * d / n_dev, n_s * (d + 1) / n_dev);
+            let mine = &points[3 * first..3 * end];
+            let part = match &ctx.backend {
+                Backend::Cpu => Part::Host(cpu::Part::new(mine, n_rhs)),
+                Backend::Cuda(g) => Part::Device(cuda::Part::new(g, mine, n_rhs)?),
+            };
+            shares.push(Share { ctx, first, count: end - first, part });
+        }
+        Ok(Accumulator { n_s, n_rhs, medium, shares: Mutex::new(shares), variant: Mutex::new(FEGPU_RADFIELDS_AUTO) })
+    }
+
+    pub fn medium(&self) -> Medium {
+        self.medium
+    }
+
+    pub fn devices(&self) -> usize {
+        self.shares.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn set_variant(&self, variant: i32) -> Result<()> {
+        if !(FEGPU_RADFIELDS_AUTO..=FEGPU_RADFIELDS_TILED).contains(&variant) {
+            return Err(Error::invalid(format!(
+                "variant = {variant}: expected FEGPU_RADFIELDS_AUTO (0), _DIRECT (1) or _TILED (2)"
+            )));
+        }
+        *self.variant.lock().unwrap_or_else(|p| p.into_inner()) = variant;
+        Ok(())
+    }
+
+    /// Adds the contribution of one batch of S' points. On the CUDA backend it
+    /// returns once the work is queued: the batch is copied into page-locked
+    /// staging (double-buffered), so the caller may overwrite its arrays at once.
+    pub fn accumulate(&self, src: &Sources) -> Result<()> {
+        let variant = match *self.variant.lock().unwrap_or_else(|p| p.into_inner()) {
+            FEGPU_RADFIELDS_AUTO => auto_variant(self.n_rhs),
+            v => v,
+        };
+        let consts = self.medium.consts();
+        let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        for sh in shares.iter_mut() {
+            if let (Part::Device(p), Backend::Cuda(g)) = (&mut sh.part, &sh.ctx.backend) {
+                p.reserve(g, src.n_p, self.n_rhs)?;
+            }
+        }
+        for sh in shares.iter_mut() {
+            match (&mut sh.part, &sh.ctx.backend) {
+                (Part::Host(p), _) => p.accumulate(&consts, src, self.n_rhs),
+                (Part::Device(p), Backend::Cuda(g)) => p.accumulate(g, &consts, src, self.n_rhs, variant)?,
+                _ => unreachable!("device part without a GPU"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the fields (3, 2, n_s, n_rhs) into `out`, waiting for queued work.
+    pub fn download(&self, out: &mut [Complex64]) -> Result<()> {
+        let want = 6 * self.n_s * self.n_rhs;
+        if out.len() != want {
+            return Err(Error::size(format!("fields has {} elements; n_s = {} and n_rhs = {} need {want}", out.len(), self.n_s, self.n_rhs)));
+        }
+        let shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        for sh in shares.iter() {
+            let slice: Vec<Complex64> = match (&sh.part, &sh.ctx.backend) {
+                (Part::Host(p), _) => p.fields.clone(),
+                (Part::Device(p), Backend::Cuda(g)) => p.fields(g)?,
+                _ => unreachable!("device part without a GPU"),
+            };
+            // The share holds (3, 2, count, n_rhs); place each right-hand side's run.
+            let run = 6 * sh.count;
+            for r in 0..self.n_rhs {
+                let at = 6 * (sh.first + self.n_s * r);
+                out[at..at + run].copy_from_slice(&slice[run * r..run * (r + 1)]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Zeroes the fields (the next FE-IIEE iteration) and the excluded count.
+    pub fn reset(&self) -> Result<()> {
+        let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        for sh in shares.iter_mut() {
+            match (&mut sh.part, &sh.ctx.backend) {
+                (Part::Host(p), _) => p.reset(),
+                (Part::Device(p), Backend::Cuda(g)) => p.reset(g)?,
+                _ => unreachable!("device part without a GPU"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Pairs of coincident points skipped since creation or the last reset.
+    pub fn excluded(&self) -> Result<u64> {
+        let shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        let mut total = 0;
+        for sh in shares.iter() {
+            total += match (&sh.part, &sh.ctx.backend) {
+                (Part::Host(p), _) => p.excluded,
+                (Part::Device(p), Backend::Cuda(g)) => p.excluded(g)?,
+                _ => unreachable!("device part without a GPU"),
+            };
+        }
+        Ok(total)
+    }
+
+    /// Waits for every queued accumulation (for timing).
+    pub fn synchronize(&self) -> Result<()> {
+        let shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        for sh in shares.iter() {
+            if let Some(g) = sh.ctx.gpu() {
+                g.synchronize("rad_fields accumulation")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One context of either backend, or several CUDA contexts on distinct devices.
+fn check_devices(ctxs: &[Arc<Context>]) -> Result<()> {
+    if ctxs.is_empty() {
+        return Err(Error::invalid("n_ctx = 0: give at least one context"));
+    }
+    if ctxs.len() == 1 {
+        return Ok(());
+    }
+    let mut seen = Vec::new();
+    for (i, c) in ctxs.iter().enumerate() {
+        match c.gpu() {
+            None => return Err(Error::invalid(format!("ctxs({}) is a CPU context: several contexts must all be CUDA", i + 1))),
+            Some(g) if seen.contains(&g.info.ordinal) => {
+                return Err(Error::invalid(format!("ctxs({}) is on device {} like an earlier one: use one context per device", i + 1, g.info.ordinal)))
+            }
+            Some(g) => seen.push(g.info.ordinal),
+        }
+    }
+    Ok(())
+}
