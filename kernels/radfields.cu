@@ -10,7 +10,9 @@
 //
 // Layouts (column-major, complex as (re, im) pairs):
 //   S points (3, n_s); S' points and weights packed (4, n_p) as x, y, z, w;
-//   currents (3, 2, n_p, n_rhs): J then M; fields (3, 2, n_s, n_rhs): E then curl E.
+//   currents (3, 2, n_rhs, n_p), J then M: point-major, so the host can append
+//   batches to a staging buffer (the caller's (3, 2, n_p, n_rhs) is reordered
+//   while it is packed); fields (3, 2, n_s, n_rhs): E then curl E.
 // Coincident points (R = 0) contribute nothing and are counted in `excluded`.
 
 struct Consts {
@@ -136,6 +138,8 @@ __device__ __forceinline__ void add_out(double2* out, const double2* f) {
 // One thread per (S point, right-hand side), S fastest: each thread computes
 // the pair coefficients it needs itself. With one right-hand side this is the
 // seed's "parallel over S"; with several it also parallelises the RHS loop.
+// When there are too few (S, RHS) items to fill the device, blockIdx.y splits
+// the S' points too and the partial sums are added atomically.
 extern "C" __global__ void __launch_bounds__(256) rad_direct(const double* __restrict__ s_xyz, long long n_s, const Point* __restrict__ p_xyzw,
                                                              const double2* __restrict__ cur, int n_p, int n_rhs, Consts c,
                                                              double2* __restrict__ fields, unsigned long long* __restrict__ excluded) {
@@ -145,26 +149,36 @@ extern "C" __global__ void __launch_bounds__(256) rad_direct(const double* __res
     long long s = active ? item % n_s : 0;
     int r = active ? (int)(item / n_s) : 0;
     double x = s_xyz[3 * s], y = s_xyz[3 * s + 1], z = s_xyz[3 * s + 2];
+    int per_split = (n_p + gridDim.y - 1) / gridDim.y;
+    int p_begin = blockIdx.y * per_split, p_end = min(n_p, p_begin + per_split);
     double2 f[6] = {};
     unsigned long long skipped = 0;
-    for (int p0 = 0; p0 < n_p; p0 += DIRECT_TILE) {
-        int np = min(DIRECT_TILE, n_p - p0);
+    for (int p0 = p_begin; p0 < p_end; p0 += DIRECT_TILE) {
+        int np = min(DIRECT_TILE, p_end - p0);
         __syncthreads();
         if (threadIdx.x < np) tile[threadIdx.x] = p_xyzw[p0 + threadIdx.x];
         __syncthreads();
         if (!active) continue;
-        const double2* jm = cur + 6 * ((long long)p0 + (long long)n_p * r);
-        for (int pl = 0; pl < np; ++pl, jm += 6) {
+        for (int pl = 0; pl < np; ++pl) {
             Pair q;
             if (pair_coefficients(x, y, z, tile[pl], c, q)) {
-                accumulate(q, jm, f);
+                accumulate(q, cur + 6 * (r + (long long)n_rhs * (p0 + pl)), f);
             } else {
                 skipped += (r == 0);
             }
         }
     }
     if (!active) return;
-    add_out(fields + 6 * (s + n_s * r), f);
+    double2* out = fields + 6 * (s + n_s * r);
+    if (gridDim.y == 1) {
+        add_out(out, f);
+    } else {
+#pragma unroll
+        for (int i = 0; i < 6; ++i) {
+            atomicAdd(&out[i].x, f[i].x);
+            atomicAdd(&out[i].y, f[i].y);
+        }
+    }
     if (skipped) atomicAdd(excluded, skipped);
 }
 
@@ -193,10 +207,10 @@ extern "C" __global__ void __launch_bounds__(256) rad_tiled(const double* __rest
         int np = min(p_tile, n_p - p0);
         __syncthreads();
         for (int i = threadIdx.x; i < 6 * np * rhs_chunk; i += blockDim.x) {
-            int comp = i % 6, pl = (i / 6) % np, rr = i / (6 * np);
+            int comp = i % 6, rr = (i / 6) % rhs_chunk, pl = i / (6 * rhs_chunk);
             int rg = r0 + rr;
             tile_cur[(pl * rhs_chunk + rr) * 6 + comp] =
-                rg < n_rhs ? cur[comp + 6 * ((long long)p0 + pl + (long long)n_p * rg)] : make_double2(0.0, 0.0);
+                rg < n_rhs ? cur[comp + 6 * (rg + (long long)n_rhs * (p0 + pl))] : make_double2(0.0, 0.0);
         }
         for (int i = threadIdx.x; i < np * s_block; i += blockDim.x) {
             int sj = i % s_block, pl = i / s_block;

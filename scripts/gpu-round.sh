@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One check-and-benchmark round on the GPU machine ([--checks-only|--sparse|--lbm]). Builds nothing: run
+# One check-and-benchmark round on the GPU machine ([--checks-only|--sparse|--lbm|--radfields]). Builds nothing: run
 # scripts/gpu-stage.sh here first, which copies the binaries into .gpu/,
 # then call the device tool with carry [".gpu"] and this script.
 # Logs go to $OUT (or ./gpu-out when run by hand).
@@ -20,6 +20,11 @@ fi
 if [ "${1:-}" = "--lbm" ] || [ -z "${1:-}" ]; then
   .gpu/bin/fegpu bench lbm 2>&1 | tee "$OUT/bench-lbm.txt"
   python3 bench/peers.py lbm 128 256 2>&1 | tee "$OUT/peers-lbm.txt"
+fi
+if [ "${1:-}" = "--radfields" ] || [ -z "${1:-}" ]; then
+  # registers and spills of the rad_fields kernels, as ptxas reports them
+  /usr/local/cuda/bin/nvcc -arch=sm_90 --resource-usage -c kernels/radfields.cu -o /dev/null 2>&1 | tee "$OUT/radfields-resources.txt"
+  .gpu/bin/fegpu bench radfields 2>&1 | tee "$OUT/bench-radfields.txt"
 fi
 if [ "${1:-}" = "--sparse" ] || [ -z "${1:-}" ]; then
   .gpu/bin/fegpu bench spmv .gpu/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-spmv.txt"

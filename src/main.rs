@@ -17,6 +17,7 @@ const USAGE: &str = "usage:
   fegpu bench spmv [A.mtx]   SpMV on 7-point 128^3, 27-point 96^3 (and A): GB/s, fraction of copy
   fegpu bench solve [A.mtx]  CG / BiCGSTAB per iteration against the bytes-moved roofline
   fegpu bench lbm            D3Q19 MLUPS (128^3..512^3 f32, 128^3/256^3 f64) against the copy roofline
+  fegpu bench radfields      rad_fields GFLOP/s (N_S 10k..200k, n_RHS 1/10/100) against the FP64 ceiling
 environment: FEGPU_BACKEND=auto|cpu|cuda, FEGPU_DEVICE=N";
 
 fn info() -> fegpu::Result<()> {
@@ -81,6 +82,7 @@ fn bench(args: &[String]) -> fegpu::Result<()> {
             }
         }
         Some("lbm") => fegpu::bench::lbm::run(),
+        Some("radfields") => fegpu::bench::radfields::run(),
         other => Err(bad(format!("unknown benchmark {other:?}"))),
     }
 }

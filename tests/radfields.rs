@@ -64,17 +64,21 @@ fn batch_currents(all: &[Complex64], n_p: usize, n_rhs: usize, first: usize, cou
     out
 }
 
-/// Element by element (batches of `batch` S' points, reusing one scratch
-/// buffer that is overwritten as soon as each call returns), then downloaded.
-fn run_elementwise(a: &Acc, p: &[f64], w: &[f64], cur: &[Complex64], n_rhs: usize, batch: usize) {
+/// Element by element: batches of S' points with sizes cycling through `sizes`,
+/// from one scratch buffer that is overwritten as soon as each call returns;
+/// then downloaded.
+fn run_elementwise(a: &Acc, p: &[f64], w: &[f64], cur: &[Complex64], n_rhs: usize, sizes: &[usize]) {
     let n_p = w.len();
     let mut scratch = Vec::new();
-    for first in (0..n_p).step_by(batch) {
-        let count = batch.min(n_p - first);
+    let (mut first, mut call) = (0, 0);
+    while first < n_p {
+        let count = sizes[call % sizes.len()].min(n_p - first);
         scratch.clear();
         scratch.extend(batch_currents(cur, n_p, n_rhs, first, count));
         ok(accumulate(a, &p[3 * first..3 * (first + count)], &w[first..first + count], &scratch));
         scratch.iter_mut().for_each(|z| *z = Complex64::new(f64::NAN, f64::NAN));
+        first += count;
+        call += 1;
     }
 }
 
@@ -103,19 +107,21 @@ fn backend_matches_cpu_reference_elementwise_and_in_one_call() {
     let (ctx, cpu) = (context(), cpu_context());
     let k = Complex64::new(2.0 * PI, -0.3);
     let omega_mu = Complex64::new(2.0 * PI * 1.2, 0.1);
-    for &(n_s, n_p, n_rhs) in &[(1, 1, 1), (37, 13, 1), (1000, 29, 3), (513, 70, 10), (300, 16, 33), (64, 9, 100)] {
+    for &(n_s, n_p, n_rhs) in &[(1, 1, 1), (37, 13, 1), (1000, 29, 3), (513, 70, 10), (300, 16, 33), (64, 9, 100), (200, 900, 2)] {
         let c = random_case(&mut rng, n_s, n_p, n_rhs);
         let n = 6 * n_s * n_rhs;
         let reference = accumulator(cpu, &c.s, n_rhs, k, omega_mu);
         ok(accumulate(&reference, &c.p, &c.w, &c.cur));
         let want = download(&reference, n);
         for variant in [FEGPU_RADFIELDS_AUTO, FEGPU_RADFIELDS_DIRECT, FEGPU_RADFIELDS_TILED] {
-            for batch in [7, n_p] {
+            // Element-sized batches (packed together until enough are pending),
+            // all at once, and sizes that overflow and regrow the staging.
+            for batch in [&[7][..], &[n_p], &[7, 300, 1]] {
                 let a = accumulator(ctx, &c.s, n_rhs, k, omega_mu);
                 ok(fegpu_radfields_set_variant(a.0, variant));
                 run_elementwise(&a, &c.p, &c.w, &c.cur, n_rhs, batch);
                 let d = relative_diff(&download(&a, n), &want);
-                assert!(d < 1e-12, "n_s {n_s} n_p {n_p} n_rhs {n_rhs} variant {variant} batch {batch}: {d:e} (seed {seed})");
+                assert!(d < 1e-12, "n_s {n_s} n_p {n_p} n_rhs {n_rhs} variant {variant} batches {batch:?}: {d:e} (seed {seed})");
             }
         }
         let mut one = vec![Complex64::new(f64::NAN, 0.0); n];
@@ -138,6 +144,8 @@ fn reset_starts_the_next_iteration_from_zero() {
     let twice = download(&a, 6 * 200 * 2);
     let doubled: Vec<Complex64> = first.iter().map(|z| z * 2.0).collect();
     assert!(relative_diff(&twice, &doubled) < 1e-14);
+    // Reset also drops points still waiting to be launched.
+    ok(accumulate(&a, &c.p[..3], &c.w[..1], &batch_currents(&c.cur, 20, 2, 0, 1)));
     ok(fegpu_radfields_reset(a.0));
     assert!(download(&a, 6 * 200 * 2).iter().all(|z| *z == Complex64::default()));
     ok(accumulate(&a, &c.p, &c.w, &c.cur));
@@ -243,7 +251,7 @@ fn equivalence_errors(ctx: fegpu_context_t, n_theta: usize) -> (f64, f64) {
         }
     }
     let acc = accumulator(ctx, &s, n_rhs, Complex64::new(k, 0.0), Complex64::new(omega_mu, 0.0));
-    run_elementwise(&acc, &p, &w, &cur, n_rhs, 2 * n_phi);
+    run_elementwise(&acc, &p, &w, &cur, n_rhs, &[2 * n_phi]);
     let f = download(&acc, 6 * n_s * n_rhs);
     let (mut worst_out, mut scale_out, mut worst_in) = (0.0f64, 0.0f64, 0.0f64);
     for (r, &(r0, d)) in sources.iter().enumerate() {
@@ -320,7 +328,7 @@ fn several_devices_split_the_s_points_or_are_refused_clearly() {
         let mut h = 0;
         ok(unsafe { fegpu_radfields_create_multi(ctxs.len() as i64, ctxs.as_ptr(), 1001, c.s.as_ptr(), 4, as_f64(&k), as_f64(&omega_mu), &mut h) });
         let multi = Acc(h);
-        run_elementwise(&multi, &c.p, &c.w, &c.cur, 4, 7);
+        run_elementwise(&multi, &c.p, &c.w, &c.cur, 4, &[7]);
         assert!(relative_diff(&download(&multi, 6 * 1001 * 4), &want) < 1e-12, "{devices} devices");
         eprintln!("split across {devices} devices");
     } else {

@@ -300,17 +300,19 @@ impl Gpu {
         Ok(Pinned { host, read })
     }
 
-    /// Queues the copy of `src[..n]` into `dst[..n]` and returns at once; the
-    /// next `wait_writable` on `src` waits for it.
-    pub fn upload_async<T: DeviceScalar>(&self, src: &mut Pinned<T>, n: usize, dst: &mut DeviceBuffer<T>) -> Result<()> {
+    /// Queues copies of `src[range]` into `dst[range]` for each range and
+    /// returns at once; the next `wait_writable` on `src` waits for them.
+    pub fn upload_async<T: DeviceScalar>(&self, src: &mut Pinned<T>, ranges: &[std::ops::Range<usize>], dst: &mut DeviceBuffer<T>) -> Result<()> {
         use cudarc::driver::DevicePtrMut;
-        let host = &src.wait_writable()?[..n];
-        let mut view = dst.slice_mut(0..n);
-        let (ptr, _sync) = view.device_ptr_mut(&self.stream);
-        // SAFETY: `host` is page-locked and stays alive and unwritten until
-        // `read` (recorded next) completes; `ptr` covers n elements.
-        unsafe { cudarc::driver::result::memcpy_htod_async(ptr, host, self.stream.cu_stream()) }
-            .map_err(|e| device_error("host-to-device copy", e))?;
+        let host = src.wait_writable()?;
+        for range in ranges {
+            let mut view = dst.slice_mut(range.clone());
+            let (ptr, _sync) = view.device_ptr_mut(&self.stream);
+            // SAFETY: `host` is page-locked and stays alive and unwritten until
+            // `read` (recorded next) completes; `ptr` covers the range.
+            unsafe { cudarc::driver::result::memcpy_htod_async(ptr, &host[range.clone()], self.stream.cu_stream()) }
+                .map_err(|e| device_error("host-to-device copy", e))?;
+        }
         src.read.record(&self.stream).map_err(|e| device_error("recording an event", e))
     }
 }

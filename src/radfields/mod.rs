@@ -175,7 +175,7 @@ impl Accumulator {
             let mine = &points[3 * first..3 * end];
             let part = match &ctx.backend {
                 Backend::Cpu => Part::Host(cpu::Part::new(mine, n_rhs)),
-                Backend::Cuda(g) => Part::Device(cuda::Part::new(g, mine, n_rhs)?),
+                Backend::Cuda(g) => Part::Device(cuda::Part::new(g, mine, n_rhs, medium.consts())?),
             };
             shares.push(Share { ctx, first, count: end - first, part });
         }
@@ -208,17 +208,16 @@ impl Accumulator {
             FEGPU_RADFIELDS_AUTO => auto_variant(self.n_rhs),
             v => v,
         };
-        let consts = self.medium.consts();
         let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
         for sh in shares.iter_mut() {
             if let (Part::Device(p), Backend::Cuda(g)) = (&mut sh.part, &sh.ctx.backend) {
-                p.reserve(g, src.n_p, self.n_rhs)?;
+                p.reserve(g, src.n_p)?;
             }
         }
         for sh in shares.iter_mut() {
             match (&mut sh.part, &sh.ctx.backend) {
-                (Part::Host(p), _) => p.accumulate(&consts, src, self.n_rhs),
-                (Part::Device(p), Backend::Cuda(g)) => p.accumulate(g, &consts, src, self.n_rhs, variant)?,
+                (Part::Host(p), _) => p.accumulate(&self.medium.consts(), src, self.n_rhs),
+                (Part::Device(p), Backend::Cuda(g)) => p.accumulate(g, src, variant)?,
                 _ => unreachable!("device part without a GPU"),
             }
         }
@@ -231,9 +230,9 @@ impl Accumulator {
         if out.len() != want {
             return Err(Error::size(format!("fields has {} elements; n_s = {} and n_rhs = {} need {want}", out.len(), self.n_s, self.n_rhs)));
         }
-        let shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
-        for sh in shares.iter() {
-            let slice: Vec<Complex64> = match (&sh.part, &sh.ctx.backend) {
+        let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        for sh in shares.iter_mut() {
+            let slice: Vec<Complex64> = match (&mut sh.part, &sh.ctx.backend) {
                 (Part::Host(p), _) => p.fields.clone(),
                 (Part::Device(p), Backend::Cuda(g)) => p.fields(g)?,
                 _ => unreachable!("device part without a GPU"),
@@ -263,10 +262,10 @@ impl Accumulator {
 
     /// Pairs of coincident points skipped since creation or the last reset.
     pub fn excluded(&self) -> Result<u64> {
-        let shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
         let mut total = 0;
-        for sh in shares.iter() {
-            total += match (&sh.part, &sh.ctx.backend) {
+        for sh in shares.iter_mut() {
+            total += match (&mut sh.part, &sh.ctx.backend) {
                 (Part::Host(p), _) => p.excluded,
                 (Part::Device(p), Backend::Cuda(g)) => p.excluded(g)?,
                 _ => unreachable!("device part without a GPU"),
@@ -275,8 +274,20 @@ impl Accumulator {
         Ok(total)
     }
 
+    /// Launches the batches still in staging; returns without waiting.
+    pub fn flush(&self) -> Result<()> {
+        let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        for sh in shares.iter_mut() {
+            if let (Part::Device(p), Backend::Cuda(g)) = (&mut sh.part, &sh.ctx.backend) {
+                p.flush(g)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Waits for every queued accumulation (for timing).
     pub fn synchronize(&self) -> Result<()> {
+        self.flush()?;
         let shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
         for sh in shares.iter() {
             if let Some(g) = sh.ctx.gpu() {
