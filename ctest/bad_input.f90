@@ -2,11 +2,15 @@
 !> message naming the problem in `errmsg`, and leaves the data unchanged.
 program bad_input
   use, intrinsic :: iso_fortran_env, only: real32, real64
+  use, intrinsic :: iso_c_binding, only: c_double_complex
+  use, intrinsic :: ieee_arithmetic, only: ieee_value, ieee_positive_inf
   use fegpu
   use checks, only: check => expect, finish
   implicit none
   type(fegpu_context) :: ctx
   type(fegpu_array) :: a, b, stale
+  type(fegpu_radfields) :: acc
+  complex(c_double_complex) :: cur(3, 2, 4, 2), fields(3, 2, 4, 2)
   real(real64) :: x(3, 4), y(4, 3), z(0)
   character(len=512) :: msg
   integer :: st
@@ -43,6 +47,23 @@ program bad_input
   call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'variant = 42') > 0, 'unknown variant')
   call fegpu_host_unregister(ctx, y, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'not registered') > 0, 'unregister unknown memory')
+
+  ! rad_fields: S points x(3, 4), 2 right-hand sides.
+  call fegpu_radfields_create(x, 2, (0.0_real64, 0.0_real64), (1.0_real64, 0.0_real64), acc, ctx=ctx, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'k = 0') > 0, 'rad_fields with k = 0')
+  call fegpu_radfields_create(x, 2, (6.0_real64, 0.0_real64), (6.0_real64, 0.0_real64), acc, ctx=ctx)
+  cur = (1.0_real64, 0.0_real64)
+  call fegpu_radfields_accumulate(acc, y, [1.0_real64, 1.0_real64], cur, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'points must be (3, n_p)') > 0, 'rad_fields batch shapes')
+  y(2, 1) = ieee_value(1.0_real64, ieee_positive_inf)
+  call fegpu_radfields_accumulate(acc, y(1:3, :), [1.0_real64, 1.0_real64, 1.0_real64], cur(:, :, 1:3, :), stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'points(2, 1)') > 0, 'rad_fields non-finite point')
+  call fegpu_radfields_download(acc, fields, stat=st)
+  call expect(st == FEGPU_OK .and. all(fields == (0.0_real64, 0.0_real64)), 'rad_fields unchanged after refused batches')
+  call fegpu_radfields_download(acc, fields(:, :, 1:3, :), stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'n = 36') > 0, 'rad_fields download size')
+  call fegpu_radfields_destroy(acc)
+  y = 7
 
   stale = a
   call fegpu_array_destroy(a)

@@ -18,7 +18,8 @@
 !> message, and nothing was changed. Arrays are column-major as in Fortran.
 !> Standard Fortran 2018 (iso_c_binding, assumed rank); no preprocessor.
 module fegpu
-  use, intrinsic :: iso_c_binding, only: c_int8_t, c_int32_t, c_int64_t, c_double, c_ptr, c_null_ptr, c_loc, c_char, c_null_char
+  use, intrinsic :: iso_c_binding, only: c_int8_t, c_int32_t, c_int64_t, c_double, c_double_complex, c_ptr, c_null_ptr, c_loc, &
+       c_char, c_null_char
   use, intrinsic :: iso_fortran_env, only: real32, real64, error_unit
   implicit none
   private
@@ -64,6 +65,13 @@ module fegpu
     integer(c_int64_t) :: handle = 0
   end type fegpu_lattice
 
+  !> The FE-IIEE rad_fields accumulator: S points and fields on the device(s).
+  type, public :: fegpu_radfields
+    integer(c_int64_t) :: handle = 0
+  end type fegpu_radfields
+
+  integer, parameter, public :: FEGPU_RADFIELDS_AUTO = 0, FEGPU_RADFIELDS_DIRECT = 1, FEGPU_RADFIELDS_TILED = 2
+
   integer, parameter, public :: FEGPU_PERIODIC_X = 1, FEGPU_PERIODIC_Y = 2, FEGPU_PERIODIC_Z = 4
   integer, parameter, public :: FEGPU_FLUID = 0, FEGPU_WALL = 1, FEGPU_MOVING_WALL = 2
 
@@ -82,6 +90,8 @@ module fegpu
   public :: fegpu_lattice_create, fegpu_lattice_set_flags, fegpu_lattice_set_force, fegpu_lattice_set_wall_velocity
   public :: fegpu_lattice_init_equilibrium, fegpu_lattice_set_populations, fegpu_lattice_get_populations
   public :: fegpu_lattice_step, fegpu_lattice_fields, fegpu_lattice_destroy, fegpu_lattice_set_trt
+  public :: fegpu_radfields_create, fegpu_radfields_accumulate, fegpu_radfields_download, fegpu_radfields_reset
+  public :: fegpu_radfields_excluded, fegpu_radfields_set_variant, fegpu_radfields_destroy, fegpu_radfields_compute
   public :: fegpu_last_error
 
   !> Creates an array holding a copy of a real32/real64 array of any rank
@@ -184,6 +194,57 @@ module fegpu
     integer(c_int32_t) function c_solver_destroy(s) bind(C, name='fegpu_solver_destroy')
       import :: c_int32_t, c_int64_t, c_double
       integer(c_int64_t), value :: s
+    end function
+  end interface
+
+  ! The rad_fields C surface (fegpu.h, fegpu_radfields_*); complex arrays are complex(c_double_complex).
+  interface
+    integer(c_int32_t) function c_radfields_create_multi(n_ctx, ctxs, n_s, points, n_rhs, k, omega_mu, acc) &
+         bind(C, name='fegpu_radfields_create_multi')
+      import :: c_int32_t, c_int64_t, c_double, c_double_complex
+      integer(c_int64_t), value :: n_ctx, n_s, n_rhs
+      integer(c_int64_t), intent(in) :: ctxs(*)
+      real(c_double), intent(in) :: points(*)
+      complex(c_double_complex), intent(in) :: k, omega_mu
+      integer(c_int64_t), intent(out) :: acc
+    end function
+    integer(c_int32_t) function c_radfields_accumulate(acc, n_p, points, weights, currents) &
+         bind(C, name='fegpu_radfields_accumulate')
+      import :: c_int32_t, c_int64_t, c_double, c_double_complex
+      integer(c_int64_t), value :: acc, n_p
+      real(c_double), intent(in) :: points(*), weights(*)
+      complex(c_double_complex), intent(in) :: currents(*)
+    end function
+    integer(c_int32_t) function c_radfields_download(acc, fields, n) bind(C, name='fegpu_radfields_download')
+      import :: c_int32_t, c_int64_t, c_double_complex
+      integer(c_int64_t), value :: acc, n
+      complex(c_double_complex), intent(out) :: fields(*)
+    end function
+    integer(c_int32_t) function c_radfields_reset(acc) bind(C, name='fegpu_radfields_reset')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: acc
+    end function
+    integer(c_int32_t) function c_radfields_excluded(acc, count) bind(C, name='fegpu_radfields_excluded')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: acc
+      integer(c_int64_t), intent(out) :: count
+    end function
+    integer(c_int32_t) function c_radfields_set_variant(acc, variant) bind(C, name='fegpu_radfields_set_variant')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: acc
+      integer(c_int32_t), value :: variant
+    end function
+    integer(c_int32_t) function c_radfields_destroy(acc) bind(C, name='fegpu_radfields_destroy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: acc
+    end function
+    integer(c_int32_t) function c_radfields_compute(ctx, n_s, s_points, n_p, p_points, weights, currents, n_rhs, k, &
+         omega_mu, fields) bind(C, name='fegpu_radfields_compute')
+      import :: c_int32_t, c_int64_t, c_double, c_double_complex
+      integer(c_int64_t), value :: ctx, n_s, n_p, n_rhs
+      real(c_double), intent(in) :: s_points(*), p_points(*), weights(*)
+      complex(c_double_complex), intent(in) :: currents(*), k, omega_mu
+      complex(c_double_complex), intent(out) :: fields(*)
     end function
   end interface
 
@@ -746,10 +807,18 @@ contains
     character(len=200) :: msg
     write (msg, '(a,i0,a,i0,a,i0,a,i0)') 'a is ', sa(1), ' x ', sa(2), ' so at must be its transpose, but at is ', &
          sat(1), ' x ', sat(2)
+    call size_error('fegpu_transpose_host: ' // trim(msg), stat, errmsg)
+  end subroutine
+
+  !> A size mismatch found on the Fortran side (before any C call), reported as check does.
+  subroutine size_error(msg, stat, errmsg)
+    character(*), intent(in) :: msg
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
     if (present(stat)) stat = FEGPU_ERR_SIZE_MISMATCH
-    if (present(errmsg)) errmsg = 'fegpu_transpose_host: ' // trim(msg)
+    if (present(errmsg)) errmsg = msg
     if (.not. present(stat)) then
-      write (error_unit, '(a)') 'fegpu: fegpu_transpose_host: ' // trim(msg)
+      write (error_unit, '(a)') 'fegpu: ' // msg
       error stop 1
     end if
   end subroutine
@@ -772,7 +841,7 @@ contains
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     if (size(row_ptr) /= nrows + 1 .or. size(col_ind) /= size(values)) then
-      call size_error(size(row_ptr), nrows, size(col_ind), size(values), stat, errmsg)
+      call csr_size_error(size(row_ptr), nrows, size(col_ind), size(values), stat, errmsg)
       return
     end if
     call check(c_csr_create_i32(ctx%handle, int(nrows, c_int64_t), int(ncols, c_int64_t), size(values, kind=c_int64_t), &
@@ -789,26 +858,21 @@ contains
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     if (size(row_ptr) /= nrows + 1 .or. size(col_ind) /= size(values)) then
-      call size_error(size(row_ptr), nrows, size(col_ind), size(values), stat, errmsg)
+      call csr_size_error(size(row_ptr), nrows, size(col_ind), size(values), stat, errmsg)
       return
     end if
     call check(c_csr_create_i64(ctx%handle, int(nrows, c_int64_t), int(ncols, c_int64_t), size(values, kind=c_int64_t), &
          row_ptr, col_ind, values, base_of(index_base), a%handle), 'fegpu_csr_create', stat, errmsg)
   end subroutine
 
-  subroutine size_error(nrp, nrows, nci, nv, stat, errmsg)
+  subroutine csr_size_error(nrp, nrows, nci, nv, stat, errmsg)
     integer, intent(in) :: nrp, nrows, nci, nv
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     character(len=200) :: msg
     write (msg, '(a,i0,a,i0,a,i0,a,i0)') 'size(row_ptr) = ', nrp, ' (nrows + 1 = ', nrows + 1, '), size(col_ind) = ', nci, &
          ', size(values) = ', nv
-    if (present(stat)) stat = FEGPU_ERR_SIZE_MISMATCH
-    if (present(errmsg)) errmsg = 'fegpu_csr_create: ' // trim(msg)
-    if (.not. present(stat)) then
-      write (error_unit, '(a)') 'fegpu: fegpu_csr_create: ' // trim(msg)
-      error stop 1
-    end if
+    call size_error('fegpu_csr_create: ' // trim(msg), stat, errmsg)
   end subroutine
 
   integer(c_int32_t) function base_of(index_base)
@@ -1057,6 +1121,121 @@ contains
     st = c_lattice_destroy(lat%handle)
     if (st == FEGPU_OK) lat%handle = 0
     call check(st, 'fegpu_lattice_destroy', stat, errmsg)
+  end subroutine
+
+
+  ! ---- FE-IIEE rad_fields ----
+
+  !> An accumulator for the S points points(3, n_s), n_rhs right-hand sides,
+  !> wavenumber k and omega*mu (complex for lossy media). Give ctx, or ctxs(:)
+  !> (CUDA contexts on distinct devices) to split the S points across GPUs.
+  subroutine fegpu_radfields_create(points, n_rhs, k, omega_mu, acc, ctx, ctxs, stat, errmsg)
+    real(real64), intent(in) :: points(:, :)
+    integer, intent(in) :: n_rhs
+    complex(c_double_complex), intent(in) :: k, omega_mu
+    type(fegpu_radfields), intent(out) :: acc
+    type(fegpu_context), intent(in), optional :: ctx, ctxs(:)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t), allocatable :: handles(:)
+    if (present(ctxs)) then
+      allocate (handles(size(ctxs)))
+      handles(:) = ctxs(:)%handle
+    else
+      allocate (handles(1))
+      handles(1) = 0   ! without ctx, refused by fegpu: "the null handle 0 is never valid"
+      if (present(ctx)) handles(1) = ctx%handle
+    end if
+    if (size(points, 1) /= 3) then
+      call size_error('fegpu_radfields_create: points must be (3, n_s)', stat, errmsg)
+      return
+    end if
+    call check(c_radfields_create_multi(int(size(handles), c_int64_t), handles, size(points, 2, kind=c_int64_t), points, &
+         int(n_rhs, c_int64_t), k, omega_mu, acc%handle), 'fegpu_radfields_create', stat, errmsg)
+  end subroutine
+
+  !> Adds one S' element (or a batch): points(3, n_p), weights(n_p),
+  !> currents(3, 2, n_p, n_rhs) (J then M). Returns without waiting for the
+  !> device; the arrays may be overwritten at once.
+  subroutine fegpu_radfields_accumulate(acc, points, weights, currents, stat, errmsg)
+    type(fegpu_radfields), intent(in) :: acc
+    real(real64), intent(in) :: points(:, :), weights(:)
+    complex(c_double_complex), intent(in) :: currents(:, :, :, :)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (size(points, 1) /= 3 .or. size(points, 2) /= size(weights) .or. size(currents, 1) /= 3 .or. &
+         size(currents, 2) /= 2 .or. size(currents, 3) /= size(weights)) then
+      call size_error('fegpu_radfields_accumulate: points must be (3, n_p), weights (n_p), currents (3, 2, n_p, n_rhs)', &
+           stat, errmsg)
+      return
+    end if
+    call check(c_radfields_accumulate(acc%handle, size(weights, kind=c_int64_t), points, weights, currents), &
+         'fegpu_radfields_accumulate', stat, errmsg)
+  end subroutine
+
+  !> fields(3, 2, n_s, n_rhs): E then curl E, after every queued accumulation.
+  subroutine fegpu_radfields_download(acc, fields, stat, errmsg)
+    type(fegpu_radfields), intent(in) :: acc
+    complex(c_double_complex), intent(out) :: fields(:, :, :, :)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_radfields_download(acc%handle, fields, size(fields, kind=c_int64_t)), 'fegpu_radfields_download', stat, errmsg)
+  end subroutine
+
+  !> Zeroes the fields for the next FE-IIEE iteration.
+  subroutine fegpu_radfields_reset(acc, stat, errmsg)
+    type(fegpu_radfields), intent(in) :: acc
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_radfields_reset(acc%handle), 'fegpu_radfields_reset', stat, errmsg)
+  end subroutine
+
+  !> Pairs of coincident S and S' points skipped since creation or the last reset.
+  subroutine fegpu_radfields_excluded(acc, count, stat, errmsg)
+    type(fegpu_radfields), intent(in) :: acc
+    integer(c_int64_t), intent(out) :: count
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_radfields_excluded(acc%handle, count), 'fegpu_radfields_excluded', stat, errmsg)
+  end subroutine
+
+  !> FEGPU_RADFIELDS_AUTO (default), _DIRECT or _TILED.
+  subroutine fegpu_radfields_set_variant(acc, variant, stat, errmsg)
+    type(fegpu_radfields), intent(in) :: acc
+    integer, intent(in) :: variant
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_radfields_set_variant(acc%handle, int(variant, c_int32_t)), 'fegpu_radfields_set_variant', stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_radfields_destroy(acc, stat, errmsg)
+    type(fegpu_radfields), intent(inout) :: acc
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_radfields_destroy(acc%handle)
+    if (st == FEGPU_OK) acc%handle = 0
+    call check(st, 'fegpu_radfields_destroy', stat, errmsg)
+  end subroutine
+
+  !> The one-call form: fields(3, 2, n_s, n_rhs) radiated by all of S' at once.
+  subroutine fegpu_radfields_compute(ctx, s_points, p_points, weights, currents, k, omega_mu, fields, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real64), intent(in) :: s_points(:, :), p_points(:, :), weights(:)
+    complex(c_double_complex), intent(in) :: currents(:, :, :, :), k, omega_mu
+    complex(c_double_complex), intent(out) :: fields(:, :, :, :)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (size(s_points, 1) /= 3 .or. size(p_points, 1) /= 3 .or. size(p_points, 2) /= size(weights) .or. &
+         any(shape(currents) /= [3, 2, size(weights), size(currents, 4)]) .or. &
+         any(shape(fields) /= [3, 2, size(s_points, 2), size(currents, 4)])) then
+      call size_error('fegpu_radfields_compute: s_points must be (3, n_s), p_points (3, n_p), weights (n_p), '// &
+           'currents (3, 2, n_p, n_rhs), fields (3, 2, n_s, n_rhs)', stat, errmsg)
+      return
+    end if
+    call check(c_radfields_compute(ctx%handle, size(s_points, 2, kind=c_int64_t), s_points, size(weights, kind=c_int64_t), &
+         p_points, weights, currents, size(currents, 4, kind=c_int64_t), k, omega_mu, fields), 'fegpu_radfields_compute', &
+         stat, errmsg)
   end subroutine
 
 end module fegpu
