@@ -3,6 +3,13 @@
     python3 bench/peers.py transpose [N ...]
     python3 bench/peers.py sparse [A.mtx]
     python3 bench/peers.py lbm [N ...]
+    python3 bench/peers.py radfields
+
+radfields: the rad_fields convolution as a PyTorch user would write it: the
+6x6 complex operator of every (S, S') pair built with element-wise ops, then
+one ZGEMM (cuBLAS) with the currents of all right-hand sides, S in chunks;
+checked against a plain loop on a few points, and rated in TFLOP/s with the
+same flop count as `fegpu bench radfields` (the work done, not the GEMM's).
 
 lbm: a D3Q19 BGK step written the way a PyTorch user would (moments by
 einsum, streaming by torch.roll), f32 and f64, on a periodic N^3 box: MLUPS
@@ -155,10 +162,77 @@ def lbm(sizes):
             del f
 
 
+def radfields(cases=((10_000, 1), (50_000, 10), (50_000, 100), (200_000, 10))):
+    import math
+    import torch
+    dev, cd = "cuda", torch.complex128
+    k, wm = complex(2 * math.pi, -0.05), complex(2 * math.pi, 0.0)
+    print(f"peers on {torch.cuda.get_device_name(0)}: torch {torch.__version__}")
+
+    def operator(sc, p, w):
+        """K (c*6, n_p*6): fields (3, 2) of each S point from currents (3, 2) of each S' point."""
+        c, n_p = sc.shape[0], p.shape[0]
+        d = sc[:, None, :] - p[None]
+        r = d.norm(dim=-1)
+        rh = (d / r[..., None]).to(cd)
+        kr = k * r
+        g = torch.exp(-1j * kr) / (4 * math.pi * r)
+        q = 1 + 1j * kr
+        inv = 1 / (kr * kr)
+        alpha, beta = g * (1 - q * inv) * w, g * (3 + 3j * kr - kr * kr) * inv * w
+        ga = (-q * g / r * w)[..., None] * rh
+        gbar = alpha[..., None, None] * torch.eye(3, dtype=cd, device=dev) + beta[..., None, None] * rh[..., :, None] * rh[..., None, :]
+        cx = torch.zeros(c, n_p, 3, 3, dtype=cd, device=dev)  # cx @ m = ga x m
+        for (i, j, s, m) in ((0, 1, -1, 2), (0, 2, 1, 1), (1, 0, 1, 2), (1, 2, -1, 0), (2, 0, -1, 1), (2, 1, 1, 0)):
+            cx[..., i, j] = s * ga[..., m]
+        big = torch.empty(c, 2, 3, n_p, 2, 3, dtype=cd, device=dev)
+        big[:, 0, :, :, 0, :] = (-1j * wm * gbar).permute(0, 2, 1, 3)
+        big[:, 0, :, :, 1, :] = (-cx).permute(0, 2, 1, 3)
+        big[:, 1, :, :, 0, :] = (-1j * wm * cx).permute(0, 2, 1, 3)
+        big[:, 1, :, :, 1, :] = (-k * k * gbar).permute(0, 2, 1, 3)
+        return big.reshape(c * 6, n_p * 6)
+
+    def loop(sp, p, w, cur):  # the serial formula, for the check
+        out = torch.zeros(6, cur.shape[1], dtype=cd, device=dev)
+        for j in range(p.shape[0]):
+            d = sp - p[j]
+            r = float(d.norm())
+            rh = (d / r).to(cd)
+            g = complex(torch.exp(torch.tensor(-1j * k * r))) / (4 * math.pi * r)
+            dg = -(1 + 1j * k * r) / r * g * rh
+            gb = g * torch.eye(3, dtype=cd, device=dev) + g / (k * r) ** 2 * ((3 + 3j * k * r - (k * r) ** 2) * torch.outer(rh, rh) - (1 + 1j * k * r) * torch.eye(3, dtype=cd, device=dev))
+            jj, mm = cur[6 * j:6 * j + 3], cur[6 * j + 3:6 * j + 6]
+            out[:3] += w[j] * (-1j * wm * gb @ jj - torch.linalg.cross(dg[:, None].expand(3, jj.shape[1]), mm, dim=0))
+            out[3:] += w[j] * (-1j * wm * torch.linalg.cross(dg[:, None].expand(3, jj.shape[1]), jj, dim=0) - k * k * gb @ mm)
+        return out
+
+    print(f"  {'N_S':>7} {'n_rhs':>5} {'n_p':>5} {'what':<32} {'ms':>9} {'TFLOP/s':>8}")
+    for n_s, n_rhs in cases:
+        n_p = 256
+        torch.manual_seed(1)
+        s = 2 + (2 * torch.rand(n_s, 3, dtype=torch.float64, device=dev) - 1)
+        p = 0.5 * (2 * torch.rand(n_p, 3, dtype=torch.float64, device=dev) - 1)
+        w = 1 + 0.1 * torch.rand(n_p, dtype=torch.float64, device=dev)
+        cur = torch.randn(6 * n_p, n_rhs, dtype=cd, device=dev)  # rows (comp, kind, point) as in fegpu
+        chunk = max(1, min(n_s, 2_000_000_000 // (n_p * 36 * 16 * 3)))
+        check = operator(s[:2], p, w) @ cur
+        want = torch.cat([loop(s[i], p, w, cur) for i in range(2)])
+        err = float((check - want).abs().max() / want.abs().max())
+        assert err < 1e-12, f"the peer disagrees with the serial formula: {err}"
+
+        def run():
+            return [operator(s[i:i + chunk], p, w) @ cur for i in range(0, n_s, chunk)]
+        t = timed(run, reps=3)
+        flops = n_s * n_p * (135 + 188 * n_rhs)
+        print(f"  {n_s:>7} {n_rhs:>5} {n_p:>5} {'torch operator + ZGEMM':<32} {t*1e3:9.2f} {flops/t/1e12:8.2f}")
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "transpose"
     if what == "sparse":
         sparse(sys.argv[2:])
+    elif what == "radfields":
+        radfields()
     elif what == "lbm":
         lbm([int(x) for x in sys.argv[2:]] or [128, 256])
     else:

@@ -25,6 +25,7 @@ if [ "${1:-}" = "--radfields" ] || [ -z "${1:-}" ]; then
   # registers and spills of the rad_fields kernels, as ptxas reports them
   /usr/local/cuda/bin/nvcc -arch=sm_90 --resource-usage -c kernels/radfields.cu -o /dev/null 2>&1 | tee "$OUT/radfields-resources.txt"
   .gpu/bin/fegpu bench radfields 2>&1 | tee "$OUT/bench-radfields.txt"
+  python3 bench/peers.py radfields 2>&1 | tee "$OUT/peers-radfields.txt"
 fi
 if [ "${1:-}" = "--sparse" ] || [ -z "${1:-}" ]; then
   .gpu/bin/fegpu bench spmv .gpu/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-spmv.txt"
