@@ -163,6 +163,7 @@ def lbm(sizes):
 
 
 def radfields(cases=((10_000, 1), (50_000, 10), (50_000, 100), (200_000, 10))):
+    import cmath
     import math
     import torch
     dev, cd = "cuda", torch.complex128
@@ -198,7 +199,7 @@ def radfields(cases=((10_000, 1), (50_000, 10), (50_000, 100), (200_000, 10))):
             d = sp - p[j]
             r = float(d.norm())
             rh = (d / r).to(cd)
-            g = complex(torch.exp(torch.tensor(-1j * k * r))) / (4 * math.pi * r)
+            g = cmath.exp(-1j * k * r) / (4 * math.pi * r)
             dg = -(1 + 1j * k * r) / r * g * rh
             gb = g * torch.eye(3, dtype=cd, device=dev) + g / (k * r) ** 2 * ((3 + 3j * k * r - (k * r) ** 2) * torch.outer(rh, rh) - (1 + 1j * k * r) * torch.eye(3, dtype=cd, device=dev))
             jj, mm = cur[6 * j:6 * j + 3], cur[6 * j + 3:6 * j + 6]
