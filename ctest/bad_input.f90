@@ -49,9 +49,11 @@ program bad_input
   call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'not registered') > 0, 'unregister unknown memory')
 
   ! rad_fields: S points x(3, 4), 2 right-hand sides.
-  call fegpu_radfields_create(x, 2, (0.0_real64, 0.0_real64), (1.0_real64, 0.0_real64), acc, ctx=ctx, stat=st, errmsg=msg)
+  call fegpu_radfields_create(ctx, x, 2, (0.0_real64, 0.0_real64), (1.0_real64, 0.0_real64), acc, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'k = 0') > 0, 'rad_fields with k = 0')
-  call fegpu_radfields_create(x, 2, (6.0_real64, 0.0_real64), (6.0_real64, 0.0_real64), acc, ctx=ctx)
+  call fegpu_radfields_create([ctx, ctx], x, 2, (6.0_real64, 0.0_real64), (6.0_real64, 0.0_real64), acc, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'ctxs(') > 0, 'rad_fields split across one device twice')
+  call fegpu_radfields_create(ctx, x, 2, (6.0_real64, 0.0_real64), (6.0_real64, 0.0_real64), acc)
   cur = (1.0_real64, 0.0_real64)
   call fegpu_radfields_accumulate(acc, y, [1.0_real64, 1.0_real64], cur, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'points must be (3, n_p)') > 0, 'rad_fields batch shapes')

@@ -52,7 +52,7 @@ contains
     end do
     ref = 0
     got = cmplx(huge(1.0_dp), 0, dp)   ! poison: download must overwrite all
-    call fegpu_radfields_create(s_pts, n_rhs, k, omega_mu, acc, ctx=ctx)
+    call fegpu_radfields_create(ctx, s_pts, n_rhs, k, omega_mu, acc)
     ie = 0
     do it = 1, n_theta        ! the host's outer loop over S' elements
       do ip = 1, n_phi

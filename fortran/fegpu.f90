@@ -72,6 +72,13 @@ module fegpu
 
   integer, parameter, public :: FEGPU_RADFIELDS_AUTO = 0, FEGPU_RADFIELDS_DIRECT = 1, FEGPU_RADFIELDS_TILED = 2
 
+  !> fegpu_radfields_create(ctx, points, n_rhs, k, omega_mu, acc): ctx one
+  !> context, or an array of CUDA contexts (one per device) to split S across GPUs.
+  interface fegpu_radfields_create
+    module procedure radfields_create_one, radfields_create_many
+  end interface
+  public :: fegpu_radfields_create
+
   integer, parameter, public :: FEGPU_PERIODIC_X = 1, FEGPU_PERIODIC_Y = 2, FEGPU_PERIODIC_Z = 4
   integer, parameter, public :: FEGPU_FLUID = 0, FEGPU_WALL = 1, FEGPU_MOVING_WALL = 2
 
@@ -90,7 +97,7 @@ module fegpu
   public :: fegpu_lattice_create, fegpu_lattice_set_flags, fegpu_lattice_set_force, fegpu_lattice_set_wall_velocity
   public :: fegpu_lattice_init_equilibrium, fegpu_lattice_set_populations, fegpu_lattice_get_populations
   public :: fegpu_lattice_step, fegpu_lattice_fields, fegpu_lattice_destroy, fegpu_lattice_set_trt
-  public :: fegpu_radfields_create, fegpu_radfields_accumulate, fegpu_radfields_download, fegpu_radfields_reset
+  public :: fegpu_radfields_accumulate, fegpu_radfields_download, fegpu_radfields_reset
   public :: fegpu_radfields_excluded, fegpu_radfields_set_variant, fegpu_radfields_destroy, fegpu_radfields_compute
   public :: fegpu_last_error
 
@@ -1126,31 +1133,35 @@ contains
 
   ! ---- FE-IIEE rad_fields ----
 
-  !> An accumulator for the S points points(3, n_s), n_rhs right-hand sides,
-  !> wavenumber k and omega*mu (complex for lossy media). Give ctx, or ctxs(:)
-  !> (CUDA contexts on distinct devices) to split the S points across GPUs.
-  subroutine fegpu_radfields_create(points, n_rhs, k, omega_mu, acc, ctx, ctxs, stat, errmsg)
+  !> An accumulator on ctx for the S points points(3, n_s), n_rhs right-hand
+  !> sides, wavenumber k and omega*mu (complex for lossy media). With ctx an
+  !> array of CUDA contexts on distinct devices, the S points are split across them.
+  subroutine radfields_create_one(ctx, points, n_rhs, k, omega_mu, acc, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
     real(real64), intent(in) :: points(:, :)
     integer, intent(in) :: n_rhs
     complex(c_double_complex), intent(in) :: k, omega_mu
     type(fegpu_radfields), intent(out) :: acc
-    type(fegpu_context), intent(in), optional :: ctx, ctxs(:)
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    integer(c_int64_t), allocatable :: handles(:)
-    if (present(ctxs)) then
-      allocate (handles(size(ctxs)))
-      handles(:) = ctxs(:)%handle
-    else
-      allocate (handles(1))
-      handles(1) = 0   ! without ctx, refused by fegpu: "the null handle 0 is never valid"
-      if (present(ctx)) handles(1) = ctx%handle
-    end if
+    call radfields_create_many([ctx], points, n_rhs, k, omega_mu, acc, stat, errmsg)
+  end subroutine
+
+  subroutine radfields_create_many(ctx, points, n_rhs, k, omega_mu, acc, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx(:)
+    real(real64), intent(in) :: points(:, :)
+    integer, intent(in) :: n_rhs
+    complex(c_double_complex), intent(in) :: k, omega_mu
+    type(fegpu_radfields), intent(out) :: acc
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: handles(size(ctx))
     if (size(points, 1) /= 3) then
       call size_error('fegpu_radfields_create: points must be (3, n_s)', stat, errmsg)
       return
     end if
-    call check(c_radfields_create_multi(int(size(handles), c_int64_t), handles, size(points, 2, kind=c_int64_t), points, &
+    handles = ctx%handle
+    call check(c_radfields_create_multi(size(handles, kind=c_int64_t), handles, size(points, 2, kind=c_int64_t), points, &
          int(n_rhs, c_int64_t), k, omega_mu, acc%handle), 'fegpu_radfields_create', stat, errmsg)
   end subroutine
 
