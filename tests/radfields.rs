@@ -292,7 +292,8 @@ fn equivalent_currents_of_dipoles_reproduce_their_fields_outside_and_extinguish_
 fn coincident_points_are_skipped_and_counted() {
     let mut rng = Rng::new(seed());
     let mut c = random_case(&mut rng, 50, 6, 2);
-    c.p[3..6].copy_from_slice(&c.s[30..33].to_vec()); // S' point 2 = S point 11
+    let s11 = c.s[30..33].to_owned();
+    c.p[3..6].copy_from_slice(&s11); // S' point 2 = S point 11
     let (k, omega_mu) = (Complex64::new(1.0, 0.0), Complex64::new(1.0, 0.0));
     let a = accumulator(context(), &c.s, 2, k, omega_mu);
     ok(accumulate(&a, &c.p, &c.w, &c.cur));

@@ -179,7 +179,10 @@ fn new_populations<T: Real>(gpu: Option<&Gpu>, n: usize) -> Result<Populations<T
 impl<T: Real> Populations<T> {
     fn equilibrium(&mut self, gpu: Option<&Gpu>, n: usize, rho: f64, u: [f64; 3]) -> Result<()> {
         match (&mut self.current, gpu) {
-            (Buffer::Host(f), _) => Ok(cpu::equilibrium(f, n, rho, u)),
+            (Buffer::Host(f), _) => {
+                cpu::equilibrium(f, n, rho, u);
+                Ok(())
+            }
             (Buffer::Device(f), Some(g)) => cuda::equilibrium(g, f, n, rho, u),
             _ => unreachable!("device storage without a GPU"),
         }
@@ -235,7 +238,10 @@ impl<T: Real> Populations<T> {
 
     fn fields(&self, gpu: Option<&Gpu>, p: &Params, flags: &Buffer<u8>, first: usize, rho: &mut [f64], u: &mut [f64]) -> Result<()> {
         match (&self.current, flags, gpu) {
-            (Buffer::Host(f), Buffer::Host(fl), _) => Ok(cpu::fields(p, fl, f, first, rho, u)),
+            (Buffer::Host(f), Buffer::Host(fl), _) => {
+                cpu::fields(p, fl, f, first, rho, u);
+                Ok(())
+            }
             (Buffer::Device(f), Buffer::Device(fl), Some(g)) => cuda::fields(g, p, fl, f, first, rho, u),
             _ => unreachable!("mixed host and device storage"),
         }
@@ -304,7 +310,7 @@ impl Lattice {
 
     /// Threads per block of the CUDA step (for `fegpu bench lbm`'s comparison).
     pub fn set_block(&self, block: u32) -> Result<()> {
-        if !(32..=256).contains(&block) || block % 32 != 0 {
+        if !(32..=256).contains(&block) || !block.is_multiple_of(32) {
             return Err(Error::invalid(format!("block = {block}: a multiple of 32 up to 256")));
         }
         self.state().block = block;

@@ -137,7 +137,7 @@ struct Share {
 
 enum Part {
     Host(cpu::Part),
-    Device(cuda::Part),
+    Device(Box<cuda::Part>),
 }
 
 pub struct Accumulator {
@@ -156,7 +156,7 @@ impl Accumulator {
     /// S points (3, n_s); with several contexts (CUDA, distinct devices) the S
     /// points are split into contiguous slices, one per device.
     pub fn new(ctxs: Vec<Arc<Context>>, points: &[f64], n_rhs: usize, medium: Medium) -> Result<Accumulator> {
-        if points.is_empty() || points.len() % 3 != 0 {
+        if points.is_empty() || !points.len().is_multiple_of(3) {
             return Err(Error::size(format!("points has {} elements: expected 3 * n_s with n_s >= 1", points.len())));
         }
         let n_s = points.len() / 3;
@@ -175,7 +175,7 @@ impl Accumulator {
             let mine = &points[3 * first..3 * end];
             let part = match &ctx.backend {
                 Backend::Cpu => Part::Host(cpu::Part::new(mine, n_rhs)),
-                Backend::Cuda(g) => Part::Device(cuda::Part::new(g, mine, n_rhs, medium.consts())?),
+                Backend::Cuda(g) => Part::Device(Box::new(cuda::Part::new(g, mine, n_rhs, medium.consts())?)),
             };
             shares.push(Share { ctx, first, count: end - first, part });
         }
