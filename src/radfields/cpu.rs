@@ -80,40 +80,42 @@ impl Part {
         self.excluded = 0;
     }
 
-    /// Threads over contiguous runs of S points; each thread sums its points'
-    /// contributions locally, then they are added into the fields.
+    /// Threads over contiguous runs of S points (inline when the batch is
+    /// small); each run sums its points' contributions locally, then they are
+    /// added into the fields.
     pub fn accumulate(&mut self, c: &Consts, src: &Sources, n_rhs: usize) {
         let n_s = self.points.len() / 3;
-        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(n_s);
+        let work = n_s * src.n_p * n_rhs;
+        let threads = if work < 1 << 16 { 1 } else { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(n_s) };
         let points = &self.points;
-        let results: Vec<(usize, Vec<Complex64>, u64)> = std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads)
-                .map(|t| {
-                    let (lo, hi) = (n_s * t / threads, n_s * (t + 1) / threads);
-                    scope.spawn(move || {
-                        let mut local = vec![Complex64::default(); 6 * (hi - lo) * n_rhs];
-                        let mut skipped = 0;
-                        for s in lo..hi {
-                            let sp = [points[3 * s], points[3 * s + 1], points[3 * s + 2]];
-                            for p in 0..src.n_p {
-                                let pp = [src.points[3 * p], src.points[3 * p + 1], src.points[3 * p + 2]];
-                                let Some(q) = pair_coefficients(sp, pp, src.weights[p], c) else {
-                                    skipped += 1;
-                                    continue;
-                                };
-                                for r in 0..n_rhs {
-                                    let jm = &src.currents[6 * (p + src.n_p * r)..][..6];
-                                    let at = 6 * (s - lo + (hi - lo) * r);
-                                    add_pair(&q, jm, &mut local[at..at + 6]);
-                                }
-                            }
-                        }
-                        (lo, local, skipped)
-                    })
-                })
-                .collect();
-            workers.into_iter().map(|w| w.join().expect("rad_fields worker panicked")).collect()
-        });
+        let run = |lo: usize, hi: usize| {
+            let mut local = vec![Complex64::default(); 6 * (hi - lo) * n_rhs];
+            let mut skipped = 0;
+            for s in lo..hi {
+                let sp = [points[3 * s], points[3 * s + 1], points[3 * s + 2]];
+                for p in 0..src.n_p {
+                    let pp = [src.points[3 * p], src.points[3 * p + 1], src.points[3 * p + 2]];
+                    let Some(q) = pair_coefficients(sp, pp, src.weights[p], c) else {
+                        skipped += 1;
+                        continue;
+                    };
+                    for r in 0..n_rhs {
+                        let jm = &src.currents[6 * (p + src.n_p * r)..][..6];
+                        let at = 6 * (s - lo + (hi - lo) * r);
+                        add_pair(&q, jm, &mut local[at..at + 6]);
+                    }
+                }
+            }
+            (lo, local, skipped)
+        };
+        let results: Vec<(usize, Vec<Complex64>, u64)> = if threads == 1 {
+            vec![run(0, n_s)]
+        } else {
+            std::thread::scope(|scope| {
+                let workers: Vec<_> = (0..threads).map(|t| scope.spawn(move || run(n_s * t / threads, n_s * (t + 1) / threads))).collect();
+                workers.into_iter().map(|w| w.join().expect("rad_fields worker panicked")).collect()
+            })
+        };
         for (lo, local, skipped) in results {
             let count = local.len() / (6 * n_rhs);
             for r in 0..n_rhs {
