@@ -53,6 +53,18 @@
 
 #define FEGPU_PERIODIC_Z 4
 
+// Strategy chosen by the overlap model from the first call's timings.
+#define FEGPU_PIPELINE_AUTO 0
+
+// One stream: copy-in, kernel, copy-out of each chunk in turn (version 1).
+#define FEGPU_PIPELINE_SERIAL 1
+
+// Each chunk's copy-in, kernel and copy-out issued together, chunks dealt across the streams (version 2).
+#define FEGPU_PIPELINE_PER_CHUNK 2
+
+// All copy-ins of a round of chunks, then all kernels, then all copy-outs (version 3).
+#define FEGPU_PIPELINE_STAGED 3
+
 // Kernel strategy: chosen from n_rhs (the default).
 #define FEGPU_RADFIELDS_AUTO 0
 
@@ -83,6 +95,19 @@ typedef uint64_t fegpu_array_t;
 
 // A lattice handle (0 is never valid).
 typedef uint64_t fegpu_lattice_t;
+
+// One operation's profile (fegpu_profile_op).
+typedef struct fegpu_op_profile {
+  int64_t calls;
+  int64_t h2d_bytes;
+  int64_t d2h_bytes;
+  double h2d_seconds;
+  double d2h_seconds;
+  double kernel_seconds;
+  double wall_seconds;
+  // The serial host loop's time for the same work.
+  double serial_seconds;
+} fegpu_op_profile;
 
 // A rad_fields accumulator handle (0 is never valid).
 typedef uint64_t fegpu_radfields_t;
@@ -350,6 +375,45 @@ fegpu_status fegpu_lattice_destroy(fegpu_lattice_t lat);
 
 // Directions per site (19), for sizing population arrays.
 int32_t fegpu_lattice_directions(void);
+
+// y = a x + b y on host arrays of n elements, pipelined through the device
+// in chunks: `strategy` FEGPU_PIPELINE_AUTO (0), _SERIAL, _PER_CHUNK or
+// _STAGED; n_streams 1..16 (0: the overlap model's choice); n_chunks (0: one
+// per stream). Registered host arrays are copied directly, others through
+// page-locked staging. Returns when y is back.
+fegpu_status fegpu_pipeline_axpby(fegpu_context_t ctx,
+                                  int64_t n,
+                                  double a,
+                                  const double *x,
+                                  double b,
+                                  double *y,
+                                  int32_t strategy,
+                                  int64_t n_streams,
+                                  int64_t n_chunks);
+
+// out(j) = A(:, j) . B(:, j), j = 1..ncols, for two m x ncols column-major
+// host matrices, pipelined by columns (arguments as fegpu_pipeline_axpby).
+fegpu_status fegpu_pipeline_column_dots(fegpu_context_t ctx,
+                                        int64_t m,
+                                        int64_t ncols,
+                                        const double *a,
+                                        const double *b,
+                                        double *out,
+                                        int32_t strategy,
+                                        int64_t n_streams,
+                                        int64_t n_chunks);
+
+// Turns the context's profile on (nonzero) or off; FEGPU_PROFILE=1 turns it
+// on at creation. A profiled context prints its table and writes its JSON
+// (to $FEGPU_PROFILE_JSON, else fegpu-profile-<pid>.json) when destroyed.
+fegpu_status fegpu_profile_enable(fegpu_context_t ctx, int32_t on);
+
+// Prints the profile table to standard output and, when `json_path` is not
+// NULL, writes the profile there as JSON.
+fegpu_status fegpu_profile_report(fegpu_context_t ctx, const char *json_path);
+
+// The profile of operation `op` ("axpby", "column_dots"); zeros if it has not run.
+fegpu_status fegpu_profile_op(fegpu_context_t ctx, const char *op, struct fegpu_op_profile *out);
 
 // Creates an accumulator for n_s S points `points` (3, n_s), n_rhs
 // right-hand sides, wavenumber `k` and `omega_mu` (each one complex: two

@@ -2,6 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
+use crate::pipeline;
+use crate::profile::Profile;
 use crate::registry::{Handle, Kind, Object};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -20,6 +22,10 @@ pub struct Context {
     pub backend: Backend,
     /// Host ranges page-locked through this context: start address -> bytes.
     registered: Mutex<HashMap<usize, usize>>,
+    /// Where this context's time goes (FEGPU_PROFILE=1 or fegpu_profile_enable).
+    pub profile: Profile,
+    /// The pipelines' model inputs and staging ring.
+    pub pipeline: pipeline::Cache,
 }
 
 impl Object for Context {
@@ -62,12 +68,22 @@ impl Context {
             FEGPU_BACKEND_CUDA => Backend::Cuda(Gpu::open(device)?),
             _ => Gpu::open(device).map(Backend::Cuda).unwrap_or(Backend::Cpu),
         };
-        Ok(Context { backend, registered: Mutex::new(HashMap::new()) })
+        Ok(Context::with_backend(backend))
     }
 
     /// A CPU reference context whatever the environment says (for comparisons).
     pub fn cpu_reference() -> Context {
-        Context { backend: Backend::Cpu, registered: Mutex::new(HashMap::new()) }
+        Context::with_backend(Backend::Cpu)
+    }
+
+    fn with_backend(backend: Backend) -> Context {
+        Context { backend, registered: Mutex::new(HashMap::new()), profile: Profile::from_env(), pipeline: pipeline::Cache::default() }
+    }
+
+    /// Whether `bytes` bytes at `start` lie inside one range registered with this context.
+    pub fn is_registered(&self, start: usize, bytes: usize) -> bool {
+        let reg = self.registered.lock().unwrap_or_else(|p| p.into_inner());
+        reg.iter().any(|(&s, &b)| s <= start && start + bytes <= s + b)
     }
 
     pub fn backend_name(&self) -> &'static str {
@@ -116,6 +132,14 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
+        if self.profile.enabled() && !self.profile.is_empty() {
+            // The profile of a context goes out when it is destroyed.
+            eprint!("{}", self.profile.table());
+            let path = std::env::var("FEGPU_PROFILE_JSON").unwrap_or_else(|_| format!("fegpu-profile-{}.json", std::process::id()));
+            if let Err(e) = std::fs::write(&path, self.profile.json()) {
+                eprintln!("fegpu: could not write the profile to {path}: {e}");
+            }
+        }
         // Unlock whatever the caller left registered, so no pinned memory leaks.
         let registered = std::mem::take(self.registered.get_mut().unwrap_or_else(|p| p.into_inner()));
         if let Some(g) = self.gpu() {

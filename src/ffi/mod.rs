@@ -9,6 +9,7 @@ pub mod array;
 pub mod context;
 pub mod dense;
 pub mod lbm;
+pub mod pipeline;
 pub mod radfields;
 pub mod sparse;
 

@@ -36,6 +36,8 @@ pub struct DeviceInfo {
     pub compute_capability: (i32, i32),
     pub multiprocessors: i32,
     pub driver_version: i32,
+    /// Copy engines: 2 or more let host-to-device and device-to-host copies overlap.
+    pub copy_engines: i32,
     pub nvrtc_version: (i32, i32),
 }
 
@@ -44,6 +46,8 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
     arch: String,
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    /// Extra streams for pipelines, created on first use and kept.
+    lanes: Mutex<Vec<Arc<CudaStream>>>,
     /// FEGPU_CHECK_LAUNCHES=1: synchronise after every launch so a kernel
     /// fault is reported against the kernel that caused it.
     check_launches: bool,
@@ -148,6 +152,7 @@ impl Gpu {
             compute_capability: cc,
             multiprocessors: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             driver_version,
+            copy_engines: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT)?,
             nvrtc_version: nv,
         };
         Ok(Gpu {
@@ -155,6 +160,7 @@ impl Gpu {
             stream,
             arch: format!("sm_{}{}", cc.0, cc.1),
             modules: Mutex::new(HashMap::new()),
+            lanes: Mutex::new(Vec::new()),
             check_launches: std::env::var("FEGPU_CHECK_LAUNCHES").map(|v| v == "1").unwrap_or(false),
             info,
         })
@@ -266,6 +272,80 @@ impl Gpu {
     }
 }
 
+/// One of a device's extra streams, for pipelines that overlap copies with
+/// kernels. Work on a lane is ordered after the main stream's work only where
+/// the caller synchronises.
+pub struct Lane {
+    stream: Arc<CudaStream>,
+    check_launches: bool,
+}
+
+impl Gpu {
+    /// `n` lanes of this device (streams created once and reused).
+    pub fn lanes(&self, n: usize) -> Result<Vec<Lane>> {
+        let mut lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
+        while lanes.len() < n {
+            lanes.push(self.ctx.new_stream().map_err(|e| device_error("creating a stream", e))?);
+        }
+        Ok(lanes[..n].iter().map(|s| Lane { stream: s.clone(), check_launches: self.check_launches }).collect())
+    }
+}
+
+impl Lane {
+    /// Queues the copy of `host` into `dst[at..]` and returns at once.
+    ///
+    /// # Safety
+    /// `host` must be page-locked (registered or pinned) and stay alive and
+    /// unwritten until the lane has passed this copy.
+    pub unsafe fn upload<T: DeviceScalar>(&self, host: &[T], dst: &mut DeviceBuffer<T>, at: usize) -> Result<()> {
+        use cudarc::driver::DevicePtrMut;
+        let mut view = dst.slice_mut(at..at + host.len());
+        let (ptr, _sync) = view.device_ptr_mut(&self.stream);
+        cudarc::driver::result::memcpy_htod_async(ptr, host, self.stream.cu_stream()).map_err(|e| device_error("host-to-device copy", e))
+    }
+
+    /// Queues the copy of `src[at..at + host.len()]` into `host` and returns at once.
+    ///
+    /// # Safety
+    /// `host` must be page-locked and stay alive and untouched until the lane
+    /// has passed this copy.
+    pub unsafe fn download<T: DeviceScalar>(&self, src: &DeviceBuffer<T>, at: usize, host: &mut [T]) -> Result<()> {
+        use cudarc::driver::DevicePtr;
+        let view = src.slice(at..at + host.len());
+        let (ptr, _sync) = view.device_ptr(&self.stream);
+        cudarc::driver::result::memcpy_dtoh_async(host, ptr, self.stream.cu_stream()).map_err(|e| device_error("device-to-host copy", e))
+    }
+
+    pub fn launcher<'a>(&'a self, f: &'a CudaFunction) -> Launch<'a> {
+        self.stream.launch_builder(f)
+    }
+
+    pub fn launch(&self, what: &str, mut args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32)) -> Result<()> {
+        let cfg = LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: 0 };
+        // SAFETY: as in Gpu::launch.
+        unsafe { args.launch(cfg) }.map_err(|e| device_error(&format!("launching {what}"), e))?;
+        if self.check_launches {
+            self.synchronize(what)?;
+        }
+        Ok(())
+    }
+
+    pub fn synchronize(&self, what: &str) -> Result<()> {
+        self.stream.synchronize().map_err(|e| device_error(what, e))
+    }
+
+    /// A timing event recorded on this lane now.
+    pub fn mark(&self) -> Result<Mark> {
+        let ev = self
+            .stream
+            .context()
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(|e| device_error("creating an event", e))?;
+        ev.record(&self.stream).map_err(|e| device_error("recording an event", e))?;
+        Ok(Mark(ev))
+    }
+}
+
 /// Page-locked host memory for asynchronous uploads, with an event that says
 /// when the last upload from it has finished reading it.
 pub struct Pinned<T> {
@@ -280,6 +360,11 @@ impl<T: DeviceScalar> Pinned<T> {
     pub fn is_empty(&self) -> bool {
         self.host.is_empty()
     }
+    /// The memory without waiting (for callers that order uploads themselves).
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
+        self.host.as_mut_slice().map_err(|e| device_error("reaching pinned memory", e))
+    }
+
     /// The memory, once the last upload from it has finished.
     pub fn wait_writable(&mut self) -> Result<&mut [T]> {
         self.read.synchronize().map_err(|e| device_error("waiting for an upload", e))?;
@@ -321,6 +406,11 @@ impl Gpu {
 pub struct Mark(CudaEvent);
 
 impl Mark {
+    /// Waits on the host until the work before this mark is done.
+    pub fn synchronize(&self) -> Result<()> {
+        self.0.synchronize().map_err(|e| device_error("waiting for an event", e))
+    }
+
     /// Seconds from `self` to `later`, waiting for `later` to complete.
     pub fn seconds_until(&self, later: &Mark) -> Result<f64> {
         later.0.synchronize().map_err(|e| device_error("waiting for an event", e))?;

@@ -1,0 +1,122 @@
+//! C surface of the host-array pipelines and of the per-context profile.
+
+use super::{fegpu_context_t, guard, host_in, host_out, out_param};
+use crate::context;
+use crate::error::{fegpu_status, Error, Result};
+use crate::pipeline::{self, Plan};
+use std::ffi::CStr;
+
+/// One operation's profile (fegpu_profile_op).
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct fegpu_op_profile {
+    pub calls: i64,
+    pub h2d_bytes: i64,
+    pub d2h_bytes: i64,
+    pub h2d_seconds: f64,
+    pub d2h_seconds: f64,
+    pub kernel_seconds: f64,
+    pub wall_seconds: f64,
+    /// The serial host loop's time for the same work.
+    pub serial_seconds: f64,
+}
+
+fn count(name: &str, v: i64) -> Result<usize> {
+    usize::try_from(v).map_err(|_| Error::invalid(format!("{name} = {v}: must be >= 0")))
+}
+
+/// y = a x + b y on host arrays of n elements, pipelined through the device
+/// in chunks: `strategy` FEGPU_PIPELINE_AUTO (0), _SERIAL, _PER_CHUNK or
+/// _STAGED; n_streams 1..16 (0: the overlap model's choice); n_chunks (0: one
+/// per stream). Registered host arrays are copied directly, others through
+/// page-locked staging. Returns when y is back.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the C signature's arguments
+pub unsafe extern "C" fn fegpu_pipeline_axpby(ctx: fegpu_context_t, n: i64, a: f64, x: *const f64, b: f64, y: *mut f64, strategy: i32, n_streams: i64, n_chunks: i64) -> fegpu_status {
+    guard(|| {
+        let c = context::get(ctx, "ctx")?;
+        let n = count("n", n)?;
+        let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
+        let (x, y) = if n == 0 { (&[][..], &mut [][..]) } else { (host_in(x, n, "x")?, host_out(y, n, "y")?) };
+        pipeline::axpby(&c, a, x, b, y, plan).map(|_| ())
+    })
+}
+
+/// out(j) = A(:, j) . B(:, j), j = 1..ncols, for two m x ncols column-major
+/// host matrices, pipelined by columns (arguments as fegpu_pipeline_axpby).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the C signature's arguments
+pub unsafe extern "C" fn fegpu_pipeline_column_dots(
+    ctx: fegpu_context_t,
+    m: i64,
+    ncols: i64,
+    a: *const f64,
+    b: *const f64,
+    out: *mut f64,
+    strategy: i32,
+    n_streams: i64,
+    n_chunks: i64,
+) -> fegpu_status {
+    guard(|| {
+        let c = context::get(ctx, "ctx")?;
+        let (m, ncols) = (crate::error::positive("m", m)?, count("ncols", ncols)?);
+        let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
+        let len = crate::error::element_count(m, ncols)?;
+        if ncols == 0 {
+            return Ok(());
+        }
+        pipeline::column_dots(&c, m, host_in(a, len, "a")?, host_in(b, len, "b")?, host_out(out, ncols, "out")?, plan).map(|_| ())
+    })
+}
+
+/// Turns the context's profile on (nonzero) or off; FEGPU_PROFILE=1 turns it
+/// on at creation. A profiled context prints its table and writes its JSON
+/// (to $FEGPU_PROFILE_JSON, else fegpu-profile-<pid>.json) when destroyed.
+#[no_mangle]
+pub extern "C" fn fegpu_profile_enable(ctx: fegpu_context_t, on: i32) -> fegpu_status {
+    guard(|| {
+        context::get(ctx, "ctx")?.profile.set_enabled(on != 0);
+        Ok(())
+    })
+}
+
+/// Prints the profile table to standard output and, when `json_path` is not
+/// NULL, writes the profile there as JSON.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_profile_report(ctx: fegpu_context_t, json_path: *const libc::c_char) -> fegpu_status {
+    guard(|| {
+        let c = context::get(ctx, "ctx")?;
+        print!("{}", c.profile.table());
+        if !json_path.is_null() {
+            let path = CStr::from_ptr(json_path).to_str().map_err(|_| Error::invalid("json_path is not UTF-8"))?;
+            std::fs::write(path, c.profile.json()).map_err(|e| Error::invalid(format!("json_path = {path:?}: {e}")))?;
+        }
+        Ok(())
+    })
+}
+
+/// The profile of operation `op` ("axpby", "column_dots"); zeros if it has not run.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_profile_op(ctx: fegpu_context_t, op: *const libc::c_char, out: *mut fegpu_op_profile) -> fegpu_status {
+    guard(|| {
+        let out = out_param(out, "out")?;
+        let c = context::get(ctx, "ctx")?;
+        if op.is_null() {
+            return Err(Error::invalid("op is a null pointer"));
+        }
+        let name = CStr::from_ptr(op).to_str().map_err(|_| Error::invalid("op is not UTF-8"))?;
+        let s = c.profile.op(name).unwrap_or_default();
+        *out = fegpu_op_profile {
+            calls: s.calls as i64,
+            h2d_bytes: s.h2d_bytes as i64,
+            d2h_bytes: s.d2h_bytes as i64,
+            h2d_seconds: s.h2d_seconds,
+            d2h_seconds: s.d2h_seconds,
+            kernel_seconds: s.kernel_seconds,
+            wall_seconds: s.wall_seconds,
+            serial_seconds: s.serial_seconds,
+        };
+        Ok(())
+    })
+}

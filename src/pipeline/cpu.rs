@@ -1,0 +1,58 @@
+//! The CPU reference of the pipelined operations: the host loops a legacy
+//! code runs, applied to whole arrays.
+
+use super::{Arg, Kernel, Op};
+
+/// Applies the kernel to `items` items of the given arrays (in argument order).
+pub fn kernel(k: Kernel, items: usize, inputs: &[&[f64]], outputs: &mut [&mut [f64]]) {
+    match k {
+        Kernel::Axpby { a, b } => {
+            let (x, y) = (inputs[0], &mut outputs[0]);
+            for i in 0..items {
+                y[i] = a.mul_add(x[i], b * y[i]);
+            }
+        }
+        Kernel::ColumnDots { m } => {
+            let (a, bm, out) = (inputs[0], inputs[1], &mut outputs[0]);
+            for j in 0..items {
+                out[j] = a[j * m..(j + 1) * m].iter().zip(&bm[j * m..(j + 1) * m]).fold(0.0, |s, (x, y)| x.mul_add(*y, s));
+            }
+        }
+    }
+}
+
+/// Runs the operation on the host arrays in place.
+pub fn apply(op: &mut Op) {
+    let mut inputs: Vec<&[f64]> = Vec::new();
+    let mut outputs: Vec<&mut [f64]> = Vec::new();
+    for (arg, _) in op.args.iter_mut() {
+        match arg {
+            Arg::In(v) => inputs.push(v),
+            Arg::InOut(v) => {
+                // An in/out array is read through its output slice (axpby's y).
+                outputs.push(v);
+            }
+            Arg::Out(v) => outputs.push(v),
+        }
+    }
+    kernel(op.kernel, op.items, &inputs, &mut outputs);
+}
+
+/// Seconds the serial host loop takes for this operation, on copies of the
+/// outputs so the caller's data is untouched (for the profile's speedup).
+pub fn time_reference(op: &Op) -> f64 {
+    let inputs: Vec<&[f64]> = op.args.iter().filter_map(|(a, _)| if let Arg::In(v) = a { Some(&**v) } else { None }).collect();
+    let mut copies: Vec<Vec<f64>> = op
+        .args
+        .iter()
+        .filter_map(|(a, _)| match a {
+            Arg::InOut(v) | Arg::Out(v) => Some(v.to_vec()),
+            Arg::In(_) => None,
+        })
+        .collect();
+    let mut outputs: Vec<&mut [f64]> = copies.iter_mut().map(|v| v.as_mut_slice()).collect();
+    let t = std::time::Instant::now();
+    kernel(op.kernel, op.items, &inputs, &mut outputs);
+    std::hint::black_box(&outputs);
+    t.elapsed().as_secs_f64()
+}

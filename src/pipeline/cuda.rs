@@ -1,0 +1,280 @@
+//! The device side of the pipelines: chunk buffers per stream, the
+//! page-locked staging ring for unregistered host arrays, and the issue order
+//! of each strategy. Kernels in `kernels/pipeline.cu`.
+
+use super::model::Times;
+use super::{Arg, Cache, Kernel, Op, Plan, Report, Strategy};
+use crate::error::Result;
+use crate::gpu::{DeviceBuffer, Gpu, KernelArg, Lane, Mark, Pinned};
+
+pub const SOURCE: &str = include_str!("../../kernels/pipeline.cu");
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    In,
+    InOut,
+    Out,
+}
+
+/// A caller's array as the executor sees it: borrowed for the whole call.
+struct Raw {
+    ptr: *mut f64,
+    per_item: usize,
+    dir: Dir,
+    /// Registered with the context: copied to and from directly.
+    direct: bool,
+}
+
+impl Raw {
+    fn reads(&self) -> bool {
+        self.dir != Dir::Out
+    }
+    fn writes(&self) -> bool {
+        self.dir != Dir::In
+    }
+    /// The elements of items [i0, i1).
+    ///
+    /// # Safety
+    /// The array is borrowed by the caller of `run` for the whole call, and
+    /// no two live slices of one call overlap with a write.
+    unsafe fn items<'a>(&self, i0: usize, i1: usize) -> &'a mut [f64] {
+        std::slice::from_raw_parts_mut(self.ptr.add(i0 * self.per_item), (i1 - i0) * self.per_item)
+    }
+}
+
+/// One stream's share: its lane, a device buffer per argument, staging for
+/// the unregistered ones, and the chunk whose staged outputs still have to be
+/// copied out once the lane passes `Mark`.
+struct Stream {
+    lane: Lane,
+    buffers: Vec<DeviceBuffer<f64>>,
+    staging: Vec<Option<Pinned<f64>>>,
+    pending: Option<(usize, usize, Mark)>,
+}
+
+/// Marks around one chunk's phases (timed calls only).
+struct Phases([Mark; 4]);
+
+struct Executor<'r> {
+    g: &'r Gpu,
+    kernel: Kernel,
+    raws: Vec<Raw>,
+    streams: Vec<Stream>,
+    timed: bool,
+    phases: Vec<Phases>,
+}
+
+impl Executor<'_> {
+    /// Copies out the staged outputs of the stream's previous chunk (waiting for it).
+    fn settle(&mut self, s: usize) -> Result<()> {
+        let st = &mut self.streams[s];
+        let Some((i0, i1, mark)) = st.pending.take() else { return Ok(()) };
+        mark.synchronize()?;
+        for (k, raw) in self.raws.iter().enumerate() {
+            if let (true, Some(stage)) = (raw.writes(), st.staging[k].as_mut()) {
+                let len = (i1 - i0) * raw.per_item;
+                // SAFETY: the caller's array, borrowed for the call.
+                unsafe { raw.items(i0, i1) }.copy_from_slice(&stage.as_mut_slice()?[..len]);
+            }
+        }
+        Ok(())
+    }
+
+    fn copy_in(&mut self, s: usize, i0: usize, i1: usize) -> Result<()> {
+        let st = &mut self.streams[s];
+        for (k, raw) in self.raws.iter().enumerate().filter(|(_, r)| r.reads()) {
+            let len = (i1 - i0) * raw.per_item;
+            // SAFETY: registered memory is page-locked and the caller's borrow
+            // outlives the call, which waits for every lane; staging is only
+            // rewritten after `settle` saw the lane pass its last use.
+            unsafe {
+                let host = raw.items(i0, i1);
+                match st.staging[k].as_mut() {
+                    None => st.lane.upload(host, &mut st.buffers[k], 0)?,
+                    Some(stage) => {
+                        let stage = &mut stage.as_mut_slice()?[..len];
+                        stage.copy_from_slice(host);
+                        st.lane.upload(stage, &mut st.buffers[k], 0)?
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn compute(&mut self, s: usize, items: usize) -> Result<()> {
+        let st = &mut self.streams[s];
+        launch(self.g, &st.lane, self.kernel, items, &mut st.buffers)
+    }
+
+    fn copy_out(&mut self, s: usize, i0: usize, i1: usize) -> Result<()> {
+        let st = &mut self.streams[s];
+        for (k, raw) in self.raws.iter().enumerate().filter(|(_, r)| r.writes()) {
+            let len = (i1 - i0) * raw.per_item;
+            // SAFETY: as in copy_in; the destination is not read until the lane passes.
+            unsafe {
+                match st.staging[k].as_mut() {
+                    None => st.lane.download(&st.buffers[k], 0, raw.items(i0, i1))?,
+                    Some(stage) => st.lane.download(&st.buffers[k], 0, &mut stage.as_mut_slice()?[..len])?,
+                }
+            }
+        }
+        st.pending = Some((i0, i1, st.lane.mark()?));
+        Ok(())
+    }
+
+    /// One phase of a chunk (0 copy-in, 1 kernel, 2 copy-out), with a timing
+    /// mark after it (and one before the copy-in) when the call is timed.
+    fn phase(&mut self, s: usize, i0: usize, i1: usize, phase: usize, marks: &mut Vec<Mark>) -> Result<()> {
+        match phase {
+            0 => {
+                self.settle(s)?;
+                if self.timed {
+                    marks.push(self.streams[s].lane.mark()?);
+                }
+                self.copy_in(s, i0, i1)?
+            }
+            1 => self.compute(s, i1 - i0)?,
+            _ => self.copy_out(s, i0, i1)?,
+        }
+        if self.timed {
+            marks.push(self.streams[s].lane.mark()?);
+        }
+        Ok(())
+    }
+}
+
+/// Runs `op` with `plan` (chunks already resolved); `registered` says whether
+/// a host range may be copied directly.
+pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> bool, op: &mut Op, plan: Plan, timed: bool) -> Result<Report> {
+    let items = op.items;
+    let (mut h2d_bytes, mut d2h_bytes) = (0u64, 0u64);
+    let raws: Vec<Raw> = op
+        .args
+        .iter_mut()
+        .map(|(arg, per_item)| {
+            let (ptr, len, dir) = match arg {
+                Arg::In(v) => (v.as_ptr() as *mut f64, v.len(), Dir::In),
+                Arg::InOut(v) => (v.as_mut_ptr(), v.len(), Dir::InOut),
+                Arg::Out(v) => (v.as_mut_ptr(), v.len(), Dir::Out),
+            };
+            if dir != Dir::Out {
+                h2d_bytes += 8 * len as u64;
+            }
+            if dir != Dir::In {
+                d2h_bytes += 8 * len as u64;
+            }
+            Raw { ptr, per_item: *per_item, dir, direct: registered(ptr, len) }
+        })
+        .collect();
+    let report = |times| Report { plan, wall_seconds: 0.0, times, h2d_bytes, d2h_bytes };
+    if items == 0 {
+        return Ok(report(None));
+    }
+    let n_streams = if plan.strategy == Strategy::Serial { 1 } else { plan.streams.clamp(1, super::MAX_STREAMS) };
+    let per_chunk = items.div_ceil(plan.chunks.max(1));
+    let chunks = items.div_ceil(per_chunk);
+    let n_streams = n_streams.min(chunks);
+    // Buffers and staging for every stream, before anything is queued.
+    let mut pool = std::mem::take(&mut *cache.staging.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut streams = Vec::with_capacity(n_streams);
+    for lane in g.lanes(n_streams)? {
+        let mut buffers = Vec::new();
+        let mut staging = Vec::new();
+        for raw in &raws {
+            let len = per_chunk * raw.per_item;
+            buffers.push(g.alloc::<f64>(len.max(1))?);
+            staging.push(if raw.direct {
+                None
+            } else {
+                match pool.iter().position(|p| p.len() >= len) {
+                    Some(i) => Some(pool.swap_remove(i)),
+                    None => Some(g.pinned::<f64>(len)?),
+                }
+            });
+        }
+        streams.push(Stream { lane, buffers, staging, pending: None });
+    }
+    // The lanes must not touch the buffers before their (stream-ordered) allocation.
+    g.synchronize("allocating pipeline buffers")?;
+    let mut ex = Executor { g, kernel: op.kernel, raws, streams, timed, phases: Vec::new() };
+    let bounds = |c: usize| (c * per_chunk, ((c + 1) * per_chunk).min(items));
+    let issue = |ex: &mut Executor| -> Result<()> {
+        let mut marks: Vec<Vec<Mark>> = (0..chunks).map(|_| Vec::new()).collect();
+        match plan.strategy {
+            Strategy::Serial | Strategy::PerChunk => {
+                for c in 0..chunks {
+                    let (i0, i1) = bounds(c);
+                    for phase in 0..3 {
+                        ex.phase(c % n_streams, i0, i1, phase, &mut marks[c])?;
+                    }
+                }
+            }
+            Strategy::Staged => {
+                for first in (0..chunks).step_by(n_streams) {
+                    for phase in 0..3 {
+                        for c in first..(first + n_streams).min(chunks) {
+                            let (i0, i1) = bounds(c);
+                            ex.phase(c % n_streams, i0, i1, phase, &mut marks[c])?;
+                        }
+                    }
+                }
+            }
+        }
+        for m in marks {
+            if let Ok([a, b, k, d]) = <[Mark; 4]>::try_from(m) {
+                ex.phases.push(Phases([a, b, k, d]));
+            }
+        }
+        Ok(())
+    };
+    let issued = issue(&mut ex);
+    // Whatever happened, no lane may still be writing into the caller's arrays.
+    let mut settled = Ok(());
+    for s in 0..ex.streams.len() {
+        let synced = ex.streams[s].lane.synchronize("pipeline");
+        settled = settled.and(synced).and_then(|_| ex.settle(s));
+    }
+    let mut pool_back = cache.staging.lock().unwrap_or_else(|p| p.into_inner());
+    pool_back.extend(pool);
+    for st in ex.streams.iter_mut() {
+        pool_back.extend(st.staging.iter_mut().filter_map(|s| s.take()));
+    }
+    drop(pool_back);
+    issued?;
+    settled?;
+    let times = if timed { Some(sum_phases(&ex.phases)?) } else { None };
+    Ok(report(times))
+}
+
+fn sum_phases(phases: &[Phases]) -> Result<Times> {
+    let mut t = Times { h2d: 0.0, kernel: 0.0, d2h: 0.0 };
+    for Phases([a, b, k, d]) in phases {
+        t.h2d += a.seconds_until(b)?;
+        t.kernel += b.seconds_until(k)?;
+        t.d2h += k.seconds_until(d)?;
+    }
+    Ok(t)
+}
+
+fn launch(g: &Gpu, lane: &Lane, k: Kernel, items: usize, bufs: &mut [DeviceBuffer<f64>]) -> Result<()> {
+    let sms = g.info.multiprocessors.max(1) as usize;
+    match k {
+        Kernel::Axpby { a, b } => {
+            let f = g.kernel("pipeline", SOURCE, "chunk_axpby")?;
+            let n = items as i64;
+            let (x, y) = bufs.split_at_mut(1);
+            let mut l = lane.launcher(&f);
+            l.arg(&n).arg(&a).arg(&x[0]).arg(&b).arg(&mut y[0]);
+            lane.launch("chunk_axpby", l, (items.div_ceil(256).min(16 * sms) as u32, 1, 1), (256, 1, 1))
+        }
+        Kernel::ColumnDots { m } => {
+            let f = g.kernel("pipeline", SOURCE, "chunk_column_dots")?;
+            let (m64, n) = (m as i64, items as i64);
+            let (ab, out) = bufs.split_at_mut(2);
+            let mut l = lane.launcher(&f);
+            l.arg(&m64).arg(&n).arg(&ab[0]).arg(&ab[1]).arg(&mut out[0]);
+            lane.launch("chunk_column_dots", l, (items.min(32 * sms) as u32, 1, 1), (256, 1, 1))
+        }
+    }
+}

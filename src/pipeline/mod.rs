@@ -1,0 +1,219 @@
+//! Pipelined operations on host arrays: the caller's arrays stay on the host;
+//! the work is cut into chunks that move through several streams, copy-in,
+//! kernel and copy-out overlapping, and the call returns when the result is
+//! back. Host arrays registered with the context (`fegpu_host_register`) are
+//! copied directly; others go through a page-locked staging ring.
+//!
+//! Strategies (the concrete-dam study's versions, see `model`): serial (one
+//! stream), per-chunk (copy-in, kernel, copy-out per chunk across the
+//! streams) and staged (all copy-ins of a round, then all kernels, then all
+//! copy-outs). Automatic: the first call of an operation runs serially and
+//! measures its copy and kernel times; later calls use the staged strategy
+//! with the stream count the model predicts fastest.
+
+pub mod cpu;
+pub mod cuda;
+pub mod model;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::profile::OpStats;
+use model::Times;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Strategy chosen by the overlap model from the first call's timings.
+pub const FEGPU_PIPELINE_AUTO: i32 = 0;
+/// One stream: copy-in, kernel, copy-out of each chunk in turn (version 1).
+pub const FEGPU_PIPELINE_SERIAL: i32 = 1;
+/// Each chunk's copy-in, kernel and copy-out issued together, chunks dealt across the streams (version 2).
+pub const FEGPU_PIPELINE_PER_CHUNK: i32 = 2;
+/// All copy-ins of a round of chunks, then all kernels, then all copy-outs (version 3).
+pub const FEGPU_PIPELINE_STAGED: i32 = 3;
+
+/// Most streams a pipeline uses.
+pub const MAX_STREAMS: usize = 16;
+/// Per-operation latency (launch, copy set-up) the model adds, in seconds.
+pub const OVERHEAD: f64 = 8e-6;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    Serial,
+    PerChunk,
+    Staged,
+}
+
+/// How one call is run: `chunks` equal chunks dealt round-robin to `streams` streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    pub strategy: Strategy,
+    pub streams: usize,
+    pub chunks: usize,
+}
+
+impl Plan {
+    /// From the C arguments; None for FEGPU_PIPELINE_AUTO. streams 0 with an
+    /// explicit strategy: the model's choice; chunks 0: one chunk per stream.
+    pub fn from_args(strategy: i32, streams: i64, chunks: i64) -> Result<Option<Plan>> {
+        let strategy = match strategy {
+            FEGPU_PIPELINE_AUTO => return Ok(None),
+            FEGPU_PIPELINE_SERIAL => Strategy::Serial,
+            FEGPU_PIPELINE_PER_CHUNK => Strategy::PerChunk,
+            FEGPU_PIPELINE_STAGED => Strategy::Staged,
+            s => {
+                return Err(Error::invalid(format!(
+                    "strategy = {s}: expected FEGPU_PIPELINE_AUTO (0), _SERIAL (1), _PER_CHUNK (2) or _STAGED (3)"
+                )))
+            }
+        };
+        if !(0..=MAX_STREAMS as i64).contains(&streams) {
+            return Err(Error::invalid(format!("n_streams = {streams}: expected 0 (automatic) to {MAX_STREAMS}")));
+        }
+        if chunks < 0 {
+            return Err(Error::invalid(format!("n_chunks = {chunks}: expected 0 (one per stream) or more")));
+        }
+        let streams = if strategy == Strategy::Serial { 1 } else { streams as usize };
+        Ok(Some(Plan { strategy, streams, chunks: chunks as usize }))
+    }
+}
+
+/// A host array an operation reads, writes, or both, cut into items of
+/// `per_item` consecutive elements.
+pub enum Arg<'a> {
+    In(&'a [f64]),
+    InOut(&'a mut [f64]),
+    Out(&'a mut [f64]),
+}
+
+/// The chunk kernels.
+#[derive(Debug, Clone, Copy)]
+pub enum Kernel {
+    /// args: x (in), y (in/out); y = a x + b y.
+    Axpby { a: f64, b: f64 },
+    /// args: A, B (in, m per item), out (out, 1 per item); out(j) = A(:,j).B(:,j).
+    ColumnDots { m: usize },
+}
+
+pub struct Op<'a> {
+    pub name: &'static str,
+    pub kernel: Kernel,
+    pub items: usize,
+    pub args: Vec<(Arg<'a>, usize)>,
+}
+
+/// What a call did.
+#[derive(Debug, Clone, Copy)]
+pub struct Report {
+    pub plan: Plan,
+    pub wall_seconds: f64,
+    /// Per-phase device times when the call was timed (first automatic call,
+    /// or profiling on), summed over chunks.
+    pub times: Option<Times>,
+    pub h2d_bytes: u64,
+    pub d2h_bytes: u64,
+}
+
+/// Per context: the model's inputs per operation (seconds per item of each
+/// phase, from the first call) and the CPU reference's seconds per item for
+/// the profile.
+#[derive(Default)]
+pub struct Cache {
+    rates: Mutex<HashMap<&'static str, Times>>,
+    serial: Mutex<HashMap<&'static str, f64>>,
+    pub(crate) staging: Mutex<Vec<crate::gpu::Pinned<f64>>>,
+}
+
+fn per_item(t: Times, items: usize) -> Times {
+    let n = items as f64;
+    Times { h2d: t.h2d / n, kernel: t.kernel / n, d2h: t.d2h / n }
+}
+
+/// Runs `op` on the context's backend with `plan`, or automatically.
+pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
+    let timed_profile = ctx.profile.enabled();
+    if timed_profile && !ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).contains_key(op.name) {
+        let secs = cpu::time_reference(&op);
+        ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).insert(op.name, secs / op.items as f64);
+    }
+    let start = std::time::Instant::now();
+    let report = match ctx.gpu() {
+        None => {
+            cpu::apply(&mut op);
+            let plan = plan.unwrap_or(Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 });
+            Report { plan, wall_seconds: start.elapsed().as_secs_f64(), times: None, h2d_bytes: 0, d2h_bytes: 0 }
+        }
+        Some(g) => {
+            let known = ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).get(op.name).copied();
+            let (plan, measure) = match (plan, known) {
+                (Some(p), Some(r)) if p.streams == 0 => (Plan { streams: choose(r, op.items, g), ..p }, timed_profile),
+                (Some(p), None) if p.streams == 0 => (Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }, true),
+                (Some(p), _) => (p, timed_profile),
+                (None, Some(r)) => {
+                    let n = choose(r, op.items, g);
+                    (Plan { strategy: Strategy::Staged, streams: n, chunks: n }, timed_profile)
+                }
+                (None, None) => (Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }, true),
+            };
+            let plan = Plan { chunks: if plan.chunks == 0 { plan.streams } else { plan.chunks }, ..plan };
+            let registered = |ptr: *const f64, len: usize| ctx.is_registered(ptr as usize, len * 8);
+            let mut report = cuda::run(g, &ctx.pipeline, &registered, &mut op, plan, measure)?;
+            report.wall_seconds = start.elapsed().as_secs_f64();
+            if let (Some(t), None) = (report.times, known) {
+                if plan.strategy == Strategy::Serial && plan.chunks == 1 {
+                    ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).insert(op.name, per_item(t, op.items));
+                }
+            }
+            report
+        }
+    };
+    if timed_profile {
+        let serial = ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).get(op.name).copied().unwrap_or(0.0);
+        let t = report.times.unwrap_or(Times { h2d: 0.0, kernel: report.wall_seconds, d2h: 0.0 });
+        ctx.profile.record(
+            op.name,
+            &OpStats {
+                calls: 1,
+                h2d_bytes: report.h2d_bytes,
+                d2h_bytes: report.d2h_bytes,
+                h2d_seconds: t.h2d,
+                d2h_seconds: t.d2h,
+                kernel_seconds: t.kernel,
+                wall_seconds: report.wall_seconds,
+                serial_seconds: serial * op.items as f64,
+            },
+        );
+    }
+    Ok(report)
+}
+
+fn choose(rate: Times, items: usize, g: &crate::gpu::Gpu) -> usize {
+    let n = items as f64;
+    let t = Times { h2d: rate.h2d * n, kernel: rate.kernel * n, d2h: rate.d2h * n };
+    model::best_streams(t, g.info.copy_engines.max(1) as usize, OVERHEAD).min(items.max(1))
+}
+
+fn check_len(name: &str, got: usize, want: usize) -> Result<()> {
+    if got != want {
+        return Err(Error::size(format!("{name} has {got} elements; expected {want}")));
+    }
+    Ok(())
+}
+
+/// y = a x + b y on host arrays of n elements, pipelined through the device.
+pub fn axpby(ctx: &Context, a: f64, x: &[f64], b: f64, y: &mut [f64], plan: Option<Plan>) -> Result<Report> {
+    check_len("x", x.len(), y.len())?;
+    if !(a.is_finite() && b.is_finite()) {
+        return Err(Error::invalid(format!("a = {a}, b = {b}: must be finite")));
+    }
+    let n = y.len();
+    run(ctx, Op { name: "axpby", kernel: Kernel::Axpby { a, b }, items: n, args: vec![(Arg::In(x), 1), (Arg::InOut(y), 1)] }, plan)
+}
+
+/// out(j) = A(:, j) . B(:, j) for the ncols columns of two m x ncols host
+/// matrices (column-major): the batched inner products of the concrete-dam code.
+pub fn column_dots(ctx: &Context, m: usize, a: &[f64], b: &[f64], out: &mut [f64], plan: Option<Plan>) -> Result<Report> {
+    let ncols = out.len();
+    check_len("a", a.len(), m * ncols)?;
+    check_len("b", b.len(), m * ncols)?;
+    run(ctx, Op { name: "column_dots", kernel: Kernel::ColumnDots { m }, items: ncols, args: vec![(Arg::In(a), m), (Arg::In(b), m), (Arg::Out(out), 1)] }, plan)
+}
