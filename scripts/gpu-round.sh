@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One check-and-benchmark round on the GPU machine ([--checks-only|--sparse|--lbm|--radfields]). Builds nothing: run
+# One check-and-benchmark round on the GPU machine ([--checks-only|--sparse|--lbm|--radfields|--pipeline]). Builds nothing: run
 # scripts/gpu-stage.sh here first, which copies the binaries into .gpu/,
 # then call the device tool with carry [".gpu"] and this script.
 # Logs go to $OUT (or ./gpu-out when run by hand).
@@ -26,6 +26,9 @@ if [ "${1:-}" = "--radfields" ] || [ -z "${1:-}" ]; then
   /usr/local/cuda/bin/nvcc -arch=sm_90 --resource-usage -c kernels/radfields.cu -o /dev/null 2>&1 | tee "$OUT/radfields-resources.txt"
   .gpu/bin/fegpu bench radfields 2>&1 | tee "$OUT/bench-radfields.txt"
   python3 bench/peers.py radfields 2>&1 | tee "$OUT/peers-radfields.txt"
+fi
+if [ "${1:-}" = "--pipeline" ] || [ -z "${1:-}" ]; then
+  .gpu/bin/fegpu bench pipeline 2>&1 | tee "$OUT/bench-pipeline.txt"
 fi
 if [ "${1:-}" = "--sparse" ] || [ -z "${1:-}" ]; then
   .gpu/bin/fegpu bench spmv .gpu/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-spmv.txt"

@@ -18,6 +18,7 @@ const USAGE: &str = "usage:
   fegpu bench solve [A.mtx]  CG / BiCGSTAB per iteration against the bytes-moved roofline
   fegpu bench lbm            D3Q19 MLUPS (128^3..512^3 f32, 128^3/256^3 f64) against the copy roofline
   fegpu bench radfields      rad_fields GFLOP/s (N_S 10k..200k, n_RHS 1/10/100) against the FP64 ceiling
+  fegpu bench pipeline       host-array pipelines: versions 1/2/3 at 1..16 streams, measured vs the overlap model
 environment: FEGPU_BACKEND=auto|cpu|cuda, FEGPU_DEVICE=N";
 
 fn info() -> fegpu::Result<()> {
@@ -83,6 +84,7 @@ fn bench(args: &[String]) -> fegpu::Result<()> {
         }
         Some("lbm") => fegpu::bench::lbm::run(),
         Some("radfields") => fegpu::bench::radfields::run(),
+        Some("pipeline") => fegpu::bench::pipeline::run(),
         other => Err(bad(format!("unknown benchmark {other:?}"))),
     }
 }

@@ -3,6 +3,7 @@
 //! (median of repeated runs after a warm-up); host times from the wall clock.
 
 pub mod lbm;
+pub mod pipeline;
 pub mod radfields;
 pub mod solve;
 pub mod sparse;

@@ -1,0 +1,135 @@
+//! `fegpu bench pipeline`: pipelined axpby (4e6 and 1e8 elements) and batched
+//! inner products on host arrays, versions 1, 2 and 3 at 1..16 streams,
+//! measured against the overlap model's prediction from the copy and kernel
+//! times measured in the same run, with the pinned host-to-device bandwidth
+//! (the ceiling) measured first.
+
+use super::{describe, open_context};
+use crate::context::Context;
+use crate::error::Result;
+use crate::pipeline::model::{self, Times};
+use crate::pipeline::{self, Plan, Strategy, OVERHEAD};
+use std::time::Instant;
+
+/// Host-to-device and device-to-host bandwidth of a 256 MiB page-locked buffer.
+fn pinned_bandwidth(ctx: &Context) -> Result<(f64, f64)> {
+    let Some(g) = ctx.gpu() else { return Ok((f64::NAN, f64::NAN)) };
+    let n = 1usize << 25;
+    let mut host = g.pinned::<f64>(n)?;
+    host.as_mut_slice()?.fill(1.0);
+    let mut dev = g.alloc::<f64>(n)?;
+    let lane = g.lanes(1)?.remove(0);
+    g.synchronize("bench")?;
+    let (mut up, mut down) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..4 {
+        let a = lane.mark()?;
+        // SAFETY: pinned memory, alive and untouched until the lane is synchronised below.
+        unsafe { lane.upload(&host.as_mut_slice()?[..], &mut dev, 0)? };
+        let b = lane.mark()?;
+        unsafe { lane.download(&dev, 0, &mut host.as_mut_slice()?[..])? };
+        let c = lane.mark()?;
+        lane.synchronize("bench")?;
+        up = up.min(a.seconds_until(&b)?);
+        down = down.min(b.seconds_until(&c)?);
+    }
+    Ok((8.0 * n as f64 / up, 8.0 * n as f64 / down))
+}
+
+/// Median wall seconds of three calls after one.
+fn wall(mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    f()?;
+    let mut v = Vec::new();
+    for _ in 0..3 {
+        let t = Instant::now();
+        f()?;
+        v.push(t.elapsed().as_secs_f64());
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    Ok(v[1])
+}
+
+/// One operation over every version and stream count.
+fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, mut call: impl FnMut(Option<Plan>) -> Result<pipeline::Report>) -> Result<()> {
+    let engines = ctx.gpu().map_or(1, |g| g.info.copy_engines.max(1) as usize);
+    // Version 1 with one chunk, timed per phase (the profile is on for it).
+    ctx.profile.set_enabled(true);
+    let serial_plan = Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 };
+    call(Some(serial_plan))?;
+    let r = call(Some(serial_plan))?;
+    ctx.profile.set_enabled(false);
+    let t = r.times.unwrap_or(Times { h2d: 0.0, kernel: r.wall_seconds, d2h: 0.0 });
+    println!(
+        "{what}: H2D {:.1} MB in {:.2} ms ({:.1} GB/s, {:.0}% of pinned), kernel {:.2} ms, D2H {:.1} MB in {:.2} ms",
+        r.h2d_bytes as f64 / 1e6,
+        t.h2d * 1e3,
+        r.h2d_bytes as f64 / t.h2d / 1e9,
+        100.0 * r.h2d_bytes as f64 / t.h2d / h2d_ceiling,
+        t.kernel * 1e3,
+        r.d2h_bytes as f64 / 1e6,
+        t.d2h * 1e3
+    );
+    println!("  {:<10} {:>7} {:>12} {:>13} {:>16}", "version", "streams", "measured ms", "predicted ms", "hidden/hideable");
+    let v1 = wall(|| call(Some(serial_plan)).map(|_| ()))?;
+    println!("  {:<10} {:>7} {:>12.2} {:>13.2} {:>16}", "1 serial", 1, v1 * 1e3, model::predict(Strategy::Serial, 1, 1, t, engines, OVERHEAD) * 1e3, "");
+    for (name, strategy) in [("2 chunk", Strategy::PerChunk), ("3 staged", Strategy::Staged)] {
+        for n in [1usize, 2, 3, 4, 6, 8, 12, 16] {
+            let plan = Plan { strategy, streams: n, chunks: n };
+            let measured = wall(|| call(Some(plan)).map(|_| ()))?;
+            let predicted = model::predict(strategy, n, n, t, engines, OVERHEAD);
+            let hidden = if n > 1 { format!("{:.0}%", 100.0 * model::hidden_share(t, measured, predicted)) } else { String::new() };
+            println!("  {name:<10} {n:>7} {:>12.2} {:>13.2} {hidden:>16}", measured * 1e3, predicted * 1e3);
+        }
+    }
+    let best = model::best_streams(t, engines, OVERHEAD);
+    println!("  the model's choice: {best} streams");
+    Ok(())
+}
+
+pub fn run() -> Result<()> {
+    let ctx = open_context()?;
+    println!("fegpu bench pipeline on {}", describe(&ctx));
+    if ctx.gpu().is_none() {
+        println!("(no GPU: the pipelines run the host loops; nothing to overlap)");
+        return Ok(());
+    }
+    let (up, down) = pinned_bandwidth(&ctx)?;
+    println!("pinned host memory: H2D {:.1} GB/s, D2H {:.1} GB/s (256 MiB, best of 4)", up / 1e9, down / 1e9);
+    let engines = ctx.gpu().map_or(0, |g| g.info.copy_engines);
+    println!("copy engines: {engines}; model overhead per operation {:.0} us", OVERHEAD * 1e6);
+    for n in [4_000_000usize, 100_000_000] {
+        let mut x: Vec<f64> = (0..n).map(|i| (i % 1000) as f64 * 1e-3).collect();
+        let mut y: Vec<f64> = vec![1.0; n];
+        for registered in [true, false] {
+            if registered {
+                ctx.register_host(x.as_mut_ptr().cast(), 8 * n)?;
+                ctx.register_host(y.as_mut_ptr().cast(), 8 * n)?;
+            }
+            let what = format!("axpby n = {n} ({})", if registered { "registered" } else { "unregistered: staging ring" });
+            sweep(&ctx, &what, up, |plan| pipeline::axpby(&ctx, 1.0001, &x, 0.5, &mut y, plan))?;
+            if registered {
+                ctx.unregister_host(x.as_mut_ptr().cast())?;
+                ctx.unregister_host(y.as_mut_ptr().cast())?;
+            }
+            if n > 4_000_000 {
+                break; // the staging ring at 1e8 adds only host copies
+            }
+        }
+    }
+    // The batched inner products: 1e5 column pairs of 1000 (1e8 elements per matrix).
+    let (m, ncols) = (1000, 100_000);
+    let mut a: Vec<f64> = (0..m * ncols).map(|i| (i % 7) as f64).collect();
+    let mut b: Vec<f64> = (0..m * ncols).map(|i| (i % 5) as f64 * 0.5).collect();
+    let mut out = vec![0.0; ncols];
+    ctx.register_host(a.as_mut_ptr().cast(), 8 * a.len())?;
+    ctx.register_host(b.as_mut_ptr().cast(), 8 * b.len())?;
+    ctx.register_host(out.as_mut_ptr().cast(), 8 * ncols)?;
+    sweep(&ctx, &format!("column dots {m} x {ncols} (registered)"), up, |plan| pipeline::column_dots(&ctx, m, &a, &b, &mut out, plan))?;
+    if let Some(s) = ctx.profile.op("column_dots") {
+        println!("serial host loop of the inner products: {:.1} ms per call", s.serial_seconds / s.calls as f64 * 1e3);
+    }
+    ctx.unregister_host(a.as_mut_ptr().cast())?;
+    ctx.unregister_host(b.as_mut_ptr().cast())?;
+    ctx.unregister_host(out.as_mut_ptr().cast())?;
+    println!("\nprofile of the timed calls:\n{}", ctx.profile.table());
+    Ok(())
+}
