@@ -11,28 +11,40 @@ use crate::pipeline::model::{self, Times};
 use crate::pipeline::{self, Plan, Strategy, OVERHEAD};
 use std::time::Instant;
 
-/// Host-to-device and device-to-host bandwidth of a 256 MiB page-locked buffer.
-fn pinned_bandwidth(ctx: &Context) -> Result<(f64, f64)> {
-    let Some(g) = ctx.gpu() else { return Ok((f64::NAN, f64::NAN)) };
+/// Host-to-device and device-to-host bandwidth of a 256 MiB page-locked
+/// buffer, and the share of it each direction keeps when both run at once.
+fn pinned_bandwidth(ctx: &Context) -> Result<(f64, f64, f64)> {
+    let Some(g) = ctx.gpu() else { return Ok((f64::NAN, f64::NAN, f64::NAN)) };
     let n = 1usize << 25;
-    let mut host = g.pinned::<f64>(n)?;
-    host.as_mut_slice()?.fill(1.0);
-    let mut dev = g.alloc::<f64>(n)?;
-    let lane = g.lanes(1)?.remove(0);
+    let (mut up_host, mut down_host) = (g.pinned::<f64>(n)?, g.pinned::<f64>(n)?);
+    up_host.as_mut_slice()?.fill(1.0);
+    let (mut up_dev, down_dev) = (g.alloc::<f64>(n)?, g.alloc::<f64>(n)?);
+    let lanes = g.lanes(2)?;
     g.synchronize("bench")?;
-    let (mut up, mut down) = (f64::INFINITY, f64::INFINITY);
+    let (mut up, mut down, mut both) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
     for _ in 0..4 {
-        let a = lane.mark()?;
-        // SAFETY: pinned memory, alive and untouched until the lane is synchronised below.
-        unsafe { lane.upload(&host.as_mut_slice()?[..], &mut dev, 0)? };
-        let b = lane.mark()?;
-        unsafe { lane.download(&dev, 0, &mut host.as_mut_slice()?[..])? };
-        let c = lane.mark()?;
-        lane.synchronize("bench")?;
-        up = up.min(a.seconds_until(&b)?);
-        down = down.min(b.seconds_until(&c)?);
+        // SAFETY: pinned memory, alive and untouched until the lanes are synchronised below.
+        unsafe {
+            let a = lanes[0].mark()?;
+            lanes[0].upload(&up_host.as_mut_slice()?[..], &mut up_dev, 0)?;
+            let b = lanes[0].mark()?;
+            lanes[0].download(&down_dev, 0, &mut down_host.as_mut_slice()?[..])?;
+            let c = lanes[0].mark()?;
+            lanes[0].synchronize("bench")?;
+            up = up.min(a.seconds_until(&b)?);
+            down = down.min(b.seconds_until(&c)?);
+            // Both directions at once, on two lanes.
+            let start = std::time::Instant::now();
+            lanes[0].upload(&up_host.as_mut_slice()?[..], &mut up_dev, 0)?;
+            lanes[1].download(&down_dev, 0, &mut down_host.as_mut_slice()?[..])?;
+            lanes[0].synchronize("bench")?;
+            lanes[1].synchronize("bench")?;
+            both = both.min(start.elapsed().as_secs_f64());
+        }
     }
-    Ok((8.0 * n as f64 / up, 8.0 * n as f64 / down))
+    // Each direction alone would need `up` and `down`; together they took `both`.
+    let duplex = (up.max(down) / both).min(1.0);
+    Ok((8.0 * n as f64 / up, 8.0 * n as f64 / down, duplex))
 }
 
 /// Median wall seconds of three calls after one.
@@ -49,7 +61,7 @@ fn wall(mut f: impl FnMut() -> Result<()>) -> Result<f64> {
 }
 
 /// One operation over every version and stream count.
-fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, mut call: impl FnMut(Option<Plan>) -> Result<pipeline::Report>) -> Result<()> {
+fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: impl FnMut(Option<Plan>) -> Result<pipeline::Report>) -> Result<()> {
     let engines = ctx.gpu().map_or(1, |g| g.info.copy_engines.max(1) as usize);
     // Version 1 with one chunk, timed per phase (the profile is on for it).
     ctx.profile.set_enabled(true);
@@ -68,16 +80,20 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, mut call: impl FnMut(Optio
         r.d2h_bytes as f64 / 1e6,
         t.d2h * 1e3
     );
-    println!("  {:<10} {:>7} {:>12} {:>13} {:>16}", "version", "streams", "measured ms", "predicted ms", "hidden/hideable");
+    println!(
+        "  {:<10} {:>7} {:>12} {:>13} {:>16} {:>18} {:>16}",
+        "version", "streams", "measured ms", "predicted ms", "hidden/hideable", "full-duplex model", "hidden/hideable"
+    );
     let v1 = wall(|| call(Some(serial_plan)).map(|_| ()))?;
-    println!("  {:<10} {:>7} {:>12.2} {:>13.2} {:>16}", "1 serial", 1, v1 * 1e3, model::predict(Strategy::Serial, 1, 1, t, engines, OVERHEAD) * 1e3, "");
+    println!("  {:<10} {:>7} {:>12.2} {:>13.2}", "1 serial", 1, v1 * 1e3, model::predict(Strategy::Serial, 1, 1, t, engines, OVERHEAD) * 1e3);
     for (name, strategy) in [("2 chunk", Strategy::PerChunk), ("3 staged", Strategy::Staged)] {
         for n in [1usize, 2, 3, 4, 6, 8, 12, 16] {
             let plan = Plan { strategy, streams: n, chunks: n };
             let measured = wall(|| call(Some(plan)).map(|_| ()))?;
-            let predicted = model::predict(strategy, n, n, t, engines, OVERHEAD);
-            let hidden = if n > 1 { format!("{:.0}%", 100.0 * model::hidden_share(t, measured, predicted)) } else { String::new() };
-            println!("  {name:<10} {n:>7} {:>12.2} {:>13.2} {hidden:>16}", measured * 1e3, predicted * 1e3);
+            let predicted = model::predict_duplex(strategy, n, n, t, engines, OVERHEAD, duplex);
+            let full = model::predict(strategy, n, n, t, engines, OVERHEAD);
+            let share = |p: f64| if n > 1 { format!("{:.0}%", 100.0 * model::hidden_share(t, measured, p)) } else { String::new() };
+            println!("  {name:<10} {n:>7} {:>12.2} {:>13.2} {:>16} {:>18.2} {:>16}", measured * 1e3, predicted * 1e3, share(predicted), full * 1e3, share(full));
         }
     }
     let best = model::best_streams(t, engines, OVERHEAD);
@@ -92,8 +108,8 @@ pub fn run() -> Result<()> {
         println!("(no GPU: the pipelines run the host loops; nothing to overlap)");
         return Ok(());
     }
-    let (up, down) = pinned_bandwidth(&ctx)?;
-    println!("pinned host memory: H2D {:.1} GB/s, D2H {:.1} GB/s (256 MiB, best of 4)", up / 1e9, down / 1e9);
+    let (up, down, duplex) = pinned_bandwidth(&ctx)?;
+    println!("pinned host memory: H2D {:.1} GB/s, D2H {:.1} GB/s (256 MiB, best of 4); both at once: each at {:.0}% (the model's duplex share)", up / 1e9, down / 1e9, 100.0 * duplex);
     let engines = ctx.gpu().map_or(0, |g| g.info.copy_engines);
     println!("copy engines: {engines}; model overhead per operation {:.0} us", OVERHEAD * 1e6);
     for n in [4_000_000usize, 100_000_000] {
@@ -105,7 +121,7 @@ pub fn run() -> Result<()> {
                 ctx.register_host(y.as_mut_ptr().cast(), 8 * n)?;
             }
             let what = format!("axpby n = {n} ({})", if registered { "registered" } else { "unregistered: staging ring" });
-            sweep(&ctx, &what, up, |plan| pipeline::axpby(&ctx, 1.0001, &x, 0.5, &mut y, plan))?;
+            sweep(&ctx, &what, up, duplex, |plan| pipeline::axpby(&ctx, 1.0001, &x, 0.5, &mut y, plan))?;
             if registered {
                 ctx.unregister_host(x.as_mut_ptr().cast())?;
                 ctx.unregister_host(y.as_mut_ptr().cast())?;
@@ -123,7 +139,7 @@ pub fn run() -> Result<()> {
     ctx.register_host(a.as_mut_ptr().cast(), 8 * a.len())?;
     ctx.register_host(b.as_mut_ptr().cast(), 8 * b.len())?;
     ctx.register_host(out.as_mut_ptr().cast(), 8 * ncols)?;
-    sweep(&ctx, &format!("column dots {m} x {ncols} (registered)"), up, |plan| pipeline::column_dots(&ctx, m, &a, &b, &mut out, plan))?;
+    sweep(&ctx, &format!("column dots {m} x {ncols} (registered)"), up, duplex, |plan| pipeline::column_dots(&ctx, m, &a, &b, &mut out, plan))?;
     if let Some(s) = ctx.profile.op("column_dots") {
         println!("serial host loop of the inner products: {:.1} ms per call", s.serial_seconds / s.calls as f64 * 1e3);
     }

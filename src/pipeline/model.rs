@@ -38,45 +38,75 @@ impl Times {
     }
 }
 
-/// Predicted seconds of one call.
+/// Predicted seconds of one call (copies in both directions at full speed together).
 pub fn predict(strategy: Strategy, streams: usize, chunks: usize, t: Times, copy_engines: usize, overhead: f64) -> f64 {
+    predict_duplex(strategy, streams, chunks, t, copy_engines, overhead, 1.0)
+}
+
+/// As `predict`, with copies in the two directions each running at `duplex`
+/// (0..1] of their own speed while both are active: the link and host memory
+/// are shared (measured by `fegpu bench pipeline`).
+pub fn predict_duplex(strategy: Strategy, streams: usize, chunks: usize, t: Times, copy_engines: usize, overhead: f64, duplex: f64) -> f64 {
     let streams = if strategy == Strategy::Serial { 1 } else { streams.clamp(1, chunks.max(1)) };
     let chunks = chunks.max(1);
-    let (h, k, d) = (t.h2d / chunks as f64 + overhead, t.kernel / chunks as f64 + overhead, t.d2h / chunks as f64 + overhead);
-    // Engines: 0 host-to-device, 1 kernels, 2 device-to-host (or 0 with one copy engine).
-    let out_engine = if copy_engines >= 2 { 2 } else { 0 };
-    let mut engine_free = [0.0f64; 3];
-    let mut stream_free = vec![0.0f64; streams];
-    let mut run = |chunk: usize, stage: usize| {
-        let (engine, dur) = match stage {
-            0 => (0, h),
-            1 => (1, k),
-            _ => (out_engine, d),
-        };
-        let s = chunk % streams;
-        let end = engine_free[engine].max(stream_free[s]) + dur;
-        engine_free[engine] = end;
-        stream_free[s] = end;
-    };
+    let dur = [t.h2d / chunks as f64 + overhead, t.kernel / chunks as f64 + overhead, t.d2h / chunks as f64 + overhead];
+    // Engines: 0 host-to-device, 1 kernels, 2 device-to-host (0 with one copy engine).
+    let engine_of = |phase: usize| if phase == 2 && copy_engines >= 2 { 2 } else if phase == 1 { 1 } else { 0 };
+    // (stream, phase) in issue order.
+    let mut ops: Vec<(usize, usize)> = Vec::with_capacity(3 * chunks);
     match strategy {
-        Strategy::Serial | Strategy::PerChunk => {
-            for c in 0..chunks {
-                for stage in 0..3 {
-                    run(c, stage);
-                }
-            }
-        }
+        Strategy::Serial | Strategy::PerChunk => (0..chunks).for_each(|c| (0..3).for_each(|p| ops.push((c % streams, p)))),
         Strategy::Staged => {
             for first in (0..chunks).step_by(streams) {
-                for stage in 0..3 {
+                for p in 0..3 {
                     for c in first..(first + streams).min(chunks) {
-                        run(c, stage);
+                        ops.push((c % streams, p));
                     }
                 }
             }
         }
     }
-    stream_free.into_iter().fold(0.0, f64::max)
+    // Each engine runs its operations in issue order; an operation also waits
+    // for the previous one of its stream. Time advances from one completion to
+    // the next, copy rates shared while both directions are busy.
+    let queues: Vec<Vec<usize>> = (0..3).map(|e| (0..ops.len()).filter(|&i| engine_of(ops[i].1) == e).collect()).collect();
+    let mut previous_in_stream = vec![None; ops.len()];
+    let mut last = vec![None; streams];
+    for (i, &(s, _)) in ops.iter().enumerate() {
+        previous_in_stream[i] = last[s];
+        last[s] = Some(i);
+    }
+    let mut head = [0usize; 3];
+    let mut running: [Option<usize>; 3] = [None; 3];
+    let mut remaining: Vec<f64> = ops.iter().map(|&(_, p)| dur[p]).collect();
+    let mut done = vec![false; ops.len()];
+    let (mut now, mut finished) = (0.0f64, 0);
+    while finished < ops.len() {
+        for e in 0..3 {
+            if running[e].is_none() && head[e] < queues[e].len() {
+                let i = queues[e][head[e]];
+                if previous_in_stream[i].is_none_or(|j| done[j]) {
+                    running[e] = Some(i);
+                    head[e] += 1;
+                }
+            }
+        }
+        let both_copying = copy_engines >= 2 && running[0].is_some() && running[2].is_some();
+        let rate = |e: usize| if both_copying && e != 1 { duplex } else { 1.0 };
+        let step = (0..3).filter_map(|e| running[e].map(|i| remaining[i] / rate(e))).fold(f64::INFINITY, f64::min);
+        now += step;
+        for e in 0..3 {
+            if let Some(i) = running[e] {
+                remaining[i] -= step * rate(e);
+                if remaining[i] <= 1e-15 * (1.0 + now) {
+                    done[i] = true;
+                    running[e] = None;
+                    finished += 1;
+                }
+            }
+        }
+    }
+    now
 }
 
 /// The stream count (1..=16, one chunk per stream) the model predicts fastest
@@ -151,6 +181,19 @@ mod tests {
         // two directions.
         let copy_only = Times { h2d: 1.0, kernel: 0.0, d2h: 1.0 };
         assert!(predict(Strategy::Staged, 16, 16, copy_only, 2, 0.0) >= 1.0);
+    }
+
+    #[test]
+    fn shared_copy_bandwidth_slows_the_overlapped_copies() {
+        let copy_only = Times { h2d: 1.0, kernel: 0.0, d2h: 1.0 };
+        // At half speed each while both run, overlapping two directions gains nothing.
+        let t = predict_duplex(Strategy::Staged, 16, 16, copy_only, 2, 0.0, 0.5);
+        assert!((t - 2.0).abs() < 1e-9, "{t}");
+        // At full speed the copy-out of one chunk hides under the next copy-in.
+        assert!(close(predict(Strategy::Staged, 16, 16, copy_only, 2, 0.0), 1.0 + 1.0 / 16.0));
+        // In between, in between.
+        let mid = predict_duplex(Strategy::Staged, 16, 16, copy_only, 2, 0.0, 0.75);
+        assert!(mid > 1.0625 && mid < 2.0, "{mid}");
     }
 
     #[test]
