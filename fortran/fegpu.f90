@@ -70,6 +70,10 @@ module fegpu
     integer(c_int64_t) :: handle = 0
   end type fegpu_radfields
 
+  integer, parameter, public :: FEGPU_PIPELINE_AUTO = 0, FEGPU_PIPELINE_SERIAL = 1, FEGPU_PIPELINE_PER_CHUNK = 2, &
+       FEGPU_PIPELINE_STAGED = 3
+  public :: fegpu_pipeline_axpby, fegpu_pipeline_column_dots, fegpu_profile_enable, fegpu_profile_report
+
   integer, parameter, public :: FEGPU_RADFIELDS_AUTO = 0, FEGPU_RADFIELDS_DIRECT = 1, FEGPU_RADFIELDS_TILED = 2
 
   !> fegpu_radfields_create(ctx, points, n_rhs, k, omega_mu, acc): ctx one
@@ -201,6 +205,37 @@ module fegpu
     integer(c_int32_t) function c_solver_destroy(s) bind(C, name='fegpu_solver_destroy')
       import :: c_int32_t, c_int64_t, c_double
       integer(c_int64_t), value :: s
+    end function
+  end interface
+
+  ! The pipelines and the profile (fegpu.h, fegpu_pipeline_*, fegpu_profile_*).
+  interface
+    integer(c_int32_t) function c_pipeline_axpby(ctx, n, a, x, b, y, strategy, n_streams, n_chunks) &
+         bind(C, name='fegpu_pipeline_axpby')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx, n, n_streams, n_chunks
+      real(c_double), value :: a, b
+      real(c_double), intent(in) :: x(*)
+      real(c_double), intent(inout) :: y(*)
+      integer(c_int32_t), value :: strategy
+    end function
+    integer(c_int32_t) function c_pipeline_column_dots(ctx, m, ncols, a, b, out, strategy, n_streams, n_chunks) &
+         bind(C, name='fegpu_pipeline_column_dots')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx, m, ncols, n_streams, n_chunks
+      real(c_double), intent(in) :: a(*), b(*)
+      real(c_double), intent(out) :: out(*)
+      integer(c_int32_t), value :: strategy
+    end function
+    integer(c_int32_t) function c_profile_enable(ctx, on) bind(C, name='fegpu_profile_enable')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: ctx
+      integer(c_int32_t), value :: on
+    end function
+    integer(c_int32_t) function c_profile_report(ctx, path) bind(C, name='fegpu_profile_report')
+      import :: c_int32_t, c_int64_t, c_ptr
+      integer(c_int64_t), value :: ctx
+      type(c_ptr), value :: path
     end function
   end interface
 
@@ -1247,6 +1282,83 @@ contains
     call check(c_radfields_compute(ctx%handle, size(s_points, 2, kind=c_int64_t), s_points, size(weights, kind=c_int64_t), &
          p_points, weights, currents, size(currents, 4, kind=c_int64_t), k, omega_mu, fields), 'fegpu_radfields_compute', &
          stat, errmsg)
+  end subroutine
+
+
+  ! ---- Pipelines on host arrays and the profile ----
+
+  !> y = a x + b y on host arrays, pipelined through the device in chunks.
+  !> strategy: FEGPU_PIPELINE_AUTO (default), _SERIAL, _PER_CHUNK or _STAGED;
+  !> n_streams 1..16 (default: the overlap model's choice); n_chunks (default
+  !> one per stream). Register x and y with fegpu_host_register for full speed.
+  subroutine fegpu_pipeline_axpby(ctx, a, x, b, y, strategy, n_streams, n_chunks, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real64), intent(in) :: a, b, x(:)
+    real(real64), intent(inout) :: y(:)
+    integer, intent(in), optional :: strategy, n_streams, n_chunks
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (size(x) /= size(y)) then
+      call size_error('fegpu_pipeline_axpby: x and y must have the same size', stat, errmsg)
+      return
+    end if
+    call check(c_pipeline_axpby(ctx%handle, size(y, kind=c_int64_t), a, x, b, y, opt32(strategy), opt64(n_streams), &
+         opt64(n_chunks)), 'fegpu_pipeline_axpby', stat, errmsg)
+  end subroutine
+
+  !> out(j) = dot_product(a(:, j), b(:, j)) for every column, pipelined by columns.
+  subroutine fegpu_pipeline_column_dots(ctx, a, b, out, strategy, n_streams, n_chunks, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real64), intent(in) :: a(:, :), b(:, :)
+    real(real64), intent(out) :: out(:)
+    integer, intent(in), optional :: strategy, n_streams, n_chunks
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (any(shape(a) /= shape(b)) .or. size(out) /= size(a, 2)) then
+      call size_error('fegpu_pipeline_column_dots: a and b must have the same shape and out one element per column', &
+           stat, errmsg)
+      return
+    end if
+    call check(c_pipeline_column_dots(ctx%handle, size(a, 1, kind=c_int64_t), size(a, 2, kind=c_int64_t), a, b, out, &
+         opt32(strategy), opt64(n_streams), opt64(n_chunks)), 'fegpu_pipeline_column_dots', stat, errmsg)
+  end subroutine
+
+  integer(c_int32_t) function opt32(v)
+    integer, intent(in), optional :: v
+    opt32 = 0
+    if (present(v)) opt32 = int(v, c_int32_t)
+  end function
+  integer(c_int64_t) function opt64(v)
+    integer, intent(in), optional :: v
+    opt64 = 0
+    if (present(v)) opt64 = int(v, c_int64_t)
+  end function
+
+  !> Records where the context's time goes (as FEGPU_PROFILE=1 does).
+  subroutine fegpu_profile_enable(ctx, on, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    logical, intent(in) :: on
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: flag
+    flag = 0
+    if (on) flag = 1
+    call check(c_profile_enable(ctx%handle, flag), 'fegpu_profile_enable', stat, errmsg)
+  end subroutine
+
+  !> Prints the profile table; with json_path, also writes it as JSON.
+  subroutine fegpu_profile_report(ctx, json_path, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    character(*), intent(in), optional :: json_path
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    character(kind=c_char, len=:), allocatable, target :: path
+    if (present(json_path)) then
+      path = trim(json_path) // c_null_char
+      call check(c_profile_report(ctx%handle, c_loc(path)), 'fegpu_profile_report', stat, errmsg)
+    else
+      call check(c_profile_report(ctx%handle, c_null_ptr), 'fegpu_profile_report', stat, errmsg)
+    end if
   end subroutine
 
 end module fegpu
