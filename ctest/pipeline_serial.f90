@@ -63,6 +63,7 @@ program pipeline_serial
       call fegpu_host_unregister(ctx, b)
     end if
   end do
+  call products()
   y = y0   ! automatic: the first call measures, the next ones follow the model
   call fegpu_pipeline_axpby(ctx, 1.5_real64, x, -0.25_real64, y)
   call expect(maxval(abs(y - want)) <= 1e-15_real64 * maxval(abs(want)), 'axpby, automatic')
@@ -79,4 +80,26 @@ program pipeline_serial
   call fegpu_profile_enable(ctx, .false.)   ! else destroy prints the table and writes fegpu-profile-<pid>.json
   call fegpu_context_destroy(ctx)
   call finish()
+contains
+
+  !> Matrix products and the transpose against the intrinsics.
+  subroutine products()
+    real(real64) :: p(61, 37), q(37, 45), r(61, 45), r0(61, 45), v(37), w(61), pt(37, 61)
+    integer :: s
+    call random_number(p)
+    call random_number(q)
+    call random_number(r0)
+    call random_number(v)
+    do s = FEGPU_PIPELINE_SERIAL, FEGPU_PIPELINE_STAGED
+      r = r0
+      call fegpu_pipeline_gemm(ctx, 2.0_real64, p, q, -1.0_real64, r, strategy=s, n_streams=3, n_chunks=5)
+      call expect(maxval(abs(r - (2 * matmul(p, q) - r0))) < 1e-12_real64, 'gemm')
+      w = r0(:, 1)
+      call fegpu_pipeline_gemv(ctx, 1.0_real64, p, v, 0.5_real64, w, strategy=s, n_streams=2, n_chunks=4)
+      call expect(maxval(abs(w - (matmul(p, v) + 0.5_real64 * r0(:, 1)))) < 1e-12_real64, 'gemv')
+      call fegpu_pipeline_transpose(ctx, p, pt, strategy=s, n_streams=4, n_chunks=6)
+      call expect(all(pt == transpose(p)), 'transpose in panels')
+    end do
+  end subroutine
+
 end program pipeline_serial

@@ -73,6 +73,7 @@ module fegpu
   integer, parameter, public :: FEGPU_PIPELINE_AUTO = 0, FEGPU_PIPELINE_SERIAL = 1, FEGPU_PIPELINE_PER_CHUNK = 2, &
        FEGPU_PIPELINE_STAGED = 3
   public :: fegpu_pipeline_axpby, fegpu_pipeline_column_dots, fegpu_profile_enable, fegpu_profile_report
+  public :: fegpu_pipeline_gemm, fegpu_pipeline_gemv, fegpu_pipeline_transpose
 
   integer, parameter, public :: FEGPU_RADFIELDS_AUTO = 0, FEGPU_RADFIELDS_DIRECT = 1, FEGPU_RADFIELDS_TILED = 2
 
@@ -225,6 +226,32 @@ module fegpu
       integer(c_int64_t), value :: ctx, m, ncols, n_streams, n_chunks
       real(c_double), intent(in) :: a(*), b(*)
       real(c_double), intent(out) :: out(*)
+      integer(c_int32_t), value :: strategy
+    end function
+    integer(c_int32_t) function c_pipeline_gemm(ctx, m, n, k, alpha, a, b, beta, c, strategy, n_streams, n_chunks) &
+         bind(C, name='fegpu_pipeline_gemm')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx, m, n, k, n_streams, n_chunks
+      real(c_double), value :: alpha, beta
+      real(c_double), intent(in) :: a(*), b(*)
+      real(c_double), intent(inout) :: c(*)
+      integer(c_int32_t), value :: strategy
+    end function
+    integer(c_int32_t) function c_pipeline_gemv(ctx, m, n, alpha, a, x, beta, y, strategy, n_streams, n_chunks) &
+         bind(C, name='fegpu_pipeline_gemv')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx, m, n, n_streams, n_chunks
+      real(c_double), value :: alpha, beta
+      real(c_double), intent(in) :: a(*), x(*)
+      real(c_double), intent(inout) :: y(*)
+      integer(c_int32_t), value :: strategy
+    end function
+    integer(c_int32_t) function c_pipeline_transpose(ctx, m, n, a, at, strategy, n_streams, n_chunks) &
+         bind(C, name='fegpu_pipeline_transpose')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx, m, n, n_streams, n_chunks
+      real(c_double), intent(in) :: a(*)
+      real(c_double), intent(out) :: at(*)
       integer(c_int32_t), value :: strategy
     end function
     integer(c_int32_t) function c_profile_enable(ctx, on) bind(C, name='fegpu_profile_enable')
@@ -1321,6 +1348,54 @@ contains
     end if
     call check(c_pipeline_column_dots(ctx%handle, size(a, 1, kind=c_int64_t), size(a, 2, kind=c_int64_t), a, b, out, &
          opt32(strategy), opt64(n_streams), opt64(n_chunks)), 'fegpu_pipeline_column_dots', stat, errmsg)
+  end subroutine
+
+  !> c = alpha a b + beta c (cuBLAS); a goes to the device once, b and c in column panels.
+  subroutine fegpu_pipeline_gemm(ctx, alpha, a, b, beta, c, strategy, n_streams, n_chunks, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real64), intent(in) :: alpha, beta, a(:, :), b(:, :)
+    real(real64), intent(inout) :: c(:, :)
+    integer, intent(in), optional :: strategy, n_streams, n_chunks
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (size(a, 2) /= size(b, 1) .or. size(c, 1) /= size(a, 1) .or. size(c, 2) /= size(b, 2)) then
+      call size_error('fegpu_pipeline_gemm: a (m x k), b (k x n), c (m x n) do not agree', stat, errmsg)
+      return
+    end if
+    call check(c_pipeline_gemm(ctx%handle, size(a, 1, kind=c_int64_t), size(b, 2, kind=c_int64_t), size(a, 2, kind=c_int64_t), &
+         alpha, a, b, beta, c, opt32(strategy), opt64(n_streams), opt64(n_chunks)), 'fegpu_pipeline_gemm', stat, errmsg)
+  end subroutine
+
+  !> y = alpha a x + beta y (cuBLAS); a moves in row panels, x once.
+  subroutine fegpu_pipeline_gemv(ctx, alpha, a, x, beta, y, strategy, n_streams, n_chunks, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real64), intent(in) :: alpha, beta, a(:, :), x(:)
+    real(real64), intent(inout) :: y(:)
+    integer, intent(in), optional :: strategy, n_streams, n_chunks
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (size(a, 2) /= size(x) .or. size(a, 1) /= size(y)) then
+      call size_error('fegpu_pipeline_gemv: a (m x n), x (n), y (m) do not agree', stat, errmsg)
+      return
+    end if
+    call check(c_pipeline_gemv(ctx%handle, size(a, 1, kind=c_int64_t), size(a, 2, kind=c_int64_t), alpha, a, x, beta, y, &
+         opt32(strategy), opt64(n_streams), opt64(n_chunks)), 'fegpu_pipeline_gemv', stat, errmsg)
+  end subroutine
+
+  !> at = transpose(a), in column panels of a.
+  subroutine fegpu_pipeline_transpose(ctx, a, at, strategy, n_streams, n_chunks, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    real(real64), intent(in) :: a(:, :)
+    real(real64), intent(out) :: at(:, :)
+    integer, intent(in), optional :: strategy, n_streams, n_chunks
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (size(at, 1) /= size(a, 2) .or. size(at, 2) /= size(a, 1)) then
+      call size_error('fegpu_pipeline_transpose: at must be the transpose shape of a', stat, errmsg)
+      return
+    end if
+    call check(c_pipeline_transpose(ctx%handle, size(a, 1, kind=c_int64_t), size(a, 2, kind=c_int64_t), a, at, &
+         opt32(strategy), opt64(n_streams), opt64(n_chunks)), 'fegpu_pipeline_transpose', stat, errmsg)
   end subroutine
 
   integer(c_int32_t) function opt32(v)

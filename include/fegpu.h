@@ -403,6 +403,48 @@ fegpu_status fegpu_pipeline_column_dots(fegpu_context_t ctx,
                                         int64_t n_streams,
                                         int64_t n_chunks);
 
+// C = alpha A B + beta C for column-major host matrices A (m x k), B (k x n)
+// and C (m x n), through cuBLAS: A goes to the device once, B and C move in
+// column panels (pipeline arguments as fegpu_pipeline_axpby; C is not read
+// when beta = 0).
+fegpu_status fegpu_pipeline_gemm(fegpu_context_t ctx,
+                                 int64_t m,
+                                 int64_t n,
+                                 int64_t k,
+                                 double alpha,
+                                 const double *a,
+                                 const double *b,
+                                 double beta,
+                                 double *c,
+                                 int32_t strategy,
+                                 int64_t n_streams,
+                                 int64_t n_chunks);
+
+// y = alpha A x + beta y for a column-major host m x n matrix A, through
+// cuBLAS: A moves in row panels, x once (y is not read when beta = 0).
+fegpu_status fegpu_pipeline_gemv(fegpu_context_t ctx,
+                                 int64_t m,
+                                 int64_t n,
+                                 double alpha,
+                                 const double *a,
+                                 const double *x,
+                                 double beta,
+                                 double *y,
+                                 int32_t strategy,
+                                 int64_t n_streams,
+                                 int64_t n_chunks);
+
+// at (n x m) = a^T for a column-major host m x n matrix, in column panels of
+// a that land as row panels of at.
+fegpu_status fegpu_pipeline_transpose(fegpu_context_t ctx,
+                                      int64_t m,
+                                      int64_t n,
+                                      const double *a,
+                                      double *at,
+                                      int32_t strategy,
+                                      int64_t n_streams,
+                                      int64_t n_chunks);
+
 // Turns the context's profile on (nonzero) or off; FEGPU_PROFILE=1 turns it
 // on at creation. A profiled context prints its table and writes its JSON
 // (to $FEGPU_PROFILE_JSON, else fegpu-profile-<pid>.json) when destroyed.
@@ -412,7 +454,8 @@ fegpu_status fegpu_profile_enable(fegpu_context_t ctx, int32_t on);
 // NULL, writes the profile there as JSON.
 fegpu_status fegpu_profile_report(fegpu_context_t ctx, const char *json_path);
 
-// The profile of operation `op` ("axpby", "column_dots"); zeros if it has not run.
+// The profile of operation `op` ("axpby", "column_dots", "gemm", "gemv",
+// "transpose"); zeros if it has not run.
 fegpu_status fegpu_profile_op(fegpu_context_t ctx, const char *op, struct fegpu_op_profile *out);
 
 // Creates an accumulator for n_s S points `points` (3, n_s), n_rhs

@@ -91,6 +91,78 @@ fn column_dots_match_the_serial_loop_and_the_one_chunk_result() {
     }
 }
 
+/// The textbook triple loop and its relatives, independent of fegpu's reference.
+fn serial_gemm(m: usize, n: usize, k: usize, alpha: f64, a: &[f64], b: &[f64], beta: f64, c: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; m * n];
+    for j in 0..n {
+        for i in 0..m {
+            let mut s = 0.0;
+            for l in 0..k {
+                s += a[i + m * l] * b[l + k * j];
+            }
+            out[i + m * j] = alpha * s + beta * c[i + m * j];
+        }
+    }
+    out
+}
+
+fn close(got: &[f64], want: &[f64], scale: f64) -> bool {
+    got.len() == want.len() && got.iter().zip(want).all(|(g, w)| (g - w).abs() <= 1e-13 * scale)
+}
+
+#[test]
+fn matrix_products_and_panel_transposes_match_the_serial_loops() {
+    let seed = seed();
+    let mut rng = Rng::new(seed);
+    let ctx = context();
+    for (m, n, k) in [(1usize, 1usize, 1usize), (7, 5, 3), (130, 97, 61), (64, 1000, 8)] {
+        let (a, b, c0) = (rng.vec_f64(m * k), rng.vec_f64(k * n), rng.vec_f64(m * n));
+        let scale = k as f64 + 1.0;
+        for register in [false, true] {
+            let (mut a, mut b, mut c) = (a.clone(), b.clone(), c0.clone());
+            if register {
+                for v in [&mut a, &mut b, &mut c] {
+                    ok(unsafe { fegpu_host_register(ctx, v.as_mut_ptr().cast(), 8 * v.len() as i64) });
+                }
+            }
+            for (strategy, streams, chunks) in [(FEGPU_PIPELINE_SERIAL, 1, 1), (FEGPU_PIPELINE_PER_CHUNK, 3, 7), (FEGPU_PIPELINE_STAGED, 4, 16), (FEGPU_PIPELINE_STAGED, 16, 5)] {
+                for beta in [0.0, -0.5] {
+                    c.copy_from_slice(&c0);
+                    if beta == 0.0 {
+                        c.fill(f64::NAN); // not read when beta = 0
+                    }
+                    ok(unsafe { fegpu_pipeline_gemm(ctx, m as i64, n as i64, k as i64, 1.5, a.as_ptr(), b.as_ptr(), beta, c.as_mut_ptr(), strategy, streams, chunks) });
+                    let want = serial_gemm(m, n, k, 1.5, &a, &b, beta, &c0);
+                    assert!(close(&c, &want, scale), "gemm {m}x{n}x{k} beta {beta} strategy {strategy} chunks {chunks} registered {register} (seed {seed})");
+                }
+                // gemv: A (m x k) times b's first column.
+                let x = &b[..k];
+                let mut y = c0[..m].to_vec();
+                ok(unsafe { fegpu_pipeline_gemv(ctx, m as i64, k as i64, 2.0, a.as_ptr(), x.as_ptr(), 0.25, y.as_mut_ptr(), strategy, streams, chunks) });
+                let want = serial_gemm(m, 1, k, 2.0, &a, x, 0.25, &c0[..m]);
+                assert!(close(&y, &want, 2.0 * scale), "gemv {m}x{k} strategy {strategy} chunks {chunks} registered {register} (seed {seed})");
+                // transpose: A (m x k) to At (k x m), exactly.
+                let mut at = vec![f64::NAN; m * k];
+                ok(unsafe { fegpu_pipeline_transpose(ctx, m as i64, k as i64, a.as_ptr(), at.as_mut_ptr(), strategy, streams, chunks) });
+                for i in 0..m {
+                    for j in 0..k {
+                        assert_eq!(at[j + k * i], a[i + m * j], "transpose {m}x{k} strategy {strategy} chunks {chunks} (seed {seed})");
+                    }
+                }
+            }
+            if register {
+                for v in [&mut a, &mut b, &mut c] {
+                    ok(unsafe { fegpu_host_unregister(ctx, v.as_mut_ptr().cast()) });
+                }
+            }
+        }
+    }
+    let mut c = vec![0.0; 4];
+    expect_err(unsafe { fegpu_pipeline_gemm(ctx, 2, 2, 0, 1.0, c.as_ptr(), c.as_ptr(), 0.0, c.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["k = 0"]);
+    expect_err(unsafe { fegpu_pipeline_gemv(ctx, 2, 2, f64::INFINITY, c.as_ptr(), c.as_ptr(), 0.0, c.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["alpha"]);
+    expect_err(unsafe { fegpu_pipeline_transpose(ctx, 2, 2, null(), c.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["a"]);
+}
+
 fn op_profile(ctx: u64, op: &str) -> fegpu_op_profile {
     let mut p = fegpu_op_profile::default();
     let name = CString::new(op).unwrap();

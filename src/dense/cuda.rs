@@ -3,7 +3,7 @@
 use super::Variant;
 use crate::array::{Dtype, Real};
 use crate::error::Result;
-use crate::gpu::{DeviceBuffer, Gpu, KernelArg};
+use crate::gpu::{DeviceBuffer, Gpu, KernelArg, Queue};
 
 pub const SOURCE: &str = include_str!("../../kernels/dense.cu");
 
@@ -48,6 +48,12 @@ fn tiled_name<T: Real>(kind: &str, v: Variant, s: Shape) -> String {
 }
 
 pub fn transpose<T: Real>(g: &Gpu, v: Variant, shape: Option<Shape>, m: usize, n: usize, a: &DeviceBuffer<T>, b: &mut DeviceBuffer<T>) -> Result<()> {
+    transpose_on(g, g, v, shape, m, n, a, b)
+}
+
+/// `transpose` queued on `q` (a pipeline's lane) instead of fegpu's main stream.
+#[allow(clippy::too_many_arguments)]
+pub fn transpose_on<T: Real>(g: &Gpu, q: &impl Queue, v: Variant, shape: Option<Shape>, m: usize, n: usize, a: &DeviceBuffer<T>, b: &mut DeviceBuffer<T>) -> Result<()> {
     let (name, grid, block) = match v {
         Variant::Naive => (
             format!("transpose_naive_{}", T::DTYPE.name()),
@@ -62,9 +68,9 @@ pub fn transpose<T: Real>(g: &Gpu, v: Variant, shape: Option<Shape>, m: usize, n
     };
     let f = g.kernel("dense", SOURCE, &name)?;
     let (m, n) = (m as i64, n as i64);
-    let mut l = g.launcher(&f);
+    let mut l = q.launcher(&f);
     l.arg(a).arg(b).arg(&m).arg(&n);
-    g.launch(&name, l, grid, block, 0)
+    q.launch(&name, l, grid, block, 0)
 }
 
 pub fn transpose_square_in_place<T: Real>(g: &Gpu, v: Variant, n: usize, a: &mut DeviceBuffer<T>) -> Result<()> {

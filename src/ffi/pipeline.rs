@@ -2,7 +2,7 @@
 
 use super::{fegpu_context_t, guard, host_in, host_out, out_param};
 use crate::context;
-use crate::error::{fegpu_status, Error, Result};
+use crate::error::{element_count, fegpu_status, positive, Error, Result};
 use crate::pipeline::{self, Plan};
 use std::ffi::CStr;
 
@@ -60,13 +60,82 @@ pub unsafe extern "C" fn fegpu_pipeline_column_dots(
 ) -> fegpu_status {
     guard(|| {
         let c = context::get(ctx, "ctx")?;
-        let (m, ncols) = (crate::error::positive("m", m)?, count("ncols", ncols)?);
+        let (m, ncols) = (positive("m", m)?, count("ncols", ncols)?);
         let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
-        let len = crate::error::element_count(m, ncols)?;
+        let len = element_count(m, ncols)?;
         if ncols == 0 {
             return Ok(());
         }
         pipeline::column_dots(&c, m, host_in(a, len, "a")?, host_in(b, len, "b")?, host_out(out, ncols, "out")?, plan).map(|_| ())
+    })
+}
+
+/// C = alpha A B + beta C for column-major host matrices A (m x k), B (k x n)
+/// and C (m x n), through cuBLAS: A goes to the device once, B and C move in
+/// column panels (pipeline arguments as fegpu_pipeline_axpby; C is not read
+/// when beta = 0).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the C signature's arguments
+pub unsafe extern "C" fn fegpu_pipeline_gemm(
+    ctx: fegpu_context_t,
+    m: i64,
+    n: i64,
+    k: i64,
+    alpha: f64,
+    a: *const f64,
+    b: *const f64,
+    beta: f64,
+    c: *mut f64,
+    strategy: i32,
+    n_streams: i64,
+    n_chunks: i64,
+) -> fegpu_status {
+    guard(|| {
+        let ctx = context::get(ctx, "ctx")?;
+        let (m, n, k) = (positive("m", m)?, positive("n", n)?, positive("k", k)?);
+        let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
+        let (a, b) = (host_in(a, element_count(m, k)?, "a")?, host_in(b, element_count(k, n)?, "b")?);
+        pipeline::gemm(&ctx, m, n, k, alpha, a, b, beta, host_out(c, element_count(m, n)?, "c")?, plan).map(|_| ())
+    })
+}
+
+/// y = alpha A x + beta y for a column-major host m x n matrix A, through
+/// cuBLAS: A moves in row panels, x once (y is not read when beta = 0).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the C signature's arguments
+pub unsafe extern "C" fn fegpu_pipeline_gemv(
+    ctx: fegpu_context_t,
+    m: i64,
+    n: i64,
+    alpha: f64,
+    a: *const f64,
+    x: *const f64,
+    beta: f64,
+    y: *mut f64,
+    strategy: i32,
+    n_streams: i64,
+    n_chunks: i64,
+) -> fegpu_status {
+    guard(|| {
+        let ctx = context::get(ctx, "ctx")?;
+        let (m, n) = (positive("m", m)?, positive("n", n)?);
+        let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
+        let (a, x) = (host_in(a, element_count(m, n)?, "a")?, host_in(x, n, "x")?);
+        pipeline::gemv(&ctx, m, n, alpha, a, x, beta, host_out(y, m, "y")?, plan).map(|_| ())
+    })
+}
+
+/// at (n x m) = a^T for a column-major host m x n matrix, in column panels of
+/// a that land as row panels of at.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the C signature's arguments
+pub unsafe extern "C" fn fegpu_pipeline_transpose(ctx: fegpu_context_t, m: i64, n: i64, a: *const f64, at: *mut f64, strategy: i32, n_streams: i64, n_chunks: i64) -> fegpu_status {
+    guard(|| {
+        let ctx = context::get(ctx, "ctx")?;
+        let (m, n) = (positive("m", m)?, positive("n", n)?);
+        let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
+        let len = element_count(m, n)?;
+        pipeline::transpose(&ctx, m, n, host_in(a, len, "a")?, host_out(at, len, "at")?, plan).map(|_| ())
     })
 }
 
@@ -96,7 +165,8 @@ pub unsafe extern "C" fn fegpu_profile_report(ctx: fegpu_context_t, json_path: *
     })
 }
 
-/// The profile of operation `op` ("axpby", "column_dots"); zeros if it has not run.
+/// The profile of operation `op` ("axpby", "column_dots", "gemm", "gemv",
+/// "transpose"); zeros if it has not run.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_profile_op(ctx: fegpu_context_t, op: *const libc::c_char, out: *mut fegpu_op_profile) -> fegpu_status {
     guard(|| {

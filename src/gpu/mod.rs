@@ -8,6 +8,8 @@
 use crate::error::{Error, Result, FEGPU_ERR_DEVICE, FEGPU_ERR_NO_DEVICE, FEGPU_ERR_OUT_OF_DEVICE_MEMORY};
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, DriverError, LaunchConfig, PinnedHostSlice};
 use cudarc::nvrtc;
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig};
+use once_cell::sync::OnceCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -46,8 +48,9 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
     arch: String,
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
-    /// Extra streams for pipelines, created on first use and kept.
-    lanes: Mutex<Vec<Arc<CudaStream>>>,
+    /// Extra streams for pipelines, created on first use and kept, each
+    /// with its cuBLAS handle once one is asked for.
+    lanes: Mutex<Vec<(Arc<CudaStream>, Arc<OnceCell<CudaBlas>>)>>,
     /// FEGPU_CHECK_LAUNCHES=1: synchronise after every launch so a kernel
     /// fault is reported against the kernel that caused it.
     check_launches: bool,
@@ -277,6 +280,7 @@ impl Gpu {
 /// the caller synchronises.
 pub struct Lane {
     stream: Arc<CudaStream>,
+    blas: Arc<OnceCell<CudaBlas>>,
     check_launches: bool,
 }
 
@@ -285,9 +289,9 @@ impl Gpu {
     pub fn lanes(&self, n: usize) -> Result<Vec<Lane>> {
         let mut lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
         while lanes.len() < n {
-            lanes.push(self.ctx.new_stream().map_err(|e| device_error("creating a stream", e))?);
+            lanes.push((self.ctx.new_stream().map_err(|e| device_error("creating a stream", e))?, Arc::new(OnceCell::new())));
         }
-        Ok(lanes[..n].iter().map(|s| Lane { stream: s.clone(), check_launches: self.check_launches }).collect())
+        Ok(lanes[..n].iter().map(|(s, b)| Lane { stream: s.clone(), blas: b.clone(), check_launches: self.check_launches }).collect())
     }
 }
 
@@ -316,19 +320,115 @@ impl Lane {
         cudarc::driver::result::memcpy_dtoh_async(host, ptr, self.stream.cu_stream()).map_err(|e| device_error("device-to-host copy", e))
     }
 
-    pub fn launcher<'a>(&'a self, f: &'a CudaFunction) -> Launch<'a> {
-        self.stream.launch_builder(f)
+    /// Queues a copy of the `width` x `height` block at `host` (column-major,
+    /// leading dimension `host_ld` elements) into `dst` as a compact
+    /// `width` x `height` matrix, and returns at once.
+    ///
+    /// # Safety
+    /// As `upload`, for every element of the block.
+    pub unsafe fn upload_2d<T: DeviceScalar>(&self, host: *const T, host_ld: usize, width: usize, height: usize, dst: &mut DeviceBuffer<T>) -> Result<()> {
+        use cudarc::driver::DevicePtrMut;
+        let size = std::mem::size_of::<T>();
+        let mut view = dst.slice_mut(0..width * height);
+        let (ptr, _sync) = view.device_ptr_mut(&self.stream);
+        let mut p: sys::CUDA_MEMCPY2D = std::mem::zeroed();
+        p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+        p.srcHost = host.cast();
+        p.srcPitch = host_ld * size;
+        p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+        p.dstDevice = ptr;
+        p.dstPitch = width * size;
+        p.WidthInBytes = width * size;
+        p.Height = height;
+        sys::cuMemcpy2DAsync_v2(&p, self.stream.cu_stream()).result().map_err(|e| device_error("host-to-device 2-D copy", e))
     }
 
-    pub fn launch(&self, what: &str, mut args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32)) -> Result<()> {
-        let cfg = LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: 0 };
-        // SAFETY: as in Gpu::launch.
-        unsafe { args.launch(cfg) }.map_err(|e| device_error(&format!("launching {what}"), e))?;
+    /// The reverse of `upload_2d`: the compact `width` x `height` matrix in
+    /// `src` into the block at `host` with leading dimension `host_ld`.
+    ///
+    /// # Safety
+    /// As `download`, for every element of the block.
+    pub unsafe fn download_2d<T: DeviceScalar>(&self, src: &DeviceBuffer<T>, host: *mut T, host_ld: usize, width: usize, height: usize) -> Result<()> {
+        use cudarc::driver::DevicePtr;
+        let size = std::mem::size_of::<T>();
+        let view = src.slice(0..width * height);
+        let (ptr, _sync) = view.device_ptr(&self.stream);
+        let mut p: sys::CUDA_MEMCPY2D = std::mem::zeroed();
+        p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+        p.srcDevice = ptr;
+        p.srcPitch = width * size;
+        p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+        p.dstHost = host.cast();
+        p.dstPitch = host_ld * size;
+        p.WidthInBytes = width * size;
+        p.Height = height;
+        sys::cuMemcpy2DAsync_v2(&p, self.stream.cu_stream()).result().map_err(|e| device_error("device-to-host 2-D copy", e))
+    }
+
+    fn blas(&self) -> Result<&CudaBlas> {
+        // SAFETY: probing for the library has no preconditions.
+        if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+            return Err(Error::new(FEGPU_ERR_NO_DEVICE, "cuBLAS (libcublas.so) not found: matrix products need it"));
+        }
+        self.blas.get_or_try_init(|| CudaBlas::new(self.stream.clone())).map_err(|e| Error::new(FEGPU_ERR_DEVICE, format!("creating a cuBLAS handle: {e:?}")))
+    }
+
+    /// C = alpha A B + beta C for column-major A (m x k, leading dimension lda),
+    /// B (k x n, ldb) and C (m x n, ldc) on the device, through cuBLAS on this lane.
+    #[allow(clippy::too_many_arguments)] // BLAS's own argument list
+    pub fn gemm(&self, m: usize, n: usize, k: usize, alpha: f64, a: &DeviceBuffer<f64>, lda: usize, b: &DeviceBuffer<f64>, ldb: usize, beta: f64, c: &mut DeviceBuffer<f64>, ldc: usize) -> Result<()> {
+        let n_op = cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
+        let cfg = GemmConfig { transa: n_op, transb: n_op, m: m as i32, n: n as i32, k: k as i32, alpha, lda: lda as i32, ldb: ldb as i32, beta, ldc: ldc as i32 };
+        // SAFETY: the buffers hold the matrices the leading dimensions describe (checked by the callers).
+        unsafe { self.blas()?.gemm(cfg, a, b, c) }.map_err(|e| Error::new(FEGPU_ERR_DEVICE, format!("cublasDgemm: {e:?}")))?;
+        self.checked("cublasDgemm")
+    }
+
+    /// y = alpha A x + beta y for a column-major m x n A (leading dimension lda).
+    #[allow(clippy::too_many_arguments)] // BLAS's own argument list
+    pub fn gemv(&self, m: usize, n: usize, alpha: f64, a: &DeviceBuffer<f64>, lda: usize, x: &DeviceBuffer<f64>, beta: f64, y: &mut DeviceBuffer<f64>) -> Result<()> {
+        let cfg = GemvConfig { trans: cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N, m: m as i32, n: n as i32, alpha, lda: lda as i32, incx: 1, beta, incy: 1 };
+        // SAFETY: as in gemm.
+        unsafe { self.blas()?.gemv(cfg, a, x, y) }.map_err(|e| Error::new(FEGPU_ERR_DEVICE, format!("cublasDgemv: {e:?}")))?;
+        self.checked("cublasDgemv")
+    }
+
+    fn checked(&self, what: &str) -> Result<()> {
         if self.check_launches {
             self.synchronize(what)?;
         }
         Ok(())
     }
+}
+
+/// Where a kernel is queued: fegpu's main stream (`Gpu`) or a pipeline's `Lane`.
+pub trait Queue {
+    fn launcher<'a>(&'a self, f: &'a CudaFunction) -> Launch<'a>;
+    fn launch(&self, what: &str, args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32) -> Result<()>;
+}
+
+impl Queue for Gpu {
+    fn launcher<'a>(&'a self, f: &'a CudaFunction) -> Launch<'a> {
+        Gpu::launcher(self, f)
+    }
+    fn launch(&self, what: &str, args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32) -> Result<()> {
+        Gpu::launch(self, what, args, grid, block, shared_bytes)
+    }
+}
+
+impl Queue for Lane {
+    fn launcher<'a>(&'a self, f: &'a CudaFunction) -> Launch<'a> {
+        self.stream.launch_builder(f)
+    }
+    fn launch(&self, what: &str, mut args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32) -> Result<()> {
+        let cfg = LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: shared_bytes };
+        // SAFETY: as in Gpu::launch.
+        unsafe { args.launch(cfg) }.map_err(|e| device_error(&format!("launching {what}"), e))?;
+        self.checked(what)
+    }
+}
+
+impl Lane {
 
     pub fn synchronize(&self, what: &str) -> Result<()> {
         self.stream.synchronize().map_err(|e| device_error(what, e))

@@ -1,21 +1,48 @@
 //! The CPU reference of the pipelined operations: the host loops a legacy
-//! code runs, applied to whole arrays.
+//! code runs, applied to whole arrays (the CPU backend runs these).
 
 use super::{Arg, Kernel, Op};
 
-/// Applies the kernel to `items` items of the given arrays (in argument order).
+/// Applies the kernel to whole arrays: `inputs` are the read-only arguments
+/// and `outputs` the written ones (in/out included), each in argument order.
 pub fn kernel(k: Kernel, items: usize, inputs: &[&[f64]], outputs: &mut [&mut [f64]]) {
+    let out = &mut outputs[0];
     match k {
         Kernel::Axpby { a, b } => {
-            let (x, y) = (inputs[0], &mut outputs[0]);
+            let x = inputs[0];
             for i in 0..items {
-                y[i] = a.mul_add(x[i], b * y[i]);
+                out[i] = a.mul_add(x[i], b * out[i]);
             }
         }
         Kernel::ColumnDots { m } => {
-            let (a, bm, out) = (inputs[0], inputs[1], &mut outputs[0]);
+            let (a, bm) = (inputs[0], inputs[1]);
             for j in 0..items {
                 out[j] = a[j * m..(j + 1) * m].iter().zip(&bm[j * m..(j + 1) * m]).fold(0.0, |s, (x, y)| x.mul_add(*y, s));
+            }
+        }
+        Kernel::Gemm { m, k, alpha, beta } => {
+            let (a, b) = (inputs[0], inputs[1]);
+            for j in 0..items {
+                for i in 0..m {
+                    let sum: f64 = (0..k).map(|l| a[i + m * l] * b[l + k * j]).sum();
+                    let c = &mut out[i + m * j];
+                    *c = alpha * sum + if beta == 0.0 { 0.0 } else { beta * *c };
+                }
+            }
+        }
+        Kernel::Gemv { n, alpha, beta } => {
+            let (a, x) = (inputs[0], inputs[1]);
+            for i in 0..items {
+                let sum: f64 = (0..n).map(|j| a[i + items * j] * x[j]).sum();
+                out[i] = alpha * sum + if beta == 0.0 { 0.0 } else { beta * out[i] };
+            }
+        }
+        Kernel::Transpose { m } => {
+            let a = inputs[0];
+            for j in 0..items {
+                for i in 0..m {
+                    out[j + items * i] = a[i + m * j];
+                }
             }
         }
     }

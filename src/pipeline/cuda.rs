@@ -3,9 +3,10 @@
 //! of each strategy. Kernels in `kernels/pipeline.cu`.
 
 use super::model::Times;
-use super::{Arg, Cache, Kernel, Op, Plan, Report, Strategy};
+use super::{Arg, Cache, Kernel, Layout, Op, Plan, Report, Strategy};
+use crate::dense::{cuda::transpose_on, Variant};
 use crate::error::Result;
-use crate::gpu::{DeviceBuffer, Gpu, KernelArg, Lane, Mark, Pinned};
+use crate::gpu::{DeviceBuffer, Gpu, KernelArg, Lane, Mark, Pinned, Queue};
 
 pub const SOURCE: &str = include_str!("../../kernels/pipeline.cu");
 
@@ -19,7 +20,8 @@ enum Dir {
 /// A caller's array as the executor sees it: borrowed for the whole call.
 struct Raw {
     ptr: *mut f64,
-    per_item: usize,
+    len: usize,
+    layout: Layout,
     dir: Dir,
     /// Registered with the context: copied to and from directly.
     direct: bool,
@@ -27,18 +29,43 @@ struct Raw {
 
 impl Raw {
     fn reads(&self) -> bool {
-        self.dir != Dir::Out
+        self.dir != Dir::Out && self.layout != Layout::Whole
     }
     fn writes(&self) -> bool {
         self.dir != Dir::In
     }
-    /// The elements of items [i0, i1).
+    /// Elements of a chunk of `w` items on the device.
+    fn chunk_len(&self, w: usize) -> usize {
+        match self.layout {
+            Layout::Items(p) => w * p,
+            Layout::Rows { cols, .. } => w * cols,
+            Layout::Whole => self.len,
+        }
+    }
+    /// Items [i0, i1) of a contiguous layout.
     ///
     /// # Safety
     /// The array is borrowed by the caller of `run` for the whole call, and
     /// no two live slices of one call overlap with a write.
     unsafe fn items<'a>(&self, i0: usize, i1: usize) -> &'a mut [f64] {
-        std::slice::from_raw_parts_mut(self.ptr.add(i0 * self.per_item), (i1 - i0) * self.per_item)
+        let Layout::Items(p) = self.layout else { unreachable!("items of a row layout") };
+        std::slice::from_raw_parts_mut(self.ptr.add(i0 * p), (i1 - i0) * p)
+    }
+    /// Gathers rows [i0, i1) into `to` (compact, (i1 - i0) x cols), or scatters back.
+    ///
+    /// # Safety
+    /// As `items`.
+    unsafe fn rows(&self, i0: usize, i1: usize, to: &mut [f64], gather: bool) {
+        let Layout::Rows { ld, cols } = self.layout else { unreachable!("rows of an item layout") };
+        let w = i1 - i0;
+        for c in 0..cols {
+            let host = std::slice::from_raw_parts_mut(self.ptr.add(i0 + ld * c), w);
+            if gather {
+                to[w * c..w * (c + 1)].copy_from_slice(host);
+            } else {
+                host.copy_from_slice(&to[w * c..w * (c + 1)]);
+            }
+        }
     }
 }
 
@@ -47,6 +74,7 @@ impl Raw {
 /// copied out once the lane passes `Mark`.
 struct Stream {
     lane: Lane,
+    /// One per argument (a 1-element stand-in for whole arguments, which live in `Executor::whole`).
     buffers: Vec<DeviceBuffer<f64>>,
     staging: Vec<Option<Pinned<f64>>>,
     pending: Option<(usize, usize, Mark)>,
@@ -59,6 +87,8 @@ struct Executor<'r> {
     g: &'r Gpu,
     kernel: Kernel,
     raws: Vec<Raw>,
+    /// The whole (unchunked) arguments, uploaded once, shared by the streams.
+    whole: Vec<Option<DeviceBuffer<f64>>>,
     streams: Vec<Stream>,
     timed: bool,
     phases: Vec<Phases>,
@@ -72,9 +102,14 @@ impl Executor<'_> {
         mark.synchronize()?;
         for (k, raw) in self.raws.iter().enumerate() {
             if let (true, Some(stage)) = (raw.writes(), st.staging[k].as_mut()) {
-                let len = (i1 - i0) * raw.per_item;
+                let stage = &mut stage.as_mut_slice()?[..raw.chunk_len(i1 - i0)];
                 // SAFETY: the caller's array, borrowed for the call.
-                unsafe { raw.items(i0, i1) }.copy_from_slice(&stage.as_mut_slice()?[..len]);
+                unsafe {
+                    match raw.layout {
+                        Layout::Rows { .. } => raw.rows(i0, i1, stage, false),
+                        _ => raw.items(i0, i1).copy_from_slice(stage),
+                    }
+                }
             }
         }
         Ok(())
@@ -83,17 +118,20 @@ impl Executor<'_> {
     fn copy_in(&mut self, s: usize, i0: usize, i1: usize) -> Result<()> {
         let st = &mut self.streams[s];
         for (k, raw) in self.raws.iter().enumerate().filter(|(_, r)| r.reads()) {
-            let len = (i1 - i0) * raw.per_item;
+            let len = raw.chunk_len(i1 - i0);
             // SAFETY: registered memory is page-locked and the caller's borrow
             // outlives the call, which waits for every lane; staging is only
             // rewritten after `settle` saw the lane pass its last use.
             unsafe {
-                let host = raw.items(i0, i1);
-                match st.staging[k].as_mut() {
-                    None => st.lane.upload(host, &mut st.buffers[k], 0)?,
-                    Some(stage) => {
+                match (st.staging[k].as_mut(), raw.layout) {
+                    (None, Layout::Rows { ld, cols }) => st.lane.upload_2d(raw.ptr.add(i0), ld, i1 - i0, cols, &mut st.buffers[k])?,
+                    (None, _) => st.lane.upload(raw.items(i0, i1), &mut st.buffers[k], 0)?,
+                    (Some(stage), layout) => {
                         let stage = &mut stage.as_mut_slice()?[..len];
-                        stage.copy_from_slice(host);
+                        match layout {
+                            Layout::Rows { .. } => raw.rows(i0, i1, stage, true),
+                            _ => stage.copy_from_slice(raw.items(i0, i1)),
+                        }
                         st.lane.upload(stage, &mut st.buffers[k], 0)?
                     }
                 }
@@ -104,18 +142,19 @@ impl Executor<'_> {
 
     fn compute(&mut self, s: usize, items: usize) -> Result<()> {
         let st = &mut self.streams[s];
-        launch(self.g, &st.lane, self.kernel, items, &mut st.buffers)
+        launch(self.g, &st.lane, self.kernel, items, &mut st.buffers, &self.whole)
     }
 
     fn copy_out(&mut self, s: usize, i0: usize, i1: usize) -> Result<()> {
         let st = &mut self.streams[s];
         for (k, raw) in self.raws.iter().enumerate().filter(|(_, r)| r.writes()) {
-            let len = (i1 - i0) * raw.per_item;
+            let len = raw.chunk_len(i1 - i0);
             // SAFETY: as in copy_in; the destination is not read until the lane passes.
             unsafe {
-                match st.staging[k].as_mut() {
-                    None => st.lane.download(&st.buffers[k], 0, raw.items(i0, i1))?,
-                    Some(stage) => st.lane.download(&st.buffers[k], 0, &mut stage.as_mut_slice()?[..len])?,
+                match (st.staging[k].as_mut(), raw.layout) {
+                    (None, Layout::Rows { ld, cols }) => st.lane.download_2d(&st.buffers[k], raw.ptr.add(i0), ld, i1 - i0, cols)?,
+                    (None, _) => st.lane.download(&st.buffers[k], 0, raw.items(i0, i1))?,
+                    (Some(stage), _) => st.lane.download(&st.buffers[k], 0, &mut stage.as_mut_slice()?[..len])?,
                 }
             }
         }
@@ -152,7 +191,7 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
     let raws: Vec<Raw> = op
         .args
         .iter_mut()
-        .map(|(arg, per_item)| {
+        .map(|(arg, layout)| {
             let (ptr, len, dir) = match arg {
                 Arg::In(v) => (v.as_ptr() as *mut f64, v.len(), Dir::In),
                 Arg::InOut(v) => (v.as_mut_ptr(), v.len(), Dir::InOut),
@@ -164,7 +203,7 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
             if dir != Dir::In {
                 d2h_bytes += 8 * len as u64;
             }
-            Raw { ptr, per_item: *per_item, dir, direct: registered(ptr, len) }
+            Raw { ptr, len, layout: *layout, dir, direct: registered(ptr, len) }
         })
         .collect();
     let report = |times| Report { plan, wall_seconds: 0.0, times, h2d_bytes, d2h_bytes };
@@ -178,13 +217,24 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
     // Buffers and staging for every stream, before anything is queued.
     let mut pool = std::mem::take(&mut *cache.staging.lock().unwrap_or_else(|p| p.into_inner()));
     let mut streams = Vec::with_capacity(n_streams);
+    let mut whole = Vec::new();
+    for raw in &raws {
+        whole.push(if raw.layout == Layout::Whole {
+            let mut buf = g.alloc::<f64>(raw.len.max(1))?;
+            // SAFETY: an input argument, borrowed for the call.
+            g.upload(unsafe { std::slice::from_raw_parts(raw.ptr, raw.len) }, &mut buf, 0)?;
+            Some(buf)
+        } else {
+            None
+        });
+    }
     for lane in g.lanes(n_streams)? {
         let mut buffers = Vec::new();
         let mut staging = Vec::new();
         for raw in &raws {
-            let len = per_chunk * raw.per_item;
+            let len = if raw.layout == Layout::Whole { 1 } else { raw.chunk_len(per_chunk) };
             buffers.push(g.alloc::<f64>(len.max(1))?);
-            staging.push(if raw.direct {
+            staging.push(if raw.direct || raw.layout == Layout::Whole {
                 None
             } else {
                 match pool.iter().position(|p| p.len() >= len) {
@@ -197,7 +247,7 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
     }
     // The lanes must not touch the buffers before their (stream-ordered) allocation.
     g.synchronize("allocating pipeline buffers")?;
-    let mut ex = Executor { g, kernel: op.kernel, raws, streams, timed, phases: Vec::new() };
+    let mut ex = Executor { g, kernel: op.kernel, raws, whole, streams, timed, phases: Vec::new() };
     let bounds = |c: usize| (c * per_chunk, ((c + 1) * per_chunk).min(items));
     let issue = |ex: &mut Executor| -> Result<()> {
         let mut marks: Vec<Vec<Mark>> = (0..chunks).map(|_| Vec::new()).collect();
@@ -257,8 +307,11 @@ fn sum_phases(phases: &[Phases]) -> Result<Times> {
     Ok(t)
 }
 
-fn launch(g: &Gpu, lane: &Lane, k: Kernel, items: usize, bufs: &mut [DeviceBuffer<f64>]) -> Result<()> {
+/// The chunk kernel of `k` on `items` items in the lane's buffers (argument
+/// order as `Kernel` documents; whole arguments from `whole`).
+fn launch(g: &Gpu, lane: &Lane, k: Kernel, items: usize, bufs: &mut [DeviceBuffer<f64>], whole: &[Option<DeviceBuffer<f64>>]) -> Result<()> {
     let sms = g.info.multiprocessors.max(1) as usize;
+    let shared = |i: usize| whole[i].as_ref().expect("a whole argument");
     match k {
         Kernel::Axpby { a, b } => {
             let f = g.kernel("pipeline", SOURCE, "chunk_axpby")?;
@@ -266,7 +319,7 @@ fn launch(g: &Gpu, lane: &Lane, k: Kernel, items: usize, bufs: &mut [DeviceBuffe
             let (x, y) = bufs.split_at_mut(1);
             let mut l = lane.launcher(&f);
             l.arg(&n).arg(&a).arg(&x[0]).arg(&b).arg(&mut y[0]);
-            lane.launch("chunk_axpby", l, (items.div_ceil(256).min(16 * sms) as u32, 1, 1), (256, 1, 1))
+            lane.launch("chunk_axpby", l, (items.div_ceil(256).min(16 * sms) as u32, 1, 1), (256, 1, 1), 0)
         }
         Kernel::ColumnDots { m } => {
             let f = g.kernel("pipeline", SOURCE, "chunk_column_dots")?;
@@ -274,7 +327,20 @@ fn launch(g: &Gpu, lane: &Lane, k: Kernel, items: usize, bufs: &mut [DeviceBuffe
             let (ab, out) = bufs.split_at_mut(2);
             let mut l = lane.launcher(&f);
             l.arg(&m64).arg(&n).arg(&ab[0]).arg(&ab[1]).arg(&mut out[0]);
-            lane.launch("chunk_column_dots", l, (items.min(32 * sms) as u32, 1, 1), (256, 1, 1))
+            lane.launch("chunk_column_dots", l, (items.min(32 * sms) as u32, 1, 1), (256, 1, 1), 0)
+        }
+        Kernel::Gemm { m, k, alpha, beta } => {
+            let (b, c) = bufs.split_at_mut(2);
+            lane.gemm(m, items, k, alpha, shared(0), m, &b[1], k, beta, &mut c[0], m)
+        }
+        Kernel::Gemv { n, alpha, beta } => {
+            let (a, y) = bufs.split_at_mut(2);
+            lane.gemv(items, n, alpha, &a[0], items, shared(1), beta, &mut y[0])
+        }
+        Kernel::Transpose { m } => {
+            // The m x items panel becomes items x m: rows of the transpose.
+            let (a, at) = bufs.split_at_mut(1);
+            transpose_on(g, lane, Variant::Padded, None, m, items, &a[0], &mut at[0])
         }
     }
 }

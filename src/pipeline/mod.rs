@@ -77,28 +77,47 @@ impl Plan {
     }
 }
 
-/// A host array an operation reads, writes, or both, cut into items of
-/// `per_item` consecutive elements.
+/// A host array an operation reads, writes, or both.
 pub enum Arg<'a> {
     In(&'a [f64]),
     InOut(&'a mut [f64]),
     Out(&'a mut [f64]),
 }
 
-/// The chunk kernels.
+/// How an array is cut into the items the pipeline chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Item i is elements [i p, (i + 1) p): one element, or a column of a column-major matrix with p rows.
+    Items(usize),
+    /// Item i is row i of a column-major matrix with leading dimension `ld` and `cols` columns.
+    Rows { ld: usize, cols: usize },
+    /// Not chunked: the whole array goes to the device once per call (inputs only).
+    Whole,
+}
+
+/// The chunk kernels and the arguments each takes, in order.
 #[derive(Debug, Clone, Copy)]
 pub enum Kernel {
-    /// args: x (in), y (in/out); y = a x + b y.
+    /// x (in), y (in/out): y = a x + b y.
     Axpby { a: f64, b: f64 },
-    /// args: A, B (in, m per item), out (out, 1 per item); out(j) = A(:,j).B(:,j).
+    /// A, B (in, columns of m), out (out): out(j) = A(:,j).B(:,j).
     ColumnDots { m: usize },
+    /// A (whole, m x k), B (in, columns of k), C (columns of m, in/out unless
+    /// beta = 0): C = alpha A B + beta C, through cuBLAS.
+    Gemm { m: usize, k: usize, alpha: f64, beta: f64 },
+    /// A (rows of an m x n matrix), x (whole, n), y (in/out unless beta = 0):
+    /// y = alpha A x + beta y, through cuBLAS.
+    Gemv { n: usize, alpha: f64, beta: f64 },
+    /// A (in, columns of m), At (out, rows of the n x m transpose): At = A^T,
+    /// in column panels.
+    Transpose { m: usize },
 }
 
 pub struct Op<'a> {
     pub name: &'static str,
     pub kernel: Kernel,
     pub items: usize,
-    pub args: Vec<(Arg<'a>, usize)>,
+    pub args: Vec<(Arg<'a>, Layout)>,
 }
 
 /// What a call did.
@@ -199,14 +218,19 @@ fn check_len(name: &str, got: usize, want: usize) -> Result<()> {
     Ok(())
 }
 
+fn finite(scalars: &[(&str, f64)]) -> Result<()> {
+    match scalars.iter().find(|(_, v)| !v.is_finite()) {
+        Some((name, v)) => Err(Error::invalid(format!("{name} = {v}: must be finite"))),
+        None => Ok(()),
+    }
+}
+
 /// y = a x + b y on host arrays of n elements, pipelined through the device.
 pub fn axpby(ctx: &Context, a: f64, x: &[f64], b: f64, y: &mut [f64], plan: Option<Plan>) -> Result<Report> {
     check_len("x", x.len(), y.len())?;
-    if !(a.is_finite() && b.is_finite()) {
-        return Err(Error::invalid(format!("a = {a}, b = {b}: must be finite")));
-    }
+    finite(&[("a", a), ("b", b)])?;
     let n = y.len();
-    run(ctx, Op { name: "axpby", kernel: Kernel::Axpby { a, b }, items: n, args: vec![(Arg::In(x), 1), (Arg::InOut(y), 1)] }, plan)
+    run(ctx, Op { name: "axpby", kernel: Kernel::Axpby { a, b }, items: n, args: vec![(Arg::In(x), Layout::Items(1)), (Arg::InOut(y), Layout::Items(1))] }, plan)
 }
 
 /// out(j) = A(:, j) . B(:, j) for the ncols columns of two m x ncols host
@@ -215,5 +239,41 @@ pub fn column_dots(ctx: &Context, m: usize, a: &[f64], b: &[f64], out: &mut [f64
     let ncols = out.len();
     check_len("a", a.len(), m * ncols)?;
     check_len("b", b.len(), m * ncols)?;
-    run(ctx, Op { name: "column_dots", kernel: Kernel::ColumnDots { m }, items: ncols, args: vec![(Arg::In(a), m), (Arg::In(b), m), (Arg::Out(out), 1)] }, plan)
+    let args = vec![(Arg::In(a), Layout::Items(m)), (Arg::In(b), Layout::Items(m)), (Arg::Out(out), Layout::Items(1))];
+    run(ctx, Op { name: "column_dots", kernel: Kernel::ColumnDots { m }, items: ncols, args }, plan)
+}
+
+/// C = alpha A B + beta C for host matrices A (m x k), B (k x n), C (m x n),
+/// column-major; A goes to the device once, B and C in column panels.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm(ctx: &Context, m: usize, n: usize, k: usize, alpha: f64, a: &[f64], b: &[f64], beta: f64, c: &mut [f64], plan: Option<Plan>) -> Result<Report> {
+    check_len("a", a.len(), m * k)?;
+    check_len("b", b.len(), k * n)?;
+    check_len("c", c.len(), m * n)?;
+    finite(&[("alpha", alpha), ("beta", beta)])?;
+    let c_arg = if beta == 0.0 { Arg::Out(c) } else { Arg::InOut(c) };
+    let args = vec![(Arg::In(a), Layout::Whole), (Arg::In(b), Layout::Items(k)), (c_arg, Layout::Items(m))];
+    run(ctx, Op { name: "gemm", kernel: Kernel::Gemm { m, k, alpha, beta }, items: n, args }, plan)
+}
+
+/// y = alpha A x + beta y for a host m x n matrix A (column-major) and host
+/// vectors; A moves in row panels, x once.
+#[allow(clippy::too_many_arguments)]
+pub fn gemv(ctx: &Context, m: usize, n: usize, alpha: f64, a: &[f64], x: &[f64], beta: f64, y: &mut [f64], plan: Option<Plan>) -> Result<Report> {
+    check_len("a", a.len(), m * n)?;
+    check_len("x", x.len(), n)?;
+    check_len("y", y.len(), m)?;
+    finite(&[("alpha", alpha), ("beta", beta)])?;
+    let y_arg = if beta == 0.0 { Arg::Out(y) } else { Arg::InOut(y) };
+    let args = vec![(Arg::In(a), Layout::Rows { ld: m, cols: n }), (Arg::In(x), Layout::Whole), (y_arg, Layout::Items(1))];
+    run(ctx, Op { name: "gemv", kernel: Kernel::Gemv { n, alpha, beta }, items: m, args }, plan)
+}
+
+/// At = A^T for a host m x n matrix A (column-major; At is n x m), in column
+/// panels of A, which land as row panels of At.
+pub fn transpose(ctx: &Context, m: usize, n: usize, a: &[f64], at: &mut [f64], plan: Option<Plan>) -> Result<Report> {
+    check_len("a", a.len(), m * n)?;
+    check_len("at", at.len(), m * n)?;
+    let args = vec![(Arg::In(a), Layout::Items(m)), (Arg::Out(at), Layout::Rows { ld: n, cols: m })];
+    run(ctx, Op { name: "transpose", kernel: Kernel::Transpose { m }, items: n, args }, plan)
 }
