@@ -331,15 +331,13 @@ impl Lane {
         let size = std::mem::size_of::<T>();
         let mut view = dst.slice_mut(0..width * height);
         let (ptr, _sync) = view.device_ptr_mut(&self.stream);
-        let mut p: sys::CUDA_MEMCPY2D = std::mem::zeroed();
+        let mut p = copy_2d(width * size, height);
         p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
         p.srcHost = host.cast();
         p.srcPitch = host_ld * size;
         p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
         p.dstDevice = ptr;
         p.dstPitch = width * size;
-        p.WidthInBytes = width * size;
-        p.Height = height;
         sys::cuMemcpy2DAsync_v2(&p, self.stream.cu_stream()).result().map_err(|e| device_error("host-to-device 2-D copy", e))
     }
 
@@ -353,15 +351,13 @@ impl Lane {
         let size = std::mem::size_of::<T>();
         let view = src.slice(0..width * height);
         let (ptr, _sync) = view.device_ptr(&self.stream);
-        let mut p: sys::CUDA_MEMCPY2D = std::mem::zeroed();
+        let mut p = copy_2d(width * size, height);
         p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
         p.srcDevice = ptr;
         p.srcPitch = width * size;
         p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
         p.dstHost = host.cast();
         p.dstPitch = host_ld * size;
-        p.WidthInBytes = width * size;
-        p.Height = height;
         sys::cuMemcpy2DAsync_v2(&p, self.stream.cu_stream()).result().map_err(|e| device_error("device-to-host 2-D copy", e))
     }
 
@@ -398,6 +394,28 @@ impl Lane {
             self.synchronize(what)?;
         }
         Ok(())
+    }
+}
+
+/// A 2-D copy of `height` rows of `width_bytes` (the caller sets source and destination).
+fn copy_2d(width_bytes: usize, height: usize) -> sys::CUDA_MEMCPY2D {
+    sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+        srcHost: std::ptr::null(),
+        srcDevice: 0,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: 0,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: 0,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: 0,
+        WidthInBytes: width_bytes,
+        Height: height,
     }
 }
 
