@@ -1,5 +1,5 @@
-//! `fegpu bench pipeline`: pipelined axpby (4e6 and 1e8 elements) and batched
-//! inner products on host arrays, versions 1, 2 and 3 at 1..16 streams,
+//! `fegpu bench pipeline`: pipelined axpby (4e6 and 1e8 elements), batched
+//! inner products, gemm, gemv and the panel transpose on host arrays, versions 1, 2 and 3 at 1..16 streams,
 //! measured against the overlap model's prediction from the copy and kernel
 //! times measured in the same run, with the pinned host-to-device bandwidth
 //! (the ceiling) measured first.
@@ -146,6 +146,23 @@ pub fn run() -> Result<()> {
     ctx.unregister_host(a.as_mut_ptr().cast())?;
     ctx.unregister_host(b.as_mut_ptr().cast())?;
     ctx.unregister_host(out.as_mut_ptr().cast())?;
+    // Matrix products (cuBLAS) and the panel transpose, registered.
+    let n = 4096;
+    let mut a: Vec<f64> = (0..n * n).map(|i| ((i % 13) as f64 - 6.0) * 0.1).collect();
+    let mut b: Vec<f64> = (0..n * n).map(|i| ((i % 7) as f64 - 3.0) * 0.1).collect();
+    let mut c = vec![0.0; n * n];
+    for v in [&mut a, &mut b, &mut c] {
+        ctx.register_host(v.as_mut_ptr().cast(), 8 * v.len())?;
+    }
+    sweep(&ctx, &format!("gemm {n} x {n} x {n}, beta = 0 (registered; {:.0} GFLOP)", 2.0 * (n as f64).powi(3) / 1e9), up, duplex, |plan| {
+        pipeline::gemm(&ctx, n, n, n, 1.0, &a, &b, 0.0, &mut c, plan)
+    })?;
+    let x = b[..n].to_vec();
+    sweep(&ctx, &format!("gemv {n} x {n} (registered A)"), up, duplex, |plan| pipeline::gemv(&ctx, n, n, 1.0, &a, &x, 0.0, &mut c[..n], plan))?;
+    sweep(&ctx, &format!("transpose {n} x {n} in column panels (registered)"), up, duplex, |plan| pipeline::transpose(&ctx, n, n, &a, &mut c, plan))?;
+    for v in [&mut a, &mut b, &mut c] {
+        ctx.unregister_host(v.as_mut_ptr().cast())?;
+    }
     println!("\nprofile of the timed calls:\n{}", ctx.profile.table());
     Ok(())
 }
