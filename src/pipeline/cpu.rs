@@ -32,16 +32,18 @@ pub fn kernel(k: Kernel, items: usize, inputs: &[&[f64]], outputs: &mut [&mut [f
         }
         Kernel::Gemv { n, alpha, beta } => {
             let (a, x) = (inputs[0], inputs[1]);
+            let lda = a.len() / n;
             for i in 0..items {
-                let sum: f64 = (0..n).map(|j| a[i + items * j] * x[j]).sum();
+                let sum: f64 = (0..n).map(|j| a[i + lda * j] * x[j]).sum();
                 out[i] = alpha * sum + if beta == 0.0 { 0.0 } else { beta * out[i] };
             }
         }
         Kernel::Transpose { m } => {
             let a = inputs[0];
+            let ldt = out.len() / m;
             for j in 0..items {
                 for i in 0..m {
-                    out[j + items * i] = a[i + m * j];
+                    out[j + ldt * i] = a[i + m * j];
                 }
             }
         }
@@ -65,8 +67,10 @@ pub fn apply(op: &mut Op) {
     kernel(op.kernel, op.items, &inputs, &mut outputs);
 }
 
-/// Seconds the serial host loop takes for this operation, on copies of the
-/// outputs so the caller's data is untouched (for the profile's speedup).
+/// Seconds per item the serial host loop takes for this operation, on copies
+/// of the outputs so the caller's data is untouched (for the profile's
+/// speedup). Timed on the first 1, 2, 4, ... items until a run takes 20 ms,
+/// so a large product is not run whole on the host.
 pub fn time_reference(op: &Op) -> f64 {
     let inputs: Vec<&[f64]> = op.args.iter().filter_map(|(a, _)| if let Arg::In(v) = a { Some(&**v) } else { None }).collect();
     let mut copies: Vec<Vec<f64>> = op
@@ -78,8 +82,16 @@ pub fn time_reference(op: &Op) -> f64 {
         })
         .collect();
     let mut outputs: Vec<&mut [f64]> = copies.iter_mut().map(|v| v.as_mut_slice()).collect();
-    let t = std::time::Instant::now();
-    kernel(op.kernel, op.items, &inputs, &mut outputs);
-    std::hint::black_box(&outputs);
-    t.elapsed().as_secs_f64()
+    let mut count = 1;
+    loop {
+        let count_now = count.min(op.items);
+        let t = std::time::Instant::now();
+        kernel(op.kernel, count_now, &inputs, &mut outputs);
+        std::hint::black_box(&outputs);
+        let secs = t.elapsed().as_secs_f64();
+        if secs > 0.02 || count_now == op.items {
+            return secs / count_now as f64;
+        }
+        count *= 2;
+    }
 }

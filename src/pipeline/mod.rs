@@ -137,9 +137,30 @@ pub struct Report {
 /// the profile.
 #[derive(Default)]
 pub struct Cache {
-    rates: Mutex<HashMap<&'static str, Times>>,
-    serial: Mutex<HashMap<&'static str, f64>>,
+    rates: Mutex<HashMap<Shape, Times>>,
+    serial: Mutex<HashMap<Shape, f64>>,
     pub(crate) staging: Mutex<Vec<crate::gpu::Pinned<f64>>>,
+}
+
+/// What per-item rates are kept for: the operation and the elements per item
+/// of each argument (whole arguments by their size), so differently shaped
+/// calls of one operation do not share rates.
+type Shape = (&'static str, Vec<usize>);
+
+fn shape(op: &Op) -> Shape {
+    let sizes = op
+        .args
+        .iter()
+        .map(|(arg, layout)| match layout {
+            Layout::Items(p) => *p,
+            Layout::Rows { cols, .. } => *cols,
+            Layout::Whole => match arg {
+                Arg::In(v) => v.len(),
+                Arg::InOut(v) | Arg::Out(v) => v.len(),
+            },
+        })
+        .collect();
+    (op.name, sizes)
 }
 
 fn per_item(t: Times, items: usize) -> Times {
@@ -150,9 +171,10 @@ fn per_item(t: Times, items: usize) -> Times {
 /// Runs `op` on the context's backend with `plan`, or automatically.
 pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
     let timed_profile = ctx.profile.enabled();
-    if timed_profile && !ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).contains_key(op.name) {
-        let secs = cpu::time_reference(&op);
-        ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).insert(op.name, secs / op.items as f64);
+    let key = shape(&op);
+    if timed_profile && op.items > 0 && !ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&key) {
+        let per_item = cpu::time_reference(&op);
+        ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), per_item);
     }
     let start = std::time::Instant::now();
     let report = match ctx.gpu() {
@@ -162,7 +184,7 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
             Report { plan, wall_seconds: start.elapsed().as_secs_f64(), times: None, h2d_bytes: 0, d2h_bytes: 0 }
         }
         Some(g) => {
-            let known = ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).get(op.name).copied();
+            let known = ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied();
             let (plan, measure) = match (plan, known) {
                 (Some(p), Some(r)) if p.streams == 0 => (Plan { streams: choose(r, op.items, g), ..p }, timed_profile),
                 (Some(p), None) if p.streams == 0 => (Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }, true),
@@ -179,14 +201,14 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
             report.wall_seconds = start.elapsed().as_secs_f64();
             if let (Some(t), None) = (report.times, known) {
                 if plan.strategy == Strategy::Serial && plan.chunks == 1 {
-                    ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).insert(op.name, per_item(t, op.items));
+                    ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), per_item(t, op.items));
                 }
             }
             report
         }
     };
     if timed_profile {
-        let serial = ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).get(op.name).copied().unwrap_or(0.0);
+        let serial = ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied().unwrap_or(0.0);
         let t = report.times.unwrap_or(Times { h2d: 0.0, kernel: report.wall_seconds, d2h: 0.0 });
         ctx.profile.record(
             op.name,
