@@ -218,6 +218,7 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
     let mut pool = std::mem::take(&mut *cache.staging.lock().unwrap_or_else(|p| p.into_inner()));
     let mut streams = Vec::with_capacity(n_streams);
     let mut whole = Vec::new();
+    let setup_start = if timed { Some(g.mark()?) } else { None };
     for raw in &raws {
         whole.push(if raw.layout == Layout::Whole {
             let mut buf = g.alloc::<f64>(raw.len.max(1))?;
@@ -247,6 +248,10 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
     }
     // The lanes must not touch the buffers before their (stream-ordered) allocation.
     g.synchronize("allocating pipeline buffers")?;
+    let setup = match setup_start {
+        Some(start) => start.seconds_until(&g.mark()?)?,
+        None => 0.0,
+    };
     let mut ex = Executor { g, kernel: op.kernel, raws, whole, streams, timed, phases: Vec::new() };
     let bounds = |c: usize| (c * per_chunk, ((c + 1) * per_chunk).min(items));
     let issue = |ex: &mut Executor| -> Result<()> {
@@ -293,12 +298,12 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
     drop(pool_back);
     issued?;
     settled?;
-    let times = if timed { Some(sum_phases(&ex.phases)?) } else { None };
+    let times = if timed { Some(Times { setup, ..sum_phases(&ex.phases)? }) } else { None };
     Ok(report(times))
 }
 
 fn sum_phases(phases: &[Phases]) -> Result<Times> {
-    let mut t = Times { h2d: 0.0, kernel: 0.0, d2h: 0.0 };
+    let mut t = Times::default();
     for Phases([a, b, k, d]) in phases {
         t.h2d += a.seconds_until(b)?;
         t.kernel += b.seconds_until(k)?;

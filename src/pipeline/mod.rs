@@ -165,7 +165,7 @@ fn shape(op: &Op) -> Shape {
 
 fn per_item(t: Times, items: usize) -> Times {
     let n = items as f64;
-    Times { h2d: t.h2d / n, kernel: t.kernel / n, d2h: t.d2h / n }
+    Times { h2d: t.h2d / n, kernel: t.kernel / n, d2h: t.d2h / n, setup: t.setup }
 }
 
 /// Runs `op` on the context's backend with `plan`, or automatically.
@@ -209,14 +209,14 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
     };
     if timed_profile {
         let serial = ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied().unwrap_or(0.0);
-        let t = report.times.unwrap_or(Times { h2d: 0.0, kernel: report.wall_seconds, d2h: 0.0 });
+        let t = report.times.unwrap_or(Times { kernel: report.wall_seconds, ..Times::default() });
         ctx.profile.record(
             op.name,
             &OpStats {
                 calls: 1,
                 h2d_bytes: report.h2d_bytes,
                 d2h_bytes: report.d2h_bytes,
-                h2d_seconds: t.h2d,
+                h2d_seconds: t.h2d + t.setup,
                 d2h_seconds: t.d2h,
                 kernel_seconds: t.kernel,
                 wall_seconds: report.wall_seconds,
@@ -229,7 +229,7 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
 
 fn choose(rate: Times, items: usize, g: &crate::gpu::Gpu) -> usize {
     let n = items as f64;
-    let t = Times { h2d: rate.h2d * n, kernel: rate.kernel * n, d2h: rate.d2h * n };
+    let t = Times { h2d: rate.h2d * n, kernel: rate.kernel * n, d2h: rate.d2h * n, setup: rate.setup };
     model::best_streams(t, g.info.copy_engines.max(1) as usize, OVERHEAD).min(items.max(1))
 }
 

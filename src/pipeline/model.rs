@@ -25,16 +25,19 @@
 use super::Strategy;
 
 /// Whole-array times in seconds.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Times {
     pub h2d: f64,
     pub kernel: f64,
     pub d2h: f64,
+    /// Before the pipeline starts: uploading the arguments that are not
+    /// chunked (gemm's A, gemv's x), on its own.
+    pub setup: f64,
 }
 
 impl Times {
     pub fn total(&self) -> f64 {
-        self.h2d + self.kernel + self.d2h
+        self.setup + self.h2d + self.kernel + self.d2h
     }
 }
 
@@ -80,7 +83,7 @@ pub fn predict_duplex(strategy: Strategy, streams: usize, chunks: usize, t: Time
     let mut running: [Option<usize>; 3] = [None; 3];
     let mut remaining: Vec<f64> = ops.iter().map(|&(_, p)| dur[p]).collect();
     let mut done = vec![false; ops.len()];
-    let (mut now, mut finished) = (0.0f64, 0);
+    let (mut now, mut finished) = (t.setup, 0);
     while finished < ops.len() {
         for e in 0..3 {
             if running[e].is_none() && head[e] < queues[e].len() {
@@ -132,7 +135,7 @@ pub fn hidden_share(t: Times, measured: f64, predicted: f64) -> f64 {
 mod tests {
     use super::*;
 
-    const T: Times = Times { h2d: 4.0, kernel: 2.0, d2h: 1.0 };
+    const T: Times = Times { h2d: 4.0, kernel: 2.0, d2h: 1.0, setup: 0.0 };
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-12
@@ -179,13 +182,13 @@ mod tests {
         assert!((2..16).contains(&n), "{n}");
         // A kernel-free transfer gains nothing from streams beyond splitting the
         // two directions.
-        let copy_only = Times { h2d: 1.0, kernel: 0.0, d2h: 1.0 };
+        let copy_only = Times { h2d: 1.0, kernel: 0.0, d2h: 1.0, setup: 0.0 };
         assert!(predict(Strategy::Staged, 16, 16, copy_only, 2, 0.0) >= 1.0);
     }
 
     #[test]
     fn shared_copy_bandwidth_slows_the_overlapped_copies() {
-        let copy_only = Times { h2d: 1.0, kernel: 0.0, d2h: 1.0 };
+        let copy_only = Times { h2d: 1.0, kernel: 0.0, d2h: 1.0, setup: 0.0 };
         // At half speed each while both run, overlapping two directions gains nothing.
         let t = predict_duplex(Strategy::Staged, 16, 16, copy_only, 2, 0.0, 0.5);
         assert!((t - 2.0).abs() < 1e-9, "{t}");
@@ -194,6 +197,14 @@ mod tests {
         // In between, in between.
         let mid = predict_duplex(Strategy::Staged, 16, 16, copy_only, 2, 0.0, 0.75);
         assert!(mid > 1.0625 && mid < 2.0, "{mid}");
+    }
+
+    #[test]
+    fn setup_comes_before_everything_and_hides_nothing() {
+        let with = Times { setup: 3.0, ..T };
+        for n in [1, 4, 16] {
+            assert!(close(predict(Strategy::Staged, n, n, with, 2, 0.0), 3.0 + predict(Strategy::Staged, n, n, T, 2, 0.0)));
+        }
     }
 
     #[test]
