@@ -71,9 +71,10 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: imp
     ctx.profile.set_enabled(false);
     let t = r.times.unwrap_or(Times { kernel: r.wall_seconds, ..Times::default() });
     println!(
-        "{what}: H2D {:.1} MB in {:.2} ms ({:.1} GB/s, {:.0}% of pinned), kernel {:.2} ms, D2H {:.1} MB in {:.2} ms",
+        "{what}: H2D {:.1} MB in {:.2} ms (setup {:.2} ms; {:.1} GB/s, {:.0}% of pinned), kernel {:.2} ms, D2H {:.1} MB in {:.2} ms",
         r.h2d_bytes as f64 / 1e6,
-        t.h2d * 1e3,
+        (t.h2d + t.setup) * 1e3,
+        t.setup * 1e3,
         r.h2d_bytes as f64 / (t.h2d + t.setup) / 1e9,
         100.0 * r.h2d_bytes as f64 / (t.h2d + t.setup) / h2d_ceiling,
         t.kernel * 1e3,

@@ -216,12 +216,21 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
     let n_streams = n_streams.min(chunks);
     // Buffers and staging for every stream, before anything is queued.
     let mut pool = std::mem::take(&mut *cache.staging.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut device_pool = std::mem::take(&mut *cache.buffers.lock().unwrap_or_else(|p| p.into_inner()));
+    // The smallest kept buffer that holds `len`, or a new one.
+    let mut buffer = |len: usize| -> Result<DeviceBuffer<f64>> {
+        let fit = device_pool.iter().enumerate().filter(|(_, b)| b.len() >= len).min_by_key(|(_, b)| b.len()).map(|(i, _)| i);
+        match fit {
+            Some(i) => Ok(device_pool.swap_remove(i)),
+            None => g.alloc::<f64>(len),
+        }
+    };
     let mut streams = Vec::with_capacity(n_streams);
     let mut whole = Vec::new();
     let setup_start = if timed { Some(g.mark()?) } else { None };
     for raw in &raws {
         whole.push(if raw.layout == Layout::Whole {
-            let mut buf = g.alloc::<f64>(raw.len.max(1))?;
+            let mut buf = buffer(raw.len.max(1))?;
             // SAFETY: an input argument, borrowed for the call.
             g.upload(unsafe { std::slice::from_raw_parts(raw.ptr, raw.len) }, &mut buf, 0)?;
             Some(buf)
@@ -234,7 +243,7 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
         let mut staging = Vec::new();
         for raw in &raws {
             let len = if raw.layout == Layout::Whole { 1 } else { raw.chunk_len(per_chunk) };
-            buffers.push(g.alloc::<f64>(len.max(1))?);
+            buffers.push(buffer(len.max(1))?);
             staging.push(if raw.direct || raw.layout == Layout::Whole {
                 None
             } else {
@@ -292,10 +301,20 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
     }
     let mut pool_back = cache.staging.lock().unwrap_or_else(|p| p.into_inner());
     pool_back.extend(pool);
+    let mut buffers_back = cache.buffers.lock().unwrap_or_else(|p| p.into_inner());
+    buffers_back.extend(device_pool);
+    buffers_back.extend(ex.whole.drain(..).flatten());
     for st in ex.streams.iter_mut() {
         pool_back.extend(st.staging.iter_mut().filter_map(|s| s.take()));
+        buffers_back.append(&mut st.buffers);
     }
-    drop(pool_back);
+    // Keep the largest few: enough for a call with every stream and argument.
+    let keep = 4 * super::MAX_STREAMS;
+    buffers_back.sort_by_key(|b| std::cmp::Reverse(b.len()));
+    buffers_back.truncate(keep);
+    pool_back.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    pool_back.truncate(keep);
+    drop((pool_back, buffers_back));
     issued?;
     settled?;
     let times = if timed { Some(Times { setup, ..sum_phases(&ex.phases)? }) } else { None };

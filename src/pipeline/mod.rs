@@ -140,6 +140,9 @@ pub struct Cache {
     rates: Mutex<HashMap<Shape, Times>>,
     serial: Mutex<HashMap<Shape, f64>>,
     pub(crate) staging: Mutex<Vec<crate::gpu::Pinned<f64>>>,
+    /// Chunk buffers kept between calls: allocating and mapping fresh device
+    /// memory every call costs as much as the copies (BENCHMARKS.md).
+    pub(crate) buffers: Mutex<Vec<crate::gpu::DeviceBuffer<f64>>>,
 }
 
 /// What per-item rates are kept for: the operation and the elements per item
