@@ -47,17 +47,17 @@ fn pinned_bandwidth(ctx: &Context) -> Result<(f64, f64, f64)> {
     Ok((8.0 * n as f64 / up, 8.0 * n as f64 / down, duplex))
 }
 
-/// Median wall seconds of three calls after one.
+/// Median wall seconds of seven calls after one.
 fn wall(mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     f()?;
     let mut v = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..7 {
         let t = Instant::now();
         f()?;
         v.push(t.elapsed().as_secs_f64());
     }
     v.sort_by(|a, b| a.total_cmp(b));
-    Ok(v[1])
+    Ok(v[3])
 }
 
 /// One operation over every version and stream count.
@@ -131,6 +131,29 @@ pub fn run() -> Result<()> {
                 break; // the staging ring at 1e8 adds only host copies
             }
         }
+    }
+    // What the profile costs: the same staged calls with it off and on.
+    {
+        let n = 4_000_000;
+        let x = vec![0.5; n];
+        let mut y = vec![1.0; n];
+        ctx.register_host(x.as_ptr() as *mut u8, 8 * n)?;
+        ctx.register_host(y.as_mut_ptr().cast(), 8 * n)?;
+        let plan = Some(Plan { strategy: Strategy::Staged, streams: 8, chunks: 8 });
+        let mut both = [0.0; 2];
+        for (i, on) in [false, true].into_iter().enumerate() {
+            ctx.profile.set_enabled(on);
+            both[i] = wall(|| pipeline::axpby(&ctx, 1.0, &x, 0.5, &mut y, plan).map(|_| ()))?;
+        }
+        ctx.profile.set_enabled(false);
+        println!(
+            "profile overhead, axpby 4e6 staged on 8 streams: {:.3} ms off, {:.3} ms on ({:+.1}%)",
+            both[0] * 1e3,
+            both[1] * 1e3,
+            100.0 * (both[1] / both[0] - 1.0)
+        );
+        ctx.unregister_host(x.as_ptr() as *mut u8)?;
+        ctx.unregister_host(y.as_mut_ptr().cast())?;
     }
     // The batched inner products: 1e5 column pairs of 1000 (1e8 elements per matrix).
     let (m, ncols) = (1000, 100_000);
