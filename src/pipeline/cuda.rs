@@ -48,8 +48,14 @@ impl Raw {
     /// The array is borrowed by the caller of `run` for the whole call, and
     /// no two live slices of one call overlap with a write.
     unsafe fn items<'a>(&self, i0: usize, i1: usize) -> &'a mut [f64] {
+        debug_assert!(self.writes(), "only written arrays are reached mutably");
         let Layout::Items(p) = self.layout else { unreachable!("items of a row layout") };
         std::slice::from_raw_parts_mut(self.ptr.add(i0 * p), (i1 - i0) * p)
+    }
+    /// As `items`, for reading (every argument may be read).
+    unsafe fn items_in<'a>(&self, i0: usize, i1: usize) -> &'a [f64] {
+        let Layout::Items(p) = self.layout else { unreachable!("items of a row layout") };
+        std::slice::from_raw_parts(self.ptr.add(i0 * p), (i1 - i0) * p)
     }
     /// Gathers rows [i0, i1) into `to` (compact, (i1 - i0) x cols), or scatters back.
     ///
@@ -59,11 +65,11 @@ impl Raw {
         let Layout::Rows { ld, cols } = self.layout else { unreachable!("rows of an item layout") };
         let w = i1 - i0;
         for c in 0..cols {
-            let host = std::slice::from_raw_parts_mut(self.ptr.add(i0 + ld * c), w);
+            let at = self.ptr.add(i0 + ld * c);
             if gather {
-                to[w * c..w * (c + 1)].copy_from_slice(host);
+                to[w * c..w * (c + 1)].copy_from_slice(std::slice::from_raw_parts(at, w));
             } else {
-                host.copy_from_slice(&to[w * c..w * (c + 1)]);
+                std::slice::from_raw_parts_mut(at, w).copy_from_slice(&to[w * c..w * (c + 1)]);
             }
         }
     }
@@ -125,12 +131,12 @@ impl Executor<'_> {
             unsafe {
                 match (st.staging[k].as_mut(), raw.layout) {
                     (None, Layout::Rows { ld, cols }) => st.lane.upload_2d(raw.ptr.add(i0), ld, i1 - i0, cols, &mut st.buffers[k])?,
-                    (None, _) => st.lane.upload(raw.items(i0, i1), &mut st.buffers[k], 0)?,
+                    (None, _) => st.lane.upload(raw.items_in(i0, i1), &mut st.buffers[k], 0)?,
                     (Some(stage), layout) => {
                         let stage = &mut stage.as_mut_slice()?[..len];
                         match layout {
                             Layout::Rows { .. } => raw.rows(i0, i1, stage, true),
-                            _ => stage.copy_from_slice(raw.items(i0, i1)),
+                            _ => stage.copy_from_slice(raw.items_in(i0, i1)),
                         }
                         st.lane.upload(stage, &mut st.buffers[k], 0)?
                     }
