@@ -164,7 +164,10 @@ impl Executor<'_> {
                 }
             }
         }
-        st.pending = Some((i0, i1, st.lane.mark()?));
+        // Only staged outputs need the host to come back for them.
+        if self.raws.iter().enumerate().any(|(k, r)| r.writes() && st.staging[k].is_some()) {
+            st.pending = Some((i0, i1, st.lane.mark()?));
+        }
         Ok(())
     }
 
