@@ -172,6 +172,9 @@ impl Accumulator {
         let mut shares = Vec::with_capacity(n_dev);
         for (d, ctx) in ctxs.into_iter().enumerate() {
             let (first, end) = (n_s * d / n_dev, n_s * (d + 1) / n_dev);
+            if first == end {
+                continue; // fewer S points than devices
+            }
             let mine = &points[3 * first..3 * end];
             let part = match &ctx.backend {
                 Backend::Cpu => Part::Host(cpu::Part::new(mine, n_rhs)),
