@@ -185,14 +185,6 @@ impl Accumulator {
         Ok(Accumulator { n_s, n_rhs, medium, shares: Mutex::new(shares), variant: Mutex::new(FEGPU_RADFIELDS_AUTO) })
     }
 
-    pub fn medium(&self) -> Medium {
-        self.medium
-    }
-
-    pub fn devices(&self) -> usize {
-        self.shares.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
     pub fn set_variant(&self, variant: i32) -> Result<()> {
         if !(FEGPU_RADFIELDS_AUTO..=FEGPU_RADFIELDS_TILED).contains(&variant) {
             return Err(Error::invalid(format!(
