@@ -50,7 +50,7 @@ pub struct Gpu {
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
     /// Extra streams for pipelines, created on first use and kept, each
     /// with its cuBLAS handle once one is asked for.
-    lanes: Mutex<Vec<(Arc<CudaStream>, Arc<OnceCell<CudaBlas>>)>>,
+    lanes: Mutex<Vec<LaneParts>>,
     /// FEGPU_CHECK_LAUNCHES=1: synchronise after every launch so a kernel
     /// fault is reported against the kernel that caused it.
     check_launches: bool,
@@ -271,7 +271,7 @@ impl Gpu {
             .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
             .map_err(|e| device_error("creating an event", e))?;
         ev.record(&self.stream).map_err(|e| device_error("recording an event", e))?;
-        Ok(Mark(ev))
+        Ok(Mark { event: Some(ev), pool: None })
     }
 }
 
@@ -281,17 +281,28 @@ impl Gpu {
 pub struct Lane {
     stream: Arc<CudaStream>,
     blas: Arc<OnceCell<CudaBlas>>,
+    /// Timing events recorded and read before, reused: creating and
+    /// destroying them every call was most of the profile's cost.
+    events: EventPool,
     check_launches: bool,
 }
+
+type EventPool = Arc<Mutex<Vec<CudaEvent>>>;
+/// What a device keeps per lane: the stream, its cuBLAS handle once asked for, its events.
+type LaneParts = (Arc<CudaStream>, Arc<OnceCell<CudaBlas>>, EventPool);
 
 impl Gpu {
     /// `n` lanes of this device (streams created once and reused).
     pub fn lanes(&self, n: usize) -> Result<Vec<Lane>> {
         let mut lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
         while lanes.len() < n {
-            lanes.push((self.ctx.new_stream().map_err(|e| device_error("creating a stream", e))?, Arc::new(OnceCell::new())));
+            let stream = self.ctx.new_stream().map_err(|e| device_error("creating a stream", e))?;
+            lanes.push((stream, Arc::new(OnceCell::new()), Arc::new(Mutex::new(Vec::new()))));
         }
-        Ok(lanes[..n].iter().map(|(s, b)| Lane { stream: s.clone(), blas: b.clone(), check_launches: self.check_launches }).collect())
+        Ok(lanes[..n]
+            .iter()
+            .map(|(s, b, e)| Lane { stream: s.clone(), blas: b.clone(), events: e.clone(), check_launches: self.check_launches })
+            .collect())
     }
 }
 
@@ -452,15 +463,19 @@ impl Lane {
         self.stream.synchronize().map_err(|e| device_error(what, e))
     }
 
-    /// A timing event recorded on this lane now.
+    /// A timing event recorded on this lane now (from the lane's pool).
     pub fn mark(&self) -> Result<Mark> {
-        let ev = self
-            .stream
-            .context()
-            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(|e| device_error("creating an event", e))?;
+        let reused = self.events.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let ev = match reused {
+            Some(ev) => ev,
+            None => self
+                .stream
+                .context()
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(|e| device_error("creating an event", e))?,
+        };
         ev.record(&self.stream).map_err(|e| device_error("recording an event", e))?;
-        Ok(Mark(ev))
+        Ok(Mark { event: Some(ev), pool: Some(self.events.clone()) })
     }
 }
 
@@ -520,19 +535,41 @@ impl Gpu {
     }
 }
 
-/// A point on the stream's timeline, for device-side timing.
-pub struct Mark(CudaEvent);
+/// A point on the stream's timeline, for device-side timing; a lane's mark
+/// returns its event to the lane's pool when dropped.
+pub struct Mark {
+    event: Option<CudaEvent>,
+    pool: Option<EventPool>,
+}
 
 impl Mark {
+    fn event(&self) -> &CudaEvent {
+        self.event.as_ref().expect("a mark holds its event until dropped")
+    }
+
     /// Waits on the host until the work before this mark is done.
     pub fn synchronize(&self) -> Result<()> {
-        self.0.synchronize().map_err(|e| device_error("waiting for an event", e))
+        self.event().synchronize().map_err(|e| device_error("waiting for an event", e))
     }
 
     /// Seconds from `self` to `later`, waiting for `later` to complete.
     pub fn seconds_until(&self, later: &Mark) -> Result<f64> {
-        later.0.synchronize().map_err(|e| device_error("waiting for an event", e))?;
-        let ms = self.0.elapsed_ms(&later.0).map_err(|e| device_error("reading an event", e))?;
+        later.synchronize()?;
+        self.seconds_to_done(later)
+    }
+
+    /// Seconds from `self` to `later`, both already complete (the caller has
+    /// synchronised their streams).
+    pub fn seconds_to_done(&self, later: &Mark) -> Result<f64> {
+        let ms = self.event().elapsed_ms(later.event()).map_err(|e| device_error("reading an event", e))?;
         Ok(ms as f64 * 1e-3)
+    }
+}
+
+impl Drop for Mark {
+    fn drop(&mut self) {
+        if let (Some(pool), Some(ev)) = (self.pool.take(), self.event.take()) {
+            pool.lock().unwrap_or_else(|p| p.into_inner()).push(ev);
+        }
     }
 }
