@@ -32,7 +32,10 @@ module fegpu
   integer, parameter, public :: FEGPU_BACKEND_AUTO = 0, FEGPU_BACKEND_CPU = 1, FEGPU_BACKEND_CUDA = 2
   integer, parameter, public :: FEGPU_VARIANT_AUTO = 0, FEGPU_VARIANT_NAIVE = 1, FEGPU_VARIANT_TILE = 2, &
        FEGPU_VARIANT_PADDED = 3
-  integer(c_int32_t), parameter :: DTYPE_F32 = 1, DTYPE_F64 = 2
+  integer(c_int32_t), parameter :: DTYPE_F32 = 1, DTYPE_F64 = 2, DTYPE_F16 = 3
+  !> kind= for fegpu_lattice_create: f16 population storage (f32 arithmetic);
+  !> no Fortran real kind has this value.
+  integer, parameter, public :: FEGPU_KIND_F16 = 2
 
   !> fegpu_solve_info of fegpu.h.
   type, bind(C) :: solve_info
@@ -1071,7 +1074,7 @@ contains
 
   !> An nx x ny x nz D3Q19 lattice, BGK relaxation time tau (> 0.5), all fluid
   !> at rest with density 1. periodic: FEGPU_PERIODIC_X|Y|Z bits summed (other
-  !> faces are resting walls); kind: real64 (default) or real32 storage.
+  !> faces are resting walls); kind: real64 (default), real32 or FEGPU_KIND_F16 storage.
   subroutine fegpu_lattice_create(ctx, nx, ny, nz, tau, lat, periodic, kind, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
     integer, intent(in) :: nx, ny, nz
@@ -1084,6 +1087,7 @@ contains
     dtype = DTYPE_F64
     if (present(kind)) then
       if (kind == real32) dtype = DTYPE_F32
+      if (kind == FEGPU_KIND_F16) dtype = DTYPE_F16
     end if
     bits = 0
     if (present(periodic)) bits = int(periodic, c_int32_t)

@@ -37,6 +37,10 @@
 
 #define FEGPU_DTYPE_F64 2
 
+// Lattice storage only: populations in IEEE half precision (f_i − w_i kept,
+// arithmetic in f32).
+#define FEGPU_DTYPE_F16 3
+
 // Site flag: a fluid site, collided and streamed every step.
 #define FEGPU_FLUID 0
 
@@ -314,7 +318,7 @@ fegpu_status fegpu_dense_transpose_host_in_place_f32(fegpu_context_t ctx,
                                                      int32_t variant);
 
 // Creates an nx x ny x nz D3Q19 lattice storing populations as `dtype`
-// (FEGPU_DTYPE_F32 or FEGPU_DTYPE_F64), BGK relaxation time `tau` (> 0.5),
+// (FEGPU_DTYPE_F16, FEGPU_DTYPE_F32 or FEGPU_DTYPE_F64; f16 and f32 compute in f32), BGK relaxation time `tau` (> 0.5),
 // periodic in the directions of the `periodic` bits (FEGPU_PERIODIC_X|Y|Z;
 // the other faces are resting walls). Every site starts fluid, at rest, density 1.
 fegpu_status fegpu_lattice_create(fegpu_context_t ctx,

@@ -2,8 +2,8 @@
 // forcing; one pass over memory, ping-pong buffers), uniform equilibrium initialisation and the
 // macroscopic fields. Populations are stored direction-major (SoA):
 // f[i*n + site], site = x + nx*(y + ny*z), so every load and the rest
-// direction's store are coalesced. Arithmetic is in R (float for f32
-// storage, double for f64). src/lbm/cpu.rs is the same algorithm on the host.
+// direction's store are coalesced. Arithmetic is in R (float for f16 and
+// f32 storage, double for f64). src/lbm/cpu.rs is the same algorithm on the host.
 //
 // Velocities in the Palabos order: direction i+9 is opposite i (i = 1..9).
 // Flags: 0 fluid, 1 resting wall, 2 moving wall; sites beyond a non-periodic
@@ -11,6 +11,24 @@
 // for moving walls); wall sites keep their populations unchanged.
 
 typedef long long i64;
+typedef unsigned short half_bits;
+
+// Storage <-> arithmetic. f16 storage (half_bits) keeps f_i - w_i in IEEE
+// half precision, rounded to nearest even; f32 and f64 store f_i as is.
+__device__ __forceinline__ float load_pop(float v, float) { return v; }
+__device__ __forceinline__ double load_pop(double v, double) { return v; }
+__device__ __forceinline__ float load_pop(half_bits h, float w) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f + w;
+}
+__device__ __forceinline__ void store_pop(float* p, float v, float) { *p = v; }
+__device__ __forceinline__ void store_pop(double* p, double v, double) { *p = v; }
+__device__ __forceinline__ void store_pop(half_bits* p, float v, float w) {
+    half_bits h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v - w));
+    *p = h;
+}
 
 #define D3Q19_TABLES(R)                                                                                 \
     const int cx[19] = {0, -1, 0, 0, -1, -1, -1, -1, 0, 0, 1, 0, 0, 1, 1, 1, 1, 0, 0};               \
@@ -73,10 +91,10 @@ __device__ __forceinline__ void collide_site(const R* f, unsigned s, T* __restri
         const unsigned d = inside ? (unsigned)xd + (unsigned)nx * ((unsigned)yd + (unsigned)ny * (unsigned)zd) : 0u;
         const unsigned char dflag = inside ? flags[d] : 1;
         if (dflag == 0) {
-            fout[i * n + d] = (T)post;
+            store_pop(&fout[i * n + d], post, w[i]);
         } else {
             const R wall = dflag == 2 ? 6 * w[i] * rho * (cx[i] * uwx + cy[i] * uwy + cz[i] * uwz) : R(0);
-            fout[o * n + s] = (T)(post - wall);
+            store_pop(&fout[o * n + s], post - wall, w[o]);
         }
     }
 }
@@ -87,17 +105,21 @@ template <bool TRT, typename T, typename R>
 __device__ void collide_push(const T* __restrict__ fin, T* __restrict__ fout, const unsigned char* __restrict__ flags,
                              int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy, R fz, R uwx, R uwy,
                              R uwz) {
+    D3Q19_TABLES(R)
     const i64 n = (i64)nx * ny * nz;
     const unsigned s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= n) return;
-    R f[19];
+    T stored[19];
 #pragma unroll
-    for (int i = 0; i < 19; ++i) f[i] = (R)fin[i * n + s];
+    for (int i = 0; i < 19; ++i) stored[i] = fin[i * n + s];
     if (flags[s] == 0) {
-        collide_site<TRT, T, R>(f, s, fout, flags, n, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx, uwy, uwz);
-    } else {  // walls keep their populations
+        R f[19];
 #pragma unroll
-        for (int i = 0; i < 19; ++i) fout[i * n + s] = (T)f[i];
+        for (int i = 0; i < 19; ++i) f[i] = load_pop(stored[i], w[i]);
+        collide_site<TRT, T, R>(f, s, fout, flags, n, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx, uwy, uwz);
+    } else {  // walls keep their populations, bit for bit
+#pragma unroll
+        for (int i = 0; i < 19; ++i) fout[i * n + s] = stored[i];
     }
 }
 
@@ -110,7 +132,7 @@ __device__ void equilibrium(T* __restrict__ f, i64 n, R rho, R ux, R uy, R uz) {
 #pragma unroll
     for (int i = 0; i < 19; ++i) {
         const R cu = cx[i] * ux + cy[i] * uy + cz[i] * uz;
-        f[i * n + s] = (T)(w[i] * rho * (1 + 3 * cu + R(4.5) * cu * cu - R(1.5) * usq));
+        store_pop(&f[i * n + s], w[i] * rho * (1 + 3 * cu + R(4.5) * cu * cu - R(1.5) * usq), w[i]);
     }
 }
 
@@ -127,7 +149,7 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
     if (flags[s] == 0) {
 #pragma unroll
         for (int i = 0; i < 19; ++i) {
-            const R v = (R)f[i * n + s];
+            const R v = load_pop(f[i * n + s], w[i]);
             rho += v;
             jx += cx[i] * v;
             jy += cy[i] * v;
@@ -158,5 +180,6 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
         i64 count, R fx, R fy, R fz, double* rho, double* u) {                                                    \
         fields<T, R>(f, flags, n, first, count, fx, fy, fz, rho, u);                                             \
     }
+LBM_KERNELS(half_bits, float, f16)
 LBM_KERNELS(float, float, f32)
 LBM_KERNELS(double, double, f64)

@@ -6,6 +6,7 @@
 mod common;
 use common::*;
 use fegpu::ffi::array::{FEGPU_DTYPE_F32, FEGPU_DTYPE_F64};
+use fegpu::ffi::lbm::FEGPU_DTYPE_F16;
 use fegpu::ffi::context::*;
 use fegpu::ffi::fegpu_context_t;
 use fegpu::ffi::lbm::*;
@@ -75,7 +76,8 @@ fn backend_matches_cpu_reference_on_random_lattices() {
             })
             .collect();
         let f0 = random_populations(&mut rng, sites);
-        for (dtype, tol) in [(FEGPU_DTYPE_F64, 1e-13), (FEGPU_DTYPE_F32, 2e-6)] {
+        // f16 keeps f - w to 11 bits: the CPU (f64 arithmetic) and the device (f32) may round a value to neighbouring halves.
+        for (dtype, tol) in [(FEGPU_DTYPE_F64, 1e-13), (FEGPU_DTYPE_F32, 2e-6), (FEGPU_DTYPE_F16, 2e-4)] {
             for (periodic, magic) in [
                 (FEGPU_PERIODIC_X, 0.0),
                 (FEGPU_PERIODIC_X | FEGPU_PERIODIC_Y | FEGPU_PERIODIC_Z, 0.25),
@@ -148,9 +150,13 @@ fn mass_is_conserved_in_closed_and_periodic_boxes() {
 /// lattice's non-periodic faces): the relative L2 error of u_x against
 /// u(y) = F/(2 nu) (y + 1/2)(h - 1/2 - y).
 fn poiseuille_error(ctx: fegpu_context_t, h: usize, tau: f64, trt_magic: f64) -> f64 {
+    poiseuille_error_stored(ctx, h, tau, trt_magic, FEGPU_DTYPE_F64)
+}
+
+fn poiseuille_error_stored(ctx: fegpu_context_t, h: usize, tau: f64, trt_magic: f64, dtype: i32) -> f64 {
     let nu = (tau - 0.5) / 3.0;
     let force = 8.0 * nu * 0.01 / (h * h) as f64; // u_max = 0.01
-    let l = lattice(ctx, [1, h, 1], FEGPU_DTYPE_F64, tau, FEGPU_PERIODIC_X | FEGPU_PERIODIC_Z);
+    let l = lattice(ctx, [1, h, 1], dtype, tau, FEGPU_PERIODIC_X | FEGPU_PERIODIC_Z);
     ok(unsafe { fegpu_lattice_set_force(l.0, force, 0.0, 0.0) });
     ok(fegpu_lattice_set_trt(l.0, trt_magic));
     ok(fegpu_lattice_step(l.0, (5.0 * (h * h) as f64 / nu) as i64));
@@ -160,8 +166,9 @@ fn poiseuille_error(ctx: fegpu_context_t, h: usize, tau: f64, trt_magic: f64) ->
         let exact = force / (2.0 * nu) * (y as f64 + 0.5) * (h as f64 - 0.5 - y as f64);
         err += (u[3 * y] - exact).powi(2);
         norm += exact * exact;
+        let cross_flow = if dtype == FEGPU_DTYPE_F64 { 1e-12 } else { 1e-5 };
         assert!(
-            u[3 * y + 1].abs() < 1e-12 && u[3 * y + 2].abs() < 1e-12,
+            u[3 * y + 1].abs() < cross_flow && u[3 * y + 2].abs() < cross_flow,
             "cross-flow {:?}",
             &u[3 * y..3 * y + 3]
         );
@@ -196,6 +203,25 @@ fn trt_with_magic_3_16_gives_the_exact_poiseuille_parabola() {
     ok(fegpu_context_destroy(ctx));
 }
 
+/// The accuracy cost of f16 storage (f_i − w_i in half precision, f32
+/// arithmetic), measured against f64 storage on Poiseuille flow and the Re 100
+/// cavity (BENCHMARKS.md quotes the numbers).
+#[test]
+fn f16_storage_accuracy_on_poiseuille_and_the_cavity() {
+    let ctx = context();
+    // Poiseuille at u_max = 0.01: the per-step forcing increments (~1e-6 at h = 16)
+    // approach half an f16 ulp of f - w, so refinement stops paying: a few percent.
+    for h in [8, 16] {
+        let (e64, e16) = (poiseuille_error(ctx, h, 0.8, 0.0), poiseuille_error_stored(ctx, h, 0.8, 0.0, FEGPU_DTYPE_F16));
+        eprintln!("Poiseuille h {h}: relative L2 error f64 {e64:.3e}, f16 {e16:.3e}");
+        assert!(e16 < 0.05, "h {h}: f16 {e16} against f64 {e64}");
+    }
+    let (c64, c16) = (cavity_error(ctx, 32, 100.0), cavity_error_stored(ctx, 32, 100.0, FEGPU_DTYPE_F16));
+    eprintln!("cavity Re 100 on 32^2: max |u - Ghia| f64 {c64:.4}, f16 {c16:.4}");
+    assert!(c16 < c64 + 0.01, "f16 {c16} against f64 {c64}");
+    ok(fegpu_context_destroy(ctx));
+}
+
 /// The Ghia, Ghia & Shin (1982) centreline table: (y, u at Re 100, u at Re 1000).
 fn ghia_u() -> Vec<(f64, f64, f64)> {
     // FEGPU_DATA: where ../shared/data is when the tests run elsewhere (the GPU round).
@@ -214,10 +240,14 @@ fn ghia_u() -> Vec<(f64, f64, f64)> {
 /// The lid-driven cavity on an n x n grid (periodic in z, so two-dimensional):
 /// the largest difference of u/u_lid on the vertical centreline from Ghia's table.
 fn cavity_error(ctx: fegpu_context_t, n: usize, re: f64) -> f64 {
+    cavity_error_stored(ctx, n, re, FEGPU_DTYPE_F64)
+}
+
+fn cavity_error_stored(ctx: fegpu_context_t, n: usize, re: f64, dtype: i32) -> f64 {
     let u_lid = 0.1;
     let nu = u_lid * n as f64 / re;
     let (nx, ny) = (n, n + 1); // the top row is the lid
-    let l = lattice(ctx, [nx, ny, 1], FEGPU_DTYPE_F64, 3.0 * nu + 0.5, FEGPU_PERIODIC_Z);
+    let l = lattice(ctx, [nx, ny, 1], dtype, 3.0 * nu + 0.5, FEGPU_PERIODIC_Z);
     let flags: Vec<u8> = (0..nx * ny).map(|s| if s / nx == n { 2 } else { 0 }).collect();
     unsafe {
         ok(fegpu_lattice_set_flags(l.0, flags.as_ptr(), flags.len() as i64));
@@ -237,7 +267,8 @@ fn cavity_error(ctx: fegpu_context_t, n: usize, re: f64) -> f64 {
         let now = centreline(&l);
         let change = max_diff(&now, &prev);
         prev = now;
-        if change < 1e-6 {
+        // f16 storage leaves a rounding floor on the change per chunk.
+        if change < if dtype == FEGPU_DTYPE_F64 { 1e-6 } else { 1e-3 } {
             break;
         }
     }
@@ -408,7 +439,7 @@ fn velocity_set_is_d3q19() {
 
 #[test]
 fn every_block_size_matches_the_cpu_reference() {
-    use fegpu::array::Dtype;
+    use fegpu::lbm::Precision;
     use fegpu::context::Context;
     use fegpu::lbm::Lattice;
     use std::sync::Arc;
@@ -418,7 +449,7 @@ fn every_block_size_matches_the_cpu_reference() {
     let sites = 765;
     let flags: Vec<u8> = (0..sites).map(|_| if rng.next_f64() > 0.85 { 1 } else { 0 }).collect();
     let f0 = random_populations(&mut rng, sites);
-    for dtype in [Dtype::F64, Dtype::F32] {
+    for dtype in [Precision::F64, Precision::F32, Precision::F16] {
         let run = |c: &Arc<Context>, block: Option<u32>| {
             let l = Lattice::new(c.clone(), dims, dtype, 0.75, FEGPU_PERIODIC_Y).unwrap();
             if let Some(b) = block {
@@ -435,7 +466,12 @@ fn every_block_size_matches_the_cpu_reference() {
         let reference = run(&cpu, None);
         for block in [32, 64, 128, 256] {
             let d = max_diff(&run(&ctx, Some(block)), &reference);
-            assert!(d < if dtype == Dtype::F64 { 1e-13 } else { 2e-6 }, "{dtype:?} block {block}: differs by {d}");
+            let tol = match dtype {
+                Precision::F64 => 1e-13,
+                Precision::F32 => 2e-6,
+                Precision::F16 => 2e-4,
+            };
+            assert!(d < tol, "{dtype:?} block {block}: differs by {d}");
         }
     }
 }

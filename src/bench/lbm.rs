@@ -3,29 +3,24 @@
 //! CPU rate beside it.
 
 use super::{describe, open_context, time};
-use crate::array::Dtype;
 use crate::context::Context;
 use crate::error::Result;
 use crate::lbm::cuda::BLOCK;
-use crate::lbm::{Lattice, FEGPU_PERIODIC_X, FEGPU_PERIODIC_Y, FEGPU_PERIODIC_Z, Q};
+use crate::lbm::{Lattice, Precision, FEGPU_PERIODIC_X, FEGPU_PERIODIC_Y, FEGPU_PERIODIC_Z, Q};
 use std::sync::Arc;
 use std::time::Instant;
 
 /// Bytes one site update moves: 19 populations read and written, and its flag.
 /// (Neighbour flags are read too, but from cache: each is shared by 19 sites.)
-pub fn bytes_per_site(dtype: Dtype) -> usize {
-    let size = match dtype {
-        Dtype::F32 => 4,
-        Dtype::F64 => 8,
-    };
-    2 * Q * size + 1
+pub fn bytes_per_site(precision: Precision) -> usize {
+    2 * Q * precision.bytes() + 1
 }
 
 const ALL_PERIODIC: i32 = FEGPU_PERIODIC_X | FEGPU_PERIODIC_Y | FEGPU_PERIODIC_Z;
 
 /// Million lattice-site updates per second of `steps` steps on an n^3 periodic
 /// box; `trt_magic` 0 for BGK.
-fn mlups(ctx: &Arc<Context>, n: usize, dtype: Dtype, trt_magic: f64, block: u32, steps: u64, reps: usize) -> Result<f64> {
+fn mlups(ctx: &Arc<Context>, n: usize, dtype: Precision, trt_magic: f64, block: u32, steps: u64, reps: usize) -> Result<f64> {
     let lat = Lattice::new(ctx.clone(), [n as i64; 3], dtype, 0.6, ALL_PERIODIC)?;
     lat.set_block(block)?;
     lat.set_trt(trt_magic)?;
@@ -48,7 +43,7 @@ pub fn run() -> Result<()> {
     println!("fegpu bench lbm on {}", describe(&ctx));
     let cpu = Arc::new(Context::cpu_reference());
     let serial = {
-        let lat = Lattice::new(cpu.clone(), [48; 3], Dtype::F64, 0.6, ALL_PERIODIC)?;
+        let lat = Lattice::new(cpu.clone(), [48; 3], Precision::F64, 0.6, ALL_PERIODIC)?;
         let t = Instant::now();
         lat.step(3)?;
         (48usize.pow(3) * 3) as f64 / t.elapsed().as_secs_f64() / 1e6
@@ -61,18 +56,22 @@ pub fn run() -> Result<()> {
         "size", "dtype", "", "MLUPS", "GB/s", "of copy", "vs serial"
     );
     let trt = 3.0 / 16.0;
-    let cases: &[(usize, Dtype, f64)] = if ctx.gpu().is_some() {
+    let cases: &[(usize, Precision, f64)] = if ctx.gpu().is_some() {
         &[
-            (128, Dtype::F32, 0.0),
-            (256, Dtype::F32, 0.0),
-            (512, Dtype::F32, 0.0),
-            (128, Dtype::F64, 0.0),
-            (256, Dtype::F64, 0.0),
-            (256, Dtype::F32, trt),
-            (256, Dtype::F64, trt),
+            (128, Precision::F32, 0.0),
+            (256, Precision::F32, 0.0),
+            (512, Precision::F32, 0.0),
+            (128, Precision::F64, 0.0),
+            (256, Precision::F64, 0.0),
+            (256, Precision::F32, trt),
+            (256, Precision::F64, trt),
+            (128, Precision::F16, 0.0),
+            (256, Precision::F16, 0.0),
+            (512, Precision::F16, 0.0),
+            (256, Precision::F16, trt),
         ]
     } else {
-        &[(32, Dtype::F32, 0.0), (48, Dtype::F64, 0.0), (48, Dtype::F64, trt)]
+        &[(32, Precision::F32, 0.0), (48, Precision::F64, 0.0), (48, Precision::F64, trt), (32, Precision::F16, 0.0)]
     };
     for &(n, dtype, magic) in cases {
         let steps = if ctx.gpu().is_some() { 20 } else { 2 };
@@ -91,7 +90,7 @@ pub fn run() -> Result<()> {
     }
     if ctx.gpu().is_some() {
         println!("block sizes at 256^3:");
-        for dtype in [Dtype::F32, Dtype::F64] {
+        for dtype in [Precision::F16, Precision::F32, Precision::F64] {
             for block in [64, 128, 256] {
                 let m = mlups(&ctx, 256, dtype, 0.0, block, 20, 5)?;
                 let share = m * 1e6 * bytes_per_site(dtype) as f64 / copy;

@@ -2,12 +2,15 @@
 
 use super::array::{FEGPU_DTYPE_F32, FEGPU_DTYPE_F64};
 use super::{fegpu_context_t, guard, host_in, host_out, out_param};
-use crate::array::Dtype;
 use crate::context;
 use crate::error::{fegpu_status, Error};
-use crate::lbm::{Lattice, Q};
+use crate::lbm::{Lattice, Precision, Q};
 use crate::registry;
 use std::sync::Arc;
+
+/// Lattice storage only: populations in IEEE half precision (f_i − w_i kept,
+/// arithmetic in f32).
+pub const FEGPU_DTYPE_F16: i32 = 3;
 
 /// A lattice handle (0 is never valid).
 #[allow(non_camel_case_types)]
@@ -18,7 +21,7 @@ fn lattice(h: fegpu_lattice_t) -> crate::error::Result<Arc<Lattice>> {
 }
 
 /// Creates an nx x ny x nz D3Q19 lattice storing populations as `dtype`
-/// (FEGPU_DTYPE_F32 or FEGPU_DTYPE_F64), BGK relaxation time `tau` (> 0.5),
+/// (FEGPU_DTYPE_F16, FEGPU_DTYPE_F32 or FEGPU_DTYPE_F64; f16 and f32 compute in f32), BGK relaxation time `tau` (> 0.5),
 /// periodic in the directions of the `periodic` bits (FEGPU_PERIODIC_X|Y|Z;
 /// the other faces are resting walls). Every site starts fluid, at rest, density 1.
 #[no_mangle]
@@ -36,9 +39,14 @@ pub unsafe extern "C" fn fegpu_lattice_create(
         let out = out_param(lat, "lat")?;
         let c = context::get(ctx, "ctx")?;
         let dtype = match dtype {
-            FEGPU_DTYPE_F32 => Dtype::F32,
-            FEGPU_DTYPE_F64 => Dtype::F64,
-            d => return Err(Error::invalid(format!("dtype = {d}: expected FEGPU_DTYPE_F32 (1) or FEGPU_DTYPE_F64 (2)"))),
+            FEGPU_DTYPE_F16 => Precision::F16,
+            FEGPU_DTYPE_F32 => Precision::F32,
+            FEGPU_DTYPE_F64 => Precision::F64,
+            d => {
+                return Err(Error::invalid(format!(
+                    "dtype = {d}: expected FEGPU_DTYPE_F16 (3), FEGPU_DTYPE_F32 (1) or FEGPU_DTYPE_F64 (2)"
+                )))
+            }
         };
         let l = Lattice::new(c, [nx, ny, nz], dtype, tau, periodic)?;
         *out = registry::insert(Arc::new(l), ctx);

@@ -23,6 +23,8 @@ pub use cudarc::driver::PushKernelArg as KernelArg;
 pub trait DeviceScalar: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy + Send + Sync + 'static {}
 impl DeviceScalar for f32 {}
 impl DeviceScalar for f64 {}
+/// f16 lattice storage.
+impl DeviceScalar for half::f16 {}
 impl DeviceScalar for i32 {}
 impl DeviceScalar for i64 {}
 impl DeviceScalar for u32 {}

@@ -1,8 +1,9 @@
 //! The host reference of `kernels/lbm.cu`: the same fused BGK/TRT collide-and-push
-//! step, site by site, with f64 arithmetic whatever the storage type.
+//! step, site by site, with f64 arithmetic whatever the storage type (f16
+//! storage keeps f_i − w_i, as on the device).
 
 use super::{opposite, Params, C, FEGPU_FLUID, FEGPU_MOVING_WALL, Q, W};
-use crate::array::Real;
+use super::storage::Stored;
 
 fn equilibrium_of(i: usize, rho: f64, u: [f64; 3]) -> f64 {
     let cu = C[i][0] as f64 * u[0] + C[i][1] as f64 * u[1] + C[i][2] as f64 * u[2];
@@ -23,12 +24,12 @@ fn moments(f: &[f64; Q]) -> (f64, [f64; 3]) {
     (rho, j)
 }
 
-fn gather<T: Real>(f: &[T], n: usize, s: usize) -> [f64; Q] {
-    std::array::from_fn(|i| f[i * n + s].to_f64())
+fn gather<T: Stored>(f: &[T], n: usize, s: usize) -> [f64; Q] {
+    std::array::from_fn(|i| f[i * n + s].load(W[i]))
 }
 
 /// One collide-and-stream step from `fin` into `fout` (both direction-major).
-pub fn step<T: Real>(p: &Params, flags: &[u8], fin: &[T], fout: &mut [T]) {
+pub fn step<T: Stored>(p: &Params, flags: &[u8], fin: &[T], fout: &mut [T]) {
     let n = p.sites();
     let (omega, omega_minus) = (1.0 / p.tau, p.omega_minus());
     let g = p.force;
@@ -60,7 +61,7 @@ pub fn step<T: Real>(p: &Params, flags: &[u8], fin: &[T], fout: &mut [T]) {
                 f[i] - omega * (f[i] - equilibrium_of(i, rho, u)) + (1.0 - omega / 2.0) * W[i] * (3.0 * (cf - uf) + 9.0 * cu * cf)
             };
             match p.neighbour(s, i).filter(|&d| flags[d] == FEGPU_FLUID) {
-                Some(d) => fout[i * n + d] = T::from_f64(post),
+                Some(d) => fout[i * n + d] = T::store(post, W[i]),
                 None => {
                     let moving = p.neighbour(s, i).is_some_and(|d| flags[d] == FEGPU_MOVING_WALL);
                     let uw = p.wall_velocity;
@@ -69,7 +70,7 @@ pub fn step<T: Real>(p: &Params, flags: &[u8], fin: &[T], fout: &mut [T]) {
                     } else {
                         0.0
                     };
-                    fout[opposite(i) * n + s] = T::from_f64(post - wall);
+                    fout[opposite(i) * n + s] = T::store(post - wall, W[i]);
                 }
             }
         }
@@ -77,15 +78,15 @@ pub fn step<T: Real>(p: &Params, flags: &[u8], fin: &[T], fout: &mut [T]) {
 }
 
 /// Every site at the equilibrium of (rho, u).
-pub fn equilibrium<T: Real>(f: &mut [T], n: usize, rho: f64, u: [f64; 3]) {
+pub fn equilibrium<T: Stored>(f: &mut [T], n: usize, rho: f64, u: [f64; 3]) {
     for i in 0..Q {
-        let v = T::from_f64(equilibrium_of(i, rho, u));
+        let v = T::store(equilibrium_of(i, rho, u), W[i]);
         f[i * n..(i + 1) * n].fill(v);
     }
 }
 
 /// Density and force-corrected velocity of `count` sites from `first`; walls report 0.
-pub fn fields<T: Real>(p: &Params, flags: &[u8], f: &[T], first: usize, rho_out: &mut [f64], u_out: &mut [f64]) {
+pub fn fields<T: Stored>(p: &Params, flags: &[u8], f: &[T], first: usize, rho_out: &mut [f64], u_out: &mut [f64]) {
     let n = p.sites();
     for (t, rho_t) in rho_out.iter_mut().enumerate() {
         let s = first + t;

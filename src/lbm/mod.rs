@@ -10,8 +10,10 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod storage;
 
-use crate::array::{Buffer, Dtype, Real};
+use crate::array::Buffer;
+use storage::{Half, Stored};
 use crate::context::Context;
 use crate::error::{positive, Error, Result};
 use crate::gpu::Gpu;
@@ -116,20 +118,48 @@ impl Params {
 }
 
 /// The two population buffers of one storage type.
-pub struct Populations<T: Real> {
+pub struct Populations<T: Stored> {
     pub current: Buffer<T>,
     spare: Buffer<T>,
 }
 
 pub enum Storage {
+    F16(Populations<Half>),
     F32(Populations<f32>),
     F64(Populations<f64>),
+}
+
+/// The storage precision of a lattice's populations (arithmetic is f32 for
+/// F16 and F32, f64 for F64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    F16,
+    F32,
+    F64,
+}
+
+impl Precision {
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F16 => Half::NAME,
+            Precision::F32 => f32::NAME,
+            Precision::F64 => f64::NAME,
+        }
+    }
+    pub fn bytes(self) -> usize {
+        match self {
+            Precision::F16 => Half::BYTES,
+            Precision::F32 => f32::BYTES,
+            Precision::F64 => f64::BYTES,
+        }
+    }
 }
 
 /// Runs `$body` with `$p` bound to the populations, whatever their type.
 macro_rules! with_populations {
     ($storage:expr, $p:ident => $body:expr) => {
         match $storage {
+            Storage::F16($p) => $body,
             Storage::F32($p) => $body,
             Storage::F64($p) => $body,
         }
@@ -161,14 +191,14 @@ fn finite3(name: &str, v: [f64; 3]) -> Result<[f64; 3]> {
     }
 }
 
-fn alloc<T: Real>(gpu: Option<&Gpu>, n: usize) -> Result<Buffer<T>> {
+fn alloc<T: Stored>(gpu: Option<&Gpu>, n: usize) -> Result<Buffer<T>> {
     Ok(match gpu {
         Some(g) => Buffer::Device(g.alloc::<T>(n)?),
         None => Buffer::Host(vec![T::POISON; n]),
     })
 }
 
-fn new_populations<T: Real>(gpu: Option<&Gpu>, n: usize) -> Result<Populations<T>> {
+fn new_populations<T: Stored>(gpu: Option<&Gpu>, n: usize) -> Result<Populations<T>> {
     let total = n.checked_mul(Q).ok_or_else(|| Error::size("lattice too large"))?;
     Ok(Populations {
         current: alloc(gpu, total)?,
@@ -176,7 +206,7 @@ fn new_populations<T: Real>(gpu: Option<&Gpu>, n: usize) -> Result<Populations<T
     })
 }
 
-impl<T: Real> Populations<T> {
+impl<T: Stored> Populations<T> {
     fn equilibrium(&mut self, gpu: Option<&Gpu>, n: usize, rho: f64, u: [f64; 3]) -> Result<()> {
         match (&mut self.current, gpu) {
             (Buffer::Host(f), _) => {
@@ -205,7 +235,7 @@ impl<T: Real> Populations<T> {
         let mut soa = vec![T::POISON; n * Q];
         for s in 0..n {
             for i in 0..Q {
-                soa[i * n + s] = T::from_f64(caller[s * Q + i]);
+                soa[i * n + s] = T::store(caller[s * Q + i], W[i]);
             }
         }
         match (&mut self.current, gpu) {
@@ -230,7 +260,7 @@ impl<T: Real> Populations<T> {
         };
         for s in 0..n {
             for i in 0..Q {
-                caller[s * Q + i] = soa[i * n + s].to_f64();
+                caller[s * Q + i] = soa[i * n + s].load(W[i]);
             }
         }
         Ok(())
@@ -250,7 +280,7 @@ impl<T: Real> Populations<T> {
 
 impl Lattice {
     /// An nx x ny x nz lattice, all fluid, at rest with density 1.
-    pub fn new(ctx: Arc<Context>, dims: [i64; 3], dtype: Dtype, tau: f64, periodic: i32) -> Result<Lattice> {
+    pub fn new(ctx: Arc<Context>, dims: [i64; 3], precision: Precision, tau: f64, periodic: i32) -> Result<Lattice> {
         let dims = [positive("nx", dims[0])?, positive("ny", dims[1])?, positive("nz", dims[2])?];
         if !(tau > 0.5 && tau.is_finite()) {
             return Err(Error::invalid(format!(
@@ -284,9 +314,10 @@ impl Lattice {
             }
             None => Buffer::Host(vec![FEGPU_FLUID; n]),
         };
-        let mut storage = match dtype {
-            Dtype::F32 => Storage::F32(new_populations(gpu, n)?),
-            Dtype::F64 => Storage::F64(new_populations(gpu, n)?),
+        let mut storage = match precision {
+            Precision::F16 => Storage::F16(new_populations(gpu, n)?),
+            Precision::F32 => Storage::F32(new_populations(gpu, n)?),
+            Precision::F64 => Storage::F64(new_populations(gpu, n)?),
         };
         with_populations!(&mut storage, p => p.equilibrium(gpu, n, 1.0, [0.0; 3]))?;
         Ok(Lattice {
