@@ -4,13 +4,28 @@
 
 typedef long long i64;
 
+// The scalars of a device-driven CG or BiCGSTAB iteration (src/sparse/cuda.rs
+// `scalar` mirrors this layout). They stay on the device, so an iteration
+// needs no host round-trip and replays as a CUDA graph; the host reads them
+// back every few iterations. Each kernel of an iteration does nothing unless
+// the status is RUNNING, so iterations queued past the end change nothing.
+enum Scalar { BNORM, TOL, MAXIT, STATUS, ITER, RR, RZ, PQ, BETA, RHO, RHO_PREV, ALPHA, OMEGA, VALUE, HIST = 16 };
+#define HIST_LEN 64  // relative residuals of the last HIST_LEN iterations, by iteration modulo HIST_LEN
+enum Status { RUNNING, CONVERGED, MAXITER, HALF_STEP, BREAK_NAN, BREAK_PQ, BREAK_RHO, BREAK_RV, BREAK_TT, BREAK_OMEGA };
+
+__device__ __forceinline__ bool stopped(const double* sc) { return sc && sc[STATUS] != RUNNING; }
+
+#define GRID_STRIDE(i, n) for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64)gridDim.x * blockDim.x)
+
 // y = alpha*A*x + beta*y with TPR threads per row (a power of two <= 32),
 // chosen from the mean row length when the matrix is created. With beta == 0,
 // y is not read (it may hold anything). Every lane reaches the shuffles, so
-// rows past the end are masked, not skipped.
+// rows past the end are masked, not skipped. `sc` (may be null): the solver
+// scalars of a device-driven iteration; the kernel does nothing once they say stop.
 template <int TPR>
 __device__ void spmv(int n, const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
-                     const double* __restrict__ x, double* __restrict__ y, double alpha, double beta) {
+                     const double* __restrict__ x, double* __restrict__ y, double alpha, double beta, const double* sc) {
+    if (stopped(sc)) return;
     const i64 gid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 row = gid / TPR;
     const int lane = threadIdx.x & (TPR - 1);
@@ -26,8 +41,8 @@ __device__ void spmv(int n, const int* __restrict__ rp, const int* __restrict__ 
 
 #define SPMV(TPR)                                                                                              \
     extern "C" __global__ void __launch_bounds__(256) spmv_tpr##TPR(int n, const int* rp, const int* ci,        \
-        const double* v, const double* x, double* y, double alpha, double beta) {                              \
-        spmv<TPR>(n, rp, ci, v, x, y, alpha, beta);                                                           \
+        const double* v, const double* x, double* y, double alpha, double beta, const double* sc) {            \
+        spmv<TPR>(n, rp, ci, v, x, y, alpha, beta, sc);                                                       \
     }
 SPMV(1) SPMV(2) SPMV(4) SPMV(8) SPMV(16) SPMV(32)
 
@@ -46,9 +61,10 @@ __device__ double block_sum(double s) {
 
 // Ends a one-pass reduction: each block stores its two sums; the last block
 // to arrive adds all blocks' sums in block order (deterministic, whichever
-// block is last) into out[0..1] and re-arms the counter. Saves the second
-// launch a two-kernel reduction needs. s1, s2: block sums (valid in thread 0).
-__device__ void finish_if_last(double s1, double s2, double* partial, double* out, unsigned int* counter) {
+// block is last) and re-arms the counter. Saves the second launch a
+// two-kernel reduction needs. s1, s2: block sums (valid in thread 0).
+// Returns true in thread 0 of the last block, with the totals in t1, t2.
+__device__ bool last_block_sums(double s1, double s2, double* partial, unsigned int* counter, double& t1, double& t2) {
     __shared__ bool last;
     if (threadIdx.x == 0) {
         partial[2 * blockIdx.x] = s1;
@@ -57,20 +73,19 @@ __device__ void finish_if_last(double s1, double s2, double* partial, double* ou
         last = (atomicAdd(counter, 1u) == gridDim.x - 1);
     }
     __syncthreads();
-    if (!last) return;
+    if (!last) return false;
     __threadfence();
-    double t1 = 0.0, t2 = 0.0;
+    t1 = 0.0;
+    t2 = 0.0;
     for (int i = threadIdx.x; i < gridDim.x; i += blockDim.x) {
         t1 += __ldcg(&partial[2 * i]);
         t2 += __ldcg(&partial[2 * i + 1]);
     }
     t1 = block_sum(t1);
     t2 = block_sum(t2);
-    if (threadIdx.x == 0) {
-        out[0] = t1;
-        out[1] = t2;
-        *counter = 0;
-    }
+    if (threadIdx.x != 0) return false;
+    *counter = 0;
+    return true;
 }
 
 // Two dot products in one pass: out = (a.b, c.d) (c may be null: one product).
@@ -82,36 +97,28 @@ extern "C" __global__ void __launch_bounds__(256) dots(i64 n, const double* __re
         s1 += a[i] * b[i];
         if (c) s2 += c[i] * d[i];
     }
-    s1 = block_sum(s1);
-    s2 = block_sum(s2);
-    finish_if_last(s1, s2, partial, out, counter);
+    double t1, t2;
+    if (last_block_sums(block_sum(s1), block_sum(s2), partial, counter, t1, t2)) {
+        out[0] = t1;
+        out[1] = t2;
+    }
 }
 
 // w = a*x + b*y + c*w (w is not read when c == 0; y may be null when b == 0).
-// With `partial` given, also out = (w.w, w.u) (u may be null), so a residual
-// update, its norm and BiCGSTAB's next rho = (r0, r) take one pass.
 extern "C" __global__ void __launch_bounds__(256) update(i64 n, double a, const double* __restrict__ x, double b,
-    const double* __restrict__ y, double c, double* __restrict__ w, const double* __restrict__ u, double* partial,
-    double* out, unsigned int* counter) {
-    double s = 0.0, t = 0.0;
-    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+    const double* __restrict__ y, double c, double* __restrict__ w) {
+    GRID_STRIDE(i, n) {
         double r = a * x[i];
         if (b != 0.0) r += b * y[i];
         if (c != 0.0) r += c * w[i];
         w[i] = r;
-        s += r * r;
-        if (u) t += r * u[i];
-    }
-    if (partial) {
-        s = block_sum(s);
-        t = block_sum(t);
-        finish_if_last(s, t, partial, out, counter);
     }
 }
 
 // z = d .* r (Jacobi with d = 1/diag(A)).
 extern "C" __global__ void __launch_bounds__(256) scale(i64 n, const double* __restrict__ d, const double* __restrict__ r,
-                                                       double* __restrict__ z) {
+                                                       double* __restrict__ z, const double* sc) {
+    if (stopped(sc)) return;
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) z[i] = d[i] * r[i];
 }
 
@@ -151,9 +158,9 @@ extern "C" __global__ void __launch_bounds__(128) ilu0_level(int count, const in
 // Forward substitution with the unit lower factor, one level: y_i = r_i - sum_{j<i} l_ij y_j.
 extern "C" __global__ void __launch_bounds__(128) lsolve_level(int count, const int* __restrict__ rows,
     const int* __restrict__ rp, const int* __restrict__ ci, const int* __restrict__ diag, const double* __restrict__ lu,
-    const double* __restrict__ r, double* y) {
+    const double* __restrict__ r, double* y, const double* sc) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= count) return;
+    if (t >= count || stopped(sc)) return;
     const int i = rows[t];
     double s = r[i];
     for (int kk = rp[i]; kk < diag[i]; ++kk) s -= lu[kk] * y[ci[kk]];
@@ -163,29 +170,66 @@ extern "C" __global__ void __launch_bounds__(128) lsolve_level(int count, const 
 // Back substitution with the upper factor, one level, in place: x_i = (y_i - sum_{j>i} u_ij x_j) / u_ii.
 extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const int* __restrict__ rows,
     const int* __restrict__ rp, const int* __restrict__ ci, const int* __restrict__ diag, const double* __restrict__ lu,
-    double* x) {
+    double* x, const double* sc) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= count) return;
+    if (t >= count || stopped(sc)) return;
     const int i = rows[t];
     double s = x[i];
     for (int kk = diag[i] + 1; kk < rp[i + 1]; ++kk) s -= lu[kk] * x[ci[kk]];
     x[i] = s / lu[diag[i]];
 }
 
-// CG's vector step in one pass, with alpha = rz / p.Ap read from the device
-// (out[2], left there by the dots launch before), so the host waits once per
-// iteration: x += alpha p; r -= alpha q; z = d .* r when d is given (Jacobi;
-// otherwise z is r); out[0..1] = (r.z, r.r). A p.Ap that is not positive
-// leaves x and r as they were (the host reports the breakdown).
-extern "C" __global__ void __launch_bounds__(256) cg_step(i64 n, double rz, const double* __restrict__ p,
+// ---- Device-driven iterations (scalars in sc, layout above) ----
+
+// Ends iteration ITER + 1 with residual norm^2 rr: records it and stops on a
+// non-finite residual or convergence. Returns true while the method goes on.
+__device__ bool end_iteration(double* sc, double rr) {
+    const double it = sc[ITER] + 1;
+    const double rel = sqrt(rr) / sc[BNORM];
+    sc[ITER] = it;
+    sc[RR] = rr;
+    sc[HIST + (i64)it % HIST_LEN] = rel;
+    if (!isfinite(rel)) {
+        sc[STATUS] = BREAK_NAN;
+    } else if (rel <= sc[TOL]) {
+        sc[STATUS] = CONVERGED;
+    } else {
+        return true;
+    }
+    return false;
+}
+
+__device__ void stop_at_maxit(double* sc) {
+    if (sc[STATUS] == RUNNING && sc[ITER] >= sc[MAXIT]) sc[STATUS] = MAXITER;
+}
+
+// CG: PQ = p.q (q = A p); not positive: breakdown.
+extern "C" __global__ void __launch_bounds__(256) cg_pq(i64 n, const double* __restrict__ p, const double* __restrict__ q,
+    double* partial, unsigned int* counter, double* sc) {
+    if (stopped(sc)) return;
+    double s = 0.0;
+    GRID_STRIDE(i, n) s += p[i] * q[i];
+    double pq, unused;
+    if (last_block_sums(block_sum(s), 0.0, partial, counter, pq, unused)) {
+        sc[PQ] = pq;
+        if (!(pq > 0.0 && isfinite(pq))) {
+            sc[VALUE] = pq;
+            sc[STATUS] = BREAK_PQ;
+        }
+    }
+}
+
+// CG's vector step in one pass with alpha = RZ / PQ: x += alpha p; r -= alpha q;
+// z = d .* r when d is given (Jacobi; otherwise z is r), then (r.z, r.r) end
+// the iteration (BETA = r.z / RZ). With `rz_follows` (ILU(0): z comes from the
+// triangular sweeps after this kernel), only RR is stored and cg_rz ends it.
+extern "C" __global__ void __launch_bounds__(256) cg_step(i64 n, const double* __restrict__ p,
     const double* __restrict__ q, double* __restrict__ x, double* __restrict__ r, const double* __restrict__ d,
-    double* __restrict__ z, double* partial, double* out, unsigned int* counter) {
-    const double pq = out[2];
-    const bool ok = pq > 0.0 && isfinite(pq);
-    const double alpha = ok ? rz / pq : 0.0;
-    const i64 len = ok ? n : 0;
+    double* __restrict__ z, int rz_follows, double* partial, unsigned int* counter, double* sc) {
+    if (stopped(sc)) return;
+    const double alpha = sc[RZ] / sc[PQ];
     double s1 = 0.0, s2 = 0.0;
-    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < len; i += (i64)gridDim.x * blockDim.x) {
+    GRID_STRIDE(i, n) {
         x[i] += alpha * p[i];
         const double ri = r[i] - alpha * q[i];
         r[i] = ri;
@@ -197,7 +241,155 @@ extern "C" __global__ void __launch_bounds__(256) cg_step(i64 n, double rz, cons
         s1 += ri * zi;
         s2 += ri * ri;
     }
-    s1 = block_sum(s1);
-    s2 = block_sum(s2);
-    finish_if_last(s1, s2, partial, out, counter);
+    double rz, rr;
+    if (last_block_sums(block_sum(s1), block_sum(s2), partial, counter, rz, rr)) {
+        if (rz_follows) {
+            sc[RR] = rr;
+            return;
+        }
+        sc[BETA] = rz / sc[RZ];
+        sc[RZ] = rz;
+        if (end_iteration(sc, rr)) stop_at_maxit(sc);
+    }
+}
+
+// CG with ILU(0): r.z after the sweeps ends the iteration.
+extern "C" __global__ void __launch_bounds__(256) cg_rz(i64 n, const double* __restrict__ r, const double* __restrict__ z,
+    double* partial, unsigned int* counter, double* sc) {
+    if (stopped(sc)) return;
+    double s = 0.0;
+    GRID_STRIDE(i, n) s += r[i] * z[i];
+    double rz, unused;
+    if (last_block_sums(block_sum(s), 0.0, partial, counter, rz, unused)) {
+        sc[BETA] = rz / sc[RZ];
+        sc[RZ] = rz;
+        if (end_iteration(sc, sc[RR])) stop_at_maxit(sc);
+    }
+}
+
+// CG: p = z + BETA p.
+extern "C" __global__ void __launch_bounds__(256) cg_direction(i64 n, const double* __restrict__ z, double* __restrict__ p,
+    const double* sc) {
+    if (stopped(sc)) return;
+    const double beta = sc[BETA];
+    GRID_STRIDE(i, n) p[i] = z[i] + beta * p[i];
+}
+
+// BiCGSTAB: p = r on the first iteration, then p = r + beta (p - OMEGA v)
+// with beta = (RHO / RHO_PREV) (ALPHA / OMEGA).
+extern "C" __global__ void __launch_bounds__(256) bicg_direction(i64 n, const double* __restrict__ r,
+    const double* __restrict__ v, double* __restrict__ p, const double* sc) {
+    if (stopped(sc)) return;
+    if (sc[ITER] == 0) {
+        GRID_STRIDE(i, n) p[i] = r[i];
+        return;
+    }
+    const double omega = sc[OMEGA];
+    const double beta = (sc[RHO] / sc[RHO_PREV]) * (sc[ALPHA] / omega);
+    GRID_STRIDE(i, n) p[i] = r[i] + beta * (p[i] - omega * v[i]);
+}
+
+// BiCGSTAB: ALPHA = RHO / (r0, v); a zero (r0, v) is a breakdown.
+extern "C" __global__ void __launch_bounds__(256) bicg_alpha(i64 n, const double* __restrict__ rhat,
+    const double* __restrict__ v, double* partial, unsigned int* counter, double* sc) {
+    if (stopped(sc)) return;
+    double s = 0.0;
+    GRID_STRIDE(i, n) s += rhat[i] * v[i];
+    double rv, unused;
+    if (last_block_sums(block_sum(s), 0.0, partial, counter, rv, unused)) {
+        if (rv == 0.0 || !isfinite(rv)) {
+            sc[VALUE] = rv;
+            sc[STATUS] = BREAK_RV;
+        } else {
+            sc[ALPHA] = sc[RHO] / rv;
+        }
+    }
+}
+
+// BiCGSTAB: s = r - ALPHA v; a small enough s ends the iteration half way
+// (HALF_STEP: bicg_update then adds only ALPHA phat to x).
+extern "C" __global__ void __launch_bounds__(256) bicg_s(i64 n, const double* __restrict__ r, const double* __restrict__ v,
+    double* __restrict__ s, double* partial, unsigned int* counter, double* sc) {
+    if (stopped(sc)) return;
+    const double alpha = sc[ALPHA];
+    double ss = 0.0;
+    GRID_STRIDE(i, n) {
+        const double si = r[i] - alpha * v[i];
+        s[i] = si;
+        ss += si * si;
+    }
+    double total, unused;
+    if (last_block_sums(block_sum(ss), 0.0, partial, counter, total, unused)) {
+        const double snorm = sqrt(total) / sc[BNORM];
+        if (snorm <= sc[TOL]) {
+            const double it = sc[ITER] + 1;
+            sc[ITER] = it;
+            sc[HIST + (i64)it % HIST_LEN] = snorm;
+            sc[STATUS] = HALF_STEP;
+        }
+    }
+}
+
+// BiCGSTAB: OMEGA = (t, s) / (t, t); a zero (t, t) is a breakdown.
+extern "C" __global__ void __launch_bounds__(256) bicg_omega(i64 n, const double* __restrict__ t,
+    const double* __restrict__ s, double* partial, unsigned int* counter, double* sc) {
+    if (stopped(sc)) return;
+    double ts = 0.0, tt = 0.0;
+    GRID_STRIDE(i, n) {
+        ts += t[i] * s[i];
+        tt += t[i] * t[i];
+    }
+    double ts_total, tt_total;
+    if (last_block_sums(block_sum(ts), block_sum(tt), partial, counter, ts_total, tt_total)) {
+        if (tt_total == 0.0 || !isfinite(tt_total)) {
+            sc[VALUE] = tt_total;
+            sc[STATUS] = BREAK_TT;
+        } else {
+            sc[OMEGA] = ts_total / tt_total;
+        }
+    }
+}
+
+// BiCGSTAB's end of iteration in one pass: x += ALPHA phat + OMEGA shat;
+// r = s - OMEGA t, with (r, r) and the next rho = (r0, r). After a HALF_STEP,
+// only x += ALPHA phat, and the solve has converged.
+extern "C" __global__ void __launch_bounds__(256) bicg_update(i64 n, const double* __restrict__ phat,
+    const double* __restrict__ shat, const double* __restrict__ s, const double* __restrict__ t,
+    const double* __restrict__ rhat, double* __restrict__ x, double* __restrict__ r, double* partial,
+    unsigned int* counter, double* sc) {
+    const double status = sc[STATUS];
+    if (status != RUNNING && status != HALF_STEP) return;
+    const bool half = status == HALF_STEP;
+    const double alpha = sc[ALPHA], omega = half ? 0.0 : sc[OMEGA];
+    double rr = 0.0, rho = 0.0;
+    GRID_STRIDE(i, n) {
+        if (half) {
+            x[i] += alpha * phat[i];
+            continue;
+        }
+        x[i] += alpha * phat[i] + omega * shat[i];
+        const double ri = s[i] - omega * t[i];
+        r[i] = ri;
+        rr += ri * ri;
+        rho += ri * rhat[i];
+    }
+    double rr_total, rho_total;
+    if (last_block_sums(block_sum(rr), block_sum(rho), partial, counter, rr_total, rho_total)) {
+        if (half) {
+            sc[STATUS] = CONVERGED;
+            return;
+        }
+        if (!end_iteration(sc, rr_total)) return;
+        if (omega == 0.0) {
+            sc[STATUS] = BREAK_OMEGA;
+            return;
+        }
+        stop_at_maxit(sc);
+        sc[RHO_PREV] = sc[RHO];
+        sc[RHO] = rho_total;
+        if (sc[STATUS] == RUNNING && (rho_total == 0.0 || !isfinite(rho_total))) {
+            sc[VALUE] = rho_total;
+            sc[STATUS] = BREAK_RHO;
+        }
+    }
 }

@@ -166,6 +166,19 @@ fn solve(ctx: fegpu_context_t, a: fegpu_csr_t, b: &[f64], method: i32, precond: 
     let (db, dx) = (create_f64(ctx, n, 1, b), create_f64(ctx, n, 1, &vec![0.0; n]));
     let mut info = fegpu_solve_info::default();
     let status = unsafe { fegpu_solver_solve(s, db, dx, tol, maxit, &mut info) };
+    // The history has the initial residual and one entry per iteration, the
+    // last being the reported residual (the CUDA backend reads it back from
+    // the device's ring of recent residuals, several iterations at a time).
+    let mut count = 0;
+    ok(unsafe { fegpu_solver_history(s, std::ptr::null_mut(), 0, &mut count) });
+    let mut hist = vec![f64::NAN; count as usize];
+    ok(unsafe { fegpu_solver_history(s, hist.as_mut_ptr(), count, &mut count) });
+    if status == FEGPU_OK && tol > 0.0 {
+        assert_eq!(count, info.iterations + 1, "history of a converged solve");
+        let last = hist[hist.len() - 1];
+        assert!(last == info.relative_residual && last <= tol, "history ends at {last:e}, info says {:e}", info.relative_residual);
+        assert!(hist.iter().all(|h| h.is_finite() && *h >= 0.0), "history {hist:?}");
+    }
     ok(fegpu_solver_destroy(s));
     Solve { status, info, x: download_f64(dx, n) }
 }

@@ -67,7 +67,7 @@ pub fn spmv(real: Option<&std::path::Path>) -> Result<()> {
             let (gx, gy) = (x.lock(), y.lock());
             if let (Buffer::Device(v), crate::array::Storage::F64(Buffer::Device(xd)), crate::array::Storage::F64(Buffer::Device(yd))) = (&vals.data, &*gx, &*gy) {
                 for tpr in [1u32, 2, 4, 8, 16, 32] {
-                    let t = time(&ctx, 20, || cuda::spmv_with(g, dp, tpr, n, v, 1.0, xd, 0.0, yd))?;
+                    let t = time(&ctx, 20, || cuda::spmv_with(g, dp, tpr, n, v, 1.0, xd, 0.0, yd, None))?;
                     rows.push((format!("tpr {tpr}"), t));
                 }
             }

@@ -56,8 +56,18 @@ pub struct Gpu {
     /// FEGPU_CHECK_LAUNCHES=1: synchronise after every launch so a kernel
     /// fault is reported against the kernel that caused it.
     check_launches: bool,
+    /// True while launches are being captured into a graph (no waits then).
+    capturing: std::sync::atomic::AtomicBool,
     pub info: DeviceInfo,
 }
+
+/// Launches captured from the context's stream, replayed by `Graph::launch`
+/// at a fraction of the cost of launching them one by one.
+pub struct Graph(cudarc::driver::CudaGraph);
+
+// SAFETY: a CUDA graph needs its calls serialised, not a particular thread;
+// every Graph lives under its owner's lock.
+unsafe impl Send for Graph {}
 
 /// Errors that leave the CUDA context unusable until it is recreated.
 fn is_sticky(e: &DriverError) -> bool {
@@ -167,6 +177,7 @@ impl Gpu {
             modules: Mutex::new(HashMap::new()),
             lanes: Mutex::new(Vec::new()),
             check_launches: std::env::var("FEGPU_CHECK_LAUNCHES").map(|v| v == "1").unwrap_or(false),
+            capturing: false.into(),
             info,
         })
     }
@@ -238,7 +249,7 @@ impl Gpu {
         // SAFETY: each caller passes the argument list its kernel declares
         // (checked by the CUDA-vs-CPU tests on the GPU machine).
         unsafe { args.launch(cfg) }.map_err(|e| device_error(&format!("launching {what}"), e))?;
-        if self.check_launches {
+        if self.check_launches && !self.capturing.load(std::sync::atomic::Ordering::Relaxed) {
             self.synchronize(what)?;
         }
         Ok(())
@@ -246,6 +257,33 @@ impl Gpu {
 
     pub fn synchronize(&self, what: &str) -> Result<()> {
         self.stream.synchronize().map_err(|e| device_error(what, e))
+    }
+
+    /// Captures the launches `record` queues on the stream into a graph,
+    /// instead of running them. `record` must queue work only (no waits, copies
+    /// to the host or allocations).
+    pub fn capture(&self, what: &str, record: impl FnOnce() -> Result<()>) -> Result<Graph> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        self.stream.begin_capture(mode).map_err(|e| device_error(&format!("capturing {what}"), e))?;
+        self.capturing.store(true, Relaxed);
+        let recorded = record();
+        self.capturing.store(false, Relaxed);
+        let graph = self.stream.end_capture(sys::CUgraphInstantiate_flags(0));
+        recorded?;
+        match graph.map_err(|e| device_error(&format!("instantiating {what}"), e))? {
+            Some(g) => Ok(Graph(g)),
+            None => Err(Error::new(crate::error::FEGPU_ERR_INTERNAL, format!("capturing {what}: no launches were captured"))),
+        }
+    }
+
+    /// Queues one replay of `graph` (captured on this context's stream).
+    pub fn replay(&self, what: &str, graph: &Graph) -> Result<()> {
+        graph.0.launch().map_err(|e| device_error(&format!("launching {what}"), e))?;
+        if self.check_launches {
+            self.synchronize(what)?;
+        }
+        Ok(())
     }
 
     /// Page-locks a caller's host memory so copies from and to it run at full speed.

@@ -2,7 +2,7 @@
 
 use super::DevicePattern;
 use crate::error::{Error, Result, FEGPU_ERR_BREAKDOWN};
-use crate::gpu::{DeviceBuffer, DeviceScalar, Gpu, KernelArg};
+use crate::gpu::{DeviceBuffer, DeviceScalar, Gpu, KernelArg, Launch};
 
 pub const SOURCE: &str = include_str!("../../kernels/sparse.cu");
 
@@ -35,24 +35,36 @@ fn grid_for(n: usize) -> u32 {
     n.div_ceil(BLOCK as usize).clamp(1, 65535 * 4) as u32
 }
 
+/// A null pointer for the kernels' optional arguments.
+const NULL: u64 = 0;
+
+/// Pushes `b`, or a null pointer.
+fn arg_or_null<'a>(l: &mut Launch<'a>, b: Option<&'a DeviceBuffer<f64>>) {
+    match b {
+        Some(b) => l.arg(b),
+        None => l.arg(&NULL),
+    };
+}
+
+/// y = alpha A x + beta y; with `sc`, skipped once a device-driven solve has stopped.
 #[allow(clippy::too_many_arguments)]
-pub fn spmv_with(g: &Gpu, dp: &DevicePattern, tpr: u32, n: usize, v: &DeviceBuffer<f64>, alpha: f64, x: &DeviceBuffer<f64>, beta: f64, y: &DeviceBuffer<f64>) -> Result<()> {
+pub fn spmv_with(g: &Gpu, dp: &DevicePattern, tpr: u32, n: usize, v: &DeviceBuffer<f64>, alpha: f64, x: &DeviceBuffer<f64>, beta: f64, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
     let name = format!("spmv_tpr{tpr}");
     let f = g.kernel("sparse", SOURCE, &name)?;
     let n32 = n as i32;
     let mut l = g.launcher(&f);
     l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(x).arg(y).arg(&alpha).arg(&beta);
+    arg_or_null(&mut l, sc);
     g.launch(&name, l, (spmv_blocks(n, tpr) as u32, 1, 1), (BLOCK, 1, 1), 0)
 }
 
 #[allow(clippy::too_many_arguments)]
 pub fn spmv(g: &Gpu, dp: &DevicePattern, n: usize, v: &DeviceBuffer<f64>, alpha: f64, x: &DeviceBuffer<f64>, beta: f64, y: &DeviceBuffer<f64>) -> Result<()> {
-    spmv_with(g, dp, dp.threads_per_row, n, v, alpha, x, beta, y)
+    spmv_with(g, dp, dp.threads_per_row, n, v, alpha, x, beta, y, None)
 }
 
-/// Scratch for one-pass reductions: per-block partials, the results (two
-/// slots, then CG's p.Ap at 2) and the arrival counter the last block
-/// re-arms (kernels/sparse.cu `finish_if_last`).
+/// Scratch for one-pass reductions: per-block partials, the two results and
+/// the arrival counter the last block re-arms (kernels/sparse.cu `last_block_sums`).
 pub struct Reduce {
     partial: DeviceBuffer<f64>,
     out: DeviceBuffer<f64>,
@@ -68,7 +80,7 @@ impl Reduce {
     pub fn new(g: &Gpu) -> Result<Reduce> {
         let mut counter = g.alloc::<u32>(1)?;
         g.fill_bytes(&mut counter, 0)?;
-        Ok(Reduce { partial: g.alloc(2 * REDUCE_BLOCKS)?, out: g.alloc(4)?, counter })
+        Ok(Reduce { partial: g.alloc(2 * REDUCE_BLOCKS)?, out: g.alloc(2)?, counter })
     }
 
     fn blocks(n: usize) -> usize {
@@ -84,94 +96,37 @@ impl Reduce {
 
     /// (a.b, c.d) finished on the device; only the two scalars come back.
     pub fn dots(&mut self, g: &Gpu, n: usize, a: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>, cd: Option<(&DeviceBuffer<f64>, &DeviceBuffer<f64>)>) -> Result<(f64, f64)> {
-        self.launch_dots(g, n, a, b, cd, 0)?;
-        self.result(g)
-    }
-
-    /// Launches the dots kernel with its results at out[at], out[at + 1].
-    #[allow(clippy::too_many_arguments)]
-    fn launch_dots(&self, g: &Gpu, n: usize, a: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>, cd: Option<(&DeviceBuffer<f64>, &DeviceBuffer<f64>)>, at: usize) -> Result<()> {
         let f = g.kernel("sparse", SOURCE, "dots")?;
         let n64 = n as i64;
-        let null = 0u64;
         let mut l = g.launcher(&f);
         l.arg(&n64).arg(a).arg(b);
-        match cd {
-            Some((c, d)) => l.arg(c).arg(d),
-            None => l.arg(&null).arg(&null),
-        };
-        let out = self.out.slice(at..at + 2);
-        l.arg(&self.partial).arg(&out).arg(&self.counter);
-        g.launch("dots", l, (Self::blocks(n) as u32, 1, 1), (BLOCK, 1, 1), 0)
-    }
-
-    /// CG's vector work after q = A p, with one wait: p.q stays on the device
-    /// for `cg_step`, which takes alpha = rz / p.q from there. Returns (p.q, r.z, r.r).
-    #[allow(clippy::too_many_arguments)]
-    pub fn cg_step(&mut self, g: &Gpu, n: usize, rz: f64, p: &DeviceBuffer<f64>, q: &DeviceBuffer<f64>, x: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, jacobi: Option<(&DeviceBuffer<f64>, &DeviceBuffer<f64>)>) -> Result<(f64, f64, f64)> {
-        self.launch_dots(g, n, p, q, None, 2)?;
-        let f = g.kernel("sparse", SOURCE, "cg_step")?;
-        let n64 = n as i64;
-        let null = 0u64;
-        let mut l = g.launcher(&f);
-        l.arg(&n64).arg(&rz).arg(p).arg(q).arg(x).arg(r);
-        match jacobi {
-            Some((d, z)) => l.arg(d).arg(z),
-            None => l.arg(&null).arg(&null),
-        };
+        arg_or_null(&mut l, cd.map(|p| p.0));
+        arg_or_null(&mut l, cd.map(|p| p.1));
         l.arg(&self.partial).arg(&self.out).arg(&self.counter);
-        g.launch("cg_step", l, (Self::blocks(n) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
-        let mut v = [0.0f64; 3];
-        g.download(&self.out, 0, &mut v)?;
-        Ok((v[2], v[0], v[1]))
-    }
-
-    /// w = a*x + b*y + c*w with (w.w, w.u) in the same pass (w.u = 0 without u).
-    #[allow(clippy::too_many_arguments)]
-    pub fn update_dots(&mut self, g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64, u: Option<&DeviceBuffer<f64>>) -> Result<(f64, f64)> {
-        launch_update(g, n, w, a, x, b, y, c, Some((self, u)), Self::blocks(n) as u32)?;
+        g.launch("dots", l, (Self::blocks(n) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
         self.result(g)
     }
-}
-
-/// w = a*x + b*y + c*w; with `norm`, also (w.w, w.u) into its result.
-#[allow(clippy::too_many_arguments)]
-fn launch_update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64, norm: Option<(&Reduce, Option<&DeviceBuffer<f64>>)>, blocks: u32) -> Result<()> {
-    let f = g.kernel("sparse", SOURCE, "update")?;
-    let n64 = n as i64;
-    let null = 0u64;
-    let mut l = g.launcher(&f);
-    l.arg(&n64).arg(&a).arg(x).arg(&b);
-    match y {
-        Some(y) => l.arg(y),
-        None => l.arg(&null),
-    };
-    l.arg(&c).arg(w);
-    match norm {
-        Some((r, u)) => {
-            match u {
-                Some(u) => l.arg(u),
-                None => l.arg(&null),
-            };
-            l.arg(&r.partial).arg(&r.out).arg(&r.counter)
-        }
-        None => l.arg(&null).arg(&null).arg(&null).arg(&null),
-    };
-    g.launch("update", l, (blocks, 1, 1), (BLOCK, 1, 1), 0)
 }
 
 /// w = a*x + b*y + c*w.
 #[allow(clippy::too_many_arguments)]
 pub fn update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64) -> Result<()> {
-    launch_update(g, n, w, a, x, b, y, c, None, grid_for(n))
+    let f = g.kernel("sparse", SOURCE, "update")?;
+    let n64 = n as i64;
+    let mut l = g.launcher(&f);
+    l.arg(&n64).arg(&a).arg(x).arg(&b);
+    arg_or_null(&mut l, y);
+    l.arg(&c).arg(w);
+    g.launch("update", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
 }
 
-/// z = d .* r.
-pub fn scale(g: &Gpu, n: usize, d: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>) -> Result<()> {
+/// z = d .* r (with `sc`: skipped once a device-driven solve has stopped).
+pub fn scale(g: &Gpu, n: usize, d: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
     let f = g.kernel("sparse", SOURCE, "scale")?;
     let n64 = n as i64;
     let mut l = g.launcher(&f);
     l.arg(&n64).arg(d).arg(r).arg(z);
+    arg_or_null(&mut l, sc);
     g.launch("scale", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
 }
 
@@ -187,9 +142,10 @@ impl DeviceLevels {
     }
 }
 
-/// Launches `kernel` once per level with (count, the level's rows, args...).
+/// Launches `kernel` once per level with (count, the level's rows, args...),
+/// then the guard `sc` when given.
 macro_rules! per_level {
-    ($g:expr, $levels:expr, $kernel:expr, $($arg:expr),*) => {{
+    ($g:expr, $levels:expr, $kernel:expr, [$($arg:expr),*] $(, $sc:expr)?) => {{
         let f = $g.kernel("sparse", SOURCE, $kernel)?;
         for w in $levels.ptr.windows(2) {
             let count = (w[1] - w[0]) as i32;
@@ -197,6 +153,7 @@ macro_rules! per_level {
             let mut l = $g.launcher(&f);
             l.arg(&count).arg(&rows);
             $( l.arg($arg); )*
+            $( arg_or_null(&mut l, $sc); )?
             $g.launch($kernel, l, ((count as u32).div_ceil(128), 1, 1), (128, 1, 1), 0)?;
         }
     }};
@@ -205,7 +162,7 @@ macro_rules! per_level {
 /// ILU(0) of the values `lu` (a copy of A's) in place, level by level.
 pub fn ilu0(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, lu: &DeviceBuffer<f64>, nrows: usize) -> Result<()> {
     let bad = upload(g, &[nrows as i32])?;
-    per_level!(g, lower, "ilu0_level", &dp.row_ptr, &dp.col, &dp.diag, lu, &bad);
+    per_level!(g, lower, "ilu0_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, &bad]);
     let mut first_bad = [0i32];
     g.download(&bad, 0, &mut first_bad)?;
     if (first_bad[0] as usize) < nrows {
@@ -217,9 +174,70 @@ pub fn ilu0(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, lu: &DeviceBuffer
     Ok(())
 }
 
-/// z = U^-1 L^-1 r.
-pub fn ilu0_apply(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, upper: &DeviceLevels, lu: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>) -> Result<()> {
-    per_level!(g, lower, "lsolve_level", &dp.row_ptr, &dp.col, &dp.diag, lu, r, z);
-    per_level!(g, upper, "usolve_level", &dp.row_ptr, &dp.col, &dp.diag, lu, z);
+/// z = U^-1 L^-1 r (with `sc`: skipped once a device-driven solve has stopped).
+#[allow(clippy::too_many_arguments)]
+pub fn ilu0_apply(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, upper: &DeviceLevels, lu: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+    per_level!(g, lower, "lsolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, r, z], sc);
+    per_level!(g, upper, "usolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, z], sc);
     Ok(())
+}
+
+/// Where the solver scalars of a device-driven iteration live in `sc`
+/// (kernels/sparse.cu `Scalar`).
+pub(crate) struct Scalar;
+
+/// cbindgen:ignore
+impl Scalar {
+    pub const BNORM: usize = 0;
+    pub const TOL: usize = 1;
+    pub const MAXIT: usize = 2;
+    pub const STATUS: usize = 3;
+    pub const ITER: usize = 4;
+    pub const RR: usize = 5;
+    pub const RZ: usize = 6;
+    pub const RHO: usize = 9;
+    pub const RHO_PREV: usize = 10;
+    pub const ALPHA: usize = 11;
+    pub const OMEGA: usize = 12;
+    pub const VALUE: usize = 13;
+    /// Relative residuals of the last HIST_LEN iterations, at HIST + iteration % HIST_LEN.
+    pub const HIST: usize = 16;
+    pub const HIST_LEN: usize = 64;
+    pub const LEN: usize = Self::HIST + Self::HIST_LEN;
+}
+
+/// How a device-driven solve stands (kernels/sparse.cu `Status`).
+pub(crate) struct Status;
+
+/// cbindgen:ignore
+impl Status {
+    pub const RUNNING: f64 = 0.0;
+    pub const CONVERGED: f64 = 1.0;
+    pub const MAXITER: f64 = 2.0;
+    pub const BREAK_NAN: f64 = 4.0;
+    pub const BREAK_PQ: f64 = 5.0;
+    pub const BREAK_RHO: f64 = 6.0;
+    pub const BREAK_RV: f64 = 7.0;
+    pub const BREAK_TT: f64 = 8.0;
+    pub const BREAK_OMEGA: f64 = 9.0;
+}
+
+/// Queues one kernel of a device-driven iteration: (n, vectors..., [flag,]
+/// [partial, counter,] sc), over the reduction's grid.
+pub fn solver_kernel(g: &Gpu, name: &'static str, n: usize, vectors: &[Option<&DeviceBuffer<f64>>], flag: Option<i32>, reduce: Option<&Reduce>, sc: &DeviceBuffer<f64>) -> Result<()> {
+    let f = g.kernel("sparse", SOURCE, name)?;
+    let n64 = n as i64;
+    let mut l = g.launcher(&f);
+    l.arg(&n64);
+    for &v in vectors {
+        arg_or_null(&mut l, v);
+    }
+    if let Some(flag) = &flag {
+        l.arg(flag);
+    }
+    if let Some(r) = reduce {
+        l.arg(&r.partial).arg(&r.counter);
+    }
+    l.arg(sc);
+    g.launch(name, l, (Reduce::blocks(n) as u32, 1, 1), (BLOCK, 1, 1), 0)
 }

@@ -1,12 +1,13 @@
-//! Preconditioned CG and BiCGSTAB, written once over `Ops` and run by the
-//! CPU reference and the CUDA backend alike. Every vector lives in the
-//! backend's workspace (on the device for CUDA); per iteration only the dot
-//! products' scalars come back to the host, never a vector.
+//! Preconditioned CG and BiCGSTAB. The set-up (initial residual, first
+//! direction) is written once over `Ops`; the iterations run on the host for
+//! the CPU reference, and on the device for CUDA, where the scalars stay too
+//! (kernels/sparse.cu): an iteration is replayed as a CUDA graph with no host
+//! round-trip, and the host looks at the scalars every few iterations.
 
 use super::{cpu, cuda, f64_buf, Csr};
 use crate::array::{Array, Buffer};
 use crate::error::{Error, Result, FEGPU_ERR_BREAKDOWN, FEGPU_ERR_NOT_CONVERGED};
-use crate::gpu::{DeviceBuffer, Gpu};
+use crate::gpu::{DeviceBuffer, Gpu, Graph};
 use crate::registry::{Handle, Kind, Object};
 use std::sync::{Arc, Mutex};
 
@@ -87,28 +88,21 @@ pub trait Ops {
         self.update(w, a, x, b, y, c)?;
         self.dots(w, w, u.map(|u| (w, u)))
     }
-    /// One CG iteration's work once p is known: q = A p, alpha = rz / p.q,
-    /// x += alpha p, r -= alpha q, z = M^-1 r. Returns (p.q, r.z, r.r); when
-    /// p.q is not positive, x and r are left as they were. Backends fuse it
-    /// where the preconditioner allows.
-    fn cg_iteration(&mut self, rz: f64, z: Slot) -> Result<(f64, f64, f64)> {
-        cg_iteration_unfused(self, rz, z)
+    /// Runs the method's iterations where the vectors live, from the state
+    /// `start` that the set-up left; None: the caller iterates on the host.
+    fn iterate_on_device(&mut self, _method: Method, _start: &Start, _history: &mut Vec<f64>) -> Option<Result<Outcome>> {
+        None
     }
 }
 
-/// `Ops::cg_iteration` from the separate operations.
-fn cg_iteration_unfused<O: Ops + ?Sized>(ops: &mut O, rz: f64, z: Slot) -> Result<(f64, f64, f64)> {
-    ops.spmv(Slot::P, Slot::Q)?;
-    let pq = ops.dots(Slot::P, Slot::Q, None)?.0;
-    if pq <= 0.0 || !pq.is_finite() {
-        return Ok((pq, f64::NAN, f64::NAN));
-    }
-    let alpha = rz / pq;
-    ops.update(Slot::X, alpha, Slot::P, 0.0, None, 1.0)?;
-    ops.update(Slot::R, -alpha, Slot::Q, 0.0, None, 1.0)?;
-    ops.precond(Slot::R, z)?;
-    let (rz_new, rr) = ops.dots(Slot::R, z, Some((Slot::R, Slot::R)))?;
-    Ok((pq, rz_new, rr))
+/// The state after a method's set-up: ||b||, the tolerance and iteration
+/// limit, (r, r), and (r, z) for CG or rho = (r0, r) for BiCGSTAB.
+pub struct Start {
+    pub bnorm: f64,
+    pub tol: f64,
+    pub maxit: i64,
+    pub rr: f64,
+    pub rz: f64,
 }
 
 /// How a solve ended (the status code says the same).
@@ -163,11 +157,20 @@ pub fn cg(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, history: &m
     ops.precond(Slot::R, z)?;
     let mut rz = dot(ops, Slot::R, z)?;
     ops.update(Slot::P, 1.0, z, 0.0, None, 0.0)?;
+    if let Some(out) = ops.iterate_on_device(Method::Cg, &Start { bnorm, tol, maxit, rr, rz }, history) {
+        return out;
+    }
     for it in 1..=maxit {
-        let (pq, rz_new, rr) = ops.cg_iteration(rz, z)?;
+        ops.spmv(Slot::P, Slot::Q)?;
+        let pq = dot(ops, Slot::P, Slot::Q)?;
         if pq <= 0.0 || !pq.is_finite() {
             return Ok(broke(it - 1, relres, format!("CG: p.Ap = {pq:e} at iteration {it}: A is not positive definite")));
         }
+        let alpha = rz / pq;
+        ops.update(Slot::X, alpha, Slot::P, 0.0, None, 1.0)?;
+        ops.update(Slot::R, -alpha, Slot::Q, 0.0, None, 1.0)?;
+        ops.precond(Slot::R, z)?;
+        let (rz_new, rr) = ops.dots(Slot::R, z, Some((Slot::R, Slot::R)))?;
         relres = rr.sqrt() / bnorm;
         if let Some(o) = record(history, "CG", it, relres, tol) {
             return Ok(o);
@@ -193,6 +196,9 @@ pub fn bicgstab(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, histo
     let (mut rho_prev, mut alpha, mut omega) = (1.0f64, 1.0f64, 1.0f64);
     // rho = (r0, r): (r, r) at first, as r0 = r; then alongside each residual update
     let mut rho = rr;
+    if let Some(out) = ops.iterate_on_device(Method::Bicgstab, &Start { bnorm, tol, maxit, rr, rz: rho }, history) {
+        return out;
+    }
     for it in 1..=maxit {
         if rho == 0.0 || !rho.is_finite() {
             return Ok(broke(it - 1, relres, format!("BiCGSTAB: rho = (r0, r) = {rho:e} at iteration {it}")));
@@ -297,6 +303,10 @@ enum Work {
         reduce: cuda::Reduce,
         lower: Option<cuda::DeviceLevels>,
         upper: Option<cuda::DeviceLevels>,
+        /// The scalars of the device-driven iterations (cuda::scalar).
+        scalars: DeviceBuffer<f64>,
+        /// One iteration, captured on the first solve and replayed after.
+        iteration: Option<Graph>,
     },
 }
 
@@ -364,6 +374,8 @@ impl Solver {
                     reduce: cuda::Reduce::new(g)?,
                     lower,
                     upper,
+                    scalars: g.alloc(cuda::Scalar::LEN)?,
+                    iteration: None,
                 }
             }
         };
@@ -458,12 +470,13 @@ impl Solver {
                 xh.copy_from_slice(&ops.vecs[Slot::X as usize]);
                 Ok((out, true_rel, setup))
             }
-            (Work::Cuda { vecs, dinv, lu, reduce, lower, upper }, Buffer::Device(v), Buffer::Device(bd), Buffer::Device(xd)) => {
+            (Work::Cuda { vecs, dinv, lu, reduce, lower, upper, scalars, iteration }, Buffer::Device(v), Buffer::Device(bd), Buffer::Device(xd)) => {
                 let g = self.csr.ctx.gpu().expect("device work without a GPU");
                 g.copy(bd, &mut vecs[Slot::B as usize])?;
                 g.copy(xd, &mut vecs[Slot::X as usize])?;
                 let dp = self.csr.device.as_ref().expect("device pattern");
-                let mut ops = CudaOps { g, dp, n, v, vecs, dinv, lu, reduce, lower: lower.as_ref(), upper: upper.as_ref(), precond: self.precond };
+                let (lower, upper) = (lower.as_ref(), upper.as_ref());
+                let mut ops = CudaOps { g, dp, n, v, vecs, dinv, lu, reduce, lower, upper, precond: self.precond, scalars, iteration };
                 let (out, true_rel) = self.run(&mut ops, tol, maxit, &mut st.history)?;
                 g.copy(&ops.vecs[Slot::X as usize], xd)?;
                 g.synchronize("solve")?;
@@ -591,27 +604,151 @@ struct CudaOps<'a> {
     lower: Option<&'a cuda::DeviceLevels>,
     upper: Option<&'a cuda::DeviceLevels>,
     precond: Precond,
+    scalars: &'a mut DeviceBuffer<f64>,
+    iteration: &'a mut Option<Graph>,
+}
+
+impl CudaOps<'_> {
+    /// z = M^-1 r; with `sc`, skipped once a device-driven solve has stopped.
+    fn precond_guarded(&self, r: Slot, z: Slot, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+        if r == z {
+            return Ok(()); // no preconditioner: z is r itself
+        }
+        let (g, n, v) = (self.g, self.n, &self.vecs);
+        match self.precond {
+            Precond::None => cuda::update(g, n, &v[z as usize], 1.0, &v[r as usize], 0.0, None, 0.0),
+            Precond::Jacobi => cuda::scale(g, n, self.dinv, &v[r as usize], &v[z as usize], sc),
+            Precond::Ilu0 => {
+                let (lower, upper) = (self.lower.expect("levels"), self.upper.expect("levels"));
+                cuda::ilu0_apply(g, self.dp, lower, upper, self.lu, &v[r as usize], &v[z as usize], sc)
+            }
+        }
+    }
+
+    /// Queues one iteration of `method` whose scalars are in `sc` (captured
+    /// into a graph: launches only).
+    fn queue_iteration(&self, method: Method, sc: &DeviceBuffer<f64>) -> Result<()> {
+        let (g, n, reduce) = (self.g, self.n, &*self.reduce);
+        let v = |s: Slot| Some(&self.vecs[s as usize]);
+        let spmv = |x: Slot, y: Slot| {
+            cuda::spmv_with(g, self.dp, self.dp.threads_per_row, n, self.v, 1.0, &self.vecs[x as usize], 0.0, &self.vecs[y as usize], Some(sc))
+        };
+        let step = |name, vectors: &[Option<&DeviceBuffer<f64>>], flag, reduces: bool| {
+            cuda::solver_kernel(g, name, n, vectors, flag, reduces.then_some(reduce), sc)
+        };
+        use Slot::*;
+        match method {
+            Method::Cg => {
+                spmv(P, Q)?;
+                step("cg_pq", &[v(P), v(Q)], None, true)?;
+                let z = match self.precond {
+                    Precond::None => {
+                        step("cg_step", &[v(P), v(Q), v(X), v(R), None, None], Some(0), true)?;
+                        R
+                    }
+                    Precond::Jacobi => {
+                        step("cg_step", &[v(P), v(Q), v(X), v(R), Some(self.dinv), v(Z)], Some(0), true)?;
+                        Z
+                    }
+                    Precond::Ilu0 => {
+                        step("cg_step", &[v(P), v(Q), v(X), v(R), None, None], Some(1), true)?;
+                        self.precond_guarded(R, Z, Some(sc))?;
+                        step("cg_rz", &[v(R), v(Z)], None, true)?;
+                        Z
+                    }
+                };
+                step("cg_direction", &[v(z), v(P)], None, false)
+            }
+            Method::Bicgstab => {
+                let (phat, shat) = if self.precond == Precond::None { (P, S) } else { (Phat, Shat) };
+                step("bicg_direction", &[v(R), v(V), v(P)], None, false)?;
+                self.precond_guarded(P, phat, Some(sc))?;
+                spmv(phat, V)?;
+                step("bicg_alpha", &[v(Rhat), v(V)], None, true)?;
+                step("bicg_s", &[v(R), v(V), v(S)], None, true)?;
+                self.precond_guarded(S, shat, Some(sc))?;
+                spmv(shat, T)?;
+                step("bicg_omega", &[v(T), v(S)], None, true)?;
+                step("bicg_update", &[v(phat), v(shat), v(S), v(T), v(Rhat), v(X), v(R)], None, true)
+            }
+        }
+    }
+
+    fn device_loop(&mut self, method: Method, start: &Start, history: &mut Vec<f64>) -> Result<Outcome> {
+        use cuda::{Scalar as S, Status as status};
+        let name = match method {
+            Method::Cg => "CG",
+            Method::Bicgstab => "BiCGSTAB",
+        };
+        let mut relres = start.rr.sqrt() / start.bnorm;
+        if start.maxit == 0 {
+            return Ok(done(false, 0, relres));
+        }
+        let mut sc = [0.0f64; S::LEN];
+        (sc[S::BNORM], sc[S::TOL], sc[S::MAXIT]) = (start.bnorm, start.tol, start.maxit as f64);
+        (sc[S::STATUS], sc[S::ITER], sc[S::RR], sc[S::RZ]) = (status::RUNNING, 0.0, start.rr, start.rz);
+        (sc[S::RHO], sc[S::RHO_PREV], sc[S::ALPHA], sc[S::OMEGA]) = (start.rz, 1.0, 1.0, 1.0);
+        self.g.upload(&sc, self.scalars, 0)?;
+        let graph = match self.iteration.take() {
+            Some(graph) => graph,
+            None => self.g.capture(name, || self.queue_iteration(method, self.scalars))?,
+        };
+        let graph = &*self.iteration.insert(graph);
+        let mut batch = 1;
+        let mut seen = 0usize;
+        loop {
+            let t = std::time::Instant::now();
+            for _ in 0..batch {
+                self.g.replay(name, graph)?;
+            }
+            self.g.download(self.scalars, 0, &mut sc)?;
+            let per_iteration = t.elapsed().as_secs_f64() / batch as f64;
+            let it = sc[S::ITER] as usize;
+            for k in seen + 1..=it {
+                relres = sc[S::HIST + k % S::HIST_LEN];
+                history.push(relres);
+            }
+            seen = it;
+            let (it, value) = (it as i64, sc[S::VALUE]);
+            let next = it + 1;
+            let outcome = match sc[S::STATUS] {
+                status::RUNNING => {
+                    batch = next_batch(history, start.tol, per_iteration).min((start.maxit - it) as usize);
+                    continue;
+                }
+                status::CONVERGED => done(true, it, relres),
+                status::MAXITER => done(false, it, relres),
+                status::BREAK_NAN => broke(it, relres, format!("{name}: the residual is not finite at iteration {it}")),
+                status::BREAK_PQ => broke(it, relres, format!("CG: p.Ap = {value:e} at iteration {next}: A is not positive definite")),
+                status::BREAK_RHO => broke(it, relres, format!("BiCGSTAB: rho = (r0, r) = {value:e} at iteration {next}")),
+                status::BREAK_RV => broke(it, relres, format!("BiCGSTAB: (r0, v) = {value:e} at iteration {next}")),
+                status::BREAK_TT => broke(it, relres, format!("BiCGSTAB: (t, t) = {value:e} at iteration {next}")),
+                status::BREAK_OMEGA => broke(it, relres, format!("BiCGSTAB: omega = (t, s)/(t, t) = 0 at iteration {it}")),
+                other => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, format!("{name}: unknown device status {other}"))),
+            };
+            return Ok(outcome);
+        }
+    }
+}
+
+/// Iterations to queue before the next look at the device's scalars: about
+/// as many as the recent residual decrease says remain (so few run past the
+/// end, doing nothing), at most 32, and no more than 3 ms of iterations (a
+/// look, some 30 us, then costs under 1%; long iterations are looked at each time).
+fn next_batch(history: &[f64], tol: f64, per_iteration: f64) -> usize {
+    let cap = (3e-3 / per_iteration).clamp(1.0, 32.0);
+    let recent = &history[history.len().saturating_sub(8)..];
+    let (first, last) = (recent[0], recent[recent.len() - 1]);
+    let rate = (last.ln() - first.ln()) / (recent.len() - 1).max(1) as f64;
+    if rate.is_nan() || rate >= 0.0 {
+        return cap as usize;
+    }
+    ((tol.ln() - last.ln()) / rate).ceil().clamp(1.0, cap) as usize
 }
 
 impl Ops for CudaOps<'_> {
-
-    fn update_dots(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64, u: Option<Slot>) -> Result<(f64, f64)> {
-        let v = &self.vecs;
-        let (y, u) = (y.map(|s| &v[s as usize]), u.map(|s| &v[s as usize]));
-        self.reduce.update_dots(self.g, self.n, &v[w as usize], a, &v[x as usize], b, y, c, u)
-    }
-
-    fn cg_iteration(&mut self, rz: f64, z: Slot) -> Result<(f64, f64, f64)> {
-        let v = &self.vecs;
-        let jacobi = match self.precond {
-            Precond::None => None,
-            Precond::Jacobi => Some((self.dinv, &v[z as usize])),
-            // the triangular sweeps sit between the updates and the dots: no fused step
-            Precond::Ilu0 => return cg_iteration_unfused(self, rz, z),
-        };
-        let (p, q, x, r) = (&v[Slot::P as usize], &v[Slot::Q as usize], &v[Slot::X as usize], &v[Slot::R as usize]);
-        cuda::spmv(self.g, self.dp, self.n, self.v, 1.0, p, 0.0, q)?;
-        self.reduce.cg_step(self.g, self.n, rz, p, q, x, r, jacobi)
+    fn iterate_on_device(&mut self, method: Method, start: &Start, history: &mut Vec<f64>) -> Option<Result<Outcome>> {
+        Some(self.device_loop(method, start, history))
     }
 
     fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
@@ -627,22 +764,6 @@ impl Ops for CudaOps<'_> {
         cuda::update(self.g, self.n, &v[w as usize], a, &v[x as usize], b, y.map(|s| &v[s as usize]), c)
     }
     fn precond(&mut self, r: Slot, z: Slot) -> Result<()> {
-        if r == z {
-            return Ok(()); // no preconditioner: z is r itself
-        }
-        let v = &self.vecs;
-        match self.precond {
-            Precond::None => cuda::update(self.g, self.n, &v[z as usize], 1.0, &v[r as usize], 0.0, None, 0.0),
-            Precond::Jacobi => cuda::scale(self.g, self.n, self.dinv, &v[r as usize], &v[z as usize]),
-            Precond::Ilu0 => cuda::ilu0_apply(
-                self.g,
-                self.dp,
-                self.lower.expect("levels"),
-                self.upper.expect("levels"),
-                self.lu,
-                &v[r as usize],
-                &v[z as usize],
-            ),
-        }
+        self.precond_guarded(r, z, None)
     }
 }
