@@ -203,7 +203,44 @@ __device__ void stop_at_maxit(double* sc) {
     if (sc[STATUS] == RUNNING && sc[ITER] >= sc[MAXIT]) sc[STATUS] = MAXITER;
 }
 
-// CG: PQ = p.q (q = A p); not positive: breakdown.
+// CG: q = A p fused with PQ = p.q (not positive: breakdown), TPR lanes per
+// row as in spmv. Grid-stride over the rows a warp at a time, so the grid
+// fits the reduction's partials and every lane of a warp reaches the shuffles.
+template <int TPR>
+__device__ void spmv_pq(int n, const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
+                        const double* __restrict__ p, double* __restrict__ q, double* partial, unsigned int* counter,
+                        double* sc) {
+    if (stopped(sc)) return;
+    const int per_warp = 32 / TPR, lane = threadIdx.x & (TPR - 1), group = (threadIdx.x & 31) / TPR;
+    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const i64 warps = ((i64)gridDim.x * blockDim.x) >> 5;
+    double dot = 0.0;
+    for (i64 first = warp * per_warp; first < n; first += warps * per_warp) {
+        const i64 row = first + group;
+        double sum = 0.0;
+        if (row < n) {
+            const int e = rp[row + 1];
+            for (int k = rp[row] + lane; k < e; k += TPR) sum += v[k] * __ldg(&p[ci[k]]);
+        }
+#pragma unroll
+        for (int off = TPR / 2; off > 0; off >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, off, TPR);
+        if (row < n && lane == 0) {
+            q[row] = sum;
+            dot += p[row] * sum;
+        }
+    }
+    double pq, unused;
+    if (last_block_sums(block_sum(dot), 0.0, partial, counter, pq, unused)) {
+        sc[PQ] = pq;
+        if (!(pq > 0.0 && isfinite(pq))) {
+            sc[VALUE] = pq;
+            sc[STATUS] = BREAK_PQ;
+        }
+    }
+}
+
+// CG: PQ = p.q after a separate q = A p (long rows, where the fused form
+// above measured slower: BENCHMARKS.md); not positive: breakdown.
 extern "C" __global__ void __launch_bounds__(256) cg_pq(i64 n, const double* __restrict__ p, const double* __restrict__ q,
     double* partial, unsigned int* counter, double* sc) {
     if (stopped(sc)) return;
@@ -218,6 +255,13 @@ extern "C" __global__ void __launch_bounds__(256) cg_pq(i64 n, const double* __r
         }
     }
 }
+
+#define SPMV_PQ(TPR)                                                                                           \
+    extern "C" __global__ void __launch_bounds__(256) spmv_pq_tpr##TPR(int n, const int* rp, const int* ci,     \
+        const double* v, const double* p, double* q, double* partial, unsigned int* counter, double* sc) {     \
+        spmv_pq<TPR>(n, rp, ci, v, p, q, partial, counter, sc);                                               \
+    }
+SPMV_PQ(1) SPMV_PQ(2)
 
 // CG's vector step in one pass with alpha = RZ / PQ: x += alpha p; r -= alpha q;
 // z = d .* r when d is given (Jacobi; otherwise z is r), then (r.z, r.r) end

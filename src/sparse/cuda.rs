@@ -182,6 +182,25 @@ pub fn ilu0_apply(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, upper: &Dev
     Ok(())
 }
 
+/// The widest row group for which CG fuses p.q into its SpMV: measured on
+/// the H100 (BENCHMARKS.md), fused was faster at 2 threads per row (7-point
+/// operator) and slower at 4 (27-point), whose grid-stride loop is longer.
+pub(crate) const FUSED_PQ_MAX_TPR: u32 = 2;
+
+/// CG's q = A p fused with p.q into the scalars `sc` (a breakdown when not
+/// positive); for patterns of at most FUSED_PQ_MAX_TPR threads per row.
+#[allow(clippy::too_many_arguments)]
+pub fn spmv_pq(g: &Gpu, dp: &DevicePattern, n: usize, v: &DeviceBuffer<f64>, p: &DeviceBuffer<f64>, q: &DeviceBuffer<f64>, reduce: &Reduce, sc: &DeviceBuffer<f64>) -> Result<()> {
+    let tpr = dp.threads_per_row;
+    let name = format!("spmv_pq_tpr{tpr}");
+    let f = g.kernel("sparse", SOURCE, &name)?;
+    let n32 = n as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(p).arg(q).arg(&reduce.partial).arg(&reduce.counter).arg(sc);
+    let blocks = spmv_blocks(n, tpr).min(REDUCE_BLOCKS) as u32;
+    g.launch(&name, l, (blocks, 1, 1), (BLOCK, 1, 1), 0)
+}
+
 /// Where the solver scalars of a device-driven iteration live in `sc`
 /// (kernels/sparse.cu `Scalar`).
 pub(crate) struct Scalar;

@@ -639,8 +639,12 @@ impl CudaOps<'_> {
         use Slot::*;
         match method {
             Method::Cg => {
-                spmv(P, Q)?;
-                step("cg_pq", &[v(P), v(Q)], None, true)?;
+                if self.dp.threads_per_row <= cuda::FUSED_PQ_MAX_TPR {
+                    cuda::spmv_pq(g, self.dp, n, self.v, &self.vecs[P as usize], &self.vecs[Q as usize], reduce, sc)?;
+                } else {
+                    spmv(P, Q)?;
+                    step("cg_pq", &[v(P), v(Q)], None, true)?;
+                }
                 let z = match self.precond {
                     Precond::None => {
                         step("cg_step", &[v(P), v(Q), v(X), v(R), None, None], Some(0), true)?;
