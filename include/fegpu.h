@@ -33,6 +33,26 @@
 // Shared-memory tile padded by one element per row (bank-conflict-free).
 #define FEGPU_VARIANT_PADDED 3
 
+#define FEGPU_ELEMENT_TRI3 1
+
+#define FEGPU_ELEMENT_QUAD4 2
+
+#define FEGPU_ELEMENT_TET4 3
+
+#define FEGPU_ELEMENT_HEX8 4
+
+// Heat conduction: one dof per node, material (k, unused).
+#define FEGPU_PROBLEM_HEAT 1
+
+// 2-D elasticity in plane stress: material (E, nu).
+#define FEGPU_PROBLEM_PLANE_STRESS 2
+
+// 2-D elasticity in plane strain: material (E, nu).
+#define FEGPU_PROBLEM_PLANE_STRAIN 3
+
+// 3-D linear elasticity: material (E, nu).
+#define FEGPU_PROBLEM_ELASTIC_3D 4
+
 #define FEGPU_DTYPE_F32 1
 
 #define FEGPU_DTYPE_F64 2
@@ -96,6 +116,9 @@ typedef uint64_t fegpu_context_t;
 
 // An array handle (0 is never valid).
 typedef uint64_t fegpu_array_t;
+
+// An element-set handle (0 is never valid).
+typedef uint64_t fegpu_fem_t;
 
 // A lattice handle (0 is never valid).
 typedef uint64_t fegpu_lattice_t;
@@ -316,6 +339,49 @@ fegpu_status fegpu_dense_transpose_host_in_place_f32(fegpu_context_t ctx,
                                                      int64_t n,
                                                      float *a,
                                                      int32_t variant);
+
+// Creates an element set of one element type (FEGPU_ELEMENT_TRI3, _QUAD4,
+// _TET4, _HEX8) for one problem (FEGPU_PROBLEM_HEAT, _PLANE_STRESS,
+// _PLANE_STRAIN, _ELASTIC_3D), kept where the context's backend works:
+// `coords` dim x n_nodes (column-major, node by node), `conn` nodes per
+// element x n_elements and `material` n_elements, both counted from
+// `index_base` (0 or 1); `props` 2 x n_materials: (k, unused) for heat,
+// (E, nu) for elasticity. `order`: Gauss-Legendre points per direction
+// (1..4) for quad4 and hex8; tri3 and tet4 have constant gradients and are
+// integrated exactly by their centroid. Node order: quad4 counter-clockwise,
+// hex8 the bottom face counter-clockwise then the top, tri3 counter-clockwise,
+// tet4 with node 4 on the side the first three see counter-clockwise.
+fegpu_status fegpu_fem_create(fegpu_context_t ctx,
+                              int32_t element,
+                              int32_t problem,
+                              int64_t n_nodes,
+                              const double *coords,
+                              int64_t n_elements,
+                              const int64_t *conn,
+                              int32_t index_base,
+                              int64_t n_materials,
+                              const double *props,
+                              const int64_t *material,
+                              int32_t order,
+                              fegpu_fem_t *fem);
+
+// Integrates every element stiffness matrix where the set lives (one
+// thread per element on the GPU). An element whose Jacobian determinant is
+// not positive fails the call with its number and nodes; the matrices of
+// an earlier call are then kept unchanged.
+fegpu_status fegpu_fem_integrate(fegpu_fem_t fem);
+
+// Entries of one packed element matrix: nd (nd + 1) / 2 with nd the
+// element's dofs (nodes x dofs per node).
+fegpu_status fegpu_fem_packed_size(fegpu_fem_t fem, int64_t *size);
+
+// Copies the element matrices to `ke` (packed size x n_elements, `len`
+// entries): for each element the upper triangle of K^e row by row, dofs
+// node-major (node a, component c at a * dofs per node + c).
+fegpu_status fegpu_fem_stiffness_download(fegpu_fem_t fem, double *ke, int64_t len);
+
+// Destroys an element set.
+fegpu_status fegpu_fem_destroy(fegpu_fem_t fem);
 
 // Creates an nx x ny x nz D3Q19 lattice storing populations as `dtype`
 // (FEGPU_DTYPE_F16, FEGPU_DTYPE_F32 or FEGPU_DTYPE_F64; f16 and f32 compute in f32), BGK relaxation time `tau` (> 0.5),

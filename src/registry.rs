@@ -23,6 +23,7 @@ pub enum Kind {
     Solver = 4,
     Lattice = 5,
     RadFields = 6,
+    ElementSet = 7,
 }
 
 impl Kind {
@@ -34,6 +35,7 @@ impl Kind {
             4 => Some(Kind::Solver),
             5 => Some(Kind::Lattice),
             6 => Some(Kind::RadFields),
+            7 => Some(Kind::ElementSet),
             _ => None,
         }
     }
@@ -45,6 +47,7 @@ impl Kind {
             Kind::Solver => "fegpu_solver_t",
             Kind::Lattice => "fegpu_lattice_t",
             Kind::RadFields => "fegpu_radfields_t",
+            Kind::ElementSet => "fegpu_fem_t",
         }
     }
 }

@@ -8,6 +8,7 @@
 pub mod array;
 pub mod context;
 pub mod dense;
+pub mod fem;
 pub mod lbm;
 pub mod pipeline;
 pub mod radfields;

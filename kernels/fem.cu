@@ -1,0 +1,191 @@
+// Element stiffness matrices by Gauss quadrature, one thread per element
+// (FEStudio's level I). src/fem/cpu.rs is the same integration on the host,
+// point for point. Output: the upper triangle of each K^e packed row by row,
+// element after element: ke[e * np + k], np = nd (nd + 1) / 2, nd = nodes x
+// dofs per node, dofs node-major (node a, component c at a * dpn + c).
+//
+// Element types: tri3 and tet4 (constant gradients: one point at the centroid
+// integrates K^e exactly, whatever the order), quad4 and hex8 (order^dim
+// tensor Gauss-Legendre points). Problems: heat conduction (dpn 1, D = k I)
+// and linear elasticity (dpn = dim; plane stress or plane strain in 2-D;
+// Voigt order xx yy [zz] xy [yz zx] with engineering shears).
+// Material m: props[2m] = k (heat) or E, props[2m + 1] = nu (elasticity).
+
+typedef long long i64;
+
+// Gauss-Legendre points and weights on [-1, 1], orders 1..4, by order.
+__constant__ double GL_X[4][4] = {{0.0, 0, 0, 0},
+                                  {-0.57735026918962576451, 0.57735026918962576451, 0, 0},
+                                  {-0.77459666924148337704, 0.0, 0.77459666924148337704, 0},
+                                  {-0.86113631159405257522, -0.33998104358485626480, 0.33998104358485626480,
+                                   0.86113631159405257522}};
+__constant__ double GL_W[4][4] = {{2.0, 0, 0, 0},
+                                  {1.0, 1.0, 0, 0},
+                                  {0.55555555555555555556, 0.88888888888888888889, 0.55555555555555555556, 0},
+                                  {0.34785484513745385737, 0.65214515486254614263, 0.65214515486254614263,
+                                   0.34785484513745385737}};
+
+// dN_a/dxi_c at natural point xi, for NN nodes in DIM dimensions.
+template <int NN, int DIM>
+__device__ void shape_gradients(const double* xi, double (*dn)[3]) {
+    if (NN == DIM + 1) {  // linear simplex: N_0 = 1 - sum xi, N_a = xi_(a-1)
+        for (int c = 0; c < DIM; ++c) {
+            dn[0][c] = -1.0;
+            for (int a = 1; a < NN; ++a) dn[a][c] = (a - 1 == c) ? 1.0 : 0.0;
+        }
+    } else if (DIM == 2) {  // quad4, counter-clockwise from (-1, -1)
+        const double sx[4] = {-1, 1, 1, -1}, sy[4] = {-1, -1, 1, 1};
+        for (int a = 0; a < 4; ++a) {
+            dn[a][0] = 0.25 * sx[a] * (1 + sy[a] * xi[1]);
+            dn[a][1] = 0.25 * sy[a] * (1 + sx[a] * xi[0]);
+        }
+    } else {  // hex8: the bottom face counter-clockwise from (-1, -1, -1), then the top
+        const double sx[8] = {-1, 1, 1, -1, -1, 1, 1, -1}, sy[8] = {-1, -1, 1, 1, -1, -1, 1, 1},
+                     sz[8] = {-1, -1, -1, -1, 1, 1, 1, 1};
+        for (int a = 0; a < 8; ++a) {
+            dn[a][0] = 0.125 * sx[a] * (1 + sy[a] * xi[1]) * (1 + sz[a] * xi[2]);
+            dn[a][1] = 0.125 * sy[a] * (1 + sx[a] * xi[0]) * (1 + sz[a] * xi[2]);
+            dn[a][2] = 0.125 * sz[a] * (1 + sx[a] * xi[0]) * (1 + sy[a] * xi[1]);
+        }
+    }
+}
+
+// The stress-strain (or conductivity) matrix, NS x NS.
+template <int DIM, int DPN>
+__device__ void material_matrix(double p0, double p1, int plane_strain, double (*d)[6]) {
+    constexpr int NS = DPN == 1 ? DIM : (DIM == 2 ? 3 : 6);
+    for (int i = 0; i < NS; ++i)
+        for (int j = 0; j < NS; ++j) d[i][j] = 0.0;
+    if (DPN == 1) {
+        for (int i = 0; i < DIM; ++i) d[i][i] = p0;
+    } else if (DIM == 2) {
+        const double e = p0, nu = p1;
+        const double f = plane_strain ? e / ((1 + nu) * (1 - 2 * nu)) : e / (1 - nu * nu);
+        const double a = plane_strain ? 1 - nu : 1.0;
+        d[0][0] = d[1][1] = f * a;
+        d[0][1] = d[1][0] = f * nu;
+        d[2][2] = plane_strain ? f * (1 - 2 * nu) / 2 : f * (1 - nu) / 2;
+    } else {
+        const double e = p0, nu = p1;
+        const double lambda = e * nu / ((1 + nu) * (1 - 2 * nu)), mu = e / (2 * (1 + nu));
+        for (int i = 0; i < 3; ++i) {
+            for (int j = 0; j < 3; ++j) d[i][j] = lambda;
+            d[i][i] = lambda + 2 * mu;
+            d[i + 3][i + 3] = mu;
+        }
+    }
+}
+
+// Row s of B for dof (a, c), given the physical gradients g[a][0..DIM).
+template <int DIM, int DPN>
+__device__ double b_entry(int s, int c, const double* g) {
+    if (DPN == 1) return g[s];
+    if (DIM == 2) {
+        if (s < 2) return s == c ? g[c] : 0.0;
+        return g[1 - c];  // xy: dN/dy for u, dN/dx for v
+    }
+    if (s < 3) return s == c ? g[c] : 0.0;
+    // shears xy, yz, zx: pairs (0,1), (1,2), (2,0)
+    const int p = s - 3, i = p, j = (p + 1) % 3;
+    return c == i ? g[j] : (c == j ? g[i] : 0.0);
+}
+
+template <int NN, int DIM, int DPN>
+__device__ void stiffness(i64 ne, const double* __restrict__ x, const int* __restrict__ conn,
+                          const int* __restrict__ material, const double* __restrict__ props, int plane_strain,
+                          int order, double* __restrict__ ke, int* bad) {
+    constexpr int ND = NN * DPN, NP = ND * (ND + 1) / 2;
+    constexpr int NS = DPN == 1 ? DIM : (DIM == 2 ? 3 : 6);
+    constexpr bool SIMPLEX = NN == DIM + 1;
+    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= ne) return;
+    double xe[NN][3];
+    for (int a = 0; a < NN; ++a)
+        for (int c = 0; c < DIM; ++c) xe[a][c] = x[(i64)DIM * conn[e * NN + a] + c];
+    const int m = material[e];
+    double d[6][6];
+    material_matrix<DIM, DPN>(props[2 * m], props[2 * m + 1], plane_strain, d);
+    double k[NP];
+    for (int i = 0; i < NP; ++i) k[i] = 0.0;
+    const int q = SIMPLEX ? 1 : order;
+    const int points = DIM == 2 ? q * q : q * q * q;
+    for (int gp = 0; gp < points; ++gp) {
+        double xi[3], w;
+        if (SIMPLEX) {
+            for (int c = 0; c < DIM; ++c) xi[c] = 1.0 / (DIM + 1);
+            w = DIM == 2 ? 0.5 : 1.0 / 6.0;
+        } else {
+            const int i0 = gp % q, i1 = (gp / q) % q, i2 = gp / (q * q);
+            xi[0] = GL_X[q - 1][i0];
+            xi[1] = GL_X[q - 1][i1];
+            xi[2] = DIM == 3 ? GL_X[q - 1][i2] : 0.0;
+            w = GL_W[q - 1][i0] * GL_W[q - 1][i1] * (DIM == 3 ? GL_W[q - 1][i2] : 1.0);
+        }
+        double dn[NN][3];
+        shape_gradients<NN, DIM>(xi, dn);
+        double j[3][3];  // j[r][c] = dx_c / dxi_r
+        for (int r = 0; r < DIM; ++r)
+            for (int c = 0; c < DIM; ++c) {
+                j[r][c] = 0.0;
+                for (int a = 0; a < NN; ++a) j[r][c] += dn[a][r] * xe[a][c];
+            }
+        double det, inv[3][3];
+        if (DIM == 2) {
+            det = j[0][0] * j[1][1] - j[0][1] * j[1][0];
+            inv[0][0] = j[1][1] / det;
+            inv[0][1] = -j[0][1] / det;
+            inv[1][0] = -j[1][0] / det;
+            inv[1][1] = j[0][0] / det;
+        } else {
+            det = j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1]) - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0]) +
+                  j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0]);
+            for (int r = 0; r < 3; ++r)
+                for (int c = 0; c < 3; ++c) {
+                    const int r1 = (r + 1) % 3, r2 = (r + 2) % 3, c1 = (c + 1) % 3, c2 = (c + 2) % 3;
+                    inv[c][r] = (j[r1][c1] * j[r2][c2] - j[r1][c2] * j[r2][c1]) / det;  // cofactor transpose
+                }
+        }
+        if (!(det > 0.0)) {  // inverted or degenerate (or NaN coordinates)
+            atomicMin(bad, (int)e);
+            return;
+        }
+        // physical gradients g[a][c] = sum_r inv[c][r] dn[a][r]  (J^-1 maps natural to physical)
+        double g[NN][3];
+        for (int a = 0; a < NN; ++a)
+            for (int c = 0; c < DIM; ++c) {
+                g[a][c] = 0.0;
+                for (int r = 0; r < DIM; ++r) g[a][c] += inv[c][r] * dn[a][r];
+            }
+        const double f = w * det;
+        int idx = 0;
+        for (int p = 0; p < ND; ++p) {
+            const int a = p / DPN, c = p % DPN;
+            double db[NS];  // row p of B^T D
+            for (int t = 0; t < NS; ++t) {
+                db[t] = 0.0;
+                for (int s = 0; s < NS; ++s) db[t] += b_entry<DIM, DPN>(s, c, g[a]) * d[s][t];
+            }
+            for (int r = p; r < ND; ++r, ++idx) {
+                const int b = r / DPN, cb = r % DPN;
+                double v = 0.0;
+                for (int t = 0; t < NS; ++t) v += db[t] * b_entry<DIM, DPN>(t, cb, g[b]);
+                k[idx] += f * v;
+            }
+        }
+    }
+    for (int i = 0; i < NP; ++i) ke[e * NP + i] = k[i];
+}
+
+#define STIFFNESS(NAME, NN, DIM, DPN)                                                                            \
+    extern "C" __global__ void __launch_bounds__(128) NAME(i64 ne, const double* x, const int* conn,             \
+        const int* material, const double* props, int plane_strain, int order, double* ke, int* bad) {          \
+        stiffness<NN, DIM, DPN>(ne, x, conn, material, props, plane_strain, order, ke, bad);                    \
+    }
+STIFFNESS(stiffness_tri3_heat, 3, 2, 1)
+STIFFNESS(stiffness_quad4_heat, 4, 2, 1)
+STIFFNESS(stiffness_tet4_heat, 4, 3, 1)
+STIFFNESS(stiffness_hex8_heat, 8, 3, 1)
+STIFFNESS(stiffness_tri3_elastic, 3, 2, 2)
+STIFFNESS(stiffness_quad4_elastic, 4, 2, 2)
+STIFFNESS(stiffness_tet4_elastic, 4, 3, 3)
+STIFFNESS(stiffness_hex8_elastic, 8, 3, 3)

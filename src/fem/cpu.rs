@@ -1,0 +1,193 @@
+//! The host reference of `kernels/fem.cu`: the same quadrature, point for
+//! point, in plain loops.
+
+use super::{Element, ElementSet, Problem};
+
+/// Gauss-Legendre points and weights on [-1, 1] of `order` (1..=4).
+pub fn gauss_legendre(order: usize) -> (&'static [f64], &'static [f64]) {
+    const X: [&[f64]; 4] = [
+        &[0.0],
+        &[-0.577_350_269_189_625_8, 0.577_350_269_189_625_8],
+        &[-0.774_596_669_241_483_4, 0.0, 0.774_596_669_241_483_4],
+        &[-0.861_136_311_594_052_6, -0.339_981_043_584_856_3, 0.339_981_043_584_856_3, 0.861_136_311_594_052_6],
+    ];
+    const W: [&[f64]; 4] = [
+        &[2.0],
+        &[1.0, 1.0],
+        &[0.555_555_555_555_555_6, 0.888_888_888_888_888_9, 0.555_555_555_555_555_6],
+        &[0.347_854_845_137_453_9, 0.652_145_154_862_546_1, 0.652_145_154_862_546_1, 0.347_854_845_137_453_9],
+    ];
+    (X[order - 1], W[order - 1])
+}
+
+/// dN_a/dxi at natural point `xi`.
+pub fn shape_gradients(t: Element, xi: [f64; 3]) -> Vec<[f64; 3]> {
+    match t {
+        Element::Tri3 | Element::Tet4 => {
+            let dim = t.dim();
+            let mut dn = vec![[0.0; 3]; dim + 1];
+            for c in 0..dim {
+                dn[0][c] = -1.0;
+                dn[c + 1][c] = 1.0;
+            }
+            dn
+        }
+        Element::Quad4 => {
+            let (sx, sy) = ([-1.0, 1.0, 1.0, -1.0], [-1.0, -1.0, 1.0, 1.0]);
+            (0..4).map(|a| [0.25 * sx[a] * (1.0 + sy[a] * xi[1]), 0.25 * sy[a] * (1.0 + sx[a] * xi[0]), 0.0]).collect()
+        }
+        Element::Hex8 => {
+            let sx = [-1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0];
+            let sy = [-1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0];
+            let sz = [-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0, 1.0];
+            (0..8)
+                .map(|a| {
+                    let (fx, fy, fz) = (1.0 + sx[a] * xi[0], 1.0 + sy[a] * xi[1], 1.0 + sz[a] * xi[2]);
+                    [0.125 * sx[a] * fy * fz, 0.125 * sy[a] * fx * fz, 0.125 * sz[a] * fx * fy]
+                })
+                .collect()
+        }
+    }
+}
+
+/// The quadrature points (natural coordinates, weight) of an element type.
+pub fn points(t: Element, order: usize) -> Vec<([f64; 3], f64)> {
+    let dim = t.dim();
+    if t.is_simplex() {
+        // constant gradients: the centroid integrates K^e exactly
+        let c = 1.0 / (dim + 1) as f64;
+        let w = if dim == 2 { 0.5 } else { 1.0 / 6.0 };
+        return vec![([c, c, if dim == 3 { c } else { 0.0 }], w)];
+    }
+    let (x, w) = gauss_legendre(order);
+    let q = order;
+    let count = if dim == 2 { q * q } else { q * q * q };
+    (0..count)
+        .map(|gp| {
+            let (i0, i1, i2) = (gp % q, (gp / q) % q, gp / (q * q));
+            let xi = [x[i0], x[i1], if dim == 3 { x[i2] } else { 0.0 }];
+            (xi, w[i0] * w[i1] * if dim == 3 { w[i2] } else { 1.0 })
+        })
+        .collect()
+}
+
+/// The stress-strain (or conductivity) matrix.
+pub fn material_matrix(problem: Problem, dim: usize, p: [f64; 2]) -> Vec<Vec<f64>> {
+    let ns = problem.stress_components(dim);
+    let mut d = vec![vec![0.0; ns]; ns];
+    let (e, nu) = (p[0], p[1]);
+    match (problem, dim) {
+        (Problem::Heat, _) => (0..dim).for_each(|i| d[i][i] = p[0]),
+        (Problem::PlaneStress, _) => {
+            let f = e / (1.0 - nu * nu);
+            (d[0][0], d[1][1], d[0][1], d[1][0], d[2][2]) = (f, f, f * nu, f * nu, f * (1.0 - nu) / 2.0);
+        }
+        (Problem::PlaneStrain, _) => {
+            let f = e / ((1.0 + nu) * (1.0 - 2.0 * nu));
+            let a = f * (1.0 - nu);
+            (d[0][0], d[1][1], d[0][1], d[1][0], d[2][2]) = (a, a, f * nu, f * nu, f * (1.0 - 2.0 * nu) / 2.0);
+        }
+        (Problem::Elastic3d, _) => {
+            let (lambda, mu) = (e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)), e / (2.0 * (1.0 + nu)));
+            for i in 0..3 {
+                for j in 0..3 {
+                    d[i][j] = lambda;
+                }
+                d[i][i] = lambda + 2.0 * mu;
+                d[i + 3][i + 3] = mu;
+            }
+        }
+    }
+    d
+}
+
+/// Row s of B for component c of a node with physical gradient g.
+fn b_entry(problem: Problem, dim: usize, s: usize, c: usize, g: &[f64; 3]) -> f64 {
+    if problem == Problem::Heat {
+        return g[s];
+    }
+    if s < dim {
+        return if s == c { g[c] } else { 0.0 };
+    }
+    if dim == 2 {
+        return g[1 - c];
+    }
+    let (i, j) = (s - 3, (s - 2) % 3);
+    if c == i {
+        g[j]
+    } else if c == j {
+        g[i]
+    } else {
+        0.0
+    }
+}
+
+/// K^e of element `e`, packed upper triangle row by row; Err(e) when its
+/// Jacobian determinant is not positive at a quadrature point.
+pub fn element_stiffness(set: &ElementSet, e: usize) -> Result<Vec<f64>, usize> {
+    let (t, problem, dim) = (set.element, set.problem, set.element.dim());
+    let (nn, dpn) = (t.nodes(), problem.dofs_per_node(dim));
+    let nd = nn * dpn;
+    let ns = problem.stress_components(dim);
+    let xe: Vec<[f64; 3]> = (0..nn)
+        .map(|a| {
+            let node = set.conn[e * nn + a] as usize;
+            std::array::from_fn(|c| if c < dim { set.coords[dim * node + c] } else { 0.0 })
+        })
+        .collect();
+    let m = set.material[e] as usize;
+    let d = material_matrix(problem, dim, [set.props[2 * m], set.props[2 * m + 1]]);
+    let mut k = vec![0.0; nd * (nd + 1) / 2];
+    for (xi, w) in points(t, set.order) {
+        let dn = shape_gradients(t, xi);
+        let mut j = [[0.0; 3]; 3];
+        for r in 0..dim {
+            for c in 0..dim {
+                j[r][c] = (0..nn).map(|a| dn[a][r] * xe[a][c]).sum();
+            }
+        }
+        let mut inv = [[0.0; 3]; 3];
+        let det = if dim == 2 {
+            let det = j[0][0] * j[1][1] - j[0][1] * j[1][0];
+            inv[0] = [j[1][1] / det, -j[0][1] / det, 0.0];
+            inv[1] = [-j[1][0] / det, j[0][0] / det, 0.0];
+            det
+        } else {
+            let det = j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1]) - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0])
+                + j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0]);
+            for r in 0..3 {
+                for c in 0..3 {
+                    let (r1, r2, c1, c2) = ((r + 1) % 3, (r + 2) % 3, (c + 1) % 3, (c + 2) % 3);
+                    inv[c][r] = (j[r1][c1] * j[r2][c2] - j[r1][c2] * j[r2][c1]) / det;
+                }
+            }
+            det
+        };
+        if !(det > 0.0) {
+            return Err(e);
+        }
+        let g: Vec<[f64; 3]> = (0..nn).map(|a| std::array::from_fn(|c| (0..dim).map(|r| inv[c][r] * dn[a][r]).sum())).collect();
+        let f = w * det;
+        let mut idx = 0;
+        for p in 0..nd {
+            let (a, c) = (p / dpn, p % dpn);
+            let db: Vec<f64> = (0..ns).map(|t| (0..ns).map(|s| b_entry(problem, dim, s, c, &g[a]) * d[s][t]).sum()).collect();
+            for r in p..nd {
+                let (b, cb) = (r / dpn, r % dpn);
+                let v: f64 = (0..ns).map(|t| db[t] * b_entry(problem, dim, t, cb, &g[b])).sum();
+                k[idx] += f * v;
+                idx += 1;
+            }
+        }
+    }
+    Ok(k)
+}
+
+/// Every element's K^e into `ke` (element after element); Err(first bad element).
+pub fn stiffness(set: &ElementSet, ke: &mut [f64]) -> Result<(), usize> {
+    let np = set.packed_len();
+    for e in 0..set.elements {
+        ke[e * np..(e + 1) * np].copy_from_slice(&element_stiffness(set, e)?);
+    }
+    Ok(())
+}

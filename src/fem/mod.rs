@@ -1,0 +1,295 @@
+//! Finite-element sets on the device: nodes, connectivity and materials of
+//! one element type, and their element stiffness matrices integrated by Gauss
+//! quadrature where the set lives (`cpu.rs` the reference, `cuda.rs` with
+//! kernels/fem.cu side by side). K^e is kept in symmetric packed storage:
+//! the upper triangle row by row, dofs node-major.
+
+pub mod cpu;
+pub mod cuda;
+
+use crate::array::Buffer;
+use crate::context::Context;
+use crate::error::{positive, Error, Result};
+use crate::registry::{Handle, Kind, Object};
+use std::sync::{Arc, Mutex};
+
+pub const FEGPU_ELEMENT_TRI3: i32 = 1;
+pub const FEGPU_ELEMENT_QUAD4: i32 = 2;
+pub const FEGPU_ELEMENT_TET4: i32 = 3;
+pub const FEGPU_ELEMENT_HEX8: i32 = 4;
+/// Heat conduction: one dof per node, material (k, unused).
+pub const FEGPU_PROBLEM_HEAT: i32 = 1;
+/// 2-D elasticity in plane stress: material (E, nu).
+pub const FEGPU_PROBLEM_PLANE_STRESS: i32 = 2;
+/// 2-D elasticity in plane strain: material (E, nu).
+pub const FEGPU_PROBLEM_PLANE_STRAIN: i32 = 3;
+/// 3-D linear elasticity: material (E, nu).
+pub const FEGPU_PROBLEM_ELASTIC_3D: i32 = 4;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Element {
+    Tri3,
+    Quad4,
+    Tet4,
+    Hex8,
+}
+
+impl Element {
+    pub fn from_code(c: i32) -> Result<Element> {
+        Ok(match c {
+            FEGPU_ELEMENT_TRI3 => Element::Tri3,
+            FEGPU_ELEMENT_QUAD4 => Element::Quad4,
+            FEGPU_ELEMENT_TET4 => Element::Tet4,
+            FEGPU_ELEMENT_HEX8 => Element::Hex8,
+            _ => {
+                return Err(Error::invalid(format!(
+                    "element = {c}: expected FEGPU_ELEMENT_TRI3 (1), _QUAD4 (2), _TET4 (3) or _HEX8 (4)"
+                )))
+            }
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Element::Tri3 => "tri3",
+            Element::Quad4 => "quad4",
+            Element::Tet4 => "tet4",
+            Element::Hex8 => "hex8",
+        }
+    }
+    pub fn dim(self) -> usize {
+        match self {
+            Element::Tri3 | Element::Quad4 => 2,
+            Element::Tet4 | Element::Hex8 => 3,
+        }
+    }
+    pub fn nodes(self) -> usize {
+        match self {
+            Element::Tri3 => 3,
+            Element::Quad4 | Element::Tet4 => 4,
+            Element::Hex8 => 8,
+        }
+    }
+    pub fn is_simplex(self) -> bool {
+        self.nodes() == self.dim() + 1
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Problem {
+    Heat,
+    PlaneStress,
+    PlaneStrain,
+    Elastic3d,
+}
+
+impl Problem {
+    pub fn from_code(c: i32) -> Result<Problem> {
+        Ok(match c {
+            FEGPU_PROBLEM_HEAT => Problem::Heat,
+            FEGPU_PROBLEM_PLANE_STRESS => Problem::PlaneStress,
+            FEGPU_PROBLEM_PLANE_STRAIN => Problem::PlaneStrain,
+            FEGPU_PROBLEM_ELASTIC_3D => Problem::Elastic3d,
+            _ => {
+                return Err(Error::invalid(format!(
+                    "problem = {c}: expected FEGPU_PROBLEM_HEAT (1), _PLANE_STRESS (2), _PLANE_STRAIN (3) or _ELASTIC_3D (4)"
+                )))
+            }
+        })
+    }
+    pub fn dofs_per_node(self, dim: usize) -> usize {
+        if self == Problem::Heat {
+            1
+        } else {
+            dim
+        }
+    }
+    /// Rows of B: gradient components (heat) or Voigt strains.
+    pub fn stress_components(self, dim: usize) -> usize {
+        match self {
+            Problem::Heat => dim,
+            Problem::PlaneStress | Problem::PlaneStrain => 3,
+            Problem::Elastic3d => 6,
+        }
+    }
+}
+
+/// Where the set's arrays live on the device.
+pub struct DeviceSet {
+    pub coords: crate::gpu::DeviceBuffer<f64>,
+    pub conn: crate::gpu::DeviceBuffer<i32>,
+    pub material: crate::gpu::DeviceBuffer<i32>,
+    pub props: crate::gpu::DeviceBuffer<f64>,
+}
+
+/// An element set. Host copies of the (validated) input are kept for the
+/// CPU backend and for messages; the device holds its own.
+pub struct ElementSet {
+    pub ctx: Arc<Context>,
+    pub element: Element,
+    pub problem: Problem,
+    pub nodes: usize,
+    pub elements: usize,
+    pub order: usize,
+    /// dim x nodes
+    pub coords: Vec<f64>,
+    /// nodes per element x elements, 0-based
+    pub conn: Vec<i32>,
+    /// per element, 0-based
+    pub material: Vec<i32>,
+    /// 2 x materials
+    pub props: Vec<f64>,
+    pub device: Option<DeviceSet>,
+    /// The element stiffness matrices once integrated (packed_len x elements).
+    stiffness: Mutex<Option<Buffer<f64>>>,
+}
+
+impl Object for ElementSet {
+    const KIND: Kind = Kind::ElementSet;
+}
+
+pub fn get(h: Handle, arg: &str) -> Result<Arc<ElementSet>> {
+    crate::registry::get::<ElementSet>(h, arg)
+}
+
+/// Validated 0-based indices below `limit` from the caller's `base`.
+fn indices(name: &str, caller: &[i64], base: i64, limit: usize, per: usize, what: &str) -> Result<Vec<i32>> {
+    caller
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let z = v - base;
+            if z < 0 || z >= limit as i64 {
+                let at = if per > 1 { format!("({}, {})", i % per + 1, i / per + 1) } else { format!("({})", i + 1) };
+                Err(Error::invalid(format!(
+                    "{name}{at} = {v}: {what} index out of range {base}..{} (index base {base})",
+                    limit as i64 + base - 1
+                )))
+            } else {
+                Ok(z as i32)
+            }
+        })
+        .collect()
+}
+
+impl ElementSet {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(ctx: Arc<Context>, element: Element, problem: Problem, nodes: i64, coords: &[f64], elements: i64, conn: &[i64], index_base: i32, props: &[f64], material: &[i64], order: i32) -> Result<ElementSet> {
+        let dim = element.dim();
+        let (nodes, elements) = (positive("n_nodes", nodes)?, positive("n_elements", elements)?);
+        if (problem == Problem::Elastic3d) != (dim == 3) && problem != Problem::Heat {
+            return Err(Error::invalid(format!("problem {problem:?} does not fit {}-D {} elements", dim, element.name())));
+        }
+        if !(1..=4).contains(&order) {
+            return Err(Error::invalid(format!("order = {order}: Gauss-Legendre orders 1 to 4 are available")));
+        }
+        if index_base != 0 && index_base != 1 {
+            return Err(Error::invalid(format!("index_base = {index_base}: expected 0 or 1")));
+        }
+        if nodes >= i32::MAX as usize || elements.saturating_mul(element.nodes()) >= i32::MAX as usize {
+            return Err(Error::new(crate::FEGPU_ERR_UNSUPPORTED, "element sets of 2^31 nodes or connectivity entries"));
+        }
+        if coords.len() != dim * nodes || conn.len() != element.nodes() * elements || material.len() != elements || props.is_empty() || props.len() % 2 != 0 {
+            return Err(Error::size("coords, conn, material or props do not match the sizes"));
+        }
+        if let Some(i) = coords.iter().position(|c| !c.is_finite()) {
+            return Err(Error::invalid(format!("coords({}, {}) = {}: not finite", i % dim + 1, i / dim + 1, coords[i])));
+        }
+        for (m, p) in props.chunks(2).enumerate() {
+            let ok = match problem {
+                Problem::Heat => p[0] > 0.0 && p[0].is_finite(),
+                _ => p[0] > 0.0 && p[0].is_finite() && p[1] > -1.0 && p[1] < 0.5,
+            };
+            if !ok {
+                let need = if problem == Problem::Heat { "k > 0" } else { "E > 0 and -1 < nu < 0.5" };
+                return Err(Error::invalid(format!("props(:, {}) = ({}, {}): material {} needs {need}", m + 1, p[0], p[1], m + 1)));
+            }
+        }
+        let conn = indices("conn", conn, index_base as i64, nodes, element.nodes(), "node")?;
+        let material = indices("material", material, index_base as i64, props.len() / 2, 1, "material")?;
+        let device = match ctx.gpu() {
+            None => None,
+            Some(g) => Some(DeviceSet {
+                coords: crate::sparse::cuda::upload(g, coords)?,
+                conn: crate::sparse::cuda::upload(g, &conn)?,
+                material: crate::sparse::cuda::upload(g, &material)?,
+                props: crate::sparse::cuda::upload(g, props)?,
+            }),
+        };
+        Ok(ElementSet {
+            ctx,
+            element,
+            problem,
+            nodes,
+            elements,
+            order: order as usize,
+            coords: coords.to_vec(),
+            conn,
+            material,
+            props: props.to_vec(),
+            device,
+            stiffness: Mutex::new(None),
+        })
+    }
+
+    /// Dofs of one element.
+    pub fn element_dofs(&self) -> usize {
+        self.element.nodes() * self.problem.dofs_per_node(self.element.dim())
+    }
+
+    /// Entries of one packed K^e.
+    pub fn packed_len(&self) -> usize {
+        let nd = self.element_dofs();
+        nd * (nd + 1) / 2
+    }
+
+    fn bad_element(&self, e: usize) -> Error {
+        let nodes: Vec<String> = self.conn[e * self.element.nodes()..(e + 1) * self.element.nodes()].iter().map(|n| (n + 1).to_string()).collect();
+        Error::invalid(format!(
+            "element {} ({}, nodes {} counted from 1): the Jacobian determinant is not positive (inverted or degenerate element)",
+            e + 1,
+            self.element.name(),
+            nodes.join(" ")
+        ))
+    }
+
+    /// Integrates every K^e where the set lives. A bad element fails the
+    /// call and leaves the previous matrices as they were.
+    pub fn integrate(&self) -> Result<()> {
+        let total = self.packed_len() * self.elements;
+        let fresh = match (self.ctx.gpu(), &self.device) {
+            (None, _) => {
+                let mut ke = vec![f64::NAN; total];
+                cpu::stiffness(self, &mut ke).map_err(|e| self.bad_element(e))?;
+                Buffer::Host(ke)
+            }
+            (Some(g), Some(d)) => Buffer::Device(cuda::stiffness(g, self, d, total).map_err(|e| match e {
+                cuda::Failure::Element(e) => self.bad_element(e),
+                cuda::Failure::Other(e) => e,
+            })?),
+            (Some(_), None) => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "element set without device arrays")),
+        };
+        *self.stiffness.lock().unwrap_or_else(|p| p.into_inner()) = Some(fresh);
+        Ok(())
+    }
+
+    /// The packed element matrices (packed_len x elements).
+    pub fn download_stiffness(&self, out: &mut [f64]) -> Result<()> {
+        let total = self.packed_len() * self.elements;
+        if out.len() != total {
+            return Err(Error::size(format!(
+                "ke has {} elements; {} packed entries x {} elements = {total} are needed",
+                out.len(),
+                self.packed_len(),
+                self.elements
+            )));
+        }
+        match &*self.stiffness.lock().unwrap_or_else(|p| p.into_inner()) {
+            None => Err(Error::invalid("no element matrices yet: call fegpu_fem_integrate first")),
+            Some(Buffer::Host(h)) => {
+                out.copy_from_slice(h);
+                Ok(())
+            }
+            Some(Buffer::Device(d)) => self.ctx.gpu().expect("device buffer without a GPU").download(d, 0, out),
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! C ABI of finite-element sets (src/fem).
+
+use super::{fegpu_context_t, guard, host_in, host_out, out_param};
+use crate::context;
+use crate::error::fegpu_status;
+use crate::fem::{self, Element, ElementSet, Problem};
+use crate::registry;
+use std::sync::Arc;
+
+/// An element-set handle (0 is never valid).
+#[allow(non_camel_case_types)]
+pub type fegpu_fem_t = u64;
+
+/// Creates an element set of one element type (FEGPU_ELEMENT_TRI3, _QUAD4,
+/// _TET4, _HEX8) for one problem (FEGPU_PROBLEM_HEAT, _PLANE_STRESS,
+/// _PLANE_STRAIN, _ELASTIC_3D), kept where the context's backend works:
+/// `coords` dim x n_nodes (column-major, node by node), `conn` nodes per
+/// element x n_elements and `material` n_elements, both counted from
+/// `index_base` (0 or 1); `props` 2 x n_materials: (k, unused) for heat,
+/// (E, nu) for elasticity. `order`: Gauss-Legendre points per direction
+/// (1..4) for quad4 and hex8; tri3 and tet4 have constant gradients and are
+/// integrated exactly by their centroid. Node order: quad4 counter-clockwise,
+/// hex8 the bottom face counter-clockwise then the top, tri3 counter-clockwise,
+/// tet4 with node 4 on the side the first three see counter-clockwise.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_create(
+    ctx: fegpu_context_t,
+    element: i32,
+    problem: i32,
+    n_nodes: i64,
+    coords: *const f64,
+    n_elements: i64,
+    conn: *const i64,
+    index_base: i32,
+    n_materials: i64,
+    props: *const f64,
+    material: *const i64,
+    order: i32,
+    fem: *mut fegpu_fem_t,
+) -> fegpu_status {
+    guard(|| {
+        let out = out_param(fem, "fem")?;
+        let c = context::get(ctx, "ctx")?;
+        let (element, problem) = (Element::from_code(element)?, Problem::from_code(problem)?);
+        let nodes = crate::error::positive("n_nodes", n_nodes)?;
+        let elements = crate::error::positive("n_elements", n_elements)?;
+        let materials = crate::error::positive("n_materials", n_materials)?;
+        let coords = host_in(coords, element.dim() * nodes, "coords")?;
+        let conn = host_in(conn, element.nodes() * elements, "conn")?;
+        let props = host_in(props, 2 * materials, "props")?;
+        let material = host_in(material, elements, "material")?;
+        let set = ElementSet::new(c, element, problem, n_nodes, coords, n_elements, conn, index_base, props, material, order)?;
+        *out = registry::insert(Arc::new(set), ctx);
+        Ok(())
+    })
+}
+
+/// Integrates every element stiffness matrix where the set lives (one
+/// thread per element on the GPU). An element whose Jacobian determinant is
+/// not positive fails the call with its number and nodes; the matrices of
+/// an earlier call are then kept unchanged.
+#[no_mangle]
+pub extern "C" fn fegpu_fem_integrate(fem: fegpu_fem_t) -> fegpu_status {
+    guard(|| fem::get(fem, "fem")?.integrate())
+}
+
+/// Entries of one packed element matrix: nd (nd + 1) / 2 with nd the
+/// element's dofs (nodes x dofs per node).
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_packed_size(fem: fegpu_fem_t, size: *mut i64) -> fegpu_status {
+    guard(|| {
+        let out = out_param(size, "size")?;
+        *out = fem::get(fem, "fem")?.packed_len() as i64;
+        Ok(())
+    })
+}
+
+/// Copies the element matrices to `ke` (packed size x n_elements, `len`
+/// entries): for each element the upper triangle of K^e row by row, dofs
+/// node-major (node a, component c at a * dofs per node + c).
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_stiffness_download(fem: fegpu_fem_t, ke: *mut f64, len: i64) -> fegpu_status {
+    guard(|| {
+        let set = fem::get(fem, "fem")?;
+        let n = crate::error::positive("len", len)?;
+        set.download_stiffness(host_out(ke, n, "ke")?)
+    })
+}
+
+/// Destroys an element set.
+#[no_mangle]
+pub extern "C" fn fegpu_fem_destroy(fem: fegpu_fem_t) -> fegpu_status {
+    guard(|| registry::remove::<ElementSet>(fem, "fem"))
+}

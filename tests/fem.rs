@@ -1,0 +1,299 @@
+//! Element sets and element-matrix integration: the backend against the CPU
+//! reference on random distorted elements, a textbook matrix, rigid-body
+//! modes in the null space, patch tests (a linear field gives no force at an
+//! interior node of a distorted patch), and bad input.
+
+mod common;
+use common::*;
+use fegpu::ffi::context::fegpu_context_destroy;
+use fegpu::ffi::fegpu_context_t;
+use fegpu::ffi::fem::*;
+use fegpu::*;
+
+const TYPES: [(i32, usize, usize); 4] = [(FEGPU_ELEMENT_TRI3, 2, 3), (FEGPU_ELEMENT_QUAD4, 2, 4), (FEGPU_ELEMENT_TET4, 3, 4), (FEGPU_ELEMENT_HEX8, 3, 8)];
+
+/// The reference element's nodes (kernels/fem.cu's node order).
+fn reference_nodes(element: i32) -> Vec<[f64; 3]> {
+    match element {
+        FEGPU_ELEMENT_TRI3 => vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
+        FEGPU_ELEMENT_QUAD4 => vec![[-1.0, -1.0, 0.0], [1.0, -1.0, 0.0], [1.0, 1.0, 0.0], [-1.0, 1.0, 0.0]],
+        FEGPU_ELEMENT_TET4 => vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+        _ => (0..8).map(|a| [if (a & 3) == 1 || (a & 3) == 2 { 1.0 } else { -1.0 }, if (a & 3) >= 2 { 1.0 } else { -1.0 }, if a >= 4 { 1.0 } else { -1.0 }]).collect(),
+    }
+}
+
+fn problems(dim: usize) -> Vec<i32> {
+    if dim == 2 {
+        vec![FEGPU_PROBLEM_HEAT, FEGPU_PROBLEM_PLANE_STRESS, FEGPU_PROBLEM_PLANE_STRAIN]
+    } else {
+        vec![FEGPU_PROBLEM_HEAT, FEGPU_PROBLEM_ELASTIC_3D]
+    }
+}
+
+struct Set {
+    h: fegpu_fem_t,
+    packed: usize,
+    elements: usize,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn create(ctx: fegpu_context_t, element: i32, problem: i32, coords: &[f64], dim: usize, conn: &[i64], props: &[f64], material: &[i64], order: i32) -> Set {
+    let (nodes, elements) = (coords.len() / dim, material.len());
+    let mut h = 0;
+    let st = unsafe {
+        fegpu_fem_create(ctx, element, problem, nodes as i64, coords.as_ptr(), elements as i64, conn.as_ptr(), 1, (props.len() / 2) as i64, props.as_ptr(), material.as_ptr(), order, &mut h)
+    };
+    assert_eq!(st, FEGPU_OK, "{}", last_message());
+    let mut packed = 0;
+    ok(unsafe { fegpu_fem_packed_size(h, &mut packed) });
+    Set { h, packed: packed as usize, elements }
+}
+
+fn stiffness(s: &Set) -> Vec<f64> {
+    ok(fegpu_fem_integrate(s.h));
+    let mut ke = vec![f64::NAN; s.packed * s.elements]; // poisoned
+    ok(unsafe { fegpu_fem_stiffness_download(s.h, ke.as_mut_ptr(), ke.len() as i64) });
+    ke
+}
+
+/// Element e's full K^e from the packed upper triangle.
+fn unpack(ke: &[f64], packed: usize, e: usize) -> Vec<Vec<f64>> {
+    let nd = ((((8 * packed + 1) as f64).sqrt() - 1.0) / 2.0).round() as usize;
+    let p = &ke[e * packed..(e + 1) * packed];
+    let mut k = vec![vec![0.0; nd]; nd];
+    let mut idx = 0;
+    for i in 0..nd {
+        for j in i..nd {
+            k[i][j] = p[idx];
+            k[j][i] = p[idx];
+            idx += 1;
+        }
+    }
+    k
+}
+
+/// `count` elements of `element`, each its reference shape scaled, rotated a
+/// little and with every node moved by up to 15% (still valid), as one set.
+fn random_elements(rng: &mut Rng, element: i32, dim: usize, count: usize) -> (Vec<f64>, Vec<i64>) {
+    let refn = reference_nodes(element);
+    let (mut coords, mut conn) = (Vec::new(), Vec::new());
+    for e in 0..count {
+        let scale = 1.0 + 0.5 * rng.next_f64(); // next_f64 is uniform on [-1, 1)
+        let shift: Vec<f64> = (0..dim).map(|_| 10.0 * rng.next_f64()).collect();
+        for (a, x) in refn.iter().enumerate() {
+            for c in 0..dim {
+                coords.push(shift[c] + scale * (x[c] + 0.15 * rng.next_f64()));
+            }
+            conn.push((e * refn.len() + a + 1) as i64);
+        }
+    }
+    (coords, conn)
+}
+
+fn reference_context() -> fegpu_context_t {
+    fegpu::registry::insert(std::sync::Arc::new(fegpu::context::Context::cpu_reference()), 0)
+}
+
+#[test]
+fn backend_matches_the_reference_integration_on_random_distorted_elements() {
+    let (ctx, reference) = (context(), reference_context());
+    let mut rng = Rng::new(seed());
+    for (element, dim, _) in TYPES {
+        for problem in problems(dim) {
+            for order in 1..=4 {
+                let count = 37;
+                let (coords, conn) = random_elements(&mut rng, element, dim, count);
+                let props: Vec<f64> = (0..3).flat_map(|_| [6.0 + 5.0 * rng.next_f64(), 0.2 + 0.25 * rng.next_f64()]).collect();
+                let material: Vec<i64> = (0..count).map(|e| (e % 3 + 1) as i64).collect();
+                let got = create(ctx, element, problem, &coords, dim, &conn, &props, &material, order);
+                let want = create(reference, element, problem, &coords, dim, &conn, &props, &material, order);
+                let (g, w) = (stiffness(&got), stiffness(&want));
+                let scale = w.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                let diff = g.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0.0, |m: f64, d| if d.is_nan() { f64::INFINITY } else { m.max(d) });
+                assert!(diff <= 1e-13 * scale, "element {element} problem {problem} order {order}: differs by {diff:e} (scale {scale:e})");
+                ok(fegpu_fem_destroy(got.h));
+                ok(fegpu_fem_destroy(want.h));
+            }
+        }
+    }
+    ok(fegpu_context_destroy(ctx));
+    ok(fegpu_context_destroy(reference));
+}
+
+#[test]
+fn unit_square_heat_element_is_the_textbook_matrix() {
+    let ctx = context();
+    let coords = [0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0];
+    let s = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_HEAT, &coords, 2, &[1, 2, 3, 4], &[1.0, 0.0], &[1], 2);
+    let k = unpack(&stiffness(&s), s.packed, 0);
+    // bilinear square, k = 1: (1/6) [4 -1 -2 -1; -1 4 -1 -2; -2 -1 4 -1; -1 -2 -1 4]
+    let want = [[4.0, -1.0, -2.0, -1.0], [-1.0, 4.0, -1.0, -2.0], [-2.0, -1.0, 4.0, -1.0], [-1.0, -2.0, -1.0, 4.0]];
+    for i in 0..4 {
+        for j in 0..4 {
+            assert!((k[i][j] - want[i][j] / 6.0).abs() < 1e-15, "K[{i}][{j}] = {}", k[i][j]);
+        }
+    }
+    // a unit cube of tet4 volume 1/6 with k = 1: K = V grad N grad N^T, exactly
+    let coords = [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+    let s = create(ctx, FEGPU_ELEMENT_TET4, FEGPU_PROBLEM_HEAT, &coords, 3, &[1, 2, 3, 4], &[1.0, 0.0], &[1], 1);
+    let k = unpack(&stiffness(&s), s.packed, 0);
+    let g = [[-1.0, -1.0, -1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+    for a in 0..4 {
+        for b in 0..4 {
+            let want: f64 = (0..3).map(|c| g[a][c] * g[b][c]).sum::<f64>() / 6.0;
+            assert!((k[a][b] - want).abs() < 1e-15, "tet K[{a}][{b}] = {}", k[a][b]);
+        }
+    }
+    ok(fegpu_context_destroy(ctx));
+}
+
+#[test]
+fn rigid_body_modes_are_in_the_null_space() {
+    let ctx = context();
+    let mut rng = Rng::new(seed() ^ 7);
+    for (element, dim, nn) in TYPES {
+        for problem in problems(dim) {
+            let count = 5;
+            let (coords, conn) = random_elements(&mut rng, element, dim, count);
+            let s = create(ctx, element, problem, &coords, dim, &conn, &[7.0, 0.3], &vec![1; count], 3);
+            let ke = stiffness(&s);
+            for e in 0..count {
+                let k = unpack(&ke, s.packed, e);
+                let x = |a: usize, c: usize| coords[dim * (e * nn + a) + c];
+                // translations (and for heat, a uniform temperature), then rotations
+                let mut modes: Vec<Vec<f64>> = Vec::new();
+                if problem == FEGPU_PROBLEM_HEAT {
+                    modes.push(vec![1.0; nn]);
+                } else {
+                    for c in 0..dim {
+                        modes.push((0..nn * dim).map(|p| if p % dim == c { 1.0 } else { 0.0 }).collect());
+                    }
+                    let pairs: &[(usize, usize)] = if dim == 2 { &[(0, 1)] } else { &[(0, 1), (1, 2), (2, 0)] };
+                    for &(i, j) in pairs {
+                        // rotation in the (i, j) plane: u_i = -x_j, u_j = x_i
+                        modes.push((0..nn * dim).map(|p| if p % dim == i { -x(p / dim, j) } else if p % dim == j { x(p / dim, i) } else { 0.0 }).collect());
+                    }
+                }
+                let norm = k.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+                for (m, mode) in modes.iter().enumerate() {
+                    let size = mode.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+                    let f = k.iter().map(|row| row.iter().zip(mode).map(|(a, b)| a * b).sum::<f64>()).fold(0.0f64, |a, v| a.max(v.abs()));
+                    assert!(f < 1e-12 * norm * size, "element {element} problem {problem} #{e}: mode {m} gives force {f:e}");
+                }
+            }
+        }
+    }
+    ok(fegpu_context_destroy(ctx));
+}
+
+/// Patch test: on a 2 x 2 (x 2) patch whose centre node is moved off centre,
+/// the assembled K times a linear field has no force at the centre node.
+#[test]
+fn distorted_patches_reproduce_linear_fields() {
+    let ctx = context();
+    for (element, dim, problem) in [
+        (FEGPU_ELEMENT_QUAD4, 2, FEGPU_PROBLEM_PLANE_STRESS),
+        (FEGPU_ELEMENT_QUAD4, 2, FEGPU_PROBLEM_HEAT),
+        (FEGPU_ELEMENT_HEX8, 3, FEGPU_PROBLEM_ELASTIC_3D),
+        (FEGPU_ELEMENT_HEX8, 3, FEGPU_PROBLEM_HEAT),
+    ] {
+        let per = if dim == 2 { [3, 3, 1] } else { [3, 3, 3] };
+        let node = |i: usize, j: usize, k: usize| i + 3 * (j + 3 * k);
+        let centre = if dim == 2 { node(1, 1, 0) } else { node(1, 1, 1) };
+        let mut coords = Vec::new();
+        for k in 0..per[2] {
+            for j in 0..3 {
+                for i in 0..3 {
+                    let p = [i as f64, j as f64, k as f64];
+                    let moved = node(i, j, k) == centre;
+                    for c in 0..dim {
+                        coords.push(p[c] + if moved { [0.13, -0.08, 0.11][c] } else { 0.0 });
+                    }
+                }
+            }
+        }
+        let mut conn = Vec::new();
+        for k in 0..per[2].max(2) - 1 {
+            for j in 0..2 {
+                for i in 0..2 {
+                    let face = |k| [node(i, j, k), node(i + 1, j, k), node(i + 1, j + 1, k), node(i, j + 1, k)];
+                    let mut nodes = face(k).to_vec();
+                    if dim == 3 {
+                        nodes.extend(face(k + 1));
+                    }
+                    conn.extend(nodes.iter().map(|&n| n as i64 + 1));
+                }
+            }
+        }
+        let elements = conn.len() / if dim == 2 { 4 } else { 8 };
+        let s = create(ctx, element, problem, &coords, dim, &conn, &[3.0, 0.25], &vec![1; elements], 2);
+        let ke = stiffness(&s);
+        let dpn = if problem == FEGPU_PROBLEM_HEAT { 1 } else { dim };
+        let nodes = coords.len() / dim;
+        // u_c(x) = a_c + sum_d g_cd x_d
+        let field = |n: usize, c: usize| 0.3 + 0.1 * c as f64 + (0..dim).map(|d| (0.2 + 0.05 * (c * 3 + d) as f64) * coords[dim * n + d]).sum::<f64>();
+        let mut force = vec![0.0; nodes * dpn];
+        let nn = conn.len() / elements;
+        for e in 0..elements {
+            let k = unpack(&ke, s.packed, e);
+            let dof = |p: usize| (conn[e * nn + p / dpn] as usize - 1) * dpn + p % dpn;
+            for p in 0..nn * dpn {
+                for q in 0..nn * dpn {
+                    let n = conn[e * nn + q / dpn] as usize - 1;
+                    force[dof(p)] += k[p][q] * field(n, q % dpn);
+                }
+            }
+        }
+        let scale = force.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for c in 0..dpn {
+            let f = force[centre * dpn + c];
+            assert!(f.abs() < 1e-12 * scale, "element {element} problem {problem}: centre force {f:e} (boundary forces up to {scale:e})");
+        }
+    }
+    ok(fegpu_context_destroy(ctx));
+}
+
+#[test]
+fn bad_element_sets_are_refused_with_the_culprit_named() {
+    let ctx = context();
+    let square = [0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 2.0, 0.0, 2.0, 1.0];
+    let create_raw = |conn: &[i64], props: &[f64], material: &[i64], element: i32, problem: i32, order: i32| {
+        let mut h = 0;
+        let st = unsafe {
+            fegpu_fem_create(ctx, element, problem, 6, square.as_ptr(), (conn.len() / 4) as i64, conn.as_ptr(), 1, (props.len() / 2) as i64, props.as_ptr(), material.as_ptr(), order, &mut h)
+        };
+        (st, h)
+    };
+    let q = FEGPU_ELEMENT_QUAD4;
+    // a clockwise (inverted) second element: created, but integration names it
+    let (st, h) = create_raw(&[1, 2, 3, 4, 2, 3, 6, 5], &[1.0, 0.3], &[1, 1], q, FEGPU_PROBLEM_PLANE_STRAIN, 2);
+    assert_eq!(st, FEGPU_OK);
+    expect_err(fegpu_fem_integrate(h), FEGPU_ERR_INVALID_ARGUMENT, &["element 2", "Jacobian", "nodes 2 3 6 5"]);
+    let mut ke = vec![0.0; 2 * 36];
+    expect_err(unsafe { fegpu_fem_stiffness_download(h, ke.as_mut_ptr(), ke.len() as i64) }, FEGPU_ERR_INVALID_ARGUMENT, &["fegpu_fem_integrate"]);
+    ok(fegpu_fem_destroy(h));
+    // a degenerate element (all nodes on a line)
+    let (st, h) = create_raw(&[1, 2, 5, 2], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 2);
+    assert_eq!(st, FEGPU_OK);
+    expect_err(fegpu_fem_integrate(h), FEGPU_ERR_INVALID_ARGUMENT, &["element 1", "degenerate"]);
+    ok(fegpu_fem_destroy(h));
+    // connectivity, materials and parameters
+    expect_err(create_raw(&[1, 2, 3, 7], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["conn(4, 1) = 7", "out of range"]);
+    expect_err(create_raw(&[0, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["conn(1, 1) = 0"]);
+    expect_err(create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[2], q, FEGPU_PROBLEM_HEAT, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["material(1) = 2"]);
+    expect_err(create_raw(&[1, 2, 3, 4], &[1.0, 0.5], &[1], q, FEGPU_PROBLEM_PLANE_STRESS, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["props(:, 1)", "nu < 0.5"]);
+    expect_err(create_raw(&[1, 2, 3, 4], &[-1.0, 0.0], &[1], q, FEGPU_PROBLEM_HEAT, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["k > 0"]);
+    expect_err(create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_ELASTIC_3D, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["does not fit", "quad4"]);
+    expect_err(create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 5).0, FEGPU_ERR_INVALID_ARGUMENT, &["order = 5"]);
+    expect_err(create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], 9, FEGPU_PROBLEM_HEAT, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["element = 9"]);
+    let mut h = 0;
+    let st = unsafe { fegpu_fem_create(ctx, q, FEGPU_PROBLEM_HEAT, 6, std::ptr::null(), 1, [1i64, 2, 3, 4].as_ptr(), 1, 1, [1.0, 0.0].as_ptr(), [1i64].as_ptr(), 2, &mut h) };
+    expect_err(st, FEGPU_ERR_INVALID_ARGUMENT, &["coords"]);
+    expect_err(fegpu_fem_integrate(0), FEGPU_ERR_INVALID_HANDLE, &["fem"]);
+    // a good set: a wrong-sized download is refused
+    let (st, h) = create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 2);
+    assert_eq!(st, FEGPU_OK);
+    ok(fegpu_fem_integrate(h));
+    expect_err(unsafe { fegpu_fem_stiffness_download(h, ke.as_mut_ptr(), 3) }, FEGPU_ERR_SIZE_MISMATCH, &["10 packed entries"]);
+    ok(fegpu_context_destroy(ctx));
+}
