@@ -22,13 +22,11 @@ __device__ __forceinline__ bool stopped(const double* sc) { return sc && sc[STAT
 // y is not read (it may hold anything). Every lane reaches the shuffles, so
 // rows past the end are masked, not skipped. `sc` (may be null): the solver
 // scalars of a device-driven iteration; the kernel does nothing once they say stop.
+// Row `row` of A times x by the TPR lanes of its group, summed into lane 0.
+// Every lane of the warp must call it (the shuffles); rows past n give 0.
 template <int TPR>
-__device__ void spmv(int n, const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
-                     const double* __restrict__ x, double* __restrict__ y, double alpha, double beta, const double* sc) {
-    if (stopped(sc)) return;
-    const i64 gid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    const i64 row = gid / TPR;
-    const int lane = threadIdx.x & (TPR - 1);
+__device__ double row_times(i64 row, int n, int lane, const int* __restrict__ rp, const int* __restrict__ ci,
+                            const double* __restrict__ v, const double* __restrict__ x) {
     double sum = 0.0;
     if (row < n) {
         const int e = rp[row + 1];
@@ -36,6 +34,16 @@ __device__ void spmv(int n, const int* __restrict__ rp, const int* __restrict__ 
     }
 #pragma unroll
     for (int off = TPR / 2; off > 0; off >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, off, TPR);
+    return sum;
+}
+
+template <int TPR>
+__device__ void spmv(int n, const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
+                     const double* __restrict__ x, double* __restrict__ y, double alpha, double beta, const double* sc) {
+    if (stopped(sc)) return;
+    const i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / TPR;
+    const int lane = threadIdx.x & (TPR - 1);
+    const double sum = row_times<TPR>(row, n, lane, rp, ci, v, x);
     if (row < n && lane == 0) y[row] = (beta == 0.0) ? alpha * sum : alpha * sum + beta * y[row];
 }
 
@@ -203,6 +211,15 @@ __device__ void stop_at_maxit(double* sc) {
     if (sc[STATUS] == RUNNING && sc[ITER] >= sc[MAXIT]) sc[STATUS] = MAXITER;
 }
 
+// CG's p.Ap into PQ; not positive: breakdown.
+__device__ void set_pq(double* sc, double pq) {
+    sc[PQ] = pq;
+    if (!(pq > 0.0 && isfinite(pq))) {
+        sc[VALUE] = pq;
+        sc[STATUS] = BREAK_PQ;
+    }
+}
+
 // CG: q = A p fused with PQ = p.q (not positive: breakdown), TPR lanes per
 // row as in spmv. Grid-stride over the rows a warp at a time, so the grid
 // fits the reduction's partials and every lane of a warp reaches the shuffles.
@@ -217,13 +234,7 @@ __device__ void spmv_pq(int n, const int* __restrict__ rp, const int* __restrict
     double dot = 0.0;
     for (i64 first = warp * per_warp; first < n; first += warps * per_warp) {
         const i64 row = first + group;
-        double sum = 0.0;
-        if (row < n) {
-            const int e = rp[row + 1];
-            for (int k = rp[row] + lane; k < e; k += TPR) sum += v[k] * __ldg(&p[ci[k]]);
-        }
-#pragma unroll
-        for (int off = TPR / 2; off > 0; off >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, off, TPR);
+        const double sum = row_times<TPR>(row, n, lane, rp, ci, v, p);
         if (row < n && lane == 0) {
             q[row] = sum;
             dot += p[row] * sum;
@@ -231,11 +242,7 @@ __device__ void spmv_pq(int n, const int* __restrict__ rp, const int* __restrict
     }
     double pq, unused;
     if (last_block_sums(block_sum(dot), 0.0, partial, counter, pq, unused)) {
-        sc[PQ] = pq;
-        if (!(pq > 0.0 && isfinite(pq))) {
-            sc[VALUE] = pq;
-            sc[STATUS] = BREAK_PQ;
-        }
+        set_pq(sc, pq);
     }
 }
 
@@ -248,11 +255,7 @@ extern "C" __global__ void __launch_bounds__(256) cg_pq(i64 n, const double* __r
     GRID_STRIDE(i, n) s += p[i] * q[i];
     double pq, unused;
     if (last_block_sums(block_sum(s), 0.0, partial, counter, pq, unused)) {
-        sc[PQ] = pq;
-        if (!(pq > 0.0 && isfinite(pq))) {
-            sc[VALUE] = pq;
-            sc[STATUS] = BREAK_PQ;
-        }
+        set_pq(sc, pq);
     }
 }
 
