@@ -120,6 +120,9 @@ typedef uint64_t fegpu_array_t;
 // An element-set handle (0 is never valid).
 typedef uint64_t fegpu_fem_t;
 
+// A CSR matrix handle (0 is never valid).
+typedef uint64_t fegpu_csr_t;
+
 // A lattice handle (0 is never valid).
 typedef uint64_t fegpu_lattice_t;
 
@@ -138,9 +141,6 @@ typedef struct fegpu_op_profile {
 
 // A rad_fields accumulator handle (0 is never valid).
 typedef uint64_t fegpu_radfields_t;
-
-// A CSR matrix handle (0 is never valid).
-typedef uint64_t fegpu_csr_t;
 
 // A solver handle (0 is never valid).
 typedef uint64_t fegpu_solver_t;
@@ -370,6 +370,19 @@ fegpu_status fegpu_fem_create(fegpu_context_t ctx,
 // not positive fails the call with its number and nodes; the matrices of
 // an earlier call are then kept unchanged.
 fegpu_status fegpu_fem_integrate(fegpu_fem_t fem);
+
+// New material parameters `props` (2 x n_materials, as at creation, the
+// same number of materials); call fegpu_fem_integrate and
+// fegpu_fem_assemble again for the new matrices.
+fegpu_status fegpu_fem_set_materials(fegpu_fem_t fem, int64_t n_materials, const double *props);
+
+// Assembles the global matrix (n_nodes x dofs per node, square, dof
+// node * dofs per node + component, 0-based) from the integrated element
+// matrices into a CSR matrix on the set's backend, and returns its handle
+// in `a`. The pattern and the assembly map are built on the first call; later
+// calls (after new materials) gather new values into the same matrix, so
+// solvers created for it stay valid and refresh their preconditioners.
+fegpu_status fegpu_fem_assemble(fegpu_fem_t fem, fegpu_csr_t *a);
 
 // Entries of one packed element matrix: nd (nd + 1) / 2 with nd the
 // element's dofs (nodes x dofs per node).
@@ -662,6 +675,18 @@ fegpu_status fegpu_vector_dot(fegpu_array_t x, fegpu_array_t y, double *result);
 
 // result = ||x||_2 for an f64 array.
 fegpu_status fegpu_vector_nrm2(fegpu_array_t x, double *result);
+
+// Dirichlet conditions x[dofs[i]] = values[i] (i < n_fixed, dofs counted
+// from `index_base`) applied to A x = b in place, keeping A symmetric: b
+// loses the constrained columns' contributions, the constrained rows and
+// columns are zeroed but for their diagonals, and b[d] = A[d, d] values[i].
+// Call it after assembling A and b, before solving.
+fegpu_status fegpu_csr_apply_dirichlet(fegpu_csr_t a,
+                                       int64_t n_fixed,
+                                       const int64_t *dofs,
+                                       int32_t index_base,
+                                       const double *values,
+                                       fegpu_array_t b);
 
 // y = alpha*x + beta*y for f64 arrays.
 fegpu_status fegpu_vector_axpby(double alpha, fegpu_array_t x, double beta, fegpu_array_t y);

@@ -189,3 +189,15 @@ STIFFNESS(stiffness_tri3_elastic, 3, 2, 2)
 STIFFNESS(stiffness_quad4_elastic, 4, 2, 2)
 STIFFNESS(stiffness_tet4_elastic, 4, 3, 3)
 STIFFNESS(stiffness_hex8_elastic, 8, 3, 3)
+
+// Assembly as a gather: global entry i = the sum of the packed element entries
+// ke[from[ptr[i] .. ptr[i + 1])], in element order (src/fem/mod.rs builds the
+// map once), so the result is the same every time and needs no atomics.
+extern "C" __global__ void __launch_bounds__(256) assemble(i64 nnz, const int* __restrict__ ptr,
+    const int* __restrict__ from, const double* __restrict__ ke, double* __restrict__ values) {
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nnz) return;
+    double s = 0.0;
+    for (int k = ptr[i]; k < ptr[i + 1]; ++k) s += ke[from[k]];
+    values[i] = s;
+}

@@ -130,6 +130,25 @@ extern "C" __global__ void __launch_bounds__(256) scale(i64 n, const double* __r
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) z[i] = d[i] * r[i];
 }
 
+// Symmetric Dirichlet conditions, one thread per row i: the free rows move
+// the constrained columns' known values to the right-hand side, constrained
+// rows and columns are zeroed but for the diagonal, and b_i = a_ii g_i on a
+// constrained row. A row's entries are touched by its own thread only.
+extern "C" __global__ void __launch_bounds__(256) dirichlet(int n, const int* __restrict__ rp, const int* __restrict__ ci,
+    const int* __restrict__ diag, double* __restrict__ v, const unsigned char* __restrict__ fixed,
+    const double* __restrict__ g, double* __restrict__ b) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int d = diag[i];
+    double bi = b[i];
+    for (int k = rp[i]; k < rp[i + 1]; ++k) {
+        const int j = ci[k];
+        if (!fixed[i] && fixed[j]) bi -= v[k] * g[j];
+        if ((fixed[i] || fixed[j]) && k != d) v[k] = 0.0;
+    }
+    b[i] = fixed[i] ? v[d] * g[i] : bi;
+}
+
 // ILU(0), one level of rows at a time (rows of a level depend only on rows of
 // earlier levels). One thread per row runs the serial IKJ row update in the
 // CPU reference's order (equal to rounding: the GPU fuses multiply-adds). A

@@ -297,3 +297,195 @@ fn bad_element_sets_are_refused_with_the_culprit_named() {
     expect_err(unsafe { fegpu_fem_stiffness_download(h, ke.as_mut_ptr(), 3) }, FEGPU_ERR_SIZE_MISMATCH, &["10 packed entries"]);
     ok(fegpu_context_destroy(ctx));
 }
+
+/// The assembled matrix as a dense host matrix (download through the C API).
+fn dense_of(a: fegpu::ffi::sparse::fegpu_csr_t) -> Vec<Vec<f64>> {
+    use fegpu::ffi::sparse::*;
+    let (mut n, mut m, mut nnz) = (0, 0, 0);
+    ok(unsafe { fegpu_csr_info(a, &mut n, &mut m, &mut nnz) });
+    let (mut rp, mut ci, mut v) = (vec![0i64; n as usize + 1], vec![0i64; nnz as usize], vec![f64::NAN; nnz as usize]);
+    ok(unsafe { fegpu_csr_download(a, rp.as_mut_ptr(), ci.as_mut_ptr(), v.as_mut_ptr(), 0) });
+    let mut d = vec![vec![0.0; m as usize]; n as usize];
+    for i in 0..n as usize {
+        for k in rp[i] as usize..rp[i + 1] as usize {
+            d[i][ci[k] as usize] = v[k];
+        }
+    }
+    d
+}
+
+/// An nx x ny quad4 mesh of [0, lx] x [0, ly], nodes row by row from (0, 0),
+/// interior nodes moved by up to `distort` of the spacing; 1-based connectivity.
+fn quad_mesh(nx: usize, ny: usize, lx: f64, ly: f64, distort: f64, rng: &mut Rng) -> (Vec<f64>, Vec<i64>) {
+    let (hx, hy) = (lx / nx as f64, ly / ny as f64);
+    let mut coords = Vec::new();
+    for j in 0..=ny {
+        for i in 0..=nx {
+            let inner = i > 0 && i < nx && j > 0 && j < ny;
+            let (dx, dy) = if inner { (distort * hx * rng.next_f64(), distort * hy * rng.next_f64()) } else { (0.0, 0.0) };
+            coords.extend([i as f64 * hx + dx, j as f64 * hy + dy]);
+        }
+    }
+    let node = |i: usize, j: usize| (j * (nx + 1) + i + 1) as i64;
+    let mut conn = Vec::new();
+    for j in 0..ny {
+        for i in 0..nx {
+            conn.extend([node(i, j), node(i + 1, j), node(i + 1, j + 1), node(i, j + 1)]);
+        }
+    }
+    (coords, conn)
+}
+
+#[test]
+fn assembly_sums_the_element_matrices_on_every_backend() {
+    let ctx = context();
+    let mut rng = Rng::new(seed() ^ 11);
+    let (coords, conn) = quad_mesh(4, 3, 2.0, 1.5, 0.2, &mut rng);
+    let elements = conn.len() / 4;
+    let material: Vec<i64> = (0..elements).map(|e| (e % 2 + 1) as i64).collect();
+    let s = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRESS, &coords, 2, &conn, &[5.0, 0.3, 9.0, 0.2], &material, 2);
+    let ke = stiffness(&s);
+    let mut a = 0;
+    ok(unsafe { fegpu_fem_assemble(s.h, &mut a) });
+    let got = dense_of(a);
+    // the textbook loop: scatter every element matrix into a dense K
+    let ndof = coords.len();
+    let mut want = vec![vec![0.0; ndof]; ndof];
+    for e in 0..elements {
+        let k = unpack(&ke, s.packed, e);
+        let dof = |p: usize| (conn[e * 4 + p / 2] as usize - 1) * 2 + p % 2;
+        for p in 0..8 {
+            for q in 0..8 {
+                want[dof(p)][dof(q)] += k[p][q];
+            }
+        }
+    }
+    for i in 0..ndof {
+        for j in 0..ndof {
+            assert!((got[i][j] - want[i][j]).abs() <= 1e-13 * want[i][i].abs(), "K[{i}][{j}] = {} vs {}", got[i][j], want[i][j]);
+        }
+    }
+    // a second assembly returns the same matrix handle
+    let mut again = 0;
+    ok(unsafe { fegpu_fem_assemble(s.h, &mut again) });
+    assert_eq!(again, a);
+    ok(fegpu_context_destroy(ctx));
+}
+
+/// Plane-stress cantilever of length L, depth h (unit thickness), clamped at
+/// x = 0, a shear load P at x = L spread parabolically over the depth: the
+/// mean tip deflection against Timoshenko beam theory, PL^3/(3EI) +
+/// PL/(kGA) with k = 5/6. Refined meshes approach it; the material update
+/// then doubles E and the same matrix, re-assembled, halves the deflection.
+#[test]
+fn cantilever_tip_deflection_converges_to_beam_theory() {
+    use fegpu::ffi::array::*;
+    use fegpu::ffi::sparse::*;
+    let ctx = context();
+    let mut rng = Rng::new(1);
+    let (l, h, e_mod, nu, p_load): (f64, f64, f64, f64, f64) = (10.0, 1.0, 1000.0, 0.3, -1.0);
+    let inertia = h * h * h / 12.0;
+    let g_mod = e_mod / (2.0 * (1.0 + nu));
+    let exact = p_load * l.powi(3) / (3.0 * e_mod * inertia) + p_load * l / (5.0 / 6.0 * g_mod * h);
+    let mut errors = Vec::new();
+    for (nx, ny) in [(20, 2), (40, 4), (80, 8)] {
+        let (coords, conn) = quad_mesh(nx, ny, l, h, 0.0, &mut rng);
+        let elements = conn.len() / 4;
+        let s = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRESS, &coords, 2, &conn, &[e_mod, nu], &vec![1; elements], 2);
+        ok(fegpu_fem_integrate(s.h));
+        let mut a = 0;
+        ok(unsafe { fegpu_fem_assemble(s.h, &mut a) });
+        let nodes = coords.len() / 2;
+        // consistent nodal loads of the parabolic shear tau(y) = 6P/h^3 y (h - y) on x = L (Simpson per edge)
+        let mut f = vec![0.0; 2 * nodes];
+        let tau = |y: f64| 6.0 * p_load / h.powi(3) * y * (h - y);
+        let hy = h / ny as f64;
+        for j in 0..ny {
+            let (y0, y1) = (j as f64 * hy, (j + 1) as f64 * hy);
+            let (n0, n1) = (j * (nx + 1) + nx, (j + 1) * (nx + 1) + nx);
+            let mid = tau(0.5 * (y0 + y1));
+            f[2 * n0 + 1] += hy / 6.0 * (tau(y0) + 2.0 * mid);
+            f[2 * n1 + 1] += hy / 6.0 * (tau(y1) + 2.0 * mid);
+        }
+        let clamped: Vec<i64> = (0..=ny).flat_map(|j| {
+            let n = (j * (nx + 1)) as i64;
+            [2 * n + 1, 2 * n + 2] // 1-based dofs
+        }).collect();
+        let (mut b, mut x) = (0, 0);
+        ok(unsafe { fegpu_array_create_f64(ctx, f.len() as i64, 1, f.as_ptr(), &mut b) });
+        ok(unsafe { fegpu_array_create_f64(ctx, f.len() as i64, 1, vec![0.0; f.len()].as_ptr(), &mut x) });
+        ok(unsafe { fegpu_csr_apply_dirichlet(a, clamped.len() as i64, clamped.as_ptr(), 1, vec![0.0; clamped.len()].as_ptr(), b) });
+        let mut solver = 0;
+        ok(unsafe { fegpu_solver_create(a, FEGPU_METHOD_CG, FEGPU_PRECOND_JACOBI, &mut solver) });
+        let mut info = fegpu::ffi::sparse::fegpu_solve_info::default();
+        let st = unsafe { fegpu_solver_solve(solver, b, x, 1e-10, 20000, &mut info) };
+        assert_eq!(st, FEGPU_OK, "{}", last_message());
+        let mut u = vec![0.0; f.len()];
+        ok(unsafe { fegpu_array_download_f64(x, u.as_mut_ptr(), u.len() as i64) });
+        let tip: f64 = (0..=ny).map(|j| u[2 * (j * (nx + 1) + nx) + 1]).sum::<f64>() / (ny + 1) as f64;
+        let err = (tip - exact).abs() / exact.abs();
+        eprintln!("cantilever {nx} x {ny}: tip {tip:.5} vs Timoshenko {exact:.5}: error {:.2}%, {} CG iterations", 100.0 * err, info.iterations);
+        errors.push(err);
+        if nx == 80 {
+            // twice as stiff: new materials, integrate, assemble into the same matrix; the solver refreshes
+            ok(unsafe { fegpu_fem_set_materials(s.h, 1, [2.0 * e_mod, nu].as_ptr()) });
+            ok(fegpu_fem_integrate(s.h));
+            let mut again = 0;
+            ok(unsafe { fegpu_fem_assemble(s.h, &mut again) });
+            assert_eq!(again, a);
+            ok(unsafe { fegpu_array_upload_f64(b, f.as_ptr(), f.len() as i64) });
+            ok(unsafe { fegpu_csr_apply_dirichlet(a, clamped.len() as i64, clamped.as_ptr(), 1, vec![0.0; clamped.len()].as_ptr(), b) });
+            ok(unsafe { fegpu_solver_solve(solver, b, x, 1e-10, 20000, &mut info) });
+            let mut u2 = vec![0.0; f.len()];
+            ok(unsafe { fegpu_array_download_f64(x, u2.as_mut_ptr(), u2.len() as i64) });
+            let tip2: f64 = (0..=ny).map(|j| u2[2 * (j * (nx + 1) + nx) + 1]).sum::<f64>() / (ny + 1) as f64;
+            assert!((tip2 - 0.5 * tip).abs() < 1e-7 * tip.abs(), "E doubled: tip {tip2} vs {}", 0.5 * tip);
+        }
+        ok(fegpu_solver_destroy(solver));
+    }
+    assert!(errors[0] > errors[1] && errors[1] > errors[2], "errors {errors:?} must fall under refinement");
+    assert!(errors[2] < 0.03, "finest error {:.2}%", 100.0 * errors[2]);
+    ok(fegpu_context_destroy(ctx));
+}
+
+#[test]
+fn dirichlet_conditions_keep_symmetry_and_move_known_values_to_the_right() {
+    use fegpu::ffi::array::*;
+    use fegpu::ffi::sparse::*;
+    let ctx = context();
+    // a 4 x 4 SPD matrix, x3 = 2 fixed (1-based dof 3)
+    let dense = [[4.0, 1.0, 0.5, 0.0], [1.0, 5.0, 1.0, 0.2], [0.5, 1.0, 6.0, 1.0], [0.0, 0.2, 1.0, 3.0]];
+    let (mut rp, mut ci, mut v) = (vec![1i64], Vec::new(), Vec::new());
+    for row in dense {
+        for (j, &x) in row.iter().enumerate() {
+            if x != 0.0 {
+                ci.push(j as i64 + 1);
+                v.push(x);
+            }
+        }
+        rp.push(ci.len() as i64 + 1);
+    }
+    let mut a = 0;
+    ok(unsafe { fegpu_csr_create_i64(ctx, 4, 4, v.len() as i64, rp.as_ptr(), ci.as_ptr(), v.as_ptr(), 1, &mut a) });
+    let b0 = [1.0, 2.0, 3.0, 4.0];
+    let mut b = 0;
+    ok(unsafe { fegpu_array_create_f64(ctx, 4, 1, b0.as_ptr(), &mut b) });
+    // refused input changes nothing
+    expect_err(unsafe { fegpu_csr_apply_dirichlet(a, 1, [5i64].as_ptr(), 1, [2.0].as_ptr(), b) }, FEGPU_ERR_INVALID_ARGUMENT, &["dofs[0] = 5", "rows 1..4"]);
+    expect_err(unsafe { fegpu_csr_apply_dirichlet(a, 2, [3i64, 3].as_ptr(), 1, [2.0, 2.0].as_ptr(), b) }, FEGPU_ERR_INVALID_ARGUMENT, &["constrained twice"]);
+    expect_err(unsafe { fegpu_csr_apply_dirichlet(a, 1, [3i64].as_ptr(), 1, [f64::NAN].as_ptr(), b) }, FEGPU_ERR_INVALID_ARGUMENT, &["values[0]", "finite"]);
+    assert_eq!(dense_of(a)[2][1], 1.0);
+    ok(unsafe { fegpu_csr_apply_dirichlet(a, 1, [3i64].as_ptr(), 1, [2.0].as_ptr(), b) });
+    let k = dense_of(a);
+    let mut got = [0.0; 4];
+    ok(unsafe { fegpu_array_download_f64(b, got.as_mut_ptr(), 4) });
+    for i in 0..4 {
+        for j in 0..4 {
+            let want = if i == 2 || j == 2 { if i == j { 6.0 } else { 0.0 } } else { dense[i][j] };
+            assert_eq!(k[i][j], want, "K[{i}][{j}]");
+        }
+        let want_b = if i == 2 { 12.0 } else { b0[i] - dense[i][2] * 2.0 };
+        assert!((got[i] - want_b).abs() < 1e-15, "b[{i}] = {} vs {want_b}", got[i]);
+    }
+    ok(fegpu_context_destroy(ctx));
+}

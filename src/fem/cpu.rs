@@ -124,7 +124,7 @@ fn b_entry(problem: Problem, dim: usize, s: usize, c: usize, g: &[f64; 3]) -> f6
 
 /// K^e of element `e`, packed upper triangle row by row; Err(e) when its
 /// Jacobian determinant is not positive at a quadrature point.
-pub fn element_stiffness(set: &ElementSet, e: usize) -> Result<Vec<f64>, usize> {
+pub fn element_stiffness(set: &ElementSet, props: &[f64], e: usize) -> Result<Vec<f64>, usize> {
     let (t, problem, dim) = (set.element, set.problem, set.element.dim());
     let (nn, dpn) = (t.nodes(), problem.dofs_per_node(dim));
     let nd = nn * dpn;
@@ -136,7 +136,7 @@ pub fn element_stiffness(set: &ElementSet, e: usize) -> Result<Vec<f64>, usize> 
         })
         .collect();
     let m = set.material[e] as usize;
-    let d = material_matrix(problem, dim, [set.props[2 * m], set.props[2 * m + 1]]);
+    let d = material_matrix(problem, dim, [props[2 * m], props[2 * m + 1]]);
     let mut k = vec![0.0; nd * (nd + 1) / 2];
     for (xi, w) in points(t, set.order) {
         let dn = shape_gradients(t, xi);
@@ -184,10 +184,17 @@ pub fn element_stiffness(set: &ElementSet, e: usize) -> Result<Vec<f64>, usize> 
 }
 
 /// Every element's K^e into `ke` (element after element); Err(first bad element).
-pub fn stiffness(set: &ElementSet, ke: &mut [f64]) -> Result<(), usize> {
+pub fn stiffness(set: &ElementSet, props: &[f64], ke: &mut [f64]) -> Result<(), usize> {
     let np = set.packed_len();
     for e in 0..set.elements {
-        ke[e * np..(e + 1) * np].copy_from_slice(&element_stiffness(set, e)?);
+        ke[e * np..(e + 1) * np].copy_from_slice(&element_stiffness(set, props, e)?);
     }
     Ok(())
+}
+
+/// Global entry i = the sum of ke[from[ptr[i]..ptr[i + 1]]] (kernels/fem.cu `assemble`).
+pub fn assemble(ptr: &[i32], from: &[i32], ke: &[f64], values: &mut [f64]) {
+    for (i, v) in values.iter_mut().enumerate() {
+        *v = from[ptr[i] as usize..ptr[i + 1] as usize].iter().map(|&k| ke[k as usize]).sum();
+    }
 }

@@ -10,8 +10,10 @@ pub mod cuda;
 use crate::array::Buffer;
 use crate::context::Context;
 use crate::error::{positive, Error, Result};
+use crate::gpu::DeviceBuffer;
 use crate::registry::{Handle, Kind, Object};
-use std::sync::{Arc, Mutex};
+use crate::sparse::Csr;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 pub const FEGPU_ELEMENT_TRI3: i32 = 1;
 pub const FEGPU_ELEMENT_QUAD4: i32 = 2;
@@ -113,18 +115,44 @@ impl Problem {
     }
 }
 
-/// Where the set's arrays live on the device.
+/// Where the set's geometry lives on the device.
 pub struct DeviceSet {
-    pub coords: crate::gpu::DeviceBuffer<f64>,
-    pub conn: crate::gpu::DeviceBuffer<i32>,
-    pub material: crate::gpu::DeviceBuffer<i32>,
-    pub props: crate::gpu::DeviceBuffer<f64>,
+    pub coords: DeviceBuffer<f64>,
+    pub conn: DeviceBuffer<i32>,
+    pub material: DeviceBuffer<i32>,
+}
+
+/// The material table (2 x materials), on the host and where the set works.
+pub struct Materials {
+    pub props: Vec<f64>,
+    pub device: Option<DeviceBuffer<f64>>,
+}
+
+/// The global matrix: its pattern (every pair of dofs sharing an element)
+/// and, for each stored entry, the packed element-matrix entries that add up
+/// to it, in element order, so assembly is a deterministic gather.
+struct Assembly {
+    csr: Arc<Csr>,
+    /// The registry handle the caller got (0 until asked for).
+    handle: Handle,
+    /// Entry i sums ke[from[ptr[i]..ptr[i + 1]]].
+    ptr: Buffer<i32>,
+    from: Buffer<i32>,
+}
+
+/// What integration and assembly produce.
+#[derive(Default)]
+struct Results {
+    /// packed_len x elements
+    stiffness: Option<Buffer<f64>>,
+    assembly: Option<Assembly>,
 }
 
 /// An element set. Host copies of the (validated) input are kept for the
 /// CPU backend and for messages; the device holds its own.
 pub struct ElementSet {
     pub ctx: Arc<Context>,
+    pub ctx_handle: Handle,
     pub element: Element,
     pub problem: Problem,
     pub nodes: usize,
@@ -136,11 +164,9 @@ pub struct ElementSet {
     pub conn: Vec<i32>,
     /// per element, 0-based
     pub material: Vec<i32>,
-    /// 2 x materials
-    pub props: Vec<f64>,
     pub device: Option<DeviceSet>,
-    /// The element stiffness matrices once integrated (packed_len x elements).
-    stiffness: Mutex<Option<Buffer<f64>>>,
+    materials: Mutex<Materials>,
+    results: Mutex<Results>,
 }
 
 impl Object for ElementSet {
@@ -149,6 +175,20 @@ impl Object for ElementSet {
 
 pub fn get(h: Handle, arg: &str) -> Result<Arc<ElementSet>> {
     crate::registry::get::<ElementSet>(h, arg)
+}
+
+fn check_props(problem: Problem, props: &[f64]) -> Result<()> {
+    for (m, p) in props.chunks(2).enumerate() {
+        let ok = match problem {
+            Problem::Heat => p[0] > 0.0 && p[0].is_finite(),
+            _ => p[0] > 0.0 && p[0].is_finite() && p[1] > -1.0 && p[1] < 0.5,
+        };
+        if !ok {
+            let need = if problem == Problem::Heat { "k > 0" } else { "E > 0 and -1 < nu < 0.5" };
+            return Err(Error::invalid(format!("props(:, {}) = ({}, {}): material {} needs {need}", m + 1, p[0], p[1], m + 1)));
+        }
+    }
+    Ok(())
 }
 
 /// Validated 0-based indices below `limit` from the caller's `base`.
@@ -173,7 +213,7 @@ fn indices(name: &str, caller: &[i64], base: i64, limit: usize, per: usize, what
 
 impl ElementSet {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(ctx: Arc<Context>, element: Element, problem: Problem, nodes: i64, coords: &[f64], elements: i64, conn: &[i64], index_base: i32, props: &[f64], material: &[i64], order: i32) -> Result<ElementSet> {
+    pub fn new(ctx: Arc<Context>, ctx_handle: Handle, element: Element, problem: Problem, nodes: i64, coords: &[f64], elements: i64, conn: &[i64], index_base: i32, props: &[f64], material: &[i64], order: i32) -> Result<ElementSet> {
         let dim = element.dim();
         let (nodes, elements) = (positive("n_nodes", nodes)?, positive("n_elements", elements)?);
         if (problem == Problem::Elastic3d) != (dim == 3) && problem != Problem::Heat {
@@ -194,29 +234,18 @@ impl ElementSet {
         if let Some(i) = coords.iter().position(|c| !c.is_finite()) {
             return Err(Error::invalid(format!("coords({}, {}) = {}: not finite", i % dim + 1, i / dim + 1, coords[i])));
         }
-        for (m, p) in props.chunks(2).enumerate() {
-            let ok = match problem {
-                Problem::Heat => p[0] > 0.0 && p[0].is_finite(),
-                _ => p[0] > 0.0 && p[0].is_finite() && p[1] > -1.0 && p[1] < 0.5,
-            };
-            if !ok {
-                let need = if problem == Problem::Heat { "k > 0" } else { "E > 0 and -1 < nu < 0.5" };
-                return Err(Error::invalid(format!("props(:, {}) = ({}, {}): material {} needs {need}", m + 1, p[0], p[1], m + 1)));
-            }
-        }
+        check_props(problem, props)?;
         let conn = indices("conn", conn, index_base as i64, nodes, element.nodes(), "node")?;
         let material = indices("material", material, index_base as i64, props.len() / 2, 1, "material")?;
+        use crate::sparse::cuda::upload;
         let device = match ctx.gpu() {
             None => None,
-            Some(g) => Some(DeviceSet {
-                coords: crate::sparse::cuda::upload(g, coords)?,
-                conn: crate::sparse::cuda::upload(g, &conn)?,
-                material: crate::sparse::cuda::upload(g, &material)?,
-                props: crate::sparse::cuda::upload(g, props)?,
-            }),
+            Some(g) => Some(DeviceSet { coords: upload(g, coords)?, conn: upload(g, &conn)?, material: upload(g, &material)? }),
         };
+        let materials = Materials { props: props.to_vec(), device: ctx.gpu().map(|g| upload(g, props)).transpose()? };
         Ok(ElementSet {
             ctx,
+            ctx_handle,
             element,
             problem,
             nodes,
@@ -225,10 +254,33 @@ impl ElementSet {
             coords: coords.to_vec(),
             conn,
             material,
-            props: props.to_vec(),
             device,
-            stiffness: Mutex::new(None),
+            materials: Mutex::new(materials),
+            results: Mutex::new(Results::default()),
         })
+    }
+
+    pub fn materials(&self) -> MutexGuard<'_, Materials> {
+        self.materials.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn results(&self) -> MutexGuard<'_, Results> {
+        self.results.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// New material parameters (the same number of materials); the element
+    /// matrices are recomputed at the next `integrate`.
+    pub fn set_materials(&self, props: &[f64]) -> Result<()> {
+        let mut m = self.materials();
+        if props.len() != m.props.len() {
+            return Err(Error::size(format!("props has {} values; the set has {} materials (2 values each)", props.len(), m.props.len() / 2)));
+        }
+        check_props(self.problem, props)?;
+        if let (Some(g), Some(d)) = (self.ctx.gpu(), &mut m.device) {
+            g.upload(props, d, 0)?;
+        }
+        m.props.copy_from_slice(props);
+        Ok(())
     }
 
     /// Dofs of one element.
@@ -256,20 +308,119 @@ impl ElementSet {
     /// call and leaves the previous matrices as they were.
     pub fn integrate(&self) -> Result<()> {
         let total = self.packed_len() * self.elements;
-        let fresh = match (self.ctx.gpu(), &self.device) {
-            (None, _) => {
+        let m = self.materials();
+        let fresh = match (self.ctx.gpu(), &self.device, &m.device) {
+            (None, _, _) => {
                 let mut ke = vec![f64::NAN; total];
-                cpu::stiffness(self, &mut ke).map_err(|e| self.bad_element(e))?;
+                cpu::stiffness(self, &m.props, &mut ke).map_err(|e| self.bad_element(e))?;
                 Buffer::Host(ke)
             }
-            (Some(g), Some(d)) => Buffer::Device(cuda::stiffness(g, self, d, total).map_err(|e| match e {
+            (Some(g), Some(d), Some(props)) => Buffer::Device(cuda::stiffness(g, self, d, props, total).map_err(|e| match e {
                 cuda::Failure::Element(e) => self.bad_element(e),
                 cuda::Failure::Other(e) => e,
             })?),
-            (Some(_), None) => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "element set without device arrays")),
+            _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "element set without device arrays")),
         };
-        *self.stiffness.lock().unwrap_or_else(|p| p.into_inner()) = Some(fresh);
+        self.results().stiffness = Some(fresh);
         Ok(())
+    }
+
+    /// Assembles the global matrix from the element matrices into the set's
+    /// CSR matrix (pattern and map built on the first call, values gathered
+    /// where the set lives each call) and returns it with its registry handle.
+    pub fn assemble(&self) -> Result<(Arc<Csr>, Handle)> {
+        let mut r = self.results();
+        let r = &mut *r;
+        let ke = r.stiffness.as_ref().ok_or_else(|| Error::invalid("no element matrices yet: call fegpu_fem_integrate first"))?;
+        if r.assembly.is_none() {
+            r.assembly = Some(self.build_assembly()?);
+        }
+        let a = r.assembly.as_mut().expect("just built");
+        let nnz = a.csr.pattern.nnz();
+        a.csr.rewrite_values(|values| match (values, ke, &a.ptr, &a.from) {
+            (Buffer::Host(v), Buffer::Host(ke), Buffer::Host(ptr), Buffer::Host(from)) => {
+                cpu::assemble(ptr, from, ke, v);
+                Ok(())
+            }
+            (Buffer::Device(v), Buffer::Device(ke), Buffer::Device(ptr), Buffer::Device(from)) => {
+                cuda::assemble(self.ctx.gpu().expect("device buffers without a GPU"), nnz, ptr, from, ke, v)
+            }
+            _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "element matrices and global matrix on different backends")),
+        })?;
+        if crate::registry::get::<Csr>(a.handle, "A").is_err() {
+            a.handle = crate::registry::insert(a.csr.clone(), self.ctx_handle);
+        }
+        Ok((a.csr.clone(), a.handle))
+    }
+
+    /// Global dof of element e's local dof p (node-major).
+    fn global_dof(&self, e: usize, p: usize) -> usize {
+        let dpn = self.problem.dofs_per_node(self.element.dim());
+        self.conn[e * self.element.nodes() + p / dpn] as usize * dpn + p % dpn
+    }
+
+    fn build_assembly(&self) -> Result<Assembly> {
+        let nd = self.element_dofs();
+        let ndof = self.nodes * self.problem.dofs_per_node(self.element.dim());
+        let mut cols: Vec<Vec<i32>> = vec![Vec::new(); ndof];
+        for e in 0..self.elements {
+            for p in 0..nd {
+                let row = &mut cols[self.global_dof(e, p)];
+                row.extend((0..nd).map(|q| self.global_dof(e, q) as i32));
+            }
+        }
+        let mut row_ptr = vec![0i64];
+        let mut col = Vec::new();
+        for c in &mut cols {
+            c.sort_unstable();
+            c.dedup();
+            col.extend_from_slice(c);
+            row_ptr.push(col.len() as i64);
+        }
+        drop(cols);
+        let contributions = self.elements * nd * nd;
+        if contributions >= i32::MAX as usize || self.elements * self.packed_len() >= i32::MAX as usize {
+            return Err(Error::new(crate::FEGPU_ERR_UNSUPPORTED, format!("{contributions} element contributions: assembly maps hold int32 indices")));
+        }
+        let entry = |i: usize, j: usize| {
+            let (s, e) = (row_ptr[i] as usize, row_ptr[i + 1] as usize);
+            s + col[s..e].binary_search(&(j as i32)).expect("pattern holds every element pair")
+        };
+        // row i of the packed upper triangle starts after rows 0..i: i nd - i (i - 1) / 2
+        let packed = |p: usize, q: usize| {
+            let (i, j) = (p.min(q), p.max(q));
+            i * nd - i * i.saturating_sub(1) / 2 + (j - i)
+        };
+        let np = self.packed_len();
+        let mut ptr = vec![0i32; col.len() + 1];
+        for e in 0..self.elements {
+            for p in 0..nd {
+                for q in 0..nd {
+                    ptr[entry(self.global_dof(e, p), self.global_dof(e, q)) + 1] += 1;
+                }
+            }
+        }
+        for i in 0..col.len() {
+            ptr[i + 1] += ptr[i];
+        }
+        let mut fill: Vec<i32> = ptr[..col.len()].to_vec();
+        let mut from = vec![0i32; contributions];
+        for e in 0..self.elements {
+            for p in 0..nd {
+                for q in 0..nd {
+                    let k = entry(self.global_dof(e, p), self.global_dof(e, q));
+                    from[fill[k] as usize] = (e * np + packed(p, q)) as i32;
+                    fill[k] += 1;
+                }
+            }
+        }
+        let pattern = crate::sparse::build_pattern(ndof, ndof, &row_ptr, &col.iter().map(|&c| c as i64).collect::<Vec<_>>(), 0)?;
+        let csr = Arc::new(Csr::new(self.ctx.clone(), self.ctx_handle, pattern, &vec![0.0; col.len()])?);
+        let (ptr, from) = match self.ctx.gpu() {
+            None => (Buffer::Host(ptr), Buffer::Host(from)),
+            Some(g) => (Buffer::Device(crate::sparse::cuda::upload(g, &ptr)?), Buffer::Device(crate::sparse::cuda::upload(g, &from)?)),
+        };
+        Ok(Assembly { csr, handle: 0, ptr, from })
     }
 
     /// The packed element matrices (packed_len x elements).
@@ -283,7 +434,7 @@ impl ElementSet {
                 self.elements
             )));
         }
-        match &*self.stiffness.lock().unwrap_or_else(|p| p.into_inner()) {
+        match &self.results().stiffness {
             None => Err(Error::invalid("no element matrices yet: call fegpu_fem_integrate first")),
             Some(Buffer::Host(h)) => {
                 out.copy_from_slice(h);

@@ -49,7 +49,7 @@ pub unsafe extern "C" fn fegpu_fem_create(
         let conn = host_in(conn, element.nodes() * elements, "conn")?;
         let props = host_in(props, 2 * materials, "props")?;
         let material = host_in(material, elements, "material")?;
-        let set = ElementSet::new(c, element, problem, n_nodes, coords, n_elements, conn, index_base, props, material, order)?;
+        let set = ElementSet::new(c, ctx, element, problem, n_nodes, coords, n_elements, conn, index_base, props, material, order)?;
         *out = registry::insert(Arc::new(set), ctx);
         Ok(())
     })
@@ -62,6 +62,33 @@ pub unsafe extern "C" fn fegpu_fem_create(
 #[no_mangle]
 pub extern "C" fn fegpu_fem_integrate(fem: fegpu_fem_t) -> fegpu_status {
     guard(|| fem::get(fem, "fem")?.integrate())
+}
+
+/// New material parameters `props` (2 x n_materials, as at creation, the
+/// same number of materials); call fegpu_fem_integrate and
+/// fegpu_fem_assemble again for the new matrices.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_set_materials(fem: fegpu_fem_t, n_materials: i64, props: *const f64) -> fegpu_status {
+    guard(|| {
+        let set = fem::get(fem, "fem")?;
+        let n = crate::error::positive("n_materials", n_materials)?;
+        set.set_materials(host_in(props, 2 * n, "props")?)
+    })
+}
+
+/// Assembles the global matrix (n_nodes x dofs per node, square, dof
+/// node * dofs per node + component, 0-based) from the integrated element
+/// matrices into a CSR matrix on the set's backend, and returns its handle
+/// in `a`. The pattern and the assembly map are built on the first call; later
+/// calls (after new materials) gather new values into the same matrix, so
+/// solvers created for it stay valid and refresh their preconditioners.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_assemble(fem: fegpu_fem_t, a: *mut crate::ffi::sparse::fegpu_csr_t) -> fegpu_status {
+    guard(|| {
+        let out = out_param(a, "A")?;
+        *out = fem::get(fem, "fem")?.assemble()?.1;
+        Ok(())
+    })
 }
 
 /// Entries of one packed element matrix: nd (nd + 1) / 2 with nd the

@@ -191,6 +191,26 @@ pub unsafe extern "C" fn fegpu_vector_nrm2(x: fegpu_array_t, result: *mut f64) -
     })
 }
 
+/// Dirichlet conditions x[dofs[i]] = values[i] (i < n_fixed, dofs counted
+/// from `index_base`) applied to A x = b in place, keeping A symmetric: b
+/// loses the constrained columns' contributions, the constrained rows and
+/// columns are zeroed but for their diagonals, and b[d] = A[d, d] values[i].
+/// Call it after assembling A and b, before solving.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_csr_apply_dirichlet(a: fegpu_csr_t, n_fixed: i64, dofs: *const i64, index_base: i32, values: *const f64, b: fegpu_array_t) -> fegpu_status {
+    guard(|| {
+        let m = sparse::get(a, "A")?;
+        if n_fixed < 0 {
+            return Err(Error::invalid(format!("n_fixed = {n_fixed}: must be >= 0")));
+        }
+        if index_base != 0 && index_base != 1 {
+            return Err(Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
+        }
+        let n = n_fixed as usize;
+        sparse::apply_dirichlet(&m, host_in(dofs, n, "dofs")?, index_base as i64, host_in(values, n, "values")?, &*array::get(b, "b")?)
+    })
+}
+
 /// y = alpha*x + beta*y for f64 arrays.
 #[no_mangle]
 pub extern "C" fn fegpu_vector_axpby(alpha: f64, x: fegpu_array_t, beta: f64, y: fegpu_array_t) -> fegpu_status {

@@ -77,3 +77,23 @@ pub fn ilu0_apply(p: &Pattern, lu: &[f64], r: &[f64], z: &mut [f64]) {
         z[i] = (z[i] - (di + 1..ei).map(|kk| lu[kk] * z[p.col[kk] as usize]).sum::<f64>()) / lu[di];
     }
 }
+
+/// Symmetric Dirichlet rows and columns (`super::apply_dirichlet`): the same
+/// row-by-row pass as kernels/sparse.cu `dirichlet`.
+pub fn dirichlet(p: &Pattern, v: &mut [f64], fixed: &[u8], g: &[f64], b: &mut [f64]) {
+    for i in 0..p.nrows {
+        let d = p.diag[i] as usize;
+        for k in p.row_ptr[i] as usize..p.row_ptr[i + 1] as usize {
+            let j = p.col[k] as usize;
+            if fixed[i] == 0 && fixed[j] != 0 {
+                b[i] -= v[k] * g[j];
+            }
+            if (fixed[i] != 0 || fixed[j] != 0) && k != d {
+                v[k] = 0.0;
+            }
+        }
+        if fixed[i] != 0 {
+            b[i] = v[d] * g[i];
+        }
+    }
+}

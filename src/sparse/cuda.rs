@@ -130,6 +130,20 @@ pub fn scale(g: &Gpu, n: usize, d: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, z:
     g.launch("scale", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
 }
 
+/// Symmetric Dirichlet rows and columns, one thread per row
+/// (`super::apply_dirichlet` checked the input).
+#[allow(clippy::too_many_arguments)]
+pub fn dirichlet(g: &Gpu, dp: &DevicePattern, n: usize, v: &DeviceBuffer<f64>, fixed: &[u8], values: &[f64], b: &DeviceBuffer<f64>) -> Result<()> {
+    let (fixed_d, values_d) = (upload(g, fixed)?, upload(g, values)?);
+    let f = g.kernel("sparse", SOURCE, "dirichlet")?;
+    let n32 = n as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(v).arg(&fixed_d).arg(&values_d).arg(b);
+    g.launch("dirichlet", l, (n.div_ceil(BLOCK as usize).max(1) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+    // the staging buffers are freed on return: wait for the kernel first
+    g.synchronize("dirichlet")
+}
+
 /// Rows grouped by dependency level, on the device.
 pub struct DeviceLevels {
     rows: DeviceBuffer<i32>,

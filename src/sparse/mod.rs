@@ -213,6 +213,15 @@ impl Csr {
         Ok(())
     }
 
+    /// Rewrites the stored values where they live (assembly on the device),
+    /// then counts a new version so solvers rebuild their preconditioners.
+    pub fn rewrite_values(&self, write: impl FnOnce(&mut Buffer<f64>) -> Result<()>) -> Result<()> {
+        let mut v = self.values();
+        write(&mut v.data)?;
+        v.version += 1;
+        Ok(())
+    }
+
     /// The stored values (sorted by column within rows, duplicates summed).
     pub fn download_values(&self) -> Result<Vec<f64>> {
         self.values_on_host(&self.values().data)
@@ -297,6 +306,53 @@ pub fn spmv(a: &Csr, alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> 
         }
         _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "matrix and vectors on different backends")),
     }
+    Ok(())
+}
+
+/// Dirichlet conditions x[dofs[i]] = values[i] on A x = b, symmetrically:
+/// b -= A[:, d] g_d for the free rows, then the rows and columns of the
+/// constrained dofs are zeroed with their diagonals kept and b[d] = A[d, d] g_d,
+/// so a symmetric A stays symmetric (and SPD for CG). `dofs` are distinct and
+/// counted from `base`. Checked first: a refused call changes nothing.
+pub fn apply_dirichlet(a: &Csr, dofs: &[i64], base: i64, values: &[f64], b: &Array) -> Result<()> {
+    let p = &a.pattern;
+    if p.nrows != p.ncols {
+        return Err(Error::size(format!("A is {} x {}: Dirichlet conditions need a square matrix", p.nrows, p.ncols)));
+    }
+    check_vector(a, b, p.nrows, "b")?;
+    let mut fixed = vec![0u8; p.nrows];
+    let mut g = vec![0.0; p.nrows];
+    for (i, (&caller, &v)) in dofs.iter().zip(values).enumerate() {
+        let d = caller - base;
+        if d < 0 || d >= p.nrows as i64 {
+            return Err(Error::invalid(format!(
+                "dofs[{i}] = {caller}: outside rows {base}..{} (index base {base})",
+                p.nrows as i64 - 1 + base
+            )));
+        }
+        if !v.is_finite() {
+            return Err(Error::invalid(format!("values[{i}] = {v}: must be finite")));
+        }
+        if fixed[d as usize] != 0 {
+            return Err(Error::invalid(format!("dofs[{i}] = {caller} is constrained twice")));
+        }
+        if p.diag[d as usize] < 0 {
+            return Err(Error::invalid(format!("dofs[{i}] = {caller}: its row has no stored diagonal to keep")));
+        }
+        fixed[d as usize] = 1;
+        g[d as usize] = v;
+    }
+    let mut vals = a.values();
+    let mut gb = b.lock();
+    match (&mut vals.data, f64_buf(&mut gb)) {
+        (Buffer::Host(v), Buffer::Host(bv)) => cpu::dirichlet(p, v, &fixed, &g, bv),
+        (Buffer::Device(v), Buffer::Device(bv)) => {
+            let gpu = a.ctx.gpu().expect("device buffers without a GPU");
+            cuda::dirichlet(gpu, a.device.as_ref().expect("device pattern"), p.nrows, v, &fixed, &g, bv)?
+        }
+        _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "matrix and vector on different backends")),
+    }
+    vals.version += 1;
     Ok(())
 }
 
