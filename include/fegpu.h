@@ -108,6 +108,8 @@
 
 #define FEGPU_PRECOND_ILU0 2
 
+#define SLOTS 12
+
 // Status returned by every C entry point (0 = success).
 typedef int32_t fegpu_status;
 
@@ -122,6 +124,23 @@ typedef uint64_t fegpu_fem_t;
 
 // A CSR matrix handle (0 is never valid).
 typedef uint64_t fegpu_csr_t;
+
+// An element-by-element solver handle (0 is never valid).
+typedef uint64_t fegpu_ebe_t;
+
+// What a solve did; filled whether or not it converged.
+typedef struct fegpu_solve_info {
+  // Iterations taken.
+  int64_t iterations;
+  // ||r|| / ||b|| of the iteration's own residual at the end.
+  double relative_residual;
+  // ||b - A x|| / ||b|| recomputed from the returned x.
+  double true_relative_residual;
+  // Seconds spent (re)building the preconditioner in this call (0 if reused).
+  double setup_seconds;
+  // Seconds of the whole call.
+  double solve_seconds;
+} fegpu_solve_info;
 
 // A lattice handle (0 is never valid).
 typedef uint64_t fegpu_lattice_t;
@@ -144,20 +163,6 @@ typedef uint64_t fegpu_radfields_t;
 
 // A solver handle (0 is never valid).
 typedef uint64_t fegpu_solver_t;
-
-// What a solve did; filled whether or not it converged.
-typedef struct fegpu_solve_info {
-  // Iterations taken.
-  int64_t iterations;
-  // ||r|| / ||b|| of the iteration's own residual at the end.
-  double relative_residual;
-  // ||b - A x|| / ||b|| recomputed from the returned x.
-  double true_relative_residual;
-  // Seconds spent (re)building the preconditioner in this call (0 if reused).
-  double setup_seconds;
-  // Seconds of the whole call.
-  double solve_seconds;
-} fegpu_solve_info;
 
 
 
@@ -395,6 +400,33 @@ fegpu_status fegpu_fem_stiffness_download(fegpu_fem_t fem, double *ke, int64_t l
 
 // Destroys an element set.
 fegpu_status fegpu_fem_destroy(fegpu_fem_t fem);
+
+// Creates an element-by-element CG solver for the set's integrated element
+// matrices (never assembled): Jacobi from the element diagonals, and the
+// Dirichlet conditions x[dofs[i]] = values[i] (i < n_fixed, dofs counted
+// from `index_base`, dof = node * dofs per node + component) applied as
+// fegpu_csr_apply_dirichlet would to the assembled matrix, so both give the
+// same iterates. After fegpu_fem_integrate again (new materials) the next
+// solve rebuilds the diagonal.
+fegpu_status fegpu_fem_ebe_create(fegpu_fem_t fem,
+                                  int64_t n_fixed,
+                                  const int64_t *dofs,
+                                  int32_t index_base,
+                                  const double *values,
+                                  fegpu_ebe_t *ebe);
+
+// Solves K x = b under the solver's Dirichlet conditions to ||r||/||b|| <=
+// tol in at most maxit CG iterations, as fegpu_solver_solve does (`x` the
+// initial guess and the result, `b` unchanged, `info` may be NULL).
+fegpu_status fegpu_fem_ebe_solve(fegpu_ebe_t ebe,
+                                 fegpu_array_t b,
+                                 fegpu_array_t x,
+                                 double tol,
+                                 int64_t maxit,
+                                 struct fegpu_solve_info *info);
+
+// Destroys an element-by-element solver.
+fegpu_status fegpu_fem_ebe_destroy(fegpu_ebe_t ebe);
 
 // Creates an nx x ny x nz D3Q19 lattice storing populations as `dtype`
 // (FEGPU_DTYPE_F16, FEGPU_DTYPE_F32 or FEGPU_DTYPE_F64; f16 and f32 compute in f32), BGK relaxation time `tau` (> 0.5),
@@ -700,7 +732,7 @@ fegpu_status fegpu_solver_create(fegpu_csr_t a, int32_t method, int32_t precond,
 
 // Solves A x = b to ||r||/||b|| <= tol in at most maxit iterations. `x`
 // holds the initial guess and receives the solution; b = 0 gives x = 0.
-// Everything stays on the device; only scalars come back per iteration.
+// Everything stays on the device, the iterations' scalars too.
 // Returns FEGPU_OK when converged, FEGPU_ERR_NOT_CONVERGED at maxit (x holds
 // the last iterate), FEGPU_ERR_BREAKDOWN naming the quantity that vanished.
 // `info` (may be NULL) is filled in every one of those cases.

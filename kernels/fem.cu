@@ -201,3 +201,91 @@ extern "C" __global__ void __launch_bounds__(256) assemble(i64 nnz, const int* _
     for (int k = ptr[i]; k < ptr[i + 1]; ++k) s += ke[from[k]];
     values[i] = s;
 }
+
+// ---- Element-by-element products (EBE CG) ----
+
+// The device-driven solvers' status word (kernels/sparse.cu `Scalar`: STATUS
+// at 3, RUNNING = 0): these kernels run inside a CG iteration and do nothing
+// once it has stopped. sc may be null (a plain product).
+__device__ __forceinline__ bool ebe_stopped(const double* sc) { return sc && sc[3] != 0.0; }
+
+// y = diag .* x on constrained dofs, 0 elsewhere (before the element products
+// add in); without `fixed`, y = 0.
+extern "C" __global__ void __launch_bounds__(256) ebe_init(i64 n, const double* __restrict__ x, double* __restrict__ y,
+    const unsigned char* __restrict__ fixed, const double* __restrict__ diag, const double* sc) {
+    if (ebe_stopped(sc)) return;
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+        y[i] = (fixed && fixed[i]) ? diag[i] * x[i] : 0.0;
+}
+
+// y += sum_e K^e x_e, one thread per element, from the packed K^e; with
+// `fixed`, constrained dofs are zero in x_e and receive nothing (their rows
+// and columns are those of the assembled matrix after Dirichlet conditions).
+// Race-free by atomics: elements sharing a node add into it concurrently.
+template <int NN, int DPN>
+__device__ void ebe_apply(i64 ne, const int* __restrict__ conn, const double* __restrict__ ke,
+                          const double* __restrict__ x, double* y, const unsigned char* __restrict__ fixed,
+                          const double* sc) {
+    constexpr int ND = NN * DPN, NP = ND * (ND + 1) / 2;
+    if (ebe_stopped(sc)) return;
+    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= ne) return;
+    int dof[ND];
+    double xe[ND], ye[ND];
+    for (int p = 0; p < ND; ++p) {
+        dof[p] = conn[e * NN + p / DPN] * DPN + p % DPN;
+        xe[p] = (fixed && fixed[dof[p]]) ? 0.0 : x[dof[p]];
+        ye[p] = 0.0;
+    }
+    const double* k = ke + e * NP;
+    int idx = 0;
+    for (int i = 0; i < ND; ++i) {
+        ye[i] += k[idx++] * xe[i];
+        for (int j = i + 1; j < ND; ++j, ++idx) {
+            ye[i] += k[idx] * xe[j];
+            ye[j] += k[idx] * xe[i];
+        }
+    }
+    for (int p = 0; p < ND; ++p)
+        if (!(fixed && fixed[dof[p]])) atomicAdd(&y[dof[p]], ye[p]);
+}
+
+// diag += the diagonals of the element matrices (the assembled diagonal).
+template <int NN, int DPN>
+__device__ void ebe_diagonal(i64 ne, const int* __restrict__ conn, const double* __restrict__ ke, double* diag) {
+    constexpr int ND = NN * DPN, NP = ND * (ND + 1) / 2;
+    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= ne) return;
+    int idx = 0;
+    for (int p = 0; p < ND; ++p) {
+        atomicAdd(&diag[conn[e * NN + p / DPN] * DPN + p % DPN], ke[e * NP + idx]);
+        idx += ND - p;
+    }
+}
+
+#define EBE(NAME, NN, DPN)                                                                                      \
+    extern "C" __global__ void __launch_bounds__(128) ebe_apply_##NAME(i64 ne, const int* conn, const double* ke, \
+        const double* x, double* y, const unsigned char* fixed, const double* sc) {                              \
+        ebe_apply<NN, DPN>(ne, conn, ke, x, y, fixed, sc);                                                      \
+    }                                                                                                           \
+    extern "C" __global__ void __launch_bounds__(128) ebe_diagonal_##NAME(i64 ne, const int* conn,              \
+        const double* ke, double* diag) {                                                                       \
+        ebe_diagonal<NN, DPN>(ne, conn, ke, diag);                                                              \
+    }
+EBE(tri3_heat, 3, 1)
+EBE(quad4_heat, 4, 1)
+EBE(tet4_heat, 4, 1)
+EBE(hex8_heat, 8, 1)
+EBE(tri3_elastic, 3, 2)
+EBE(quad4_elastic, 4, 2)
+EBE(tet4_elastic, 4, 3)
+EBE(hex8_elastic, 8, 3)
+
+// EBE Dirichlet right-hand side: with t = K g (g the prescribed values, 0 on
+// free dofs), free rows b -= t and constrained rows b = diag g, as the
+// assembled matrix's conditions give.
+extern "C" __global__ void __launch_bounds__(256) ebe_dirichlet_rhs(i64 n, const unsigned char* __restrict__ fixed,
+    const double* __restrict__ g, const double* __restrict__ diag, const double* __restrict__ t, double* __restrict__ b) {
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+        b[i] = fixed[i] ? diag[i] * g[i] : b[i] - t[i];
+}

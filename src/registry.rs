@@ -24,6 +24,7 @@ pub enum Kind {
     Lattice = 5,
     RadFields = 6,
     ElementSet = 7,
+    EbeSolver = 8,
 }
 
 impl Kind {
@@ -36,6 +37,7 @@ impl Kind {
             5 => Some(Kind::Lattice),
             6 => Some(Kind::RadFields),
             7 => Some(Kind::ElementSet),
+            8 => Some(Kind::EbeSolver),
             _ => None,
         }
     }
@@ -48,6 +50,7 @@ impl Kind {
             Kind::Lattice => "fegpu_lattice_t",
             Kind::RadFields => "fegpu_radfields_t",
             Kind::ElementSet => "fegpu_fem_t",
+            Kind::EbeSolver => "fegpu_ebe_t",
         }
     }
 }

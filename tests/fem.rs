@@ -489,3 +489,112 @@ fn dirichlet_conditions_keep_symmetry_and_move_known_values_to_the_right() {
     }
     ok(fegpu_context_destroy(ctx));
 }
+
+/// A 3-D hex8 block (nx x ny x nz elements of a unit-spaced grid, interior
+/// nodes moved by up to 20%), 1-based connectivity.
+fn hex_mesh(n: [usize; 3], rng: &mut Rng) -> (Vec<f64>, Vec<i64>) {
+    let node = |i: usize, j: usize, k: usize| i + (n[0] + 1) * (j + (n[1] + 1) * k);
+    let mut coords = Vec::new();
+    for k in 0..=n[2] {
+        for j in 0..=n[1] {
+            for i in 0..=n[0] {
+                let inner = i > 0 && i < n[0] && j > 0 && j < n[1] && k > 0 && k < n[2];
+                let d = if inner { 0.2 } else { 0.0 };
+                coords.extend([i as f64 + d * rng.next_f64(), j as f64 + d * rng.next_f64(), k as f64 + d * rng.next_f64()]);
+            }
+        }
+    }
+    let mut conn = Vec::new();
+    for k in 0..n[2] {
+        for j in 0..n[1] {
+            for i in 0..n[0] {
+                let face = |k| [node(i, j, k), node(i + 1, j, k), node(i + 1, j + 1, k), node(i, j + 1, k)];
+                conn.extend(face(k).iter().chain(face(k + 1).iter()).map(|&v| v as i64 + 1));
+            }
+        }
+    }
+    (coords, conn)
+}
+
+/// Element-by-element CG against CG on the assembled matrix with the same
+/// Dirichlet conditions: the same iterates up to rounding, so the same
+/// iteration counts (within one) and solutions; b is left as it was.
+#[test]
+fn element_by_element_cg_matches_assembled_cg() {
+    use fegpu::ffi::array::*;
+    use fegpu::ffi::sparse::*;
+    let ctx = context();
+    let mut rng = Rng::new(seed() ^ 23);
+    let (hc, hn) = hex_mesh([6, 4, 3], &mut rng);
+    let (qc, qn) = quad_mesh(12, 5, 3.0, 1.0, 0.2, &mut rng);
+    let cases = [
+        (FEGPU_ELEMENT_HEX8, FEGPU_PROBLEM_ELASTIC_3D, 3usize, hc.clone(), hn.clone()),
+        (FEGPU_ELEMENT_HEX8, FEGPU_PROBLEM_HEAT, 3, hc, hn),
+        (FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRAIN, 2, qc, qn),
+    ];
+    for (element, problem, dim, coords, conn) in cases {
+        let nodes = coords.len() / dim;
+        let elements = conn.len() / if dim == 2 { 4 } else { 8 };
+        let material: Vec<i64> = (0..elements).map(|e| (e % 2 + 1) as i64).collect();
+        let s = create(ctx, element, problem, &coords, dim, &conn, &[10.0, 0.3, 2.0, 0.25], &material, 2);
+        ok(fegpu_fem_integrate(s.h));
+        let dpn = if problem == FEGPU_PROBLEM_HEAT { 1 } else { dim };
+        let ndof = nodes * dpn;
+        // the x = 0 face fixed, with nonzero prescribed values on some of it
+        let fixed: Vec<i64> = (0..nodes).filter(|&n| coords[dim * n] == 0.0).flat_map(|n| (0..dpn).map(move |c| (n * dpn + c) as i64)).collect();
+        let values: Vec<f64> = fixed.iter().map(|&d| 0.01 * (d % 3) as f64).collect();
+        let f: Vec<f64> = (0..ndof).map(|_| rng.next_f64()).collect();
+        let mk = |v: &[f64]| {
+            let mut h = 0;
+            ok(unsafe { fegpu_array_create_f64(ctx, v.len() as i64, 1, v.as_ptr(), &mut h) });
+            h
+        };
+        // assembled
+        let mut a = 0;
+        ok(unsafe { fegpu_fem_assemble(s.h, &mut a) });
+        let (b1, x1) = (mk(&f), mk(&vec![0.0; ndof]));
+        ok(unsafe { fegpu_csr_apply_dirichlet(a, fixed.len() as i64, fixed.as_ptr(), 0, values.as_ptr(), b1) });
+        let mut solver = 0;
+        ok(unsafe { fegpu_solver_create(a, FEGPU_METHOD_CG, FEGPU_PRECOND_JACOBI, &mut solver) });
+        let mut info1 = fegpu_solve_info::default();
+        ok(unsafe { fegpu_solver_solve(solver, b1, x1, 1e-10, 5000, &mut info1) });
+        // element by element, from the untouched right-hand side
+        let mut ebe = 0;
+        ok(unsafe { fegpu_fem_ebe_create(s.h, fixed.len() as i64, fixed.as_ptr(), 0, values.as_ptr(), &mut ebe) });
+        let (b2, x2) = (mk(&f), mk(&vec![0.0; ndof]));
+        let mut info2 = fegpu_solve_info::default();
+        let st = unsafe { fegpu_fem_ebe_solve(ebe, b2, x2, 1e-10, 5000, &mut info2) };
+        assert_eq!(st, FEGPU_OK, "{}", last_message());
+        let (mut u1, mut u2, mut b_after) = (vec![0.0; ndof], vec![0.0; ndof], vec![0.0; ndof]);
+        ok(unsafe { fegpu_array_download_f64(x1, u1.as_mut_ptr(), ndof as i64) });
+        ok(unsafe { fegpu_array_download_f64(x2, u2.as_mut_ptr(), ndof as i64) });
+        ok(unsafe { fegpu_array_download_f64(b2, b_after.as_mut_ptr(), ndof as i64) });
+        assert_eq!(b_after, f, "b must be left unchanged");
+        let scale = u1.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let diff = u1.iter().zip(&u2).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        eprintln!("EBE vs assembled, element {element} problem {problem}: {} / {} iterations, max diff {diff:.2e} (scale {scale:.2e})", info2.iterations, info1.iterations);
+        assert!((info1.iterations - info2.iterations).abs() <= 1, "iterations: assembled {} vs EBE {}", info1.iterations, info2.iterations);
+        assert!(diff <= 1e-8 * scale, "solutions differ by {diff:e}");
+        for (&d, &v) in fixed.iter().zip(&values) {
+            assert!((u2[d as usize] - v).abs() < 1e-8 * scale, "dof {d}: {} vs prescribed {v}", u2[d as usize]);
+        }
+        assert!(info2.true_relative_residual <= 2e-10, "EBE true residual {:e}", info2.true_relative_residual);
+        ok(fegpu_solver_destroy(solver));
+        ok(fegpu_fem_ebe_destroy(ebe));
+    }
+    // bad input
+    let (coords, conn) = quad_mesh(2, 1, 2.0, 1.0, 0.0, &mut rng);
+    let s = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_HEAT, &coords, 2, &conn, &[1.0, 0.0], &[1, 1], 2);
+    let mut ebe = 0;
+    expect_err(unsafe { fegpu_fem_ebe_create(s.h, 1, [7i64].as_ptr(), 1, [0.0].as_ptr(), &mut ebe) }, FEGPU_ERR_INVALID_ARGUMENT, &["dofs[0] = 7", "1..6"]);
+    ok(unsafe { fegpu_fem_ebe_create(s.h, 1, [1i64].as_ptr(), 1, [0.0].as_ptr(), &mut ebe) });
+    let (mut b, mut x, mut short) = (0, 0, 0);
+    ok(unsafe { fegpu_array_create_f64(ctx, 6, 1, [1.0; 6].as_ptr(), &mut b) });
+    ok(unsafe { fegpu_array_create_f64(ctx, 6, 1, [0.0; 6].as_ptr(), &mut x) });
+    ok(unsafe { fegpu_array_create_f64(ctx, 5, 1, [0.0; 5].as_ptr(), &mut short) });
+    expect_err(unsafe { fegpu_fem_ebe_solve(ebe, b, x, 1e-8, 10, std::ptr::null_mut()) }, FEGPU_ERR_INVALID_ARGUMENT, &["fegpu_fem_integrate"]);
+    ok(fegpu_fem_integrate(s.h));
+    expect_err(unsafe { fegpu_fem_ebe_solve(ebe, b, short, 1e-8, 10, std::ptr::null_mut()) }, FEGPU_ERR_SIZE_MISMATCH, &["x has 5 elements", "6 dofs"]);
+    ok(unsafe { fegpu_fem_ebe_solve(ebe, b, x, 1e-8, 100, std::ptr::null_mut()) });
+    ok(fegpu_context_destroy(ctx));
+}

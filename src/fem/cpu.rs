@@ -198,3 +198,49 @@ pub fn assemble(ptr: &[i32], from: &[i32], ke: &[f64], values: &mut [f64]) {
         *v = from[ptr[i] as usize..ptr[i + 1] as usize].iter().map(|&k| ke[k as usize]).sum();
     }
 }
+
+/// y = sum_e K^e x_e with constrained dofs masked (kernels/fem.cu `ebe_init`
+/// and `ebe_apply`): zero in x_e, receiving nothing, y = diag x on them.
+/// Without `fixed`, the plain product.
+pub fn ebe_apply(set: &ElementSet, ke: &[f64], fixed: Option<&[u8]>, diag: &[f64], x: &[f64], y: &mut [f64]) {
+    let is_fixed = |d: usize| fixed.is_some_and(|f| f[d] != 0);
+    for (i, yi) in y.iter_mut().enumerate() {
+        *yi = if is_fixed(i) { diag[i] * x[i] } else { 0.0 };
+    }
+    let (nd, np) = (set.element_dofs(), set.packed_len());
+    let mut ye = vec![0.0; nd];
+    for e in 0..set.elements {
+        let dof: Vec<usize> = (0..nd).map(|p| set.global_dof(e, p)).collect();
+        let xe: Vec<f64> = dof.iter().map(|&d| if is_fixed(d) { 0.0 } else { x[d] }).collect();
+        ye.fill(0.0);
+        let k = &ke[e * np..(e + 1) * np];
+        let mut idx = 0;
+        for i in 0..nd {
+            ye[i] += k[idx] * xe[i];
+            idx += 1;
+            for j in i + 1..nd {
+                ye[i] += k[idx] * xe[j];
+                ye[j] += k[idx] * xe[i];
+                idx += 1;
+            }
+        }
+        for (p, &d) in dof.iter().enumerate() {
+            if !is_fixed(d) {
+                y[d] += ye[p];
+            }
+        }
+    }
+}
+
+/// The assembled diagonal from the element matrices.
+pub fn ebe_diagonal(set: &ElementSet, ke: &[f64], diag: &mut [f64]) {
+    let (nd, np) = (set.element_dofs(), set.packed_len());
+    diag.fill(0.0);
+    for e in 0..set.elements {
+        let mut idx = 0;
+        for p in 0..nd {
+            diag[set.global_dof(e, p)] += ke[e * np + idx];
+            idx += nd - p;
+        }
+    }
+}

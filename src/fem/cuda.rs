@@ -20,10 +20,14 @@ impl From<Error> for Failure {
     }
 }
 
+/// The kernel-name suffix of a set: element and physics.
+fn suffix(set: &ElementSet) -> String {
+    format!("{}_{}", set.element.name(), if set.problem == Problem::Heat { "heat" } else { "elastic" })
+}
+
 /// Every K^e into a new device buffer, one thread per element.
 pub fn stiffness(g: &Gpu, set: &ElementSet, d: &DeviceSet, props: &DeviceBuffer<f64>, total: usize) -> Result<DeviceBuffer<f64>, Failure> {
-    let physics = if set.problem == Problem::Heat { "heat" } else { "elastic" };
-    let name = format!("stiffness_{}_{physics}", set.element.name());
+    let name = format!("stiffness_{}", suffix(set));
     let f = g.kernel("fem", SOURCE, &name)?;
     let ke = g.alloc::<f64>(total.max(1))?;
     let bad = crate::sparse::cuda::upload(g, &[i32::MAX])?;
@@ -46,4 +50,66 @@ pub fn assemble(g: &Gpu, nnz: usize, ptr: &DeviceBuffer<i32>, from: &DeviceBuffe
     let mut l = g.launcher(&f);
     l.arg(&n).arg(ptr).arg(from).arg(ke).arg(values);
     g.launch("assemble", l, ((nnz as u32).div_ceil(256).max(1), 1, 1), (256, 1, 1), 0)
+}
+
+fn element_grid(set: &ElementSet) -> (u32, u32, u32) {
+    ((set.elements as u32).div_ceil(BLOCK).max(1), 1, 1)
+}
+
+fn vector_grid(n: usize) -> (u32, u32, u32) {
+    (n.div_ceil(256).clamp(1, 1024) as u32, 1, 1)
+}
+
+/// y = sum_e K^e x_e, constrained dofs masked when `fixed` is given (y = diag
+/// x there); with `sc`, skipped once a device-driven solve has stopped.
+#[allow(clippy::too_many_arguments)]
+pub fn ebe_apply(g: &Gpu, set: &ElementSet, d: &DeviceSet, ke: &DeviceBuffer<f64>, fixed: Option<(&DeviceBuffer<u8>, &DeviceBuffer<f64>)>, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> crate::error::Result<()> {
+    const NULL: u64 = 0;
+    let n = (set.nodes * set.problem.dofs_per_node(set.element.dim())) as i64;
+    let init = g.kernel("fem", SOURCE, "ebe_init")?;
+    let mut l = g.launcher(&init);
+    l.arg(&n).arg(x).arg(y);
+    match fixed {
+        Some((f, diag)) => l.arg(f).arg(diag),
+        None => l.arg(&NULL).arg(&NULL),
+    };
+    match sc {
+        Some(sc) => l.arg(sc),
+        None => l.arg(&NULL),
+    };
+    g.launch("ebe_init", l, vector_grid(n as usize), (256, 1, 1), 0)?;
+    let name = format!("ebe_apply_{}", suffix(set));
+    let f = g.kernel("fem", SOURCE, &name)?;
+    let ne = set.elements as i64;
+    let mut l = g.launcher(&f);
+    l.arg(&ne).arg(&d.conn).arg(ke).arg(x).arg(y);
+    match fixed {
+        Some((f, _)) => l.arg(f),
+        None => l.arg(&NULL),
+    };
+    match sc {
+        Some(sc) => l.arg(sc),
+        None => l.arg(&NULL),
+    };
+    g.launch(&name, l, element_grid(set), (BLOCK, 1, 1), 0)
+}
+
+/// The assembled diagonal from the element matrices.
+pub fn ebe_diagonal(g: &Gpu, set: &ElementSet, d: &DeviceSet, ke: &DeviceBuffer<f64>, diag: &mut DeviceBuffer<f64>) -> crate::error::Result<()> {
+    g.fill_bytes(diag, 0)?;
+    let name = format!("ebe_diagonal_{}", suffix(set));
+    let f = g.kernel("fem", SOURCE, &name)?;
+    let ne = set.elements as i64;
+    let mut l = g.launcher(&f);
+    l.arg(&ne).arg(&d.conn).arg(ke).arg(&*diag);
+    g.launch(&name, l, element_grid(set), (BLOCK, 1, 1), 0)
+}
+
+/// Constrained rows b = diag g, free rows b -= t (t = K g).
+pub fn ebe_dirichlet_rhs(g: &Gpu, n: usize, fixed: &DeviceBuffer<u8>, values: &DeviceBuffer<f64>, diag: &DeviceBuffer<f64>, t: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>) -> crate::error::Result<()> {
+    let f = g.kernel("fem", SOURCE, "ebe_dirichlet_rhs")?;
+    let n64 = n as i64;
+    let mut l = g.launcher(&f);
+    l.arg(&n64).arg(fixed).arg(values).arg(diag).arg(t).arg(b);
+    g.launch("ebe_dirichlet_rhs", l, vector_grid(n), (256, 1, 1), 0)
 }

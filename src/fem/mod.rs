@@ -6,6 +6,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod ebe;
 
 use crate::array::Buffer;
 use crate::context::Context;
@@ -145,6 +146,9 @@ struct Assembly {
 struct Results {
     /// packed_len x elements
     stiffness: Option<Buffer<f64>>,
+    /// Counts integrations, so element-by-element solvers know when to
+    /// rebuild their diagonals.
+    version: u64,
     assembly: Option<Assembly>,
 }
 
@@ -321,7 +325,9 @@ impl ElementSet {
             })?),
             _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "element set without device arrays")),
         };
-        self.results().stiffness = Some(fresh);
+        let mut r = self.results();
+        r.stiffness = Some(fresh);
+        r.version += 1;
         Ok(())
     }
 
@@ -353,8 +359,23 @@ impl ElementSet {
         Ok((a.csr.clone(), a.handle))
     }
 
+    /// Total dofs: nodes x dofs per node.
+    pub fn dofs(&self) -> usize {
+        self.nodes * self.problem.dofs_per_node(self.element.dim())
+    }
+
+    /// Runs `f` with the element matrices and their version (an error before
+    /// the first integration).
+    pub fn with_stiffness<T>(&self, f: impl FnOnce(&Buffer<f64>, u64) -> Result<T>) -> Result<T> {
+        let r = self.results();
+        match &r.stiffness {
+            Some(ke) => f(ke, r.version),
+            None => Err(Error::invalid("no element matrices yet: call fegpu_fem_integrate first")),
+        }
+    }
+
     /// Global dof of element e's local dof p (node-major).
-    fn global_dof(&self, e: usize, p: usize) -> usize {
+    pub fn global_dof(&self, e: usize, p: usize) -> usize {
         let dpn = self.problem.dofs_per_node(self.element.dim());
         self.conn[e * self.element.nodes() + p / dpn] as usize * dpn + p % dpn
     }

@@ -1,10 +1,14 @@
 //! C ABI of finite-element sets (src/fem).
 
-use super::{fegpu_context_t, guard, host_in, host_out, out_param};
+use super::sparse::fegpu_solve_info;
+use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, out_param};
+use crate::array;
 use crate::context;
 use crate::error::fegpu_status;
+use crate::fem::ebe::{self, EbeSolver};
 use crate::fem::{self, Element, ElementSet, Problem};
 use crate::registry;
+use crate::sparse::solver;
 use std::sync::Arc;
 
 /// An element-set handle (0 is never valid).
@@ -118,4 +122,62 @@ pub unsafe extern "C" fn fegpu_fem_stiffness_download(fem: fegpu_fem_t, ke: *mut
 #[no_mangle]
 pub extern "C" fn fegpu_fem_destroy(fem: fegpu_fem_t) -> fegpu_status {
     guard(|| registry::remove::<ElementSet>(fem, "fem"))
+}
+
+/// An element-by-element solver handle (0 is never valid).
+#[allow(non_camel_case_types)]
+pub type fegpu_ebe_t = u64;
+
+/// Creates an element-by-element CG solver for the set's integrated element
+/// matrices (never assembled): Jacobi from the element diagonals, and the
+/// Dirichlet conditions x[dofs[i]] = values[i] (i < n_fixed, dofs counted
+/// from `index_base`, dof = node * dofs per node + component) applied as
+/// fegpu_csr_apply_dirichlet would to the assembled matrix, so both give the
+/// same iterates. After fegpu_fem_integrate again (new materials) the next
+/// solve rebuilds the diagonal.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_ebe_create(fem: fegpu_fem_t, n_fixed: i64, dofs: *const i64, index_base: i32, values: *const f64, ebe: *mut fegpu_ebe_t) -> fegpu_status {
+    guard(|| {
+        let out = out_param(ebe, "ebe")?;
+        let set = fem::get(fem, "fem")?;
+        if n_fixed < 0 {
+            return Err(crate::error::Error::invalid(format!("n_fixed = {n_fixed}: must be >= 0")));
+        }
+        if index_base != 0 && index_base != 1 {
+            return Err(crate::error::Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
+        }
+        let n = n_fixed as usize;
+        let owner = set.ctx_handle;
+        let solver = EbeSolver::new(set, host_in(dofs, n, "dofs")?, index_base as i64, host_in(values, n, "values")?)?;
+        *out = registry::insert(Arc::new(solver), owner);
+        Ok(())
+    })
+}
+
+/// Solves K x = b under the solver's Dirichlet conditions to ||r||/||b|| <=
+/// tol in at most maxit CG iterations, as fegpu_solver_solve does (`x` the
+/// initial guess and the result, `b` unchanged, `info` may be NULL).
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_ebe_solve(ebe: fegpu_ebe_t, b: fegpu_array_t, x: fegpu_array_t, tol: f64, maxit: i64, info: *mut fegpu_solve_info) -> fegpu_status {
+    guard(|| {
+        let t = std::time::Instant::now();
+        let s = ebe::get(ebe, "ebe")?;
+        let (outcome, true_rel) = s.solve(&*array::get(b, "b")?, &*array::get(x, "x")?, tol, maxit)?;
+        if !info.is_null() {
+            *info = fegpu_solve_info {
+                iterations: outcome.iterations,
+                relative_residual: outcome.relative_residual,
+                true_relative_residual: true_rel,
+                setup_seconds: 0.0,
+                solve_seconds: t.elapsed().as_secs_f64(),
+            };
+        }
+        solver::outcome_status(&outcome)
+    })
+}
+
+/// Destroys an element-by-element solver.
+#[no_mangle]
+pub extern "C" fn fegpu_fem_ebe_destroy(ebe: fegpu_ebe_t) -> fegpu_status {
+    guard(|| registry::remove::<EbeSolver>(ebe, "ebe"))
 }

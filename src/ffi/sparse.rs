@@ -236,7 +236,7 @@ pub unsafe extern "C" fn fegpu_solver_create(a: fegpu_csr_t, method: i32, precon
 
 /// Solves A x = b to ||r||/||b|| <= tol in at most maxit iterations. `x`
 /// holds the initial guess and receives the solution; b = 0 gives x = 0.
-/// Everything stays on the device; only scalars come back per iteration.
+/// Everything stays on the device, the iterations' scalars too.
 /// Returns FEGPU_OK when converged, FEGPU_ERR_NOT_CONVERGED at maxit (x holds
 /// the last iterate), FEGPU_ERR_BREAKDOWN naming the quantity that vanished.
 /// `info` (may be NULL) is filled in every one of those cases.

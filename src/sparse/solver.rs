@@ -69,7 +69,7 @@ pub enum Slot {
     Z,
     Q,
 }
-const SLOTS: usize = 12;
+pub const SLOTS: usize = 12;
 
 /// What the algorithms need from a backend.
 pub trait Ops {
@@ -242,6 +242,25 @@ pub fn bicgstab(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, histo
         rho = rho_next;
     }
     Ok(done(false, maxit, relres))
+}
+
+/// The method, then the true residual ||b - A x|| / ||b|| recomputed from scratch.
+pub fn run(ops: &mut dyn Ops, method: Method, precond: Precond, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<(Outcome, f64)> {
+    let bnorm = dot(ops, Slot::B, Slot::B)?.sqrt();
+    if bnorm == 0.0 {
+        // b = 0: x = 0 at once, whatever the guess.
+        ops.update(Slot::X, 0.0, Slot::B, 0.0, None, 0.0)?;
+        history.push(0.0);
+        return Ok((done(true, 0, 0.0), 0.0));
+    }
+    let out = match method {
+        Method::Cg => cg(ops, precond, tol, maxit, history)?,
+        Method::Bicgstab => bicgstab(ops, precond, tol, maxit, history)?,
+    };
+    ops.spmv(Slot::X, Slot::Q)?;
+    ops.update(Slot::T, 1.0, Slot::B, -1.0, Some(Slot::Q), 0.0)?;
+    let true_rel = dot(ops, Slot::T, Slot::T)?.sqrt() / bnorm;
+    Ok((out, true_rel))
 }
 
 /// Rows grouped into dependency levels for the triangular sweeps: a row's
@@ -465,8 +484,9 @@ impl Solver {
             (Work::Cpu { vecs, dinv, lu }, Buffer::Host(v), Buffer::Host(bh), Buffer::Host(xh)) => {
                 vecs[Slot::B as usize].copy_from_slice(bh);
                 vecs[Slot::X as usize].copy_from_slice(xh);
-                let mut ops = CpuOps { p, v, vecs, dinv, lu, precond: self.precond };
-                let (out, true_rel) = self.run(&mut ops, tol, maxit, &mut st.history)?;
+                let apply = |x: &[f64], y: &mut [f64]| cpu::spmv(p, v, 1.0, x, 0.0, y);
+                let mut ops = CpuOps { apply: &apply, p: Some(p), vecs, dinv, lu, precond: self.precond };
+                let (out, true_rel) = run(&mut ops, self.method, self.precond, tol, maxit, &mut st.history)?;
                 xh.copy_from_slice(&ops.vecs[Slot::X as usize]);
                 Ok((out, true_rel, setup))
             }
@@ -476,33 +496,15 @@ impl Solver {
                 g.copy(xd, &mut vecs[Slot::X as usize])?;
                 let dp = self.csr.device.as_ref().expect("device pattern");
                 let (lower, upper) = (lower.as_ref(), upper.as_ref());
-                let mut ops = CudaOps { g, dp, n, v, vecs, dinv, lu, reduce, lower, upper, precond: self.precond, scalars, iteration };
-                let (out, true_rel) = self.run(&mut ops, tol, maxit, &mut st.history)?;
+                let op = DeviceOp::Csr { dp, v };
+                let mut ops = CudaOps { g, op, n, vecs, dinv, lu, reduce, lower, upper, precond: self.precond, looping: Some((scalars, iteration)) };
+                let (out, true_rel) = run(&mut ops, self.method, self.precond, tol, maxit, &mut st.history)?;
                 g.copy(&ops.vecs[Slot::X as usize], xd)?;
                 g.synchronize("solve")?;
                 Ok((out, true_rel, setup))
             }
             _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "solver, matrix and vectors on different backends")),
         }
-    }
-
-    /// The method, then the true residual ||b - A x|| / ||b|| recomputed from scratch.
-    fn run(&self, ops: &mut dyn Ops, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<(Outcome, f64)> {
-        let bnorm = dot(ops, Slot::B, Slot::B)?.sqrt();
-        if bnorm == 0.0 {
-            // b = 0: x = 0 at once, whatever the guess.
-            ops.update(Slot::X, 0.0, Slot::B, 0.0, None, 0.0)?;
-            history.push(0.0);
-            return Ok((done(true, 0, 0.0), 0.0));
-        }
-        let out = match self.method {
-            Method::Cg => cg(ops, self.precond, tol, maxit, history)?,
-            Method::Bicgstab => bicgstab(ops, self.precond, tol, maxit, history)?,
-        };
-        ops.spmv(Slot::X, Slot::Q)?;
-        ops.update(Slot::T, 1.0, Slot::B, -1.0, Some(Slot::Q), 0.0)?;
-        let true_rel = dot(ops, Slot::T, Slot::T)?.sqrt() / bnorm;
-        Ok((out, true_rel))
     }
 
     pub fn history(&self) -> Vec<f64> {
@@ -536,13 +538,15 @@ fn jacobi_inverse(p: &super::Pattern, v: &[f64]) -> Result<Vec<f64>> {
         .collect()
 }
 
-struct CpuOps<'a> {
-    p: &'a super::Pattern,
-    v: &'a [f64],
-    vecs: &'a mut Vec<Vec<f64>>,
-    dinv: &'a [f64],
-    lu: &'a [f64],
-    precond: Precond,
+/// The solvers' operations on the host, for any operator `apply` (y = A x).
+pub(crate) struct CpuOps<'a> {
+    pub apply: &'a dyn Fn(&[f64], &mut [f64]),
+    /// The matrix pattern, for ILU(0).
+    pub p: Option<&'a super::Pattern>,
+    pub vecs: &'a mut Vec<Vec<f64>>,
+    pub dinv: &'a [f64],
+    pub lu: &'a [f64],
+    pub precond: Precond,
 }
 
 impl CpuOps<'_> {
@@ -557,8 +561,8 @@ impl CpuOps<'_> {
 
 impl Ops for CpuOps<'_> {
     fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
-        let (p, v) = (self.p, self.v);
-        self.with_out(y, |out, vecs| cpu::spmv(p, v, 1.0, &vecs[x as usize], 0.0, out));
+        let apply = self.apply;
+        self.with_out(y, |out, vecs| apply(&vecs[x as usize], out));
         Ok(())
     }
     fn dots(&mut self, a: Slot, b: Slot, cd: Option<(Slot, Slot)>) -> Result<(f64, f64)> {
@@ -585,27 +589,45 @@ impl Ops for CpuOps<'_> {
             match pc {
                 Precond::None => out.copy_from_slice(rv),
                 Precond::Jacobi => out.iter_mut().zip(rv).zip(dinv).for_each(|((o, r), d)| *o = d * r),
-                Precond::Ilu0 => cpu::ilu0_apply(p, lu, rv, out),
+                Precond::Ilu0 => cpu::ilu0_apply(p.expect("ILU(0) needs a matrix"), lu, rv, out),
             }
         });
         Ok(())
     }
 }
 
-struct CudaOps<'a> {
-    g: &'a Gpu,
-    dp: &'a super::DevicePattern,
-    n: usize,
-    v: &'a DeviceBuffer<f64>,
-    vecs: &'a mut Vec<DeviceBuffer<f64>>,
-    dinv: &'a DeviceBuffer<f64>,
-    lu: &'a DeviceBuffer<f64>,
-    reduce: &'a mut cuda::Reduce,
-    lower: Option<&'a cuda::DeviceLevels>,
-    upper: Option<&'a cuda::DeviceLevels>,
-    precond: Precond,
-    scalars: &'a mut DeviceBuffer<f64>,
-    iteration: &'a mut Option<Graph>,
+/// The operator of a device solve.
+pub(crate) enum DeviceOp<'a> {
+    Csr { dp: &'a super::DevicePattern, v: &'a DeviceBuffer<f64> },
+    /// Element by element from the stored K^e, the `fixed` dofs masked as
+    /// Dirichlet conditions on the assembled matrix would (y = diag x there).
+    Ebe { set: &'a crate::fem::ElementSet, device: &'a crate::fem::DeviceSet, ke: &'a DeviceBuffer<f64>, fixed: &'a DeviceBuffer<u8>, diag: &'a DeviceBuffer<f64> },
+}
+
+impl DeviceOp<'_> {
+    /// y = A x (with `sc`: skipped once a device-driven solve has stopped).
+    fn apply(&self, g: &Gpu, n: usize, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+        match *self {
+            DeviceOp::Csr { dp, v } => cuda::spmv_with(g, dp, dp.threads_per_row, n, v, 1.0, x, 0.0, y, sc),
+            DeviceOp::Ebe { set, device, ke, fixed, diag } => crate::fem::cuda::ebe_apply(g, set, device, ke, Some((fixed, diag)), x, y, sc),
+        }
+    }
+}
+
+/// The solvers' operations on the device.
+pub(crate) struct CudaOps<'a> {
+    pub g: &'a Gpu,
+    pub op: DeviceOp<'a>,
+    pub n: usize,
+    pub vecs: &'a mut Vec<DeviceBuffer<f64>>,
+    pub dinv: &'a DeviceBuffer<f64>,
+    pub lu: &'a DeviceBuffer<f64>,
+    pub reduce: &'a mut cuda::Reduce,
+    pub lower: Option<&'a cuda::DeviceLevels>,
+    pub upper: Option<&'a cuda::DeviceLevels>,
+    pub precond: Precond,
+    /// The scalars of the device-driven iterations and the captured iteration.
+    pub looping: Option<(&'a mut DeviceBuffer<f64>, &'a mut Option<Graph>)>,
 }
 
 impl CudaOps<'_> {
@@ -620,7 +642,8 @@ impl CudaOps<'_> {
             Precond::Jacobi => cuda::scale(g, n, self.dinv, &v[r as usize], &v[z as usize], sc),
             Precond::Ilu0 => {
                 let (lower, upper) = (self.lower.expect("levels"), self.upper.expect("levels"));
-                cuda::ilu0_apply(g, self.dp, lower, upper, self.lu, &v[r as usize], &v[z as usize], sc)
+                let DeviceOp::Csr { dp, .. } = self.op else { unreachable!("ILU(0) is built for matrices only") };
+                cuda::ilu0_apply(g, dp, lower, upper, self.lu, &v[r as usize], &v[z as usize], sc)
             }
         }
     }
@@ -630,20 +653,21 @@ impl CudaOps<'_> {
     fn queue_iteration(&self, method: Method, sc: &DeviceBuffer<f64>) -> Result<()> {
         let (g, n, reduce) = (self.g, self.n, &*self.reduce);
         let v = |s: Slot| Some(&self.vecs[s as usize]);
-        let spmv = |x: Slot, y: Slot| {
-            cuda::spmv_with(g, self.dp, self.dp.threads_per_row, n, self.v, 1.0, &self.vecs[x as usize], 0.0, &self.vecs[y as usize], Some(sc))
-        };
+        let spmv = |x: Slot, y: Slot| self.op.apply(g, n, &self.vecs[x as usize], &self.vecs[y as usize], Some(sc));
         let step = |name, vectors: &[Option<&DeviceBuffer<f64>>], flag, reduces: bool| {
             cuda::solver_kernel(g, name, n, vectors, flag, reduces.then_some(reduce), sc)
         };
         use Slot::*;
         match method {
             Method::Cg => {
-                if self.dp.threads_per_row <= cuda::FUSED_PQ_MAX_TPR {
-                    cuda::spmv_pq(g, self.dp, n, self.v, &self.vecs[P as usize], &self.vecs[Q as usize], reduce, sc)?;
-                } else {
-                    spmv(P, Q)?;
-                    step("cg_pq", &[v(P), v(Q)], None, true)?;
+                match self.op {
+                    DeviceOp::Csr { dp, v: values } if dp.threads_per_row <= cuda::FUSED_PQ_MAX_TPR => {
+                        cuda::spmv_pq(g, dp, n, values, &self.vecs[P as usize], &self.vecs[Q as usize], reduce, sc)?
+                    }
+                    _ => {
+                        spmv(P, Q)?;
+                        step("cg_pq", &[v(P), v(Q)], None, true)?;
+                    }
                 }
                 let z = match self.precond {
                     Precond::None => {
@@ -677,61 +701,65 @@ impl CudaOps<'_> {
             }
         }
     }
+}
 
-    fn device_loop(&mut self, method: Method, start: &Start, history: &mut Vec<f64>) -> Result<Outcome> {
-        use cuda::{Scalar as S, Status as status};
-        let name = match method {
-            Method::Cg => "CG",
-            Method::Bicgstab => "BiCGSTAB",
-        };
-        let mut relres = start.rr.sqrt() / start.bnorm;
-        if start.maxit == 0 {
-            return Ok(done(false, 0, relres));
+/// Runs `method` from `start` on the device: its scalars go to `scalars`,
+/// `queue` queues one iteration (captured into `graph` on the first
+/// solve, replayed after), and the host reads the scalars every few
+/// iterations. Any operator whose iteration `queue` can queue uses it.
+pub fn device_loop(g: &Gpu, scalars: &mut DeviceBuffer<f64>, graph: &mut Option<Graph>, method: Method, start: &Start, history: &mut Vec<f64>, queue: &dyn Fn(&DeviceBuffer<f64>) -> Result<()>) -> Result<Outcome> {
+    use cuda::{Scalar as S, Status as status};
+    let name = match method {
+        Method::Cg => "CG",
+        Method::Bicgstab => "BiCGSTAB",
+    };
+    let mut relres = start.rr.sqrt() / start.bnorm;
+    if start.maxit == 0 {
+        return Ok(done(false, 0, relres));
+    }
+    let mut sc = [0.0f64; S::LEN];
+    (sc[S::BNORM], sc[S::TOL], sc[S::MAXIT]) = (start.bnorm, start.tol, start.maxit as f64);
+    (sc[S::STATUS], sc[S::ITER], sc[S::RR], sc[S::RZ]) = (status::RUNNING, 0.0, start.rr, start.rz);
+    (sc[S::RHO], sc[S::RHO_PREV], sc[S::ALPHA], sc[S::OMEGA]) = (start.rz, 1.0, 1.0, 1.0);
+    g.upload(&sc, scalars, 0)?;
+    let replayed = match graph.take() {
+        Some(graph) => graph,
+        None => g.capture(name, || queue(scalars))?,
+    };
+    let graph = &*graph.insert(replayed);
+    let mut batch = 1;
+    let mut seen = 0usize;
+    loop {
+        let t = std::time::Instant::now();
+        for _ in 0..batch {
+            g.replay(name, graph)?;
         }
-        let mut sc = [0.0f64; S::LEN];
-        (sc[S::BNORM], sc[S::TOL], sc[S::MAXIT]) = (start.bnorm, start.tol, start.maxit as f64);
-        (sc[S::STATUS], sc[S::ITER], sc[S::RR], sc[S::RZ]) = (status::RUNNING, 0.0, start.rr, start.rz);
-        (sc[S::RHO], sc[S::RHO_PREV], sc[S::ALPHA], sc[S::OMEGA]) = (start.rz, 1.0, 1.0, 1.0);
-        self.g.upload(&sc, self.scalars, 0)?;
-        let graph = match self.iteration.take() {
-            Some(graph) => graph,
-            None => self.g.capture(name, || self.queue_iteration(method, self.scalars))?,
-        };
-        let graph = &*self.iteration.insert(graph);
-        let mut batch = 1;
-        let mut seen = 0usize;
-        loop {
-            let t = std::time::Instant::now();
-            for _ in 0..batch {
-                self.g.replay(name, graph)?;
-            }
-            self.g.download(self.scalars, 0, &mut sc)?;
-            let per_iteration = t.elapsed().as_secs_f64() / batch as f64;
-            let it = sc[S::ITER] as usize;
-            for k in seen + 1..=it {
-                relres = sc[S::HIST + k % S::HIST_LEN];
-                history.push(relres);
-            }
-            seen = it;
-            let (it, value) = (it as i64, sc[S::VALUE]);
-            let next = it + 1;
-            let outcome = match sc[S::STATUS] {
-                status::RUNNING => {
-                    batch = next_batch(history, start.tol, per_iteration).min((start.maxit - it) as usize);
-                    continue;
-                }
-                status::CONVERGED => done(true, it, relres),
-                status::MAXITER => done(false, it, relres),
-                status::BREAK_NAN => broke(it, relres, format!("{name}: the residual is not finite at iteration {it}")),
-                status::BREAK_PQ => broke(it, relres, format!("CG: p.Ap = {value:e} at iteration {next}: A is not positive definite")),
-                status::BREAK_RHO => broke(it, relres, format!("BiCGSTAB: rho = (r0, r) = {value:e} at iteration {next}")),
-                status::BREAK_RV => broke(it, relres, format!("BiCGSTAB: (r0, v) = {value:e} at iteration {next}")),
-                status::BREAK_TT => broke(it, relres, format!("BiCGSTAB: (t, t) = {value:e} at iteration {next}")),
-                status::BREAK_OMEGA => broke(it, relres, format!("BiCGSTAB: omega = (t, s)/(t, t) = 0 at iteration {it}")),
-                other => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, format!("{name}: unknown device status {other}"))),
-            };
-            return Ok(outcome);
+        g.download(scalars, 0, &mut sc)?;
+        let per_iteration = t.elapsed().as_secs_f64() / batch as f64;
+        let it = sc[S::ITER] as usize;
+        for k in seen + 1..=it {
+            relres = sc[S::HIST + k % S::HIST_LEN];
+            history.push(relres);
         }
+        seen = it;
+        let (it, value) = (it as i64, sc[S::VALUE]);
+        let next = it + 1;
+        let outcome = match sc[S::STATUS] {
+            status::RUNNING => {
+                batch = next_batch(history, start.tol, per_iteration).min((start.maxit - it) as usize);
+                continue;
+            }
+            status::CONVERGED => done(true, it, relres),
+            status::MAXITER => done(false, it, relres),
+            status::BREAK_NAN => broke(it, relres, format!("{name}: the residual is not finite at iteration {it}")),
+            status::BREAK_PQ => broke(it, relres, format!("CG: p.Ap = {value:e} at iteration {next}: A is not positive definite")),
+            status::BREAK_RHO => broke(it, relres, format!("BiCGSTAB: rho = (r0, r) = {value:e} at iteration {next}")),
+            status::BREAK_RV => broke(it, relres, format!("BiCGSTAB: (r0, v) = {value:e} at iteration {next}")),
+            status::BREAK_TT => broke(it, relres, format!("BiCGSTAB: (t, t) = {value:e} at iteration {next}")),
+            status::BREAK_OMEGA => broke(it, relres, format!("BiCGSTAB: omega = (t, s)/(t, t) = 0 at iteration {it}")),
+            other => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, format!("{name}: unknown device status {other}"))),
+        };
+        return Ok(outcome);
     }
 }
 
@@ -752,11 +780,14 @@ fn next_batch(history: &[f64], tol: f64, per_iteration: f64) -> usize {
 
 impl Ops for CudaOps<'_> {
     fn iterate_on_device(&mut self, method: Method, start: &Start, history: &mut Vec<f64>) -> Option<Result<Outcome>> {
-        Some(self.device_loop(method, start, history))
+        let (scalars, graph) = self.looping.take().expect("the device loop runs once per solve");
+        let out = device_loop(self.g, &mut *scalars, &mut *graph, method, start, history, &|sc| self.queue_iteration(method, sc));
+        self.looping = Some((scalars, graph));
+        Some(out)
     }
 
     fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
-        cuda::spmv(self.g, self.dp, self.n, self.v, 1.0, &self.vecs[x as usize], 0.0, &self.vecs[y as usize])
+        self.op.apply(self.g, self.n, &self.vecs[x as usize], &self.vecs[y as usize], None)
     }
     fn dots(&mut self, a: Slot, b: Slot, cd: Option<(Slot, Slot)>) -> Result<(f64, f64)> {
         let v = &self.vecs;

@@ -1,0 +1,197 @@
+//! Element-by-element CG: the stored element matrices act as the operator
+//! (gather, multiply by K^e, scatter), never assembled; Jacobi from the
+//! element diagonals; Dirichlet dofs masked so the iteration is the one the
+//! assembled matrix with `fegpu_csr_apply_dirichlet` would run. The CG itself
+//! is the sparse solvers' (host loop on the CPU, device-driven on CUDA).
+
+use super::{cpu, cuda, ElementSet};
+use crate::array::{Array, Buffer};
+use crate::error::{Error, Result, FEGPU_ERR_BREAKDOWN};
+use crate::gpu::{DeviceBuffer, Graph};
+use crate::registry::{Handle, Kind, Object};
+use crate::sparse::solver::{self, CpuOps, CudaOps, DeviceOp, Method, Outcome, Precond, Slot, SLOTS};
+use crate::sparse::{cuda as sparse_cuda, f64_buf};
+use std::sync::{Arc, Mutex};
+
+#[allow(clippy::large_enum_variant)] // one per solver
+enum Work {
+    Cpu {
+        vecs: Vec<Vec<f64>>,
+        fixed: Vec<u8>,
+        values: Vec<f64>,
+        diag: Vec<f64>,
+        dinv: Vec<f64>,
+    },
+    Cuda {
+        vecs: Vec<DeviceBuffer<f64>>,
+        fixed: DeviceBuffer<u8>,
+        values: DeviceBuffer<f64>,
+        diag: DeviceBuffer<f64>,
+        dinv: DeviceBuffer<f64>,
+        reduce: sparse_cuda::Reduce,
+        scalars: DeviceBuffer<f64>,
+        iteration: Option<Graph>,
+    },
+}
+
+struct State {
+    work: Work,
+    /// The element-matrix version the diagonal was built from.
+    built_for: Option<u64>,
+    history: Vec<f64>,
+}
+
+pub struct EbeSolver {
+    pub set: Arc<ElementSet>,
+    state: Mutex<State>,
+}
+
+impl Object for EbeSolver {
+    const KIND: Kind = Kind::EbeSolver;
+}
+
+pub fn get(h: Handle, arg: &str) -> Result<Arc<EbeSolver>> {
+    crate::registry::get::<EbeSolver>(h, arg)
+}
+
+impl EbeSolver {
+    /// A solver for the set's element matrices with x[dofs[i]] = values[i]
+    /// (dofs counted from `base`, distinct).
+    pub fn new(set: Arc<ElementSet>, dofs: &[i64], base: i64, values: &[f64]) -> Result<EbeSolver> {
+        let n = set.dofs();
+        let (mut fixed, mut g) = (vec![0u8; n], vec![0.0; n]);
+        for (i, (&caller, &v)) in dofs.iter().zip(values).enumerate() {
+            let d = caller - base;
+            if d < 0 || d >= n as i64 {
+                return Err(Error::invalid(format!("dofs[{i}] = {caller}: outside dofs {base}..{} (index base {base})", n as i64 - 1 + base)));
+            }
+            if !v.is_finite() {
+                return Err(Error::invalid(format!("values[{i}] = {v}: must be finite")));
+            }
+            if fixed[d as usize] != 0 {
+                return Err(Error::invalid(format!("dofs[{i}] = {caller} is constrained twice")));
+            }
+            (fixed[d as usize], g[d as usize]) = (1, v);
+        }
+        let work = match set.ctx.gpu() {
+            None => Work::Cpu { vecs: vec![vec![0.0; n]; SLOTS], fixed, values: g, diag: vec![0.0; n], dinv: vec![0.0; n] },
+            Some(gpu) => {
+                let mut vecs = Vec::with_capacity(SLOTS);
+                for _ in 0..SLOTS {
+                    let mut v = gpu.alloc::<f64>(n)?;
+                    gpu.fill_bytes(&mut v, 0)?;
+                    vecs.push(v);
+                }
+                Work::Cuda {
+                    vecs,
+                    fixed: sparse_cuda::upload(gpu, &fixed)?,
+                    values: sparse_cuda::upload(gpu, &g)?,
+                    diag: gpu.alloc(n)?,
+                    dinv: gpu.alloc(n)?,
+                    reduce: sparse_cuda::Reduce::new(gpu)?,
+                    scalars: gpu.alloc(sparse_cuda::Scalar::LEN)?,
+                    iteration: None,
+                }
+            }
+        };
+        Ok(EbeSolver { set, state: Mutex::new(State { work, built_for: None, history: Vec::new() }) })
+    }
+
+    fn check(&self, v: &Array, arg: &str) -> Result<()> {
+        if v.ctx_handle != self.set.ctx_handle {
+            return Err(Error::invalid(format!("{arg} belongs to context {:#x}, the element set to {:#x}", v.ctx_handle, self.set.ctx_handle)));
+        }
+        if v.dtype != crate::array::Dtype::F64 {
+            return Err(Error::invalid(format!("{arg} holds {} elements; the solver uses f64", v.dtype.name())));
+        }
+        if v.len() != self.set.dofs() {
+            return Err(Error::size(format!("{arg} has {} elements; the set has {} dofs", v.len(), self.set.dofs())));
+        }
+        Ok(())
+    }
+
+    /// Solves K x = b under the Dirichlet conditions by Jacobi-preconditioned
+    /// CG: `x` holds the initial guess on entry and the iterate on return; `b`
+    /// is not changed. Returns the outcome and the true relative residual.
+    pub fn solve(&self, b: &Array, x: &Array, tol: f64, maxit: i64) -> Result<(Outcome, f64)> {
+        self.check(b, "b")?;
+        self.check(x, "x")?;
+        if std::ptr::eq(b, x) {
+            return Err(Error::invalid("b and x are the same array"));
+        }
+        if tol <= 0.0 || !tol.is_finite() {
+            return Err(Error::invalid(format!("tol = {tol}: must be positive and finite")));
+        }
+        if maxit < 0 {
+            return Err(Error::invalid(format!("maxit = {maxit}: must be >= 0")));
+        }
+        let set = &*self.set;
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let st = &mut *st;
+        st.history.clear();
+        let (mut gb, mut gx) = crate::array::lock_pair(b, x);
+        set.with_stiffness(|ke, version| match (&mut st.work, ke, f64_buf(&mut gb), f64_buf(&mut gx)) {
+            (Work::Cpu { vecs, fixed, values, diag, dinv }, Buffer::Host(ke), Buffer::Host(bh), Buffer::Host(xh)) => {
+                if st.built_for != Some(version) {
+                    cpu::ebe_diagonal(set, ke, diag);
+                    *dinv = inverse(diag)?;
+                    st.built_for = Some(version);
+                }
+                // b with the conditions: free rows lose K g, fixed rows get diag g
+                let mut t = vec![0.0; values.len()];
+                cpu::ebe_apply(set, ke, None, diag, values, &mut t);
+                for i in 0..t.len() {
+                    vecs[Slot::B as usize][i] = if fixed[i] != 0 { diag[i] * values[i] } else { bh[i] - t[i] };
+                }
+                vecs[Slot::X as usize].copy_from_slice(xh);
+                let (fixed, diag) = (&fixed[..], &diag[..]);
+                let apply = |xv: &[f64], yv: &mut [f64]| cpu::ebe_apply(set, ke, Some(fixed), diag, xv, yv);
+                let mut ops = CpuOps { apply: &apply, p: None, vecs, dinv, lu: &[], precond: Precond::Jacobi };
+                let out = solver::run(&mut ops, Method::Cg, Precond::Jacobi, tol, maxit, &mut st.history)?;
+                xh.copy_from_slice(&ops.vecs[Slot::X as usize]);
+                Ok(out)
+            }
+            (Work::Cuda { vecs, fixed, values, diag, dinv, reduce, scalars, iteration }, Buffer::Device(ke), Buffer::Device(bd), Buffer::Device(xd)) => {
+                let g = set.ctx.gpu().expect("device work without a GPU");
+                let device = set.device.as_ref().expect("device set");
+                if st.built_for != Some(version) {
+                    cuda::ebe_diagonal(g, set, device, ke, diag)?;
+                    let mut host = vec![0.0; set.dofs()];
+                    g.download(diag, 0, &mut host)?;
+                    g.upload(&inverse(&host)?, dinv, 0)?;
+                    st.built_for = Some(version);
+                }
+                let n = set.dofs();
+                cuda::ebe_apply(g, set, device, ke, None, values, &vecs[Slot::T as usize], None)?;
+                g.copy(bd, &mut vecs[Slot::B as usize])?;
+                cuda::ebe_dirichlet_rhs(g, n, fixed, values, diag, &vecs[Slot::T as usize], &vecs[Slot::B as usize])?;
+                g.copy(xd, &mut vecs[Slot::X as usize])?;
+                let op = DeviceOp::Ebe { set, device, ke, fixed, diag };
+                let mut ops = CudaOps { g, op, n, vecs, dinv, lu: dinv /* unused without ILU(0) */, reduce, lower: None, upper: None, precond: Precond::Jacobi, looping: Some((scalars, iteration)) };
+                let out = solver::run(&mut ops, Method::Cg, Precond::Jacobi, tol, maxit, &mut st.history)?;
+                g.copy(&ops.vecs[Slot::X as usize], xd)?;
+                g.synchronize("solve")?;
+                Ok(out)
+            }
+            _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "element set, solver and vectors on different backends")),
+        })
+    }
+
+    pub fn history(&self) -> Vec<f64> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).history.clone()
+    }
+}
+
+/// 1 / diag, refusing a zero (a dof no element touches, or a singular set).
+fn inverse(diag: &[f64]) -> Result<Vec<f64>> {
+    diag.iter()
+        .enumerate()
+        .map(|(i, &d)| {
+            if d == 0.0 || !d.is_finite() {
+                Err(Error::new(FEGPU_ERR_BREAKDOWN, format!("Jacobi: the diagonal of dof {i} (0-based) is {d}: no element stiffens it")))
+            } else {
+                Ok(1.0 / d)
+            }
+        })
+        .collect()
+}
