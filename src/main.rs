@@ -16,6 +16,7 @@ const USAGE: &str = "usage:
                              over the serial loop; pinned vs pageable uploads
   fegpu bench spmv [A.mtx]   SpMV on 7-point 128^3, 27-point 96^3 (and A): GB/s, fraction of copy
   fegpu bench solve [A.mtx]  CG / BiCGSTAB per iteration against the bytes-moved roofline
+  fegpu bench fem            element integration throughput; EBE vs assembled CG per iteration (hex8, ~1M dofs)
   fegpu bench lbm            D3Q19 MLUPS (128^3..512^3 f32, 128^3/256^3 f64) against the copy roofline
   fegpu bench radfields      rad_fields GFLOP/s (N_S 10k..200k, n_RHS 1/10/100) against the FP64 ceiling
   fegpu bench pipeline       host-array pipelines: versions 1/2/3 at 1..16 streams, measured vs the overlap model
@@ -83,6 +84,7 @@ fn bench(args: &[String]) -> fegpu::Result<()> {
             }
         }
         Some("lbm") => fegpu::bench::lbm::run(),
+        Some("fem") => fegpu::bench::fem::run(),
         Some("radfields") => fegpu::bench::radfields::run(),
         Some("pipeline") => fegpu::bench::pipeline::run(),
         other => Err(bad(format!("unknown benchmark {other:?}"))),

@@ -42,7 +42,7 @@ fn spmv_bytes(n: usize, nnz: usize) -> f64 {
 }
 
 /// The context, the title line and the copy ceiling measured first.
-fn start(what: &str) -> Result<(Arc<Context>, f64)> {
+pub(super) fn start(what: &str) -> Result<(Arc<Context>, f64)> {
     let ctx = open_context()?;
     println!("fegpu bench {what} on {}", describe(&ctx));
     let ceiling = copy_ceiling(&ctx)?;
