@@ -1,8 +1,9 @@
 // Element stiffness matrices by Gauss quadrature, one thread per element
 // (FEStudio's level I). src/fem/cpu.rs is the same integration on the host,
 // point for point. Output: the upper triangle of each K^e packed row by row,
-// element after element: ke[e * np + k], np = nd (nd + 1) / 2, nd = nodes x
-// dofs per node, dofs node-major (node a, component c at a * dpn + c).
+// stored entry-major, ke[k * ne + e] (np = nd (nd + 1) / 2 entries k, nd =
+// nodes x dofs per node, dofs node-major: node a, component c at a * dpn + c),
+// so a warp's threads, consecutive elements, write and read consecutive words.
 //
 // Element types: tri3 and tet4 (constant gradients: one point at the centroid
 // integrates K^e exactly, whatever the order), quad4 and hex8 (order^dim
@@ -173,7 +174,7 @@ __device__ void stiffness(i64 ne, const double* __restrict__ x, const int* __res
             }
         }
     }
-    for (int i = 0; i < NP; ++i) ke[e * NP + i] = k[i];
+    for (int i = 0; i < NP; ++i) ke[(i64)i * ne + e] = k[i];
 }
 
 #define STIFFNESS(NAME, NN, DIM, DPN)                                                                            \
@@ -226,7 +227,7 @@ template <int NN, int DPN>
 __device__ void ebe_apply(i64 ne, const int* __restrict__ conn, const double* __restrict__ ke,
                           const double* __restrict__ x, double* y, const unsigned char* __restrict__ fixed,
                           const double* sc) {
-    constexpr int ND = NN * DPN, NP = ND * (ND + 1) / 2;
+    constexpr int ND = NN * DPN;
     if (ebe_stopped(sc)) return;
     const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= ne) return;
@@ -237,13 +238,14 @@ __device__ void ebe_apply(i64 ne, const int* __restrict__ conn, const double* __
         xe[p] = (fixed && fixed[dof[p]]) ? 0.0 : x[dof[p]];
         ye[p] = 0.0;
     }
-    const double* k = ke + e * NP;
+    const double* k = ke + e;  // entry idx at k[idx * ne]
     int idx = 0;
     for (int i = 0; i < ND; ++i) {
-        ye[i] += k[idx++] * xe[i];
+        ye[i] += k[(i64)idx++ * ne] * xe[i];
         for (int j = i + 1; j < ND; ++j, ++idx) {
-            ye[i] += k[idx] * xe[j];
-            ye[j] += k[idx] * xe[i];
+            const double kij = k[(i64)idx * ne];
+            ye[i] += kij * xe[j];
+            ye[j] += kij * xe[i];
         }
     }
     for (int p = 0; p < ND; ++p)
@@ -253,12 +255,12 @@ __device__ void ebe_apply(i64 ne, const int* __restrict__ conn, const double* __
 // diag += the diagonals of the element matrices (the assembled diagonal).
 template <int NN, int DPN>
 __device__ void ebe_diagonal(i64 ne, const int* __restrict__ conn, const double* __restrict__ ke, double* diag) {
-    constexpr int ND = NN * DPN, NP = ND * (ND + 1) / 2;
+    constexpr int ND = NN * DPN;
     const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= ne) return;
     int idx = 0;
     for (int p = 0; p < ND; ++p) {
-        atomicAdd(&diag[conn[e * NN + p / DPN] * DPN + p % DPN], ke[e * NP + idx]);
+        atomicAdd(&diag[conn[e * NN + p / DPN] * DPN + p % DPN], ke[(i64)idx * ne + e]);
         idx += ND - p;
     }
 }

@@ -183,11 +183,14 @@ pub fn element_stiffness(set: &ElementSet, props: &[f64], e: usize) -> Result<Ve
     Ok(k)
 }
 
-/// Every element's K^e into `ke` (element after element); Err(first bad element).
+/// Every element's K^e into `ke`, entry-major as on the device (entry k of
+/// element e at k * elements + e); Err(first bad element).
 pub fn stiffness(set: &ElementSet, props: &[f64], ke: &mut [f64]) -> Result<(), usize> {
-    let np = set.packed_len();
-    for e in 0..set.elements {
-        ke[e * np..(e + 1) * np].copy_from_slice(&element_stiffness(set, props, e)?);
+    let ne = set.elements;
+    for e in 0..ne {
+        for (k, v) in element_stiffness(set, props, e)?.into_iter().enumerate() {
+            ke[k * ne + e] = v;
+        }
     }
     Ok(())
 }
@@ -207,20 +210,20 @@ pub fn ebe_apply(set: &ElementSet, ke: &[f64], fixed: Option<&[u8]>, diag: &[f64
     for (i, yi) in y.iter_mut().enumerate() {
         *yi = if is_fixed(i) { diag[i] * x[i] } else { 0.0 };
     }
-    let (nd, np) = (set.element_dofs(), set.packed_len());
+    let (nd, ne) = (set.element_dofs(), set.elements);
     let mut ye = vec![0.0; nd];
-    for e in 0..set.elements {
+    for e in 0..ne {
         let dof: Vec<usize> = (0..nd).map(|p| set.global_dof(e, p)).collect();
         let xe: Vec<f64> = dof.iter().map(|&d| if is_fixed(d) { 0.0 } else { x[d] }).collect();
         ye.fill(0.0);
-        let k = &ke[e * np..(e + 1) * np];
+        let k = |idx: usize| ke[idx * ne + e];
         let mut idx = 0;
         for i in 0..nd {
-            ye[i] += k[idx] * xe[i];
+            ye[i] += k(idx) * xe[i];
             idx += 1;
             for j in i + 1..nd {
-                ye[i] += k[idx] * xe[j];
-                ye[j] += k[idx] * xe[i];
+                ye[i] += k(idx) * xe[j];
+                ye[j] += k(idx) * xe[i];
                 idx += 1;
             }
         }
@@ -234,12 +237,12 @@ pub fn ebe_apply(set: &ElementSet, ke: &[f64], fixed: Option<&[u8]>, diag: &[f64
 
 /// The assembled diagonal from the element matrices.
 pub fn ebe_diagonal(set: &ElementSet, ke: &[f64], diag: &mut [f64]) {
-    let (nd, np) = (set.element_dofs(), set.packed_len());
+    let (nd, ne) = (set.element_dofs(), set.elements);
     diag.fill(0.0);
-    for e in 0..set.elements {
+    for e in 0..ne {
         let mut idx = 0;
         for p in 0..nd {
-            diag[set.global_dof(e, p)] += ke[e * np + idx];
+            diag[set.global_dof(e, p)] += ke[idx * ne + e];
             idx += nd - p;
         }
     }

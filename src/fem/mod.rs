@@ -2,7 +2,9 @@
 //! one element type, and their element stiffness matrices integrated by Gauss
 //! quadrature where the set lives (`cpu.rs` the reference, `cuda.rs` with
 //! kernels/fem.cu side by side). K^e is kept in symmetric packed storage:
-//! the upper triangle row by row, dofs node-major.
+//! the upper triangle row by row, dofs node-major, stored entry-major (entry
+//! k of element e at k * elements + e, so a warp's accesses are coalesced);
+//! downloads give the caller element after element.
 
 pub mod cpu;
 pub mod cuda;
@@ -144,7 +146,7 @@ struct Assembly {
 /// What integration and assembly produce.
 #[derive(Default)]
 struct Results {
-    /// packed_len x elements
+    /// elements x packed_len (entry-major)
     stiffness: Option<Buffer<f64>>,
     /// Counts integrations, so element-by-element solvers know when to
     /// rebuild their diagonals.
@@ -412,7 +414,6 @@ impl ElementSet {
             let (i, j) = (p.min(q), p.max(q));
             i * nd - i * i.saturating_sub(1) / 2 + (j - i)
         };
-        let np = self.packed_len();
         let mut ptr = vec![0i32; col.len() + 1];
         for e in 0..self.elements {
             for p in 0..nd {
@@ -430,7 +431,7 @@ impl ElementSet {
             for p in 0..nd {
                 for q in 0..nd {
                     let k = entry(self.global_dof(e, p), self.global_dof(e, q));
-                    from[fill[k] as usize] = (e * np + packed(p, q)) as i32;
+                    from[fill[k] as usize] = (packed(p, q) * self.elements + e) as i32;
                     fill[k] += 1;
                 }
             }
@@ -455,13 +456,22 @@ impl ElementSet {
                 self.elements
             )));
         }
-        match &self.results().stiffness {
-            None => Err(Error::invalid("no element matrices yet: call fegpu_fem_integrate first")),
-            Some(Buffer::Host(h)) => {
-                out.copy_from_slice(h);
-                Ok(())
+        let stored = match &self.results().stiffness {
+            None => return Err(Error::invalid("no element matrices yet: call fegpu_fem_integrate first")),
+            Some(Buffer::Host(h)) => h.clone(),
+            Some(Buffer::Device(d)) => {
+                let mut h = vec![0.0; total];
+                self.ctx.gpu().expect("device buffer without a GPU").download(d, 0, &mut h)?;
+                h
             }
-            Some(Buffer::Device(d)) => self.ctx.gpu().expect("device buffer without a GPU").download(d, 0, out),
+        };
+        // entry-major to the caller's element after element
+        let (np, ne) = (self.packed_len(), self.elements);
+        for (k, column) in stored.chunks(ne).enumerate() {
+            for (e, &v) in column.iter().enumerate() {
+                out[e * np + k] = v;
+            }
         }
+        Ok(())
     }
 }
