@@ -63,6 +63,16 @@ module fegpu
     integer(c_int64_t) :: handle = 0
   end type fegpu_solver
 
+  !> A finite-element set: nodes, connectivity, materials and element matrices on the device.
+  type, public :: fegpu_fem
+    integer(c_int64_t) :: handle = 0
+  end type fegpu_fem
+
+  !> An element-by-element CG solver for an element set, with Dirichlet conditions.
+  type, public :: fegpu_ebe
+    integer(c_int64_t) :: handle = 0
+  end type fegpu_ebe
+
   !> A D3Q19 lattice-Boltzmann lattice with its populations on the device.
   type, public :: fegpu_lattice
     integer(c_int64_t) :: handle = 0
@@ -108,6 +118,11 @@ module fegpu
   public :: fegpu_radfields_accumulate, fegpu_radfields_download, fegpu_radfields_reset
   public :: fegpu_radfields_excluded, fegpu_radfields_set_variant, fegpu_radfields_destroy, fegpu_radfields_compute
   public :: fegpu_last_error
+  integer, parameter, public :: FEGPU_ELEMENT_TRI3 = 1, FEGPU_ELEMENT_QUAD4 = 2, FEGPU_ELEMENT_TET4 = 3, FEGPU_ELEMENT_HEX8 = 4
+  integer, parameter, public :: FEGPU_PROBLEM_HEAT = 1, FEGPU_PROBLEM_PLANE_STRESS = 2, FEGPU_PROBLEM_PLANE_STRAIN = 3, &
+       FEGPU_PROBLEM_ELASTIC_3D = 4
+  public :: fegpu_fem_create, fegpu_fem_integrate, fegpu_fem_set_materials, fegpu_fem_assemble, fegpu_fem_stiffness
+  public :: fegpu_fem_destroy, fegpu_csr_apply_dirichlet, fegpu_ebe_create, fegpu_ebe_solve, fegpu_ebe_destroy
 
   !> Creates an array holding a copy of a real32/real64 array of any rank
   !> (rank 1 becomes n x 1; rank 2 keeps its shape).
@@ -209,6 +224,67 @@ module fegpu
     integer(c_int32_t) function c_solver_destroy(s) bind(C, name='fegpu_solver_destroy')
       import :: c_int32_t, c_int64_t, c_double
       integer(c_int64_t), value :: s
+    end function
+  end interface
+
+  ! Finite elements (fegpu.h, fegpu_fem_*, fegpu_csr_apply_dirichlet).
+  interface
+    integer(c_int32_t) function c_fem_create(ctx, element, problem, n_nodes, coords, n_elements, conn, base, &
+         n_materials, props, material, order, fem) bind(C, name='fegpu_fem_create')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx, n_nodes, n_elements, n_materials
+      integer(c_int32_t), value :: element, problem, base, order
+      real(c_double), intent(in) :: coords(*), props(*)
+      integer(c_int64_t), intent(in) :: conn(*), material(*)
+      integer(c_int64_t), intent(out) :: fem
+    end function
+    integer(c_int32_t) function c_fem_integrate(fem) bind(C, name='fegpu_fem_integrate')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: fem
+    end function
+    integer(c_int32_t) function c_fem_set_materials(fem, n, props) bind(C, name='fegpu_fem_set_materials')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n
+      real(c_double), intent(in) :: props(*)
+    end function
+    integer(c_int32_t) function c_fem_assemble(fem, a) bind(C, name='fegpu_fem_assemble')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: fem
+      integer(c_int64_t), intent(out) :: a
+    end function
+    integer(c_int32_t) function c_fem_stiffness_download(fem, ke, n) bind(C, name='fegpu_fem_stiffness_download')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n
+      real(c_double), intent(out) :: ke(*)
+    end function
+    integer(c_int32_t) function c_fem_destroy(fem) bind(C, name='fegpu_fem_destroy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: fem
+    end function
+    integer(c_int32_t) function c_csr_apply_dirichlet(a, n, dofs, base, values, b) bind(C, name='fegpu_csr_apply_dirichlet')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: a, n, b
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(in) :: dofs(*)
+      real(c_double), intent(in) :: values(*)
+    end function
+    integer(c_int32_t) function c_ebe_create(fem, n, dofs, base, values, ebe) bind(C, name='fegpu_fem_ebe_create')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(in) :: dofs(*)
+      real(c_double), intent(in) :: values(*)
+      integer(c_int64_t), intent(out) :: ebe
+    end function
+    integer(c_int32_t) function c_ebe_solve(ebe, b, x, tol, maxit, info) bind(C, name='fegpu_fem_ebe_solve')
+      import :: c_int32_t, c_int64_t, c_double, solve_info
+      integer(c_int64_t), value :: ebe, b, x, maxit
+      real(c_double), value :: tol
+      type(solve_info), intent(out) :: info
+    end function
+    integer(c_int32_t) function c_ebe_destroy(ebe) bind(C, name='fegpu_fem_ebe_destroy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: ebe
     end function
   end interface
 
@@ -1068,6 +1144,149 @@ contains
     st = c_solver_destroy(s%handle)
     if (st == FEGPU_OK) s%handle = 0
     call check(st, 'fegpu_solver_destroy', stat, errmsg)
+  end subroutine
+
+  ! ---- Finite elements ----
+
+  !> An element set on ctx's backend: coords(dim, n_nodes), conn(nodes per
+  !> element, n_elements) and material(n_elements) counted from index_base
+  !> (default 1), props(2, n_materials): (k, unused) for heat, (E, nu) for
+  !> elasticity. order: Gauss points per direction for quad4/hex8 (default 2).
+  subroutine fegpu_fem_create(ctx, element, problem, coords, conn, props, material, fem, order, index_base, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    integer, intent(in) :: element, problem
+    real(real64), intent(in) :: coords(:, :), props(:, :)
+    integer, intent(in) :: conn(:, :), material(:)
+    type(fegpu_fem), intent(out) :: fem
+    integer, intent(in), optional :: order, index_base
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: q, base
+    q = 2
+    if (present(order)) q = int(order, c_int32_t)
+    base = 1
+    if (present(index_base)) base = int(index_base, c_int32_t)
+    call check(c_fem_create(ctx%handle, int(element, c_int32_t), int(problem, c_int32_t), size(coords, 2, c_int64_t), &
+         coords, size(conn, 2, c_int64_t), int(conn, c_int64_t), base, size(props, 2, c_int64_t), props, &
+         int(material, c_int64_t), q, fem%handle), 'fegpu_fem_create', stat, errmsg)
+  end subroutine
+
+  !> Integrates every element matrix on the set's device (an inverted or
+  !> degenerate element is named in the error).
+  subroutine fegpu_fem_integrate(fem, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_fem_integrate(fem%handle), 'fegpu_fem_integrate', stat, errmsg)
+  end subroutine
+
+  !> New material parameters props(2, n_materials); integrate and assemble again after.
+  subroutine fegpu_fem_set_materials(fem, props, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    real(real64), intent(in) :: props(:, :)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_fem_set_materials(fem%handle, size(props, 2, c_int64_t), props), 'fegpu_fem_set_materials', stat, errmsg)
+  end subroutine
+
+  !> The global matrix assembled on the device into a (the same matrix on
+  !> every call: solvers created for it stay valid).
+  subroutine fegpu_fem_assemble(fem, a, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    type(fegpu_csr), intent(inout) :: a
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_fem_assemble(fem%handle, a%handle), 'fegpu_fem_assemble', stat, errmsg)
+  end subroutine
+
+  !> The element matrices, ke(packed size, n_elements): each the upper triangle row by row.
+  subroutine fegpu_fem_stiffness(fem, ke, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    real(real64), intent(out) :: ke(:, :)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_fem_stiffness_download(fem%handle, ke, size(ke, kind=c_int64_t)), 'fegpu_fem_stiffness', stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_fem_destroy(fem, stat, errmsg)
+    type(fegpu_fem), intent(inout) :: fem
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_fem_destroy(fem%handle)
+    if (st == FEGPU_OK) fem%handle = 0
+    call check(st, 'fegpu_fem_destroy', stat, errmsg)
+  end subroutine
+
+  !> Dirichlet conditions x(dofs(i)) = values(i) on A x = b, symmetrically
+  !> (dofs counted from index_base, default 1; dof = (node - 1) * dofs per node + component).
+  subroutine fegpu_csr_apply_dirichlet(a, dofs, values, b, index_base, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    integer, intent(in) :: dofs(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_array), intent(in) :: b
+    integer, intent(in), optional :: index_base
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: base
+    if (size(values) /= size(dofs)) then
+      call size_error('fegpu_csr_apply_dirichlet: dofs and values differ in size', stat, errmsg)
+      return
+    end if
+    base = 1
+    if (present(index_base)) base = int(index_base, c_int32_t)
+    call check(c_csr_apply_dirichlet(a%handle, size(dofs, kind=c_int64_t), int(dofs, c_int64_t), base, values, b%handle), &
+         'fegpu_csr_apply_dirichlet', stat, errmsg)
+  end subroutine
+
+  !> An element-by-element CG solver (Jacobi) for the set's element matrices
+  !> with x(dofs(i)) = values(i).
+  subroutine fegpu_ebe_create(fem, dofs, values, ebe, index_base, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    integer, intent(in) :: dofs(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_ebe), intent(out) :: ebe
+    integer, intent(in), optional :: index_base
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: base
+    if (size(values) /= size(dofs)) then
+      call size_error('fegpu_ebe_create: dofs and values differ in size', stat, errmsg)
+      return
+    end if
+    base = 1
+    if (present(index_base)) base = int(index_base, c_int32_t)
+    call check(c_ebe_create(fem%handle, size(dofs, kind=c_int64_t), int(dofs, c_int64_t), base, values, ebe%handle), &
+         'fegpu_ebe_create', stat, errmsg)
+  end subroutine
+
+  !> Solves K x = b element by element (x: initial guess in, solution out; b unchanged).
+  subroutine fegpu_ebe_solve(ebe, b, x, tol, maxit, iterations, residual, true_residual, stat, errmsg)
+    type(fegpu_ebe), intent(in) :: ebe
+    type(fegpu_array), intent(in) :: b, x
+    real(real64), intent(in) :: tol
+    integer, intent(in) :: maxit
+    integer, intent(out), optional :: iterations
+    real(real64), intent(out), optional :: residual, true_residual
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(solve_info) :: info
+    integer(c_int32_t) :: st
+    st = c_ebe_solve(ebe%handle, b%handle, x%handle, tol, int(maxit, c_int64_t), info)
+    if (present(iterations)) iterations = int(info%iterations)
+    if (present(residual)) residual = info%relative_residual
+    if (present(true_residual)) true_residual = info%true_relative_residual
+    call check(st, 'fegpu_ebe_solve', stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_ebe_destroy(ebe, stat, errmsg)
+    type(fegpu_ebe), intent(inout) :: ebe
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_ebe_destroy(ebe%handle)
+    if (st == FEGPU_OK) ebe%handle = 0
+    call check(st, 'fegpu_ebe_destroy', stat, errmsg)
   end subroutine
 
   ! ---- Lattice Boltzmann (D3Q19) ----
