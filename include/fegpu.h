@@ -142,6 +142,9 @@ typedef struct fegpu_solve_info {
   double solve_seconds;
 } fegpu_solve_info;
 
+// A transient heat-conduction stepper handle (0 is never valid).
+typedef uint64_t fegpu_heat_t;
+
 // A lattice handle (0 is never valid).
 typedef uint64_t fegpu_lattice_t;
 
@@ -398,6 +401,10 @@ fegpu_status fegpu_fem_packed_size(fegpu_fem_t fem, int64_t *size);
 // node-major (node a, component c at a * dofs per node + c).
 fegpu_status fegpu_fem_stiffness_download(fegpu_fem_t fem, double *ke, int64_t len);
 
+// As fegpu_fem_stiffness_download, the heat-capacity matrices C^e of a heat
+// set (integrals of rho c N_a N_b; props(2, m) = rho c).
+fegpu_status fegpu_fem_capacity_download(fegpu_fem_t fem, double *ce, int64_t len);
+
 // Destroys an element set.
 fegpu_status fegpu_fem_destroy(fegpu_fem_t fem);
 
@@ -427,6 +434,33 @@ fegpu_status fegpu_fem_ebe_solve(fegpu_ebe_t ebe,
 
 // Destroys an element-by-element solver.
 fegpu_status fegpu_fem_ebe_destroy(fegpu_ebe_t ebe);
+
+// Creates a theta-method stepper for a heat set (FEGPU_PROBLEM_HEAT, props
+// (k, rho c)) after fegpu_fem_integrate and fegpu_fem_assemble: each step
+// solves (C/dt + theta K) T' = (C/dt - (1 - theta) K) T + F on the device,
+// theta in [1/2, 1] (1 backward Euler, 1/2 Crank-Nicolson), with the fixed
+// temperatures T[dofs[i]] = values[i] (i < n_fixed, counted from index_base).
+fegpu_status fegpu_fem_heat_create(fegpu_fem_t fem,
+                                   double dt,
+                                   double theta,
+                                   int64_t n_fixed,
+                                   const int64_t *dofs,
+                                   int32_t index_base,
+                                   const double *values,
+                                   fegpu_heat_t *heat);
+
+// One time step: `t` (the temperatures, on the device) advances by dt in
+// place; `f` is the nodal heat load over the step (0: none). The solve
+// reports like fegpu_solver_solve (`info` may be NULL).
+fegpu_status fegpu_fem_heat_step(fegpu_heat_t heat,
+                                 fegpu_array_t t,
+                                 fegpu_array_t f,
+                                 double tol,
+                                 int64_t maxit,
+                                 struct fegpu_solve_info *info);
+
+// Destroys a heat stepper.
+fegpu_status fegpu_fem_heat_destroy(fegpu_heat_t heat);
 
 // Creates an nx x ny x nz D3Q19 lattice storing populations as `dtype`
 // (FEGPU_DTYPE_F16, FEGPU_DTYPE_F32 or FEGPU_DTYPE_F64; f16 and f32 compute in f32), BGK relaxation time `tau` (> 0.5),

@@ -10,7 +10,8 @@
 // tensor Gauss-Legendre points). Problems: heat conduction (dpn 1, D = k I)
 // and linear elasticity (dpn = dim; plane stress or plane strain in 2-D;
 // Voigt order xx yy [zz] xy [yz zx] with engineering shears).
-// Material m: props[2m] = k (heat) or E, props[2m + 1] = nu (elasticity).
+// Material m: props[2m] = k (heat) or E, props[2m + 1] = rho c (heat: the
+// volumetric heat capacity, for the capacity matrices) or nu (elasticity).
 
 typedef long long i64;
 
@@ -48,6 +49,25 @@ __device__ void shape_gradients(const double* xi, double (*dn)[3]) {
             dn[a][1] = 0.125 * sy[a] * (1 + sx[a] * xi[0]) * (1 + sz[a] * xi[2]);
             dn[a][2] = 0.125 * sz[a] * (1 + sx[a] * xi[0]) * (1 + sy[a] * xi[1]);
         }
+    }
+}
+
+// N_a at natural point xi.
+template <int NN, int DIM>
+__device__ void shape_values(const double* xi, double* n) {
+    if (NN == DIM + 1) {
+        n[0] = 1.0;
+        for (int c = 0; c < DIM; ++c) {
+            n[c + 1] = xi[c];
+            n[0] -= xi[c];
+        }
+    } else if (DIM == 2) {
+        const double sx[4] = {-1, 1, 1, -1}, sy[4] = {-1, -1, 1, 1};
+        for (int a = 0; a < 4; ++a) n[a] = 0.25 * (1 + sx[a] * xi[0]) * (1 + sy[a] * xi[1]);
+    } else {
+        const double sx[8] = {-1, 1, 1, -1, -1, 1, 1, -1}, sy[8] = {-1, -1, 1, 1, -1, -1, 1, 1},
+                     sz[8] = {-1, -1, -1, -1, 1, 1, 1, 1};
+        for (int a = 0; a < 8; ++a) n[a] = 0.125 * (1 + sx[a] * xi[0]) * (1 + sy[a] * xi[1]) * (1 + sz[a] * xi[2]);
     }
 }
 
@@ -283,11 +303,77 @@ EBE(quad4_elastic, 4, 2)
 EBE(tet4_elastic, 4, 3)
 EBE(hex8_elastic, 8, 3)
 
-// EBE Dirichlet right-hand side: with t = K g (g the prescribed values, 0 on
-// free dofs), free rows b -= t and constrained rows b = diag g, as the
-// assembled matrix's conditions give.
-extern "C" __global__ void __launch_bounds__(256) ebe_dirichlet_rhs(i64 n, const unsigned char* __restrict__ fixed,
+// Dirichlet right-hand side (EBE solves and heat steps): with t = K g (g the
+// prescribed values, 0 on free dofs), free rows b -= t and constrained rows
+// b = diag g, as the assembled matrix's conditions give.
+extern "C" __global__ void __launch_bounds__(256) dirichlet_rhs(i64 n, const unsigned char* __restrict__ fixed,
     const double* __restrict__ g, const double* __restrict__ diag, const double* __restrict__ t, double* __restrict__ b) {
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
         b[i] = fixed[i] ? diag[i] * g[i] : b[i] - t[i];
 }
+
+// Heat capacity matrices C^e_ab = integral of rho c N_a N_b, packed and stored
+// as the stiffness. Linear simplices in closed form (rho c V (1 + delta_ab) /
+// ((d + 1)(d + 2)), exact); quad4 and hex8 by order^dim Gauss points.
+template <int NN, int DIM>
+__device__ void capacity(i64 ne, const double* __restrict__ x, const int* __restrict__ conn,
+                         const int* __restrict__ material, const double* __restrict__ props, int order,
+                         double* __restrict__ ce, int* bad) {
+    constexpr int NP = NN * (NN + 1) / 2;
+    constexpr bool SIMPLEX = NN == DIM + 1;
+    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= ne) return;
+    double xe[NN][3];
+    for (int a = 0; a < NN; ++a)
+        for (int c = 0; c < DIM; ++c) xe[a][c] = x[(i64)DIM * conn[e * NN + a] + c];
+    const double rc = props[2 * material[e] + 1];
+    double m[NP];
+    for (int i = 0; i < NP; ++i) m[i] = 0.0;
+    const int q = SIMPLEX ? 1 : order;
+    const int points = DIM == 2 ? q * q : q * q * q;
+    for (int gp = 0; gp < points; ++gp) {
+        double xi[3], w;
+        if (SIMPLEX) {
+            for (int c = 0; c < DIM; ++c) xi[c] = 1.0 / (DIM + 1);
+            w = DIM == 2 ? 0.5 : 1.0 / 6.0;
+        } else {
+            const int i0 = gp % q, i1 = (gp / q) % q, i2 = gp / (q * q);
+            xi[0] = GL_X[q - 1][i0];
+            xi[1] = GL_X[q - 1][i1];
+            xi[2] = DIM == 3 ? GL_X[q - 1][i2] : 0.0;
+            w = GL_W[q - 1][i0] * GL_W[q - 1][i1] * (DIM == 3 ? GL_W[q - 1][i2] : 1.0);
+        }
+        double dn[NN][3], n[NN], j[3][3];
+        shape_gradients<NN, DIM>(xi, dn);
+        shape_values<NN, DIM>(xi, n);
+        for (int r = 0; r < DIM; ++r)
+            for (int c = 0; c < DIM; ++c) {
+                j[r][c] = 0.0;
+                for (int a = 0; a < NN; ++a) j[r][c] += dn[a][r] * xe[a][c];
+            }
+        const double det = DIM == 2 ? j[0][0] * j[1][1] - j[0][1] * j[1][0]
+                                    : j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1]) -
+                                          j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0]) +
+                                          j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0]);
+        if (!(det > 0.0)) {
+            atomicMin(bad, (int)e);
+            return;
+        }
+        int idx = 0;
+        for (int a = 0; a < NN; ++a)
+            for (int b = a; b < NN; ++b, ++idx)
+                m[idx] += SIMPLEX ? rc * w * det * (a == b ? 2.0 : 1.0) / ((DIM + 1) * (DIM + 2))
+                                  : rc * w * det * n[a] * n[b];
+    }
+    for (int i = 0; i < NP; ++i) ce[(i64)i * ne + e] = m[i];
+}
+
+#define CAPACITY(NAME, NN, DIM)                                                                                  \
+    extern "C" __global__ void __launch_bounds__(128) capacity_##NAME(i64 ne, const double* x, const int* conn,  \
+        const int* material, const double* props, int order, double* ce, int* bad) {                            \
+        capacity<NN, DIM>(ne, x, conn, material, props, order, ce, bad);                                        \
+    }
+CAPACITY(tri3, 3, 2)
+CAPACITY(quad4, 4, 2)
+CAPACITY(tet4, 4, 3)
+CAPACITY(hex8, 8, 3)

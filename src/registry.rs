@@ -25,6 +25,7 @@ pub enum Kind {
     RadFields = 6,
     ElementSet = 7,
     EbeSolver = 8,
+    HeatStepper = 9,
 }
 
 impl Kind {
@@ -38,6 +39,7 @@ impl Kind {
             6 => Some(Kind::RadFields),
             7 => Some(Kind::ElementSet),
             8 => Some(Kind::EbeSolver),
+            9 => Some(Kind::HeatStepper),
             _ => None,
         }
     }
@@ -51,6 +53,7 @@ impl Kind {
             Kind::RadFields => "fegpu_radfields_t",
             Kind::ElementSet => "fegpu_fem_t",
             Kind::EbeSolver => "fegpu_ebe_t",
+            Kind::HeatStepper => "fegpu_heat_t",
         }
     }
 }

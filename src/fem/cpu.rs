@@ -50,6 +50,28 @@ pub fn shape_gradients(t: Element, xi: [f64; 3]) -> Vec<[f64; 3]> {
     }
 }
 
+/// N_a at natural point `xi`.
+pub fn shape_values(t: Element, xi: [f64; 3]) -> Vec<f64> {
+    match t {
+        Element::Tri3 | Element::Tet4 => {
+            let dim = t.dim();
+            let mut n = vec![1.0 - xi[..dim].iter().sum::<f64>()];
+            n.extend_from_slice(&xi[..dim]);
+            n
+        }
+        Element::Quad4 => {
+            let (sx, sy) = ([-1.0, 1.0, 1.0, -1.0], [-1.0, -1.0, 1.0, 1.0]);
+            (0..4).map(|a| 0.25 * (1.0 + sx[a] * xi[0]) * (1.0 + sy[a] * xi[1])).collect()
+        }
+        Element::Hex8 => {
+            let sx = [-1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0];
+            let sy = [-1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0];
+            let sz = [-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0, 1.0];
+            (0..8).map(|a| 0.125 * (1.0 + sx[a] * xi[0]) * (1.0 + sy[a] * xi[1]) * (1.0 + sz[a] * xi[2])).collect()
+        }
+    }
+}
+
 /// The quadrature points (natural coordinates, weight) of an element type.
 pub fn points(t: Element, order: usize) -> Vec<([f64; 3], f64)> {
     let dim = t.dim();
@@ -246,4 +268,58 @@ pub fn ebe_diagonal(set: &ElementSet, ke: &[f64], diag: &mut [f64]) {
             idx += nd - p;
         }
     }
+}
+
+/// C^e of element `e` (heat capacity, packed), as kernels/fem.cu `capacity`.
+pub fn element_capacity(set: &ElementSet, props: &[f64], e: usize) -> Result<Vec<f64>, usize> {
+    let (t, dim, nn) = (set.element, set.element.dim(), set.element.nodes());
+    let xe: Vec<[f64; 3]> = (0..nn)
+        .map(|a| {
+            let node = set.conn[e * nn + a] as usize;
+            std::array::from_fn(|c| if c < dim { set.coords[dim * node + c] } else { 0.0 })
+        })
+        .collect();
+    let rc = props[2 * set.material[e] as usize + 1];
+    let mut m = vec![0.0; nn * (nn + 1) / 2];
+    for (xi, w) in points(t, set.order) {
+        let (dn, n) = (shape_gradients(t, xi), shape_values(t, xi));
+        let mut j = [[0.0; 3]; 3];
+        for r in 0..dim {
+            for c in 0..dim {
+                j[r][c] = (0..nn).map(|a| dn[a][r] * xe[a][c]).sum();
+            }
+        }
+        let det = if dim == 2 {
+            j[0][0] * j[1][1] - j[0][1] * j[1][0]
+        } else {
+            j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1]) - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0])
+                + j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0])
+        };
+        if !(det > 0.0) {
+            return Err(e);
+        }
+        let mut idx = 0;
+        for a in 0..nn {
+            for b in a..nn {
+                m[idx] += if t.is_simplex() {
+                    rc * w * det * if a == b { 2.0 } else { 1.0 } / ((dim + 1) * (dim + 2)) as f64
+                } else {
+                    rc * w * det * n[a] * n[b]
+                };
+                idx += 1;
+            }
+        }
+    }
+    Ok(m)
+}
+
+/// Every C^e, entry-major; Err(first bad element).
+pub fn capacity(set: &ElementSet, props: &[f64], ce: &mut [f64]) -> Result<(), usize> {
+    let ne = set.elements;
+    for e in 0..ne {
+        for (k, v) in element_capacity(set, props, e)?.into_iter().enumerate() {
+            ce[k * ne + e] = v;
+        }
+    }
+    Ok(())
 }

@@ -25,15 +25,20 @@ fn suffix(set: &ElementSet) -> String {
     format!("{}_{}", set.element.name(), if set.problem == Problem::Heat { "heat" } else { "elastic" })
 }
 
-/// Every K^e into a new device buffer, one thread per element.
-pub fn stiffness(g: &Gpu, set: &ElementSet, d: &DeviceSet, props: &DeviceBuffer<f64>, total: usize) -> Result<DeviceBuffer<f64>, Failure> {
-    let name = format!("stiffness_{}", suffix(set));
+/// Every K^e (or with `capacity`, every heat-capacity C^e) into a new device
+/// buffer, one thread per element.
+pub fn stiffness(g: &Gpu, set: &ElementSet, d: &DeviceSet, props: &DeviceBuffer<f64>, total: usize, capacity: bool) -> Result<DeviceBuffer<f64>, Failure> {
+    let name = if capacity { format!("capacity_{}", set.element.name()) } else { format!("stiffness_{}", suffix(set)) };
     let f = g.kernel("fem", SOURCE, &name)?;
     let ke = g.alloc::<f64>(total.max(1))?;
     let bad = crate::sparse::cuda::upload(g, &[i32::MAX])?;
     let (ne, plane_strain, order) = (set.elements as i64, (set.problem == Problem::PlaneStrain) as i32, set.order as i32);
     let mut l = g.launcher(&f);
-    l.arg(&ne).arg(&d.coords).arg(&d.conn).arg(&d.material).arg(props).arg(&plane_strain).arg(&order).arg(&ke).arg(&bad);
+    l.arg(&ne).arg(&d.coords).arg(&d.conn).arg(&d.material).arg(props);
+    if !capacity {
+        l.arg(&plane_strain);
+    }
+    l.arg(&order).arg(&ke).arg(&bad);
     g.launch(&name, l, ((set.elements as u32).div_ceil(BLOCK), 1, 1), (BLOCK, 1, 1), 0)?;
     let mut first_bad = [0i32];
     g.download(&bad, 0, &mut first_bad)?;
@@ -105,11 +110,12 @@ pub fn ebe_diagonal(g: &Gpu, set: &ElementSet, d: &DeviceSet, ke: &DeviceBuffer<
     g.launch(&name, l, element_grid(set), (BLOCK, 1, 1), 0)
 }
 
-/// Constrained rows b = diag g, free rows b -= t (t = K g).
-pub fn ebe_dirichlet_rhs(g: &Gpu, n: usize, fixed: &DeviceBuffer<u8>, values: &DeviceBuffer<f64>, diag: &DeviceBuffer<f64>, t: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>) -> crate::error::Result<()> {
-    let f = g.kernel("fem", SOURCE, "ebe_dirichlet_rhs")?;
+/// Constrained rows b = diag g, free rows b -= t (t = K g): the right-hand
+/// side of Dirichlet conditions applied as on the assembled matrix.
+pub fn dirichlet_rhs(g: &Gpu, n: usize, fixed: &DeviceBuffer<u8>, values: &DeviceBuffer<f64>, diag: &DeviceBuffer<f64>, t: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>) -> crate::error::Result<()> {
+    let f = g.kernel("fem", SOURCE, "dirichlet_rhs")?;
     let n64 = n as i64;
     let mut l = g.launcher(&f);
     l.arg(&n64).arg(fixed).arg(values).arg(diag).arg(t).arg(b);
-    g.launch("ebe_dirichlet_rhs", l, vector_grid(n), (256, 1, 1), 0)
+    g.launch("dirichlet_rhs", l, vector_grid(n), (256, 1, 1), 0)
 }

@@ -164,7 +164,7 @@ impl EbeSolver {
                 let n = set.dofs();
                 cuda::ebe_apply(g, set, device, ke, None, values, &vecs[Slot::T as usize], None)?;
                 g.copy(bd, &mut vecs[Slot::B as usize])?;
-                cuda::ebe_dirichlet_rhs(g, n, fixed, values, diag, &vecs[Slot::T as usize], &vecs[Slot::B as usize])?;
+                cuda::dirichlet_rhs(g, n, fixed, values, diag, &vecs[Slot::T as usize], &vecs[Slot::B as usize])?;
                 g.copy(xd, &mut vecs[Slot::X as usize])?;
                 let op = DeviceOp::Ebe { set, device, ke, fixed, diag };
                 let mut ops = CudaOps { g, op, n, vecs, dinv, lu: dinv /* unused without ILU(0) */, reduce, lower: None, upper: None, precond: Precond::Jacobi, looping: Some((scalars, iteration)) };

@@ -9,6 +9,7 @@
 pub mod cpu;
 pub mod cuda;
 pub mod ebe;
+pub mod heat;
 
 use crate::array::Buffer;
 use crate::context::Context;
@@ -148,6 +149,9 @@ struct Assembly {
 struct Results {
     /// elements x packed_len (entry-major)
     stiffness: Option<Buffer<f64>>,
+    /// Heat problems: the capacity matrices C^e, the same layout (heat has
+    /// one dof per node, so C^e and K^e share packed_len).
+    capacity: Option<Buffer<f64>>,
     /// Counts integrations, so element-by-element solvers know when to
     /// rebuild their diagonals.
     version: u64,
@@ -186,11 +190,11 @@ pub fn get(h: Handle, arg: &str) -> Result<Arc<ElementSet>> {
 fn check_props(problem: Problem, props: &[f64]) -> Result<()> {
     for (m, p) in props.chunks(2).enumerate() {
         let ok = match problem {
-            Problem::Heat => p[0] > 0.0 && p[0].is_finite(),
+            Problem::Heat => p[0] > 0.0 && p[0].is_finite() && p[1] >= 0.0 && p[1].is_finite(),
             _ => p[0] > 0.0 && p[0].is_finite() && p[1] > -1.0 && p[1] < 0.5,
         };
         if !ok {
-            let need = if problem == Problem::Heat { "k > 0" } else { "E > 0 and -1 < nu < 0.5" };
+            let need = if problem == Problem::Heat { "k > 0 and rho c >= 0" } else { "E > 0 and -1 < nu < 0.5" };
             return Err(Error::invalid(format!("props(:, {}) = ({}, {}): material {} needs {need}", m + 1, p[0], p[1], m + 1)));
         }
     }
@@ -310,27 +314,34 @@ impl ElementSet {
         ))
     }
 
-    /// Integrates every K^e where the set lives. A bad element fails the
-    /// call and leaves the previous matrices as they were.
+    /// Integrates every K^e (and for heat problems every capacity matrix C^e)
+    /// where the set lives. A bad element fails the call and leaves the
+    /// previous matrices as they were.
     pub fn integrate(&self) -> Result<()> {
+        let stiffness = self.integrate_one(false)?;
+        let capacity = if self.problem == Problem::Heat { Some(self.integrate_one(true)?) } else { None };
+        let mut r = self.results();
+        (r.stiffness, r.capacity) = (Some(stiffness), capacity);
+        r.version += 1;
+        Ok(())
+    }
+
+    fn integrate_one(&self, capacity: bool) -> Result<Buffer<f64>> {
         let total = self.packed_len() * self.elements;
         let m = self.materials();
-        let fresh = match (self.ctx.gpu(), &self.device, &m.device) {
+        Ok(match (self.ctx.gpu(), &self.device, &m.device) {
             (None, _, _) => {
                 let mut ke = vec![f64::NAN; total];
-                cpu::stiffness(self, &m.props, &mut ke).map_err(|e| self.bad_element(e))?;
+                let done = if capacity { cpu::capacity(self, &m.props, &mut ke) } else { cpu::stiffness(self, &m.props, &mut ke) };
+                done.map_err(|e| self.bad_element(e))?;
                 Buffer::Host(ke)
             }
-            (Some(g), Some(d), Some(props)) => Buffer::Device(cuda::stiffness(g, self, d, props, total).map_err(|e| match e {
+            (Some(g), Some(d), Some(props)) => Buffer::Device(cuda::stiffness(g, self, d, props, total, capacity).map_err(|e| match e {
                 cuda::Failure::Element(e) => self.bad_element(e),
                 cuda::Failure::Other(e) => e,
             })?),
             _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "element set without device arrays")),
-        };
-        let mut r = self.results();
-        r.stiffness = Some(fresh);
-        r.version += 1;
-        Ok(())
+        })
     }
 
     /// Assembles the global matrix from the element matrices into the set's
@@ -344,21 +355,55 @@ impl ElementSet {
             r.assembly = Some(self.build_assembly()?);
         }
         let a = r.assembly.as_mut().expect("just built");
-        let nnz = a.csr.pattern.nnz();
-        a.csr.rewrite_values(|values| match (values, ke, &a.ptr, &a.from) {
+        a.csr.rewrite_values(|values| self.gather(&a.ptr, &a.from, ke, values))?;
+        if crate::registry::get::<Csr>(a.handle, "A").is_err() {
+            a.handle = crate::registry::insert(a.csr.clone(), self.ctx_handle);
+        }
+        Ok((a.csr.clone(), a.handle))
+    }
+
+    /// Global values (on the assembled pattern) from element matrices `ke`
+    /// by the assembly map.
+    fn gather(&self, ptr: &Buffer<i32>, from: &Buffer<i32>, ke: &Buffer<f64>, values: &mut Buffer<f64>) -> Result<()> {
+        match (values, ke, ptr, from) {
             (Buffer::Host(v), Buffer::Host(ke), Buffer::Host(ptr), Buffer::Host(from)) => {
                 cpu::assemble(ptr, from, ke, v);
                 Ok(())
             }
             (Buffer::Device(v), Buffer::Device(ke), Buffer::Device(ptr), Buffer::Device(from)) => {
-                cuda::assemble(self.ctx.gpu().expect("device buffers without a GPU"), nnz, ptr, from, ke, v)
+                cuda::assemble(self.ctx.gpu().expect("device buffers without a GPU"), v.len(), ptr, from, ke, v)
             }
             _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "element matrices and global matrix on different backends")),
-        })?;
-        if crate::registry::get::<Csr>(a.handle, "A").is_err() {
-            a.handle = crate::registry::insert(a.csr.clone(), self.ctx_handle);
         }
-        Ok((a.csr.clone(), a.handle))
+    }
+
+    /// The assembled conductivity K and capacity C of a heat problem, as
+    /// value arrays on the set's assembled pattern (`assemble` first).
+    pub fn heat_matrices(&self) -> Result<(Buffer<f64>, Buffer<f64>)> {
+        if self.problem != Problem::Heat {
+            return Err(Error::invalid(format!("the set is a {:?} problem: time stepping here is for heat conduction", self.problem)));
+        }
+        let r = self.results();
+        let (Some(ke), Some(ce), Some(a)) = (&r.stiffness, &r.capacity, &r.assembly) else {
+            return Err(Error::invalid("no assembled matrices yet: call fegpu_fem_integrate and fegpu_fem_assemble first"));
+        };
+        let nnz = a.csr.pattern.nnz();
+        let mut out = Vec::new();
+        for e in [ke, ce] {
+            let mut values = match self.ctx.gpu() {
+                None => Buffer::Host(vec![0.0; nnz]),
+                Some(g) => Buffer::Device(g.alloc::<f64>(nnz.max(1))?),
+            };
+            self.gather(&a.ptr, &a.from, e, &mut values)?;
+            out.push(values);
+        }
+        let c = out.pop().expect("two");
+        Ok((out.pop().expect("two"), c))
+    }
+
+    /// The assembled matrix, if `assemble` has run (no re-gathering).
+    pub fn assembled(&self) -> Option<Arc<Csr>> {
+        self.results().assembly.as_ref().map(|a| a.csr.clone())
     }
 
     /// Total dofs: nodes x dofs per node.
@@ -445,25 +490,30 @@ impl ElementSet {
         Ok(Assembly { csr, handle: 0, ptr, from })
     }
 
-    /// The packed element matrices (packed_len x elements).
-    pub fn download_stiffness(&self, out: &mut [f64]) -> Result<()> {
+    /// The packed element matrices (packed_len x elements, element after
+    /// element): the stiffness, or with `capacity` the heat capacity.
+    pub fn download_matrices(&self, capacity: bool, out: &mut [f64]) -> Result<()> {
         let total = self.packed_len() * self.elements;
         if out.len() != total {
             return Err(Error::size(format!(
-                "ke has {} elements; {} packed entries x {} elements = {total} are needed",
+                "the output has {} elements; {} packed entries x {} elements = {total} are needed",
                 out.len(),
                 self.packed_len(),
                 self.elements
             )));
         }
-        let stored = match &self.results().stiffness {
-            None => return Err(Error::invalid("no element matrices yet: call fegpu_fem_integrate first")),
-            Some(Buffer::Host(h)) => h.clone(),
-            Some(Buffer::Device(d)) => {
-                let mut h = vec![0.0; total];
-                self.ctx.gpu().expect("device buffer without a GPU").download(d, 0, &mut h)?;
-                h
-            }
+        let r = self.results();
+        let stored = match (capacity, &r.stiffness, &r.capacity) {
+            (_, None, _) => return Err(Error::invalid("no element matrices yet: call fegpu_fem_integrate first")),
+            (true, Some(_), None) => return Err(Error::invalid("capacity matrices exist for heat problems only")),
+            (false, Some(m), _) | (true, _, Some(m)) => match m {
+                Buffer::Host(h) => h.clone(),
+                Buffer::Device(d) => {
+                    let mut h = vec![0.0; total];
+                    self.ctx.gpu().expect("device buffer without a GPU").download(d, 0, &mut h)?;
+                    h
+                }
+            },
         };
         // entry-major to the caller's element after element
         let (np, ne) = (self.packed_len(), self.elements);

@@ -6,6 +6,7 @@ use crate::array;
 use crate::context;
 use crate::error::fegpu_status;
 use crate::fem::ebe::{self, EbeSolver};
+use crate::fem::heat::{self, HeatStepper};
 use crate::fem::{self, Element, ElementSet, Problem};
 use crate::registry;
 use crate::sparse::solver;
@@ -114,7 +115,18 @@ pub unsafe extern "C" fn fegpu_fem_stiffness_download(fem: fegpu_fem_t, ke: *mut
     guard(|| {
         let set = fem::get(fem, "fem")?;
         let n = crate::error::positive("len", len)?;
-        set.download_stiffness(host_out(ke, n, "ke")?)
+        set.download_matrices(false, host_out(ke, n, "ke")?)
+    })
+}
+
+/// As fegpu_fem_stiffness_download, the heat-capacity matrices C^e of a heat
+/// set (integrals of rho c N_a N_b; props(2, m) = rho c).
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_capacity_download(fem: fegpu_fem_t, ce: *mut f64, len: i64) -> fegpu_status {
+    guard(|| {
+        let set = fem::get(fem, "fem")?;
+        let n = crate::error::positive("len", len)?;
+        set.download_matrices(true, host_out(ce, n, "ce")?)
     })
 }
 
@@ -180,4 +192,61 @@ pub unsafe extern "C" fn fegpu_fem_ebe_solve(ebe: fegpu_ebe_t, b: fegpu_array_t,
 #[no_mangle]
 pub extern "C" fn fegpu_fem_ebe_destroy(ebe: fegpu_ebe_t) -> fegpu_status {
     guard(|| registry::remove::<EbeSolver>(ebe, "ebe"))
+}
+
+/// A transient heat-conduction stepper handle (0 is never valid).
+#[allow(non_camel_case_types)]
+pub type fegpu_heat_t = u64;
+
+/// Creates a theta-method stepper for a heat set (FEGPU_PROBLEM_HEAT, props
+/// (k, rho c)) after fegpu_fem_integrate and fegpu_fem_assemble: each step
+/// solves (C/dt + theta K) T' = (C/dt - (1 - theta) K) T + F on the device,
+/// theta in [1/2, 1] (1 backward Euler, 1/2 Crank-Nicolson), with the fixed
+/// temperatures T[dofs[i]] = values[i] (i < n_fixed, counted from index_base).
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_heat_create(fem: fegpu_fem_t, dt: f64, theta: f64, n_fixed: i64, dofs: *const i64, index_base: i32, values: *const f64, heat: *mut fegpu_heat_t) -> fegpu_status {
+    guard(|| {
+        let out = out_param(heat, "heat")?;
+        let set = fem::get(fem, "fem")?;
+        if n_fixed < 0 {
+            return Err(crate::error::Error::invalid(format!("n_fixed = {n_fixed}: must be >= 0")));
+        }
+        if index_base != 0 && index_base != 1 {
+            return Err(crate::error::Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
+        }
+        let n = n_fixed as usize;
+        let owner = set.ctx_handle;
+        let stepper = HeatStepper::new(set, dt, theta, host_in(dofs, n, "dofs")?, index_base as i64, host_in(values, n, "values")?)?;
+        *out = registry::insert(Arc::new(stepper), owner);
+        Ok(())
+    })
+}
+
+/// One time step: `t` (the temperatures, on the device) advances by dt in
+/// place; `f` is the nodal heat load over the step (0: none). The solve
+/// reports like fegpu_solver_solve (`info` may be NULL).
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_heat_step(heat: fegpu_heat_t, t: fegpu_array_t, f: fegpu_array_t, tol: f64, maxit: i64, info: *mut fegpu_solve_info) -> fegpu_status {
+    guard(|| {
+        let clock = std::time::Instant::now();
+        let s = heat::get(heat, "heat")?;
+        let f = if f == 0 { None } else { Some(array::get(f, "F")?) };
+        let (outcome, true_rel) = s.step(&*array::get(t, "T")?, f.as_deref(), tol, maxit)?;
+        if !info.is_null() {
+            *info = fegpu_solve_info {
+                iterations: outcome.iterations,
+                relative_residual: outcome.relative_residual,
+                true_relative_residual: true_rel,
+                setup_seconds: 0.0,
+                solve_seconds: clock.elapsed().as_secs_f64(),
+            };
+        }
+        solver::outcome_status(&outcome)
+    })
+}
+
+/// Destroys a heat stepper.
+#[no_mangle]
+pub extern "C" fn fegpu_fem_heat_destroy(heat: fegpu_heat_t) -> fegpu_status {
+    guard(|| registry::remove::<HeatStepper>(heat, "heat"))
 }
