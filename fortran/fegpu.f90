@@ -73,6 +73,11 @@ module fegpu
     integer(c_int64_t) :: handle = 0
   end type fegpu_ebe
 
+  !> A transient heat-conduction stepper (theta method) with its matrices on the device.
+  type, public :: fegpu_heat
+    integer(c_int64_t) :: handle = 0
+  end type fegpu_heat
+
   !> A D3Q19 lattice-Boltzmann lattice with its populations on the device.
   type, public :: fegpu_lattice
     integer(c_int64_t) :: handle = 0
@@ -123,6 +128,7 @@ module fegpu
        FEGPU_PROBLEM_ELASTIC_3D = 4
   public :: fegpu_fem_create, fegpu_fem_integrate, fegpu_fem_set_materials, fegpu_fem_assemble, fegpu_fem_stiffness
   public :: fegpu_fem_destroy, fegpu_csr_apply_dirichlet, fegpu_ebe_create, fegpu_ebe_solve, fegpu_ebe_destroy
+  public :: fegpu_fem_capacity, fegpu_heat_create, fegpu_heat_step, fegpu_heat_destroy
 
   !> Creates an array holding a copy of a real32/real64 array of any rank
   !> (rank 1 becomes n x 1; rank 2 keeps its shape).
@@ -256,6 +262,30 @@ module fegpu
       import :: c_int32_t, c_int64_t, c_double
       integer(c_int64_t), value :: fem, n
       real(c_double), intent(out) :: ke(*)
+    end function
+    integer(c_int32_t) function c_fem_capacity_download(fem, ce, n) bind(C, name='fegpu_fem_capacity_download')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n
+      real(c_double), intent(out) :: ce(*)
+    end function
+    integer(c_int32_t) function c_heat_create(fem, dt, theta, n, dofs, base, values, heat) bind(C, name='fegpu_fem_heat_create')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n
+      real(c_double), value :: dt, theta
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(in) :: dofs(*)
+      real(c_double), intent(in) :: values(*)
+      integer(c_int64_t), intent(out) :: heat
+    end function
+    integer(c_int32_t) function c_heat_step(heat, t, f, tol, maxit, info) bind(C, name='fegpu_fem_heat_step')
+      import :: c_int32_t, c_int64_t, c_double, solve_info
+      integer(c_int64_t), value :: heat, t, f, maxit
+      real(c_double), value :: tol
+      type(solve_info), intent(out) :: info
+    end function
+    integer(c_int32_t) function c_heat_destroy(heat) bind(C, name='fegpu_fem_heat_destroy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: heat
     end function
     integer(c_int32_t) function c_fem_destroy(fem) bind(C, name='fegpu_fem_destroy')
       import :: c_int32_t, c_int64_t
@@ -1216,6 +1246,70 @@ contains
     st = c_fem_destroy(fem%handle)
     if (st == FEGPU_OK) fem%handle = 0
     call check(st, 'fegpu_fem_destroy', stat, errmsg)
+  end subroutine
+
+  !> The heat-capacity matrices of a heat set, ce(packed size, n_elements).
+  subroutine fegpu_fem_capacity(fem, ce, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    real(real64), intent(out) :: ce(:, :)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_fem_capacity_download(fem%handle, ce, size(ce, kind=c_int64_t)), 'fegpu_fem_capacity', stat, errmsg)
+  end subroutine
+
+  !> A theta-method stepper for an integrated and assembled heat set: each
+  !> step solves (C/dt + theta K) T' = (C/dt - (1 - theta) K) T + F on the
+  !> device with T(dofs(i)) = values(i) held (theta 1: backward Euler, 0.5:
+  !> Crank-Nicolson).
+  subroutine fegpu_heat_create(fem, dt, theta, dofs, values, heat, index_base, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    real(real64), intent(in) :: dt, theta
+    integer, intent(in) :: dofs(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_heat), intent(out) :: heat
+    integer, intent(in), optional :: index_base
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: base
+    if (size(values) /= size(dofs)) then
+      call size_error('fegpu_heat_create: dofs and values differ in size', stat, errmsg)
+      return
+    end if
+    base = 1
+    if (present(index_base)) base = int(index_base, c_int32_t)
+    call check(c_heat_create(fem%handle, dt, theta, size(dofs, kind=c_int64_t), int(dofs, c_int64_t), base, values, &
+         heat%handle), 'fegpu_heat_create', stat, errmsg)
+  end subroutine
+
+  !> One step: t (device temperatures) advances by dt in place; f (optional)
+  !> is the nodal heat load over the step.
+  subroutine fegpu_heat_step(heat, t, tol, maxit, f, iterations, stat, errmsg)
+    type(fegpu_heat), intent(in) :: heat
+    type(fegpu_array), intent(in) :: t
+    real(real64), intent(in) :: tol
+    integer, intent(in) :: maxit
+    type(fegpu_array), intent(in), optional :: f
+    integer, intent(out), optional :: iterations
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(solve_info) :: info
+    integer(c_int64_t) :: fh
+    integer(c_int32_t) :: st
+    fh = 0
+    if (present(f)) fh = f%handle
+    st = c_heat_step(heat%handle, t%handle, fh, tol, int(maxit, c_int64_t), info)
+    if (present(iterations)) iterations = int(info%iterations)
+    call check(st, 'fegpu_heat_step', stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_heat_destroy(heat, stat, errmsg)
+    type(fegpu_heat), intent(inout) :: heat
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_heat_destroy(heat%handle)
+    if (st == FEGPU_OK) heat%handle = 0
+    call check(st, 'fegpu_heat_destroy', stat, errmsg)
   end subroutine
 
   !> Dirichlet conditions x(dofs(i)) = values(i) on A x = b, symmetrically
