@@ -170,15 +170,10 @@ pub struct ElementSet {
     pub order: usize,
     /// dim x nodes
     pub coords: Vec<f64>,
-    /// nodes per element x elements, 0-based, in slot order (below)
+    /// nodes per element x elements, 0-based
     pub conn: Vec<i32>,
-    /// per element, 0-based, in slot order
+    /// per element, 0-based
     pub material: Vec<i32>,
-    /// The caller's element number (0-based) of each slot. Elements are kept
-    /// by colour (elements of one colour share no node), so the threads of a
-    /// warp, consecutive slots, never add into the same dof in the
-    /// element-by-element product; element matrices are stored by slot.
-    pub element_of_slot: Vec<usize>,
     pub device: Option<DeviceSet>,
     materials: Mutex<Materials>,
     results: Mutex<Results>,
@@ -204,27 +199,6 @@ fn check_props(problem: Problem, props: &[f64]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The elements grouped by colour, greedily: an element takes the smallest
-/// colour none of its nodes' elements has taken. Returns the element of each
-/// slot (colour by colour, in the caller's order within a colour).
-fn colour_order(conn: &[i32], per: usize, nodes: usize) -> Vec<usize> {
-    let elements = conn.len() / per;
-    let mut used = vec![0u64; nodes]; // colours taken around each node (the first 64)
-    let mut colour = vec![0u32; elements];
-    for e in 0..elements {
-        let nodes_of = &conn[e * per..(e + 1) * per];
-        let taken = nodes_of.iter().fold(0u64, |m, &n| m | used[n as usize]);
-        let c = (!taken).trailing_zeros(); // 64 when all are taken: one shared overflow colour
-        colour[e] = c;
-        if c < 64 {
-            nodes_of.iter().for_each(|&n| used[n as usize] |= 1 << c);
-        }
-    }
-    let mut order: Vec<usize> = (0..elements).collect();
-    order.sort_by_key(|&e| colour[e]); // stable: the caller's order within a colour
-    order
 }
 
 /// Validated 0-based indices below `limit` from the caller's `base`.
@@ -273,10 +247,6 @@ impl ElementSet {
         check_props(problem, props)?;
         let conn = indices("conn", conn, index_base as i64, nodes, element.nodes(), "node")?;
         let material = indices("material", material, index_base as i64, props.len() / 2, 1, "material")?;
-        let element_of_slot = colour_order(&conn, element.nodes(), nodes);
-        let nn = element.nodes();
-        let conn: Vec<i32> = element_of_slot.iter().flat_map(|&e| conn[e * nn..(e + 1) * nn].to_vec()).collect();
-        let material: Vec<i32> = element_of_slot.iter().map(|&e| material[e]).collect();
         use crate::sparse::cuda::upload;
         let device = match ctx.gpu() {
             None => None,
@@ -294,7 +264,6 @@ impl ElementSet {
             coords: coords.to_vec(),
             conn,
             material,
-            element_of_slot,
             device,
             materials: Mutex::new(materials),
             results: Mutex::new(Results::default()),
@@ -335,12 +304,11 @@ impl ElementSet {
         nd * (nd + 1) / 2
     }
 
-    /// The error for the element in `slot`, named by the caller's numbers.
-    fn bad_element(&self, slot: usize) -> Error {
-        let nodes: Vec<String> = self.conn[slot * self.element.nodes()..(slot + 1) * self.element.nodes()].iter().map(|n| (n + 1).to_string()).collect();
+    fn bad_element(&self, e: usize) -> Error {
+        let nodes: Vec<String> = self.conn[e * self.element.nodes()..(e + 1) * self.element.nodes()].iter().map(|n| (n + 1).to_string()).collect();
         Error::invalid(format!(
             "element {} ({}, nodes {} counted from 1): the Jacobian determinant is not positive (inverted or degenerate element)",
-            self.element_of_slot[slot] + 1,
+            e + 1,
             self.element.name(),
             nodes.join(" ")
         ))
@@ -547,11 +515,11 @@ impl ElementSet {
                 }
             },
         };
-        // entry-major by slot to the caller's element after element
+        // entry-major to the caller's element after element
         let (np, ne) = (self.packed_len(), self.elements);
         for (k, column) in stored.chunks(ne).enumerate() {
-            for (slot, &v) in column.iter().enumerate() {
-                out[self.element_of_slot[slot] * np + k] = v;
+            for (e, &v) in column.iter().enumerate() {
+                out[e * np + k] = v;
             }
         }
         Ok(())
