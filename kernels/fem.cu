@@ -251,23 +251,29 @@ __device__ void ebe_apply(i64 ne, const int* __restrict__ conn, const double* __
     if (ebe_stopped(sc)) return;
     const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= ne) return;
+    // Every loop is unrolled so xe, ye and dof live in registers (a runtime
+    // index would put them in local memory).
     int dof[ND];
     double xe[ND], ye[ND];
+#pragma unroll
     for (int p = 0; p < ND; ++p) {
         dof[p] = conn[e * NN + p / DPN] * DPN + p % DPN;
         xe[p] = (fixed && fixed[dof[p]]) ? 0.0 : x[dof[p]];
         ye[p] = 0.0;
     }
     const double* k = ke + e;  // entry idx at k[idx * ne]
-    int idx = 0;
+#pragma unroll
     for (int i = 0; i < ND; ++i) {
-        ye[i] += k[(i64)idx++ * ne] * xe[i];
-        for (int j = i + 1; j < ND; ++j, ++idx) {
-            const double kij = k[(i64)idx * ne];
+        const int row = i * ND - i * (i - 1) / 2;  // packed row i starts here
+        ye[i] += k[(i64)row * ne] * xe[i];
+#pragma unroll
+        for (int j = i + 1; j < ND; ++j) {
+            const double kij = k[(i64)(row + j - i) * ne];
             ye[i] += kij * xe[j];
             ye[j] += kij * xe[i];
         }
     }
+#pragma unroll
     for (int p = 0; p < ND; ++p)
         if (!(fixed && fixed[dof[p]])) atomicAdd(&y[dof[p]], ye[p]);
 }
