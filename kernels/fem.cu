@@ -127,6 +127,7 @@ __device__ void stiffness(i64 ne, const double* __restrict__ x, const int* __res
     double d[6][6];
     material_matrix<DIM, DPN>(props[2 * m], props[2 * m + 1], plane_strain, d);
     double k[NP];
+#pragma unroll
     for (int i = 0; i < NP; ++i) k[i] = 0.0;
     const int q = SIMPLEX ? 1 : order;
     const int points = DIM == 2 ? q * q : q * q * q;
@@ -178,22 +179,30 @@ __device__ void stiffness(i64 ne, const double* __restrict__ x, const int* __res
                 for (int r = 0; r < DIM; ++r) g[a][c] += inv[c][r] * dn[a][r];
             }
         const double f = w * det;
-        int idx = 0;
+        // unrolled so that k, db and g are indexed by constants (registers
+        // where they fit; hex8 elasticity's 300 entries still spill)
+#pragma unroll
         for (int p = 0; p < ND; ++p) {
             const int a = p / DPN, c = p % DPN;
+            const int row = p * ND - p * (p - 1) / 2;  // packed row p starts here
             double db[NS];  // row p of B^T D
+#pragma unroll
             for (int t = 0; t < NS; ++t) {
                 db[t] = 0.0;
+#pragma unroll
                 for (int s = 0; s < NS; ++s) db[t] += b_entry<DIM, DPN>(s, c, g[a]) * d[s][t];
             }
-            for (int r = p; r < ND; ++r, ++idx) {
+#pragma unroll
+            for (int r = p; r < ND; ++r) {
                 const int b = r / DPN, cb = r % DPN;
                 double v = 0.0;
+#pragma unroll
                 for (int t = 0; t < NS; ++t) v += db[t] * b_entry<DIM, DPN>(t, cb, g[b]);
-                k[idx] += f * v;
+                k[row + r - p] += f * v;
             }
         }
     }
+#pragma unroll
     for (int i = 0; i < NP; ++i) ke[(i64)i * ne + e] = k[i];
 }
 
