@@ -128,7 +128,7 @@ module fegpu
        FEGPU_PROBLEM_ELASTIC_3D = 4
   public :: fegpu_fem_create, fegpu_fem_integrate, fegpu_fem_set_materials, fegpu_fem_assemble, fegpu_fem_stiffness
   public :: fegpu_fem_destroy, fegpu_csr_apply_dirichlet, fegpu_ebe_create, fegpu_ebe_solve, fegpu_ebe_destroy
-  public :: fegpu_fem_capacity, fegpu_heat_create, fegpu_heat_step, fegpu_heat_destroy
+  public :: fegpu_fem_capacity, fegpu_heat_create, fegpu_heat_step, fegpu_heat_destroy, fegpu_heat_set_convection
 
   !> Creates an array holding a copy of a real32/real64 array of any rank
   !> (rank 1 becomes n x 1; rank 2 keeps its shape).
@@ -282,6 +282,14 @@ module fegpu
       integer(c_int64_t), value :: heat, t, f, maxit
       real(c_double), value :: tol
       type(solve_info), intent(out) :: info
+    end function
+    integer(c_int32_t) function c_heat_set_convection(heat, n, nodes, base, h_area, t_env) &
+         bind(C, name='fegpu_fem_heat_set_convection')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: heat, n
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(in) :: nodes(*)
+      real(c_double), intent(in) :: h_area(*), t_env(*)
     end function
     integer(c_int32_t) function c_heat_destroy(heat) bind(C, name='fegpu_fem_heat_destroy')
       import :: c_int32_t, c_int64_t
@@ -1300,6 +1308,26 @@ contains
     st = c_heat_step(heat%handle, t%handle, fh, tol, int(maxit, c_int64_t), info)
     if (present(iterations)) iterations = int(info%iterations)
     call check(st, 'fegpu_heat_step', stat, errmsg)
+  end subroutine
+
+  !> Convective boundaries from the next step on (lumped): node nodes(i)
+  !> exchanges h_area(i) * (t_env(i) - T); a new call replaces the previous set.
+  subroutine fegpu_heat_set_convection(heat, nodes, h_area, t_env, index_base, stat, errmsg)
+    type(fegpu_heat), intent(in) :: heat
+    integer, intent(in) :: nodes(:)
+    real(real64), intent(in) :: h_area(:), t_env(:)
+    integer, intent(in), optional :: index_base
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: base
+    if (size(h_area) /= size(nodes) .or. size(t_env) /= size(nodes)) then
+      call size_error('fegpu_heat_set_convection: nodes, h_area and t_env differ in size', stat, errmsg)
+      return
+    end if
+    base = 1
+    if (present(index_base)) base = int(index_base, c_int32_t)
+    call check(c_heat_set_convection(heat%handle, size(nodes, kind=c_int64_t), int(nodes, c_int64_t), base, h_area, t_env), &
+         'fegpu_heat_set_convection', stat, errmsg)
   end subroutine
 
   subroutine fegpu_heat_destroy(heat, stat, errmsg)

@@ -459,6 +459,18 @@ fegpu_status fegpu_fem_heat_step(fegpu_heat_t heat,
                                  int64_t maxit,
                                  struct fegpu_solve_info *info);
 
+// Convective boundaries for the following steps, in lumped nodal form:
+// node nodes[i] (i < n, counted from `index_base`) exchanges h_area[i] *
+// (t_env[i] - T) with its surroundings (h_area: the film coefficient times
+// the boundary area the node stands for). A new call replaces the previous
+// set; n = 0 removes them. The step's matrices are rebuilt once here.
+fegpu_status fegpu_fem_heat_set_convection(fegpu_heat_t heat,
+                                           int64_t n,
+                                           const int64_t *nodes,
+                                           int32_t index_base,
+                                           const double *h_area,
+                                           const double *t_env);
+
 // Destroys a heat stepper.
 fegpu_status fegpu_fem_heat_destroy(fegpu_heat_t heat);
 

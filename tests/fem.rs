@@ -757,3 +757,51 @@ fn transient_conduction_converges_to_the_erfc_solution() {
     }
     ok(fegpu_context_destroy(ctx));
 }
+
+/// A bar held at T0 at x = 0 and cooled by convection h (T_env - T) at x = L:
+/// the steady temperature is linear, with T(L) = (k T0 / L + h T_env) / (k / L + h),
+/// which bilinear elements reproduce exactly. A long step reaches it; then the
+/// convection removed, the bar settles at T0 everywhere.
+#[test]
+fn convective_boundary_gives_the_steady_state_of_a_cooled_bar() {
+    use fegpu::ffi::array::*;
+    let ctx = context();
+    let mut rng = Rng::new(3);
+    let (nx, length, height, k, h, t0, t_env) = (10usize, 2.0, 0.1, 4.0, 5.0, 50.0, 10.0);
+    let (coords, conn) = quad_mesh(nx, 1, length, height, 0.0, &mut rng);
+    let s = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_HEAT, &coords, 2, &conn, &[k, 1.0], &vec![1; nx], 2);
+    ok(fegpu_fem_integrate(s.h));
+    let mut a = 0;
+    ok(unsafe { fegpu_fem_assemble(s.h, &mut a) });
+    let hot = [1i64, (nx + 2) as i64];
+    let mut heat = 0;
+    ok(unsafe { fegpu_fem_heat_create(s.h, 1e9, 1.0, 2, hot.as_ptr(), 1, [t0, t0].as_ptr(), &mut heat) });
+    // the x = L edge: each of its two nodes stands for half the height
+    let cooled = [(nx + 1) as i64, (2 * nx + 2) as i64];
+    let h_area = [h * height / 2.0; 2];
+    expect_err(unsafe { fegpu_fem_heat_set_convection(heat, 2, [0i64, 5].as_ptr(), 1, h_area.as_ptr(), [t_env; 2].as_ptr()) }, FEGPU_ERR_INVALID_ARGUMENT, &["nodes[0] = 0"]);
+    expect_err(unsafe { fegpu_fem_heat_set_convection(heat, 2, cooled.as_ptr(), 1, [-1.0, 1.0].as_ptr(), [t_env; 2].as_ptr()) }, FEGPU_ERR_INVALID_ARGUMENT, &["h_area[0] = -1"]);
+    ok(unsafe { fegpu_fem_heat_set_convection(heat, 2, cooled.as_ptr(), 1, h_area.as_ptr(), [t_env; 2].as_ptr()) });
+    let nodes = coords.len() / 2;
+    let mut t = 0;
+    ok(unsafe { fegpu_array_create_f64(ctx, nodes as i64, 1, vec![t0; nodes].as_ptr(), &mut t) });
+    for _ in 0..3 {
+        ok(unsafe { fegpu_fem_heat_step(heat, t, 0, 1e-13, 1000, std::ptr::null_mut()) });
+    }
+    let mut temp = vec![0.0; nodes];
+    ok(unsafe { fegpu_array_download_f64(t, temp.as_mut_ptr(), nodes as i64) });
+    let t_end = (k * t0 / length + h * t_env) / (k / length + h);
+    for n in 0..nodes {
+        let x = coords[2 * n];
+        let exact = t0 + (t_end - t0) * x / length;
+        assert!((temp[n] - exact).abs() < 1e-8, "x = {x}: {} vs {exact}", temp[n]);
+    }
+    // no convection: back to a uniform T0
+    ok(unsafe { fegpu_fem_heat_set_convection(heat, 0, [0i64; 0].as_ptr(), 1, [0f64; 0].as_ptr(), [0f64; 0].as_ptr()) });
+    for _ in 0..3 {
+        ok(unsafe { fegpu_fem_heat_step(heat, t, 0, 1e-13, 1000, std::ptr::null_mut()) });
+    }
+    ok(unsafe { fegpu_array_download_f64(t, temp.as_mut_ptr(), nodes as i64) });
+    assert!(temp.iter().all(|&v| (v - t0).abs() < 1e-8), "{temp:?}");
+    ok(fegpu_context_destroy(ctx));
+}

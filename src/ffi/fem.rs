@@ -245,6 +245,26 @@ pub unsafe extern "C" fn fegpu_fem_heat_step(heat: fegpu_heat_t, t: fegpu_array_
     })
 }
 
+/// Convective boundaries for the following steps, in lumped nodal form:
+/// node nodes[i] (i < n, counted from `index_base`) exchanges h_area[i] *
+/// (t_env[i] - T) with its surroundings (h_area: the film coefficient times
+/// the boundary area the node stands for). A new call replaces the previous
+/// set; n = 0 removes them. The step's matrices are rebuilt once here.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_heat_set_convection(heat: fegpu_heat_t, n: i64, nodes: *const i64, index_base: i32, h_area: *const f64, t_env: *const f64) -> fegpu_status {
+    guard(|| {
+        let s = heat::get(heat, "heat")?;
+        if n < 0 {
+            return Err(crate::error::Error::invalid(format!("n = {n}: must be >= 0")));
+        }
+        if index_base != 0 && index_base != 1 {
+            return Err(crate::error::Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
+        }
+        let n = n as usize;
+        s.set_convection(host_in(nodes, n, "nodes")?, index_base as i64, host_in(h_area, n, "h_area")?, host_in(t_env, n, "t_env")?)
+    })
+}
+
 /// Destroys a heat stepper.
 #[no_mangle]
 pub extern "C" fn fegpu_fem_heat_destroy(heat: fegpu_heat_t) -> fegpu_status {
