@@ -263,7 +263,7 @@ module fegpu
       integer(c_int64_t), value :: fem, n
       real(c_double), intent(out) :: ke(*)
     end function
-    integer(c_int32_t) function c_fem_capacity_download(fem, ce, n) bind(C, name='fegpu_fem_capacity_download')
+    integer(c_int32_t) function c_fem_capacity_download(fem, ce, n) bind(C, name='fegpu_fem_mass_download')
       import :: c_int32_t, c_int64_t, c_double
       integer(c_int64_t), value :: fem, n
       real(c_double), intent(out) :: ce(*)

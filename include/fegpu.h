@@ -57,6 +57,12 @@
 
 #define FEGPU_DTYPE_F64 2
 
+// Newmark's implicit scheme (average acceleration: beta 1/4, gamma 1/2).
+#define FEGPU_SCHEME_NEWMARK 1
+
+// The explicit central-difference scheme with the lumped (row-sum) mass.
+#define FEGPU_SCHEME_CENTRAL_DIFFERENCE 2
+
 // Lattice storage only: populations in IEEE half precision (f_i − w_i kept,
 // arithmetic in f32).
 #define FEGPU_DTYPE_F16 3
@@ -144,6 +150,9 @@ typedef struct fegpu_solve_info {
 
 // A transient heat-conduction stepper handle (0 is never valid).
 typedef uint64_t fegpu_heat_t;
+
+// An elastodynamics stepper handle (0 is never valid).
+typedef uint64_t fegpu_dynamics_t;
 
 // A lattice handle (0 is never valid).
 typedef uint64_t fegpu_lattice_t;
@@ -379,6 +388,10 @@ fegpu_status fegpu_fem_create(fegpu_context_t ctx,
 // an earlier call are then kept unchanged.
 fegpu_status fegpu_fem_integrate(fegpu_fem_t fem);
 
+// Densities rho[m] (n_materials values) of an elasticity set, for its mass
+// matrices; call fegpu_fem_integrate again after.
+fegpu_status fegpu_fem_set_density(fegpu_fem_t fem, int64_t n_materials, const double *rho);
+
 // New material parameters `props` (2 x n_materials, as at creation, the
 // same number of materials); call fegpu_fem_integrate and
 // fegpu_fem_assemble again for the new matrices.
@@ -401,9 +414,10 @@ fegpu_status fegpu_fem_packed_size(fegpu_fem_t fem, int64_t *size);
 // node-major (node a, component c at a * dofs per node + c).
 fegpu_status fegpu_fem_stiffness_download(fegpu_fem_t fem, double *ke, int64_t len);
 
-// As fegpu_fem_stiffness_download, the heat-capacity matrices C^e of a heat
-// set (integrals of rho c N_a N_b; props(2, m) = rho c).
-fegpu_status fegpu_fem_capacity_download(fegpu_fem_t fem, double *ce, int64_t len);
+// As fegpu_fem_stiffness_download, the mass matrices: for heat the capacity
+// C^e (integrals of rho c N_a N_b, props(2, m) = rho c), for elasticity the
+// consistent mass (rho N_a N_b per component, fegpu_fem_set_density).
+fegpu_status fegpu_fem_mass_download(fegpu_fem_t fem, double *ce, int64_t len);
 
 // Destroys an element set.
 fegpu_status fegpu_fem_destroy(fegpu_fem_t fem);
@@ -473,6 +487,36 @@ fegpu_status fegpu_fem_heat_set_convection(fegpu_heat_t heat,
 
 // Destroys a heat stepper.
 fegpu_status fegpu_fem_heat_destroy(fegpu_heat_t heat);
+
+// Creates an elastodynamics stepper (M u'' + K u = F) for an elasticity set
+// integrated with its densities (fegpu_fem_set_density) and assembled:
+// `scheme` FEGPU_SCHEME_NEWMARK with `beta`, `gamma` (unconditionally stable
+// for gamma >= 1/2, beta >= (gamma + 1/2)^2 / 4) or
+// FEGPU_SCHEME_CENTRAL_DIFFERENCE (explicit: dt below the critical step;
+// beta and gamma ignored). The dofs clamped[i] (i < n_clamped, counted from
+// index_base) stay at zero. The state (velocity, acceleration) stays on the
+// device; the first step starts from rest.
+fegpu_status fegpu_fem_dynamics_create(fegpu_fem_t fem,
+                                       int32_t scheme,
+                                       double dt,
+                                       double beta,
+                                       double gamma,
+                                       int64_t n_clamped,
+                                       const int64_t *clamped,
+                                       int32_t index_base,
+                                       fegpu_dynamics_t *dynamics);
+
+// One step: the displacements `u` (on the device) advance by dt in place
+// under the nodal load `f` (0: none); Newmark's solves to `tol` in at most
+// `maxit` CG iterations (ignored by central differences).
+fegpu_status fegpu_fem_dynamics_step(fegpu_dynamics_t dynamics,
+                                     fegpu_array_t u,
+                                     fegpu_array_t f,
+                                     double tol,
+                                     int64_t maxit);
+
+// Destroys an elastodynamics stepper.
+fegpu_status fegpu_fem_dynamics_destroy(fegpu_dynamics_t dynamics);
 
 // Creates an nx x ny x nz D3Q19 lattice storing populations as `dtype`
 // (FEGPU_DTYPE_F16, FEGPU_DTYPE_F32 or FEGPU_DTYPE_F64; f16 and f32 compute in f32), BGK relaxation time `tau` (> 0.5),

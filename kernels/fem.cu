@@ -11,7 +11,8 @@
 // and linear elasticity (dpn = dim; plane stress or plane strain in 2-D;
 // Voigt order xx yy [zz] xy [yz zx] with engineering shears).
 // Material m: props[2m] = k (heat) or E, props[2m + 1] = rho c (heat: the
-// volumetric heat capacity, for the capacity matrices) or nu (elasticity).
+// volumetric heat capacity) or nu (elasticity); the mass kernels take their
+// coefficient per material separately (rho c, or the density rho).
 
 typedef long long i64;
 
@@ -327,21 +328,24 @@ extern "C" __global__ void __launch_bounds__(256) dirichlet_rhs(i64 n, const uns
         b[i] = fixed[i] ? diag[i] * g[i] : b[i] - t[i];
 }
 
-// Heat capacity matrices C^e_ab = integral of rho c N_a N_b, packed and stored
-// as the stiffness. Linear simplices in closed form (rho c V (1 + delta_ab) /
-// ((d + 1)(d + 2)), exact); quad4 and hex8 by order^dim Gauss points.
-template <int NN, int DIM>
-__device__ void capacity(i64 ne, const double* __restrict__ x, const int* __restrict__ conn,
-                         const int* __restrict__ material, const double* __restrict__ props, int order,
-                         double* __restrict__ ce, int* bad) {
-    constexpr int NP = NN * (NN + 1) / 2;
+// Mass matrices: the heat capacity C^e_ab = integral of rho c N_a N_b (DPN
+// 1), or the consistent mass M^e = integral of rho N_a N_b, once per
+// displacement component (DPN = dim), packed and stored as the stiffness.
+// coef[m] is material m's rho c or rho. Linear simplices in closed form
+// (coef V (1 + delta_ab) / ((d + 1)(d + 2)), exact); quad4 and hex8 by
+// order^dim Gauss points.
+template <int NN, int DIM, int DPN>
+__device__ void mass(i64 ne, const double* __restrict__ x, const int* __restrict__ conn,
+                     const int* __restrict__ material, const double* __restrict__ coef, int order,
+                     double* __restrict__ ce, int* bad) {
+    constexpr int ND = NN * DPN, NP = ND * (ND + 1) / 2;
     constexpr bool SIMPLEX = NN == DIM + 1;
     const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= ne) return;
     double xe[NN][3];
     for (int a = 0; a < NN; ++a)
         for (int c = 0; c < DIM; ++c) xe[a][c] = x[(i64)DIM * conn[e * NN + a] + c];
-    const double rc = props[2 * material[e] + 1];
+    const double rc = coef[material[e]];
     double m[NP];
     for (int i = 0; i < NP; ++i) m[i] = 0.0;
     const int q = SIMPLEX ? 1 : order;
@@ -375,20 +379,27 @@ __device__ void capacity(i64 ne, const double* __restrict__ x, const int* __rest
             return;
         }
         int idx = 0;
-        for (int a = 0; a < NN; ++a)
-            for (int b = a; b < NN; ++b, ++idx)
+        for (int p = 0; p < ND; ++p)
+            for (int r = p; r < ND; ++r, ++idx) {
+                const int a = p / DPN, b = r / DPN;
+                if (p % DPN != r % DPN) continue;  // components do not couple
                 m[idx] += SIMPLEX ? rc * w * det * (a == b ? 2.0 : 1.0) / ((DIM + 1) * (DIM + 2))
                                   : rc * w * det * n[a] * n[b];
+            }
     }
     for (int i = 0; i < NP; ++i) ce[(i64)i * ne + e] = m[i];
 }
 
-#define CAPACITY(NAME, NN, DIM)                                                                                  \
-    extern "C" __global__ void __launch_bounds__(128) capacity_##NAME(i64 ne, const double* x, const int* conn,  \
-        const int* material, const double* props, int order, double* ce, int* bad) {                            \
-        capacity<NN, DIM>(ne, x, conn, material, props, order, ce, bad);                                        \
+#define MASS(NAME, NN, DIM, DPN)                                                                                 \
+    extern "C" __global__ void __launch_bounds__(128) mass_##NAME(i64 ne, const double* x, const int* conn,      \
+        const int* material, const double* coef, int order, double* ce, int* bad) {                             \
+        mass<NN, DIM, DPN>(ne, x, conn, material, coef, order, ce, bad);                                        \
     }
-CAPACITY(tri3, 3, 2)
-CAPACITY(quad4, 4, 2)
-CAPACITY(tet4, 4, 3)
-CAPACITY(hex8, 8, 3)
+MASS(tri3_heat, 3, 2, 1)
+MASS(quad4_heat, 4, 2, 1)
+MASS(tet4_heat, 4, 3, 1)
+MASS(hex8_heat, 8, 3, 1)
+MASS(tri3_elastic, 3, 2, 2)
+MASS(quad4_elastic, 4, 2, 2)
+MASS(tet4_elastic, 4, 3, 3)
+MASS(hex8_elastic, 8, 3, 3)

@@ -26,6 +26,7 @@ pub enum Kind {
     ElementSet = 7,
     EbeSolver = 8,
     HeatStepper = 9,
+    DynamicsStepper = 10,
 }
 
 impl Kind {
@@ -40,6 +41,7 @@ impl Kind {
             7 => Some(Kind::ElementSet),
             8 => Some(Kind::EbeSolver),
             9 => Some(Kind::HeatStepper),
+            10 => Some(Kind::DynamicsStepper),
             _ => None,
         }
     }
@@ -54,6 +56,7 @@ impl Kind {
             Kind::ElementSet => "fegpu_fem_t",
             Kind::EbeSolver => "fegpu_ebe_t",
             Kind::HeatStepper => "fegpu_heat_t",
+            Kind::DynamicsStepper => "fegpu_dynamics_t",
         }
     }
 }

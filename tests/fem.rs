@@ -695,7 +695,7 @@ fn hex_volume(x: &dyn Fn(usize, usize) -> f64) -> f64 {
 fn capacity_of(s: &Set) -> Vec<f64> {
     ok(fegpu_fem_integrate(s.h));
     let mut out = vec![f64::NAN; s.packed * s.elements]; // poisoned
-    ok(unsafe { fegpu_fem_capacity_download(s.h, out.as_mut_ptr(), out.len() as i64) });
+    ok(unsafe { fegpu_fem_mass_download(s.h, out.as_mut_ptr(), out.len() as i64) });
     out
 }
 
@@ -803,5 +803,68 @@ fn convective_boundary_gives_the_steady_state_of_a_cooled_bar() {
     }
     ok(unsafe { fegpu_array_download_f64(t, temp.as_mut_ptr(), nodes as i64) });
     assert!(temp.iter().all(|&v| (v - t0).abs() < 1e-8), "{temp:?}");
+    ok(fegpu_context_destroy(ctx));
+}
+
+/// A bar fixed at x = 0 and pulled at x = L by a load P applied suddenly at
+/// t = 0: in the one-dimensional wave solution the tip moves between 0 and
+/// 2 P L / (E A) and back with period 4 L / c, c = sqrt(E / rho). Newmark
+/// (average acceleration) and central differences (lumped mass) on a quad4
+/// strip (plane stress, nu = 0, lateral motion clamped) follow it.
+#[test]
+fn suddenly_loaded_bar_rings_with_the_wave_period() {
+    use fegpu::ffi::array::*;
+    let ctx = context();
+    let mut rng = Rng::new(4);
+    let (nx, length, height, e_mod, rho, load) = (40usize, 10.0f64, 1.0, 1.0, 1.0, 1.0);
+    let (coords, conn) = quad_mesh(nx, 1, length, height, 0.0, &mut rng);
+    let nodes = coords.len() / 2;
+    let s = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRESS, &coords, 2, &conn, &[e_mod, 0.0], &vec![1; nx], 2);
+    ok(unsafe { fegpu_fem_set_density(s.h, 1, [rho].as_ptr()) });
+    ok(fegpu_fem_integrate(s.h));
+    let mut a = 0;
+    ok(unsafe { fegpu_fem_assemble(s.h, &mut a) });
+    // x = 0 clamped; every lateral dof clamped (1-D motion); 1-based dofs
+    let mut clamped: Vec<i64> = (0..nodes).map(|n| 2 * n as i64 + 2).collect();
+    clamped.extend([1, 2 * (nx + 1) as i64 + 1]);
+    let mut f = vec![0.0; 2 * nodes];
+    f[2 * nx] = load / 2.0;
+    f[2 * (2 * nx + 1)] = load / 2.0;
+    let (static_tip, period) = (load * length / (e_mod * height), 4.0 * length / (e_mod / rho).sqrt());
+    for (scheme, dt) in [(FEGPU_SCHEME_NEWMARK, 0.05), (FEGPU_SCHEME_CENTRAL_DIFFERENCE, 0.02)] {
+        let mut dynamics = 0;
+        let st = unsafe { fegpu_fem_dynamics_create(s.h, scheme, dt, 0.25, 0.5, clamped.len() as i64, clamped.as_ptr(), 1, &mut dynamics) };
+        assert_eq!(st, FEGPU_OK, "{}", last_message());
+        let (mut u, mut fh) = (0, 0);
+        ok(unsafe { fegpu_array_create_f64(ctx, f.len() as i64, 1, vec![0.0; f.len()].as_ptr(), &mut u) });
+        ok(unsafe { fegpu_array_create_f64(ctx, f.len() as i64, 1, f.as_ptr(), &mut fh) });
+        let steps = (period / dt).round() as usize;
+        let mut tip = Vec::with_capacity(steps);
+        let mut host = vec![0.0; f.len()];
+        for _ in 0..steps {
+            let st = fegpu_fem_dynamics_step(dynamics, u, fh, 1e-12, 2000);
+            assert_eq!(st, FEGPU_OK, "{}", last_message());
+            ok(unsafe { fegpu_array_download_f64(u, host.as_mut_ptr(), host.len() as i64) });
+            tip.push(0.5 * (host[2 * nx] + host[2 * (2 * nx + 1)]));
+        }
+        let peak = tip.iter().cloned().fold(f64::MIN, f64::max);
+        let peak_at = tip.iter().position(|&t| t == peak).unwrap() as f64 * dt + dt;
+        let mean = tip.iter().sum::<f64>() / tip.len() as f64;
+        let back = *tip.last().unwrap();
+        eprintln!("scheme {scheme}: peak {peak:.3} (2 PL/EA = {:.3}) at t = {peak_at:.2} (half period {:.2}); mean {mean:.3}; after a period {back:.3}", 2.0 * static_tip, period / 2.0);
+        assert!((peak - 2.0 * static_tip).abs() < 0.08 * static_tip, "peak {peak}");
+        assert!((peak_at - period / 2.0).abs() < 0.08 * period, "peak at {peak_at}");
+        assert!((mean - static_tip).abs() < 0.05 * static_tip, "mean {mean}");
+        assert!(back.abs() < 0.2 * static_tip, "after one period the tip is back near 0: {back}");
+        ok(fegpu_fem_dynamics_destroy(dynamics));
+    }
+    // without densities there is no mass
+    let bare = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRESS, &coords, 2, &conn, &[e_mod, 0.0], &vec![1; nx], 2);
+    ok(fegpu_fem_integrate(bare.h));
+    ok(unsafe { fegpu_fem_assemble(bare.h, &mut a) });
+    let mut dynamics = 0;
+    expect_err(unsafe { fegpu_fem_dynamics_create(bare.h, FEGPU_SCHEME_NEWMARK, 0.1, 0.25, 0.5, 1, [1i64].as_ptr(), 1, &mut dynamics) }, FEGPU_ERR_INVALID_ARGUMENT, &["no mass", "fegpu_fem_set_density"]);
+    expect_err(unsafe { fegpu_fem_dynamics_create(s.h, FEGPU_SCHEME_NEWMARK, 0.1, 0.1, 0.5, 1, [1i64].as_ptr(), 1, &mut dynamics) }, FEGPU_ERR_INVALID_ARGUMENT, &["beta = 0.1"]);
+    expect_err(unsafe { fegpu_fem_set_density(s.h, 1, [-1.0].as_ptr()) }, FEGPU_ERR_INVALID_ARGUMENT, &["rho(1) = -1"]);
     ok(fegpu_context_destroy(ctx));
 }

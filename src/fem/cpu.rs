@@ -270,8 +270,9 @@ pub fn ebe_diagonal(set: &ElementSet, ke: &[f64], diag: &mut [f64]) {
     }
 }
 
-/// C^e of element `e` (heat capacity, packed), as kernels/fem.cu `capacity`.
-pub fn element_capacity(set: &ElementSet, props: &[f64], e: usize) -> Result<Vec<f64>, usize> {
+/// The mass matrix of element `e` (packed): heat capacity with coef[m] = rho
+/// c, or consistent mass per component with coef[m] = rho, as kernels/fem.cu `mass`.
+pub fn element_mass(set: &ElementSet, coef: &[f64], e: usize) -> Result<Vec<f64>, usize> {
     let (t, dim, nn) = (set.element, set.element.dim(), set.element.nodes());
     let xe: Vec<[f64; 3]> = (0..nn)
         .map(|a| {
@@ -279,8 +280,10 @@ pub fn element_capacity(set: &ElementSet, props: &[f64], e: usize) -> Result<Vec
             std::array::from_fn(|c| if c < dim { set.coords[dim * node + c] } else { 0.0 })
         })
         .collect();
-    let rc = props[2 * set.material[e] as usize + 1];
-    let mut m = vec![0.0; nn * (nn + 1) / 2];
+    let rc = coef[set.material[e] as usize];
+    let dpn = set.problem.dofs_per_node(dim);
+    let nd = nn * dpn;
+    let mut m = vec![0.0; nd * (nd + 1) / 2];
     for (xi, w) in points(t, set.order) {
         let (dn, n) = (shape_gradients(t, xi), shape_values(t, xi));
         let mut j = [[0.0; 3]; 3];
@@ -299,13 +302,16 @@ pub fn element_capacity(set: &ElementSet, props: &[f64], e: usize) -> Result<Vec
             return Err(e);
         }
         let mut idx = 0;
-        for a in 0..nn {
-            for b in a..nn {
-                m[idx] += if t.is_simplex() {
-                    rc * w * det * if a == b { 2.0 } else { 1.0 } / ((dim + 1) * (dim + 2)) as f64
-                } else {
-                    rc * w * det * n[a] * n[b]
-                };
+        for p in 0..nd {
+            for r in p..nd {
+                let (a, b) = (p / dpn, r / dpn);
+                if p % dpn == r % dpn {
+                    m[idx] += if t.is_simplex() {
+                        rc * w * det * if a == b { 2.0 } else { 1.0 } / ((dim + 1) * (dim + 2)) as f64
+                    } else {
+                        rc * w * det * n[a] * n[b]
+                    };
+                }
                 idx += 1;
             }
         }
@@ -313,11 +319,11 @@ pub fn element_capacity(set: &ElementSet, props: &[f64], e: usize) -> Result<Vec
     Ok(m)
 }
 
-/// Every C^e, entry-major; Err(first bad element).
-pub fn capacity(set: &ElementSet, props: &[f64], ce: &mut [f64]) -> Result<(), usize> {
+/// Every mass matrix, entry-major; Err(first bad element).
+pub fn mass(set: &ElementSet, coef: &[f64], ce: &mut [f64]) -> Result<(), usize> {
     let ne = set.elements;
     for e in 0..ne {
-        for (k, v) in element_capacity(set, props, e)?.into_iter().enumerate() {
+        for (k, v) in element_mass(set, coef, e)?.into_iter().enumerate() {
             ce[k * ne + e] = v;
         }
     }

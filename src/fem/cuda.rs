@@ -25,17 +25,18 @@ fn suffix(set: &ElementSet) -> String {
     format!("{}_{}", set.element.name(), if set.problem == Problem::Heat { "heat" } else { "elastic" })
 }
 
-/// Every K^e (or with `capacity`, every heat-capacity C^e) into a new device
-/// buffer, one thread per element.
-pub fn stiffness(g: &Gpu, set: &ElementSet, d: &DeviceSet, props: &DeviceBuffer<f64>, total: usize, capacity: bool) -> Result<DeviceBuffer<f64>, Failure> {
-    let name = if capacity { format!("capacity_{}", set.element.name()) } else { format!("stiffness_{}", suffix(set)) };
+/// Every K^e (props: 2 per material), or with `mass` every mass matrix
+/// (props: the mass coefficient per material), into a new device buffer, one
+/// thread per element.
+pub fn stiffness(g: &Gpu, set: &ElementSet, d: &DeviceSet, props: &DeviceBuffer<f64>, total: usize, mass: bool) -> Result<DeviceBuffer<f64>, Failure> {
+    let name = format!("{}_{}", if mass { "mass" } else { "stiffness" }, suffix(set));
     let f = g.kernel("fem", SOURCE, &name)?;
     let ke = g.alloc::<f64>(total.max(1))?;
     let bad = crate::sparse::cuda::upload(g, &[i32::MAX])?;
     let (ne, plane_strain, order) = (set.elements as i64, (set.problem == Problem::PlaneStrain) as i32, set.order as i32);
     let mut l = g.launcher(&f);
     l.arg(&ne).arg(&d.coords).arg(&d.conn).arg(&d.material).arg(props);
-    if !capacity {
+    if !mass {
         l.arg(&plane_strain);
     }
     l.arg(&order).arg(&ke).arg(&bad);

@@ -149,8 +149,11 @@ impl HeatStepper {
 /// theta (K + H) with the Dirichlet rows, right = C/dt - (1 - theta) (K + H),
 /// and the constant part of the right-hand side.
 fn build(set: &ElementSet, dt: f64, theta: f64, dofs: &[i64], base: i64, values: &[f64], convection: Option<&Convection>) -> Result<Built> {
-    let (mut k, c) = set.heat_matrices()?;
-    let assembled = set.assembled().expect("heat_matrices checked the assembly");
+    if set.problem != super::Problem::Heat {
+        return Err(Error::invalid(format!("the set is a {:?} problem: this stepper is for heat conduction", set.problem)));
+    }
+    let (mut k, c) = set.global_matrices()?;
+    let assembled = set.assembled().expect("global_matrices checked the assembly");
     let p = &assembled.pattern;
     let (n, nnz) = (p.nrows, p.nnz());
     // convection: h A on the diagonal of K

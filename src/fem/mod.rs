@@ -8,6 +8,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod dynamics;
 pub mod ebe;
 pub mod heat;
 
@@ -126,10 +127,22 @@ pub struct DeviceSet {
     pub material: DeviceBuffer<i32>,
 }
 
-/// The material table (2 x materials), on the host and where the set works.
+/// The material table (2 x materials), on the host and where the set works,
+/// and for elasticity each material's density (0 until set).
 pub struct Materials {
     pub props: Vec<f64>,
     pub device: Option<DeviceBuffer<f64>>,
+    pub density: Vec<f64>,
+}
+
+impl Materials {
+    /// The mass matrices' coefficient per material: rho c (heat) or rho.
+    pub fn mass_coefficients(&self, problem: Problem) -> Vec<f64> {
+        match problem {
+            Problem::Heat => self.props.chunks(2).map(|p| p[1]).collect(),
+            _ => self.density.clone(),
+        }
+    }
 }
 
 /// The global matrix: its pattern (every pair of dofs sharing an element)
@@ -149,9 +162,9 @@ struct Assembly {
 struct Results {
     /// elements x packed_len (entry-major)
     stiffness: Option<Buffer<f64>>,
-    /// Heat problems: the capacity matrices C^e, the same layout (heat has
-    /// one dof per node, so C^e and K^e share packed_len).
-    capacity: Option<Buffer<f64>>,
+    /// The mass matrices, the same layout: heat capacity C^e (heat), or
+    /// consistent mass M^e (elasticity).
+    mass: Option<Buffer<f64>>,
     /// Counts integrations, so element-by-element solvers know when to
     /// rebuild their diagonals.
     version: u64,
@@ -252,7 +265,7 @@ impl ElementSet {
             None => None,
             Some(g) => Some(DeviceSet { coords: upload(g, coords)?, conn: upload(g, &conn)?, material: upload(g, &material)? }),
         };
-        let materials = Materials { props: props.to_vec(), device: ctx.gpu().map(|g| upload(g, props)).transpose()? };
+        let materials = Materials { props: props.to_vec(), device: ctx.gpu().map(|g| upload(g, props)).transpose()?, density: vec![0.0; props.len() / 2] };
         Ok(ElementSet {
             ctx,
             ctx_handle,
@@ -314,34 +327,61 @@ impl ElementSet {
         ))
     }
 
-    /// Integrates every K^e (and for heat problems every capacity matrix C^e)
-    /// where the set lives. A bad element fails the call and leaves the
-    /// previous matrices as they were.
+    /// Integrates every K^e and every mass matrix (heat capacity, or
+    /// consistent mass with the densities) where the set lives. A bad element
+    /// fails the call and leaves the previous matrices as they were.
     pub fn integrate(&self) -> Result<()> {
         let stiffness = self.integrate_one(false)?;
-        let capacity = if self.problem == Problem::Heat { Some(self.integrate_one(true)?) } else { None };
+        let mass = self.integrate_one(true)?;
         let mut r = self.results();
-        (r.stiffness, r.capacity) = (Some(stiffness), capacity);
+        (r.stiffness, r.mass) = (Some(stiffness), Some(mass));
         r.version += 1;
         Ok(())
     }
 
-    fn integrate_one(&self, capacity: bool) -> Result<Buffer<f64>> {
+    fn integrate_one(&self, mass: bool) -> Result<Buffer<f64>> {
         let total = self.packed_len() * self.elements;
         let m = self.materials();
+        let coef = m.mass_coefficients(self.problem);
         Ok(match (self.ctx.gpu(), &self.device, &m.device) {
             (None, _, _) => {
                 let mut ke = vec![f64::NAN; total];
-                let done = if capacity { cpu::capacity(self, &m.props, &mut ke) } else { cpu::stiffness(self, &m.props, &mut ke) };
+                let done = if mass { cpu::mass(self, &coef, &mut ke) } else { cpu::stiffness(self, &m.props, &mut ke) };
                 done.map_err(|e| self.bad_element(e))?;
                 Buffer::Host(ke)
             }
-            (Some(g), Some(d), Some(props)) => Buffer::Device(cuda::stiffness(g, self, d, props, total, capacity).map_err(|e| match e {
-                cuda::Failure::Element(e) => self.bad_element(e),
-                cuda::Failure::Other(e) => e,
-            })?),
+            (Some(g), Some(d), Some(props)) => {
+                let coef_d;
+                let per_material = if mass {
+                    coef_d = crate::sparse::cuda::upload(g, &coef)?;
+                    &coef_d
+                } else {
+                    props
+                };
+                Buffer::Device(cuda::stiffness(g, self, d, per_material, total, mass).map_err(|e| match e {
+                    cuda::Failure::Element(e) => self.bad_element(e),
+                    cuda::Failure::Other(e) => e,
+                })?)
+            }
             _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "element set without device arrays")),
         })
+    }
+
+    /// Each material's density (elasticity, for the mass matrices); the next
+    /// `integrate` uses it.
+    pub fn set_density(&self, rho: &[f64]) -> Result<()> {
+        if self.problem == Problem::Heat {
+            return Err(Error::invalid("a heat set's mass is its capacity: props(2, m) = rho c"));
+        }
+        let mut m = self.materials();
+        if rho.len() != m.density.len() {
+            return Err(Error::size(format!("rho has {} values; the set has {} materials", rho.len(), m.density.len())));
+        }
+        if let Some(i) = rho.iter().position(|r| !(*r >= 0.0 && r.is_finite())) {
+            return Err(Error::invalid(format!("rho({}) = {}: densities must be >= 0 and finite", i + 1, rho[i])));
+        }
+        m.density.copy_from_slice(rho);
+        Ok(())
     }
 
     /// Assembles the global matrix from the element matrices into the set's
@@ -377,14 +417,11 @@ impl ElementSet {
         }
     }
 
-    /// The assembled conductivity K and capacity C of a heat problem, as
+    /// The assembled stiffness (conductivity) K and mass (capacity) M, as
     /// value arrays on the set's assembled pattern (`assemble` first).
-    pub fn heat_matrices(&self) -> Result<(Buffer<f64>, Buffer<f64>)> {
-        if self.problem != Problem::Heat {
-            return Err(Error::invalid(format!("the set is a {:?} problem: time stepping here is for heat conduction", self.problem)));
-        }
+    pub fn global_matrices(&self) -> Result<(Buffer<f64>, Buffer<f64>)> {
         let r = self.results();
-        let (Some(ke), Some(ce), Some(a)) = (&r.stiffness, &r.capacity, &r.assembly) else {
+        let (Some(ke), Some(ce), Some(a)) = (&r.stiffness, &r.mass, &r.assembly) else {
             return Err(Error::invalid("no assembled matrices yet: call fegpu_fem_integrate and fegpu_fem_assemble first"));
         };
         let nnz = a.csr.pattern.nnz();
@@ -491,8 +528,8 @@ impl ElementSet {
     }
 
     /// The packed element matrices (packed_len x elements, element after
-    /// element): the stiffness, or with `capacity` the heat capacity.
-    pub fn download_matrices(&self, capacity: bool, out: &mut [f64]) -> Result<()> {
+    /// element): the stiffness, or with `mass` the mass (heat capacity).
+    pub fn download_matrices(&self, mass: bool, out: &mut [f64]) -> Result<()> {
         let total = self.packed_len() * self.elements;
         if out.len() != total {
             return Err(Error::size(format!(
@@ -503,9 +540,8 @@ impl ElementSet {
             )));
         }
         let r = self.results();
-        let stored = match (capacity, &r.stiffness, &r.capacity) {
-            (_, None, _) => return Err(Error::invalid("no element matrices yet: call fegpu_fem_integrate first")),
-            (true, Some(_), None) => return Err(Error::invalid("capacity matrices exist for heat problems only")),
+        let stored = match (mass, &r.stiffness, &r.mass) {
+            (_, None, _) | (true, _, None) => return Err(Error::invalid("no element matrices yet: call fegpu_fem_integrate first")),
             (false, Some(m), _) | (true, _, Some(m)) => match m {
                 Buffer::Host(h) => h.clone(),
                 Buffer::Device(d) => {

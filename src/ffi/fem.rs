@@ -5,6 +5,7 @@ use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, out_param}
 use crate::array;
 use crate::context;
 use crate::error::fegpu_status;
+use crate::fem::dynamics::{self, DynamicsStepper, Scheme};
 use crate::fem::ebe::{self, EbeSolver};
 use crate::fem::heat::{self, HeatStepper};
 use crate::fem::{self, Element, ElementSet, Problem};
@@ -69,6 +70,17 @@ pub extern "C" fn fegpu_fem_integrate(fem: fegpu_fem_t) -> fegpu_status {
     guard(|| fem::get(fem, "fem")?.integrate())
 }
 
+/// Densities rho[m] (n_materials values) of an elasticity set, for its mass
+/// matrices; call fegpu_fem_integrate again after.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_set_density(fem: fegpu_fem_t, n_materials: i64, rho: *const f64) -> fegpu_status {
+    guard(|| {
+        let set = fem::get(fem, "fem")?;
+        let n = crate::error::positive("n_materials", n_materials)?;
+        set.set_density(host_in(rho, n, "rho")?)
+    })
+}
+
 /// New material parameters `props` (2 x n_materials, as at creation, the
 /// same number of materials); call fegpu_fem_integrate and
 /// fegpu_fem_assemble again for the new matrices.
@@ -119,10 +131,11 @@ pub unsafe extern "C" fn fegpu_fem_stiffness_download(fem: fegpu_fem_t, ke: *mut
     })
 }
 
-/// As fegpu_fem_stiffness_download, the heat-capacity matrices C^e of a heat
-/// set (integrals of rho c N_a N_b; props(2, m) = rho c).
+/// As fegpu_fem_stiffness_download, the mass matrices: for heat the capacity
+/// C^e (integrals of rho c N_a N_b, props(2, m) = rho c), for elasticity the
+/// consistent mass (rho N_a N_b per component, fegpu_fem_set_density).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_capacity_download(fem: fegpu_fem_t, ce: *mut f64, len: i64) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_mass_download(fem: fegpu_fem_t, ce: *mut f64, len: i64) -> fegpu_status {
     guard(|| {
         let set = fem::get(fem, "fem")?;
         let n = crate::error::positive("len", len)?;
@@ -269,4 +282,67 @@ pub unsafe extern "C" fn fegpu_fem_heat_set_convection(heat: fegpu_heat_t, n: i6
 #[no_mangle]
 pub extern "C" fn fegpu_fem_heat_destroy(heat: fegpu_heat_t) -> fegpu_status {
     guard(|| registry::remove::<HeatStepper>(heat, "heat"))
+}
+
+/// An elastodynamics stepper handle (0 is never valid).
+#[allow(non_camel_case_types)]
+pub type fegpu_dynamics_t = u64;
+
+/// Newmark's implicit scheme (average acceleration: beta 1/4, gamma 1/2).
+pub const FEGPU_SCHEME_NEWMARK: i32 = 1;
+/// The explicit central-difference scheme with the lumped (row-sum) mass.
+pub const FEGPU_SCHEME_CENTRAL_DIFFERENCE: i32 = 2;
+
+/// Creates an elastodynamics stepper (M u'' + K u = F) for an elasticity set
+/// integrated with its densities (fegpu_fem_set_density) and assembled:
+/// `scheme` FEGPU_SCHEME_NEWMARK with `beta`, `gamma` (unconditionally stable
+/// for gamma >= 1/2, beta >= (gamma + 1/2)^2 / 4) or
+/// FEGPU_SCHEME_CENTRAL_DIFFERENCE (explicit: dt below the critical step;
+/// beta and gamma ignored). The dofs clamped[i] (i < n_clamped, counted from
+/// index_base) stay at zero. The state (velocity, acceleration) stays on the
+/// device; the first step starts from rest.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_dynamics_create(fem: fegpu_fem_t, scheme: i32, dt: f64, beta: f64, gamma: f64, n_clamped: i64, clamped: *const i64, index_base: i32, dynamics: *mut fegpu_dynamics_t) -> fegpu_status {
+    guard(|| {
+        let out = out_param(dynamics, "dynamics")?;
+        let set = fem::get(fem, "fem")?;
+        let scheme = match scheme {
+            FEGPU_SCHEME_NEWMARK => Scheme::Newmark { beta, gamma },
+            FEGPU_SCHEME_CENTRAL_DIFFERENCE => Scheme::CentralDifference,
+            s => return Err(crate::error::Error::invalid(format!("scheme = {s}: expected FEGPU_SCHEME_NEWMARK (1) or FEGPU_SCHEME_CENTRAL_DIFFERENCE (2)"))),
+        };
+        if n_clamped < 0 {
+            return Err(crate::error::Error::invalid(format!("n_clamped = {n_clamped}: must be >= 0")));
+        }
+        if index_base != 0 && index_base != 1 {
+            return Err(crate::error::Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
+        }
+        let clamped = host_in(clamped, n_clamped as usize, "clamped")?;
+        let n = set.dofs() as i64;
+        if let Some((i, d)) = clamped.iter().enumerate().find(|(_, &d)| d - (index_base as i64) < 0 || d - (index_base as i64) >= n) {
+            return Err(crate::error::Error::invalid(format!("clamped[{i}] = {d}: outside dofs {index_base}..{}", n - 1 + index_base as i64)));
+        }
+        let owner = set.ctx_handle;
+        let stepper = DynamicsStepper::new(set, dt, scheme, clamped, index_base as i64)?;
+        *out = registry::insert(Arc::new(stepper), owner);
+        Ok(())
+    })
+}
+
+/// One step: the displacements `u` (on the device) advance by dt in place
+/// under the nodal load `f` (0: none); Newmark's solves to `tol` in at most
+/// `maxit` CG iterations (ignored by central differences).
+#[no_mangle]
+pub extern "C" fn fegpu_fem_dynamics_step(dynamics: fegpu_dynamics_t, u: fegpu_array_t, f: fegpu_array_t, tol: f64, maxit: i64) -> fegpu_status {
+    guard(|| {
+        let s = dynamics::get(dynamics, "dynamics")?;
+        let f = if f == 0 { None } else { Some(array::get(f, "F")?) };
+        s.step(&*array::get(u, "u")?, f.as_deref(), tol, maxit)
+    })
+}
+
+/// Destroys an elastodynamics stepper.
+#[no_mangle]
+pub extern "C" fn fegpu_fem_dynamics_destroy(dynamics: fegpu_dynamics_t) -> fegpu_status {
+    guard(|| registry::remove::<DynamicsStepper>(dynamics, "dynamics"))
 }
