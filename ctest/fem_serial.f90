@@ -134,6 +134,54 @@ program fem_serial
   call expect(abs(heat_out + sum(f)) <= 1d-6 * sum(f), 'heat balance')
   call expect(maxval(t_serial) > t_air, 'the hydration heat makes the interior hottest')
 
+  call dynamics_check()
   call fegpu_context_destroy(ctx)
   call finish()
+
+contains
+
+  !> The Fortran path of elastodynamics: a bar (plane stress, nu = 0) fixed
+  !> at x = 0 and pulled suddenly at x = L rings between 0 and 2 P L / (E A).
+  subroutine dynamics_check()
+    integer, parameter :: m = 20, nn = 2 * (m + 1)
+    real(real64) :: bxy(2, nn), bar_props(2, 1), load(2 * nn), u(2 * nn), tip, peak
+    integer :: bconn(4, m), bmat(m), k, clamped(nn + 2)
+    type(fegpu_fem) :: bar
+    type(fegpu_csr) :: kbar
+    type(fegpu_dynamics) :: dyn
+    type(fegpu_array) :: du, df
+    do k = 0, m
+      bxy(:, k + 1) = [0.5d0 * k, 0d0]
+      bxy(:, k + m + 2) = [0.5d0 * k, 1d0]
+    end do
+    do k = 1, m
+      bconn(:, k) = [k, k + 1, k + m + 2, k + m + 1]
+    end do
+    bmat = 1
+    bar_props(:, 1) = [1d0, 0d0]
+    call fegpu_fem_create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRESS, bxy, bconn, bar_props, bmat, bar)
+    call fegpu_fem_set_density(bar, [1d0])
+    call fegpu_fem_integrate(bar)
+    call fegpu_fem_assemble(bar, kbar)
+    clamped(1:nn) = [(2 * k, k = 1, nn)]                       ! lateral motion
+    clamped(nn + 1:) = [1, 2 * (m + 1) + 1]                      ! x = 0
+    load = 0
+    load(2 * (m + 1) - 1) = 0.5d0
+    load(2 * nn - 1) = 0.5d0
+    u = 0
+    call fegpu_array_create(ctx, u, du)
+    call fegpu_array_create(ctx, load, df)
+    call fegpu_dynamics_create(bar, FEGPU_SCHEME_NEWMARK, 0.05d0, clamped, dyn)
+    peak = 0
+    do k = 1, 400                                                ! one period: 4 L / c = 40
+      call fegpu_dynamics_step(dyn, du, f=df)
+      call fegpu_array_download(du, u)
+      tip = 0.5d0 * (u(2 * (m + 1) - 1) + u(2 * nn - 1))
+      peak = max(peak, tip)
+    end do
+    print '(a, f8.4, a)', 'suddenly loaded bar: peak tip displacement ', peak, ' (2 P L / (E A) = 20)'
+    call expect(abs(peak - 20d0) < 1.6d0, 'elastodynamics from Fortran: the bar rings to 2 P L / (E A)')
+    call fegpu_dynamics_destroy(dyn)
+    call fegpu_fem_destroy(bar)
+  end subroutine
 end program fem_serial

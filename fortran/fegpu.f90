@@ -73,6 +73,11 @@ module fegpu
     integer(c_int64_t) :: handle = 0
   end type fegpu_ebe
 
+  !> An elastodynamics stepper (Newmark or central differences) with its state on the device.
+  type, public :: fegpu_dynamics
+    integer(c_int64_t) :: handle = 0
+  end type fegpu_dynamics
+
   !> A transient heat-conduction stepper (theta method) with its matrices on the device.
   type, public :: fegpu_heat
     integer(c_int64_t) :: handle = 0
@@ -128,7 +133,9 @@ module fegpu
        FEGPU_PROBLEM_ELASTIC_3D = 4
   public :: fegpu_fem_create, fegpu_fem_integrate, fegpu_fem_set_materials, fegpu_fem_assemble, fegpu_fem_stiffness
   public :: fegpu_fem_destroy, fegpu_csr_apply_dirichlet, fegpu_ebe_create, fegpu_ebe_solve, fegpu_ebe_destroy
-  public :: fegpu_fem_capacity, fegpu_heat_create, fegpu_heat_step, fegpu_heat_destroy, fegpu_heat_set_convection
+  public :: fegpu_fem_mass, fegpu_heat_create, fegpu_heat_step, fegpu_heat_destroy, fegpu_heat_set_convection
+  public :: fegpu_fem_set_density, fegpu_dynamics_create, fegpu_dynamics_step, fegpu_dynamics_destroy
+  integer, parameter, public :: FEGPU_SCHEME_NEWMARK = 1, FEGPU_SCHEME_CENTRAL_DIFFERENCE = 2
 
   !> Creates an array holding a copy of a real32/real64 array of any rank
   !> (rank 1 becomes n x 1; rank 2 keeps its shape).
@@ -263,7 +270,30 @@ module fegpu
       integer(c_int64_t), value :: fem, n
       real(c_double), intent(out) :: ke(*)
     end function
-    integer(c_int32_t) function c_fem_capacity_download(fem, ce, n) bind(C, name='fegpu_fem_mass_download')
+    integer(c_int32_t) function c_fem_set_density(fem, n, rho) bind(C, name='fegpu_fem_set_density')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n
+      real(c_double), intent(in) :: rho(*)
+    end function
+    integer(c_int32_t) function c_dynamics_create(fem, scheme, dt, beta, gamma, n, clamped, base, dyn) &
+         bind(C, name='fegpu_fem_dynamics_create')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n
+      integer(c_int32_t), value :: scheme, base
+      real(c_double), value :: dt, beta, gamma
+      integer(c_int64_t), intent(in) :: clamped(*)
+      integer(c_int64_t), intent(out) :: dyn
+    end function
+    integer(c_int32_t) function c_dynamics_step(dyn, u, f, tol, maxit) bind(C, name='fegpu_fem_dynamics_step')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: dyn, u, f, maxit
+      real(c_double), value :: tol
+    end function
+    integer(c_int32_t) function c_dynamics_destroy(dyn) bind(C, name='fegpu_fem_dynamics_destroy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: dyn
+    end function
+    integer(c_int32_t) function c_fem_mass_download(fem, ce, n) bind(C, name='fegpu_fem_mass_download')
       import :: c_int32_t, c_int64_t, c_double
       integer(c_int64_t), value :: fem, n
       real(c_double), intent(out) :: ce(*)
@@ -1256,13 +1286,78 @@ contains
     call check(st, 'fegpu_fem_destroy', stat, errmsg)
   end subroutine
 
-  !> The heat-capacity matrices of a heat set, ce(packed size, n_elements).
-  subroutine fegpu_fem_capacity(fem, ce, stat, errmsg)
+  !> The mass matrices, ce(packed size, n_elements): heat capacity (heat) or
+  !> consistent mass (elasticity, with fegpu_fem_set_density).
+  subroutine fegpu_fem_mass(fem, ce, stat, errmsg)
     type(fegpu_fem), intent(in) :: fem
     real(real64), intent(out) :: ce(:, :)
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    call check(c_fem_capacity_download(fem%handle, ce, size(ce, kind=c_int64_t)), 'fegpu_fem_capacity', stat, errmsg)
+    call check(c_fem_mass_download(fem%handle, ce, size(ce, kind=c_int64_t)), 'fegpu_fem_mass', stat, errmsg)
+  end subroutine
+
+  !> Densities rho(n_materials) of an elasticity set (integrate again after).
+  subroutine fegpu_fem_set_density(fem, rho, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    real(real64), intent(in) :: rho(:)
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_fem_set_density(fem%handle, size(rho, kind=c_int64_t), rho), 'fegpu_fem_set_density', stat, errmsg)
+  end subroutine
+
+  !> An elastodynamics stepper: scheme FEGPU_SCHEME_NEWMARK (beta, gamma:
+  !> default 1/4, 1/2) or FEGPU_SCHEME_CENTRAL_DIFFERENCE (lumped mass); the
+  !> clamped dofs stay at zero; the first step starts from rest.
+  subroutine fegpu_dynamics_create(fem, scheme, dt, clamped, dyn, beta, gamma, index_base, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    integer, intent(in) :: scheme
+    real(real64), intent(in) :: dt
+    integer, intent(in) :: clamped(:)
+    type(fegpu_dynamics), intent(out) :: dyn
+    real(real64), intent(in), optional :: beta, gamma
+    integer, intent(in), optional :: index_base
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    real(c_double) :: b, g
+    integer(c_int32_t) :: base
+    b = 0.25d0
+    g = 0.5d0
+    if (present(beta)) b = beta
+    if (present(gamma)) g = gamma
+    base = 1
+    if (present(index_base)) base = int(index_base, c_int32_t)
+    call check(c_dynamics_create(fem%handle, int(scheme, c_int32_t), dt, b, g, size(clamped, kind=c_int64_t), &
+         int(clamped, c_int64_t), base, dyn%handle), 'fegpu_dynamics_create', stat, errmsg)
+  end subroutine
+
+  !> One step: u (device displacements) advances by dt under the load f (optional).
+  subroutine fegpu_dynamics_step(dyn, u, f, tol, maxit, stat, errmsg)
+    type(fegpu_dynamics), intent(in) :: dyn
+    type(fegpu_array), intent(in) :: u
+    type(fegpu_array), intent(in), optional :: f
+    real(real64), intent(in), optional :: tol
+    integer, intent(in), optional :: maxit
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: fh, its
+    real(c_double) :: t
+    fh = 0
+    if (present(f)) fh = f%handle
+    t = 1d-10
+    if (present(tol)) t = tol
+    its = 10000
+    if (present(maxit)) its = int(maxit, c_int64_t)
+    call check(c_dynamics_step(dyn%handle, u%handle, fh, t, its), 'fegpu_dynamics_step', stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_dynamics_destroy(dyn, stat, errmsg)
+    type(fegpu_dynamics), intent(inout) :: dyn
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_dynamics_destroy(dyn%handle)
+    if (st == FEGPU_OK) dyn%handle = 0
+    call check(st, 'fegpu_dynamics_destroy', stat, errmsg)
   end subroutine
 
   !> A theta-method stepper for an integrated and assembled heat set: each
