@@ -21,15 +21,15 @@ program fem_serial
   real(real64), parameter :: k_concrete = 2.5d0, k_rock = 3.2d0, q_hydration = 15.0d0
   real(real64), parameter :: t_rock = 12.0d0, t_air = 20.0d0, tol = 1.0d-10
   real(real64) :: xy(2, nnode), props(2, 2), f(nnode), kglob(nnode, nnode), t_serial(nnode)
-  real(real64) :: ke_serial(4, 4, nel), ke_gpu(10, nel), t_fegpu(nnode), t_ebe(nnode), kfull(nnode, nnode)
-  integer :: conn(4, nel), mat(nel), e, i, j, a, b, n, nfix, its_serial, its_fegpu, its_ebe
+  real(real64) :: ke_serial(4, 4, nel), ke_gpu(10, nel), t_fegpu(nnode), t_ebe(nnode), t_otf(nnode), kfull(nnode, nnode)
+  integer :: conn(4, nel), mat(nel), e, i, j, a, b, n, nfix, its_serial, its_fegpu, its_ebe, its_otf
   integer, allocatable :: fixed(:)
   real(real64), allocatable :: fixed_t(:)
   type(fegpu_context) :: ctx
   type(fegpu_fem) :: set
   type(fegpu_csr) :: kmat
   type(fegpu_solver) :: solver
-  type(fegpu_ebe) :: ebe
+  type(fegpu_ebe) :: ebe, ebe_otf
   type(fegpu_array) :: rhs, temp
   real(real64) :: err, scale, diff, heat_out, lift(nnode), rhs_serial(nnode)
 
@@ -116,6 +116,14 @@ program fem_serial
   call fegpu_ebe_create(set, fixed, fixed_t, ebe)
   call fegpu_ebe_solve(ebe, rhs, temp, tol, 10000, iterations=its_ebe)
   call fegpu_array_download(temp, t_ebe)
+  ! the same with the element matrices recomputed in every product
+  t_otf = 0
+  call fegpu_array_upload(temp, t_otf)
+  call fegpu_ebe_create(set, fixed, fixed_t, ebe_otf, on_the_fly=.true.)
+  call fegpu_ebe_solve(ebe_otf, rhs, temp, tol, 10000, iterations=its_otf)
+  call fegpu_array_download(temp, t_otf)
+  call expect(its_otf == its_ebe .and. maxval(abs(t_otf - t_ebe)) <= 1d-12 * maxval(abs(t_ebe)), &
+       'EBE with K^e recomputed matches EBE with stored K^e')
 
   scale = maxval(abs(t_serial))
   diff = maxval(abs(t_fegpu - t_serial)) / scale

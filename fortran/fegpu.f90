@@ -336,10 +336,10 @@ module fegpu
       integer(c_int64_t), intent(in) :: dofs(*)
       real(c_double), intent(in) :: values(*)
     end function
-    integer(c_int32_t) function c_ebe_create(fem, n, dofs, base, values, ebe) bind(C, name='fegpu_fem_ebe_create')
+    integer(c_int32_t) function c_ebe_create(fem, n, dofs, base, values, otf, ebe) bind(C, name='fegpu_fem_ebe_create')
       import :: c_int32_t, c_int64_t, c_double
       integer(c_int64_t), value :: fem, n
-      integer(c_int32_t), value :: base
+      integer(c_int32_t), value :: base, otf
       integer(c_int64_t), intent(in) :: dofs(*)
       real(c_double), intent(in) :: values(*)
       integer(c_int64_t), intent(out) :: ebe
@@ -1457,23 +1457,26 @@ contains
   end subroutine
 
   !> An element-by-element CG solver (Jacobi) for the set's element matrices
-  !> with x(dofs(i)) = values(i).
-  subroutine fegpu_ebe_create(fem, dofs, values, ebe, index_base, stat, errmsg)
+  !> with x(dofs(i)) = values(i); on_the_fly: recompute K^e in every product.
+  subroutine fegpu_ebe_create(fem, dofs, values, ebe, index_base, on_the_fly, stat, errmsg)
     type(fegpu_fem), intent(in) :: fem
     integer, intent(in) :: dofs(:)
     real(real64), intent(in) :: values(:)
     type(fegpu_ebe), intent(out) :: ebe
     integer, intent(in), optional :: index_base
+    logical, intent(in), optional :: on_the_fly
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    integer(c_int32_t) :: base
+    integer(c_int32_t) :: base, otf
     if (size(values) /= size(dofs)) then
       call size_error('fegpu_ebe_create: dofs and values differ in size', stat, errmsg)
       return
     end if
     base = 1
     if (present(index_base)) base = int(index_base, c_int32_t)
-    call check(c_ebe_create(fem%handle, size(dofs, kind=c_int64_t), int(dofs, c_int64_t), base, values, ebe%handle), &
+    otf = 0
+    if (present(on_the_fly)) otf = merge(1_c_int32_t, 0_c_int32_t, on_the_fly)
+    call check(c_ebe_create(fem%handle, size(dofs, kind=c_int64_t), int(dofs, c_int64_t), base, values, otf, ebe%handle), &
          'fegpu_ebe_create', stat, errmsg)
   end subroutine
 

@@ -428,12 +428,15 @@ fegpu_status fegpu_fem_destroy(fegpu_fem_t fem);
 // from `index_base`, dof = node * dofs per node + component) applied as
 // fegpu_csr_apply_dirichlet would to the assembled matrix, so both give the
 // same iterates. After fegpu_fem_integrate again (new materials) the next
-// solve rebuilds the diagonal.
+// solve rebuilds the diagonal. `on_the_fly` nonzero: K^e is recomputed from
+// the geometry in every product (no stored element matrices are read; the
+// set's memory is its nodes, connectivity and materials).
 fegpu_status fegpu_fem_ebe_create(fegpu_fem_t fem,
                                   int64_t n_fixed,
                                   const int64_t *dofs,
                                   int32_t index_base,
                                   const double *values,
+                                  int32_t on_the_fly,
                                   fegpu_ebe_t *ebe);
 
 // Solves K x = b under the solver's Dirichlet conditions to ||r||/||b|| <=

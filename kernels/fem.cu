@@ -403,3 +403,148 @@ MASS(tri3_elastic, 3, 2, 2)
 MASS(quad4_elastic, 4, 2, 2)
 MASS(tet4_elastic, 4, 3, 3)
 MASS(hex8_elastic, 8, 3, 3)
+
+// ---- Element-by-element products with K^e recomputed (on the fly) ----
+
+// y += sum_e K^e x_e without stored matrices: at each Gauss point the
+// gradient (strain) B x_e, the flux (stress) D B x_e, and B^T of it back to
+// the element's dofs; masking, atomics and y's initialisation (ebe_init) as
+// ebe_apply. Memory: the geometry only. With `diag_out`, instead of the
+// product, the element diagonals are added into diag_out (for Jacobi).
+template <int NN, int DIM, int DPN>
+__device__ void ebe_otf(i64 ne, const double* __restrict__ x_nodes, const int* __restrict__ conn,
+                        const int* __restrict__ material, const double* __restrict__ props, int plane_strain,
+                        int order, const double* __restrict__ u, double* y, const unsigned char* __restrict__ fixed,
+                        double* diag_out, const double* sc) {
+    constexpr int ND = NN * DPN;
+    constexpr int NS = DPN == 1 ? DIM : (DIM == 2 ? 3 : 6);
+    constexpr bool SIMPLEX = NN == DIM + 1;
+    if (ebe_stopped(sc)) return;
+    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= ne) return;
+    double xe[NN][3], ue[ND], ye[ND];
+    int dof[ND];
+#pragma unroll
+    for (int a = 0; a < NN; ++a)
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) xe[a][c] = x_nodes[(i64)DIM * conn[e * NN + a] + c];
+#pragma unroll
+    for (int p = 0; p < ND; ++p) {
+        dof[p] = conn[e * NN + p / DPN] * DPN + p % DPN;
+        ue[p] = (diag_out || (fixed && fixed[dof[p]])) ? 0.0 : u[dof[p]];
+        ye[p] = 0.0;
+    }
+    const int m = material[e];
+    double d[6][6];
+    material_matrix<DIM, DPN>(props[2 * m], props[2 * m + 1], plane_strain, d);
+    const int q = SIMPLEX ? 1 : order;
+    const int points = DIM == 2 ? q * q : q * q * q;
+    for (int gp = 0; gp < points; ++gp) {
+        double xi[3], w;
+        if (SIMPLEX) {
+            for (int c = 0; c < DIM; ++c) xi[c] = 1.0 / (DIM + 1);
+            w = DIM == 2 ? 0.5 : 1.0 / 6.0;
+        } else {
+            const int i0 = gp % q, i1 = (gp / q) % q, i2 = gp / (q * q);
+            xi[0] = GL_X[q - 1][i0];
+            xi[1] = GL_X[q - 1][i1];
+            xi[2] = DIM == 3 ? GL_X[q - 1][i2] : 0.0;
+            w = GL_W[q - 1][i0] * GL_W[q - 1][i1] * (DIM == 3 ? GL_W[q - 1][i2] : 1.0);
+        }
+        double dn[NN][3];
+        shape_gradients<NN, DIM>(xi, dn);
+        double j[3][3];
+#pragma unroll
+        for (int r = 0; r < DIM; ++r)
+#pragma unroll
+            for (int c = 0; c < DIM; ++c) {
+                j[r][c] = 0.0;
+#pragma unroll
+                for (int a = 0; a < NN; ++a) j[r][c] += dn[a][r] * xe[a][c];
+            }
+        double det, inv[3][3];
+        if (DIM == 2) {
+            det = j[0][0] * j[1][1] - j[0][1] * j[1][0];
+            inv[0][0] = j[1][1] / det;
+            inv[0][1] = -j[0][1] / det;
+            inv[1][0] = -j[1][0] / det;
+            inv[1][1] = j[0][0] / det;
+        } else {
+            det = j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1]) - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0]) +
+                  j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0]);
+#pragma unroll
+            for (int r = 0; r < 3; ++r)
+#pragma unroll
+                for (int c = 0; c < 3; ++c) {
+                    const int r1 = (r + 1) % 3, r2 = (r + 2) % 3, c1 = (c + 1) % 3, c2 = (c + 2) % 3;
+                    inv[c][r] = (j[r1][c1] * j[r2][c2] - j[r1][c2] * j[r2][c1]) / det;
+                }
+        }
+        double g[NN][3];
+#pragma unroll
+        for (int a = 0; a < NN; ++a)
+#pragma unroll
+            for (int c = 0; c < DIM; ++c) {
+                g[a][c] = 0.0;
+#pragma unroll
+                for (int r = 0; r < DIM; ++r) g[a][c] += inv[c][r] * dn[a][r];
+            }
+        const double f = w * det;
+        if (diag_out) {  // the diagonal: B_p^T D B_p for each dof p
+#pragma unroll
+            for (int p = 0; p < ND; ++p) {
+                double v = 0.0;
+#pragma unroll
+                for (int s = 0; s < NS; ++s)
+#pragma unroll
+                    for (int t = 0; t < NS; ++t)
+                        v += b_entry<DIM, DPN>(s, p % DPN, g[p / DPN]) * d[s][t] * b_entry<DIM, DPN>(t, p % DPN, g[p / DPN]);
+                ye[p] += f * v;
+            }
+            continue;
+        }
+        double strain[NS], stress[NS];
+#pragma unroll
+        for (int s = 0; s < NS; ++s) {
+            strain[s] = 0.0;
+#pragma unroll
+            for (int p = 0; p < ND; ++p) strain[s] += b_entry<DIM, DPN>(s, p % DPN, g[p / DPN]) * ue[p];
+        }
+#pragma unroll
+        for (int t = 0; t < NS; ++t) {
+            stress[t] = 0.0;
+#pragma unroll
+            for (int s = 0; s < NS; ++s) stress[t] += d[t][s] * strain[s];
+        }
+#pragma unroll
+        for (int p = 0; p < ND; ++p) {
+            double v = 0.0;
+#pragma unroll
+            for (int t = 0; t < NS; ++t) v += b_entry<DIM, DPN>(t, p % DPN, g[p / DPN]) * stress[t];
+            ye[p] += f * v;
+        }
+    }
+#pragma unroll
+    for (int p = 0; p < ND; ++p) {
+        if (diag_out) {
+            atomicAdd(&diag_out[dof[p]], ye[p]);
+        } else if (!(fixed && fixed[dof[p]])) {
+            atomicAdd(&y[dof[p]], ye[p]);
+        }
+    }
+}
+
+#define EBE_OTF(NAME, NN, DIM, DPN)                                                                               \
+    extern "C" __global__ void __launch_bounds__(128) ebe_otf_##NAME(i64 ne, const double* x, const int* conn,     \
+        const int* material, const double* props, int plane_strain, int order, const double* u, double* y,        \
+        const unsigned char* fixed, double* diag_out, const double* sc) {                                         \
+        ebe_otf<NN, DIM, DPN>(ne, x, conn, material, props, plane_strain, order, u, y, fixed, diag_out, sc);      \
+    }
+EBE_OTF(tri3_heat, 3, 2, 1)
+EBE_OTF(quad4_heat, 4, 2, 1)
+EBE_OTF(tet4_heat, 4, 3, 1)
+EBE_OTF(hex8_heat, 8, 3, 1)
+EBE_OTF(tri3_elastic, 3, 2, 2)
+EBE_OTF(quad4_elastic, 4, 2, 2)
+EBE_OTF(tet4_elastic, 4, 3, 3)
+EBE_OTF(hex8_elastic, 8, 3, 3)

@@ -566,36 +566,38 @@ fn element_by_element_cg_matches_assembled_cg() {
         ok(unsafe { fegpu_solver_create(a, FEGPU_METHOD_CG, FEGPU_PRECOND_JACOBI, &mut solver) });
         let mut info1 = fegpu_solve_info::default();
         ok(unsafe { fegpu_solver_solve(solver, b1, x1, 1e-10, 5000, &mut info1) });
-        // element by element, from the untouched right-hand side
-        let mut ebe = 0;
-        ok(unsafe { fegpu_fem_ebe_create(s.h, fixed.len() as i64, fixed.as_ptr(), 0, values.as_ptr(), &mut ebe) });
-        let (b2, x2) = (mk(&f), mk(&vec![0.0; ndof]));
-        let mut info2 = fegpu_solve_info::default();
-        let st = unsafe { fegpu_fem_ebe_solve(ebe, b2, x2, 1e-10, 5000, &mut info2) };
-        assert_eq!(st, FEGPU_OK, "{}", last_message());
-        let (mut u1, mut u2, mut b_after) = (vec![0.0; ndof], vec![0.0; ndof], vec![0.0; ndof]);
-        ok(unsafe { fegpu_array_download_f64(x1, u1.as_mut_ptr(), ndof as i64) });
-        ok(unsafe { fegpu_array_download_f64(x2, u2.as_mut_ptr(), ndof as i64) });
-        ok(unsafe { fegpu_array_download_f64(b2, b_after.as_mut_ptr(), ndof as i64) });
-        assert_eq!(b_after, f, "b must be left unchanged");
-        let scale = u1.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let diff = u1.iter().zip(&u2).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-        eprintln!("EBE vs assembled, element {element} problem {problem}: {} / {} iterations, max diff {diff:.2e} (scale {scale:.2e})", info2.iterations, info1.iterations);
-        assert!((info1.iterations - info2.iterations).abs() <= 1, "iterations: assembled {} vs EBE {}", info1.iterations, info2.iterations);
-        assert!(diff <= 1e-8 * scale, "solutions differ by {diff:e}");
-        for (&d, &v) in fixed.iter().zip(&values) {
-            assert!((u2[d as usize] - v).abs() < 1e-8 * scale, "dof {d}: {} vs prescribed {v}", u2[d as usize]);
+        // element by element, from the untouched right-hand side: stored K^e, then recomputed
+        for on_the_fly in [0, 1] {
+            let mut ebe = 0;
+            ok(unsafe { fegpu_fem_ebe_create(s.h, fixed.len() as i64, fixed.as_ptr(), 0, values.as_ptr(), on_the_fly, &mut ebe) });
+            let (b2, x2) = (mk(&f), mk(&vec![0.0; ndof]));
+            let mut info2 = fegpu_solve_info::default();
+            let st = unsafe { fegpu_fem_ebe_solve(ebe, b2, x2, 1e-10, 5000, &mut info2) };
+            assert_eq!(st, FEGPU_OK, "{}", last_message());
+            let (mut u1, mut u2, mut b_after) = (vec![0.0; ndof], vec![0.0; ndof], vec![0.0; ndof]);
+            ok(unsafe { fegpu_array_download_f64(x1, u1.as_mut_ptr(), ndof as i64) });
+            ok(unsafe { fegpu_array_download_f64(x2, u2.as_mut_ptr(), ndof as i64) });
+            ok(unsafe { fegpu_array_download_f64(b2, b_after.as_mut_ptr(), ndof as i64) });
+            assert_eq!(b_after, f, "b must be left unchanged");
+            let scale = u1.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let diff = u1.iter().zip(&u2).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            eprintln!("EBE (on the fly {on_the_fly}) vs assembled, element {element} problem {problem}: {} / {} iterations, max diff {diff:.2e} (scale {scale:.2e})", info2.iterations, info1.iterations);
+            assert!((info1.iterations - info2.iterations).abs() <= 1, "iterations: assembled {} vs EBE {}", info1.iterations, info2.iterations);
+            assert!(diff <= 1e-8 * scale, "solutions differ by {diff:e}");
+            for (&d, &v) in fixed.iter().zip(&values) {
+                assert!((u2[d as usize] - v).abs() < 1e-8 * scale, "dof {d}: {} vs prescribed {v}", u2[d as usize]);
+            }
+            assert!(info2.true_relative_residual <= 2e-10, "EBE true residual {:e}", info2.true_relative_residual);
+            ok(fegpu_fem_ebe_destroy(ebe));
         }
-        assert!(info2.true_relative_residual <= 2e-10, "EBE true residual {:e}", info2.true_relative_residual);
         ok(fegpu_solver_destroy(solver));
-        ok(fegpu_fem_ebe_destroy(ebe));
     }
     // bad input
     let (coords, conn) = quad_mesh(2, 1, 2.0, 1.0, 0.0, &mut rng);
     let s = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_HEAT, &coords, 2, &conn, &[1.0, 0.0], &[1, 1], 2);
     let mut ebe = 0;
-    expect_err(unsafe { fegpu_fem_ebe_create(s.h, 1, [7i64].as_ptr(), 1, [0.0].as_ptr(), &mut ebe) }, FEGPU_ERR_INVALID_ARGUMENT, &["dofs[0] = 7", "1..6"]);
-    ok(unsafe { fegpu_fem_ebe_create(s.h, 1, [1i64].as_ptr(), 1, [0.0].as_ptr(), &mut ebe) });
+    expect_err(unsafe { fegpu_fem_ebe_create(s.h, 1, [7i64].as_ptr(), 1, [0.0].as_ptr(), 0, &mut ebe) }, FEGPU_ERR_INVALID_ARGUMENT, &["dofs[0] = 7", "1..6"]);
+    ok(unsafe { fegpu_fem_ebe_create(s.h, 1, [1i64].as_ptr(), 1, [0.0].as_ptr(), 0, &mut ebe) });
     let (mut b, mut x, mut short) = (0, 0, 0);
     ok(unsafe { fegpu_array_create_f64(ctx, 6, 1, [1.0; 6].as_ptr(), &mut b) });
     ok(unsafe { fegpu_array_create_f64(ctx, 6, 1, [0.0; 6].as_ptr(), &mut x) });

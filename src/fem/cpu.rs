@@ -9,13 +9,27 @@ pub fn gauss_legendre(order: usize) -> (&'static [f64], &'static [f64]) {
         &[0.0],
         &[-0.577_350_269_189_625_8, 0.577_350_269_189_625_8],
         &[-0.774_596_669_241_483_4, 0.0, 0.774_596_669_241_483_4],
-        &[-0.861_136_311_594_052_6, -0.339_981_043_584_856_3, 0.339_981_043_584_856_3, 0.861_136_311_594_052_6],
+        &[
+            -0.861_136_311_594_052_6,
+            -0.339_981_043_584_856_3,
+            0.339_981_043_584_856_3,
+            0.861_136_311_594_052_6,
+        ],
     ];
     const W: [&[f64]; 4] = [
         &[2.0],
         &[1.0, 1.0],
-        &[0.555_555_555_555_555_6, 0.888_888_888_888_888_9, 0.555_555_555_555_555_6],
-        &[0.347_854_845_137_453_9, 0.652_145_154_862_546_1, 0.652_145_154_862_546_1, 0.347_854_845_137_453_9],
+        &[
+            0.555_555_555_555_555_6,
+            0.888_888_888_888_888_9,
+            0.555_555_555_555_555_6,
+        ],
+        &[
+            0.347_854_845_137_453_9,
+            0.652_145_154_862_546_1,
+            0.652_145_154_862_546_1,
+            0.347_854_845_137_453_9,
+        ],
     ];
     (X[order - 1], W[order - 1])
 }
@@ -34,7 +48,15 @@ pub fn shape_gradients(t: Element, xi: [f64; 3]) -> Vec<[f64; 3]> {
         }
         Element::Quad4 => {
             let (sx, sy) = ([-1.0, 1.0, 1.0, -1.0], [-1.0, -1.0, 1.0, 1.0]);
-            (0..4).map(|a| [0.25 * sx[a] * (1.0 + sy[a] * xi[1]), 0.25 * sy[a] * (1.0 + sx[a] * xi[0]), 0.0]).collect()
+            (0..4)
+                .map(|a| {
+                    [
+                        0.25 * sx[a] * (1.0 + sy[a] * xi[1]),
+                        0.25 * sy[a] * (1.0 + sx[a] * xi[0]),
+                        0.0,
+                    ]
+                })
+                .collect()
         }
         Element::Hex8 => {
             let sx = [-1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0];
@@ -42,8 +64,16 @@ pub fn shape_gradients(t: Element, xi: [f64; 3]) -> Vec<[f64; 3]> {
             let sz = [-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0, 1.0];
             (0..8)
                 .map(|a| {
-                    let (fx, fy, fz) = (1.0 + sx[a] * xi[0], 1.0 + sy[a] * xi[1], 1.0 + sz[a] * xi[2]);
-                    [0.125 * sx[a] * fy * fz, 0.125 * sy[a] * fx * fz, 0.125 * sz[a] * fx * fy]
+                    let (fx, fy, fz) = (
+                        1.0 + sx[a] * xi[0],
+                        1.0 + sy[a] * xi[1],
+                        1.0 + sz[a] * xi[2],
+                    );
+                    [
+                        0.125 * sx[a] * fy * fz,
+                        0.125 * sy[a] * fx * fz,
+                        0.125 * sz[a] * fx * fy,
+                    ]
                 })
                 .collect()
         }
@@ -61,13 +91,19 @@ pub fn shape_values(t: Element, xi: [f64; 3]) -> Vec<f64> {
         }
         Element::Quad4 => {
             let (sx, sy) = ([-1.0, 1.0, 1.0, -1.0], [-1.0, -1.0, 1.0, 1.0]);
-            (0..4).map(|a| 0.25 * (1.0 + sx[a] * xi[0]) * (1.0 + sy[a] * xi[1])).collect()
+            (0..4)
+                .map(|a| 0.25 * (1.0 + sx[a] * xi[0]) * (1.0 + sy[a] * xi[1]))
+                .collect()
         }
         Element::Hex8 => {
             let sx = [-1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0];
             let sy = [-1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0];
             let sz = [-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0, 1.0];
-            (0..8).map(|a| 0.125 * (1.0 + sx[a] * xi[0]) * (1.0 + sy[a] * xi[1]) * (1.0 + sz[a] * xi[2])).collect()
+            (0..8)
+                .map(|a| {
+                    0.125 * (1.0 + sx[a] * xi[0]) * (1.0 + sy[a] * xi[1]) * (1.0 + sz[a] * xi[2])
+                })
+                .collect()
         }
     }
 }
@@ -102,15 +138,20 @@ pub fn material_matrix(problem: Problem, dim: usize, p: [f64; 2]) -> Vec<Vec<f64
         (Problem::Heat, _) => (0..dim).for_each(|i| d[i][i] = p[0]),
         (Problem::PlaneStress, _) => {
             let f = e / (1.0 - nu * nu);
-            (d[0][0], d[1][1], d[0][1], d[1][0], d[2][2]) = (f, f, f * nu, f * nu, f * (1.0 - nu) / 2.0);
+            (d[0][0], d[1][1], d[0][1], d[1][0], d[2][2]) =
+                (f, f, f * nu, f * nu, f * (1.0 - nu) / 2.0);
         }
         (Problem::PlaneStrain, _) => {
             let f = e / ((1.0 + nu) * (1.0 - 2.0 * nu));
             let a = f * (1.0 - nu);
-            (d[0][0], d[1][1], d[0][1], d[1][0], d[2][2]) = (a, a, f * nu, f * nu, f * (1.0 - 2.0 * nu) / 2.0);
+            (d[0][0], d[1][1], d[0][1], d[1][0], d[2][2]) =
+                (a, a, f * nu, f * nu, f * (1.0 - 2.0 * nu) / 2.0);
         }
         (Problem::Elastic3d, _) => {
-            let (lambda, mu) = (e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)), e / (2.0 * (1.0 + nu)));
+            let (lambda, mu) = (
+                e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)),
+                e / (2.0 * (1.0 + nu)),
+            );
             for i in 0..3 {
                 for j in 0..3 {
                     d[i][j] = lambda;
@@ -154,7 +195,13 @@ pub fn element_stiffness(set: &ElementSet, props: &[f64], e: usize) -> Result<Ve
     let xe: Vec<[f64; 3]> = (0..nn)
         .map(|a| {
             let node = set.conn[e * nn + a] as usize;
-            std::array::from_fn(|c| if c < dim { set.coords[dim * node + c] } else { 0.0 })
+            std::array::from_fn(|c| {
+                if c < dim {
+                    set.coords[dim * node + c]
+                } else {
+                    0.0
+                }
+            })
         })
         .collect();
     let m = set.material[e] as usize;
@@ -175,7 +222,8 @@ pub fn element_stiffness(set: &ElementSet, props: &[f64], e: usize) -> Result<Ve
             inv[1] = [-j[1][0] / det, j[0][0] / det, 0.0];
             det
         } else {
-            let det = j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1]) - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0])
+            let det = j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1])
+                - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0])
                 + j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0]);
             for r in 0..3 {
                 for c in 0..3 {
@@ -188,15 +236,25 @@ pub fn element_stiffness(set: &ElementSet, props: &[f64], e: usize) -> Result<Ve
         if !(det > 0.0) {
             return Err(e);
         }
-        let g: Vec<[f64; 3]> = (0..nn).map(|a| std::array::from_fn(|c| (0..dim).map(|r| inv[c][r] * dn[a][r]).sum())).collect();
+        let g: Vec<[f64; 3]> = (0..nn)
+            .map(|a| std::array::from_fn(|c| (0..dim).map(|r| inv[c][r] * dn[a][r]).sum()))
+            .collect();
         let f = w * det;
         let mut idx = 0;
         for p in 0..nd {
             let (a, c) = (p / dpn, p % dpn);
-            let db: Vec<f64> = (0..ns).map(|t| (0..ns).map(|s| b_entry(problem, dim, s, c, &g[a]) * d[s][t]).sum()).collect();
+            let db: Vec<f64> = (0..ns)
+                .map(|t| {
+                    (0..ns)
+                        .map(|s| b_entry(problem, dim, s, c, &g[a]) * d[s][t])
+                        .sum()
+                })
+                .collect();
             for r in p..nd {
                 let (b, cb) = (r / dpn, r % dpn);
-                let v: f64 = (0..ns).map(|t| db[t] * b_entry(problem, dim, t, cb, &g[b])).sum();
+                let v: f64 = (0..ns)
+                    .map(|t| db[t] * b_entry(problem, dim, t, cb, &g[b]))
+                    .sum();
                 k[idx] += f * v;
                 idx += 1;
             }
@@ -220,32 +278,66 @@ pub fn stiffness(set: &ElementSet, props: &[f64], ke: &mut [f64]) -> Result<(), 
 /// Global entry i = the sum of ke[from[ptr[i]..ptr[i + 1]]] (kernels/fem.cu `assemble`).
 pub fn assemble(ptr: &[i32], from: &[i32], ke: &[f64], values: &mut [f64]) {
     for (i, v) in values.iter_mut().enumerate() {
-        *v = from[ptr[i] as usize..ptr[i + 1] as usize].iter().map(|&k| ke[k as usize]).sum();
+        *v = from[ptr[i] as usize..ptr[i + 1] as usize]
+            .iter()
+            .map(|&k| ke[k as usize])
+            .sum();
     }
 }
 
-/// y = sum_e K^e x_e with constrained dofs masked (kernels/fem.cu `ebe_init`
-/// and `ebe_apply`): zero in x_e, receiving nothing, y = diag x on them.
-/// Without `fixed`, the plain product.
-pub fn ebe_apply(set: &ElementSet, ke: &[f64], fixed: Option<&[u8]>, diag: &[f64], x: &[f64], y: &mut [f64]) {
+/// Where the element-by-element products take K^e from: the stored,
+/// entry-major matrices, or recomputed from the geometry (on the fly).
+pub enum ElementMatrices<'a> {
+    Stored(&'a [f64]),
+    OnTheFly(&'a [f64]),
+}
+
+impl ElementMatrices<'_> {
+    /// Packed K^e of element e.
+    fn of(&self, set: &ElementSet, e: usize) -> Vec<f64> {
+        match *self {
+            ElementMatrices::Stored(ke) => (0..set.packed_len())
+                .map(|k| ke[k * set.elements + e])
+                .collect(),
+            ElementMatrices::OnTheFly(props) => {
+                element_stiffness(set, props, e).expect("integrated before: valid elements")
+            }
+        }
+    }
+}
+
+/// y = sum_e K^e x_e with constrained dofs masked (kernels/fem.cu `ebe_init`,
+/// `ebe_apply` and `ebe_otf`): zero in x_e, receiving nothing, y = diag x on
+/// them. Without `fixed`, the plain product.
+pub fn ebe_apply(
+    set: &ElementSet,
+    ke: &ElementMatrices,
+    fixed: Option<&[u8]>,
+    diag: &[f64],
+    x: &[f64],
+    y: &mut [f64],
+) {
     let is_fixed = |d: usize| fixed.is_some_and(|f| f[d] != 0);
     for (i, yi) in y.iter_mut().enumerate() {
         *yi = if is_fixed(i) { diag[i] * x[i] } else { 0.0 };
     }
-    let (nd, ne) = (set.element_dofs(), set.elements);
+    let nd = set.element_dofs();
     let mut ye = vec![0.0; nd];
-    for e in 0..ne {
+    for e in 0..set.elements {
         let dof: Vec<usize> = (0..nd).map(|p| set.global_dof(e, p)).collect();
-        let xe: Vec<f64> = dof.iter().map(|&d| if is_fixed(d) { 0.0 } else { x[d] }).collect();
+        let xe: Vec<f64> = dof
+            .iter()
+            .map(|&d| if is_fixed(d) { 0.0 } else { x[d] })
+            .collect();
         ye.fill(0.0);
-        let k = |idx: usize| ke[idx * ne + e];
+        let k = ke.of(set, e);
         let mut idx = 0;
         for i in 0..nd {
-            ye[i] += k(idx) * xe[i];
+            ye[i] += k[idx] * xe[i];
             idx += 1;
             for j in i + 1..nd {
-                ye[i] += k(idx) * xe[j];
-                ye[j] += k(idx) * xe[i];
+                ye[i] += k[idx] * xe[j];
+                ye[j] += k[idx] * xe[i];
                 idx += 1;
             }
         }
@@ -258,13 +350,14 @@ pub fn ebe_apply(set: &ElementSet, ke: &[f64], fixed: Option<&[u8]>, diag: &[f64
 }
 
 /// The assembled diagonal from the element matrices.
-pub fn ebe_diagonal(set: &ElementSet, ke: &[f64], diag: &mut [f64]) {
-    let (nd, ne) = (set.element_dofs(), set.elements);
+pub fn ebe_diagonal(set: &ElementSet, ke: &ElementMatrices, diag: &mut [f64]) {
+    let nd = set.element_dofs();
     diag.fill(0.0);
-    for e in 0..ne {
+    for e in 0..set.elements {
+        let k = ke.of(set, e);
         let mut idx = 0;
         for p in 0..nd {
-            diag[set.global_dof(e, p)] += ke[idx * ne + e];
+            diag[set.global_dof(e, p)] += k[idx];
             idx += nd - p;
         }
     }
@@ -277,7 +370,13 @@ pub fn element_mass(set: &ElementSet, coef: &[f64], e: usize) -> Result<Vec<f64>
     let xe: Vec<[f64; 3]> = (0..nn)
         .map(|a| {
             let node = set.conn[e * nn + a] as usize;
-            std::array::from_fn(|c| if c < dim { set.coords[dim * node + c] } else { 0.0 })
+            std::array::from_fn(|c| {
+                if c < dim {
+                    set.coords[dim * node + c]
+                } else {
+                    0.0
+                }
+            })
         })
         .collect();
     let rc = coef[set.material[e] as usize];
@@ -295,7 +394,8 @@ pub fn element_mass(set: &ElementSet, coef: &[f64], e: usize) -> Result<Vec<f64>
         let det = if dim == 2 {
             j[0][0] * j[1][1] - j[0][1] * j[1][0]
         } else {
-            j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1]) - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0])
+            j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1])
+                - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0])
                 + j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0])
         };
         if !(det > 0.0) {
@@ -307,7 +407,8 @@ pub fn element_mass(set: &ElementSet, coef: &[f64], e: usize) -> Result<Vec<f64>
                 let (a, b) = (p / dpn, r / dpn);
                 if p % dpn == r % dpn {
                     m[idx] += if t.is_simplex() {
-                        rc * w * det * if a == b { 2.0 } else { 1.0 } / ((dim + 1) * (dim + 2)) as f64
+                        rc * w * det * if a == b { 2.0 } else { 1.0 }
+                            / ((dim + 1) * (dim + 2)) as f64
                     } else {
                         rc * w * det * n[a] * n[b]
                     };

@@ -22,25 +22,58 @@ impl From<Error> for Failure {
 
 /// The kernel-name suffix of a set: element and physics.
 fn suffix(set: &ElementSet) -> String {
-    format!("{}_{}", set.element.name(), if set.problem == Problem::Heat { "heat" } else { "elastic" })
+    format!(
+        "{}_{}",
+        set.element.name(),
+        if set.problem == Problem::Heat {
+            "heat"
+        } else {
+            "elastic"
+        }
+    )
 }
 
 /// Every K^e (props: 2 per material), or with `mass` every mass matrix
 /// (props: the mass coefficient per material), into a new device buffer, one
 /// thread per element.
-pub fn stiffness(g: &Gpu, set: &ElementSet, d: &DeviceSet, props: &DeviceBuffer<f64>, total: usize, mass: bool) -> Result<DeviceBuffer<f64>, Failure> {
-    let name = format!("{}_{}", if mass { "mass" } else { "stiffness" }, suffix(set));
+pub fn stiffness(
+    g: &Gpu,
+    set: &ElementSet,
+    d: &DeviceSet,
+    props: &DeviceBuffer<f64>,
+    total: usize,
+    mass: bool,
+) -> Result<DeviceBuffer<f64>, Failure> {
+    let name = format!(
+        "{}_{}",
+        if mass { "mass" } else { "stiffness" },
+        suffix(set)
+    );
     let f = g.kernel("fem", SOURCE, &name)?;
     let ke = g.alloc::<f64>(total.max(1))?;
     let bad = crate::sparse::cuda::upload(g, &[i32::MAX])?;
-    let (ne, plane_strain, order) = (set.elements as i64, (set.problem == Problem::PlaneStrain) as i32, set.order as i32);
+    let (ne, plane_strain, order) = (
+        set.elements as i64,
+        (set.problem == Problem::PlaneStrain) as i32,
+        set.order as i32,
+    );
     let mut l = g.launcher(&f);
-    l.arg(&ne).arg(&d.coords).arg(&d.conn).arg(&d.material).arg(props);
+    l.arg(&ne)
+        .arg(&d.coords)
+        .arg(&d.conn)
+        .arg(&d.material)
+        .arg(props);
     if !mass {
         l.arg(&plane_strain);
     }
     l.arg(&order).arg(&ke).arg(&bad);
-    g.launch(&name, l, ((set.elements as u32).div_ceil(BLOCK), 1, 1), (BLOCK, 1, 1), 0)?;
+    g.launch(
+        &name,
+        l,
+        ((set.elements as u32).div_ceil(BLOCK), 1, 1),
+        (BLOCK, 1, 1),
+        0,
+    )?;
     let mut first_bad = [0i32];
     g.download(&bad, 0, &mut first_bad)?;
     if first_bad[0] != i32::MAX {
@@ -50,12 +83,25 @@ pub fn stiffness(g: &Gpu, set: &ElementSet, d: &DeviceSet, props: &DeviceBuffer<
 }
 
 /// Global values by the assembly map, one thread per stored entry.
-pub fn assemble(g: &Gpu, nnz: usize, ptr: &DeviceBuffer<i32>, from: &DeviceBuffer<i32>, ke: &DeviceBuffer<f64>, values: &mut DeviceBuffer<f64>) -> crate::error::Result<()> {
+pub fn assemble(
+    g: &Gpu,
+    nnz: usize,
+    ptr: &DeviceBuffer<i32>,
+    from: &DeviceBuffer<i32>,
+    ke: &DeviceBuffer<f64>,
+    values: &mut DeviceBuffer<f64>,
+) -> crate::error::Result<()> {
     let f = g.kernel("fem", SOURCE, "assemble")?;
     let n = nnz as i64;
     let mut l = g.launcher(&f);
     l.arg(&n).arg(ptr).arg(from).arg(ke).arg(values);
-    g.launch("assemble", l, ((nnz as u32).div_ceil(256).max(1), 1, 1), (256, 1, 1), 0)
+    g.launch(
+        "assemble",
+        l,
+        ((nnz as u32).div_ceil(256).max(1), 1, 1),
+        (256, 1, 1),
+        0,
+    )
 }
 
 fn element_grid(set: &ElementSet) -> (u32, u32, u32) {
@@ -69,7 +115,16 @@ fn vector_grid(n: usize) -> (u32, u32, u32) {
 /// y = sum_e K^e x_e, constrained dofs masked when `fixed` is given (y = diag
 /// x there); with `sc`, skipped once a device-driven solve has stopped.
 #[allow(clippy::too_many_arguments)]
-pub fn ebe_apply(g: &Gpu, set: &ElementSet, d: &DeviceSet, ke: &DeviceBuffer<f64>, fixed: Option<(&DeviceBuffer<u8>, &DeviceBuffer<f64>)>, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> crate::error::Result<()> {
+pub fn ebe_apply(
+    g: &Gpu,
+    set: &ElementSet,
+    d: &DeviceSet,
+    ke: &DeviceBuffer<f64>,
+    fixed: Option<(&DeviceBuffer<u8>, &DeviceBuffer<f64>)>,
+    x: &DeviceBuffer<f64>,
+    y: &DeviceBuffer<f64>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> crate::error::Result<()> {
     const NULL: u64 = 0;
     let n = (set.nodes * set.problem.dofs_per_node(set.element.dim())) as i64;
     let init = g.kernel("fem", SOURCE, "ebe_init")?;
@@ -101,7 +156,13 @@ pub fn ebe_apply(g: &Gpu, set: &ElementSet, d: &DeviceSet, ke: &DeviceBuffer<f64
 }
 
 /// The assembled diagonal from the element matrices.
-pub fn ebe_diagonal(g: &Gpu, set: &ElementSet, d: &DeviceSet, ke: &DeviceBuffer<f64>, diag: &mut DeviceBuffer<f64>) -> crate::error::Result<()> {
+pub fn ebe_diagonal(
+    g: &Gpu,
+    set: &ElementSet,
+    d: &DeviceSet,
+    ke: &DeviceBuffer<f64>,
+    diag: &mut DeviceBuffer<f64>,
+) -> crate::error::Result<()> {
     g.fill_bytes(diag, 0)?;
     let name = format!("ebe_diagonal_{}", suffix(set));
     let f = g.kernel("fem", SOURCE, &name)?;
@@ -113,10 +174,87 @@ pub fn ebe_diagonal(g: &Gpu, set: &ElementSet, d: &DeviceSet, ke: &DeviceBuffer<
 
 /// Constrained rows b = diag g, free rows b -= t (t = K g): the right-hand
 /// side of Dirichlet conditions applied as on the assembled matrix.
-pub fn dirichlet_rhs(g: &Gpu, n: usize, fixed: &DeviceBuffer<u8>, values: &DeviceBuffer<f64>, diag: &DeviceBuffer<f64>, t: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>) -> crate::error::Result<()> {
+pub fn dirichlet_rhs(
+    g: &Gpu,
+    n: usize,
+    fixed: &DeviceBuffer<u8>,
+    values: &DeviceBuffer<f64>,
+    diag: &DeviceBuffer<f64>,
+    t: &DeviceBuffer<f64>,
+    b: &DeviceBuffer<f64>,
+) -> crate::error::Result<()> {
     let f = g.kernel("fem", SOURCE, "dirichlet_rhs")?;
     let n64 = n as i64;
     let mut l = g.launcher(&f);
     l.arg(&n64).arg(fixed).arg(values).arg(diag).arg(t).arg(b);
     g.launch("dirichlet_rhs", l, vector_grid(n), (256, 1, 1), 0)
+}
+
+/// As `ebe_apply` with K^e recomputed from the geometry (no stored matrices);
+/// with `diag_out`, the element diagonals added into it instead (zeroed first).
+#[allow(clippy::too_many_arguments)]
+pub fn ebe_otf(
+    g: &Gpu,
+    set: &ElementSet,
+    d: &DeviceSet,
+    props: &DeviceBuffer<f64>,
+    fixed: Option<(&DeviceBuffer<u8>, &DeviceBuffer<f64>)>,
+    x: &DeviceBuffer<f64>,
+    y: &DeviceBuffer<f64>,
+    diag_out: Option<&mut DeviceBuffer<f64>>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> crate::error::Result<()> {
+    const NULL: u64 = 0;
+    let n = (set.nodes * set.problem.dofs_per_node(set.element.dim())) as i64;
+    let diag_out = match diag_out {
+        Some(out) => {
+            g.fill_bytes(out, 0)?;
+            Some(&*out)
+        }
+        None => {
+            let init = g.kernel("fem", SOURCE, "ebe_init")?;
+            let mut l = g.launcher(&init);
+            l.arg(&n).arg(x).arg(y);
+            match fixed {
+                Some((f, diag)) => l.arg(f).arg(diag),
+                None => l.arg(&NULL).arg(&NULL),
+            };
+            match sc {
+                Some(sc) => l.arg(sc),
+                None => l.arg(&NULL),
+            };
+            g.launch("ebe_init", l, vector_grid(n as usize), (256, 1, 1), 0)?;
+            None
+        }
+    };
+    let name = format!("ebe_otf_{}", suffix(set));
+    let f = g.kernel("fem", SOURCE, &name)?;
+    let (ne, plane_strain, order) = (
+        set.elements as i64,
+        (set.problem == Problem::PlaneStrain) as i32,
+        set.order as i32,
+    );
+    let mut l = g.launcher(&f);
+    l.arg(&ne)
+        .arg(&d.coords)
+        .arg(&d.conn)
+        .arg(&d.material)
+        .arg(props)
+        .arg(&plane_strain)
+        .arg(&order)
+        .arg(x)
+        .arg(y);
+    match fixed {
+        Some((f, _)) => l.arg(f),
+        None => l.arg(&NULL),
+    };
+    match diag_out {
+        Some(out) => l.arg(out),
+        None => l.arg(&NULL),
+    };
+    match sc {
+        Some(sc) => l.arg(sc),
+        None => l.arg(&NULL),
+    };
+    g.launch(&name, l, element_grid(set), (BLOCK, 1, 1), 0)
 }

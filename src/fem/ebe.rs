@@ -9,7 +9,9 @@ use crate::array::{Array, Buffer};
 use crate::error::{Error, Result, FEGPU_ERR_BREAKDOWN};
 use crate::gpu::{DeviceBuffer, Graph};
 use crate::registry::{Handle, Kind, Object};
-use crate::sparse::solver::{self, CpuOps, CudaOps, DeviceOp, Method, Outcome, Precond, Slot, SLOTS};
+use crate::sparse::solver::{
+    self, CpuOps, CudaOps, DeviceOp, Method, Outcome, Precond, Slot, SLOTS,
+};
 use crate::sparse::{cuda as sparse_cuda, f64_buf};
 use std::sync::{Arc, Mutex};
 
@@ -43,7 +45,15 @@ struct State {
 
 pub struct EbeSolver {
     pub set: Arc<ElementSet>,
+    /// K^e recomputed in every product instead of read from storage.
+    pub on_the_fly: bool,
     state: Mutex<State>,
+}
+
+/// Where the products take K^e from.
+enum Source<'a> {
+    Stored(&'a Buffer<f64>),
+    OnTheFly(&'a super::Materials),
 }
 
 impl Object for EbeSolver {
@@ -56,25 +66,43 @@ pub fn get(h: Handle, arg: &str) -> Result<Arc<EbeSolver>> {
 
 impl EbeSolver {
     /// A solver for the set's element matrices with x[dofs[i]] = values[i]
-    /// (dofs counted from `base`, distinct).
-    pub fn new(set: Arc<ElementSet>, dofs: &[i64], base: i64, values: &[f64]) -> Result<EbeSolver> {
+    /// (dofs counted from `base`, distinct); `on_the_fly`: recompute K^e in
+    /// every product (no stored matrices needed).
+    pub fn new(
+        set: Arc<ElementSet>,
+        dofs: &[i64],
+        base: i64,
+        values: &[f64],
+        on_the_fly: bool,
+    ) -> Result<EbeSolver> {
         let n = set.dofs();
         let (mut fixed, mut g) = (vec![0u8; n], vec![0.0; n]);
         for (i, (&caller, &v)) in dofs.iter().zip(values).enumerate() {
             let d = caller - base;
             if d < 0 || d >= n as i64 {
-                return Err(Error::invalid(format!("dofs[{i}] = {caller}: outside dofs {base}..{} (index base {base})", n as i64 - 1 + base)));
+                return Err(Error::invalid(format!(
+                    "dofs[{i}] = {caller}: outside dofs {base}..{} (index base {base})",
+                    n as i64 - 1 + base
+                )));
             }
             if !v.is_finite() {
                 return Err(Error::invalid(format!("values[{i}] = {v}: must be finite")));
             }
             if fixed[d as usize] != 0 {
-                return Err(Error::invalid(format!("dofs[{i}] = {caller} is constrained twice")));
+                return Err(Error::invalid(format!(
+                    "dofs[{i}] = {caller} is constrained twice"
+                )));
             }
             (fixed[d as usize], g[d as usize]) = (1, v);
         }
         let work = match set.ctx.gpu() {
-            None => Work::Cpu { vecs: vec![vec![0.0; n]; SLOTS], fixed, values: g, diag: vec![0.0; n], dinv: vec![0.0; n] },
+            None => Work::Cpu {
+                vecs: vec![vec![0.0; n]; SLOTS],
+                fixed,
+                values: g,
+                diag: vec![0.0; n],
+                dinv: vec![0.0; n],
+            },
             Some(gpu) => {
                 let mut vecs = Vec::with_capacity(SLOTS);
                 for _ in 0..SLOTS {
@@ -94,18 +122,36 @@ impl EbeSolver {
                 }
             }
         };
-        Ok(EbeSolver { set, state: Mutex::new(State { work, built_for: None, history: Vec::new() }) })
+        Ok(EbeSolver {
+            set,
+            on_the_fly,
+            state: Mutex::new(State {
+                work,
+                built_for: None,
+                history: Vec::new(),
+            }),
+        })
     }
 
     fn check(&self, v: &Array, arg: &str) -> Result<()> {
         if v.ctx_handle != self.set.ctx_handle {
-            return Err(Error::invalid(format!("{arg} belongs to context {:#x}, the element set to {:#x}", v.ctx_handle, self.set.ctx_handle)));
+            return Err(Error::invalid(format!(
+                "{arg} belongs to context {:#x}, the element set to {:#x}",
+                v.ctx_handle, self.set.ctx_handle
+            )));
         }
         if v.dtype != crate::array::Dtype::F64 {
-            return Err(Error::invalid(format!("{arg} holds {} elements; the solver uses f64", v.dtype.name())));
+            return Err(Error::invalid(format!(
+                "{arg} holds {} elements; the solver uses f64",
+                v.dtype.name()
+            )));
         }
         if v.len() != self.set.dofs() {
-            return Err(Error::size(format!("{arg} has {} elements; the set has {} dofs", v.len(), self.set.dofs())));
+            return Err(Error::size(format!(
+                "{arg} has {} elements; the set has {} dofs",
+                v.len(),
+                self.set.dofs()
+            )));
         }
         Ok(())
     }
@@ -120,65 +166,252 @@ impl EbeSolver {
             return Err(Error::invalid("b and x are the same array"));
         }
         if tol <= 0.0 || !tol.is_finite() {
-            return Err(Error::invalid(format!("tol = {tol}: must be positive and finite")));
+            return Err(Error::invalid(format!(
+                "tol = {tol}: must be positive and finite"
+            )));
         }
         if maxit < 0 {
             return Err(Error::invalid(format!("maxit = {maxit}: must be >= 0")));
         }
         let set = &*self.set;
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let st = &mut *st;
-        st.history.clear();
         let (mut gb, mut gx) = crate::array::lock_pair(b, x);
-        set.with_stiffness(|ke, version| match (&mut st.work, ke, f64_buf(&mut gb), f64_buf(&mut gx)) {
-            (Work::Cpu { vecs, fixed, values, diag, dinv }, Buffer::Host(ke), Buffer::Host(bh), Buffer::Host(xh)) => {
-                if st.built_for != Some(version) {
-                    cpu::ebe_diagonal(set, ke, diag);
+        let (bb, xb) = (f64_buf(&mut gb), f64_buf(&mut gx));
+        if self.on_the_fly {
+            let m = set.materials();
+            self.solve_with(&mut st, Source::OnTheFly(&m), None, bb, xb, tol, maxit)
+        } else {
+            set.with_stiffness(|ke, version| {
+                self.solve_with(
+                    &mut st,
+                    Source::Stored(ke),
+                    Some(version),
+                    bb,
+                    xb,
+                    tol,
+                    maxit,
+                )
+            })
+        }
+    }
+
+    /// The solve from K^e's `source`; the Jacobi diagonal is rebuilt when
+    /// `version` (of the stored matrices) changed, or every time on the fly.
+    #[allow(clippy::too_many_arguments)]
+    fn solve_with(
+        &self,
+        st: &mut State,
+        source: Source,
+        version: Option<u64>,
+        b: &mut Buffer<f64>,
+        x: &mut Buffer<f64>,
+        tol: f64,
+        maxit: i64,
+    ) -> Result<(Outcome, f64)> {
+        let set = &*self.set;
+        st.history.clear();
+        let stale = version.is_none() || st.built_for != version;
+        match (&mut st.work, b, x) {
+            (
+                Work::Cpu {
+                    vecs,
+                    fixed,
+                    values,
+                    diag,
+                    dinv,
+                },
+                Buffer::Host(bh),
+                Buffer::Host(xh),
+            ) => {
+                let matrices = match source {
+                    Source::Stored(Buffer::Host(ke)) => cpu::ElementMatrices::Stored(ke),
+                    Source::OnTheFly(m) => cpu::ElementMatrices::OnTheFly(&m.props),
+                    Source::Stored(Buffer::Device(_)) => {
+                        return Err(Error::new(
+                            crate::FEGPU_ERR_INTERNAL,
+                            "device matrices, host solver",
+                        ))
+                    }
+                };
+                if stale {
+                    cpu::ebe_diagonal(set, &matrices, diag);
                     *dinv = inverse(diag)?;
-                    st.built_for = Some(version);
+                    st.built_for = version;
                 }
                 // b with the conditions: free rows lose K g, fixed rows get diag g
                 let mut t = vec![0.0; values.len()];
-                cpu::ebe_apply(set, ke, None, diag, values, &mut t);
+                cpu::ebe_apply(set, &matrices, None, diag, values, &mut t);
                 for i in 0..t.len() {
-                    vecs[Slot::B as usize][i] = if fixed[i] != 0 { diag[i] * values[i] } else { bh[i] - t[i] };
+                    vecs[Slot::B as usize][i] = if fixed[i] != 0 {
+                        diag[i] * values[i]
+                    } else {
+                        bh[i] - t[i]
+                    };
                 }
                 vecs[Slot::X as usize].copy_from_slice(xh);
                 let (fixed, diag) = (&fixed[..], &diag[..]);
-                let apply = |xv: &[f64], yv: &mut [f64]| cpu::ebe_apply(set, ke, Some(fixed), diag, xv, yv);
-                let mut ops = CpuOps { apply: &apply, p: None, vecs, dinv, lu: &[], precond: Precond::Jacobi };
-                let out = solver::run(&mut ops, Method::Cg, Precond::Jacobi, tol, maxit, &mut st.history)?;
+                let apply = |xv: &[f64], yv: &mut [f64]| {
+                    cpu::ebe_apply(set, &matrices, Some(fixed), diag, xv, yv)
+                };
+                let mut ops = CpuOps {
+                    apply: &apply,
+                    p: None,
+                    vecs,
+                    dinv,
+                    lu: &[],
+                    precond: Precond::Jacobi,
+                };
+                let out = solver::run(
+                    &mut ops,
+                    Method::Cg,
+                    Precond::Jacobi,
+                    tol,
+                    maxit,
+                    &mut st.history,
+                )?;
                 xh.copy_from_slice(&ops.vecs[Slot::X as usize]);
                 Ok(out)
             }
-            (Work::Cuda { vecs, fixed, values, diag, dinv, reduce, scalars, iteration }, Buffer::Device(ke), Buffer::Device(bd), Buffer::Device(xd)) => {
+            (
+                Work::Cuda {
+                    vecs,
+                    fixed,
+                    values,
+                    diag,
+                    dinv,
+                    reduce,
+                    scalars,
+                    iteration,
+                },
+                Buffer::Device(bd),
+                Buffer::Device(xd),
+            ) => {
                 let g = set.ctx.gpu().expect("device work without a GPU");
                 let device = set.device.as_ref().expect("device set");
-                if st.built_for != Some(version) {
-                    cuda::ebe_diagonal(g, set, device, ke, diag)?;
+                if stale {
+                    match &source {
+                        Source::Stored(Buffer::Device(ke)) => {
+                            cuda::ebe_diagonal(g, set, device, ke, diag)?
+                        }
+                        Source::OnTheFly(m) => {
+                            let props = m.device.as_ref().expect("device materials");
+                            cuda::ebe_otf(
+                                g,
+                                set,
+                                device,
+                                props,
+                                None,
+                                values,
+                                values,
+                                Some(diag),
+                                None,
+                            )?
+                        }
+                        Source::Stored(Buffer::Host(_)) => {
+                            return Err(Error::new(
+                                crate::FEGPU_ERR_INTERNAL,
+                                "host matrices, device solver",
+                            ))
+                        }
+                    }
                     let mut host = vec![0.0; set.dofs()];
                     g.download(diag, 0, &mut host)?;
                     g.upload(&inverse(&host)?, dinv, 0)?;
-                    st.built_for = Some(version);
+                    st.built_for = version;
                 }
                 let n = set.dofs();
-                cuda::ebe_apply(g, set, device, ke, None, values, &vecs[Slot::T as usize], None)?;
+                let (fixed, diag) = (&*fixed, &*diag);
+                let op = match &source {
+                    Source::Stored(Buffer::Device(ke)) => DeviceOp::Ebe {
+                        set,
+                        device,
+                        ke,
+                        fixed,
+                        diag,
+                    },
+                    Source::OnTheFly(m) => DeviceOp::EbeOnTheFly {
+                        set,
+                        device,
+                        props: m.device.as_ref().expect("device materials"),
+                        fixed,
+                        diag,
+                    },
+                    Source::Stored(Buffer::Host(_)) => unreachable!("refused above"),
+                };
+                // t = K g, unmasked
+                match op {
+                    DeviceOp::Ebe { ke, .. } => cuda::ebe_apply(
+                        g,
+                        set,
+                        device,
+                        ke,
+                        None,
+                        values,
+                        &vecs[Slot::T as usize],
+                        None,
+                    )?,
+                    DeviceOp::EbeOnTheFly { props, .. } => cuda::ebe_otf(
+                        g,
+                        set,
+                        device,
+                        props,
+                        None,
+                        values,
+                        &vecs[Slot::T as usize],
+                        None,
+                        None,
+                    )?,
+                    DeviceOp::Csr { .. } => unreachable!("an element operator"),
+                }
                 g.copy(bd, &mut vecs[Slot::B as usize])?;
-                cuda::dirichlet_rhs(g, n, fixed, values, diag, &vecs[Slot::T as usize], &vecs[Slot::B as usize])?;
+                cuda::dirichlet_rhs(
+                    g,
+                    n,
+                    fixed,
+                    values,
+                    diag,
+                    &vecs[Slot::T as usize],
+                    &vecs[Slot::B as usize],
+                )?;
                 g.copy(xd, &mut vecs[Slot::X as usize])?;
-                let op = DeviceOp::Ebe { set, device, ke, fixed, diag };
-                let mut ops = CudaOps { g, op, n, vecs, dinv, lu: dinv /* unused without ILU(0) */, reduce, lower: None, upper: None, precond: Precond::Jacobi, looping: Some((scalars, iteration)) };
-                let out = solver::run(&mut ops, Method::Cg, Precond::Jacobi, tol, maxit, &mut st.history)?;
+                let mut ops = CudaOps {
+                    g,
+                    op,
+                    n,
+                    vecs,
+                    dinv,
+                    lu: dinv, /* unused without ILU(0) */
+                    reduce,
+                    lower: None,
+                    upper: None,
+                    precond: Precond::Jacobi,
+                    looping: Some((scalars, iteration)),
+                };
+                let out = solver::run(
+                    &mut ops,
+                    Method::Cg,
+                    Precond::Jacobi,
+                    tol,
+                    maxit,
+                    &mut st.history,
+                )?;
                 g.copy(&ops.vecs[Slot::X as usize], xd)?;
                 g.synchronize("solve")?;
                 Ok(out)
             }
-            _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "element set, solver and vectors on different backends")),
-        })
+            _ => Err(Error::new(
+                crate::FEGPU_ERR_INTERNAL,
+                "element set, solver and vectors on different backends",
+            )),
+        }
     }
 
     pub fn history(&self) -> Vec<f64> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).history.clone()
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .history
+            .clone()
     }
 }
 
@@ -188,7 +421,12 @@ fn inverse(diag: &[f64]) -> Result<Vec<f64>> {
         .enumerate()
         .map(|(i, &d)| {
             if d == 0.0 || !d.is_finite() {
-                Err(Error::new(FEGPU_ERR_BREAKDOWN, format!("Jacobi: the diagonal of dof {i} (0-based) is {d}: no element stiffens it")))
+                Err(Error::new(
+                    FEGPU_ERR_BREAKDOWN,
+                    format!(
+                        "Jacobi: the diagonal of dof {i} (0-based) is {d}: no element stiffens it"
+                    ),
+                ))
             } else {
                 Ok(1.0 / d)
             }

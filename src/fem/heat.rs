@@ -67,42 +67,88 @@ pub struct Convection {
 impl HeatStepper {
     /// For a heat set already integrated and assembled; the fixed dofs
     /// `dofs` (counted from `base`) hold `values` at every step.
-    pub fn new(set: Arc<ElementSet>, dt: f64, theta: f64, dofs: &[i64], base: i64, values: &[f64]) -> Result<HeatStepper> {
+    pub fn new(
+        set: Arc<ElementSet>,
+        dt: f64,
+        theta: f64,
+        dofs: &[i64],
+        base: i64,
+        values: &[f64],
+    ) -> Result<HeatStepper> {
         if !(dt > 0.0 && dt.is_finite()) {
-            return Err(Error::invalid(format!("dt = {dt}: must be positive and finite")));
+            return Err(Error::invalid(format!(
+                "dt = {dt}: must be positive and finite"
+            )));
         }
         if !(0.5..=1.0).contains(&theta) {
             return Err(Error::invalid(format!("theta = {theta}: 1/2 (Crank-Nicolson) to 1 (backward Euler) are unconditionally stable")));
         }
         let built = build(&set, dt, theta, dofs, base, values, None)?;
         let dofs = dofs.iter().map(|d| d - base).collect();
-        Ok(HeatStepper { set, dt, theta, dofs, values: values.to_vec(), built: Mutex::new(built) })
+        Ok(HeatStepper {
+            set,
+            dt,
+            theta,
+            dofs,
+            values: values.to_vec(),
+            built: Mutex::new(built),
+        })
     }
 
     /// Convective boundaries from now on: node `nodes[i]` (counted from
     /// `base`) exchanges h_area[i] (T_env[i] - T) with its surroundings. A
     /// new call replaces the previous set (an empty one removes them).
-    pub fn set_convection(&self, nodes: &[i64], base: i64, h_area: &[f64], t_env: &[f64]) -> Result<()> {
+    pub fn set_convection(
+        &self,
+        nodes: &[i64],
+        base: i64,
+        h_area: &[f64],
+        t_env: &[f64],
+    ) -> Result<()> {
         let n = self.set.dofs();
-        let mut conv = Convection { dofs: Vec::new(), h_area: h_area.to_vec(), t_env: t_env.to_vec() };
+        let mut conv = Convection {
+            dofs: Vec::new(),
+            h_area: h_area.to_vec(),
+            t_env: t_env.to_vec(),
+        };
         for (i, &node) in nodes.iter().enumerate() {
             let d = node - base;
             if d < 0 || d >= n as i64 {
-                return Err(Error::invalid(format!("nodes[{i}] = {node}: outside nodes {base}..{} (index base {base})", n as i64 - 1 + base)));
+                return Err(Error::invalid(format!(
+                    "nodes[{i}] = {node}: outside nodes {base}..{} (index base {base})",
+                    n as i64 - 1 + base
+                )));
             }
             if !(h_area[i] >= 0.0 && h_area[i].is_finite()) || !t_env[i].is_finite() {
-                return Err(Error::invalid(format!("h_area[{i}] = {}, t_env[{i}] = {}: h A must be >= 0 and both finite", h_area[i], t_env[i])));
+                return Err(Error::invalid(format!(
+                    "h_area[{i}] = {}, t_env[{i}] = {}: h A must be >= 0 and both finite",
+                    h_area[i], t_env[i]
+                )));
             }
             conv.dofs.push(d as usize);
         }
-        let fresh = build(&self.set, self.dt, self.theta, &self.dofs, 0, &self.values, Some(&conv))?;
+        let fresh = build(
+            &self.set,
+            self.dt,
+            self.theta,
+            &self.dofs,
+            0,
+            &self.values,
+            Some(&conv),
+        )?;
         *self.built.lock().unwrap_or_else(|p| p.into_inner()) = fresh;
         Ok(())
     }
 
     /// One step: T (in: this step's temperatures, out: the next) with the
     /// nodal heat load `f` over the step (None: no source).
-    pub fn step(&self, t: &Array, f: Option<&Array>, tol: f64, maxit: i64) -> Result<(Outcome, f64)> {
+    pub fn step(
+        &self,
+        t: &Array,
+        f: Option<&Array>,
+        tol: f64,
+        maxit: i64,
+    ) -> Result<(Outcome, f64)> {
         let built = self.built.lock().unwrap_or_else(|p| p.into_inner());
         let b = &*built;
         let n = b.left.pattern.nrows;
@@ -119,16 +165,36 @@ impl HeatStepper {
             let fb = gf.as_mut().map(|g| f64_buf(g));
             let p = &b.left.pattern;
             match (rhs, tb, &b.right, &b.lift, &b.fixed, &b.values, &b.diag) {
-                (Buffer::Host(rv), Buffer::Host(tv), Buffer::Host(r), Buffer::Host(lift), Buffer::Host(fixed), Buffer::Host(g), Buffer::Host(d)) => {
+                (
+                    Buffer::Host(rv),
+                    Buffer::Host(tv),
+                    Buffer::Host(r),
+                    Buffer::Host(lift),
+                    Buffer::Host(fixed),
+                    Buffer::Host(g),
+                    Buffer::Host(d),
+                ) => {
                     sparse_cpu::spmv(p, r, 1.0, tv, 0.0, rv);
                     if let Some(Buffer::Host(fv)) = fb {
                         rv.iter_mut().zip(fv.iter()).for_each(|(b, f)| *b += f);
                     }
                     for i in 0..n {
-                        rv[i] = if fixed[i] != 0 { d[i] * g[i] } else { rv[i] - lift[i] };
+                        rv[i] = if fixed[i] != 0 {
+                            d[i] * g[i]
+                        } else {
+                            rv[i] - lift[i]
+                        };
                     }
                 }
-                (Buffer::Device(rv), Buffer::Device(tv), Buffer::Device(r), Buffer::Device(lift), Buffer::Device(fixed), Buffer::Device(g), Buffer::Device(d)) => {
+                (
+                    Buffer::Device(rv),
+                    Buffer::Device(tv),
+                    Buffer::Device(r),
+                    Buffer::Device(lift),
+                    Buffer::Device(fixed),
+                    Buffer::Device(g),
+                    Buffer::Device(d),
+                ) => {
                     let gpu = self.set.ctx.gpu().expect("device buffers without a GPU");
                     let dp = b.left.device.as_ref().expect("device pattern");
                     sparse_cuda::spmv(gpu, dp, n, r, 1.0, tv, 0.0, rv)?;
@@ -137,7 +203,12 @@ impl HeatStepper {
                     }
                     super::cuda::dirichlet_rhs(gpu, n, fixed, g, d, lift, rv)?;
                 }
-                _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "stepper and arrays on different backends")),
+                _ => {
+                    return Err(Error::new(
+                        crate::FEGPU_ERR_INTERNAL,
+                        "stepper and arrays on different backends",
+                    ))
+                }
             }
         }
         let (outcome, true_rel, _) = b.solver.solve(&b.rhs, t, tol, maxit)?;
@@ -148,12 +219,25 @@ impl HeatStepper {
 /// The step's matrices from the set's assembled K and C: left = C/dt +
 /// theta (K + H) with the Dirichlet rows, right = C/dt - (1 - theta) (K + H),
 /// and the constant part of the right-hand side.
-fn build(set: &ElementSet, dt: f64, theta: f64, dofs: &[i64], base: i64, values: &[f64], convection: Option<&Convection>) -> Result<Built> {
+fn build(
+    set: &ElementSet,
+    dt: f64,
+    theta: f64,
+    dofs: &[i64],
+    base: i64,
+    values: &[f64],
+    convection: Option<&Convection>,
+) -> Result<Built> {
     if set.problem != super::Problem::Heat {
-        return Err(Error::invalid(format!("the set is a {:?} problem: this stepper is for heat conduction", set.problem)));
+        return Err(Error::invalid(format!(
+            "the set is a {:?} problem: this stepper is for heat conduction",
+            set.problem
+        )));
     }
     let (mut k, c) = set.global_matrices()?;
-    let assembled = set.assembled().expect("global_matrices checked the assembly");
+    let assembled = set
+        .assembled()
+        .expect("global_matrices checked the assembly");
     let p = &assembled.pattern;
     let (n, nnz) = (p.nrows, p.nnz());
     // convection: h A on the diagonal of K
@@ -161,7 +245,9 @@ fn build(set: &ElementSet, dt: f64, theta: f64, dofs: &[i64], base: i64, values:
         let mut h = vec![0.0; nnz];
         for (&d, &ha) in conv.dofs.iter().zip(&conv.h_area) {
             if p.diag[d] < 0 {
-                return Err(Error::invalid(format!("node {d} (0-based) has no element: no diagonal for its convection")));
+                return Err(Error::invalid(format!(
+                    "node {d} (0-based) has no element: no diagonal for its convection"
+                )));
             }
             h[p.diag[d] as usize] += ha;
         }
@@ -174,7 +260,12 @@ fn build(set: &ElementSet, dt: f64, theta: f64, dofs: &[i64], base: i64, values:
             }
         }
     }
-    let left = Arc::new(Csr::new(set.ctx.clone(), set.ctx_handle, sparse::build_pattern(n, n, &p.row_ptr, &p.col, 0)?, &vec![0.0; nnz])?);
+    let left = Arc::new(Csr::new(
+        set.ctx.clone(),
+        set.ctx_handle,
+        sparse::build_pattern(n, n, &p.row_ptr, &p.col, 0)?,
+        &vec![0.0; nnz],
+    )?);
     // left = C/dt + theta K, right = C/dt - (1 - theta) K
     let right = match (&k, &c) {
         (Buffer::Host(k), Buffer::Host(c)) => {
@@ -192,14 +283,21 @@ fn build(set: &ElementSet, dt: f64, theta: f64, dofs: &[i64], base: i64, values:
         (Buffer::Device(k), Buffer::Device(c)) => {
             let g = set.ctx.gpu().expect("device buffers without a GPU");
             left.rewrite_values(|v| match v {
-                Buffer::Device(v) => sparse_cuda::update(g, nnz, v, 1.0 / dt, c, theta, Some(k), 0.0),
+                Buffer::Device(v) => {
+                    sparse_cuda::update(g, nnz, v, 1.0 / dt, c, theta, Some(k), 0.0)
+                }
                 Buffer::Host(_) => unreachable!("device set, host matrix"),
             })?;
             let r = g.alloc::<f64>(nnz.max(1))?;
             sparse_cuda::update(g, nnz, &r, 1.0 / dt, c, theta - 1.0, Some(k), 0.0)?;
             Buffer::Device(r)
         }
-        _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "matrices on different backends")),
+        _ => {
+            return Err(Error::new(
+                crate::FEGPU_ERR_INTERNAL,
+                "matrices on different backends",
+            ))
+        }
     };
     // the fixed values' pull on the free rows, then the Dirichlet rows
     let mut g = vec![0.0; n];
@@ -207,7 +305,10 @@ fn build(set: &ElementSet, dt: f64, theta: f64, dofs: &[i64], base: i64, values:
     for (i, (&d, &v)) in dofs.iter().zip(values).enumerate() {
         let d0 = d - base;
         if d0 < 0 || d0 >= n as i64 {
-            return Err(Error::invalid(format!("dofs[{i}] = {d}: outside dofs {base}..{} (index base {base})", n as i64 - 1 + base)));
+            return Err(Error::invalid(format!(
+                "dofs[{i}] = {d}: outside dofs {base}..{} (index base {base})",
+                n as i64 - 1 + base
+            )));
         }
         (fixed[d0 as usize], g[d0 as usize]) = (1, v);
     }
@@ -217,7 +318,15 @@ fn build(set: &ElementSet, dt: f64, theta: f64, dofs: &[i64], base: i64, values:
     sparse::spmv(&left, 1.0, &g_array, 0.0, &lift_array)?;
     sparse::apply_dirichlet(&left, dofs, base, values, &rhs)?; // checks the dofs; rhs is scratch
     let stored = left.download_values()?;
-    let diag: Vec<f64> = (0..n).map(|r| if p.diag[r] >= 0 { stored[p.diag[r] as usize] } else { 0.0 }).collect();
+    let diag: Vec<f64> = (0..n)
+        .map(|r| {
+            if p.diag[r] >= 0 {
+                stored[p.diag[r] as usize]
+            } else {
+                0.0
+            }
+        })
+        .collect();
     let mut lift_host = vec![0.0; n];
     lift_array.download(0, &mut lift_host, "lift")?;
     if let Some(conv) = convection {

@@ -55,7 +55,10 @@ pub unsafe extern "C" fn fegpu_fem_create(
         let conn = host_in(conn, element.nodes() * elements, "conn")?;
         let props = host_in(props, 2 * materials, "props")?;
         let material = host_in(material, elements, "material")?;
-        let set = ElementSet::new(c, ctx, element, problem, n_nodes, coords, n_elements, conn, index_base, props, material, order)?;
+        let set = ElementSet::new(
+            c, ctx, element, problem, n_nodes, coords, n_elements, conn, index_base, props,
+            material, order,
+        )?;
         *out = registry::insert(Arc::new(set), ctx);
         Ok(())
     })
@@ -73,7 +76,11 @@ pub extern "C" fn fegpu_fem_integrate(fem: fegpu_fem_t) -> fegpu_status {
 /// Densities rho[m] (n_materials values) of an elasticity set, for its mass
 /// matrices; call fegpu_fem_integrate again after.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_set_density(fem: fegpu_fem_t, n_materials: i64, rho: *const f64) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_set_density(
+    fem: fegpu_fem_t,
+    n_materials: i64,
+    rho: *const f64,
+) -> fegpu_status {
     guard(|| {
         let set = fem::get(fem, "fem")?;
         let n = crate::error::positive("n_materials", n_materials)?;
@@ -85,7 +92,11 @@ pub unsafe extern "C" fn fegpu_fem_set_density(fem: fegpu_fem_t, n_materials: i6
 /// same number of materials); call fegpu_fem_integrate and
 /// fegpu_fem_assemble again for the new matrices.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_set_materials(fem: fegpu_fem_t, n_materials: i64, props: *const f64) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_set_materials(
+    fem: fegpu_fem_t,
+    n_materials: i64,
+    props: *const f64,
+) -> fegpu_status {
     guard(|| {
         let set = fem::get(fem, "fem")?;
         let n = crate::error::positive("n_materials", n_materials)?;
@@ -100,7 +111,10 @@ pub unsafe extern "C" fn fegpu_fem_set_materials(fem: fegpu_fem_t, n_materials: 
 /// calls (after new materials) gather new values into the same matrix, so
 /// solvers created for it stay valid and refresh their preconditioners.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_assemble(fem: fegpu_fem_t, a: *mut crate::ffi::sparse::fegpu_csr_t) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_assemble(
+    fem: fegpu_fem_t,
+    a: *mut crate::ffi::sparse::fegpu_csr_t,
+) -> fegpu_status {
     guard(|| {
         let out = out_param(a, "A")?;
         *out = fem::get(fem, "fem")?.assemble()?.1;
@@ -123,7 +137,11 @@ pub unsafe extern "C" fn fegpu_fem_packed_size(fem: fegpu_fem_t, size: *mut i64)
 /// entries): for each element the upper triangle of K^e row by row, dofs
 /// node-major (node a, component c at a * dofs per node + c).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_stiffness_download(fem: fegpu_fem_t, ke: *mut f64, len: i64) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_stiffness_download(
+    fem: fegpu_fem_t,
+    ke: *mut f64,
+    len: i64,
+) -> fegpu_status {
     guard(|| {
         let set = fem::get(fem, "fem")?;
         let n = crate::error::positive("len", len)?;
@@ -135,7 +153,11 @@ pub unsafe extern "C" fn fegpu_fem_stiffness_download(fem: fegpu_fem_t, ke: *mut
 /// C^e (integrals of rho c N_a N_b, props(2, m) = rho c), for elasticity the
 /// consistent mass (rho N_a N_b per component, fegpu_fem_set_density).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_mass_download(fem: fegpu_fem_t, ce: *mut f64, len: i64) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_mass_download(
+    fem: fegpu_fem_t,
+    ce: *mut f64,
+    len: i64,
+) -> fegpu_status {
     guard(|| {
         let set = fem::get(fem, "fem")?;
         let n = crate::error::positive("len", len)?;
@@ -159,21 +181,41 @@ pub type fegpu_ebe_t = u64;
 /// from `index_base`, dof = node * dofs per node + component) applied as
 /// fegpu_csr_apply_dirichlet would to the assembled matrix, so both give the
 /// same iterates. After fegpu_fem_integrate again (new materials) the next
-/// solve rebuilds the diagonal.
+/// solve rebuilds the diagonal. `on_the_fly` nonzero: K^e is recomputed from
+/// the geometry in every product (no stored element matrices are read; the
+/// set's memory is its nodes, connectivity and materials).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_ebe_create(fem: fegpu_fem_t, n_fixed: i64, dofs: *const i64, index_base: i32, values: *const f64, ebe: *mut fegpu_ebe_t) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_ebe_create(
+    fem: fegpu_fem_t,
+    n_fixed: i64,
+    dofs: *const i64,
+    index_base: i32,
+    values: *const f64,
+    on_the_fly: i32,
+    ebe: *mut fegpu_ebe_t,
+) -> fegpu_status {
     guard(|| {
         let out = out_param(ebe, "ebe")?;
         let set = fem::get(fem, "fem")?;
         if n_fixed < 0 {
-            return Err(crate::error::Error::invalid(format!("n_fixed = {n_fixed}: must be >= 0")));
+            return Err(crate::error::Error::invalid(format!(
+                "n_fixed = {n_fixed}: must be >= 0"
+            )));
         }
         if index_base != 0 && index_base != 1 {
-            return Err(crate::error::Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
+            return Err(crate::error::Error::invalid(format!(
+                "index_base = {index_base}: must be 0 or 1"
+            )));
         }
         let n = n_fixed as usize;
         let owner = set.ctx_handle;
-        let solver = EbeSolver::new(set, host_in(dofs, n, "dofs")?, index_base as i64, host_in(values, n, "values")?)?;
+        let solver = EbeSolver::new(
+            set,
+            host_in(dofs, n, "dofs")?,
+            index_base as i64,
+            host_in(values, n, "values")?,
+            on_the_fly != 0,
+        )?;
         *out = registry::insert(Arc::new(solver), owner);
         Ok(())
     })
@@ -183,11 +225,19 @@ pub unsafe extern "C" fn fegpu_fem_ebe_create(fem: fegpu_fem_t, n_fixed: i64, do
 /// tol in at most maxit CG iterations, as fegpu_solver_solve does (`x` the
 /// initial guess and the result, `b` unchanged, `info` may be NULL).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_ebe_solve(ebe: fegpu_ebe_t, b: fegpu_array_t, x: fegpu_array_t, tol: f64, maxit: i64, info: *mut fegpu_solve_info) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_ebe_solve(
+    ebe: fegpu_ebe_t,
+    b: fegpu_array_t,
+    x: fegpu_array_t,
+    tol: f64,
+    maxit: i64,
+    info: *mut fegpu_solve_info,
+) -> fegpu_status {
     guard(|| {
         let t = std::time::Instant::now();
         let s = ebe::get(ebe, "ebe")?;
-        let (outcome, true_rel) = s.solve(&*array::get(b, "b")?, &*array::get(x, "x")?, tol, maxit)?;
+        let (outcome, true_rel) =
+            s.solve(&*array::get(b, "b")?, &*array::get(x, "x")?, tol, maxit)?;
         if !info.is_null() {
             *info = fegpu_solve_info {
                 iterations: outcome.iterations,
@@ -217,19 +267,39 @@ pub type fegpu_heat_t = u64;
 /// theta in [1/2, 1] (1 backward Euler, 1/2 Crank-Nicolson), with the fixed
 /// temperatures T[dofs[i]] = values[i] (i < n_fixed, counted from index_base).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_heat_create(fem: fegpu_fem_t, dt: f64, theta: f64, n_fixed: i64, dofs: *const i64, index_base: i32, values: *const f64, heat: *mut fegpu_heat_t) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_heat_create(
+    fem: fegpu_fem_t,
+    dt: f64,
+    theta: f64,
+    n_fixed: i64,
+    dofs: *const i64,
+    index_base: i32,
+    values: *const f64,
+    heat: *mut fegpu_heat_t,
+) -> fegpu_status {
     guard(|| {
         let out = out_param(heat, "heat")?;
         let set = fem::get(fem, "fem")?;
         if n_fixed < 0 {
-            return Err(crate::error::Error::invalid(format!("n_fixed = {n_fixed}: must be >= 0")));
+            return Err(crate::error::Error::invalid(format!(
+                "n_fixed = {n_fixed}: must be >= 0"
+            )));
         }
         if index_base != 0 && index_base != 1 {
-            return Err(crate::error::Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
+            return Err(crate::error::Error::invalid(format!(
+                "index_base = {index_base}: must be 0 or 1"
+            )));
         }
         let n = n_fixed as usize;
         let owner = set.ctx_handle;
-        let stepper = HeatStepper::new(set, dt, theta, host_in(dofs, n, "dofs")?, index_base as i64, host_in(values, n, "values")?)?;
+        let stepper = HeatStepper::new(
+            set,
+            dt,
+            theta,
+            host_in(dofs, n, "dofs")?,
+            index_base as i64,
+            host_in(values, n, "values")?,
+        )?;
         *out = registry::insert(Arc::new(stepper), owner);
         Ok(())
     })
@@ -239,11 +309,22 @@ pub unsafe extern "C" fn fegpu_fem_heat_create(fem: fegpu_fem_t, dt: f64, theta:
 /// place; `f` is the nodal heat load over the step (0: none). The solve
 /// reports like fegpu_solver_solve (`info` may be NULL).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_heat_step(heat: fegpu_heat_t, t: fegpu_array_t, f: fegpu_array_t, tol: f64, maxit: i64, info: *mut fegpu_solve_info) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_heat_step(
+    heat: fegpu_heat_t,
+    t: fegpu_array_t,
+    f: fegpu_array_t,
+    tol: f64,
+    maxit: i64,
+    info: *mut fegpu_solve_info,
+) -> fegpu_status {
     guard(|| {
         let clock = std::time::Instant::now();
         let s = heat::get(heat, "heat")?;
-        let f = if f == 0 { None } else { Some(array::get(f, "F")?) };
+        let f = if f == 0 {
+            None
+        } else {
+            Some(array::get(f, "F")?)
+        };
         let (outcome, true_rel) = s.step(&*array::get(t, "T")?, f.as_deref(), tol, maxit)?;
         if !info.is_null() {
             *info = fegpu_solve_info {
@@ -264,17 +345,33 @@ pub unsafe extern "C" fn fegpu_fem_heat_step(heat: fegpu_heat_t, t: fegpu_array_
 /// the boundary area the node stands for). A new call replaces the previous
 /// set; n = 0 removes them. The step's matrices are rebuilt once here.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_heat_set_convection(heat: fegpu_heat_t, n: i64, nodes: *const i64, index_base: i32, h_area: *const f64, t_env: *const f64) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_heat_set_convection(
+    heat: fegpu_heat_t,
+    n: i64,
+    nodes: *const i64,
+    index_base: i32,
+    h_area: *const f64,
+    t_env: *const f64,
+) -> fegpu_status {
     guard(|| {
         let s = heat::get(heat, "heat")?;
         if n < 0 {
-            return Err(crate::error::Error::invalid(format!("n = {n}: must be >= 0")));
+            return Err(crate::error::Error::invalid(format!(
+                "n = {n}: must be >= 0"
+            )));
         }
         if index_base != 0 && index_base != 1 {
-            return Err(crate::error::Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
+            return Err(crate::error::Error::invalid(format!(
+                "index_base = {index_base}: must be 0 or 1"
+            )));
         }
         let n = n as usize;
-        s.set_convection(host_in(nodes, n, "nodes")?, index_base as i64, host_in(h_area, n, "h_area")?, host_in(t_env, n, "t_env")?)
+        s.set_convection(
+            host_in(nodes, n, "nodes")?,
+            index_base as i64,
+            host_in(h_area, n, "h_area")?,
+            host_in(t_env, n, "t_env")?,
+        )
     })
 }
 
@@ -302,7 +399,17 @@ pub const FEGPU_SCHEME_CENTRAL_DIFFERENCE: i32 = 2;
 /// index_base) stay at zero. The state (velocity, acceleration) stays on the
 /// device; the first step starts from rest.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_dynamics_create(fem: fegpu_fem_t, scheme: i32, dt: f64, beta: f64, gamma: f64, n_clamped: i64, clamped: *const i64, index_base: i32, dynamics: *mut fegpu_dynamics_t) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_dynamics_create(
+    fem: fegpu_fem_t,
+    scheme: i32,
+    dt: f64,
+    beta: f64,
+    gamma: f64,
+    n_clamped: i64,
+    clamped: *const i64,
+    index_base: i32,
+    dynamics: *mut fegpu_dynamics_t,
+) -> fegpu_status {
     guard(|| {
         let out = out_param(dynamics, "dynamics")?;
         let set = fem::get(fem, "fem")?;
@@ -312,15 +419,26 @@ pub unsafe extern "C" fn fegpu_fem_dynamics_create(fem: fegpu_fem_t, scheme: i32
             s => return Err(crate::error::Error::invalid(format!("scheme = {s}: expected FEGPU_SCHEME_NEWMARK (1) or FEGPU_SCHEME_CENTRAL_DIFFERENCE (2)"))),
         };
         if n_clamped < 0 {
-            return Err(crate::error::Error::invalid(format!("n_clamped = {n_clamped}: must be >= 0")));
+            return Err(crate::error::Error::invalid(format!(
+                "n_clamped = {n_clamped}: must be >= 0"
+            )));
         }
         if index_base != 0 && index_base != 1 {
-            return Err(crate::error::Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
+            return Err(crate::error::Error::invalid(format!(
+                "index_base = {index_base}: must be 0 or 1"
+            )));
         }
         let clamped = host_in(clamped, n_clamped as usize, "clamped")?;
         let n = set.dofs() as i64;
-        if let Some((i, d)) = clamped.iter().enumerate().find(|(_, &d)| d - (index_base as i64) < 0 || d - (index_base as i64) >= n) {
-            return Err(crate::error::Error::invalid(format!("clamped[{i}] = {d}: outside dofs {index_base}..{}", n - 1 + index_base as i64)));
+        if let Some((i, d)) = clamped
+            .iter()
+            .enumerate()
+            .find(|(_, &d)| d - (index_base as i64) < 0 || d - (index_base as i64) >= n)
+        {
+            return Err(crate::error::Error::invalid(format!(
+                "clamped[{i}] = {d}: outside dofs {index_base}..{}",
+                n - 1 + index_base as i64
+            )));
         }
         let owner = set.ctx_handle;
         let stepper = DynamicsStepper::new(set, dt, scheme, clamped, index_base as i64)?;
@@ -333,10 +451,20 @@ pub unsafe extern "C" fn fegpu_fem_dynamics_create(fem: fegpu_fem_t, scheme: i32
 /// under the nodal load `f` (0: none); Newmark's solves to `tol` in at most
 /// `maxit` CG iterations (ignored by central differences).
 #[no_mangle]
-pub extern "C" fn fegpu_fem_dynamics_step(dynamics: fegpu_dynamics_t, u: fegpu_array_t, f: fegpu_array_t, tol: f64, maxit: i64) -> fegpu_status {
+pub extern "C" fn fegpu_fem_dynamics_step(
+    dynamics: fegpu_dynamics_t,
+    u: fegpu_array_t,
+    f: fegpu_array_t,
+    tol: f64,
+    maxit: i64,
+) -> fegpu_status {
     guard(|| {
         let s = dynamics::get(dynamics, "dynamics")?;
-        let f = if f == 0 { None } else { Some(array::get(f, "F")?) };
+        let f = if f == 0 {
+            None
+        } else {
+            Some(array::get(f, "F")?)
+        };
         s.step(&*array::get(u, "u")?, f.as_deref(), tol, maxit)
     })
 }
