@@ -41,6 +41,19 @@
 
 #define FEGPU_ELEMENT_HEX8 4
 
+// Integration strategies (FEStudio's levels): AUTO picks the fastest
+// measured for the element and problem (BENCHMARKS.md).
+#define FEGPU_INTEGRATION_AUTO 0
+
+// Level I: one thread per element.
+#define FEGPU_INTEGRATION_ELEMENT 1
+
+// Level II: one element per block, its Gauss points' quantities shared.
+#define FEGPU_INTEGRATION_POINT 2
+
+// Level IIa: several elements per block, their Gauss points' quantities shared.
+#define FEGPU_INTEGRATION_BLOCKED 3
+
 // Heat conduction: one dof per node, material (k, unused).
 #define FEGPU_PROBLEM_HEAT 1
 
@@ -381,6 +394,13 @@ fegpu_status fegpu_fem_create(fegpu_context_t ctx,
                               const int64_t *material,
                               int32_t order,
                               fegpu_fem_t *fem);
+
+// The integration strategy of the following fegpu_fem_integrate calls:
+// FEGPU_INTEGRATION_AUTO (the fastest measured for the element and
+// problem), _ELEMENT (level I: a thread per element), _POINT (level II: an
+// element per block, its Gauss points shared) or _BLOCKED (level IIa:
+// several elements per block). All give the same matrices to rounding.
+fegpu_status fegpu_fem_set_integration(fegpu_fem_t fem, int32_t level);
 
 // Integrates every element stiffness matrix where the set lives (one
 // thread per element on the GPU). An element whose Jacobian determinant is

@@ -207,6 +207,113 @@ __device__ void stiffness(i64 ne, const double* __restrict__ x, const int* __res
     for (int i = 0; i < NP; ++i) ke[(i64)i * ne + e] = k[i];
 }
 
+// Levels II and IIa (FEStudio): `epb` elements per block (1: level II).
+// First the block's threads compute every (element, Gauss point) pair's
+// physical gradients and w det J into shared memory; then thread (j, i)
+// forms entries k = i, i + rows, ... of element j's K^e, summing over the
+// Gauss points from shared memory. Consecutive threads take consecutive
+// elements for one entry, so the entry-major stores are coalesced, and no
+// thread holds a whole K^e. Dynamic shared memory: epb x points x (NN DIM + 1) doubles.
+template <int NN, int DIM, int DPN>
+__device__ void stiffness_blocked(i64 ne, const double* __restrict__ x, const int* __restrict__ conn,
+                                  const int* __restrict__ material, const double* __restrict__ props, int plane_strain,
+                                  int order, double* __restrict__ ke, int* bad, int epb) {
+    constexpr int ND = NN * DPN, NP = ND * (ND + 1) / 2;
+    constexpr int NS = DPN == 1 ? DIM : (DIM == 2 ? 3 : 6);
+    constexpr bool SIMPLEX = NN == DIM + 1;
+    constexpr int PER_POINT = NN * DIM + 1;  // the gradients, then w det J
+    extern __shared__ double shared[];
+    const int q = SIMPLEX ? 1 : order;
+    const int points = DIM == 2 ? q * q : q * q * q;
+    const i64 first = (i64)blockIdx.x * epb;
+    const int threads = blockDim.x;
+    for (int pair = threadIdx.x; pair < epb * points; pair += threads) {
+        const int j = pair / points, gp = pair % points;
+        const i64 e = first + j;
+        double* out = shared + (i64)pair * PER_POINT;
+        if (e >= ne) {
+            out[NN * DIM] = 0.0;
+            continue;
+        }
+        double xe[NN][3];
+        for (int a = 0; a < NN; ++a)
+            for (int c = 0; c < DIM; ++c) xe[a][c] = x[(i64)DIM * conn[e * NN + a] + c];
+        double xi[3], w;
+        if (SIMPLEX) {
+            for (int c = 0; c < DIM; ++c) xi[c] = 1.0 / (DIM + 1);
+            w = DIM == 2 ? 0.5 : 1.0 / 6.0;
+        } else {
+            const int i0 = gp % q, i1 = (gp / q) % q, i2 = gp / (q * q);
+            xi[0] = GL_X[q - 1][i0];
+            xi[1] = GL_X[q - 1][i1];
+            xi[2] = DIM == 3 ? GL_X[q - 1][i2] : 0.0;
+            w = GL_W[q - 1][i0] * GL_W[q - 1][i1] * (DIM == 3 ? GL_W[q - 1][i2] : 1.0);
+        }
+        double dn[NN][3], j3[3][3], inv[3][3], det;
+        shape_gradients<NN, DIM>(xi, dn);
+        for (int r = 0; r < DIM; ++r)
+            for (int c = 0; c < DIM; ++c) {
+                j3[r][c] = 0.0;
+                for (int a = 0; a < NN; ++a) j3[r][c] += dn[a][r] * xe[a][c];
+            }
+        if (DIM == 2) {
+            det = j3[0][0] * j3[1][1] - j3[0][1] * j3[1][0];
+            inv[0][0] = j3[1][1] / det;
+            inv[0][1] = -j3[0][1] / det;
+            inv[1][0] = -j3[1][0] / det;
+            inv[1][1] = j3[0][0] / det;
+        } else {
+            det = j3[0][0] * (j3[1][1] * j3[2][2] - j3[1][2] * j3[2][1]) - j3[0][1] * (j3[1][0] * j3[2][2] - j3[1][2] * j3[2][0]) +
+                  j3[0][2] * (j3[1][0] * j3[2][1] - j3[1][1] * j3[2][0]);
+            for (int r = 0; r < 3; ++r)
+                for (int c = 0; c < 3; ++c) {
+                    const int r1 = (r + 1) % 3, r2 = (r + 2) % 3, c1 = (c + 1) % 3, c2 = (c + 2) % 3;
+                    inv[c][r] = (j3[r1][c1] * j3[r2][c2] - j3[r1][c2] * j3[r2][c1]) / det;
+                }
+        }
+        if (!(det > 0.0)) atomicMin(bad, (int)e);
+        for (int a = 0; a < NN; ++a)
+            for (int c = 0; c < DIM; ++c) {
+                double v = 0.0;
+                for (int r = 0; r < DIM; ++r) v += inv[c][r] * dn[a][r];
+                out[a * DIM + c] = v;
+            }
+        out[NN * DIM] = w * det;
+    }
+    __syncthreads();
+    const int j = threadIdx.x % epb, rows = threads / epb;
+    const i64 e = first + j;
+    if (e >= ne || threadIdx.x >= rows * epb) return;
+    const int m = material[e];
+    double d[6][6];
+    material_matrix<DIM, DPN>(props[2 * m], props[2 * m + 1], plane_strain, d);
+    for (int k = threadIdx.x / epb; k < NP; k += rows) {
+        int p = 0, row = 0;  // the packed entry k is (p, r), row p starting at `row`
+        while (row + (ND - p) <= k) {
+            row += ND - p;
+            ++p;
+        }
+        const int r = p + (k - row);
+        double v = 0.0;
+        for (int gp = 0; gp < points; ++gp) {
+            const double* at = shared + (i64)(j * points + gp) * PER_POINT;
+            double gp_[DIM], gr_[DIM];
+            for (int c = 0; c < DIM; ++c) {
+                gp_[c] = at[(p / DPN) * DIM + c];
+                gr_[c] = at[(r / DPN) * DIM + c];
+            }
+            double sum = 0.0;
+            for (int s2 = 0; s2 < NS; ++s2) {
+                const double bs = b_entry<DIM, DPN>(s2, p % DPN, gp_);
+                if (bs == 0.0) continue;
+                for (int t = 0; t < NS; ++t) sum += bs * d[s2][t] * b_entry<DIM, DPN>(t, r % DPN, gr_);
+            }
+            v += at[NN * DIM] * sum;
+        }
+        ke[(i64)k * ne + e] = v;
+    }
+}
+
 #define STIFFNESS(NAME, NN, DIM, DPN)                                                                            \
     extern "C" __global__ void __launch_bounds__(128) NAME(i64 ne, const double* x, const int* conn,             \
         const int* material, const double* props, int plane_strain, int order, double* ke, int* bad) {          \

@@ -41,25 +41,18 @@ pub fn resolve_request(backend: i32, device: i64) -> Result<(i32, usize)> {
             "auto" | "" => FEGPU_BACKEND_AUTO,
             "cpu" => FEGPU_BACKEND_CPU,
             "cuda" => FEGPU_BACKEND_CUDA,
-            other => {
-                return Err(Error::invalid(format!(
-                    "environment FEGPU_BACKEND = {other:?}: expected auto, cpu or cuda"
-                )))
-            }
+            other => return Err(Error::invalid(format!("environment FEGPU_BACKEND = {other:?}: expected auto, cpu or cuda"))),
         };
     }
     let mut device = device;
     if let Ok(v) = std::env::var("FEGPU_DEVICE") {
-        device = v.trim().parse().map_err(|_| {
-            Error::invalid(format!(
-                "environment FEGPU_DEVICE = {v:?}: expected a device ordinal"
-            ))
-        })?;
+        device = v
+            .trim()
+            .parse()
+            .map_err(|_| Error::invalid(format!("environment FEGPU_DEVICE = {v:?}: expected a device ordinal")))?;
     }
     if !(FEGPU_BACKEND_AUTO..=FEGPU_BACKEND_CUDA).contains(&backend) {
-        return Err(Error::invalid(format!(
-            "backend = {backend}: expected FEGPU_BACKEND_AUTO (0), _CPU (1) or _CUDA (2)"
-        )));
+        return Err(Error::invalid(format!("backend = {backend}: expected FEGPU_BACKEND_AUTO (0), _CPU (1) or _CUDA (2)")));
     }
     if device < 0 {
         return Err(Error::invalid(format!("device = {device}: must be >= 0")));
@@ -84,19 +77,13 @@ impl Context {
     }
 
     fn with_backend(backend: Backend) -> Context {
-        Context {
-            backend,
-            registered: Mutex::new(HashMap::new()),
-            profile: Profile::from_env(),
-            pipeline: pipeline::Cache::default(),
-        }
+        Context { backend, registered: Mutex::new(HashMap::new()), profile: Profile::from_env(), pipeline: pipeline::Cache::default() }
     }
 
     /// Whether `bytes` bytes at `start` lie inside one range registered with this context.
     pub fn is_registered(&self, start: usize, bytes: usize) -> bool {
         let reg = self.registered.lock().unwrap_or_else(|p| p.into_inner());
-        reg.iter()
-            .any(|(&s, &b)| s <= start && start + bytes <= s + b)
+        reg.iter().any(|(&s, &b)| s <= start && start + bytes <= s + b)
     }
 
     pub fn backend_name(&self) -> &'static str {
@@ -118,10 +105,7 @@ impl Context {
     pub fn register_host(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
         let start = ptr as usize;
         let mut reg = self.registered.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((&s, &b)) = reg
-            .iter()
-            .find(|(&s, &b)| start < s + b && s < start + bytes)
-        {
+        if let Some((&s, &b)) = reg.iter().find(|(&s, &b)| start < s + b && s < start + bytes) {
             return Err(Error::invalid(format!(
                 "ptr = {start:#x} (+{bytes} bytes) overlaps the range {s:#x} (+{b} bytes) already registered"
             )));
@@ -136,10 +120,7 @@ impl Context {
     pub fn unregister_host(&self, ptr: *mut u8) -> Result<()> {
         let mut reg = self.registered.lock().unwrap_or_else(|p| p.into_inner());
         if !reg.contains_key(&(ptr as usize)) {
-            return Err(Error::invalid(format!(
-                "ptr = {:#x} was not registered with this context",
-                ptr as usize
-            )));
+            return Err(Error::invalid(format!("ptr = {:#x} was not registered with this context", ptr as usize)));
         }
         if let Some(g) = self.gpu() {
             g.unregister_host(ptr)?;
@@ -154,15 +135,13 @@ impl Drop for Context {
         if self.profile.enabled() && !self.profile.is_empty() {
             // The profile of a context goes out when it is destroyed.
             eprint!("{}", self.profile.table());
-            let path = std::env::var("FEGPU_PROFILE_JSON")
-                .unwrap_or_else(|_| format!("fegpu-profile-{}.json", std::process::id()));
+            let path = std::env::var("FEGPU_PROFILE_JSON").unwrap_or_else(|_| format!("fegpu-profile-{}.json", std::process::id()));
             if let Err(e) = std::fs::write(&path, self.profile.json()) {
                 eprintln!("fegpu: could not write the profile to {path}: {e}");
             }
         }
         // Unlock whatever the caller left registered, so no pinned memory leaks.
-        let registered =
-            std::mem::take(self.registered.get_mut().unwrap_or_else(|p| p.into_inner()));
+        let registered = std::mem::take(self.registered.get_mut().unwrap_or_else(|p| p.into_inner()));
         if let Some(g) = self.gpu() {
             for start in registered.into_keys() {
                 let _ = g.unregister_host(start as *mut u8);

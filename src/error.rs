@@ -38,10 +38,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     pub fn new(status: fegpu_status, message: impl Into<String>) -> Self {
-        Error {
-            status,
-            message: message.into(),
-        }
+        Error { status, message: message.into() }
     }
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(FEGPU_ERR_INVALID_ARGUMENT, message)
@@ -85,9 +82,7 @@ pub fn status_name(status: fegpu_status) -> &'static str {
 /// Checks a size argument that crosses the ABI as int64: it must be >= 1.
 pub fn positive(name: &str, value: i64) -> Result<usize> {
     if value < 1 {
-        return Err(Error::invalid(format!(
-            "{name} = {value}: must be at least 1"
-        )));
+        return Err(Error::invalid(format!("{name} = {value}: must be at least 1")));
     }
     usize::try_from(value).map_err(|_| Error::invalid(format!("{name} = {value}: too large")))
 }
@@ -96,9 +91,5 @@ pub fn positive(name: &str, value: i64) -> Result<usize> {
 pub fn element_count(rows: usize, cols: usize) -> Result<usize> {
     rows.checked_mul(cols)
         .filter(|n| n.checked_mul(8).is_some())
-        .ok_or_else(|| {
-            Error::invalid(format!(
-                "{rows} x {cols} elements overflow the address space"
-            ))
-        })
+        .ok_or_else(|| Error::invalid(format!("{rows} x {cols} elements overflow the address space")))
 }

@@ -65,17 +65,8 @@ fn bench(args: &[String]) -> fegpu::Result<()> {
             let mut it = args[1..].iter();
             while let Some(a) = it.next() {
                 match a.as_str() {
-                    "--size" => sizes.push(
-                        it.next()
-                            .and_then(|s| parse_size(s))
-                            .ok_or_else(|| bad("--size wants MxN".into()))?,
-                    ),
-                    "--reps" => {
-                        reps = it
-                            .next()
-                            .and_then(|s| s.parse().ok())
-                            .ok_or_else(|| bad("--reps wants a count".into()))?
-                    }
+                    "--size" => sizes.push(it.next().and_then(|s| parse_size(s)).ok_or_else(|| bad("--size wants MxN".into()))?),
+                    "--reps" => reps = it.next().and_then(|s| s.parse().ok()).ok_or_else(|| bad("--reps wants a count".into()))?,
                     other => return Err(bad(format!("unknown option {other}"))),
                 }
             }
@@ -115,11 +106,7 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| bad(format!("{a} wants a value")))
-        };
+        let mut value = || it.next().cloned().ok_or_else(|| bad(format!("{a} wants a value")));
         match a.as_str() {
             "--method" => {
                 o.method = match value()?.as_str() {
@@ -136,16 +123,8 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
                     p => return Err(bad(format!("--precond {p}: expected none, jacobi or ilu0"))),
                 }
             }
-            "--tol" => {
-                o.tol = value()?
-                    .parse()
-                    .map_err(|_| bad("--tol wants a number".into()))?
-            }
-            "--maxit" => {
-                o.maxit = value()?
-                    .parse()
-                    .map_err(|_| bad("--maxit wants a count".into()))?
-            }
+            "--tol" => o.tol = value()?.parse().map_err(|_| bad("--tol wants a number".into()))?,
+            "--maxit" => o.maxit = value()?.parse().map_err(|_| bad("--maxit wants a count".into()))?,
             "--output" => o.output = Some(value()?.into()),
             f if !f.starts_with("--") => files.push(f.to_string()),
             f => return Err(bad(format!("unknown option {f}"))),
@@ -177,9 +156,7 @@ fn main() -> ExitCode {
             println!("{USAGE}");
             Ok(())
         }
-        Some(other) => Err(fegpu::Error::invalid(format!(
-            "unknown command {other:?}\n{USAGE}"
-        ))),
+        Some(other) => Err(fegpu::Error::invalid(format!("unknown command {other:?}\n{USAGE}"))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -66,10 +66,7 @@ pub struct Profile {
 impl Profile {
     pub fn from_env() -> Profile {
         let on = std::env::var("FEGPU_PROFILE").is_ok_and(|v| v == "1");
-        Profile {
-            enabled: AtomicBool::new(on),
-            ops: Mutex::new(BTreeMap::new()),
-        }
+        Profile { enabled: AtomicBool::new(on), ops: Mutex::new(BTreeMap::new()) }
     }
 
     pub fn enabled(&self) -> bool {
@@ -86,18 +83,11 @@ impl Profile {
     }
 
     pub fn op(&self, op: &str) -> Option<OpStats> {
-        self.ops
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(op)
-            .copied()
+        self.ops.lock().unwrap_or_else(|p| p.into_inner()).get(op).copied()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ops
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_empty()
+        self.ops.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
     }
 
     pub fn table(&self) -> String {
@@ -106,18 +96,7 @@ impl Profile {
         let _ = writeln!(
             t,
             "{:<14} {:>6} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9}",
-            "operation",
-            "calls",
-            "H2D MB",
-            "D2H MB",
-            "H2D ms",
-            "D2H ms",
-            "kernel ms",
-            "wall ms",
-            "T_e ms",
-            "overlap",
-            "speedup",
-            "bound"
+            "operation", "calls", "H2D MB", "D2H MB", "H2D ms", "D2H ms", "kernel ms", "wall ms", "T_e ms", "overlap", "speedup", "bound"
         );
         for (name, s) in ops.iter() {
             let _ = writeln!(
@@ -142,13 +121,7 @@ impl Profile {
 
     pub fn json(&self) -> String {
         let ops = self.ops.lock().unwrap_or_else(|p| p.into_inner());
-        let num = |v: f64| {
-            if v.is_finite() {
-                format!("{v:e}")
-            } else {
-                "null".into()
-            }
-        };
+        let num = |v: f64| if v.is_finite() { format!("{v:e}") } else { "null".into() };
         let rows: Vec<String> = ops
             .iter()
             .map(|(name, s)| {

@@ -90,10 +90,7 @@ pub fn insert<T: Object>(object: Arc<T>, owner: Handle) -> Handle {
 
 fn describe_missing(h: Handle, want: Kind, arg: &str) -> Error {
     if h == 0 {
-        return Error::handle(format!(
-            "{arg}: the null handle 0 is never valid (expected a {})",
-            want.name()
-        ));
+        return Error::handle(format!("{arg}: the null handle 0 is never valid (expected a {})", want.name()));
     }
     match Kind::from_handle(h) {
         Some(k) if k != want => Error::handle(format!(
@@ -105,10 +102,7 @@ fn describe_missing(h: Handle, want: Kind, arg: &str) -> Error {
             "{arg} = {h:#x}: this {} was destroyed (or its context was)",
             want.name()
         )),
-        None => Error::handle(format!(
-            "{arg} = {h:#x} is not a fegpu handle (expected a {})",
-            want.name()
-        )),
+        None => Error::handle(format!("{arg} = {h:#x} is not a fegpu handle (expected a {})", want.name())),
     }
 }
 

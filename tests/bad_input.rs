@@ -15,144 +15,44 @@ fn sizes_shapes_and_pointers() {
     let data = vec![1.0f64; 12];
     let mut h = 0;
     unsafe {
-        expect_err(
-            fegpu_array_create_f64(ctx, 0, 3, data.as_ptr(), &mut h),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["rows = 0"],
-        );
-        expect_err(
-            fegpu_array_create_f64(ctx, 3, -4, data.as_ptr(), &mut h),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["cols = -4"],
-        );
-        expect_err(
-            fegpu_array_create_f64(ctx, 3, 4, null(), &mut h),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["host", "null"],
-        );
-        expect_err(
-            fegpu_array_create_f64(ctx, 3, 4, data.as_ptr(), null_mut()),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["arr", "null"],
-        );
-        expect_err(
-            fegpu_array_create_empty(ctx, 7, 3, 4, &mut h),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["dtype = 7"],
-        );
-        expect_err(
-            fegpu_array_create_f64(ctx, i64::MAX, 4, data.as_ptr(), &mut h),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["overflow"],
-        );
+        expect_err(fegpu_array_create_f64(ctx, 0, 3, data.as_ptr(), &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["rows = 0"]);
+        expect_err(fegpu_array_create_f64(ctx, 3, -4, data.as_ptr(), &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["cols = -4"]);
+        expect_err(fegpu_array_create_f64(ctx, 3, 4, null(), &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["host", "null"]);
+        expect_err(fegpu_array_create_f64(ctx, 3, 4, data.as_ptr(), null_mut()), FEGPU_ERR_INVALID_ARGUMENT, &["arr", "null"]);
+        expect_err(fegpu_array_create_empty(ctx, 7, 3, 4, &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["dtype = 7"]);
+        expect_err(fegpu_array_create_f64(ctx, i64::MAX, 4, data.as_ptr(), &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["overflow"]);
         assert_eq!(h, 0, "a failed create leaves the out-parameter alone");
     }
     let a = create_f64(ctx, 3, 4, &data);
     let wrong = create_f64(ctx, 3, 4, &[7.0; 12]);
     // mismatched shape: a is 3x4, so dst must be 4x3; dst is left as it was
-    expect_err(
-        fegpu_dense_transpose(a, wrong, FEGPU_VARIANT_AUTO),
-        FEGPU_ERR_SIZE_MISMATCH,
-        &["dst must be 4 x 3", "3 x 4"],
-    );
+    expect_err(fegpu_dense_transpose(a, wrong, FEGPU_VARIANT_AUTO), FEGPU_ERR_SIZE_MISMATCH, &["dst must be 4 x 3", "3 x 4"]);
     assert_eq!(download_f64(wrong, 12), vec![7.0; 12]);
-    expect_err(
-        fegpu_dense_transpose(a, a, FEGPU_VARIANT_AUTO),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["same array"],
-    );
-    expect_err(
-        fegpu_dense_transpose_in_place(a, FEGPU_VARIANT_AUTO),
-        FEGPU_ERR_SIZE_MISMATCH,
-        &["square"],
-    );
+    expect_err(fegpu_dense_transpose(a, a, FEGPU_VARIANT_AUTO), FEGPU_ERR_INVALID_ARGUMENT, &["same array"]);
+    expect_err(fegpu_dense_transpose_in_place(a, FEGPU_VARIANT_AUTO), FEGPU_ERR_SIZE_MISMATCH, &["square"]);
     let b = create_f64(ctx, 4, 3, &data);
-    expect_err(
-        fegpu_dense_transpose(a, b, 9),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["variant = 9"],
-    );
+    expect_err(fegpu_dense_transpose(a, b, 9), FEGPU_ERR_INVALID_ARGUMENT, &["variant = 9"]);
     let f = create_f32(ctx, 4, 3, &[0.0; 12]);
-    expect_err(
-        fegpu_dense_transpose(a, f, FEGPU_VARIANT_AUTO),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["f64", "f32"],
-    );
-    expect_err(
-        fegpu_dense_copy(a, b, FEGPU_VARIANT_AUTO),
-        FEGPU_ERR_SIZE_MISMATCH,
-        &["dst must be 3 x 4"],
-    );
+    expect_err(fegpu_dense_transpose(a, f, FEGPU_VARIANT_AUTO), FEGPU_ERR_INVALID_ARGUMENT, &["f64", "f32"]);
+    expect_err(fegpu_dense_copy(a, b, FEGPU_VARIANT_AUTO), FEGPU_ERR_SIZE_MISMATCH, &["dst must be 3 x 4"]);
     let mut out = vec![0.0f64; 12];
     unsafe {
-        expect_err(
-            fegpu_array_download_f64(a, out.as_mut_ptr(), 11),
-            FEGPU_ERR_SIZE_MISMATCH,
-            &["count = 11", "12"],
-        );
-        expect_err(
-            fegpu_array_download_f64(a, null_mut(), 12),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["host", "null"],
-        );
-        expect_err(
-            fegpu_array_download_f32(a, out.as_mut_ptr() as *mut f32, 12),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["f64", "f32"],
-        );
-        expect_err(
-            fegpu_array_download_slice_f64(a, 10, 5, out.as_mut_ptr(), 0),
-            FEGPU_ERR_SIZE_MISMATCH,
-            &["outside"],
-        );
-        expect_err(
-            fegpu_array_download_slice_f64(a, 0, 5, out.as_mut_ptr(), 1),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["index_base"],
-        );
-        expect_err(
-            fegpu_array_download_slice_f64(a, 1, 5, out.as_mut_ptr(), 2),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["index_base = 2"],
-        );
-        expect_err(
-            fegpu_array_upload_f64(a, data.as_ptr(), 13),
-            FEGPU_ERR_SIZE_MISMATCH,
-            &["count = 13"],
-        );
+        expect_err(fegpu_array_download_f64(a, out.as_mut_ptr(), 11), FEGPU_ERR_SIZE_MISMATCH, &["count = 11", "12"]);
+        expect_err(fegpu_array_download_f64(a, null_mut(), 12), FEGPU_ERR_INVALID_ARGUMENT, &["host", "null"]);
+        expect_err(fegpu_array_download_f32(a, out.as_mut_ptr() as *mut f32, 12), FEGPU_ERR_INVALID_ARGUMENT, &["f64", "f32"]);
+        expect_err(fegpu_array_download_slice_f64(a, 10, 5, out.as_mut_ptr(), 0), FEGPU_ERR_SIZE_MISMATCH, &["outside"]);
+        expect_err(fegpu_array_download_slice_f64(a, 0, 5, out.as_mut_ptr(), 1), FEGPU_ERR_INVALID_ARGUMENT, &["index_base"]);
+        expect_err(fegpu_array_download_slice_f64(a, 1, 5, out.as_mut_ptr(), 2), FEGPU_ERR_INVALID_ARGUMENT, &["index_base = 2"]);
+        expect_err(fegpu_array_upload_f64(a, data.as_ptr(), 13), FEGPU_ERR_SIZE_MISMATCH, &["count = 13"]);
         let mut at = vec![0.0; 12];
-        expect_err(
-            fegpu_dense_transpose_host_f64(ctx, 3, 0, data.as_ptr(), at.as_mut_ptr(), 0),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["n = 0"],
-        );
-        expect_err(
-            fegpu_dense_transpose_host_f64(ctx, 3, 4, data.as_ptr(), null_mut(), 0),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["at", "null"],
-        );
+        expect_err(fegpu_dense_transpose_host_f64(ctx, 3, 0, data.as_ptr(), at.as_mut_ptr(), 0), FEGPU_ERR_INVALID_ARGUMENT, &["n = 0"]);
+        expect_err(fegpu_dense_transpose_host_f64(ctx, 3, 4, data.as_ptr(), null_mut(), 0), FEGPU_ERR_INVALID_ARGUMENT, &["at", "null"]);
         let p = at.as_mut_ptr();
-        expect_err(
-            fegpu_dense_transpose_host_f64(ctx, 3, 4, p, p, 0),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["overlap"],
-        );
-        expect_err(
-            fegpu_host_register(ctx, null_mut(), 8),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["ptr", "null"],
-        );
-        expect_err(
-            fegpu_host_unregister(ctx, out.as_mut_ptr() as *mut _),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["not registered"],
-        );
+        expect_err(fegpu_dense_transpose_host_f64(ctx, 3, 4, p, p, 0), FEGPU_ERR_INVALID_ARGUMENT, &["overlap"]);
+        expect_err(fegpu_host_register(ctx, null_mut(), 8), FEGPU_ERR_INVALID_ARGUMENT, &["ptr", "null"]);
+        expect_err(fegpu_host_unregister(ctx, out.as_mut_ptr() as *mut _), FEGPU_ERR_INVALID_ARGUMENT, &["not registered"]);
     }
-    assert_eq!(
-        download_f64(a, 12),
-        data,
-        "nothing changed by the failed calls"
-    );
+    assert_eq!(download_f64(a, 12), data, "nothing changed by the failed calls");
     ok(fegpu_context_destroy(ctx));
 }
 
@@ -161,49 +61,17 @@ fn stale_foreign_and_null_handles() {
     let ctx = context();
     let a = create_f64(ctx, 2, 2, &[1.0, 2.0, 3.0, 4.0]);
     let b = create_f64(ctx, 2, 2, &[0.0; 4]);
-    expect_err(
-        fegpu_dense_transpose(0, b, 0),
-        FEGPU_ERR_INVALID_HANDLE,
-        &["src", "null handle"],
-    );
-    expect_err(
-        fegpu_dense_transpose(ctx, b, 0),
-        FEGPU_ERR_INVALID_HANDLE,
-        &["src", "fegpu_context_t", "expected a fegpu_array_t"],
-    );
-    expect_err(
-        fegpu_context_destroy(a),
-        FEGPU_ERR_INVALID_HANDLE,
-        &["ctx", "fegpu_array_t"],
-    );
-    expect_err(
-        fegpu_dense_transpose(12345, b, 0),
-        FEGPU_ERR_INVALID_HANDLE,
-        &["not a fegpu handle"],
-    );
+    expect_err(fegpu_dense_transpose(0, b, 0), FEGPU_ERR_INVALID_HANDLE, &["src", "null handle"]);
+    expect_err(fegpu_dense_transpose(ctx, b, 0), FEGPU_ERR_INVALID_HANDLE, &["src", "fegpu_context_t", "expected a fegpu_array_t"]);
+    expect_err(fegpu_context_destroy(a), FEGPU_ERR_INVALID_HANDLE, &["ctx", "fegpu_array_t"]);
+    expect_err(fegpu_dense_transpose(12345, b, 0), FEGPU_ERR_INVALID_HANDLE, &["not a fegpu handle"]);
     ok(fegpu_array_destroy(a));
-    expect_err(
-        fegpu_array_destroy(a),
-        FEGPU_ERR_INVALID_HANDLE,
-        &["arr", "destroyed"],
-    );
-    expect_err(
-        fegpu_dense_transpose(a, b, 0),
-        FEGPU_ERR_INVALID_HANDLE,
-        &["src", "destroyed"],
-    );
+    expect_err(fegpu_array_destroy(a), FEGPU_ERR_INVALID_HANDLE, &["arr", "destroyed"]);
+    expect_err(fegpu_dense_transpose(a, b, 0), FEGPU_ERR_INVALID_HANDLE, &["src", "destroyed"]);
     // destroying the context invalidates its arrays
     ok(fegpu_context_destroy(ctx));
-    expect_err(
-        fegpu_array_destroy(b),
-        FEGPU_ERR_INVALID_HANDLE,
-        &["destroyed"],
-    );
-    expect_err(
-        fegpu_context_destroy(ctx),
-        FEGPU_ERR_INVALID_HANDLE,
-        &["ctx", "destroyed"],
-    );
+    expect_err(fegpu_array_destroy(b), FEGPU_ERR_INVALID_HANDLE, &["destroyed"]);
+    expect_err(fegpu_context_destroy(ctx), FEGPU_ERR_INVALID_HANDLE, &["ctx", "destroyed"]);
 }
 
 #[test]
@@ -211,11 +79,7 @@ fn arrays_of_two_contexts_do_not_mix() {
     let (c1, c2) = (context(), context());
     let a = create_f64(c1, 2, 3, &[0.0; 6]);
     let b = create_f64(c2, 3, 2, &[0.0; 6]);
-    expect_err(
-        fegpu_dense_transpose(a, b, 0),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["one context"],
-    );
+    expect_err(fegpu_dense_transpose(a, b, 0), FEGPU_ERR_INVALID_ARGUMENT, &["one context"]);
     ok(fegpu_context_destroy(c1));
     ok(fegpu_context_destroy(c2));
 }
@@ -224,25 +88,13 @@ fn arrays_of_two_contexts_do_not_mix() {
 fn context_arguments_and_environment() {
     let mut c = 0;
     unsafe {
-        expect_err(
-            fegpu_context_create(FEGPU_BACKEND_CPU, 0, null_mut()),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["ctx", "null"],
-        );
+        expect_err(fegpu_context_create(FEGPU_BACKEND_CPU, 0, null_mut()), FEGPU_ERR_INVALID_ARGUMENT, &["ctx", "null"]);
     }
     // The environment overrides the argument; only check values it does not set.
     if std::env::var("FEGPU_BACKEND").is_err() {
         unsafe {
-            expect_err(
-                fegpu_context_create(5, 0, &mut c),
-                FEGPU_ERR_INVALID_ARGUMENT,
-                &["backend = 5"],
-            );
-            expect_err(
-                fegpu_context_create(FEGPU_BACKEND_CPU, -1, &mut c),
-                FEGPU_ERR_INVALID_ARGUMENT,
-                &["device = -1"],
-            );
+            expect_err(fegpu_context_create(5, 0, &mut c), FEGPU_ERR_INVALID_ARGUMENT, &["backend = 5"]);
+            expect_err(fegpu_context_create(FEGPU_BACKEND_CPU, -1, &mut c), FEGPU_ERR_INVALID_ARGUMENT, &["device = -1"]);
             ok(fegpu_context_create(FEGPU_BACKEND_CPU, 0, &mut c));
             let mut b = -1;
             ok(fegpu_context_backend(c, &mut b));
@@ -251,15 +103,9 @@ fn context_arguments_and_environment() {
         }
     }
     let mut buf = [0i8; 4];
-    assert_eq!(
-        unsafe { fegpu::ffi::fegpu_last_error_message(buf.as_mut_ptr(), 0) },
-        FEGPU_ERR_INVALID_ARGUMENT
-    );
+    assert_eq!(unsafe { fegpu::ffi::fegpu_last_error_message(buf.as_mut_ptr(), 0) }, FEGPU_ERR_INVALID_ARGUMENT);
     // A short buffer gets a truncated, terminated message.
     unsafe { fegpu_context_create(FEGPU_BACKEND_CPU, 0, null_mut()) };
-    assert_eq!(
-        unsafe { fegpu::ffi::fegpu_last_error_message(buf.as_mut_ptr(), 4) },
-        FEGPU_OK
-    );
+    assert_eq!(unsafe { fegpu::ffi::fegpu_last_error_message(buf.as_mut_ptr(), 4) }, FEGPU_OK);
     assert_eq!(buf[3], 0);
 }

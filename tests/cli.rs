@@ -7,20 +7,16 @@ use std::process::Command;
 
 fn fegpu(args: &[&str]) -> (bool, String) {
     // FEGPU_EXE: the staged binary on the GPU machine (scripts/gpu-round.sh)
-    let exe =
-        std::env::var("FEGPU_EXE").unwrap_or_else(|_| env!("CARGO_BIN_EXE_fegpu").to_string());
+    let exe = std::env::var("FEGPU_EXE").unwrap_or_else(|_| env!("CARGO_BIN_EXE_fegpu").to_string());
     let out = Command::new(exe).args(args).output().expect("run fegpu");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.success(), text)
 }
 
 fn matrix(name: &str) -> String {
     std::env::var_os("FEGPU_MATRICES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/matrices")
-        })
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/matrices"))
         .join(format!("{name}.mtx"))
         .to_string_lossy()
         .into_owned()
@@ -29,14 +25,7 @@ fn matrix(name: &str) -> String {
 fn read_vector(path: &std::path::Path) -> Vec<f64> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines().filter(|l| !l.starts_with('%'));
-    let n: usize = lines
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let n: usize = lines.next().unwrap().split_whitespace().next().unwrap().parse().unwrap();
     let v: Vec<f64> = lines.map(|l| l.trim().parse().unwrap()).collect();
     assert_eq!(v.len(), n);
     v
@@ -46,10 +35,7 @@ fn read_vector(path: &std::path::Path) -> Vec<f64> {
 fn info_lists_the_backends() {
     let (ok, out) = fegpu(&["info"]);
     assert!(ok, "{out}");
-    assert!(
-        out.contains("backend cpu: available") && out.contains("AUTO selects"),
-        "{out}"
-    );
+    assert!(out.contains("backend cpu: available") && out.contains("AUTO selects"), "{out}");
 }
 
 #[test]
@@ -57,76 +43,29 @@ fn solve_reports_and_writes_the_solution() {
     let dir = std::env::temp_dir().join(format!("fegpu-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let x = dir.join("x.mtx");
-    let (ok, out) = fegpu(&[
-        "solve",
-        &matrix("sherman5"),
-        "--method",
-        "bicgstab",
-        "--precond",
-        "ilu0",
-        "--tol",
-        "1e-8",
-        "--output",
-        x.to_str().unwrap(),
-    ]);
+    let (ok, out) = fegpu(&["solve", &matrix("sherman5"), "--method", "bicgstab", "--precond", "ilu0", "--tol", "1e-8", "--output", x.to_str().unwrap()]);
     assert!(ok, "{out}");
-    for w in [
-        "status: converged",
-        "iterations:",
-        "true relative residual",
-        "error ||x - 1||",
-        "times: upload",
-    ] {
+    for w in ["status: converged", "iterations:", "true relative residual", "error ||x - 1||", "times: upload"] {
         assert!(out.contains(w), "missing {w:?} in\n{out}");
     }
     let xs = read_vector(&x);
     assert_eq!(xs.len(), 3312);
-    assert!(
-        xs.iter().all(|v| (v - 1.0).abs() < 1e-4),
-        "b = A*1, so x is all ones"
-    );
+    assert!(xs.iter().all(|v| (v - 1.0).abs() < 1e-4), "b = A*1, so x is all ones");
 
     // not converged within maxit: the exit status says so
-    let (ok, out) = fegpu(&[
-        "solve",
-        &matrix("orsirr_1"),
-        "--precond",
-        "none",
-        "--maxit",
-        "3",
-    ]);
+    let (ok, out) = fegpu(&["solve", &matrix("orsirr_1"), "--precond", "none", "--maxit", "3"]);
     assert!(!ok && out.contains("FEGPU_ERR_NOT_CONVERGED"), "{out}");
 
     // CG on an SPD matrix; a zero right-hand side gives x = 0 at once
     let zero = dir.join("b0.mtx");
-    std::fs::write(
-        &zero,
-        format!(
-            "%%MatrixMarket matrix array real general\n100 1\n{}",
-            "0\n".repeat(100)
-        ),
-    )
-    .unwrap();
-    let (ok, out) = fegpu(&[
-        "solve",
-        &matrix("nos4"),
-        zero.to_str().unwrap(),
-        "--method",
-        "cg",
-        "--precond",
-        "jacobi",
-        "--output",
-        x.to_str().unwrap(),
-    ]);
+    std::fs::write(&zero, format!("%%MatrixMarket matrix array real general\n100 1\n{}", "0\n".repeat(100))).unwrap();
+    let (ok, out) = fegpu(&["solve", &matrix("nos4"), zero.to_str().unwrap(), "--method", "cg", "--precond", "jacobi", "--output", x.to_str().unwrap()]);
     assert!(ok && out.contains("iterations: 0"), "{out}");
     assert_eq!(read_vector(&x), vec![0.0; 100]);
 
     // a zero pivot is named and fails
     let (ok, out) = fegpu(&["solve", &matrix("west0479"), "--precond", "ilu0"]);
-    assert!(
-        !ok && out.contains("ILU(0)") && out.contains("row 0"),
-        "{out}"
-    );
+    assert!(!ok && out.contains("ILU(0)") && out.contains("row 0"), "{out}");
     let (ok, out) = fegpu(&["solve", "--method", "gmres", &matrix("nos4")]);
     assert!(!ok && out.contains("--method gmres"), "{out}");
     std::fs::remove_dir_all(&dir).ok();

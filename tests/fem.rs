@@ -107,10 +107,15 @@ fn backend_matches_the_reference_integration_on_random_distorted_elements() {
                 let material: Vec<i64> = (0..count).map(|e| (e % 3 + 1) as i64).collect();
                 let got = create(ctx, element, problem, &coords, dim, &conn, &props, &material, order);
                 let want = create(reference, element, problem, &coords, dim, &conn, &props, &material, order);
-                let (g, w) = (stiffness(&got), stiffness(&want));
+                let w = stiffness(&want);
                 let scale = w.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-                let diff = g.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0.0, |m: f64, d| if d.is_nan() { f64::INFINITY } else { m.max(d) });
-                assert!(diff <= 1e-13 * scale, "element {element} problem {problem} order {order}: differs by {diff:e} (scale {scale:e})");
+                // every integration strategy (levels I, II and IIa; AUTO picks one of them)
+                for level in [FEGPU_INTEGRATION_ELEMENT, FEGPU_INTEGRATION_POINT, FEGPU_INTEGRATION_BLOCKED, FEGPU_INTEGRATION_AUTO] {
+                    ok(fegpu_fem_set_integration(got.h, level));
+                    let g = stiffness(&got);
+                    let diff = g.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0.0, |m: f64, d| if d.is_nan() { f64::INFINITY } else { m.max(d) });
+                    assert!(diff <= 1e-13 * scale, "element {element} problem {problem} order {order} level {level}: differs by {diff:e} (scale {scale:e})");
+                }
                 ok(fegpu_fem_destroy(got.h));
                 ok(fegpu_fem_destroy(want.h));
             }
@@ -285,6 +290,7 @@ fn bad_element_sets_are_refused_with_the_culprit_named() {
     expect_err(create_raw(&[1, 2, 3, 4], &[-1.0, 0.0], &[1], q, FEGPU_PROBLEM_HEAT, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["k > 0"]);
     expect_err(create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_ELASTIC_3D, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["does not fit", "quad4"]);
     expect_err(create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 5).0, FEGPU_ERR_INVALID_ARGUMENT, &["order = 5"]);
+    expect_err(fegpu_fem_set_integration(create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 2).1, 7), FEGPU_ERR_INVALID_ARGUMENT, &["level = 7"]);
     expect_err(create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], 9, FEGPU_PROBLEM_HEAT, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["element = 9"]);
     let mut h = 0;
     let st = unsafe { fegpu_fem_create(ctx, q, FEGPU_PROBLEM_HEAT, 6, std::ptr::null(), 1, [1i64, 2, 3, 4].as_ptr(), 1, 1, [1.0, 0.0].as_ptr(), [1i64].as_ptr(), 2, &mut h) };

@@ -5,9 +5,7 @@
 
 #[test]
 fn every_kernel_file_compiles_for_sm90() {
-    let required = std::env::var("FEGPU_REQUIRE_NVRTC")
-        .map(|v| v == "1")
-        .unwrap_or(false);
+    let required = std::env::var("FEGPU_REQUIRE_NVRTC").map(|v| v == "1").unwrap_or(false);
     for (module, source) in fegpu::KERNEL_SOURCES {
         match fegpu::gpu::compile(module, source, "sm_90") {
             Ok(_) => {}

@@ -6,9 +6,9 @@
 mod common;
 use common::*;
 use fegpu::ffi::array::{FEGPU_DTYPE_F32, FEGPU_DTYPE_F64};
+use fegpu::ffi::lbm::FEGPU_DTYPE_F16;
 use fegpu::ffi::context::*;
 use fegpu::ffi::fegpu_context_t;
-use fegpu::ffi::lbm::FEGPU_DTYPE_F16;
 use fegpu::ffi::lbm::*;
 use fegpu::lbm::{C, Q, W};
 use fegpu::*;
@@ -23,18 +23,7 @@ impl Drop for Lat {
 
 fn lattice(ctx: fegpu_context_t, dims: [usize; 3], dtype: i32, tau: f64, periodic: i32) -> Lat {
     let mut l = 0;
-    ok(unsafe {
-        fegpu_lattice_create(
-            ctx,
-            dims[0] as i64,
-            dims[1] as i64,
-            dims[2] as i64,
-            dtype,
-            tau,
-            periodic,
-            &mut l,
-        )
-    });
+    ok(unsafe { fegpu_lattice_create(ctx, dims[0] as i64, dims[1] as i64, dims[2] as i64, dtype, tau, periodic, &mut l) });
     Lat(l)
 }
 
@@ -59,9 +48,7 @@ fn fields(l: &Lat, plane: usize, z_first: i64, z_count: i64) -> (Vec<f64>, Vec<f
 
 /// Random populations near rest (each within 10% of its weight).
 fn random_populations(rng: &mut Rng, sites: usize) -> Vec<f64> {
-    (0..sites * Q)
-        .map(|k| W[k % Q] * (1.0 + 0.1 * rng.next_f64()))
-        .collect()
+    (0..sites * Q).map(|k| W[k % Q] * (1.0 + 0.1 * rng.next_f64())).collect()
 }
 
 /// The largest |a - b|; NaN if any difference is NaN (an unwritten value fails).
@@ -70,13 +57,7 @@ fn max_diff(a: &[f64], b: &[f64]) -> f64 {
     a.iter()
         .zip(b)
         .map(|(x, y)| (x - y).abs())
-        .fold(0.0, |m, d| {
-            if d.is_nan() || m.is_nan() {
-                f64::NAN
-            } else {
-                m.max(d)
-            }
-        })
+        .fold(0.0, |m, d| if d.is_nan() || m.is_nan() { f64::NAN } else { m.max(d) })
 }
 
 #[test]
@@ -96,11 +77,7 @@ fn backend_matches_cpu_reference_on_random_lattices() {
             .collect();
         let f0 = random_populations(&mut rng, sites);
         // f16 keeps f - w to 11 bits: the CPU (f64 arithmetic) and the device (f32) may round a value to neighbouring halves.
-        for (dtype, tol) in [
-            (FEGPU_DTYPE_F64, 1e-13),
-            (FEGPU_DTYPE_F32, 2e-6),
-            (FEGPU_DTYPE_F16, 2e-4),
-        ] {
+        for (dtype, tol) in [(FEGPU_DTYPE_F64, 1e-13), (FEGPU_DTYPE_F32, 2e-6), (FEGPU_DTYPE_F16, 2e-4)] {
             for (periodic, magic) in [
                 (FEGPU_PERIODIC_X, 0.0),
                 (FEGPU_PERIODIC_X | FEGPU_PERIODIC_Y | FEGPU_PERIODIC_Z, 0.25),
@@ -111,11 +88,7 @@ fn backend_matches_cpu_reference_on_random_lattices() {
                     let l = lattice(c, dims, dtype, 0.7, periodic);
                     unsafe {
                         ok(fegpu_lattice_set_flags(l.0, flags.as_ptr(), sites as i64));
-                        ok(fegpu_lattice_set_populations(
-                            l.0,
-                            f0.as_ptr(),
-                            f0.len() as i64,
-                        ));
+                        ok(fegpu_lattice_set_populations(l.0, f0.as_ptr(), f0.len() as i64));
                         ok(fegpu_lattice_set_force(l.0, 1e-4, -2e-4, 3e-4));
                         ok(fegpu_lattice_set_wall_velocity(l.0, 0.05, 0.02, -0.03));
                     }
@@ -161,20 +134,13 @@ fn mass_is_conserved_in_closed_and_periodic_boxes() {
             let l = lattice(ctx, dims, dtype, 0.9, periodic);
             unsafe {
                 ok(fegpu_lattice_set_flags(l.0, flags.as_ptr(), sites as i64));
-                ok(fegpu_lattice_set_populations(
-                    l.0,
-                    f0.as_ptr(),
-                    f0.len() as i64,
-                ));
+                ok(fegpu_lattice_set_populations(l.0, f0.as_ptr(), f0.len() as i64));
             }
             let mass = |l: &Lat| fields(l, 90, 1, 8).0.iter().sum::<f64>();
             let m0 = mass(&l);
             ok(fegpu_lattice_step(l.0, 300));
             let m1 = mass(&l);
-            assert!(
-                ((m1 - m0) / m0).abs() < tol,
-                "dtype {dtype} periodic {periodic}: mass {m0} -> {m1}"
-            );
+            assert!(((m1 - m0) / m0).abs() < tol, "dtype {dtype} periodic {periodic}: mass {m0} -> {m1}");
         }
     }
     ok(fegpu_context_destroy(ctx));
@@ -187,22 +153,10 @@ fn poiseuille_error(ctx: fegpu_context_t, h: usize, tau: f64, trt_magic: f64) ->
     poiseuille_error_stored(ctx, h, tau, trt_magic, FEGPU_DTYPE_F64)
 }
 
-fn poiseuille_error_stored(
-    ctx: fegpu_context_t,
-    h: usize,
-    tau: f64,
-    trt_magic: f64,
-    dtype: i32,
-) -> f64 {
+fn poiseuille_error_stored(ctx: fegpu_context_t, h: usize, tau: f64, trt_magic: f64, dtype: i32) -> f64 {
     let nu = (tau - 0.5) / 3.0;
     let force = 8.0 * nu * 0.01 / (h * h) as f64; // u_max = 0.01
-    let l = lattice(
-        ctx,
-        [1, h, 1],
-        dtype,
-        tau,
-        FEGPU_PERIODIC_X | FEGPU_PERIODIC_Z,
-    );
+    let l = lattice(ctx, [1, h, 1], dtype, tau, FEGPU_PERIODIC_X | FEGPU_PERIODIC_Z);
     ok(unsafe { fegpu_lattice_set_force(l.0, force, 0.0, 0.0) });
     ok(fegpu_lattice_set_trt(l.0, trt_magic));
     ok(fegpu_lattice_step(l.0, (5.0 * (h * h) as f64 / nu) as i64));
@@ -212,11 +166,7 @@ fn poiseuille_error_stored(
         let exact = force / (2.0 * nu) * (y as f64 + 0.5) * (h as f64 - 0.5 - y as f64);
         err += (u[3 * y] - exact).powi(2);
         norm += exact * exact;
-        let cross_flow = if dtype == FEGPU_DTYPE_F64 {
-            1e-12
-        } else {
-            1e-5
-        };
+        let cross_flow = if dtype == FEGPU_DTYPE_F64 { 1e-12 } else { 1e-5 };
         assert!(
             u[3 * y + 1].abs() < cross_flow && u[3 * y + 2].abs() < cross_flow,
             "cross-flow {:?}",
@@ -229,10 +179,7 @@ fn poiseuille_error_stored(
 #[test]
 fn poiseuille_flow_converges_at_second_order() {
     let ctx = context();
-    let e: Vec<f64> = [8, 16, 32]
-        .iter()
-        .map(|&h| poiseuille_error(ctx, h, 0.8, 0.0))
-        .collect();
+    let e: Vec<f64> = [8, 16, 32].iter().map(|&h| poiseuille_error(ctx, h, 0.8, 0.0)).collect();
     assert!(e[2] < 2e-3, "errors {e:?}");
     for k in 0..2 {
         let order = (e[k] / e[k + 1]).log2();
@@ -252,10 +199,7 @@ fn trt_with_magic_3_16_gives_the_exact_poiseuille_parabola() {
         assert!(e < 1e-9, "TRT tau {tau}: relative error {e}");
     }
     let bgk = poiseuille_error(ctx, 8, 2.0, 0.0);
-    assert!(
-        bgk > 1e-2,
-        "BGK at tau 2 should show its wall slip, error {bgk}"
-    );
+    assert!(bgk > 1e-2, "BGK at tau 2 should show its wall slip, error {bgk}");
     ok(fegpu_context_destroy(ctx));
 }
 
@@ -268,17 +212,11 @@ fn f16_storage_accuracy_on_poiseuille_and_the_cavity() {
     // Poiseuille at u_max = 0.01: the per-step forcing increments (~1e-6 at h = 16)
     // approach half an f16 ulp of f - w, so refinement stops paying: a few percent.
     for h in [8, 16] {
-        let (e64, e16) = (
-            poiseuille_error(ctx, h, 0.8, 0.0),
-            poiseuille_error_stored(ctx, h, 0.8, 0.0, FEGPU_DTYPE_F16),
-        );
+        let (e64, e16) = (poiseuille_error(ctx, h, 0.8, 0.0), poiseuille_error_stored(ctx, h, 0.8, 0.0, FEGPU_DTYPE_F16));
         eprintln!("Poiseuille h {h}: relative L2 error f64 {e64:.3e}, f16 {e16:.3e}");
         assert!(e16 < 0.05, "h {h}: f16 {e16} against f64 {e64}");
     }
-    let (c64, c16) = (
-        cavity_error(ctx, 32, 100.0),
-        cavity_error_stored(ctx, 32, 100.0, FEGPU_DTYPE_F16),
-    );
+    let (c64, c16) = (cavity_error(ctx, 32, 100.0), cavity_error_stored(ctx, 32, 100.0, FEGPU_DTYPE_F16));
     eprintln!("cavity Re 100 on 32^2: max |u - Ghia| f64 {c64:.4}, f16 {c16:.4}");
     assert!(c16 < c64 + 0.01, "f16 {c16} against f64 {c64}");
     ok(fegpu_context_destroy(ctx));
@@ -287,8 +225,7 @@ fn f16_storage_accuracy_on_poiseuille_and_the_cavity() {
 /// The Ghia, Ghia & Shin (1982) centreline table: (y, u at Re 100, u at Re 1000).
 fn ghia_u() -> Vec<(f64, f64, f64)> {
     // FEGPU_DATA: where ../shared/data is when the tests run elsewhere (the GPU round).
-    let dir = std::env::var("FEGPU_DATA")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data").into());
+    let dir = std::env::var("FEGPU_DATA").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data").into());
     let path = format!("{dir}/ghia1982-cavity.csv");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     text.lines()
@@ -311,15 +248,9 @@ fn cavity_error_stored(ctx: fegpu_context_t, n: usize, re: f64, dtype: i32) -> f
     let nu = u_lid * n as f64 / re;
     let (nx, ny) = (n, n + 1); // the top row is the lid
     let l = lattice(ctx, [nx, ny, 1], dtype, 3.0 * nu + 0.5, FEGPU_PERIODIC_Z);
-    let flags: Vec<u8> = (0..nx * ny)
-        .map(|s| if s / nx == n { 2 } else { 0 })
-        .collect();
+    let flags: Vec<u8> = (0..nx * ny).map(|s| if s / nx == n { 2 } else { 0 }).collect();
     unsafe {
-        ok(fegpu_lattice_set_flags(
-            l.0,
-            flags.as_ptr(),
-            flags.len() as i64,
-        ));
+        ok(fegpu_lattice_set_flags(l.0, flags.as_ptr(), flags.len() as i64));
         ok(fegpu_lattice_set_wall_velocity(l.0, u_lid, 0.0, 0.0));
     }
     // March until the centreline settles (change per chunk below 1e-6 u_lid).
@@ -341,19 +272,12 @@ fn cavity_error_stored(ctx: fegpu_context_t, n: usize, re: f64, dtype: i32) -> f
             break;
         }
     }
-    assert!(
-        prev.iter().all(|v| v.is_finite()),
-        "the {n}^2 cavity at Re {re} diverged"
-    );
+    assert!(prev.iter().all(|v| v.is_finite()), "the {n}^2 cavity at Re {re} diverged");
     // Cell y's centre is at Y = (y + 1/2)/n; interpolate linearly, with u = 0 at
     // the floor and 1 at the lid.
     let u_at = |yy: f64| {
         let mut pts = vec![(0.0, 0.0)];
-        pts.extend(
-            prev.iter()
-                .enumerate()
-                .map(|(y, &u)| ((y as f64 + 0.5) / n as f64, u)),
-        );
+        pts.extend(prev.iter().enumerate().map(|(y, &u)| ((y as f64 + 0.5) / n as f64, u)));
         pts.push((1.0, 1.0));
         let k = pts.iter().position(|p| p.0 >= yy).unwrap().max(1);
         let ((y0, u0), (y1, u1)) = (pts[k - 1], pts[k]);
@@ -385,10 +309,7 @@ fn lid_driven_cavity_matches_ghia_at_re_1000_on_the_gpu() {
         eprintln!("skipped: Re 1000 runs on the CUDA backend (FEGPU_BACKEND=cuda)");
         return;
     }
-    let (coarse, fine) = (
-        cavity_error(ctx, 128, 1000.0),
-        cavity_error(ctx, 256, 1000.0),
-    );
+    let (coarse, fine) = (cavity_error(ctx, 128, 1000.0), cavity_error(ctx, 256, 1000.0));
     eprintln!("Re 1000: max |u - Ghia| = {coarse:.4} (128^2), {fine:.4} (256^2)");
     assert!(fine < 0.05 && fine < coarse, "coarse {coarse}, fine {fine}");
     ok(fegpu_context_destroy(ctx));
@@ -440,11 +361,7 @@ fn bad_input_is_refused_and_changes_nothing() {
     let mut rng = Rng::new(seed());
     let f0 = random_populations(&mut rng, sites);
     unsafe {
-        ok(fegpu_lattice_set_populations(
-            lat.0,
-            f0.as_ptr(),
-            f0.len() as i64,
-        ));
+        ok(fegpu_lattice_set_populations(lat.0, f0.as_ptr(), f0.len() as i64));
         let mut flags = vec![0u8; sites];
         flags[5] = 3;
         expect_err(
@@ -457,11 +374,7 @@ fn bad_input_is_refused_and_changes_nothing() {
             FEGPU_ERR_SIZE_MISMATCH,
             &["flags", "24 sites"],
         );
-        expect_err(
-            fegpu_lattice_set_flags(lat.0, null(), 24),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["flags"],
-        );
+        expect_err(fegpu_lattice_set_flags(lat.0, null(), 24), FEGPU_ERR_INVALID_ARGUMENT, &["flags"]);
         let mut bad = f0.clone();
         bad[40] = f64::NAN;
         expect_err(
@@ -469,36 +382,16 @@ fn bad_input_is_refused_and_changes_nothing() {
             FEGPU_ERR_INVALID_ARGUMENT,
             &["f(2, site 3)", "finite"],
         );
-        expect_err(
-            fegpu_lattice_set_populations(lat.0, f0.as_ptr(), 5),
-            FEGPU_ERR_SIZE_MISMATCH,
-            &["f"],
-        );
-        expect_err(
-            fegpu_lattice_set_force(lat.0, f64::INFINITY, 0.0, 0.0),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["force"],
-        );
+        expect_err(fegpu_lattice_set_populations(lat.0, f0.as_ptr(), 5), FEGPU_ERR_SIZE_MISMATCH, &["f"]);
+        expect_err(fegpu_lattice_set_force(lat.0, f64::INFINITY, 0.0, 0.0), FEGPU_ERR_INVALID_ARGUMENT, &["force"]);
         expect_err(
             fegpu_lattice_init_equilibrium(lat.0, -1.0, 0.0, 0.0, 0.0),
             FEGPU_ERR_INVALID_ARGUMENT,
             &["rho = -1"],
         );
-        expect_err(
-            fegpu_lattice_step(lat.0, -2),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["steps = -2"],
-        );
-        expect_err(
-            fegpu_lattice_set_trt(lat.0, -0.25),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["magic = -0.25"],
-        );
-        expect_err(
-            fegpu_lattice_set_trt(lat.0, f64::NAN),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["magic"],
-        );
+        expect_err(fegpu_lattice_step(lat.0, -2), FEGPU_ERR_INVALID_ARGUMENT, &["steps = -2"]);
+        expect_err(fegpu_lattice_set_trt(lat.0, -0.25), FEGPU_ERR_INVALID_ARGUMENT, &["magic = -0.25"]);
+        expect_err(fegpu_lattice_set_trt(lat.0, f64::NAN), FEGPU_ERR_INVALID_ARGUMENT, &["magic"]);
         let (mut rho, mut u) = (vec![0.0; 12], vec![0.0; 36]);
         expect_err(
             fegpu_lattice_fields(lat.0, 2, 2, rho.as_mut_ptr(), u.as_mut_ptr()),
@@ -515,11 +408,7 @@ fn bad_input_is_refused_and_changes_nothing() {
     assert_eq!(populations(&lat, sites), f0);
     let l2 = lat.0;
     drop(lat);
-    expect_err(
-        fegpu_lattice_step(l2, 1),
-        FEGPU_ERR_INVALID_HANDLE,
-        &["lat", "destroyed"],
-    );
+    expect_err(fegpu_lattice_step(l2, 1), FEGPU_ERR_INVALID_HANDLE, &["lat", "destroyed"]);
     ok(fegpu_context_destroy(ctx));
 }
 
@@ -550,20 +439,15 @@ fn velocity_set_is_d3q19() {
 
 #[test]
 fn every_block_size_matches_the_cpu_reference() {
+    use fegpu::lbm::Precision;
     use fegpu::context::Context;
     use fegpu::lbm::Lattice;
-    use fegpu::lbm::Precision;
     use std::sync::Arc;
-    let (ctx, cpu) = (
-        Arc::new(Context::new(FEGPU_BACKEND_AUTO, 0).unwrap()),
-        Arc::new(Context::cpu_reference()),
-    );
+    let (ctx, cpu) = (Arc::new(Context::new(FEGPU_BACKEND_AUTO, 0).unwrap()), Arc::new(Context::cpu_reference()));
     let mut rng = Rng::new(seed());
     let dims = [17i64, 9, 5]; // 765 sites: a partial last block for every block size
     let sites = 765;
-    let flags: Vec<u8> = (0..sites)
-        .map(|_| if rng.next_f64() > 0.85 { 1 } else { 0 })
-        .collect();
+    let flags: Vec<u8> = (0..sites).map(|_| if rng.next_f64() > 0.85 { 1 } else { 0 }).collect();
     let f0 = random_populations(&mut rng, sites);
     for dtype in [Precision::F64, Precision::F32, Precision::F16] {
         let run = |c: &Arc<Context>, block: Option<u32>| {

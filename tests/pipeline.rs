@@ -11,54 +11,12 @@ use fegpu::*;
 use std::ffi::CString;
 use std::ptr::{null, null_mut};
 
-fn axpby(
-    ctx: u64,
-    a: f64,
-    x: &[f64],
-    b: f64,
-    y: &mut [f64],
-    strategy: i32,
-    streams: i64,
-    chunks: i64,
-) -> fegpu_status {
-    unsafe {
-        fegpu_pipeline_axpby(
-            ctx,
-            y.len() as i64,
-            a,
-            x.as_ptr(),
-            b,
-            y.as_mut_ptr(),
-            strategy,
-            streams,
-            chunks,
-        )
-    }
+fn axpby(ctx: u64, a: f64, x: &[f64], b: f64, y: &mut [f64], strategy: i32, streams: i64, chunks: i64) -> fegpu_status {
+    unsafe { fegpu_pipeline_axpby(ctx, y.len() as i64, a, x.as_ptr(), b, y.as_mut_ptr(), strategy, streams, chunks) }
 }
 
-fn column_dots(
-    ctx: u64,
-    m: usize,
-    a: &[f64],
-    b: &[f64],
-    out: &mut [f64],
-    strategy: i32,
-    streams: i64,
-    chunks: i64,
-) -> fegpu_status {
-    unsafe {
-        fegpu_pipeline_column_dots(
-            ctx,
-            m as i64,
-            out.len() as i64,
-            a.as_ptr(),
-            b.as_ptr(),
-            out.as_mut_ptr(),
-            strategy,
-            streams,
-            chunks,
-        )
-    }
+fn column_dots(ctx: u64, m: usize, a: &[f64], b: &[f64], out: &mut [f64], strategy: i32, streams: i64, chunks: i64) -> fegpu_status {
+    unsafe { fegpu_pipeline_column_dots(ctx, m as i64, out.len() as i64, a.as_ptr(), b.as_ptr(), out.as_mut_ptr(), strategy, streams, chunks) }
 }
 
 /// The serial host loops of the legacy code.
@@ -66,17 +24,10 @@ fn serial_axpby(a: f64, x: &[f64], b: f64, y: &[f64]) -> Vec<f64> {
     x.iter().zip(y).map(|(x, y)| a.mul_add(*x, b * y)).collect()
 }
 fn serial_dots(m: usize, a: &[f64], b: &[f64]) -> Vec<f64> {
-    a.chunks(m)
-        .zip(b.chunks(m))
-        .map(|(p, q)| p.iter().zip(q).map(|(u, v)| u * v).sum())
-        .collect()
+    a.chunks(m).zip(b.chunks(m)).map(|(p, q)| p.iter().zip(q).map(|(u, v)| u * v).sum()).collect()
 }
 
-const STRATEGIES: [i32; 3] = [
-    FEGPU_PIPELINE_SERIAL,
-    FEGPU_PIPELINE_PER_CHUNK,
-    FEGPU_PIPELINE_STAGED,
-];
+const STRATEGIES: [i32; 3] = [FEGPU_PIPELINE_SERIAL, FEGPU_PIPELINE_PER_CHUNK, FEGPU_PIPELINE_STAGED];
 
 #[test]
 fn every_strategy_stream_and_chunk_count_gives_the_serial_result() {
@@ -120,61 +71,28 @@ fn column_dots_match_the_serial_loop_and_the_one_chunk_result() {
         let (a, b) = (rng.vec_f64(m * ncols), rng.vec_f64(m * ncols));
         let want = serial_dots(m, &a, &b);
         let mut one = vec![f64::NAN; ncols];
-        ok(column_dots(
-            ctx,
-            m,
-            &a,
-            &b,
-            &mut one,
-            FEGPU_PIPELINE_SERIAL,
-            1,
-            1,
-        ));
+        ok(column_dots(ctx, m, &a, &b, &mut one, FEGPU_PIPELINE_SERIAL, 1, 1));
         for (g, w) in one.iter().zip(&want) {
-            assert!(
-                (g - w).abs() <= 1e-12 * (1.0 + w.abs()) * m as f64,
-                "m {m}: {g} vs {w} (seed {seed})"
-            );
+            assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()) * m as f64, "m {m}: {g} vs {w} (seed {seed})");
         }
         for strategy in STRATEGIES {
             for chunks in [1i64, 2, 5, 16] {
                 let mut out = vec![f64::NAN; ncols];
                 ok(column_dots(ctx, m, &a, &b, &mut out, strategy, 4, chunks));
-                assert_eq!(
-                    out, one,
-                    "m {m} ncols {ncols} strategy {strategy} chunks {chunks} (seed {seed})"
-                );
+                assert_eq!(out, one, "m {m} ncols {ncols} strategy {strategy} chunks {chunks} (seed {seed})");
             }
         }
         // Automatic: the first call measures serially, the second uses the model.
         for _ in 0..2 {
             let mut out = vec![f64::NAN; ncols];
-            ok(column_dots(
-                ctx,
-                m,
-                &a,
-                &b,
-                &mut out,
-                FEGPU_PIPELINE_AUTO,
-                0,
-                0,
-            ));
+            ok(column_dots(ctx, m, &a, &b, &mut out, FEGPU_PIPELINE_AUTO, 0, 0));
             assert_eq!(out, one);
         }
     }
 }
 
 /// The textbook triple loop and its relatives, independent of fegpu's reference.
-fn serial_gemm(
-    m: usize,
-    n: usize,
-    k: usize,
-    alpha: f64,
-    a: &[f64],
-    b: &[f64],
-    beta: f64,
-    c: &[f64],
-) -> Vec<f64> {
+fn serial_gemm(m: usize, n: usize, k: usize, alpha: f64, a: &[f64], b: &[f64], beta: f64, c: &[f64]) -> Vec<f64> {
     let mut out = vec![0.0; m * n];
     for j in 0..n {
         for i in 0..m {
@@ -189,11 +107,7 @@ fn serial_gemm(
 }
 
 fn close(got: &[f64], want: &[f64], scale: f64) -> bool {
-    got.len() == want.len()
-        && got
-            .iter()
-            .zip(want)
-            .all(|(g, w)| (g - w).abs() <= 1e-13 * scale)
+    got.len() == want.len() && got.iter().zip(want).all(|(g, w)| (g - w).abs() <= 1e-13 * scale)
 }
 
 #[test]
@@ -201,94 +115,38 @@ fn matrix_products_and_panel_transposes_match_the_serial_loops() {
     let seed = seed();
     let mut rng = Rng::new(seed);
     let ctx = context();
-    for (m, n, k) in [
-        (1usize, 1usize, 1usize),
-        (7, 5, 3),
-        (130, 97, 61),
-        (64, 1000, 8),
-    ] {
+    for (m, n, k) in [(1usize, 1usize, 1usize), (7, 5, 3), (130, 97, 61), (64, 1000, 8)] {
         let (a, b, c0) = (rng.vec_f64(m * k), rng.vec_f64(k * n), rng.vec_f64(m * n));
         let scale = k as f64 + 1.0;
         for register in [false, true] {
             let (mut a, mut b, mut c) = (a.clone(), b.clone(), c0.clone());
             if register {
                 for v in [&mut a, &mut b, &mut c] {
-                    ok(unsafe {
-                        fegpu_host_register(ctx, v.as_mut_ptr().cast(), 8 * v.len() as i64)
-                    });
+                    ok(unsafe { fegpu_host_register(ctx, v.as_mut_ptr().cast(), 8 * v.len() as i64) });
                 }
             }
-            for (strategy, streams, chunks) in [
-                (FEGPU_PIPELINE_SERIAL, 1, 1),
-                (FEGPU_PIPELINE_PER_CHUNK, 3, 7),
-                (FEGPU_PIPELINE_STAGED, 4, 16),
-                (FEGPU_PIPELINE_STAGED, 16, 5),
-            ] {
+            for (strategy, streams, chunks) in [(FEGPU_PIPELINE_SERIAL, 1, 1), (FEGPU_PIPELINE_PER_CHUNK, 3, 7), (FEGPU_PIPELINE_STAGED, 4, 16), (FEGPU_PIPELINE_STAGED, 16, 5)] {
                 for beta in [0.0, -0.5] {
                     c.copy_from_slice(&c0);
                     if beta == 0.0 {
                         c.fill(f64::NAN); // not read when beta = 0
                     }
-                    ok(unsafe {
-                        fegpu_pipeline_gemm(
-                            ctx,
-                            m as i64,
-                            n as i64,
-                            k as i64,
-                            1.5,
-                            a.as_ptr(),
-                            b.as_ptr(),
-                            beta,
-                            c.as_mut_ptr(),
-                            strategy,
-                            streams,
-                            chunks,
-                        )
-                    });
+                    ok(unsafe { fegpu_pipeline_gemm(ctx, m as i64, n as i64, k as i64, 1.5, a.as_ptr(), b.as_ptr(), beta, c.as_mut_ptr(), strategy, streams, chunks) });
                     let want = serial_gemm(m, n, k, 1.5, &a, &b, beta, &c0);
                     assert!(close(&c, &want, scale), "gemm {m}x{n}x{k} beta {beta} strategy {strategy} chunks {chunks} registered {register} (seed {seed})");
                 }
                 // gemv: A (m x k) times b's first column.
                 let x = &b[..k];
                 let mut y = c0[..m].to_vec();
-                ok(unsafe {
-                    fegpu_pipeline_gemv(
-                        ctx,
-                        m as i64,
-                        k as i64,
-                        2.0,
-                        a.as_ptr(),
-                        x.as_ptr(),
-                        0.25,
-                        y.as_mut_ptr(),
-                        strategy,
-                        streams,
-                        chunks,
-                    )
-                });
+                ok(unsafe { fegpu_pipeline_gemv(ctx, m as i64, k as i64, 2.0, a.as_ptr(), x.as_ptr(), 0.25, y.as_mut_ptr(), strategy, streams, chunks) });
                 let want = serial_gemm(m, 1, k, 2.0, &a, x, 0.25, &c0[..m]);
                 assert!(close(&y, &want, 2.0 * scale), "gemv {m}x{k} strategy {strategy} chunks {chunks} registered {register} (seed {seed})");
                 // transpose: A (m x k) to At (k x m), exactly.
                 let mut at = vec![f64::NAN; m * k];
-                ok(unsafe {
-                    fegpu_pipeline_transpose(
-                        ctx,
-                        m as i64,
-                        k as i64,
-                        a.as_ptr(),
-                        at.as_mut_ptr(),
-                        strategy,
-                        streams,
-                        chunks,
-                    )
-                });
+                ok(unsafe { fegpu_pipeline_transpose(ctx, m as i64, k as i64, a.as_ptr(), at.as_mut_ptr(), strategy, streams, chunks) });
                 for i in 0..m {
                     for j in 0..k {
-                        assert_eq!(
-                            at[j + k * i],
-                            a[i + m * j],
-                            "transpose {m}x{k} strategy {strategy} chunks {chunks} (seed {seed})"
-                        );
+                        assert_eq!(at[j + k * i], a[i + m * j], "transpose {m}x{k} strategy {strategy} chunks {chunks} (seed {seed})");
                     }
                 }
             }
@@ -300,50 +158,9 @@ fn matrix_products_and_panel_transposes_match_the_serial_loops() {
         }
     }
     let mut c = vec![0.0; 4];
-    expect_err(
-        unsafe {
-            fegpu_pipeline_gemm(
-                ctx,
-                2,
-                2,
-                0,
-                1.0,
-                c.as_ptr(),
-                c.as_ptr(),
-                0.0,
-                c.as_mut_ptr(),
-                0,
-                0,
-                0,
-            )
-        },
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["k = 0"],
-    );
-    expect_err(
-        unsafe {
-            fegpu_pipeline_gemv(
-                ctx,
-                2,
-                2,
-                f64::INFINITY,
-                c.as_ptr(),
-                c.as_ptr(),
-                0.0,
-                c.as_mut_ptr(),
-                0,
-                0,
-                0,
-            )
-        },
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["alpha"],
-    );
-    expect_err(
-        unsafe { fegpu_pipeline_transpose(ctx, 2, 2, null(), c.as_mut_ptr(), 0, 0, 0) },
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["a"],
-    );
+    expect_err(unsafe { fegpu_pipeline_gemm(ctx, 2, 2, 0, 1.0, c.as_ptr(), c.as_ptr(), 0.0, c.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["k = 0"]);
+    expect_err(unsafe { fegpu_pipeline_gemv(ctx, 2, 2, f64::INFINITY, c.as_ptr(), c.as_ptr(), 0.0, c.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["alpha"]);
+    expect_err(unsafe { fegpu_pipeline_transpose(ctx, 2, 2, null(), c.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["a"]);
 }
 
 fn op_profile(ctx: u64, op: &str) -> fegpu_op_profile {
@@ -365,52 +182,24 @@ fn the_profile_counts_the_bytes_moved() {
         ok(axpby(ctx, 2.0, &x, 1.0, &mut y, strategy, 4, 7));
     }
     let (a, b, mut out) = (rng.vec_f64(500), rng.vec_f64(500), vec![0.0; 50]);
-    ok(column_dots(
-        ctx,
-        10,
-        &a,
-        &b,
-        &mut out,
-        FEGPU_PIPELINE_STAGED,
-        3,
-        0,
-    ));
+    ok(column_dots(ctx, 10, &a, &b, &mut out, FEGPU_PIPELINE_STAGED, 3, 0));
     let p = op_profile(ctx, "axpby");
     assert_eq!(p.calls, 2);
     // x and y in, y out, each call; nothing moves on the CPU backend.
     let moved = |bytes: i64| if device { bytes } else { 0 };
-    assert_eq!(
-        (p.h2d_bytes, p.d2h_bytes),
-        (moved(2 * 16_000), moved(2 * 8_000))
-    );
+    assert_eq!((p.h2d_bytes, p.d2h_bytes), (moved(2 * 16_000), moved(2 * 8_000)));
     let d = op_profile(ctx, "column_dots");
-    assert_eq!(
-        (d.calls, d.h2d_bytes, d.d2h_bytes),
-        (1, moved(8_000), moved(400))
-    );
+    assert_eq!((d.calls, d.h2d_bytes, d.d2h_bytes), (1, moved(8_000), moved(400)));
     assert!(p.wall_seconds > 0.0 && p.serial_seconds > 0.0 && (!device || p.kernel_seconds > 0.0));
     let path = std::env::temp_dir().join(format!("fegpu-profile-test-{}.json", std::process::id()));
     let c_path = CString::new(path.to_str().unwrap()).unwrap();
     ok(unsafe { fegpu_profile_report(ctx, c_path.as_ptr()) });
     let json = std::fs::read_to_string(&path).unwrap();
-    assert!(
-        json.contains("\"operation\": \"axpby\", \"calls\": 2")
-            && json.contains("\"operation\": \"column_dots\""),
-        "{json}"
-    );
+    assert!(json.contains("\"operation\": \"axpby\", \"calls\": 2") && json.contains("\"operation\": \"column_dots\""), "{json}");
     let _ = std::fs::remove_file(path);
     // Off again: nothing more is recorded.
     ok(fegpu_profile_enable(ctx, 0));
-    ok(axpby(
-        ctx,
-        2.0,
-        &x,
-        1.0,
-        &mut y,
-        FEGPU_PIPELINE_STAGED,
-        2,
-        0,
-    ));
+    ok(axpby(ctx, 2.0, &x, 1.0, &mut y, FEGPU_PIPELINE_STAGED, 2, 0));
     assert_eq!(op_profile(ctx, "axpby").calls, 2);
 }
 
@@ -419,63 +208,21 @@ fn bad_input_is_refused_and_the_output_left_alone() {
     let ctx = context();
     let x = vec![1.0; 10];
     let mut y = vec![3.0; 10];
-    expect_err(
-        axpby(ctx, 1.0, &x, 1.0, &mut y, 7, 2, 0),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["strategy = 7"],
-    );
-    expect_err(
-        axpby(ctx, 1.0, &x, 1.0, &mut y, FEGPU_PIPELINE_STAGED, 17, 0),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["n_streams = 17"],
-    );
-    expect_err(
-        axpby(ctx, 1.0, &x, 1.0, &mut y, FEGPU_PIPELINE_STAGED, 2, -1),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["n_chunks = -1"],
-    );
-    expect_err(
-        axpby(ctx, f64::NAN, &x, 1.0, &mut y, FEGPU_PIPELINE_STAGED, 2, 0),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["a = NaN"],
-    );
-    expect_err(
-        unsafe { fegpu_pipeline_axpby(ctx, 10, 1.0, null(), 1.0, y.as_mut_ptr(), 0, 0, 0) },
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["x"],
-    );
-    expect_err(
-        unsafe { fegpu_pipeline_axpby(ctx, -3, 1.0, x.as_ptr(), 1.0, y.as_mut_ptr(), 0, 0, 0) },
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["n = -3"],
-    );
+    expect_err(axpby(ctx, 1.0, &x, 1.0, &mut y, 7, 2, 0), FEGPU_ERR_INVALID_ARGUMENT, &["strategy = 7"]);
+    expect_err(axpby(ctx, 1.0, &x, 1.0, &mut y, FEGPU_PIPELINE_STAGED, 17, 0), FEGPU_ERR_INVALID_ARGUMENT, &["n_streams = 17"]);
+    expect_err(axpby(ctx, 1.0, &x, 1.0, &mut y, FEGPU_PIPELINE_STAGED, 2, -1), FEGPU_ERR_INVALID_ARGUMENT, &["n_chunks = -1"]);
+    expect_err(axpby(ctx, f64::NAN, &x, 1.0, &mut y, FEGPU_PIPELINE_STAGED, 2, 0), FEGPU_ERR_INVALID_ARGUMENT, &["a = NaN"]);
+    expect_err(unsafe { fegpu_pipeline_axpby(ctx, 10, 1.0, null(), 1.0, y.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["x"]);
+    expect_err(unsafe { fegpu_pipeline_axpby(ctx, -3, 1.0, x.as_ptr(), 1.0, y.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["n = -3"]);
     assert!(y.iter().all(|&v| v == 3.0));
     let mut out = vec![5.0; 2];
-    expect_err(
-        column_dots(ctx, 0, &x, &x, &mut out, 0, 0, 0),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["m = 0"],
-    );
-    expect_err(
-        unsafe {
-            fegpu_pipeline_column_dots(ctx, 5, 2, x.as_ptr(), x.as_ptr(), null_mut(), 0, 0, 0)
-        },
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["out"],
-    );
+    expect_err(column_dots(ctx, 0, &x, &x, &mut out, 0, 0, 0), FEGPU_ERR_INVALID_ARGUMENT, &["m = 0"]);
+    expect_err(unsafe { fegpu_pipeline_column_dots(ctx, 5, 2, x.as_ptr(), x.as_ptr(), null_mut(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["out"]);
     assert_eq!(out, [5.0, 5.0]);
     // Empty arrays are a no-op.
     ok(unsafe { fegpu_pipeline_axpby(ctx, 0, 1.0, null(), 1.0, null_mut(), 0, 0, 0) });
     let mut p = fegpu_op_profile::default();
-    expect_err(
-        unsafe { fegpu_profile_op(ctx, null(), &mut p) },
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["op"],
-    );
+    expect_err(unsafe { fegpu_profile_op(ctx, null(), &mut p) }, FEGPU_ERR_INVALID_ARGUMENT, &["op"]);
     ok(fegpu_context_destroy(ctx));
-    expect_err(
-        axpby(ctx, 1.0, &x, 1.0, &mut y, 0, 0, 0),
-        FEGPU_ERR_INVALID_HANDLE,
-        &["ctx"],
-    );
+    expect_err(axpby(ctx, 1.0, &x, 1.0, &mut y, 0, 0, 0), FEGPU_ERR_INVALID_HANDLE, &["ctx"]);
 }

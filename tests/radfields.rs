@@ -24,38 +24,14 @@ fn as_f64(z: &Complex64) -> *const f64 {
     z as *const Complex64 as *const f64
 }
 
-fn accumulator(
-    ctx: fegpu_context_t,
-    s_points: &[f64],
-    n_rhs: usize,
-    k: Complex64,
-    omega_mu: Complex64,
-) -> Acc {
+fn accumulator(ctx: fegpu_context_t, s_points: &[f64], n_rhs: usize, k: Complex64, omega_mu: Complex64) -> Acc {
     let mut a = 0;
-    ok(unsafe {
-        fegpu_radfields_create(
-            ctx,
-            (s_points.len() / 3) as i64,
-            s_points.as_ptr(),
-            n_rhs as i64,
-            as_f64(&k),
-            as_f64(&omega_mu),
-            &mut a,
-        )
-    });
+    ok(unsafe { fegpu_radfields_create(ctx, (s_points.len() / 3) as i64, s_points.as_ptr(), n_rhs as i64, as_f64(&k), as_f64(&omega_mu), &mut a) });
     Acc(a)
 }
 
 fn accumulate(a: &Acc, points: &[f64], weights: &[f64], currents: &[Complex64]) -> fegpu_status {
-    unsafe {
-        fegpu_radfields_accumulate(
-            a.0,
-            weights.len() as i64,
-            points.as_ptr(),
-            weights.as_ptr(),
-            currents.as_ptr() as *const f64,
-        )
-    }
+    unsafe { fegpu_radfields_accumulate(a.0, weights.len() as i64, points.as_ptr(), weights.as_ptr(), currents.as_ptr() as *const f64) }
 }
 
 /// The fields, downloaded into a NaN-poisoned buffer.
@@ -75,28 +51,12 @@ fn cpu_context() -> fegpu_context_t {
 fn relative_diff(a: &[Complex64], b: &[Complex64]) -> f64 {
     assert_eq!(a.len(), b.len());
     let scale = b.iter().map(|z| z.norm()).fold(0.0, f64::max);
-    let worst = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).norm())
-        .fold(0.0, |m: f64, d| {
-            if d.is_nan() || m.is_nan() {
-                f64::NAN
-            } else {
-                m.max(d)
-            }
-        });
+    let worst = a.iter().zip(b).map(|(x, y)| (x - y).norm()).fold(0.0, |m: f64, d| if d.is_nan() || m.is_nan() { f64::NAN } else { m.max(d) });
     worst / scale
 }
 
 /// The currents of S' point p within a batch, for every right-hand side.
-fn batch_currents(
-    all: &[Complex64],
-    n_p: usize,
-    n_rhs: usize,
-    first: usize,
-    count: usize,
-) -> Vec<Complex64> {
+fn batch_currents(all: &[Complex64], n_p: usize, n_rhs: usize, first: usize, count: usize) -> Vec<Complex64> {
     let mut out = Vec::with_capacity(6 * count * n_rhs);
     for r in 0..n_rhs {
         out.extend_from_slice(&all[6 * (first + n_p * r)..6 * (first + count + n_p * r)]);
@@ -107,14 +67,7 @@ fn batch_currents(
 /// Element by element: batches of S' points with sizes cycling through `sizes`,
 /// from one scratch buffer that is overwritten as soon as each call returns;
 /// then downloaded.
-fn run_elementwise(
-    a: &Acc,
-    p: &[f64],
-    w: &[f64],
-    cur: &[Complex64],
-    n_rhs: usize,
-    sizes: &[usize],
-) {
+fn run_elementwise(a: &Acc, p: &[f64], w: &[f64], cur: &[Complex64], n_rhs: usize, sizes: &[usize]) {
     let n_p = w.len();
     let mut scratch = Vec::new();
     let (mut first, mut call) = (0, 0);
@@ -122,15 +75,8 @@ fn run_elementwise(
         let count = sizes[call % sizes.len()].min(n_p - first);
         scratch.clear();
         scratch.extend(batch_currents(cur, n_p, n_rhs, first, count));
-        ok(accumulate(
-            a,
-            &p[3 * first..3 * (first + count)],
-            &w[first..first + count],
-            &scratch,
-        ));
-        scratch
-            .iter_mut()
-            .for_each(|z| *z = Complex64::new(f64::NAN, f64::NAN));
+        ok(accumulate(a, &p[3 * first..3 * (first + count)], &w[first..first + count], &scratch));
+        scratch.iter_mut().for_each(|z| *z = Complex64::new(f64::NAN, f64::NAN));
         first += count;
         call += 1;
     }
@@ -145,16 +91,12 @@ struct Case {
 
 fn random_case(rng: &mut Rng, n_s: usize, n_p: usize, n_rhs: usize) -> Case {
     // S on a shell of radius ~2, S' inside radius 1: the FE-IIEE geometry.
-    let s: Vec<f64> = (0..3 * n_s)
-        .map(|_| 2.0 * rng.next_f64() + if rng.next_f64() > 0.0 { 2.5 } else { -2.5 })
-        .collect();
+    let s: Vec<f64> = (0..3 * n_s).map(|_| 2.0 * rng.next_f64() + if rng.next_f64() > 0.0 { 2.5 } else { -2.5 }).collect();
     Case {
         s,
         p: rng.vec_f64(3 * n_p),
         w: (0..n_p).map(|_| 0.5 + 0.5 * rng.next_f64()).collect(),
-        cur: (0..6 * n_p * n_rhs)
-            .map(|_| Complex64::new(rng.next_f64(), rng.next_f64()))
-            .collect(),
+        cur: (0..6 * n_p * n_rhs).map(|_| Complex64::new(rng.next_f64(), rng.next_f64())).collect(),
     }
 }
 
@@ -165,25 +107,13 @@ fn backend_matches_cpu_reference_elementwise_and_in_one_call() {
     let (ctx, cpu) = (context(), cpu_context());
     let k = Complex64::new(2.0 * PI, -0.3);
     let omega_mu = Complex64::new(2.0 * PI * 1.2, 0.1);
-    for &(n_s, n_p, n_rhs) in &[
-        (1, 1, 1),
-        (37, 13, 1),
-        (1000, 29, 3),
-        (513, 70, 10),
-        (300, 16, 33),
-        (64, 9, 100),
-        (200, 900, 2),
-    ] {
+    for &(n_s, n_p, n_rhs) in &[(1, 1, 1), (37, 13, 1), (1000, 29, 3), (513, 70, 10), (300, 16, 33), (64, 9, 100), (200, 900, 2)] {
         let c = random_case(&mut rng, n_s, n_p, n_rhs);
         let n = 6 * n_s * n_rhs;
         let reference = accumulator(cpu, &c.s, n_rhs, k, omega_mu);
         ok(accumulate(&reference, &c.p, &c.w, &c.cur));
         let want = download(&reference, n);
-        for variant in [
-            FEGPU_RADFIELDS_AUTO,
-            FEGPU_RADFIELDS_DIRECT,
-            FEGPU_RADFIELDS_TILED,
-        ] {
+        for variant in [FEGPU_RADFIELDS_AUTO, FEGPU_RADFIELDS_DIRECT, FEGPU_RADFIELDS_TILED] {
             // Element-sized batches (packed together until enough are pending),
             // all at once, and sizes that overflow and regrow the staging.
             for batch in [&[7][..], &[n_p], &[7, 300, 1]] {
@@ -196,24 +126,9 @@ fn backend_matches_cpu_reference_elementwise_and_in_one_call() {
         }
         let mut one = vec![Complex64::new(f64::NAN, 0.0); n];
         ok(unsafe {
-            fegpu_radfields_compute(
-                ctx,
-                n_s as i64,
-                c.s.as_ptr(),
-                n_p as i64,
-                c.p.as_ptr(),
-                c.w.as_ptr(),
-                c.cur.as_ptr() as *const f64,
-                n_rhs as i64,
-                as_f64(&k),
-                as_f64(&omega_mu),
-                one.as_mut_ptr() as *mut f64,
-            )
+            fegpu_radfields_compute(ctx, n_s as i64, c.s.as_ptr(), n_p as i64, c.p.as_ptr(), c.w.as_ptr(), c.cur.as_ptr() as *const f64, n_rhs as i64, as_f64(&k), as_f64(&omega_mu), one.as_mut_ptr() as *mut f64)
         });
-        assert!(
-            relative_diff(&one, &want) < 1e-12,
-            "one-call form, n_s {n_s} (seed {seed})"
-        );
+        assert!(relative_diff(&one, &want) < 1e-12, "one-call form, n_s {n_s} (seed {seed})");
     }
 }
 
@@ -230,16 +145,9 @@ fn reset_starts_the_next_iteration_from_zero() {
     let doubled: Vec<Complex64> = first.iter().map(|z| z * 2.0).collect();
     assert!(relative_diff(&twice, &doubled) < 1e-14);
     // Reset also drops points still waiting to be launched.
-    ok(accumulate(
-        &a,
-        &c.p[..3],
-        &c.w[..1],
-        &batch_currents(&c.cur, 20, 2, 0, 1),
-    ));
+    ok(accumulate(&a, &c.p[..3], &c.w[..1], &batch_currents(&c.cur, 20, 2, 0, 1)));
     ok(fegpu_radfields_reset(a.0));
-    assert!(download(&a, 6 * 200 * 2)
-        .iter()
-        .all(|z| *z == Complex64::default()));
+    assert!(download(&a, 6 * 200 * 2).iter().all(|z| *z == Complex64::default()));
     ok(accumulate(&a, &c.p, &c.w, &c.cur));
     assert!(relative_diff(&download(&a, 6 * 200 * 2), &first) < 1e-14);
 }
@@ -275,11 +183,7 @@ fn real3(v: [f64; 3]) -> V3 {
     v.map(|x| Complex64::new(x, 0.0))
 }
 fn cross(a: &V3, b: &V3) -> V3 {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
+    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
 }
 
 /// E and H of a unit Hertzian dipole (I l = 1) along `d` at `r0`, observed at
@@ -293,8 +197,7 @@ fn dipole(x: [f64; 3], r0: [f64; 3], d: [f64; 3], k: f64, eta: f64) -> (V3, V3) 
     let cos = d[0] * rh[0] + d[1] * rh[1] + d[2] * rh[2];
     let h_mag = j * k / (4.0 * PI * r) * (1.0 + 1.0 / (j * k * r)) * phase;
     let er = eta / (2.0 * PI * r * r) * (1.0 + 1.0 / (j * k * r)) * phase;
-    let et =
-        j * eta * k / (4.0 * PI * r) * (1.0 + 1.0 / (j * k * r) - 1.0 / (k * r * k * r)) * phase;
+    let et = j * eta * k / (4.0 * PI * r) * (1.0 + 1.0 / (j * k * r) - 1.0 / (k * r * k * r)) * phase;
     let dxr = cross(&real3(d), &real3(rh));
     let h = dxr.map(|c| c * h_mag);
     let e: V3 = std::array::from_fn(|i| er * cos * rh[i] + et * (cos * rh[i] - d[i]));
@@ -307,11 +210,7 @@ fn dipole(x: [f64; 3], r0: [f64; 3], d: [f64; 3], k: f64, eta: f64) -> (V3, V3) 
 fn equivalence_errors(ctx: fegpu_context_t, n_theta: usize) -> (f64, f64) {
     let (k, eta, a) = (2.0 * PI, 1.0, 0.5);
     let omega_mu = k * eta;
-    let sources = [
-        ([0.05, -0.03, 0.02], [0.0, 0.0, 1.0]),
-        ([0.0, 0.1, 0.0], [1.0, 0.0, 0.0]),
-        ([-0.08, 0.0, 0.04], [0.6, 0.0, 0.8]),
-    ];
+    let sources = [([0.05, -0.03, 0.02], [0.0, 0.0, 1.0]), ([0.0, 0.1, 0.0], [1.0, 0.0, 0.0]), ([-0.08, 0.0, 0.04], [0.6, 0.0, 0.8])];
     let n_rhs = sources.len();
     // S: points on a sphere of radius 1 (outside) and of radius 0.3 (inside S').
     let mut s = Vec::new();
@@ -320,11 +219,7 @@ fn equivalence_errors(ctx: fegpu_context_t, n_theta: usize) -> (f64, f64) {
         for i in 0..count {
             let z = 1.0 - 2.0 * (i as f64 + 0.5) / count as f64;
             let (rho, phi) = ((1.0 - z * z).sqrt(), golden * i as f64);
-            s.extend_from_slice(&[
-                radius * rho * phi.cos(),
-                radius * rho * phi.sin(),
-                radius * z,
-            ]);
+            s.extend_from_slice(&[radius * rho * phi.cos(), radius * rho * phi.sin(), radius * z]);
         }
     }
     let n_s = s.len() / 3;
@@ -355,13 +250,7 @@ fn equivalence_errors(ctx: fegpu_context_t, n_theta: usize) -> (f64, f64) {
             cur[6 * (pi + n_p * r) + 3..][..3].copy_from_slice(mv);
         }
     }
-    let acc = accumulator(
-        ctx,
-        &s,
-        n_rhs,
-        Complex64::new(k, 0.0),
-        Complex64::new(omega_mu, 0.0),
-    );
+    let acc = accumulator(ctx, &s, n_rhs, Complex64::new(k, 0.0), Complex64::new(omega_mu, 0.0));
     run_elementwise(&acc, &p, &w, &cur, n_rhs, &[2 * n_phi]);
     let f = download(&acc, 6 * n_s * n_rhs);
     let (mut worst_out, mut scale_out, mut worst_in) = (0.0f64, 0.0f64, 0.0f64);
@@ -373,9 +262,7 @@ fn equivalence_errors(ctx: fegpu_context_t, n_theta: usize) -> (f64, f64) {
                 let (e, h) = dipole(x, r0, d, k, eta);
                 let curl_e = h.map(|c| c * Complex64::new(0.0, -omega_mu));
                 for i in 0..3 {
-                    worst_out = worst_out
-                        .max((got[i] - e[i]).norm())
-                        .max((got[3 + i] - curl_e[i]).norm() / k);
+                    worst_out = worst_out.max((got[i] - e[i]).norm()).max((got[3 + i] - curl_e[i]).norm() / k);
                     scale_out = scale_out.max(e[i].norm()).max(curl_e[i].norm() / k);
                 }
             } else {
@@ -393,10 +280,7 @@ fn equivalent_currents_of_dipoles_reproduce_their_fields_outside_and_extinguish_
     for n_theta in [8, 16, 24] {
         let (outside, inside) = equivalence_errors(ctx, n_theta);
         eprintln!("n_theta {n_theta}: outside {outside:.2e}, inside {inside:.2e}");
-        assert!(
-            outside < last.0 / 10.0 && inside < last.1 / 10.0,
-            "n_theta {n_theta}: errors {outside:e}, {inside:e} did not fall tenfold from {last:?}"
-        );
+        assert!(outside < last.0 / 10.0 && inside < last.1 / 10.0, "n_theta {n_theta}: errors {outside:e}, {inside:e} did not fall tenfold from {last:?}");
         last = (outside, inside);
     }
     assert!(last.0 < 1e-11 && last.1 < 1e-7, "finest rule: {last:?}");
@@ -443,46 +327,17 @@ fn several_devices_split_the_s_points_or_are_refused_clearly() {
             ctxs.push(c2);
         }
         let mut h = 0;
-        ok(unsafe {
-            fegpu_radfields_create_multi(
-                ctxs.len() as i64,
-                ctxs.as_ptr(),
-                1001,
-                c.s.as_ptr(),
-                4,
-                as_f64(&k),
-                as_f64(&omega_mu),
-                &mut h,
-            )
-        });
+        ok(unsafe { fegpu_radfields_create_multi(ctxs.len() as i64, ctxs.as_ptr(), 1001, c.s.as_ptr(), 4, as_f64(&k), as_f64(&omega_mu), &mut h) });
         let multi = Acc(h);
         run_elementwise(&multi, &c.p, &c.w, &c.cur, 4, &[7]);
-        assert!(
-            relative_diff(&download(&multi, 6 * 1001 * 4), &want) < 1e-12,
-            "{devices} devices"
-        );
+        assert!(relative_diff(&download(&multi, 6 * 1001 * 4), &want) < 1e-12, "{devices} devices");
         eprintln!("split across {devices} devices");
     } else {
         // Two contexts on one device (or two CPU contexts) are refused.
         let mut h = 0;
         ctxs.push(if cuda { context() } else { cpu_context() });
-        let s = unsafe {
-            fegpu_radfields_create_multi(
-                2,
-                ctxs.as_ptr(),
-                1001,
-                c.s.as_ptr(),
-                4,
-                as_f64(&k),
-                as_f64(&omega_mu),
-                &mut h,
-            )
-        };
-        let words: &[&str] = if cuda {
-            &["ctxs(2)", "device"]
-        } else {
-            &["ctxs(1)", "CPU"]
-        };
+        let s = unsafe { fegpu_radfields_create_multi(2, ctxs.as_ptr(), 1001, c.s.as_ptr(), 4, as_f64(&k), as_f64(&omega_mu), &mut h) };
+        let words: &[&str] = if cuda { &["ctxs(2)", "device"] } else { &["ctxs(1)", "CPU"] };
         expect_err(s, FEGPU_ERR_INVALID_ARGUMENT, words);
     }
 }
@@ -494,126 +349,40 @@ fn bad_input_is_refused_with_the_argument_named_and_nothing_changed() {
     let ctx = context();
     let (k, omega_mu) = (Complex64::new(1.0, 0.0), Complex64::new(1.0, 0.0));
     let mut h = 0;
-    let create = |n_s: i64, pts: *const f64, n_rhs: i64, k: &Complex64, h: &mut u64| unsafe {
-        fegpu_radfields_create(ctx, n_s, pts, n_rhs, as_f64(k), as_f64(&omega_mu), h)
-    };
-    expect_err(
-        create(0, c.s.as_ptr(), 2, &k, &mut h),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["n_s"],
-    );
-    expect_err(
-        create(20, c.s.as_ptr(), 0, &k, &mut h),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["n_rhs"],
-    );
-    expect_err(
-        create(20, null(), 2, &k, &mut h),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["points"],
-    );
-    expect_err(
-        create(20, c.s.as_ptr(), 2, &Complex64::default(), &mut h),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["k"],
-    );
-    expect_err(
-        unsafe {
-            fegpu_radfields_create(
-                ctx,
-                20,
-                c.s.as_ptr(),
-                2,
-                as_f64(&k),
-                as_f64(&omega_mu),
-                null_mut(),
-            )
-        },
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["acc"],
-    );
+    let create = |n_s: i64, pts: *const f64, n_rhs: i64, k: &Complex64, h: &mut u64| unsafe { fegpu_radfields_create(ctx, n_s, pts, n_rhs, as_f64(k), as_f64(&omega_mu), h) };
+    expect_err(create(0, c.s.as_ptr(), 2, &k, &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["n_s"]);
+    expect_err(create(20, c.s.as_ptr(), 0, &k, &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["n_rhs"]);
+    expect_err(create(20, null(), 2, &k, &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["points"]);
+    expect_err(create(20, c.s.as_ptr(), 2, &Complex64::default(), &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["k"]);
+    expect_err(unsafe { fegpu_radfields_create(ctx, 20, c.s.as_ptr(), 2, as_f64(&k), as_f64(&omega_mu), null_mut()) }, FEGPU_ERR_INVALID_ARGUMENT, &["acc"]);
     let mut bad = c.s.clone();
     bad[7] = f64::INFINITY;
-    expect_err(
-        create(20, bad.as_ptr(), 2, &k, &mut h),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["points(2, 3)"],
-    );
+    expect_err(create(20, bad.as_ptr(), 2, &k, &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["points(2, 3)"]);
 
     let a = accumulator(ctx, &c.s, 2, k, omega_mu);
     ok(accumulate(&a, &c.p, &c.w, &c.cur));
     let before = download(&a, 6 * 20 * 2);
     let mut p = c.p.clone();
     p[4] = f64::NAN;
-    expect_err(
-        accumulate(&a, &p, &c.w, &c.cur),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["points(2, 2)"],
-    );
+    expect_err(accumulate(&a, &p, &c.w, &c.cur), FEGPU_ERR_INVALID_ARGUMENT, &["points(2, 2)"]);
     let mut w = c.w.clone();
     w[1] = f64::NAN;
-    expect_err(
-        accumulate(&a, &c.p, &w, &c.cur),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["weights(2)"],
-    );
+    expect_err(accumulate(&a, &c.p, &w, &c.cur), FEGPU_ERR_INVALID_ARGUMENT, &["weights(2)"]);
     let mut cur = c.cur.clone();
     cur[6 * 5 + 4] = Complex64::new(0.0, f64::NAN);
-    expect_err(
-        accumulate(&a, &c.p, &c.w, &cur),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["currents(2, 2, 1, 2)"],
-    );
-    expect_err(
-        unsafe {
-            fegpu_radfields_accumulate(
-                a.0,
-                0,
-                c.p.as_ptr(),
-                c.w.as_ptr(),
-                c.cur.as_ptr() as *const f64,
-            )
-        },
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["n_p"],
-    );
-    expect_err(
-        unsafe {
-            fegpu_radfields_accumulate(a.0, 5, c.p.as_ptr(), null(), c.cur.as_ptr() as *const f64)
-        },
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["weights"],
-    );
+    expect_err(accumulate(&a, &c.p, &c.w, &cur), FEGPU_ERR_INVALID_ARGUMENT, &["currents(2, 2, 1, 2)"]);
+    expect_err(unsafe { fegpu_radfields_accumulate(a.0, 0, c.p.as_ptr(), c.w.as_ptr(), c.cur.as_ptr() as *const f64) }, FEGPU_ERR_INVALID_ARGUMENT, &["n_p"]);
+    expect_err(unsafe { fegpu_radfields_accumulate(a.0, 5, c.p.as_ptr(), null(), c.cur.as_ptr() as *const f64) }, FEGPU_ERR_INVALID_ARGUMENT, &["weights"]);
     let mut small = vec![Complex64::default(); 10];
-    expect_err(
-        unsafe { fegpu_radfields_download(a.0, small.as_mut_ptr() as *mut f64, 10) },
-        FEGPU_ERR_SIZE_MISMATCH,
-        &["n = 10"],
-    );
-    expect_err(
-        fegpu_radfields_set_variant(a.0, 7),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["variant"],
-    );
-    assert_eq!(
-        download(&a, 6 * 20 * 2),
-        before,
-        "a refused call changed the fields"
-    );
+    expect_err(unsafe { fegpu_radfields_download(a.0, small.as_mut_ptr() as *mut f64, 10) }, FEGPU_ERR_SIZE_MISMATCH, &["n = 10"]);
+    expect_err(fegpu_radfields_set_variant(a.0, 7), FEGPU_ERR_INVALID_ARGUMENT, &["variant"]);
+    assert_eq!(download(&a, 6 * 20 * 2), before, "a refused call changed the fields");
     let mut excluded = 0;
     ok(unsafe { fegpu_radfields_excluded(a.0, &mut excluded) });
     assert_eq!(excluded, 0);
 
     let stale = a.0;
     drop(a);
-    expect_err(
-        fegpu_radfields_reset(stale),
-        FEGPU_ERR_INVALID_HANDLE,
-        &["acc", "destroyed"],
-    );
-    expect_err(
-        accumulate(&Acc(stale), &c.p, &c.w, &c.cur),
-        FEGPU_ERR_INVALID_HANDLE,
-        &["fegpu_radfields_t"],
-    );
+    expect_err(fegpu_radfields_reset(stale), FEGPU_ERR_INVALID_HANDLE, &["acc", "destroyed"]);
+    expect_err(accumulate(&Acc(stale), &c.p, &c.w, &c.cur), FEGPU_ERR_INVALID_HANDLE, &["fegpu_radfields_t"]);
 }

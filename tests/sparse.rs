@@ -8,8 +8,8 @@ mod common;
 use common::*;
 use fegpu::ffi::array::*;
 use fegpu::ffi::context::*;
-use fegpu::ffi::fegpu_context_t;
 use fegpu::ffi::sparse::*;
+use fegpu::ffi::fegpu_context_t;
 use fegpu::*;
 use std::ffi::CString;
 use std::path::PathBuf;
@@ -18,9 +18,7 @@ use std::ptr::{null, null_mut};
 fn matrices() -> PathBuf {
     std::env::var_os("FEGPU_MATRICES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/matrices")
-        })
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/matrices"))
 }
 
 fn read_mm(ctx: fegpu_context_t, name: &str) -> fegpu_csr_t {
@@ -30,29 +28,11 @@ fn read_mm(ctx: fegpu_context_t, name: &str) -> fegpu_csr_t {
     a
 }
 
-fn csr_i64(
-    ctx: fegpu_context_t,
-    n: usize,
-    m: usize,
-    (rp, ci, v): &(Vec<i64>, Vec<i64>, Vec<f64>),
-    base: i64,
-) -> fegpu_csr_t {
+fn csr_i64(ctx: fegpu_context_t, n: usize, m: usize, (rp, ci, v): &(Vec<i64>, Vec<i64>, Vec<f64>), base: i64) -> fegpu_csr_t {
     let rp: Vec<i64> = rp.iter().map(|x| x + base).collect();
     let ci: Vec<i64> = ci.iter().map(|x| x + base).collect();
     let mut a = 0;
-    ok(unsafe {
-        fegpu_csr_create_i64(
-            ctx,
-            n as i64,
-            m as i64,
-            v.len() as i64,
-            rp.as_ptr(),
-            ci.as_ptr(),
-            v.as_ptr(),
-            base as i32,
-            &mut a,
-        )
-    });
+    ok(unsafe { fegpu_csr_create_i64(ctx, n as i64, m as i64, v.len() as i64, rp.as_ptr(), ci.as_ptr(), v.as_ptr(), base as i32, &mut a) });
     a
 }
 
@@ -67,26 +47,14 @@ fn rhs_for_ones(a: fegpu_csr_t) -> Vec<f64> {
     let (n, _, nnz) = info(a);
     let (mut rp, mut ci, mut v) = (vec![0i64; n + 1], vec![0i64; nnz], vec![0.0; nnz]);
     ok(unsafe { fegpu_csr_download(a, rp.as_mut_ptr(), ci.as_mut_ptr(), v.as_mut_ptr(), 0) });
-    (0..n)
-        .map(|r| (rp[r]..rp[r + 1]).map(|k| v[k as usize]).sum())
-        .collect()
+    (0..n).map(|r| (rp[r]..rp[r + 1]).map(|k| v[k as usize]).sum()).collect()
 }
 
 /// Random CSR (rows may be empty, unsorted, with duplicates) as triplets and arrays.
-fn random_csr(
-    rng: &mut Rng,
-    n: usize,
-    m: usize,
-    per_row: usize,
-    long_row: Option<usize>,
-) -> (Vec<i64>, Vec<i64>, Vec<f64>) {
+fn random_csr(rng: &mut Rng, n: usize, m: usize, per_row: usize, long_row: Option<usize>) -> (Vec<i64>, Vec<i64>, Vec<f64>) {
     let (mut rp, mut ci, mut v) = (vec![0i64], Vec::new(), Vec::new());
     for r in 0..n {
-        let k = if Some(r) == long_row {
-            m * 3
-        } else {
-            ((rng.next_f64() + 1.0) * per_row as f64) as usize
-        };
+        let k = if Some(r) == long_row { m * 3 } else { ((rng.next_f64() + 1.0) * per_row as f64) as usize };
         for _ in 0..k {
             ci.push((((rng.next_f64() + 1.0) / 2.0 * m as f64) as usize).min(m - 1) as i64);
             v.push(rng.next_f64());
@@ -100,15 +68,8 @@ fn random_csr(
 fn spmv_matches_sprs_on_random_matrices() {
     let ctx = context();
     let mut rng = Rng::new(seed());
-    let shapes: &[(usize, usize, usize, Option<usize>)] = &[
-        (1, 1, 1, None),
-        (7, 5, 1, None),
-        (50, 3, 2, None),
-        (3, 50, 20, None),
-        (10, 2000, 3, Some(4)),
-        (500, 400, 9, None),
-        (2000, 2000, 40, None),
-    ];
+    let shapes: &[(usize, usize, usize, Option<usize>)] =
+        &[(1, 1, 1, None), (7, 5, 1, None), (50, 3, 2, None), (3, 50, 20, None), (10, 2000, 3, Some(4)), (500, 400, 9, None), (2000, 2000, 40, None)];
     for &(n, m, per_row, long_row) in shapes {
         let csr = random_csr(&mut rng, n, m, per_row, long_row);
         // the reference: sprs, duplicates summed by its triplet assembly
@@ -131,23 +92,13 @@ fn spmv_matches_sprs_on_random_matrices() {
         }
         for base in [0, 1] {
             let a = csr_i64(ctx, n, m, &csr, base);
-            assert_eq!(
-                info(a).2,
-                reference.nnz(),
-                "duplicates summed into {} stored entries",
-                reference.nnz()
-            );
+            assert_eq!(info(a).2, reference.nnz(), "duplicates summed into {} stored entries", reference.nnz());
             let dx = create_f64(ctx, m, 1, &x);
             let dy = create_f64(ctx, n, 1, &y0);
             ok(fegpu_csr_spmv(a, alpha, dx, beta, dy));
             let got = download_f64(dy, n);
             for r in 0..n {
-                assert!(
-                    (got[r] - want[r]).abs() <= 1e-13 * scale[r].max(1.0),
-                    "{n}x{m} base {base} row {r}: {} vs {}",
-                    got[r],
-                    want[r]
-                );
+                assert!((got[r] - want[r]).abs() <= 1e-13 * scale[r].max(1.0), "{n}x{m} base {base} row {r}: {} vs {}", got[r], want[r]);
             }
             // beta = 0 must not read y: poison it
             ok(unsafe { fegpu_array_upload_f64(dy, vec![f64::NAN; n].as_ptr(), n as i64) });
@@ -158,23 +109,8 @@ fn spmv_matches_sprs_on_random_matrices() {
     // int32 indices, 1-based, as a Fortran code passes them
     let (rp, ci, v) = (vec![1i32, 3, 4], vec![2i32, 1, 2], vec![2.0, 1.0, 3.0]);
     let mut a = 0;
-    ok(unsafe {
-        fegpu_csr_create_i32(
-            ctx,
-            2,
-            2,
-            3,
-            rp.as_ptr(),
-            ci.as_ptr(),
-            v.as_ptr(),
-            1,
-            &mut a,
-        )
-    });
-    let (x, y) = (
-        create_f64(ctx, 2, 1, &[10.0, 100.0]),
-        create_f64(ctx, 2, 1, &[0.0, 0.0]),
-    );
+    ok(unsafe { fegpu_csr_create_i32(ctx, 2, 2, 3, rp.as_ptr(), ci.as_ptr(), v.as_ptr(), 1, &mut a) });
+    let (x, y) = (create_f64(ctx, 2, 1, &[10.0, 100.0]), create_f64(ctx, 2, 1, &[0.0, 0.0]));
     ok(fegpu_csr_spmv(a, 1.0, x, 0.0, y));
     assert_eq!(download_f64(y, 2), vec![210.0, 300.0]);
     ok(fegpu_context_destroy(ctx));
@@ -213,11 +149,7 @@ fn matrix_market_files_read_with_their_published_sizes_and_round_trip() {
     std::fs::remove_dir_all(&dir).ok();
     let missing = CString::new("/nonexistent/x.mtx").unwrap();
     let mut a = 0;
-    expect_err(
-        unsafe { fegpu_csr_read_mm(ctx, missing.as_ptr(), &mut a) },
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["/nonexistent/x.mtx"],
-    );
+    expect_err(unsafe { fegpu_csr_read_mm(ctx, missing.as_ptr(), &mut a) }, FEGPU_ERR_INVALID_ARGUMENT, &["/nonexistent/x.mtx"]);
     ok(fegpu_context_destroy(ctx));
 }
 
@@ -227,22 +159,11 @@ struct Solve {
     x: Vec<f64>,
 }
 
-fn solve(
-    ctx: fegpu_context_t,
-    a: fegpu_csr_t,
-    b: &[f64],
-    method: i32,
-    precond: i32,
-    tol: f64,
-    maxit: i64,
-) -> Solve {
+fn solve(ctx: fegpu_context_t, a: fegpu_csr_t, b: &[f64], method: i32, precond: i32, tol: f64, maxit: i64) -> Solve {
     let n = b.len();
     let mut s = 0;
     ok(unsafe { fegpu_solver_create(a, method, precond, &mut s) });
-    let (db, dx) = (
-        create_f64(ctx, n, 1, b),
-        create_f64(ctx, n, 1, &vec![0.0; n]),
-    );
+    let (db, dx) = (create_f64(ctx, n, 1, b), create_f64(ctx, n, 1, &vec![0.0; n]));
     let mut info = fegpu_solve_info::default();
     let status = unsafe { fegpu_solver_solve(s, db, dx, tol, maxit, &mut info) };
     // The history has the initial residual and one entry per iteration, the
@@ -255,30 +176,16 @@ fn solve(
     if status == FEGPU_OK && tol > 0.0 {
         assert_eq!(count, info.iterations + 1, "history of a converged solve");
         let last = hist[hist.len() - 1];
-        assert!(
-            last == info.relative_residual && last <= tol,
-            "history ends at {last:e}, info says {:e}",
-            info.relative_residual
-        );
-        assert!(
-            hist.iter().all(|h| h.is_finite() && *h >= 0.0),
-            "history {hist:?}"
-        );
+        assert!(last == info.relative_residual && last <= tol, "history ends at {last:e}, info says {:e}", info.relative_residual);
+        assert!(hist.iter().all(|h| h.is_finite() && *h >= 0.0), "history {hist:?}");
     }
     ok(fegpu_solver_destroy(s));
-    Solve {
-        status,
-        info,
-        x: download_f64(dx, n),
-    }
+    Solve { status, info, x: download_f64(dx, n) }
 }
 
 /// A context on the CPU reference backend whatever FEGPU_BACKEND says.
 fn reference_context() -> fegpu_context_t {
-    fegpu::registry::insert(
-        std::sync::Arc::new(fegpu::context::Context::cpu_reference()),
-        0,
-    )
+    fegpu::registry::insert(std::sync::Arc::new(fegpu::context::Context::cpu_reference()), 0)
 }
 
 #[test]
@@ -287,21 +194,11 @@ fn solvers_converge_on_the_real_matrices_like_the_reference() {
     let reference = reference_context();
     let cases: &[(&str, i32, i32, f64)] = &[
         ("sherman5", FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, 1e-4), // cond ~ 1e5: |x - 1| <= cond * tol
-        (
-            "sherman5",
-            FEGPU_METHOD_BICGSTAB,
-            FEGPU_PRECOND_JACOBI,
-            1e-4,
-        ),
+        ("sherman5", FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_JACOBI, 1e-4),
         ("orsirr_1", FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, 1e-6),
         ("orsirr_1", FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_NONE, 1e-6),
         ("hor_131", FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, 1e-4),
-        (
-            "fs1831",
-            FEGPU_METHOD_BICGSTAB,
-            FEGPU_PRECOND_ILU0,
-            f64::INFINITY,
-        ), // cond ~ 1e12: residual only
+        ("fs1831", FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, f64::INFINITY), // cond ~ 1e12: residual only
         ("bcsstk03", FEGPU_METHOD_CG, FEGPU_PRECOND_ILU0, 1e-3),
         ("bcsstk03", FEGPU_METHOD_CG, FEGPU_PRECOND_JACOBI, 1e-3),
         ("nos4", FEGPU_METHOD_CG, FEGPU_PRECOND_NONE, 1e-7),
@@ -318,25 +215,14 @@ fn solvers_converge_on_the_real_matrices_like_the_reference() {
         let what = format!("{name} method {method} precond {precond}");
         assert_eq!(got.status, FEGPU_OK, "{what}: {}", last_message());
         assert_eq!(want.status, FEGPU_OK, "{what} (reference)");
-        assert!(
-            got.info.true_relative_residual <= 2.0 * tol,
-            "{what}: true residual {:e}",
-            got.info.true_relative_residual
-        );
+        assert!(got.info.true_relative_residual <= 2.0 * tol, "{what}: true residual {:e}", got.info.true_relative_residual);
         let err = got.x.iter().map(|x| (x - 1.0).abs()).fold(0.0, f64::max);
         assert!(err <= max_error, "{what}: max |x - 1| = {err:e}");
         // Rounding differs between backends (reduction order); unpreconditioned
         // BiCGSTAB's erratic ~1400-iteration runs amplify it, short runs do not.
         let (i, r) = (got.info.iterations, want.info.iterations);
-        let margin = if precond == FEGPU_PRECOND_NONE {
-            r / 5
-        } else {
-            2 + r / 20
-        };
-        assert!(
-            (i - r).abs() <= margin,
-            "{what}: {i} iterations against the reference's {r}"
-        );
+        let margin = if precond == FEGPU_PRECOND_NONE { r / 5 } else { 2 + r / 20 };
+        assert!((i - r).abs() <= margin, "{what}: {i} iterations against the reference's {r}");
     }
     ok(fegpu_context_destroy(ctx));
     ok(fegpu_context_destroy(reference));
@@ -351,16 +237,8 @@ fn generated_3d_problems_converge() {
     let b = rhs_for_ones(a);
     for precond in [FEGPU_PRECOND_NONE, FEGPU_PRECOND_JACOBI, FEGPU_PRECOND_ILU0] {
         let s = solve(ctx, a, &b, FEGPU_METHOD_CG, precond, 1e-10, 1000);
-        assert_eq!(
-            s.status,
-            FEGPU_OK,
-            "laplacian precond {precond}: {}",
-            last_message()
-        );
-        assert!(
-            s.x.iter().all(|x| (x - 1.0).abs() < 1e-7),
-            "laplacian precond {precond}"
-        );
+        assert_eq!(s.status, FEGPU_OK, "laplacian precond {precond}: {}", last_message());
+        assert!(s.x.iter().all(|x| (x - 1.0).abs() < 1e-7), "laplacian precond {precond}");
     }
     // the 27-point operator: longer rows, another SpMV group size in CG's fused SpMV-dot
     let l27 = fegpu::sparse::gallery::laplacian27(14);
@@ -368,32 +246,16 @@ fn generated_3d_problems_converge() {
     let b = rhs_for_ones(a);
     for precond in [FEGPU_PRECOND_NONE, FEGPU_PRECOND_JACOBI] {
         let s = solve(ctx, a, &b, FEGPU_METHOD_CG, precond, 1e-10, 1000);
-        assert_eq!(
-            s.status,
-            FEGPU_OK,
-            "laplacian27 precond {precond}: {}",
-            last_message()
-        );
-        assert!(
-            s.x.iter().all(|x| (x - 1.0).abs() < 1e-7),
-            "laplacian27 precond {precond}"
-        );
+        assert_eq!(s.status, FEGPU_OK, "laplacian27 precond {precond}: {}", last_message());
+        assert!(s.x.iter().all(|x| (x - 1.0).abs() < 1e-7), "laplacian27 precond {precond}");
     }
     let cd = fegpu::sparse::gallery::convection_diffusion(n, 2.0);
     let a = csr_i64(ctx, n * n * n, n * n * n, &cd, 0);
     let b = rhs_for_ones(a);
     for precond in [FEGPU_PRECOND_NONE, FEGPU_PRECOND_JACOBI, FEGPU_PRECOND_ILU0] {
         let s = solve(ctx, a, &b, FEGPU_METHOD_BICGSTAB, precond, 1e-10, 1000);
-        assert_eq!(
-            s.status,
-            FEGPU_OK,
-            "convection-diffusion precond {precond}: {}",
-            last_message()
-        );
-        assert!(
-            s.x.iter().all(|x| (x - 1.0).abs() < 1e-7),
-            "convection-diffusion precond {precond}"
-        );
+        assert_eq!(s.status, FEGPU_OK, "convection-diffusion precond {precond}: {}", last_message());
+        assert!(s.x.iter().all(|x| (x - 1.0).abs() < 1e-7), "convection-diffusion precond {precond}");
     }
     ok(fegpu_context_destroy(ctx));
 }
@@ -408,10 +270,7 @@ fn newton_loop_updates_values_and_the_factor_follows() {
     let mut s = 0;
     ok(unsafe { fegpu_solver_create(a, FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, &mut s) });
     let b = rhs_for_ones(a);
-    let (db, dx) = (
-        create_f64(ctx, nn, 1, &b),
-        create_f64(ctx, nn, 1, &vec![0.0; nn]),
-    );
+    let (db, dx) = (create_f64(ctx, nn, 1, &b), create_f64(ctx, nn, 1, &vec![0.0; nn]));
     for step in 1..=3 {
         // a new Jacobian: the same pattern, values scaled by the step; b fixed, so x = 1/step
         let scaled: Vec<f64> = v.iter().map(|x| x * step as f64).collect();
@@ -419,34 +278,18 @@ fn newton_loop_updates_values_and_the_factor_follows() {
         let mut info = fegpu_solve_info::default();
         ok(unsafe { fegpu_array_upload_f64(dx, vec![0.0; nn].as_ptr(), nn as i64) });
         ok(unsafe { fegpu_solver_solve(s, db, dx, 1e-10, 500, &mut info) });
-        assert!(
-            info.setup_seconds > 0.0 || step == 1,
-            "the factor is rebuilt after an update"
-        );
+        assert!(info.setup_seconds > 0.0 || step == 1, "the factor is rebuilt after an update");
         let x = download_f64(dx, nn);
-        assert!(
-            x.iter().all(|x| (x - 1.0 / step as f64).abs() < 1e-8),
-            "step {step}"
-        );
+        assert!(x.iter().all(|x| (x - 1.0 / step as f64).abs() < 1e-8), "step {step}");
     }
     // a rejected update changes nothing: the last solution is reproduced
     let mut bad = v.clone();
     bad[5] = f64::NAN;
-    expect_err(
-        unsafe { fegpu_csr_update_values(a, bad.as_ptr(), bad.len() as i64) },
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["values[5]", "NaN"],
-    );
-    expect_err(
-        unsafe { fegpu_csr_update_values(a, v.as_ptr(), 3) },
-        FEGPU_ERR_SIZE_MISMATCH,
-        &["nnz = 3"],
-    );
+    expect_err(unsafe { fegpu_csr_update_values(a, bad.as_ptr(), bad.len() as i64) }, FEGPU_ERR_INVALID_ARGUMENT, &["values[5]", "NaN"]);
+    expect_err(unsafe { fegpu_csr_update_values(a, v.as_ptr(), 3) }, FEGPU_ERR_SIZE_MISMATCH, &["nnz = 3"]);
     let mut info = fegpu_solve_info::default();
     ok(unsafe { fegpu_solver_solve(s, db, dx, 1e-10, 500, &mut info) });
-    assert!(download_f64(dx, nn)
-        .iter()
-        .all(|x| (x - 1.0 / 3.0).abs() < 1e-8));
+    assert!(download_f64(dx, nn).iter().all(|x| (x - 1.0 / 3.0).abs() < 1e-8));
     ok(fegpu_context_destroy(ctx));
 }
 
@@ -458,10 +301,7 @@ fn special_systems_zero_rhs_singular_consistent_and_maxit() {
     let a = csr_i64(ctx, 125, 125, &lap, 0);
     let mut s = 0;
     ok(unsafe { fegpu_solver_create(a, FEGPU_METHOD_CG, FEGPU_PRECOND_JACOBI, &mut s) });
-    let (db, dx) = (
-        create_f64(ctx, 125, 1, &[0.0; 125]),
-        create_f64(ctx, 125, 1, &[3.0; 125]),
-    );
+    let (db, dx) = (create_f64(ctx, 125, 1, &[0.0; 125]), create_f64(ctx, 125, 1, &[3.0; 125]));
     let mut info = fegpu_solve_info::default();
     ok(unsafe { fegpu_solver_solve(s, db, dx, 1e-8, 100, &mut info) });
     assert_eq!(info.iterations, 0);
@@ -485,22 +325,11 @@ fn special_systems_zero_rhs_singular_consistent_and_maxit() {
     for precond in [FEGPU_PRECOND_NONE, FEGPU_PRECOND_JACOBI, FEGPU_PRECOND_ILU0] {
         let mut s = 0;
         ok(unsafe { fegpu_solver_create(a, FEGPU_METHOD_CG, precond, &mut s) });
-        let (db, dx) = (
-            create_f64(ctx, 125, 1, &[1.0; 125]),
-            create_f64(ctx, 125, 1, &[0.0; 125]),
-        );
+        let (db, dx) = (create_f64(ctx, 125, 1, &[1.0; 125]), create_f64(ctx, 125, 1, &[0.0; 125]));
         let status = unsafe { fegpu_solver_solve(s, db, dx, 1e-8, 100, &mut info) };
-        expect_err(
-            status,
-            FEGPU_ERR_BREAKDOWN,
-            &["p.Ap", "not positive definite"],
-        );
+        expect_err(status, FEGPU_ERR_BREAKDOWN, &["p.Ap", "not positive definite"]);
         assert_eq!(info.iterations, 0, "precond {precond}");
-        assert_eq!(
-            download_f64(dx, 125),
-            vec![0.0; 125],
-            "precond {precond}: x unchanged"
-        );
+        assert_eq!(download_f64(dx, 125), vec![0.0; 125], "precond {precond}: x unchanged");
     }
     // a singular but consistent system (1-D Neumann Laplacian, b in its range) is solved
     let n = 50;
@@ -534,146 +363,46 @@ fn bad_csr_input_and_breakdowns_are_reported() {
     let mut a = 0;
     let v = [1.0, 2.0, 3.0];
     let create = |rp: &[i32], ci: &[i32], v: &[f64], base: i32, a: &mut u64| unsafe {
-        fegpu_csr_create_i32(
-            ctx,
-            2,
-            2,
-            ci.len() as i64,
-            rp.as_ptr(),
-            ci.as_ptr(),
-            v.as_ptr(),
-            base,
-            a,
-        )
+        fegpu_csr_create_i32(ctx, 2, 2, ci.len() as i64, rp.as_ptr(), ci.as_ptr(), v.as_ptr(), base, a)
     };
-    expect_err(
-        create(&[0, 2, 1], &[0, 1, 1], &v, 0, &mut a),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["not monotone", "row_ptr[2] = 1"],
-    );
-    expect_err(
-        create(&[0, 2, 3], &[0, 2, 1], &v, 0, &mut a),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["col_ind[1] = 2", "outside"],
-    );
-    expect_err(
-        create(&[0, 2, 3], &[0, 1, 1], &v, 1, &mut a),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["row_ptr[0] = 0", "index_base = 1"],
-    );
-    expect_err(
-        create(&[0, 2, 3], &[0, 1, 1], &[1.0, f64::NAN, 3.0], 0, &mut a),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["values[1]", "NaN"],
-    );
-    expect_err(
-        create(&[0, 2, 3], &[0, 1, 1], &v, 2, &mut a),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["index_base = 2"],
-    );
-    expect_err(
-        create(&[0, 2, 4], &[0, 1, 1], &v, 0, &mut a),
-        FEGPU_ERR_SIZE_MISMATCH,
-        &["nnz = 3"],
-    );
+    expect_err(create(&[0, 2, 1], &[0, 1, 1], &v, 0, &mut a), FEGPU_ERR_INVALID_ARGUMENT, &["not monotone", "row_ptr[2] = 1"]);
+    expect_err(create(&[0, 2, 3], &[0, 2, 1], &v, 0, &mut a), FEGPU_ERR_INVALID_ARGUMENT, &["col_ind[1] = 2", "outside"]);
+    expect_err(create(&[0, 2, 3], &[0, 1, 1], &v, 1, &mut a), FEGPU_ERR_INVALID_ARGUMENT, &["row_ptr[0] = 0", "index_base = 1"]);
+    expect_err(create(&[0, 2, 3], &[0, 1, 1], &[1.0, f64::NAN, 3.0], 0, &mut a), FEGPU_ERR_INVALID_ARGUMENT, &["values[1]", "NaN"]);
+    expect_err(create(&[0, 2, 3], &[0, 1, 1], &v, 2, &mut a), FEGPU_ERR_INVALID_ARGUMENT, &["index_base = 2"]);
+    expect_err(create(&[0, 2, 4], &[0, 1, 1], &v, 0, &mut a), FEGPU_ERR_SIZE_MISMATCH, &["nnz = 3"]);
     unsafe {
-        expect_err(
-            fegpu_csr_create_i32(ctx, 2, 2, 3, null(), null(), null(), 0, &mut a),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["row_ptr", "null"],
-        );
-        expect_err(
-            fegpu_csr_create_i32(ctx, 0, 2, 0, null(), null(), null(), 0, &mut a),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["nrows = 0"],
-        );
+        expect_err(fegpu_csr_create_i32(ctx, 2, 2, 3, null(), null(), null(), 0, &mut a), FEGPU_ERR_INVALID_ARGUMENT, &["row_ptr", "null"]);
+        expect_err(fegpu_csr_create_i32(ctx, 0, 2, 0, null(), null(), null(), 0, &mut a), FEGPU_ERR_INVALID_ARGUMENT, &["nrows = 0"]);
     }
     assert_eq!(a, 0);
     // a zero pivot that appears during ILU(0): [[1, 1], [1, 1]] is singular
-    ok(create(
-        &[0, 2, 4],
-        &[0, 1, 0, 1],
-        &[1.0, 1.0, 1.0, 1.0],
-        0,
-        &mut a,
-    ));
+    ok(create(&[0, 2, 4], &[0, 1, 0, 1], &[1.0, 1.0, 1.0, 1.0], 0, &mut a));
     let mut s = 0;
-    expect_err(
-        unsafe { fegpu_solver_create(a, FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, &mut s) },
-        FEGPU_ERR_BREAKDOWN,
-        &["zero pivot", "row 1"],
-    );
+    expect_err(unsafe { fegpu_solver_create(a, FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, &mut s) }, FEGPU_ERR_BREAKDOWN, &["zero pivot", "row 1"]);
     // west0479: zero diagonal entries, named by row
     let w = read_mm(ctx, "west0479");
-    expect_err(
-        unsafe { fegpu_solver_create(w, FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, &mut s) },
-        FEGPU_ERR_BREAKDOWN,
-        &["ILU(0)", "row 0", "diagonal"],
-    );
-    expect_err(
-        unsafe { fegpu_solver_create(w, FEGPU_METHOD_BICGSTAB, 7, &mut s) },
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["precond = 7"],
-    );
+    expect_err(unsafe { fegpu_solver_create(w, FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, &mut s) }, FEGPU_ERR_BREAKDOWN, &["ILU(0)", "row 0", "diagonal"]);
+    expect_err(unsafe { fegpu_solver_create(w, FEGPU_METHOD_BICGSTAB, 7, &mut s) }, FEGPU_ERR_INVALID_ARGUMENT, &["precond = 7"]);
     assert_eq!(s, 0);
     // vectors of the wrong size or type, non-square solves, bad tolerances
     let x = create_f64(ctx, 3, 1, &[1.0; 3]);
     let y = create_f64(ctx, 2, 1, &[1.0; 2]);
-    expect_err(
-        fegpu_csr_spmv(a, 1.0, x, 0.0, y),
-        FEGPU_ERR_SIZE_MISMATCH,
-        &["x has 3 elements", "expected 2"],
-    );
+    expect_err(fegpu_csr_spmv(a, 1.0, x, 0.0, y), FEGPU_ERR_SIZE_MISMATCH, &["x has 3 elements", "expected 2"]);
     let f = create_f32(ctx, 2, 1, &[1.0; 2]);
-    expect_err(
-        fegpu_csr_spmv(a, 1.0, y, 0.0, f),
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["y holds f32"],
-    );
+    expect_err(fegpu_csr_spmv(a, 1.0, y, 0.0, f), FEGPU_ERR_INVALID_ARGUMENT, &["y holds f32"]);
     ok(unsafe { fegpu_solver_create(a, FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_NONE, &mut s) });
     let x2 = create_f64(ctx, 2, 1, &[0.0; 2]);
-    expect_err(
-        unsafe { fegpu_solver_solve(s, y, x2, -1.0, 10, null_mut()) },
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["tol = -1"],
-    );
-    expect_err(
-        unsafe { fegpu_solver_solve(s, y, y, 1e-8, 10, null_mut()) },
-        FEGPU_ERR_INVALID_ARGUMENT,
-        &["same array"],
-    );
+    expect_err(unsafe { fegpu_solver_solve(s, y, x2, -1.0, 10, null_mut()) }, FEGPU_ERR_INVALID_ARGUMENT, &["tol = -1"]);
+    expect_err(unsafe { fegpu_solver_solve(s, y, y, 1e-8, 10, null_mut()) }, FEGPU_ERR_INVALID_ARGUMENT, &["same array"]);
     let (rp, ci) = ([0i64, 1, 2], [0i64, 2]);
     let mut r = 0;
-    ok(unsafe {
-        fegpu_csr_create_i64(
-            ctx,
-            2,
-            3,
-            2,
-            rp.as_ptr(),
-            ci.as_ptr(),
-            [1.0, 1.0].as_ptr(),
-            0,
-            &mut r,
-        )
-    });
-    expect_err(
-        unsafe { fegpu_solver_create(r, FEGPU_METHOD_CG, FEGPU_PRECOND_NONE, &mut s) },
-        FEGPU_ERR_SIZE_MISMATCH,
-        &["square"],
-    );
+    ok(unsafe { fegpu_csr_create_i64(ctx, 2, 3, 2, rp.as_ptr(), ci.as_ptr(), [1.0, 1.0].as_ptr(), 0, &mut r) });
+    expect_err(unsafe { fegpu_solver_create(r, FEGPU_METHOD_CG, FEGPU_PRECOND_NONE, &mut s) }, FEGPU_ERR_SIZE_MISMATCH, &["square"]);
     // a solver outlives nothing: destroying the context invalidates it
     ok(fegpu_context_destroy(ctx));
-    expect_err(
-        unsafe { fegpu_solver_solve(s, y, x2, 1e-8, 10, null_mut()) },
-        FEGPU_ERR_INVALID_HANDLE,
-        &["fegpu_solver_t", "destroyed"],
-    );
-    expect_err(
-        fegpu_csr_destroy(a),
-        FEGPU_ERR_INVALID_HANDLE,
-        &["fegpu_csr_t"],
-    );
+    expect_err(unsafe { fegpu_solver_solve(s, y, x2, 1e-8, 10, null_mut()) }, FEGPU_ERR_INVALID_HANDLE, &["fegpu_solver_t", "destroyed"]);
+    expect_err(fegpu_csr_destroy(a), FEGPU_ERR_INVALID_HANDLE, &["fegpu_csr_t"]);
 }
 
 #[test]
@@ -693,10 +422,7 @@ fn vector_operations_match_the_host() {
         assert!((nrm - x.iter().map(|a| a * a).sum::<f64>().sqrt()).abs() <= 1e-13 * nrm.max(1.0));
         ok(fegpu_vector_axpby(2.0, dx, -3.0, dy));
         let got = download_f64(dy, n);
-        assert!(got
-            .iter()
-            .zip(x.iter().zip(&y))
-            .all(|(g, (a, b))| (g - (2.0 * a - 3.0 * b)).abs() <= 1e-15 * 8.0));
+        assert!(got.iter().zip(x.iter().zip(&y)).all(|(g, (a, b))| (g - (2.0 * a - 3.0 * b)).abs() <= 1e-15 * 8.0));
     }
     ok(fegpu_context_destroy(ctx));
 }

@@ -9,23 +9,8 @@ use fegpu::ffi::context::*;
 use fegpu::ffi::dense::*;
 use fegpu::*;
 
-const SIZES: &[(usize, usize)] = &[
-    (1, 1),
-    (1, 77),
-    (77, 1),
-    (31, 33),
-    (32, 32),
-    (33, 31),
-    (65, 129),
-    (300, 17),
-    (1024, 1024),
-];
-const VARIANTS: &[i32] = &[
-    FEGPU_VARIANT_AUTO,
-    FEGPU_VARIANT_NAIVE,
-    FEGPU_VARIANT_TILE,
-    FEGPU_VARIANT_PADDED,
-];
+const SIZES: &[(usize, usize)] = &[(1, 1), (1, 77), (77, 1), (31, 33), (32, 32), (33, 31), (65, 129), (300, 17), (1024, 1024)];
+const VARIANTS: &[i32] = &[FEGPU_VARIANT_AUTO, FEGPU_VARIANT_NAIVE, FEGPU_VARIANT_TILE, FEGPU_VARIANT_PADDED];
 
 #[test]
 fn out_of_place_matches_the_serial_loop_f64_and_f32() {
@@ -44,11 +29,7 @@ fn out_of_place_matches_the_serial_loop_f64_and_f32() {
             assert_eq!(download_f64(dst, m * n), want, "f64 {m}x{n} variant {v}");
             let dst32 = create_f32(ctx, n, m, &vec![f32::NAN; m * n]);
             ok(fegpu_dense_transpose(src32, dst32, v));
-            assert_eq!(
-                download_f32(dst32, m * n),
-                want32,
-                "f32 {m}x{n} variant {v}"
-            );
+            assert_eq!(download_f32(dst32, m * n), want32, "f32 {m}x{n} variant {v}");
         }
         // the source is left as it was
         assert_eq!(download_f64(src, m * n), a);
@@ -66,19 +47,11 @@ fn in_place_square_matches_the_serial_loop() {
         for &v in VARIANTS {
             let arr = create_f64(ctx, n, n, &a);
             ok(fegpu_dense_transpose_in_place(arr, v));
-            assert_eq!(
-                download_f64(arr, n * n),
-                want,
-                "f64 {n}x{n} in place, variant {v}"
-            );
+            assert_eq!(download_f64(arr, n * n), want, "f64 {n}x{n} in place, variant {v}");
             let a32: Vec<f32> = a.iter().map(|&x| x as f32).collect();
             let arr32 = create_f32(ctx, n, n, &a32);
             ok(fegpu_dense_transpose_in_place(arr32, v));
-            assert_eq!(
-                download_f32(arr32, n * n),
-                serial_transpose(n, n, &a32),
-                "f32 {n} in place, variant {v}"
-            );
+            assert_eq!(download_f32(arr32, n * n), serial_transpose(n, n, &a32), "f32 {n} in place, variant {v}");
         }
     }
     ok(fegpu_context_destroy(ctx));
@@ -107,37 +80,17 @@ fn host_convenience_forms_match_the_serial_loop() {
     for &(m, n) in SIZES {
         let a = rng.vec_f64(m * n);
         let mut at = vec![f64::NAN; m * n];
-        ok(unsafe {
-            fegpu_dense_transpose_host_f64(
-                ctx,
-                m as i64,
-                n as i64,
-                a.as_ptr(),
-                at.as_mut_ptr(),
-                FEGPU_VARIANT_AUTO,
-            )
-        });
+        ok(unsafe { fegpu_dense_transpose_host_f64(ctx, m as i64, n as i64, a.as_ptr(), at.as_mut_ptr(), FEGPU_VARIANT_AUTO) });
         assert_eq!(at, serial_transpose(m, n, &a));
         let a32 = rng.vec_f32(m * n);
         let mut at32 = vec![f32::NAN; m * n];
-        ok(unsafe {
-            fegpu_dense_transpose_host_f32(
-                ctx,
-                m as i64,
-                n as i64,
-                a32.as_ptr(),
-                at32.as_mut_ptr(),
-                FEGPU_VARIANT_NAIVE,
-            )
-        });
+        ok(unsafe { fegpu_dense_transpose_host_f32(ctx, m as i64, n as i64, a32.as_ptr(), at32.as_mut_ptr(), FEGPU_VARIANT_NAIVE) });
         assert_eq!(at32, serial_transpose(m, n, &a32));
     }
     let n = 97;
     let a = rng.vec_f64(n * n);
     let mut b = a.clone();
-    ok(unsafe {
-        fegpu_dense_transpose_host_in_place_f64(ctx, n as i64, b.as_mut_ptr(), FEGPU_VARIANT_AUTO)
-    });
+    ok(unsafe { fegpu_dense_transpose_host_in_place_f64(ctx, n as i64, b.as_mut_ptr(), FEGPU_VARIANT_AUTO) });
     assert_eq!(b, serial_transpose(n, n, &a));
     ok(fegpu_context_destroy(ctx));
 }
@@ -151,9 +104,7 @@ fn slices_move_exactly_the_elements_asked_for() {
     let arr = create_f64(ctx, m, n, &a);
     // 1-based: column 3 (elements 81..120) as a Fortran caller would name it
     let mut col = vec![f64::NAN; m];
-    ok(unsafe {
-        fegpu_array_download_slice_f64(arr, (2 * m + 1) as i64, m as i64, col.as_mut_ptr(), 1)
-    });
+    ok(unsafe { fegpu_array_download_slice_f64(arr, (2 * m + 1) as i64, m as i64, col.as_mut_ptr(), 1) });
     assert_eq!(col, a[2 * m..3 * m]);
     let patch = rng.vec_f64(5);
     ok(unsafe { fegpu_array_upload_slice_f64(arr, 10, 5, patch.as_ptr(), 0) });

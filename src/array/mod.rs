@@ -35,9 +35,7 @@ pub enum Storage {
 }
 
 /// The element types arrays hold; maps a Rust type to its storage variant.
-pub trait Real:
-    DeviceScalar + Default + PartialEq + PartialOrd + Debug + std::ops::Sub<Output = Self>
-{
+pub trait Real: DeviceScalar + Default + PartialEq + PartialOrd + Debug + std::ops::Sub<Output = Self> {
     const DTYPE: Dtype;
     /// Written into uninitialised host storage so an unwritten element shows.
     const POISON: Self;
@@ -103,20 +101,11 @@ impl Object for Array {
 impl Array {
     /// A rows x cols array; filled from `init` (column-major, rows*cols long)
     /// or left uninitialised (NaN on the CPU backend).
-    pub fn new<T: Real>(
-        ctx: Arc<Context>,
-        ctx_handle: Handle,
-        rows: usize,
-        cols: usize,
-        init: Option<&[T]>,
-    ) -> Result<Array> {
+    pub fn new<T: Real>(ctx: Arc<Context>, ctx_handle: Handle, rows: usize, cols: usize, init: Option<&[T]>) -> Result<Array> {
         let n = element_count(rows, cols)?;
         if let Some(src) = init {
             if src.len() != n {
-                return Err(Error::size(format!(
-                    "host data has {} elements, a {rows} x {cols} array needs {n}",
-                    src.len()
-                )));
+                return Err(Error::size(format!("host data has {} elements, a {rows} x {cols} array needs {n}", src.len())));
             }
         }
         let buf = match &ctx.backend {
@@ -132,14 +121,7 @@ impl Array {
                 Buffer::Device(d)
             }
         };
-        Ok(Array {
-            ctx,
-            ctx_handle,
-            rows,
-            cols,
-            dtype: T::DTYPE,
-            data: Mutex::new(T::wrap(buf)),
-        })
+        Ok(Array { ctx, ctx_handle, rows, cols, dtype: T::DTYPE, data: Mutex::new(T::wrap(buf)) })
     }
 
     pub fn len(&self) -> usize {
@@ -158,11 +140,7 @@ impl Array {
     pub fn typed<'a, T: Real>(&self, s: &'a mut Storage, arg: &str) -> Result<&'a mut Buffer<T>> {
         let dtype = self.dtype;
         T::unwrap_mut(s).ok_or_else(|| {
-            Error::invalid(format!(
-                "{arg} holds {} elements but this call is for {}",
-                dtype.name(),
-                T::DTYPE.name()
-            ))
+            Error::invalid(format!("{arg} holds {} elements but this call is for {}", dtype.name(), T::DTYPE.name()))
         })
     }
 
@@ -186,11 +164,7 @@ impl Array {
         let mut s = self.lock();
         match self.typed::<T>(&mut s, arg)? {
             Buffer::Host(v) => v[first..first + src.len()].copy_from_slice(src),
-            Buffer::Device(d) => self
-                .ctx
-                .gpu()
-                .expect("device buffer without a GPU")
-                .upload(src, d, first)?,
+            Buffer::Device(d) => self.ctx.gpu().expect("device buffer without a GPU").upload(src, d, first)?,
         }
         Ok(())
     }
@@ -201,11 +175,7 @@ impl Array {
         let mut s = self.lock();
         match self.typed::<T>(&mut s, arg)? {
             Buffer::Host(v) => dst.copy_from_slice(&v[first..first + dst.len()]),
-            Buffer::Device(d) => self
-                .ctx
-                .gpu()
-                .expect("device buffer without a GPU")
-                .download(d, first, dst)?,
+            Buffer::Device(d) => self.ctx.gpu().expect("device buffer without a GPU").download(d, first, dst)?,
         }
         Ok(())
     }
@@ -229,10 +199,7 @@ pub fn same_context(a: &Array, b: &Array, a_arg: &str, b_arg: &str) -> Result<()
 
 /// Locks two distinct arrays in address order (so two threads locking the
 /// same pair cannot deadlock) and returns the guards in argument order.
-pub fn lock_pair<'a>(
-    a: &'a Array,
-    b: &'a Array,
-) -> (MutexGuard<'a, Storage>, MutexGuard<'a, Storage>) {
+pub fn lock_pair<'a>(a: &'a Array, b: &'a Array) -> (MutexGuard<'a, Storage>, MutexGuard<'a, Storage>) {
     if (a as *const Array) < (b as *const Array) {
         let ga = a.lock();
         (ga, b.lock())

@@ -10,7 +10,7 @@ use crate::array::Array;
 use crate::context::Context;
 use crate::error::Result;
 use crate::fem::ebe::EbeSolver;
-use crate::fem::{cpu, Element, ElementSet, Problem};
+use crate::fem::{cpu, Element, ElementSet, Problem, FEGPU_INTEGRATION_BLOCKED, FEGPU_INTEGRATION_ELEMENT, FEGPU_INTEGRATION_POINT};
 use crate::sparse::solver::{Method, Precond, Solver};
 use std::sync::Arc;
 use std::time::Instant;
@@ -119,12 +119,13 @@ pub fn run() -> Result<()> {
     let (ctx, ceiling) = start("fem")?;
     let on_gpu = ctx.gpu().is_some();
     let cpu_ctx = Arc::new(Context::cpu_reference());
-    println!("\nintegration of every K^e (one thread per element), order 2 for quad4/hex8:");
+    println!("\nintegration of every K^e, order 2 for quad4/hex8: level I (a thread per element), II (an element per block), IIa (several per block):");
     println!("  bytes = the packed K^e written (8 nd (nd + 1) / 2 per element)");
     println!(
-        "  {:<7} {:<8} {:>9} {:>10} {:>13} {:>9} {:>8} {:>13} {:>10}",
+        "  {:<7} {:<8} {:<5} {:>9} {:>10} {:>13} {:>9} {:>8} {:>13} {:>10}",
         "element",
         "problem",
+        "level",
         "elements",
         "ms",
         "elements/s",
@@ -153,7 +154,6 @@ pub fn run() -> Result<()> {
         };
         let (coords, conn) = loose_elements(t, count);
         let set = set_of(&ctx, t, problem, &coords, &conn, 2)?;
-        let seconds = time(&ctx, 5, || set.integrate())?;
         // the serial loop: the CPU reference, one element after another
         let serial_count = count.min(20_000);
         let (sc, sn) = loose_elements(t, serial_count);
@@ -163,16 +163,20 @@ pub fn run() -> Result<()> {
         let clock = Instant::now();
         cpu::stiffness(&serial_set, &props, &mut ke).expect("valid elements");
         let serial_rate = serial_count as f64 / clock.elapsed().as_secs_f64();
-        let rate = count as f64 / seconds;
-        let gbs = (count * packed_bytes) as f64 / seconds / 1e9;
-        println!(
-            "  {:<7} {:<8} {count:>9} {:>10.3} {rate:>13.3e} {gbs:>9.1} {:>7.1}% {serial_rate:>13.3e} {:>9.0}x",
-            t.name(),
-            format!("{problem:?}").chars().take(8).collect::<String>(),
-            seconds * 1e3,
-            100.0 * gbs / ceiling,
-            rate / serial_rate
-        );
+        for (level, name) in [(FEGPU_INTEGRATION_ELEMENT, "I"), (FEGPU_INTEGRATION_POINT, "II"), (FEGPU_INTEGRATION_BLOCKED, "IIa")] {
+            set.set_integration(level)?;
+            let seconds = time(&ctx, 5, || set.integrate())?;
+            let rate = count as f64 / seconds;
+            let gbs = (count * packed_bytes) as f64 / seconds / 1e9;
+            println!(
+                "  {:<7} {:<8} {name:<5} {count:>9} {:>10.3} {rate:>13.3e} {gbs:>9.1} {:>7.1}% {serial_rate:>13.3e} {:>9.0}x",
+                t.name(),
+                format!("{problem:?}").chars().take(8).collect::<String>(),
+                seconds * 1e3,
+                100.0 * gbs / ceiling,
+                rate / serial_rate
+            );
+        }
     }
 
     let n = if on_gpu { 68 } else { 12 };

@@ -20,15 +20,7 @@ const ALL_PERIODIC: i32 = FEGPU_PERIODIC_X | FEGPU_PERIODIC_Y | FEGPU_PERIODIC_Z
 
 /// Million lattice-site updates per second of `steps` steps on an n^3 periodic
 /// box; `trt_magic` 0 for BGK.
-fn mlups(
-    ctx: &Arc<Context>,
-    n: usize,
-    dtype: Precision,
-    trt_magic: f64,
-    block: u32,
-    steps: u64,
-    reps: usize,
-) -> Result<f64> {
+fn mlups(ctx: &Arc<Context>, n: usize, dtype: Precision, trt_magic: f64, block: u32, steps: u64, reps: usize) -> Result<f64> {
     let lat = Lattice::new(ctx.clone(), [n as i64; 3], dtype, 0.6, ALL_PERIODIC)?;
     lat.set_block(block)?;
     lat.set_trt(trt_magic)?;
@@ -39,9 +31,7 @@ fn mlups(
 
 /// Copy bandwidth (bytes read + written per second) of a 1 GiB device-to-device copy.
 fn copy_bandwidth(ctx: &Context) -> Result<f64> {
-    let Some(g) = ctx.gpu() else {
-        return Ok(f64::NAN);
-    };
+    let Some(g) = ctx.gpu() else { return Ok(f64::NAN) };
     let n = 1usize << 28;
     let (a, mut b) = (g.alloc::<f32>(n)?, g.alloc::<f32>(n)?);
     let t = time(ctx, 20, || g.copy(&a, &mut b))?;
@@ -81,12 +71,7 @@ pub fn run() -> Result<()> {
             (256, Precision::F16, trt),
         ]
     } else {
-        &[
-            (32, Precision::F32, 0.0),
-            (48, Precision::F64, 0.0),
-            (48, Precision::F64, trt),
-            (32, Precision::F16, 0.0),
-        ]
+        &[(32, Precision::F32, 0.0), (48, Precision::F64, 0.0), (48, Precision::F64, trt), (32, Precision::F16, 0.0)]
     };
     for &(n, dtype, magic) in cases {
         let steps = if ctx.gpu().is_some() { 20 } else { 2 };
@@ -109,11 +94,7 @@ pub fn run() -> Result<()> {
             for block in [64, 128, 256] {
                 let m = mlups(&ctx, 256, dtype, 0.0, block, 20, 5)?;
                 let share = m * 1e6 * bytes_per_site(dtype) as f64 / copy;
-                println!(
-                    "  {} block {block:>3} {m:>8.0} MLUPS {:>6.1}% of copy",
-                    dtype.name(),
-                    100.0 * share
-                );
+                println!("  {} block {block:>3} {m:>8.0} MLUPS {:>6.1}% of copy", dtype.name(), 100.0 * share);
             }
         }
     }

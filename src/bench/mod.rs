@@ -84,10 +84,7 @@ struct Row {
 
 fn print_rows(title: &str, rows: &[Row], ceiling_gbs: f64, serial_s: f64) {
     println!("\n{title}");
-    println!(
-        "  {:<28} {:>10} {:>10} {:>9} {:>12}",
-        "kernel", "time ms", "GB/s", "of copy", "vs serial"
-    );
+    println!("  {:<28} {:>10} {:>10} {:>9} {:>12}", "kernel", "time ms", "GB/s", "of copy", "vs serial");
     for r in rows {
         let gbs = r.bytes / r.seconds / 1e9;
         println!(
@@ -101,13 +98,7 @@ fn print_rows(title: &str, rows: &[Row], ceiling_gbs: f64, serial_s: f64) {
     }
 }
 
-fn bench_transpose_typed<T: Real>(
-    ctx: &Arc<Context>,
-    m: usize,
-    n: usize,
-    reps: usize,
-    from: impl Fn(f64) -> T,
-) -> Result<()> {
+fn bench_transpose_typed<T: Real>(ctx: &Arc<Context>, m: usize, n: usize, reps: usize, from: impl Fn(f64) -> T) -> Result<()> {
     let host = random::<T>(m * n, (m * 31 + n) as u64, from);
     let a = Array::new(ctx.clone(), 0, m, n, Some(&host))?;
     let at = Array::new::<T>(ctx.clone(), 0, n, m, None)?;
@@ -120,76 +111,35 @@ fn bench_transpose_typed<T: Real>(
     let serial_s = t.elapsed().as_secs_f64();
 
     let ceiling = time(ctx, reps, || dense::copy(&a, &b, None))?;
-    let mut rows = vec![Row {
-        what: "copy (driver d2d: ceiling)".into(),
-        seconds: ceiling,
-        bytes,
-    }];
+    let mut rows = vec![Row { what: "copy (driver d2d: ceiling)".into(), seconds: ceiling, bytes }];
     if ctx.gpu().is_some() {
         for v in [Variant::Naive, Variant::Tile] {
-            rows.push(Row {
-                what: format!("copy {}", v.name()),
-                seconds: time(ctx, reps, || dense::copy(&a, &b, Some(v)))?,
-                bytes,
-            });
+            rows.push(Row { what: format!("copy {}", v.name()), seconds: time(ctx, reps, || dense::copy(&a, &b, Some(v)))?, bytes });
         }
-        rows.push(Row {
-            what: "transpose naive".into(),
-            seconds: time(ctx, reps, || {
-                dense::transpose(&a, &at, Some(Variant::Naive))
-            })?,
-            bytes,
-        });
+        rows.push(Row { what: "transpose naive".into(), seconds: time(ctx, reps, || dense::transpose(&a, &at, Some(Variant::Naive)))?, bytes });
         for v in [Variant::Tile, Variant::Padded] {
             for s in SHAPES {
                 let shape: Shape = s;
-                let secs = time(ctx, reps, || {
-                    dense::transpose_shaped(&a, &at, Some(v), Some(shape))
-                })?;
-                rows.push(Row {
-                    what: format!(
-                        "transpose {} {}x{}/{}",
-                        v.name(),
-                        s.tile,
-                        s.tile * s.jt,
-                        s.rows
-                    ),
-                    seconds: secs,
-                    bytes,
-                });
+                let secs = time(ctx, reps, || dense::transpose_shaped(&a, &at, Some(v), Some(shape)))?;
+                rows.push(Row { what: format!("transpose {} {}x{}/{}", v.name(), s.tile, s.tile * s.jt, s.rows), seconds: secs, bytes });
             }
         }
         if m == n {
             for v in Variant::ALL {
                 let secs = time(ctx, reps, || dense::transpose_in_place(&b, Some(v)))?;
-                rows.push(Row {
-                    what: format!("in place {}", v.name()),
-                    seconds: secs,
-                    bytes,
-                });
+                rows.push(Row { what: format!("in place {}", v.name()), seconds: secs, bytes });
             }
         }
     }
     let secs = time(ctx, reps, || dense::transpose(&a, &at, None))?;
-    rows.push(Row {
-        what: "transpose AUTO (default)".into(),
-        seconds: secs,
-        bytes,
-    });
+    rows.push(Row { what: "transpose AUTO (default)".into(), seconds: secs, bytes });
     // the benchmark's own result must be right
     let mut got = vec![host[0]; m * n];
     at.download(0, &mut got, "at")?;
-    assert!(
-        got == serial_out,
-        "benchmark transpose differs from the serial loop"
-    );
+    assert!(got == serial_out, "benchmark transpose differs from the serial loop");
 
     print_rows(
-        &format!(
-            "transpose {m} x {n} {} (bytes = read + write; serial loop {:.1} ms)",
-            T::DTYPE.name(),
-            serial_s * 1e3
-        ),
+        &format!("transpose {m} x {n} {} (bytes = read + write; serial loop {:.1} ms)", T::DTYPE.name(), serial_s * 1e3),
         &rows,
         bytes / ceiling / 1e9,
         serial_s,
@@ -209,17 +159,8 @@ fn bench_uploads(ctx: &Arc<Context>, reps: usize) -> Result<()> {
     ctx.unregister_host(host.as_mut_ptr() as *mut u8)?;
     let pinned = pinned?;
     println!("\nhost-to-device upload of a 256 MiB f64 array");
-    println!(
-        "  pageable              {:>8.2} ms {:>8.1} GB/s",
-        pageable * 1e3,
-        gb / pageable
-    );
-    println!(
-        "  registered (pinned)   {:>8.2} ms {:>8.1} GB/s   {:.1}x pageable",
-        pinned * 1e3,
-        gb / pinned,
-        pageable / pinned
-    );
+    println!("  pageable              {:>8.2} ms {:>8.1} GB/s", pageable * 1e3, gb / pageable);
+    println!("  registered (pinned)   {:>8.2} ms {:>8.1} GB/s   {:.1}x pageable", pinned * 1e3, gb / pinned, pageable / pinned);
     Ok(())
 }
 
@@ -243,10 +184,7 @@ pub fn showcase() -> Result<()> {
     let t = Instant::now();
     cpu::transpose_serial(m, n, &a, &mut serial);
     let serial_s = t.elapsed().as_secs_f64();
-    println!(
-        "serial do-loop transpose of a {m} x {n} f64 matrix: {:.1} ms",
-        serial_s * 1e3
-    );
+    println!("serial do-loop transpose of a {m} x {n} f64 matrix: {:.1} ms", serial_s * 1e3);
 
     // The resident pattern: upload once, work on the device, download once.
     let t = Instant::now();
@@ -266,20 +204,10 @@ pub fn showcase() -> Result<()> {
         2.0 * (m * n * 8) as f64 / per / 1e9,
         serial_s / per
     );
-    println!(
-        "upload {:.1} ms and download {:.1} ms, paid once outside the loop",
-        upload_s * 1e3,
-        download_s * 1e3
-    );
-    println!(
-        "result identical to the serial loop: {}",
-        if same { "yes" } else { "NO" }
-    );
+    println!("upload {:.1} ms and download {:.1} ms, paid once outside the loop", upload_s * 1e3, download_s * 1e3);
+    println!("result identical to the serial loop: {}", if same { "yes" } else { "NO" });
     if !same {
-        return Err(crate::error::Error::new(
-            crate::FEGPU_ERR_INTERNAL,
-            "showcase result differs from the serial loop",
-        ));
+        return Err(crate::error::Error::new(crate::FEGPU_ERR_INTERNAL, "showcase result differs from the serial loop"));
     }
     Ok(())
 }

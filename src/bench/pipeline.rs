@@ -14,9 +14,7 @@ use std::time::Instant;
 /// Host-to-device and device-to-host bandwidth of a 256 MiB page-locked
 /// buffer, and the share of it each direction keeps when both run at once.
 fn pinned_bandwidth(ctx: &Context) -> Result<(f64, f64, f64)> {
-    let Some(g) = ctx.gpu() else {
-        return Ok((f64::NAN, f64::NAN, f64::NAN));
-    };
+    let Some(g) = ctx.gpu() else { return Ok((f64::NAN, f64::NAN, f64::NAN)) };
     let n = 1usize << 25;
     let (mut up_host, mut down_host) = (g.pinned::<f64>(n)?, g.pinned::<f64>(n)?);
     up_host.as_mut_slice()?.fill(1.0);
@@ -63,28 +61,15 @@ fn wall(mut f: impl FnMut() -> Result<()>) -> Result<f64> {
 }
 
 /// One operation over every version and stream count.
-fn sweep(
-    ctx: &Context,
-    what: &str,
-    h2d_ceiling: f64,
-    duplex: f64,
-    mut call: impl FnMut(Option<Plan>) -> Result<pipeline::Report>,
-) -> Result<()> {
+fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: impl FnMut(Option<Plan>) -> Result<pipeline::Report>) -> Result<()> {
     let engines = ctx.gpu().map_or(1, |g| g.info.copy_engines.max(1) as usize);
     // Version 1 with one chunk, timed per phase (the profile is on for it).
     ctx.profile.set_enabled(true);
-    let serial_plan = Plan {
-        strategy: Strategy::Serial,
-        streams: 1,
-        chunks: 1,
-    };
+    let serial_plan = Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 };
     call(Some(serial_plan))?;
     let r = call(Some(serial_plan))?;
     ctx.profile.set_enabled(false);
-    let t = r.times.unwrap_or(Times {
-        kernel: r.wall_seconds,
-        ..Times::default()
-    });
+    let t = r.times.unwrap_or(Times { kernel: r.wall_seconds, ..Times::default() });
     println!(
         "{what}: H2D {:.1} MB in {:.2} ms (setup {:.2} ms; {:.1} GB/s, {:.0}% of pinned), kernel {:.2} ms, D2H {:.1} MB in {:.2} ms",
         r.h2d_bytes as f64 / 1e6,
@@ -98,50 +83,18 @@ fn sweep(
     );
     println!(
         "  {:<10} {:>7} {:>12} {:>13} {:>16} {:>18} {:>16}",
-        "version",
-        "streams",
-        "measured ms",
-        "predicted ms",
-        "hidden/hideable",
-        "full-duplex model",
-        "hidden/hideable"
+        "version", "streams", "measured ms", "predicted ms", "hidden/hideable", "full-duplex model", "hidden/hideable"
     );
     let v1 = wall(|| call(Some(serial_plan)).map(|_| ()))?;
-    println!(
-        "  {:<10} {:>7} {:>12.2} {:>13.2}",
-        "1 serial",
-        1,
-        v1 * 1e3,
-        model::predict(Strategy::Serial, 1, 1, t, engines, OVERHEAD) * 1e3
-    );
-    for (name, strategy) in [
-        ("2 chunk", Strategy::PerChunk),
-        ("3 staged", Strategy::Staged),
-    ] {
+    println!("  {:<10} {:>7} {:>12.2} {:>13.2}", "1 serial", 1, v1 * 1e3, model::predict(Strategy::Serial, 1, 1, t, engines, OVERHEAD) * 1e3);
+    for (name, strategy) in [("2 chunk", Strategy::PerChunk), ("3 staged", Strategy::Staged)] {
         for n in [1usize, 2, 3, 4, 6, 8, 12, 16] {
-            let plan = Plan {
-                strategy,
-                streams: n,
-                chunks: n,
-            };
+            let plan = Plan { strategy, streams: n, chunks: n };
             let measured = wall(|| call(Some(plan)).map(|_| ()))?;
             let predicted = model::predict_duplex(strategy, n, n, t, engines, OVERHEAD, duplex);
             let full = model::predict(strategy, n, n, t, engines, OVERHEAD);
-            let share = |p: f64| {
-                if n > 1 {
-                    format!("{:.0}%", 100.0 * model::hidden_share(t, measured, p))
-                } else {
-                    String::new()
-                }
-            };
-            println!(
-                "  {name:<10} {n:>7} {:>12.2} {:>13.2} {:>16} {:>18.2} {:>16}",
-                measured * 1e3,
-                predicted * 1e3,
-                share(predicted),
-                full * 1e3,
-                share(full)
-            );
+            let share = |p: f64| if n > 1 { format!("{:.0}%", 100.0 * model::hidden_share(t, measured, p)) } else { String::new() };
+            println!("  {name:<10} {n:>7} {:>12.2} {:>13.2} {:>16} {:>18.2} {:>16}", measured * 1e3, predicted * 1e3, share(predicted), full * 1e3, share(full));
         }
     }
     let best = model::best_streams(t, engines, OVERHEAD);
@@ -159,10 +112,7 @@ pub fn run() -> Result<()> {
     let (up, down, duplex) = pinned_bandwidth(&ctx)?;
     println!("pinned host memory: H2D {:.1} GB/s, D2H {:.1} GB/s (256 MiB, best of 4); both at once: each at {:.0}% (the model's duplex share)", up / 1e9, down / 1e9, 100.0 * duplex);
     let engines = ctx.gpu().map_or(0, |g| g.info.copy_engines);
-    println!(
-        "copy engines: {engines}; model overhead per operation {:.0} us",
-        OVERHEAD * 1e6
-    );
+    println!("copy engines: {engines}; model overhead per operation {:.0} us", OVERHEAD * 1e6);
     for n in [4_000_000usize, 100_000_000] {
         let mut x: Vec<f64> = (0..n).map(|i| (i % 1000) as f64 * 1e-3).collect();
         let mut y: Vec<f64> = vec![1.0; n];
@@ -171,17 +121,8 @@ pub fn run() -> Result<()> {
                 ctx.register_host(x.as_mut_ptr().cast(), 8 * n)?;
                 ctx.register_host(y.as_mut_ptr().cast(), 8 * n)?;
             }
-            let what = format!(
-                "axpby n = {n} ({})",
-                if registered {
-                    "registered"
-                } else {
-                    "unregistered: staging ring"
-                }
-            );
-            sweep(&ctx, &what, up, duplex, |plan| {
-                pipeline::axpby(&ctx, 1.0001, &x, 0.5, &mut y, plan)
-            })?;
+            let what = format!("axpby n = {n} ({})", if registered { "registered" } else { "unregistered: staging ring" });
+            sweep(&ctx, &what, up, duplex, |plan| pipeline::axpby(&ctx, 1.0001, &x, 0.5, &mut y, plan))?;
             if registered {
                 ctx.unregister_host(x.as_mut_ptr().cast())?;
                 ctx.unregister_host(y.as_mut_ptr().cast())?;
@@ -198,11 +139,7 @@ pub fn run() -> Result<()> {
         let mut y = vec![1.0; n];
         ctx.register_host(x.as_ptr() as *mut u8, 8 * n)?;
         ctx.register_host(y.as_mut_ptr().cast(), 8 * n)?;
-        let plan = Some(Plan {
-            strategy: Strategy::Staged,
-            streams: 8,
-            chunks: 8,
-        });
+        let plan = Some(Plan { strategy: Strategy::Staged, streams: 8, chunks: 8 });
         let mut both = [0.0; 2];
         for (i, on) in [false, true].into_iter().enumerate() {
             ctx.profile.set_enabled(on);
@@ -226,18 +163,9 @@ pub fn run() -> Result<()> {
     ctx.register_host(a.as_mut_ptr().cast(), 8 * a.len())?;
     ctx.register_host(b.as_mut_ptr().cast(), 8 * b.len())?;
     ctx.register_host(out.as_mut_ptr().cast(), 8 * ncols)?;
-    sweep(
-        &ctx,
-        &format!("column dots {m} x {ncols} (registered)"),
-        up,
-        duplex,
-        |plan| pipeline::column_dots(&ctx, m, &a, &b, &mut out, plan),
-    )?;
+    sweep(&ctx, &format!("column dots {m} x {ncols} (registered)"), up, duplex, |plan| pipeline::column_dots(&ctx, m, &a, &b, &mut out, plan))?;
     if let Some(s) = ctx.profile.op("column_dots") {
-        println!(
-            "serial host loop of the inner products: {:.1} ms per call",
-            s.serial_seconds / s.calls as f64 * 1e3
-        );
+        println!("serial host loop of the inner products: {:.1} ms per call", s.serial_seconds / s.calls as f64 * 1e3);
     }
     ctx.unregister_host(a.as_mut_ptr().cast())?;
     ctx.unregister_host(b.as_mut_ptr().cast())?;
@@ -250,31 +178,12 @@ pub fn run() -> Result<()> {
     for v in [&mut a, &mut b, &mut c] {
         ctx.register_host(v.as_mut_ptr().cast(), 8 * v.len())?;
     }
-    sweep(
-        &ctx,
-        &format!(
-            "gemm {n} x {n} x {n}, beta = 0 (registered; {:.0} GFLOP)",
-            2.0 * (n as f64).powi(3) / 1e9
-        ),
-        up,
-        duplex,
-        |plan| pipeline::gemm(&ctx, n, n, n, 1.0, &a, &b, 0.0, &mut c, plan),
-    )?;
+    sweep(&ctx, &format!("gemm {n} x {n} x {n}, beta = 0 (registered; {:.0} GFLOP)", 2.0 * (n as f64).powi(3) / 1e9), up, duplex, |plan| {
+        pipeline::gemm(&ctx, n, n, n, 1.0, &a, &b, 0.0, &mut c, plan)
+    })?;
     let x = b[..n].to_vec();
-    sweep(
-        &ctx,
-        &format!("gemv {n} x {n} (registered A)"),
-        up,
-        duplex,
-        |plan| pipeline::gemv(&ctx, n, n, 1.0, &a, &x, 0.0, &mut c[..n], plan),
-    )?;
-    sweep(
-        &ctx,
-        &format!("transpose {n} x {n} in column panels (registered)"),
-        up,
-        duplex,
-        |plan| pipeline::transpose(&ctx, n, n, &a, &mut c, plan),
-    )?;
+    sweep(&ctx, &format!("gemv {n} x {n} (registered A)"), up, duplex, |plan| pipeline::gemv(&ctx, n, n, 1.0, &a, &x, 0.0, &mut c[..n], plan))?;
+    sweep(&ctx, &format!("transpose {n} x {n} in column panels (registered)"), up, duplex, |plan| pipeline::transpose(&ctx, n, n, &a, &mut c, plan))?;
     for v in [&mut a, &mut b, &mut c] {
         ctx.unregister_host(v.as_mut_ptr().cast())?;
     }

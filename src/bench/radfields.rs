@@ -7,9 +7,7 @@
 use super::{describe, open_context, time};
 use crate::context::{Context, FEGPU_BACKEND_CUDA};
 use crate::error::Result;
-use crate::radfields::{
-    cpu, cuda, flops, Accumulator, Medium, Sources, FEGPU_RADFIELDS_DIRECT, FEGPU_RADFIELDS_TILED,
-};
+use crate::radfields::{cpu, cuda, flops, Accumulator, Medium, Sources, FEGPU_RADFIELDS_DIRECT, FEGPU_RADFIELDS_TILED};
 use num_complex::Complex64;
 use std::sync::Arc;
 use std::time::Instant;
@@ -33,17 +31,12 @@ fn problem(n_s: usize, n_p: usize, n_rhs: usize) -> Problem {
     let s = (0..3 * n_s).map(|_| 2.0 + next()).collect();
     let p = (0..3 * n_p).map(|_| 0.5 * next()).collect();
     let w = (0..n_p).map(|_| 1.0 + 0.1 * next()).collect();
-    let cur = (0..6 * n_p * n_rhs)
-        .map(|_| Complex64::new(next(), next()))
-        .collect();
+    let cur = (0..6 * n_p * n_rhs).map(|_| Complex64::new(next(), next())).collect();
     Problem { s, p, w, cur }
 }
 
 fn medium() -> Medium {
-    Medium {
-        k: Complex64::new(2.0 * std::f64::consts::PI, -0.05),
-        omega_mu: Complex64::new(2.0 * std::f64::consts::PI, 0.0),
-    }
+    Medium { k: Complex64::new(2.0 * std::f64::consts::PI, -0.05), omega_mu: Complex64::new(2.0 * std::f64::consts::PI, 0.0) }
 }
 
 /// The serial loop (one core, the CPU reference's pair functions): GFLOP/s.
@@ -55,14 +48,7 @@ fn serial_gflops(n_rhs: usize) -> f64 {
     let t = Instant::now();
     for s in 0..n_s {
         for p in 0..n_p {
-            let Some(q) = cpu::pair_coefficients(
-                [pr.s[3 * s], pr.s[3 * s + 1], pr.s[3 * s + 2]],
-                [pr.p[3 * p], pr.p[3 * p + 1], pr.p[3 * p + 2]],
-                pr.w[p],
-                &c,
-            ) else {
-                continue;
-            };
+            let Some(q) = cpu::pair_coefficients([pr.s[3 * s], pr.s[3 * s + 1], pr.s[3 * s + 2]], [pr.p[3 * p], pr.p[3 * p + 1], pr.p[3 * p + 2]], pr.w[p], &c) else { continue };
             for r in 0..n_rhs {
                 cpu::add_pair(&q, &pr.cur[6 * (p + n_p * r)..][..6], &mut f);
             }
@@ -82,13 +68,7 @@ fn accumulate_all(acc: &Accumulator, pr: &Problem, n_p: usize, n_rhs: usize) -> 
         for r in 0..n_rhs {
             cur.extend_from_slice(&pr.cur[6 * (first + total * r)..6 * (first + n_p + total * r)]);
         }
-        acc.accumulate(&Sources::new(
-            n_p,
-            n_rhs,
-            &pr.p[3 * first..3 * (first + n_p)],
-            &pr.w[first..first + n_p],
-            &cur,
-        )?)?;
+        acc.accumulate(&Sources::new(n_p, n_rhs, &pr.p[3 * first..3 * (first + n_p)], &pr.w[first..first + n_p], &cur)?)?;
     }
     Ok(())
 }
@@ -99,10 +79,7 @@ pub fn run() -> Result<()> {
     let Some(g) = ctx.gpu() else {
         println!("(no GPU: the serial rate only)");
         for n_rhs in [1, 10] {
-            println!(
-                "serial loop, n_rhs {n_rhs}: {:.2} GFLOP/s",
-                serial_gflops(n_rhs)
-            );
+            println!("serial loop, n_rhs {n_rhs}: {:.2} GFLOP/s", serial_gflops(n_rhs));
         }
         return Ok(());
     };
@@ -110,25 +87,14 @@ pub fn run() -> Result<()> {
     let peak = peak_flops / peak_s;
     println!("FP64 FMA ceiling (same run): {:.1} TFLOP/s", peak / 1e12);
     let serial: Vec<f64> = [1, 10, 100].iter().map(|&r| serial_gflops(r)).collect();
-    println!(
-        "serial loop (one core): {:.2} / {:.2} / {:.2} GFLOP/s at n_rhs 1 / 10 / 100",
-        serial[0], serial[1], serial[2]
-    );
-    println!(
-        "flops per pair {} + {} per right-hand side (sqrt 4, exp/sin/cos 8, division 4)",
-        crate::radfields::FLOPS_PER_PAIR,
-        crate::radfields::FLOPS_PER_PAIR_RHS
-    );
-    println!(
-        "{:>7} {:>5} {:>10} {:>7} {:>8} {:>10} {:>8} {:>10}",
-        "N_S", "n_rhs", "calls x n_p", "kernel", "ms", "TFLOP/s", "of FP64", "vs serial"
-    );
+    println!("serial loop (one core): {:.2} / {:.2} / {:.2} GFLOP/s at n_rhs 1 / 10 / 100", serial[0], serial[1], serial[2]);
+    println!("flops per pair {} + {} per right-hand side (sqrt 4, exp/sin/cos 8, division 4)", crate::radfields::FLOPS_PER_PAIR, crate::radfields::FLOPS_PER_PAIR_RHS);
+    println!("{:>7} {:>5} {:>10} {:>7} {:>8} {:>10} {:>8} {:>10}", "N_S", "n_rhs", "calls x n_p", "kernel", "ms", "TFLOP/s", "of FP64", "vs serial");
     let mut largest = None;
     for &n_s in &[10_000usize, 50_000, 200_000] {
         for (ri, &n_rhs) in [1usize, 10, 100].iter().enumerate() {
             // Batches: all of S' in calls of 256 points, then element by element (8 points per call).
-            let per_pair = crate::radfields::FLOPS_PER_PAIR
-                + crate::radfields::FLOPS_PER_PAIR_RHS * n_rhs as f64;
+            let per_pair = crate::radfields::FLOPS_PER_PAIR + crate::radfields::FLOPS_PER_PAIR_RHS * n_rhs as f64;
             let total = ((4e11 / (n_s as f64 * per_pair)) as usize).clamp(256, 4096) / 256 * 256;
             let pr = problem(n_s, total, n_rhs);
             for n_p in [256, 8] {
@@ -140,11 +106,7 @@ pub fn run() -> Result<()> {
                     println!(
                         "{n_s:>7} {n_rhs:>5} {:>10} {:>7} {:>8.2} {:>10.2} {:>7.1}% {:>9.0}x",
                         format!("{}x{n_p}", total / n_p),
-                        if variant == FEGPU_RADFIELDS_TILED {
-                            "tiled"
-                        } else {
-                            "direct"
-                        },
+                        if variant == FEGPU_RADFIELDS_TILED { "tiled" } else { "direct" },
                         t * 1e3,
                         rate / 1e12,
                         100.0 * rate / peak,
@@ -183,10 +145,7 @@ fn several_devices(ctx: &Arc<Context>, pr: &Problem, devices: usize) -> Result<(
             best = best.min(t.elapsed().as_secs_f64());
         }
         let rate = flops(n_s, total, n_rhs) / best;
-        println!(
-            "{n} device(s), N_S {n_s}, n_rhs {n_rhs}: {:.2} TFLOP/s (wall clock)",
-            rate / 1e12
-        );
+        println!("{n} device(s), N_S {n_s}, n_rhs {n_rhs}: {:.2} TFLOP/s (wall clock)", rate / 1e12);
         rates.push(rate);
     }
     println!("speedup on {devices} devices: {:.2}x", rates[1] / rates[0]);

@@ -26,13 +26,7 @@ pub fn run(o: &Options) -> Result<bool> {
     let (rp, ci, v) = t.to_csr();
     let pattern = sparse::build_pattern(t.nrows.max(1), t.ncols.max(1), &rp, &ci, 0)?;
     let n = pattern.nrows;
-    println!(
-        "{}: {} x {}, {} stored entries",
-        o.matrix.display(),
-        n,
-        pattern.ncols,
-        pattern.nnz()
-    );
+    println!("{}: {} x {}, {} stored entries", o.matrix.display(), n, pattern.ncols, pattern.nnz());
     let clock = Instant::now();
     let a = Arc::new(Csr::new(ctx.clone(), 0, pattern, &v)?);
     let ones = vec![1.0; n];
@@ -40,11 +34,7 @@ pub fn run(o: &Options) -> Result<bool> {
         Some(p) => {
             let b = mm::read_vector(p)?;
             if b.len() != n {
-                return Err(Error::size(format!(
-                    "{}: {} values for {n} rows",
-                    p.display(),
-                    b.len()
-                )));
+                return Err(Error::size(format!("{}: {} values for {n} rows", p.display(), b.len())));
             }
             b
         }
@@ -73,32 +63,16 @@ pub fn run(o: &Options) -> Result<bool> {
         Ok(()) => "converged".to_string(),
         Err(e) => format!("{} ({})", crate::error::status_name(e.status), e.message),
     };
-    println!(
-        "method {:?}, preconditioner {:?}, tol {:e}, maxit {}",
-        o.method, o.precond, o.tol, o.maxit
-    );
+    println!("method {:?}, preconditioner {:?}, tol {:e}, maxit {}", o.method, o.precond, o.tol, o.maxit);
     println!("status: {status}");
     println!("iterations: {}", outcome.iterations);
-    println!(
-        "relative residual (iteration): {:e}",
-        outcome.relative_residual
-    );
+    println!("relative residual (iteration): {:e}", outcome.relative_residual);
     println!("true relative residual ||b - Ax||/||b||: {true_rel:e}");
     if o.rhs.is_none() {
-        let err = xh
-            .iter()
-            .map(|x: &f64| (x - 1.0).powi(2))
-            .sum::<f64>()
-            .sqrt()
-            / (n as f64).sqrt();
+        let err = xh.iter().map(|x: &f64| (x - 1.0).powi(2)).sum::<f64>().sqrt() / (n as f64).sqrt();
         println!("error ||x - 1||/||1||: {err:e}");
     }
-    println!(
-        "times: upload {:.3} ms, setup {:.3} ms, solve {:.3} ms",
-        upload_s * 1e3,
-        setup_s * 1e3,
-        solve_s * 1e3
-    );
+    println!("times: upload {:.3} ms, setup {:.3} ms, solve {:.3} ms", upload_s * 1e3, setup_s * 1e3, solve_s * 1e3);
     if let Some(p) = &o.output {
         mm::write_vector(p, &xh)?;
         println!("solution written to {}", p.display());

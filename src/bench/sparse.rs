@@ -12,42 +12,20 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// The benchmark's matrices: name and CSR arrays.
-pub fn matrices(
-    real: Option<&std::path::Path>,
-) -> Result<Vec<(String, usize, gallery::CsrArrays)>> {
+pub fn matrices(real: Option<&std::path::Path>) -> Result<Vec<(String, usize, gallery::CsrArrays)>> {
     let mut v = vec![
-        (
-            "laplacian7 128^3".to_string(),
-            128usize.pow(3),
-            gallery::laplacian7(128),
-        ),
-        (
-            "laplacian27 96^3".to_string(),
-            96usize.pow(3),
-            gallery::laplacian27(96),
-        ),
+        ("laplacian7 128^3".to_string(), 128usize.pow(3), gallery::laplacian7(128)),
+        ("laplacian27 96^3".to_string(), 96usize.pow(3), gallery::laplacian27(96)),
     ];
     if let Some(p) = real {
         let t = sparse::mm::read_matrix(p)?;
-        v.push((
-            p.file_stem()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned(),
-            t.nrows,
-            t.to_csr(),
-        ));
+        v.push((p.file_stem().unwrap_or_default().to_string_lossy().into_owned(), t.nrows, t.to_csr()));
     }
     Ok(v)
 }
 
 fn make(ctx: &Arc<Context>, n: usize, (rp, ci, v): &gallery::CsrArrays) -> Result<Arc<Csr>> {
-    Ok(Arc::new(Csr::new(
-        ctx.clone(),
-        0,
-        sparse::build_pattern(n, n, rp, ci, 0)?,
-        v,
-    )?))
+    Ok(Arc::new(Csr::new(ctx.clone(), 0, sparse::build_pattern(n, n, rp, ci, 0)?, v)?))
 }
 
 /// Device-to-device copy bandwidth (read + write) of a 1 GiB buffer: the ceiling.
@@ -75,16 +53,11 @@ pub(super) fn start(what: &str) -> Result<(Arc<Context>, f64)> {
 pub fn spmv(real: Option<&std::path::Path>) -> Result<()> {
     let (ctx, ceiling) = start("spmv")?;
     println!("bytes = 12 nnz + 4 (n+1) + 8 n (x) + 8 n (y): each read or written once");
-    println!(
-        "  {:<20} {:>9} {:>10} {:<10} {:>9} {:>9} {:>8}",
-        "matrix", "rows", "nnz", "kernel", "ms", "GB/s", "of copy"
-    );
+    println!("  {:<20} {:>9} {:>10} {:<10} {:>9} {:>9} {:>8}", "matrix", "rows", "nnz", "kernel", "ms", "GB/s", "of copy");
     for (name, n, arrays) in matrices(real)? {
         let a = make(&ctx, n, &arrays)?;
         let nnz = a.pattern.nnz();
-        let xh: Vec<f64> = (0..n)
-            .map(|i| ((i * 7919) % 1000) as f64 / 1000.0)
-            .collect();
+        let xh: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 / 1000.0).collect();
         let x = Array::new(ctx.clone(), 0, n, 1, Some(&xh))?;
         let y = Array::new(ctx.clone(), 0, n, 1, Some(&vec![f64::NAN; n]))?;
         let bytes = spmv_bytes(n, nnz);
@@ -92,45 +65,24 @@ pub fn spmv(real: Option<&std::path::Path>) -> Result<()> {
         if let (Some(g), Some(dp)) = (ctx.gpu(), a.device.as_ref()) {
             let vals = a.values();
             let (gx, gy) = (x.lock(), y.lock());
-            if let (
-                Buffer::Device(v),
-                crate::array::Storage::F64(Buffer::Device(xd)),
-                crate::array::Storage::F64(Buffer::Device(yd)),
-            ) = (&vals.data, &*gx, &*gy)
-            {
+            if let (Buffer::Device(v), crate::array::Storage::F64(Buffer::Device(xd)), crate::array::Storage::F64(Buffer::Device(yd))) = (&vals.data, &*gx, &*gy) {
                 for tpr in [1u32, 2, 4, 8, 16, 32] {
-                    let t = time(&ctx, 20, || {
-                        cuda::spmv_with(g, dp, tpr, n, v, 1.0, xd, 0.0, yd, None)
-                    })?;
+                    let t = time(&ctx, 20, || cuda::spmv_with(g, dp, tpr, n, v, 1.0, xd, 0.0, yd, None))?;
                     rows.push((format!("tpr {tpr}"), t));
                 }
             }
         }
         let t = time(&ctx, 20, || sparse::spmv(&a, 1.0, &x, 0.0, &y))?;
-        rows.push((
-            format!(
-                "default({})",
-                a.device.as_ref().map_or(0, |d| d.threads_per_row)
-            ),
-            t,
-        ));
+        rows.push((format!("default({})", a.device.as_ref().map_or(0, |d| d.threads_per_row)), t));
         // the timed result must be right
         let mut got = vec![0.0; n];
         y.download(0, &mut got, "y")?;
         let mut want = vec![0.0; n];
         cpu::spmv(&a.pattern, &a.download_values()?, 1.0, &xh, 0.0, &mut want);
-        let err = got
-            .iter()
-            .zip(&want)
-            .map(|(g, w)| (g - w).abs())
-            .fold(0.0, f64::max);
+        let err = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0, f64::max);
         for (what, t) in rows {
             let gbs = bytes / t / 1e9;
-            println!(
-                "  {name:<20} {n:>9} {nnz:>10} {what:<10} {:>9.4} {gbs:>9.1} {:>7.1}%",
-                t * 1e3,
-                100.0 * gbs / ceiling
-            );
+            println!("  {name:<20} {n:>9} {nnz:>10} {what:<10} {:>9.4} {gbs:>9.1} {:>7.1}%", t * 1e3, 100.0 * gbs / ceiling);
         }
         println!("  {name:<20} max |y - y_cpu| = {err:.2e}");
     }
@@ -138,17 +90,9 @@ pub fn spmv(real: Option<&std::path::Path>) -> Result<()> {
 }
 
 /// Seconds per iteration of `method` over `iters` iterations (tolerance unreachable).
-fn per_iteration(
-    ctx: &Arc<Context>,
-    a: &Arc<Csr>,
-    method: Method,
-    precond: Precond,
-    iters: i64,
-) -> Result<(f64, f64)> {
+fn per_iteration(ctx: &Arc<Context>, a: &Arc<Csr>, method: Method, precond: Precond, iters: i64) -> Result<(f64, f64)> {
     let n = a.pattern.nrows;
-    let bh: Vec<f64> = (0..n)
-        .map(|i| 1.0 + ((i * 31) % 17) as f64 / 17.0)
-        .collect();
+    let bh: Vec<f64> = (0..n).map(|i| 1.0 + ((i * 31) % 17) as f64 / 17.0).collect();
     let b = Array::new(ctx.clone(), 0, n, 1, Some(&bh))?;
     let x = Array::new(ctx.clone(), 0, n, 1, Some(&vec![0.0; n]))?;
     let t = Instant::now();
@@ -158,35 +102,21 @@ fn per_iteration(
     x.upload(0, &vec![0.0; n], "x")?;
     let t = Instant::now();
     let (o, _, _) = s.solve(&b, &x, 1e-30, iters)?;
-    Ok((
-        t.elapsed().as_secs_f64() / o.iterations.max(1) as f64,
-        setup,
-    ))
+    Ok((t.elapsed().as_secs_f64() / o.iterations.max(1) as f64, setup))
 }
 
 pub fn solve(real: Option<&std::path::Path>) -> Result<()> {
     let (ctx, ceiling) = start("solve")?;
     println!("minimum bytes per iteration (every vector pass fused): CG = SpMV + 64 n, BiCGSTAB = 2 SpMV + 120 n");
-    println!(
-        "  {:<22} {:<9} {:<7} {:>9} {:>10} {:>11} {:>10}",
-        "matrix", "method", "precond", "iters", "ms/iter", "roofline ms", "of roof"
-    );
+    println!("  {:<22} {:<9} {:<7} {:>9} {:>10} {:>11} {:>10}", "matrix", "method", "precond", "iters", "ms/iter", "roofline ms", "of roof");
     let mut list = matrices(real)?;
-    list.push((
-        "convdiff 128^3".into(),
-        128usize.pow(3),
-        gallery::convection_diffusion(128, 1.0),
-    ));
+    list.push(("convdiff 128^3".into(), 128usize.pow(3), gallery::convection_diffusion(128, 1.0)));
     for (name, n, arrays) in list {
         let a = make(&ctx, n, &arrays)?;
         let nnz = a.pattern.nnz();
         let spmv_b = spmv_bytes(n, nnz);
         let spd = !name.starts_with("convdiff") && !name.starts_with("sherman");
-        let mut cases = vec![(
-            Method::Bicgstab,
-            Precond::None,
-            2.0 * spmv_b + 120.0 * n as f64,
-        )];
+        let mut cases = vec![(Method::Bicgstab, Precond::None, 2.0 * spmv_b + 120.0 * n as f64)];
         if spd {
             cases.insert(0, (Method::Cg, Precond::None, spmv_b + 64.0 * n as f64));
         }
@@ -195,22 +125,14 @@ pub fn solve(real: Option<&std::path::Path>) -> Result<()> {
             let iters = if p == Precond::Ilu0 { 20 } else { 200 };
             let (t, setup) = per_iteration(&ctx, &a, m, p, iters)?;
             let roof = bytes / (ceiling * 1e9);
-            let frac = if roof.is_nan() {
-                "-".to_string()
-            } else {
-                format!("{:.0}%", 100.0 * roof / t)
-            };
+            let frac = if roof.is_nan() { "-".to_string() } else { format!("{:.0}%", 100.0 * roof / t) };
             println!(
                 "  {name:<22} {:<9} {:<7} {iters:>9} {:>10.4} {:>11.4} {frac:>10}{}",
                 format!("{m:?}"),
                 format!("{p:?}"),
                 t * 1e3,
                 roof * 1e3,
-                if p == Precond::Ilu0 {
-                    format!("   (ILU(0) setup {:.1} ms)", setup * 1e3)
-                } else {
-                    String::new()
-                }
+                if p == Precond::Ilu0 { format!("   (ILU(0) setup {:.1} ms)", setup * 1e3) } else { String::new() }
             );
         }
     }

@@ -51,25 +51,16 @@ impl Variant {
 }
 
 fn mixed_backends() -> Error {
-    Error::new(
-        FEGPU_ERR_INTERNAL,
-        "arrays of one context live on different backends",
-    )
+    Error::new(FEGPU_ERR_INTERNAL, "arrays of one context live on different backends")
 }
 
 fn check_pair(src: &Array, dst: &Array, rows: usize, cols: usize, what: &str) -> Result<()> {
     same_context(src, dst, "src", "dst")?;
     if src.dtype != dst.dtype {
-        return Err(Error::invalid(format!(
-            "src holds {} and dst {}: {what} needs one type",
-            src.dtype.name(),
-            dst.dtype.name()
-        )));
+        return Err(Error::invalid(format!("src holds {} and dst {}: {what} needs one type", src.dtype.name(), dst.dtype.name())));
     }
     if std::ptr::eq(src, dst) {
-        return Err(Error::invalid(format!(
-            "src and dst are the same array: {what} is out of place"
-        )));
+        return Err(Error::invalid(format!("src and dst are the same array: {what} is out of place")));
     }
     if dst.rows != rows || dst.cols != cols {
         return Err(Error::size(format!(
@@ -86,12 +77,7 @@ pub fn transpose(src: &Array, dst: &Array, variant: Option<Variant>) -> Result<(
 }
 
 /// As `transpose`, with the tile shape forced (benchmarks compare shapes).
-pub fn transpose_shaped(
-    src: &Array,
-    dst: &Array,
-    variant: Option<Variant>,
-    shape: Option<cuda::Shape>,
-) -> Result<()> {
+pub fn transpose_shaped(src: &Array, dst: &Array, variant: Option<Variant>, shape: Option<cuda::Shape>) -> Result<()> {
     check_pair(src, dst, src.cols, src.rows, "a transpose")?;
     match src.dtype {
         Dtype::F32 => transpose_typed::<f32>(src, dst, variant, shape),
@@ -99,18 +85,10 @@ pub fn transpose_shaped(
     }
 }
 
-fn transpose_typed<T: Real>(
-    src: &Array,
-    dst: &Array,
-    variant: Option<Variant>,
-    shape: Option<cuda::Shape>,
-) -> Result<()> {
+fn transpose_typed<T: Real>(src: &Array, dst: &Array, variant: Option<Variant>, shape: Option<cuda::Shape>) -> Result<()> {
     let (m, n) = (src.rows, src.cols);
     let (mut ga, mut gb) = lock_pair(src, dst);
-    match (
-        src.typed::<T>(&mut ga, "src")?,
-        dst.typed::<T>(&mut gb, "dst")?,
-    ) {
+    match (src.typed::<T>(&mut ga, "src")?, dst.typed::<T>(&mut gb, "dst")?) {
         (Buffer::Host(a), Buffer::Host(b)) => cpu::transpose(m, n, a, b),
         (Buffer::Device(a), Buffer::Device(b)) => {
             let g = src.ctx.gpu().ok_or_else(mixed_backends)?;
@@ -124,10 +102,7 @@ fn transpose_typed<T: Real>(
 /// a = a^T for a square array.
 pub fn transpose_in_place(a: &Array, variant: Option<Variant>) -> Result<()> {
     if a.rows != a.cols {
-        return Err(Error::size(format!(
-            "a is {} x {}: an in-place transpose needs a square array",
-            a.rows, a.cols
-        )));
+        return Err(Error::size(format!("a is {} x {}: an in-place transpose needs a square array", a.rows, a.cols)));
     }
     match a.dtype {
         Dtype::F32 => transpose_in_place_typed::<f32>(a, variant),
@@ -159,10 +134,7 @@ pub fn copy(src: &Array, dst: &Array, variant: Option<Variant>) -> Result<()> {
 
 fn copy_typed<T: Real>(src: &Array, dst: &Array, variant: Option<Variant>) -> Result<()> {
     let (mut ga, mut gb) = lock_pair(src, dst);
-    match (
-        src.typed::<T>(&mut ga, "src")?,
-        dst.typed::<T>(&mut gb, "dst")?,
-    ) {
+    match (src.typed::<T>(&mut ga, "src")?, dst.typed::<T>(&mut gb, "dst")?) {
         (Buffer::Host(a), Buffer::Host(b)) => b.copy_from_slice(a),
         (Buffer::Device(a), Buffer::Device(b)) => {
             let g = src.ctx.gpu().ok_or_else(mixed_backends)?;
@@ -178,21 +150,10 @@ fn copy_typed<T: Real>(src: &Array, dst: &Array, variant: Option<Variant>) -> Re
 
 /// Host convenience: at = a^T (a m x n, at n x m, column-major) through the
 /// context's backend: upload, transpose, download in one call.
-pub fn transpose_host<T: Real>(
-    ctx: &Arc<Context>,
-    m: usize,
-    n: usize,
-    a: &[T],
-    at: &mut [T],
-    variant: Option<Variant>,
-) -> Result<()> {
+pub fn transpose_host<T: Real>(ctx: &Arc<Context>, m: usize, n: usize, a: &[T], at: &mut [T], variant: Option<Variant>) -> Result<()> {
     let len = element_count(m, n)?;
     if a.len() != len || at.len() != len {
-        return Err(Error::size(format!(
-            "a has {} and at {} elements; m x n = {m} x {n} needs {len}",
-            a.len(),
-            at.len()
-        )));
+        return Err(Error::size(format!("a has {} and at {} elements; m x n = {m} x {n} needs {len}", a.len(), at.len())));
     }
     if ctx.gpu().is_none() {
         cpu::transpose(m, n, a, at);
@@ -205,18 +166,10 @@ pub fn transpose_host<T: Real>(
 }
 
 /// Host convenience: square a = a^T in place through the context's backend.
-pub fn transpose_host_in_place<T: Real>(
-    ctx: &Arc<Context>,
-    n: usize,
-    a: &mut [T],
-    variant: Option<Variant>,
-) -> Result<()> {
+pub fn transpose_host_in_place<T: Real>(ctx: &Arc<Context>, n: usize, a: &mut [T], variant: Option<Variant>) -> Result<()> {
     let len = element_count(n, n)?;
     if a.len() != len {
-        return Err(Error::size(format!(
-            "a has {} elements; n x n = {n} x {n} needs {len}",
-            a.len()
-        )));
+        return Err(Error::size(format!("a has {} elements; n x n = {n} x {n} needs {len}", a.len())));
     }
     if ctx.gpu().is_none() {
         cpu::transpose_square_in_place(n, a);

@@ -33,47 +33,51 @@ fn suffix(set: &ElementSet) -> String {
     )
 }
 
-/// Every K^e (props: 2 per material), or with `mass` every mass matrix
-/// (props: the mass coefficient per material), into a new device buffer, one
-/// thread per element.
-pub fn stiffness(
-    g: &Gpu,
-    set: &ElementSet,
-    d: &DeviceSet,
-    props: &DeviceBuffer<f64>,
-    total: usize,
-    mass: bool,
-) -> Result<DeviceBuffer<f64>, Failure> {
-    let name = format!(
-        "{}_{}",
-        if mass { "mass" } else { "stiffness" },
-        suffix(set)
-    );
+/// The integration level AUTO stands for: the fastest measured on the H100
+/// (BENCHMARKS.md, FEM integration by level).
+pub fn fastest_level(element: super::Element, problem: Problem) -> i32 {
+    use super::{Element, FEGPU_INTEGRATION_BLOCKED, FEGPU_INTEGRATION_ELEMENT};
+    match (element, problem) {
+        (Element::Hex8, Problem::Elastic3d) | (Element::Tet4, Problem::Elastic3d) => FEGPU_INTEGRATION_BLOCKED,
+        _ => FEGPU_INTEGRATION_ELEMENT,
+    }
+}
+
+/// Elements per block of level IIa: as many as fit 48 KB of Gauss-point
+/// quantities, at most 32 (level II: 1).
+fn elements_per_block(set: &ElementSet, level: i32) -> (u32, u32, u32) {
+    let points = if set.element.is_simplex() { 1 } else { set.order.pow(set.element.dim() as u32) };
+    let per_element = points * (set.element.nodes() * set.element.dim() + 1) * 8;
+    let epb = if level == super::FEGPU_INTEGRATION_POINT { 1 } else { ((48 << 10) / per_element).clamp(1, 32) };
+    let threads = if epb == 1 { 64 } else { 256 };
+    (epb as u32, threads, (epb * per_element) as u32)
+}
+
+/// Every K^e (props: 2 per material) by the set's integration level, or with
+/// `mass` every mass matrix (props: the mass coefficient per material, level
+/// I), into a new device buffer.
+pub fn stiffness(g: &Gpu, set: &ElementSet, d: &DeviceSet, props: &DeviceBuffer<f64>, total: usize, mass: bool) -> Result<DeviceBuffer<f64>, Failure> {
+    let level = if mass { super::FEGPU_INTEGRATION_ELEMENT } else { set.integration_level() };
+    let blocked = level != super::FEGPU_INTEGRATION_ELEMENT;
+    let name = format!("{}_{}{}", if mass { "mass" } else { "stiffness" }, suffix(set), if blocked { "_blocked" } else { "" });
     let f = g.kernel("fem", SOURCE, &name)?;
     let ke = g.alloc::<f64>(total.max(1))?;
     let bad = crate::sparse::cuda::upload(g, &[i32::MAX])?;
-    let (ne, plane_strain, order) = (
-        set.elements as i64,
-        (set.problem == Problem::PlaneStrain) as i32,
-        set.order as i32,
-    );
+    let (ne, plane_strain, order) = (set.elements as i64, (set.problem == Problem::PlaneStrain) as i32, set.order as i32);
     let mut l = g.launcher(&f);
-    l.arg(&ne)
-        .arg(&d.coords)
-        .arg(&d.conn)
-        .arg(&d.material)
-        .arg(props);
+    l.arg(&ne).arg(&d.coords).arg(&d.conn).arg(&d.material).arg(props);
     if !mass {
         l.arg(&plane_strain);
     }
     l.arg(&order).arg(&ke).arg(&bad);
-    g.launch(
-        &name,
-        l,
-        ((set.elements as u32).div_ceil(BLOCK), 1, 1),
-        (BLOCK, 1, 1),
-        0,
-    )?;
+    if blocked {
+        let (epb, threads, shared) = elements_per_block(set, level);
+        let epb_arg = epb as i32;
+        l.arg(&epb_arg);
+        g.launch(&name, l, ((set.elements as u32).div_ceil(epb), 1, 1), (threads, 1, 1), shared)?;
+    } else {
+        g.launch(&name, l, ((set.elements as u32).div_ceil(BLOCK), 1, 1), (BLOCK, 1, 1), 0)?;
+    }
     let mut first_bad = [0i32];
     g.download(&bad, 0, &mut first_bad)?;
     if first_bad[0] != i32::MAX {

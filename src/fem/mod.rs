@@ -24,6 +24,16 @@ pub const FEGPU_ELEMENT_TRI3: i32 = 1;
 pub const FEGPU_ELEMENT_QUAD4: i32 = 2;
 pub const FEGPU_ELEMENT_TET4: i32 = 3;
 pub const FEGPU_ELEMENT_HEX8: i32 = 4;
+/// Integration strategies (FEStudio's levels): AUTO picks the fastest
+/// measured for the element and problem (BENCHMARKS.md).
+pub const FEGPU_INTEGRATION_AUTO: i32 = 0;
+/// Level I: one thread per element.
+pub const FEGPU_INTEGRATION_ELEMENT: i32 = 1;
+/// Level II: one element per block, its Gauss points' quantities shared.
+pub const FEGPU_INTEGRATION_POINT: i32 = 2;
+/// Level IIa: several elements per block, their Gauss points' quantities shared.
+pub const FEGPU_INTEGRATION_BLOCKED: i32 = 3;
+
 /// Heat conduction: one dof per node, material (k, unused).
 pub const FEGPU_PROBLEM_HEAT: i32 = 1;
 /// 2-D elasticity in plane stress: material (E, nu).
@@ -188,6 +198,8 @@ pub struct ElementSet {
     /// per element, 0-based
     pub material: Vec<i32>,
     pub device: Option<DeviceSet>,
+    /// The integration strategy (FEGPU_INTEGRATION_*).
+    pub level: std::sync::atomic::AtomicI32,
     materials: Mutex<Materials>,
     results: Mutex<Results>,
 }
@@ -362,6 +374,7 @@ impl ElementSet {
             conn,
             material,
             device,
+            level: FEGPU_INTEGRATION_AUTO.into(),
             materials: Mutex::new(materials),
             results: Mutex::new(Results::default()),
         })
@@ -470,6 +483,26 @@ impl ElementSet {
                 ))
             }
         })
+    }
+
+    /// The integration strategy of the next `integrate` (FEGPU_INTEGRATION_*;
+    /// the CPU backend's reference is the same quadrature whatever the level).
+    pub fn set_integration(&self, level: i32) -> Result<()> {
+        if !(FEGPU_INTEGRATION_AUTO..=FEGPU_INTEGRATION_BLOCKED).contains(&level) {
+            return Err(Error::invalid(format!(
+                "level = {level}: expected FEGPU_INTEGRATION_AUTO (0), _ELEMENT (1), _POINT (2) or _BLOCKED (3)"
+            )));
+        }
+        self.level.store(level, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The level `integrate` uses: the caller's, or for AUTO the fastest measured.
+    pub fn integration_level(&self) -> i32 {
+        match self.level.load(std::sync::atomic::Ordering::Relaxed) {
+            FEGPU_INTEGRATION_AUTO => cuda::fastest_level(self.element, self.problem),
+            level => level,
+        }
     }
 
     /// Each material's density (elasticity, for the mass matrices); the next

@@ -11,13 +11,7 @@ use std::sync::Arc;
 pub const FEGPU_DTYPE_F32: i32 = 1;
 pub const FEGPU_DTYPE_F64: i32 = 2;
 
-unsafe fn create<T: Real>(
-    ctx: fegpu_context_t,
-    rows: i64,
-    cols: i64,
-    host: Option<*const T>,
-    out: *mut fegpu_array_t,
-) -> fegpu_status {
+unsafe fn create<T: Real>(ctx: fegpu_context_t, rows: i64, cols: i64, host: Option<*const T>, out: *mut fegpu_array_t) -> fegpu_status {
     guard(|| {
         let out = out_param(out, "arr")?;
         let c = context::get(ctx, "ctx")?;
@@ -36,12 +30,7 @@ unsafe fn create<T: Real>(
 fn whole(a: &Array, count: i64) -> Result<usize> {
     let n = positive("count", count)?;
     if n != a.len() {
-        return Err(Error::size(format!(
-            "count = {n} but arr is {} x {} = {} elements",
-            a.rows,
-            a.cols,
-            a.len()
-        )));
+        return Err(Error::size(format!("count = {n} but arr is {} x {} = {} elements", a.rows, a.cols, a.len())));
     }
     Ok(n)
 }
@@ -62,13 +51,7 @@ unsafe fn download<T: Real>(arr: fegpu_array_t, host: *mut T, count: i64) -> feg
     })
 }
 
-unsafe fn upload_slice<T: Real>(
-    arr: fegpu_array_t,
-    first: i64,
-    count: i64,
-    host: *const T,
-    index_base: i32,
-) -> fegpu_status {
+unsafe fn upload_slice<T: Real>(arr: fegpu_array_t, first: i64, count: i64, host: *const T, index_base: i32) -> fegpu_status {
     guard(|| {
         let a = array::get(arr, "arr")?;
         let (first, count) = range(first, count, index_base, "arr")?;
@@ -76,13 +59,7 @@ unsafe fn upload_slice<T: Real>(
     })
 }
 
-unsafe fn download_slice<T: Real>(
-    arr: fegpu_array_t,
-    first: i64,
-    count: i64,
-    host: *mut T,
-    index_base: i32,
-) -> fegpu_status {
+unsafe fn download_slice<T: Real>(arr: fegpu_array_t, first: i64, count: i64, host: *mut T, index_base: i32) -> fegpu_status {
     guard(|| {
         let a = array::get(arr, "arr")?;
         let (first, count) = range(first, count, index_base, "arr")?;
@@ -93,46 +70,24 @@ unsafe fn download_slice<T: Real>(
 /// Creates a rows x cols f64 array in `ctx` holding a copy of `host`
 /// (column-major, rows*cols elements).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_create_f64(
-    ctx: fegpu_context_t,
-    rows: i64,
-    cols: i64,
-    host: *const f64,
-    arr: *mut fegpu_array_t,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_create_f64(ctx: fegpu_context_t, rows: i64, cols: i64, host: *const f64, arr: *mut fegpu_array_t) -> fegpu_status {
     create::<f64>(ctx, rows, cols, Some(host), arr)
 }
 
 /// Creates a rows x cols f32 array in `ctx` holding a copy of `host`.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_create_f32(
-    ctx: fegpu_context_t,
-    rows: i64,
-    cols: i64,
-    host: *const f32,
-    arr: *mut fegpu_array_t,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_create_f32(ctx: fegpu_context_t, rows: i64, cols: i64, host: *const f32, arr: *mut fegpu_array_t) -> fegpu_status {
     create::<f32>(ctx, rows, cols, Some(host), arr)
 }
 
 /// Creates an uninitialised rows x cols array of `dtype` (FEGPU_DTYPE_F32 or
 /// FEGPU_DTYPE_F64). Its contents are undefined until written (NaN on the CPU backend).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_create_empty(
-    ctx: fegpu_context_t,
-    dtype: i32,
-    rows: i64,
-    cols: i64,
-    arr: *mut fegpu_array_t,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_create_empty(ctx: fegpu_context_t, dtype: i32, rows: i64, cols: i64, arr: *mut fegpu_array_t) -> fegpu_status {
     match dtype {
         FEGPU_DTYPE_F64 => create::<f64>(ctx, rows, cols, None, arr),
         FEGPU_DTYPE_F32 => create::<f32>(ctx, rows, cols, None, arr),
-        _ => guard(|| {
-            Err(Error::invalid(format!(
-                "dtype = {dtype}: expected FEGPU_DTYPE_F32 (1) or FEGPU_DTYPE_F64 (2)"
-            )))
-        }),
+        _ => guard(|| Err(Error::invalid(format!("dtype = {dtype}: expected FEGPU_DTYPE_F32 (1) or FEGPU_DTYPE_F64 (2)")))),
     }
 }
 
@@ -144,12 +99,7 @@ pub extern "C" fn fegpu_array_destroy(arr: fegpu_array_t) -> fegpu_status {
 
 /// The array's shape and element type (FEGPU_DTYPE_*); any pointer may be NULL.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_shape(
-    arr: fegpu_array_t,
-    rows: *mut i64,
-    cols: *mut i64,
-    dtype: *mut i32,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_shape(arr: fegpu_array_t, rows: *mut i64, cols: *mut i64, dtype: *mut i32) -> fegpu_status {
     guard(|| {
         let a = array::get(arr, "arr")?;
         if !rows.is_null() {
@@ -170,89 +120,49 @@ pub unsafe extern "C" fn fegpu_array_shape(
 
 /// Overwrites the whole array from `host` (`count` = rows * cols elements).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_upload_f64(
-    arr: fegpu_array_t,
-    host: *const f64,
-    count: i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_upload_f64(arr: fegpu_array_t, host: *const f64, count: i64) -> fegpu_status {
     upload::<f64>(arr, host, count)
 }
 
 /// Overwrites the whole array from `host` (`count` = rows * cols elements).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_upload_f32(
-    arr: fegpu_array_t,
-    host: *const f32,
-    count: i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_upload_f32(arr: fegpu_array_t, host: *const f32, count: i64) -> fegpu_status {
     upload::<f32>(arr, host, count)
 }
 
 /// Copies the whole array into `host` (`count` = rows * cols elements).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_download_f64(
-    arr: fegpu_array_t,
-    host: *mut f64,
-    count: i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_download_f64(arr: fegpu_array_t, host: *mut f64, count: i64) -> fegpu_status {
     download::<f64>(arr, host, count)
 }
 
 /// Copies the whole array into `host` (`count` = rows * cols elements).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_download_f32(
-    arr: fegpu_array_t,
-    host: *mut f32,
-    count: i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_download_f32(arr: fegpu_array_t, host: *mut f32, count: i64) -> fegpu_status {
     download::<f32>(arr, host, count)
 }
 
 /// Overwrites `count` elements starting at element `first` (in column-major
 /// order, counted from `index_base`, 0 or 1) from `host`.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_upload_slice_f64(
-    arr: fegpu_array_t,
-    first: i64,
-    count: i64,
-    host: *const f64,
-    index_base: i32,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_upload_slice_f64(arr: fegpu_array_t, first: i64, count: i64, host: *const f64, index_base: i32) -> fegpu_status {
     upload_slice::<f64>(arr, first, count, host, index_base)
 }
 
 /// Overwrites `count` elements starting at element `first` (counted from `index_base`).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_upload_slice_f32(
-    arr: fegpu_array_t,
-    first: i64,
-    count: i64,
-    host: *const f32,
-    index_base: i32,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_upload_slice_f32(arr: fegpu_array_t, first: i64, count: i64, host: *const f32, index_base: i32) -> fegpu_status {
     upload_slice::<f32>(arr, first, count, host, index_base)
 }
 
 /// Copies `count` elements starting at element `first` (counted from `index_base`) into `host`.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_download_slice_f64(
-    arr: fegpu_array_t,
-    first: i64,
-    count: i64,
-    host: *mut f64,
-    index_base: i32,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_download_slice_f64(arr: fegpu_array_t, first: i64, count: i64, host: *mut f64, index_base: i32) -> fegpu_status {
     download_slice::<f64>(arr, first, count, host, index_base)
 }
 
 /// Copies `count` elements starting at element `first` (counted from `index_base`) into `host`.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_download_slice_f32(
-    arr: fegpu_array_t,
-    first: i64,
-    count: i64,
-    host: *mut f32,
-    index_base: i32,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_download_slice_f32(arr: fegpu_array_t, first: i64, count: i64, host: *mut f32, index_base: i32) -> fegpu_status {
     download_slice::<f32>(arr, first, count, host, index_base)
 }

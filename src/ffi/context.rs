@@ -1,6 +1,6 @@
 //! C surface of contexts and host-memory registration.
 
-use super::{fegpu_context_t, guard, out_param};
+use super::{guard, out_param, fegpu_context_t};
 use crate::context::{self, Context};
 use crate::error::{fegpu_status, positive, Error};
 use crate::registry;
@@ -12,11 +12,7 @@ use std::sync::Arc;
 /// device answers and the CPU otherwise; an explicit CUDA request with no
 /// device fails with FEGPU_ERR_NO_DEVICE rather than falling back.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_context_create(
-    backend: i32,
-    device: i64,
-    ctx: *mut fegpu_context_t,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_context_create(backend: i32, device: i64, ctx: *mut fegpu_context_t) -> fegpu_status {
     guard(|| {
         let out = out_param(ctx, "ctx")?;
         let c = Context::new(backend, device)?;
@@ -33,10 +29,7 @@ pub extern "C" fn fegpu_context_destroy(ctx: fegpu_context_t) -> fegpu_status {
 
 /// The backend the context runs on: FEGPU_BACKEND_CPU or FEGPU_BACKEND_CUDA.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_context_backend(
-    ctx: fegpu_context_t,
-    backend: *mut i32,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_context_backend(ctx: fegpu_context_t, backend: *mut i32) -> fegpu_status {
     guard(|| {
         let out = out_param(backend, "backend")?;
         *out = match context::get(ctx, "ctx")?.gpu() {
@@ -60,11 +53,7 @@ pub extern "C" fn fegpu_context_synchronize(ctx: fegpu_context_t) -> fegpu_statu
 /// array) so uploads and downloads through it run at pinned speed. Keep the
 /// memory alive until `fegpu_host_unregister` (or the context's destruction).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_host_register(
-    ctx: fegpu_context_t,
-    ptr: *mut libc::c_void,
-    bytes: i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_host_register(ctx: fegpu_context_t, ptr: *mut libc::c_void, bytes: i64) -> fegpu_status {
     guard(|| {
         let c = context::get(ctx, "ctx")?;
         if ptr.is_null() {
@@ -76,10 +65,7 @@ pub unsafe extern "C" fn fegpu_host_register(
 
 /// Releases a registration made by `fegpu_host_register` with the same `ptr`.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_host_unregister(
-    ctx: fegpu_context_t,
-    ptr: *mut libc::c_void,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_host_unregister(ctx: fegpu_context_t, ptr: *mut libc::c_void) -> fegpu_status {
     guard(|| {
         let c = context::get(ctx, "ctx")?;
         if ptr.is_null() {

@@ -10,11 +10,7 @@ use crate::error::{element_count, fegpu_status, positive, Error};
 /// same type, same context. `variant` is FEGPU_VARIANT_AUTO (the fastest),
 /// _NAIVE, _TILE or _PADDED. Returns once the work is queued.
 #[no_mangle]
-pub extern "C" fn fegpu_dense_transpose(
-    src: fegpu_array_t,
-    dst: fegpu_array_t,
-    variant: i32,
-) -> fegpu_status {
+pub extern "C" fn fegpu_dense_transpose(src: fegpu_array_t, dst: fegpu_array_t, variant: i32) -> fegpu_status {
     guard(|| {
         let v = Variant::from_code(variant)?;
         dense::transpose(&*array::get(src, "src")?, &*array::get(dst, "dst")?, v)
@@ -33,25 +29,14 @@ pub extern "C" fn fegpu_dense_transpose_in_place(a: fegpu_array_t, variant: i32)
 /// dst = src for device-resident arrays of one shape and type. AUTO uses the
 /// driver's device-to-device copy; the kernel variants exist for benchmarks.
 #[no_mangle]
-pub extern "C" fn fegpu_dense_copy(
-    src: fegpu_array_t,
-    dst: fegpu_array_t,
-    variant: i32,
-) -> fegpu_status {
+pub extern "C" fn fegpu_dense_copy(src: fegpu_array_t, dst: fegpu_array_t, variant: i32) -> fegpu_status {
     guard(|| {
         let v = Variant::from_code(variant)?;
         dense::copy(&*array::get(src, "src")?, &*array::get(dst, "dst")?, v)
     })
 }
 
-unsafe fn transpose_host<T: Real>(
-    ctx: fegpu_context_t,
-    m: i64,
-    n: i64,
-    a: *const T,
-    at: *mut T,
-    variant: i32,
-) -> fegpu_status {
+unsafe fn transpose_host<T: Real>(ctx: fegpu_context_t, m: i64, n: i64, a: *const T, at: *mut T, variant: i32) -> fegpu_status {
     guard(|| {
         let c = context::get(ctx, "ctx")?;
         let v = Variant::from_code(variant)?;
@@ -66,12 +51,7 @@ unsafe fn transpose_host<T: Real>(
     })
 }
 
-unsafe fn transpose_host_in_place<T: Real>(
-    ctx: fegpu_context_t,
-    n: i64,
-    a: *mut T,
-    variant: i32,
-) -> fegpu_status {
+unsafe fn transpose_host_in_place<T: Real>(ctx: fegpu_context_t, n: i64, a: *mut T, variant: i32) -> fegpu_status {
     guard(|| {
         let c = context::get(ctx, "ctx")?;
         let v = Variant::from_code(variant)?;
@@ -83,48 +63,24 @@ unsafe fn transpose_host_in_place<T: Real>(
 /// Host convenience: at (n x m) = a^T (a m x n) through the context's backend
 /// (upload, transpose, download in one call).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_dense_transpose_host_f64(
-    ctx: fegpu_context_t,
-    m: i64,
-    n: i64,
-    a: *const f64,
-    at: *mut f64,
-    variant: i32,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_dense_transpose_host_f64(ctx: fegpu_context_t, m: i64, n: i64, a: *const f64, at: *mut f64, variant: i32) -> fegpu_status {
     transpose_host::<f64>(ctx, m, n, a, at, variant)
 }
 
 /// Host convenience: at (n x m) = a^T (a m x n) through the context's backend.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_dense_transpose_host_f32(
-    ctx: fegpu_context_t,
-    m: i64,
-    n: i64,
-    a: *const f32,
-    at: *mut f32,
-    variant: i32,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_dense_transpose_host_f32(ctx: fegpu_context_t, m: i64, n: i64, a: *const f32, at: *mut f32, variant: i32) -> fegpu_status {
     transpose_host::<f32>(ctx, m, n, a, at, variant)
 }
 
 /// Host convenience: square a (n x n) = a^T in place through the context's backend.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_dense_transpose_host_in_place_f64(
-    ctx: fegpu_context_t,
-    n: i64,
-    a: *mut f64,
-    variant: i32,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_dense_transpose_host_in_place_f64(ctx: fegpu_context_t, n: i64, a: *mut f64, variant: i32) -> fegpu_status {
     transpose_host_in_place::<f64>(ctx, n, a, variant)
 }
 
 /// Host convenience: square a (n x n) = a^T in place through the context's backend.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_dense_transpose_host_in_place_f32(
-    ctx: fegpu_context_t,
-    n: i64,
-    a: *mut f32,
-    variant: i32,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_dense_transpose_host_in_place_f32(ctx: fegpu_context_t, n: i64, a: *mut f32, variant: i32) -> fegpu_status {
     transpose_host_in_place::<f32>(ctx, n, a, variant)
 }

@@ -64,6 +64,16 @@ pub unsafe extern "C" fn fegpu_fem_create(
     })
 }
 
+/// The integration strategy of the following fegpu_fem_integrate calls:
+/// FEGPU_INTEGRATION_AUTO (the fastest measured for the element and
+/// problem), _ELEMENT (level I: a thread per element), _POINT (level II: an
+/// element per block, its Gauss points shared) or _BLOCKED (level IIa:
+/// several elements per block). All give the same matrices to rounding.
+#[no_mangle]
+pub extern "C" fn fegpu_fem_set_integration(fem: fegpu_fem_t, level: i32) -> fegpu_status {
+    guard(|| fem::get(fem, "fem")?.set_integration(level))
+}
+
 /// Integrates every element stiffness matrix where the set lives (one
 /// thread per element on the GPU). An element whose Jacobian determinant is
 /// not positive fails the call with its number and nodes; the matrices of

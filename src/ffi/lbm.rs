@@ -58,11 +58,7 @@ pub unsafe extern "C" fn fegpu_lattice_create(
 /// 1 resting wall, 2 moving wall (velocity from fegpu_lattice_set_wall_velocity).
 /// Walls use halfway bounce-back; a wall site's populations are never changed.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_lattice_set_flags(
-    lat: fegpu_lattice_t,
-    flags: *const u8,
-    n: i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_lattice_set_flags(lat: fegpu_lattice_t, flags: *const u8, n: i64) -> fegpu_status {
     guard(|| {
         let l = lattice(lat)?;
         l.set_flags(host_in(flags, n.max(0) as usize, "flags")?)
@@ -71,23 +67,13 @@ pub unsafe extern "C" fn fegpu_lattice_set_flags(
 
 /// The body force per unit volume (Guo forcing), applied to every fluid site.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_lattice_set_force(
-    lat: fegpu_lattice_t,
-    fx: f64,
-    fy: f64,
-    fz: f64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_lattice_set_force(lat: fegpu_lattice_t, fx: f64, fy: f64, fz: f64) -> fegpu_status {
     guard(|| lattice(lat)?.set_force([fx, fy, fz]))
 }
 
 /// The velocity of the moving-wall sites (flag 2).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_lattice_set_wall_velocity(
-    lat: fegpu_lattice_t,
-    ux: f64,
-    uy: f64,
-    uz: f64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_lattice_set_wall_velocity(lat: fegpu_lattice_t, ux: f64, uy: f64, uz: f64) -> fegpu_status {
     guard(|| lattice(lat)?.set_wall_velocity([ux, uy, uz]))
 }
 
@@ -101,13 +87,7 @@ pub extern "C" fn fegpu_lattice_set_trt(lat: fegpu_lattice_t, magic: f64) -> feg
 
 /// Puts every site at the equilibrium of density rho and velocity (ux, uy, uz).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_lattice_init_equilibrium(
-    lat: fegpu_lattice_t,
-    rho: f64,
-    ux: f64,
-    uy: f64,
-    uz: f64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_lattice_init_equilibrium(lat: fegpu_lattice_t, rho: f64, ux: f64, uy: f64, uz: f64) -> fegpu_status {
     guard(|| lattice(lat)?.init_equilibrium(rho, [ux, uy, uz]))
 }
 
@@ -115,11 +95,7 @@ pub unsafe extern "C" fn fegpu_lattice_init_equilibrium(
 /// direction fastest, Palabos D3Q19 order (direction i+9 opposite i), after
 /// streaming. n = 19*nx*ny*nz.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_lattice_set_populations(
-    lat: fegpu_lattice_t,
-    f: *const f64,
-    n: i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_lattice_set_populations(lat: fegpu_lattice_t, f: *const f64, n: i64) -> fegpu_status {
     guard(|| {
         let l = lattice(lat)?;
         l.set_populations(host_in(f, n.max(0) as usize, "f")?)
@@ -128,11 +104,7 @@ pub unsafe extern "C" fn fegpu_lattice_set_populations(
 
 /// Reads the populations back in the layout of fegpu_lattice_set_populations.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_lattice_get_populations(
-    lat: fegpu_lattice_t,
-    f: *mut f64,
-    n: i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_lattice_get_populations(lat: fegpu_lattice_t, f: *mut f64, n: i64) -> fegpu_status {
     guard(|| {
         let l = lattice(lat)?;
         l.populations(host_out(f, n.max(0) as usize, "f")?)
@@ -155,13 +127,7 @@ pub extern "C" fn fegpu_lattice_step(lat: fegpu_lattice_t, steps: i64) -> fegpu_
 /// z-slab starting at plane z_first (1-based, as in Fortran); wall sites
 /// report 0. The whole lattice: z_first = 1, z_count = nz.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_lattice_fields(
-    lat: fegpu_lattice_t,
-    z_first: i64,
-    z_count: i64,
-    rho: *mut f64,
-    u: *mut f64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_lattice_fields(lat: fegpu_lattice_t, z_first: i64, z_count: i64, rho: *mut f64, u: *mut f64) -> fegpu_status {
     guard(|| {
         let l = lattice(lat)?;
         let (_, count) = l.slab(z_first - 1, z_count)?;

@@ -14,9 +14,7 @@ pub mod pipeline;
 pub mod radfields;
 pub mod sparse;
 
-use crate::error::{
-    fegpu_status, Error, Result, FEGPU_ERR_INTERNAL, FEGPU_ERR_INVALID_ARGUMENT, FEGPU_OK,
-};
+use crate::error::{fegpu_status, Error, Result, FEGPU_ERR_INTERNAL, FEGPU_ERR_INVALID_ARGUMENT, FEGPU_OK};
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -80,10 +78,7 @@ fn check_pointer<T>(ptr: *const T, arg: &str) -> Result<()> {
         return Err(Error::invalid(format!("{arg} is a null pointer")));
     }
     if !(ptr as usize).is_multiple_of(std::mem::align_of::<T>()) {
-        return Err(Error::invalid(format!(
-            "{arg} = {:#x} is not aligned for its element type",
-            ptr as usize
-        )));
+        return Err(Error::invalid(format!("{arg} = {:#x} is not aligned for its element type", ptr as usize)));
     }
     Ok(())
 }
@@ -91,15 +86,11 @@ fn check_pointer<T>(ptr: *const T, arg: &str) -> Result<()> {
 /// Converts a caller's (first, count) with an explicit index base to a 0-based range.
 pub(crate) fn range(first: i64, count: i64, index_base: i32, arg: &str) -> Result<(usize, usize)> {
     if index_base != 0 && index_base != 1 {
-        return Err(Error::invalid(format!(
-            "index_base = {index_base}: must be 0 or 1"
-        )));
+        return Err(Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
     }
     let zero_based = first - index_base as i64;
     if zero_based < 0 {
-        return Err(Error::invalid(format!(
-            "{arg}: first = {first} is below index_base = {index_base}"
-        )));
+        return Err(Error::invalid(format!("{arg}: first = {first} is below index_base = {index_base}")));
     }
     let count = crate::error::positive("count", count)?;
     Ok((zero_based as usize, count))
@@ -109,10 +100,7 @@ pub(crate) fn range(first: i64, count: i64, index_base: i32, arg: &str) -> Resul
 /// truncated to `len` bytes). The message names the argument and the values
 /// that were wrong; it stays until the next failing call on this thread.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_last_error_message(
-    buf: *mut libc::c_char,
-    len: i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_last_error_message(buf: *mut libc::c_char, len: i64) -> fegpu_status {
     if buf.is_null() || len < 1 {
         return FEGPU_ERR_INVALID_ARGUMENT;
     }
@@ -127,11 +115,7 @@ pub unsafe extern "C" fn fegpu_last_error_message(
 
 /// The library version (semantic versioning).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_version(
-    major: *mut i32,
-    minor: *mut i32,
-    patch: *mut i32,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_version(major: *mut i32, minor: *mut i32, patch: *mut i32) -> fegpu_status {
     guard(|| {
         let parse = |s: &str| s.parse::<i32>().unwrap_or(0);
         *out_param(major, "major")? = parse(env!("CARGO_PKG_VERSION_MAJOR"));

@@ -33,26 +33,12 @@ fn count(name: &str, v: i64) -> Result<usize> {
 /// page-locked staging. Returns when y is back.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)] // the C signature's arguments
-pub unsafe extern "C" fn fegpu_pipeline_axpby(
-    ctx: fegpu_context_t,
-    n: i64,
-    a: f64,
-    x: *const f64,
-    b: f64,
-    y: *mut f64,
-    strategy: i32,
-    n_streams: i64,
-    n_chunks: i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_pipeline_axpby(ctx: fegpu_context_t, n: i64, a: f64, x: *const f64, b: f64, y: *mut f64, strategy: i32, n_streams: i64, n_chunks: i64) -> fegpu_status {
     guard(|| {
         let c = context::get(ctx, "ctx")?;
         let n = count("n", n)?;
         let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
-        let (x, y) = if n == 0 {
-            (&[][..], &mut [][..])
-        } else {
-            (host_in(x, n, "x")?, host_out(y, n, "y")?)
-        };
+        let (x, y) = if n == 0 { (&[][..], &mut [][..]) } else { (host_in(x, n, "x")?, host_out(y, n, "y")?) };
         pipeline::axpby(&c, a, x, b, y, plan).map(|_| ())
     })
 }
@@ -80,15 +66,7 @@ pub unsafe extern "C" fn fegpu_pipeline_column_dots(
         if ncols == 0 {
             return Ok(());
         }
-        pipeline::column_dots(
-            &c,
-            m,
-            host_in(a, len, "a")?,
-            host_in(b, len, "b")?,
-            host_out(out, ncols, "out")?,
-            plan,
-        )
-        .map(|_| ())
+        pipeline::column_dots(&c, m, host_in(a, len, "a")?, host_in(b, len, "b")?, host_out(out, ncols, "out")?, plan).map(|_| ())
     })
 }
 
@@ -116,23 +94,8 @@ pub unsafe extern "C" fn fegpu_pipeline_gemm(
         let ctx = context::get(ctx, "ctx")?;
         let (m, n, k) = (positive("m", m)?, positive("n", n)?, positive("k", k)?);
         let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
-        let (a, b) = (
-            host_in(a, element_count(m, k)?, "a")?,
-            host_in(b, element_count(k, n)?, "b")?,
-        );
-        pipeline::gemm(
-            &ctx,
-            m,
-            n,
-            k,
-            alpha,
-            a,
-            b,
-            beta,
-            host_out(c, element_count(m, n)?, "c")?,
-            plan,
-        )
-        .map(|_| ())
+        let (a, b) = (host_in(a, element_count(m, k)?, "a")?, host_in(b, element_count(k, n)?, "b")?);
+        pipeline::gemm(&ctx, m, n, k, alpha, a, b, beta, host_out(c, element_count(m, n)?, "c")?, plan).map(|_| ())
     })
 }
 
@@ -166,30 +129,13 @@ pub unsafe extern "C" fn fegpu_pipeline_gemv(
 /// a that land as row panels of at.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)] // the C signature's arguments
-pub unsafe extern "C" fn fegpu_pipeline_transpose(
-    ctx: fegpu_context_t,
-    m: i64,
-    n: i64,
-    a: *const f64,
-    at: *mut f64,
-    strategy: i32,
-    n_streams: i64,
-    n_chunks: i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_pipeline_transpose(ctx: fegpu_context_t, m: i64, n: i64, a: *const f64, at: *mut f64, strategy: i32, n_streams: i64, n_chunks: i64) -> fegpu_status {
     guard(|| {
         let ctx = context::get(ctx, "ctx")?;
         let (m, n) = (positive("m", m)?, positive("n", n)?);
         let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
         let len = element_count(m, n)?;
-        pipeline::transpose(
-            &ctx,
-            m,
-            n,
-            host_in(a, len, "a")?,
-            host_out(at, len, "at")?,
-            plan,
-        )
-        .map(|_| ())
+        pipeline::transpose(&ctx, m, n, host_in(a, len, "a")?, host_out(at, len, "at")?, plan).map(|_| ())
     })
 }
 
@@ -207,19 +153,13 @@ pub extern "C" fn fegpu_profile_enable(ctx: fegpu_context_t, on: i32) -> fegpu_s
 /// Prints the profile table to standard output and, when `json_path` is not
 /// NULL, writes the profile there as JSON.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_profile_report(
-    ctx: fegpu_context_t,
-    json_path: *const libc::c_char,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_profile_report(ctx: fegpu_context_t, json_path: *const libc::c_char) -> fegpu_status {
     guard(|| {
         let c = context::get(ctx, "ctx")?;
         print!("{}", c.profile.table());
         if !json_path.is_null() {
-            let path = CStr::from_ptr(json_path)
-                .to_str()
-                .map_err(|_| Error::invalid("json_path is not UTF-8"))?;
-            std::fs::write(path, c.profile.json())
-                .map_err(|e| Error::invalid(format!("json_path = {path:?}: {e}")))?;
+            let path = CStr::from_ptr(json_path).to_str().map_err(|_| Error::invalid("json_path is not UTF-8"))?;
+            std::fs::write(path, c.profile.json()).map_err(|e| Error::invalid(format!("json_path = {path:?}: {e}")))?;
         }
         Ok(())
     })
@@ -228,20 +168,14 @@ pub unsafe extern "C" fn fegpu_profile_report(
 /// The profile of operation `op` ("axpby", "column_dots", "gemm", "gemv",
 /// "transpose"); zeros if it has not run.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_profile_op(
-    ctx: fegpu_context_t,
-    op: *const libc::c_char,
-    out: *mut fegpu_op_profile,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_profile_op(ctx: fegpu_context_t, op: *const libc::c_char, out: *mut fegpu_op_profile) -> fegpu_status {
     guard(|| {
         let out = out_param(out, "out")?;
         let c = context::get(ctx, "ctx")?;
         if op.is_null() {
             return Err(Error::invalid("op is a null pointer"));
         }
-        let name = CStr::from_ptr(op)
-            .to_str()
-            .map_err(|_| Error::invalid("op is not UTF-8"))?;
+        let name = CStr::from_ptr(op).to_str().map_err(|_| Error::invalid("op is not UTF-8"))?;
         let s = c.profile.op(name).unwrap_or_default();
         *out = fegpu_op_profile {
             calls: s.calls as i64,

@@ -20,53 +20,27 @@ fn accumulator(h: fegpu_radfields_t) -> Result<Arc<Accumulator>> {
 unsafe fn complex_in<'a>(ptr: *const f64, len: usize, arg: &str) -> Result<&'a [Complex64]> {
     let flat = host_in(ptr, 2 * len, arg)?;
     // SAFETY: Complex64 is #[repr(C)] (re, im) with f64's alignment.
-    Ok(std::slice::from_raw_parts(
-        flat.as_ptr() as *const Complex64,
-        len,
-    ))
+    Ok(std::slice::from_raw_parts(flat.as_ptr() as *const Complex64, len))
 }
 
 unsafe fn complex_out<'a>(ptr: *mut f64, len: usize, arg: &str) -> Result<&'a mut [Complex64]> {
     let flat = host_out(ptr, 2 * len, arg)?;
     // SAFETY: as in complex_in.
-    Ok(std::slice::from_raw_parts_mut(
-        flat.as_mut_ptr() as *mut Complex64,
-        len,
-    ))
+    Ok(std::slice::from_raw_parts_mut(flat.as_mut_ptr() as *mut Complex64, len))
 }
 
 unsafe fn medium(k: *const f64, omega_mu: *const f64) -> Result<Medium> {
-    let (k, omega_mu) = (
-        complex_in(k, 1, "k")?[0],
-        complex_in(omega_mu, 1, "omega_mu")?[0],
-    );
+    let (k, omega_mu) = (complex_in(k, 1, "k")?[0], complex_in(omega_mu, 1, "omega_mu")?[0]);
     Medium::new(k, omega_mu)
 }
 
 #[allow(clippy::too_many_arguments)] // the C signature's arguments
-unsafe fn create(
-    ctxs: &[fegpu_context_t],
-    n_s: i64,
-    points: *const f64,
-    n_rhs: i64,
-    k: *const f64,
-    omega_mu: *const f64,
-    acc: *mut fegpu_radfields_t,
-) -> Result<()> {
+unsafe fn create(ctxs: &[fegpu_context_t], n_s: i64, points: *const f64, n_rhs: i64, k: *const f64, omega_mu: *const f64, acc: *mut fegpu_radfields_t) -> Result<()> {
     let out = out_param(acc, "acc")?;
     let contexts = ctxs
         .iter()
         .enumerate()
-        .map(|(i, &h)| {
-            context::get(
-                h,
-                &if ctxs.len() == 1 {
-                    "ctx".to_string()
-                } else {
-                    format!("ctxs({})", i + 1)
-                },
-            )
-        })
+        .map(|(i, &h)| context::get(h, &if ctxs.len() == 1 { "ctx".to_string() } else { format!("ctxs({})", i + 1) }))
         .collect::<Result<Vec<_>>>()?;
     let (n_s, n_rhs) = (positive("n_s", n_s)?, positive("n_rhs", n_rhs)?);
     element_count(element_count(n_s, 12)?, n_rhs)?;
@@ -110,15 +84,7 @@ pub unsafe extern "C" fn fegpu_radfields_create_multi(
 ) -> fegpu_status {
     guard(|| {
         let n = positive("n_ctx", n_ctx)?;
-        create(
-            host_in(ctxs, n, "ctxs")?,
-            n_s,
-            points,
-            n_rhs,
-            k,
-            omega_mu,
-            acc,
-        )
+        create(host_in(ctxs, n, "ctxs")?, n_s, points, n_rhs, k, omega_mu, acc)
     })
 }
 
@@ -128,13 +94,7 @@ pub unsafe extern "C" fn fegpu_radfields_create_multi(
 /// copied into page-locked staging, double-buffered). Pairs of coincident
 /// points are skipped and counted (fegpu_radfields_excluded).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_radfields_accumulate(
-    acc: fegpu_radfields_t,
-    n_p: i64,
-    points: *const f64,
-    weights: *const f64,
-    currents: *const f64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_radfields_accumulate(acc: fegpu_radfields_t, n_p: i64, points: *const f64, weights: *const f64, currents: *const f64) -> fegpu_status {
     guard(|| {
         let a = accumulator(acc)?;
         let n_p = positive("n_p", n_p)?;
@@ -153,19 +113,12 @@ pub unsafe extern "C" fn fegpu_radfields_accumulate(
 /// Waits for the queued accumulations and copies the fields (3, 2, n_s, n_rhs)
 /// complex, E then curl E, into `fields`; n = 6 * n_s * n_rhs complex elements.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_radfields_download(
-    acc: fegpu_radfields_t,
-    fields: *mut f64,
-    n: i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_radfields_download(acc: fegpu_radfields_t, fields: *mut f64, n: i64) -> fegpu_status {
     guard(|| {
         let a = accumulator(acc)?;
         let want = 6 * a.n_s * a.n_rhs;
         if n != want as i64 {
-            return Err(Error::size(format!(
-                "n = {n}: fields of n_s = {} and n_rhs = {} hold {want} complex elements",
-                a.n_s, a.n_rhs
-            )));
+            return Err(Error::size(format!("n = {n}: fields of n_s = {} and n_rhs = {} hold {want} complex elements", a.n_s, a.n_rhs)));
         }
         a.download(complex_out(fields, want, "fields")?)
     })
@@ -180,10 +133,7 @@ pub extern "C" fn fegpu_radfields_reset(acc: fegpu_radfields_t) -> fegpu_status 
 /// The number of (S point, S' point) pairs skipped as coincident since the
 /// creation or last reset (waits for queued work).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_radfields_excluded(
-    acc: fegpu_radfields_t,
-    count: *mut i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_radfields_excluded(acc: fegpu_radfields_t, count: *mut i64) -> fegpu_status {
     guard(|| {
         let out = out_param(count, "count")?;
         *out = accumulator(acc)?.excluded()? as i64;
@@ -194,10 +144,7 @@ pub unsafe extern "C" fn fegpu_radfields_excluded(
 /// Selects the kernel: FEGPU_RADFIELDS_AUTO (default), _DIRECT or _TILED.
 /// Every choice gives the same fields to rounding.
 #[no_mangle]
-pub extern "C" fn fegpu_radfields_set_variant(
-    acc: fegpu_radfields_t,
-    variant: i32,
-) -> fegpu_status {
+pub extern "C" fn fegpu_radfields_set_variant(acc: fegpu_radfields_t, variant: i32) -> fegpu_status {
     guard(|| accumulator(acc)?.set_variant(variant))
 }
 
@@ -226,11 +173,7 @@ pub unsafe extern "C" fn fegpu_radfields_compute(
 ) -> fegpu_status {
     guard(|| {
         let c = context::get(ctx, "ctx")?;
-        let (n_s, n_p, n_rhs) = (
-            positive("n_s", n_s)?,
-            positive("n_p", n_p)?,
-            positive("n_rhs", n_rhs)?,
-        );
+        let (n_s, n_p, n_rhs) = (positive("n_s", n_s)?, positive("n_p", n_p)?, positive("n_rhs", n_rhs)?);
         let m = medium(k, omega_mu)?;
         let n_currents = element_count(element_count(n_p, 12)? / 2, n_rhs)?;
         let n_fields = element_count(element_count(n_s, 12)? / 2, n_rhs)?;

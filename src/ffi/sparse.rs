@@ -36,17 +36,7 @@ pub struct fegpu_solve_info {
 }
 
 #[allow(clippy::too_many_arguments)] // the C signature's arguments
-unsafe fn create<I: Index>(
-    ctx: fegpu_context_t,
-    nrows: i64,
-    ncols: i64,
-    nnz: i64,
-    row_ptr: *const I,
-    col_ind: *const I,
-    values: *const f64,
-    index_base: i32,
-    a: *mut fegpu_csr_t,
-) -> fegpu_status {
+unsafe fn create<I: Index>(ctx: fegpu_context_t, nrows: i64, ncols: i64, nnz: i64, row_ptr: *const I, col_ind: *const I, values: *const f64, index_base: i32, a: *mut fegpu_csr_t) -> fegpu_status {
     guard(|| {
         let out = out_param(a, "A")?;
         let c = context::get(ctx, "ctx")?;
@@ -56,14 +46,7 @@ unsafe fn create<I: Index>(
         }
         let nnz = nnz as usize;
         let rp = host_in(row_ptr, nr + 1, "row_ptr")?;
-        let (ci, v) = if nnz == 0 {
-            (&[][..], &[][..])
-        } else {
-            (
-                host_in(col_ind, nnz, "col_ind")?,
-                host_in(values, nnz, "values")?,
-            )
-        };
+        let (ci, v) = if nnz == 0 { (&[][..], &[][..]) } else { (host_in(col_ind, nnz, "col_ind")?, host_in(values, nnz, "values")?) };
         let pattern = sparse::build_pattern(nr, nc, rp, ci, index_base as i64)?;
         let m = Csr::new(c, ctx, pattern, v)?;
         *out = registry::insert(Arc::new(m), ctx);
@@ -78,57 +61,27 @@ unsafe fn create<I: Index>(
 /// sorted and duplicate entries summed; `fegpu_csr_update_values` takes values
 /// in the caller's original order.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_csr_create_i32(
-    ctx: fegpu_context_t,
-    nrows: i64,
-    ncols: i64,
-    nnz: i64,
-    row_ptr: *const i32,
-    col_ind: *const i32,
-    values: *const f64,
-    index_base: i32,
-    a: *mut fegpu_csr_t,
-) -> fegpu_status {
-    create::<i32>(
-        ctx, nrows, ncols, nnz, row_ptr, col_ind, values, index_base, a,
-    )
+pub unsafe extern "C" fn fegpu_csr_create_i32(ctx: fegpu_context_t, nrows: i64, ncols: i64, nnz: i64, row_ptr: *const i32, col_ind: *const i32, values: *const f64, index_base: i32, a: *mut fegpu_csr_t) -> fegpu_status {
+    create::<i32>(ctx, nrows, ncols, nnz, row_ptr, col_ind, values, index_base, a)
 }
 
 /// As `fegpu_csr_create_i32`, with int64 indices.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_csr_create_i64(
-    ctx: fegpu_context_t,
-    nrows: i64,
-    ncols: i64,
-    nnz: i64,
-    row_ptr: *const i64,
-    col_ind: *const i64,
-    values: *const f64,
-    index_base: i32,
-    a: *mut fegpu_csr_t,
-) -> fegpu_status {
-    create::<i64>(
-        ctx, nrows, ncols, nnz, row_ptr, col_ind, values, index_base, a,
-    )
+pub unsafe extern "C" fn fegpu_csr_create_i64(ctx: fegpu_context_t, nrows: i64, ncols: i64, nnz: i64, row_ptr: *const i64, col_ind: *const i64, values: *const f64, index_base: i32, a: *mut fegpu_csr_t) -> fegpu_status {
+    create::<i64>(ctx, nrows, ncols, nnz, row_ptr, col_ind, values, index_base, a)
 }
 
 unsafe fn path_arg(path: *const libc::c_char) -> Result<PathBuf> {
     if path.is_null() {
         return Err(Error::invalid("path is a null pointer"));
     }
-    Ok(PathBuf::from(
-        CStr::from_ptr(path).to_string_lossy().into_owned(),
-    ))
+    Ok(PathBuf::from(CStr::from_ptr(path).to_string_lossy().into_owned()))
 }
 
 /// Reads a Matrix Market coordinate file (real, integer or pattern; general,
 /// symmetric or skew-symmetric) into a new matrix.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_csr_read_mm(
-    ctx: fegpu_context_t,
-    path: *const libc::c_char,
-    a: *mut fegpu_csr_t,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_csr_read_mm(ctx: fegpu_context_t, path: *const libc::c_char, a: *mut fegpu_csr_t) -> fegpu_status {
     guard(|| {
         let out = out_param(a, "A")?;
         let c = context::get(ctx, "ctx")?;
@@ -142,21 +95,11 @@ pub unsafe extern "C" fn fegpu_csr_read_mm(
 
 /// Writes the matrix as a Matrix Market coordinate real general file.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_csr_write_mm(
-    a: fegpu_csr_t,
-    path: *const libc::c_char,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_csr_write_mm(a: fegpu_csr_t, path: *const libc::c_char) -> fegpu_status {
     guard(|| {
         let m = sparse::get(a, "A")?;
         let p = &m.pattern;
-        mm::write_matrix(
-            &path_arg(path)?,
-            p.nrows,
-            p.ncols,
-            &p.row_ptr,
-            &p.col,
-            &m.download_values()?,
-        )
+        mm::write_matrix(&path_arg(path)?, p.nrows, p.ncols, &p.row_ptr, &p.col, &m.download_values()?)
     })
 }
 
@@ -165,43 +108,23 @@ pub unsafe extern "C" fn fegpu_csr_write_mm(
 /// built on the matrix refactor at their next solve. Rejected values (wrong
 /// count, not finite) change nothing.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_csr_update_values(
-    a: fegpu_csr_t,
-    values: *const f64,
-    nnz: i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_csr_update_values(a: fegpu_csr_t, values: *const f64, nnz: i64) -> fegpu_status {
     guard(|| {
         let m = sparse::get(a, "A")?;
         if nnz < 0 || nnz as usize != m.pattern.caller_nnz {
-            return Err(Error::size(format!(
-                "nnz = {nnz} but A was created with {} entries",
-                m.pattern.caller_nnz
-            )));
+            return Err(Error::size(format!("nnz = {nnz} but A was created with {} entries", m.pattern.caller_nnz)));
         }
-        let v = if nnz == 0 {
-            &[][..]
-        } else {
-            host_in(values, nnz as usize, "values")?
-        };
+        let v = if nnz == 0 { &[][..] } else { host_in(values, nnz as usize, "values")? };
         m.update_values(v)
     })
 }
 
 /// Rows, columns and stored entries (after duplicates were summed); any pointer may be NULL.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_csr_info(
-    a: fegpu_csr_t,
-    nrows: *mut i64,
-    ncols: *mut i64,
-    nnz: *mut i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_csr_info(a: fegpu_csr_t, nrows: *mut i64, ncols: *mut i64, nnz: *mut i64) -> fegpu_status {
     guard(|| {
         let m = sparse::get(a, "A")?;
-        for (p, v) in [
-            (nrows, m.pattern.nrows),
-            (ncols, m.pattern.ncols),
-            (nnz, m.pattern.nnz()),
-        ] {
+        for (p, v) in [(nrows, m.pattern.nrows), (ncols, m.pattern.ncols), (nnz, m.pattern.nnz())] {
             if !p.is_null() {
                 *p = v as i64;
             }
@@ -213,19 +136,11 @@ pub unsafe extern "C" fn fegpu_csr_info(
 /// Copies the stored matrix out: row_ptr (nrows+1), col_ind and values
 /// (stored nnz, see `fegpu_csr_info`), indices counted from `index_base`.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_csr_download(
-    a: fegpu_csr_t,
-    row_ptr: *mut i64,
-    col_ind: *mut i64,
-    values: *mut f64,
-    index_base: i32,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_csr_download(a: fegpu_csr_t, row_ptr: *mut i64, col_ind: *mut i64, values: *mut f64, index_base: i32) -> fegpu_status {
     guard(|| {
         let m = sparse::get(a, "A")?;
         if index_base != 0 && index_base != 1 {
-            return Err(Error::invalid(format!(
-                "index_base = {index_base}: must be 0 or 1"
-            )));
+            return Err(Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
         }
         let p = &m.pattern;
         let base = index_base as i64;
@@ -234,14 +149,10 @@ pub unsafe extern "C" fn fegpu_csr_download(
         if p.nnz() > 0 {
             let ci = host_out(col_ind, p.nnz(), "col_ind")?;
             let vv = host_out(values, p.nnz(), "values")?;
-            ci.iter_mut()
-                .zip(&p.col)
-                .for_each(|(o, &c)| *o = c as i64 + base);
+            ci.iter_mut().zip(&p.col).for_each(|(o, &c)| *o = c as i64 + base);
             vv.copy_from_slice(&v);
         }
-        rp.iter_mut()
-            .zip(&p.row_ptr)
-            .for_each(|(o, &r)| *o = r as i64 + base);
+        rp.iter_mut().zip(&p.row_ptr).for_each(|(o, &r)| *o = r as i64 + base);
         Ok(())
     })
 }
@@ -255,31 +166,13 @@ pub extern "C" fn fegpu_csr_destroy(a: fegpu_csr_t) -> fegpu_status {
 /// y = alpha*A*x + beta*y on device-resident f64 arrays (x: ncols, y: nrows
 /// elements). With beta = 0, y is not read.
 #[no_mangle]
-pub extern "C" fn fegpu_csr_spmv(
-    a: fegpu_csr_t,
-    alpha: f64,
-    x: fegpu_array_t,
-    beta: f64,
-    y: fegpu_array_t,
-) -> fegpu_status {
-    guard(|| {
-        sparse::spmv(
-            &*sparse::get(a, "A")?,
-            alpha,
-            &*array::get(x, "x")?,
-            beta,
-            &*array::get(y, "y")?,
-        )
-    })
+pub extern "C" fn fegpu_csr_spmv(a: fegpu_csr_t, alpha: f64, x: fegpu_array_t, beta: f64, y: fegpu_array_t) -> fegpu_status {
+    guard(|| sparse::spmv(&*sparse::get(a, "A")?, alpha, &*array::get(x, "x")?, beta, &*array::get(y, "y")?))
 }
 
 /// result = x . y for f64 arrays (the reduction finishes on the device).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_vector_dot(
-    x: fegpu_array_t,
-    y: fegpu_array_t,
-    result: *mut f64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_vector_dot(x: fegpu_array_t, y: fegpu_array_t, result: *mut f64) -> fegpu_status {
     guard(|| {
         let out = out_param(result, "result")?;
         *out = sparse::vector_dot(&*array::get(x, "x")?, &*array::get(y, "y")?)?;
@@ -304,43 +197,23 @@ pub unsafe extern "C" fn fegpu_vector_nrm2(x: fegpu_array_t, result: *mut f64) -
 /// columns are zeroed but for their diagonals, and b[d] = A[d, d] values[i].
 /// Call it after assembling A and b, before solving.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_csr_apply_dirichlet(
-    a: fegpu_csr_t,
-    n_fixed: i64,
-    dofs: *const i64,
-    index_base: i32,
-    values: *const f64,
-    b: fegpu_array_t,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_csr_apply_dirichlet(a: fegpu_csr_t, n_fixed: i64, dofs: *const i64, index_base: i32, values: *const f64, b: fegpu_array_t) -> fegpu_status {
     guard(|| {
         let m = sparse::get(a, "A")?;
         if n_fixed < 0 {
             return Err(Error::invalid(format!("n_fixed = {n_fixed}: must be >= 0")));
         }
         if index_base != 0 && index_base != 1 {
-            return Err(Error::invalid(format!(
-                "index_base = {index_base}: must be 0 or 1"
-            )));
+            return Err(Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
         }
         let n = n_fixed as usize;
-        sparse::apply_dirichlet(
-            &m,
-            host_in(dofs, n, "dofs")?,
-            index_base as i64,
-            host_in(values, n, "values")?,
-            &*array::get(b, "b")?,
-        )
+        sparse::apply_dirichlet(&m, host_in(dofs, n, "dofs")?, index_base as i64, host_in(values, n, "values")?, &*array::get(b, "b")?)
     })
 }
 
 /// y = alpha*x + beta*y for f64 arrays.
 #[no_mangle]
-pub extern "C" fn fegpu_vector_axpby(
-    alpha: f64,
-    x: fegpu_array_t,
-    beta: f64,
-    y: fegpu_array_t,
-) -> fegpu_status {
+pub extern "C" fn fegpu_vector_axpby(alpha: f64, x: fegpu_array_t, beta: f64, y: fegpu_array_t) -> fegpu_status {
     guard(|| sparse::vector_axpby(alpha, &*array::get(x, "x")?, beta, &*array::get(y, "y")?))
 }
 
@@ -350,12 +223,7 @@ pub extern "C" fn fegpu_vector_axpby(
 /// preconditioner built; after `fegpu_csr_update_values` it is rebuilt at the
 /// next solve. A missing or zero pivot fails with FEGPU_ERR_BREAKDOWN naming the row.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_solver_create(
-    a: fegpu_csr_t,
-    method: i32,
-    precond: i32,
-    s: *mut fegpu_solver_t,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_solver_create(a: fegpu_csr_t, method: i32, precond: i32, s: *mut fegpu_solver_t) -> fegpu_status {
     guard(|| {
         let out = out_param(s, "S")?;
         let m = sparse::get(a, "A")?;
@@ -373,19 +241,11 @@ pub unsafe extern "C" fn fegpu_solver_create(
 /// the last iterate), FEGPU_ERR_BREAKDOWN naming the quantity that vanished.
 /// `info` (may be NULL) is filled in every one of those cases.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_solver_solve(
-    s: fegpu_solver_t,
-    b: fegpu_array_t,
-    x: fegpu_array_t,
-    tol: f64,
-    maxit: i64,
-    info: *mut fegpu_solve_info,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_solver_solve(s: fegpu_solver_t, b: fegpu_array_t, x: fegpu_array_t, tol: f64, maxit: i64, info: *mut fegpu_solve_info) -> fegpu_status {
     guard(|| {
         let t = std::time::Instant::now();
         let sv = solver::get(s, "S")?;
-        let (outcome, true_rel, setup) =
-            sv.solve(&*array::get(b, "b")?, &*array::get(x, "x")?, tol, maxit)?;
+        let (outcome, true_rel, setup) = sv.solve(&*array::get(b, "b")?, &*array::get(x, "x")?, tol, maxit)?;
         if !info.is_null() {
             *info = fegpu_solve_info {
                 iterations: outcome.iterations,
@@ -402,12 +262,7 @@ pub unsafe extern "C" fn fegpu_solver_solve(
 /// The relative residual after each iteration of the last solve (entry 0:
 /// the initial guess). Copies min(len, count) values; `count` gets the total.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_solver_history(
-    s: fegpu_solver_t,
-    history: *mut f64,
-    len: i64,
-    count: *mut i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_solver_history(s: fegpu_solver_t, history: *mut f64, len: i64, count: *mut i64) -> fegpu_status {
     guard(|| {
         let h = solver::get(s, "S")?.history();
         *out_param(count, "count")? = h.len() as i64;

@@ -5,15 +5,10 @@
 //! compiled on first use for the device's own architecture and cached for the
 //! life of the `Gpu`.
 
-use crate::error::{
-    Error, Result, FEGPU_ERR_DEVICE, FEGPU_ERR_NO_DEVICE, FEGPU_ERR_OUT_OF_DEVICE_MEMORY,
-};
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig};
-use cudarc::driver::{
-    sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, DriverError, LaunchConfig,
-    PinnedHostSlice,
-};
+use crate::error::{Error, Result, FEGPU_ERR_DEVICE, FEGPU_ERR_NO_DEVICE, FEGPU_ERR_OUT_OF_DEVICE_MEMORY};
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, DriverError, LaunchConfig, PinnedHostSlice};
 use cudarc::nvrtc;
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig};
 use once_cell::sync::OnceCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -25,10 +20,7 @@ pub use cudarc::driver::LaunchArgs as Launch;
 pub use cudarc::driver::PushKernelArg as KernelArg;
 
 /// Element types that can live in device memory.
-pub trait DeviceScalar:
-    cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy + Send + Sync + 'static
-{
-}
+pub trait DeviceScalar: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy + Send + Sync + 'static {}
 impl DeviceScalar for f32 {}
 impl DeviceScalar for f64 {}
 /// f16 lattice storage.
@@ -96,20 +88,14 @@ fn is_sticky(e: &DriverError) -> bool {
 /// Converts a driver error into fegpu's, naming the operation.
 pub fn device_error(what: &str, e: DriverError) -> Error {
     if e.0 == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY {
-        return Error::new(
-            FEGPU_ERR_OUT_OF_DEVICE_MEMORY,
-            format!("{what}: out of device memory"),
-        );
+        return Error::new(FEGPU_ERR_OUT_OF_DEVICE_MEMORY, format!("{what}: out of device memory"));
     }
     let tail = if is_sticky(&e) {
         "; the CUDA context is no longer usable: destroy every fegpu context on this device and create a new one"
     } else {
         "; the context is still usable"
     };
-    Error::new(
-        FEGPU_ERR_DEVICE,
-        format!("{what}: CUDA error {:?}{tail}", e.0),
-    )
+    Error::new(FEGPU_ERR_DEVICE, format!("{what}: CUDA error {:?}{tail}", e.0))
 }
 
 fn no_device(message: String) -> Error {
@@ -133,10 +119,7 @@ pub fn compile(module: &str, source: &str, arch: &str) -> Result<nvrtc::Ptx> {
             nvrtc::CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
             other => format!("{other:?}"),
         };
-        Error::new(
-            FEGPU_ERR_DEVICE,
-            format!("NVRTC could not compile kernels/{module}.cu for {arch}:\n{detail}"),
-        )
+        Error::new(FEGPU_ERR_DEVICE, format!("NVRTC could not compile kernels/{module}.cu for {arch}:\n{detail}"))
     })
 }
 
@@ -145,40 +128,27 @@ impl Gpu {
     pub fn device_count() -> Result<usize> {
         // SAFETY: probing for the library has no preconditions.
         if !unsafe { sys::is_culib_present() } {
-            return Err(no_device(
-                "no CUDA driver library (libcuda.so) found".into(),
-            ));
+            return Err(no_device("no CUDA driver library (libcuda.so) found".into()));
         }
         if !unsafe { nvrtc::sys::is_culib_present() } {
-            return Err(no_device(
-                "the CUDA driver is present but NVRTC (libnvrtc.so) is not".into(),
-            ));
+            return Err(no_device("the CUDA driver is present but NVRTC (libnvrtc.so) is not".into()));
         }
-        let n = CudaContext::device_count()
-            .map_err(|e| no_device(format!("the CUDA driver reports {:?}", e.0)))?;
+        let n = CudaContext::device_count().map_err(|e| no_device(format!("the CUDA driver reports {:?}", e.0)))?;
         Ok(n.max(0) as usize)
     }
 
     pub fn open(ordinal: usize) -> Result<Gpu> {
         let count = Self::device_count()?;
         if ordinal >= count {
-            return Err(no_device(format!(
-                "device ordinal {ordinal} requested but {count} CUDA device(s) present"
-            )));
+            return Err(no_device(format!("device ordinal {ordinal} requested but {count} CUDA device(s) present")));
         }
-        let ctx =
-            CudaContext::new(ordinal).map_err(|e| device_error("creating the CUDA context", e))?;
+        let ctx = CudaContext::new(ordinal).map_err(|e| device_error("creating the CUDA context", e))?;
         // One stream per fegpu context orders all its work, so cudarc's
         // per-buffer event tracking (for multi-stream safety) is pure overhead.
         // SAFETY: no buffer of this context is ever used on another stream.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx
-            .new_stream()
-            .map_err(|e| device_error("creating a stream", e))?;
-        let attr = |a| {
-            ctx.attribute(a)
-                .map_err(|e| device_error("reading a device attribute", e))
-        };
+        let stream = ctx.new_stream().map_err(|e| device_error("creating a stream", e))?;
+        let attr = |a| ctx.attribute(a).map_err(|e| device_error("reading a device attribute", e));
         let cc = (
             attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
             attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
@@ -195,9 +165,7 @@ impl Gpu {
             name: ctx.name().unwrap_or_else(|_| "unknown".into()),
             total_memory: ctx.total_mem().unwrap_or(0),
             compute_capability: cc,
-            multiprocessors: attr(
-                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-            )?,
+            multiprocessors: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             driver_version,
             copy_engines: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT)?,
             nvrtc_version: nv,
@@ -208,9 +176,7 @@ impl Gpu {
             arch: format!("sm_{}{}", cc.0, cc.1),
             modules: Mutex::new(HashMap::new()),
             lanes: Mutex::new(Vec::new()),
-            check_launches: std::env::var("FEGPU_CHECK_LAUNCHES")
-                .map(|v| v == "1")
-                .unwrap_or(false),
+            check_launches: std::env::var("FEGPU_CHECK_LAUNCHES").map(|v| v == "1").unwrap_or(false),
             capturing: false.into(),
             info,
         })
@@ -224,48 +190,27 @@ impl Gpu {
     /// Uninitialised device memory for `n` elements.
     pub fn alloc<T: DeviceScalar>(&self, n: usize) -> Result<DeviceBuffer<T>> {
         // SAFETY: callers write before they read (documented per object).
-        unsafe { self.stream.alloc::<T>(n) }
-            .map_err(|e| device_error(&format!("allocating {n} elements"), e))
+        unsafe { self.stream.alloc::<T>(n) }.map_err(|e| device_error(&format!("allocating {n} elements"), e))
     }
 
     /// Copies `src` into `dst[offset..]` and waits, so the caller may reuse `src`
     /// at once (a copy from page-locked memory is otherwise asynchronous).
-    pub fn upload<T: DeviceScalar>(
-        &self,
-        src: &[T],
-        dst: &mut DeviceBuffer<T>,
-        offset: usize,
-    ) -> Result<()> {
+    pub fn upload<T: DeviceScalar>(&self, src: &[T], dst: &mut DeviceBuffer<T>, offset: usize) -> Result<()> {
         let mut view = dst.slice_mut(offset..offset + src.len());
-        self.stream
-            .memcpy_htod(src, &mut view)
-            .map_err(|e| device_error("host-to-device copy", e))?;
+        self.stream.memcpy_htod(src, &mut view).map_err(|e| device_error("host-to-device copy", e))?;
         self.synchronize("host-to-device copy")
     }
 
     /// Copies `src[offset..offset + dst.len()]` into `dst` and waits.
-    pub fn download<T: DeviceScalar>(
-        &self,
-        src: &DeviceBuffer<T>,
-        offset: usize,
-        dst: &mut [T],
-    ) -> Result<()> {
+    pub fn download<T: DeviceScalar>(&self, src: &DeviceBuffer<T>, offset: usize, dst: &mut [T]) -> Result<()> {
         let view = src.slice(offset..offset + dst.len());
-        self.stream
-            .memcpy_dtoh(&view, dst)
-            .map_err(|e| device_error("device-to-host copy", e))?;
+        self.stream.memcpy_dtoh(&view, dst).map_err(|e| device_error("device-to-host copy", e))?;
         self.synchronize("device-to-host copy")
     }
 
     /// Device-to-device copy of a whole buffer, ordered on the stream.
-    pub fn copy<T: DeviceScalar>(
-        &self,
-        src: &DeviceBuffer<T>,
-        dst: &mut DeviceBuffer<T>,
-    ) -> Result<()> {
-        self.stream
-            .memcpy_dtod(src, dst)
-            .map_err(|e| device_error("device-to-device copy", e))
+    pub fn copy<T: DeviceScalar>(&self, src: &DeviceBuffer<T>, dst: &mut DeviceBuffer<T>) -> Result<()> {
+        self.stream.memcpy_dtod(src, dst).map_err(|e| device_error("device-to-device copy", e))
     }
 
     /// Fills a buffer with bytes of value `byte` (poisoning in tests, zeroing).
@@ -274,39 +219,24 @@ impl Gpu {
         let bytes = buf.len() * std::mem::size_of::<T>();
         let (ptr, _sync) = buf.device_ptr_mut(&self.stream);
         // SAFETY: ptr covers `bytes` bytes of this context's memory.
-        unsafe {
-            cudarc::driver::result::memset_d8_async(ptr, byte, bytes, self.stream.cu_stream())
-        }
-        .map_err(|e| device_error("memset", e))
+        unsafe { cudarc::driver::result::memset_d8_async(ptr, byte, bytes, self.stream.cu_stream()) }
+            .map_err(|e| device_error("memset", e))
     }
 
     /// The kernel `name` from the CUDA source `source` (a file of `kernels/`),
     /// compiling the file with NVRTC the first time any of its kernels is asked for.
-    pub fn kernel(
-        &self,
-        module: &'static str,
-        source: &'static str,
-        name: &str,
-    ) -> Result<CudaFunction> {
+    pub fn kernel(&self, module: &'static str, source: &'static str, name: &str) -> Result<CudaFunction> {
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         let m = match modules.get(module) {
             Some(m) => m.clone(),
             None => {
                 let ptx = compile(module, source, &self.arch)?;
-                let m = self
-                    .ctx
-                    .load_module(ptx)
-                    .map_err(|e| device_error(&format!("loading kernels/{module}.cu"), e))?;
+                let m = self.ctx.load_module(ptx).map_err(|e| device_error(&format!("loading kernels/{module}.cu"), e))?;
                 modules.insert(module, m.clone());
                 m
             }
         };
-        m.load_function(name).map_err(|e| {
-            device_error(
-                &format!("looking up kernel {name} in kernels/{module}.cu"),
-                e,
-            )
-        })
+        m.load_function(name).map_err(|e| device_error(&format!("looking up kernel {name} in kernels/{module}.cu"), e))
     }
 
     /// Starts a kernel launch: push arguments with `KernelArg::arg`, then `launch`.
@@ -314,19 +244,8 @@ impl Gpu {
         self.stream.launch_builder(f)
     }
 
-    pub fn launch(
-        &self,
-        what: &str,
-        mut args: Launch<'_>,
-        grid: (u32, u32, u32),
-        block: (u32, u32, u32),
-        shared_bytes: u32,
-    ) -> Result<()> {
-        let cfg = LaunchConfig {
-            grid_dim: grid,
-            block_dim: block,
-            shared_mem_bytes: shared_bytes,
-        };
+    pub fn launch(&self, what: &str, mut args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32) -> Result<()> {
+        let cfg = LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: shared_bytes };
         // SAFETY: each caller passes the argument list its kernel declares
         // (checked by the CUDA-vs-CPU tests on the GPU machine).
         unsafe { args.launch(cfg) }.map_err(|e| device_error(&format!("launching {what}"), e))?;
@@ -346,9 +265,7 @@ impl Gpu {
     pub fn capture(&self, what: &str, record: impl FnOnce() -> Result<()>) -> Result<Graph> {
         use std::sync::atomic::Ordering::Relaxed;
         let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
-        self.stream
-            .begin_capture(mode)
-            .map_err(|e| device_error(&format!("capturing {what}"), e))?;
+        self.stream.begin_capture(mode).map_err(|e| device_error(&format!("capturing {what}"), e))?;
         self.capturing.store(true, Relaxed);
         let recorded = record();
         self.capturing.store(false, Relaxed);
@@ -356,19 +273,13 @@ impl Gpu {
         recorded?;
         match graph.map_err(|e| device_error(&format!("instantiating {what}"), e))? {
             Some(g) => Ok(Graph(g)),
-            None => Err(Error::new(
-                crate::error::FEGPU_ERR_INTERNAL,
-                format!("capturing {what}: no launches were captured"),
-            )),
+            None => Err(Error::new(crate::error::FEGPU_ERR_INTERNAL, format!("capturing {what}: no launches were captured"))),
         }
     }
 
     /// Queues one replay of `graph` (captured on this context's stream).
     pub fn replay(&self, what: &str, graph: &Graph) -> Result<()> {
-        graph
-            .0
-            .launch()
-            .map_err(|e| device_error(&format!("launching {what}"), e))?;
+        graph.0.launch().map_err(|e| device_error(&format!("launching {what}"), e))?;
         if self.check_launches {
             self.synchronize(what)?;
         }
@@ -377,9 +288,7 @@ impl Gpu {
 
     /// Page-locks a caller's host memory so copies from and to it run at full speed.
     pub fn register_host(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
-        self.ctx
-            .bind_to_thread()
-            .map_err(|e| device_error("binding the context", e))?;
+        self.ctx.bind_to_thread().map_err(|e| device_error("binding the context", e))?;
         // SAFETY: the caller guarantees ptr..ptr+bytes is its own live memory
         // until it unregisters it.
         unsafe { sys::cuMemHostRegister_v2(ptr.cast(), bytes, sys::CU_MEMHOSTREGISTER_PORTABLE) }
@@ -388,9 +297,7 @@ impl Gpu {
     }
 
     pub fn unregister_host(&self, ptr: *mut u8) -> Result<()> {
-        self.ctx
-            .bind_to_thread()
-            .map_err(|e| device_error("binding the context", e))?;
+        self.ctx.bind_to_thread().map_err(|e| device_error("binding the context", e))?;
         // SAFETY: ptr was registered by register_host.
         unsafe { sys::cuMemHostUnregister(ptr.cast()) }
             .result()
@@ -403,12 +310,8 @@ impl Gpu {
             .ctx
             .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
             .map_err(|e| device_error("creating an event", e))?;
-        ev.record(&self.stream)
-            .map_err(|e| device_error("recording an event", e))?;
-        Ok(Mark {
-            event: Some(ev),
-            pool: None,
-        })
+        ev.record(&self.stream).map_err(|e| device_error("recording an event", e))?;
+        Ok(Mark { event: Some(ev), pool: None })
     }
 }
 
@@ -433,24 +336,12 @@ impl Gpu {
     pub fn lanes(&self, n: usize) -> Result<Vec<Lane>> {
         let mut lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
         while lanes.len() < n {
-            let stream = self
-                .ctx
-                .new_stream()
-                .map_err(|e| device_error("creating a stream", e))?;
-            lanes.push((
-                stream,
-                Arc::new(OnceCell::new()),
-                Arc::new(Mutex::new(Vec::new())),
-            ));
+            let stream = self.ctx.new_stream().map_err(|e| device_error("creating a stream", e))?;
+            lanes.push((stream, Arc::new(OnceCell::new()), Arc::new(Mutex::new(Vec::new()))));
         }
         Ok(lanes[..n]
             .iter()
-            .map(|(s, b, e)| Lane {
-                stream: s.clone(),
-                blas: b.clone(),
-                events: e.clone(),
-                check_launches: self.check_launches,
-            })
+            .map(|(s, b, e)| Lane { stream: s.clone(), blas: b.clone(), events: e.clone(), check_launches: self.check_launches })
             .collect())
     }
 }
@@ -461,17 +352,11 @@ impl Lane {
     /// # Safety
     /// `host` must be page-locked (registered or pinned) and stay alive and
     /// unwritten until the lane has passed this copy.
-    pub unsafe fn upload<T: DeviceScalar>(
-        &self,
-        host: &[T],
-        dst: &mut DeviceBuffer<T>,
-        at: usize,
-    ) -> Result<()> {
+    pub unsafe fn upload<T: DeviceScalar>(&self, host: &[T], dst: &mut DeviceBuffer<T>, at: usize) -> Result<()> {
         use cudarc::driver::DevicePtrMut;
         let mut view = dst.slice_mut(at..at + host.len());
         let (ptr, _sync) = view.device_ptr_mut(&self.stream);
-        cudarc::driver::result::memcpy_htod_async(ptr, host, self.stream.cu_stream())
-            .map_err(|e| device_error("host-to-device copy", e))
+        cudarc::driver::result::memcpy_htod_async(ptr, host, self.stream.cu_stream()).map_err(|e| device_error("host-to-device copy", e))
     }
 
     /// Queues the copy of `src[at..at + host.len()]` into `host` and returns at once.
@@ -479,17 +364,11 @@ impl Lane {
     /// # Safety
     /// `host` must be page-locked and stay alive and untouched until the lane
     /// has passed this copy.
-    pub unsafe fn download<T: DeviceScalar>(
-        &self,
-        src: &DeviceBuffer<T>,
-        at: usize,
-        host: &mut [T],
-    ) -> Result<()> {
+    pub unsafe fn download<T: DeviceScalar>(&self, src: &DeviceBuffer<T>, at: usize, host: &mut [T]) -> Result<()> {
         use cudarc::driver::DevicePtr;
         let view = src.slice(at..at + host.len());
         let (ptr, _sync) = view.device_ptr(&self.stream);
-        cudarc::driver::result::memcpy_dtoh_async(host, ptr, self.stream.cu_stream())
-            .map_err(|e| device_error("device-to-host copy", e))
+        cudarc::driver::result::memcpy_dtoh_async(host, ptr, self.stream.cu_stream()).map_err(|e| device_error("device-to-host copy", e))
     }
 
     /// Queues a copy of the `width` x `height` block at `host` (column-major,
@@ -498,14 +377,7 @@ impl Lane {
     ///
     /// # Safety
     /// As `upload`, for every element of the block.
-    pub unsafe fn upload_2d<T: DeviceScalar>(
-        &self,
-        host: *const T,
-        host_ld: usize,
-        width: usize,
-        height: usize,
-        dst: &mut DeviceBuffer<T>,
-    ) -> Result<()> {
+    pub unsafe fn upload_2d<T: DeviceScalar>(&self, host: *const T, host_ld: usize, width: usize, height: usize, dst: &mut DeviceBuffer<T>) -> Result<()> {
         use cudarc::driver::DevicePtrMut;
         let size = std::mem::size_of::<T>();
         let mut view = dst.slice_mut(0..width * height);
@@ -517,9 +389,7 @@ impl Lane {
         p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
         p.dstDevice = ptr;
         p.dstPitch = width * size;
-        sys::cuMemcpy2DAsync_v2(&p, self.stream.cu_stream())
-            .result()
-            .map_err(|e| device_error("host-to-device 2-D copy", e))
+        sys::cuMemcpy2DAsync_v2(&p, self.stream.cu_stream()).result().map_err(|e| device_error("host-to-device 2-D copy", e))
     }
 
     /// The reverse of `upload_2d`: the compact `width` x `height` matrix in
@@ -527,14 +397,7 @@ impl Lane {
     ///
     /// # Safety
     /// As `download`, for every element of the block.
-    pub unsafe fn download_2d<T: DeviceScalar>(
-        &self,
-        src: &DeviceBuffer<T>,
-        host: *mut T,
-        host_ld: usize,
-        width: usize,
-        height: usize,
-    ) -> Result<()> {
+    pub unsafe fn download_2d<T: DeviceScalar>(&self, src: &DeviceBuffer<T>, host: *mut T, host_ld: usize, width: usize, height: usize) -> Result<()> {
         use cudarc::driver::DevicePtr;
         let size = std::mem::size_of::<T>();
         let view = src.slice(0..width * height);
@@ -546,86 +409,34 @@ impl Lane {
         p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
         p.dstHost = host.cast();
         p.dstPitch = host_ld * size;
-        sys::cuMemcpy2DAsync_v2(&p, self.stream.cu_stream())
-            .result()
-            .map_err(|e| device_error("device-to-host 2-D copy", e))
+        sys::cuMemcpy2DAsync_v2(&p, self.stream.cu_stream()).result().map_err(|e| device_error("device-to-host 2-D copy", e))
     }
 
     fn blas(&self) -> Result<&CudaBlas> {
         // SAFETY: probing for the library has no preconditions.
         if !unsafe { cudarc::cublas::sys::is_culib_present() } {
-            return Err(Error::new(
-                FEGPU_ERR_NO_DEVICE,
-                "cuBLAS (libcublas.so) not found: matrix products need it",
-            ));
+            return Err(Error::new(FEGPU_ERR_NO_DEVICE, "cuBLAS (libcublas.so) not found: matrix products need it"));
         }
-        self.blas
-            .get_or_try_init(|| CudaBlas::new(self.stream.clone()))
-            .map_err(|e| Error::new(FEGPU_ERR_DEVICE, format!("creating a cuBLAS handle: {e:?}")))
+        self.blas.get_or_try_init(|| CudaBlas::new(self.stream.clone())).map_err(|e| Error::new(FEGPU_ERR_DEVICE, format!("creating a cuBLAS handle: {e:?}")))
     }
 
     /// C = alpha A B + beta C for column-major A (m x k, leading dimension lda),
     /// B (k x n, ldb) and C (m x n, ldc) on the device, through cuBLAS on this lane.
     #[allow(clippy::too_many_arguments)] // BLAS's own argument list
-    pub fn gemm(
-        &self,
-        m: usize,
-        n: usize,
-        k: usize,
-        alpha: f64,
-        a: &DeviceBuffer<f64>,
-        lda: usize,
-        b: &DeviceBuffer<f64>,
-        ldb: usize,
-        beta: f64,
-        c: &mut DeviceBuffer<f64>,
-        ldc: usize,
-    ) -> Result<()> {
+    pub fn gemm(&self, m: usize, n: usize, k: usize, alpha: f64, a: &DeviceBuffer<f64>, lda: usize, b: &DeviceBuffer<f64>, ldb: usize, beta: f64, c: &mut DeviceBuffer<f64>, ldc: usize) -> Result<()> {
         let n_op = cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
-        let cfg = GemmConfig {
-            transa: n_op,
-            transb: n_op,
-            m: m as i32,
-            n: n as i32,
-            k: k as i32,
-            alpha,
-            lda: lda as i32,
-            ldb: ldb as i32,
-            beta,
-            ldc: ldc as i32,
-        };
+        let cfg = GemmConfig { transa: n_op, transb: n_op, m: m as i32, n: n as i32, k: k as i32, alpha, lda: lda as i32, ldb: ldb as i32, beta, ldc: ldc as i32 };
         // SAFETY: the buffers hold the matrices the leading dimensions describe (checked by the callers).
-        unsafe { self.blas()?.gemm(cfg, a, b, c) }
-            .map_err(|e| Error::new(FEGPU_ERR_DEVICE, format!("cublasDgemm: {e:?}")))?;
+        unsafe { self.blas()?.gemm(cfg, a, b, c) }.map_err(|e| Error::new(FEGPU_ERR_DEVICE, format!("cublasDgemm: {e:?}")))?;
         self.checked("cublasDgemm")
     }
 
     /// y = alpha A x + beta y for a column-major m x n A (leading dimension lda).
     #[allow(clippy::too_many_arguments)] // BLAS's own argument list
-    pub fn gemv(
-        &self,
-        m: usize,
-        n: usize,
-        alpha: f64,
-        a: &DeviceBuffer<f64>,
-        lda: usize,
-        x: &DeviceBuffer<f64>,
-        beta: f64,
-        y: &mut DeviceBuffer<f64>,
-    ) -> Result<()> {
-        let cfg = GemvConfig {
-            trans: cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N,
-            m: m as i32,
-            n: n as i32,
-            alpha,
-            lda: lda as i32,
-            incx: 1,
-            beta,
-            incy: 1,
-        };
+    pub fn gemv(&self, m: usize, n: usize, alpha: f64, a: &DeviceBuffer<f64>, lda: usize, x: &DeviceBuffer<f64>, beta: f64, y: &mut DeviceBuffer<f64>) -> Result<()> {
+        let cfg = GemvConfig { trans: cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N, m: m as i32, n: n as i32, alpha, lda: lda as i32, incx: 1, beta, incy: 1 };
         // SAFETY: as in gemm.
-        unsafe { self.blas()?.gemv(cfg, a, x, y) }
-            .map_err(|e| Error::new(FEGPU_ERR_DEVICE, format!("cublasDgemv: {e:?}")))?;
+        unsafe { self.blas()?.gemv(cfg, a, x, y) }.map_err(|e| Error::new(FEGPU_ERR_DEVICE, format!("cublasDgemv: {e:?}")))?;
         self.checked("cublasDgemv")
     }
 
@@ -662,28 +473,14 @@ fn copy_2d(width_bytes: usize, height: usize) -> sys::CUDA_MEMCPY2D {
 /// Where a kernel is queued: fegpu's main stream (`Gpu`) or a pipeline's `Lane`.
 pub trait Queue {
     fn launcher<'a>(&'a self, f: &'a CudaFunction) -> Launch<'a>;
-    fn launch(
-        &self,
-        what: &str,
-        args: Launch<'_>,
-        grid: (u32, u32, u32),
-        block: (u32, u32, u32),
-        shared_bytes: u32,
-    ) -> Result<()>;
+    fn launch(&self, what: &str, args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32) -> Result<()>;
 }
 
 impl Queue for Gpu {
     fn launcher<'a>(&'a self, f: &'a CudaFunction) -> Launch<'a> {
         Gpu::launcher(self, f)
     }
-    fn launch(
-        &self,
-        what: &str,
-        args: Launch<'_>,
-        grid: (u32, u32, u32),
-        block: (u32, u32, u32),
-        shared_bytes: u32,
-    ) -> Result<()> {
+    fn launch(&self, what: &str, args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32) -> Result<()> {
         Gpu::launch(self, what, args, grid, block, shared_bytes)
     }
 }
@@ -692,19 +489,8 @@ impl Queue for Lane {
     fn launcher<'a>(&'a self, f: &'a CudaFunction) -> Launch<'a> {
         self.stream.launch_builder(f)
     }
-    fn launch(
-        &self,
-        what: &str,
-        mut args: Launch<'_>,
-        grid: (u32, u32, u32),
-        block: (u32, u32, u32),
-        shared_bytes: u32,
-    ) -> Result<()> {
-        let cfg = LaunchConfig {
-            grid_dim: grid,
-            block_dim: block,
-            shared_mem_bytes: shared_bytes,
-        };
+    fn launch(&self, what: &str, mut args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32) -> Result<()> {
+        let cfg = LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: shared_bytes };
         // SAFETY: as in Gpu::launch.
         unsafe { args.launch(cfg) }.map_err(|e| device_error(&format!("launching {what}"), e))?;
         self.checked(what)
@@ -712,6 +498,7 @@ impl Queue for Lane {
 }
 
 impl Lane {
+
     pub fn synchronize(&self, what: &str) -> Result<()> {
         self.stream.synchronize().map_err(|e| device_error(what, e))
     }
@@ -727,12 +514,8 @@ impl Lane {
                 .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
                 .map_err(|e| device_error("creating an event", e))?,
         };
-        ev.record(&self.stream)
-            .map_err(|e| device_error("recording an event", e))?;
-        Ok(Mark {
-            event: Some(ev),
-            pool: Some(self.events.clone()),
-        })
+        ev.record(&self.stream).map_err(|e| device_error("recording an event", e))?;
+        Ok(Mark { event: Some(ev), pool: Some(self.events.clone()) })
     }
 }
 
@@ -752,19 +535,13 @@ impl<T: DeviceScalar> Pinned<T> {
     }
     /// The memory without waiting (for callers that order uploads themselves).
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
-        self.host
-            .as_mut_slice()
-            .map_err(|e| device_error("reaching pinned memory", e))
+        self.host.as_mut_slice().map_err(|e| device_error("reaching pinned memory", e))
     }
 
     /// The memory, once the last upload from it has finished.
     pub fn wait_writable(&mut self) -> Result<&mut [T]> {
-        self.read
-            .synchronize()
-            .map_err(|e| device_error("waiting for an upload", e))?;
-        self.host
-            .as_mut_slice()
-            .map_err(|e| device_error("reaching pinned memory", e))
+        self.read.synchronize().map_err(|e| device_error("waiting for an upload", e))?;
+        self.host.as_mut_slice().map_err(|e| device_error("reaching pinned memory", e))
     }
 }
 
@@ -772,12 +549,8 @@ impl Gpu {
     /// `n` elements of page-locked host memory.
     pub fn pinned<T: DeviceScalar>(&self, n: usize) -> Result<Pinned<T>> {
         // SAFETY: the memory is written (wait_writable) before it is uploaded.
-        let host = unsafe { self.ctx.alloc_pinned_with_flags::<T>(n.max(1), 0) }.map_err(|e| {
-            device_error(
-                &format!("allocating {n} elements of page-locked host memory"),
-                e,
-            )
-        })?;
+        let host = unsafe { self.ctx.alloc_pinned_with_flags::<T>(n.max(1), 0) }
+            .map_err(|e| device_error(&format!("allocating {n} elements of page-locked host memory"), e))?;
         let read = self
             .ctx
             .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
@@ -787,12 +560,7 @@ impl Gpu {
 
     /// Queues copies of `src[range]` into `dst[range]` for each range and
     /// returns at once; the next `wait_writable` on `src` waits for them.
-    pub fn upload_async<T: DeviceScalar>(
-        &self,
-        src: &mut Pinned<T>,
-        ranges: &[std::ops::Range<usize>],
-        dst: &mut DeviceBuffer<T>,
-    ) -> Result<()> {
+    pub fn upload_async<T: DeviceScalar>(&self, src: &mut Pinned<T>, ranges: &[std::ops::Range<usize>], dst: &mut DeviceBuffer<T>) -> Result<()> {
         use cudarc::driver::DevicePtrMut;
         let host = src.wait_writable()?;
         for range in ranges {
@@ -800,18 +568,10 @@ impl Gpu {
             let (ptr, _sync) = view.device_ptr_mut(&self.stream);
             // SAFETY: `host` is page-locked and stays alive and unwritten until
             // `read` (recorded next) completes; `ptr` covers the range.
-            unsafe {
-                cudarc::driver::result::memcpy_htod_async(
-                    ptr,
-                    &host[range.clone()],
-                    self.stream.cu_stream(),
-                )
-            }
-            .map_err(|e| device_error("host-to-device copy", e))?;
+            unsafe { cudarc::driver::result::memcpy_htod_async(ptr, &host[range.clone()], self.stream.cu_stream()) }
+                .map_err(|e| device_error("host-to-device copy", e))?;
         }
-        src.read
-            .record(&self.stream)
-            .map_err(|e| device_error("recording an event", e))
+        src.read.record(&self.stream).map_err(|e| device_error("recording an event", e))
     }
 }
 
@@ -824,16 +584,12 @@ pub struct Mark {
 
 impl Mark {
     fn event(&self) -> &CudaEvent {
-        self.event
-            .as_ref()
-            .expect("a mark holds its event until dropped")
+        self.event.as_ref().expect("a mark holds its event until dropped")
     }
 
     /// Waits on the host until the work before this mark is done.
     pub fn synchronize(&self) -> Result<()> {
-        self.event()
-            .synchronize()
-            .map_err(|e| device_error("waiting for an event", e))
+        self.event().synchronize().map_err(|e| device_error("waiting for an event", e))
     }
 
     /// Seconds from `self` to `later`, waiting for `later` to complete.
@@ -845,10 +601,7 @@ impl Mark {
     /// Seconds from `self` to `later`, both already complete (the caller has
     /// synchronised their streams).
     pub fn seconds_to_done(&self, later: &Mark) -> Result<f64> {
-        let ms = self
-            .event()
-            .elapsed_ms(later.event())
-            .map_err(|e| device_error("reading an event", e))?;
+        let ms = self.event().elapsed_ms(later.event()).map_err(|e| device_error("reading an event", e))?;
         Ok(ms as f64 * 1e-3)
     }
 }

@@ -2,8 +2,8 @@
 //! step, site by site, with f64 arithmetic whatever the storage type (f16
 //! storage keeps f_i − w_i, as on the device).
 
-use super::storage::Stored;
 use super::{opposite, Params, C, FEGPU_FLUID, FEGPU_MOVING_WALL, Q, W};
+use super::storage::Stored;
 
 fn equilibrium_of(i: usize, rho: f64, u: [f64; 3]) -> f64 {
     let cu = C[i][0] as f64 * u[0] + C[i][1] as f64 * u[1] + C[i][2] as f64 * u[2];
@@ -51,25 +51,19 @@ pub fn step<T: Stored>(p: &Params, flags: &[u8], fin: &[T], fout: &mut [T]) {
             let post = if p.magic > 0.0 {
                 // TRT: the even and odd parts of f - feq (and of the source) relax at their own rates.
                 let usq = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
-                let (even_eq, odd_eq) = (
-                    W[i] * rho * (1.0 + 4.5 * cu * cu - 1.5 * usq),
-                    W[i] * rho * 3.0 * cu,
-                );
+                let (even_eq, odd_eq) = (W[i] * rho * (1.0 + 4.5 * cu * cu - 1.5 * usq), W[i] * rho * 3.0 * cu);
                 let o = opposite(i);
                 let (even, odd) = ((f[i] + f[o]) / 2.0, (f[i] - f[o]) / 2.0);
                 f[i] - omega * (even - even_eq) - omega_minus * (odd - odd_eq)
                     + (1.0 - omega / 2.0) * W[i] * (9.0 * cu * cf - 3.0 * uf)
                     + (1.0 - omega_minus / 2.0) * W[i] * 3.0 * cf
             } else {
-                f[i] - omega * (f[i] - equilibrium_of(i, rho, u))
-                    + (1.0 - omega / 2.0) * W[i] * (3.0 * (cf - uf) + 9.0 * cu * cf)
+                f[i] - omega * (f[i] - equilibrium_of(i, rho, u)) + (1.0 - omega / 2.0) * W[i] * (3.0 * (cf - uf) + 9.0 * cu * cf)
             };
             match p.neighbour(s, i).filter(|&d| flags[d] == FEGPU_FLUID) {
                 Some(d) => fout[i * n + d] = T::store(post, W[i]),
                 None => {
-                    let moving = p
-                        .neighbour(s, i)
-                        .is_some_and(|d| flags[d] == FEGPU_MOVING_WALL);
+                    let moving = p.neighbour(s, i).is_some_and(|d| flags[d] == FEGPU_MOVING_WALL);
                     let uw = p.wall_velocity;
                     let wall = if moving {
                         6.0 * W[i] * rho * (c[0] * uw[0] + c[1] * uw[1] + c[2] * uw[2])
@@ -92,14 +86,7 @@ pub fn equilibrium<T: Stored>(f: &mut [T], n: usize, rho: f64, u: [f64; 3]) {
 }
 
 /// Density and force-corrected velocity of `count` sites from `first`; walls report 0.
-pub fn fields<T: Stored>(
-    p: &Params,
-    flags: &[u8],
-    f: &[T],
-    first: usize,
-    rho_out: &mut [f64],
-    u_out: &mut [f64],
-) {
+pub fn fields<T: Stored>(p: &Params, flags: &[u8], f: &[T], first: usize, rho_out: &mut [f64], u_out: &mut [f64]) {
     let n = p.sites();
     for (t, rho_t) in rho_out.iter_mut().enumerate() {
         let s = first + t;
@@ -110,11 +97,7 @@ pub fn fields<T: Stored>(
         };
         *rho_t = rho;
         for a in 0..3 {
-            u_out[3 * t + a] = if rho != 0.0 {
-                (j[a] + p.force[a] / 2.0) / rho
-            } else {
-                0.0
-            };
+            u_out[3 * t + a] = if rho != 0.0 { (j[a] + p.force[a] / 2.0) / rho } else { 0.0 };
         }
     }
 }

@@ -1,7 +1,7 @@
 //! CUDA launches for `kernels/lbm.cu`.
 
-use super::storage::Stored;
 use super::Params;
+use super::storage::Stored;
 use crate::error::Result;
 use crate::gpu::{DeviceBuffer, Gpu, KernelArg};
 
@@ -15,19 +15,8 @@ fn grid(n: usize) -> (u32, u32, u32) {
 
 /// One site per thread; `block` threads per block (<= 256; 256 unless
 /// `fegpu bench lbm` compares).
-pub fn step<T: Stored>(
-    g: &Gpu,
-    p: &Params,
-    block: u32,
-    flags: &DeviceBuffer<u8>,
-    fin: &DeviceBuffer<T>,
-    fout: &mut DeviceBuffer<T>,
-) -> Result<()> {
-    let name = format!(
-        "lbm_step_{}{}",
-        if p.magic > 0.0 { "trt_" } else { "" },
-        T::NAME
-    );
+pub fn step<T: Stored>(g: &Gpu, p: &Params, block: u32, flags: &DeviceBuffer<u8>, fin: &DeviceBuffer<T>, fout: &mut DeviceBuffer<T>) -> Result<()> {
+    let name = format!("lbm_step_{}{}", if p.magic > 0.0 { "trt_" } else { "" }, T::NAME);
     let f = g.kernel("lbm", SOURCE, &name)?;
     let [nx, ny, nz] = p.dims.map(|d| d as i32);
     let (omega, omega_minus) = (T::arith(1.0 / p.tau), T::arith(p.omega_minus()));
@@ -43,51 +32,21 @@ pub fn step<T: Stored>(
         .arg(&p.periodic)
         .arg(&omega)
         .arg(&omega_minus);
-    l.arg(&force[0])
-        .arg(&force[1])
-        .arg(&force[2])
-        .arg(&wall[0])
-        .arg(&wall[1])
-        .arg(&wall[2]);
-    g.launch(
-        &name,
-        l,
-        (p.sites().div_ceil(block as usize) as u32, 1, 1),
-        (block, 1, 1),
-        0,
-    )
+    l.arg(&force[0]).arg(&force[1]).arg(&force[2]).arg(&wall[0]).arg(&wall[1]).arg(&wall[2]);
+    g.launch(&name, l, (p.sites().div_ceil(block as usize) as u32, 1, 1), (block, 1, 1), 0)
 }
 
-pub fn equilibrium<T: Stored>(
-    g: &Gpu,
-    f: &mut DeviceBuffer<T>,
-    n: usize,
-    rho: f64,
-    u: [f64; 3],
-) -> Result<()> {
+pub fn equilibrium<T: Stored>(g: &Gpu, f: &mut DeviceBuffer<T>, n: usize, rho: f64, u: [f64; 3]) -> Result<()> {
     let name = format!("lbm_equilibrium_{}", T::NAME);
     let k = g.kernel("lbm", SOURCE, &name)?;
     let (n64, rho) = (n as i64, T::arith(rho));
     let u = u.map(T::arith);
     let mut l = g.launcher(&k);
-    l.arg(f)
-        .arg(&n64)
-        .arg(&rho)
-        .arg(&u[0])
-        .arg(&u[1])
-        .arg(&u[2]);
+    l.arg(f).arg(&n64).arg(&rho).arg(&u[0]).arg(&u[1]).arg(&u[2]);
     g.launch(&name, l, grid(n), (BLOCK, 1, 1), 0)
 }
 
-pub fn fields<T: Stored>(
-    g: &Gpu,
-    p: &Params,
-    flags: &DeviceBuffer<u8>,
-    f: &DeviceBuffer<T>,
-    first: usize,
-    rho: &mut [f64],
-    u: &mut [f64],
-) -> Result<()> {
+pub fn fields<T: Stored>(g: &Gpu, p: &Params, flags: &DeviceBuffer<u8>, f: &DeviceBuffer<T>, first: usize, rho: &mut [f64], u: &mut [f64]) -> Result<()> {
     let name = format!("lbm_fields_{}", T::NAME);
     let k = g.kernel("lbm", SOURCE, &name)?;
     let count = rho.len();

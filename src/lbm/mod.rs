@@ -13,12 +13,12 @@ pub mod cuda;
 pub mod storage;
 
 use crate::array::Buffer;
+use storage::{Half, Stored};
 use crate::context::Context;
 use crate::error::{positive, Error, Result};
 use crate::gpu::Gpu;
 use crate::registry::{Kind, Object};
 use std::sync::{Arc, Mutex};
-use storage::{Half, Stored};
 
 pub const Q: usize = 19;
 /// D3Q19 velocities in the Palabos order.
@@ -46,9 +46,7 @@ pub const C: [[i32; 3]; Q] = [
 const W0: f64 = 1.0 / 3.0;
 const W1: f64 = 1.0 / 18.0;
 const W2: f64 = 1.0 / 36.0;
-pub const W: [f64; Q] = [
-    W0, W1, W1, W1, W2, W2, W2, W2, W2, W2, W1, W1, W1, W2, W2, W2, W2, W2, W2,
-];
+pub const W: [f64; Q] = [W0, W1, W1, W1, W2, W2, W2, W2, W2, W2, W1, W1, W1, W2, W2, W2, W2, W2, W2];
 
 pub fn opposite(i: usize) -> usize {
     match i {
@@ -201,9 +199,7 @@ fn alloc<T: Stored>(gpu: Option<&Gpu>, n: usize) -> Result<Buffer<T>> {
 }
 
 fn new_populations<T: Stored>(gpu: Option<&Gpu>, n: usize) -> Result<Populations<T>> {
-    let total = n
-        .checked_mul(Q)
-        .ok_or_else(|| Error::size("lattice too large"))?;
+    let total = n.checked_mul(Q).ok_or_else(|| Error::size("lattice too large"))?;
     Ok(Populations {
         current: alloc(gpu, total)?,
         spare: alloc(gpu, total)?,
@@ -222,22 +218,11 @@ impl<T: Stored> Populations<T> {
         }
     }
 
-    fn step(
-        &mut self,
-        gpu: Option<&Gpu>,
-        p: &Params,
-        block: u32,
-        flags: &Buffer<u8>,
-        count: u64,
-    ) -> Result<()> {
+    fn step(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: &Buffer<u8>, count: u64) -> Result<()> {
         for _ in 0..count {
             match (&self.current, &mut self.spare, flags, gpu) {
-                (Buffer::Host(fin), Buffer::Host(fout), Buffer::Host(fl), _) => {
-                    cpu::step(p, fl, fin, fout)
-                }
-                (Buffer::Device(fin), Buffer::Device(fout), Buffer::Device(fl), Some(g)) => {
-                    cuda::step(g, p, block, fl, fin, fout)?
-                }
+                (Buffer::Host(fin), Buffer::Host(fout), Buffer::Host(fl), _) => cpu::step(p, fl, fin, fout),
+                (Buffer::Device(fin), Buffer::Device(fout), Buffer::Device(fl), Some(g)) => cuda::step(g, p, block, fl, fin, fout)?,
                 _ => unreachable!("mixed host and device storage"),
             }
             std::mem::swap(&mut self.current, &mut self.spare);
@@ -281,23 +266,13 @@ impl<T: Stored> Populations<T> {
         Ok(())
     }
 
-    fn fields(
-        &self,
-        gpu: Option<&Gpu>,
-        p: &Params,
-        flags: &Buffer<u8>,
-        first: usize,
-        rho: &mut [f64],
-        u: &mut [f64],
-    ) -> Result<()> {
+    fn fields(&self, gpu: Option<&Gpu>, p: &Params, flags: &Buffer<u8>, first: usize, rho: &mut [f64], u: &mut [f64]) -> Result<()> {
         match (&self.current, flags, gpu) {
             (Buffer::Host(f), Buffer::Host(fl), _) => {
                 cpu::fields(p, fl, f, first, rho, u);
                 Ok(())
             }
-            (Buffer::Device(f), Buffer::Device(fl), Some(g)) => {
-                cuda::fields(g, p, fl, f, first, rho, u)
-            }
+            (Buffer::Device(f), Buffer::Device(fl), Some(g)) => cuda::fields(g, p, fl, f, first, rho, u),
             _ => unreachable!("mixed host and device storage"),
         }
     }
@@ -305,18 +280,8 @@ impl<T: Stored> Populations<T> {
 
 impl Lattice {
     /// An nx x ny x nz lattice, all fluid, at rest with density 1.
-    pub fn new(
-        ctx: Arc<Context>,
-        dims: [i64; 3],
-        precision: Precision,
-        tau: f64,
-        periodic: i32,
-    ) -> Result<Lattice> {
-        let dims = [
-            positive("nx", dims[0])?,
-            positive("ny", dims[1])?,
-            positive("nz", dims[2])?,
-        ];
+    pub fn new(ctx: Arc<Context>, dims: [i64; 3], precision: Precision, tau: f64, periodic: i32) -> Result<Lattice> {
+        let dims = [positive("nx", dims[0])?, positive("ny", dims[1])?, positive("nz", dims[2])?];
         if !(tau > 0.5 && tau.is_finite()) {
             return Err(Error::invalid(format!(
                 "tau = {tau}: BGK needs a finite tau > 0.5 (viscosity (tau - 1/2)/3 > 0)"
@@ -331,11 +296,7 @@ impl Lattice {
             .iter()
             .try_fold(1usize, |a, &d| a.checked_mul(d))
             .filter(|&n| n <= i32::MAX as usize)
-            .ok_or_else(|| {
-                Error::unsupported(format!(
-                    "{dims:?}: lattices of 2^31 sites or more are not supported"
-                ))
-            })?;
+            .ok_or_else(|| Error::unsupported(format!("{dims:?}: lattices of 2^31 sites or more are not supported")))?;
         let params = Params {
             dims,
             periodic,
@@ -381,9 +342,7 @@ impl Lattice {
     /// Threads per block of the CUDA step (for `fegpu bench lbm`'s comparison).
     pub fn set_block(&self, block: u32) -> Result<()> {
         if !(32..=256).contains(&block) || !block.is_multiple_of(32) {
-            return Err(Error::invalid(format!(
-                "block = {block}: a multiple of 32 up to 256"
-            )));
+            return Err(Error::invalid(format!("block = {block}: a multiple of 32 up to 256")));
         }
         self.state().block = block;
         Ok(())
@@ -394,10 +353,7 @@ impl Lattice {
         let mut st = self.state();
         let n = st.params.sites();
         if flags.len() != n {
-            return Err(Error::size(format!(
-                "flags: {} values for {n} sites",
-                flags.len()
-            )));
+            return Err(Error::size(format!("flags: {} values for {n} sites", flags.len())));
         }
         if let Some(s) = flags.iter().position(|&f| f > FEGPU_MOVING_WALL) {
             return Err(Error::invalid(format!(
@@ -440,9 +396,7 @@ impl Lattice {
     /// Every site (walls included) at the equilibrium of (rho, u).
     pub fn init_equilibrium(&self, rho: f64, u: [f64; 3]) -> Result<()> {
         if !(rho > 0.0 && rho.is_finite()) {
-            return Err(Error::invalid(format!(
-                "rho = {rho}: must be finite and > 0"
-            )));
+            return Err(Error::invalid(format!("rho = {rho}: must be finite and > 0")));
         }
         finite3("u", u)?;
         let gpu = self.ctx.gpu();
@@ -457,10 +411,7 @@ impl Lattice {
         let mut st = self.state();
         let n = st.params.sites();
         if f.len() != n * Q {
-            return Err(Error::size(format!(
-                "f: {} values for {n} sites x 19 directions",
-                f.len()
-            )));
+            return Err(Error::size(format!("f: {} values for {n} sites x 19 directions", f.len())));
         }
         if let Some(k) = f.iter().position(|v| !v.is_finite()) {
             return Err(Error::invalid(format!(
@@ -490,12 +441,7 @@ impl Lattice {
     pub fn step(&self, count: u64) -> Result<()> {
         let gpu = self.ctx.gpu();
         let mut st = self.state();
-        let State {
-            params,
-            flags,
-            storage,
-            block,
-        } = &mut *st;
+        let State { params, flags, storage, block } = &mut *st;
         with_populations!(storage, p => p.step(gpu, params, *block, flags, count))
     }
 

@@ -17,10 +17,7 @@ pub fn kernel(k: Kernel, items: usize, inputs: &[&[f64]], outputs: &mut [&mut [f
         Kernel::ColumnDots { m } => {
             let (a, bm) = (inputs[0], inputs[1]);
             for j in 0..items {
-                out[j] = a[j * m..(j + 1) * m]
-                    .iter()
-                    .zip(&bm[j * m..(j + 1) * m])
-                    .fold(0.0, |s, (x, y)| x.mul_add(*y, s));
+                out[j] = a[j * m..(j + 1) * m].iter().zip(&bm[j * m..(j + 1) * m]).fold(0.0, |s, (x, y)| x.mul_add(*y, s));
             }
         }
         Kernel::Gemm { m, k, alpha, beta } => {
@@ -75,11 +72,7 @@ pub fn apply(op: &mut Op) {
 /// speedup). Timed on the first 1, 2, 4, ... items until a run takes 20 ms,
 /// so a large product is not run whole on the host.
 pub fn time_reference(op: &Op) -> f64 {
-    let inputs: Vec<&[f64]> = op
-        .args
-        .iter()
-        .filter_map(|(a, _)| if let Arg::In(v) = a { Some(&**v) } else { None })
-        .collect();
+    let inputs: Vec<&[f64]> = op.args.iter().filter_map(|(a, _)| if let Arg::In(v) = a { Some(&**v) } else { None }).collect();
     let mut copies: Vec<Vec<f64>> = op
         .args
         .iter()

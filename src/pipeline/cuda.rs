@@ -49,16 +49,12 @@ impl Raw {
     /// no two live slices of one call overlap with a write.
     unsafe fn items<'a>(&self, i0: usize, i1: usize) -> &'a mut [f64] {
         debug_assert!(self.writes(), "only written arrays are reached mutably");
-        let Layout::Items(p) = self.layout else {
-            unreachable!("items of a row layout")
-        };
+        let Layout::Items(p) = self.layout else { unreachable!("items of a row layout") };
         std::slice::from_raw_parts_mut(self.ptr.add(i0 * p), (i1 - i0) * p)
     }
     /// As `items`, for reading (every argument may be read).
     unsafe fn items_in<'a>(&self, i0: usize, i1: usize) -> &'a [f64] {
-        let Layout::Items(p) = self.layout else {
-            unreachable!("items of a row layout")
-        };
+        let Layout::Items(p) = self.layout else { unreachable!("items of a row layout") };
         std::slice::from_raw_parts(self.ptr.add(i0 * p), (i1 - i0) * p)
     }
     /// Gathers rows [i0, i1) into `to` (compact, (i1 - i0) x cols), or scatters back.
@@ -66,9 +62,7 @@ impl Raw {
     /// # Safety
     /// As `items`.
     unsafe fn rows(&self, i0: usize, i1: usize, to: &mut [f64], gather: bool) {
-        let Layout::Rows { ld, cols } = self.layout else {
-            unreachable!("rows of an item layout")
-        };
+        let Layout::Rows { ld, cols } = self.layout else { unreachable!("rows of an item layout") };
         let w = i1 - i0;
         for c in 0..cols {
             let at = self.ptr.add(i0 + ld * c);
@@ -110,9 +104,7 @@ impl Executor<'_> {
     /// Copies out the staged outputs of the stream's previous chunk (waiting for it).
     fn settle(&mut self, s: usize) -> Result<()> {
         let st = &mut self.streams[s];
-        let Some((i0, i1, mark)) = st.pending.take() else {
-            return Ok(());
-        };
+        let Some((i0, i1, mark)) = st.pending.take() else { return Ok(()) };
         mark.synchronize()?;
         for (k, raw) in self.raws.iter().enumerate() {
             if let (true, Some(stage)) = (raw.writes(), st.staging[k].as_mut()) {
@@ -138,13 +130,8 @@ impl Executor<'_> {
             // rewritten after `settle` saw the lane pass its last use.
             unsafe {
                 match (st.staging[k].as_mut(), raw.layout) {
-                    (None, Layout::Rows { ld, cols }) => {
-                        st.lane
-                            .upload_2d(raw.ptr.add(i0), ld, i1 - i0, cols, &mut st.buffers[k])?
-                    }
-                    (None, _) => st
-                        .lane
-                        .upload(raw.items_in(i0, i1), &mut st.buffers[k], 0)?,
+                    (None, Layout::Rows { ld, cols }) => st.lane.upload_2d(raw.ptr.add(i0), ld, i1 - i0, cols, &mut st.buffers[k])?,
+                    (None, _) => st.lane.upload(raw.items_in(i0, i1), &mut st.buffers[k], 0)?,
                     (Some(stage), layout) => {
                         let stage = &mut stage.as_mut_slice()?[..len];
                         match layout {
@@ -161,14 +148,7 @@ impl Executor<'_> {
 
     fn compute(&mut self, s: usize, items: usize) -> Result<()> {
         let st = &mut self.streams[s];
-        launch(
-            self.g,
-            &st.lane,
-            self.kernel,
-            items,
-            &mut st.buffers,
-            &self.whole,
-        )
+        launch(self.g, &st.lane, self.kernel, items, &mut st.buffers, &self.whole)
     }
 
     fn copy_out(&mut self, s: usize, i0: usize, i1: usize) -> Result<()> {
@@ -178,25 +158,14 @@ impl Executor<'_> {
             // SAFETY: as in copy_in; the destination is not read until the lane passes.
             unsafe {
                 match (st.staging[k].as_mut(), raw.layout) {
-                    (None, Layout::Rows { ld, cols }) => {
-                        st.lane
-                            .download_2d(&st.buffers[k], raw.ptr.add(i0), ld, i1 - i0, cols)?
-                    }
+                    (None, Layout::Rows { ld, cols }) => st.lane.download_2d(&st.buffers[k], raw.ptr.add(i0), ld, i1 - i0, cols)?,
                     (None, _) => st.lane.download(&st.buffers[k], 0, raw.items(i0, i1))?,
-                    (Some(stage), _) => {
-                        st.lane
-                            .download(&st.buffers[k], 0, &mut stage.as_mut_slice()?[..len])?
-                    }
+                    (Some(stage), _) => st.lane.download(&st.buffers[k], 0, &mut stage.as_mut_slice()?[..len])?,
                 }
             }
         }
         // Only staged outputs need the host to come back for them.
-        if self
-            .raws
-            .iter()
-            .enumerate()
-            .any(|(k, r)| r.writes() && st.staging[k].is_some())
-        {
+        if self.raws.iter().enumerate().any(|(k, r)| r.writes() && st.staging[k].is_some()) {
             st.pending = Some((i0, i1, st.lane.mark()?));
         }
         Ok(())
@@ -204,14 +173,7 @@ impl Executor<'_> {
 
     /// One phase of a chunk (0 copy-in, 1 kernel, 2 copy-out), with a timing
     /// mark after it (and one before the copy-in) when the call is timed.
-    fn phase(
-        &mut self,
-        s: usize,
-        i0: usize,
-        i1: usize,
-        phase: usize,
-        marks: &mut Vec<Mark>,
-    ) -> Result<()> {
+    fn phase(&mut self, s: usize, i0: usize, i1: usize, phase: usize, marks: &mut Vec<Mark>) -> Result<()> {
         match phase {
             0 => {
                 self.settle(s)?;
@@ -232,14 +194,7 @@ impl Executor<'_> {
 
 /// Runs `op` with `plan` (chunks already resolved); `registered` says whether
 /// a host range may be copied directly.
-pub fn run(
-    g: &Gpu,
-    cache: &Cache,
-    registered: &dyn Fn(*const f64, usize) -> bool,
-    op: &mut Op,
-    plan: Plan,
-    timed: bool,
-) -> Result<Report> {
+pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> bool, op: &mut Op, plan: Plan, timed: bool) -> Result<Report> {
     let items = op.items;
     let (mut h2d_bytes, mut d2h_bytes) = (0u64, 0u64);
     let raws: Vec<Raw> = op
@@ -257,45 +212,23 @@ pub fn run(
             if dir != Dir::In {
                 d2h_bytes += 8 * len as u64;
             }
-            Raw {
-                ptr,
-                len,
-                layout: *layout,
-                dir,
-                direct: registered(ptr, len),
-            }
+            Raw { ptr, len, layout: *layout, dir, direct: registered(ptr, len) }
         })
         .collect();
-    let report = |times| Report {
-        plan,
-        wall_seconds: 0.0,
-        times,
-        h2d_bytes,
-        d2h_bytes,
-    };
+    let report = |times| Report { plan, wall_seconds: 0.0, times, h2d_bytes, d2h_bytes };
     if items == 0 {
         return Ok(report(None));
     }
-    let n_streams = if plan.strategy == Strategy::Serial {
-        1
-    } else {
-        plan.streams.clamp(1, super::MAX_STREAMS)
-    };
+    let n_streams = if plan.strategy == Strategy::Serial { 1 } else { plan.streams.clamp(1, super::MAX_STREAMS) };
     let per_chunk = items.div_ceil(plan.chunks.max(1));
     let chunks = items.div_ceil(per_chunk);
     let n_streams = n_streams.min(chunks);
     // Buffers and staging for every stream, before anything is queued.
     let mut pool = std::mem::take(&mut *cache.staging.lock().unwrap_or_else(|p| p.into_inner()));
-    let mut device_pool =
-        std::mem::take(&mut *cache.buffers.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut device_pool = std::mem::take(&mut *cache.buffers.lock().unwrap_or_else(|p| p.into_inner()));
     // The smallest kept buffer that holds `len`, or a new one.
     let mut buffer = |len: usize| -> Result<DeviceBuffer<f64>> {
-        let fit = device_pool
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.len() >= len)
-            .min_by_key(|(_, b)| b.len())
-            .map(|(i, _)| i);
+        let fit = device_pool.iter().enumerate().filter(|(_, b)| b.len() >= len).min_by_key(|(_, b)| b.len()).map(|(i, _)| i);
         match fit {
             Some(i) => Ok(device_pool.swap_remove(i)),
             None => g.alloc::<f64>(len),
@@ -308,11 +241,7 @@ pub fn run(
         whole.push(if raw.layout == Layout::Whole {
             let mut buf = buffer(raw.len.max(1))?;
             // SAFETY: an input argument, borrowed for the call.
-            g.upload(
-                unsafe { std::slice::from_raw_parts(raw.ptr, raw.len) },
-                &mut buf,
-                0,
-            )?;
+            g.upload(unsafe { std::slice::from_raw_parts(raw.ptr, raw.len) }, &mut buf, 0)?;
             Some(buf)
         } else {
             None
@@ -322,11 +251,7 @@ pub fn run(
         let mut buffers = Vec::new();
         let mut staging = Vec::new();
         for raw in &raws {
-            let len = if raw.layout == Layout::Whole {
-                1
-            } else {
-                raw.chunk_len(per_chunk)
-            };
+            let len = if raw.layout == Layout::Whole { 1 } else { raw.chunk_len(per_chunk) };
             buffers.push(buffer(len.max(1))?);
             staging.push(if raw.direct || raw.layout == Layout::Whole {
                 None
@@ -337,12 +262,7 @@ pub fn run(
                 }
             });
         }
-        streams.push(Stream {
-            lane,
-            buffers,
-            staging,
-            pending: None,
-        });
+        streams.push(Stream { lane, buffers, staging, pending: None });
     }
     // The lanes must not touch the buffers before their (stream-ordered) allocation.
     g.synchronize("allocating pipeline buffers")?;
@@ -350,15 +270,7 @@ pub fn run(
         Some(start) => start.seconds_until(&g.mark()?)?,
         None => 0.0,
     };
-    let mut ex = Executor {
-        g,
-        kernel: op.kernel,
-        raws,
-        whole,
-        streams,
-        timed,
-        phases: Vec::new(),
-    };
+    let mut ex = Executor { g, kernel: op.kernel, raws, whole, streams, timed, phases: Vec::new() };
     let bounds = |c: usize| (c * per_chunk, ((c + 1) * per_chunk).min(items));
     let issue = |ex: &mut Executor| -> Result<()> {
         let mut marks: Vec<Vec<Mark>> = (0..chunks).map(|_| Vec::new()).collect();
@@ -414,14 +326,7 @@ pub fn run(
     drop((pool_back, buffers_back));
     issued?;
     settled?;
-    let times = if timed {
-        Some(Times {
-            setup,
-            ..sum_phases(&ex.phases)?
-        })
-    } else {
-        None
-    };
+    let times = if timed { Some(Times { setup, ..sum_phases(&ex.phases)? }) } else { None };
     Ok(report(times))
 }
 
@@ -438,14 +343,7 @@ fn sum_phases(phases: &[Phases]) -> Result<Times> {
 
 /// The chunk kernel of `k` on `items` items in the lane's buffers (argument
 /// order as `Kernel` documents; whole arguments from `whole`).
-fn launch(
-    g: &Gpu,
-    lane: &Lane,
-    k: Kernel,
-    items: usize,
-    bufs: &mut [DeviceBuffer<f64>],
-    whole: &[Option<DeviceBuffer<f64>>],
-) -> Result<()> {
+fn launch(g: &Gpu, lane: &Lane, k: Kernel, items: usize, bufs: &mut [DeviceBuffer<f64>], whole: &[Option<DeviceBuffer<f64>>]) -> Result<()> {
     let sms = g.info.multiprocessors.max(1) as usize;
     let shared = |i: usize| whole[i].as_ref().expect("a whole argument");
     match k {
@@ -455,13 +353,7 @@ fn launch(
             let (x, y) = bufs.split_at_mut(1);
             let mut l = lane.launcher(&f);
             l.arg(&n).arg(&a).arg(&x[0]).arg(&b).arg(&mut y[0]);
-            lane.launch(
-                "chunk_axpby",
-                l,
-                (items.div_ceil(256).min(16 * sms) as u32, 1, 1),
-                (256, 1, 1),
-                0,
-            )
+            lane.launch("chunk_axpby", l, (items.div_ceil(256).min(16 * sms) as u32, 1, 1), (256, 1, 1), 0)
         }
         Kernel::ColumnDots { m } => {
             let f = g.kernel("pipeline", SOURCE, "chunk_column_dots")?;
@@ -469,29 +361,11 @@ fn launch(
             let (ab, out) = bufs.split_at_mut(2);
             let mut l = lane.launcher(&f);
             l.arg(&m64).arg(&n).arg(&ab[0]).arg(&ab[1]).arg(&mut out[0]);
-            lane.launch(
-                "chunk_column_dots",
-                l,
-                (items.min(32 * sms) as u32, 1, 1),
-                (256, 1, 1),
-                0,
-            )
+            lane.launch("chunk_column_dots", l, (items.min(32 * sms) as u32, 1, 1), (256, 1, 1), 0)
         }
         Kernel::Gemm { m, k, alpha, beta } => {
             let (b, c) = bufs.split_at_mut(2);
-            lane.gemm(
-                m,
-                items,
-                k,
-                alpha,
-                shared(0),
-                m,
-                &b[1],
-                k,
-                beta,
-                &mut c[0],
-                m,
-            )
+            lane.gemm(m, items, k, alpha, shared(0), m, &b[1], k, beta, &mut c[0], m)
         }
         Kernel::Gemv { n, alpha, beta } => {
             let (a, y) = bufs.split_at_mut(2);

@@ -67,25 +67,13 @@ impl Plan {
             }
         };
         if !(0..=MAX_STREAMS as i64).contains(&streams) {
-            return Err(Error::invalid(format!(
-                "n_streams = {streams}: expected 0 (automatic) to {MAX_STREAMS}"
-            )));
+            return Err(Error::invalid(format!("n_streams = {streams}: expected 0 (automatic) to {MAX_STREAMS}")));
         }
         if chunks < 0 {
-            return Err(Error::invalid(format!(
-                "n_chunks = {chunks}: expected 0 (one per stream) or more"
-            )));
+            return Err(Error::invalid(format!("n_chunks = {chunks}: expected 0 (one per stream) or more")));
         }
-        let streams = if strategy == Strategy::Serial {
-            1
-        } else {
-            streams as usize
-        };
-        Ok(Some(Plan {
-            strategy,
-            streams,
-            chunks: chunks as usize,
-        }))
+        let streams = if strategy == Strategy::Serial { 1 } else { streams as usize };
+        Ok(Some(Plan { strategy, streams, chunks: chunks as usize }))
     }
 }
 
@@ -116,12 +104,7 @@ pub enum Kernel {
     ColumnDots { m: usize },
     /// A (whole, m x k), B (in, columns of k), C (columns of m, in/out unless
     /// beta = 0): C = alpha A B + beta C, through cuBLAS.
-    Gemm {
-        m: usize,
-        k: usize,
-        alpha: f64,
-        beta: f64,
-    },
+    Gemm { m: usize, k: usize, alpha: f64, beta: f64 },
     /// A (rows of an m x n matrix), x (whole, n), y (in/out unless beta = 0):
     /// y = alpha A x + beta y, through cuBLAS.
     Gemv { n: usize, alpha: f64, beta: f64 },
@@ -185,132 +168,51 @@ fn shape(op: &Op) -> Shape {
 
 fn per_item(t: Times, items: usize) -> Times {
     let n = items as f64;
-    Times {
-        h2d: t.h2d / n,
-        kernel: t.kernel / n,
-        d2h: t.d2h / n,
-        setup: t.setup,
-    }
+    Times { h2d: t.h2d / n, kernel: t.kernel / n, d2h: t.d2h / n, setup: t.setup }
 }
 
 /// Runs `op` on the context's backend with `plan`, or automatically.
 pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
     let timed_profile = ctx.profile.enabled();
     let key = shape(&op);
-    if timed_profile
-        && op.items > 0
-        && !ctx
-            .pipeline
-            .serial
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains_key(&key)
-    {
+    if timed_profile && op.items > 0 && !ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&key) {
         let per_item = cpu::time_reference(&op);
-        ctx.pipeline
-            .serial
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.clone(), per_item);
+        ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), per_item);
     }
     let start = std::time::Instant::now();
     let report = match ctx.gpu() {
         None => {
             cpu::apply(&mut op);
-            let plan = plan.unwrap_or(Plan {
-                strategy: Strategy::Serial,
-                streams: 1,
-                chunks: 1,
-            });
-            Report {
-                plan,
-                wall_seconds: start.elapsed().as_secs_f64(),
-                times: None,
-                h2d_bytes: 0,
-                d2h_bytes: 0,
-            }
+            let plan = plan.unwrap_or(Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 });
+            Report { plan, wall_seconds: start.elapsed().as_secs_f64(), times: None, h2d_bytes: 0, d2h_bytes: 0 }
         }
         Some(g) => {
-            let known = ctx
-                .pipeline
-                .rates
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(&key)
-                .copied();
+            let known = ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied();
             let (plan, measure) = match (plan, known) {
-                (Some(p), Some(r)) if p.streams == 0 => (
-                    Plan {
-                        streams: choose(r, op.items, g),
-                        ..p
-                    },
-                    timed_profile,
-                ),
-                (Some(p), None) if p.streams == 0 => (
-                    Plan {
-                        strategy: Strategy::Serial,
-                        streams: 1,
-                        chunks: 1,
-                    },
-                    true,
-                ),
+                (Some(p), Some(r)) if p.streams == 0 => (Plan { streams: choose(r, op.items, g), ..p }, timed_profile),
+                (Some(p), None) if p.streams == 0 => (Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }, true),
                 (Some(p), _) => (p, timed_profile),
                 (None, Some(r)) => {
                     let n = choose(r, op.items, g);
-                    (
-                        Plan {
-                            strategy: Strategy::Staged,
-                            streams: n,
-                            chunks: n,
-                        },
-                        timed_profile,
-                    )
+                    (Plan { strategy: Strategy::Staged, streams: n, chunks: n }, timed_profile)
                 }
-                (None, None) => (
-                    Plan {
-                        strategy: Strategy::Serial,
-                        streams: 1,
-                        chunks: 1,
-                    },
-                    true,
-                ),
+                (None, None) => (Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }, true),
             };
-            let plan = Plan {
-                chunks: if plan.chunks == 0 {
-                    plan.streams
-                } else {
-                    plan.chunks
-                },
-                ..plan
-            };
+            let plan = Plan { chunks: if plan.chunks == 0 { plan.streams } else { plan.chunks }, ..plan };
             let registered = |ptr: *const f64, len: usize| ctx.is_registered(ptr as usize, len * 8);
             let mut report = cuda::run(g, &ctx.pipeline, &registered, &mut op, plan, measure)?;
             report.wall_seconds = start.elapsed().as_secs_f64();
             if let (Some(t), None) = (report.times, known) {
                 if plan.strategy == Strategy::Serial && plan.chunks == 1 {
-                    ctx.pipeline
-                        .rates
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(key.clone(), per_item(t, op.items));
+                    ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), per_item(t, op.items));
                 }
             }
             report
         }
     };
     if timed_profile {
-        let serial = ctx
-            .pipeline
-            .serial
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-            .copied()
-            .unwrap_or(0.0);
-        let t = report.times.unwrap_or(Times {
-            kernel: report.wall_seconds,
-            ..Times::default()
-        });
+        let serial = ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied().unwrap_or(0.0);
+        let t = report.times.unwrap_or(Times { kernel: report.wall_seconds, ..Times::default() });
         ctx.profile.record(
             op.name,
             &OpStats {
@@ -330,20 +232,13 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
 
 fn choose(rate: Times, items: usize, g: &crate::gpu::Gpu) -> usize {
     let n = items as f64;
-    let t = Times {
-        h2d: rate.h2d * n,
-        kernel: rate.kernel * n,
-        d2h: rate.d2h * n,
-        setup: rate.setup,
-    };
+    let t = Times { h2d: rate.h2d * n, kernel: rate.kernel * n, d2h: rate.d2h * n, setup: rate.setup };
     model::best_streams(t, g.info.copy_engines.max(1) as usize, OVERHEAD).min(items.max(1))
 }
 
 fn check_len(name: &str, got: usize, want: usize) -> Result<()> {
     if got != want {
-        return Err(Error::size(format!(
-            "{name} has {got} elements; expected {want}"
-        )));
+        return Err(Error::size(format!("{name} has {got} elements; expected {want}")));
     }
     Ok(())
 }
@@ -356,167 +251,54 @@ fn finite(scalars: &[(&str, f64)]) -> Result<()> {
 }
 
 /// y = a x + b y on host arrays of n elements, pipelined through the device.
-pub fn axpby(
-    ctx: &Context,
-    a: f64,
-    x: &[f64],
-    b: f64,
-    y: &mut [f64],
-    plan: Option<Plan>,
-) -> Result<Report> {
+pub fn axpby(ctx: &Context, a: f64, x: &[f64], b: f64, y: &mut [f64], plan: Option<Plan>) -> Result<Report> {
     check_len("x", x.len(), y.len())?;
     finite(&[("a", a), ("b", b)])?;
     let n = y.len();
-    run(
-        ctx,
-        Op {
-            name: "axpby",
-            kernel: Kernel::Axpby { a, b },
-            items: n,
-            args: vec![
-                (Arg::In(x), Layout::Items(1)),
-                (Arg::InOut(y), Layout::Items(1)),
-            ],
-        },
-        plan,
-    )
+    run(ctx, Op { name: "axpby", kernel: Kernel::Axpby { a, b }, items: n, args: vec![(Arg::In(x), Layout::Items(1)), (Arg::InOut(y), Layout::Items(1))] }, plan)
 }
 
 /// out(j) = A(:, j) . B(:, j) for the ncols columns of two m x ncols host
 /// matrices (column-major): the batched inner products of the concrete-dam code.
-pub fn column_dots(
-    ctx: &Context,
-    m: usize,
-    a: &[f64],
-    b: &[f64],
-    out: &mut [f64],
-    plan: Option<Plan>,
-) -> Result<Report> {
+pub fn column_dots(ctx: &Context, m: usize, a: &[f64], b: &[f64], out: &mut [f64], plan: Option<Plan>) -> Result<Report> {
     let ncols = out.len();
     check_len("a", a.len(), m * ncols)?;
     check_len("b", b.len(), m * ncols)?;
-    let args = vec![
-        (Arg::In(a), Layout::Items(m)),
-        (Arg::In(b), Layout::Items(m)),
-        (Arg::Out(out), Layout::Items(1)),
-    ];
-    run(
-        ctx,
-        Op {
-            name: "column_dots",
-            kernel: Kernel::ColumnDots { m },
-            items: ncols,
-            args,
-        },
-        plan,
-    )
+    let args = vec![(Arg::In(a), Layout::Items(m)), (Arg::In(b), Layout::Items(m)), (Arg::Out(out), Layout::Items(1))];
+    run(ctx, Op { name: "column_dots", kernel: Kernel::ColumnDots { m }, items: ncols, args }, plan)
 }
 
 /// C = alpha A B + beta C for host matrices A (m x k), B (k x n), C (m x n),
 /// column-major; A goes to the device once, B and C in column panels.
 #[allow(clippy::too_many_arguments)]
-pub fn gemm(
-    ctx: &Context,
-    m: usize,
-    n: usize,
-    k: usize,
-    alpha: f64,
-    a: &[f64],
-    b: &[f64],
-    beta: f64,
-    c: &mut [f64],
-    plan: Option<Plan>,
-) -> Result<Report> {
+pub fn gemm(ctx: &Context, m: usize, n: usize, k: usize, alpha: f64, a: &[f64], b: &[f64], beta: f64, c: &mut [f64], plan: Option<Plan>) -> Result<Report> {
     check_len("a", a.len(), m * k)?;
     check_len("b", b.len(), k * n)?;
     check_len("c", c.len(), m * n)?;
     finite(&[("alpha", alpha), ("beta", beta)])?;
-    let c_arg = if beta == 0.0 {
-        Arg::Out(c)
-    } else {
-        Arg::InOut(c)
-    };
-    let args = vec![
-        (Arg::In(a), Layout::Whole),
-        (Arg::In(b), Layout::Items(k)),
-        (c_arg, Layout::Items(m)),
-    ];
-    run(
-        ctx,
-        Op {
-            name: "gemm",
-            kernel: Kernel::Gemm { m, k, alpha, beta },
-            items: n,
-            args,
-        },
-        plan,
-    )
+    let c_arg = if beta == 0.0 { Arg::Out(c) } else { Arg::InOut(c) };
+    let args = vec![(Arg::In(a), Layout::Whole), (Arg::In(b), Layout::Items(k)), (c_arg, Layout::Items(m))];
+    run(ctx, Op { name: "gemm", kernel: Kernel::Gemm { m, k, alpha, beta }, items: n, args }, plan)
 }
 
 /// y = alpha A x + beta y for a host m x n matrix A (column-major) and host
 /// vectors; A moves in row panels, x once.
 #[allow(clippy::too_many_arguments)]
-pub fn gemv(
-    ctx: &Context,
-    m: usize,
-    n: usize,
-    alpha: f64,
-    a: &[f64],
-    x: &[f64],
-    beta: f64,
-    y: &mut [f64],
-    plan: Option<Plan>,
-) -> Result<Report> {
+pub fn gemv(ctx: &Context, m: usize, n: usize, alpha: f64, a: &[f64], x: &[f64], beta: f64, y: &mut [f64], plan: Option<Plan>) -> Result<Report> {
     check_len("a", a.len(), m * n)?;
     check_len("x", x.len(), n)?;
     check_len("y", y.len(), m)?;
     finite(&[("alpha", alpha), ("beta", beta)])?;
-    let y_arg = if beta == 0.0 {
-        Arg::Out(y)
-    } else {
-        Arg::InOut(y)
-    };
-    let args = vec![
-        (Arg::In(a), Layout::Rows { ld: m, cols: n }),
-        (Arg::In(x), Layout::Whole),
-        (y_arg, Layout::Items(1)),
-    ];
-    run(
-        ctx,
-        Op {
-            name: "gemv",
-            kernel: Kernel::Gemv { n, alpha, beta },
-            items: m,
-            args,
-        },
-        plan,
-    )
+    let y_arg = if beta == 0.0 { Arg::Out(y) } else { Arg::InOut(y) };
+    let args = vec![(Arg::In(a), Layout::Rows { ld: m, cols: n }), (Arg::In(x), Layout::Whole), (y_arg, Layout::Items(1))];
+    run(ctx, Op { name: "gemv", kernel: Kernel::Gemv { n, alpha, beta }, items: m, args }, plan)
 }
 
 /// At = A^T for a host m x n matrix A (column-major; At is n x m), in column
 /// panels of A, which land as row panels of At.
-pub fn transpose(
-    ctx: &Context,
-    m: usize,
-    n: usize,
-    a: &[f64],
-    at: &mut [f64],
-    plan: Option<Plan>,
-) -> Result<Report> {
+pub fn transpose(ctx: &Context, m: usize, n: usize, a: &[f64], at: &mut [f64], plan: Option<Plan>) -> Result<Report> {
     check_len("a", a.len(), m * n)?;
     check_len("at", at.len(), m * n)?;
-    let args = vec![
-        (Arg::In(a), Layout::Items(m)),
-        (Arg::Out(at), Layout::Rows { ld: n, cols: m }),
-    ];
-    run(
-        ctx,
-        Op {
-            name: "transpose",
-            kernel: Kernel::Transpose { m },
-            items: n,
-            args,
-        },
-        plan,
-    )
+    let args = vec![(Arg::In(a), Layout::Items(m)), (Arg::Out(at), Layout::Rows { ld: n, cols: m })];
+    run(ctx, Op { name: "transpose", kernel: Kernel::Transpose { m }, items: n, args }, plan)
 }

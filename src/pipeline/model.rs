@@ -42,56 +42,23 @@ impl Times {
 }
 
 /// Predicted seconds of one call (copies in both directions at full speed together).
-pub fn predict(
-    strategy: Strategy,
-    streams: usize,
-    chunks: usize,
-    t: Times,
-    copy_engines: usize,
-    overhead: f64,
-) -> f64 {
+pub fn predict(strategy: Strategy, streams: usize, chunks: usize, t: Times, copy_engines: usize, overhead: f64) -> f64 {
     predict_duplex(strategy, streams, chunks, t, copy_engines, overhead, 1.0)
 }
 
 /// As `predict`, with copies in the two directions each running at `duplex`
 /// (0..1] of their own speed while both are active: the link and host memory
 /// are shared (measured by `fegpu bench pipeline`).
-pub fn predict_duplex(
-    strategy: Strategy,
-    streams: usize,
-    chunks: usize,
-    t: Times,
-    copy_engines: usize,
-    overhead: f64,
-    duplex: f64,
-) -> f64 {
-    let streams = if strategy == Strategy::Serial {
-        1
-    } else {
-        streams.clamp(1, chunks.max(1))
-    };
+pub fn predict_duplex(strategy: Strategy, streams: usize, chunks: usize, t: Times, copy_engines: usize, overhead: f64, duplex: f64) -> f64 {
+    let streams = if strategy == Strategy::Serial { 1 } else { streams.clamp(1, chunks.max(1)) };
     let chunks = chunks.max(1);
-    let dur = [
-        t.h2d / chunks as f64 + overhead,
-        t.kernel / chunks as f64 + overhead,
-        t.d2h / chunks as f64 + overhead,
-    ];
+    let dur = [t.h2d / chunks as f64 + overhead, t.kernel / chunks as f64 + overhead, t.d2h / chunks as f64 + overhead];
     // Engines: 0 host-to-device, 1 kernels, 2 device-to-host (0 with one copy engine).
-    let engine_of = |phase: usize| {
-        if phase == 2 && copy_engines >= 2 {
-            2
-        } else if phase == 1 {
-            1
-        } else {
-            0
-        }
-    };
+    let engine_of = |phase: usize| if phase == 2 && copy_engines >= 2 { 2 } else if phase == 1 { 1 } else { 0 };
     // (stream, phase) in issue order.
     let mut ops: Vec<(usize, usize)> = Vec::with_capacity(3 * chunks);
     match strategy {
-        Strategy::Serial | Strategy::PerChunk => {
-            (0..chunks).for_each(|c| (0..3).for_each(|p| ops.push((c % streams, p))))
-        }
+        Strategy::Serial | Strategy::PerChunk => (0..chunks).for_each(|c| (0..3).for_each(|p| ops.push((c % streams, p)))),
         Strategy::Staged => {
             for first in (0..chunks).step_by(streams) {
                 for p in 0..3 {
@@ -105,13 +72,7 @@ pub fn predict_duplex(
     // Each engine runs its operations in issue order; an operation also waits
     // for the previous one of its stream. Time advances from one completion to
     // the next, copy rates shared while both directions are busy.
-    let queues: Vec<Vec<usize>> = (0..3)
-        .map(|e| {
-            (0..ops.len())
-                .filter(|&i| engine_of(ops[i].1) == e)
-                .collect()
-        })
-        .collect();
+    let queues: Vec<Vec<usize>> = (0..3).map(|e| (0..ops.len()).filter(|&i| engine_of(ops[i].1) == e).collect()).collect();
     let mut previous_in_stream = vec![None; ops.len()];
     let mut last = vec![None; streams];
     for (i, &(s, _)) in ops.iter().enumerate() {
@@ -135,9 +96,7 @@ pub fn predict_duplex(
         }
         let both_copying = copy_engines >= 2 && running[0].is_some() && running[2].is_some();
         let rate = |e: usize| if both_copying && e != 1 { duplex } else { 1.0 };
-        let step = (0..3)
-            .filter_map(|e| running[e].map(|i| remaining[i] / rate(e)))
-            .fold(f64::INFINITY, f64::min);
+        let step = (0..3).filter_map(|e| running[e].map(|i| remaining[i] / rate(e))).fold(f64::INFINITY, f64::min);
         now += step;
         for e in 0..3 {
             if let Some(i) = running[e] {
@@ -176,12 +135,7 @@ pub fn hidden_share(t: Times, measured: f64, predicted: f64) -> f64 {
 mod tests {
     use super::*;
 
-    const T: Times = Times {
-        h2d: 4.0,
-        kernel: 2.0,
-        d2h: 1.0,
-        setup: 0.0,
-    };
+    const T: Times = Times { h2d: 4.0, kernel: 2.0, d2h: 1.0, setup: 0.0 };
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-12
@@ -198,14 +152,8 @@ mod tests {
     fn staged_with_two_engines_is_the_three_stage_pipeline() {
         for n in 1..=16 {
             let want = T.total() / n as f64 + (n as f64 - 1.0) / n as f64 * 4.0;
-            assert!(
-                close(predict(Strategy::Staged, n, n, T, 2, 0.0), want),
-                "n = {n}"
-            );
-            assert!(
-                close(predict(Strategy::PerChunk, n, n, T, 2, 0.0), want),
-                "n = {n}"
-            );
+            assert!(close(predict(Strategy::Staged, n, n, T, 2, 0.0), want), "n = {n}");
+            assert!(close(predict(Strategy::PerChunk, n, n, T, 2, 0.0), want), "n = {n}");
         }
     }
 
@@ -234,31 +182,18 @@ mod tests {
         assert!((2..16).contains(&n), "{n}");
         // A kernel-free transfer gains nothing from streams beyond splitting the
         // two directions.
-        let copy_only = Times {
-            h2d: 1.0,
-            kernel: 0.0,
-            d2h: 1.0,
-            setup: 0.0,
-        };
+        let copy_only = Times { h2d: 1.0, kernel: 0.0, d2h: 1.0, setup: 0.0 };
         assert!(predict(Strategy::Staged, 16, 16, copy_only, 2, 0.0) >= 1.0);
     }
 
     #[test]
     fn shared_copy_bandwidth_slows_the_overlapped_copies() {
-        let copy_only = Times {
-            h2d: 1.0,
-            kernel: 0.0,
-            d2h: 1.0,
-            setup: 0.0,
-        };
+        let copy_only = Times { h2d: 1.0, kernel: 0.0, d2h: 1.0, setup: 0.0 };
         // At half speed each while both run, overlapping two directions gains nothing.
         let t = predict_duplex(Strategy::Staged, 16, 16, copy_only, 2, 0.0, 0.5);
         assert!((t - 2.0).abs() < 1e-9, "{t}");
         // At full speed the copy-out of one chunk hides under the next copy-in.
-        assert!(close(
-            predict(Strategy::Staged, 16, 16, copy_only, 2, 0.0),
-            1.0 + 1.0 / 16.0
-        ));
+        assert!(close(predict(Strategy::Staged, 16, 16, copy_only, 2, 0.0), 1.0 + 1.0 / 16.0));
         // In between, in between.
         let mid = predict_duplex(Strategy::Staged, 16, 16, copy_only, 2, 0.0, 0.75);
         assert!(mid > 1.0625 && mid < 2.0, "{mid}");
@@ -268,10 +203,7 @@ mod tests {
     fn setup_comes_before_everything_and_hides_nothing() {
         let with = Times { setup: 3.0, ..T };
         for n in [1, 4, 16] {
-            assert!(close(
-                predict(Strategy::Staged, n, n, with, 2, 0.0),
-                3.0 + predict(Strategy::Staged, n, n, T, 2, 0.0)
-            ));
+            assert!(close(predict(Strategy::Staged, n, n, with, 2, 0.0), 3.0 + predict(Strategy::Staged, n, n, T, 2, 0.0)));
         }
     }
 

@@ -47,11 +47,7 @@ pub fn pair_coefficients(s: [f64; 3], p: [f64; 3], w: f64, c: &Consts) -> Option
 }
 
 fn cross(a: [f64; 3], b: &[Complex64]) -> [Complex64; 3] {
-    [
-        b[2] * a[1] - b[1] * a[2],
-        b[0] * a[2] - b[2] * a[0],
-        b[1] * a[0] - b[0] * a[1],
-    ]
+    [b[2] * a[1] - b[1] * a[2], b[0] * a[2] - b[2] * a[0], b[1] * a[0] - b[0] * a[1]]
 }
 
 /// Adds one pair's contribution for one right-hand side: `jm` = J0 J1 J2 M0 M1 M2,
@@ -76,11 +72,7 @@ pub struct Part {
 
 impl Part {
     pub fn new(points: &[f64], n_rhs: usize) -> Part {
-        Part {
-            points: points.to_vec(),
-            fields: vec![Complex64::default(); 2 * points.len() * n_rhs],
-            excluded: 0,
-        }
+        Part { points: points.to_vec(), fields: vec![Complex64::default(); 2 * points.len() * n_rhs], excluded: 0 }
     }
 
     pub fn reset(&mut self) {
@@ -94,14 +86,7 @@ impl Part {
     pub fn accumulate(&mut self, c: &Consts, src: &Sources, n_rhs: usize) {
         let n_s = self.points.len() / 3;
         let work = n_s * src.n_p * n_rhs;
-        let threads = if work < 1 << 16 {
-            1
-        } else {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-                .min(n_s)
-        };
+        let threads = if work < 1 << 16 { 1 } else { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(n_s) };
         let points = &self.points;
         let run = |lo: usize, hi: usize| {
             let mut local = vec![Complex64::default(); 6 * (hi - lo) * n_rhs];
@@ -109,11 +94,7 @@ impl Part {
             for s in lo..hi {
                 let sp = [points[3 * s], points[3 * s + 1], points[3 * s + 2]];
                 for p in 0..src.n_p {
-                    let pp = [
-                        src.points[3 * p],
-                        src.points[3 * p + 1],
-                        src.points[3 * p + 2],
-                    ];
+                    let pp = [src.points[3 * p], src.points[3 * p + 1], src.points[3 * p + 2]];
                     let Some(q) = pair_coefficients(sp, pp, src.weights[p], c) else {
                         skipped += 1;
                         continue;
@@ -131,23 +112,15 @@ impl Part {
             vec![run(0, n_s)]
         } else {
             std::thread::scope(|scope| {
-                let workers: Vec<_> = (0..threads)
-                    .map(|t| scope.spawn(move || run(n_s * t / threads, n_s * (t + 1) / threads)))
-                    .collect();
-                workers
-                    .into_iter()
-                    .map(|w| w.join().expect("rad_fields worker panicked"))
-                    .collect()
+                let workers: Vec<_> = (0..threads).map(|t| scope.spawn(move || run(n_s * t / threads, n_s * (t + 1) / threads))).collect();
+                workers.into_iter().map(|w| w.join().expect("rad_fields worker panicked")).collect()
             })
         };
         for (lo, local, skipped) in results {
             let count = local.len() / (6 * n_rhs);
             for r in 0..n_rhs {
                 let dst = &mut self.fields[6 * (lo + n_s * r)..][..6 * count];
-                for (d, v) in dst
-                    .iter_mut()
-                    .zip(&local[6 * count * r..6 * count * (r + 1)])
-                {
+                for (d, v) in dst.iter_mut().zip(&local[6 * count * r..6 * count * (r + 1)]) {
                     *d += v;
                 }
             }

@@ -28,9 +28,7 @@ pub fn tiled_shape(n_rhs: usize, n_p: usize) -> (usize, usize, usize, usize) {
 /// How many ways the direct kernel splits the S' points: enough blocks for
 /// about four per multiprocessor, at least 16 points per split.
 pub fn direct_split(blocks: usize, n_p: usize, multiprocessors: usize) -> usize {
-    (4 * multiprocessors)
-        .div_ceil(blocks)
-        .clamp(1, n_p.div_ceil(16).max(1))
+    (4 * multiprocessors).div_ceil(blocks).clamp(1, n_p.div_ceil(16).max(1))
 }
 
 /// Small batches (an element's few points) are packed one after another into
@@ -71,18 +69,7 @@ impl Part {
         let mut d_points = g.alloc::<f64>(points.len())?;
         g.upload(points, &mut d_points, 0)?;
         let (fields, excluded) = (g.alloc::<f64>(12 * count * n_rhs)?, g.alloc::<u64>(1)?);
-        let mut part = Part {
-            count,
-            n_rhs,
-            points: d_points,
-            fields,
-            excluded,
-            slots: Vec::new(),
-            current: 0,
-            pending: 0,
-            variant: FEGPU_RADFIELDS_TILED,
-            consts,
-        };
+        let mut part = Part { count, n_rhs, points: d_points, fields, excluded, slots: Vec::new(), current: 0, pending: 0, variant: FEGPU_RADFIELDS_TILED, consts };
         part.reset(g)?;
         Ok(part)
     }
@@ -106,15 +93,7 @@ impl Part {
         }
         let capacity = n_p.max(LAUNCH_POINTS);
         let len = capacity * (4 + 12 * self.n_rhs);
-        let fresh = (0..2)
-            .map(|_| {
-                Ok(Slot {
-                    host: g.pinned::<f64>(len)?,
-                    device: g.alloc::<f64>(len)?,
-                    capacity,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let fresh = (0..2).map(|_| Ok(Slot { host: g.pinned::<f64>(len)?, device: g.alloc::<f64>(len)?, capacity })).collect::<Result<Vec<_>>>()?;
         // The old slots may still feed queued copies: let them finish first.
         g.synchronize("rad_fields staging")?;
         self.slots = fresh;
@@ -162,11 +141,7 @@ impl Part {
         let slot = &mut self.slots[self.current];
         self.current = (self.current + 1) % 2;
         let cap = slot.capacity;
-        g.upload_async(
-            &mut slot.host,
-            &[0..4 * n_p, 4 * cap..4 * cap + 12 * n_rhs * n_p],
-            &mut slot.device,
-        )?;
+        g.upload_async(&mut slot.host, &[0..4 * n_p, 4 * cap..4 * cap + 12 * n_rhs * n_p], &mut slot.device)?;
         let sources = slot.device.slice(0..4 * n_p);
         let currents = slot.device.slice(4 * cap..4 * cap + 12 * n_rhs * n_p);
         let (n_s, n_p32, n_rhs32, c) = (self.count as i64, n_p as i32, n_rhs as i32, self.consts);
@@ -176,47 +151,17 @@ impl Part {
             let (sb, rc, pt) = (s_block as i32, rhs_chunk as i32, p_tile as i32);
             let shared = (15 * 8 * s_block + 96 * rhs_chunk) * p_tile;
             let mut l = g.launcher(&f);
-            l.arg(&self.points)
-                .arg(&n_s)
-                .arg(&sources)
-                .arg(&currents)
-                .arg(&n_p32)
-                .arg(&n_rhs32)
-                .arg(&c);
-            l.arg(&mut self.fields)
-                .arg(&mut self.excluded)
-                .arg(&sb)
-                .arg(&rc)
-                .arg(&pt);
-            let grid = (
-                self.count.div_ceil(s_block) as u32,
-                n_rhs.div_ceil(rhs_chunk) as u32,
-                1,
-            );
+            l.arg(&self.points).arg(&n_s).arg(&sources).arg(&currents).arg(&n_p32).arg(&n_rhs32).arg(&c);
+            l.arg(&mut self.fields).arg(&mut self.excluded).arg(&sb).arg(&rc).arg(&pt);
+            let grid = (self.count.div_ceil(s_block) as u32, n_rhs.div_ceil(rhs_chunk) as u32, 1);
             g.launch("rad_tiled", l, grid, (threads as u32, 1, 1), shared as u32)
         } else {
             let f = g.kernel("radfields", SOURCE, "rad_direct")?;
             let blocks = (self.count * n_rhs).div_ceil(256);
             let mut l = g.launcher(&f);
-            l.arg(&self.points)
-                .arg(&n_s)
-                .arg(&sources)
-                .arg(&currents)
-                .arg(&n_p32)
-                .arg(&n_rhs32)
-                .arg(&c);
+            l.arg(&self.points).arg(&n_s).arg(&sources).arg(&currents).arg(&n_p32).arg(&n_rhs32).arg(&c);
             l.arg(&mut self.fields).arg(&mut self.excluded);
-            g.launch(
-                "rad_direct",
-                l,
-                (
-                    blocks as u32,
-                    direct_split(blocks, n_p, g.info.multiprocessors as usize) as u32,
-                    1,
-                ),
-                (256, 1, 1),
-                0,
-            )
+            g.launch("rad_direct", l, (blocks as u32, direct_split(blocks, n_p, g.info.multiprocessors as usize) as u32, 1), (256, 1, 1), 0)
         }
     }
 
@@ -225,9 +170,7 @@ impl Part {
         self.flush(g)?;
         let mut out = vec![Complex64::default(); self.fields.len() / 2];
         // SAFETY: Complex64 is #[repr(C)] (re, im), so the vector is 2n f64.
-        let flat = unsafe {
-            std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut f64, self.fields.len())
-        };
+        let flat = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut f64, self.fields.len()) };
         g.download(&self.fields, 0, flat)?;
         Ok(out)
     }
@@ -255,13 +198,6 @@ pub fn fp64_peak(g: &Gpu) -> Result<(f64, f64)> {
         start.seconds_until(&g.mark()?)
     };
     run()?;
-    let best = (0..5)
-        .map(|_| run())
-        .collect::<Result<Vec<_>>>()?
-        .into_iter()
-        .fold(f64::INFINITY, f64::min);
-    Ok((
-        best,
-        2.0 * 8.0 * iters as f64 * blocks as f64 * threads as f64,
-    ))
+    let best = (0..5).map(|_| run()).collect::<Result<Vec<_>>>()?.into_iter().fold(f64::INFINITY, f64::min);
+    Ok((best, 2.0 * 8.0 * iters as f64 * blocks as f64 * threads as f64))
 }

@@ -63,26 +63,17 @@ pub struct Consts {
 impl Medium {
     pub fn new(k: Complex64, omega_mu: Complex64) -> Result<Medium> {
         if !(k.re.is_finite() && k.im.is_finite()) || k.norm() == 0.0 {
-            return Err(Error::invalid(format!(
-                "k = {k}: must be finite and nonzero"
-            )));
+            return Err(Error::invalid(format!("k = {k}: must be finite and nonzero")));
         }
         if !(omega_mu.re.is_finite() && omega_mu.im.is_finite()) {
-            return Err(Error::invalid(format!(
-                "omega_mu = {omega_mu}: must be finite"
-            )));
+            return Err(Error::invalid(format!("omega_mu = {omega_mu}: must be finite")));
         }
         Ok(Medium { k, omega_mu })
     }
 
     pub fn consts(&self) -> Consts {
         let j = Complex64::new(0.0, 1.0);
-        Consts {
-            k: self.k,
-            inv_k2: 1.0 / (self.k * self.k),
-            neg_jwmu: -j * self.omega_mu,
-            neg_k2: -(self.k * self.k),
-        }
+        Consts { k: self.k, inv_k2: 1.0 / (self.k * self.k), neg_jwmu: -j * self.omega_mu, neg_k2: -(self.k * self.k) }
     }
 }
 
@@ -100,66 +91,27 @@ fn all_finite(v: &[f64]) -> Option<usize> {
 }
 
 impl<'a> Sources<'a> {
-    pub fn new(
-        n_p: usize,
-        n_rhs: usize,
-        points: &'a [f64],
-        weights: &'a [f64],
-        currents: &'a [Complex64],
-    ) -> Result<Self> {
+    pub fn new(n_p: usize, n_rhs: usize, points: &'a [f64], weights: &'a [f64], currents: &'a [Complex64]) -> Result<Self> {
         if n_p == 0 {
-            return Err(Error::invalid(
-                "n_p = 0: a batch needs at least one S' point",
-            ));
+            return Err(Error::invalid("n_p = 0: a batch needs at least one S' point"));
         }
-        let want = [
-            ("points", 3 * n_p, points.len()),
-            ("weights", n_p, weights.len()),
-            ("currents", 6 * n_p * n_rhs, currents.len()),
-        ];
+        let want = [("points", 3 * n_p, points.len()), ("weights", n_p, weights.len()), ("currents", 6 * n_p * n_rhs, currents.len())];
         for (name, want, got) in want {
             if want != got {
-                return Err(Error::size(format!(
-                    "{name} has {got} elements; n_p = {n_p} and n_rhs = {n_rhs} need {want}"
-                )));
+                return Err(Error::size(format!("{name} has {got} elements; n_p = {n_p} and n_rhs = {n_rhs} need {want}")));
             }
         }
         if let Some(i) = all_finite(points) {
-            return Err(Error::invalid(format!(
-                "points({}, {}) = {}: not finite",
-                i % 3 + 1,
-                i / 3 + 1,
-                points[i]
-            )));
+            return Err(Error::invalid(format!("points({}, {}) = {}: not finite", i % 3 + 1, i / 3 + 1, points[i])));
         }
         if let Some(i) = all_finite(weights) {
-            return Err(Error::invalid(format!(
-                "weights({}) = {}: not finite",
-                i + 1,
-                weights[i]
-            )));
+            return Err(Error::invalid(format!("weights({}) = {}: not finite", i + 1, weights[i])));
         }
-        if let Some(i) = currents
-            .iter()
-            .position(|c| !(c.re.is_finite() && c.im.is_finite()))
-        {
-            let (comp, kind, p, r) = (
-                i % 3 + 1,
-                (i / 3) % 2 + 1,
-                (i / 6) % n_p + 1,
-                i / (6 * n_p) + 1,
-            );
-            return Err(Error::invalid(format!(
-                "currents({comp}, {kind}, {p}, {r}) = {}: not finite",
-                currents[i]
-            )));
+        if let Some(i) = currents.iter().position(|c| !(c.re.is_finite() && c.im.is_finite())) {
+            let (comp, kind, p, r) = (i % 3 + 1, (i / 3) % 2 + 1, (i / 6) % n_p + 1, i / (6 * n_p) + 1);
+            return Err(Error::invalid(format!("currents({comp}, {kind}, {p}, {r}) = {}: not finite", currents[i])));
         }
-        Ok(Sources {
-            n_p,
-            points,
-            weights,
-            currents,
-        })
+        Ok(Sources { n_p, points, weights, currents })
     }
 }
 
@@ -203,17 +155,9 @@ impl Object for Accumulator {
 impl Accumulator {
     /// S points (3, n_s); with several contexts (CUDA, distinct devices) the S
     /// points are split into contiguous slices, one per device.
-    pub fn new(
-        ctxs: Vec<Arc<Context>>,
-        points: &[f64],
-        n_rhs: usize,
-        medium: Medium,
-    ) -> Result<Accumulator> {
+    pub fn new(ctxs: Vec<Arc<Context>>, points: &[f64], n_rhs: usize, medium: Medium) -> Result<Accumulator> {
         if points.is_empty() || !points.len().is_multiple_of(3) {
-            return Err(Error::size(format!(
-                "points has {} elements: expected 3 * n_s with n_s >= 1",
-                points.len()
-            )));
+            return Err(Error::size(format!("points has {} elements: expected 3 * n_s with n_s >= 1", points.len())));
         }
         let n_s = points.len() / 3;
         if n_rhs == 0 {
@@ -221,12 +165,7 @@ impl Accumulator {
         }
         element_count(12 * n_s, n_rhs)?;
         if let Some(i) = all_finite(points) {
-            return Err(Error::invalid(format!(
-                "points({}, {}) = {}: not finite",
-                i % 3 + 1,
-                i / 3 + 1,
-                points[i]
-            )));
+            return Err(Error::invalid(format!("points({}, {}) = {}: not finite", i % 3 + 1, i / 3 + 1, points[i])));
         }
         check_devices(&ctxs)?;
         let n_dev = ctxs.len();
@@ -239,24 +178,11 @@ impl Accumulator {
             let mine = &points[3 * first..3 * end];
             let part = match &ctx.backend {
                 Backend::Cpu => Part::Host(cpu::Part::new(mine, n_rhs)),
-                Backend::Cuda(g) => {
-                    Part::Device(Box::new(cuda::Part::new(g, mine, n_rhs, medium.consts())?))
-                }
+                Backend::Cuda(g) => Part::Device(Box::new(cuda::Part::new(g, mine, n_rhs, medium.consts())?)),
             };
-            shares.push(Share {
-                ctx,
-                first,
-                count: end - first,
-                part,
-            });
+            shares.push(Share { ctx, first, count: end - first, part });
         }
-        Ok(Accumulator {
-            n_s,
-            n_rhs,
-            medium,
-            shares: Mutex::new(shares),
-            variant: Mutex::new(FEGPU_RADFIELDS_AUTO),
-        })
+        Ok(Accumulator { n_s, n_rhs, medium, shares: Mutex::new(shares), variant: Mutex::new(FEGPU_RADFIELDS_AUTO) })
     }
 
     pub fn set_variant(&self, variant: i32) -> Result<()> {
@@ -297,12 +223,7 @@ impl Accumulator {
     pub fn download(&self, out: &mut [Complex64]) -> Result<()> {
         let want = 6 * self.n_s * self.n_rhs;
         if out.len() != want {
-            return Err(Error::size(format!(
-                "fields has {} elements; n_s = {} and n_rhs = {} need {want}",
-                out.len(),
-                self.n_s,
-                self.n_rhs
-            )));
+            return Err(Error::size(format!("fields has {} elements; n_s = {} and n_rhs = {} need {want}", out.len(), self.n_s, self.n_rhs)));
         }
         let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
         for sh in shares.iter_mut() {
@@ -383,18 +304,9 @@ fn check_devices(ctxs: &[Arc<Context>]) -> Result<()> {
     let mut seen = Vec::new();
     for (i, c) in ctxs.iter().enumerate() {
         match c.gpu() {
-            None => {
-                return Err(Error::invalid(format!(
-                    "ctxs({}) is a CPU context: several contexts must all be CUDA",
-                    i + 1
-                )))
-            }
+            None => return Err(Error::invalid(format!("ctxs({}) is a CPU context: several contexts must all be CUDA", i + 1))),
             Some(g) if seen.contains(&g.info.ordinal) => {
-                return Err(Error::invalid(format!(
-                    "ctxs({}) is on device {} like an earlier one: use one context per device",
-                    i + 1,
-                    g.info.ordinal
-                )))
+                return Err(Error::invalid(format!("ctxs({}) is on device {} like an earlier one: use one context per device", i + 1, g.info.ordinal)))
             }
             Some(g) => seen.push(g.info.ordinal),
         }

@@ -8,11 +8,7 @@ pub fn spmv(p: &Pattern, v: &[f64], alpha: f64, x: &[f64], beta: f64, y: &mut [f
     for (r, yr) in y.iter_mut().enumerate() {
         let (s, e) = (p.row_ptr[r] as usize, p.row_ptr[r + 1] as usize);
         let sum: f64 = (s..e).map(|k| v[k] * x[p.col[k] as usize]).sum();
-        *yr = if beta == 0.0 {
-            alpha * sum
-        } else {
-            alpha * sum + beta * *yr
-        };
+        *yr = if beta == 0.0 { alpha * sum } else { alpha * sum + beta * *yr };
     }
 }
 
@@ -43,11 +39,7 @@ pub fn row_name(r: usize) -> String {
 /// Rows without a diagonal entry are refused before this is called.
 pub fn ilu0(p: &Pattern, lu: &mut [f64]) -> Result<()> {
     for i in 0..p.nrows {
-        let (si, ei, di) = (
-            p.row_ptr[i] as usize,
-            p.row_ptr[i + 1] as usize,
-            p.diag[i] as usize,
-        );
+        let (si, ei, di) = (p.row_ptr[i] as usize, p.row_ptr[i + 1] as usize, p.diag[i] as usize);
         for kk in si..di {
             let k = p.col[kk] as usize;
             let lik = lu[kk] / lu[p.diag[k] as usize];
@@ -68,10 +60,7 @@ pub fn ilu0(p: &Pattern, lu: &mut [f64]) -> Result<()> {
         }
         let piv = lu[di];
         if piv == 0.0 || !piv.is_finite() {
-            return Err(Error::new(
-                FEGPU_ERR_BREAKDOWN,
-                format!("ILU(0): zero pivot at {} (value {piv})", row_name(i)),
-            ));
+            return Err(Error::new(FEGPU_ERR_BREAKDOWN, format!("ILU(0): zero pivot at {} (value {piv})", row_name(i))));
         }
     }
     Ok(())
@@ -81,18 +70,11 @@ pub fn ilu0(p: &Pattern, lu: &mut [f64]) -> Result<()> {
 pub fn ilu0_apply(p: &Pattern, lu: &[f64], r: &[f64], z: &mut [f64]) {
     for i in 0..p.nrows {
         let (si, di) = (p.row_ptr[i] as usize, p.diag[i] as usize);
-        z[i] = r[i]
-            - (si..di)
-                .map(|kk| lu[kk] * z[p.col[kk] as usize])
-                .sum::<f64>();
+        z[i] = r[i] - (si..di).map(|kk| lu[kk] * z[p.col[kk] as usize]).sum::<f64>();
     }
     for i in (0..p.nrows).rev() {
         let (di, ei) = (p.diag[i] as usize, p.row_ptr[i + 1] as usize);
-        z[i] = (z[i]
-            - (di + 1..ei)
-                .map(|kk| lu[kk] * z[p.col[kk] as usize])
-                .sum::<f64>())
-            / lu[di];
+        z[i] = (z[i] - (di + 1..ei).map(|kk| lu[kk] * z[p.col[kk] as usize]).sum::<f64>()) / lu[di];
     }
 }
 

@@ -48,51 +48,18 @@ fn arg_or_null<'a>(l: &mut Launch<'a>, b: Option<&'a DeviceBuffer<f64>>) {
 
 /// y = alpha A x + beta y; with `sc`, skipped once a device-driven solve has stopped.
 #[allow(clippy::too_many_arguments)]
-pub fn spmv_with(
-    g: &Gpu,
-    dp: &DevicePattern,
-    tpr: u32,
-    n: usize,
-    v: &DeviceBuffer<f64>,
-    alpha: f64,
-    x: &DeviceBuffer<f64>,
-    beta: f64,
-    y: &DeviceBuffer<f64>,
-    sc: Option<&DeviceBuffer<f64>>,
-) -> Result<()> {
+pub fn spmv_with(g: &Gpu, dp: &DevicePattern, tpr: u32, n: usize, v: &DeviceBuffer<f64>, alpha: f64, x: &DeviceBuffer<f64>, beta: f64, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
     let name = format!("spmv_tpr{tpr}");
     let f = g.kernel("sparse", SOURCE, &name)?;
     let n32 = n as i32;
     let mut l = g.launcher(&f);
-    l.arg(&n32)
-        .arg(&dp.row_ptr)
-        .arg(&dp.col)
-        .arg(v)
-        .arg(x)
-        .arg(y)
-        .arg(&alpha)
-        .arg(&beta);
+    l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(x).arg(y).arg(&alpha).arg(&beta);
     arg_or_null(&mut l, sc);
-    g.launch(
-        &name,
-        l,
-        (spmv_blocks(n, tpr) as u32, 1, 1),
-        (BLOCK, 1, 1),
-        0,
-    )
+    g.launch(&name, l, (spmv_blocks(n, tpr) as u32, 1, 1), (BLOCK, 1, 1), 0)
 }
 
 #[allow(clippy::too_many_arguments)]
-pub fn spmv(
-    g: &Gpu,
-    dp: &DevicePattern,
-    n: usize,
-    v: &DeviceBuffer<f64>,
-    alpha: f64,
-    x: &DeviceBuffer<f64>,
-    beta: f64,
-    y: &DeviceBuffer<f64>,
-) -> Result<()> {
+pub fn spmv(g: &Gpu, dp: &DevicePattern, n: usize, v: &DeviceBuffer<f64>, alpha: f64, x: &DeviceBuffer<f64>, beta: f64, y: &DeviceBuffer<f64>) -> Result<()> {
     spmv_with(g, dp, dp.threads_per_row, n, v, alpha, x, beta, y, None)
 }
 
@@ -113,11 +80,7 @@ impl Reduce {
     pub fn new(g: &Gpu) -> Result<Reduce> {
         let mut counter = g.alloc::<u32>(1)?;
         g.fill_bytes(&mut counter, 0)?;
-        Ok(Reduce {
-            partial: g.alloc(2 * REDUCE_BLOCKS)?,
-            out: g.alloc(2)?,
-            counter,
-        })
+        Ok(Reduce { partial: g.alloc(2 * REDUCE_BLOCKS)?, out: g.alloc(2)?, counter })
     }
 
     fn blocks(n: usize) -> usize {
@@ -132,14 +95,7 @@ impl Reduce {
     }
 
     /// (a.b, c.d) finished on the device; only the two scalars come back.
-    pub fn dots(
-        &mut self,
-        g: &Gpu,
-        n: usize,
-        a: &DeviceBuffer<f64>,
-        b: &DeviceBuffer<f64>,
-        cd: Option<(&DeviceBuffer<f64>, &DeviceBuffer<f64>)>,
-    ) -> Result<(f64, f64)> {
+    pub fn dots(&mut self, g: &Gpu, n: usize, a: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>, cd: Option<(&DeviceBuffer<f64>, &DeviceBuffer<f64>)>) -> Result<(f64, f64)> {
         let f = g.kernel("sparse", SOURCE, "dots")?;
         let n64 = n as i64;
         let mut l = g.launcher(&f);
@@ -154,16 +110,7 @@ impl Reduce {
 
 /// w = a*x + b*y + c*w.
 #[allow(clippy::too_many_arguments)]
-pub fn update(
-    g: &Gpu,
-    n: usize,
-    w: &DeviceBuffer<f64>,
-    a: f64,
-    x: &DeviceBuffer<f64>,
-    b: f64,
-    y: Option<&DeviceBuffer<f64>>,
-    c: f64,
-) -> Result<()> {
+pub fn update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64) -> Result<()> {
     let f = g.kernel("sparse", SOURCE, "update")?;
     let n64 = n as i64;
     let mut l = g.launcher(&f);
@@ -174,14 +121,7 @@ pub fn update(
 }
 
 /// z = d .* r (with `sc`: skipped once a device-driven solve has stopped).
-pub fn scale(
-    g: &Gpu,
-    n: usize,
-    d: &DeviceBuffer<f64>,
-    r: &DeviceBuffer<f64>,
-    z: &DeviceBuffer<f64>,
-    sc: Option<&DeviceBuffer<f64>>,
-) -> Result<()> {
+pub fn scale(g: &Gpu, n: usize, d: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
     let f = g.kernel("sparse", SOURCE, "scale")?;
     let n64 = n as i64;
     let mut l = g.launcher(&f);
@@ -193,34 +133,13 @@ pub fn scale(
 /// Symmetric Dirichlet rows and columns, one thread per row
 /// (`super::apply_dirichlet` checked the input).
 #[allow(clippy::too_many_arguments)]
-pub fn dirichlet(
-    g: &Gpu,
-    dp: &DevicePattern,
-    n: usize,
-    v: &DeviceBuffer<f64>,
-    fixed: &[u8],
-    values: &[f64],
-    b: &DeviceBuffer<f64>,
-) -> Result<()> {
+pub fn dirichlet(g: &Gpu, dp: &DevicePattern, n: usize, v: &DeviceBuffer<f64>, fixed: &[u8], values: &[f64], b: &DeviceBuffer<f64>) -> Result<()> {
     let (fixed_d, values_d) = (upload(g, fixed)?, upload(g, values)?);
     let f = g.kernel("sparse", SOURCE, "dirichlet")?;
     let n32 = n as i32;
     let mut l = g.launcher(&f);
-    l.arg(&n32)
-        .arg(&dp.row_ptr)
-        .arg(&dp.col)
-        .arg(&dp.diag)
-        .arg(v)
-        .arg(&fixed_d)
-        .arg(&values_d)
-        .arg(b);
-    g.launch(
-        "dirichlet",
-        l,
-        (n.div_ceil(BLOCK as usize).max(1) as u32, 1, 1),
-        (BLOCK, 1, 1),
-        0,
-    )?;
+    l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(v).arg(&fixed_d).arg(&values_d).arg(b);
+    g.launch("dirichlet", l, (n.div_ceil(BLOCK as usize).max(1) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
     // the staging buffers are freed on return: wait for the kernel first
     g.synchronize("dirichlet")
 }
@@ -233,10 +152,7 @@ pub struct DeviceLevels {
 
 impl DeviceLevels {
     pub fn new(g: &Gpu, rows: &[i32], ptr: &[usize]) -> Result<DeviceLevels> {
-        Ok(DeviceLevels {
-            rows: upload(g, rows)?,
-            ptr: ptr.to_vec(),
-        })
+        Ok(DeviceLevels { rows: upload(g, rows)?, ptr: ptr.to_vec() })
     }
 }
 
@@ -258,29 +174,15 @@ macro_rules! per_level {
 }
 
 /// ILU(0) of the values `lu` (a copy of A's) in place, level by level.
-pub fn ilu0(
-    g: &Gpu,
-    dp: &DevicePattern,
-    lower: &DeviceLevels,
-    lu: &DeviceBuffer<f64>,
-    nrows: usize,
-) -> Result<()> {
+pub fn ilu0(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, lu: &DeviceBuffer<f64>, nrows: usize) -> Result<()> {
     let bad = upload(g, &[nrows as i32])?;
-    per_level!(
-        g,
-        lower,
-        "ilu0_level",
-        [&dp.row_ptr, &dp.col, &dp.diag, lu, &bad]
-    );
+    per_level!(g, lower, "ilu0_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, &bad]);
     let mut first_bad = [0i32];
     g.download(&bad, 0, &mut first_bad)?;
     if (first_bad[0] as usize) < nrows {
         return Err(Error::new(
             FEGPU_ERR_BREAKDOWN,
-            format!(
-                "ILU(0): zero pivot at {}",
-                super::cpu::row_name(first_bad[0] as usize)
-            ),
+            format!("ILU(0): zero pivot at {}", super::cpu::row_name(first_bad[0] as usize)),
         ));
     }
     Ok(())
@@ -288,30 +190,9 @@ pub fn ilu0(
 
 /// z = U^-1 L^-1 r (with `sc`: skipped once a device-driven solve has stopped).
 #[allow(clippy::too_many_arguments)]
-pub fn ilu0_apply(
-    g: &Gpu,
-    dp: &DevicePattern,
-    lower: &DeviceLevels,
-    upper: &DeviceLevels,
-    lu: &DeviceBuffer<f64>,
-    r: &DeviceBuffer<f64>,
-    z: &DeviceBuffer<f64>,
-    sc: Option<&DeviceBuffer<f64>>,
-) -> Result<()> {
-    per_level!(
-        g,
-        lower,
-        "lsolve_level",
-        [&dp.row_ptr, &dp.col, &dp.diag, lu, r, z],
-        sc
-    );
-    per_level!(
-        g,
-        upper,
-        "usolve_level",
-        [&dp.row_ptr, &dp.col, &dp.diag, lu, z],
-        sc
-    );
+pub fn ilu0_apply(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, upper: &DeviceLevels, lu: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+    per_level!(g, lower, "lsolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, r, z], sc);
+    per_level!(g, upper, "usolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, z], sc);
     Ok(())
 }
 
@@ -323,30 +204,13 @@ pub(crate) const FUSED_PQ_MAX_TPR: u32 = 2;
 /// CG's q = A p fused with p.q into the scalars `sc` (a breakdown when not
 /// positive); for patterns of at most FUSED_PQ_MAX_TPR threads per row.
 #[allow(clippy::too_many_arguments)]
-pub fn spmv_pq(
-    g: &Gpu,
-    dp: &DevicePattern,
-    n: usize,
-    v: &DeviceBuffer<f64>,
-    p: &DeviceBuffer<f64>,
-    q: &DeviceBuffer<f64>,
-    reduce: &Reduce,
-    sc: &DeviceBuffer<f64>,
-) -> Result<()> {
+pub fn spmv_pq(g: &Gpu, dp: &DevicePattern, n: usize, v: &DeviceBuffer<f64>, p: &DeviceBuffer<f64>, q: &DeviceBuffer<f64>, reduce: &Reduce, sc: &DeviceBuffer<f64>) -> Result<()> {
     let tpr = dp.threads_per_row;
     let name = format!("spmv_pq_tpr{tpr}");
     let f = g.kernel("sparse", SOURCE, &name)?;
     let n32 = n as i32;
     let mut l = g.launcher(&f);
-    l.arg(&n32)
-        .arg(&dp.row_ptr)
-        .arg(&dp.col)
-        .arg(v)
-        .arg(p)
-        .arg(q)
-        .arg(&reduce.partial)
-        .arg(&reduce.counter)
-        .arg(sc);
+    l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(p).arg(q).arg(&reduce.partial).arg(&reduce.counter).arg(sc);
     let blocks = spmv_blocks(n, tpr).min(REDUCE_BLOCKS) as u32;
     g.launch(&name, l, (blocks, 1, 1), (BLOCK, 1, 1), 0)
 }
@@ -393,15 +257,7 @@ impl Status {
 
 /// Queues one kernel of a device-driven iteration: (n, vectors..., [flag,]
 /// [partial, counter,] sc), over the reduction's grid.
-pub fn solver_kernel(
-    g: &Gpu,
-    name: &'static str,
-    n: usize,
-    vectors: &[Option<&DeviceBuffer<f64>>],
-    flag: Option<i32>,
-    reduce: Option<&Reduce>,
-    sc: &DeviceBuffer<f64>,
-) -> Result<()> {
+pub fn solver_kernel(g: &Gpu, name: &'static str, n: usize, vectors: &[Option<&DeviceBuffer<f64>>], flag: Option<i32>, reduce: Option<&Reduce>, sc: &DeviceBuffer<f64>) -> Result<()> {
     let f = g.kernel("sparse", SOURCE, name)?;
     let n64 = n as i64;
     let mut l = g.launcher(&f);

@@ -11,10 +11,7 @@ fn stencil(n: usize, offsets: &[(i64, i64, i64, f64)]) -> CsrArrays {
             for i in 0..n as i64 {
                 for &(di, dj, dk, w) in offsets {
                     let (a, b, c) = (i + di, j + dj, k + dk);
-                    if (0..n as i64).contains(&a)
-                        && (0..n as i64).contains(&b)
-                        && (0..n as i64).contains(&c)
-                    {
+                    if (0..n as i64).contains(&a) && (0..n as i64).contains(&b) && (0..n as i64).contains(&c) {
                         ci.push(idx(a, b, c));
                         v.push(w);
                     }
@@ -28,12 +25,7 @@ fn stencil(n: usize, offsets: &[(i64, i64, i64, f64)]) -> CsrArrays {
 
 /// The 7-point Laplacian on an n^3 grid with Dirichlet boundaries (SPD).
 pub fn laplacian7(n: usize) -> CsrArrays {
-    let mut o = vec![
-        (0, 0, -1, -1.0),
-        (0, -1, 0, -1.0),
-        (-1, 0, 0, -1.0),
-        (0, 0, 0, 6.0),
-    ];
+    let mut o = vec![(0, 0, -1, -1.0), (0, -1, 0, -1.0), (-1, 0, 0, -1.0), (0, 0, 0, 6.0)];
     o.extend([(1, 0, 0, -1.0), (0, 1, 0, -1.0), (0, 0, 1, -1.0)]);
     stencil(n, &o)
 }
@@ -45,16 +37,7 @@ pub fn laplacian27(n: usize) -> CsrArrays {
     for dk in -1..=1 {
         for dj in -1..=1 {
             for di in -1..=1 {
-                o.push((
-                    di,
-                    dj,
-                    dk,
-                    if (di, dj, dk) == (0, 0, 0) {
-                        26.0
-                    } else {
-                        -1.0
-                    },
-                ));
+                o.push((di, dj, dk, if (di, dj, dk) == (0, 0, 0) { 26.0 } else { -1.0 }));
             }
         }
     }
@@ -66,12 +49,7 @@ pub fn laplacian27(n: usize) -> CsrArrays {
 /// M-matrix, the kind a porous-flow Newton step produces.
 pub fn convection_diffusion(n: usize, peclet: f64) -> CsrArrays {
     let c = peclet; // convection per cell, in units of the diffusion coefficient
-    let mut o = vec![
-        (0, 0, -1, -1.0 - c),
-        (0, -1, 0, -1.0 - c),
-        (-1, 0, 0, -1.0 - c),
-        (0, 0, 0, 6.0 + 3.0 * c),
-    ];
+    let mut o = vec![(0, 0, -1, -1.0 - c), (0, -1, 0, -1.0 - c), (-1, 0, 0, -1.0 - c), (0, 0, 0, 6.0 + 3.0 * c)];
     o.extend([(1, 0, 0, -1.0), (0, 1, 0, -1.0), (0, 0, 1, -1.0)]);
     stencil(n, &o)
 }

@@ -63,49 +63,26 @@ impl<R: BufRead> Lines<R> {
 }
 
 fn open(path: &Path) -> Result<(Vec<String>, Lines<BufReader<std::fs::File>>)> {
-    let f = std::fs::File::open(path)
-        .map_err(|e| Error::invalid(format!("{}: {e}", path.display())))?;
-    let mut lines = Lines {
-        inner: BufReader::new(f).lines(),
-        number: 1,
-    };
+    let f = std::fs::File::open(path).map_err(|e| Error::invalid(format!("{}: {e}", path.display())))?;
+    let mut lines = Lines { inner: BufReader::new(f).lines(), number: 1 };
     let header = match lines.inner.next() {
         Some(Ok(h)) => h,
         _ => return Err(bad(path, 1, "empty file")),
     };
-    let words: Vec<String> = header
-        .split_whitespace()
-        .map(|w| w.to_ascii_lowercase())
-        .collect();
+    let words: Vec<String> = header.split_whitespace().map(|w| w.to_ascii_lowercase()).collect();
     if words.len() != 5 || words[0] != "%%matrixmarket" || words[1] != "matrix" {
-        return Err(bad(
-            path,
-            1,
-            format!("not a Matrix Market header: {header:?}"),
-        ));
+        return Err(bad(path, 1, format!("not a Matrix Market header: {header:?}")));
     }
     Ok((words, lines))
 }
 
-fn numbers<T: std::str::FromStr>(
-    path: &Path,
-    line: usize,
-    text: &str,
-    want: usize,
-) -> Result<Vec<T>> {
+fn numbers<T: std::str::FromStr>(path: &Path, line: usize, text: &str, want: usize) -> Result<Vec<T>> {
     let v: Vec<T> = text
         .split_whitespace()
-        .map(|w| {
-            w.parse::<T>()
-                .map_err(|_| bad(path, line, format!("cannot read {w:?} as a number")))
-        })
+        .map(|w| w.parse::<T>().map_err(|_| bad(path, line, format!("cannot read {w:?} as a number"))))
         .collect::<Result<_>>()?;
     if v.len() < want {
-        return Err(bad(
-            path,
-            line,
-            format!("expected {want} numbers, found {}", v.len()),
-        ));
+        return Err(bad(path, line, format!("expected {want} numbers, found {}", v.len())));
     }
     Ok(v)
 }
@@ -113,74 +90,36 @@ fn numbers<T: std::str::FromStr>(
 pub fn read_matrix(path: &Path) -> Result<Triplets> {
     let (h, mut lines) = open(path)?;
     if h[2] != "coordinate" {
-        return Err(bad(
-            path,
-            1,
-            format!("format {:?}: matrices are read in coordinate format", h[2]),
-        ));
+        return Err(bad(path, 1, format!("format {:?}: matrices are read in coordinate format", h[2])));
     }
     let field = h[3].as_str();
     if !matches!(field, "real" | "integer" | "pattern" | "double") {
-        return Err(bad(
-            path,
-            1,
-            format!("field {field:?} unsupported (real, integer, pattern)"),
-        ));
+        return Err(bad(path, 1, format!("field {field:?} unsupported (real, integer, pattern)")));
     }
     let sym = h[4].as_str();
     if !matches!(sym, "general" | "symmetric" | "skew-symmetric") {
-        return Err(bad(
-            path,
-            1,
-            format!("symmetry {sym:?} unsupported (general, symmetric, skew-symmetric)"),
-        ));
+        return Err(bad(path, 1, format!("symmetry {sym:?} unsupported (general, symmetric, skew-symmetric)")));
     }
-    let size = lines
-        .next_data(path)?
-        .ok_or_else(|| bad(path, lines.number, "missing size line"))?;
+    let size = lines.next_data(path)?.ok_or_else(|| bad(path, lines.number, "missing size line"))?;
     let s: Vec<usize> = numbers(path, lines.number, &size, 3)?;
     let (nrows, ncols, nnz) = (s[0], s[1], s[2]);
-    let mut t = Triplets {
-        nrows,
-        ncols,
-        rows: Vec::with_capacity(nnz),
-        cols: Vec::with_capacity(nnz),
-        vals: Vec::with_capacity(nnz),
-    };
+    let mut t = Triplets { nrows, ncols, rows: Vec::with_capacity(nnz), cols: Vec::with_capacity(nnz), vals: Vec::with_capacity(nnz) };
     for _ in 0..nnz {
-        let l = lines.next_data(path)?.ok_or_else(|| {
-            bad(
-                path,
-                lines.number,
-                format!("file ends before its {nnz} entries"),
-            )
-        })?;
+        let l = lines.next_data(path)?.ok_or_else(|| bad(path, lines.number, format!("file ends before its {nnz} entries")))?;
         let want = if field == "pattern" { 2 } else { 3 };
         let w: Vec<&str> = l.split_whitespace().collect();
         if w.len() < want {
-            return Err(bad(
-                path,
-                lines.number,
-                format!("expected {want} fields, found {}", w.len()),
-            ));
+            return Err(bad(path, lines.number, format!("expected {want} fields, found {}", w.len())));
         }
-        let idx = |s: &str| {
-            s.parse::<i64>()
-                .map_err(|_| bad(path, lines.number, format!("bad index {s:?}")))
-        };
+        let idx = |s: &str| s.parse::<i64>().map_err(|_| bad(path, lines.number, format!("bad index {s:?}")));
         let (r, c) = (idx(w[0])? - 1, idx(w[1])? - 1);
         if r < 0 || c < 0 || r >= nrows as i64 || c >= ncols as i64 {
-            return Err(bad(
-                path,
-                lines.number,
-                format!("entry ({}, {}) outside {nrows} x {ncols}", r + 1, c + 1),
-            ));
+            return Err(bad(path, lines.number, format!("entry ({}, {}) outside {nrows} x {ncols}", r + 1, c + 1)));
         }
         let v = if field == "pattern" {
             1.0
         } else {
-            w[2].parse::<f64>()
-                .map_err(|_| bad(path, lines.number, format!("bad value {:?}", w[2])))?
+            w[2].parse::<f64>().map_err(|_| bad(path, lines.number, format!("bad value {:?}", w[2])))?
         };
         t.rows.push(r);
         t.cols.push(c);
@@ -200,11 +139,7 @@ pub fn read_vector(path: &Path) -> Result<Vec<f64>> {
     if h[2] == "coordinate" {
         let t = read_matrix(path)?;
         if t.ncols != 1 {
-            return Err(bad(
-                path,
-                1,
-                format!("a vector needs one column, this has {}", t.ncols),
-            ));
+            return Err(bad(path, 1, format!("a vector needs one column, this has {}", t.ncols)));
         }
         let mut v = vec![0.0; t.nrows];
         for k in 0..t.vals.len() {
@@ -212,26 +147,14 @@ pub fn read_vector(path: &Path) -> Result<Vec<f64>> {
         }
         return Ok(v);
     }
-    let size = lines
-        .next_data(path)?
-        .ok_or_else(|| bad(path, lines.number, "missing size line"))?;
+    let size = lines.next_data(path)?.ok_or_else(|| bad(path, lines.number, "missing size line"))?;
     let s: Vec<usize> = numbers(path, lines.number, &size, 2)?;
     if s[1] != 1 {
-        return Err(bad(
-            path,
-            lines.number,
-            format!("a vector needs one column, this has {}", s[1]),
-        ));
+        return Err(bad(path, lines.number, format!("a vector needs one column, this has {}", s[1])));
     }
     (0..s[0])
         .map(|_| {
-            let l = lines.next_data(path)?.ok_or_else(|| {
-                bad(
-                    path,
-                    lines.number,
-                    format!("file ends before its {} values", s[0]),
-                )
-            })?;
+            let l = lines.next_data(path)?.ok_or_else(|| bad(path, lines.number, format!("file ends before its {} values", s[0])))?;
             Ok(numbers::<f64>(path, lines.number, &l, 1)?[0])
         })
         .collect()
@@ -244,18 +167,8 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 }
 
 /// Writes CSR (0-based) as coordinate real general.
-pub fn write_matrix(
-    path: &Path,
-    nrows: usize,
-    ncols: usize,
-    row_ptr: &[i32],
-    col: &[i32],
-    vals: &[f64],
-) -> Result<()> {
-    let mut s = format!(
-        "%%MatrixMarket matrix coordinate real general\n% written by fegpu\n{nrows} {ncols} {}\n",
-        vals.len()
-    );
+pub fn write_matrix(path: &Path, nrows: usize, ncols: usize, row_ptr: &[i32], col: &[i32], vals: &[f64]) -> Result<()> {
+    let mut s = format!("%%MatrixMarket matrix coordinate real general\n% written by fegpu\n{nrows} {ncols} {}\n", vals.len());
     for r in 0..nrows {
         for k in row_ptr[r] as usize..row_ptr[r + 1] as usize {
             let _ = writeln!(s, "{} {} {:.17e}", r + 1, col[k] + 1, vals[k]);
@@ -266,10 +179,7 @@ pub fn write_matrix(
 
 /// Writes a vector in array format.
 pub fn write_vector(path: &Path, v: &[f64]) -> Result<()> {
-    let mut s = format!(
-        "%%MatrixMarket matrix array real general\n% written by fegpu\n{} 1\n",
-        v.len()
-    );
+    let mut s = format!("%%MatrixMarket matrix array real general\n% written by fegpu\n{} 1\n", v.len());
     for x in v {
         let _ = writeln!(s, "{x:.17e}");
     }

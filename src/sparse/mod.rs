@@ -87,26 +87,15 @@ impl Index for i64 {
 
 fn check_finite(values: &[f64]) -> Result<()> {
     match values.iter().position(|v| !v.is_finite()) {
-        Some(k) => Err(Error::invalid(format!(
-            "values[{k}] = {}: matrix values must be finite",
-            values[k]
-        ))),
+        Some(k) => Err(Error::invalid(format!("values[{k}] = {}: matrix values must be finite", values[k]))),
         None => Ok(()),
     }
 }
 
 /// Validates caller CSR arrays and builds the stored (sorted, merged) pattern.
-pub fn build_pattern<I: Index>(
-    nrows: usize,
-    ncols: usize,
-    row_ptr: &[I],
-    col: &[I],
-    base: i64,
-) -> Result<Pattern> {
+pub fn build_pattern<I: Index>(nrows: usize, ncols: usize, row_ptr: &[I], col: &[I], base: i64) -> Result<Pattern> {
     if base != 0 && base != 1 {
-        return Err(Error::invalid(format!(
-            "index_base = {base}: must be 0 or 1"
-        )));
+        return Err(Error::invalid(format!("index_base = {base}: must be 0 or 1")));
     }
     if nrows >= i32::MAX as usize || ncols >= i32::MAX as usize || col.len() >= i32::MAX as usize {
         return Err(Error::unsupported(format!(
@@ -116,10 +105,7 @@ pub fn build_pattern<I: Index>(
     }
     let rp0 = |r: usize| row_ptr[r].to_i64() - base;
     if rp0(0) != 0 {
-        return Err(Error::invalid(format!(
-            "row_ptr[0] = {}: must equal index_base = {base}",
-            row_ptr[0].to_i64()
-        )));
+        return Err(Error::invalid(format!("row_ptr[0] = {}: must equal index_base = {base}", row_ptr[0].to_i64())));
     }
     for r in 0..nrows {
         if rp0(r + 1) < rp0(r) {
@@ -132,11 +118,7 @@ pub fn build_pattern<I: Index>(
         }
     }
     if rp0(nrows) != col.len() as i64 {
-        return Err(Error::size(format!(
-            "row_ptr[nrows] - index_base = {} but nnz = {}",
-            rp0(nrows),
-            col.len()
-        )));
+        return Err(Error::size(format!("row_ptr[nrows] - index_base = {} but nnz = {}", rp0(nrows), col.len())));
     }
     let mut out_rp = Vec::with_capacity(nrows + 1);
     let mut out_col = Vec::with_capacity(col.len());
@@ -159,10 +141,7 @@ pub fn build_pattern<I: Index>(
         }
         order.clear();
         order.extend(s..e);
-        if order
-            .windows(2)
-            .any(|w| col[w[0]].to_i64() >= col[w[1]].to_i64())
-        {
+        if order.windows(2).any(|w| col[w[0]].to_i64() >= col[w[1]].to_i64()) {
             reordered = true;
             order.sort_by_key(|&k| col[k].to_i64());
         }
@@ -181,10 +160,7 @@ pub fn build_pattern<I: Index>(
     let diag = (0..nrows)
         .map(|r| {
             let (s, e) = (out_rp[r] as usize, out_rp[r + 1] as usize);
-            out_col[s..e]
-                .binary_search(&(r as i32))
-                .map(|p| (s + p) as i32)
-                .unwrap_or(-1)
+            out_col[s..e].binary_search(&(r as i32)).map(|p| (s + p) as i32).unwrap_or(-1)
         })
         .collect();
     Ok(Pattern {
@@ -199,12 +175,7 @@ pub fn build_pattern<I: Index>(
 }
 
 impl Csr {
-    pub fn new(
-        ctx: Arc<Context>,
-        ctx_handle: Handle,
-        pattern: Pattern,
-        caller_values: &[f64],
-    ) -> Result<Csr> {
+    pub fn new(ctx: Arc<Context>, ctx_handle: Handle, pattern: Pattern, caller_values: &[f64]) -> Result<Csr> {
         let values = stored_values(&pattern, caller_values)?;
         let (device, data) = match &ctx.backend {
             Backend::Cpu => (None, Buffer::Host(values)),
@@ -218,13 +189,7 @@ impl Csr {
                 (Some(dp), Buffer::Device(cuda::upload(g, &values)?))
             }
         };
-        Ok(Csr {
-            ctx,
-            ctx_handle,
-            pattern,
-            device,
-            values: Mutex::new(Values { data, version: 0 }),
-        })
+        Ok(Csr { ctx, ctx_handle, pattern, device, values: Mutex::new(Values { data, version: 0 }) })
     }
 
     pub fn values(&self) -> MutexGuard<'_, Values> {
@@ -240,10 +205,7 @@ impl Csr {
             Buffer::Host(h) => h.copy_from_slice(&values),
             Buffer::Device(d) => {
                 if !values.is_empty() {
-                    self.ctx
-                        .gpu()
-                        .expect("device values without a GPU")
-                        .upload(&values, d, 0)?
+                    self.ctx.gpu().expect("device values without a GPU").upload(&values, d, 0)?
                 }
             }
         }
@@ -272,10 +234,7 @@ impl Csr {
             Buffer::Device(d) => {
                 let mut out = vec![0.0; self.pattern.nnz()];
                 if !out.is_empty() {
-                    self.ctx
-                        .gpu()
-                        .expect("device values without a GPU")
-                        .download(d, 0, &mut out)?;
+                    self.ctx.gpu().expect("device values without a GPU").download(d, 0, &mut out)?;
                 }
                 Ok(out)
             }
@@ -286,11 +245,7 @@ impl Csr {
 /// Maps the caller's values onto the stored slots (summing duplicates).
 fn stored_values(p: &Pattern, caller: &[f64]) -> Result<Vec<f64>> {
     if caller.len() != p.caller_nnz {
-        return Err(Error::size(format!(
-            "values has {} entries, the pattern has nnz = {}",
-            caller.len(),
-            p.caller_nnz
-        )));
+        return Err(Error::size(format!("values has {} entries, the pattern has nnz = {}", caller.len(), p.caller_nnz)));
     }
     check_finite(caller)?;
     Ok(match &p.slot_of {
@@ -312,24 +267,13 @@ pub fn get(h: Handle, arg: &str) -> Result<Arc<Csr>> {
 /// Checks a vector argument: an f64 array of `len` elements in A's context.
 pub fn check_vector(a: &Csr, v: &Array, len: usize, arg: &str) -> Result<()> {
     if v.ctx_handle != a.ctx_handle {
-        return Err(Error::invalid(format!(
-            "{arg} belongs to context {:#x}, the matrix to {:#x}",
-            v.ctx_handle, a.ctx_handle
-        )));
+        return Err(Error::invalid(format!("{arg} belongs to context {:#x}, the matrix to {:#x}", v.ctx_handle, a.ctx_handle)));
     }
     if v.dtype != crate::array::Dtype::F64 {
-        return Err(Error::invalid(format!(
-            "{arg} holds {} elements; sparse operations use f64",
-            v.dtype.name()
-        )));
+        return Err(Error::invalid(format!("{arg} holds {} elements; sparse operations use f64", v.dtype.name())));
     }
     if v.len() != len {
-        return Err(Error::size(format!(
-            "{arg} has {} elements ({} x {}), expected {len}",
-            v.len(),
-            v.rows,
-            v.cols
-        )));
+        return Err(Error::size(format!("{arg} has {} elements ({} x {}), expected {len}", v.len(), v.rows, v.cols)));
     }
     Ok(())
 }
@@ -347,40 +291,20 @@ pub fn spmv(a: &Csr, alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> 
     check_vector(a, x, a.pattern.ncols, "x")?;
     check_vector(a, y, a.pattern.nrows, "y")?;
     if std::ptr::eq(x, y) {
-        return Err(Error::invalid(
-            "x and y are the same array: SpMV is out of place",
-        ));
+        return Err(Error::invalid("x and y are the same array: SpMV is out of place"));
     }
     if !alpha.is_finite() || !beta.is_finite() {
-        return Err(Error::invalid(format!(
-            "alpha = {alpha}, beta = {beta}: must be finite"
-        )));
+        return Err(Error::invalid(format!("alpha = {alpha}, beta = {beta}: must be finite")));
     }
     let mut vals = a.values();
     let (mut gx, mut gy) = lock_pair(x, y);
     match (&mut vals.data, f64_buf(&mut gx), f64_buf(&mut gy)) {
-        (Buffer::Host(v), Buffer::Host(xv), Buffer::Host(yv)) => {
-            cpu::spmv(&a.pattern, v, alpha, xv, beta, yv)
-        }
+        (Buffer::Host(v), Buffer::Host(xv), Buffer::Host(yv)) => cpu::spmv(&a.pattern, v, alpha, xv, beta, yv),
         (Buffer::Device(v), Buffer::Device(xv), Buffer::Device(yv)) => {
             let g = a.ctx.gpu().expect("device buffers without a GPU");
-            cuda::spmv(
-                g,
-                a.device.as_ref().expect("device pattern"),
-                a.pattern.nrows,
-                v,
-                alpha,
-                xv,
-                beta,
-                yv,
-            )?
+            cuda::spmv(g, a.device.as_ref().expect("device pattern"), a.pattern.nrows, v, alpha, xv, beta, yv)?
         }
-        _ => {
-            return Err(Error::new(
-                crate::FEGPU_ERR_INTERNAL,
-                "matrix and vectors on different backends",
-            ))
-        }
+        _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "matrix and vectors on different backends")),
     }
     Ok(())
 }
@@ -393,10 +317,7 @@ pub fn spmv(a: &Csr, alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> 
 pub fn apply_dirichlet(a: &Csr, dofs: &[i64], base: i64, values: &[f64], b: &Array) -> Result<()> {
     let p = &a.pattern;
     if p.nrows != p.ncols {
-        return Err(Error::size(format!(
-            "A is {} x {}: Dirichlet conditions need a square matrix",
-            p.nrows, p.ncols
-        )));
+        return Err(Error::size(format!("A is {} x {}: Dirichlet conditions need a square matrix", p.nrows, p.ncols)));
     }
     check_vector(a, b, p.nrows, "b")?;
     let mut fixed = vec![0u8; p.nrows];
@@ -413,14 +334,10 @@ pub fn apply_dirichlet(a: &Csr, dofs: &[i64], base: i64, values: &[f64], b: &Arr
             return Err(Error::invalid(format!("values[{i}] = {v}: must be finite")));
         }
         if fixed[d as usize] != 0 {
-            return Err(Error::invalid(format!(
-                "dofs[{i}] = {caller} is constrained twice"
-            )));
+            return Err(Error::invalid(format!("dofs[{i}] = {caller} is constrained twice")));
         }
         if p.diag[d as usize] < 0 {
-            return Err(Error::invalid(format!(
-                "dofs[{i}] = {caller}: its row has no stored diagonal to keep"
-            )));
+            return Err(Error::invalid(format!("dofs[{i}] = {caller}: its row has no stored diagonal to keep")));
         }
         fixed[d as usize] = 1;
         g[d as usize] = v;
@@ -431,22 +348,9 @@ pub fn apply_dirichlet(a: &Csr, dofs: &[i64], base: i64, values: &[f64], b: &Arr
         (Buffer::Host(v), Buffer::Host(bv)) => cpu::dirichlet(p, v, &fixed, &g, bv),
         (Buffer::Device(v), Buffer::Device(bv)) => {
             let gpu = a.ctx.gpu().expect("device buffers without a GPU");
-            cuda::dirichlet(
-                gpu,
-                a.device.as_ref().expect("device pattern"),
-                p.nrows,
-                v,
-                &fixed,
-                &g,
-                bv,
-            )?
+            cuda::dirichlet(gpu, a.device.as_ref().expect("device pattern"), p.nrows, v, &fixed, &g, bv)?
         }
-        _ => {
-            return Err(Error::new(
-                crate::FEGPU_ERR_INTERNAL,
-                "matrix and vector on different backends",
-            ))
-        }
+        _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "matrix and vector on different backends")),
     }
     vals.version += 1;
     Ok(())
@@ -472,10 +376,7 @@ fn dot_bufs(x: &Array, a: &Buffer<f64>, b: &Buffer<f64>) -> Result<f64> {
             let g = x.ctx.gpu().expect("device buffers without a GPU");
             Ok(cuda::Reduce::new(g)?.dots(g, x.len(), a, b, None)?.0)
         }
-        _ => Err(Error::new(
-            crate::FEGPU_ERR_INTERNAL,
-            "vectors on different backends",
-        )),
+        _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "vectors on different backends")),
     }
 }
 
@@ -486,29 +387,15 @@ pub fn vector_axpby(alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> {
         return Err(Error::invalid("x and y are the same array"));
     }
     if !alpha.is_finite() || !beta.is_finite() {
-        return Err(Error::invalid(format!(
-            "alpha = {alpha}, beta = {beta}: must be finite"
-        )));
+        return Err(Error::invalid(format!("alpha = {alpha}, beta = {beta}: must be finite")));
     }
     let (mut gx, mut gy) = lock_pair(x, y);
     match (f64_buf(&mut gx), f64_buf(&mut gy)) {
         (Buffer::Host(a), Buffer::Host(b)) => cpu::update(b, alpha, a, 0.0, None, beta),
-        (Buffer::Device(a), Buffer::Device(b)) => cuda::update(
-            x.ctx.gpu().expect("device buffers without a GPU"),
-            x.len(),
-            b,
-            alpha,
-            a,
-            0.0,
-            None,
-            beta,
-        )?,
-        _ => {
-            return Err(Error::new(
-                crate::FEGPU_ERR_INTERNAL,
-                "vectors on different backends",
-            ))
+        (Buffer::Device(a), Buffer::Device(b)) => {
+            cuda::update(x.ctx.gpu().expect("device buffers without a GPU"), x.len(), b, alpha, a, 0.0, None, beta)?
         }
+        _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "vectors on different backends")),
     }
     Ok(())
 }
@@ -517,18 +404,11 @@ fn check_pair(x: &Array, y: &Array) -> Result<()> {
     crate::array::same_context(x, y, "x", "y")?;
     for (a, name) in [(x, "x"), (y, "y")] {
         if a.dtype != crate::array::Dtype::F64 {
-            return Err(Error::invalid(format!(
-                "{name} holds {} elements; vector operations use f64",
-                a.dtype.name()
-            )));
+            return Err(Error::invalid(format!("{name} holds {} elements; vector operations use f64", a.dtype.name())));
         }
     }
     if x.len() != y.len() {
-        return Err(Error::size(format!(
-            "x has {} elements and y {}",
-            x.len(),
-            y.len()
-        )));
+        return Err(Error::size(format!("x has {} elements and y {}", x.len(), y.len())));
     }
     Ok(())
 }

@@ -35,9 +35,7 @@ impl Method {
         match c {
             FEGPU_METHOD_CG => Ok(Method::Cg),
             FEGPU_METHOD_BICGSTAB => Ok(Method::Bicgstab),
-            _ => Err(Error::invalid(format!(
-                "method = {c}: expected FEGPU_METHOD_CG (1) or FEGPU_METHOD_BICGSTAB (2)"
-            ))),
+            _ => Err(Error::invalid(format!("method = {c}: expected FEGPU_METHOD_CG (1) or FEGPU_METHOD_BICGSTAB (2)"))),
         }
     }
 }
@@ -86,27 +84,13 @@ pub trait Ops {
     /// w = a*x + b*y + c*w, returning (w.w, w.u) (w.u = 0 without u);
     /// backends fuse the passes.
     #[allow(clippy::too_many_arguments)]
-    fn update_dots(
-        &mut self,
-        w: Slot,
-        a: f64,
-        x: Slot,
-        b: f64,
-        y: Option<Slot>,
-        c: f64,
-        u: Option<Slot>,
-    ) -> Result<(f64, f64)> {
+    fn update_dots(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64, u: Option<Slot>) -> Result<(f64, f64)> {
         self.update(w, a, x, b, y, c)?;
         self.dots(w, w, u.map(|u| (w, u)))
     }
     /// Runs the method's iterations where the vectors live, from the state
     /// `start` that the set-up left; None: the caller iterates on the host.
-    fn iterate_on_device(
-        &mut self,
-        _method: Method,
-        _start: &Start,
-        _history: &mut Vec<f64>,
-    ) -> Option<Result<Outcome>> {
+    fn iterate_on_device(&mut self, _method: Method, _start: &Start, _history: &mut Vec<f64>) -> Option<Result<Outcome>> {
         None
     }
 }
@@ -136,11 +120,7 @@ pub struct Outcome {
 fn record(history: &mut Vec<f64>, method: &str, it: i64, relres: f64, tol: f64) -> Option<Outcome> {
     history.push(relres);
     if !relres.is_finite() {
-        return Some(broke(
-            it,
-            relres,
-            format!("{method}: the residual is not finite at iteration {it}"),
-        ));
+        return Some(broke(it, relres, format!("{method}: the residual is not finite at iteration {it}")));
     }
     (relres <= tol).then(|| done(true, it, relres))
 }
@@ -150,21 +130,11 @@ fn dot(ops: &mut dyn Ops, a: Slot, b: Slot) -> Result<f64> {
 }
 
 fn broke(iterations: i64, relres: f64, why: String) -> Outcome {
-    Outcome {
-        converged: false,
-        iterations,
-        relative_residual: relres,
-        breakdown: Some(why),
-    }
+    Outcome { converged: false, iterations, relative_residual: relres, breakdown: Some(why) }
 }
 
 fn done(converged: bool, iterations: i64, relres: f64) -> Outcome {
-    Outcome {
-        converged,
-        iterations,
-        relative_residual: relres,
-        breakdown: None,
-    }
+    Outcome { converged, iterations, relative_residual: relres, breakdown: None }
 }
 
 /// r = b - A x; returns ||b||.
@@ -175,19 +145,9 @@ fn initial_residual(ops: &mut dyn Ops) -> Result<f64> {
 }
 
 /// Preconditioned conjugate gradients (SPD A).
-pub fn cg(
-    ops: &mut dyn Ops,
-    precond: Precond,
-    tol: f64,
-    maxit: i64,
-    history: &mut Vec<f64>,
-) -> Result<Outcome> {
+pub fn cg(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<Outcome> {
     let bnorm = initial_residual(ops)?;
-    let z = if precond == Precond::None {
-        Slot::R
-    } else {
-        Slot::Z
-    };
+    let z = if precond == Precond::None { Slot::R } else { Slot::Z };
     let rr = dot(ops, Slot::R, Slot::R)?;
     let mut relres = rr.sqrt() / bnorm;
     history.push(relres);
@@ -197,28 +157,14 @@ pub fn cg(
     ops.precond(Slot::R, z)?;
     let mut rz = dot(ops, Slot::R, z)?;
     ops.update(Slot::P, 1.0, z, 0.0, None, 0.0)?;
-    if let Some(out) = ops.iterate_on_device(
-        Method::Cg,
-        &Start {
-            bnorm,
-            tol,
-            maxit,
-            rr,
-            rz,
-        },
-        history,
-    ) {
+    if let Some(out) = ops.iterate_on_device(Method::Cg, &Start { bnorm, tol, maxit, rr, rz }, history) {
         return out;
     }
     for it in 1..=maxit {
         ops.spmv(Slot::P, Slot::Q)?;
         let pq = dot(ops, Slot::P, Slot::Q)?;
         if pq <= 0.0 || !pq.is_finite() {
-            return Ok(broke(
-                it - 1,
-                relres,
-                format!("CG: p.Ap = {pq:e} at iteration {it}: A is not positive definite"),
-            ));
+            return Ok(broke(it - 1, relres, format!("CG: p.Ap = {pq:e} at iteration {it}: A is not positive definite")));
         }
         let alpha = rz / pq;
         ops.update(Slot::X, alpha, Slot::P, 0.0, None, 1.0)?;
@@ -237,19 +183,9 @@ pub fn cg(
 }
 
 /// Preconditioned BiCGSTAB (van der Vorst; the Templates book's form).
-pub fn bicgstab(
-    ops: &mut dyn Ops,
-    precond: Precond,
-    tol: f64,
-    maxit: i64,
-    history: &mut Vec<f64>,
-) -> Result<Outcome> {
+pub fn bicgstab(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<Outcome> {
     let bnorm = initial_residual(ops)?;
-    let (phat, shat) = if precond == Precond::None {
-        (Slot::P, Slot::S)
-    } else {
-        (Slot::Phat, Slot::Shat)
-    };
+    let (phat, shat) = if precond == Precond::None { (Slot::P, Slot::S) } else { (Slot::Phat, Slot::Shat) };
     let rr = dot(ops, Slot::R, Slot::R)?;
     let mut relres = rr.sqrt() / bnorm;
     history.push(relres);
@@ -260,26 +196,12 @@ pub fn bicgstab(
     let (mut rho_prev, mut alpha, mut omega) = (1.0f64, 1.0f64, 1.0f64);
     // rho = (r0, r): (r, r) at first, as r0 = r; then alongside each residual update
     let mut rho = rr;
-    if let Some(out) = ops.iterate_on_device(
-        Method::Bicgstab,
-        &Start {
-            bnorm,
-            tol,
-            maxit,
-            rr,
-            rz: rho,
-        },
-        history,
-    ) {
+    if let Some(out) = ops.iterate_on_device(Method::Bicgstab, &Start { bnorm, tol, maxit, rr, rz: rho }, history) {
         return out;
     }
     for it in 1..=maxit {
         if rho == 0.0 || !rho.is_finite() {
-            return Ok(broke(
-                it - 1,
-                relres,
-                format!("BiCGSTAB: rho = (r0, r) = {rho:e} at iteration {it}"),
-            ));
+            return Ok(broke(it - 1, relres, format!("BiCGSTAB: rho = (r0, r) = {rho:e} at iteration {it}")));
         }
         if it == 1 {
             ops.update(Slot::P, 1.0, Slot::R, 0.0, None, 0.0)?;
@@ -291,18 +213,10 @@ pub fn bicgstab(
         ops.spmv(phat, Slot::V)?;
         let rv = dot(ops, Slot::Rhat, Slot::V)?;
         if rv == 0.0 || !rv.is_finite() {
-            return Ok(broke(
-                it - 1,
-                relres,
-                format!("BiCGSTAB: (r0, v) = {rv:e} at iteration {it}"),
-            ));
+            return Ok(broke(it - 1, relres, format!("BiCGSTAB: (r0, v) = {rv:e} at iteration {it}")));
         }
         alpha = rho / rv;
-        let snorm = ops
-            .update_dots(Slot::S, 1.0, Slot::R, -alpha, Some(Slot::V), 0.0, None)?
-            .0
-            .sqrt()
-            / bnorm;
+        let snorm = ops.update_dots(Slot::S, 1.0, Slot::R, -alpha, Some(Slot::V), 0.0, None)?.0.sqrt() / bnorm;
         if snorm <= tol {
             ops.update(Slot::X, alpha, phat, 0.0, None, 1.0)?;
             history.push(snorm);
@@ -312,33 +226,17 @@ pub fn bicgstab(
         ops.spmv(shat, Slot::T)?;
         let (ts, tt) = ops.dots(Slot::T, Slot::S, Some((Slot::T, Slot::T)))?;
         if tt == 0.0 || !tt.is_finite() {
-            return Ok(broke(
-                it - 1,
-                relres,
-                format!("BiCGSTAB: (t, t) = {tt:e} at iteration {it}"),
-            ));
+            return Ok(broke(it - 1, relres, format!("BiCGSTAB: (t, t) = {tt:e} at iteration {it}")));
         }
         omega = ts / tt;
         ops.update(Slot::X, alpha, phat, omega, Some(shat), 1.0)?;
-        let (rr, rho_next) = ops.update_dots(
-            Slot::R,
-            1.0,
-            Slot::S,
-            -omega,
-            Some(Slot::T),
-            0.0,
-            Some(Slot::Rhat),
-        )?;
+        let (rr, rho_next) = ops.update_dots(Slot::R, 1.0, Slot::S, -omega, Some(Slot::T), 0.0, Some(Slot::Rhat))?;
         relres = rr.sqrt() / bnorm;
         if let Some(o) = record(history, "BiCGSTAB", it, relres, tol) {
             return Ok(o);
         }
         if omega == 0.0 {
-            return Ok(broke(
-                it,
-                relres,
-                format!("BiCGSTAB: omega = (t, s)/(t, t) = 0 at iteration {it}"),
-            ));
+            return Ok(broke(it, relres, format!("BiCGSTAB: omega = (t, s)/(t, t) = 0 at iteration {it}")));
         }
         rho_prev = rho;
         rho = rho_next;
@@ -347,14 +245,7 @@ pub fn bicgstab(
 }
 
 /// The method, then the true residual ||b - A x|| / ||b|| recomputed from scratch.
-pub fn run(
-    ops: &mut dyn Ops,
-    method: Method,
-    precond: Precond,
-    tol: f64,
-    maxit: i64,
-    history: &mut Vec<f64>,
-) -> Result<(Outcome, f64)> {
+pub fn run(ops: &mut dyn Ops, method: Method, precond: Precond, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<(Outcome, f64)> {
     let bnorm = dot(ops, Slot::B, Slot::B)?.sqrt();
     if bnorm == 0.0 {
         // b = 0: x = 0 at once, whatever the guess.
@@ -404,29 +295,16 @@ pub fn levels(p: &super::Pattern) -> Levels {
     let mut lo = vec![0usize; n];
     for i in 0..n {
         let (s, d) = (p.row_ptr[i] as usize, p.diag[i] as usize);
-        lo[i] = p.col[s..d]
-            .iter()
-            .map(|&k| lo[k as usize] + 1)
-            .max()
-            .unwrap_or(0);
+        lo[i] = p.col[s..d].iter().map(|&k| lo[k as usize] + 1).max().unwrap_or(0);
     }
     let mut up = vec![0usize; n];
     for i in (0..n).rev() {
         let (d, e) = (p.diag[i] as usize, p.row_ptr[i + 1] as usize);
-        up[i] = p.col[d + 1..e]
-            .iter()
-            .map(|&k| up[k as usize] + 1)
-            .max()
-            .unwrap_or(0);
+        up[i] = p.col[d + 1..e].iter().map(|&k| up[k as usize] + 1).max().unwrap_or(0);
     }
     let (lower_rows, lower_ptr) = group_by_level(&lo);
     let (upper_rows, upper_ptr) = group_by_level(&up);
-    Levels {
-        lower_rows,
-        lower_ptr,
-        upper_rows,
-        upper_ptr,
-    }
+    Levels { lower_rows, lower_ptr, upper_rows, upper_ptr }
 }
 
 /// Preconditioner data and work vectors, where the backend keeps them.
@@ -478,34 +356,20 @@ impl Solver {
     pub fn new(csr: Arc<Csr>, method: Method, precond: Precond) -> Result<Solver> {
         let p = &csr.pattern;
         if p.nrows != p.ncols {
-            return Err(Error::size(format!(
-                "A is {} x {}: the solvers need a square matrix",
-                p.nrows, p.ncols
-            )));
+            return Err(Error::size(format!("A is {} x {}: the solvers need a square matrix", p.nrows, p.ncols)));
         }
         if precond != Precond::None {
             if let Some(r) = p.diag.iter().position(|&d| d < 0) {
-                let what = if precond == Precond::Ilu0 {
-                    "ILU(0)"
-                } else {
-                    "Jacobi"
-                };
+                let what = if precond == Precond::Ilu0 { "ILU(0)" } else { "Jacobi" };
                 return Err(Error::new(
                     FEGPU_ERR_BREAKDOWN,
-                    format!(
-                        "{what}: {} has no diagonal entry (a zero pivot)",
-                        cpu::row_name(r)
-                    ),
+                    format!("{what}: {} has no diagonal entry (a zero pivot)", cpu::row_name(r)),
                 ));
             }
         }
         let n = p.nrows;
         let work = match csr.ctx.gpu() {
-            None => Work::Cpu {
-                vecs: vec![vec![0.0; n]; SLOTS],
-                dinv: Vec::new(),
-                lu: Vec::new(),
-            },
+            None => Work::Cpu { vecs: vec![vec![0.0; n]; SLOTS], dinv: Vec::new(), lu: Vec::new() },
             Some(g) => {
                 let (lower, upper) = if precond == Precond::Ilu0 {
                     let lv = levels(p);
@@ -524,16 +388,8 @@ impl Solver {
                 }
                 Work::Cuda {
                     vecs,
-                    dinv: g.alloc(if precond == Precond::Jacobi {
-                        n.max(1)
-                    } else {
-                        1
-                    })?,
-                    lu: g.alloc(if precond == Precond::Ilu0 {
-                        p.nnz().max(1)
-                    } else {
-                        1
-                    })?,
+                    dinv: g.alloc(if precond == Precond::Jacobi { n.max(1) } else { 1 })?,
+                    lu: g.alloc(if precond == Precond::Ilu0 { p.nnz().max(1) } else { 1 })?,
                     reduce: cuda::Reduce::new(g)?,
                     lower,
                     upper,
@@ -546,11 +402,7 @@ impl Solver {
             csr,
             method,
             precond,
-            state: Mutex::new(State {
-                work,
-                built_for: None,
-                history: Vec::new(),
-            }),
+            state: Mutex::new(State { work, built_for: None, history: Vec::new() }),
         };
         s.refresh(&mut s.lock())?;
         Ok(s)
@@ -580,12 +432,7 @@ impl Solver {
                     *lu = f;
                 }
             },
-            (
-                Work::Cuda {
-                    dinv, lu, lower, ..
-                },
-                Buffer::Device(v),
-            ) => {
+            (Work::Cuda { dinv, lu, lower, .. }, Buffer::Device(v)) => {
                 let g = self.csr.ctx.gpu().expect("device work without a GPU");
                 let dp = self.csr.device.as_ref().expect("device pattern");
                 match self.precond {
@@ -602,12 +449,7 @@ impl Solver {
                     }
                 }
             }
-            _ => {
-                return Err(Error::new(
-                    crate::FEGPU_ERR_INTERNAL,
-                    "solver and matrix on different backends",
-                ))
-            }
+            _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "solver and matrix on different backends")),
         }
         st.built_for = Some(vals.version);
         Ok(t.elapsed().as_secs_f64())
@@ -625,9 +467,7 @@ impl Solver {
             return Err(Error::invalid("b and x are the same array"));
         }
         if tol <= 0.0 || !tol.is_finite() {
-            return Err(Error::invalid(format!(
-                "tol = {tol}: must be positive and finite"
-            )));
+            return Err(Error::invalid(format!("tol = {tol}: must be positive and finite")));
         }
         if maxit < 0 {
             return Err(Error::invalid(format!("maxit = {maxit}: must be >= 0")));
@@ -645,81 +485,32 @@ impl Solver {
                 vecs[Slot::B as usize].copy_from_slice(bh);
                 vecs[Slot::X as usize].copy_from_slice(xh);
                 let apply = |x: &[f64], y: &mut [f64]| cpu::spmv(p, v, 1.0, x, 0.0, y);
-                let mut ops = CpuOps {
-                    apply: &apply,
-                    p: Some(p),
-                    vecs,
-                    dinv,
-                    lu,
-                    precond: self.precond,
-                };
-                let (out, true_rel) = run(
-                    &mut ops,
-                    self.method,
-                    self.precond,
-                    tol,
-                    maxit,
-                    &mut st.history,
-                )?;
+                let mut ops = CpuOps { apply: &apply, p: Some(p), vecs, dinv, lu, precond: self.precond };
+                let (out, true_rel) = run(&mut ops, self.method, self.precond, tol, maxit, &mut st.history)?;
                 xh.copy_from_slice(&ops.vecs[Slot::X as usize]);
                 Ok((out, true_rel, setup))
             }
-            (
-                Work::Cuda {
-                    vecs,
-                    dinv,
-                    lu,
-                    reduce,
-                    lower,
-                    upper,
-                    scalars,
-                    iteration,
-                },
-                Buffer::Device(v),
-                Buffer::Device(bd),
-                Buffer::Device(xd),
-            ) => {
+            (Work::Cuda { vecs, dinv, lu, reduce, lower, upper, scalars, iteration }, Buffer::Device(v), Buffer::Device(bd), Buffer::Device(xd)) => {
                 let g = self.csr.ctx.gpu().expect("device work without a GPU");
                 g.copy(bd, &mut vecs[Slot::B as usize])?;
                 g.copy(xd, &mut vecs[Slot::X as usize])?;
                 let dp = self.csr.device.as_ref().expect("device pattern");
                 let (lower, upper) = (lower.as_ref(), upper.as_ref());
                 let op = DeviceOp::Csr { dp, v };
-                let mut ops = CudaOps {
-                    g,
-                    op,
-                    n,
-                    vecs,
-                    dinv,
-                    lu,
-                    reduce,
-                    lower,
-                    upper,
-                    precond: self.precond,
-                    looping: Some((scalars, iteration)),
-                };
-                let (out, true_rel) = run(
-                    &mut ops,
-                    self.method,
-                    self.precond,
-                    tol,
-                    maxit,
-                    &mut st.history,
-                )?;
+                let mut ops = CudaOps { g, op, n, vecs, dinv, lu, reduce, lower, upper, precond: self.precond, looping: Some((scalars, iteration)) };
+                let (out, true_rel) = run(&mut ops, self.method, self.precond, tol, maxit, &mut st.history)?;
                 g.copy(&ops.vecs[Slot::X as usize], xd)?;
                 g.synchronize("solve")?;
                 Ok((out, true_rel, setup))
             }
-            _ => Err(Error::new(
-                crate::FEGPU_ERR_INTERNAL,
-                "solver, matrix and vectors on different backends",
-            )),
+            _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "solver, matrix and vectors on different backends")),
         }
     }
 
     pub fn history(&self) -> Vec<f64> {
         self.lock().history.clone()
     }
+
 }
 
 /// The status a finished solve reports.
@@ -729,10 +520,7 @@ pub fn outcome_status(o: &Outcome) -> Result<()> {
         (None, true) => Ok(()),
         (None, false) => Err(Error::new(
             FEGPU_ERR_NOT_CONVERGED,
-            format!(
-                "no convergence in {} iterations: relative residual {:e}",
-                o.iterations, o.relative_residual
-            ),
+            format!("no convergence in {} iterations: relative residual {:e}", o.iterations, o.relative_residual),
         )),
     }
 }
@@ -742,10 +530,7 @@ fn jacobi_inverse(p: &super::Pattern, v: &[f64]) -> Result<Vec<f64>> {
         .map(|r| {
             let d = v[p.diag[r] as usize];
             if d == 0.0 {
-                Err(Error::new(
-                    FEGPU_ERR_BREAKDOWN,
-                    format!("Jacobi: zero diagonal at {}", cpu::row_name(r)),
-                ))
+                Err(Error::new(FEGPU_ERR_BREAKDOWN, format!("Jacobi: zero diagonal at {}", cpu::row_name(r))))
             } else {
                 Ok(1.0 / d)
             }
@@ -783,26 +568,13 @@ impl Ops for CpuOps<'_> {
     fn dots(&mut self, a: Slot, b: Slot, cd: Option<(Slot, Slot)>) -> Result<(f64, f64)> {
         let v = &self.vecs;
         let first = cpu::dot(&v[a as usize], &v[b as usize]);
-        Ok((
-            first,
-            cd.map_or(0.0, |(c, d)| cpu::dot(&v[c as usize], &v[d as usize])),
-        ))
+        Ok((first, cd.map_or(0.0, |(c, d)| cpu::dot(&v[c as usize], &v[d as usize]))))
     }
     fn update(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<()> {
         // x or y may be w itself: read them from the written vector's old copy
-        let old = if Some(w) == y || w == x {
-            Some(self.vecs[w as usize].clone())
-        } else {
-            None
-        };
+        let old = if Some(w) == y || w == x { Some(self.vecs[w as usize].clone()) } else { None };
         self.with_out(w, |out, vecs| {
-            let pick = |s: Slot| {
-                if s == w {
-                    old.as_deref().unwrap()
-                } else {
-                    &vecs[s as usize][..]
-                }
-            };
+            let pick = |s: Slot| if s == w { old.as_deref().unwrap() } else { &vecs[s as usize][..] };
             cpu::update(out, a, pick(x), b, y.map(pick), c)
         });
         Ok(())
@@ -816,11 +588,7 @@ impl Ops for CpuOps<'_> {
             let rv = &vecs[r as usize];
             match pc {
                 Precond::None => out.copy_from_slice(rv),
-                Precond::Jacobi => out
-                    .iter_mut()
-                    .zip(rv)
-                    .zip(dinv)
-                    .for_each(|((o, r), d)| *o = d * r),
+                Precond::Jacobi => out.iter_mut().zip(rv).zip(dinv).for_each(|((o, r), d)| *o = d * r),
                 Precond::Ilu0 => cpu::ilu0_apply(p.expect("ILU(0) needs a matrix"), lu, rv, out),
             }
         });
@@ -830,67 +598,23 @@ impl Ops for CpuOps<'_> {
 
 /// The operator of a device solve.
 pub(crate) enum DeviceOp<'a> {
-    Csr {
-        dp: &'a super::DevicePattern,
-        v: &'a DeviceBuffer<f64>,
-    },
+    Csr { dp: &'a super::DevicePattern, v: &'a DeviceBuffer<f64> },
     /// Element by element from the stored K^e, the `fixed` dofs masked as
     /// Dirichlet conditions on the assembled matrix would (y = diag x there).
-    Ebe {
-        set: &'a crate::fem::ElementSet,
-        device: &'a crate::fem::DeviceSet,
-        ke: &'a DeviceBuffer<f64>,
-        fixed: &'a DeviceBuffer<u8>,
-        diag: &'a DeviceBuffer<f64>,
-    },
+    Ebe { set: &'a crate::fem::ElementSet, device: &'a crate::fem::DeviceSet, ke: &'a DeviceBuffer<f64>, fixed: &'a DeviceBuffer<u8>, diag: &'a DeviceBuffer<f64> },
     /// The same with K^e recomputed from the geometry in every product.
-    EbeOnTheFly {
-        set: &'a crate::fem::ElementSet,
-        device: &'a crate::fem::DeviceSet,
-        props: &'a DeviceBuffer<f64>,
-        fixed: &'a DeviceBuffer<u8>,
-        diag: &'a DeviceBuffer<f64>,
-    },
+    EbeOnTheFly { set: &'a crate::fem::ElementSet, device: &'a crate::fem::DeviceSet, props: &'a DeviceBuffer<f64>, fixed: &'a DeviceBuffer<u8>, diag: &'a DeviceBuffer<f64> },
 }
 
 impl DeviceOp<'_> {
     /// y = A x (with `sc`: skipped once a device-driven solve has stopped).
-    fn apply(
-        &self,
-        g: &Gpu,
-        n: usize,
-        x: &DeviceBuffer<f64>,
-        y: &DeviceBuffer<f64>,
-        sc: Option<&DeviceBuffer<f64>>,
-    ) -> Result<()> {
+    fn apply(&self, g: &Gpu, n: usize, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
         match *self {
-            DeviceOp::Csr { dp, v } => {
-                cuda::spmv_with(g, dp, dp.threads_per_row, n, v, 1.0, x, 0.0, y, sc)
+            DeviceOp::Csr { dp, v } => cuda::spmv_with(g, dp, dp.threads_per_row, n, v, 1.0, x, 0.0, y, sc),
+            DeviceOp::Ebe { set, device, ke, fixed, diag } => crate::fem::cuda::ebe_apply(g, set, device, ke, Some((fixed, diag)), x, y, sc),
+            DeviceOp::EbeOnTheFly { set, device, props, fixed, diag } => {
+                crate::fem::cuda::ebe_otf(g, set, device, props, Some((fixed, diag)), x, y, None, sc)
             }
-            DeviceOp::Ebe {
-                set,
-                device,
-                ke,
-                fixed,
-                diag,
-            } => crate::fem::cuda::ebe_apply(g, set, device, ke, Some((fixed, diag)), x, y, sc),
-            DeviceOp::EbeOnTheFly {
-                set,
-                device,
-                props,
-                fixed,
-                diag,
-            } => crate::fem::cuda::ebe_otf(
-                g,
-                set,
-                device,
-                props,
-                Some((fixed, diag)),
-                x,
-                y,
-                None,
-                sc,
-            ),
         }
     }
 }
@@ -919,25 +643,12 @@ impl CudaOps<'_> {
         }
         let (g, n, v) = (self.g, self.n, &self.vecs);
         match self.precond {
-            Precond::None => {
-                cuda::update(g, n, &v[z as usize], 1.0, &v[r as usize], 0.0, None, 0.0)
-            }
+            Precond::None => cuda::update(g, n, &v[z as usize], 1.0, &v[r as usize], 0.0, None, 0.0),
             Precond::Jacobi => cuda::scale(g, n, self.dinv, &v[r as usize], &v[z as usize], sc),
             Precond::Ilu0 => {
                 let (lower, upper) = (self.lower.expect("levels"), self.upper.expect("levels"));
-                let DeviceOp::Csr { dp, .. } = self.op else {
-                    unreachable!("ILU(0) is built for matrices only")
-                };
-                cuda::ilu0_apply(
-                    g,
-                    dp,
-                    lower,
-                    upper,
-                    self.lu,
-                    &v[r as usize],
-                    &v[z as usize],
-                    sc,
-                )
+                let DeviceOp::Csr { dp, .. } = self.op else { unreachable!("ILU(0) is built for matrices only") };
+                cuda::ilu0_apply(g, dp, lower, upper, self.lu, &v[r as usize], &v[z as usize], sc)
             }
         }
     }
@@ -947,15 +658,7 @@ impl CudaOps<'_> {
     fn queue_iteration(&self, method: Method, sc: &DeviceBuffer<f64>) -> Result<()> {
         let (g, n, reduce) = (self.g, self.n, &*self.reduce);
         let v = |s: Slot| Some(&self.vecs[s as usize]);
-        let spmv = |x: Slot, y: Slot| {
-            self.op.apply(
-                g,
-                n,
-                &self.vecs[x as usize],
-                &self.vecs[y as usize],
-                Some(sc),
-            )
-        };
+        let spmv = |x: Slot, y: Slot| self.op.apply(g, n, &self.vecs[x as usize], &self.vecs[y as usize], Some(sc));
         let step = |name, vectors: &[Option<&DeviceBuffer<f64>>], flag, reduces: bool| {
             cuda::solver_kernel(g, name, n, vectors, flag, reduces.then_some(reduce), sc)
         };
@@ -963,19 +666,8 @@ impl CudaOps<'_> {
         match method {
             Method::Cg => {
                 match self.op {
-                    DeviceOp::Csr { dp, v: values }
-                        if dp.threads_per_row <= cuda::FUSED_PQ_MAX_TPR =>
-                    {
-                        cuda::spmv_pq(
-                            g,
-                            dp,
-                            n,
-                            values,
-                            &self.vecs[P as usize],
-                            &self.vecs[Q as usize],
-                            reduce,
-                            sc,
-                        )?
+                    DeviceOp::Csr { dp, v: values } if dp.threads_per_row <= cuda::FUSED_PQ_MAX_TPR => {
+                        cuda::spmv_pq(g, dp, n, values, &self.vecs[P as usize], &self.vecs[Q as usize], reduce, sc)?
                     }
                     _ => {
                         spmv(P, Q)?;
@@ -984,30 +676,15 @@ impl CudaOps<'_> {
                 }
                 let z = match self.precond {
                     Precond::None => {
-                        step(
-                            "cg_step",
-                            &[v(P), v(Q), v(X), v(R), None, None],
-                            Some(0),
-                            true,
-                        )?;
+                        step("cg_step", &[v(P), v(Q), v(X), v(R), None, None], Some(0), true)?;
                         R
                     }
                     Precond::Jacobi => {
-                        step(
-                            "cg_step",
-                            &[v(P), v(Q), v(X), v(R), Some(self.dinv), v(Z)],
-                            Some(0),
-                            true,
-                        )?;
+                        step("cg_step", &[v(P), v(Q), v(X), v(R), Some(self.dinv), v(Z)], Some(0), true)?;
                         Z
                     }
                     Precond::Ilu0 => {
-                        step(
-                            "cg_step",
-                            &[v(P), v(Q), v(X), v(R), None, None],
-                            Some(1),
-                            true,
-                        )?;
+                        step("cg_step", &[v(P), v(Q), v(X), v(R), None, None], Some(1), true)?;
                         self.precond_guarded(R, Z, Some(sc))?;
                         step("cg_rz", &[v(R), v(Z)], None, true)?;
                         Z
@@ -1016,11 +693,7 @@ impl CudaOps<'_> {
                 step("cg_direction", &[v(z), v(P)], None, false)
             }
             Method::Bicgstab => {
-                let (phat, shat) = if self.precond == Precond::None {
-                    (P, S)
-                } else {
-                    (Phat, Shat)
-                };
+                let (phat, shat) = if self.precond == Precond::None { (P, S) } else { (Phat, Shat) };
                 step("bicg_direction", &[v(R), v(V), v(P)], None, false)?;
                 self.precond_guarded(P, phat, Some(sc))?;
                 spmv(phat, V)?;
@@ -1029,12 +702,7 @@ impl CudaOps<'_> {
                 self.precond_guarded(S, shat, Some(sc))?;
                 spmv(shat, T)?;
                 step("bicg_omega", &[v(T), v(S)], None, true)?;
-                step(
-                    "bicg_update",
-                    &[v(phat), v(shat), v(S), v(T), v(Rhat), v(X), v(R)],
-                    None,
-                    true,
-                )
+                step("bicg_update", &[v(phat), v(shat), v(S), v(T), v(Rhat), v(X), v(R)], None, true)
             }
         }
     }
@@ -1044,15 +712,7 @@ impl CudaOps<'_> {
 /// `queue` queues one iteration (captured into `graph` on the first
 /// solve, replayed after), and the host reads the scalars every few
 /// iterations. Any operator whose iteration `queue` can queue uses it.
-pub fn device_loop(
-    g: &Gpu,
-    scalars: &mut DeviceBuffer<f64>,
-    graph: &mut Option<Graph>,
-    method: Method,
-    start: &Start,
-    history: &mut Vec<f64>,
-    queue: &dyn Fn(&DeviceBuffer<f64>) -> Result<()>,
-) -> Result<Outcome> {
+pub fn device_loop(g: &Gpu, scalars: &mut DeviceBuffer<f64>, graph: &mut Option<Graph>, method: Method, start: &Start, history: &mut Vec<f64>, queue: &dyn Fn(&DeviceBuffer<f64>) -> Result<()>) -> Result<Outcome> {
     use cuda::{Scalar as S, Status as status};
     let name = match method {
         Method::Cg => "CG",
@@ -1091,48 +751,18 @@ pub fn device_loop(
         let next = it + 1;
         let outcome = match sc[S::STATUS] {
             status::RUNNING => {
-                batch =
-                    next_batch(history, start.tol, per_iteration).min((start.maxit - it) as usize);
+                batch = next_batch(history, start.tol, per_iteration).min((start.maxit - it) as usize);
                 continue;
             }
             status::CONVERGED => done(true, it, relres),
             status::MAXITER => done(false, it, relres),
-            status::BREAK_NAN => broke(
-                it,
-                relres,
-                format!("{name}: the residual is not finite at iteration {it}"),
-            ),
-            status::BREAK_PQ => broke(
-                it,
-                relres,
-                format!("CG: p.Ap = {value:e} at iteration {next}: A is not positive definite"),
-            ),
-            status::BREAK_RHO => broke(
-                it,
-                relres,
-                format!("BiCGSTAB: rho = (r0, r) = {value:e} at iteration {next}"),
-            ),
-            status::BREAK_RV => broke(
-                it,
-                relres,
-                format!("BiCGSTAB: (r0, v) = {value:e} at iteration {next}"),
-            ),
-            status::BREAK_TT => broke(
-                it,
-                relres,
-                format!("BiCGSTAB: (t, t) = {value:e} at iteration {next}"),
-            ),
-            status::BREAK_OMEGA => broke(
-                it,
-                relres,
-                format!("BiCGSTAB: omega = (t, s)/(t, t) = 0 at iteration {it}"),
-            ),
-            other => {
-                return Err(Error::new(
-                    crate::FEGPU_ERR_INTERNAL,
-                    format!("{name}: unknown device status {other}"),
-                ))
-            }
+            status::BREAK_NAN => broke(it, relres, format!("{name}: the residual is not finite at iteration {it}")),
+            status::BREAK_PQ => broke(it, relres, format!("CG: p.Ap = {value:e} at iteration {next}: A is not positive definite")),
+            status::BREAK_RHO => broke(it, relres, format!("BiCGSTAB: rho = (r0, r) = {value:e} at iteration {next}")),
+            status::BREAK_RV => broke(it, relres, format!("BiCGSTAB: (r0, v) = {value:e} at iteration {next}")),
+            status::BREAK_TT => broke(it, relres, format!("BiCGSTAB: (t, t) = {value:e} at iteration {next}")),
+            status::BREAK_OMEGA => broke(it, relres, format!("BiCGSTAB: omega = (t, s)/(t, t) = 0 at iteration {it}")),
+            other => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, format!("{name}: unknown device status {other}"))),
         };
         return Ok(outcome);
     }
@@ -1154,56 +784,24 @@ fn next_batch(history: &[f64], tol: f64, per_iteration: f64) -> usize {
 }
 
 impl Ops for CudaOps<'_> {
-    fn iterate_on_device(
-        &mut self,
-        method: Method,
-        start: &Start,
-        history: &mut Vec<f64>,
-    ) -> Option<Result<Outcome>> {
-        let (scalars, graph) = self
-            .looping
-            .take()
-            .expect("the device loop runs once per solve");
-        let out = device_loop(
-            self.g,
-            &mut *scalars,
-            &mut *graph,
-            method,
-            start,
-            history,
-            &|sc| self.queue_iteration(method, sc),
-        );
+    fn iterate_on_device(&mut self, method: Method, start: &Start, history: &mut Vec<f64>) -> Option<Result<Outcome>> {
+        let (scalars, graph) = self.looping.take().expect("the device loop runs once per solve");
+        let out = device_loop(self.g, &mut *scalars, &mut *graph, method, start, history, &|sc| self.queue_iteration(method, sc));
         self.looping = Some((scalars, graph));
         Some(out)
     }
 
     fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
-        self.op.apply(
-            self.g,
-            self.n,
-            &self.vecs[x as usize],
-            &self.vecs[y as usize],
-            None,
-        )
+        self.op.apply(self.g, self.n, &self.vecs[x as usize], &self.vecs[y as usize], None)
     }
     fn dots(&mut self, a: Slot, b: Slot, cd: Option<(Slot, Slot)>) -> Result<(f64, f64)> {
         let v = &self.vecs;
         let cd = cd.map(|(c, d)| (&v[c as usize], &v[d as usize]));
-        self.reduce
-            .dots(self.g, self.n, &v[a as usize], &v[b as usize], cd)
+        self.reduce.dots(self.g, self.n, &v[a as usize], &v[b as usize], cd)
     }
     fn update(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<()> {
         let v = &self.vecs;
-        cuda::update(
-            self.g,
-            self.n,
-            &v[w as usize],
-            a,
-            &v[x as usize],
-            b,
-            y.map(|s| &v[s as usize]),
-            c,
-        )
+        cuda::update(self.g, self.n, &v[w as usize], a, &v[x as usize], b, y.map(|s| &v[s as usize]), c)
     }
     fn precond(&mut self, r: Slot, z: Slot) -> Result<()> {
         self.precond_guarded(r, z, None)

@@ -17,13 +17,7 @@ pub fn last_message() -> String {
 /// Asserts a call failed with `status` and a message containing every word of `words`.
 pub fn expect_err(got: fegpu_status, status: fegpu_status, words: &[&str]) {
     let m = last_message();
-    assert_eq!(
-        got,
-        status,
-        "expected {} but got {} ({m})",
-        status_name(status),
-        status_name(got)
-    );
+    assert_eq!(got, status, "expected {} but got {} ({m})", status_name(status), status_name(got));
     for w in words {
         assert!(m.contains(w), "message {m:?} does not mention {w:?}");
     }
@@ -60,10 +54,7 @@ impl Rng {
 }
 
 pub fn seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
 }
 
 pub fn create_f64(ctx: fegpu_context_t, rows: usize, cols: usize, data: &[f64]) -> fegpu_array_t {
