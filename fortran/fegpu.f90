@@ -136,6 +136,9 @@ module fegpu
   public :: fegpu_fem_mass, fegpu_heat_create, fegpu_heat_step, fegpu_heat_destroy, fegpu_heat_set_convection
   public :: fegpu_fem_set_density, fegpu_dynamics_create, fegpu_dynamics_step, fegpu_dynamics_destroy
   integer, parameter, public :: FEGPU_SCHEME_NEWMARK = 1, FEGPU_SCHEME_CENTRAL_DIFFERENCE = 2
+  integer, parameter, public :: FEGPU_INTEGRATION_AUTO = 0, FEGPU_INTEGRATION_ELEMENT = 1, FEGPU_INTEGRATION_POINT = 2, &
+       FEGPU_INTEGRATION_BLOCKED = 3
+  public :: fegpu_fem_set_integration
 
   !> Creates an array holding a copy of a real32/real64 array of any rank
   !> (rank 1 becomes n x 1; rank 2 keeps its shape).
@@ -250,6 +253,11 @@ module fegpu
       real(c_double), intent(in) :: coords(*), props(*)
       integer(c_int64_t), intent(in) :: conn(*), material(*)
       integer(c_int64_t), intent(out) :: fem
+    end function
+    integer(c_int32_t) function c_fem_set_integration(fem, level) bind(C, name='fegpu_fem_set_integration')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: fem
+      integer(c_int32_t), value :: level
     end function
     integer(c_int32_t) function c_fem_integrate(fem) bind(C, name='fegpu_fem_integrate')
       import :: c_int32_t, c_int64_t
@@ -1246,6 +1254,16 @@ contains
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_fem_integrate(fem%handle), 'fegpu_fem_integrate', stat, errmsg)
+  end subroutine
+
+  !> The integration strategy: FEGPU_INTEGRATION_AUTO (default), _ELEMENT
+  !> (level I), _POINT (level II) or _BLOCKED (level IIa).
+  subroutine fegpu_fem_set_integration(fem, level, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    integer, intent(in) :: level
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_fem_set_integration(fem%handle, int(level, c_int32_t)), 'fegpu_fem_set_integration', stat, errmsg)
   end subroutine
 
   !> New material parameters props(2, n_materials); integrate and assemble again after.
