@@ -328,6 +328,20 @@ STIFFNESS(stiffness_quad4_elastic, 4, 2, 2)
 STIFFNESS(stiffness_tet4_elastic, 4, 3, 3)
 STIFFNESS(stiffness_hex8_elastic, 8, 3, 3)
 
+#define STIFFNESS_BLOCKED(NAME, NN, DIM, DPN)                                                                    \
+    extern "C" __global__ void __launch_bounds__(256) NAME##_blocked(i64 ne, const double* x, const int* conn,   \
+        const int* material, const double* props, int plane_strain, int order, double* ke, int* bad, int epb) {  \
+        stiffness_blocked<NN, DIM, DPN>(ne, x, conn, material, props, plane_strain, order, ke, bad, epb);       \
+    }
+STIFFNESS_BLOCKED(stiffness_tri3_heat, 3, 2, 1)
+STIFFNESS_BLOCKED(stiffness_quad4_heat, 4, 2, 1)
+STIFFNESS_BLOCKED(stiffness_tet4_heat, 4, 3, 1)
+STIFFNESS_BLOCKED(stiffness_hex8_heat, 8, 3, 1)
+STIFFNESS_BLOCKED(stiffness_tri3_elastic, 3, 2, 2)
+STIFFNESS_BLOCKED(stiffness_quad4_elastic, 4, 2, 2)
+STIFFNESS_BLOCKED(stiffness_tet4_elastic, 4, 3, 3)
+STIFFNESS_BLOCKED(stiffness_hex8_elastic, 8, 3, 3)
+
 // Assembly as a gather: global entry i = the sum of the packed element entries
 // ke[from[ptr[i] .. ptr[i + 1])], in element order (src/fem/mod.rs builds the
 // map once), so the result is the same every time and needs no atomics.

@@ -17,3 +17,29 @@ fn every_kernel_file_compiles_for_sm90() {
         }
     }
 }
+
+/// Every FEM kernel the launches ask for by name exists in the compiled
+/// module: the names are built from the element and the physics at run
+/// time, so a missing instantiation would only show on a GPU.
+#[test]
+fn every_fem_kernel_name_is_defined() {
+    let required = std::env::var("FEGPU_REQUIRE_NVRTC").map(|v| v == "1").unwrap_or(false);
+    let ptx = match fegpu::gpu::compile("fem", fegpu::fem::cuda::SOURCE, "sm_90") {
+        Ok(p) => p.to_src(),
+        Err(e) if e.status == fegpu::FEGPU_ERR_NO_DEVICE && !required => return eprintln!("skipped: {}", e.message),
+        Err(e) => panic!("{}", e.message),
+    };
+    for element in ["tri3", "quad4", "tet4", "hex8"] {
+        for physics in ["heat", "elastic"] {
+            for kind in ["stiffness", "mass", "ebe_apply", "ebe_diagonal", "ebe_otf"] {
+                let name = format!("{kind}_{element}_{physics}");
+                assert!(ptx.contains(&format!(".entry {name}(")), "kernels/fem.cu defines no {name}");
+            }
+            let blocked = format!("stiffness_{element}_{physics}_blocked");
+            assert!(ptx.contains(&format!(".entry {blocked}(")), "kernels/fem.cu defines no {blocked}");
+        }
+    }
+    for name in ["ebe_init", "dirichlet_rhs", "assemble"] {
+        assert!(ptx.contains(&format!(".entry {name}(")), "kernels/fem.cu defines no {name}");
+    }
+}
