@@ -33,16 +33,6 @@ fn suffix(set: &ElementSet) -> String {
     )
 }
 
-/// The integration level AUTO stands for: the fastest measured on the H100
-/// (BENCHMARKS.md, FEM integration by level).
-pub fn fastest_level(element: super::Element, problem: Problem) -> i32 {
-    use super::{Element, FEGPU_INTEGRATION_BLOCKED, FEGPU_INTEGRATION_ELEMENT};
-    match (element, problem) {
-        (Element::Hex8, Problem::Elastic3d) | (Element::Tet4, Problem::Elastic3d) => FEGPU_INTEGRATION_BLOCKED,
-        _ => FEGPU_INTEGRATION_ELEMENT,
-    }
-}
-
 /// Elements per block of level IIa: as many as fit 48 KB of Gauss-point
 /// quantities, at most 32 (level II: 1).
 fn elements_per_block(set: &ElementSet, level: i32) -> (u32, u32, u32) {

@@ -25,7 +25,7 @@ pub const FEGPU_ELEMENT_QUAD4: i32 = 2;
 pub const FEGPU_ELEMENT_TET4: i32 = 3;
 pub const FEGPU_ELEMENT_HEX8: i32 = 4;
 /// Integration strategies (FEStudio's levels): AUTO picks the fastest
-/// measured for the element and problem (BENCHMARKS.md).
+/// measured (level I on the H100, BENCHMARKS.md).
 pub const FEGPU_INTEGRATION_AUTO: i32 = 0;
 /// Level I: one thread per element.
 pub const FEGPU_INTEGRATION_ELEMENT: i32 = 1;
@@ -497,10 +497,13 @@ impl ElementSet {
         Ok(())
     }
 
-    /// The level `integrate` uses: the caller's, or for AUTO the fastest measured.
+    /// The level `integrate` uses: the caller's, or for AUTO the fastest
+    /// measured. On the H100 that was level I for every element and problem
+    /// (BENCHMARKS.md: its accumulation sits in registers, while levels II
+    /// and IIa re-form B^T D B per entry and Gauss point from shared memory).
     pub fn integration_level(&self) -> i32 {
         match self.level.load(std::sync::atomic::Ordering::Relaxed) {
-            FEGPU_INTEGRATION_AUTO => cuda::fastest_level(self.element, self.problem),
+            FEGPU_INTEGRATION_AUTO => FEGPU_INTEGRATION_ELEMENT,
             level => level,
         }
     }
