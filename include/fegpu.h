@@ -42,7 +42,7 @@
 #define FEGPU_ELEMENT_HEX8 4
 
 // Integration strategies (FEStudio's levels): AUTO picks the fastest
-// measured for the element and problem (BENCHMARKS.md).
+// measured (level I on the H100, BENCHMARKS.md).
 #define FEGPU_INTEGRATION_AUTO 0
 
 // Level I: one thread per element.

@@ -112,74 +112,107 @@ __device__ double b_entry(int s, int c, const double* g) {
     return c == i ? g[j] : (c == j ? g[i] : 0.0);
 }
 
+// The element's nodes xe[a][0..DIM) from the global coordinates.
+template <int NN, int DIM>
+__device__ __forceinline__ void element_nodes(const double* __restrict__ x, const int* __restrict__ conn, i64 e,
+                                              double (*xe)[3]) {
+#pragma unroll
+    for (int a = 0; a < NN; ++a)
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) xe[a][c] = x[(i64)DIM * conn[e * NN + a] + c];
+}
+
+// Gauss points of an element: q^DIM for quad4/hex8 (q = the order), the
+// centroid alone for linear simplices (constant gradients: exact for K^e).
+template <int NN, int DIM>
+__device__ __forceinline__ int gauss_points(int order) {
+    if (NN == DIM + 1) return 1;
+    return DIM == 2 ? order * order : order * order * order;
+}
+
+// At Gauss point gp: the physical gradients g[a][c] = dN_a/dx_c (J^-1 maps
+// natural to physical), w det J, and with `n` the shape values. False when
+// det J is not positive (an inverted or degenerate element, or NaN nodes).
+template <int NN, int DIM>
+__device__ __forceinline__ bool gauss_point(const double (*xe)[3], int order, int gp, double (*g)[3], double& wdet,
+                                            double* n) {
+    double xi[3], w;
+    if (NN == DIM + 1) {
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) xi[c] = 1.0 / (DIM + 1);
+        w = DIM == 2 ? 0.5 : 1.0 / 6.0;
+    } else {
+        const int q = order, i0 = gp % q, i1 = (gp / q) % q, i2 = gp / (q * q);
+        xi[0] = GL_X[q - 1][i0];
+        xi[1] = GL_X[q - 1][i1];
+        xi[2] = DIM == 3 ? GL_X[q - 1][i2] : 0.0;
+        w = GL_W[q - 1][i0] * GL_W[q - 1][i1] * (DIM == 3 ? GL_W[q - 1][i2] : 1.0);
+    }
+    double dn[NN][3];
+    shape_gradients<NN, DIM>(xi, dn);
+    if (n) shape_values<NN, DIM>(xi, n);
+    double j[3][3];  // j[r][c] = dx_c / dxi_r
+#pragma unroll
+    for (int r = 0; r < DIM; ++r)
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) {
+            j[r][c] = 0.0;
+#pragma unroll
+            for (int a = 0; a < NN; ++a) j[r][c] += dn[a][r] * xe[a][c];
+        }
+    double det, inv[3][3];
+    if (DIM == 2) {
+        det = j[0][0] * j[1][1] - j[0][1] * j[1][0];
+        inv[0][0] = j[1][1] / det;
+        inv[0][1] = -j[0][1] / det;
+        inv[1][0] = -j[1][0] / det;
+        inv[1][1] = j[0][0] / det;
+    } else {
+        det = j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1]) - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0]) +
+              j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0]);
+#pragma unroll
+        for (int r = 0; r < 3; ++r)
+#pragma unroll
+            for (int c = 0; c < 3; ++c) {
+                const int r1 = (r + 1) % 3, r2 = (r + 2) % 3, c1 = (c + 1) % 3, c2 = (c + 2) % 3;
+                inv[c][r] = (j[r1][c1] * j[r2][c2] - j[r1][c2] * j[r2][c1]) / det;  // cofactor transpose
+            }
+    }
+#pragma unroll
+    for (int a = 0; a < NN; ++a)
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) {
+            g[a][c] = 0.0;
+#pragma unroll
+            for (int r = 0; r < DIM; ++r) g[a][c] += inv[c][r] * dn[a][r];
+        }
+    wdet = w * det;
+    return det > 0.0;
+}
+
 template <int NN, int DIM, int DPN>
 __device__ void stiffness(i64 ne, const double* __restrict__ x, const int* __restrict__ conn,
                           const int* __restrict__ material, const double* __restrict__ props, int plane_strain,
                           int order, double* __restrict__ ke, int* bad) {
     constexpr int ND = NN * DPN, NP = ND * (ND + 1) / 2;
     constexpr int NS = DPN == 1 ? DIM : (DIM == 2 ? 3 : 6);
-    constexpr bool SIMPLEX = NN == DIM + 1;
     const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= ne) return;
     double xe[NN][3];
-    for (int a = 0; a < NN; ++a)
-        for (int c = 0; c < DIM; ++c) xe[a][c] = x[(i64)DIM * conn[e * NN + a] + c];
+    element_nodes<NN, DIM>(x, conn, e, xe);
     const int m = material[e];
     double d[6][6];
     material_matrix<DIM, DPN>(props[2 * m], props[2 * m + 1], plane_strain, d);
     double k[NP];
 #pragma unroll
     for (int i = 0; i < NP; ++i) k[i] = 0.0;
-    const int q = SIMPLEX ? 1 : order;
-    const int points = DIM == 2 ? q * q : q * q * q;
+    const int points = gauss_points<NN, DIM>(order);
     for (int gp = 0; gp < points; ++gp) {
-        double xi[3], w;
-        if (SIMPLEX) {
-            for (int c = 0; c < DIM; ++c) xi[c] = 1.0 / (DIM + 1);
-            w = DIM == 2 ? 0.5 : 1.0 / 6.0;
-        } else {
-            const int i0 = gp % q, i1 = (gp / q) % q, i2 = gp / (q * q);
-            xi[0] = GL_X[q - 1][i0];
-            xi[1] = GL_X[q - 1][i1];
-            xi[2] = DIM == 3 ? GL_X[q - 1][i2] : 0.0;
-            w = GL_W[q - 1][i0] * GL_W[q - 1][i1] * (DIM == 3 ? GL_W[q - 1][i2] : 1.0);
-        }
-        double dn[NN][3];
-        shape_gradients<NN, DIM>(xi, dn);
-        double j[3][3];  // j[r][c] = dx_c / dxi_r
-        for (int r = 0; r < DIM; ++r)
-            for (int c = 0; c < DIM; ++c) {
-                j[r][c] = 0.0;
-                for (int a = 0; a < NN; ++a) j[r][c] += dn[a][r] * xe[a][c];
-            }
-        double det, inv[3][3];
-        if (DIM == 2) {
-            det = j[0][0] * j[1][1] - j[0][1] * j[1][0];
-            inv[0][0] = j[1][1] / det;
-            inv[0][1] = -j[0][1] / det;
-            inv[1][0] = -j[1][0] / det;
-            inv[1][1] = j[0][0] / det;
-        } else {
-            det = j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1]) - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0]) +
-                  j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0]);
-            for (int r = 0; r < 3; ++r)
-                for (int c = 0; c < 3; ++c) {
-                    const int r1 = (r + 1) % 3, r2 = (r + 2) % 3, c1 = (c + 1) % 3, c2 = (c + 2) % 3;
-                    inv[c][r] = (j[r1][c1] * j[r2][c2] - j[r1][c2] * j[r2][c1]) / det;  // cofactor transpose
-                }
-        }
-        if (!(det > 0.0)) {  // inverted or degenerate (or NaN coordinates)
+        double g[NN][3], f;
+        if (!gauss_point<NN, DIM>(xe, order, gp, g, f, nullptr)) {
             atomicMin(bad, (int)e);
             return;
         }
-        // physical gradients g[a][c] = sum_r inv[c][r] dn[a][r]  (J^-1 maps natural to physical)
-        double g[NN][3];
-        for (int a = 0; a < NN; ++a)
-            for (int c = 0; c < DIM; ++c) {
-                g[a][c] = 0.0;
-                for (int r = 0; r < DIM; ++r) g[a][c] += inv[c][r] * dn[a][r];
-            }
-        const double f = w * det;
         // unrolled so that k, db and g are indexed by constants (registers
         // where they fit; hex8 elasticity's 300 entries still spill)
 #pragma unroll
@@ -220,11 +253,9 @@ __device__ void stiffness_blocked(i64 ne, const double* __restrict__ x, const in
                                   int order, double* __restrict__ ke, int* bad, int epb) {
     constexpr int ND = NN * DPN, NP = ND * (ND + 1) / 2;
     constexpr int NS = DPN == 1 ? DIM : (DIM == 2 ? 3 : 6);
-    constexpr bool SIMPLEX = NN == DIM + 1;
     constexpr int PER_POINT = NN * DIM + 1;  // the gradients, then w det J
     extern __shared__ double shared[];
-    const int q = SIMPLEX ? 1 : order;
-    const int points = DIM == 2 ? q * q : q * q * q;
+    const int points = gauss_points<NN, DIM>(order);
     const i64 first = (i64)blockIdx.x * epb;
     const int threads = blockDim.x;
     for (int pair = threadIdx.x; pair < epb * points; pair += threads) {
@@ -235,50 +266,12 @@ __device__ void stiffness_blocked(i64 ne, const double* __restrict__ x, const in
             out[NN * DIM] = 0.0;
             continue;
         }
-        double xe[NN][3];
+        double xe[NN][3], g[NN][3], f;
+        element_nodes<NN, DIM>(x, conn, e, xe);
+        if (!gauss_point<NN, DIM>(xe, order, gp, g, f, nullptr)) atomicMin(bad, (int)e);
         for (int a = 0; a < NN; ++a)
-            for (int c = 0; c < DIM; ++c) xe[a][c] = x[(i64)DIM * conn[e * NN + a] + c];
-        double xi[3], w;
-        if (SIMPLEX) {
-            for (int c = 0; c < DIM; ++c) xi[c] = 1.0 / (DIM + 1);
-            w = DIM == 2 ? 0.5 : 1.0 / 6.0;
-        } else {
-            const int i0 = gp % q, i1 = (gp / q) % q, i2 = gp / (q * q);
-            xi[0] = GL_X[q - 1][i0];
-            xi[1] = GL_X[q - 1][i1];
-            xi[2] = DIM == 3 ? GL_X[q - 1][i2] : 0.0;
-            w = GL_W[q - 1][i0] * GL_W[q - 1][i1] * (DIM == 3 ? GL_W[q - 1][i2] : 1.0);
-        }
-        double dn[NN][3], j3[3][3], inv[3][3], det;
-        shape_gradients<NN, DIM>(xi, dn);
-        for (int r = 0; r < DIM; ++r)
-            for (int c = 0; c < DIM; ++c) {
-                j3[r][c] = 0.0;
-                for (int a = 0; a < NN; ++a) j3[r][c] += dn[a][r] * xe[a][c];
-            }
-        if (DIM == 2) {
-            det = j3[0][0] * j3[1][1] - j3[0][1] * j3[1][0];
-            inv[0][0] = j3[1][1] / det;
-            inv[0][1] = -j3[0][1] / det;
-            inv[1][0] = -j3[1][0] / det;
-            inv[1][1] = j3[0][0] / det;
-        } else {
-            det = j3[0][0] * (j3[1][1] * j3[2][2] - j3[1][2] * j3[2][1]) - j3[0][1] * (j3[1][0] * j3[2][2] - j3[1][2] * j3[2][0]) +
-                  j3[0][2] * (j3[1][0] * j3[2][1] - j3[1][1] * j3[2][0]);
-            for (int r = 0; r < 3; ++r)
-                for (int c = 0; c < 3; ++c) {
-                    const int r1 = (r + 1) % 3, r2 = (r + 2) % 3, c1 = (c + 1) % 3, c2 = (c + 2) % 3;
-                    inv[c][r] = (j3[r1][c1] * j3[r2][c2] - j3[r1][c2] * j3[r2][c1]) / det;
-                }
-        }
-        if (!(det > 0.0)) atomicMin(bad, (int)e);
-        for (int a = 0; a < NN; ++a)
-            for (int c = 0; c < DIM; ++c) {
-                double v = 0.0;
-                for (int r = 0; r < DIM; ++r) v += inv[c][r] * dn[a][r];
-                out[a * DIM + c] = v;
-            }
-        out[NN * DIM] = w * det;
+            for (int c = 0; c < DIM; ++c) out[a * DIM + c] = g[a][c];
+        out[NN * DIM] = f;
     }
     __syncthreads();
     const int j = threadIdx.x % epb, rows = threads / epb;
@@ -464,38 +457,14 @@ __device__ void mass(i64 ne, const double* __restrict__ x, const int* __restrict
     const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= ne) return;
     double xe[NN][3];
-    for (int a = 0; a < NN; ++a)
-        for (int c = 0; c < DIM; ++c) xe[a][c] = x[(i64)DIM * conn[e * NN + a] + c];
+    element_nodes<NN, DIM>(x, conn, e, xe);
     const double rc = coef[material[e]];
     double m[NP];
     for (int i = 0; i < NP; ++i) m[i] = 0.0;
-    const int q = SIMPLEX ? 1 : order;
-    const int points = DIM == 2 ? q * q : q * q * q;
+    const int points = gauss_points<NN, DIM>(order);
     for (int gp = 0; gp < points; ++gp) {
-        double xi[3], w;
-        if (SIMPLEX) {
-            for (int c = 0; c < DIM; ++c) xi[c] = 1.0 / (DIM + 1);
-            w = DIM == 2 ? 0.5 : 1.0 / 6.0;
-        } else {
-            const int i0 = gp % q, i1 = (gp / q) % q, i2 = gp / (q * q);
-            xi[0] = GL_X[q - 1][i0];
-            xi[1] = GL_X[q - 1][i1];
-            xi[2] = DIM == 3 ? GL_X[q - 1][i2] : 0.0;
-            w = GL_W[q - 1][i0] * GL_W[q - 1][i1] * (DIM == 3 ? GL_W[q - 1][i2] : 1.0);
-        }
-        double dn[NN][3], n[NN], j[3][3];
-        shape_gradients<NN, DIM>(xi, dn);
-        shape_values<NN, DIM>(xi, n);
-        for (int r = 0; r < DIM; ++r)
-            for (int c = 0; c < DIM; ++c) {
-                j[r][c] = 0.0;
-                for (int a = 0; a < NN; ++a) j[r][c] += dn[a][r] * xe[a][c];
-            }
-        const double det = DIM == 2 ? j[0][0] * j[1][1] - j[0][1] * j[1][0]
-                                    : j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1]) -
-                                          j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0]) +
-                                          j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0]);
-        if (!(det > 0.0)) {
+        double g[NN][3], n[NN], wdet;
+        if (!gauss_point<NN, DIM>(xe, order, gp, g, wdet, n)) {
             atomicMin(bad, (int)e);
             return;
         }
@@ -504,8 +473,7 @@ __device__ void mass(i64 ne, const double* __restrict__ x, const int* __restrict
             for (int r = p; r < ND; ++r, ++idx) {
                 const int a = p / DPN, b = r / DPN;
                 if (p % DPN != r % DPN) continue;  // components do not couple
-                m[idx] += SIMPLEX ? rc * w * det * (a == b ? 2.0 : 1.0) / ((DIM + 1) * (DIM + 2))
-                                  : rc * w * det * n[a] * n[b];
+                m[idx] += SIMPLEX ? rc * wdet * (a == b ? 2.0 : 1.0) / ((DIM + 1) * (DIM + 2)) : rc * wdet * n[a] * n[b];
             }
     }
     for (int i = 0; i < NP; ++i) ce[(i64)i * ne + e] = m[i];
@@ -539,16 +507,12 @@ __device__ void ebe_otf(i64 ne, const double* __restrict__ x_nodes, const int* _
                         double* diag_out, const double* sc) {
     constexpr int ND = NN * DPN;
     constexpr int NS = DPN == 1 ? DIM : (DIM == 2 ? 3 : 6);
-    constexpr bool SIMPLEX = NN == DIM + 1;
     if (ebe_stopped(sc)) return;
     const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= ne) return;
     double xe[NN][3], ue[ND], ye[ND];
     int dof[ND];
-#pragma unroll
-    for (int a = 0; a < NN; ++a)
-#pragma unroll
-        for (int c = 0; c < DIM; ++c) xe[a][c] = x_nodes[(i64)DIM * conn[e * NN + a] + c];
+    element_nodes<NN, DIM>(x_nodes, conn, e, xe);
 #pragma unroll
     for (int p = 0; p < ND; ++p) {
         dof[p] = conn[e * NN + p / DPN] * DPN + p % DPN;
@@ -558,59 +522,10 @@ __device__ void ebe_otf(i64 ne, const double* __restrict__ x_nodes, const int* _
     const int m = material[e];
     double d[6][6];
     material_matrix<DIM, DPN>(props[2 * m], props[2 * m + 1], plane_strain, d);
-    const int q = SIMPLEX ? 1 : order;
-    const int points = DIM == 2 ? q * q : q * q * q;
+    const int points = gauss_points<NN, DIM>(order);
     for (int gp = 0; gp < points; ++gp) {
-        double xi[3], w;
-        if (SIMPLEX) {
-            for (int c = 0; c < DIM; ++c) xi[c] = 1.0 / (DIM + 1);
-            w = DIM == 2 ? 0.5 : 1.0 / 6.0;
-        } else {
-            const int i0 = gp % q, i1 = (gp / q) % q, i2 = gp / (q * q);
-            xi[0] = GL_X[q - 1][i0];
-            xi[1] = GL_X[q - 1][i1];
-            xi[2] = DIM == 3 ? GL_X[q - 1][i2] : 0.0;
-            w = GL_W[q - 1][i0] * GL_W[q - 1][i1] * (DIM == 3 ? GL_W[q - 1][i2] : 1.0);
-        }
-        double dn[NN][3];
-        shape_gradients<NN, DIM>(xi, dn);
-        double j[3][3];
-#pragma unroll
-        for (int r = 0; r < DIM; ++r)
-#pragma unroll
-            for (int c = 0; c < DIM; ++c) {
-                j[r][c] = 0.0;
-#pragma unroll
-                for (int a = 0; a < NN; ++a) j[r][c] += dn[a][r] * xe[a][c];
-            }
-        double det, inv[3][3];
-        if (DIM == 2) {
-            det = j[0][0] * j[1][1] - j[0][1] * j[1][0];
-            inv[0][0] = j[1][1] / det;
-            inv[0][1] = -j[0][1] / det;
-            inv[1][0] = -j[1][0] / det;
-            inv[1][1] = j[0][0] / det;
-        } else {
-            det = j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1]) - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0]) +
-                  j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0]);
-#pragma unroll
-            for (int r = 0; r < 3; ++r)
-#pragma unroll
-                for (int c = 0; c < 3; ++c) {
-                    const int r1 = (r + 1) % 3, r2 = (r + 2) % 3, c1 = (c + 1) % 3, c2 = (c + 2) % 3;
-                    inv[c][r] = (j[r1][c1] * j[r2][c2] - j[r1][c2] * j[r2][c1]) / det;
-                }
-        }
-        double g[NN][3];
-#pragma unroll
-        for (int a = 0; a < NN; ++a)
-#pragma unroll
-            for (int c = 0; c < DIM; ++c) {
-                g[a][c] = 0.0;
-#pragma unroll
-                for (int r = 0; r < DIM; ++r) g[a][c] += inv[c][r] * dn[a][r];
-            }
-        const double f = w * det;
+        double g[NN][3], f;
+        gauss_point<NN, DIM>(xe, order, gp, g, f, nullptr);  // integration checked the elements
         if (diag_out) {  // the diagonal: B_p^T D B_p for each dof p
 #pragma unroll
             for (int p = 0; p < ND; ++p) {

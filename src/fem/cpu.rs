@@ -185,6 +185,52 @@ fn b_entry(problem: Problem, dim: usize, s: usize, c: usize, g: &[f64; 3]) -> f6
     }
 }
 
+/// Element e's nodes (x, y, z; z = 0 in 2-D).
+fn element_nodes(set: &ElementSet, e: usize) -> Vec<[f64; 3]> {
+    let (dim, nn) = (set.element.dim(), set.element.nodes());
+    (0..nn)
+        .map(|a| {
+            let node = set.conn[e * nn + a] as usize;
+            std::array::from_fn(|c| if c < dim { set.coords[dim * node + c] } else { 0.0 })
+        })
+        .collect()
+}
+
+/// The physical gradients dN_a/dx and det J at natural point `xi` (kernels/fem.cu
+/// `gauss_point`); None when det J is not positive.
+fn gauss_point(t: Element, xe: &[[f64; 3]], xi: [f64; 3]) -> Option<(Vec<[f64; 3]>, f64)> {
+    let (dim, nn) = (t.dim(), t.nodes());
+    let dn = shape_gradients(t, xi);
+    let mut j = [[0.0; 3]; 3];
+    for r in 0..dim {
+        for c in 0..dim {
+            j[r][c] = (0..nn).map(|a| dn[a][r] * xe[a][c]).sum();
+        }
+    }
+    let mut inv = [[0.0; 3]; 3];
+    let det = if dim == 2 {
+        let det = j[0][0] * j[1][1] - j[0][1] * j[1][0];
+        inv[0] = [j[1][1] / det, -j[0][1] / det, 0.0];
+        inv[1] = [-j[1][0] / det, j[0][0] / det, 0.0];
+        det
+    } else {
+        let det = j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1]) - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0])
+            + j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0]);
+        for r in 0..3 {
+            for c in 0..3 {
+                let (r1, r2, c1, c2) = ((r + 1) % 3, (r + 2) % 3, (c + 1) % 3, (c + 2) % 3);
+                inv[c][r] = (j[r1][c1] * j[r2][c2] - j[r1][c2] * j[r2][c1]) / det;
+            }
+        }
+        det
+    };
+    if !(det > 0.0) {
+        return None;
+    }
+    let g = (0..nn).map(|a| std::array::from_fn(|c| (0..dim).map(|r| inv[c][r] * dn[a][r]).sum())).collect();
+    Some((g, det))
+}
+
 /// K^e of element `e`, packed upper triangle row by row; Err(e) when its
 /// Jacobian determinant is not positive at a quadrature point.
 pub fn element_stiffness(set: &ElementSet, props: &[f64], e: usize) -> Result<Vec<f64>, usize> {
@@ -192,53 +238,12 @@ pub fn element_stiffness(set: &ElementSet, props: &[f64], e: usize) -> Result<Ve
     let (nn, dpn) = (t.nodes(), problem.dofs_per_node(dim));
     let nd = nn * dpn;
     let ns = problem.stress_components(dim);
-    let xe: Vec<[f64; 3]> = (0..nn)
-        .map(|a| {
-            let node = set.conn[e * nn + a] as usize;
-            std::array::from_fn(|c| {
-                if c < dim {
-                    set.coords[dim * node + c]
-                } else {
-                    0.0
-                }
-            })
-        })
-        .collect();
+    let xe = element_nodes(set, e);
     let m = set.material[e] as usize;
     let d = material_matrix(problem, dim, [props[2 * m], props[2 * m + 1]]);
     let mut k = vec![0.0; nd * (nd + 1) / 2];
     for (xi, w) in points(t, set.order) {
-        let dn = shape_gradients(t, xi);
-        let mut j = [[0.0; 3]; 3];
-        for r in 0..dim {
-            for c in 0..dim {
-                j[r][c] = (0..nn).map(|a| dn[a][r] * xe[a][c]).sum();
-            }
-        }
-        let mut inv = [[0.0; 3]; 3];
-        let det = if dim == 2 {
-            let det = j[0][0] * j[1][1] - j[0][1] * j[1][0];
-            inv[0] = [j[1][1] / det, -j[0][1] / det, 0.0];
-            inv[1] = [-j[1][0] / det, j[0][0] / det, 0.0];
-            det
-        } else {
-            let det = j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1])
-                - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0])
-                + j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0]);
-            for r in 0..3 {
-                for c in 0..3 {
-                    let (r1, r2, c1, c2) = ((r + 1) % 3, (r + 2) % 3, (c + 1) % 3, (c + 2) % 3);
-                    inv[c][r] = (j[r1][c1] * j[r2][c2] - j[r1][c2] * j[r2][c1]) / det;
-                }
-            }
-            det
-        };
-        if !(det > 0.0) {
-            return Err(e);
-        }
-        let g: Vec<[f64; 3]> = (0..nn)
-            .map(|a| std::array::from_fn(|c| (0..dim).map(|r| inv[c][r] * dn[a][r]).sum()))
-            .collect();
+        let (g, det) = gauss_point(t, &xe, xi).ok_or(e)?;
         let f = w * det;
         let mut idx = 0;
         for p in 0..nd {
@@ -263,16 +268,21 @@ pub fn element_stiffness(set: &ElementSet, props: &[f64], e: usize) -> Result<Ve
     Ok(k)
 }
 
-/// Every element's K^e into `ke`, entry-major as on the device (entry k of
-/// element e at k * elements + e); Err(first bad element).
-pub fn stiffness(set: &ElementSet, props: &[f64], ke: &mut [f64]) -> Result<(), usize> {
+/// Every element's matrix from `element` into `out`, entry-major as on the
+/// device (entry k of element e at k * elements + e); Err(first bad element).
+fn every_element(set: &ElementSet, out: &mut [f64], element: impl Fn(usize) -> Result<Vec<f64>, usize>) -> Result<(), usize> {
     let ne = set.elements;
     for e in 0..ne {
-        for (k, v) in element_stiffness(set, props, e)?.into_iter().enumerate() {
-            ke[k * ne + e] = v;
+        for (k, v) in element(e)?.into_iter().enumerate() {
+            out[k * ne + e] = v;
         }
     }
     Ok(())
+}
+
+/// Every element's K^e, entry-major; Err(first bad element).
+pub fn stiffness(set: &ElementSet, props: &[f64], ke: &mut [f64]) -> Result<(), usize> {
+    every_element(set, ke, |e| element_stiffness(set, props, e))
 }
 
 /// Global entry i = the sum of ke[from[ptr[i]..ptr[i + 1]]] (kernels/fem.cu `assemble`).
@@ -367,40 +377,14 @@ pub fn ebe_diagonal(set: &ElementSet, ke: &ElementMatrices, diag: &mut [f64]) {
 /// c, or consistent mass per component with coef[m] = rho, as kernels/fem.cu `mass`.
 pub fn element_mass(set: &ElementSet, coef: &[f64], e: usize) -> Result<Vec<f64>, usize> {
     let (t, dim, nn) = (set.element, set.element.dim(), set.element.nodes());
-    let xe: Vec<[f64; 3]> = (0..nn)
-        .map(|a| {
-            let node = set.conn[e * nn + a] as usize;
-            std::array::from_fn(|c| {
-                if c < dim {
-                    set.coords[dim * node + c]
-                } else {
-                    0.0
-                }
-            })
-        })
-        .collect();
+    let xe = element_nodes(set, e);
     let rc = coef[set.material[e] as usize];
     let dpn = set.problem.dofs_per_node(dim);
     let nd = nn * dpn;
     let mut m = vec![0.0; nd * (nd + 1) / 2];
     for (xi, w) in points(t, set.order) {
-        let (dn, n) = (shape_gradients(t, xi), shape_values(t, xi));
-        let mut j = [[0.0; 3]; 3];
-        for r in 0..dim {
-            for c in 0..dim {
-                j[r][c] = (0..nn).map(|a| dn[a][r] * xe[a][c]).sum();
-            }
-        }
-        let det = if dim == 2 {
-            j[0][0] * j[1][1] - j[0][1] * j[1][0]
-        } else {
-            j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1])
-                - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0])
-                + j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0])
-        };
-        if !(det > 0.0) {
-            return Err(e);
-        }
+        let det = gauss_point(t, &xe, xi).ok_or(e)?.1;
+        let n = shape_values(t, xi);
         let mut idx = 0;
         for p in 0..nd {
             for r in p..nd {
@@ -422,11 +406,5 @@ pub fn element_mass(set: &ElementSet, coef: &[f64], e: usize) -> Result<Vec<f64>
 
 /// Every mass matrix, entry-major; Err(first bad element).
 pub fn mass(set: &ElementSet, coef: &[f64], ce: &mut [f64]) -> Result<(), usize> {
-    let ne = set.elements;
-    for e in 0..ne {
-        for (k, v) in element_mass(set, coef, e)?.into_iter().enumerate() {
-            ce[k * ne + e] = v;
-        }
-    }
-    Ok(())
+    every_element(set, ce, |e| element_mass(set, coef, e))
 }

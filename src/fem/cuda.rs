@@ -106,6 +106,32 @@ fn vector_grid(n: usize) -> (u32, u32, u32) {
     (n.div_ceil(256).clamp(1, 1024) as u32, 1, 1)
 }
 
+/// y = diag .* x on the constrained dofs, 0 elsewhere (kernels/fem.cu
+/// `ebe_init`), before the element products add in.
+fn ebe_init(
+    g: &Gpu,
+    set: &ElementSet,
+    fixed: Option<(&DeviceBuffer<u8>, &DeviceBuffer<f64>)>,
+    x: &DeviceBuffer<f64>,
+    y: &DeviceBuffer<f64>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> crate::error::Result<()> {
+    const NULL: u64 = 0;
+    let n = set.dofs() as i64;
+    let init = g.kernel("fem", SOURCE, "ebe_init")?;
+    let mut l = g.launcher(&init);
+    l.arg(&n).arg(x).arg(y);
+    match fixed {
+        Some((f, diag)) => l.arg(f).arg(diag),
+        None => l.arg(&NULL).arg(&NULL),
+    };
+    match sc {
+        Some(sc) => l.arg(sc),
+        None => l.arg(&NULL),
+    };
+    g.launch("ebe_init", l, vector_grid(n as usize), (256, 1, 1), 0)
+}
+
 /// y = sum_e K^e x_e, constrained dofs masked when `fixed` is given (y = diag
 /// x there); with `sc`, skipped once a device-driven solve has stopped.
 #[allow(clippy::too_many_arguments)]
@@ -120,19 +146,7 @@ pub fn ebe_apply(
     sc: Option<&DeviceBuffer<f64>>,
 ) -> crate::error::Result<()> {
     const NULL: u64 = 0;
-    let n = (set.nodes * set.problem.dofs_per_node(set.element.dim())) as i64;
-    let init = g.kernel("fem", SOURCE, "ebe_init")?;
-    let mut l = g.launcher(&init);
-    l.arg(&n).arg(x).arg(y);
-    match fixed {
-        Some((f, diag)) => l.arg(f).arg(diag),
-        None => l.arg(&NULL).arg(&NULL),
-    };
-    match sc {
-        Some(sc) => l.arg(sc),
-        None => l.arg(&NULL),
-    };
-    g.launch("ebe_init", l, vector_grid(n as usize), (256, 1, 1), 0)?;
+    ebe_init(g, set, fixed, x, y, sc)?;
     let name = format!("ebe_apply_{}", suffix(set));
     let f = g.kernel("fem", SOURCE, &name)?;
     let ne = set.elements as i64;
@@ -199,25 +213,13 @@ pub fn ebe_otf(
     sc: Option<&DeviceBuffer<f64>>,
 ) -> crate::error::Result<()> {
     const NULL: u64 = 0;
-    let n = (set.nodes * set.problem.dofs_per_node(set.element.dim())) as i64;
     let diag_out = match diag_out {
         Some(out) => {
             g.fill_bytes(out, 0)?;
             Some(&*out)
         }
         None => {
-            let init = g.kernel("fem", SOURCE, "ebe_init")?;
-            let mut l = g.launcher(&init);
-            l.arg(&n).arg(x).arg(y);
-            match fixed {
-                Some((f, diag)) => l.arg(f).arg(diag),
-                None => l.arg(&NULL).arg(&NULL),
-            };
-            match sc {
-                Some(sc) => l.arg(sc),
-                None => l.arg(&NULL),
-            };
-            g.launch("ebe_init", l, vector_grid(n as usize), (256, 1, 1), 0)?;
+            ebe_init(g, set, fixed, x, y, sc)?;
             None
         }
     };

@@ -1,7 +1,7 @@
 //! C ABI of finite-element sets (src/fem).
 
-use super::sparse::fegpu_solve_info;
-use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, out_param};
+use super::sparse::{fegpu_solve_info, write_info};
+use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, out_param};
 use crate::array;
 use crate::context;
 use crate::error::fegpu_status;
@@ -207,25 +207,10 @@ pub unsafe extern "C" fn fegpu_fem_ebe_create(
     guard(|| {
         let out = out_param(ebe, "ebe")?;
         let set = fem::get(fem, "fem")?;
-        if n_fixed < 0 {
-            return Err(crate::error::Error::invalid(format!(
-                "n_fixed = {n_fixed}: must be >= 0"
-            )));
-        }
-        if index_base != 0 && index_base != 1 {
-            return Err(crate::error::Error::invalid(format!(
-                "index_base = {index_base}: must be 0 or 1"
-            )));
-        }
-        let n = n_fixed as usize;
+        let dofs = index_list(n_fixed, dofs, index_base, "n_fixed", "dofs")?;
+        let values = host_in(values, dofs.len(), "values")?;
         let owner = set.ctx_handle;
-        let solver = EbeSolver::new(
-            set,
-            host_in(dofs, n, "dofs")?,
-            index_base as i64,
-            host_in(values, n, "values")?,
-            on_the_fly != 0,
-        )?;
+        let solver = EbeSolver::new(set, dofs, index_base as i64, values, on_the_fly != 0)?;
         *out = registry::insert(Arc::new(solver), owner);
         Ok(())
     })
@@ -248,15 +233,7 @@ pub unsafe extern "C" fn fegpu_fem_ebe_solve(
         let s = ebe::get(ebe, "ebe")?;
         let (outcome, true_rel) =
             s.solve(&*array::get(b, "b")?, &*array::get(x, "x")?, tol, maxit)?;
-        if !info.is_null() {
-            *info = fegpu_solve_info {
-                iterations: outcome.iterations,
-                relative_residual: outcome.relative_residual,
-                true_relative_residual: true_rel,
-                setup_seconds: 0.0,
-                solve_seconds: t.elapsed().as_secs_f64(),
-            };
-        }
+        write_info(info, &outcome, true_rel, 0.0, t);
         solver::outcome_status(&outcome)
     })
 }
@@ -290,26 +267,10 @@ pub unsafe extern "C" fn fegpu_fem_heat_create(
     guard(|| {
         let out = out_param(heat, "heat")?;
         let set = fem::get(fem, "fem")?;
-        if n_fixed < 0 {
-            return Err(crate::error::Error::invalid(format!(
-                "n_fixed = {n_fixed}: must be >= 0"
-            )));
-        }
-        if index_base != 0 && index_base != 1 {
-            return Err(crate::error::Error::invalid(format!(
-                "index_base = {index_base}: must be 0 or 1"
-            )));
-        }
-        let n = n_fixed as usize;
+        let dofs = index_list(n_fixed, dofs, index_base, "n_fixed", "dofs")?;
+        let values = host_in(values, dofs.len(), "values")?;
         let owner = set.ctx_handle;
-        let stepper = HeatStepper::new(
-            set,
-            dt,
-            theta,
-            host_in(dofs, n, "dofs")?,
-            index_base as i64,
-            host_in(values, n, "values")?,
-        )?;
+        let stepper = HeatStepper::new(set, dt, theta, dofs, index_base as i64, values)?;
         *out = registry::insert(Arc::new(stepper), owner);
         Ok(())
     })
@@ -336,15 +297,7 @@ pub unsafe extern "C" fn fegpu_fem_heat_step(
             Some(array::get(f, "F")?)
         };
         let (outcome, true_rel) = s.step(&*array::get(t, "T")?, f.as_deref(), tol, maxit)?;
-        if !info.is_null() {
-            *info = fegpu_solve_info {
-                iterations: outcome.iterations,
-                relative_residual: outcome.relative_residual,
-                true_relative_residual: true_rel,
-                setup_seconds: 0.0,
-                solve_seconds: clock.elapsed().as_secs_f64(),
-            };
-        }
+        write_info(info, &outcome, true_rel, 0.0, clock);
         solver::outcome_status(&outcome)
     })
 }
@@ -365,19 +318,10 @@ pub unsafe extern "C" fn fegpu_fem_heat_set_convection(
 ) -> fegpu_status {
     guard(|| {
         let s = heat::get(heat, "heat")?;
-        if n < 0 {
-            return Err(crate::error::Error::invalid(format!(
-                "n = {n}: must be >= 0"
-            )));
-        }
-        if index_base != 0 && index_base != 1 {
-            return Err(crate::error::Error::invalid(format!(
-                "index_base = {index_base}: must be 0 or 1"
-            )));
-        }
-        let n = n as usize;
+        let nodes = index_list(n, nodes, index_base, "n", "nodes")?;
+        let n = nodes.len();
         s.set_convection(
-            host_in(nodes, n, "nodes")?,
+            nodes,
             index_base as i64,
             host_in(h_area, n, "h_area")?,
             host_in(t_env, n, "t_env")?,
@@ -428,17 +372,7 @@ pub unsafe extern "C" fn fegpu_fem_dynamics_create(
             FEGPU_SCHEME_CENTRAL_DIFFERENCE => Scheme::CentralDifference,
             s => return Err(crate::error::Error::invalid(format!("scheme = {s}: expected FEGPU_SCHEME_NEWMARK (1) or FEGPU_SCHEME_CENTRAL_DIFFERENCE (2)"))),
         };
-        if n_clamped < 0 {
-            return Err(crate::error::Error::invalid(format!(
-                "n_clamped = {n_clamped}: must be >= 0"
-            )));
-        }
-        if index_base != 0 && index_base != 1 {
-            return Err(crate::error::Error::invalid(format!(
-                "index_base = {index_base}: must be 0 or 1"
-            )));
-        }
-        let clamped = host_in(clamped, n_clamped as usize, "clamped")?;
+        let clamped = index_list(n_clamped, clamped, index_base, "n_clamped", "clamped")?;
         let n = set.dofs() as i64;
         if let Some((i, d)) = clamped
             .iter()

@@ -83,6 +83,18 @@ fn check_pointer<T>(ptr: *const T, arg: &str) -> Result<()> {
     Ok(())
 }
 
+/// A caller's list of `n` indices counted from `index_base` (0 or 1), as a
+/// slice; `n_arg` and `arg` name the count and the list in messages.
+pub(crate) unsafe fn index_list<'a>(n: i64, ptr: *const i64, index_base: i32, n_arg: &str, arg: &str) -> Result<&'a [i64]> {
+    if n < 0 {
+        return Err(Error::invalid(format!("{n_arg} = {n}: must be >= 0")));
+    }
+    if index_base != 0 && index_base != 1 {
+        return Err(Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
+    }
+    host_in(ptr, n as usize, arg)
+}
+
 /// Converts a caller's (first, count) with an explicit index base to a 0-based range.
 pub(crate) fn range(first: i64, count: i64, index_base: i32, arg: &str) -> Result<(usize, usize)> {
     if index_base != 0 && index_base != 1 {

@@ -1,6 +1,6 @@
 //! C surface of CSR matrices, SpMV, vector operations and the solvers.
 
-use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, out_param};
+use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, out_param};
 use crate::array;
 use crate::context;
 use crate::error::{fegpu_status, positive, Error, Result};
@@ -200,14 +200,8 @@ pub unsafe extern "C" fn fegpu_vector_nrm2(x: fegpu_array_t, result: *mut f64) -
 pub unsafe extern "C" fn fegpu_csr_apply_dirichlet(a: fegpu_csr_t, n_fixed: i64, dofs: *const i64, index_base: i32, values: *const f64, b: fegpu_array_t) -> fegpu_status {
     guard(|| {
         let m = sparse::get(a, "A")?;
-        if n_fixed < 0 {
-            return Err(Error::invalid(format!("n_fixed = {n_fixed}: must be >= 0")));
-        }
-        if index_base != 0 && index_base != 1 {
-            return Err(Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
-        }
-        let n = n_fixed as usize;
-        sparse::apply_dirichlet(&m, host_in(dofs, n, "dofs")?, index_base as i64, host_in(values, n, "values")?, &*array::get(b, "b")?)
+        let dofs = index_list(n_fixed, dofs, index_base, "n_fixed", "dofs")?;
+        sparse::apply_dirichlet(&m, dofs, index_base as i64, host_in(values, dofs.len(), "values")?, &*array::get(b, "b")?)
     })
 }
 
@@ -234,6 +228,19 @@ pub unsafe extern "C" fn fegpu_solver_create(a: fegpu_csr_t, method: i32, precon
     })
 }
 
+/// Fills a caller's `info` (may be NULL) after a solve that began at `started`.
+pub(crate) unsafe fn write_info(info: *mut fegpu_solve_info, outcome: &solver::Outcome, true_rel: f64, setup: f64, started: std::time::Instant) {
+    if !info.is_null() {
+        *info = fegpu_solve_info {
+            iterations: outcome.iterations,
+            relative_residual: outcome.relative_residual,
+            true_relative_residual: true_rel,
+            setup_seconds: setup,
+            solve_seconds: started.elapsed().as_secs_f64(),
+        };
+    }
+}
+
 /// Solves A x = b to ||r||/||b|| <= tol in at most maxit iterations. `x`
 /// holds the initial guess and receives the solution; b = 0 gives x = 0.
 /// Everything stays on the device, the iterations' scalars too.
@@ -246,15 +253,7 @@ pub unsafe extern "C" fn fegpu_solver_solve(s: fegpu_solver_t, b: fegpu_array_t,
         let t = std::time::Instant::now();
         let sv = solver::get(s, "S")?;
         let (outcome, true_rel, setup) = sv.solve(&*array::get(b, "b")?, &*array::get(x, "x")?, tol, maxit)?;
-        if !info.is_null() {
-            *info = fegpu_solve_info {
-                iterations: outcome.iterations,
-                relative_residual: outcome.relative_residual,
-                true_relative_residual: true_rel,
-                setup_seconds: setup,
-                solve_seconds: t.elapsed().as_secs_f64(),
-            };
-        }
+        write_info(info, &outcome, true_rel, setup, t);
         solver::outcome_status(&outcome)
     })
 }
