@@ -301,15 +301,6 @@ impl DynamicsStepper {
         }
         Ok(())
     }
-
-    /// The current velocity (Newmark; central differences do not keep one).
-    pub fn velocity(&self, out: &mut [f64]) -> Result<()> {
-        self.state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .v
-            .download(0, out, "v")
-    }
 }
 
 /// A matrix with K's pattern and values K + s M (both with the clamped rows).
