@@ -639,78 +639,107 @@ impl ElementSet {
     }
 
     fn build_assembly(&self) -> Result<Assembly> {
-        let nd = self.element_dofs();
-        let ndof = self.nodes * self.problem.dofs_per_node(self.element.dim());
-        let mut cols: Vec<Vec<i32>> = vec![Vec::new(); ndof];
-        for e in 0..self.elements {
-            for p in 0..nd {
-                let row = &mut cols[self.global_dof(e, p)];
-                row.extend((0..nd).map(|q| self.global_dof(e, q) as i32));
-            }
-        }
-        let mut row_ptr = vec![0i64];
-        let mut col = Vec::new();
-        for c in &mut cols {
-            c.sort_unstable();
-            c.dedup();
-            col.extend_from_slice(c);
-            row_ptr.push(col.len() as i64);
-        }
-        drop(cols);
-        let contributions = self.elements * nd * nd;
-        if contributions >= i32::MAX as usize
-            || self.elements * self.packed_len() >= i32::MAX as usize
-        {
+        let (nn, ne, nodes) = (self.element.nodes(), self.elements, self.nodes);
+        let dpn = self.problem.dofs_per_node(self.element.dim());
+        let nd = nn * dpn;
+        let ndof = nodes * dpn;
+        let contributions = ne * nd * nd;
+        if contributions >= i32::MAX as usize || ne * self.packed_len() >= i32::MAX as usize {
             return Err(Error::new(
                 crate::FEGPU_ERR_UNSUPPORTED,
                 format!("{contributions} element contributions: assembly maps hold int32 indices"),
             ));
         }
-        let entry = |i: usize, j: usize| {
-            let (s, e) = (row_ptr[i] as usize, row_ptr[i + 1] as usize);
-            s + col[s..e]
-                .binary_search(&(j as i32))
-                .expect("pattern holds every element pair")
-        };
+        // Node level first: the elements of each node, then each node's
+        // neighbours (the nodes it shares an element with), sorted. A dof row
+        // (node i, component c) holds every component of every neighbour.
+        let node_of = |e: usize, a: usize| self.conn[e * nn + a] as usize;
+        let mut elem_ptr = vec![0usize; nodes + 1];
+        self.conn.iter().for_each(|&v| elem_ptr[v as usize + 1] += 1);
+        for v in 0..nodes {
+            elem_ptr[v + 1] += elem_ptr[v];
+        }
+        let mut elems = vec![0usize; self.conn.len()];
+        let mut fill = elem_ptr.clone();
+        for e in 0..ne {
+            for a in 0..nn {
+                elems[fill[node_of(e, a)]] = e;
+                fill[node_of(e, a)] += 1;
+            }
+        }
+        let mut nbr_ptr = vec![0usize; nodes + 1];
+        let mut nbr: Vec<usize> = Vec::new();
+        let mut seen = vec![usize::MAX; nodes];
+        for v in 0..nodes {
+            let start = nbr.len();
+            for &e in &elems[elem_ptr[v]..elem_ptr[v + 1]] {
+                for b in 0..nn {
+                    let w = node_of(e, b);
+                    if seen[w] != v {
+                        seen[w] = v;
+                        nbr.push(w);
+                    }
+                }
+            }
+            nbr[start..].sort_unstable();
+            nbr_ptr[v + 1] = nbr.len();
+        }
+        drop(elems);
+        let nnz = nbr.len() * dpn * dpn;
+        // row (v, c) starts at dpn (dpn nbr_ptr[v] + c deg(v)): the rows of node v
+        // come one after the other, each deg(v) dpn long
+        let row_start = |v: usize, c: usize| dpn * (dpn * nbr_ptr[v] + c * (nbr_ptr[v + 1] - nbr_ptr[v]));
+        let mut row_ptr = Vec::with_capacity(ndof + 1);
+        let mut col = Vec::with_capacity(nnz);
+        for v in 0..nodes {
+            for c in 0..dpn {
+                row_ptr.push(row_start(v, c) as i64);
+                for &w in &nbr[nbr_ptr[v]..nbr_ptr[v + 1]] {
+                    col.extend((0..dpn).map(|d| (w * dpn + d) as i64));
+                }
+            }
+        }
+        row_ptr.push(nnz as i64);
+        // the entry of (node v, component c; node w, component d)
+        let position = |v: usize, w: usize| nbr[nbr_ptr[v]..nbr_ptr[v + 1]].binary_search(&w).expect("neighbours hold every element pair");
         // row i of the packed upper triangle starts after rows 0..i: i nd - i (i - 1) / 2
         let packed = |p: usize, q: usize| {
             let (i, j) = (p.min(q), p.max(q));
             i * nd - i * i.saturating_sub(1) / 2 + (j - i)
         };
-        let mut ptr = vec![0i32; col.len() + 1];
-        for e in 0..self.elements {
-            for p in 0..nd {
-                for q in 0..nd {
-                    ptr[entry(self.global_dof(e, p), self.global_dof(e, q)) + 1] += 1;
+        // each element's (node, node) entry blocks, in element order (deterministic sums)
+        let for_each_contribution = |mut visit: Box<dyn FnMut(usize, usize, usize) + '_>| {
+            for e in 0..ne {
+                for a in 0..nn {
+                    for b in 0..nn {
+                        let (v, w) = (node_of(e, a), node_of(e, b));
+                        let at = position(v, w);
+                        for c in 0..dpn {
+                            for d in 0..dpn {
+                                visit(row_start(v, c) + at * dpn + d, e, packed(a * dpn + c, b * dpn + d));
+                            }
+                        }
+                    }
                 }
             }
-        }
-        for i in 0..col.len() {
+        };
+        let mut ptr = vec![0i32; nnz + 1];
+        for_each_contribution(Box::new(|k, _, _| ptr[k + 1] += 1));
+        for i in 0..nnz {
             ptr[i + 1] += ptr[i];
         }
-        let mut fill: Vec<i32> = ptr[..col.len()].to_vec();
+        let mut next: Vec<i32> = ptr[..nnz].to_vec();
         let mut from = vec![0i32; contributions];
-        for e in 0..self.elements {
-            for p in 0..nd {
-                for q in 0..nd {
-                    let k = entry(self.global_dof(e, p), self.global_dof(e, q));
-                    from[fill[k] as usize] = (packed(p, q) * self.elements + e) as i32;
-                    fill[k] += 1;
-                }
-            }
-        }
-        let pattern = crate::sparse::build_pattern(
-            ndof,
-            ndof,
-            &row_ptr,
-            &col.iter().map(|&c| c as i64).collect::<Vec<_>>(),
-            0,
-        )?;
+        for_each_contribution(Box::new(|k, e, q| {
+            from[next[k] as usize] = (q * ne + e) as i32;
+            next[k] += 1;
+        }));
+        let pattern = crate::sparse::build_pattern(ndof, ndof, &row_ptr, &col, 0)?;
         let csr = Arc::new(Csr::new(
             self.ctx.clone(),
             self.ctx_handle,
             pattern,
-            &vec![0.0; col.len()],
+            &vec![0.0; nnz],
         )?);
         let (ptr, from) = match self.ctx.gpu() {
             None => (Buffer::Host(ptr), Buffer::Host(from)),
