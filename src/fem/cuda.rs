@@ -2,7 +2,7 @@
 
 use super::{DeviceSet, ElementSet, Problem};
 use crate::error::Error;
-use crate::gpu::{DeviceBuffer, Gpu, KernelArg};
+use crate::gpu::{arg_or_null, DeviceBuffer, Gpu, KernelArg};
 
 pub const SOURCE: &str = include_str!("../../kernels/fem.cu");
 
@@ -116,19 +116,13 @@ fn ebe_init(
     y: &DeviceBuffer<f64>,
     sc: Option<&DeviceBuffer<f64>>,
 ) -> crate::error::Result<()> {
-    const NULL: u64 = 0;
     let n = set.dofs() as i64;
     let init = g.kernel("fem", SOURCE, "ebe_init")?;
     let mut l = g.launcher(&init);
     l.arg(&n).arg(x).arg(y);
-    match fixed {
-        Some((f, diag)) => l.arg(f).arg(diag),
-        None => l.arg(&NULL).arg(&NULL),
-    };
-    match sc {
-        Some(sc) => l.arg(sc),
-        None => l.arg(&NULL),
-    };
+    arg_or_null(&mut l, fixed.map(|f| f.0));
+    arg_or_null(&mut l, fixed.map(|f| f.1));
+    arg_or_null(&mut l, sc);
     g.launch("ebe_init", l, vector_grid(n as usize), (256, 1, 1), 0)
 }
 
@@ -145,21 +139,14 @@ pub fn ebe_apply(
     y: &DeviceBuffer<f64>,
     sc: Option<&DeviceBuffer<f64>>,
 ) -> crate::error::Result<()> {
-    const NULL: u64 = 0;
     ebe_init(g, set, fixed, x, y, sc)?;
     let name = format!("ebe_apply_{}", suffix(set));
     let f = g.kernel("fem", SOURCE, &name)?;
     let ne = set.elements as i64;
     let mut l = g.launcher(&f);
     l.arg(&ne).arg(&d.conn).arg(ke).arg(x).arg(y);
-    match fixed {
-        Some((f, _)) => l.arg(f),
-        None => l.arg(&NULL),
-    };
-    match sc {
-        Some(sc) => l.arg(sc),
-        None => l.arg(&NULL),
-    };
+    arg_or_null(&mut l, fixed.map(|f| f.0));
+    arg_or_null(&mut l, sc);
     g.launch(&name, l, element_grid(set), (BLOCK, 1, 1), 0)
 }
 
@@ -212,7 +199,6 @@ pub fn ebe_otf(
     diag_out: Option<&mut DeviceBuffer<f64>>,
     sc: Option<&DeviceBuffer<f64>>,
 ) -> crate::error::Result<()> {
-    const NULL: u64 = 0;
     let diag_out = match diag_out {
         Some(out) => {
             g.fill_bytes(out, 0)?;
@@ -240,17 +226,8 @@ pub fn ebe_otf(
         .arg(&order)
         .arg(x)
         .arg(y);
-    match fixed {
-        Some((f, _)) => l.arg(f),
-        None => l.arg(&NULL),
-    };
-    match diag_out {
-        Some(out) => l.arg(out),
-        None => l.arg(&NULL),
-    };
-    match sc {
-        Some(sc) => l.arg(sc),
-        None => l.arg(&NULL),
-    };
+    arg_or_null(&mut l, fixed.map(|f| f.0));
+    arg_or_null(&mut l, diag_out);
+    arg_or_null(&mut l, sc);
     g.launch(&name, l, element_grid(set), (BLOCK, 1, 1), 0)
 }

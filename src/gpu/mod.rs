@@ -85,6 +85,15 @@ fn is_sticky(e: &DriverError) -> bool {
     )
 }
 
+/// Pushes the kernel argument `b`, or a null pointer for an optional one.
+pub fn arg_or_null<'a, T: DeviceScalar>(l: &mut Launch<'a>, b: Option<&'a DeviceBuffer<T>>) {
+    const NULL: u64 = 0;
+    match b {
+        Some(b) => l.arg(b),
+        None => l.arg(&NULL),
+    };
+}
+
 /// Converts a driver error into fegpu's, naming the operation.
 pub fn device_error(what: &str, e: DriverError) -> Error {
     if e.0 == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY {

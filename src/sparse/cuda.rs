@@ -2,7 +2,7 @@
 
 use super::DevicePattern;
 use crate::error::{Error, Result, FEGPU_ERR_BREAKDOWN};
-use crate::gpu::{DeviceBuffer, DeviceScalar, Gpu, KernelArg, Launch};
+use crate::gpu::{arg_or_null, DeviceBuffer, DeviceScalar, Gpu, KernelArg};
 
 pub const SOURCE: &str = include_str!("../../kernels/sparse.cu");
 
@@ -33,17 +33,6 @@ pub fn threads_per_row(nnz: usize, nrows: usize) -> u32 {
 
 fn grid_for(n: usize) -> u32 {
     n.div_ceil(BLOCK as usize).clamp(1, 65535 * 4) as u32
-}
-
-/// A null pointer for the kernels' optional arguments.
-const NULL: u64 = 0;
-
-/// Pushes `b`, or a null pointer.
-fn arg_or_null<'a>(l: &mut Launch<'a>, b: Option<&'a DeviceBuffer<f64>>) {
-    match b {
-        Some(b) => l.arg(b),
-        None => l.arg(&NULL),
-    };
 }
 
 /// y = alpha A x + beta y; with `sc`, skipped once a device-driven solve has stopped.
