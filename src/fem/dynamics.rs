@@ -53,13 +53,6 @@ pub fn get(h: Handle, arg: &str) -> Result<Arc<DynamicsStepper>> {
     crate::registry::get::<DynamicsStepper>(h, arg)
 }
 
-fn buffer(set: &ElementSet, host: Vec<f64>) -> Result<Buffer<f64>> {
-    Ok(match set.ctx.gpu() {
-        None => Buffer::Host(host),
-        Some(g) => Buffer::Device(sparse_cuda::upload(g, &host)?),
-    })
-}
-
 /// x = d .* x.
 fn scale(set: &ElementSet, d: &Buffer<f64>, x: &Array) -> Result<()> {
     let mut gx = x.lock();
@@ -117,12 +110,7 @@ impl DynamicsStepper {
         let p = &assembled.pattern;
         let (n, nnz) = (p.nrows, p.nnz());
         let copy = |values: &Buffer<f64>, scale_m: f64, with_k: bool| -> Result<Arc<Csr>> {
-            let a = Arc::new(Csr::new(
-                set.ctx.clone(),
-                set.ctx_handle,
-                sparse::build_pattern(n, n, &p.row_ptr, &p.col, 0)?,
-                &vec![0.0; nnz],
-            )?);
+            let a = Arc::new(assembled.with_values(&vec![0.0; nnz])?);
             a.rewrite_values(|v| match (v, values, &kv) {
                 (Buffer::Host(v), Buffer::Host(x), Buffer::Host(k)) => {
                     v.iter_mut()
@@ -200,8 +188,8 @@ impl DynamicsStepper {
             started: false,
         };
         Ok(DynamicsStepper {
-            free: buffer(&set, free)?,
-            lumped_inverse: buffer(&set, lumped_inverse)?,
+            free: set.resident(free)?,
+            lumped_inverse: set.resident(lumped_inverse)?,
             set,
             dt,
             scheme,
@@ -305,13 +293,7 @@ impl DynamicsStepper {
 
 /// A matrix with K's pattern and values K + s M (both with the clamped rows).
 fn copy_effective(k: &Csr, m: &Csr, s: f64) -> Result<Arc<Csr>> {
-    let p = &k.pattern;
     let (kv, mv) = (k.download_values()?, m.download_values()?);
     let values: Vec<f64> = kv.iter().zip(&mv).map(|(k, m)| k + s * m).collect();
-    Ok(Arc::new(Csr::new(
-        k.ctx.clone(),
-        k.ctx_handle,
-        sparse::build_pattern(p.nrows, p.ncols, &p.row_ptr, &p.col, 0)?,
-        &values,
-    )?))
+    Ok(Arc::new(k.with_values(&values)?))
 }

@@ -50,13 +50,6 @@ pub fn get(h: Handle, arg: &str) -> Result<Arc<HeatStepper>> {
     crate::registry::get::<HeatStepper>(h, arg)
 }
 
-fn buffer<T: crate::gpu::DeviceScalar>(set: &ElementSet, host: Vec<T>) -> Result<Buffer<T>> {
-    Ok(match set.ctx.gpu() {
-        None => Buffer::Host(host),
-        Some(g) => Buffer::Device(sparse_cuda::upload(g, &host)?),
-    })
-}
-
 /// Lumped convection: for each boundary dof (0-based), h A and T_env.
 pub struct Convection {
     pub dofs: Vec<usize>,
@@ -260,12 +253,7 @@ fn build(
             }
         }
     }
-    let left = Arc::new(Csr::new(
-        set.ctx.clone(),
-        set.ctx_handle,
-        sparse::build_pattern(n, n, &p.row_ptr, &p.col, 0)?,
-        &vec![0.0; nnz],
-    )?);
+    let left = Arc::new(assembled.with_values(&vec![0.0; nnz])?);
     // left = C/dt + theta K, right = C/dt - (1 - theta) K
     let right = match (&k, &c) {
         (Buffer::Host(k), Buffer::Host(c)) => {
@@ -337,10 +325,10 @@ fn build(
     }
     let solver = Solver::new(left.clone(), Method::Cg, Precond::Jacobi)?;
     Ok(Built {
-        lift: buffer(set, lift_host)?,
-        fixed: buffer(set, fixed)?,
-        values: buffer(set, g)?,
-        diag: buffer(set, diag)?,
+        lift: set.resident(lift_host)?,
+        fixed: set.resident(fixed)?,
+        values: set.resident(g)?,
+        diag: set.resident(diag)?,
         left,
         solver,
         right,

@@ -610,6 +610,15 @@ impl ElementSet {
         Ok((out.pop().expect("two"), c))
     }
 
+    /// `host` where the set works: kept on the host for the CPU backend,
+    /// uploaded for CUDA.
+    pub(crate) fn resident<T: crate::gpu::DeviceScalar>(&self, host: Vec<T>) -> Result<Buffer<T>> {
+        Ok(match self.ctx.gpu() {
+            None => Buffer::Host(host),
+            Some(g) => Buffer::Device(crate::sparse::cuda::upload(g, &host)?),
+        })
+    }
+
     /// The assembled matrix, if `assemble` has run (no re-gathering).
     pub fn assembled(&self) -> Option<Arc<Csr>> {
         self.results().assembly.as_ref().map(|a| a.csr.clone())
@@ -741,13 +750,7 @@ impl ElementSet {
             pattern,
             &vec![0.0; nnz],
         )?);
-        let (ptr, from) = match self.ctx.gpu() {
-            None => (Buffer::Host(ptr), Buffer::Host(from)),
-            Some(g) => (
-                Buffer::Device(crate::sparse::cuda::upload(g, &ptr)?),
-                Buffer::Device(crate::sparse::cuda::upload(g, &from)?),
-            ),
-        };
+        let (ptr, from) = (self.resident(ptr)?, self.resident(from)?);
         Ok(Assembly {
             csr,
             handle: 0,

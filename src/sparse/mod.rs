@@ -213,6 +213,22 @@ impl Csr {
         Ok(())
     }
 
+    /// A new matrix in the same context with this one's pattern and `values`
+    /// (in stored order: sorted by column within rows).
+    pub fn with_values(&self, values: &[f64]) -> Result<Csr> {
+        let p = &self.pattern;
+        let pattern = Pattern {
+            nrows: p.nrows,
+            ncols: p.ncols,
+            row_ptr: p.row_ptr.clone(),
+            col: p.col.clone(),
+            diag: p.diag.clone(),
+            slot_of: None,
+            caller_nnz: p.nnz(),
+        };
+        Csr::new(self.ctx.clone(), self.ctx_handle, pattern, values)
+    }
+
     /// Rewrites the stored values where they live (assembly on the device),
     /// then counts a new version so solvers rebuild their preconditioners.
     pub fn rewrite_values(&self, write: impl FnOnce(&mut Buffer<f64>) -> Result<()>) -> Result<()> {
