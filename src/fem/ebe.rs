@@ -104,14 +104,8 @@ impl EbeSolver {
                 dinv: vec![0.0; n],
             },
             Some(gpu) => {
-                let mut vecs = Vec::with_capacity(SLOTS);
-                for _ in 0..SLOTS {
-                    let mut v = gpu.alloc::<f64>(n)?;
-                    gpu.fill_bytes(&mut v, 0)?;
-                    vecs.push(v);
-                }
                 Work::Cuda {
-                    vecs,
+                    vecs: solver::work_vectors(gpu, n)?,
                     fixed: sparse_cuda::upload(gpu, &fixed)?,
                     values: sparse_cuda::upload(gpu, &g)?,
                     diag: gpu.alloc(n)?,

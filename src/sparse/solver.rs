@@ -380,14 +380,8 @@ impl Solver {
                 } else {
                     (None, None)
                 };
-                let mut vecs = Vec::with_capacity(SLOTS);
-                for _ in 0..SLOTS {
-                    let mut v = g.alloc::<f64>(n.max(1))?;
-                    g.fill_bytes(&mut v, 0)?;
-                    vecs.push(v);
-                }
                 Work::Cuda {
-                    vecs,
+                    vecs: work_vectors(g, n)?,
                     dinv: g.alloc(if precond == Precond::Jacobi { n.max(1) } else { 1 })?,
                     lu: g.alloc(if precond == Precond::Ilu0 { p.nnz().max(1) } else { 1 })?,
                     reduce: cuda::Reduce::new(g)?,
@@ -511,6 +505,17 @@ impl Solver {
         self.lock().history.clone()
     }
 
+}
+
+/// The solvers' work vectors on the device (SLOTS of n, zeroed).
+pub(crate) fn work_vectors(g: &Gpu, n: usize) -> Result<Vec<DeviceBuffer<f64>>> {
+    (0..SLOTS)
+        .map(|_| {
+            let mut v = g.alloc::<f64>(n.max(1))?;
+            g.fill_bytes(&mut v, 0)?;
+            Ok(v)
+        })
+        .collect()
 }
 
 /// The status a finished solve reports.
