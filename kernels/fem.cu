@@ -28,6 +28,14 @@ __constant__ double GL_W[4][4] = {{2.0, 0, 0, 0},
                                   {0.34785484513745385737, 0.65214515486254614263, 0.65214515486254614263,
                                    0.34785484513745385737}};
 
+// Natural coordinate c of corner a of quad4 and hex8: counter-clockwise from
+// (-1, -1[, -1]), then (hex8) the top face the same way.
+__device__ __forceinline__ double corner(int a, int c) {
+    const int k = a & 3;
+    const bool plus = c == 0 ? (k == 1 || k == 2) : c == 1 ? k >= 2 : a >= 4;
+    return plus ? 1.0 : -1.0;
+}
+
 // dN_a/dxi_c at natural point xi, for NN nodes in DIM dimensions.
 template <int NN, int DIM>
 __device__ void shape_gradients(const double* xi, double (*dn)[3]) {
@@ -36,21 +44,19 @@ __device__ void shape_gradients(const double* xi, double (*dn)[3]) {
             dn[0][c] = -1.0;
             for (int a = 1; a < NN; ++a) dn[a][c] = (a - 1 == c) ? 1.0 : 0.0;
         }
-    } else if (DIM == 2) {  // quad4, counter-clockwise from (-1, -1)
-        const double sx[4] = {-1, 1, 1, -1}, sy[4] = {-1, -1, 1, 1};
-        for (int a = 0; a < 4; ++a) {
-            dn[a][0] = 0.25 * sx[a] * (1 + sy[a] * xi[1]);
-            dn[a][1] = 0.25 * sy[a] * (1 + sx[a] * xi[0]);
-        }
-    } else {  // hex8: the bottom face counter-clockwise from (-1, -1, -1), then the top
-        const double sx[8] = {-1, 1, 1, -1, -1, 1, 1, -1}, sy[8] = {-1, -1, 1, 1, -1, -1, 1, 1},
-                     sz[8] = {-1, -1, -1, -1, 1, 1, 1, 1};
-        for (int a = 0; a < 8; ++a) {
-            dn[a][0] = 0.125 * sx[a] * (1 + sy[a] * xi[1]) * (1 + sz[a] * xi[2]);
-            dn[a][1] = 0.125 * sy[a] * (1 + sx[a] * xi[0]) * (1 + sz[a] * xi[2]);
-            dn[a][2] = 0.125 * sz[a] * (1 + sx[a] * xi[0]) * (1 + sy[a] * xi[1]);
-        }
+        return;
     }
+    // bilinear / trilinear: N_a = prod_c (1 + s_ac xi_c) / 2^DIM
+#pragma unroll
+    for (int a = 0; a < NN; ++a)
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) {
+            double v = corner(a, c) / (1 << DIM);
+#pragma unroll
+            for (int o = 0; o < DIM; ++o)
+                if (o != c) v *= 1 + corner(a, o) * xi[o];
+            dn[a][c] = v;
+        }
 }
 
 // N_a at natural point xi.
@@ -62,13 +68,14 @@ __device__ void shape_values(const double* xi, double* n) {
             n[c + 1] = xi[c];
             n[0] -= xi[c];
         }
-    } else if (DIM == 2) {
-        const double sx[4] = {-1, 1, 1, -1}, sy[4] = {-1, -1, 1, 1};
-        for (int a = 0; a < 4; ++a) n[a] = 0.25 * (1 + sx[a] * xi[0]) * (1 + sy[a] * xi[1]);
-    } else {
-        const double sx[8] = {-1, 1, 1, -1, -1, 1, 1, -1}, sy[8] = {-1, -1, 1, 1, -1, -1, 1, 1},
-                     sz[8] = {-1, -1, -1, -1, 1, 1, 1, 1};
-        for (int a = 0; a < 8; ++a) n[a] = 0.125 * (1 + sx[a] * xi[0]) * (1 + sy[a] * xi[1]) * (1 + sz[a] * xi[2]);
+        return;
+    }
+#pragma unroll
+    for (int a = 0; a < NN; ++a) {
+        double v = 1.0 / (1 << DIM);
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) v *= 1 + corner(a, c) * xi[c];
+        n[a] = v;
     }
 }
 

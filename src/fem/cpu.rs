@@ -34,78 +34,58 @@ pub fn gauss_legendre(order: usize) -> (&'static [f64], &'static [f64]) {
     (X[order - 1], W[order - 1])
 }
 
+/// Natural coordinate c of corner a of quad4 and hex8 (kernels/fem.cu
+/// `corner`): counter-clockwise from (-1, -1[, -1]), then hex8's top face.
+fn corner(a: usize, c: usize) -> f64 {
+    let k = a & 3;
+    let plus = match c {
+        0 => k == 1 || k == 2,
+        1 => k >= 2,
+        _ => a >= 4,
+    };
+    if plus {
+        1.0
+    } else {
+        -1.0
+    }
+}
+
 /// dN_a/dxi at natural point `xi`.
 pub fn shape_gradients(t: Element, xi: [f64; 3]) -> Vec<[f64; 3]> {
-    match t {
-        Element::Tri3 | Element::Tet4 => {
-            let dim = t.dim();
-            let mut dn = vec![[0.0; 3]; dim + 1];
-            for c in 0..dim {
-                dn[0][c] = -1.0;
-                dn[c + 1][c] = 1.0;
-            }
-            dn
+    let (dim, nn) = (t.dim(), t.nodes());
+    if t.is_simplex() {
+        // N_0 = 1 - sum xi, N_a = xi_(a-1)
+        let mut dn = vec![[0.0; 3]; nn];
+        for c in 0..dim {
+            dn[0][c] = -1.0;
+            dn[c + 1][c] = 1.0;
         }
-        Element::Quad4 => {
-            let (sx, sy) = ([-1.0, 1.0, 1.0, -1.0], [-1.0, -1.0, 1.0, 1.0]);
-            (0..4)
-                .map(|a| {
-                    [
-                        0.25 * sx[a] * (1.0 + sy[a] * xi[1]),
-                        0.25 * sy[a] * (1.0 + sx[a] * xi[0]),
-                        0.0,
-                    ]
-                })
-                .collect()
-        }
-        Element::Hex8 => {
-            let sx = [-1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0];
-            let sy = [-1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0];
-            let sz = [-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0, 1.0];
-            (0..8)
-                .map(|a| {
-                    let (fx, fy, fz) = (
-                        1.0 + sx[a] * xi[0],
-                        1.0 + sy[a] * xi[1],
-                        1.0 + sz[a] * xi[2],
-                    );
-                    [
-                        0.125 * sx[a] * fy * fz,
-                        0.125 * sy[a] * fx * fz,
-                        0.125 * sz[a] * fx * fy,
-                    ]
-                })
-                .collect()
-        }
+        return dn;
     }
+    // bilinear / trilinear: N_a = prod_c (1 + s_ac xi_c) / 2^dim
+    let scale = 1.0 / (1 << dim) as f64;
+    (0..nn)
+        .map(|a| {
+            std::array::from_fn(|c| {
+                if c >= dim {
+                    return 0.0;
+                }
+                (0..dim).filter(|&o| o != c).fold(corner(a, c) * scale, |v, o| v * (1.0 + corner(a, o) * xi[o]))
+            })
+        })
+        .collect()
 }
 
 /// N_a at natural point `xi`.
 pub fn shape_values(t: Element, xi: [f64; 3]) -> Vec<f64> {
-    match t {
-        Element::Tri3 | Element::Tet4 => {
-            let dim = t.dim();
-            let mut n = vec![1.0 - xi[..dim].iter().sum::<f64>()];
-            n.extend_from_slice(&xi[..dim]);
-            n
-        }
-        Element::Quad4 => {
-            let (sx, sy) = ([-1.0, 1.0, 1.0, -1.0], [-1.0, -1.0, 1.0, 1.0]);
-            (0..4)
-                .map(|a| 0.25 * (1.0 + sx[a] * xi[0]) * (1.0 + sy[a] * xi[1]))
-                .collect()
-        }
-        Element::Hex8 => {
-            let sx = [-1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0];
-            let sy = [-1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0];
-            let sz = [-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0, 1.0];
-            (0..8)
-                .map(|a| {
-                    0.125 * (1.0 + sx[a] * xi[0]) * (1.0 + sy[a] * xi[1]) * (1.0 + sz[a] * xi[2])
-                })
-                .collect()
-        }
+    let (dim, nn) = (t.dim(), t.nodes());
+    if t.is_simplex() {
+        let mut n = vec![1.0 - xi[..dim].iter().sum::<f64>()];
+        n.extend_from_slice(&xi[..dim]);
+        return n;
     }
+    let scale = 1.0 / (1 << dim) as f64;
+    (0..nn).map(|a| (0..dim).fold(scale, |v, c| v * (1.0 + corner(a, c) * xi[c]))).collect()
 }
 
 /// The quadrature points (natural coordinates, weight) of an element type.
