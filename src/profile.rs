@@ -23,6 +23,8 @@ pub struct OpStats {
     pub d2h_seconds: f64,
     pub kernel_seconds: f64,
     pub wall_seconds: f64,
+    /// Seconds the copies and kernels ran at the same time, from the calls' own events.
+    pub overlapped_seconds: f64,
     /// The CPU reference's time for the same work (0 when not measured).
     pub serial_seconds: f64,
 }
@@ -36,6 +38,7 @@ impl OpStats {
         self.d2h_seconds += o.d2h_seconds;
         self.kernel_seconds += o.kernel_seconds;
         self.wall_seconds += o.wall_seconds;
+        self.overlapped_seconds += o.overlapped_seconds;
         self.serial_seconds += o.serial_seconds;
     }
     /// T_e: the wall time not spent in kernels.
@@ -48,7 +51,7 @@ impl OpStats {
         if copies == 0.0 {
             return 0.0;
         }
-        ((copies + self.kernel_seconds - self.wall_seconds) / copies).clamp(0.0, 1.0)
+        (self.overlapped_seconds / copies).clamp(0.0, 1.0)
     }
     pub fn speedup(&self) -> f64 {
         self.serial_seconds / self.wall_seconds
@@ -126,7 +129,7 @@ impl Profile {
             .iter()
             .map(|(name, s)| {
                 format!(
-                    "{{\"operation\": \"{name}\", \"calls\": {}, \"h2d_bytes\": {}, \"d2h_bytes\": {}, \"h2d_seconds\": {}, \"d2h_seconds\": {}, \"kernel_seconds\": {}, \"wall_seconds\": {}, \"serial_seconds\": {}, \"extra_seconds\": {}, \"copy_overlap\": {}, \"speedup\": {}, \"speedup_bound\": {}}}",
+                    "{{\"operation\": \"{name}\", \"calls\": {}, \"h2d_bytes\": {}, \"d2h_bytes\": {}, \"h2d_seconds\": {}, \"d2h_seconds\": {}, \"kernel_seconds\": {}, \"wall_seconds\": {}, \"overlapped_seconds\": {}, \"serial_seconds\": {}, \"extra_seconds\": {}, \"copy_overlap\": {}, \"speedup\": {}, \"speedup_bound\": {}}}",
                     s.calls,
                     s.h2d_bytes,
                     s.d2h_bytes,
@@ -134,6 +137,7 @@ impl Profile {
                     num(s.d2h_seconds),
                     num(s.kernel_seconds),
                     num(s.wall_seconds),
+                    num(s.overlapped_seconds),
                     num(s.serial_seconds),
                     num(s.extra_seconds()),
                     num(s.overlap()),

@@ -75,6 +75,24 @@ impl Raw {
     }
 }
 
+/// Copies between the caller's pageable memory and the staging ring on
+/// several host threads: one thread moves about 6 GB/s, a fraction of what
+/// the copy engines take (BENCHMARKS.md).
+fn parallel_copy(to: &mut [f64], from: &[f64]) {
+    const PIECE: usize = 1 << 17; // 1 MiB of f64: below it, threads cost more than they save
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8).min(to.len().div_ceil(PIECE));
+    if threads <= 1 {
+        to.copy_from_slice(from);
+        return;
+    }
+    let piece = to.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        for (t, f) in to.chunks_mut(piece).zip(from.chunks(piece)) {
+            scope.spawn(move || t.copy_from_slice(f));
+        }
+    });
+}
+
 /// One stream's share: its lane, a device buffer per argument, staging for
 /// the unregistered ones, and the chunk whose staged outputs still have to be
 /// copied out once the lane passes `Mark`.
@@ -113,7 +131,7 @@ impl Executor<'_> {
                 unsafe {
                     match raw.layout {
                         Layout::Rows { .. } => raw.rows(i0, i1, stage, false),
-                        _ => raw.items(i0, i1).copy_from_slice(stage),
+                        _ => parallel_copy(raw.items(i0, i1), stage),
                     }
                 }
             }
@@ -136,7 +154,7 @@ impl Executor<'_> {
                         let stage = &mut stage.as_mut_slice()?[..len];
                         match layout {
                             Layout::Rows { .. } => raw.rows(i0, i1, stage, true),
-                            _ => stage.copy_from_slice(raw.items_in(i0, i1)),
+                            _ => parallel_copy(stage, raw.items_in(i0, i1)),
                         }
                         st.lane.upload(stage, &mut st.buffers[k], 0)?
                     }
@@ -215,9 +233,9 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
             Raw { ptr, len, layout: *layout, dir, direct: registered(ptr, len) }
         })
         .collect();
-    let report = |times| Report { plan, wall_seconds: 0.0, times, h2d_bytes, d2h_bytes };
+    let report = |(times, overlapped_seconds)| Report { plan, wall_seconds: 0.0, times, overlapped_seconds, h2d_bytes, d2h_bytes };
     if items == 0 {
-        return Ok(report(None));
+        return Ok(report((None, None)));
     }
     let n_streams = if plan.strategy == Strategy::Serial { 1 } else { plan.streams.clamp(1, super::MAX_STREAMS) };
     let per_chunk = items.div_ceil(plan.chunks.max(1));
@@ -326,19 +344,30 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
     drop((pool_back, buffers_back));
     issued?;
     settled?;
-    let times = if timed { Some(Times { setup, ..sum_phases(&ex.phases)? }) } else { None };
-    Ok(report(times))
+    if !timed {
+        return Ok(report((None, None)));
+    }
+    let (t, overlapped) = sum_phases(&ex.phases)?;
+    Ok(report((Some(Times { setup, ..t }), Some(overlapped))))
 }
 
-fn sum_phases(phases: &[Phases]) -> Result<Times> {
+/// The phase times summed over chunks, and the seconds the phases of
+/// different kinds overlapped (`model::overlapped` of their intervals).
+fn sum_phases(phases: &[Phases]) -> Result<(Times, f64)> {
     let mut t = Times::default();
-    for Phases([a, b, k, d]) in phases {
+    let mut intervals: [Vec<(f64, f64)>; 3] = Default::default();
+    let Some(Phases([origin, ..])) = phases.first() else { return Ok((t, 0.0)) };
+    for Phases(marks) in phases {
         // Every lane was synchronised before the phases are read.
-        t.h2d += a.seconds_to_done(b)?;
-        t.kernel += b.seconds_to_done(k)?;
-        t.d2h += k.seconds_to_done(d)?;
+        let at: Vec<f64> = marks.iter().map(|m| origin.seconds_to_done(m)).collect::<Result<_>>()?;
+        for (kind, list) in intervals.iter_mut().enumerate() {
+            list.push((at[kind], at[kind + 1]));
+        }
+        t.h2d += marks[0].seconds_to_done(&marks[1])?;
+        t.kernel += marks[1].seconds_to_done(&marks[2])?;
+        t.d2h += marks[2].seconds_to_done(&marks[3])?;
     }
-    Ok(t)
+    Ok((t, super::model::overlapped(&intervals)))
 }
 
 /// The chunk kernel of `k` on `items` items in the lane's buffers (argument

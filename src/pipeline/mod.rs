@@ -128,6 +128,9 @@ pub struct Report {
     /// Per-phase device times when the call was timed (first automatic call,
     /// or profiling on), summed over chunks.
     pub times: Option<Times>,
+    /// Timed calls: the seconds the call's copy-in, kernel and copy-out
+    /// activity overlapped, from its own events (see `model::overlapped`).
+    pub overlapped_seconds: Option<f64>,
     pub h2d_bytes: u64,
     pub d2h_bytes: u64,
 }
@@ -184,16 +187,16 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
         None => {
             cpu::apply(&mut op);
             let plan = plan.unwrap_or(Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 });
-            Report { plan, wall_seconds: start.elapsed().as_secs_f64(), times: None, h2d_bytes: 0, d2h_bytes: 0 }
+            Report { plan, wall_seconds: start.elapsed().as_secs_f64(), times: None, overlapped_seconds: None, h2d_bytes: 0, d2h_bytes: 0 }
         }
         Some(g) => {
             let known = ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied();
             let (plan, measure) = match (plan, known) {
-                (Some(p), Some(r)) if p.streams == 0 => (Plan { streams: choose(r, op.items, g), ..p }, timed_profile),
+                (Some(p), Some(r)) if p.streams == 0 => (Plan { streams: choose(r, &op, g), ..p }, timed_profile),
                 (Some(p), None) if p.streams == 0 => (Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }, true),
                 (Some(p), _) => (p, timed_profile),
                 (None, Some(r)) => {
-                    let n = choose(r, op.items, g);
+                    let n = choose(r, &op, g);
                     (Plan { strategy: Strategy::Staged, streams: n, chunks: n }, timed_profile)
                 }
                 (None, None) => (Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }, true),
@@ -223,6 +226,7 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
                 d2h_seconds: t.d2h,
                 kernel_seconds: t.kernel,
                 wall_seconds: report.wall_seconds,
+                overlapped_seconds: report.overlapped_seconds.unwrap_or(0.0),
                 serial_seconds: serial * op.items as f64,
             },
         );
@@ -230,10 +234,18 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
     Ok(report)
 }
 
-fn choose(rate: Times, items: usize, g: &crate::gpu::Gpu) -> usize {
-    let n = items as f64;
+/// Row panels move as 2-D copies with one segment per column, and those slow
+/// down once a segment is under about 8 KiB (measured on the H100,
+/// BENCHMARKS.md), which the overlap model does not know.
+const MIN_ROW_SEGMENT_BYTES: usize = 8192;
+
+/// The model's stream count for `op`, kept to row segments of at least MIN_ROW_SEGMENT_BYTES.
+fn choose(rate: Times, op: &Op, g: &crate::gpu::Gpu) -> usize {
+    let n = op.items as f64;
     let t = Times { h2d: rate.h2d * n, kernel: rate.kernel * n, d2h: rate.d2h * n, setup: rate.setup };
-    model::best_streams(t, g.info.copy_engines.max(1) as usize, OVERHEAD).min(items.max(1))
+    let rows = op.args.iter().any(|(_, layout)| matches!(layout, Layout::Rows { .. }));
+    let cap = if rows { (op.items * 8 / MIN_ROW_SEGMENT_BYTES).max(1) } else { op.items.max(1) };
+    model::best_streams(t, g.info.copy_engines.max(1) as usize, OVERHEAD).min(cap)
 }
 
 fn check_len(name: &str, got: usize, want: usize) -> Result<()> {

@@ -131,6 +131,32 @@ pub fn hidden_share(t: Times, measured: f64, predicted: f64) -> f64 {
     (t.total() - measured) / (t.total() - predicted)
 }
 
+/// Length of the union of `intervals` (start, end), in any order.
+fn union_length(intervals: &[(f64, f64)]) -> f64 {
+    let mut v = intervals.to_vec();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut total, mut reach) = (0.0, f64::NEG_INFINITY);
+    for (start, end) in v {
+        let start = start.max(reach);
+        if end > start {
+            total += end - start;
+            reach = end;
+        }
+    }
+    total
+}
+
+/// The time a call's activities overlapped: the busy time of each kind
+/// (copy-in, kernel, copy-out; the union of its intervals) summed, minus the
+/// busy time of all together. Measured from one call's own events, it does
+/// not depend on how fast the same copies ran in another call, so it resolves
+/// overlaps far smaller than the run-to-run spread of transfer times. (Copies
+/// of the two directions that slow each other down count as overlapped.)
+pub fn overlapped(kinds: &[Vec<(f64, f64)>]) -> f64 {
+    let all: Vec<(f64, f64)> = kinds.iter().flatten().copied().collect();
+    kinds.iter().map(|k| union_length(k)).sum::<f64>() - union_length(&all)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,5 +238,17 @@ mod tests {
         let p = predict(Strategy::Staged, 4, 4, T, 2, 0.0);
         assert!(close(hidden_share(T, p, p), 1.0));
         assert!(close(hidden_share(T, T.total(), p), 0.0));
+    }
+
+    #[test]
+    fn overlap_of_intervals() {
+        // Copies 0..4 and 4..8, kernels 3..5 and 8..9: the kernel 3..5 overlaps the copies for 2 s.
+        let copies = vec![(4.0, 8.0), (0.0, 4.0)];
+        let kernels = vec![(8.0, 9.0), (3.0, 5.0)];
+        assert!(close(overlapped(&[copies.clone(), kernels, vec![]]), 2.0));
+        // Nothing overlaps in a serial call; overlapping copies of one kind are not an overlap.
+        assert!(close(overlapped(&[vec![(0.0, 2.0), (1.0, 3.0)], vec![(3.0, 4.0)], vec![(4.0, 4.5)]]), 0.0));
+        assert!(close(union_length(&copies), 8.0));
+        assert!(close(union_length(&[(0.0, 1.0), (0.2, 0.5), (2.0, 3.0)]), 2.0));
     }
 }
