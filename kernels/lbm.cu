@@ -1,8 +1,10 @@
-// D3Q19 lattice Boltzmann: a fused collide-and-push step (BGK or TRT, Guo
-// forcing; one pass over memory, ping-pong buffers), uniform equilibrium initialisation and the
-// macroscopic fields. Populations are stored direction-major (SoA):
-// f[i*n + site], site = x + nx*(y + ny*z), so every load and the rest
-// direction's store are coalesced. Arithmetic is in R (float for f16 and
+// D3Q19 lattice Boltzmann: fused collide-and-stream steps (BGK or TRT, Guo
+// forcing; one pass over memory, ping-pong buffers) in two schemes, push
+// (collide, then write to the neighbours) and pull (gather from the
+// neighbours, then collide in place; the default, faster on the H100),
+// uniform equilibrium initialisation and the macroscopic fields. Populations
+// are stored direction-major (SoA): f[i*n + site], site = x + nx*(y + ny*z),
+// so each direction's accesses are coalesced. Arithmetic is in R (float for f16 and
 // f32 storage, double for f64). src/lbm/cpu.rs is the same algorithm on the host.
 //
 // Velocities in the Palabos order: direction i+9 is opposite i (i = 1..9).
@@ -12,6 +14,15 @@
 
 typedef long long i64;
 typedef unsigned short half_bits;
+
+// Site flags as the caller sets them, and BULK, which the device adds
+// (lbm_mark_bulk) to fluid sites whose neighbours are all fluid: those
+// stream without looking at their neighbours' flags.
+#define FLUID 0
+#define WALL 1
+#define MOVING_WALL 2
+#define BULK 0x80
+#define KIND(code) ((code) & 0x7f)
 
 // Storage <-> arithmetic. f16 storage (half_bits) keeps f_i - w_i in IEEE
 // half precision, rounded to nearest even; f32 and f64 store f_i as is.
@@ -45,19 +56,13 @@ __device__ __forceinline__ int neighbour(int c, int d, int n, bool periodic) {
     return v;
 }
 
-// Collides site s (populations f) and pushes each post-collision population
-// to its neighbour, or bounces it back. BGK relaxes with omega; TRT relaxes
-// the even part of f - feq with omega and the odd part with omega_minus
-// (the source term split the same way).
-template <bool TRT, typename T, typename R>
-__device__ __forceinline__ void collide_site(const R* f, unsigned s, T* __restrict__ fout, const unsigned char* __restrict__ flags,
-                                             i64 n, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy,
-                                             R fz, R uwx, R uwy, R uwz) {
+// Post-collision populations of one site from its populations f; returns
+// the density. BGK relaxes with omega; TRT relaxes the even part of f - feq
+// with omega and the odd part with omega_minus (the Guo source term split the
+// same way).
+template <bool TRT, typename R>
+__device__ __forceinline__ R collide(const R* f, R* post, R omega, R omega_minus, R fx, R fy, R fz) {
     D3Q19_TABLES(R)
-    // Sites fit in 32 bits (Lattice::new refuses 2^31 or more), so the
-    // coordinates come from 32-bit divisions, several times cheaper than 64-bit.
-    const unsigned xy = s / (unsigned)nx;
-    const int x = (int)(s - xy * (unsigned)nx), y = (int)(xy % (unsigned)ny), z = (int)(xy / (unsigned)ny);
     R rho = 0, jx = 0, jy = 0, jz = 0;
 #pragma unroll
     for (int i = 0; i < 19; ++i) {
@@ -75,52 +80,175 @@ __device__ __forceinline__ void collide_site(const R* f, unsigned s, T* __restri
         const R cu = cx[i] * ux + cy[i] * uy + cz[i] * uz;
         const R cf = cx[i] * fx + cy[i] * fy + cz[i] * fz;
         const int o = i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9);
-        R post;
         if (TRT) {
             const R even_eq = w[i] * rho * (1 + R(4.5) * cu * cu - R(1.5) * usq), odd_eq = w[i] * rho * 3 * cu;
             const R even = (f[i] + f[o]) / 2, odd = (f[i] - f[o]) / 2;
-            post = f[i] - omega * (even - even_eq) - omega_minus * (odd - odd_eq) + source_scale * w[i] * (9 * cu * cf - 3 * uf) +
-                   (1 - omega_minus / 2) * w[i] * 3 * cf;
+            post[i] = f[i] - omega * (even - even_eq) - omega_minus * (odd - odd_eq) + source_scale * w[i] * (9 * cu * cf - 3 * uf) +
+                      (1 - omega_minus / 2) * w[i] * 3 * cf;
         } else {
             const R feq = w[i] * rho * (1 + 3 * cu + R(4.5) * cu * cu - R(1.5) * usq);
-            post = f[i] - omega * (f[i] - feq) + source_scale * w[i] * (3 * (cf - uf) + 9 * cu * cf);
+            post[i] = f[i] - omega * (f[i] - feq) + source_scale * w[i] * (3 * (cf - uf) + 9 * cu * cf);
         }
-        const int xd = neighbour(x, cx[i], nx, periodic & 1), yd = neighbour(y, cy[i], ny, periodic & 2),
-                  zd = neighbour(z, cz[i], nz, periodic & 4);
-        const bool inside = xd >= 0 && yd >= 0 && zd >= 0;
-        const unsigned d = inside ? (unsigned)xd + (unsigned)nx * ((unsigned)yd + (unsigned)ny * (unsigned)zd) : 0u;
-        const unsigned char dflag = inside ? flags[d] : 1;
-        if (dflag == 0) {
-            store_pop(&fout[i * n + d], post, w[i]);
+    }
+    return rho;
+}
+
+// Site coordinates. Sites fit in 32 bits (Lattice::new refuses 2^31 or
+// more), so they come from 32-bit divisions, several times cheaper than 64-bit.
+__device__ __forceinline__ void coordinates(unsigned s, int nx, int ny, int& x, int& y, int& z) {
+    const unsigned xy = s / (unsigned)nx;
+    x = (int)(s - xy * (unsigned)nx);
+    y = (int)(xy % (unsigned)ny);
+    z = (int)(xy / (unsigned)ny);
+}
+
+// The site (x, y, z) + sign * c_i, or -1 beyond a non-periodic face.
+template <typename R>
+__device__ __forceinline__ i64 site_towards(int i, int sign, int x, int y, int z, int nx, int ny, int nz, int periodic) {
+    D3Q19_TABLES(R)
+    const int xd = neighbour(x, sign * cx[i], nx, periodic & 1), yd = neighbour(y, sign * cy[i], ny, periodic & 2),
+              zd = neighbour(z, sign * cz[i], nz, periodic & 4);
+    if (xd < 0 || yd < 0 || zd < 0) return -1;
+    return (i64)((unsigned)xd + (unsigned)nx * ((unsigned)yd + (unsigned)ny * (unsigned)zd));
+}
+
+// Collides site s (populations f) and pushes each post-collision population
+// to its neighbour, or bounces it back.
+template <bool TRT, typename T, typename R>
+__device__ __forceinline__ void collide_site(const R* f, unsigned s, bool bulk, T* __restrict__ fout, const unsigned char* __restrict__ flags,
+                                             i64 n, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy,
+                                             R fz, R uwx, R uwy, R uwz) {
+    D3Q19_TABLES(R)
+    int x, y, z;
+    coordinates(s, nx, ny, x, y, z);
+    R post[19];
+    const R rho = collide<TRT, R>(f, post, omega, omega_minus, fx, fy, fz);
+#pragma unroll
+    for (int i = 0; i < 19; ++i) {
+        const int o = i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9);
+        const i64 d = site_towards<R>(i, 1, x, y, z, nx, ny, nz, periodic);
+        const unsigned char dflag = bulk ? FLUID : d >= 0 ? KIND(flags[d]) : WALL;
+        if (dflag == FLUID) {
+            store_pop(&fout[i * n + d], post[i], w[i]);
         } else {
-            const R wall = dflag == 2 ? 6 * w[i] * rho * (cx[i] * uwx + cy[i] * uwy + cz[i] * uwz) : R(0);
-            store_pop(&fout[o * n + s], post - wall, w[o]);
+            const R wall = dflag == MOVING_WALL ? 6 * w[i] * rho * (cx[i] * uwx + cy[i] * uwy + cz[i] * uwz) : R(0);
+            store_pop(&fout[o * n + s], post[i] - wall, w[o]);
         }
     }
 }
 
 // One site per thread. (Measured on the H100, BENCHMARKS.md: two sites per
-// thread with all loads first, and evict-first loads/stores, were slower.)
+// thread, with all loads first or as adjacent pairs in vector loads, and
+// evict-first loads/stores, were slower.)
 template <bool TRT, typename T, typename R>
 __device__ void collide_push(const T* __restrict__ fin, T* __restrict__ fout, const unsigned char* __restrict__ flags,
                              int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy, R fz, R uwx, R uwy,
-                             R uwz) {
+                             R uwz, i64 first, i64 count) {
     D3Q19_TABLES(R)
     const i64 n = (i64)nx * ny * nz;
-    const unsigned s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= n) return;
+    const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const unsigned s = (unsigned)(first + t);
     T stored[19];
 #pragma unroll
     for (int i = 0; i < 19; ++i) stored[i] = fin[i * n + s];
-    if (flags[s] == 0) {
+    const unsigned char code = flags[s];
+    if (KIND(code) == FLUID) {
         R f[19];
 #pragma unroll
         for (int i = 0; i < 19; ++i) f[i] = load_pop(stored[i], w[i]);
-        collide_site<TRT, T, R>(f, s, fout, flags, n, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx, uwy, uwz);
+        collide_site<TRT, T, R>(f, s, code & BULK, fout, flags, n, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx, uwy, uwz);
     } else {  // walls keep their populations, bit for bit
 #pragma unroll
         for (int i = 0; i < 19; ++i) fout[i * n + s] = stored[i];
     }
+}
+
+// The pull scheme keeps post-collision populations g between steps: site s
+// gathers f_i = g_i(s - c_i) from its neighbours (misaligned loads, which
+// the caches absorb) and writes its own post-collision populations in place
+// (aligned stores). Where s - c_i is a wall, f_i is s's own g_o bounced back,
+// with Ladd's term at moving walls from the density of s's last collision,
+// the sum of its g (collisions conserve mass).
+enum PullMode { PULL_COLLIDE = 0, PULL_ONLY = 1, COLLIDE_ONLY = 2 };
+
+// Every load is issued before the first is used: the site's flag and,
+// speculatively, the populations a site whose sources are all fluid gathers
+// (its own for COLLIDE_ONLY); nothing waits on a flag before its populations
+// are on the way. Sites next to walls then fix up the directions whose source
+// is not fluid, and wall sites copy their own populations.
+template <int MODE, bool TRT, typename T, typename R>
+__device__ void stream_pull(const T* __restrict__ fin, T* __restrict__ fout, const unsigned char* __restrict__ flags,
+                            int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy, R fz, R uwx, R uwy,
+                            R uwz, i64 first, i64 count) {
+    D3Q19_TABLES(R)
+    const i64 n = (i64)nx * ny * nz;
+    const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const unsigned s = (unsigned)(first + t);
+    const unsigned char code = flags[s];
+    int x, y, z;
+    coordinates(s, nx, ny, x, y, z);
+    T raw[19];
+#pragma unroll
+    for (int i = 0; i < 19; ++i) {
+        const i64 from = MODE == COLLIDE_ONLY ? -1 : site_towards<R>(i, -1, x, y, z, nx, ny, nz, periodic);
+        raw[i] = fin[i * n + (from >= 0 ? from : (i64)s)];
+    }
+    if (KIND(code) != FLUID) {  // walls keep their populations, bit for bit
+#pragma unroll
+        for (int i = 0; i < 19; ++i) fout[i * n + s] = fin[i * n + s];
+        return;
+    }
+    unsigned moving = 0;
+    if (MODE != COLLIDE_ONLY && !(code & BULK)) {
+#pragma unroll
+        for (int i = 0; i < 19; ++i) {
+            const int o = i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9);
+            const i64 from = site_towards<R>(i, -1, x, y, z, nx, ny, nz, periodic);
+            const unsigned char source = from >= 0 ? KIND(flags[from]) : WALL;
+            if (source != FLUID) raw[i] = fin[o * n + s];
+            if (source == MOVING_WALL) moving |= 1u << i;
+        }
+    }
+    R f[19];  // (a bounced-back g_o was stored with w_o, which is w_i)
+#pragma unroll
+    for (int i = 0; i < 19; ++i) f[i] = load_pop(raw[i], w[i]);
+    if (moving) {  // rare: sites next to a moving wall
+        R rho = 0;
+#pragma unroll
+        for (int j = 0; j < 19; ++j) rho += load_pop(fin[j * n + s], w[j]);
+#pragma unroll
+        for (int i = 0; i < 19; ++i)
+            if (moving & (1u << i)) f[i] += 6 * w[i] * rho * (cx[i] * uwx + cy[i] * uwy + cz[i] * uwz);
+    }
+    if (MODE == PULL_ONLY) {
+#pragma unroll
+        for (int i = 0; i < 19; ++i) store_pop(&fout[i * n + s], f[i], w[i]);
+        return;
+    }
+    R post[19];
+    collide<TRT, R>(f, post, omega, omega_minus, fx, fy, fz);
+#pragma unroll
+    for (int i = 0; i < 19; ++i) store_pop(&fout[i * n + s], post[i], w[i]);
+}
+
+// Sets BULK on fluid sites whose 18 neighbours are fluid (across periodic
+// faces too), clears it elsewhere. Neighbours are read through KIND, so
+// concurrent updates of their BULK bits do not matter.
+extern "C" __global__ void lbm_mark_bulk(unsigned char* flags, int nx, int ny, int nz, int periodic) {
+    const i64 n = (i64)nx * ny * nz;
+    const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const unsigned s = (unsigned)t;
+    int x, y, z;
+    coordinates(s, nx, ny, x, y, z);
+    bool bulk = KIND(flags[s]) == FLUID;
+    for (int i = 1; i < 19 && bulk; ++i) {
+        const i64 d = site_towards<float>(i, 1, x, y, z, nx, ny, nz, periodic);
+        bulk = d >= 0 && KIND(flags[d]) == FLUID;
+    }
+    flags[s] = KIND(flags[s]) | (bulk ? BULK : 0);
 }
 
 template <typename T, typename R>
@@ -146,7 +274,7 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
     if (t >= count) return;
     const i64 s = first + t;
     R rho = 0, jx = 0, jy = 0, jz = 0;
-    if (flags[s] == 0) {
+    if (KIND(flags[s]) == FLUID) {
 #pragma unroll
         for (int i = 0; i < 19; ++i) {
             const R v = load_pop(f[i * n + s], w[i]);
@@ -164,15 +292,31 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
 }
 
 #define LBM_STEP(T, R, NAME, COLLISION, TRT)                                                                     \
-    extern "C" __global__ void __launch_bounds__(256) lbm_step_##COLLISION##NAME(const T* fin, T* fout,           \
+    extern "C" __global__ void __launch_bounds__(256) lbm_push_##COLLISION##NAME(const T* fin, T* fout,           \
         const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy,      \
-        R fz, R uwx, R uwy, R uwz) {                                                                              \
+        R fz, R uwx, R uwy, R uwz, i64 first, i64 count) {                                                        \
         collide_push<TRT, T, R>(fin, fout, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx, uwy, \
-                                uwz);                                                                             \
+                                uwz, first, count);                                                               \
     }
-#define LBM_KERNELS(T, R, NAME)                                                                                  \
+// MIN_BLOCKS: resident blocks of 256 the register budget must allow. The
+// pull kernels need about 100 registers unbounded (2 blocks per SM); capped
+// at 80 (3 blocks) f32 and f16 ran 7% and 16% faster on the H100 without
+// spilling, f64 spilled and ran 2% slower (BENCHMARKS.md), so f64 keeps 2.
+#define LBM_PULL(T, R, NAME, MIN_BLOCKS, MODE, MODENAME, COLLISION, TRT)                                         \
+    extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) lbm_##MODENAME##_##COLLISION##NAME(            \
+        const T* fin, T* fout, const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega,         \
+        R omega_minus, R fx, R fy, R fz, R uwx, R uwy, R uwz, i64 first, i64 count) {                             \
+        stream_pull<MODE, TRT, T, R>(fin, fout, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx,  \
+                                     uwy, uwz, first, count);                                                     \
+    }
+#define LBM_KERNELS(T, R, NAME, MIN_BLOCKS)                                                                      \
     LBM_STEP(T, R, NAME, , false)                                                                                 \
     LBM_STEP(T, R, NAME, trt_, true)                                                                              \
+    LBM_PULL(T, R, NAME, MIN_BLOCKS, PULL_COLLIDE, pull, , false)                                                 \
+    LBM_PULL(T, R, NAME, MIN_BLOCKS, PULL_COLLIDE, pull, trt_, true)                                              \
+    LBM_PULL(T, R, NAME, MIN_BLOCKS, COLLIDE_ONLY, collide, , false)                                              \
+    LBM_PULL(T, R, NAME, MIN_BLOCKS, COLLIDE_ONLY, collide, trt_, true)                                           \
+    LBM_PULL(T, R, NAME, MIN_BLOCKS, PULL_ONLY, stream, , false)                                                  \
     extern "C" __global__ void lbm_equilibrium_##NAME(T* f, i64 n, R rho, R ux, R uy, R uz) {                    \
         equilibrium<T, R>(f, n, rho, ux, uy, uz);                                                                 \
     }                                                                                                             \
@@ -180,6 +324,6 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
         i64 count, R fx, R fy, R fz, double* rho, double* u) {                                                    \
         fields<T, R>(f, flags, n, first, count, fx, fy, fz, rho, u);                                             \
     }
-LBM_KERNELS(half_bits, float, f16)
-LBM_KERNELS(float, float, f32)
-LBM_KERNELS(double, double, f64)
+LBM_KERNELS(half_bits, float, f16, 3)
+LBM_KERNELS(float, float, f32, 3)
+LBM_KERNELS(double, double, f64, 2)

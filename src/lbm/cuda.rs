@@ -13,15 +13,36 @@ fn grid(n: usize) -> (u32, u32, u32) {
     (n.div_ceil(BLOCK as usize) as u32, 1, 1)
 }
 
-/// One site per thread; `block` threads per block (<= 256; 256 unless
-/// `fegpu bench lbm` compares).
-pub fn step<T: Stored>(g: &Gpu, p: &Params, block: u32, flags: &DeviceBuffer<u8>, fin: &DeviceBuffer<T>, fout: &mut DeviceBuffer<T>) -> Result<()> {
-    let name = format!("lbm_step_{}{}", if p.magic > 0.0 { "trt_" } else { "" }, T::NAME);
+/// The passes over the lattice (kernels/lbm.cu): a push step (collide, then
+/// push to the neighbours), a pull step (gather from the neighbours, then
+/// collide, in place), and the pull scheme's halves: collide only (to enter
+/// it from populations after streaming) and stream only (to leave it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    Push,
+    Pull,
+    Collide,
+    Stream,
+}
+
+/// One pass over sites first..first+count-1 (one site per thread, `block`
+/// threads per block: <= 256; 256 unless `fegpu bench lbm` compares).
+#[allow(clippy::too_many_arguments)]
+pub fn pass<T: Stored>(g: &Gpu, p: &Params, pass: Pass, block: u32, flags: &DeviceBuffer<u8>, fin: &DeviceBuffer<T>, fout: &mut DeviceBuffer<T>, first: usize, count: usize) -> Result<()> {
+    let kind = match pass {
+        Pass::Push => "push",
+        Pass::Pull => "pull",
+        Pass::Collide => "collide",
+        Pass::Stream => "stream",
+    };
+    let trt = if p.magic > 0.0 && pass != Pass::Stream { "trt_" } else { "" };
+    let name = format!("lbm_{kind}_{trt}{}", T::NAME);
     let f = g.kernel("lbm", SOURCE, &name)?;
     let [nx, ny, nz] = p.dims.map(|d| d as i32);
     let (omega, omega_minus) = (T::arith(1.0 / p.tau), T::arith(p.omega_minus()));
     let force = p.force.map(T::arith);
     let wall = p.wall_velocity.map(T::arith);
+    let (first, count64) = (first as i64, count as i64);
     let mut l = g.launcher(&f);
     l.arg(fin)
         .arg(fout)
@@ -33,7 +54,18 @@ pub fn step<T: Stored>(g: &Gpu, p: &Params, block: u32, flags: &DeviceBuffer<u8>
         .arg(&omega)
         .arg(&omega_minus);
     l.arg(&force[0]).arg(&force[1]).arg(&force[2]).arg(&wall[0]).arg(&wall[1]).arg(&wall[2]);
-    g.launch(&name, l, (p.sites().div_ceil(block as usize) as u32, 1, 1), (block, 1, 1), 0)
+    l.arg(&first).arg(&count64);
+    g.launch(&name, l, (count.div_ceil(block as usize) as u32, 1, 1), (block, 1, 1), 0)
+}
+
+/// Marks the fluid sites whose neighbours are all fluid (kernels/lbm.cu BULK),
+/// after the flags or the periodicity change.
+pub fn mark_bulk(g: &Gpu, p: &Params, flags: &mut DeviceBuffer<u8>) -> Result<()> {
+    let k = g.kernel("lbm", SOURCE, "lbm_mark_bulk")?;
+    let [nx, ny, nz] = p.dims.map(|d| d as i32);
+    let mut l = g.launcher(&k);
+    l.arg(flags).arg(&nx).arg(&ny).arg(&nz).arg(&p.periodic);
+    g.launch("lbm_mark_bulk", l, grid(p.sites()), (BLOCK, 1, 1), 0)
 }
 
 pub fn equilibrium<T: Stored>(g: &Gpu, f: &mut DeviceBuffer<T>, n: usize, rho: f64, u: [f64; 3]) -> Result<()> {

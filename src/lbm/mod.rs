@@ -18,6 +18,7 @@ use crate::context::Context;
 use crate::error::{positive, Error, Result};
 use crate::gpu::Gpu;
 use crate::registry::{Kind, Object};
+use cuda::Pass;
 use std::sync::{Arc, Mutex};
 
 pub const Q: usize = 19;
@@ -117,10 +118,25 @@ impl Params {
     }
 }
 
+/// How the CUDA step streams. Push: each site collides and writes its
+/// populations to its neighbours (misaligned stores); `current` always holds
+/// the populations after streaming, as the caller's layout does. Pull: each
+/// site gathers from its neighbours and collides in place (aligned stores);
+/// between steps `current` holds the post-collision populations and the last
+/// step's streaming is pending until a step, a read or a change of walls
+/// needs it. The CPU reference always pushes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Push,
+    Pull,
+}
+
 /// The two population buffers of one storage type.
 pub struct Populations<T: Stored> {
     pub current: Buffer<T>,
     spare: Buffer<T>,
+    /// `current` holds post-collision populations whose streaming is pending (pull scheme).
+    stream_pending: bool,
 }
 
 pub enum Storage {
@@ -172,6 +188,7 @@ struct State {
     storage: Storage,
     /// Threads per block of the CUDA step.
     block: u32,
+    scheme: Scheme,
 }
 
 pub struct Lattice {
@@ -203,6 +220,7 @@ fn new_populations<T: Stored>(gpu: Option<&Gpu>, n: usize) -> Result<Populations
     Ok(Populations {
         current: alloc(gpu, total)?,
         spare: alloc(gpu, total)?,
+        stream_pending: false,
     })
 }
 
@@ -213,21 +231,68 @@ impl<T: Stored> Populations<T> {
                 cpu::equilibrium(f, n, rho, u);
                 Ok(())
             }
-            (Buffer::Device(f), Some(g)) => cuda::equilibrium(g, f, n, rho, u),
+            (Buffer::Device(f), Some(g)) => {
+                self.stream_pending = false;
+                cuda::equilibrium(g, f, n, rho, u)
+            }
             _ => unreachable!("device storage without a GPU"),
         }
     }
 
-    fn step(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: &Buffer<u8>, count: u64) -> Result<()> {
-        for _ in 0..count {
-            match (&self.current, &mut self.spare, flags, gpu) {
-                (Buffer::Host(fin), Buffer::Host(fout), Buffer::Host(fl), _) => cpu::step(p, fl, fin, fout),
-                (Buffer::Device(fin), Buffer::Device(fout), Buffer::Device(fl), Some(g)) => cuda::step(g, p, block, fl, fin, fout)?,
-                _ => unreachable!("mixed host and device storage"),
-            }
+    /// One pass from `current` into `spare` over sites first..first+count-1; `swap` makes it current.
+    fn pass(&mut self, g: &Gpu, p: &Params, pass: Pass, block: u32, flags: &Buffer<u8>, (first, count): (usize, usize), swap: bool) -> Result<()> {
+        let (Buffer::Device(fin), Buffer::Device(fout), Buffer::Device(fl)) = (&self.current, &mut self.spare, flags) else {
+            unreachable!("a device pass over host storage")
+        };
+        cuda::pass(g, p, pass, block, fl, fin, fout, first, count)?;
+        if swap {
             std::mem::swap(&mut self.current, &mut self.spare);
         }
         Ok(())
+    }
+
+    fn step(&mut self, gpu: Option<&Gpu>, p: &Params, scheme: Scheme, block: u32, flags: &Buffer<u8>, count: u64) -> Result<()> {
+        let all = (0, p.sites());
+        for _ in 0..count {
+            match (&self.current, &mut self.spare, flags, gpu) {
+                (Buffer::Host(fin), Buffer::Host(fout), Buffer::Host(fl), _) => {
+                    cpu::step(p, fl, fin, fout);
+                    std::mem::swap(&mut self.current, &mut self.spare);
+                }
+                (_, _, _, Some(g)) => match (scheme, self.stream_pending) {
+                    (Scheme::Push, _) => {
+                        self.settle(gpu, p, block, flags)?;
+                        self.pass(g, p, Pass::Push, block, flags, all, true)?
+                    }
+                    (Scheme::Pull, false) => {
+                        self.pass(g, p, Pass::Collide, block, flags, all, true)?;
+                        self.stream_pending = true;
+                    }
+                    (Scheme::Pull, true) => self.pass(g, p, Pass::Pull, block, flags, all, true)?,
+                },
+                _ => unreachable!("device storage without a GPU"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Carries out a pending streaming (before the walls it used change).
+    fn settle(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: &Buffer<u8>) -> Result<()> {
+        if let (true, Some(g)) = (self.stream_pending, gpu) {
+            self.pass(g, p, Pass::Stream, block, flags, (0, p.sites()), true)?;
+            self.stream_pending = false;
+        }
+        Ok(())
+    }
+
+    /// The populations after streaming of sites first..first+count-1: `current`,
+    /// or, with streaming pending, `spare` streamed into (the state is unchanged).
+    fn streamed(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: &Buffer<u8>, range: (usize, usize)) -> Result<&Buffer<T>> {
+        if let (true, Some(g)) = (self.stream_pending, gpu) {
+            self.pass(g, p, Pass::Stream, block, flags, range, false)?;
+            return Ok(&self.spare);
+        }
+        Ok(&self.current)
     }
 
     /// The caller's layout (direction fastest, f64) to or from the storage.
@@ -240,15 +305,19 @@ impl<T: Stored> Populations<T> {
         }
         match (&mut self.current, gpu) {
             (Buffer::Host(f), _) => *f = soa,
-            (Buffer::Device(f), Some(g)) => g.upload(&soa, f, 0)?,
+            (Buffer::Device(f), Some(g)) => {
+                g.upload(&soa, f, 0)?;
+                self.stream_pending = false;
+            }
             _ => unreachable!("device storage without a GPU"),
         }
         Ok(())
     }
 
-    fn download(&self, gpu: Option<&Gpu>, n: usize, caller: &mut [f64]) -> Result<()> {
+    fn download(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: &Buffer<u8>, caller: &mut [f64]) -> Result<()> {
+        let n = p.sites();
         let fetched;
-        let soa: &[T] = match (&self.current, gpu) {
+        let soa: &[T] = match (self.streamed(gpu, p, block, flags, (0, n))?, gpu) {
             (Buffer::Host(f), _) => f,
             (Buffer::Device(f), Some(g)) => {
                 let mut h = vec![T::POISON; n * Q];
@@ -266,8 +335,9 @@ impl<T: Stored> Populations<T> {
         Ok(())
     }
 
-    fn fields(&self, gpu: Option<&Gpu>, p: &Params, flags: &Buffer<u8>, first: usize, rho: &mut [f64], u: &mut [f64]) -> Result<()> {
-        match (&self.current, flags, gpu) {
+    #[allow(clippy::too_many_arguments)]
+    fn fields(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: &Buffer<u8>, first: usize, rho: &mut [f64], u: &mut [f64]) -> Result<()> {
+        match (self.streamed(gpu, p, block, flags, (first, rho.len()))?, flags, gpu) {
             (Buffer::Host(f), Buffer::Host(fl), _) => {
                 cpu::fields(p, fl, f, first, rho, u);
                 Ok(())
@@ -310,6 +380,7 @@ impl Lattice {
             Some(g) => {
                 let mut b = g.alloc::<u8>(n)?;
                 g.fill_bytes(&mut b, FEGPU_FLUID)?;
+                cuda::mark_bulk(g, &params, &mut b)?;
                 Buffer::Device(b)
             }
             None => Buffer::Host(vec![FEGPU_FLUID; n]),
@@ -327,6 +398,7 @@ impl Lattice {
                 flags,
                 storage,
                 block: cuda::BLOCK,
+                scheme: Scheme::Pull,
             }),
         })
     }
@@ -348,6 +420,16 @@ impl Lattice {
         Ok(())
     }
 
+    /// The CUDA step's streaming scheme (for `fegpu bench lbm` and the tests).
+    pub fn set_scheme(&self, scheme: Scheme) -> Result<()> {
+        let gpu = self.ctx.gpu();
+        let mut st = self.state();
+        let State { params, flags, storage, block, .. } = &mut *st;
+        with_populations!(storage, p => p.settle(gpu, params, *block, flags))?;
+        st.scheme = scheme;
+        Ok(())
+    }
+
     /// One flag per site (x fastest); values FEGPU_FLUID, FEGPU_WALL, FEGPU_MOVING_WALL.
     pub fn set_flags(&self, flags: &[u8]) -> Result<()> {
         let mut st = self.state();
@@ -362,9 +444,16 @@ impl Lattice {
                 flags[s]
             )));
         }
-        match (&mut st.flags, self.ctx.gpu()) {
+        let gpu = self.ctx.gpu();
+        let State { params, flags: current, storage, block, .. } = &mut *st;
+        // A pending streaming bounces off the walls it was computed with.
+        with_populations!(storage, p => p.settle(gpu, params, *block, current))?;
+        match (current, gpu) {
             (Buffer::Host(h), _) => h.copy_from_slice(flags),
-            (Buffer::Device(d), Some(g)) => g.upload(flags, d, 0)?,
+            (Buffer::Device(d), Some(g)) => {
+                g.upload(flags, d, 0)?;
+                cuda::mark_bulk(g, params, d)?
+            }
             _ => unreachable!("device storage without a GPU"),
         }
         Ok(())
@@ -389,7 +478,13 @@ impl Lattice {
     }
 
     pub fn set_wall_velocity(&self, u: [f64; 3]) -> Result<()> {
-        self.state().params.wall_velocity = finite3("wall_velocity", u)?;
+        let u = finite3("wall_velocity", u)?;
+        let gpu = self.ctx.gpu();
+        let mut st = self.state();
+        let State { params, flags, storage, block, .. } = &mut *st;
+        // A pending streaming carries the old wall velocity's term.
+        with_populations!(storage, p => p.settle(gpu, params, *block, flags))?;
+        st.params.wall_velocity = u;
         Ok(())
     }
 
@@ -426,7 +521,7 @@ impl Lattice {
 
     pub fn populations(&self, f: &mut [f64]) -> Result<()> {
         let gpu = self.ctx.gpu();
-        let st = self.state();
+        let mut st = self.state();
         let n = st.params.sites();
         if f.len() != n * Q {
             return Err(Error::size(format!(
@@ -434,15 +529,16 @@ impl Lattice {
                 f.len()
             )));
         }
-        with_populations!(&st.storage, p => p.download(gpu, n, f))
+        let State { params, flags, storage, block, .. } = &mut *st;
+        with_populations!(storage, p => p.download(gpu, params, *block, flags, f))
     }
 
     /// `count` collide-and-stream steps, queued without waiting for the device.
     pub fn step(&self, count: u64) -> Result<()> {
         let gpu = self.ctx.gpu();
         let mut st = self.state();
-        let State { params, flags, storage, block } = &mut *st;
-        with_populations!(storage, p => p.step(gpu, params, *block, flags, count))
+        let State { params, flags, storage, block, scheme } = &mut *st;
+        with_populations!(storage, p => p.step(gpu, params, *scheme, *block, flags, count))
     }
 
     /// The sites (first, count) of the z-slab z_first..z_first+z_count-1 (0-based planes).
@@ -467,7 +563,8 @@ impl Lattice {
             )));
         }
         let gpu = self.ctx.gpu();
-        let st = self.state();
-        with_populations!(&st.storage, p => p.fields(gpu, &st.params, &st.flags, first, rho, u))
+        let mut st = self.state();
+        let State { params, flags, storage, block, .. } = &mut *st;
+        with_populations!(storage, p => p.fields(gpu, params, *block, flags, first, rho, u))
     }
 }
