@@ -5,7 +5,6 @@
 use super::{describe, open_context, time};
 use crate::context::Context;
 use crate::error::Result;
-use crate::lbm::cuda::BLOCK;
 use crate::lbm::{Lattice, Precision, Scheme, FEGPU_PERIODIC_X, FEGPU_PERIODIC_Y, FEGPU_PERIODIC_Z, Q};
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,11 +18,13 @@ pub fn bytes_per_site(precision: Precision) -> usize {
 const ALL_PERIODIC: i32 = FEGPU_PERIODIC_X | FEGPU_PERIODIC_Y | FEGPU_PERIODIC_Z;
 
 /// Million lattice-site updates per second of `steps` steps on an n^3 periodic
-/// box; `trt_magic` 0 for BGK.
+/// box; `trt_magic` 0 for BGK; the lattice's default scheme and block size where None.
 #[allow(clippy::too_many_arguments)]
-fn mlups(ctx: &Arc<Context>, n: usize, dtype: Precision, trt_magic: f64, scheme: Option<Scheme>, block: u32, steps: u64, reps: usize) -> Result<f64> {
+fn mlups(ctx: &Arc<Context>, n: usize, dtype: Precision, trt_magic: f64, scheme: Option<Scheme>, block: Option<u32>, steps: u64, reps: usize) -> Result<f64> {
     let lat = Lattice::new(ctx.clone(), [n as i64; 3], dtype, 0.6, ALL_PERIODIC)?;
-    lat.set_block(block)?;
+    if let Some(block) = block {
+        lat.set_block(block)?;
+    }
     if let Some(scheme) = scheme {
         lat.set_scheme(scheme)?;
     }
@@ -79,7 +80,7 @@ pub fn run() -> Result<()> {
     };
     for &(n, dtype, magic) in cases {
         let steps = if ctx.gpu().is_some() { 20 } else { 2 };
-        let m = mlups(&ctx, n, dtype, magic, None, BLOCK, steps, 5)?;
+        let m = mlups(&ctx, n, dtype, magic, None, None, steps, 5)?;
         let gbs = m * 1e6 * bytes_per_site(dtype) as f64;
         println!(
             "{:<8} {:<5} {:<4} {:>11.0} {:>10.0} {:>8.1}% {:>9.0}x",
@@ -97,7 +98,7 @@ pub fn run() -> Result<()> {
         for dtype in [Precision::F16, Precision::F32, Precision::F64] {
             for scheme in [Scheme::Push, Scheme::Pull] {
                 for block in [64, 128, 256] {
-                    let m = mlups(&ctx, 256, dtype, 0.0, Some(scheme), block, 20, 5)?;
+                    let m = mlups(&ctx, 256, dtype, 0.0, Some(scheme), Some(block), 20, 5)?;
                     let share = m * 1e6 * bytes_per_site(dtype) as f64 / copy;
                     println!("  {} {scheme:?} block {block:>3} {m:>8.0} MLUPS {:>6.1}% of copy", dtype.name(), 100.0 * share);
                 }

@@ -9,6 +9,12 @@ pub const SOURCE: &str = include_str!("../../kernels/lbm.cu");
 
 pub const BLOCK: u32 = 256;
 
+/// Threads per block of the steps: 128 for f16 storage, where it measured
+/// 3% faster than 256 on the H100 (BENCHMARKS.md), 256 otherwise.
+pub fn step_block(precision: super::Precision) -> u32 {
+    if precision == super::Precision::F16 { 128 } else { BLOCK }
+}
+
 fn grid(n: usize) -> (u32, u32, u32) {
     (n.div_ceil(BLOCK as usize) as u32, 1, 1)
 }

@@ -397,7 +397,7 @@ impl Lattice {
                 params,
                 flags,
                 storage,
-                block: cuda::BLOCK,
+                block: cuda::step_block(precision),
                 scheme: Scheme::Pull,
             }),
         })
