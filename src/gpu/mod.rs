@@ -512,11 +512,6 @@ impl Lane {
         self.stream.synchronize().map_err(|e| device_error(what, e))
     }
 
-    /// Makes the work queued on this lane from now on wait for `mark`.
-    pub fn wait(&self, mark: &Mark) -> Result<()> {
-        self.stream.wait(mark.event()).map_err(|e| device_error("making a stream wait for an event", e))
-    }
-
     /// A timing event recorded on this lane now (from the lane's pool).
     pub fn mark(&self) -> Result<Mark> {
         let reused = self.events.lock().unwrap_or_else(|p| p.into_inner()).pop();

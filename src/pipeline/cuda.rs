@@ -107,8 +107,6 @@ struct Executor<'r> {
     streams: Vec<Stream>,
     timed: bool,
     phases: Vec<Phases>,
-    /// The lane and end of the last copy queued in each direction (0 in, 1 out).
-    last_copy: [Option<(usize, Mark)>; 2],
 }
 
 impl Executor<'_> {
@@ -182,37 +180,19 @@ impl Executor<'_> {
         Ok(())
     }
 
-    /// Queues lane `s` behind the last copy of direction `dir` on another
-    /// lane: copies of one direction then run one at a time in issue order,
-    /// as the model has them. Left to themselves, copies of one direction on
-    /// two copy engines share the link, so the first chunk's data arrives as
-    /// late as the second's and its kernel can hide nothing.
-    fn follow(&self, s: usize, dir: usize) -> Result<()> {
-        match &self.last_copy[dir] {
-            Some((lane, end)) if *lane != s => self.streams[s].lane.wait(end),
-            _ => Ok(()),
-        }
-    }
-
     /// One phase of a chunk (0 copy-in, 1 kernel, 2 copy-out), with a timing
     /// mark after it (and one before the copy-in) when the call is timed.
     fn phase(&mut self, s: usize, i0: usize, i1: usize, phase: usize, marks: &mut Vec<Mark>) -> Result<()> {
         match phase {
             0 => {
                 self.settle(s)?;
-                self.follow(s, 0)?;
                 if self.timed {
                     marks.push(self.streams[s].lane.mark()?);
                 }
-                self.copy_in(s, i0, i1)?;
-                self.last_copy[0] = Some((s, self.streams[s].lane.mark()?));
+                self.copy_in(s, i0, i1)?
             }
             1 => self.compute(s, i1 - i0)?,
-            _ => {
-                self.follow(s, 1)?;
-                self.copy_out(s, i0, i1)?;
-                self.last_copy[1] = Some((s, self.streams[s].lane.mark()?));
-            }
+            _ => self.copy_out(s, i0, i1)?,
         }
         if self.timed {
             marks.push(self.streams[s].lane.mark()?);
@@ -299,7 +279,7 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
         Some(start) => start.seconds_until(&g.mark()?)?,
         None => 0.0,
     };
-    let mut ex = Executor { g, kernel: op.kernel, raws, whole, streams, timed, phases: Vec::new(), last_copy: [None, None] };
+    let mut ex = Executor { g, kernel: op.kernel, raws, whole, streams, timed, phases: Vec::new() };
     let bounds = |c: usize| (c * per_chunk, ((c + 1) * per_chunk).min(items));
     let issue = |ex: &mut Executor| -> Result<()> {
         let mut marks: Vec<Vec<Mark>> = (0..chunks).map(|_| Vec::new()).collect();
