@@ -60,9 +60,10 @@ __device__ __forceinline__ int neighbour(int c, int d, int n, bool periodic) {
 // the density. BGK relaxes with omega; TRT relaxes the even part of f - feq
 // with omega and the odd part with omega_minus (the Guo source term split the
 // same way).
-template <bool TRT, typename R>
+template <bool TRT, typename R, bool FORCE = true>
 __device__ __forceinline__ R collide(const R* f, R* post, R omega, R omega_minus, R fx, R fy, R fz) {
     D3Q19_TABLES(R)
+    if (!FORCE) fx = fy = fz = 0;  // the forcing terms fold away
     R rho = 0, jx = 0, jy = 0, jz = 0;
 #pragma unroll
     for (int i = 0; i < 19; ++i) {
@@ -177,7 +178,7 @@ enum PullMode { PULL_COLLIDE = 0, PULL_ONLY = 1, COLLIDE_ONLY = 2 };
 // (its own for COLLIDE_ONLY); nothing waits on a flag before its populations
 // are on the way. Sites next to walls then fix up the directions whose source
 // is not fluid, and wall sites copy their own populations.
-template <int MODE, bool TRT, typename T, typename R>
+template <int MODE, bool TRT, typename T, typename R, bool FORCE = true>
 __device__ void stream_pull(const T* __restrict__ fin, T* __restrict__ fout, const unsigned char* __restrict__ flags,
                             int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy, R fz, R uwx, R uwy,
                             R uwz, i64 first, i64 count) {
@@ -189,11 +190,20 @@ __device__ void stream_pull(const T* __restrict__ fin, T* __restrict__ fout, con
     const unsigned char code = flags[s];
     int x, y, z;
     coordinates(s, nx, ny, x, y, z);
+    // The sources' coordinates, wrapped on every axis: three selects per
+    // axis, then two additions per direction. Where a face is not periodic
+    // the wrapped source is only a valid address: those sites are not BULK,
+    // and the fix-up below replaces what they gathered.
+    const unsigned plane = (unsigned)nx * (unsigned)ny;
+    const unsigned xs[3] = {(unsigned)(x == nx - 1 ? 0 : x + 1), (unsigned)x, (unsigned)(x == 0 ? nx - 1 : x - 1)};
+    const unsigned ys[3] = {(y == ny - 1 ? 0 : y + 1) * (unsigned)nx, y * (unsigned)nx, (y == 0 ? ny - 1 : y - 1) * (unsigned)nx};
+    const unsigned zs[3] = {(z == nz - 1 ? 0 : z + 1) * plane, z * plane, (z == 0 ? nz - 1 : z - 1) * plane};
     T raw[19];
 #pragma unroll
     for (int i = 0; i < 19; ++i) {
-        const i64 from = MODE == COLLIDE_ONLY ? -1 : site_towards<R>(i, -1, x, y, z, nx, ny, nz, periodic);
-        raw[i] = fin[i * n + (from >= 0 ? from : (i64)s)];
+        // source = site - c_i: index 0 where c = -1, 1 where 0, 2 where +1
+        const unsigned from = MODE == COLLIDE_ONLY ? s : xs[cx[i] + 1] + ys[cy[i] + 1] + zs[cz[i] + 1];
+        raw[i] = fin[i * n + from];
     }
     if (KIND(code) != FLUID) {  // walls keep their populations, bit for bit
 #pragma unroll
@@ -228,7 +238,7 @@ __device__ void stream_pull(const T* __restrict__ fin, T* __restrict__ fout, con
         return;
     }
     R post[19];
-    collide<TRT, R>(f, post, omega, omega_minus, fx, fy, fz);
+    collide<TRT, R, FORCE>(f, post, omega, omega_minus, fx, fy, fz);
 #pragma unroll
     for (int i = 0; i < 19; ++i) store_pop(&fout[i * n + s], post[i], w[i]);
 }
@@ -302,21 +312,23 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
 // pull kernels need about 100 registers unbounded (2 blocks per SM); capped
 // at 80 (3 blocks) f32 and f16 ran 7% and 16% faster on the H100 without
 // spilling, f64 spilled and ran 2% slower (BENCHMARKS.md), so f64 keeps 2.
-#define LBM_PULL(T, R, NAME, MIN_BLOCKS, MODE, MODENAME, COLLISION, TRT)                                         \
+#define LBM_PULL(T, R, NAME, MIN_BLOCKS, MODE, MODENAME, COLLISION, TRT, FORCE)                                  \
     extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) lbm_##MODENAME##_##COLLISION##NAME(            \
         const T* fin, T* fout, const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega,         \
         R omega_minus, R fx, R fy, R fz, R uwx, R uwy, R uwz, i64 first, i64 count) {                             \
-        stream_pull<MODE, TRT, T, R>(fin, fout, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx,  \
-                                     uwy, uwz, first, count);                                                     \
+        stream_pull<MODE, TRT, T, R, FORCE>(fin, fout, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy,   \
+                                            fz, uwx, uwy, uwz, first, count);                                     \
     }
 #define LBM_KERNELS(T, R, NAME, MIN_BLOCKS)                                                                      \
     LBM_STEP(T, R, NAME, , false)                                                                                 \
     LBM_STEP(T, R, NAME, trt_, true)                                                                              \
-    LBM_PULL(T, R, NAME, MIN_BLOCKS, PULL_COLLIDE, pull, , false)                                                 \
-    LBM_PULL(T, R, NAME, MIN_BLOCKS, PULL_COLLIDE, pull, trt_, true)                                              \
-    LBM_PULL(T, R, NAME, MIN_BLOCKS, COLLIDE_ONLY, collide, , false)                                              \
-    LBM_PULL(T, R, NAME, MIN_BLOCKS, COLLIDE_ONLY, collide, trt_, true)                                           \
-    LBM_PULL(T, R, NAME, MIN_BLOCKS, PULL_ONLY, stream, , false)                                                  \
+    LBM_PULL(T, R, NAME, MIN_BLOCKS, PULL_COLLIDE, pull, , false, true)                                           \
+    LBM_PULL(T, R, NAME, MIN_BLOCKS, PULL_COLLIDE, pull, trt_, true, true)                                        \
+    LBM_PULL(T, R, NAME, MIN_BLOCKS, PULL_COLLIDE, pull_unforced, , false, false)                                 \
+    LBM_PULL(T, R, NAME, MIN_BLOCKS, PULL_COLLIDE, pull_unforced, trt_, true, false)                              \
+    LBM_PULL(T, R, NAME, MIN_BLOCKS, COLLIDE_ONLY, collide, , false, true)                                        \
+    LBM_PULL(T, R, NAME, MIN_BLOCKS, COLLIDE_ONLY, collide, trt_, true, true)                                     \
+    LBM_PULL(T, R, NAME, MIN_BLOCKS, PULL_ONLY, stream, , false, true)                                            \
     extern "C" __global__ void lbm_equilibrium_##NAME(T* f, i64 n, R rho, R ux, R uy, R uz) {                    \
         equilibrium<T, R>(f, n, rho, ux, uy, uz);                                                                 \
     }                                                                                                             \

@@ -37,6 +37,8 @@ pub enum Pass {
 pub fn pass<T: Stored>(g: &Gpu, p: &Params, pass: Pass, block: u32, flags: &DeviceBuffer<u8>, fin: &DeviceBuffer<T>, fout: &mut DeviceBuffer<T>, first: usize, count: usize) -> Result<()> {
     let kind = match pass {
         Pass::Push => "push",
+        // Without a body force the forcing terms are compiled out (fewer instructions: f16 is bound by them).
+        Pass::Pull if p.force == [0.0; 3] => "pull_unforced",
         Pass::Pull => "pull",
         Pass::Collide => "collide",
         Pass::Stream => "stream",
