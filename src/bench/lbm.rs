@@ -18,10 +18,14 @@ pub fn bytes_per_site(precision: Precision) -> usize {
 const ALL_PERIODIC: i32 = FEGPU_PERIODIC_X | FEGPU_PERIODIC_Y | FEGPU_PERIODIC_Z;
 
 /// Million lattice-site updates per second of `steps` steps on an n^3 periodic
-/// box; `trt_magic` 0 for BGK; the lattice's default scheme and block size where None.
+/// box; `trt_magic` 0 for BGK; `forced` with a body force; the lattice's
+/// default scheme and block size where None.
 #[allow(clippy::too_many_arguments)]
-fn mlups(ctx: &Arc<Context>, n: usize, dtype: Precision, trt_magic: f64, scheme: Option<Scheme>, block: Option<u32>, steps: u64, reps: usize) -> Result<f64> {
+fn mlups(ctx: &Arc<Context>, n: usize, dtype: Precision, trt_magic: f64, forced: bool, scheme: Option<Scheme>, block: Option<u32>, steps: u64, reps: usize) -> Result<f64> {
     let lat = Lattice::new(ctx.clone(), [n as i64; 3], dtype, 0.6, ALL_PERIODIC)?;
+    if forced {
+        lat.set_force([1e-6, 0.0, 0.0])?;
+    }
     if let Some(block) = block {
         lat.set_block(block)?;
     }
@@ -57,36 +61,40 @@ pub fn run() -> Result<()> {
     println!("serial CPU reference (one core, f64, 48^3): {serial:.1} MLUPS");
     println!("device copy ceiling: {:.0} GB/s", copy / 1e9);
     println!(
-        "{:<8} {:<5} {:<4} {:>11} {:>10} {:>9} {:>10}",
+        "{:<8} {:<5} {:<7} {:>11} {:>10} {:>9} {:>10}",
         "size", "dtype", "", "MLUPS", "GB/s", "of copy", "vs serial"
     );
+    println!("(BGK or TRT; +F: with a body force, whose terms the step otherwise compiles out)");
     let trt = 3.0 / 16.0;
-    let cases: &[(usize, Precision, f64)] = if ctx.gpu().is_some() {
+    // (size, storage, TRT magic (0: BGK), with a body force)
+    let cases: &[(usize, Precision, f64, bool)] = if ctx.gpu().is_some() {
         &[
-            (128, Precision::F32, 0.0),
-            (256, Precision::F32, 0.0),
-            (512, Precision::F32, 0.0),
-            (128, Precision::F64, 0.0),
-            (256, Precision::F64, 0.0),
-            (256, Precision::F32, trt),
-            (256, Precision::F64, trt),
-            (128, Precision::F16, 0.0),
-            (256, Precision::F16, 0.0),
-            (512, Precision::F16, 0.0),
-            (256, Precision::F16, trt),
+            (128, Precision::F32, 0.0, false),
+            (256, Precision::F32, 0.0, false),
+            (512, Precision::F32, 0.0, false),
+            (128, Precision::F64, 0.0, false),
+            (256, Precision::F64, 0.0, false),
+            (256, Precision::F32, trt, false),
+            (256, Precision::F64, trt, false),
+            (128, Precision::F16, 0.0, false),
+            (256, Precision::F16, 0.0, false),
+            (512, Precision::F16, 0.0, false),
+            (256, Precision::F16, trt, false),
+            (256, Precision::F32, 0.0, true),
+            (256, Precision::F16, 0.0, true),
         ]
     } else {
-        &[(32, Precision::F32, 0.0), (48, Precision::F64, 0.0), (48, Precision::F64, trt), (32, Precision::F16, 0.0)]
+        &[(32, Precision::F32, 0.0, false), (48, Precision::F64, 0.0, false), (48, Precision::F64, trt, false), (32, Precision::F16, 0.0, false)]
     };
-    for &(n, dtype, magic) in cases {
+    for &(n, dtype, magic, forced) in cases {
         let steps = if ctx.gpu().is_some() { 20 } else { 2 };
-        let m = mlups(&ctx, n, dtype, magic, None, None, steps, 5)?;
+        let m = mlups(&ctx, n, dtype, magic, forced, None, None, steps, 5)?;
         let gbs = m * 1e6 * bytes_per_site(dtype) as f64;
         println!(
-            "{:<8} {:<5} {:<4} {:>11.0} {:>10.0} {:>8.1}% {:>9.0}x",
+            "{:<8} {:<5} {:<7} {:>11.0} {:>10.0} {:>8.1}% {:>9.0}x",
             format!("{n}^3"),
             dtype.name(),
-            if magic > 0.0 { "TRT" } else { "BGK" },
+            format!("{}{}", if magic > 0.0 { "TRT" } else { "BGK" }, if forced { "+F" } else { "" }),
             m,
             gbs / 1e9,
             100.0 * gbs / copy,
@@ -98,7 +106,7 @@ pub fn run() -> Result<()> {
         for dtype in [Precision::F16, Precision::F32, Precision::F64] {
             for scheme in [Scheme::Push, Scheme::Pull] {
                 for block in [64, 128, 256] {
-                    let m = mlups(&ctx, 256, dtype, 0.0, Some(scheme), Some(block), 20, 5)?;
+                    let m = mlups(&ctx, 256, dtype, 0.0, false, Some(scheme), Some(block), 20, 5)?;
                     let share = m * 1e6 * bytes_per_site(dtype) as f64 / copy;
                     println!("  {} {scheme:?} block {block:>3} {m:>8.0} MLUPS {:>6.1}% of copy", dtype.name(), 100.0 * share);
                 }
