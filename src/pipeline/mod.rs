@@ -192,11 +192,11 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
         Some(g) => {
             let known = ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied();
             let (plan, measure) = match (plan, known) {
-                (Some(p), Some(r)) if p.streams == 0 => (Plan { streams: choose(r, &op, g), ..p }, timed_profile),
+                (Some(p), Some(r)) if p.streams == 0 => (Plan { streams: choose(r, &op, ctx, g), ..p }, timed_profile),
                 (Some(p), None) if p.streams == 0 => (Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }, true),
                 (Some(p), _) => (p, timed_profile),
                 (None, Some(r)) => {
-                    let n = choose(r, &op, g);
+                    let n = choose(r, &op, ctx, g);
                     (Plan { strategy: Strategy::Staged, streams: n, chunks: n }, timed_profile)
                 }
                 (None, None) => (Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }, true),
@@ -239,12 +239,29 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
 /// BENCHMARKS.md), which the overlap model does not know.
 const MIN_ROW_SEGMENT_BYTES: usize = 8192;
 
-/// The model's stream count for `op`, kept to row segments of at least MIN_ROW_SEGMENT_BYTES.
-fn choose(rate: Times, op: &Op, g: &crate::gpu::Gpu) -> usize {
+/// Arrays that are not registered go through the host's staging copies,
+/// which the model does not see; with them the pipelines measured fastest at
+/// 2 to 4 streams and slower than one stream from 8 on (BENCHMARKS.md).
+const MAX_STAGED_STREAMS: usize = 4;
+
+/// The model's stream count for `op`, kept to row segments of at least
+/// MIN_ROW_SEGMENT_BYTES and to MAX_STAGED_STREAMS where an array is staged.
+fn choose(rate: Times, op: &Op, ctx: &Context, g: &crate::gpu::Gpu) -> usize {
     let n = op.items as f64;
     let t = Times { h2d: rate.h2d * n, kernel: rate.kernel * n, d2h: rate.d2h * n, setup: rate.setup };
-    let rows = op.args.iter().any(|(_, layout)| matches!(layout, Layout::Rows { .. }));
-    let cap = if rows { (op.items * 8 / MIN_ROW_SEGMENT_BYTES).max(1) } else { op.items.max(1) };
+    let mut cap = op.items.max(1);
+    for (arg, layout) in &op.args {
+        let (ptr, len) = match arg {
+            Arg::In(v) => (v.as_ptr(), v.len()),
+            Arg::InOut(v) | Arg::Out(v) => (v.as_ptr(), v.len()),
+        };
+        if let Layout::Rows { .. } = layout {
+            cap = cap.min((op.items * 8 / MIN_ROW_SEGMENT_BYTES).max(1));
+        }
+        if *layout != Layout::Whole && !ctx.is_registered(ptr as usize, len * 8) {
+            cap = cap.min(MAX_STAGED_STREAMS);
+        }
+    }
     model::best_streams(t, g.info.copy_engines.max(1) as usize, OVERHEAD).min(cap)
 }
 
