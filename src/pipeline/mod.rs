@@ -239,17 +239,30 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
 /// BENCHMARKS.md), which the overlap model does not know.
 const MIN_ROW_SEGMENT_BYTES: usize = 8192;
 
+/// The driver's setting for the number of hardware queues the streams of a
+/// context share (8 unless set before the context is created). Beyond it,
+/// two lanes share a queue and one lane's kernel waits behind the other's
+/// copy-in, issued earlier: measured, the batched inner products saved
+/// nothing on 12 streams and half as much on 16 (BENCHMARKS.md).
+pub const CONNECTIONS_VAR: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
+
+/// Hardware queues per context: CUDA_DEVICE_MAX_CONNECTIONS, or the driver's default of 8.
+fn hardware_queues() -> usize {
+    std::env::var(CONNECTIONS_VAR).ok().and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0).unwrap_or(8)
+}
+
 /// Arrays that are not registered go through the host's staging copies,
 /// which the model does not see; with them the pipelines measured fastest at
 /// 2 to 4 streams and slower than one stream from 8 on (BENCHMARKS.md).
 const MAX_STAGED_STREAMS: usize = 4;
 
-/// The model's stream count for `op`, kept to row segments of at least
-/// MIN_ROW_SEGMENT_BYTES and to MAX_STAGED_STREAMS where an array is staged.
+/// The model's stream count for `op`, kept to the hardware queues, to row
+/// segments of at least MIN_ROW_SEGMENT_BYTES and to MAX_STAGED_STREAMS where
+/// an array is staged.
 fn choose(rate: Times, op: &Op, ctx: &Context, g: &crate::gpu::Gpu) -> usize {
     let n = op.items as f64;
     let t = Times { h2d: rate.h2d * n, kernel: rate.kernel * n, d2h: rate.d2h * n, setup: rate.setup };
-    let mut cap = op.items.max(1);
+    let mut cap = op.items.max(1).min(hardware_queues());
     for (arg, layout) in &op.args {
         let (ptr, len) = match arg {
             Arg::In(v) => (v.as_ptr(), v.len()),
