@@ -4,8 +4,9 @@
 //! times measured in the same run, with the pinned host-to-device bandwidth
 //! (the ceiling) measured first. The time a plan hides is measured against
 //! version 1 in as many chunks, called alternately with it; the model's
-//! per-operation overhead is measured for each operation too (version 1 in 16
-//! chunks against one), beside the fixed 8 us the automatic plan assumes.
+//! overhead per operation of each phase is measured for each operation too
+//! (version 1 in 16 chunks against one, timed by events), beside the fixed
+//! 8 us the automatic plan assumes.
 
 use super::{describe, open_context};
 use crate::context::Context;
@@ -48,6 +49,52 @@ fn pinned_bandwidth(ctx: &Context) -> Result<(f64, f64, f64)> {
     // Each direction alone would need `up` and `down`; together they took `both`.
     let duplex = (up.max(down) / both).min(1.0);
     Ok((8.0 * n as f64 / up, 8.0 * n as f64 / down, duplex))
+}
+
+/// The host-to-device copy rate of a 256 MiB page-locked buffer while the
+/// inner-product kernel streams device memory on another lane, as a share of
+/// its rate alone: what a bandwidth-bound kernel takes from a copy it
+/// overlaps (best of 4 each).
+fn copy_share_under_load(ctx: &Context) -> Result<f64> {
+    let Some(g) = ctx.gpu() else { return Ok(f64::NAN) };
+    let n = 1usize << 25;
+    let mut host = g.pinned::<f64>(n)?;
+    host.as_mut_slice()?.fill(1.0);
+    let mut dev = g.alloc::<f64>(n)?;
+    // Two 1 GiB operands: one launch reads 2 GiB, about 0.7 ms.
+    let (m, cols) = (1000usize, (1usize << 27) / 1000);
+    let mut bufs = vec![g.alloc::<f64>(m * cols)?, g.alloc::<f64>(m * cols)?, g.alloc::<f64>(cols)?];
+    for b in bufs.iter_mut() {
+        g.fill_bytes(b, 0)?;
+    }
+    let lanes = g.lanes(2)?;
+    g.synchronize("bench")?;
+    let (mut alone, mut loaded) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..4 {
+        for load in [false, true] {
+            if load {
+                // Enough launches to outlast the copy (about 5 ms) twice over.
+                for _ in 0..14 {
+                    crate::pipeline::cuda::launch(g, &lanes[1], crate::pipeline::Kernel::ColumnDots { m }, cols, &mut bufs, &[None, None, None])?;
+                }
+            }
+            // SAFETY: pinned memory, untouched until the lanes are synchronised below.
+            let seconds = unsafe {
+                let a = lanes[0].mark()?;
+                lanes[0].upload(&host.as_mut_slice()?[..], &mut dev, 0)?;
+                let b = lanes[0].mark()?;
+                lanes[0].synchronize("bench")?;
+                a.seconds_until(&b)?
+            };
+            lanes[1].synchronize("bench")?;
+            if load {
+                loaded = loaded.min(seconds);
+            } else {
+                alone = alone.min(seconds);
+            }
+        }
+    }
+    Ok(alone / loaded)
 }
 
 /// Median wall seconds of seven calls after one.
@@ -108,14 +155,28 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: imp
         r.d2h_bytes as f64 / 1e6,
         t.d2h * 1e3
     );
-    // The per-operation overhead of this operation, measured: version 1 in 16
-    // chunks against one chunk (15 more of each of the model's three phases).
-    let serial_16 = Plan { strategy: Strategy::Serial, streams: 1, chunks: 16 };
-    let (_, saved_16) = paired(&mut call, serial_plan, serial_16)?;
-    let overhead = (-saved_16 / 45.0).max(0.0);
+    // This operation's overhead per operation of each phase, measured: each
+    // phase's event-timed total in version 1 with 16 chunks against one chunk
+    // (15 more operations of each), medians of three timed calls.
+    let phase_totals = |call: &mut dyn FnMut(Option<Plan>) -> Result<pipeline::Report>, chunks: usize| -> Result<[f64; 3]> {
+        ctx.profile.set_enabled(true);
+        let runs: Result<Vec<Times>> = (0..3).map(|_| call(Some(Plan { strategy: Strategy::Serial, streams: 1, chunks })).map(|r| r.times.unwrap_or_default())).collect();
+        ctx.profile.set_enabled(false);
+        let runs = runs?;
+        let median = |f: fn(&Times) -> f64| {
+            let mut v: Vec<f64> = runs.iter().map(f).collect();
+            v.sort_by(|a, b| a.total_cmp(b));
+            v[1]
+        };
+        Ok([median(|t| t.h2d), median(|t| t.kernel), median(|t| t.d2h)])
+    };
+    let (one, sixteen) = (phase_totals(&mut call, 1)?, phase_totals(&mut call, 16)?);
+    let overhead: [f64; 3] = std::array::from_fn(|p| ((sixteen[p] - one[p]) / 15.0).max(0.0));
     println!(
-        "  per-operation overhead: {:.1} us measured (version 1 in 16 chunks against 1); the fixed model uses {:.0} us",
-        overhead * 1e6,
+        "  overhead per operation, measured (version 1 in 16 chunks against 1): copy-in {:.1} us, kernel {:.1} us, copy-out {:.1} us; the fixed model: {:.0} us each",
+        overhead[0] * 1e6,
+        overhead[1] * 1e6,
+        overhead[2] * 1e6,
         OVERHEAD * 1e6
     );
     println!(
@@ -134,12 +195,12 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: imp
             // the overlap alone, not the cost of cutting the work into chunks.
             let serial_n = Plan { strategy: Strategy::Serial, streams: 1, chunks: n };
             let (measured, saved) = paired(&mut call, serial_n, plan)?;
-            let predicted = model::predict_duplex(strategy, n, n, t, engines, overhead, duplex);
+            let predicted = model::predict_phases(strategy, n, n, t, engines, overhead, duplex);
             let fixed = model::predict_duplex(strategy, n, n, t, engines, OVERHEAD, duplex);
             // The share of what the model says the plan can hide (its version 1
             // in n chunks less its prediction for the plan) that the plan did hide.
-            let share = |p: f64, o: f64| {
-                let hideable = model::predict_duplex(Strategy::Serial, 1, n, t, engines, o, duplex) - p;
+            let share = |p: f64, o: [f64; 3]| {
+                let hideable = model::predict_phases(Strategy::Serial, 1, n, t, engines, o, duplex) - p;
                 if n > 1 { format!("{:.0}%", 100.0 * saved / hideable) } else { String::new() }
             };
             println!(
@@ -149,7 +210,7 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: imp
                 saved * 1e3,
                 share(predicted, overhead),
                 fixed * 1e3,
-                share(fixed, OVERHEAD)
+                share(fixed, [OVERHEAD; 3])
             );
         }
     }
@@ -168,6 +229,10 @@ pub fn run() -> Result<()> {
     }
     let (up, down, duplex) = pinned_bandwidth(&ctx)?;
     println!("pinned host memory: H2D {:.1} GB/s, D2H {:.1} GB/s (256 MiB, best of 4); both at once: each at {:.0}% (the model's duplex share)", up / 1e9, down / 1e9, 100.0 * duplex);
+    println!(
+        "host-to-device copy while a bandwidth-bound kernel runs beside it: {:.0}% of its rate alone",
+        100.0 * copy_share_under_load(&ctx)?
+    );
     let engines = ctx.gpu().map_or(0, |g| g.info.copy_engines);
     println!("copy engines: {engines}; model overhead per operation {:.0} us", OVERHEAD * 1e6);
     for n in [4_000_000usize, 100_000_000] {

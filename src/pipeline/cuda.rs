@@ -363,7 +363,7 @@ fn sum_phases(phases: &[Phases]) -> Result<(Times, f64)> {
 
 /// The chunk kernel of `k` on `items` items in the lane's buffers (argument
 /// order as `Kernel` documents; whole arguments from `whole`).
-fn launch(g: &Gpu, lane: &Lane, k: Kernel, items: usize, bufs: &mut [DeviceBuffer<f64>], whole: &[Option<DeviceBuffer<f64>>]) -> Result<()> {
+pub(crate) fn launch(g: &Gpu, lane: &Lane, k: Kernel, items: usize, bufs: &mut [DeviceBuffer<f64>], whole: &[Option<DeviceBuffer<f64>>]) -> Result<()> {
     let sms = g.info.multiprocessors.max(1) as usize;
     let shared = |i: usize| whole[i].as_ref().expect("a whole argument");
     match k {

@@ -50,9 +50,15 @@ pub fn predict(strategy: Strategy, streams: usize, chunks: usize, t: Times, copy
 /// (0..1] of their own speed while both are active: the link and host memory
 /// are shared (measured by `fegpu bench pipeline`).
 pub fn predict_duplex(strategy: Strategy, streams: usize, chunks: usize, t: Times, copy_engines: usize, overhead: f64, duplex: f64) -> f64 {
+    predict_phases(strategy, streams, chunks, t, copy_engines, [overhead; 3], duplex)
+}
+
+/// As `predict_duplex`, with an overhead per operation of each phase
+/// (copy-in, kernel, copy-out): a copy's set-up and a launch cost differently.
+pub fn predict_phases(strategy: Strategy, streams: usize, chunks: usize, t: Times, copy_engines: usize, overhead: [f64; 3], duplex: f64) -> f64 {
     let streams = if strategy == Strategy::Serial { 1 } else { streams.clamp(1, chunks.max(1)) };
     let chunks = chunks.max(1);
-    let dur = [t.h2d / chunks as f64 + overhead, t.kernel / chunks as f64 + overhead, t.d2h / chunks as f64 + overhead];
+    let dur = [t.h2d / chunks as f64 + overhead[0], t.kernel / chunks as f64 + overhead[1], t.d2h / chunks as f64 + overhead[2]];
     // Engines: 0 host-to-device, 1 kernels, 2 device-to-host (0 with one copy engine).
     let engine_of = |phase: usize| if phase == 2 && copy_engines >= 2 { 2 } else if phase == 1 { 1 } else { 0 };
     // (stream, phase) in issue order.
@@ -237,5 +243,16 @@ mod tests {
         assert!(close(overlapped(&[vec![(0.0, 2.0), (1.0, 3.0)], vec![(3.0, 4.0)], vec![(4.0, 4.5)]]), 0.0));
         assert!(close(union_length(&copies), 8.0));
         assert!(close(union_length(&[(0.0, 1.0), (0.2, 0.5), (2.0, 3.0)]), 2.0));
+    }
+
+    #[test]
+    fn per_phase_overheads_on_the_critical_path_only_stay_unhidden() {
+        // Copy-in bound: overheads of kernels and copy-outs hide behind the
+        // next copy-in, those of copy-ins do not.
+        let t = Times { h2d: 8.0, kernel: 1.0, d2h: 0.5, setup: 0.0 };
+        let base = predict_phases(Strategy::Staged, 8, 8, t, 2, [0.0; 3], 1.0);
+        assert!(close(predict_phases(Strategy::Staged, 8, 8, t, 2, [0.1, 0.0, 0.0], 1.0), base + 0.8));
+        assert!(close(predict_phases(Strategy::Staged, 8, 8, t, 2, [0.0, 0.01, 0.01], 1.0), base + 0.02));
+        assert!(close(predict_phases(Strategy::Serial, 1, 8, t, 2, [0.1, 0.01, 0.01], 1.0), 9.5 + 0.8 + 0.16));
     }
 }
