@@ -240,6 +240,7 @@ impl<T: Stored> Populations<T> {
     }
 
     /// One pass from `current` into `spare` over sites first..first+count-1; `swap` makes it current.
+    #[allow(clippy::too_many_arguments)]
     fn pass(&mut self, g: &Gpu, p: &Params, pass: Pass, block: u32, flags: &Buffer<u8>, (first, count): (usize, usize), swap: bool) -> Result<()> {
         let (Buffer::Device(fin), Buffer::Device(fout), Buffer::Device(fl)) = (&self.current, &mut self.spare, flags) else {
             unreachable!("a device pass over host storage")
