@@ -43,3 +43,27 @@ fn every_fem_kernel_name_is_defined() {
         assert!(ptx.contains(&format!(".entry {name}(")), "kernels/fem.cu defines no {name}");
     }
 }
+
+/// Every LBM kernel a pass asks for by name (scheme, collision, forcing,
+/// storage) exists: the names are built at run time (src/lbm/cuda.rs).
+#[test]
+fn every_lbm_kernel_name_is_defined() {
+    let required = std::env::var("FEGPU_REQUIRE_NVRTC").map(|v| v == "1").unwrap_or(false);
+    let ptx = match fegpu::gpu::compile("lbm", fegpu::lbm::cuda::SOURCE, "sm_90") {
+        Ok(p) => p.to_src(),
+        Err(e) if e.status == fegpu::FEGPU_ERR_NO_DEVICE && !required => return eprintln!("skipped: {}", e.message),
+        Err(e) => panic!("{}", e.message),
+    };
+    for dtype in ["f16", "f32", "f64"] {
+        let mut names = vec![format!("lbm_stream_{dtype}"), format!("lbm_equilibrium_{dtype}"), format!("lbm_fields_{dtype}")];
+        for kind in ["push", "pull", "pull_unforced", "collide"] {
+            for trt in ["", "trt_"] {
+                names.push(format!("lbm_{kind}_{trt}{dtype}"));
+            }
+        }
+        for name in names {
+            assert!(ptx.contains(&format!(".entry {name}(")), "kernels/lbm.cu defines no {name}");
+        }
+    }
+    assert!(ptx.contains(".entry lbm_mark_bulk("), "kernels/lbm.cu defines no lbm_mark_bulk");
+}
