@@ -7,16 +7,26 @@
 //! T_s / T_e (what infinitely fast kernels would still leave).
 //!
 //! Off unless `FEGPU_PROFILE=1` or `fegpu_profile_enable`: when off, an
-//! operation checks one flag and records nothing.
+//! operation checks one flag and records nothing. When on, every call counts
+//! its bytes and wall time, and the device phases of the first
+//! `TIMED_FIRST` calls of an operation and of one call in `TIMED_EVERY` after
+//! them are timed with events; phase totals are scaled to all calls.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+/// Calls of an operation whose phases are all timed before sampling starts.
+pub const TIMED_FIRST: u64 = 4;
+/// After them, one call in this many is timed.
+pub const TIMED_EVERY: u64 = 8;
+
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct OpStats {
     pub calls: u64,
+    /// Calls whose phases were timed: the phase seconds below are theirs.
+    pub timed_calls: u64,
     pub h2d_bytes: u64,
     pub d2h_bytes: u64,
     pub h2d_seconds: f64,
@@ -32,6 +42,7 @@ pub struct OpStats {
 impl OpStats {
     fn add(&mut self, o: &OpStats) {
         self.calls += o.calls;
+        self.timed_calls += o.timed_calls;
         self.h2d_bytes += o.h2d_bytes;
         self.d2h_bytes += o.d2h_bytes;
         self.h2d_seconds += o.h2d_seconds;
@@ -40,6 +51,18 @@ impl OpStats {
         self.wall_seconds += o.wall_seconds;
         self.overlapped_seconds += o.overlapped_seconds;
         self.serial_seconds += o.serial_seconds;
+    }
+    /// The phase seconds scaled from the timed calls to all calls.
+    pub fn estimated(&self) -> OpStats {
+        let scale = if self.timed_calls > 0 { self.calls as f64 / self.timed_calls as f64 } else { 0.0 };
+        OpStats {
+            timed_calls: self.calls,
+            h2d_seconds: self.h2d_seconds * scale,
+            d2h_seconds: self.d2h_seconds * scale,
+            kernel_seconds: self.kernel_seconds * scale,
+            overlapped_seconds: self.overlapped_seconds * scale,
+            ..*self
+        }
     }
     /// T_e: the wall time not spent in kernels.
     pub fn extra_seconds(&self) -> f64 {
@@ -63,13 +86,15 @@ impl OpStats {
 
 pub struct Profile {
     enabled: AtomicBool,
+    /// Time every call's phases (`fegpu bench pipeline` measures with them).
+    every_call: AtomicBool,
     ops: Mutex<BTreeMap<String, OpStats>>,
 }
 
 impl Profile {
     pub fn from_env() -> Profile {
         let on = std::env::var("FEGPU_PROFILE").is_ok_and(|v| v == "1");
-        Profile { enabled: AtomicBool::new(on), ops: Mutex::new(BTreeMap::new()) }
+        Profile { enabled: AtomicBool::new(on), every_call: AtomicBool::new(false), ops: Mutex::new(BTreeMap::new()) }
     }
 
     pub fn enabled(&self) -> bool {
@@ -80,13 +105,24 @@ impl Profile {
         self.enabled.store(on, Ordering::Relaxed);
     }
 
+    pub fn set_every_call(&self, on: bool) {
+        self.every_call.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether the next call of `op` should time its phases (profile on).
+    pub fn times_next(&self, op: &str) -> bool {
+        let calls = self.ops.lock().unwrap_or_else(|p| p.into_inner()).get(op).map_or(0, |s| s.calls);
+        self.every_call.load(Ordering::Relaxed) || calls < TIMED_FIRST || calls % TIMED_EVERY == 0
+    }
+
     pub fn record(&self, op: &str, stats: &OpStats) {
         let mut ops = self.ops.lock().unwrap_or_else(|p| p.into_inner());
         ops.entry(op.to_string()).or_default().add(stats);
     }
 
+    /// The operation's totals, phase times scaled to all calls.
     pub fn op(&self, op: &str) -> Option<OpStats> {
-        self.ops.lock().unwrap_or_else(|p| p.into_inner()).get(op).copied()
+        self.ops.lock().unwrap_or_else(|p| p.into_inner()).get(op).map(OpStats::estimated)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -101,7 +137,7 @@ impl Profile {
             "{:<14} {:>6} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9}",
             "operation", "calls", "H2D MB", "D2H MB", "H2D ms", "D2H ms", "kernel ms", "wall ms", "T_e ms", "overlap", "speedup", "bound"
         );
-        for (name, s) in ops.iter() {
+        for (name, s) in ops.iter().map(|(n, s)| (n, s.estimated())) {
             let _ = writeln!(
                 t,
                 "{:<14} {:>6} {:>10.1} {:>10.1} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>7.0}% {:>8.1}x {:>8.1}x",
@@ -127,6 +163,7 @@ impl Profile {
         let num = |v: f64| if v.is_finite() { format!("{v:e}") } else { "null".into() };
         let rows: Vec<String> = ops
             .iter()
+            .map(|(name, s)| (name, s.estimated()))
             .map(|(name, s)| {
                 format!(
                     "{{\"operation\": \"{name}\", \"calls\": {}, \"h2d_bytes\": {}, \"d2h_bytes\": {}, \"h2d_seconds\": {}, \"d2h_seconds\": {}, \"kernel_seconds\": {}, \"wall_seconds\": {}, \"overlapped_seconds\": {}, \"serial_seconds\": {}, \"extra_seconds\": {}, \"copy_overlap\": {}, \"speedup\": {}, \"speedup_bound\": {}}}",
@@ -147,5 +184,31 @@ impl Profile {
             })
             .collect();
         format!("{{\"operations\": [\n  {}\n]}}\n", rows.join(",\n  "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sampled_phase_times_scale_to_all_calls_and_bytes_do_not() {
+        let s = OpStats { calls: 10, timed_calls: 2, h2d_bytes: 800, kernel_seconds: 1.0, h2d_seconds: 0.5, wall_seconds: 9.0, ..OpStats::default() };
+        let e = s.estimated();
+        assert_eq!((e.calls, e.h2d_bytes, e.wall_seconds), (10, 800, 9.0));
+        assert_eq!((e.kernel_seconds, e.h2d_seconds), (5.0, 2.5));
+        let p = Profile::from_env();
+        p.set_enabled(true);
+        let one = OpStats { calls: 1, timed_calls: 1, ..OpStats::default() };
+        let timed: Vec<bool> = (0..20)
+            .map(|_| {
+                let t = p.times_next("op");
+                p.record("op", &one);
+                t
+            })
+            .collect();
+        // The first TIMED_FIRST calls, then every TIMED_EVERY-th.
+        let want: Vec<bool> = (0..20u64).map(|c| c < TIMED_FIRST || c % TIMED_EVERY == 0).collect();
+        assert_eq!(timed, want);
     }
 }

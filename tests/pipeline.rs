@@ -197,10 +197,17 @@ fn the_profile_counts_the_bytes_moved() {
     let json = std::fs::read_to_string(&path).unwrap();
     assert!(json.contains("\"operation\": \"axpby\", \"calls\": 2") && json.contains("\"operation\": \"column_dots\""), "{json}");
     let _ = std::fs::remove_file(path);
+    // Past the first calls only one in TIMED_EVERY times its phases, but every call counts its bytes.
+    for _ in 0..20 {
+        ok(axpby(ctx, 2.0, &x, 1.0, &mut y, FEGPU_PIPELINE_STAGED, 2, 0));
+    }
+    let p = op_profile(ctx, "axpby");
+    assert_eq!((p.calls, p.h2d_bytes, p.d2h_bytes), (22, moved(22 * 16_000), moved(22 * 8_000)));
+    assert!(!device || p.kernel_seconds > 0.0);
     // Off again: nothing more is recorded.
     ok(fegpu_profile_enable(ctx, 0));
     ok(axpby(ctx, 2.0, &x, 1.0, &mut y, FEGPU_PIPELINE_STAGED, 2, 0));
-    assert_eq!(op_profile(ctx, "axpby").calls, 2);
+    assert_eq!(op_profile(ctx, "axpby").calls, 22);
 }
 
 #[test]

@@ -176,9 +176,10 @@ fn per_item(t: Times, items: usize) -> Times {
 
 /// Runs `op` on the context's backend with `plan`, or automatically.
 pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
-    let timed_profile = ctx.profile.enabled();
+    let profiling = ctx.profile.enabled();
+    let timed_profile = profiling && ctx.profile.times_next(op.name);
     let key = shape(&op);
-    if timed_profile && op.items > 0 && !ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&key) {
+    if profiling && op.items > 0 && !ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&key) {
         let per_item = cpu::time_reference(&op);
         ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), per_item);
     }
@@ -213,13 +214,19 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
             report
         }
     };
-    if timed_profile {
+    if profiling {
         let serial = ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied().unwrap_or(0.0);
-        let t = report.times.unwrap_or(Times { kernel: report.wall_seconds, ..Times::default() });
+        // Untimed calls count their bytes and wall time only; on the host the whole call is the kernel.
+        let (timed, t) = match (report.times, ctx.gpu()) {
+            (Some(t), _) => (1, t),
+            (None, None) => (1, Times { kernel: report.wall_seconds, ..Times::default() }),
+            (None, Some(_)) => (0, Times::default()),
+        };
         ctx.profile.record(
             op.name,
             &OpStats {
                 calls: 1,
+                timed_calls: timed,
                 h2d_bytes: report.h2d_bytes,
                 d2h_bytes: report.d2h_bytes,
                 h2d_seconds: t.h2d + t.setup,
