@@ -137,13 +137,24 @@ fn paired(call: &mut impl FnMut(Option<Plan>) -> Result<pipeline::Report>, seria
 /// One operation over every version and stream count.
 fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: impl FnMut(Option<Plan>) -> Result<pipeline::Report>) -> Result<()> {
     let engines = ctx.gpu().map_or(1, |g| g.info.copy_engines.max(1) as usize);
-    // Version 1 with one chunk, timed per phase (the profile is on for it).
-    ctx.profile.set_enabled(true);
+    // Version 1 timed per phase with events (the profile on): the median of
+    // three calls for each phase, in one chunk (the model's inputs) and in
+    // 16 (the overhead per operation of each phase, below).
     let serial_plan = Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 };
-    call(Some(serial_plan))?;
-    let r = call(Some(serial_plan))?;
-    ctx.profile.set_enabled(false);
-    let t = r.times.unwrap_or(Times { kernel: r.wall_seconds, ..Times::default() });
+    let mut timed = |chunks: usize| -> Result<(Times, pipeline::Report)> {
+        ctx.profile.set_enabled(true);
+        let runs: Result<Vec<pipeline::Report>> = (0..4).map(|_| call(Some(Plan { strategy: Strategy::Serial, streams: 1, chunks }))).collect();
+        ctx.profile.set_enabled(false);
+        let runs = runs?;
+        let median = |f: fn(&Times) -> f64| {
+            let mut v: Vec<f64> = runs[1..].iter().map(|r| f(&r.times.unwrap_or_default())).collect();
+            v.sort_by(|a, b| a.total_cmp(b));
+            v[1]
+        };
+        let t = Times { h2d: median(|t| t.h2d), kernel: median(|t| t.kernel), d2h: median(|t| t.d2h), setup: median(|t| t.setup) };
+        Ok((t, runs.into_iter().next_back().expect("four runs")))
+    };
+    let (t, r) = timed(1)?;
     println!(
         "{what}: H2D {:.1} MB in {:.2} ms (setup {:.2} ms; {:.1} GB/s, {:.0}% of pinned), kernel {:.2} ms, D2H {:.1} MB in {:.2} ms",
         r.h2d_bytes as f64 / 1e6,
@@ -155,22 +166,8 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: imp
         r.d2h_bytes as f64 / 1e6,
         t.d2h * 1e3
     );
-    // This operation's overhead per operation of each phase, measured: each
-    // phase's event-timed total in version 1 with 16 chunks against one chunk
-    // (15 more operations of each), medians of three timed calls.
-    let phase_totals = |call: &mut dyn FnMut(Option<Plan>) -> Result<pipeline::Report>, chunks: usize| -> Result<[f64; 3]> {
-        ctx.profile.set_enabled(true);
-        let runs: Result<Vec<Times>> = (0..3).map(|_| call(Some(Plan { strategy: Strategy::Serial, streams: 1, chunks })).map(|r| r.times.unwrap_or_default())).collect();
-        ctx.profile.set_enabled(false);
-        let runs = runs?;
-        let median = |f: fn(&Times) -> f64| {
-            let mut v: Vec<f64> = runs.iter().map(f).collect();
-            v.sort_by(|a, b| a.total_cmp(b));
-            v[1]
-        };
-        Ok([median(|t| t.h2d), median(|t| t.kernel), median(|t| t.d2h)])
-    };
-    let (one, sixteen) = (phase_totals(&mut call, 1)?, phase_totals(&mut call, 16)?);
+    let sixteen = timed(16)?.0;
+    let (one, sixteen) = ([t.h2d, t.kernel, t.d2h], [sixteen.h2d, sixteen.kernel, sixteen.d2h]);
     let overhead: [f64; 3] = std::array::from_fn(|p| ((sixteen[p] - one[p]) / 15.0).max(0.0));
     println!(
         "  overhead per operation, measured (version 1 in 16 chunks against 1): copy-in {:.1} us, kernel {:.1} us, copy-out {:.1} us; the fixed model: {:.0} us each",
@@ -264,32 +261,34 @@ pub fn run() -> Result<()> {
         ctx.register_host(x.as_ptr() as *mut u8, 8 * n)?;
         ctx.register_host(y.as_mut_ptr().cast(), 8 * n)?;
         let plan = Some(Plan { strategy: Strategy::Staged, streams: 8, chunks: 8 });
-        // The mean over 64 calls, as a legacy loop pays it: with the profile on,
-        // one call in TIMED_EVERY times its phases (the bench's own timed calls
-        // above time every call).
-        ctx.profile.set_every_call(false);
-        let mut mean = |on: bool| -> Result<f64> {
-            ctx.profile.set_enabled(on);
-            pipeline::axpby(&ctx, 1.0, &x, 0.5, &mut y, plan)?;
-            let start = Instant::now();
+        // The mean cost per call as a legacy loop pays it: the profile off and
+        // on, interleaved call by call over 64 rounds so that drift falls on
+        // both alike; on with sampling (one call in TIMED_EVERY timed after the
+        // first few), then timing every call.
+        pipeline::axpby(&ctx, 1.0, &x, 0.5, &mut y, plan)?;
+        let mut cost = |every_call: bool| -> Result<[f64; 2]> {
+            ctx.profile.set_every_call(every_call);
+            let mut total = [0.0; 2];
             for _ in 0..64 {
-                pipeline::axpby(&ctx, 1.0, &x, 0.5, &mut y, plan)?;
+                for (on, seconds) in total.iter_mut().enumerate() {
+                    ctx.profile.set_enabled(on == 1);
+                    let start = Instant::now();
+                    pipeline::axpby(&ctx, 1.0, &x, 0.5, &mut y, plan)?;
+                    *seconds += start.elapsed().as_secs_f64() / 64.0;
+                }
             }
-            Ok(start.elapsed().as_secs_f64() / 64.0)
+            ctx.profile.set_enabled(false);
+            Ok(total)
         };
-        let off_before = mean(false)?;
-        let on = mean(true)?;
-        let off = (off_before + mean(false)?) / 2.0;
-        ctx.profile.set_every_call(true);
-        let every = mean(true)?;
-        ctx.profile.set_enabled(false);
+        let ([off, on], [off_every, every]) = (cost(false)?, cost(true)?);
         println!(
-            "profile overhead, axpby 4e6 staged on 8 streams, mean of 64 calls: {:.3} ms off, {:.3} ms on ({:+.1}%); timing every call: {:.3} ms ({:+.1}%)",
-            off * 1e3,
+            "profile overhead, axpby 4e6 staged on 8 streams, mean of 64 calls, interleaved with 64 off: sampled {:.3} ms against {:.3} off ({:+.1}%); timing every call {:.3} ms against {:.3} ({:+.1}%)",
             on * 1e3,
+            off * 1e3,
             100.0 * (on / off - 1.0),
             every * 1e3,
-            100.0 * (every / off - 1.0)
+            off_every * 1e3,
+            100.0 * (every / off_every - 1.0)
         );
         ctx.unregister_host(x.as_ptr() as *mut u8)?;
         ctx.unregister_host(y.as_mut_ptr().cast())?;
