@@ -112,7 +112,7 @@ impl Profile {
     /// Whether the next call of `op` should time its phases (profile on).
     pub fn times_next(&self, op: &str) -> bool {
         let calls = self.ops.lock().unwrap_or_else(|p| p.into_inner()).get(op).map_or(0, |s| s.calls);
-        self.every_call.load(Ordering::Relaxed) || calls < TIMED_FIRST || calls % TIMED_EVERY == 0
+        self.every_call.load(Ordering::Relaxed) || calls < TIMED_FIRST || calls.is_multiple_of(TIMED_EVERY)
     }
 
     pub fn record(&self, op: &str, stats: &OpStats) {
