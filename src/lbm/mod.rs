@@ -191,6 +191,15 @@ struct State {
     scheme: Scheme,
 }
 
+impl State {
+    /// Carries out a pending streaming (pull scheme) with the walls and wall
+    /// velocity it was computed with, before something changes them.
+    fn settle(&mut self, gpu: Option<&Gpu>) -> Result<()> {
+        let State { params, flags, storage, block, .. } = self;
+        with_populations!(storage, p => p.settle(gpu, params, *block, flags))
+    }
+}
+
 pub struct Lattice {
     pub ctx: Arc<Context>,
     state: Mutex<State>,
@@ -261,10 +270,8 @@ impl<T: Stored> Populations<T> {
                     std::mem::swap(&mut self.current, &mut self.spare);
                 }
                 (_, _, _, Some(g)) => match (scheme, self.stream_pending) {
-                    (Scheme::Push, _) => {
-                        self.settle(gpu, p, block, flags)?;
-                        self.pass(g, p, Pass::Push, block, flags, all, true)?
-                    }
+                    // set_scheme settles, so push never finds a streaming pending.
+                    (Scheme::Push, _) => self.pass(g, p, Pass::Push, block, flags, all, true)?,
                     (Scheme::Pull, false) => {
                         self.pass(g, p, Pass::Collide, block, flags, all, true)?;
                         self.stream_pending = true;
@@ -277,7 +284,7 @@ impl<T: Stored> Populations<T> {
         Ok(())
     }
 
-    /// Carries out a pending streaming (before the walls it used change).
+    /// Carries out a pending streaming.
     fn settle(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: &Buffer<u8>) -> Result<()> {
         if let (true, Some(g)) = (self.stream_pending, gpu) {
             self.pass(g, p, Pass::Stream, block, flags, (0, p.sites()), true)?;
@@ -423,10 +430,8 @@ impl Lattice {
 
     /// The CUDA step's streaming scheme (for `fegpu bench lbm` and the tests).
     pub fn set_scheme(&self, scheme: Scheme) -> Result<()> {
-        let gpu = self.ctx.gpu();
         let mut st = self.state();
-        let State { params, flags, storage, block, .. } = &mut *st;
-        with_populations!(storage, p => p.settle(gpu, params, *block, flags))?;
+        st.settle(self.ctx.gpu())?;
         st.scheme = scheme;
         Ok(())
     }
@@ -446,9 +451,8 @@ impl Lattice {
             )));
         }
         let gpu = self.ctx.gpu();
-        let State { params, flags: current, storage, block, .. } = &mut *st;
-        // A pending streaming bounces off the walls it was computed with.
-        with_populations!(storage, p => p.settle(gpu, params, *block, current))?;
+        st.settle(gpu)?;
+        let State { params, flags: current, .. } = &mut *st;
         match (current, gpu) {
             (Buffer::Host(h), _) => h.copy_from_slice(flags),
             (Buffer::Device(d), Some(g)) => {
@@ -480,11 +484,8 @@ impl Lattice {
 
     pub fn set_wall_velocity(&self, u: [f64; 3]) -> Result<()> {
         let u = finite3("wall_velocity", u)?;
-        let gpu = self.ctx.gpu();
         let mut st = self.state();
-        let State { params, flags, storage, block, .. } = &mut *st;
-        // A pending streaming carries the old wall velocity's term.
-        with_populations!(storage, p => p.settle(gpu, params, *block, flags))?;
+        st.settle(self.ctx.gpu())?;
         st.params.wall_velocity = u;
         Ok(())
     }
