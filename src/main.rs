@@ -145,8 +145,8 @@ fn main() -> ExitCode {
     // The driver gives all streams 8 hardware queues unless told otherwise;
     // pipelines on more streams then queue one lane's kernel behind another
     // lane's copy. Set before any CUDA call and before any thread starts.
-    if std::env::var_os(fegpu::pipeline::CONNECTIONS_VAR).is_none() {
-        std::env::set_var(fegpu::pipeline::CONNECTIONS_VAR, fegpu::pipeline::MAX_STREAMS.to_string());
+    if std::env::var_os(fegpu::gpu::CONNECTIONS_VAR).is_none() {
+        std::env::set_var(fegpu::gpu::CONNECTIONS_VAR, fegpu::pipeline::MAX_STREAMS.to_string());
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {

@@ -42,8 +42,17 @@ pub struct DeviceInfo {
     pub driver_version: i32,
     /// Copy engines: 2 or more let host-to-device and device-to-host copies overlap.
     pub copy_engines: i32,
+    /// Hardware queues the context's streams share (CONNECTIONS_VAR as the
+    /// context was created, or the driver's default of 8): beyond them, two
+    /// streams share a queue and work on one waits behind work issued earlier
+    /// on the other.
+    pub hardware_queues: usize,
     pub nvrtc_version: (i32, i32),
 }
+
+/// The driver's setting for the number of hardware queues per context, read
+/// when a context is created.
+pub const CONNECTIONS_VAR: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
 
 pub struct Gpu {
     ctx: Arc<CudaContext>,
@@ -177,6 +186,7 @@ impl Gpu {
             multiprocessors: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             driver_version,
             copy_engines: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT)?,
+            hardware_queues: std::env::var(CONNECTIONS_VAR).ok().and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0).unwrap_or(8),
             nvrtc_version: nv,
         };
         Ok(Gpu {

@@ -84,6 +84,16 @@ pub enum Arg<'a> {
     Out(&'a mut [f64]),
 }
 
+impl Arg<'_> {
+    /// The host array's start and length, whichever way it is used.
+    pub fn host(&self) -> (*const f64, usize) {
+        match self {
+            Arg::In(v) => (v.as_ptr(), v.len()),
+            Arg::InOut(v) | Arg::Out(v) => (v.as_ptr(), v.len()),
+        }
+    }
+}
+
 /// How an array is cut into the items the pipeline chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
@@ -160,10 +170,7 @@ fn shape(op: &Op) -> Shape {
         .map(|(arg, layout)| match layout {
             Layout::Items(p) => *p,
             Layout::Rows { cols, .. } => *cols,
-            Layout::Whole => match arg {
-                Arg::In(v) => v.len(),
-                Arg::InOut(v) | Arg::Out(v) => v.len(),
-            },
+            Layout::Whole => arg.host().1,
         })
         .collect();
     (op.name, sizes)
@@ -192,18 +199,18 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
         }
         Some(g) => {
             let known = ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied();
+            let registered = |ptr: *const f64, len: usize| ctx.is_registered(ptr as usize, len * 8);
             let (plan, measure) = match (plan, known) {
-                (Some(p), Some(r)) if p.streams == 0 => (Plan { streams: choose(r, &op, ctx, g), ..p }, timed_profile),
+                (Some(p), Some(r)) if p.streams == 0 => (Plan { streams: choose(r, &op, &registered, g), ..p }, timed_profile),
                 (Some(p), None) if p.streams == 0 => (Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }, true),
                 (Some(p), _) => (p, timed_profile),
                 (None, Some(r)) => {
-                    let n = choose(r, &op, ctx, g);
+                    let n = choose(r, &op, &registered, g);
                     (Plan { strategy: Strategy::Staged, streams: n, chunks: n }, timed_profile)
                 }
                 (None, None) => (Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }, true),
             };
             let plan = Plan { chunks: if plan.chunks == 0 { plan.streams } else { plan.chunks }, ..plan };
-            let registered = |ptr: *const f64, len: usize| ctx.is_registered(ptr as usize, len * 8);
             let mut report = cuda::run(g, &ctx.pipeline, &registered, &mut op, plan, measure)?;
             report.wall_seconds = start.elapsed().as_secs_f64();
             if let (Some(t), None) = (report.times, known) {
@@ -246,39 +253,27 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
 /// BENCHMARKS.md), which the overlap model does not know.
 const MIN_ROW_SEGMENT_BYTES: usize = 8192;
 
-/// The driver's setting for the number of hardware queues the streams of a
-/// context share (8 unless set before the context is created). Beyond it,
-/// two lanes share a queue and one lane's kernel waits behind the other's
-/// copy-in, issued earlier: measured, the batched inner products saved
-/// nothing on 12 streams and half as much on 16 (BENCHMARKS.md).
-pub const CONNECTIONS_VAR: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
-
-/// Hardware queues per context: CUDA_DEVICE_MAX_CONNECTIONS, or the driver's default of 8.
-fn hardware_queues() -> usize {
-    std::env::var(CONNECTIONS_VAR).ok().and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0).unwrap_or(8)
-}
-
 /// Arrays that are not registered go through the host's staging copies,
 /// which the model does not see; with them the pipelines measured fastest at
 /// 2 to 4 streams and slower than one stream from 8 on (BENCHMARKS.md).
 const MAX_STAGED_STREAMS: usize = 4;
 
-/// The model's stream count for `op`, kept to the hardware queues, to row
+/// The model's stream count for `op`, kept to the context's hardware queues
+/// (beyond them one lane's kernel waits behind another lane's copy-in, issued
+/// earlier: measured, the batched inner products saved nothing on 12 streams
+/// and half as much on 16 with 8 queues, BENCHMARKS.md), to row
 /// segments of at least MIN_ROW_SEGMENT_BYTES and to MAX_STAGED_STREAMS where
 /// an array is staged.
-fn choose(rate: Times, op: &Op, ctx: &Context, g: &crate::gpu::Gpu) -> usize {
+fn choose(rate: Times, op: &Op, registered: &dyn Fn(*const f64, usize) -> bool, g: &crate::gpu::Gpu) -> usize {
     let n = op.items as f64;
     let t = Times { h2d: rate.h2d * n, kernel: rate.kernel * n, d2h: rate.d2h * n, setup: rate.setup };
-    let mut cap = op.items.max(1).min(hardware_queues());
+    let mut cap = op.items.max(1).min(g.info.hardware_queues);
     for (arg, layout) in &op.args {
-        let (ptr, len) = match arg {
-            Arg::In(v) => (v.as_ptr(), v.len()),
-            Arg::InOut(v) | Arg::Out(v) => (v.as_ptr(), v.len()),
-        };
         if let Layout::Rows { .. } = layout {
             cap = cap.min((op.items * 8 / MIN_ROW_SEGMENT_BYTES).max(1));
         }
-        if *layout != Layout::Whole && !ctx.is_registered(ptr as usize, len * 8) {
+        let (ptr, len) = arg.host();
+        if *layout != Layout::Whole && !registered(ptr, len) {
             cap = cap.min(MAX_STAGED_STREAMS);
         }
     }
