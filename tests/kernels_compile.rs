@@ -5,16 +5,24 @@
 
 #[test]
 fn every_kernel_file_compiles_for_sm90() {
-    let required = std::env::var("FEGPU_REQUIRE_NVRTC").map(|v| v == "1").unwrap_or(false);
     for (module, source) in fegpu::KERNEL_SOURCES {
-        match fegpu::gpu::compile(module, source, "sm_90") {
-            Ok(_) => {}
-            Err(e) if e.status == fegpu::FEGPU_ERR_NO_DEVICE && !required => {
-                eprintln!("skipped: {}", e.message);
-                return;
-            }
-            Err(e) => panic!("{}", e.message),
+        if ptx(module, source).is_none() {
+            return;
         }
+    }
+}
+
+/// The PTX of one kernel file for sm_90; None (the test skipped) where NVRTC
+/// is absent and FEGPU_REQUIRE_NVRTC is not 1.
+fn ptx(module: &str, source: &str) -> Option<String> {
+    let required = std::env::var("FEGPU_REQUIRE_NVRTC").map(|v| v == "1").unwrap_or(false);
+    match fegpu::gpu::compile(module, source, "sm_90") {
+        Ok(p) => Some(p.to_src()),
+        Err(e) if e.status == fegpu::FEGPU_ERR_NO_DEVICE && !required => {
+            eprintln!("skipped: {}", e.message);
+            None
+        }
+        Err(e) => panic!("{}", e.message),
     }
 }
 
@@ -23,12 +31,7 @@ fn every_kernel_file_compiles_for_sm90() {
 /// time, so a missing instantiation would only show on a GPU.
 #[test]
 fn every_fem_kernel_name_is_defined() {
-    let required = std::env::var("FEGPU_REQUIRE_NVRTC").map(|v| v == "1").unwrap_or(false);
-    let ptx = match fegpu::gpu::compile("fem", fegpu::fem::cuda::SOURCE, "sm_90") {
-        Ok(p) => p.to_src(),
-        Err(e) if e.status == fegpu::FEGPU_ERR_NO_DEVICE && !required => return eprintln!("skipped: {}", e.message),
-        Err(e) => panic!("{}", e.message),
-    };
+    let Some(ptx) = ptx("fem", fegpu::fem::cuda::SOURCE) else { return };
     for element in ["tri3", "quad4", "tet4", "hex8"] {
         for physics in ["heat", "elastic"] {
             for kind in ["stiffness", "mass", "ebe_apply", "ebe_diagonal", "ebe_otf"] {
@@ -48,12 +51,7 @@ fn every_fem_kernel_name_is_defined() {
 /// storage) exists: the names are built at run time (src/lbm/cuda.rs).
 #[test]
 fn every_lbm_kernel_name_is_defined() {
-    let required = std::env::var("FEGPU_REQUIRE_NVRTC").map(|v| v == "1").unwrap_or(false);
-    let ptx = match fegpu::gpu::compile("lbm", fegpu::lbm::cuda::SOURCE, "sm_90") {
-        Ok(p) => p.to_src(),
-        Err(e) if e.status == fegpu::FEGPU_ERR_NO_DEVICE && !required => return eprintln!("skipped: {}", e.message),
-        Err(e) => panic!("{}", e.message),
-    };
+    let Some(ptx) = ptx("lbm", fegpu::lbm::cuda::SOURCE) else { return };
     for dtype in ["f16", "f32", "f64"] {
         let mut names = vec![format!("lbm_stream_{dtype}"), format!("lbm_equilibrium_{dtype}"), format!("lbm_fields_{dtype}")];
         for kind in ["push", "pull", "pull_unforced", "collide"] {

@@ -38,7 +38,8 @@ pub fn describe(ctx: &Context) -> String {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The middle value (the upper one of an even count).
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
 }

@@ -8,7 +8,7 @@
 //! (version 1 in 16 chunks against one, timed by events), beside the fixed
 //! 8 us the automatic plan assumes.
 
-use super::{describe, open_context};
+use super::{describe, median, open_context};
 use crate::context::Context;
 use crate::error::Result;
 use crate::pipeline::model::{self, Times};
@@ -106,8 +106,7 @@ fn wall(mut f: impl FnMut() -> Result<()>) -> Result<f64> {
         f()?;
         v.push(t.elapsed().as_secs_f64());
     }
-    v.sort_by(|a, b| a.total_cmp(b));
-    Ok(v[3])
+    Ok(median(v))
 }
 
 /// `serial` (version 1) and `plan` called alternately nine times: the median
@@ -127,10 +126,6 @@ fn paired(call: &mut impl FnMut(Option<Plan>) -> Result<pipeline::Report>, seria
         times.push(tp);
         saved.push(ts - tp);
     }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(|a, b| a.total_cmp(b));
-        v[v.len() / 2]
-    };
     Ok((median(times), median(saved)))
 }
 
@@ -146,12 +141,8 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: imp
         let runs: Result<Vec<pipeline::Report>> = (0..4).map(|_| call(Some(Plan { strategy: Strategy::Serial, streams: 1, chunks }))).collect();
         ctx.profile.set_enabled(false);
         let runs = runs?;
-        let median = |f: fn(&Times) -> f64| {
-            let mut v: Vec<f64> = runs[1..].iter().map(|r| f(&r.times.unwrap_or_default())).collect();
-            v.sort_by(|a, b| a.total_cmp(b));
-            v[1]
-        };
-        let t = Times { h2d: median(|t| t.h2d), kernel: median(|t| t.kernel), d2h: median(|t| t.d2h), setup: median(|t| t.setup) };
+        let phase = |f: fn(&Times) -> f64| median(runs[1..].iter().map(|r| f(&r.times.unwrap_or_default())).collect());
+        let t = Times { h2d: phase(|t| t.h2d), kernel: phase(|t| t.kernel), d2h: phase(|t| t.d2h), setup: phase(|t| t.setup) };
         Ok((t, runs.into_iter().next_back().expect("four runs")))
     };
     let (t, r) = timed(1)?;
