@@ -91,6 +91,60 @@ fn column_dots_match_the_serial_loop_and_the_one_chunk_result() {
     }
 }
 
+/// Staged calls whose kernels are short beside their copies queue each kernel
+/// from the host once its chunk has landed (after an automatic call has
+/// measured the operation): the results must not change, over one round or
+/// several, registered or staged through the ring.
+#[test]
+fn kernels_released_from_the_host_give_the_serial_result() {
+    use fegpu::context::Context;
+    use fegpu::pipeline::{self, Plan, Strategy};
+    let seed = seed();
+    let mut rng = Rng::new(seed);
+    let ctx = Context::new(FEGPU_BACKEND_AUTO, 0).unwrap();
+    // About 64 MB in each: over a millisecond of copy, ample per chunk.
+    let (m, ncols) = (1000usize, 4000usize);
+    let (mut a, mut b) = (rng.vec_f64(m * ncols), rng.vec_f64(m * ncols));
+    let want_dots = serial_dots(m, &a, &b);
+    let n = 4_000_000;
+    let (mut x, y0) = (rng.vec_f64(n), rng.vec_f64(n));
+    let want_axpby = serial_axpby(0.75, &x, -1.25, &y0);
+    let mut one = vec![f64::NAN; ncols];
+    pipeline::column_dots(&ctx, m, &a, &b, &mut one, Some(Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 })).unwrap();
+    for (g, w) in one.iter().zip(&want_dots) {
+        assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()) * m as f64, "{g} vs {w} (seed {seed})");
+    }
+    for register in [true, false] {
+        let mut y = y0.clone();
+        if register {
+            for v in [&mut a, &mut b, &mut x, &mut y] {
+                ctx.register_host(v.as_mut_ptr().cast(), 8 * v.len()).unwrap();
+            }
+        }
+        // The first automatic call measures the operation.
+        let mut out = vec![f64::NAN; ncols];
+        pipeline::column_dots(&ctx, m, &a, &b, &mut out, None).unwrap();
+        pipeline::axpby(&ctx, 0.75, &x, -1.25, &mut y, None).unwrap();
+        for (streams, chunks) in [(2usize, 2usize), (4, 4), (3, 8), (4, 7), (16, 16)] {
+            let plan = Some(Plan { strategy: Strategy::Staged, streams, chunks });
+            let mut out = vec![f64::NAN; ncols];
+            let dots = pipeline::column_dots(&ctx, m, &a, &b, &mut out, plan).unwrap();
+            assert_eq!(out, one, "streams {streams} chunks {chunks} registered {register} (seed {seed})");
+            y.copy_from_slice(&y0);
+            let axpby = pipeline::axpby(&ctx, 0.75, &x, -1.25, &mut y, plan).unwrap();
+            assert_eq!(y, want_axpby, "streams {streams} chunks {chunks} registered {register} (seed {seed})");
+            if ctx.gpu().is_some() && register {
+                assert!(dots.released_on_host && axpby.released_on_host, "streams {streams} chunks {chunks}: kernels queued on the device");
+            }
+        }
+        if register {
+            for v in [&mut a, &mut b, &mut x, &mut y] {
+                ctx.unregister_host(v.as_mut_ptr().cast()).unwrap();
+            }
+        }
+    }
+}
+
 /// The textbook triple loop and its relatives, independent of fegpu's reference.
 fn serial_gemm(m: usize, n: usize, k: usize, alpha: f64, a: &[f64], b: &[f64], beta: f64, c: &[f64]) -> Vec<f64> {
     let mut out = vec![0.0; m * n];

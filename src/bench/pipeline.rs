@@ -110,11 +110,12 @@ fn wall(mut f: impl FnMut() -> Result<()>) -> Result<f64> {
 }
 
 /// `serial` (version 1) and `plan` called alternately nine times: the median
-/// time of `plan` and the median of the pairs' differences (the time `plan` saved).
+/// time of `plan`, the median of the pairs' differences (the time `plan`
+/// saved) and whether `plan` queued its kernels from the host.
 /// Pairing cancels the drift of transfer speed between calls, which is as
 /// large as the whole saving for an operation whose kernel is short.
-fn paired(call: &mut impl FnMut(Option<Plan>) -> Result<pipeline::Report>, serial: Plan, plan: Plan) -> Result<(f64, f64)> {
-    call(Some(plan))?;
+fn paired(call: &mut impl FnMut(Option<Plan>) -> Result<pipeline::Report>, serial: Plan, plan: Plan) -> Result<(f64, f64, bool)> {
+    let released_on_host = call(Some(plan))?.released_on_host;
     let (mut times, mut saved) = (Vec::new(), Vec::new());
     for _ in 0..9 {
         let t = Instant::now();
@@ -126,7 +127,7 @@ fn paired(call: &mut impl FnMut(Option<Plan>) -> Result<pipeline::Report>, seria
         times.push(tp);
         saved.push(ts - tp);
     }
-    Ok((median(times), median(saved)))
+    Ok((median(times), median(saved), released_on_host))
 }
 
 /// One operation over every version and stream count.
@@ -182,7 +183,7 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: imp
             // Against version 1 in the same n chunks, so that what is compared is
             // the overlap alone, not the cost of cutting the work into chunks.
             let serial_n = Plan { strategy: Strategy::Serial, streams: 1, chunks: n };
-            let (measured, saved) = paired(&mut call, serial_n, plan)?;
+            let (measured, saved, released_on_host) = paired(&mut call, serial_n, plan)?;
             let predicted = model::predict_phases(strategy, n, n, t, engines, overhead, duplex);
             let fixed = model::predict_duplex(strategy, n, n, t, engines, OVERHEAD, duplex);
             // The share of what the model says the plan can hide (its version 1
@@ -192,13 +193,14 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: imp
                 if n > 1 { format!("{:.0}%", 100.0 * saved / hideable) } else { String::new() }
             };
             println!(
-                "  {name:<10} {n:>7} {:>12.2} {:>13.2} {:>10.3} {:>16} {:>18.2} {:>16}",
+                "  {name:<10} {n:>7} {:>12.2} {:>13.2} {:>10.3} {:>16} {:>18.2} {:>16}{}",
                 measured * 1e3,
                 predicted * 1e3,
                 saved * 1e3,
                 share(predicted, overhead),
                 fixed * 1e3,
-                share(fixed, [OVERHEAD; 3])
+                share(fixed, [OVERHEAD; 3]),
+                if released_on_host { "  kernels queued by the host" } else { "" }
             );
         }
     }

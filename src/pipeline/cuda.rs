@@ -202,8 +202,11 @@ impl Executor<'_> {
 }
 
 /// Runs `op` with `plan` (chunks already resolved); `registered` says whether
-/// a host range may be copied directly.
-pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> bool, op: &mut Op, plan: Plan, timed: bool) -> Result<Report> {
+/// a host range may be copied directly; `release_on_host` (staged only):
+/// the host queues each kernel once its chunk has landed
+/// (`model::release_on_host`).
+pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> bool, op: &mut Op, plan: Plan, timed: bool, release_on_host: bool) -> Result<Report> {
+    let release_on_host = release_on_host && op.items > 1;
     let items = op.items;
     let (mut h2d_bytes, mut d2h_bytes) = (0u64, 0u64);
     let raws: Vec<Raw> = op
@@ -224,7 +227,7 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
             Raw { ptr, len, layout: *layout, dir, direct: registered(ptr, len) }
         })
         .collect();
-    let report = |(times, overlapped_seconds)| Report { plan, wall_seconds: 0.0, times, overlapped_seconds, h2d_bytes, d2h_bytes };
+    let report = |(times, overlapped_seconds)| Report { plan, wall_seconds: 0.0, times, overlapped_seconds, released_on_host: release_on_host, h2d_bytes, d2h_bytes };
     if items == 0 {
         return Ok(report((None, None)));
     }
@@ -294,10 +297,39 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
             }
             Strategy::Staged => {
                 for first in (0..chunks).step_by(n_streams) {
-                    for phase in 0..3 {
-                        for c in first..(first + n_streams).min(chunks) {
+                    let round = first..(first + n_streams).min(chunks);
+                    // A kernel queued behind its copy-in on the device pauses
+                    // the other lanes' copy-ins when the copy lands (about
+                    // 0.1 ms a call on the H100, BENCHMARKS.md); released from
+                    // the host, each kernel (and its copy-out) is queued once
+                    // its chunk has landed. The round's last one waits on the
+                    // device: a host wait for it would hold back the next
+                    // round's copy-ins.
+                    let mut landed = Vec::with_capacity(round.len());
+                    for c in round.clone() {
+                        let (i0, i1) = bounds(c);
+                        ex.phase(c % n_streams, i0, i1, 0, &mut marks[c])?;
+                        let own_mark = release_on_host && !ex.timed;
+                        landed.push(if own_mark { Some(ex.streams[c % n_streams].lane.mark()?) } else { None });
+                    }
+                    if release_on_host {
+                        for c in round.clone() {
+                            if c + 1 < round.end {
+                                match &landed[c - first] {
+                                    Some(mark) => mark.synchronize()?,
+                                    None => marks[c][1].synchronize()?,
+                                }
+                            }
                             let (i0, i1) = bounds(c);
-                            ex.phase(c % n_streams, i0, i1, phase, &mut marks[c])?;
+                            ex.phase(c % n_streams, i0, i1, 1, &mut marks[c])?;
+                            ex.phase(c % n_streams, i0, i1, 2, &mut marks[c])?;
+                        }
+                    } else {
+                        for phase in 1..3 {
+                            for c in round.clone() {
+                                let (i0, i1) = bounds(c);
+                                ex.phase(c % n_streams, i0, i1, phase, &mut marks[c])?;
+                            }
                         }
                     }
                 }

@@ -7,7 +7,9 @@
 //! Strategies (the concrete-dam study's versions, see `model`): serial (one
 //! stream), per-chunk (copy-in, kernel, copy-out per chunk across the
 //! streams) and staged (all copy-ins of a round, then all kernels, then all
-//! copy-outs). Automatic: the first call of an operation runs serially and
+//! copy-outs; once an operation's times are known and its kernels are short
+//! beside its copies, the host queues each kernel and copy-out as its chunk
+//! lands, `model::release_on_host`). Automatic: the first call of an operation runs serially and
 //! measures its copy and kernel times; later calls use the staged strategy
 //! with the stream count the model predicts fastest.
 
@@ -141,6 +143,9 @@ pub struct Report {
     /// Timed calls: the seconds the call's copy-in, kernel and copy-out
     /// activity overlapped, from its own events (see `model::overlapped`).
     pub overlapped_seconds: Option<f64>,
+    /// Staged, the kernels were queued from the host as their chunks landed
+    /// (`model::release_on_host`).
+    pub released_on_host: bool,
     pub h2d_bytes: u64,
     pub d2h_bytes: u64,
 }
@@ -181,6 +186,12 @@ fn per_item(t: Times, items: usize) -> Times {
     Times { h2d: t.h2d / n, kernel: t.kernel / n, d2h: t.d2h / n, setup: t.setup }
 }
 
+/// The reverse of `per_item`: a call's times on `items` items.
+fn whole(rate: Times, items: usize) -> Times {
+    let n = items as f64;
+    Times { h2d: rate.h2d * n, kernel: rate.kernel * n, d2h: rate.d2h * n, setup: rate.setup }
+}
+
 /// Runs `op` on the context's backend with `plan`, or automatically.
 pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
     let profiling = ctx.profile.enabled();
@@ -195,7 +206,7 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
         None => {
             cpu::apply(&mut op);
             let plan = plan.unwrap_or(Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 });
-            Report { plan, wall_seconds: start.elapsed().as_secs_f64(), times: None, overlapped_seconds: None, h2d_bytes: 0, d2h_bytes: 0 }
+            Report { plan, wall_seconds: start.elapsed().as_secs_f64(), times: None, overlapped_seconds: None, released_on_host: false, h2d_bytes: 0, d2h_bytes: 0 }
         }
         Some(g) => {
             let known = ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied();
@@ -211,7 +222,9 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
                 (None, None) => (Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }, true),
             };
             let plan = Plan { chunks: if plan.chunks == 0 { plan.streams } else { plan.chunks }, ..plan };
-            let mut report = cuda::run(g, &ctx.pipeline, &registered, &mut op, plan, measure)?;
+            // Known rates say whether the kernels leave the host time to queue them (staged only).
+            let release_on_host = plan.strategy == Strategy::Staged && known.is_some_and(|r| model::release_on_host(whole(r, op.items), plan.chunks));
+            let mut report = cuda::run(g, &ctx.pipeline, &registered, &mut op, plan, measure, release_on_host)?;
             report.wall_seconds = start.elapsed().as_secs_f64();
             if let (Some(t), None) = (report.times, known) {
                 if plan.strategy == Strategy::Serial && plan.chunks == 1 {
@@ -265,8 +278,7 @@ const MAX_STAGED_STREAMS: usize = 4;
 /// segments of at least MIN_ROW_SEGMENT_BYTES and to MAX_STAGED_STREAMS where
 /// an array is staged.
 fn choose(rate: Times, op: &Op, registered: &dyn Fn(*const f64, usize) -> bool, g: &crate::gpu::Gpu) -> usize {
-    let n = op.items as f64;
-    let t = Times { h2d: rate.h2d * n, kernel: rate.kernel * n, d2h: rate.d2h * n, setup: rate.setup };
+    let t = whole(rate, op.items);
     let mut cap = op.items.max(1).min(g.info.hardware_queues);
     for (arg, layout) in &op.args {
         if let Layout::Rows { .. } = layout {

@@ -118,6 +118,22 @@ pub fn predict_phases(strategy: Strategy, streams: usize, chunks: usize, t: Time
     now
 }
 
+/// Per chunk, the time the kernel engine must have to spare before the
+/// staged strategy queues kernels from the host (`release_on_host`): the host
+/// sees a chunk land and queues its kernel some 10-30 us later (event wait
+/// and launch), and that latency must not reach the kernel engine's chain.
+pub const HOST_RELEASE_SLACK: f64 = 50e-6;
+
+/// Whether the staged strategy should queue each chunk's kernel from the
+/// host once the chunk has landed, rather than queue it on the device behind
+/// the copy-in: a device-side wait pauses the other lanes' copy-ins as the
+/// copy lands (measured on the H100, BENCHMARKS.md), which matters where the
+/// kernels are short beside the copies; where they are not, the host's
+/// latency would hold back the kernels (gemm).
+pub fn release_on_host(t: Times, chunks: usize) -> bool {
+    (t.h2d - t.kernel) / chunks.max(1) as f64 >= HOST_RELEASE_SLACK
+}
+
 /// The stream count (1..=16, one chunk per stream) the model predicts fastest
 /// for the staged strategy; ties go to fewer streams.
 pub fn best_streams(t: Times, copy_engines: usize, overhead: f64) -> usize {
@@ -231,6 +247,19 @@ mod tests {
         for n in [1, 4, 16] {
             assert!(close(predict(Strategy::Staged, n, n, with, 2, 0.0), 3.0 + predict(Strategy::Staged, n, n, T, 2, 0.0)));
         }
+    }
+
+    #[test]
+    fn host_release_only_where_the_kernels_leave_time_to_spare() {
+        // The inner products: 0.5 ms of kernel beside 29 ms of copy-in.
+        let dots = Times { h2d: 29e-3, kernel: 0.5e-3, d2h: 0.03e-3, setup: 0.0 };
+        assert!(release_on_host(dots, 16));
+        // gemm: kernels nearly as long as the copy-ins.
+        let gemm = Times { h2d: 2.5e-3, kernel: 2.2e-3, d2h: 2.4e-3, setup: 2.5e-3 };
+        assert!(!release_on_host(gemm, 8));
+        // A small array cut fine: 20 us of copy per chunk.
+        let small = Times { h2d: 0.32e-3, kernel: 0.01e-3, d2h: 0.16e-3, setup: 0.0 };
+        assert!(release_on_host(small, 2) && !release_on_host(small, 16));
     }
 
     #[test]
