@@ -2,14 +2,16 @@
 memory, n chunks), timed on the device machine with CuPy, to find where the
 staged pipeline loses against the overlap model:
 
-    CUDA_DEVICE_MAX_CONNECTIONS=16 python3 bench/pipeline_probe.py [chunks] [trace|parts|ab]
+    CUDA_DEVICE_MAX_CONNECTIONS=16 python3 bench/pipeline_probe.py [chunks] [trace|parts|ab|beside]
 
 trace (default): each issue order called alternately with version 1 in the
 same chunks (median of the pairs' differences = time saved), and one call of
 each traced with events after every copy-in, kernel and copy-out.
 parts: each part of a staged call (kernels, copy-outs) against the copy-ins
 alone. ab: kernels queued by the host as each chunk lands against the
-device-side staged order, 41 pairs. Results: bench/results/pipeline-probe-*.
+device-side staged order, 41 pairs. beside: a 200 MB upload alone and
+beside the kernel, by the kernel's grid width, on random and zero data.
+Results: bench/results/pipeline-probe-*.
 """
 import sys
 import time
@@ -37,6 +39,57 @@ extern "C" __global__ void dots(long m, long n, const double* a, const double* b
 }
 '''
 dots = cp.RawKernel(SRC, "dots")
+MODE = sys.argv[2] if len(sys.argv) > 2 else "trace"
+
+
+def beside():
+    """A 200 MB upload alone and beside the kernel, by the kernel's grid width."""
+    m, w = 1000, 12500          # one chunk of 8: 100 MB per operand
+    host = np.arange(2 * m * w, dtype=np.float64) % 7
+    rt.hostRegister(host.ctypes.data, host.nbytes, 0)
+    dev = cp.empty(2 * m * w)
+    for fill in ["random", "zeros"]:
+        ka = cp.random.random(m * w) if fill == "random" else cp.zeros(m * w)
+        kb = cp.random.random(m * w) if fill == "random" else cp.zeros(m * w)
+        ko = cp.empty(w)
+        sc, sk = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+
+        def kernel(grid):
+            with sk:
+                dots((grid,), (256,), (np.int64(m), np.int64(w), ka, kb, ko))
+
+        def copy_ms(grid, launches):
+            cp.cuda.Device().synchronize()
+            for _ in range(launches):
+                kernel(grid)
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            e0.record(sc)
+            rt.memcpyAsync(dev.data.ptr, host.ctypes.data, host.nbytes, rt.memcpyHostToDevice, sc.ptr)
+            e1.record(sc)
+            cp.cuda.Device().synchronize()
+            return cp.cuda.get_elapsed_time(e0, e1)
+
+        def kernel_ms(grid):
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            e0.record(sk)
+            for _ in range(10):
+                kernel(grid)
+            e1.record(sk)
+            e1.synchronize()
+            return cp.cuda.get_elapsed_time(e0, e1) / 10
+
+        alone = statistics.median([copy_ms(1, 0) for _ in range(9)])
+        print(f"{fill}: copy of {host.nbytes / 1e6:.0f} MB alone {alone:.3f} ms ({host.nbytes / alone / 1e6:.1f} GB/s)")
+        for grid in [16, 33, 66, 132, 264, 528, 1056, 4224]:
+            k = kernel_ms(grid)
+            launches = int(2 * alone / k) + 1   # the kernel outlasts the copy
+            loaded = statistics.median([copy_ms(grid, launches) for _ in range(9)])
+            print(f"  grid {grid:5d}: kernel {k * 1e3:7.1f} us ({2 * m * w * 8 / k / 1e6:6.0f} GB/s); copy beside it {loaded:.3f} ms = {100 * alone / loaded:.1f}% of its rate alone")
+
+
+if MODE == "beside":
+    beside()
+    sys.exit(0)
 
 a = np.arange(M * NCOLS, dtype=np.float64) % 7
 b = np.arange(M * NCOLS, dtype=np.float64) % 5 * 0.5
@@ -198,7 +251,6 @@ def merged_out():
     d2h(out, 0, whole_out, NCOLS, streams[N - 1])
 
 
-MODE = sys.argv[2] if len(sys.argv) > 2 else "trace"
 if MODE == "ab":
     # Kernels released by the host against the device-side staged order.
     call(staged)
