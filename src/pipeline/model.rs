@@ -119,9 +119,12 @@ pub fn predict_phases(strategy: Strategy, streams: usize, chunks: usize, t: Time
 }
 
 /// Per chunk, the time the kernel engine must have to spare before the
-/// staged strategy queues kernels from the host (`release_on_host`): the host
-/// sees a chunk land and queues its kernel some 10-30 us later (event wait
-/// and launch), and that latency must not reach the kernel engine's chain.
+/// staged strategy queues kernels from the host (`release_on_host`), so that
+/// the host's latency from a chunk landing to its kernel being queued (an
+/// event wait and a launch) stays off the kernel engine's chain. It separates
+/// what was measured (BENCHMARKS.md): gemm at 8-16 streams, 17-34 us to
+/// spare per chunk, lost 0.5-0.7 ms queued from the host; axpby and the
+/// inner products, 72 us and more, gained.
 pub const HOST_RELEASE_SLACK: f64 = 50e-6;
 
 /// Whether the staged strategy should queue each chunk's kernel from the
