@@ -305,12 +305,13 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
                     // its chunk has landed. The round's last one waits on the
                     // device: a host wait for it would hold back the next
                     // round's copy-ins.
+                    // A timed call's mark after each copy-in serves; others record one.
+                    let own_marks = release_on_host && !ex.timed;
                     let mut landed = Vec::with_capacity(round.len());
                     for c in round.clone() {
                         let (i0, i1) = bounds(c);
                         ex.phase(c % n_streams, i0, i1, 0, &mut marks[c])?;
-                        let own_mark = release_on_host && !ex.timed;
-                        landed.push(if own_mark { Some(ex.streams[c % n_streams].lane.mark()?) } else { None });
+                        landed.push(if own_marks { Some(ex.streams[c % n_streams].lane.mark()?) } else { None });
                     }
                     if release_on_host {
                         for c in round.clone() {
