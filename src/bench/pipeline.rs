@@ -3,10 +3,11 @@
 //! measured against the overlap model's prediction from the copy and kernel
 //! times measured in the same run, with the pinned host-to-device bandwidth
 //! (the ceiling) measured first. The time a plan hides is measured against
-//! version 1 in as many chunks, called alternately with it; the model's
+//! version 1 in as many chunks, called alternately with it (more pairs for
+//! shorter calls, with the standard error of the median saving); the model's
 //! overhead per operation of each phase is measured for each operation too
-//! (version 1 in 16 chunks against one, timed by events), beside the fixed
-//! 8 us the automatic plan assumes.
+//! (version 1 in 16 chunks against one, timed by events, in pairs), beside
+//! the fixed 8 us the automatic plan assumes.
 
 use super::{describe, median, open_context};
 use crate::context::Context;
@@ -109,15 +110,33 @@ fn wall(mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     Ok(median(v))
 }
 
-/// `serial` (version 1) and `plan` called alternately nine times: the median
-/// time of `plan`, the median of the pairs' differences (the time `plan`
-/// saved) and whether `plan` queued its kernels from the host.
-/// Pairing cancels the drift of transfer speed between calls, which is as
-/// large as the whole saving for an operation whose kernel is short.
-fn paired(call: &mut impl FnMut(Option<Plan>) -> Result<pipeline::Report>, serial: Plan, plan: Plan) -> Result<(f64, f64, bool)> {
+/// What `paired` measured for one plan.
+struct Paired {
+    /// Median wall seconds of the plan's calls.
+    measured: f64,
+    /// Median of the pairs' differences: the seconds the plan saved.
+    saved: f64,
+    /// Standard error of that median, from the pairs' spread.
+    saved_error: f64,
+    pairs: usize,
+    released_on_host: bool,
+}
+
+/// Least and most pairs per plan, and the wall time a plan's pairs may take
+/// beyond the least: a long call (the inner products, 30 ms, whose hideable
+/// time is 2% of it) gets about 25 pairs, a short one the most.
+const PAIRS: (usize, usize) = (9, 61);
+const PAIR_BUDGET_SECONDS: f64 = 1.5;
+
+/// `serial` (version 1) and `plan` called alternately (`PAIRS`,
+/// `PAIR_BUDGET_SECONDS`). Pairing cancels the drift of transfer speed
+/// between calls, which is as large as the whole saving for an operation
+/// whose kernel is short.
+fn paired(call: &mut impl FnMut(Option<Plan>) -> Result<pipeline::Report>, serial: Plan, plan: Plan) -> Result<Paired> {
     let released_on_host = call(Some(plan))?.released_on_host;
     let (mut times, mut saved) = (Vec::new(), Vec::new());
-    for _ in 0..9 {
+    let start = Instant::now();
+    while saved.len() < PAIRS.0 || (saved.len() < PAIRS.1 && start.elapsed().as_secs_f64() < PAIR_BUDGET_SECONDS) {
         let t = Instant::now();
         call(Some(serial))?;
         let ts = t.elapsed().as_secs_f64();
@@ -127,26 +146,44 @@ fn paired(call: &mut impl FnMut(Option<Plan>) -> Result<pipeline::Report>, seria
         times.push(tp);
         saved.push(ts - tp);
     }
-    Ok((median(times), median(saved), released_on_host))
+    let pairs = saved.len();
+    Ok(Paired { measured: median(times), saved_error: median_error(&saved), saved: median(saved), pairs, released_on_host })
 }
+
+/// The standard error of the median of `v`, from its interquartile range
+/// (σ ≈ IQR / 1.349 for a normal spread; the median's error ≈ 1.253 σ / √n),
+/// so that one outlying call does not inflate it.
+fn median_error(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let at = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize];
+    1.253 * (at(0.75) - at(0.25)) / 1.349 / (s.len() as f64).sqrt()
+}
+
+/// Pairs of event-timed version-1 calls, in one chunk and in 16, behind the
+/// model's inputs and the overhead per operation of each phase.
+const OVERHEAD_PAIRS: usize = 9;
 
 /// One operation over every version and stream count.
 fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: impl FnMut(Option<Plan>) -> Result<pipeline::Report>) -> Result<()> {
     let engines = ctx.gpu().map_or(1, |g| g.info.copy_engines.max(1) as usize);
-    // Version 1 timed per phase with events (the profile on): the median of
-    // three calls for each phase, in one chunk (the model's inputs) and in
-    // 16 (the overhead per operation of each phase, below).
+    // Version 1 timed per phase with events (the profile on), in one chunk
+    // (the model's inputs: the median of each phase) and in 16, alternately:
+    // the overhead per operation of each phase is the median over the pairs
+    // of (16 chunks - 1 chunk) / 15, so that drift between calls cancels.
     let serial_plan = Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 };
-    let mut timed = |chunks: usize| -> Result<(Times, pipeline::Report)> {
-        ctx.profile.set_enabled(true);
-        let runs: Result<Vec<pipeline::Report>> = (0..4).map(|_| call(Some(Plan { strategy: Strategy::Serial, streams: 1, chunks }))).collect();
-        ctx.profile.set_enabled(false);
-        let runs = runs?;
-        let phase = |f: fn(&Times) -> f64| median(runs[1..].iter().map(|r| f(&r.times.unwrap_or_default())).collect());
-        let t = Times { h2d: phase(|t| t.h2d), kernel: phase(|t| t.kernel), d2h: phase(|t| t.d2h), setup: phase(|t| t.setup) };
-        Ok((t, runs.into_iter().next_back().expect("four runs")))
-    };
-    let (t, r) = timed(1)?;
+    let serial_in = |chunks: usize| Some(Plan { strategy: Strategy::Serial, streams: 1, chunks });
+    let phases = |t: &Times| [t.h2d, t.kernel, t.d2h, t.setup];
+    ctx.profile.set_enabled(true);
+    let timed_pairs: Result<Vec<(pipeline::Report, pipeline::Report)>> = (0..=OVERHEAD_PAIRS).map(|_| Ok((call(serial_in(1))?, call(serial_in(16))?))).collect();
+    ctx.profile.set_enabled(false);
+    // The first pair warms up.
+    let timed_pairs: Vec<([f64; 4], [f64; 4])> =
+        timed_pairs?.iter().skip(1).map(|(one, sixteen)| (phases(&one.times.unwrap_or_default()), phases(&sixteen.times.unwrap_or_default()))).collect();
+    let of_one = |p: usize| median(timed_pairs.iter().map(|(one, _)| one[p]).collect());
+    let t = Times { h2d: of_one(0), kernel: of_one(1), d2h: of_one(2), setup: of_one(3) };
+    let overhead: [f64; 3] = std::array::from_fn(|p| median(timed_pairs.iter().map(|(one, sixteen)| (sixteen[p] - one[p]) / 15.0).collect()).max(0.0));
+    let r = call(Some(serial_plan))?;
     println!(
         "{what}: H2D {:.1} MB in {:.2} ms (setup {:.2} ms; {:.1} GB/s, {:.0}% of pinned), kernel {:.2} ms, D2H {:.1} MB in {:.2} ms",
         r.h2d_bytes as f64 / 1e6,
@@ -158,51 +195,63 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: imp
         r.d2h_bytes as f64 / 1e6,
         t.d2h * 1e3
     );
-    let sixteen = timed(16)?.0;
-    let (one, sixteen) = ([t.h2d, t.kernel, t.d2h], [sixteen.h2d, sixteen.kernel, sixteen.d2h]);
-    let overhead: [f64; 3] = std::array::from_fn(|p| ((sixteen[p] - one[p]) / 15.0).max(0.0));
     println!(
-        "  overhead per operation, measured (version 1 in 16 chunks against 1): copy-in {:.1} us, kernel {:.1} us, copy-out {:.1} us; the fixed model: {:.0} us each",
+        "  overhead per operation, measured (version 1 in 16 chunks against 1, median of {OVERHEAD_PAIRS} pairs): copy-in {:.1} us, kernel {:.1} us, copy-out {:.1} us; the fixed model: {:.0} us each",
         overhead[0] * 1e6,
         overhead[1] * 1e6,
         overhead[2] * 1e6,
         OVERHEAD * 1e6
     );
     println!(
-        "  {:<10} {:>7} {:>12} {:>13} {:>10} {:>16} {:>18} {:>16}",
-        "version", "streams", "measured ms", "predicted ms", "saved ms", "hidden/hideable", "fixed 8 us model", "hidden/hideable"
+        "  {:<10} {:>7} {:>12} {:>13} {:>10} {:>6} {:>16} {:>18} {:>16}",
+        "version", "streams", "measured ms", "predicted ms", "saved ms", "pairs", "hidden/hideable", "fixed 8 us model", "hidden/hideable"
     );
-    println!(
-        "  (saved: against version 1 in as many chunks, called alternately; hideable: the model's version 1 in as many chunks less its prediction)"
-    );
+    println!("  (saved: median against version 1 in as many chunks, called alternately; hideable: the model's version 1 in as many chunks less its prediction;");
+    println!("   ± the standard error of the median saving, from the pairs' spread, as a share of the hideable time)");
     let v1 = wall(|| call(Some(serial_plan)).map(|_| ()))?;
     println!("  {:<10} {:>7} {:>12.2} {:>13.2}", "1 serial", 1, v1 * 1e3, model::predict(Strategy::Serial, 1, 1, t, engines, OVERHEAD) * 1e3);
     for (name, strategy) in [("2 chunk", Strategy::PerChunk), ("3 staged", Strategy::Staged)] {
+        // Over 2..16 streams: seconds saved, their variance, seconds hideable, the least row share.
+        let (mut saved_sum, mut variance, mut hideable_sum, mut least) = (0.0, 0.0, 0.0, f64::INFINITY);
         for n in [1usize, 2, 3, 4, 6, 8, 12, 16] {
             let plan = Plan { strategy, streams: n, chunks: n };
             // Against version 1 in the same n chunks, so that what is compared is
             // the overlap alone, not the cost of cutting the work into chunks.
             let serial_n = Plan { strategy: Strategy::Serial, streams: 1, chunks: n };
-            let (measured, saved, released_on_host) = paired(&mut call, serial_n, plan)?;
+            let row = paired(&mut call, serial_n, plan)?;
             let predicted = model::predict_phases(strategy, n, n, t, engines, overhead, duplex);
             let fixed = model::predict_duplex(strategy, n, n, t, engines, OVERHEAD, duplex);
-            // The share of what the model says the plan can hide (its version 1
-            // in n chunks less its prediction for the plan) that the plan did hide.
-            let share = |p: f64, o: [f64; 3]| {
-                let hideable = model::predict_phases(Strategy::Serial, 1, n, t, engines, o, duplex) - p;
-                if n > 1 { format!("{:.0}%", 100.0 * saved / hideable) } else { String::new() }
-            };
+            // What the model says the plan can hide: its version 1 in n chunks less its prediction.
+            let hideable = |p: f64, o: [f64; 3]| model::predict_phases(Strategy::Serial, 1, n, t, engines, o, duplex) - p;
+            let share = |h: f64| if n > 1 { format!("{:.0}% ± {:.0}", 100.0 * row.saved / h, 100.0 * row.saved_error / h) } else { String::new() };
+            if n > 1 {
+                let h = hideable(predicted, overhead);
+                saved_sum += row.saved;
+                variance += row.saved_error.powi(2);
+                hideable_sum += h;
+                least = least.min(row.saved / h);
+            }
             println!(
-                "  {name:<10} {n:>7} {:>12.2} {:>13.2} {:>10.3} {:>16} {:>18.2} {:>16}{}",
-                measured * 1e3,
+                "  {name:<10} {n:>7} {:>12.2} {:>13.2} {:>10.3} {:>6} {:>16} {:>18.2} {:>16}{}",
+                row.measured * 1e3,
                 predicted * 1e3,
-                saved * 1e3,
-                share(predicted, overhead),
+                row.saved * 1e3,
+                row.pairs,
+                share(hideable(predicted, overhead)),
                 fixed * 1e3,
-                share(fixed, [OVERHEAD; 3]),
-                if released_on_host { "  kernels queued by the host" } else { "" }
+                share(hideable(fixed, [OVERHEAD; 3])),
+                if row.released_on_host { "  kernels queued by the host" } else { "" }
             );
         }
+        println!(
+            "  version {}, 2..16 streams together: {:.0}% ± {:.0} of the hideable time hidden ({:.3} of {:.3} ms); the least row {:.0}%",
+            &name[..1],
+            100.0 * saved_sum / hideable_sum,
+            100.0 * variance.sqrt() / hideable_sum,
+            saved_sum * 1e3,
+            hideable_sum * 1e3,
+            100.0 * least
+        );
     }
     let best = model::best_streams(t, engines, OVERHEAD);
     let auto = call(None)?.plan;
@@ -320,4 +369,35 @@ pub fn run() -> Result<()> {
     }
     println!("\nprofile of the timed calls:\n{}", ctx.profile.table());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The standard error `median_error` estimates from one sample is the
+    /// spread of the medians of many samples: normal draws (Box-Muller over a
+    /// 64-bit LCG), 25 per sample as in a 30 ms row.
+    #[test]
+    fn median_error_is_the_spread_of_medians() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut uniform = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        let mut normal = move || (-2.0 * uniform().ln()).sqrt() * (std::f64::consts::TAU * uniform()).cos();
+        let (trials, n) = (4000, 25);
+        let (mut medians, mut estimates) = (Vec::new(), Vec::new());
+        for _ in 0..trials {
+            let v: Vec<f64> = (0..n).map(|_| 3.0 + 0.5 * normal()).collect();
+            estimates.push(median_error(&v));
+            medians.push(median(v));
+        }
+        let mean = medians.iter().sum::<f64>() / trials as f64;
+        let spread = (medians.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (trials - 1) as f64).sqrt();
+        let estimate = estimates.iter().sum::<f64>() / trials as f64;
+        // Theory: 1.253 x 0.5 / 5 = 0.125.
+        assert!((spread / 0.1253 - 1.0).abs() < 0.08, "spread of the medians {spread}");
+        assert!((estimate / spread - 1.0).abs() < 0.12, "estimate {estimate} against {spread}");
+    }
 }
