@@ -8,7 +8,15 @@ OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export FEGPU_BACKEND=cuda FEGPU_CHECK_LAUNCHES=1 FEGPU_MATRICES=$PWD/.gpu/matrices FEGPU_DATA=$PWD/.gpu/data FEGPU_EXE=$PWD/.gpu/bin/fegpu LD_LIBRARY_PATH=$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}
 fail=0
 run() { echo "== $*"; "$@" 2>&1 | tee -a "$OUT/checks.log"; local rc=${PIPESTATUS[0]}; [ $rc -eq 0 ] || { echo "FAILED ($rc): $*"; fail=1; }; }
-nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem,pci.bus_id --format=csv | tee "$OUT/gpu.txt"
+# The host side, to tell rounds on different machines apart: CPU, NUMA, the GPU's links.
+{ lscpu | grep -E 'Model name|^CPU\(s\)|NUMA|Socket'; nvidia-smi topo -m; } 2>&1 | tee -a "$OUT/gpu.txt"
+# The timing-sensitive runs stay on the CPUs next to the GPU (its PCI device's
+# local_cpulist), where the host's event waits and launches are shortest.
+bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null | head -1 | sed 's/^0000//' | tr 'A-F' 'a-f')
+near=$(cat "/sys/bus/pci/devices/$bus/local_cpulist" 2>/dev/null)
+bind=(); [ -n "$near" ] && command -v taskset >/dev/null && bind=(taskset -c "$near")
+echo "timing runs bound to CPUs: ${near:-(not found: unbound)}" | tee -a "$OUT/gpu.txt"
 run .gpu/bin/fegpu info
 for t in .gpu/tests/*; do run "$t" --test-threads=1; done
 for d in .gpu/drivers/*; do [ -x "$d" ] && run "$d"; done
@@ -28,7 +36,8 @@ if [ "${1:-}" = "--radfields" ] || [ -z "${1:-}" ]; then
   python3 bench/peers.py radfields 2>&1 | tee "$OUT/peers-radfields.txt"
 fi
 if [ "${1:-}" = "--pipeline" ] || [ -z "${1:-}" ]; then
-  .gpu/bin/fegpu bench pipeline 2>&1 | tee "$OUT/bench-pipeline.txt"
+  "${bind[@]}" .gpu/bin/fegpu bench pipeline 2>&1 | tee "$OUT/bench-pipeline.txt"
+  "${bind[@]}" python3 bench/peers.py pipeline 2>&1 | tee "$OUT/peers-pipeline.txt"
 fi
 if [ "${1:-}" = "--sparse" ] || [ -z "${1:-}" ]; then
   .gpu/bin/fegpu bench spmv .gpu/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-spmv.txt"
