@@ -4,7 +4,8 @@
 //! times measured in the same run, with the pinned host-to-device bandwidth
 //! (the ceiling) measured first. The time a plan hides is measured against
 //! version 1 in as many chunks, called alternately with it (more pairs for
-//! shorter calls, with the standard error of the median saving); the model's
+//! shorter calls, with the standard error of the median saving; staged, its
+//! order also against the other, forced); the model's
 //! overhead per operation of each phase is measured for each operation too
 //! (version 1 in 16 chunks against one, timed by events, in pairs), beside
 //! the fixed 8 us the automatic plan assumes.
@@ -128,23 +129,24 @@ struct Paired {
 const PAIRS: (usize, usize) = (9, 61);
 const PAIR_BUDGET_SECONDS: f64 = 1.5;
 
-/// `serial` (version 1) and `plan` called alternately (`PAIRS`,
+/// The base call (`call(false)`: version 1 in as many chunks, or the other
+/// order) and the plan's (`call(true)`) alternately (`PAIRS`,
 /// `PAIR_BUDGET_SECONDS`). Pairing cancels the drift of transfer speed
 /// between calls, which is as large as the whole saving for an operation
 /// whose kernel is short.
-fn paired(call: &mut impl FnMut(Option<Plan>) -> Result<pipeline::Report>, serial: Plan, plan: Plan) -> Result<Paired> {
-    let released_on_host = call(Some(plan))?.released_on_host;
+fn paired(mut call: impl FnMut(bool) -> Result<pipeline::Report>) -> Result<Paired> {
+    let released_on_host = call(true)?.released_on_host;
     let (mut times, mut saved) = (Vec::new(), Vec::new());
     let start = Instant::now();
     while saved.len() < PAIRS.0 || (saved.len() < PAIRS.1 && start.elapsed().as_secs_f64() < PAIR_BUDGET_SECONDS) {
         let t = Instant::now();
-        call(Some(serial))?;
-        let ts = t.elapsed().as_secs_f64();
+        call(false)?;
+        let tb = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        call(Some(plan))?;
+        call(true)?;
         let tp = t.elapsed().as_secs_f64();
         times.push(tp);
-        saved.push(ts - tp);
+        saved.push(tb - tp);
     }
     let pairs = saved.len();
     Ok(Paired { measured: median(times), saved_error: median_error(&saved), saved: median(saved), pairs, released_on_host })
@@ -207,7 +209,8 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: imp
         "version", "streams", "measured ms", "predicted ms", "saved ms", "pairs", "hidden/hideable", "fixed 8 us model", "hidden/hideable"
     );
     println!("  (saved: median against version 1 in as many chunks, called alternately; hideable: the model's version 1 in as many chunks less its prediction;");
-    println!("   ± the standard error of the median saving, from the pairs' spread, as a share of the hideable time)");
+    println!("   ± the standard error of the median saving, from the pairs' spread, as a share of the hideable time;");
+    println!("   staged: the seconds its order (kernels queued by the host or on the device, model::release_on_host) saved against the other, forced, in pairs)");
     let v1 = wall(|| call(Some(serial_plan)).map(|_| ()))?;
     println!("  {:<10} {:>7} {:>12.2} {:>13.2}", "1 serial", 1, v1 * 1e3, model::predict(Strategy::Serial, 1, 1, t, engines, OVERHEAD) * 1e3);
     for (name, strategy) in [("2 chunk", Strategy::PerChunk), ("3 staged", Strategy::Staged)] {
@@ -218,7 +221,22 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: imp
             // Against version 1 in the same n chunks, so that what is compared is
             // the overlap alone, not the cost of cutting the work into chunks.
             let serial_n = Plan { strategy: Strategy::Serial, streams: 1, chunks: n };
-            let row = paired(&mut call, serial_n, plan)?;
+            let row = paired(|is_plan| call(Some(if is_plan { plan } else { serial_n })))?;
+            // Staged: the order the rule chose against the other one, forced.
+            let against_other = if strategy == Strategy::Staged && n > 1 {
+                let order = &ctx.pipeline.release_override;
+                let set = |o: Option<bool>| *order.lock().unwrap_or_else(|p| p.into_inner()) = o;
+                let other = !row.released_on_host;
+                let versus = paired(|is_plan| {
+                    set(if is_plan { None } else { Some(other) });
+                    call(Some(plan))
+                });
+                set(None);
+                let versus = versus?;
+                format!("  {:+.3} ± {:.3} ms against {}", versus.saved * 1e3, versus.saved_error * 1e3, if other { "the host order" } else { "the device order" })
+            } else {
+                String::new()
+            };
             let predicted = model::predict_phases(strategy, n, n, t, engines, overhead, duplex);
             let fixed = model::predict_duplex(strategy, n, n, t, engines, OVERHEAD, duplex);
             // What the model says the plan can hide: its version 1 in n chunks less its prediction.
@@ -232,7 +250,7 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: imp
                 least = least.min(row.saved / h);
             }
             println!(
-                "  {name:<10} {n:>7} {:>12.2} {:>13.2} {:>10.3} {:>6} {:>16} {:>18.2} {:>16}{}",
+                "  {name:<10} {n:>7} {:>12.2} {:>13.2} {:>10.3} {:>6} {:>16} {:>18.2} {:>16}{}{}",
                 row.measured * 1e3,
                 predicted * 1e3,
                 row.saved * 1e3,
@@ -240,7 +258,8 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: imp
                 share(hideable(predicted, overhead)),
                 fixed * 1e3,
                 share(hideable(fixed, [OVERHEAD; 3])),
-                if row.released_on_host { "  kernels queued by the host" } else { "" }
+                if row.released_on_host { "  kernels queued by the host" } else { "" },
+                against_other
             );
         }
         println!(

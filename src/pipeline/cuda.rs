@@ -206,7 +206,8 @@ impl Executor<'_> {
 /// the host queues each kernel once its chunk has landed
 /// (`model::release_on_host`).
 pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> bool, op: &mut Op, plan: Plan, timed: bool, release_on_host: bool) -> Result<Report> {
-    let release_on_host = release_on_host && op.items > 1;
+    // Only rounds of two or more chunks have a chunk the host can release.
+    let release_on_host = release_on_host && plan.streams.min(plan.chunks).min(op.items) > 1;
     let items = op.items;
     let (mut h2d_bytes, mut d2h_bytes) = (0u64, 0u64);
     let raws: Vec<Raw> = op

@@ -161,6 +161,10 @@ pub struct Cache {
     /// Chunk buffers kept between calls: allocating and mapping fresh device
     /// memory every call costs as much as the copies (BENCHMARKS.md).
     pub(crate) buffers: Mutex<Vec<crate::gpu::DeviceBuffer<f64>>>,
+    /// `fegpu bench pipeline` only: the staged strategy's order forced
+    /// (true: kernels queued by the host) instead of `model::release_on_host`,
+    /// to time the two orders against each other on the machine at hand.
+    pub(crate) release_override: Mutex<Option<bool>>,
 }
 
 /// What per-item rates are kept for: the operation and the elements per item
@@ -223,7 +227,9 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
             };
             let plan = Plan { chunks: if plan.chunks == 0 { plan.streams } else { plan.chunks }, ..plan };
             // Known rates say whether the kernels leave the host time to queue them (staged only).
-            let release_on_host = plan.strategy == Strategy::Staged && known.is_some_and(|r| model::release_on_host(whole(r, op.items), plan.chunks));
+            let rule = || known.is_some_and(|r| model::release_on_host(whole(r, op.items), plan.chunks));
+            let forced = *ctx.pipeline.release_override.lock().unwrap_or_else(|p| p.into_inner());
+            let release_on_host = plan.strategy == Strategy::Staged && forced.unwrap_or_else(rule);
             let mut report = cuda::run(g, &ctx.pipeline, &registered, &mut op, plan, measure, release_on_host)?;
             report.wall_seconds = start.elapsed().as_secs_f64();
             if let (Some(t), None) = (report.times, known) {
