@@ -17,10 +17,27 @@ use crate::pipeline::model::{self, Times};
 use crate::pipeline::{self, Plan, Strategy, OVERHEAD};
 use std::time::Instant;
 
+/// The host link as `pinned_bandwidth` measures it.
+struct Link {
+    /// Bytes per second of a 256 MiB page-locked copy each way (best of the repetitions).
+    up: f64,
+    down: f64,
+    /// The share of its speed each direction keeps while both run at once,
+    /// from the best times (the model's input), and the median of the
+    /// repetitions' own shares (how steady it is).
+    duplex: f64,
+    duplex_median: f64,
+}
+
+/// Repetitions of `pinned_bandwidth`: the duplex share moves the model's
+/// hideable time of axpby, whose copy-out hides under copy-ins, by about
+/// 1.7% per point (0.3% for the inner products, with little to copy out).
+const LINK_REPS: usize = 9;
+
 /// Host-to-device and device-to-host bandwidth of a 256 MiB page-locked
 /// buffer, and the share of it each direction keeps when both run at once.
-fn pinned_bandwidth(ctx: &Context) -> Result<(f64, f64, f64)> {
-    let Some(g) = ctx.gpu() else { return Ok((f64::NAN, f64::NAN, f64::NAN)) };
+fn pinned_bandwidth(ctx: &Context) -> Result<Link> {
+    let Some(g) = ctx.gpu() else { return Ok(Link { up: f64::NAN, down: f64::NAN, duplex: f64::NAN, duplex_median: f64::NAN }) };
     let n = 1usize << 25;
     let (mut up_host, mut down_host) = (g.pinned::<f64>(n)?, g.pinned::<f64>(n)?);
     up_host.as_mut_slice()?.fill(1.0);
@@ -28,7 +45,8 @@ fn pinned_bandwidth(ctx: &Context) -> Result<(f64, f64, f64)> {
     let lanes = g.lanes(2)?;
     g.synchronize("bench")?;
     let (mut up, mut down, mut both) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
-    for _ in 0..4 {
+    let mut shares = Vec::with_capacity(LINK_REPS);
+    for _ in 0..LINK_REPS {
         // SAFETY: pinned memory, alive and untouched until the lanes are synchronised below.
         unsafe {
             let a = lanes[0].mark()?;
@@ -37,20 +55,21 @@ fn pinned_bandwidth(ctx: &Context) -> Result<(f64, f64, f64)> {
             lanes[0].download(&down_dev, 0, &mut down_host.as_mut_slice()?[..])?;
             let c = lanes[0].mark()?;
             lanes[0].synchronize("bench")?;
-            up = up.min(a.seconds_until(&b)?);
-            down = down.min(b.seconds_until(&c)?);
+            let (up_now, down_now) = (a.seconds_until(&b)?, b.seconds_until(&c)?);
             // Both directions at once, on two lanes.
             let start = std::time::Instant::now();
             lanes[0].upload(&up_host.as_mut_slice()?[..], &mut up_dev, 0)?;
             lanes[1].download(&down_dev, 0, &mut down_host.as_mut_slice()?[..])?;
             lanes[0].synchronize("bench")?;
             lanes[1].synchronize("bench")?;
-            both = both.min(start.elapsed().as_secs_f64());
+            let both_now = start.elapsed().as_secs_f64();
+            shares.push((up_now.max(down_now) / both_now).min(1.0));
+            (up, down, both) = (up.min(up_now), down.min(down_now), both.min(both_now));
         }
     }
     // Each direction alone would need `up` and `down`; together they took `both`.
     let duplex = (up.max(down) / both).min(1.0);
-    Ok((8.0 * n as f64 / up, 8.0 * n as f64 / down, duplex))
+    Ok(Link { up: 8.0 * n as f64 / up, down: 8.0 * n as f64 / down, duplex, duplex_median: median(shares) })
 }
 
 /// The host-to-device copy rate of a 256 MiB page-locked buffer while the
@@ -167,8 +186,11 @@ fn median_error(v: &[f64]) -> f64 {
 const OVERHEAD_PAIRS: usize = 9;
 
 /// One operation over every version and stream count.
-fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: impl FnMut(Option<Plan>) -> Result<pipeline::Report>) -> Result<()> {
+fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, mut call: impl FnMut(Option<Plan>) -> Result<pipeline::Report>) -> Result<()> {
     let engines = ctx.gpu().map_or(1, |g| g.info.copy_engines.max(1) as usize);
+    // The duplex share drifts over a run: measured again beside each operation.
+    let link = pinned_bandwidth(ctx)?;
+    let duplex = link.duplex;
     // Version 1 timed per phase with events (the profile on), in one chunk
     // (the model's inputs: the median of each phase) and in 16, alternately:
     // the overhead per operation of each phase is the median over the pairs
@@ -196,6 +218,13 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, duplex: f64, mut call: imp
         t.kernel * 1e3,
         r.d2h_bytes as f64 / 1e6,
         t.d2h * 1e3
+    );
+    println!(
+        "  the link now: H2D {:.1} GB/s, D2H {:.1} GB/s; duplex share {:.0}% (the model's; the median of {LINK_REPS} repetitions' own: {:.0}%)",
+        link.up / 1e9,
+        link.down / 1e9,
+        100.0 * link.duplex,
+        100.0 * link.duplex_median
     );
     println!(
         "  overhead per operation, measured (version 1 in 16 chunks against 1, median of {OVERHEAD_PAIRS} pairs): copy-in {:.1} us, kernel {:.1} us, copy-out {:.1} us; the fixed model: {:.0} us each",
@@ -287,8 +316,15 @@ pub fn run() -> Result<()> {
     }
     // The sweeps read every timed call's phases.
     ctx.profile.set_every_call(true);
-    let (up, down, duplex) = pinned_bandwidth(&ctx)?;
-    println!("pinned host memory: H2D {:.1} GB/s, D2H {:.1} GB/s (256 MiB, best of 4); both at once: each at {:.0}% (the model's duplex share)", up / 1e9, down / 1e9, 100.0 * duplex);
+    let link = pinned_bandwidth(&ctx)?;
+    let up = link.up;
+    println!(
+        "pinned host memory: H2D {:.1} GB/s, D2H {:.1} GB/s (256 MiB, best of {LINK_REPS}); both at once: each at {:.0}% (median {:.0}%; measured again beside each operation for the model)",
+        up / 1e9,
+        link.down / 1e9,
+        100.0 * link.duplex,
+        100.0 * link.duplex_median
+    );
     println!(
         "host-to-device copy while a bandwidth-bound kernel runs beside it: {:.0}% of its rate alone",
         100.0 * copy_share_under_load(&ctx)?
@@ -304,7 +340,7 @@ pub fn run() -> Result<()> {
                 ctx.register_host(y.as_mut_ptr().cast(), 8 * n)?;
             }
             let what = format!("axpby n = {n} ({})", if registered { "registered" } else { "unregistered: staging ring" });
-            sweep(&ctx, &what, up, duplex, |plan| pipeline::axpby(&ctx, 1.0001, &x, 0.5, &mut y, plan))?;
+            sweep(&ctx, &what, up, |plan| pipeline::axpby(&ctx, 1.0001, &x, 0.5, &mut y, plan))?;
             if registered {
                 ctx.unregister_host(x.as_mut_ptr().cast())?;
                 ctx.unregister_host(y.as_mut_ptr().cast())?;
@@ -362,7 +398,7 @@ pub fn run() -> Result<()> {
     ctx.register_host(a.as_mut_ptr().cast(), 8 * a.len())?;
     ctx.register_host(b.as_mut_ptr().cast(), 8 * b.len())?;
     ctx.register_host(out.as_mut_ptr().cast(), 8 * ncols)?;
-    sweep(&ctx, &format!("column dots {m} x {ncols} (registered)"), up, duplex, |plan| pipeline::column_dots(&ctx, m, &a, &b, &mut out, plan))?;
+    sweep(&ctx, &format!("column dots {m} x {ncols} (registered)"), up, |plan| pipeline::column_dots(&ctx, m, &a, &b, &mut out, plan))?;
     if let Some(s) = ctx.profile.op("column_dots") {
         println!("serial host loop of the inner products: {:.1} ms per call", s.serial_seconds / s.calls as f64 * 1e3);
     }
@@ -377,12 +413,12 @@ pub fn run() -> Result<()> {
     for v in [&mut a, &mut b, &mut c] {
         ctx.register_host(v.as_mut_ptr().cast(), 8 * v.len())?;
     }
-    sweep(&ctx, &format!("gemm {n} x {n} x {n}, beta = 0 (registered; {:.0} GFLOP)", 2.0 * (n as f64).powi(3) / 1e9), up, duplex, |plan| {
+    sweep(&ctx, &format!("gemm {n} x {n} x {n}, beta = 0 (registered; {:.0} GFLOP)", 2.0 * (n as f64).powi(3) / 1e9), up, |plan| {
         pipeline::gemm(&ctx, n, n, n, 1.0, &a, &b, 0.0, &mut c, plan)
     })?;
     let x = b[..n].to_vec();
-    sweep(&ctx, &format!("gemv {n} x {n} (registered A)"), up, duplex, |plan| pipeline::gemv(&ctx, n, n, 1.0, &a, &x, 0.0, &mut c[..n], plan))?;
-    sweep(&ctx, &format!("transpose {n} x {n} in column panels (registered)"), up, duplex, |plan| pipeline::transpose(&ctx, n, n, &a, &mut c, plan))?;
+    sweep(&ctx, &format!("gemv {n} x {n} (registered A)"), up, |plan| pipeline::gemv(&ctx, n, n, 1.0, &a, &x, 0.0, &mut c[..n], plan))?;
+    sweep(&ctx, &format!("transpose {n} x {n} in column panels (registered)"), up, |plan| pipeline::transpose(&ctx, n, n, &a, &mut c, plan))?;
     for v in [&mut a, &mut b, &mut c] {
         ctx.unregister_host(v.as_mut_ptr().cast())?;
     }
