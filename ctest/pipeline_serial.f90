@@ -64,7 +64,7 @@ program pipeline_serial
     end if
   end do
   call products()
-  y = y0   ! automatic: the first call measures, the next ones follow the model
+  y = y0   ! automatic: the first two calls measure, the next ones follow the model
   call fegpu_pipeline_axpby(ctx, 1.5_real64, x, -0.25_real64, y)
   call expect(maxval(abs(y - want)) <= 1e-15_real64 * maxval(abs(want)), 'axpby, automatic')
   call fegpu_profile_report(ctx, json_path='pipeline_serial_profile.json')

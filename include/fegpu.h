@@ -96,7 +96,7 @@
 
 #define FEGPU_PERIODIC_Z 4
 
-// Strategy chosen by the overlap model from the first call's timings.
+// Strategy chosen by the overlap model from the timings of the first calls (two, the first warming up).
 #define FEGPU_PIPELINE_AUTO 0
 
 // One stream: copy-in, kernel, copy-out of each chunk in turn (version 1).

@@ -9,8 +9,8 @@
 //! streams) and staged (all copy-ins of a round, then all kernels, then all
 //! copy-outs; once an operation's times are known and its kernels are short
 //! beside its copies, the host queues each kernel and copy-out as its chunk
-//! lands, `model::release_on_host`). Automatic: the first call of an operation runs serially and
-//! measures its copy and kernel times; later calls use the staged strategy
+//! lands, `model::release_on_host`). Automatic: the first two calls of an operation run serially and
+//! measure its copy and kernel times (the first warms up); later calls use the staged strategy
 //! with the stream count the model predicts fastest.
 
 pub mod cpu;
@@ -24,7 +24,7 @@ use model::Times;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// Strategy chosen by the overlap model from the first call's timings.
+/// Strategy chosen by the overlap model from the timings of the first calls (two, the first warming up).
 pub const FEGPU_PIPELINE_AUTO: i32 = 0;
 /// One stream: copy-in, kernel, copy-out of each chunk in turn (version 1).
 pub const FEGPU_PIPELINE_SERIAL: i32 = 1;
@@ -137,7 +137,7 @@ pub struct Op<'a> {
 pub struct Report {
     pub plan: Plan,
     pub wall_seconds: f64,
-    /// Per-phase device times when the call was timed (first automatic call,
+    /// Per-phase device times when the call was timed (the first two automatic calls,
     /// or profiling on), summed over chunks.
     pub times: Option<Times>,
     /// Timed calls: the seconds the call's copy-in, kernel and copy-out
@@ -151,11 +151,11 @@ pub struct Report {
 }
 
 /// Per context: the model's inputs per operation (seconds per item of each
-/// phase, from the first call) and the CPU reference's seconds per item for
-/// the profile.
+/// phase, from the first two calls) and the CPU reference's seconds per item
+/// for the profile.
 #[derive(Default)]
 pub struct Cache {
-    rates: Mutex<HashMap<Shape, Times>>,
+    rates: Mutex<HashMap<Shape, Measured>>,
     serial: Mutex<HashMap<Shape, f64>>,
     pub(crate) staging: Mutex<Vec<crate::gpu::Pinned<f64>>>,
     /// Chunk buffers kept between calls: allocating and mapping fresh device
@@ -165,6 +165,18 @@ pub struct Cache {
     /// (true: kernels queued by the host) instead of `model::release_on_host`,
     /// to time the two orders against each other on the machine at hand.
     pub(crate) release_override: Mutex<Option<bool>>,
+}
+
+/// An operation's per-item rates, and whether they come from a call after
+/// its first: the first call's kernel phase also holds one-time costs (NVRTC
+/// compiling the kernel, cuBLAS loading its kernels lazily: 2-10 ms, seen
+/// on the H100 as gemm, gemv and the transpose never getting the host order
+/// of `model::release_on_host`), so the second call measures again and only
+/// its rates drive the plan.
+#[derive(Clone, Copy)]
+struct Measured {
+    rate: Times,
+    warm: bool,
 }
 
 /// What per-item rates are kept for: the operation and the elements per item
@@ -213,7 +225,8 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
             Report { plan, wall_seconds: start.elapsed().as_secs_f64(), times: None, overlapped_seconds: None, released_on_host: false, h2d_bytes: 0, d2h_bytes: 0 }
         }
         Some(g) => {
-            let known = ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied();
+            let measured = ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied();
+            let known = measured.filter(|m| m.warm).map(|m| m.rate);
             let registered = |ptr: *const f64, len: usize| ctx.is_registered(ptr as usize, len * 8);
             let (plan, measure) = match (plan, known) {
                 (Some(p), Some(r)) if p.streams == 0 => (Plan { streams: choose(r, &op, &registered, g), ..p }, timed_profile),
@@ -234,7 +247,8 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
             report.wall_seconds = start.elapsed().as_secs_f64();
             if let (Some(t), None) = (report.times, known) {
                 if plan.strategy == Strategy::Serial && plan.chunks == 1 {
-                    ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), per_item(t, op.items));
+                    let warm = measured.is_some();
+                    ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), Measured { rate: per_item(t, op.items), warm });
                 }
             }
             report
