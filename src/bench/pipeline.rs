@@ -271,8 +271,8 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, mut call: impl FnMut(Optio
             // What the model says the plan can hide: its version 1 in n chunks less its prediction.
             let hideable = |p: f64, o: [f64; 3]| model::predict_phases(Strategy::Serial, 1, n, t, engines, o, duplex) - p;
             let share = |h: f64| if n > 1 { format!("{:.0}% ± {:.0}", 100.0 * row.saved / h, 100.0 * row.saved_error / h) } else { String::new() };
+            let h = hideable(predicted, overhead);
             if n > 1 {
-                let h = hideable(predicted, overhead);
                 saved_sum += row.saved;
                 variance += row.saved_error.powi(2);
                 hideable_sum += h;
@@ -284,7 +284,7 @@ fn sweep(ctx: &Context, what: &str, h2d_ceiling: f64, mut call: impl FnMut(Optio
                 predicted * 1e3,
                 row.saved * 1e3,
                 row.pairs,
-                share(hideable(predicted, overhead)),
+                share(h),
                 fixed * 1e3,
                 share(hideable(fixed, [OVERHEAD; 3])),
                 if row.released_on_host { "  kernels queued by the host" } else { "" },
