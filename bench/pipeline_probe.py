@@ -2,7 +2,7 @@
 memory, n chunks), timed on the device machine with CuPy, to find where the
 staged pipeline loses against the overlap model:
 
-    CUDA_DEVICE_MAX_CONNECTIONS=16 python3 bench/pipeline_probe.py [chunks] [trace|parts|ab|beside]
+    CUDA_DEVICE_MAX_CONNECTIONS=16 python3 bench/pipeline_probe.py [chunks] [trace|parts|ab|beside|axpby]
 
 trace (default): each issue order called alternately with version 1 in the
 same chunks (median of the pairs' differences = time saved), and one call of
@@ -11,6 +11,10 @@ parts: each part of a staged call (kernels, copy-outs) against the copy-ins
 alone. ab: kernels queued by the host as each chunk lands against the
 device-side staged order, 41 pairs. beside: a 200 MB upload alone and
 beside the kernel, by the kernel's grid width, on random and zero data.
+axpby: where a copy-out as large as half the copy-in comes back (axpby 1e8,
+x and y in, y out), the device order against the host order and against
+kernels queued by the host with the copy-outs queued after them, in pairs,
+and one traced call of each.
 Results: bench/results/pipeline-probe-*.
 """
 import sys
@@ -90,6 +94,82 @@ def beside():
 if MODE == "beside":
     beside()
     sys.exit(0)
+
+
+def axpby_orders():
+    n = 100_000_000
+    w = n // N
+    x = np.arange(n, dtype=np.float64) % 1000 * 1e-3
+    y = np.ones(n)
+    for h in (x, y):
+        rt.hostRegister(h.ctypes.data, h.nbytes, 0)
+    ss = [cp.cuda.Stream(non_blocking=True) for _ in range(N)]
+    dx, dy = [cp.empty(w) for _ in range(N)], [cp.empty(w) for _ in range(N)]
+    ker = cp.ElementwiseKernel("float64 x", "float64 y", "y = fma(1.0001, x, 0.5 * y)", "probe_axpby")
+
+    def mark(trace, k, what):
+        # An event after the operation: timed when traced (the copy-ins' also
+        # tell the host order when a chunk has landed).
+        e = cp.cuda.Event(disable_timing=trace is None)
+        e.record(ss[k])
+        if trace is not None:
+            trace.append((what, e))
+        return e
+
+    def copy_in(k, trace):
+        rt.memcpyAsync(dx[k].data.ptr, x.ctypes.data + 8 * k * w, 8 * w, rt.memcpyHostToDevice, ss[k].ptr)
+        rt.memcpyAsync(dy[k].data.ptr, y.ctypes.data + 8 * k * w, 8 * w, rt.memcpyHostToDevice, ss[k].ptr)
+        return mark(trace, k, "in")
+
+    def kernel(k, trace):
+        with ss[k]:
+            ker(dx[k], dy[k])
+        if trace is not None:
+            mark(trace, k, "k")
+
+    def copy_out(k, trace):
+        rt.memcpyAsync(y.ctypes.data + 8 * k * w, dy[k].data.ptr, 8 * w, rt.memcpyDeviceToHost, ss[k].ptr)
+        if trace is not None:
+            mark(trace, k, "out")
+
+    def device_order(trace=None):
+        for k in range(N):
+            copy_in(k, trace)
+        for k in range(N):
+            kernel(k, trace)
+        for k in range(N):
+            copy_out(k, trace)
+
+    def host_order(trace=None, outs_after=False):
+        landed = [copy_in(k, trace) for k in range(N)]
+        for k in range(N):
+            if k + 1 < N:
+                landed[k].synchronize()
+            kernel(k, trace)
+            if not outs_after:
+                copy_out(k, trace)
+        if outs_after:
+            for k in range(N):
+                copy_out(k, trace)
+
+    def traced(f):
+        trace = []
+        s0 = cp.cuda.Event()
+        s0.record(ss[0])
+        for s in ss[1:]:
+            s.wait_event(s0)
+        f(trace)
+        cp.cuda.Device().synchronize()
+        return {kind: [round(cp.cuda.get_elapsed_time(s0, e), 3) for what, e in trace if what == kind] for kind in ("in", "k", "out")}
+
+    call(device_order)
+    variants = [("host order", host_order), ("host kernels, copy-outs after", lambda trace=None: host_order(trace, True))]
+    for name, f in variants:
+        t, sv, sd = paired(f, device_order, reps=21)
+        print(f"axpby 1e8, {N} chunks: {name:<30} {t * 1e3:8.3f} ms, saved {sv * 1e3:7.3f} ms (sd {sd * 1e3:.3f}) against the device order")
+    for name, f in [("device order", device_order)] + variants:
+        tr = traced(f)
+        print(f"  trace {name}: copy-ins done {tr['in']}; kernels done {tr['k']}; copy-outs done {tr['out']}")
 
 a = np.arange(M * NCOLS, dtype=np.float64) % 7
 b = np.arange(M * NCOLS, dtype=np.float64) % 5 * 0.5
@@ -251,6 +331,9 @@ def merged_out():
     d2h(out, 0, whole_out, NCOLS, streams[N - 1])
 
 
+if MODE == "axpby":
+    axpby_orders()
+    sys.exit(0)
 if MODE == "ab":
     # Kernels released by the host against the device-side staged order.
     call(staged)

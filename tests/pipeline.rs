@@ -91,10 +91,11 @@ fn column_dots_match_the_serial_loop_and_the_one_chunk_result() {
     }
 }
 
-/// Staged calls whose kernels are short beside their copies queue each kernel
-/// from the host once its chunk has landed (after the automatic calls have
-/// measured the operation): the results must not change, over one round or
-/// several, registered or staged through the ring.
+/// The staged strategy's two orders (`fegpu::pipeline::model::release_on_host`),
+/// once the automatic calls have measured an operation: the inner products
+/// and gemv (little comes back) are queued from the host as each chunk
+/// lands, axpby (y comes back) on the device. The results must not change,
+/// over one round or several, registered or staged through the ring.
 #[test]
 fn kernels_released_from_the_host_give_the_serial_result() {
     use fegpu::context::Context;
@@ -136,7 +137,8 @@ fn kernels_released_from_the_host_give_the_serial_result() {
             let axpby = pipeline::axpby(&ctx, 0.75, &x, -1.25, &mut y, plan).unwrap();
             assert_eq!(y, want_axpby, "streams {streams} chunks {chunks} registered {register} (seed {seed})");
             if ctx.gpu().is_some() && register {
-                assert!(dots.released_on_host && axpby.released_on_host, "streams {streams} chunks {chunks}: kernels queued on the device");
+                assert!(dots.released_on_host, "streams {streams} chunks {chunks}: the inner products' kernels queued on the device");
+                assert!(!axpby.released_on_host, "streams {streams} chunks {chunks}: axpby's kernels queued by the host, though y comes back");
             }
         }
         if register {
@@ -145,26 +147,28 @@ fn kernels_released_from_the_host_give_the_serial_result() {
             }
         }
     }
-    // The transpose's first call also compiles its kernel (a one-time cost
-    // far above its 0.1 ms of kernel): the second, warm, call's times decide,
-    // and with them the host order. 2000 x 2000: 32 MB each way.
-    let (tm, tn) = (2000usize, 2000usize);
-    let mut t_in = rng.vec_f64(tm * tn);
-    let mut t_out = vec![f64::NAN; tm * tn];
-    ctx.register_host(t_in.as_mut_ptr().cast(), 8 * t_in.len()).unwrap();
-    ctx.register_host(t_out.as_mut_ptr().cast(), 8 * t_out.len()).unwrap();
+    // gemv's first call also loads cuBLAS's kernels (a one-time cost far
+    // above its kernel): the second, warm, call's times decide, and with them
+    // the host order. 2000 x 2000: 32 MB in, in row panels (2-D copies).
+    let (gm, gn) = (2000usize, 2000usize);
+    let (mut ga, gx, gy0) = (rng.vec_f64(gm * gn), rng.vec_f64(gn), rng.vec_f64(gm));
+    let mut gy = gy0.clone();
+    ctx.register_host(ga.as_mut_ptr().cast(), 8 * ga.len()).unwrap();
+    ctx.register_host(gy.as_mut_ptr().cast(), 8 * gy.len()).unwrap();
     for _ in 0..2 {
-        pipeline::transpose(&ctx, tm, tn, &t_in, &mut t_out, None).unwrap();
+        pipeline::gemv(&ctx, gm, gn, 1.0, &ga, &gx, 0.0, &mut gy, None).unwrap();
     }
-    let plan = Some(Plan { strategy: Strategy::Staged, streams: 2, chunks: 2 });
-    t_out.fill(f64::NAN);
-    let report = pipeline::transpose(&ctx, tm, tn, &t_in, &mut t_out, plan).unwrap();
-    assert_eq!(t_out, common::serial_transpose(tm, tn, &t_in), "transpose, host order (seed {seed})");
-    if ctx.gpu().is_some() {
-        assert!(report.released_on_host, "transpose: kernels queued on the device after two automatic calls");
+    for (streams, chunks) in [(2usize, 2usize), (3, 7)] {
+        gy.copy_from_slice(&gy0);
+        let report = pipeline::gemv(&ctx, gm, gn, 2.0, &ga, &gx, 0.25, &mut gy, Some(Plan { strategy: Strategy::Staged, streams, chunks })).unwrap();
+        let want = serial_gemm(gm, 1, gn, 2.0, &ga, &gx, 0.25, &gy0);
+        assert!(close(&gy, &want, 2.0 * gn as f64), "gemv, streams {streams} chunks {chunks} (seed {seed})");
+        if ctx.gpu().is_some() {
+            assert!(report.released_on_host, "gemv: kernels queued on the device after two automatic calls");
+        }
     }
-    ctx.unregister_host(t_in.as_mut_ptr().cast()).unwrap();
-    ctx.unregister_host(t_out.as_mut_ptr().cast()).unwrap();
+    ctx.unregister_host(ga.as_mut_ptr().cast()).unwrap();
+    ctx.unregister_host(gy.as_mut_ptr().cast()).unwrap();
 }
 
 /// The textbook triple loop and its relatives, independent of fegpu's reference.

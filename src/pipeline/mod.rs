@@ -7,10 +7,11 @@
 //! Strategies (the concrete-dam study's versions, see `model`): serial (one
 //! stream), per-chunk (copy-in, kernel, copy-out per chunk across the
 //! streams) and staged (all copy-ins of a round, then all kernels, then all
-//! copy-outs; once an operation's times are known and its kernels are short
-//! beside its copies, the host queues each kernel and copy-out as its chunk
-//! lands, `model::release_on_host`). Automatic: the first two calls of an operation run serially and
-//! measure its copy and kernel times (the first warms up); later calls use the staged strategy
+//! copy-outs; once an operation's times are known, its kernels are short
+//! beside its copies and little comes back, the host queues each kernel and
+//! copy-out as its chunk lands, `model::release_on_host`). Automatic: the
+//! first two calls of an operation run serially and measure its copy and
+//! kernel times (the first warms up); later calls use the staged strategy
 //! with the stream count the model predicts fastest.
 
 pub mod cpu;
@@ -377,4 +378,45 @@ pub fn transpose(ctx: &Context, m: usize, n: usize, a: &[f64], at: &mut [f64], p
     check_len("at", at.len(), m * n)?;
     let args = vec![(Arg::In(a), Layout::Items(m)), (Arg::Out(at), Layout::Rows { ld: n, cols: m })];
     run(ctx, Op { name: "transpose", kernel: Kernel::Transpose { m }, items: n, args }, plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::FEGPU_BACKEND_AUTO;
+
+    /// Both staged orders forced (as `fegpu bench pipeline` does), on an
+    /// operation whose output is also an input: y comes back right either way,
+    /// registered and through the staging ring. On the CPU backend the order
+    /// does not apply and the host loop answers.
+    #[test]
+    fn both_staged_orders_give_the_serial_axpby() {
+        let ctx = Context::new(FEGPU_BACKEND_AUTO, 0).unwrap();
+        let n = 1_000_003;
+        let x: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 * 1e-3 - 0.5).collect();
+        let y0: Vec<f64> = (0..n).map(|i| ((i * 104_729) % 997) as f64 * 1e-2).collect();
+        let want: Vec<f64> = x.iter().zip(&y0).map(|(x, y)| 1.5f64.mul_add(*x, -0.25 * y)).collect();
+        for register in [true, false] {
+            let (mut x, mut y) = (x.clone(), y0.clone());
+            if register {
+                ctx.register_host(x.as_mut_ptr().cast(), 8 * n).unwrap();
+                ctx.register_host(y.as_mut_ptr().cast(), 8 * n).unwrap();
+            }
+            for host in [true, false] {
+                *ctx.pipeline.release_override.lock().unwrap() = Some(host);
+                for (streams, chunks) in [(2usize, 2usize), (4, 9), (16, 16)] {
+                    y.copy_from_slice(&y0);
+                    let plan = Plan { strategy: Strategy::Staged, streams, chunks };
+                    let report = axpby(&ctx, 1.5, &x, -0.25, &mut y, Some(plan)).unwrap();
+                    assert_eq!(y, want, "host order {host}, streams {streams}, chunks {chunks}, registered {register}");
+                    assert_eq!(report.released_on_host, host && ctx.gpu().is_some(), "the order forced");
+                }
+            }
+            *ctx.pipeline.release_override.lock().unwrap() = None;
+            if register {
+                ctx.unregister_host(x.as_mut_ptr().cast()).unwrap();
+                ctx.unregister_host(y.as_mut_ptr().cast()).unwrap();
+            }
+        }
+    }
 }

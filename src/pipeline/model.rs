@@ -127,14 +127,23 @@ pub fn predict_phases(strategy: Strategy, streams: usize, chunks: usize, t: Time
 /// inner products, 72 us and more, gained.
 pub const HOST_RELEASE_SLACK: f64 = 50e-6;
 
+/// The largest copy-out, as a share of the copy-in, with which the staged
+/// strategy queues kernels from the host (`release_on_host`). Measured on
+/// the H100 in both orders, same run (BENCHMARKS.md): the host order gained
+/// where the copy-out is under 1% of the copy-in (the inner products, gemv:
+/// up to 0.13 and 0.42 ms) and gained nothing or lost where it is 45% or
+/// more (axpby 4e6: nothing; axpby 1e8: 0.25-0.62 ms; gemm: 0.9-1.7 ms).
+pub const HOST_RELEASE_MAX_COPY_OUT: f64 = 0.1;
+
 /// Whether the staged strategy should queue each chunk's kernel from the
 /// host once the chunk has landed, rather than queue it on the device behind
 /// the copy-in: a device-side wait pauses the other lanes' copy-ins as the
 /// copy lands (measured on the H100, BENCHMARKS.md), which matters where the
-/// kernels are short beside the copies; where they are not, the host's
-/// latency would hold back the kernels (gemm).
+/// kernels are short beside the copies and there is little to copy out;
+/// where the kernels are not short, the host's latency would hold them back
+/// (gemm), and where the copy-outs are large the host order measured slower.
 pub fn release_on_host(t: Times, chunks: usize) -> bool {
-    (t.h2d - t.kernel) / chunks.max(1) as f64 >= HOST_RELEASE_SLACK
+    t.d2h <= HOST_RELEASE_MAX_COPY_OUT * t.h2d && (t.h2d - t.kernel) / chunks.max(1) as f64 >= HOST_RELEASE_SLACK
 }
 
 /// The stream count (1..=16, one chunk per stream) the model predicts fastest
@@ -258,11 +267,25 @@ mod tests {
         let dots = Times { h2d: 29e-3, kernel: 0.5e-3, d2h: 0.03e-3, setup: 0.0 };
         assert!(release_on_host(dots, 16));
         // gemm: kernels nearly as long as the copy-ins.
-        let gemm = Times { h2d: 2.5e-3, kernel: 2.2e-3, d2h: 2.4e-3, setup: 2.5e-3 };
+        let gemm = Times { h2d: 2.5e-3, kernel: 2.2e-3, d2h: 0.1e-3, setup: 2.5e-3 };
         assert!(!release_on_host(gemm, 8));
         // A small array cut fine: 20 us of copy per chunk.
-        let small = Times { h2d: 0.32e-3, kernel: 0.01e-3, d2h: 0.16e-3, setup: 0.0 };
+        let small = Times { h2d: 0.32e-3, kernel: 0.01e-3, d2h: 0.02e-3, setup: 0.0 };
         assert!(release_on_host(small, 2) && !release_on_host(small, 16));
+    }
+
+    #[test]
+    fn host_release_only_where_little_is_copied_out() {
+        // gemv: a vector out beside a matrix in.
+        let gemv = Times { h2d: 2.59e-3, kernel: 0.06e-3, d2h: 0.01e-3, setup: 0.0 };
+        assert!(release_on_host(gemv, 8));
+        // axpby 1e8: kernels short, but y comes back (half the copy-in).
+        let axpby = Times { h2d: 29.3e-3, kernel: 0.83e-3, d2h: 14.5e-3, setup: 0.0 };
+        assert!(!release_on_host(axpby, 8));
+        // At the bound, and just over it.
+        let at = Times { d2h: HOST_RELEASE_MAX_COPY_OUT * gemv.h2d, ..gemv };
+        assert!(release_on_host(at, 8));
+        assert!(!release_on_host(Times { d2h: at.d2h * 1.01, ..at }, 8));
     }
 
     #[test]
