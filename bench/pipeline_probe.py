@@ -153,14 +153,8 @@ def axpby_orders():
                 copy_out(k, trace)
 
     def traced(f):
-        trace = []
-        s0 = cp.cuda.Event()
-        s0.record(ss[0])
-        for s in ss[1:]:
-            s.wait_event(s0)
-        f(trace)
-        cp.cuda.Device().synchronize()
-        return {kind: [round(cp.cuda.get_elapsed_time(s0, e), 3) for what, e in trace if what == kind] for kind in ("in", "k", "out")}
+        trace = trace_of(f, ss)
+        return {kind: [round(t, 3) for what, t in trace if what == kind] for kind in ("in", "k", "out")}
 
     call(device_order)
     variants = [("host order", host_order), ("host kernels, copy-outs after", lambda trace=None: host_order(trace, True))]
@@ -284,11 +278,13 @@ def paired(f, base=v1, reps=15):
     return statistics.median(ts), statistics.median(saved), statistics.pstdev(saved)
 
 
-def trace_of(f):
+def trace_of(f, lanes=None):
+    """(what, ms from a common start) of each mark `f` records on `lanes`."""
+    lanes = lanes or streams
     trace = []
     s0 = cp.cuda.Event()
-    s0.record(streams[0])
-    for s in streams[1:]:
+    s0.record(lanes[0])
+    for s in lanes[1:]:
         s.wait_event(s0)
     f(trace)
     cp.cuda.Device().synchronize()
