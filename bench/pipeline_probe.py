@@ -2,7 +2,7 @@
 memory, n chunks), timed on the device machine with CuPy, to find where the
 staged pipeline loses against the overlap model:
 
-    CUDA_DEVICE_MAX_CONNECTIONS=16 python3 bench/pipeline_probe.py [chunks] [trace|parts|ab|beside|axpby]
+    CUDA_DEVICE_MAX_CONNECTIONS=16 python3 bench/pipeline_probe.py [chunks] [trace|parts|ab|beside|axpby|duplex]
 
 trace (default): each issue order called alternately with version 1 in the
 same chunks (median of the pairs' differences = time saved), and one call of
@@ -14,7 +14,9 @@ beside the kernel, by the kernel's grid width, on random and zero data.
 axpby: where a copy-out as large as half the copy-in comes back (axpby 1e8,
 x and y in, y out), the device order against the host order and against
 kernels queued by the host with the copy-outs queued after them, in pairs,
-and one traced call of each.
+and one traced call of each. duplex: each direction's share of its speed
+while the other runs (a 256 MiB copy one way wholly inside two the other
+way), against the one symmetric share `fegpu bench pipeline` gives the model.
 Results: bench/results/pipeline-probe-*.
 """
 import sys
@@ -93,6 +95,65 @@ def beside():
 
 if MODE == "beside":
     beside()
+    sys.exit(0)
+
+
+def duplex():
+    n = 1 << 25
+    up_host, down_host = cp.cuda.alloc_pinned_memory(8 * n), cp.cuda.alloc_pinned_memory(8 * n)
+    up_dev, down_dev = cp.empty(n), cp.zeros(n)
+    lanes = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+
+    def copy(up, lane):
+        if up:
+            rt.memcpyAsync(up_dev.data.ptr, up_host.ptr, 8 * n, rt.memcpyHostToDevice, lane.ptr)
+        else:
+            rt.memcpyAsync(down_host.ptr, down_dev.data.ptr, 8 * n, rt.memcpyDeviceToHost, lane.ptr)
+
+    windows = []
+
+    def timed(up, others):
+        # One copy on lane 0, `others` copies the other way on lane 1 queued
+        # first, so it runs wholly beside them; `windows` keeps where each ran.
+        f0, f1 = cp.cuda.Event(), cp.cuda.Event()
+        f0.record(lanes[1])
+        queued = time.perf_counter()
+        for _ in range(others):
+            copy(not up, lanes[1])
+        queued = time.perf_counter() - queued
+        f1.record(lanes[1])
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record(lanes[0])
+        copy(up, lanes[0])
+        e1.record(lanes[0])
+        cp.cuda.Device().synchronize()
+        if others:
+            windows.append((up, [round(cp.cuda.get_elapsed_time(f0, e), 2) for e in (e0, e1, f1)] + [round(queued * 1e3, 2)]))
+        return cp.cuda.get_elapsed_time(e0, e1)
+
+    shares = {True: [], False: []}
+    symmetric = []
+    for _ in range(9):
+        alone = {up: timed(up, 0) for up in (True, False)}
+        for up in (True, False):
+            shares[up].append(alone[up] / timed(up, 2))
+        t = time.perf_counter()
+        copy(True, lanes[0])
+        copy(False, lanes[1])
+        cp.cuda.Device().synchronize()
+        symmetric.append(max(alone.values()) / ((time.perf_counter() - t) * 1e3))
+    med = statistics.median
+    print(f"256 MiB pinned: H2D {8 * n / med([timed(True, 0) for _ in range(5)]) / 1e6:.1f} GB/s, D2H {8 * n / med([timed(False, 0) for _ in range(5)]) / 1e6:.1f} GB/s alone")
+    print(f"while the other direction runs, median of 9: H2D keeps {100 * med(shares[True]):.0f}% (range {100 * min(shares[True]):.0f}-{100 * max(shares[True]):.0f}), "
+          f"D2H keeps {100 * med(shares[False]):.0f}% (range {100 * min(shares[False]):.0f}-{100 * max(shares[False]):.0f}); "
+          f"the symmetric share (both at once, as fegpu bench pipeline): {100 * med(symmetric):.0f}%")
+    for up, (start, end, others_end, queued) in windows[-2:]:
+        print(f"  {'H2D' if up else 'D2H'} beside the other way: ran {start}-{end} ms after the other way's copies were queued "
+              f"(queuing them held the host {queued} ms); they ended at {others_end} ms")
+
+
+if MODE == "duplex":
+    duplex()
     sys.exit(0)
 
 
