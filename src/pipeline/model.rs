@@ -43,18 +43,14 @@ impl Times {
 
 /// Predicted seconds of one call (copies in both directions at full speed together).
 pub fn predict(strategy: Strategy, streams: usize, chunks: usize, t: Times, copy_engines: usize, overhead: f64) -> f64 {
-    predict_duplex(strategy, streams, chunks, t, copy_engines, overhead, 1.0)
+    predict_phases(strategy, streams, chunks, t, copy_engines, [overhead; 3], 1.0)
 }
 
-/// As `predict`, with copies in the two directions each running at `duplex`
-/// (0..1] of their own speed while both are active: the link and host memory
-/// are shared (measured by `fegpu bench pipeline`).
-pub fn predict_duplex(strategy: Strategy, streams: usize, chunks: usize, t: Times, copy_engines: usize, overhead: f64, duplex: f64) -> f64 {
-    predict_phases(strategy, streams, chunks, t, copy_engines, [overhead; 3], duplex)
-}
-
-/// As `predict_duplex`, with an overhead per operation of each phase
-/// (copy-in, kernel, copy-out): a copy's set-up and a launch cost differently.
+/// As `predict`, with an overhead per operation of each phase (copy-in,
+/// kernel, copy-out: a copy's set-up and a launch cost differently), and
+/// copies in the two directions each running at `duplex` (0..1] of their own
+/// speed while both are active: the link and host memory are shared
+/// (measured by `fegpu bench pipeline`).
 pub fn predict_phases(strategy: Strategy, streams: usize, chunks: usize, t: Times, copy_engines: usize, overhead: [f64; 3], duplex: f64) -> f64 {
     let streams = if strategy == Strategy::Serial { 1 } else { streams.clamp(1, chunks.max(1)) };
     let chunks = chunks.max(1);
@@ -244,12 +240,12 @@ mod tests {
     fn shared_copy_bandwidth_slows_the_overlapped_copies() {
         let copy_only = Times { h2d: 1.0, kernel: 0.0, d2h: 1.0, setup: 0.0 };
         // At half speed each while both run, overlapping two directions gains nothing.
-        let t = predict_duplex(Strategy::Staged, 16, 16, copy_only, 2, 0.0, 0.5);
+        let t = predict_phases(Strategy::Staged, 16, 16, copy_only, 2, [0.0; 3], 0.5);
         assert!((t - 2.0).abs() < 1e-9, "{t}");
         // At full speed the copy-out of one chunk hides under the next copy-in.
         assert!(close(predict(Strategy::Staged, 16, 16, copy_only, 2, 0.0), 1.0 + 1.0 / 16.0));
         // In between, in between.
-        let mid = predict_duplex(Strategy::Staged, 16, 16, copy_only, 2, 0.0, 0.75);
+        let mid = predict_phases(Strategy::Staged, 16, 16, copy_only, 2, [0.0; 3], 0.75);
         assert!(mid > 1.0625 && mid < 2.0, "{mid}");
     }
 
