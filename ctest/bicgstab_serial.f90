@@ -20,7 +20,7 @@ program bicgstab_serial
 
   call get_command_argument(1, dir)
   if (len_trim(dir) == 0) call get_environment_variable('FEGPU_MATRICES', dir)
-  if (len_trim(dir) == 0) dir = '../shared/data/matrices'
+  if (len_trim(dir) == 0) dir = 'tests/data/matrices'
   call fegpu_context_create(ctx)
   call fegpu_context_backend(ctx, backend)
   print '(a,a)', 'bicgstab_serial on backend ', merge('cuda', 'cpu ', backend == FEGPU_BACKEND_CUDA)

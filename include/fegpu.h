@@ -223,6 +223,10 @@ typedef uint64_t fegpu_solver_t;
 // The CUDA backend was requested but no driver or device answers.
 #define FEGPU_ERR_NO_DEVICE 10
 
+// The host has no room for the allocation (or the size exceeds what this
+// machine's memory could ever hold); nothing was changed.
+#define FEGPU_ERR_OUT_OF_MEMORY 11
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus

@@ -112,6 +112,23 @@ extern "C" __global__ void __launch_bounds__(256) dots(i64 n, const double* __re
     }
 }
 
+// out = max |x_i| as the bits of a non-negative double, so that a NaN
+// anywhere (its bits lie above +inf's once the sign is cleared) shows in
+// the result; `out` must be zeroed first. Lets a solve test b == 0 exactly,
+// find non-finite inputs and scale the system without any underflow.
+extern "C" __global__ void __launch_bounds__(256) amax(i64 n, const double* __restrict__ x, unsigned long long* out) {
+    unsigned long long m = 0;
+    GRID_STRIDE(i, n) {
+        const unsigned long long v = (unsigned long long)__double_as_longlong(fabs(x[i]));
+        m = v > m ? v : m;
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        const unsigned long long o = __shfl_down_sync(0xffffffffu, m, off);
+        m = o > m ? o : m;
+    }
+    if ((threadIdx.x & 31) == 0 && m != 0) atomicMax(out, m);
+}
+
 // w = a*x + b*y + c*w (w is not read when c == 0; y may be null when b == 0).
 extern "C" __global__ void __launch_bounds__(256) update(i64 n, double a, const double* __restrict__ x, double b,
     const double* __restrict__ y, double c, double* __restrict__ w) {

@@ -5,7 +5,7 @@
 # Logs go to $OUT (or ./gpu-out when run by hand).
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-export FEGPU_BACKEND=cuda FEGPU_CHECK_LAUNCHES=1 FEGPU_MATRICES=$PWD/.gpu/matrices FEGPU_DATA=$PWD/.gpu/data FEGPU_EXE=$PWD/.gpu/bin/fegpu LD_LIBRARY_PATH=$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}
+export FEGPU_BACKEND=cuda FEGPU_CHECK_LAUNCHES=1 FEGPU_MATRICES=$PWD/tests/data/matrices FEGPU_DATA=$PWD/tests/data FEGPU_EXE=$PWD/.gpu/bin/fegpu LD_LIBRARY_PATH=$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}
 fail=0
 run() { echo "== $*"; "$@" 2>&1 | tee -a "$OUT/checks.log"; local rc=${PIPESTATUS[0]}; [ $rc -eq 0 ] || { echo "FAILED ($rc): $*"; fail=1; }; }
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem,pci.bus_id --format=csv | tee "$OUT/gpu.txt"
@@ -40,9 +40,9 @@ if [ "${1:-}" = "--pipeline" ] || [ -z "${1:-}" ]; then
   "${bind[@]}" python3 bench/peers.py pipeline 2>&1 | tee "$OUT/peers-pipeline.txt"
 fi
 if [ "${1:-}" = "--sparse" ] || [ -z "${1:-}" ]; then
-  .gpu/bin/fegpu bench spmv .gpu/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-spmv.txt"
-  .gpu/bin/fegpu bench solve .gpu/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-solve.txt"
-  python3 bench/peers.py sparse .gpu/matrices/sherman5.mtx 2>&1 | tee "$OUT/peers-sparse.txt"
+  .gpu/bin/fegpu bench spmv tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-spmv.txt"
+  .gpu/bin/fegpu bench solve tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-solve.txt"
+  python3 bench/peers.py sparse tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/peers-sparse.txt"
 fi
 echo "gpu round: $([ $fail -eq 0 ] && echo all checks passed || echo SOME CHECKS FAILED)"
 exit $fail

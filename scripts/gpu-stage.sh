@@ -18,5 +18,4 @@ cp target/release/libfegpu.so .gpu/lib/
 if [ -d build/ctest ]; then
   find build/ctest -maxdepth 1 -type f -executable ! -name error_stop -exec cp {} .gpu/drivers/ \;  # error_stop fails by design
 fi
-mkdir -p .gpu/matrices .gpu/data && cp ../shared/data/matrices/*.mtx .gpu/matrices/ && cp ../shared/data/*.csv .gpu/data/
 du -sh .gpu

@@ -27,6 +27,9 @@ pub const FEGPU_ERR_UNSUPPORTED: fegpu_status = 8;
 pub const FEGPU_ERR_INTERNAL: fegpu_status = 9;
 /// The CUDA backend was requested but no driver or device answers.
 pub const FEGPU_ERR_NO_DEVICE: fegpu_status = 10;
+/// The host has no room for the allocation (or the size exceeds what this
+/// machine's memory could ever hold); nothing was changed.
+pub const FEGPU_ERR_OUT_OF_MEMORY: fegpu_status = 11;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
@@ -52,6 +55,9 @@ impl Error {
     pub fn unsupported(message: impl Into<String>) -> Self {
         Self::new(FEGPU_ERR_UNSUPPORTED, message)
     }
+    pub fn out_of_memory(message: impl Into<String>) -> Self {
+        Self::new(FEGPU_ERR_OUT_OF_MEMORY, message)
+    }
 }
 
 impl fmt::Display for Error {
@@ -75,6 +81,7 @@ pub fn status_name(status: fegpu_status) -> &'static str {
         FEGPU_ERR_UNSUPPORTED => "FEGPU_ERR_UNSUPPORTED",
         FEGPU_ERR_INTERNAL => "FEGPU_ERR_INTERNAL",
         FEGPU_ERR_NO_DEVICE => "FEGPU_ERR_NO_DEVICE",
+        FEGPU_ERR_OUT_OF_MEMORY => "FEGPU_ERR_OUT_OF_MEMORY",
         _ => "unknown status",
     }
 }
@@ -92,4 +99,56 @@ pub fn element_count(rows: usize, cols: usize) -> Result<usize> {
     rows.checked_mul(cols)
         .filter(|n| n.checked_mul(8).is_some())
         .ok_or_else(|| Error::invalid(format!("{rows} x {cols} elements overflow the address space")))
+}
+
+/// The product of sizes from a caller or a file, refused (naming `what`)
+/// when it overflows 64 bits.
+pub fn checked_product(factors: &[usize], what: &str) -> Result<usize> {
+    factors
+        .iter()
+        .try_fold(1usize, |p, &f| p.checked_mul(f))
+        .ok_or_else(|| Error::invalid(format!("{what}: {factors:?} multiply to more than 2^64")))
+}
+
+/// The host's physical memory plus swap in bytes (None where unknown): no
+/// host allocation larger than this can succeed, even where the kernel
+/// overcommits and would let it start.
+fn host_capacity() -> Option<u128> {
+    let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+    (unsafe { libc::sysinfo(&mut info) } == 0)
+        .then(|| (info.totalram as u128 + info.totalswap as u128) * info.mem_unit.max(1) as u128)
+}
+
+/// A host vector of `n` copies of `value`, allocated fallibly: a size that
+/// overflows, exceeds the machine's memory, or that the allocator refuses is
+/// FEGPU_ERR_OUT_OF_MEMORY naming `what`, never an abort of the caller.
+pub fn host_vec<T: Clone>(n: usize, value: T, what: &str) -> Result<Vec<T>> {
+    let bytes = n.checked_mul(std::mem::size_of::<T>().max(1));
+    let gib = |b: u128| b as f64 / (1u128 << 30) as f64;
+    match (bytes, host_capacity()) {
+        (None, _) => return Err(Error::out_of_memory(format!("{what}: {n} elements overflow the address space"))),
+        (Some(b), Some(cap)) if b as u128 > cap => {
+            return Err(Error::out_of_memory(format!(
+                "{what}: {n} elements need {:.1} GiB, more than this host's {:.1} GiB of memory",
+                gib(b as u128),
+                gib(cap)
+            )))
+        }
+        _ => {}
+    }
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        Error::out_of_memory(format!("{what}: {n} elements ({:.1} GiB) could not be allocated on the host", gib(bytes.unwrap_or(0) as u128)))
+    })?;
+    v.resize(n, value);
+    Ok(v)
+}
+
+/// A copy of a caller's slice, allocated fallibly (see `host_vec`).
+pub fn host_copy<T: Clone>(src: &[T], what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(src.len())
+        .map_err(|_| Error::out_of_memory(format!("{what}: {} elements could not be allocated on the host", src.len())))?;
+    v.extend_from_slice(src);
+    Ok(v)
 }

@@ -98,6 +98,10 @@ fn describe_missing(h: Handle, want: Kind, arg: &str) -> Error {
             k.name(),
             want.name()
         )),
+        Some(_) if (h & ((1 << 56) - 1)) >= NEXT_SERIAL.load(Ordering::Relaxed) => Error::handle(format!(
+            "{arg} = {h:#x} was never created by fegpu (an uninitialised or corrupted {} handle)",
+            want.name()
+        )),
         Some(_) => Error::handle(format!(
             "{arg} = {h:#x}: this {} was destroyed (or its context was)",
             want.name()

@@ -16,7 +16,7 @@ fn fegpu(args: &[&str]) -> (bool, String) {
 fn matrix(name: &str) -> String {
     std::env::var_os("FEGPU_MATRICES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/matrices"))
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/matrices"))
         .join(format!("{name}.mtx"))
         .to_string_lossy()
         .into_owned()

@@ -224,8 +224,8 @@ fn f16_storage_accuracy_on_poiseuille_and_the_cavity() {
 
 /// The Ghia, Ghia & Shin (1982) centreline table: (y, u at Re 100, u at Re 1000).
 fn ghia_u() -> Vec<(f64, f64, f64)> {
-    // FEGPU_DATA: where ../shared/data is when the tests run elsewhere (the GPU round).
-    let dir = std::env::var("FEGPU_DATA").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data").into());
+    // FEGPU_DATA: where tests/data is when the tests run elsewhere (the GPU round).
+    let dir = std::env::var("FEGPU_DATA").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data").into());
     let path = format!("{dir}/ghia1982-cavity.csv");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     text.lines()

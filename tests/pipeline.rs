@@ -239,8 +239,26 @@ fn matrix_products_and_panel_transposes_match_the_serial_loops() {
     }
     let mut c = vec![0.0; 4];
     expect_err(unsafe { fegpu_pipeline_gemm(ctx, 2, 2, 0, 1.0, c.as_ptr(), c.as_ptr(), 0.0, c.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["k = 0"]);
-    expect_err(unsafe { fegpu_pipeline_gemv(ctx, 2, 2, f64::INFINITY, c.as_ptr(), c.as_ptr(), 0.0, c.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["alpha"]);
+    let (a2, x2, mut y2) = (vec![1.0; 4], vec![1.0; 2], vec![0.0; 2]);
+    expect_err(unsafe { fegpu_pipeline_gemv(ctx, 2, 2, f64::INFINITY, a2.as_ptr(), x2.as_ptr(), 0.0, y2.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["alpha"]);
     expect_err(unsafe { fegpu_pipeline_transpose(ctx, 2, 2, null(), c.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["a"]);
+    // Overlapping host arrays: an output that shares memory with another
+    // argument would be read after it was written; each is refused by name
+    // and nothing is written.
+    let mut m = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let before = m;
+    let p = m.as_mut_ptr();
+    expect_err(unsafe { fegpu_pipeline_gemm(ctx, 2, 2, 2, 1.0, p, a2.as_ptr(), 0.0, p, 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["c and a overlap"]);
+    expect_err(unsafe { fegpu_pipeline_transpose(ctx, 2, 2, p, p, 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["at and a overlap"]);
+    expect_err(unsafe { fegpu_pipeline_transpose(ctx, 2, 2, p, p.add(2), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["at and a overlap"]);
+    expect_err(unsafe { fegpu_pipeline_axpby(ctx, 4, 1.0, p, 2.0, p.add(1), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["y and x overlap"]);
+    expect_err(unsafe { fegpu_pipeline_column_dots(ctx, 2, 2, p, a2.as_ptr(), p.add(3), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["out and a overlap"]);
+    expect_err(unsafe { fegpu_pipeline_gemv(ctx, 2, 2, 1.0, p, x2.as_ptr(), 0.0, p.add(2), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["y and a overlap"]);
+    assert_eq!(m, before, "a refused call changed its arrays");
+    // Inputs may share memory: a.a by column through the same array twice.
+    let mut dots = [0.0; 2];
+    ok(unsafe { fegpu_pipeline_column_dots(ctx, 2, 2, a2.as_ptr(), a2.as_ptr(), dots.as_mut_ptr(), 0, 0, 0) });
+    assert_eq!(dots, [2.0, 2.0]);
 }
 
 fn op_profile(ctx: u64, op: &str) -> fegpu_op_profile {

@@ -18,7 +18,7 @@ use std::ptr::{null, null_mut};
 fn matrices() -> PathBuf {
     std::env::var_os("FEGPU_MATRICES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/matrices"))
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/matrices"))
 }
 
 fn read_mm(ctx: fegpu_context_t, name: &str) -> fegpu_csr_t {
@@ -119,7 +119,7 @@ fn spmv_matches_sprs_on_random_matrices() {
 #[test]
 fn matrix_market_files_read_with_their_published_sizes_and_round_trip() {
     let ctx = context();
-    // stored entries after symmetric expansion, from shared/data/matrices/SOURCES.md
+    // stored entries after symmetric expansion, from tests/data/matrices/SOURCES.md
     let published = [
         ("sherman5", 3312, 20793),
         ("orsirr_1", 1030, 6858),

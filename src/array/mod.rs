@@ -2,7 +2,7 @@
 //! of f32 or f64 that stay where their context's backend keeps them.
 
 use crate::context::{Backend, Context};
-use crate::error::{element_count, Error, Result};
+use crate::error::{element_count, host_copy, host_vec, Error, Result};
 use crate::gpu::{DeviceBuffer, DeviceScalar};
 use crate::registry::{Handle, Kind, Object};
 use std::fmt::Debug;
@@ -110,8 +110,8 @@ impl Array {
         }
         let buf = match &ctx.backend {
             Backend::Cpu => Buffer::Host(match init {
-                Some(src) => src.to_vec(),
-                None => vec![T::POISON; n],
+                Some(src) => host_copy(src, "array")?,
+                None => host_vec(n, T::POISON, "array")?,
             }),
             Backend::Cuda(g) => {
                 let mut d = g.alloc::<T>(n)?;
@@ -198,13 +198,26 @@ pub fn same_context(a: &Array, b: &Array, a_arg: &str, b_arg: &str) -> Result<()
 }
 
 /// Locks two distinct arrays in address order (so two threads locking the
-/// same pair cannot deadlock) and returns the guards in argument order.
-pub fn lock_pair<'a>(a: &'a Array, b: &'a Array) -> (MutexGuard<'a, Storage>, MutexGuard<'a, Storage>) {
-    if (a as *const Array) < (b as *const Array) {
+/// same pair cannot deadlock) and returns the guards in argument order. The
+/// same array twice is refused by name: its lock would be taken twice.
+pub fn lock_pair<'a>(a: &'a Array, b: &'a Array, a_arg: &str, b_arg: &str) -> Result<(MutexGuard<'a, Storage>, MutexGuard<'a, Storage>)> {
+    distinct(&[(a, a_arg), (b, b_arg)])?;
+    Ok(if (a as *const Array) < (b as *const Array) {
         let ga = a.lock();
         (ga, b.lock())
     } else {
         let gb = b.lock();
         (a.lock(), gb)
+    })
+}
+
+/// Refuses the same array passed for two arguments that a call writes
+/// through or locks separately.
+pub fn distinct(args: &[(&Array, &str)]) -> Result<()> {
+    for (i, (a, a_arg)) in args.iter().enumerate() {
+        if let Some((_, b_arg)) = args[i + 1..].iter().find(|(b, _)| std::ptr::eq(*a, *b)) {
+            return Err(Error::invalid(format!("{a_arg} and {b_arg} are the same array: this call needs distinct arrays")));
+        }
     }
+    Ok(())
 }

@@ -23,8 +23,8 @@ pub fn run(o: &Options) -> Result<bool> {
     let ctx = super::open_context()?;
     println!("fegpu solve on {}", super::describe(&ctx));
     let t = mm::read_matrix(&o.matrix)?;
-    let (rp, ci, v) = t.to_csr();
-    let pattern = sparse::build_pattern(t.nrows.max(1), t.ncols.max(1), &rp, &ci, 0)?;
+    let (rp, ci, v) = t.to_csr()?;
+    let pattern = sparse::build_pattern(t.nrows, t.ncols, &rp, &ci, 0)?;
     let n = pattern.nrows;
     println!("{}: {} x {}, {} stored entries", o.matrix.display(), n, pattern.ncols, pattern.nnz());
     let clock = Instant::now();

@@ -19,7 +19,7 @@ pub fn matrices(real: Option<&std::path::Path>) -> Result<Vec<(String, usize, ga
     ];
     if let Some(p) = real {
         let t = sparse::mm::read_matrix(p)?;
-        v.push((p.file_stem().unwrap_or_default().to_string_lossy().into_owned(), t.nrows, t.to_csr()));
+        v.push((p.file_stem().unwrap_or_default().to_string_lossy().into_owned(), t.nrows, t.to_csr()?));
     }
     Ok(v)
 }

@@ -87,7 +87,7 @@ pub fn transpose_shaped(src: &Array, dst: &Array, variant: Option<Variant>, shap
 
 fn transpose_typed<T: Real>(src: &Array, dst: &Array, variant: Option<Variant>, shape: Option<cuda::Shape>) -> Result<()> {
     let (m, n) = (src.rows, src.cols);
-    let (mut ga, mut gb) = lock_pair(src, dst);
+    let (mut ga, mut gb) = lock_pair(src, dst, "src", "dst")?;
     match (src.typed::<T>(&mut ga, "src")?, dst.typed::<T>(&mut gb, "dst")?) {
         (Buffer::Host(a), Buffer::Host(b)) => cpu::transpose(m, n, a, b),
         (Buffer::Device(a), Buffer::Device(b)) => {
@@ -133,7 +133,7 @@ pub fn copy(src: &Array, dst: &Array, variant: Option<Variant>) -> Result<()> {
 }
 
 fn copy_typed<T: Real>(src: &Array, dst: &Array, variant: Option<Variant>) -> Result<()> {
-    let (mut ga, mut gb) = lock_pair(src, dst);
+    let (mut ga, mut gb) = lock_pair(src, dst, "src", "dst")?;
     match (src.typed::<T>(&mut ga, "src")?, dst.typed::<T>(&mut gb, "dst")?) {
         (Buffer::Host(a), Buffer::Host(b)) => b.copy_from_slice(a),
         (Buffer::Device(a), Buffer::Device(b)) => {

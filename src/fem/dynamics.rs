@@ -208,6 +208,7 @@ impl DynamicsStepper {
         sparse::check_vector(&self.k, u, n, "u")?;
         if let Some(f) = f {
             sparse::check_vector(&self.k, f, n, "F")?;
+            crate::array::distinct(&[(u, "u"), (f, "F")])?;
         }
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let st = &mut *st;

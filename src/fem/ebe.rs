@@ -169,7 +169,7 @@ impl EbeSolver {
         }
         let set = &*self.set;
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let (mut gb, mut gx) = crate::array::lock_pair(b, x);
+        let (mut gb, mut gx) = crate::array::lock_pair(b, x, "b", "x")?;
         let (bb, xb) = (f64_buf(&mut gb), f64_buf(&mut gx));
         if self.on_the_fly {
             let m = set.materials();

@@ -148,6 +148,7 @@ impl HeatStepper {
         sparse::check_vector(&b.left, t, n, "T")?;
         if let Some(f) = f {
             sparse::check_vector(&b.left, f, n, "F")?;
+            crate::array::distinct(&[(t, "T"), (f, "F")])?;
         }
         {
             let mut gr = b.rhs.lock();

@@ -1,6 +1,6 @@
 //! C surface of dense transpose and copy.
 
-use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out};
+use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, no_overlap, span};
 use crate::array::{self, Real};
 use crate::context;
 use crate::dense::{self, Variant};
@@ -42,11 +42,8 @@ unsafe fn transpose_host<T: Real>(ctx: fegpu_context_t, m: i64, n: i64, a: *cons
         let v = Variant::from_code(variant)?;
         let (m, n) = (positive("m", m)?, positive("n", n)?);
         let len = element_count(m, n)?;
-        let bytes = len * std::mem::size_of::<T>();
-        let (pa, pat) = (a as usize, at as usize);
-        if !a.is_null() && !at.is_null() && pa < pat + bytes && pat < pa + bytes {
-            return Err(Error::invalid("a and at overlap: use fegpu_dense_transpose_host_in_place_* for a square in-place transpose"));
-        }
+        no_overlap(&[span(at, len, "at")], &[span(a, len, "a")])
+            .map_err(|e| Error::invalid(format!("{}; for a square in-place transpose use fegpu_dense_transpose_host_in_place_*", e.message)))?;
         dense::transpose_host(&c, m, n, host_in(a, len, "a")?, host_out(at, len, "at")?, v)
     })
 }

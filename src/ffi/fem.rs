@@ -1,7 +1,7 @@
 //! C ABI of finite-element sets (src/fem).
 
 use super::sparse::{fegpu_solve_info, write_info};
-use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, out_param};
+use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, items, out_param};
 use crate::array;
 use crate::context;
 use crate::error::fegpu_status;
@@ -51,9 +51,9 @@ pub unsafe extern "C" fn fegpu_fem_create(
         let nodes = crate::error::positive("n_nodes", n_nodes)?;
         let elements = crate::error::positive("n_elements", n_elements)?;
         let materials = crate::error::positive("n_materials", n_materials)?;
-        let coords = host_in(coords, element.dim() * nodes, "coords")?;
-        let conn = host_in(conn, element.nodes() * elements, "conn")?;
-        let props = host_in(props, 2 * materials, "props")?;
+        let coords = host_in(coords, items(element.dim(), nodes, "coords")?, "coords")?;
+        let conn = host_in(conn, items(element.nodes(), elements, "n_elements (conn)")?, "conn")?;
+        let props = host_in(props, items(2, materials, "n_materials (props)")?, "props")?;
         let material = host_in(material, elements, "material")?;
         let set = ElementSet::new(
             c, ctx, element, problem, n_nodes, coords, n_elements, conn, index_base, props,
@@ -110,7 +110,7 @@ pub unsafe extern "C" fn fegpu_fem_set_materials(
     guard(|| {
         let set = fem::get(fem, "fem")?;
         let n = crate::error::positive("n_materials", n_materials)?;
-        set.set_materials(host_in(props, 2 * n, "props")?)
+        set.set_materials(host_in(props, items(2, n, "props")?, "props")?)
     })
 }
 

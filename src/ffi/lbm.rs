@@ -1,7 +1,7 @@
 //! C surface of the D3Q19 lattice-Boltzmann lattice.
 
 use super::array::{FEGPU_DTYPE_F32, FEGPU_DTYPE_F64};
-use super::{fegpu_context_t, guard, host_in, host_out, out_param};
+use super::{fegpu_context_t, guard, host_in, host_out, items, no_overlap, out_param, span};
 use crate::context;
 use crate::error::{fegpu_status, Error};
 use crate::lbm::{Lattice, Precision, Q};
@@ -131,7 +131,9 @@ pub unsafe extern "C" fn fegpu_lattice_fields(lat: fegpu_lattice_t, z_first: i64
     guard(|| {
         let l = lattice(lat)?;
         let (_, count) = l.slab(z_first - 1, z_count)?;
-        let (rho, u) = (host_out(rho, count, "rho")?, host_out(u, 3 * count, "u")?);
+        let nu = items(3, count, "u")?;
+        no_overlap(&[span(rho, count, "rho"), span(u, nu, "u")], &[])?;
+        let (rho, u) = (host_out(rho, count, "rho")?, host_out(u, nu, "u")?);
         l.fields(z_first - 1, z_count, rho, u)
     })
 }

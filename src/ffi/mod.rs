@@ -55,16 +55,71 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> fegpu_status {
     }
 }
 
-/// A caller's input array: non-null (unless empty) and aligned for T.
+/// A caller's input array: non-null and aligned for T, except that an empty
+/// list may be NULL.
 pub(crate) unsafe fn host_in<'a, T>(ptr: *const T, len: usize, arg: &str) -> Result<&'a [T]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    check_extent::<T>(len, arg)?;
     check_pointer(ptr, arg)?;
     Ok(std::slice::from_raw_parts(ptr, len))
 }
 
-/// A caller's output array: non-null and aligned for T.
+/// A caller's output array: non-null and aligned for T, except that an
+/// empty one may be NULL.
 pub(crate) unsafe fn host_out<'a, T>(ptr: *mut T, len: usize, arg: &str) -> Result<&'a mut [T]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    check_extent::<T>(len, arg)?;
     check_pointer(ptr, arg)?;
     Ok(std::slice::from_raw_parts_mut(ptr, len))
+}
+
+/// A caller's host array as a byte range, for the overlap rule.
+#[derive(Clone, Copy)]
+pub(crate) struct Span<'a> {
+    name: &'a str,
+    start: usize,
+    bytes: usize,
+}
+
+/// `len` elements of T at `ptr` (a null or empty array spans nothing).
+pub(crate) fn span<T>(ptr: *const T, len: usize, name: &str) -> Span<'_> {
+    let bytes = if ptr.is_null() { 0 } else { len.saturating_mul(std::mem::size_of::<T>()) };
+    Span { name, start: ptr as usize, bytes }
+}
+
+/// The host-array aliasing rule: an array the call writes may not overlap
+/// any other array of the call (inputs may share memory with each other).
+/// Checked on the raw pointers, before any slice is formed over them.
+pub(crate) fn no_overlap(outputs: &[Span], inputs: &[Span]) -> Result<()> {
+    let meet = |a: &Span, b: &Span| a.bytes > 0 && b.bytes > 0 && a.start < b.start.saturating_add(b.bytes) && b.start < a.start.saturating_add(a.bytes);
+    for (i, o) in outputs.iter().enumerate() {
+        if let Some(other) = outputs[i + 1..].iter().chain(inputs).find(|x| meet(o, x)) {
+            return Err(Error::invalid(format!(
+                "{} and {} overlap in memory: {} is written, so it must not share memory with another argument",
+                o.name, other.name, o.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `per` elements for each of `n` items: the length of a caller array whose
+/// count is given in items, refused when it overflows.
+pub(crate) fn items(per: usize, n: usize, arg: &str) -> Result<usize> {
+    per.checked_mul(n).ok_or_else(|| Error::invalid(format!("{arg}: {per} x {n} elements exceed the address space")))
+}
+
+/// No caller array can be longer than the address space: a count that says
+/// otherwise is refused before a slice is formed over it.
+fn check_extent<T>(len: usize, arg: &str) -> Result<()> {
+    match len.checked_mul(std::mem::size_of::<T>()) {
+        Some(bytes) if bytes <= isize::MAX as usize => Ok(()),
+        _ => Err(Error::invalid(format!("{arg}: {len} elements exceed the address space"))),
+    }
 }
 
 /// A caller's scalar out-parameter.

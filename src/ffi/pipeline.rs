@@ -1,6 +1,6 @@
 //! C surface of the host-array pipelines and of the per-context profile.
 
-use super::{fegpu_context_t, guard, host_in, host_out, out_param};
+use super::{fegpu_context_t, guard, host_in, host_out, no_overlap, out_param, span};
 use crate::context;
 use crate::error::{element_count, fegpu_status, positive, Error, Result};
 use crate::pipeline::{self, Plan};
@@ -38,7 +38,8 @@ pub unsafe extern "C" fn fegpu_pipeline_axpby(ctx: fegpu_context_t, n: i64, a: f
         let c = context::get(ctx, "ctx")?;
         let n = count("n", n)?;
         let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
-        let (x, y) = if n == 0 { (&[][..], &mut [][..]) } else { (host_in(x, n, "x")?, host_out(y, n, "y")?) };
+        no_overlap(&[span(y, n, "y")], &[span(x, n, "x")])?;
+        let (x, y) = (host_in(x, n, "x")?, host_out(y, n, "y")?);
         pipeline::axpby(&c, a, x, b, y, plan).map(|_| ())
     })
 }
@@ -66,6 +67,7 @@ pub unsafe extern "C" fn fegpu_pipeline_column_dots(
         if ncols == 0 {
             return Ok(());
         }
+        no_overlap(&[span(out, ncols, "out")], &[span(a, len, "a"), span(b, len, "b")])?;
         pipeline::column_dots(&c, m, host_in(a, len, "a")?, host_in(b, len, "b")?, host_out(out, ncols, "out")?, plan).map(|_| ())
     })
 }
@@ -94,7 +96,9 @@ pub unsafe extern "C" fn fegpu_pipeline_gemm(
         let ctx = context::get(ctx, "ctx")?;
         let (m, n, k) = (positive("m", m)?, positive("n", n)?, positive("k", k)?);
         let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
-        let (a, b) = (host_in(a, element_count(m, k)?, "a")?, host_in(b, element_count(k, n)?, "b")?);
+        let (la, lb, lc) = (element_count(m, k)?, element_count(k, n)?, element_count(m, n)?);
+        no_overlap(&[span(c, lc, "c")], &[span(a, la, "a"), span(b, lb, "b")])?;
+        let (a, b) = (host_in(a, la, "a")?, host_in(b, lb, "b")?);
         pipeline::gemm(&ctx, m, n, k, alpha, a, b, beta, host_out(c, element_count(m, n)?, "c")?, plan).map(|_| ())
     })
 }
@@ -120,7 +124,9 @@ pub unsafe extern "C" fn fegpu_pipeline_gemv(
         let ctx = context::get(ctx, "ctx")?;
         let (m, n) = (positive("m", m)?, positive("n", n)?);
         let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
-        let (a, x) = (host_in(a, element_count(m, n)?, "a")?, host_in(x, n, "x")?);
+        let la = element_count(m, n)?;
+        no_overlap(&[span(y, m, "y")], &[span(a, la, "a"), span(x, n, "x")])?;
+        let (a, x) = (host_in(a, la, "a")?, host_in(x, n, "x")?);
         pipeline::gemv(&ctx, m, n, alpha, a, x, beta, host_out(y, m, "y")?, plan).map(|_| ())
     })
 }
@@ -135,6 +141,7 @@ pub unsafe extern "C" fn fegpu_pipeline_transpose(ctx: fegpu_context_t, m: i64, 
         let (m, n) = (positive("m", m)?, positive("n", n)?);
         let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
         let len = element_count(m, n)?;
+        no_overlap(&[span(at, len, "at")], &[span(a, len, "a")])?;
         pipeline::transpose(&ctx, m, n, host_in(a, len, "a")?, host_out(at, len, "at")?, plan).map(|_| ())
     })
 }

@@ -1,7 +1,7 @@
 //! C surface of the FE-IIEE rad_fields accumulator. Complex arrays are
 //! `double _Complex` (Fortran complex(c_double_complex)): (re, im) pairs of doubles.
 
-use super::{fegpu_context_t, guard, host_in, host_out, out_param};
+use super::{fegpu_context_t, guard, host_in, host_out, items, no_overlap, out_param, span};
 use crate::context;
 use crate::error::{element_count, fegpu_status, positive, Error, Result};
 use crate::radfields::{Accumulator, Medium, Sources};
@@ -45,7 +45,7 @@ unsafe fn create(ctxs: &[fegpu_context_t], n_s: i64, points: *const f64, n_rhs: 
     let (n_s, n_rhs) = (positive("n_s", n_s)?, positive("n_rhs", n_rhs)?);
     element_count(element_count(n_s, 12)?, n_rhs)?;
     let m = medium(k, omega_mu)?;
-    let a = Accumulator::new(contexts, host_in(points, 3 * n_s, "points")?, n_rhs, m)?;
+    let a = Accumulator::new(contexts, host_in(points, items(3, n_s, "points")?, "points")?, n_rhs, m)?;
     *out = registry::insert(Arc::new(a), ctxs[0]);
     Ok(())
 }
@@ -102,7 +102,7 @@ pub unsafe extern "C" fn fegpu_radfields_accumulate(acc: fegpu_radfields_t, n_p:
         let src = Sources::new(
             n_p,
             a.n_rhs,
-            host_in(points, 3 * n_p, "points")?,
+            host_in(points, items(3, n_p, "points")?, "points")?,
             host_in(weights, n_p, "weights")?,
             complex_in(currents, n_currents, "currents")?,
         )?;
@@ -177,15 +177,20 @@ pub unsafe extern "C" fn fegpu_radfields_compute(
         let m = medium(k, omega_mu)?;
         let n_currents = element_count(element_count(n_p, 12)? / 2, n_rhs)?;
         let n_fields = element_count(element_count(n_s, 12)? / 2, n_rhs)?;
+        let (ns3, np3) = (items(3, n_s, "s_points")?, items(3, n_p, "p_points")?);
+        no_overlap(
+            &[span(fields, 2 * n_fields, "fields")],
+            &[span(s_points, ns3, "s_points"), span(p_points, np3, "p_points"), span(weights, n_p, "weights"), span(currents, 2 * n_currents, "currents")],
+        )?;
         let src = Sources::new(
             n_p,
             n_rhs,
-            host_in(p_points, 3 * n_p, "p_points")?,
+            host_in(p_points, items(3, n_p, "p_points")?, "p_points")?,
             host_in(weights, n_p, "weights")?,
             complex_in(currents, n_currents, "currents")?,
         )?;
         let out = complex_out(fields, n_fields, "fields")?;
-        let a = Accumulator::new(vec![c], host_in(s_points, 3 * n_s, "s_points")?, n_rhs, m)?;
+        let a = Accumulator::new(vec![c], host_in(s_points, items(3, n_s, "s_points")?, "s_points")?, n_rhs, m)?;
         a.accumulate(&src)?;
         a.download(out)
     })

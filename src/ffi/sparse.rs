@@ -1,6 +1,6 @@
 //! C surface of CSR matrices, SpMV, vector operations and the solvers.
 
-use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, out_param};
+use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, no_overlap, out_param, span};
 use crate::array;
 use crate::context;
 use crate::error::{fegpu_status, positive, Error, Result};
@@ -86,7 +86,7 @@ pub unsafe extern "C" fn fegpu_csr_read_mm(ctx: fegpu_context_t, path: *const li
         let out = out_param(a, "A")?;
         let c = context::get(ctx, "ctx")?;
         let t = mm::read_matrix(&path_arg(path)?)?;
-        let (rp, ci, v) = t.to_csr();
+        let (rp, ci, v) = t.to_csr()?;
         let pattern = sparse::build_pattern(t.nrows.max(1), t.ncols.max(1), &rp, &ci, 0)?;
         *out = registry::insert(Arc::new(Csr::new(c, ctx, pattern, &v)?), ctx);
         Ok(())
@@ -144,6 +144,7 @@ pub unsafe extern "C" fn fegpu_csr_download(a: fegpu_csr_t, row_ptr: *mut i64, c
         }
         let p = &m.pattern;
         let base = index_base as i64;
+        no_overlap(&[span(row_ptr, p.nrows + 1, "row_ptr"), span(col_ind, p.nnz(), "col_ind"), span(values, p.nnz(), "values")], &[])?;
         let rp = host_out(row_ptr, p.nrows + 1, "row_ptr")?;
         let v = m.download_values()?;
         if p.nnz() > 0 {
@@ -264,11 +265,10 @@ pub unsafe extern "C" fn fegpu_solver_solve(s: fegpu_solver_t, b: fegpu_array_t,
 pub unsafe extern "C" fn fegpu_solver_history(s: fegpu_solver_t, history: *mut f64, len: i64, count: *mut i64) -> fegpu_status {
     guard(|| {
         let h = solver::get(s, "S")?.history();
-        *out_param(count, "count")? = h.len() as i64;
-        if len > 0 {
-            let n = (len as usize).min(h.len());
-            host_out(history, n, "history")?.copy_from_slice(&h[..n]);
-        }
+        let count = out_param(count, "count")?;
+        let n = usize::try_from(len).map_err(|_| Error::invalid(format!("len = {len}: must be >= 0")))?.min(h.len());
+        host_out(history, n, "history")?.copy_from_slice(&h[..n]);
+        *count = h.len() as i64;
         Ok(())
     })
 }

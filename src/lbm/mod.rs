@@ -15,7 +15,7 @@ pub mod storage;
 use crate::array::Buffer;
 use storage::{Half, Stored};
 use crate::context::Context;
-use crate::error::{positive, Error, Result};
+use crate::error::{checked_product, host_vec, positive, Error, Result};
 use crate::gpu::Gpu;
 use crate::registry::{Kind, Object};
 use cuda::Pass;
@@ -220,12 +220,12 @@ fn finite3(name: &str, v: [f64; 3]) -> Result<[f64; 3]> {
 fn alloc<T: Stored>(gpu: Option<&Gpu>, n: usize) -> Result<Buffer<T>> {
     Ok(match gpu {
         Some(g) => Buffer::Device(g.alloc::<T>(n)?),
-        None => Buffer::Host(vec![T::POISON; n]),
+        None => Buffer::Host(host_vec(n, T::POISON, "lattice populations")?),
     })
 }
 
 fn new_populations<T: Stored>(gpu: Option<&Gpu>, n: usize) -> Result<Populations<T>> {
-    let total = n.checked_mul(Q).ok_or_else(|| Error::size("lattice too large"))?;
+    let total = checked_product(&[n, Q], "lattice populations (sites x 19)")?;
     Ok(Populations {
         current: alloc(gpu, total)?,
         spare: alloc(gpu, total)?,
@@ -305,7 +305,7 @@ impl<T: Stored> Populations<T> {
 
     /// The caller's layout (direction fastest, f64) to or from the storage.
     fn upload(&mut self, gpu: Option<&Gpu>, n: usize, caller: &[f64]) -> Result<()> {
-        let mut soa = vec![T::POISON; n * Q];
+        let mut soa = host_vec(n * Q, T::POISON, "lattice populations (staging)")?;
         for s in 0..n {
             for i in 0..Q {
                 soa[i * n + s] = T::store(caller[s * Q + i], W[i]);
@@ -328,7 +328,7 @@ impl<T: Stored> Populations<T> {
         let soa: &[T] = match (self.streamed(gpu, p, block, flags, (0, n))?, gpu) {
             (Buffer::Host(f), _) => f,
             (Buffer::Device(f), Some(g)) => {
-                let mut h = vec![T::POISON; n * Q];
+                let mut h = host_vec(n * Q, T::POISON, "lattice populations (staging)")?;
                 g.download(f, 0, &mut h)?;
                 fetched = h;
                 &fetched
@@ -391,7 +391,7 @@ impl Lattice {
                 cuda::mark_bulk(g, &params, &mut b)?;
                 Buffer::Device(b)
             }
-            None => Buffer::Host(vec![FEGPU_FLUID; n]),
+            None => Buffer::Host(host_vec(n, FEGPU_FLUID, "lattice flags")?),
         };
         let mut storage = match precision {
             Precision::F16 => Storage::F16(new_populations(gpu, n)?),

@@ -2,6 +2,7 @@
 //! threaded over the S points.
 
 use super::{Consts, Sources};
+use crate::error::{host_copy, host_vec, Result};
 use num_complex::Complex64;
 
 /// One pair's Rhat and coefficients (see the kernel's `Pair`).
@@ -71,8 +72,11 @@ pub struct Part {
 }
 
 impl Part {
-    pub fn new(points: &[f64], n_rhs: usize) -> Part {
-        Part { points: points.to_vec(), fields: vec![Complex64::default(); 2 * points.len() * n_rhs], excluded: 0 }
+    /// The fields are allocated first, so a size the host cannot hold fails
+    /// before the caller's points are read.
+    pub fn new(points: &[f64], n_rhs: usize) -> Result<Part> {
+        let fields = host_vec(2 * points.len() * n_rhs, Complex64::default(), "rad_fields fields")?;
+        Ok(Part { points: host_copy(points, "rad_fields points")?, fields, excluded: 0 })
     }
 
     pub fn reset(&mut self) {

@@ -1,7 +1,7 @@
 //! CUDA launches for `kernels/radfields.cu` and the device side of an accumulator.
 
 use super::{Consts, Sources, FEGPU_RADFIELDS_TILED};
-use crate::error::Result;
+use crate::error::{host_vec, Result};
 use crate::gpu::{DeviceBuffer, Gpu, KernelArg, KernelValue, Pinned};
 use num_complex::Complex64;
 
@@ -66,9 +66,11 @@ pub struct Part {
 impl Part {
     pub fn new(g: &Gpu, points: &[f64], n_rhs: usize, consts: Consts) -> Result<Part> {
         let count = points.len() / 3;
+        // The fields first: a size the device cannot hold fails before the
+        // caller's points are read.
+        let (fields, excluded) = (g.alloc::<f64>(12 * count * n_rhs)?, g.alloc::<u64>(1)?);
         let mut d_points = g.alloc::<f64>(points.len())?;
         g.upload(points, &mut d_points, 0)?;
-        let (fields, excluded) = (g.alloc::<f64>(12 * count * n_rhs)?, g.alloc::<u64>(1)?);
         let mut part = Part { count, n_rhs, points: d_points, fields, excluded, slots: Vec::new(), current: 0, pending: 0, variant: FEGPU_RADFIELDS_TILED, consts };
         part.reset(g)?;
         Ok(part)
@@ -168,7 +170,7 @@ impl Part {
     /// The fields of this part, (3, 2, count, n_rhs), after all queued work.
     pub fn fields(&mut self, g: &Gpu) -> Result<Vec<Complex64>> {
         self.flush(g)?;
-        let mut out = vec![Complex64::default(); self.fields.len() / 2];
+        let mut out = host_vec(self.fields.len() / 2, Complex64::default(), "rad_fields fields (download)")?;
         // SAFETY: Complex64 is #[repr(C)] (re, im), so the vector is 2n f64.
         let flat = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut f64, self.fields.len()) };
         g.download(&self.fields, 0, flat)?;

@@ -20,7 +20,7 @@ pub mod cpu;
 pub mod cuda;
 
 use crate::context::{Backend, Context};
-use crate::error::{element_count, Error, Result};
+use crate::error::{checked_product, Error, Result};
 use crate::registry::{Kind, Object};
 use num_complex::Complex64;
 use std::sync::{Arc, Mutex};
@@ -163,10 +163,7 @@ impl Accumulator {
         if n_rhs == 0 {
             return Err(Error::invalid("n_rhs = 0: must be at least 1"));
         }
-        element_count(12 * n_s, n_rhs)?;
-        if let Some(i) = all_finite(points) {
-            return Err(Error::invalid(format!("points({}, {}) = {}: not finite", i % 3 + 1, i / 3 + 1, points[i])));
-        }
+        checked_product(&[12, n_s, n_rhs], "rad_fields fields (12 x n_s x n_rhs)")?;
         check_devices(&ctxs)?;
         let n_dev = ctxs.len();
         let mut shares = Vec::with_capacity(n_dev);
@@ -177,10 +174,14 @@ impl Accumulator {
             }
             let mine = &points[3 * first..3 * end];
             let part = match &ctx.backend {
-                Backend::Cpu => Part::Host(cpu::Part::new(mine, n_rhs)),
+                Backend::Cpu => Part::Host(cpu::Part::new(mine, n_rhs)?),
                 Backend::Cuda(g) => Part::Device(Box::new(cuda::Part::new(g, mine, n_rhs, medium.consts())?)),
             };
             shares.push(Share { ctx, first, count: end - first, part });
+        }
+        // Read after the storage exists (see Part::new); the parts are dropped on failure.
+        if let Some(i) = all_finite(points) {
+            return Err(Error::invalid(format!("points({}, {}) = {}: not finite", i % 3 + 1, i / 3 + 1, points[i])));
         }
         Ok(Accumulator { n_s, n_rhs, medium, shares: Mutex::new(shares), variant: Mutex::new(FEGPU_RADFIELDS_AUTO) })
     }

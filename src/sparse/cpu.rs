@@ -35,6 +35,12 @@ pub fn row_name(r: usize) -> String {
     format!("row {r} (0-based; {} 1-based)", r + 1)
 }
 
+/// An ILU(0) breakdown at row `r`: a zero pivot, or one that overflowed.
+pub fn pivot_error(r: usize, piv: f64) -> Error {
+    let what = if piv == 0.0 { "zero pivot".to_string() } else { format!("the pivot overflowed to {piv} (entries too large or a near-singular leading block)") };
+    Error::new(FEGPU_ERR_BREAKDOWN, format!("ILU(0): {what} at {}", row_name(r)))
+}
+
 /// ILU(0) in place on a copy of the values (IKJ order, the pattern of A).
 /// Rows without a diagonal entry are refused before this is called.
 pub fn ilu0(p: &Pattern, lu: &mut [f64]) -> Result<()> {
@@ -60,7 +66,7 @@ pub fn ilu0(p: &Pattern, lu: &mut [f64]) -> Result<()> {
         }
         let piv = lu[di];
         if piv == 0.0 || !piv.is_finite() {
-            return Err(Error::new(FEGPU_ERR_BREAKDOWN, format!("ILU(0): zero pivot at {} (value {piv})", row_name(i))));
+            return Err(pivot_error(i, piv));
         }
     }
     Ok(())

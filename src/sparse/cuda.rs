@@ -1,7 +1,7 @@
 //! CUDA launches for `kernels/sparse.cu`.
 
 use super::DevicePattern;
-use crate::error::{Error, Result, FEGPU_ERR_BREAKDOWN};
+use crate::error::Result;
 use crate::gpu::{arg_or_null, DeviceBuffer, DeviceScalar, Gpu, KernelArg};
 
 pub const SOURCE: &str = include_str!("../../kernels/sparse.cu");
@@ -97,6 +97,20 @@ impl Reduce {
     }
 }
 
+/// max |x_i| (NaN when any element is NaN), finished on the device.
+pub fn amax(g: &Gpu, n: usize, x: &DeviceBuffer<f64>) -> Result<f64> {
+    let f = g.kernel("sparse", SOURCE, "amax")?;
+    let mut out = g.alloc::<u64>(1)?;
+    g.fill_bytes(&mut out, 0)?;
+    let n64 = n as i64;
+    let mut l = g.launcher(&f);
+    l.arg(&n64).arg(x).arg(&out);
+    g.launch("amax", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)?;
+    let mut bits = [0u64];
+    g.download(&out, 0, &mut bits)?;
+    Ok(f64::from_bits(bits[0]))
+}
+
 /// w = a*x + b*y + c*w.
 #[allow(clippy::too_many_arguments)]
 pub fn update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64) -> Result<()> {
@@ -163,16 +177,18 @@ macro_rules! per_level {
 }
 
 /// ILU(0) of the values `lu` (a copy of A's) in place, level by level.
-pub fn ilu0(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, lu: &DeviceBuffer<f64>, nrows: usize) -> Result<()> {
+/// `diag` is the host copy of the diagonal positions, to read a bad pivot.
+pub fn ilu0(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, lu: &DeviceBuffer<f64>, diag: &[i32]) -> Result<()> {
+    let nrows = diag.len();
     let bad = upload(g, &[nrows as i32])?;
     per_level!(g, lower, "ilu0_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, &bad]);
     let mut first_bad = [0i32];
     g.download(&bad, 0, &mut first_bad)?;
-    if (first_bad[0] as usize) < nrows {
-        return Err(Error::new(
-            FEGPU_ERR_BREAKDOWN,
-            format!("ILU(0): zero pivot at {}", super::cpu::row_name(first_bad[0] as usize)),
-        ));
+    let row = first_bad[0] as usize;
+    if row < nrows {
+        let mut piv = [0.0];
+        g.download(lu, diag[row] as usize, &mut piv)?;
+        return Err(super::cpu::pivot_error(row, piv[0]));
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! Matrix Market files: coordinate (real, integer, pattern; general,
 //! symmetric, skew-symmetric) for matrices, array (real) for vectors.
 
-use crate::error::{Error, Result};
+use crate::error::{host_copy, host_vec, Error, Result};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -17,16 +17,16 @@ pub struct Triplets {
 
 impl Triplets {
     /// CSR arrays (0-based, rows in order, file order within a row).
-    pub fn to_csr(&self) -> (Vec<i64>, Vec<i64>, Vec<f64>) {
-        let mut rp = vec![0i64; self.nrows + 1];
+    pub fn to_csr(&self) -> Result<(Vec<i64>, Vec<i64>, Vec<f64>)> {
+        let mut rp = host_vec(self.nrows + 1, 0i64, "row_ptr")?;
         for &r in &self.rows {
             rp[r as usize + 1] += 1;
         }
         for i in 0..self.nrows {
             rp[i + 1] += rp[i];
         }
-        let mut fill = rp.clone();
-        let (mut ci, mut v) = (vec![0i64; self.vals.len()], vec![0.0; self.vals.len()]);
+        let mut fill = host_copy(&rp, "row_ptr")?;
+        let (mut ci, mut v) = (host_vec(self.vals.len(), 0i64, "col_ind")?, host_vec(self.vals.len(), 0.0, "values")?);
         for k in 0..self.vals.len() {
             let r = self.rows[k] as usize;
             let at = fill[r] as usize;
@@ -34,7 +34,7 @@ impl Triplets {
             v[at] = self.vals[k];
             fill[r] += 1;
         }
-        (rp, ci, v)
+        Ok((rp, ci, v))
     }
 }
 
@@ -52,7 +52,7 @@ impl<R: BufRead> Lines<R> {
     fn next_data(&mut self, path: &Path) -> Result<Option<String>> {
         for l in self.inner.by_ref() {
             self.number += 1;
-            let l = l.map_err(|e| bad(path, self.number, e))?;
+            let l = l.map_err(|e| bad(path, self.number, format!("not a text line ({e})")))?;
             let t = l.trim();
             if !t.is_empty() && !t.starts_with('%') {
                 return Ok(Some(t.to_string()));
@@ -62,18 +62,66 @@ impl<R: BufRead> Lines<R> {
     }
 }
 
-fn open(path: &Path) -> Result<(Vec<String>, Lines<BufReader<std::fs::File>>)> {
+/// An open Matrix Market file: its header words, its lines after the
+/// header and its length in bytes (which bounds every size it declares).
+struct File {
+    header: Vec<String>,
+    lines: Lines<BufReader<std::fs::File>>,
+    bytes: u64,
+}
+
+fn open(path: &Path) -> Result<File> {
     let f = std::fs::File::open(path).map_err(|e| Error::invalid(format!("{}: {e}", path.display())))?;
+    let meta = f.metadata().map_err(|e| Error::invalid(format!("{}: {e}", path.display())))?;
+    if meta.is_dir() {
+        return Err(Error::invalid(format!("{}: is a directory, not a Matrix Market file", path.display())));
+    }
+    if meta.len() == 0 {
+        return Err(bad(path, 1, "empty file"));
+    }
     let mut lines = Lines { inner: BufReader::new(f).lines(), number: 1 };
     let header = match lines.inner.next() {
         Some(Ok(h)) => h,
-        _ => return Err(bad(path, 1, "empty file")),
+        Some(Err(_)) => return Err(bad(path, 1, "not a text file (a Matrix Market file starts with %%MatrixMarket)")),
+        None => return Err(bad(path, 1, "empty file")),
     };
     let words: Vec<String> = header.split_whitespace().map(|w| w.to_ascii_lowercase()).collect();
     if words.len() != 5 || words[0] != "%%matrixmarket" || words[1] != "matrix" {
-        return Err(bad(path, 1, format!("not a Matrix Market header: {header:?}")));
+        let shown: String = header.chars().take(80).collect();
+        return Err(bad(path, 1, format!("not a Matrix Market header: {shown:?}")));
     }
-    Ok((words, lines))
+    Ok(File { header: words, lines, bytes: meta.len() })
+}
+
+/// Checks that `count` items of at least `min_bytes` each fit in the file,
+/// before anything is allocated for them.
+fn fits(path: &Path, line: usize, count: u64, min_bytes: u64, bytes: u64, what: &str) -> Result<()> {
+    if count.checked_mul(min_bytes).is_none_or(|b| b > bytes) {
+        return Err(bad(path, line, format!("declares {count} {what}, but the file's {bytes} bytes hold at most {}", bytes / min_bytes)));
+    }
+    Ok(())
+}
+
+/// fegpu stores int32 indices: a declared dimension must be 1 .. 2^31 - 2.
+fn dimension(path: &Path, line: usize, name: &str, v: u64) -> Result<usize> {
+    if v == 0 {
+        return Err(bad(path, line, format!("{name} = 0: a matrix needs at least one row and one column")));
+    }
+    if v >= i32::MAX as u64 {
+        return Err(Error::unsupported(format!(
+            "{}:{line}: {name} = {v}: fegpu stores int32 indices (fewer than 2^31 - 1 rows and columns)",
+            path.display()
+        )));
+    }
+    Ok(v as usize)
+}
+
+fn value(path: &Path, line: usize, w: &str) -> Result<f64> {
+    match w.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        Ok(_) => Err(bad(path, line, format!("value {w:?} is not a finite double"))),
+        Err(_) => Err(bad(path, line, format!("cannot read {w:?} as a number"))),
+    }
 }
 
 fn numbers<T: std::str::FromStr>(path: &Path, line: usize, text: &str, want: usize) -> Result<Vec<T>> {
@@ -88,7 +136,7 @@ fn numbers<T: std::str::FromStr>(path: &Path, line: usize, text: &str, want: usi
 }
 
 pub fn read_matrix(path: &Path) -> Result<Triplets> {
-    let (h, mut lines) = open(path)?;
+    let File { header: h, mut lines, bytes } = open(path)?;
     if h[2] != "coordinate" {
         return Err(bad(path, 1, format!("format {:?}: matrices are read in coordinate format", h[2])));
     }
@@ -101,12 +149,23 @@ pub fn read_matrix(path: &Path) -> Result<Triplets> {
         return Err(bad(path, 1, format!("symmetry {sym:?} unsupported (general, symmetric, skew-symmetric)")));
     }
     let size = lines.next_data(path)?.ok_or_else(|| bad(path, lines.number, "missing size line"))?;
-    let s: Vec<usize> = numbers(path, lines.number, &size, 3)?;
-    let (nrows, ncols, nnz) = (s[0], s[1], s[2]);
-    let mut t = Triplets { nrows, ncols, rows: Vec::with_capacity(nnz), cols: Vec::with_capacity(nnz), vals: Vec::with_capacity(nnz) };
+    let at = lines.number;
+    let s: Vec<u64> = numbers(path, at, &size, 3)?;
+    let (nrows, ncols) = (dimension(path, at, "rows", s[0])?, dimension(path, at, "columns", s[1])?);
+    // An entry line is at least "i j\n" (pattern) or "i j v\n".
+    let want = if field == "pattern" { 2 } else { 3 };
+    fits(path, at, s[2], 2 * want as u64, bytes, "entries")?;
+    let nnz = s[2] as usize;
+    let stored = if sym == "general" { nnz } else { 2 * nnz };
+    let mut t = Triplets { nrows, ncols, rows: Vec::new(), cols: Vec::new(), vals: Vec::new() };
+    for v in [&mut t.rows, &mut t.cols] {
+        *v = host_vec(stored, 0i64, "entries")?;
+        v.clear();
+    }
+    t.vals = host_vec(stored, 0.0, "entries")?;
+    t.vals.clear();
     for _ in 0..nnz {
         let l = lines.next_data(path)?.ok_or_else(|| bad(path, lines.number, format!("file ends before its {nnz} entries")))?;
-        let want = if field == "pattern" { 2 } else { 3 };
         let w: Vec<&str> = l.split_whitespace().collect();
         if w.len() < want {
             return Err(bad(path, lines.number, format!("expected {want} fields, found {}", w.len())));
@@ -116,11 +175,7 @@ pub fn read_matrix(path: &Path) -> Result<Triplets> {
         if r < 0 || c < 0 || r >= nrows as i64 || c >= ncols as i64 {
             return Err(bad(path, lines.number, format!("entry ({}, {}) outside {nrows} x {ncols}", r + 1, c + 1)));
         }
-        let v = if field == "pattern" {
-            1.0
-        } else {
-            w[2].parse::<f64>().map_err(|_| bad(path, lines.number, format!("bad value {:?}", w[2])))?
-        };
+        let v = if field == "pattern" { 1.0 } else { value(path, lines.number, w[2])? };
         t.rows.push(r);
         t.cols.push(c);
         t.vals.push(v);
@@ -135,29 +190,33 @@ pub fn read_matrix(path: &Path) -> Result<Triplets> {
 
 /// A dense vector: array format (one column), or coordinate format with one column.
 pub fn read_vector(path: &Path) -> Result<Vec<f64>> {
-    let (h, mut lines) = open(path)?;
+    let File { header: h, mut lines, bytes } = open(path)?;
     if h[2] == "coordinate" {
         let t = read_matrix(path)?;
         if t.ncols != 1 {
             return Err(bad(path, 1, format!("a vector needs one column, this has {}", t.ncols)));
         }
-        let mut v = vec![0.0; t.nrows];
+        let mut v = host_vec(t.nrows, 0.0, "vector")?;
         for k in 0..t.vals.len() {
             v[t.rows[k] as usize] += t.vals[k];
         }
         return Ok(v);
     }
     let size = lines.next_data(path)?.ok_or_else(|| bad(path, lines.number, "missing size line"))?;
-    let s: Vec<usize> = numbers(path, lines.number, &size, 2)?;
+    let at = lines.number;
+    let s: Vec<u64> = numbers(path, at, &size, 2)?;
     if s[1] != 1 {
-        return Err(bad(path, lines.number, format!("a vector needs one column, this has {}", s[1])));
+        return Err(bad(path, at, format!("a vector needs one column, this has {}", s[1])));
     }
-    (0..s[0])
-        .map(|_| {
-            let l = lines.next_data(path)?.ok_or_else(|| bad(path, lines.number, format!("file ends before its {} values", s[0])))?;
-            Ok(numbers::<f64>(path, lines.number, &l, 1)?[0])
-        })
-        .collect()
+    let n = dimension(path, at, "rows", s[0])?;
+    fits(path, at, s[0], 2, bytes, "values")?; // "v\n"
+    let mut v = host_vec(n, 0.0, "vector")?;
+    for x in v.iter_mut() {
+        let l = lines.next_data(path)?.ok_or_else(|| bad(path, lines.number, format!("file ends before its {n} values")))?;
+        let w = l.split_whitespace().next().unwrap_or("");
+        *x = value(path, lines.number, w)?;
+    }
+    Ok(v)
 }
 
 fn write_file(path: &Path, text: &str) -> Result<()> {

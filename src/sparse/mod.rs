@@ -313,7 +313,7 @@ pub fn spmv(a: &Csr, alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> 
         return Err(Error::invalid(format!("alpha = {alpha}, beta = {beta}: must be finite")));
     }
     let mut vals = a.values();
-    let (mut gx, mut gy) = lock_pair(x, y);
+    let (mut gx, mut gy) = lock_pair(x, y, "x", "y")?;
     match (&mut vals.data, f64_buf(&mut gx), f64_buf(&mut gy)) {
         (Buffer::Host(v), Buffer::Host(xv), Buffer::Host(yv)) => cpu::spmv(&a.pattern, v, alpha, xv, beta, yv),
         (Buffer::Device(v), Buffer::Device(xv), Buffer::Device(yv)) => {
@@ -381,7 +381,7 @@ pub fn vector_dot(x: &Array, y: &Array) -> Result<f64> {
         let b = f64_buf(&mut g);
         return dot_bufs(x, b, b);
     }
-    let (mut gx, mut gy) = lock_pair(x, y);
+    let (mut gx, mut gy) = lock_pair(x, y, "x", "y")?;
     dot_bufs(x, f64_buf(&mut gx), f64_buf(&mut gy))
 }
 
@@ -405,7 +405,7 @@ pub fn vector_axpby(alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> {
     if !alpha.is_finite() || !beta.is_finite() {
         return Err(Error::invalid(format!("alpha = {alpha}, beta = {beta}: must be finite")));
     }
-    let (mut gx, mut gy) = lock_pair(x, y);
+    let (mut gx, mut gy) = lock_pair(x, y, "x", "y")?;
     match (f64_buf(&mut gx), f64_buf(&mut gy)) {
         (Buffer::Host(a), Buffer::Host(b)) => cpu::update(b, alpha, a, 0.0, None, beta),
         (Buffer::Device(a), Buffer::Device(b)) => {

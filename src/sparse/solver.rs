@@ -81,6 +81,10 @@ pub trait Ops {
     fn update(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<()>;
     /// z = M^-1 r
     fn precond(&mut self, r: Slot, z: Slot) -> Result<()>;
+    /// max |v_i| of slot `v` (NaN when any element is NaN).
+    fn amax(&mut self, v: Slot) -> Result<f64>;
+    /// Slot `v` on the host (error paths only: to name an offending element).
+    fn fetch(&mut self, v: Slot) -> Result<Vec<f64>>;
     /// w = a*x + b*y + c*w, returning (w.w, w.u) (w.u = 0 without u);
     /// backends fuse the passes.
     #[allow(clippy::too_many_arguments)]
@@ -244,15 +248,60 @@ pub fn bicgstab(ops: &mut dyn Ops, precond: Precond, tol: f64, maxit: i64, histo
     Ok(done(false, maxit, relres))
 }
 
-/// The method, then the true residual ||b - A x|| / ||b|| recomputed from scratch.
+/// Refuses a non-finite `slot` by name, pointing at its first bad element.
+fn check_finite(ops: &mut dyn Ops, slot: Slot, max: f64, arg: &str) -> Result<()> {
+    if max.is_finite() {
+        return Ok(());
+    }
+    let v = ops.fetch(slot)?;
+    let k = v.iter().position(|x| !x.is_finite()).unwrap_or(0);
+    Err(Error::invalid(format!("{arg}[{k}] = {}: {arg} must be finite", v.get(k).copied().unwrap_or(max))))
+}
+
+/// The power of two that brings max |b| near 1 when it lies so far out that
+/// squares could underflow or overflow (as LAPACK's scaled nrm2 guards
+/// against); 1 otherwise, so ordinary systems are computed unchanged.
+fn equilibration(bmax: f64) -> f64 {
+    const SAFE: std::ops::RangeInclusive<f64> = 1.0e-150..=1.0e150;
+    if SAFE.contains(&bmax) {
+        return 1.0;
+    }
+    let (_, exponent) = frexp(bmax);
+    2f64.powi(-exponent)
+}
+
+/// x = m 2^e with 0.5 <= m < 1, for finite positive x.
+fn frexp(x: f64) -> (f64, i32) {
+    let bits = x.to_bits();
+    let e = ((bits >> 52) & 0x7ff) as i32;
+    if e == 0 {
+        let (m, e2) = frexp(x * 2f64.powi(64));
+        return (m, e2 - 64);
+    }
+    (f64::from_bits((bits & !(0x7ffu64 << 52)) | (1022u64 << 52)), e - 1022)
+}
+
+/// The method, then the true residual ||b - A x|| / ||b|| recomputed from
+/// scratch. b and the guess x are checked finite first; b = 0 exactly gives
+/// x = 0; a b whose norm would under- or overflow is scaled by a power of two
+/// (exact) for the iterations and x scaled back.
 pub fn run(ops: &mut dyn Ops, method: Method, precond: Precond, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<(Outcome, f64)> {
-    let bnorm = dot(ops, Slot::B, Slot::B)?.sqrt();
-    if bnorm == 0.0 {
+    let bmax = ops.amax(Slot::B)?;
+    check_finite(ops, Slot::B, bmax, "b")?;
+    let xmax = ops.amax(Slot::X)?;
+    check_finite(ops, Slot::X, xmax, "x")?;
+    if bmax == 0.0 {
         // b = 0: x = 0 at once, whatever the guess.
         ops.update(Slot::X, 0.0, Slot::B, 0.0, None, 0.0)?;
         history.push(0.0);
         return Ok((done(true, 0, 0.0), 0.0));
     }
+    let scale = equilibration(bmax);
+    if scale != 1.0 {
+        ops.update(Slot::B, 0.0, Slot::X, 0.0, None, scale)?;
+        ops.update(Slot::X, 0.0, Slot::B, 0.0, None, scale)?;
+    }
+    let bnorm = dot(ops, Slot::B, Slot::B)?.sqrt();
     let out = match method {
         Method::Cg => cg(ops, precond, tol, maxit, history)?,
         Method::Bicgstab => bicgstab(ops, precond, tol, maxit, history)?,
@@ -260,6 +309,9 @@ pub fn run(ops: &mut dyn Ops, method: Method, precond: Precond, tol: f64, maxit:
     ops.spmv(Slot::X, Slot::Q)?;
     ops.update(Slot::T, 1.0, Slot::B, -1.0, Some(Slot::Q), 0.0)?;
     let true_rel = dot(ops, Slot::T, Slot::T)?.sqrt() / bnorm;
+    if scale != 1.0 {
+        ops.update(Slot::X, 0.0, Slot::B, 0.0, None, 1.0 / scale)?;
+    }
     Ok((out, true_rel))
 }
 
@@ -439,7 +491,7 @@ impl Solver {
                     }
                     Precond::Ilu0 => {
                         g.copy(v, lu)?;
-                        cuda::ilu0(g, dp, lower.as_ref().expect("levels"), lu, p.nrows)?;
+                        cuda::ilu0(g, dp, lower.as_ref().expect("levels"), lu, &p.diag)?;
                     }
                 }
             }
@@ -471,7 +523,7 @@ impl Solver {
         let vals = self.csr.values();
         let st = &mut *st;
         st.history.clear();
-        let (mut gb, mut gx) = crate::array::lock_pair(b, x);
+        let (mut gb, mut gx) = crate::array::lock_pair(b, x, "b", "x")?;
         let (bb, xb) = (f64_buf(&mut gb), f64_buf(&mut gx));
         let p = &self.csr.pattern;
         match (&mut st.work, &vals.data, bb, xb) {
@@ -565,6 +617,12 @@ impl CpuOps<'_> {
 }
 
 impl Ops for CpuOps<'_> {
+    fn amax(&mut self, v: Slot) -> Result<f64> {
+        Ok(self.vecs[v as usize].iter().fold(0.0, |m: f64, x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.max(x.abs()) }))
+    }
+    fn fetch(&mut self, v: Slot) -> Result<Vec<f64>> {
+        Ok(self.vecs[v as usize].clone())
+    }
     fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
         let apply = self.apply;
         self.with_out(y, |out, vecs| apply(&vecs[x as usize], out));
@@ -798,6 +856,14 @@ impl Ops for CudaOps<'_> {
 
     fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
         self.op.apply(self.g, self.n, &self.vecs[x as usize], &self.vecs[y as usize], None)
+    }
+    fn amax(&mut self, v: Slot) -> Result<f64> {
+        cuda::amax(self.g, self.n, &self.vecs[v as usize])
+    }
+    fn fetch(&mut self, v: Slot) -> Result<Vec<f64>> {
+        let mut h = crate::error::host_vec(self.n, 0.0, "solver vector")?;
+        self.g.download(&self.vecs[v as usize], 0, &mut h)?;
+        Ok(h)
     }
     fn dots(&mut self, a: Slot, b: Slot, cd: Option<(Slot, Slot)>) -> Result<(f64, f64)> {
         let v = &self.vecs;
