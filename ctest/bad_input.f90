@@ -73,7 +73,7 @@ program bad_input
   call expect(st == FEGPU_ERR_INVALID_HANDLE .and. index(msg, 'destroyed') > 0, 'destroyed handle')
   call fegpu_array_destroy(stale, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_INVALID_HANDLE, 'double destroy')
-  call fegpu_copy(fegpu_array(), b, stat=st, errmsg=msg)
+  call fegpu_copy(fegpu_array(0_int64), b, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_INVALID_HANDLE .and. index(msg, 'null handle') > 0, 'never-created handle')
 
   call fegpu_context_destroy(ctx)

@@ -20,7 +20,7 @@
 module fegpu
   use, intrinsic :: iso_c_binding, only: c_int8_t, c_int32_t, c_int64_t, c_double, c_double_complex, c_ptr, c_null_ptr, c_loc, &
        c_char, c_null_char
-  use, intrinsic :: iso_fortran_env, only: real32, real64, error_unit
+  use, intrinsic :: iso_fortran_env, only: int8, int16, int32, int64, real32, real64, error_unit
   implicit none
   private
 
@@ -28,11 +28,17 @@ module fegpu
   integer, parameter, public :: FEGPU_OK = 0, FEGPU_ERR_INVALID_ARGUMENT = 1, FEGPU_ERR_INVALID_HANDLE = 2, &
        FEGPU_ERR_SIZE_MISMATCH = 3, FEGPU_ERR_OUT_OF_DEVICE_MEMORY = 4, FEGPU_ERR_DEVICE = 5, &
        FEGPU_ERR_NOT_CONVERGED = 6, FEGPU_ERR_BREAKDOWN = 7, FEGPU_ERR_UNSUPPORTED = 8, &
-       FEGPU_ERR_INTERNAL = 9, FEGPU_ERR_NO_DEVICE = 10
+       FEGPU_ERR_INTERNAL = 9, FEGPU_ERR_NO_DEVICE = 10, FEGPU_ERR_OUT_OF_MEMORY = 11
   integer, parameter, public :: FEGPU_BACKEND_AUTO = 0, FEGPU_BACKEND_CPU = 1, FEGPU_BACKEND_CUDA = 2
   integer, parameter, public :: FEGPU_VARIANT_AUTO = 0, FEGPU_VARIANT_NAIVE = 1, FEGPU_VARIANT_TILE = 2, &
        FEGPU_VARIANT_PADDED = 3
   integer(c_int32_t), parameter :: DTYPE_F32 = 1, DTYPE_F64 = 2, DTYPE_F16 = 3
+  !> What a non-integer (or, for a C int, an out-of-range) actual argument
+  !> reads as: a value every fegpu call refuses by the argument's name.
+  integer(c_int64_t), parameter :: NOT_AN_INTEGER = -huge(1_c_int64_t)
+  integer(c_int32_t), parameter :: NOT_AN_INT32 = -huge(1_c_int32_t)
+  !> The kinds the examples use, so `use fegpu` alone is enough.
+  public :: int32, int64, real32, real64
   !> kind= for fegpu_lattice_create: f16 population storage (f32 arithmetic);
   !> no Fortran real kind has this value.
   integer, parameter, public :: FEGPU_KIND_F16 = 2
@@ -44,53 +50,53 @@ module fegpu
   end type solve_info
 
   !> A context: one backend (CPU reference or one CUDA device) owning arrays.
-  type, public :: fegpu_context
-    integer(c_int64_t) :: handle = 0
+  type, bind(C), public :: fegpu_context
+    integer(c_int64_t) :: handle
   end type fegpu_context
 
   !> A device-resident array (rows x cols, column-major, real32 or real64).
-  type, public :: fegpu_array
-    integer(c_int64_t) :: handle = 0
+  type, bind(C), public :: fegpu_array
+    integer(c_int64_t) :: handle
   end type fegpu_array
 
   !> A CSR sparse matrix kept on the device.
-  type, public :: fegpu_csr
-    integer(c_int64_t) :: handle = 0
+  type, bind(C), public :: fegpu_csr
+    integer(c_int64_t) :: handle
   end type fegpu_csr
 
   !> A Krylov solver (CG or BiCGSTAB) with its preconditioner, for one matrix.
-  type, public :: fegpu_solver
-    integer(c_int64_t) :: handle = 0
+  type, bind(C), public :: fegpu_solver
+    integer(c_int64_t) :: handle
   end type fegpu_solver
 
   !> A finite-element set: nodes, connectivity, materials and element matrices on the device.
-  type, public :: fegpu_fem
-    integer(c_int64_t) :: handle = 0
+  type, bind(C), public :: fegpu_fem
+    integer(c_int64_t) :: handle
   end type fegpu_fem
 
   !> An element-by-element CG solver for an element set, with Dirichlet conditions.
-  type, public :: fegpu_ebe
-    integer(c_int64_t) :: handle = 0
+  type, bind(C), public :: fegpu_ebe
+    integer(c_int64_t) :: handle
   end type fegpu_ebe
 
   !> An elastodynamics stepper (Newmark or central differences) with its state on the device.
-  type, public :: fegpu_dynamics
-    integer(c_int64_t) :: handle = 0
+  type, bind(C), public :: fegpu_dynamics
+    integer(c_int64_t) :: handle
   end type fegpu_dynamics
 
   !> A transient heat-conduction stepper (theta method) with its matrices on the device.
-  type, public :: fegpu_heat
-    integer(c_int64_t) :: handle = 0
+  type, bind(C), public :: fegpu_heat
+    integer(c_int64_t) :: handle
   end type fegpu_heat
 
   !> A D3Q19 lattice-Boltzmann lattice with its populations on the device.
-  type, public :: fegpu_lattice
-    integer(c_int64_t) :: handle = 0
+  type, bind(C), public :: fegpu_lattice
+    integer(c_int64_t) :: handle
   end type fegpu_lattice
 
   !> The FE-IIEE rad_fields accumulator: S points and fields on the device(s).
-  type, public :: fegpu_radfields
-    integer(c_int64_t) :: handle = 0
+  type, bind(C), public :: fegpu_radfields
+    integer(c_int64_t) :: handle
   end type fegpu_radfields
 
   integer, parameter, public :: FEGPU_PIPELINE_AUTO = 0, FEGPU_PIPELINE_SERIAL = 1, FEGPU_PIPELINE_PER_CHUNK = 2, &
@@ -699,37 +705,156 @@ contains
     end do
   end function fegpu_last_error
 
+  !> An integer argument of any kind as int64: the procedures take their
+  !> integer arguments as class(*), so one module serves code built with
+  !> default 4-byte integers and with -fdefault-integer-8 (or integer*8
+  !> declarations). A non-integer reads as NOT_AN_INTEGER, which fegpu
+  !> refuses naming the argument.
+  function i64(x) result(v)
+    class(*), intent(in) :: x
+    integer(c_int64_t) :: v
+    select type (x)
+    type is (integer(int8))
+      v = x
+    type is (integer(int16))
+      v = x
+    type is (integer(int32))
+      v = x
+    type is (integer(int64))
+      v = x
+    class default
+      v = NOT_AN_INTEGER
+    end select
+  end function
+
+  !> An integer argument of any kind as a C int (out-of-range values and
+  !> non-integers become NOT_AN_INT32, which fegpu refuses by name).
+  function i32(x) result(v)
+    class(*), intent(in) :: x
+    integer(c_int32_t) :: v
+    integer(c_int64_t) :: w
+    w = i64(x)
+    v = NOT_AN_INT32
+    if (abs(w) <= huge(v)) v = int(w, c_int32_t)
+  end function
+
+  !> An integer array argument of any kind as int64.
+  function i64s(x) result(v)
+    class(*), intent(in) :: x(:)
+    integer(c_int64_t), allocatable :: v(:)
+    select type (x)
+    type is (integer(int8))
+      v = x
+    type is (integer(int16))
+      v = x
+    type is (integer(int32))
+      v = x
+    type is (integer(int64))
+      v = x
+    class default
+      allocate (v(size(x)))
+      v = NOT_AN_INTEGER
+    end select
+  end function
+
+  !> The same for a rank-2 integer array (element connectivity).
+  function i64s2(x) result(v)
+    class(*), intent(in) :: x(:, :)
+    integer(c_int64_t), allocatable :: v(:, :)
+    select type (x)
+    type is (integer(int8))
+      v = x
+    type is (integer(int16))
+      v = x
+    type is (integer(int32))
+      v = x
+    type is (integer(int64))
+      v = x
+    class default
+      allocate (v(size(x, 1), size(x, 2)))
+      v = NOT_AN_INTEGER
+    end select
+  end function
+
+  !> Stores v into an integer result argument of whatever kind the caller declared.
+  subroutine put(x, v)
+    class(*), intent(out) :: x
+    integer(c_int64_t), intent(in) :: v
+    select type (x)
+    type is (integer(int8))
+      x = int(v, int8)
+    type is (integer(int16))
+      x = int(v, int16)
+    type is (integer(int32))
+      x = int(v, int32)
+    type is (integer(int64))
+      x = v
+    end select
+  end subroutine
+
   !> Reports a status the Fortran way: into stat/errmsg when present,
   !> otherwise print the message and stop.
   subroutine check(status, where, stat, errmsg)
     integer(c_int32_t), intent(in) :: status
     character(*), intent(in) :: where
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     character(len=:), allocatable :: msg
-    if (present(stat)) stat = int(status)
+    if (present(stat)) call put(stat, int(status, c_int64_t))
     if (status == FEGPU_OK) return
     msg = where // ': ' // fegpu_last_error()
     if (present(errmsg)) errmsg = msg
-    if (.not. present(stat)) then
-      write (error_unit, '(a)') 'fegpu: ' // msg
-      error stop 1
-    end if
+    if (.not. present(stat)) call fail(msg)
   end subroutine check
 
-  !> A data pointer for C, or NULL for an empty array (fegpu then names the size).
-  function data_ptr32(a) result(p)
+  !> Without stat=: the message goes to standard error, flushed, before the
+  !> program stops, so a batch log shows it ahead of any backtrace.
+  subroutine fail(msg)
+    character(*), intent(in) :: msg
+    write (error_unit, '(a)') 'fegpu: ' // msg
+    flush (error_unit)
+    error stop 1
+  end subroutine
+
+  !> A data pointer for C to the n elements of `a`, or NULL when n = 0
+  !> (fegpu then names the size).
+  function data_ptr32(a, n) result(p)
     real(real32), intent(in), contiguous, target :: a(..)
+    integer(c_int64_t), intent(in) :: n
     type(c_ptr) :: p
     p = c_null_ptr
-    if (size(a) > 0) p = c_loc(a)
+    if (n > 0) p = c_loc(a)
   end function
-  function data_ptr64(a) result(p)
+  function data_ptr64(a, n) result(p)
     real(real64), intent(in), contiguous, target :: a(..)
+    integer(c_int64_t), intent(in) :: n
     type(c_ptr) :: p
     p = c_null_ptr
-    if (size(a) > 0) p = c_loc(a)
+    if (n > 0) p = c_loc(a)
   end function
+
+  !> The element count of an array argument: count= when given (the only way
+  !> to pass a legacy assumed-size A(*) array whole), else its size, which is
+  !> negative for an assumed-size actual argument.
+  integer(c_int64_t) function elements(size_a, count)
+    integer(c_int64_t), intent(in) :: size_a
+    class(*), intent(in), optional :: count
+    elements = size_a
+    if (present(count)) elements = i64(count)
+    if (present(count) .and. elements < 0) elements = 0  ! fegpu names the bad count
+  end function
+
+  subroutine assumed_size_error(where, stat, errmsg)
+    character(*), intent(in) :: where
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    character(len=:), allocatable :: msg
+    msg = where // ': a is an assumed-size array (its size is unknown here): pass count= (the number of elements)' // &
+         ' or a section such as a(1:n)'
+    if (present(stat)) call put(stat, int(FEGPU_ERR_INVALID_ARGUMENT, c_int64_t))
+    if (present(errmsg)) errmsg = msg
+    if (.not. present(stat)) call fail(msg)
+  end subroutine
 
   !> rows x cols of an array of any rank: rank 1 is n x 1, higher ranks fold
   !> their trailing dimensions into the columns.
@@ -745,20 +870,20 @@ contains
 
   subroutine fegpu_context_create(ctx, backend, device, stat, errmsg)
     type(fegpu_context), intent(out) :: ctx
-    integer, intent(in), optional :: backend, device
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: backend, device
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: b
     integer(c_int64_t) :: d
     b = FEGPU_BACKEND_AUTO; d = 0
-    if (present(backend)) b = int(backend, c_int32_t)
-    if (present(device)) d = int(device, c_int64_t)
+    if (present(backend)) b = i32(backend)
+    if (present(device)) d = i64(device)
     call check(c_context_create(b, d, ctx%handle), 'fegpu_context_create', stat, errmsg)
   end subroutine
 
   subroutine fegpu_context_destroy(ctx, stat, errmsg)
     type(fegpu_context), intent(inout) :: ctx
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: st
     st = c_context_destroy(ctx%handle)
@@ -769,66 +894,78 @@ contains
   !> The backend the context runs on (FEGPU_BACKEND_CPU or FEGPU_BACKEND_CUDA).
   subroutine fegpu_context_backend(ctx, backend, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
-    integer, intent(out) :: backend
-    integer, intent(out), optional :: stat
+    class(*), intent(out) :: backend
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: b
     b = -1
     call check(c_context_backend(ctx%handle, b), 'fegpu_context_backend', stat, errmsg)
-    backend = int(b)
+    call put(backend, int(b, c_int64_t))
   end subroutine
 
   subroutine fegpu_context_synchronize(ctx, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_context_synchronize(ctx%handle), 'fegpu_context_synchronize', stat, errmsg)
   end subroutine
 
-  subroutine array_create_r32(ctx, a, arr, stat, errmsg)
+  subroutine array_create_r32(ctx, a, arr, count, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
     real(real32), intent(in), contiguous, target :: a(..)
     type(fegpu_array), intent(inout) :: arr
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: count
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    integer(c_int64_t) :: rows, cols, n1
+    integer(c_int64_t) :: rows, cols, n, n1
+    n = elements(size(a, kind=c_int64_t), count)
+    if (n < 0) then
+      call assumed_size_error('fegpu_array_create', stat, errmsg)
+      return
+    end if
     n1 = 0
-    if (rank(a) >= 1) n1 = size(a, 1, kind=c_int64_t)
-    call matrix_shape(rank(a), size(a, kind=c_int64_t), n1, rows, cols)
-    call check(c_array_create_f32(ctx%handle, rows, cols, data_ptr32(a), arr%handle), 'fegpu_array_create', stat, errmsg)
+    if (rank(a) >= 1 .and. .not. present(count)) n1 = size(a, 1, kind=c_int64_t)
+    call matrix_shape(rank(a), n, n1, rows, cols)
+    call check(c_array_create_f32(ctx%handle, rows, cols, data_ptr32(a, n), arr%handle), 'fegpu_array_create', stat, errmsg)
   end subroutine
 
-  subroutine array_create_r64(ctx, a, arr, stat, errmsg)
+  subroutine array_create_r64(ctx, a, arr, count, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
     real(real64), intent(in), contiguous, target :: a(..)
     type(fegpu_array), intent(inout) :: arr
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: count
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    integer(c_int64_t) :: rows, cols, n1
+    integer(c_int64_t) :: rows, cols, n, n1
+    n = elements(size(a, kind=c_int64_t), count)
+    if (n < 0) then
+      call assumed_size_error('fegpu_array_create', stat, errmsg)
+      return
+    end if
     n1 = 0
-    if (rank(a) >= 1) n1 = size(a, 1, kind=c_int64_t)
-    call matrix_shape(rank(a), size(a, kind=c_int64_t), n1, rows, cols)
-    call check(c_array_create_f64(ctx%handle, rows, cols, data_ptr64(a), arr%handle), 'fegpu_array_create', stat, errmsg)
+    if (rank(a) >= 1 .and. .not. present(count)) n1 = size(a, 1, kind=c_int64_t)
+    call matrix_shape(rank(a), n, n1, rows, cols)
+    call check(c_array_create_f64(ctx%handle, rows, cols, data_ptr64(a, n), arr%handle), 'fegpu_array_create', stat, errmsg)
   end subroutine
 
   !> An uninitialised rows x cols array; `kind` is real32 or real64.
   subroutine fegpu_array_create_empty(ctx, kind, rows, cols, arr, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
-    integer, intent(in) :: kind, rows, cols
+    class(*), intent(in) :: kind, rows, cols
     type(fegpu_array), intent(inout) :: arr
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: dtype
     dtype = 0
-    if (kind == real32) dtype = DTYPE_F32
-    if (kind == real64) dtype = DTYPE_F64
-    call check(c_array_create_empty(ctx%handle, dtype, int(rows, c_int64_t), int(cols, c_int64_t), arr%handle), &
+    if (i64(kind) == real32) dtype = DTYPE_F32
+    if (i64(kind) == real64) dtype = DTYPE_F64
+    call check(c_array_create_empty(ctx%handle, dtype, i64(rows), i64(cols), arr%handle), &
          'fegpu_array_create_empty', stat, errmsg)
   end subroutine
 
   subroutine fegpu_array_destroy(arr, stat, errmsg)
     type(fegpu_array), intent(inout) :: arr
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: st
     st = c_array_destroy(arr%handle)
@@ -839,111 +976,142 @@ contains
   !> rows, cols and kind (real32 or real64) of an array.
   subroutine fegpu_array_shape(arr, rows, cols, kind, stat, errmsg)
     type(fegpu_array), intent(in) :: arr
-    integer, intent(out) :: rows, cols
-    integer, intent(out), optional :: kind
-    integer, intent(out), optional :: stat
+    class(*), intent(out) :: rows, cols
+    class(*), intent(out), optional :: kind
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int64_t) :: r, c
     integer(c_int32_t) :: d
     r = 0; c = 0; d = 0
     call check(c_array_shape(arr%handle, r, c, d), 'fegpu_array_shape', stat, errmsg)
-    rows = int(r); cols = int(c)
-    if (present(kind)) kind = merge(real64, real32, d == DTYPE_F64)
+    call put(rows, r)
+    call put(cols, c)
+    if (present(kind)) call put(kind, int(merge(real64, real32, d == DTYPE_F64), c_int64_t))
   end subroutine
 
-  subroutine array_upload_r32(arr, a, first, stat, errmsg)
+  subroutine array_upload_r32(arr, a, first, count, stat, errmsg)
     type(fegpu_array), intent(in) :: arr
     real(real32), intent(in), contiguous, target :: a(..)
-    integer, intent(in), optional :: first
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: first, count
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (present(first)) then
-      call check(c_upload_slice_f32(arr%handle, int(first, c_int64_t), size(a, kind=c_int64_t), data_ptr32(a), 1_c_int32_t), &
+    integer(c_int64_t) :: n
+    n = elements(size(a, kind=c_int64_t), count)
+    if (n < 0) then
+      call assumed_size_error('fegpu_array_upload', stat, errmsg)
+    else if (present(first)) then
+      call check(c_upload_slice_f32(arr%handle, i64(first), n, data_ptr32(a, n), 1_c_int32_t), &
            'fegpu_array_upload', stat, errmsg)
     else
-      call check(c_upload_f32(arr%handle, data_ptr32(a), size(a, kind=c_int64_t)), 'fegpu_array_upload', stat, errmsg)
+      call check(c_upload_f32(arr%handle, data_ptr32(a, n), n), 'fegpu_array_upload', stat, errmsg)
     end if
   end subroutine
 
-  subroutine array_upload_r64(arr, a, first, stat, errmsg)
+  subroutine array_upload_r64(arr, a, first, count, stat, errmsg)
     type(fegpu_array), intent(in) :: arr
     real(real64), intent(in), contiguous, target :: a(..)
-    integer, intent(in), optional :: first
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: first, count
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (present(first)) then
-      call check(c_upload_slice_f64(arr%handle, int(first, c_int64_t), size(a, kind=c_int64_t), data_ptr64(a), 1_c_int32_t), &
+    integer(c_int64_t) :: n
+    n = elements(size(a, kind=c_int64_t), count)
+    if (n < 0) then
+      call assumed_size_error('fegpu_array_upload', stat, errmsg)
+    else if (present(first)) then
+      call check(c_upload_slice_f64(arr%handle, i64(first), n, data_ptr64(a, n), 1_c_int32_t), &
            'fegpu_array_upload', stat, errmsg)
     else
-      call check(c_upload_f64(arr%handle, data_ptr64(a), size(a, kind=c_int64_t)), 'fegpu_array_upload', stat, errmsg)
+      call check(c_upload_f64(arr%handle, data_ptr64(a, n), n), 'fegpu_array_upload', stat, errmsg)
     end if
   end subroutine
 
-  subroutine array_download_r32(arr, a, first, stat, errmsg)
+  subroutine array_download_r32(arr, a, first, count, stat, errmsg)
     type(fegpu_array), intent(in) :: arr
     real(real32), intent(inout), contiguous, target :: a(..)
-    integer, intent(in), optional :: first
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: first, count
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (present(first)) then
-      call check(c_download_slice_f32(arr%handle, int(first, c_int64_t), size(a, kind=c_int64_t), data_ptr32(a), &
-           1_c_int32_t), 'fegpu_array_download', stat, errmsg)
+    integer(c_int64_t) :: n
+    n = elements(size(a, kind=c_int64_t), count)
+    if (n < 0) then
+      call assumed_size_error('fegpu_array_download', stat, errmsg)
+    else if (present(first)) then
+      call check(c_download_slice_f32(arr%handle, i64(first), n, data_ptr32(a, n), 1_c_int32_t), &
+           'fegpu_array_download', stat, errmsg)
     else
-      call check(c_download_f32(arr%handle, data_ptr32(a), size(a, kind=c_int64_t)), 'fegpu_array_download', stat, errmsg)
+      call check(c_download_f32(arr%handle, data_ptr32(a, n), n), 'fegpu_array_download', stat, errmsg)
     end if
   end subroutine
 
-  subroutine array_download_r64(arr, a, first, stat, errmsg)
+  subroutine array_download_r64(arr, a, first, count, stat, errmsg)
     type(fegpu_array), intent(in) :: arr
     real(real64), intent(inout), contiguous, target :: a(..)
-    integer, intent(in), optional :: first
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: first, count
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (present(first)) then
-      call check(c_download_slice_f64(arr%handle, int(first, c_int64_t), size(a, kind=c_int64_t), data_ptr64(a), &
-           1_c_int32_t), 'fegpu_array_download', stat, errmsg)
+    integer(c_int64_t) :: n
+    n = elements(size(a, kind=c_int64_t), count)
+    if (n < 0) then
+      call assumed_size_error('fegpu_array_download', stat, errmsg)
+    else if (present(first)) then
+      call check(c_download_slice_f64(arr%handle, i64(first), n, data_ptr64(a, n), 1_c_int32_t), &
+           'fegpu_array_download', stat, errmsg)
     else
-      call check(c_download_f64(arr%handle, data_ptr64(a), size(a, kind=c_int64_t)), 'fegpu_array_download', stat, errmsg)
+      call check(c_download_f64(arr%handle, data_ptr64(a, n), n), 'fegpu_array_download', stat, errmsg)
     end if
   end subroutine
 
-  subroutine host_register_r32(ctx, a, stat, errmsg)
+  subroutine host_register_r32(ctx, a, count, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
     real(real32), intent(in), contiguous, target :: a(..)
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: count
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    call check(c_host_register(ctx%handle, data_ptr32(a), size(a, kind=c_int64_t) * 4), 'fegpu_host_register', stat, errmsg)
+    integer(c_int64_t) :: n
+    n = elements(size(a, kind=c_int64_t), count)
+    if (n < 0) then
+      call assumed_size_error('fegpu_host_register', stat, errmsg)
+      return
+    end if
+    call check(c_host_register(ctx%handle, data_ptr32(a, n), n * 4), 'fegpu_host_register', stat, errmsg)
   end subroutine
 
-  subroutine host_register_r64(ctx, a, stat, errmsg)
+  subroutine host_register_r64(ctx, a, count, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
     real(real64), intent(in), contiguous, target :: a(..)
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: count
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    call check(c_host_register(ctx%handle, data_ptr64(a), size(a, kind=c_int64_t) * 8), 'fegpu_host_register', stat, errmsg)
+    integer(c_int64_t) :: n
+    n = elements(size(a, kind=c_int64_t), count)
+    if (n < 0) then
+      call assumed_size_error('fegpu_host_register', stat, errmsg)
+      return
+    end if
+    call check(c_host_register(ctx%handle, data_ptr64(a, n), n * 8), 'fegpu_host_register', stat, errmsg)
   end subroutine
 
   subroutine host_unregister_r32(ctx, a, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
     real(real32), intent(in), contiguous, target :: a(..)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    call check(c_host_unregister(ctx%handle, data_ptr32(a)), 'fegpu_host_unregister', stat, errmsg)
+    call check(c_host_unregister(ctx%handle, data_ptr32(a, 1_c_int64_t)), 'fegpu_host_unregister', stat, errmsg)
   end subroutine
 
   subroutine host_unregister_r64(ctx, a, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
     real(real64), intent(in), contiguous, target :: a(..)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    call check(c_host_unregister(ctx%handle, data_ptr64(a)), 'fegpu_host_unregister', stat, errmsg)
+    call check(c_host_unregister(ctx%handle, data_ptr64(a, 1_c_int64_t)), 'fegpu_host_unregister', stat, errmsg)
   end subroutine
 
   !> dst = transpose(src) on the device (src m x n, dst n x m).
   subroutine fegpu_transpose(src, dst, variant, stat, errmsg)
     type(fegpu_array), intent(in) :: src, dst
-    integer, intent(in), optional :: variant
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: variant
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_transpose(src%handle, dst%handle, variant_code(variant)), 'fegpu_transpose', stat, errmsg)
   end subroutine
@@ -951,8 +1119,8 @@ contains
   !> a = transpose(a) on the device for a square array.
   subroutine fegpu_transpose_in_place(a, variant, stat, errmsg)
     type(fegpu_array), intent(in) :: a
-    integer, intent(in), optional :: variant
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: variant
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_transpose_in_place(a%handle, variant_code(variant)), 'fegpu_transpose_in_place', stat, errmsg)
   end subroutine
@@ -960,8 +1128,8 @@ contains
   !> dst = src on the device (same shape and kind).
   subroutine fegpu_copy(src, dst, variant, stat, errmsg)
     type(fegpu_array), intent(in) :: src, dst
-    integer, intent(in), optional :: variant
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: variant
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_copy(src%handle, dst%handle, variant_code(variant)), 'fegpu_copy', stat, errmsg)
   end subroutine
@@ -970,63 +1138,67 @@ contains
     type(fegpu_context), intent(in) :: ctx
     real(real32), intent(in), contiguous, target :: a(:, :)
     real(real32), intent(inout), contiguous, target :: at(:, :)
-    integer, intent(in), optional :: variant
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: variant
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     if (size(at, 1) /= size(a, 2) .or. size(at, 2) /= size(a, 1)) then
       call shape_error(shape(a), shape(at), stat, errmsg)
       return
     end if
-    call check(c_transpose_host_f32(ctx%handle, size(a, 1, kind=c_int64_t), size(a, 2, kind=c_int64_t), data_ptr32(a), &
-         data_ptr32(at), variant_code(variant)), 'fegpu_transpose_host', stat, errmsg)
+    call check(c_transpose_host_f32(ctx%handle, size(a, 1, kind=c_int64_t), size(a, 2, kind=c_int64_t), &
+         data_ptr32(a, size(a, kind=c_int64_t)), &
+         data_ptr32(at, size(at, kind=c_int64_t)), variant_code(variant)), 'fegpu_transpose_host', stat, errmsg)
   end subroutine
 
   subroutine transpose_host_r64(ctx, a, at, variant, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
     real(real64), intent(in), contiguous, target :: a(:, :)
     real(real64), intent(inout), contiguous, target :: at(:, :)
-    integer, intent(in), optional :: variant
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: variant
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     if (size(at, 1) /= size(a, 2) .or. size(at, 2) /= size(a, 1)) then
       call shape_error(shape(a), shape(at), stat, errmsg)
       return
     end if
-    call check(c_transpose_host_f64(ctx%handle, size(a, 1, kind=c_int64_t), size(a, 2, kind=c_int64_t), data_ptr64(a), &
-         data_ptr64(at), variant_code(variant)), 'fegpu_transpose_host', stat, errmsg)
+    call check(c_transpose_host_f64(ctx%handle, size(a, 1, kind=c_int64_t), size(a, 2, kind=c_int64_t), &
+         data_ptr64(a, size(a, kind=c_int64_t)), &
+         data_ptr64(at, size(at, kind=c_int64_t)), variant_code(variant)), 'fegpu_transpose_host', stat, errmsg)
   end subroutine
 
   subroutine transpose_host_in_place_r32(ctx, a, variant, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
     real(real32), intent(inout), contiguous, target :: a(:, :)
-    integer, intent(in), optional :: variant
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: variant
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     if (size(a, 1) /= size(a, 2)) then
       call shape_error(shape(a), [size(a, 2), size(a, 1)], stat, errmsg)
       return
     end if
-    call check(c_transpose_host_in_place_f32(ctx%handle, size(a, 1, kind=c_int64_t), data_ptr32(a), variant_code(variant)), &
+    call check(c_transpose_host_in_place_f32(ctx%handle, size(a, 1, kind=c_int64_t), &
+         data_ptr32(a, size(a, kind=c_int64_t)), variant_code(variant)), &
          'fegpu_transpose_host_in_place', stat, errmsg)
   end subroutine
 
   subroutine transpose_host_in_place_r64(ctx, a, variant, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
     real(real64), intent(inout), contiguous, target :: a(:, :)
-    integer, intent(in), optional :: variant
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: variant
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     if (size(a, 1) /= size(a, 2)) then
       call shape_error(shape(a), [size(a, 2), size(a, 1)], stat, errmsg)
       return
     end if
-    call check(c_transpose_host_in_place_f64(ctx%handle, size(a, 1, kind=c_int64_t), data_ptr64(a), variant_code(variant)), &
+    call check(c_transpose_host_in_place_f64(ctx%handle, size(a, 1, kind=c_int64_t), &
+         data_ptr64(a, size(a, kind=c_int64_t)), variant_code(variant)), &
          'fegpu_transpose_host_in_place', stat, errmsg)
   end subroutine
 
   subroutine shape_error(sa, sat, stat, errmsg)
     integer, intent(in) :: sa(2), sat(2)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     character(len=200) :: msg
     write (msg, '(a,i0,a,i0,a,i0,a,i0)') 'a is ', sa(1), ' x ', sa(2), ' so at must be its transpose, but at is ', &
@@ -1037,61 +1209,60 @@ contains
   !> A size mismatch found on the Fortran side (before any C call), reported as check does.
   subroutine size_error(msg, stat, errmsg)
     character(*), intent(in) :: msg
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (present(stat)) stat = FEGPU_ERR_SIZE_MISMATCH
+    if (present(stat)) call put(stat, int(FEGPU_ERR_SIZE_MISMATCH, c_int64_t))
     if (present(errmsg)) errmsg = msg
-    if (.not. present(stat)) then
-      write (error_unit, '(a)') 'fegpu: ' // msg
-      error stop 1
-    end if
+    if (.not. present(stat)) call fail(msg)
   end subroutine
 
   integer(c_int32_t) function variant_code(variant)
-    integer, intent(in), optional :: variant
+    class(*), intent(in), optional :: variant
     variant_code = FEGPU_VARIANT_AUTO
-    if (present(variant)) variant_code = int(variant, c_int32_t)
+    if (present(variant)) variant_code = i32(variant)
   end function
 
   ! ---- sparse matrices and solvers ----
 
   subroutine csr_create_i32(ctx, nrows, ncols, row_ptr, col_ind, values, a, index_base, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
-    integer, intent(in) :: nrows, ncols
+    class(*), intent(in) :: nrows, ncols
     integer(c_int32_t), intent(in) :: row_ptr(:), col_ind(:)
     real(real64), intent(in) :: values(:)
     type(fegpu_csr), intent(inout) :: a
-    integer, intent(in), optional :: index_base
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (size(row_ptr) /= nrows + 1 .or. size(col_ind) /= size(values)) then
-      call csr_size_error(size(row_ptr), nrows, size(col_ind), size(values), stat, errmsg)
+    if (size(row_ptr) /= i64(nrows) + 1 .or. size(col_ind) /= size(values)) then
+      call csr_size_error(size(row_ptr, kind=c_int64_t), i64(nrows), size(col_ind, kind=c_int64_t), size(values, kind=c_int64_t), &
+           stat, errmsg)
       return
     end if
-    call check(c_csr_create_i32(ctx%handle, int(nrows, c_int64_t), int(ncols, c_int64_t), size(values, kind=c_int64_t), &
+    call check(c_csr_create_i32(ctx%handle, i64(nrows), i64(ncols), size(values, kind=c_int64_t), &
          row_ptr, col_ind, values, base_of(index_base), a%handle), 'fegpu_csr_create', stat, errmsg)
   end subroutine
 
   subroutine csr_create_i64(ctx, nrows, ncols, row_ptr, col_ind, values, a, index_base, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
-    integer, intent(in) :: nrows, ncols
+    class(*), intent(in) :: nrows, ncols
     integer(c_int64_t), intent(in) :: row_ptr(:), col_ind(:)
     real(real64), intent(in) :: values(:)
     type(fegpu_csr), intent(inout) :: a
-    integer, intent(in), optional :: index_base
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (size(row_ptr) /= nrows + 1 .or. size(col_ind) /= size(values)) then
-      call csr_size_error(size(row_ptr), nrows, size(col_ind), size(values), stat, errmsg)
+    if (size(row_ptr) /= i64(nrows) + 1 .or. size(col_ind) /= size(values)) then
+      call csr_size_error(size(row_ptr, kind=c_int64_t), i64(nrows), size(col_ind, kind=c_int64_t), size(values, kind=c_int64_t), &
+           stat, errmsg)
       return
     end if
-    call check(c_csr_create_i64(ctx%handle, int(nrows, c_int64_t), int(ncols, c_int64_t), size(values, kind=c_int64_t), &
+    call check(c_csr_create_i64(ctx%handle, i64(nrows), i64(ncols), size(values, kind=c_int64_t), &
          row_ptr, col_ind, values, base_of(index_base), a%handle), 'fegpu_csr_create', stat, errmsg)
   end subroutine
 
   subroutine csr_size_error(nrp, nrows, nci, nv, stat, errmsg)
-    integer, intent(in) :: nrp, nrows, nci, nv
-    integer, intent(out), optional :: stat
+    integer(c_int64_t), intent(in) :: nrp, nrows, nci, nv
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     character(len=200) :: msg
     write (msg, '(a,i0,a,i0,a,i0,a,i0)') 'size(row_ptr) = ', nrp, ' (nrows + 1 = ', nrows + 1, '), size(col_ind) = ', nci, &
@@ -1100,9 +1271,9 @@ contains
   end subroutine
 
   integer(c_int32_t) function base_of(index_base)
-    integer, intent(in), optional :: index_base
+    class(*), intent(in), optional :: index_base
     base_of = 1
-    if (present(index_base)) base_of = int(index_base, c_int32_t)
+    if (present(index_base)) base_of = i32(index_base)
   end function
 
   !> Reads a Matrix Market coordinate file into a new matrix.
@@ -1110,7 +1281,7 @@ contains
     type(fegpu_context), intent(in) :: ctx
     character(*), intent(in) :: path
     type(fegpu_csr), intent(inout) :: a
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_csr_read_mm(ctx%handle, trim(path) // c_null_char, a%handle), 'fegpu_csr_read_mm', stat, errmsg)
   end subroutine
@@ -1119,7 +1290,7 @@ contains
   subroutine fegpu_csr_update_values(a, values, stat, errmsg)
     type(fegpu_csr), intent(in) :: a
     real(real64), intent(in) :: values(:)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_csr_update_values(a%handle, values, size(values, kind=c_int64_t)), 'fegpu_csr_update_values', stat, errmsg)
   end subroutine
@@ -1127,18 +1298,20 @@ contains
   !> Rows, columns and stored entries.
   subroutine fegpu_csr_info(a, nrows, ncols, nnz, stat, errmsg)
     type(fegpu_csr), intent(in) :: a
-    integer, intent(out) :: nrows, ncols, nnz
-    integer, intent(out), optional :: stat
+    class(*), intent(out) :: nrows, ncols, nnz
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int64_t) :: r, c, z
     r = 0; c = 0; z = 0
     call check(c_csr_info(a%handle, r, c, z), 'fegpu_csr_info', stat, errmsg)
-    nrows = int(r); ncols = int(c); nnz = int(z)
+    call put(nrows, r)
+    call put(ncols, c)
+    call put(nnz, z)
   end subroutine
 
   subroutine fegpu_csr_destroy(a, stat, errmsg)
     type(fegpu_csr), intent(inout) :: a
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: st
     st = c_csr_destroy(a%handle)
@@ -1151,7 +1324,7 @@ contains
     type(fegpu_csr), intent(in) :: a
     type(fegpu_array), intent(in) :: x, y
     real(real64), intent(in), optional :: alpha, beta
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     real(c_double) :: al, be
     al = 1; be = 0
@@ -1163,7 +1336,7 @@ contains
   !> x . y of two device arrays (only the scalar comes back).
   real(real64) function fegpu_dot(x, y, stat, errmsg)
     type(fegpu_array), intent(in) :: x, y
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     real(c_double) :: r
     r = 0
@@ -1175,7 +1348,7 @@ contains
   subroutine fegpu_axpby(alpha, x, beta, y, stat, errmsg)
     real(real64), intent(in) :: alpha, beta
     type(fegpu_array), intent(in) :: x, y
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_vector_axpby(alpha, x%handle, beta, y%handle), 'fegpu_axpby', stat, errmsg)
   end subroutine
@@ -1183,11 +1356,11 @@ contains
   !> A solver for A: FEGPU_METHOD_CG or _BICGSTAB, FEGPU_PRECOND_NONE, _JACOBI or _ILU0.
   subroutine fegpu_solver_create(a, method, precond, s, stat, errmsg)
     type(fegpu_csr), intent(in) :: a
-    integer, intent(in) :: method, precond
+    class(*), intent(in) :: method, precond
     type(fegpu_solver), intent(inout) :: s
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    call check(c_solver_create(a%handle, int(method, c_int32_t), int(precond, c_int32_t), s%handle), &
+    call check(c_solver_create(a%handle, i32(method), i32(precond), s%handle), &
          'fegpu_solver_create', stat, errmsg)
   end subroutine
 
@@ -1198,15 +1371,15 @@ contains
     type(fegpu_solver), intent(in) :: s
     type(fegpu_array), intent(in) :: b, x
     real(real64), intent(in) :: tol
-    integer, intent(in) :: maxit
-    integer, intent(out), optional :: iterations
+    class(*), intent(in) :: maxit
+    class(*), intent(out), optional :: iterations
     real(real64), intent(out), optional :: residual, true_residual
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     type(solve_info) :: info
     integer(c_int32_t) :: st
-    st = c_solver_solve(s%handle, b%handle, x%handle, tol, int(maxit, c_int64_t), info)
-    if (present(iterations)) iterations = int(info%iterations)
+    st = c_solver_solve(s%handle, b%handle, x%handle, tol, i64(maxit), info)
+    if (present(iterations)) call put(iterations, info%iterations)
     if (present(residual)) residual = info%relative_residual
     if (present(true_residual)) true_residual = info%true_relative_residual
     call check(st, 'fegpu_solve', stat, errmsg)
@@ -1214,7 +1387,7 @@ contains
 
   subroutine fegpu_solver_destroy(s, stat, errmsg)
     type(fegpu_solver), intent(inout) :: s
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: st
     st = c_solver_destroy(s%handle)
@@ -1230,28 +1403,28 @@ contains
   !> elasticity. order: Gauss points per direction for quad4/hex8 (default 2).
   subroutine fegpu_fem_create(ctx, element, problem, coords, conn, props, material, fem, order, index_base, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
-    integer, intent(in) :: element, problem
+    class(*), intent(in) :: element, problem
     real(real64), intent(in) :: coords(:, :), props(:, :)
-    integer, intent(in) :: conn(:, :), material(:)
+    class(*), intent(in) :: conn(:, :), material(:)
     type(fegpu_fem), intent(out) :: fem
-    integer, intent(in), optional :: order, index_base
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: order, index_base
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: q, base
     q = 2
-    if (present(order)) q = int(order, c_int32_t)
+    if (present(order)) q = i32(order)
     base = 1
-    if (present(index_base)) base = int(index_base, c_int32_t)
-    call check(c_fem_create(ctx%handle, int(element, c_int32_t), int(problem, c_int32_t), size(coords, 2, c_int64_t), &
-         coords, size(conn, 2, c_int64_t), int(conn, c_int64_t), base, size(props, 2, c_int64_t), props, &
-         int(material, c_int64_t), q, fem%handle), 'fegpu_fem_create', stat, errmsg)
+    if (present(index_base)) base = i32(index_base)
+    call check(c_fem_create(ctx%handle, i32(element), i32(problem), size(coords, 2, c_int64_t), &
+         coords, size(conn, 2, c_int64_t), i64s2(conn), base, size(props, 2, c_int64_t), props, &
+         i64s(material), q, fem%handle), 'fegpu_fem_create', stat, errmsg)
   end subroutine
 
   !> Integrates every element matrix on the set's device (an inverted or
   !> degenerate element is named in the error).
   subroutine fegpu_fem_integrate(fem, stat, errmsg)
     type(fegpu_fem), intent(in) :: fem
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_fem_integrate(fem%handle), 'fegpu_fem_integrate', stat, errmsg)
   end subroutine
@@ -1260,17 +1433,17 @@ contains
   !> (level I), _POINT (level II) or _BLOCKED (level IIa).
   subroutine fegpu_fem_set_integration(fem, level, stat, errmsg)
     type(fegpu_fem), intent(in) :: fem
-    integer, intent(in) :: level
-    integer, intent(out), optional :: stat
+    class(*), intent(in) :: level
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    call check(c_fem_set_integration(fem%handle, int(level, c_int32_t)), 'fegpu_fem_set_integration', stat, errmsg)
+    call check(c_fem_set_integration(fem%handle, i32(level)), 'fegpu_fem_set_integration', stat, errmsg)
   end subroutine
 
   !> New material parameters props(2, n_materials); integrate and assemble again after.
   subroutine fegpu_fem_set_materials(fem, props, stat, errmsg)
     type(fegpu_fem), intent(in) :: fem
     real(real64), intent(in) :: props(:, :)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_fem_set_materials(fem%handle, size(props, 2, c_int64_t), props), 'fegpu_fem_set_materials', stat, errmsg)
   end subroutine
@@ -1280,7 +1453,7 @@ contains
   subroutine fegpu_fem_assemble(fem, a, stat, errmsg)
     type(fegpu_fem), intent(in) :: fem
     type(fegpu_csr), intent(inout) :: a
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_fem_assemble(fem%handle, a%handle), 'fegpu_fem_assemble', stat, errmsg)
   end subroutine
@@ -1289,14 +1462,14 @@ contains
   subroutine fegpu_fem_stiffness(fem, ke, stat, errmsg)
     type(fegpu_fem), intent(in) :: fem
     real(real64), intent(out) :: ke(:, :)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_fem_stiffness_download(fem%handle, ke, size(ke, kind=c_int64_t)), 'fegpu_fem_stiffness', stat, errmsg)
   end subroutine
 
   subroutine fegpu_fem_destroy(fem, stat, errmsg)
     type(fegpu_fem), intent(inout) :: fem
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: st
     st = c_fem_destroy(fem%handle)
@@ -1309,7 +1482,7 @@ contains
   subroutine fegpu_fem_mass(fem, ce, stat, errmsg)
     type(fegpu_fem), intent(in) :: fem
     real(real64), intent(out) :: ce(:, :)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_fem_mass_download(fem%handle, ce, size(ce, kind=c_int64_t)), 'fegpu_fem_mass', stat, errmsg)
   end subroutine
@@ -1318,7 +1491,7 @@ contains
   subroutine fegpu_fem_set_density(fem, rho, stat, errmsg)
     type(fegpu_fem), intent(in) :: fem
     real(real64), intent(in) :: rho(:)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_fem_set_density(fem%handle, size(rho, kind=c_int64_t), rho), 'fegpu_fem_set_density', stat, errmsg)
   end subroutine
@@ -1328,13 +1501,13 @@ contains
   !> clamped dofs stay at zero; the first step starts from rest.
   subroutine fegpu_dynamics_create(fem, scheme, dt, clamped, dyn, beta, gamma, index_base, stat, errmsg)
     type(fegpu_fem), intent(in) :: fem
-    integer, intent(in) :: scheme
+    class(*), intent(in) :: scheme
     real(real64), intent(in) :: dt
-    integer, intent(in) :: clamped(:)
+    class(*), intent(in) :: clamped(:)
     type(fegpu_dynamics), intent(out) :: dyn
     real(real64), intent(in), optional :: beta, gamma
-    integer, intent(in), optional :: index_base
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     real(c_double) :: b, g
     integer(c_int32_t) :: base
@@ -1343,9 +1516,9 @@ contains
     if (present(beta)) b = beta
     if (present(gamma)) g = gamma
     base = 1
-    if (present(index_base)) base = int(index_base, c_int32_t)
-    call check(c_dynamics_create(fem%handle, int(scheme, c_int32_t), dt, b, g, size(clamped, kind=c_int64_t), &
-         int(clamped, c_int64_t), base, dyn%handle), 'fegpu_dynamics_create', stat, errmsg)
+    if (present(index_base)) base = i32(index_base)
+    call check(c_dynamics_create(fem%handle, i32(scheme), dt, b, g, size(clamped, kind=c_int64_t), &
+         i64s(clamped), base, dyn%handle), 'fegpu_dynamics_create', stat, errmsg)
   end subroutine
 
   !> One step: u (device displacements) advances by dt under the load f (optional).
@@ -1354,8 +1527,8 @@ contains
     type(fegpu_array), intent(in) :: u
     type(fegpu_array), intent(in), optional :: f
     real(real64), intent(in), optional :: tol
-    integer, intent(in), optional :: maxit
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: maxit
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int64_t) :: fh, its
     real(c_double) :: t
@@ -1364,13 +1537,13 @@ contains
     t = 1d-10
     if (present(tol)) t = tol
     its = 10000
-    if (present(maxit)) its = int(maxit, c_int64_t)
+    if (present(maxit)) its = i64(maxit)
     call check(c_dynamics_step(dyn%handle, u%handle, fh, t, its), 'fegpu_dynamics_step', stat, errmsg)
   end subroutine
 
   subroutine fegpu_dynamics_destroy(dyn, stat, errmsg)
     type(fegpu_dynamics), intent(inout) :: dyn
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: st
     st = c_dynamics_destroy(dyn%handle)
@@ -1385,11 +1558,11 @@ contains
   subroutine fegpu_heat_create(fem, dt, theta, dofs, values, heat, index_base, stat, errmsg)
     type(fegpu_fem), intent(in) :: fem
     real(real64), intent(in) :: dt, theta
-    integer, intent(in) :: dofs(:)
+    class(*), intent(in) :: dofs(:)
     real(real64), intent(in) :: values(:)
     type(fegpu_heat), intent(out) :: heat
-    integer, intent(in), optional :: index_base
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: base
     if (size(values) /= size(dofs)) then
@@ -1397,8 +1570,8 @@ contains
       return
     end if
     base = 1
-    if (present(index_base)) base = int(index_base, c_int32_t)
-    call check(c_heat_create(fem%handle, dt, theta, size(dofs, kind=c_int64_t), int(dofs, c_int64_t), base, values, &
+    if (present(index_base)) base = i32(index_base)
+    call check(c_heat_create(fem%handle, dt, theta, size(dofs, kind=c_int64_t), i64s(dofs), base, values, &
          heat%handle), 'fegpu_heat_create', stat, errmsg)
   end subroutine
 
@@ -1408,18 +1581,18 @@ contains
     type(fegpu_heat), intent(in) :: heat
     type(fegpu_array), intent(in) :: t
     real(real64), intent(in) :: tol
-    integer, intent(in) :: maxit
+    class(*), intent(in) :: maxit
     type(fegpu_array), intent(in), optional :: f
-    integer, intent(out), optional :: iterations
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: iterations
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     type(solve_info) :: info
     integer(c_int64_t) :: fh
     integer(c_int32_t) :: st
     fh = 0
     if (present(f)) fh = f%handle
-    st = c_heat_step(heat%handle, t%handle, fh, tol, int(maxit, c_int64_t), info)
-    if (present(iterations)) iterations = int(info%iterations)
+    st = c_heat_step(heat%handle, t%handle, fh, tol, i64(maxit), info)
+    if (present(iterations)) call put(iterations, info%iterations)
     call check(st, 'fegpu_heat_step', stat, errmsg)
   end subroutine
 
@@ -1427,10 +1600,10 @@ contains
   !> exchanges h_area(i) * (t_env(i) - T); a new call replaces the previous set.
   subroutine fegpu_heat_set_convection(heat, nodes, h_area, t_env, index_base, stat, errmsg)
     type(fegpu_heat), intent(in) :: heat
-    integer, intent(in) :: nodes(:)
+    class(*), intent(in) :: nodes(:)
     real(real64), intent(in) :: h_area(:), t_env(:)
-    integer, intent(in), optional :: index_base
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: base
     if (size(h_area) /= size(nodes) .or. size(t_env) /= size(nodes)) then
@@ -1438,14 +1611,14 @@ contains
       return
     end if
     base = 1
-    if (present(index_base)) base = int(index_base, c_int32_t)
-    call check(c_heat_set_convection(heat%handle, size(nodes, kind=c_int64_t), int(nodes, c_int64_t), base, h_area, t_env), &
+    if (present(index_base)) base = i32(index_base)
+    call check(c_heat_set_convection(heat%handle, size(nodes, kind=c_int64_t), i64s(nodes), base, h_area, t_env), &
          'fegpu_heat_set_convection', stat, errmsg)
   end subroutine
 
   subroutine fegpu_heat_destroy(heat, stat, errmsg)
     type(fegpu_heat), intent(inout) :: heat
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: st
     st = c_heat_destroy(heat%handle)
@@ -1457,11 +1630,11 @@ contains
   !> (dofs counted from index_base, default 1; dof = (node - 1) * dofs per node + component).
   subroutine fegpu_csr_apply_dirichlet(a, dofs, values, b, index_base, stat, errmsg)
     type(fegpu_csr), intent(in) :: a
-    integer, intent(in) :: dofs(:)
+    class(*), intent(in) :: dofs(:)
     real(real64), intent(in) :: values(:)
     type(fegpu_array), intent(in) :: b
-    integer, intent(in), optional :: index_base
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: base
     if (size(values) /= size(dofs)) then
@@ -1469,8 +1642,8 @@ contains
       return
     end if
     base = 1
-    if (present(index_base)) base = int(index_base, c_int32_t)
-    call check(c_csr_apply_dirichlet(a%handle, size(dofs, kind=c_int64_t), int(dofs, c_int64_t), base, values, b%handle), &
+    if (present(index_base)) base = i32(index_base)
+    call check(c_csr_apply_dirichlet(a%handle, size(dofs, kind=c_int64_t), i64s(dofs), base, values, b%handle), &
          'fegpu_csr_apply_dirichlet', stat, errmsg)
   end subroutine
 
@@ -1478,12 +1651,12 @@ contains
   !> with x(dofs(i)) = values(i); on_the_fly: recompute K^e in every product.
   subroutine fegpu_ebe_create(fem, dofs, values, ebe, index_base, on_the_fly, stat, errmsg)
     type(fegpu_fem), intent(in) :: fem
-    integer, intent(in) :: dofs(:)
+    class(*), intent(in) :: dofs(:)
     real(real64), intent(in) :: values(:)
     type(fegpu_ebe), intent(out) :: ebe
-    integer, intent(in), optional :: index_base
+    class(*), intent(in), optional :: index_base
     logical, intent(in), optional :: on_the_fly
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: base, otf
     if (size(values) /= size(dofs)) then
@@ -1491,10 +1664,10 @@ contains
       return
     end if
     base = 1
-    if (present(index_base)) base = int(index_base, c_int32_t)
+    if (present(index_base)) base = i32(index_base)
     otf = 0
     if (present(on_the_fly)) otf = merge(1_c_int32_t, 0_c_int32_t, on_the_fly)
-    call check(c_ebe_create(fem%handle, size(dofs, kind=c_int64_t), int(dofs, c_int64_t), base, values, otf, ebe%handle), &
+    call check(c_ebe_create(fem%handle, size(dofs, kind=c_int64_t), i64s(dofs), base, values, otf, ebe%handle), &
          'fegpu_ebe_create', stat, errmsg)
   end subroutine
 
@@ -1503,15 +1676,15 @@ contains
     type(fegpu_ebe), intent(in) :: ebe
     type(fegpu_array), intent(in) :: b, x
     real(real64), intent(in) :: tol
-    integer, intent(in) :: maxit
-    integer, intent(out), optional :: iterations
+    class(*), intent(in) :: maxit
+    class(*), intent(out), optional :: iterations
     real(real64), intent(out), optional :: residual, true_residual
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     type(solve_info) :: info
     integer(c_int32_t) :: st
-    st = c_ebe_solve(ebe%handle, b%handle, x%handle, tol, int(maxit, c_int64_t), info)
-    if (present(iterations)) iterations = int(info%iterations)
+    st = c_ebe_solve(ebe%handle, b%handle, x%handle, tol, i64(maxit), info)
+    if (present(iterations)) call put(iterations, info%iterations)
     if (present(residual)) residual = info%relative_residual
     if (present(true_residual)) true_residual = info%true_relative_residual
     call check(st, 'fegpu_ebe_solve', stat, errmsg)
@@ -1519,7 +1692,7 @@ contains
 
   subroutine fegpu_ebe_destroy(ebe, stat, errmsg)
     type(fegpu_ebe), intent(inout) :: ebe
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: st
     st = c_ebe_destroy(ebe%handle)
@@ -1534,21 +1707,21 @@ contains
   !> faces are resting walls); kind: real64 (default), real32 or FEGPU_KIND_F16 storage.
   subroutine fegpu_lattice_create(ctx, nx, ny, nz, tau, lat, periodic, kind, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
-    integer, intent(in) :: nx, ny, nz
+    class(*), intent(in) :: nx, ny, nz
     real(real64), intent(in) :: tau
     type(fegpu_lattice), intent(out) :: lat
-    integer, intent(in), optional :: periodic, kind
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: periodic, kind
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: dtype, bits
     dtype = DTYPE_F64
     if (present(kind)) then
-      if (kind == real32) dtype = DTYPE_F32
-      if (kind == FEGPU_KIND_F16) dtype = DTYPE_F16
+      if (i64(kind) == real32) dtype = DTYPE_F32
+      if (i64(kind) == FEGPU_KIND_F16) dtype = DTYPE_F16
     end if
     bits = 0
-    if (present(periodic)) bits = int(periodic, c_int32_t)
-    call check(c_lattice_create(ctx%handle, int(nx, c_int64_t), int(ny, c_int64_t), int(nz, c_int64_t), dtype, &
+    if (present(periodic)) bits = i32(periodic)
+    call check(c_lattice_create(ctx%handle, i64(nx), i64(ny), i64(nz), dtype, &
          real(tau, c_double), bits, lat%handle), 'fegpu_lattice_create', stat, errmsg)
   end subroutine
 
@@ -1556,7 +1729,7 @@ contains
   subroutine fegpu_lattice_set_flags(lat, flags, stat, errmsg)
     type(fegpu_lattice), intent(in) :: lat
     integer(c_int8_t), intent(in) :: flags(:, :, :)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_lattice_set_flags(lat%handle, flags, size(flags, kind=c_int64_t)), 'fegpu_lattice_set_flags', stat, errmsg)
   end subroutine
@@ -1565,7 +1738,7 @@ contains
   subroutine fegpu_lattice_set_force(lat, force, stat, errmsg)
     type(fegpu_lattice), intent(in) :: lat
     real(real64), intent(in) :: force(3)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_lattice_vector(lat%handle, force(1), force(2), force(3)), 'fegpu_lattice_set_force', stat, errmsg)
   end subroutine
@@ -1574,7 +1747,7 @@ contains
   subroutine fegpu_lattice_set_wall_velocity(lat, u, stat, errmsg)
     type(fegpu_lattice), intent(in) :: lat
     real(real64), intent(in) :: u(3)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_lattice_wall(lat%handle, u(1), u(2), u(3)), 'fegpu_lattice_set_wall_velocity', stat, errmsg)
   end subroutine
@@ -1584,7 +1757,7 @@ contains
   subroutine fegpu_lattice_set_trt(lat, magic, stat, errmsg)
     type(fegpu_lattice), intent(in) :: lat
     real(real64), intent(in) :: magic
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_lattice_trt(lat%handle, magic), 'fegpu_lattice_set_trt', stat, errmsg)
   end subroutine
@@ -1593,7 +1766,7 @@ contains
   subroutine fegpu_lattice_init_equilibrium(lat, rho, u, stat, errmsg)
     type(fegpu_lattice), intent(in) :: lat
     real(real64), intent(in) :: rho, u(3)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_lattice_equilibrium(lat%handle, rho, u(1), u(2), u(3)), 'fegpu_lattice_init_equilibrium', stat, errmsg)
   end subroutine
@@ -1602,7 +1775,7 @@ contains
   subroutine fegpu_lattice_set_populations(lat, f, stat, errmsg)
     type(fegpu_lattice), intent(in) :: lat
     real(real64), intent(in) :: f(:, :, :, :)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_lattice_set_populations(lat%handle, f, size(f, kind=c_int64_t)), 'fegpu_lattice_set_populations', stat, errmsg)
   end subroutine
@@ -1610,7 +1783,7 @@ contains
   subroutine fegpu_lattice_get_populations(lat, f, stat, errmsg)
     type(fegpu_lattice), intent(in) :: lat
     real(real64), intent(out) :: f(:, :, :, :)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_lattice_get_populations(lat%handle, f, size(f, kind=c_int64_t)), 'fegpu_lattice_get_populations', stat, errmsg)
   end subroutine
@@ -1618,10 +1791,10 @@ contains
   !> nsteps collide-and-stream steps on the device; returns once they are queued.
   subroutine fegpu_lattice_step(lat, nsteps, stat, errmsg)
     type(fegpu_lattice), intent(in) :: lat
-    integer, intent(in) :: nsteps
-    integer, intent(out), optional :: stat
+    class(*), intent(in) :: nsteps
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    call check(c_lattice_step(lat%handle, int(nsteps, c_int64_t)), 'fegpu_lattice_step', stat, errmsg)
+    call check(c_lattice_step(lat%handle, i64(nsteps)), 'fegpu_lattice_step', stat, errmsg)
   end subroutine
 
   !> Density rho(nx, ny, k) and velocity u(3, nx, ny, k) of the k planes from
@@ -1629,12 +1802,12 @@ contains
   subroutine fegpu_lattice_fields(lat, rho, u, z_first, stat, errmsg)
     type(fegpu_lattice), intent(in) :: lat
     real(real64), intent(out) :: rho(:, :, :), u(:, :, :, :)
-    integer, intent(in), optional :: z_first
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: z_first
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int64_t) :: z0
     z0 = 1
-    if (present(z_first)) z0 = z_first
+    if (present(z_first)) z0 = i64(z_first)
     if (size(u) /= 3 * size(rho)) then
       call check(c_lattice_fields(lat%handle, z0, -1_c_int64_t, rho, u), 'fegpu_lattice_fields (u must be 3 x size(rho))', &
            stat, errmsg)
@@ -1645,7 +1818,7 @@ contains
 
   subroutine fegpu_lattice_destroy(lat, stat, errmsg)
     type(fegpu_lattice), intent(inout) :: lat
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: st
     st = c_lattice_destroy(lat%handle)
@@ -1662,10 +1835,10 @@ contains
   subroutine radfields_create_one(ctx, points, n_rhs, k, omega_mu, acc, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
     real(real64), intent(in) :: points(:, :)
-    integer, intent(in) :: n_rhs
+    class(*), intent(in) :: n_rhs
     complex(c_double_complex), intent(in) :: k, omega_mu
     type(fegpu_radfields), intent(out) :: acc
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call radfields_create_many([ctx], points, n_rhs, k, omega_mu, acc, stat, errmsg)
   end subroutine
@@ -1673,10 +1846,10 @@ contains
   subroutine radfields_create_many(ctx, points, n_rhs, k, omega_mu, acc, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx(:)
     real(real64), intent(in) :: points(:, :)
-    integer, intent(in) :: n_rhs
+    class(*), intent(in) :: n_rhs
     complex(c_double_complex), intent(in) :: k, omega_mu
     type(fegpu_radfields), intent(out) :: acc
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int64_t) :: handles(size(ctx))
     if (size(points, 1) /= 3) then
@@ -1685,7 +1858,7 @@ contains
     end if
     handles = ctx%handle
     call check(c_radfields_create_multi(size(handles, kind=c_int64_t), handles, size(points, 2, kind=c_int64_t), points, &
-         int(n_rhs, c_int64_t), k, omega_mu, acc%handle), 'fegpu_radfields_create', stat, errmsg)
+         i64(n_rhs), k, omega_mu, acc%handle), 'fegpu_radfields_create', stat, errmsg)
   end subroutine
 
   !> Adds one S' element (or a batch): points(3, n_p), weights(n_p),
@@ -1695,7 +1868,7 @@ contains
     type(fegpu_radfields), intent(in) :: acc
     real(real64), intent(in) :: points(:, :), weights(:)
     complex(c_double_complex), intent(in) :: currents(:, :, :, :)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     if (size(points, 1) /= 3 .or. size(points, 2) /= size(weights) .or. size(currents, 1) /= 3 .or. &
          size(currents, 2) /= 2 .or. size(currents, 3) /= size(weights)) then
@@ -1711,7 +1884,7 @@ contains
   subroutine fegpu_radfields_download(acc, fields, stat, errmsg)
     type(fegpu_radfields), intent(in) :: acc
     complex(c_double_complex), intent(out) :: fields(:, :, :, :)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_radfields_download(acc%handle, fields, size(fields, kind=c_int64_t)), 'fegpu_radfields_download', stat, errmsg)
   end subroutine
@@ -1719,7 +1892,7 @@ contains
   !> Zeroes the fields for the next FE-IIEE iteration.
   subroutine fegpu_radfields_reset(acc, stat, errmsg)
     type(fegpu_radfields), intent(in) :: acc
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_radfields_reset(acc%handle), 'fegpu_radfields_reset', stat, errmsg)
   end subroutine
@@ -1728,7 +1901,7 @@ contains
   subroutine fegpu_radfields_excluded(acc, count, stat, errmsg)
     type(fegpu_radfields), intent(in) :: acc
     integer(c_int64_t), intent(out) :: count
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_radfields_excluded(acc%handle, count), 'fegpu_radfields_excluded', stat, errmsg)
   end subroutine
@@ -1736,15 +1909,15 @@ contains
   !> FEGPU_RADFIELDS_AUTO (default), _DIRECT or _TILED.
   subroutine fegpu_radfields_set_variant(acc, variant, stat, errmsg)
     type(fegpu_radfields), intent(in) :: acc
-    integer, intent(in) :: variant
-    integer, intent(out), optional :: stat
+    class(*), intent(in) :: variant
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    call check(c_radfields_set_variant(acc%handle, int(variant, c_int32_t)), 'fegpu_radfields_set_variant', stat, errmsg)
+    call check(c_radfields_set_variant(acc%handle, i32(variant)), 'fegpu_radfields_set_variant', stat, errmsg)
   end subroutine
 
   subroutine fegpu_radfields_destroy(acc, stat, errmsg)
     type(fegpu_radfields), intent(inout) :: acc
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: st
     st = c_radfields_destroy(acc%handle)
@@ -1758,7 +1931,7 @@ contains
     real(real64), intent(in) :: s_points(:, :), p_points(:, :), weights(:)
     complex(c_double_complex), intent(in) :: currents(:, :, :, :), k, omega_mu
     complex(c_double_complex), intent(out) :: fields(:, :, :, :)
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     if (size(s_points, 1) /= 3 .or. size(p_points, 1) /= 3 .or. size(p_points, 2) /= size(weights) .or. &
          any(shape(currents) /= [3, 2, size(weights), size(currents, 4)]) .or. &
@@ -1783,8 +1956,8 @@ contains
     type(fegpu_context), intent(in) :: ctx
     real(real64), intent(in) :: a, b, x(:)
     real(real64), intent(inout) :: y(:)
-    integer, intent(in), optional :: strategy, n_streams, n_chunks
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: strategy, n_streams, n_chunks
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     if (size(x) /= size(y)) then
       call size_error('fegpu_pipeline_axpby: x and y must have the same size', stat, errmsg)
@@ -1799,8 +1972,8 @@ contains
     type(fegpu_context), intent(in) :: ctx
     real(real64), intent(in) :: a(:, :), b(:, :)
     real(real64), intent(out) :: out(:)
-    integer, intent(in), optional :: strategy, n_streams, n_chunks
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: strategy, n_streams, n_chunks
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     if (any(shape(a) /= shape(b)) .or. size(out) /= size(a, 2)) then
       call size_error('fegpu_pipeline_column_dots: a and b must have the same shape and out one element per column', &
@@ -1816,8 +1989,8 @@ contains
     type(fegpu_context), intent(in) :: ctx
     real(real64), intent(in) :: alpha, beta, a(:, :), b(:, :)
     real(real64), intent(inout) :: c(:, :)
-    integer, intent(in), optional :: strategy, n_streams, n_chunks
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: strategy, n_streams, n_chunks
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     if (size(a, 2) /= size(b, 1) .or. size(c, 1) /= size(a, 1) .or. size(c, 2) /= size(b, 2)) then
       call size_error('fegpu_pipeline_gemm: a (m x k), b (k x n), c (m x n) do not agree', stat, errmsg)
@@ -1832,8 +2005,8 @@ contains
     type(fegpu_context), intent(in) :: ctx
     real(real64), intent(in) :: alpha, beta, a(:, :), x(:)
     real(real64), intent(inout) :: y(:)
-    integer, intent(in), optional :: strategy, n_streams, n_chunks
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: strategy, n_streams, n_chunks
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     if (size(a, 2) /= size(x) .or. size(a, 1) /= size(y)) then
       call size_error('fegpu_pipeline_gemv: a (m x n), x (n), y (m) do not agree', stat, errmsg)
@@ -1848,8 +2021,8 @@ contains
     type(fegpu_context), intent(in) :: ctx
     real(real64), intent(in) :: a(:, :)
     real(real64), intent(out) :: at(:, :)
-    integer, intent(in), optional :: strategy, n_streams, n_chunks
-    integer, intent(out), optional :: stat
+    class(*), intent(in), optional :: strategy, n_streams, n_chunks
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     if (size(at, 1) /= size(a, 2) .or. size(at, 2) /= size(a, 1)) then
       call size_error('fegpu_pipeline_transpose: at must be the transpose shape of a', stat, errmsg)
@@ -1860,21 +2033,21 @@ contains
   end subroutine
 
   integer(c_int32_t) function opt32(v)
-    integer, intent(in), optional :: v
+    class(*), intent(in), optional :: v
     opt32 = 0
-    if (present(v)) opt32 = int(v, c_int32_t)
+    if (present(v)) opt32 = i32(v)
   end function
   integer(c_int64_t) function opt64(v)
-    integer, intent(in), optional :: v
+    class(*), intent(in), optional :: v
     opt64 = 0
-    if (present(v)) opt64 = int(v, c_int64_t)
+    if (present(v)) opt64 = i64(v)
   end function
 
   !> Records where the context's time goes (as FEGPU_PROFILE=1 does).
   subroutine fegpu_profile_enable(ctx, on, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
     logical, intent(in) :: on
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: flag
     flag = 0
@@ -1886,7 +2059,7 @@ contains
   subroutine fegpu_profile_report(ctx, json_path, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
     character(*), intent(in), optional :: json_path
-    integer, intent(out), optional :: stat
+    class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     character(kind=c_char, len=:), allocatable, target :: path
     if (present(json_path)) then
