@@ -544,6 +544,10 @@ module fegpu
       character(kind=c_char), intent(out) :: buf(*)
       integer(c_int64_t), value :: len
     end function
+    integer(c_int32_t) function c_messages_set_index_base(index_base) bind(C, name='fegpu_messages_set_index_base')
+      import :: c_int32_t
+      integer(c_int32_t), value :: index_base
+    end function
     integer(c_int32_t) function c_context_create(backend, device, ctx) bind(C, name='fegpu_context_create')
       import :: c_int32_t, c_int64_t
       integer(c_int32_t), value :: backend
@@ -878,6 +882,8 @@ contains
     b = FEGPU_BACKEND_AUTO; d = 0
     if (present(backend)) b = i32(backend)
     if (present(device)) d = i64(device)
+    ! messages name positions as Fortran counts them: values(1), not values[0]
+    call check(c_messages_set_index_base(1_c_int32_t), 'fegpu_context_create', stat, errmsg)
     call check(c_context_create(b, d, ctx%handle), 'fegpu_context_create', stat, errmsg)
   end subroutine
 

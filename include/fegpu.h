@@ -236,6 +236,11 @@ extern "C" {
 // that were wrong; it stays until the next failing call on this thread.
 fegpu_status fegpu_last_error_message(char *buf, int64_t len);
 
+// How messages name positions in the caller's arrays: 0 (the default) as C
+// does, `values[0]`; 1 as Fortran does, `values(1)`. Process-wide; the
+// Fortran module sets 1 when it creates a context.
+fegpu_status fegpu_messages_set_index_base(int32_t index_base);
+
 // The library version (semantic versioning).
 fegpu_status fegpu_version(int32_t *major, int32_t *minor, int32_t *patch);
 

@@ -1,6 +1,7 @@
 //! Status codes and the error type every fallible call returns.
 
 use std::fmt;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// Status returned by every C entry point (0 = success).
 #[allow(non_camel_case_types)]
@@ -151,4 +152,21 @@ pub fn host_copy<T: Clone>(src: &[T], what: &str) -> Result<Vec<T>> {
         .map_err(|_| Error::out_of_memory(format!("{what}: {} elements could not be allocated on the host", src.len())))?;
     v.extend_from_slice(src);
     Ok(v)
+}
+
+/// How messages name a position in a caller's array: C's 0-based `x[k]`
+/// (the default) or Fortran's 1-based `x(k)`, set once per process by
+/// `fegpu_messages_set_index_base` (the Fortran module sets 1).
+static MESSAGE_BASE: AtomicI32 = AtomicI32::new(0);
+
+pub fn set_message_base(base: i32) {
+    MESSAGE_BASE.store(base, Ordering::Relaxed);
+}
+
+/// Element `k` (0-based) of the caller's array `name`, as the caller counts.
+pub fn at(name: &str, k: usize) -> String {
+    match MESSAGE_BASE.load(Ordering::Relaxed) {
+        1 => format!("{name}({})", k + 1),
+        _ => format!("{name}[{k}]"),
+    }
 }

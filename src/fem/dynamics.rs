@@ -82,6 +82,7 @@ impl DynamicsStepper {
         clamped: &[i64],
         base: i64,
     ) -> Result<DynamicsStepper> {
+        set.check_nodes_used("the dynamics stepper")?;
         if set.problem == Problem::Heat {
             return Err(Error::invalid(
                 "the set is a heat problem: use the heat stepper",

@@ -75,22 +75,23 @@ impl EbeSolver {
         values: &[f64],
         on_the_fly: bool,
     ) -> Result<EbeSolver> {
+        set.check_nodes_used("element-by-element CG")?;
         let n = set.dofs();
         let (mut fixed, mut g) = (vec![0u8; n], vec![0.0; n]);
         for (i, (&caller, &v)) in dofs.iter().zip(values).enumerate() {
             let d = caller - base;
             if d < 0 || d >= n as i64 {
                 return Err(Error::invalid(format!(
-                    "dofs[{i}] = {caller}: outside dofs {base}..{} (index base {base})",
-                    n as i64 - 1 + base
+                    "{at_dofs_i} = {caller}: outside dofs {base}..{} (index base {base})",
+                    n as i64 - 1 + base, at_dofs_i = crate::error::at("dofs", i)
                 )));
             }
             if !v.is_finite() {
-                return Err(Error::invalid(format!("values[{i}] = {v}: must be finite")));
+                return Err(Error::invalid(format!("{at_values_i} = {v}: must be finite", at_values_i = crate::error::at("values", i))));
             }
             if fixed[d as usize] != 0 {
                 return Err(Error::invalid(format!(
-                    "dofs[{i}] = {caller} is constrained twice"
+                    "{at_dofs_i} = {caller} is constrained twice", at_dofs_i = crate::error::at("dofs", i)
                 )));
             }
             (fixed[d as usize], g[d as usize]) = (1, v);

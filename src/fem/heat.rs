@@ -108,14 +108,14 @@ impl HeatStepper {
             let d = node - base;
             if d < 0 || d >= n as i64 {
                 return Err(Error::invalid(format!(
-                    "nodes[{i}] = {node}: outside nodes {base}..{} (index base {base})",
-                    n as i64 - 1 + base
+                    "{at_nodes_i} = {node}: outside nodes {base}..{} (index base {base})",
+                    n as i64 - 1 + base, at_nodes_i = crate::error::at("nodes", i)
                 )));
             }
             if !(h_area[i] >= 0.0 && h_area[i].is_finite()) || !t_env[i].is_finite() {
                 return Err(Error::invalid(format!(
-                    "h_area[{i}] = {}, t_env[{i}] = {}: h A must be >= 0 and both finite",
-                    h_area[i], t_env[i]
+                    "{at_h_area_i} = {}, {at_t_env_i} = {}: h A must be >= 0 and both finite",
+                    h_area[i], t_env[i], at_h_area_i = crate::error::at("h_area", i), at_t_env_i = crate::error::at("t_env", i)
                 )));
             }
             conv.dofs.push(d as usize);
@@ -240,7 +240,7 @@ fn build(
         for (&d, &ha) in conv.dofs.iter().zip(&conv.h_area) {
             if p.diag[d] < 0 {
                 return Err(Error::invalid(format!(
-                    "node {d} (0-based) has no element: no diagonal for its convection"
+                    "node {} (1-based; {d} 0-based) has no element: no diagonal for its convection", d + 1
                 )));
             }
             h[p.diag[d] as usize] += ha;
@@ -295,8 +295,8 @@ fn build(
         let d0 = d - base;
         if d0 < 0 || d0 >= n as i64 {
             return Err(Error::invalid(format!(
-                "dofs[{i}] = {d}: outside dofs {base}..{} (index base {base})",
-                n as i64 - 1 + base
+                "{at_dofs_i} = {d}: outside dofs {base}..{} (index base {base})",
+                n as i64 - 1 + base, at_dofs_i = crate::error::at("dofs", i)
             )));
         }
         (fixed[d0 as usize], g[d0 as usize]) = (1, v);
@@ -324,6 +324,7 @@ fn build(
             lift_host[d] -= ha * te;
         }
     }
+    set.check_nodes_used("the heat stepper")?;
     let solver = Solver::new(left.clone(), Method::Cg, Precond::Jacobi)?;
     Ok(Built {
         lift: set.resident(lift_host)?,

@@ -629,6 +629,21 @@ impl ElementSet {
         self.nodes * self.problem.dofs_per_node(self.element.dim())
     }
 
+    /// Refuses a node that no element uses: its row of K and C is empty, so
+    /// `what` (a solver or stepper) could not determine its value.
+    pub fn check_nodes_used(&self, what: &str) -> Result<()> {
+        let mut used = crate::error::host_vec(self.nodes, false, "node flags")?;
+        self.conn.iter().for_each(|&n| used[n as usize] = true);
+        match used.iter().position(|u| !u) {
+            Some(n) => Err(Error::invalid(format!(
+                "node {} (1-based; {n} 0-based) belongs to no element, so {what} cannot determine its value: \
+                 remove it from the mesh (renumber the nodes) or give it an element",
+                n + 1
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Runs `f` with the element matrices and their version (an error before
     /// the first integration).
     pub fn with_stiffness<T>(&self, f: impl FnOnce(&Buffer<f64>, u64) -> Result<T>) -> Result<T> {

@@ -380,8 +380,8 @@ pub unsafe extern "C" fn fegpu_fem_dynamics_create(
             .find(|(_, &d)| d - (index_base as i64) < 0 || d - (index_base as i64) >= n)
         {
             return Err(crate::error::Error::invalid(format!(
-                "clamped[{i}] = {d}: outside dofs {index_base}..{}",
-                n - 1 + index_base as i64
+                "{at_clamped_i} = {d}: outside dofs {index_base}..{}",
+                n - 1 + index_base as i64, at_clamped_i = crate::error::at("clamped", i)
             )));
         }
         let owner = set.ctx_handle;

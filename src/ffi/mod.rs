@@ -180,6 +180,20 @@ pub unsafe extern "C" fn fegpu_last_error_message(buf: *mut libc::c_char, len: i
     FEGPU_OK
 }
 
+/// How messages name positions in the caller's arrays: 0 (the default) as C
+/// does, `values[0]`; 1 as Fortran does, `values(1)`. Process-wide; the
+/// Fortran module sets 1 when it creates a context.
+#[no_mangle]
+pub extern "C" fn fegpu_messages_set_index_base(index_base: i32) -> fegpu_status {
+    guard(|| {
+        if index_base != 0 && index_base != 1 {
+            return Err(Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
+        }
+        crate::error::set_message_base(index_base);
+        Ok(())
+    })
+}
+
 /// The library version (semantic versioning).
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_version(major: *mut i32, minor: *mut i32, patch: *mut i32) -> fegpu_status {
