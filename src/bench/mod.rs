@@ -175,6 +175,16 @@ pub fn transpose(sizes: &[(usize, usize)], reps: usize) -> Result<()> {
     bench_uploads(&ctx, reps.min(10))
 }
 
+/// `x` to `digits` significant figures (1.41, 14.1, 1410): a speedup of
+/// 1.41 printed as "1x" says nothing.
+pub fn significant(x: f64, digits: i32) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let decimals = (digits - 1 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.decimals$}")
+}
+
 /// The README's first command: a legacy loop's transpose, moved to the best backend present.
 pub fn showcase() -> Result<()> {
     let ctx = open_context()?;
@@ -199,11 +209,11 @@ pub fn showcase() -> Result<()> {
     let download_s = t.elapsed().as_secs_f64();
     let same = back == serial;
     println!(
-        "fegpu transpose (array resident on the {} backend): {:.3} ms per call, {:.0} GB/s, {:.0}x the serial loop",
+        "fegpu transpose (array resident on the {} backend): {} ms per call, {} GB/s, {}x the serial loop",
         ctx.backend_name(),
-        per * 1e3,
-        2.0 * (m * n * 8) as f64 / per / 1e9,
-        serial_s / per
+        significant(per * 1e3, 3),
+        significant(2.0 * (m * n * 8) as f64 / per / 1e9, 3),
+        significant(serial_s / per, 3)
     );
     println!("upload {:.1} ms and download {:.1} ms, paid once outside the loop", upload_s * 1e3, download_s * 1e3);
     println!("result identical to the serial loop: {}", if same { "yes" } else { "NO" });

@@ -43,7 +43,7 @@ unsafe fn create(ctxs: &[fegpu_context_t], n_s: i64, points: *const f64, n_rhs: 
         .map(|(i, &h)| context::get(h, &if ctxs.len() == 1 { "ctx".to_string() } else { format!("ctxs({})", i + 1) }))
         .collect::<Result<Vec<_>>>()?;
     let (n_s, n_rhs) = (positive("n_s", n_s)?, positive("n_rhs", n_rhs)?);
-    element_count(element_count(n_s, 12)?, n_rhs)?;
+    crate::error::checked_product(&[12, n_s, n_rhs], "n_s x n_rhs (the fields)")?;
     let m = medium(k, omega_mu)?;
     let a = Accumulator::new(contexts, host_in(points, items(3, n_s, "points")?, "points")?, n_rhs, m)?;
     *out = registry::insert(Arc::new(a), ctxs[0]);
