@@ -1,7 +1,7 @@
 !> Bad input from Fortran: every call returns its status in `stat` and a
 !> message naming the problem in `errmsg`, and leaves the data unchanged.
 program bad_input
-  use, intrinsic :: iso_fortran_env, only: real32, real64
+  use, intrinsic :: iso_fortran_env, only: real32, real64, int8, int64
   use, intrinsic :: iso_c_binding, only: c_double_complex
   use, intrinsic :: ieee_arithmetic, only: ieee_value, ieee_positive_inf
   use fegpu
@@ -14,6 +14,8 @@ program bad_input
   real(real64) :: x(3, 4), y(4, 3), z(0)
   character(len=512) :: msg
   integer :: st
+  integer(int64) :: st8, rows8, cols8
+  type(fegpu_csr) :: csr
 
   call fegpu_context_create(ctx)
   x = 1; y = 7
@@ -75,6 +77,18 @@ program bad_input
   call expect(st == FEGPU_ERR_INVALID_HANDLE, 'double destroy')
   call fegpu_copy(fegpu_array(0_int64), b, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_INVALID_HANDLE .and. index(msg, 'null handle') > 0, 'never-created handle')
+
+  ! Integer arguments of any kind; a non-integer is refused by name.
+  call fegpu_array_create_empty(ctx, real64, 2_int64, 3_int8, stale, stat=st8, errmsg=msg)
+  call expect(st8 == FEGPU_OK, 'sizes given as int64 and int8, stat as int64')
+  call fegpu_array_shape(stale, rows8, cols8, stat=st)
+  call expect(st == FEGPU_OK .and. rows8 == 2 .and. cols8 == 3, 'shape returned into int64 results')
+  call fegpu_array_create_empty(ctx, real64, 2.5_real64, 3, stale, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'rows') > 0, 'a real where an integer belongs')
+  ! Positions counted from 1, as Fortran does.
+  call fegpu_csr_create(ctx, 2, 2, [1, 2, 3], [1, 2], [1.0_real64, 1.0_real64], csr)
+  call fegpu_csr_update_values(csr, [1.0_real64, ieee_value(1.0_real64, ieee_positive_inf)], stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'values(2) = inf') > 0, '1-based position in a message')
 
   call fegpu_context_destroy(ctx)
   call fegpu_array_destroy(b, stat=st, errmsg=msg)

@@ -15,6 +15,10 @@ for l in sys.stdin:
 rm -f .gpu/tests/header .gpu/tests/kernels_compile   # need the source tree / NVRTC only
 cp target/release/fegpu .gpu/bin/
 cp target/release/libfegpu.so .gpu/lib/
+# the fixed-form legacy program as the package test built it (shared, static, -fdefault-integer-8)
+for v in legacy legacy_r8 legacy_i8; do
+  [ -x build/consumer-test/legacy/$v ] && cp build/consumer-test/legacy/$v .gpu/drivers/
+done
 if [ -d build/ctest ]; then
   find build/ctest -maxdepth 1 -type f -executable ! -name error_stop -exec cp {} .gpu/drivers/ \;  # error_stop fails by design
 fi

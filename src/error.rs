@@ -59,6 +59,10 @@ impl Error {
     pub fn out_of_memory(message: impl Into<String>) -> Self {
         Self::new(FEGPU_ERR_OUT_OF_MEMORY, message)
     }
+    /// The same error with what was being done put in front ("lattice populations: ...").
+    pub fn within(self, what: &str) -> Self {
+        Error { status: self.status, message: format!("{what}: {}", self.message) }
+    }
 }
 
 impl fmt::Display for Error {

@@ -114,7 +114,7 @@ impl Array {
                 None => host_vec(n, T::POISON, "array")?,
             }),
             Backend::Cuda(g) => {
-                let mut d = g.alloc::<T>(n)?;
+                let mut d = g.alloc::<T>(n).map_err(|e| e.within("array"))?;
                 if let Some(src) = init {
                     g.upload(src, &mut d, 0)?;
                 }

@@ -65,9 +65,22 @@ pub struct Gpu {
     /// FEGPU_CHECK_LAUNCHES=1: synchronise after every launch so a kernel
     /// fault is reported against the kernel that caused it.
     check_launches: bool,
-    /// True while launches are being captured into a graph (no waits then).
-    capturing: std::sync::atomic::AtomicBool,
+    /// A private stream that graphs are captured on, so that work other
+    /// threads queue on `stream` meanwhile is neither captured nor breaks the
+    /// capture; one capture at a time (`capture_lock`), by the thread in
+    /// `capture_owner` (0: none), whose queued work goes to this stream.
+    capture_stream: Arc<CudaStream>,
+    capture_lock: Mutex<()>,
+    capture_owner: std::sync::atomic::AtomicU64,
     pub info: DeviceInfo,
+}
+
+thread_local! {
+    /// A nonzero tag per host thread, to tell which thread is capturing.
+    static THREAD_TAG: u64 = {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    };
 }
 
 /// Launches captured from the context's stream, replayed by `Graph::launch`
@@ -166,6 +179,7 @@ impl Gpu {
         // SAFETY: no buffer of this context is ever used on another stream.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(|e| device_error("creating a stream", e))?;
+        let capture_stream = ctx.new_stream().map_err(|e| device_error("creating a stream", e))?;
         let attr = |a| ctx.attribute(a).map_err(|e| device_error("reading a device attribute", e));
         let cc = (
             attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
@@ -196,7 +210,9 @@ impl Gpu {
             modules: Mutex::new(HashMap::new()),
             lanes: Mutex::new(Vec::new()),
             check_launches: std::env::var("FEGPU_CHECK_LAUNCHES").map(|v| v == "1").unwrap_or(false),
-            capturing: false.into(),
+            capture_stream,
+            capture_lock: Mutex::new(()),
+            capture_owner: 0.into(),
             info,
         })
     }
@@ -209,36 +225,36 @@ impl Gpu {
     /// Uninitialised device memory for `n` elements.
     pub fn alloc<T: DeviceScalar>(&self, n: usize) -> Result<DeviceBuffer<T>> {
         // SAFETY: callers write before they read (documented per object).
-        unsafe { self.stream.alloc::<T>(n) }.map_err(|e| device_error(&format!("allocating {n} elements"), e))
+        unsafe { self.stream().alloc::<T>(n) }.map_err(|e| device_error(&format!("allocating {n} elements"), e))
     }
 
     /// Copies `src` into `dst[offset..]` and waits, so the caller may reuse `src`
     /// at once (a copy from page-locked memory is otherwise asynchronous).
     pub fn upload<T: DeviceScalar>(&self, src: &[T], dst: &mut DeviceBuffer<T>, offset: usize) -> Result<()> {
         let mut view = dst.slice_mut(offset..offset + src.len());
-        self.stream.memcpy_htod(src, &mut view).map_err(|e| device_error("host-to-device copy", e))?;
+        self.stream().memcpy_htod(src, &mut view).map_err(|e| device_error("host-to-device copy", e))?;
         self.synchronize("host-to-device copy")
     }
 
     /// Copies `src[offset..offset + dst.len()]` into `dst` and waits.
     pub fn download<T: DeviceScalar>(&self, src: &DeviceBuffer<T>, offset: usize, dst: &mut [T]) -> Result<()> {
         let view = src.slice(offset..offset + dst.len());
-        self.stream.memcpy_dtoh(&view, dst).map_err(|e| device_error("device-to-host copy", e))?;
+        self.stream().memcpy_dtoh(&view, dst).map_err(|e| device_error("device-to-host copy", e))?;
         self.synchronize("device-to-host copy")
     }
 
     /// Device-to-device copy of a whole buffer, ordered on the stream.
     pub fn copy<T: DeviceScalar>(&self, src: &DeviceBuffer<T>, dst: &mut DeviceBuffer<T>) -> Result<()> {
-        self.stream.memcpy_dtod(src, dst).map_err(|e| device_error("device-to-device copy", e))
+        self.stream().memcpy_dtod(src, dst).map_err(|e| device_error("device-to-device copy", e))
     }
 
     /// Fills a buffer with bytes of value `byte` (poisoning in tests, zeroing).
     pub fn fill_bytes<T: DeviceScalar>(&self, buf: &mut DeviceBuffer<T>, byte: u8) -> Result<()> {
         use cudarc::driver::DevicePtrMut;
         let bytes = buf.len() * std::mem::size_of::<T>();
-        let (ptr, _sync) = buf.device_ptr_mut(&self.stream);
+        let (ptr, _sync) = buf.device_ptr_mut(self.stream());
         // SAFETY: ptr covers `bytes` bytes of this context's memory.
-        unsafe { cudarc::driver::result::memset_d8_async(ptr, byte, bytes, self.stream.cu_stream()) }
+        unsafe { cudarc::driver::result::memset_d8_async(ptr, byte, bytes, self.stream().cu_stream()) }
             .map_err(|e| device_error("memset", e))
     }
 
@@ -260,7 +276,22 @@ impl Gpu {
 
     /// Starts a kernel launch: push arguments with `KernelArg::arg`, then `launch`.
     pub fn launcher<'a>(&'a self, f: &'a CudaFunction) -> Launch<'a> {
-        self.stream.launch_builder(f)
+        self.stream().launch_builder(f)
+    }
+
+    /// The stream this thread's work goes to: the context's, or the capture
+    /// stream while this thread records a graph.
+    fn stream(&self) -> &Arc<CudaStream> {
+        if self.capturing_here() {
+            &self.capture_stream
+        } else {
+            &self.stream
+        }
+    }
+
+    fn capturing_here(&self) -> bool {
+        let me = THREAD_TAG.with(|t| *t);
+        self.capture_owner.load(std::sync::atomic::Ordering::Acquire) == me
     }
 
     pub fn launch(&self, what: &str, mut args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32) -> Result<()> {
@@ -268,7 +299,7 @@ impl Gpu {
         // SAFETY: each caller passes the argument list its kernel declares
         // (checked by the CUDA-vs-CPU tests on the GPU machine).
         unsafe { args.launch(cfg) }.map_err(|e| device_error(&format!("launching {what}"), e))?;
-        if self.check_launches && !self.capturing.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.check_launches && !self.capturing_here() {
             self.synchronize(what)?;
         }
         Ok(())
@@ -282,13 +313,14 @@ impl Gpu {
     /// instead of running them. `record` must queue work only (no waits, copies
     /// to the host or allocations).
     pub fn capture(&self, what: &str, record: impl FnOnce() -> Result<()>) -> Result<Graph> {
-        use std::sync::atomic::Ordering::Relaxed;
+        use std::sync::atomic::Ordering::Release;
+        let _one_at_a_time = self.capture_lock.lock().unwrap_or_else(|p| p.into_inner());
         let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
-        self.stream.begin_capture(mode).map_err(|e| device_error(&format!("capturing {what}"), e))?;
-        self.capturing.store(true, Relaxed);
+        self.capture_stream.begin_capture(mode).map_err(|e| device_error(&format!("capturing {what}"), e))?;
+        self.capture_owner.store(THREAD_TAG.with(|t| *t), Release);
         let recorded = record();
-        self.capturing.store(false, Relaxed);
-        let graph = self.stream.end_capture(sys::CUgraphInstantiate_flags(0));
+        self.capture_owner.store(0, Release);
+        let graph = self.capture_stream.end_capture(sys::CUgraphInstantiate_flags(0));
         recorded?;
         match graph.map_err(|e| device_error(&format!("instantiating {what}"), e))? {
             Some(g) => Ok(Graph(g)),
@@ -296,9 +328,14 @@ impl Gpu {
         }
     }
 
-    /// Queues one replay of `graph` (captured on this context's stream).
+    /// Queues one replay of `graph` on the context's stream.
     pub fn replay(&self, what: &str, graph: &Graph) -> Result<()> {
-        graph.0.launch().map_err(|e| device_error(&format!("launching {what}"), e))?;
+        self.ctx.bind_to_thread().map_err(|e| device_error("binding the context", e))?;
+        // SAFETY: the executable graph lives as long as `graph`; its kernels'
+        // buffers belong to the caller, which keeps them alive (as for launches).
+        unsafe { sys::cuGraphLaunch(graph.0.cu_graph_exec(), self.stream.cu_stream()) }
+            .result()
+            .map_err(|e| device_error(&format!("launching {what}"), e))?;
         if self.check_launches {
             self.synchronize(what)?;
         }

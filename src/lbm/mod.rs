@@ -219,7 +219,7 @@ fn finite3(name: &str, v: [f64; 3]) -> Result<[f64; 3]> {
 
 fn alloc<T: Stored>(gpu: Option<&Gpu>, n: usize) -> Result<Buffer<T>> {
     Ok(match gpu {
-        Some(g) => Buffer::Device(g.alloc::<T>(n)?),
+        Some(g) => Buffer::Device(g.alloc::<T>(n).map_err(|e| e.within("lattice populations"))?),
         None => Buffer::Host(host_vec(n, T::POISON, "lattice populations")?),
     })
 }

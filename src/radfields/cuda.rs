@@ -68,7 +68,8 @@ impl Part {
         let count = points.len() / 3;
         // The fields first: a size the device cannot hold fails before the
         // caller's points are read.
-        let (fields, excluded) = (g.alloc::<f64>(12 * count * n_rhs)?, g.alloc::<u64>(1)?);
+        let fields = g.alloc::<f64>(12 * count * n_rhs).map_err(|e| e.within("rad_fields fields"))?;
+        let excluded = g.alloc::<u64>(1)?;
         let mut d_points = g.alloc::<f64>(points.len())?;
         g.upload(points, &mut d_points, 0)?;
         let mut part = Part { count, n_rhs, points: d_points, fields, excluded, slots: Vec::new(), current: 0, pending: 0, variant: FEGPU_RADFIELDS_TILED, consts };
