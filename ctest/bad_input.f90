@@ -85,6 +85,13 @@ program bad_input
   call expect(st == FEGPU_OK .and. rows8 == 2 .and. cols8 == 3, 'shape returned into int64 results')
   call fegpu_array_create_empty(ctx, real64, 2.5_real64, 3, stale, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'rows') > 0, 'a real where an integer belongs')
+  ! A size the machine cannot hold is a status, not an abort; the same
+  ! array where one is written is refused.
+  call fegpu_array_create_empty(ctx, real64, 1000000, 1000000, stale, stat=st, errmsg=msg)
+  call expect((st == FEGPU_ERR_OUT_OF_MEMORY .or. st == FEGPU_ERR_OUT_OF_DEVICE_MEMORY) .and. index(msg, 'array') > 0, &
+       'a 10^6 x 10^6 array')
+  call fegpu_axpby(1.0_real64, b, 2.0_real64, b, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'same array') > 0, 'axpby with x = y')
   ! Positions counted from 1, as Fortran does.
   call fegpu_csr_create(ctx, 2, 2, [1, 2, 3], [1, 2], [1.0_real64, 1.0_real64], csr)
   call fegpu_csr_update_values(csr, [1.0_real64, ieee_value(1.0_real64, ieee_positive_inf)], stat=st, errmsg=msg)

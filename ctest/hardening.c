@@ -192,6 +192,18 @@ static void scaled_systems(void) {
             check(st == FEGPU_OK && err < 1e-6 && info.true_relative_residual <= 1e-10 && info.iterations > 0, what);
         }
     }
+    /* ||x|| of vectors whose squares underflow or overflow */
+    const double tiny[3] = {3e-200, 4e-200, 0}, huge[3] = {3e200, -4e200, 1e180};
+    for (int t = 0; t < 2; t++) {
+        const double *v = t ? huge : tiny;
+        double want = t ? sqrt(25 + 1e-40) * 1e200 : 5e-200, got = 0;
+        fegpu_array_t dv = 0;
+        fegpu_array_create_f64(ctx, 3, 1, v, &dv);
+        expect(fegpu_vector_nrm2(dv, &got), FEGPU_OK, 0, NULL, "nrm2");
+        char what[96];
+        snprintf(what, sizeof what, "nrm2 = %.17g, want %.17g", got, want);
+        check(fabs(got - want) <= 1e-15 * want, what);
+    }
     /* b = 0 exactly still gives x = 0 at once */
     fegpu_csr_t a = 0;
     tridiag(N, 1.0, rp, ci, v);

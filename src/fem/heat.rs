@@ -153,9 +153,16 @@ impl HeatStepper {
         {
             let mut gr = b.rhs.lock();
             let rhs = f64_buf(&mut gr);
-            let mut gt = t.lock();
+            // T and F in address order (lock_pair), so steppers called from
+            // several threads with the arrays swapped cannot deadlock
+            let (mut gt, mut gf) = match f {
+                Some(f) => {
+                    let (gt, gf) = crate::array::lock_pair(t, f, "T", "F")?;
+                    (gt, Some(gf))
+                }
+                None => (t.lock(), None),
+            };
             let tb = f64_buf(&mut gt);
-            let mut gf = f.map(|f| f.lock());
             let fb = gf.as_mut().map(|g| f64_buf(g));
             let p = &b.left.pattern;
             match (rhs, tb, &b.right, &b.lift, &b.fixed, &b.values, &b.diag) {

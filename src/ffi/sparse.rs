@@ -181,13 +181,14 @@ pub unsafe extern "C" fn fegpu_vector_dot(x: fegpu_array_t, y: fegpu_array_t, re
     })
 }
 
-/// result = ||x||_2 for an f64 array.
+/// result = ||x||_2 for an f64 array, without underflow or overflow
+/// (scaled by a power of two where the squares would leave the range).
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_vector_nrm2(x: fegpu_array_t, result: *mut f64) -> fegpu_status {
     guard(|| {
         let out = out_param(result, "result")?;
         let a = array::get(x, "x")?;
-        *out = sparse::vector_dot(&a, &a)?.sqrt();
+        *out = sparse::vector_nrm2(&a)?;
         Ok(())
     })
 }

@@ -384,6 +384,37 @@ pub fn vector_dot(x: &Array, y: &Array) -> Result<f64> {
     dot_bufs(x, f64_buf(&mut gx), f64_buf(&mut gy))
 }
 
+/// ||x||_2 of an f64 array as LAPACK's nrm2 computes it: where max |x_i|
+/// lies so far out that the squares would underflow or overflow, the sum
+/// runs over x scaled by a power of two (exact) and the scale comes off after.
+pub fn vector_nrm2(x: &Array) -> Result<f64> {
+    check_pair(x, x)?;
+    let mut g = x.lock();
+    let n = x.len();
+    match f64_buf(&mut g) {
+        Buffer::Host(v) => {
+            let max = v.iter().fold(0.0f64, |m, e| if e.is_nan() || m.is_nan() { f64::NAN } else { m.max(e.abs()) });
+            let s = solver::equilibration(max);
+            if !max.is_finite() || max == 0.0 || s == 1.0 {
+                return Ok(if max.is_finite() { cpu::dot(v, v).sqrt() } else { max });
+            }
+            Ok(v.iter().map(|e| (e * s) * (e * s)).sum::<f64>().sqrt() / s)
+        }
+        Buffer::Device(v) => {
+            let gpu = x.ctx.gpu().expect("device buffers without a GPU");
+            let max = cuda::amax(gpu, n, v)?;
+            let s = solver::equilibration(max);
+            let mut reduce = cuda::Reduce::new(gpu)?;
+            if !max.is_finite() || max == 0.0 || s == 1.0 {
+                return Ok(if max.is_finite() { reduce.dots(gpu, n, v, v, None)?.0.sqrt() } else { max });
+            }
+            let scaled = gpu.alloc::<f64>(n)?;
+            cuda::update(gpu, n, &scaled, s, v, 0.0, None, 0.0)?;
+            Ok(reduce.dots(gpu, n, &scaled, &scaled, None)?.0.sqrt() / s)
+        }
+    }
+}
+
 fn dot_bufs(x: &Array, a: &Buffer<f64>, b: &Buffer<f64>) -> Result<f64> {
     match (a, b) {
         (Buffer::Host(a), Buffer::Host(b)) => Ok(cpu::dot(a, b)),

@@ -261,7 +261,7 @@ fn check_finite(ops: &mut dyn Ops, slot: Slot, max: f64, arg: &str) -> Result<()
 /// The power of two that brings max |b| near 1 when it lies so far out that
 /// squares could underflow or overflow (as LAPACK's scaled nrm2 guards
 /// against); 1 otherwise, so ordinary systems are computed unchanged.
-fn equilibration(bmax: f64) -> f64 {
+pub(crate) fn equilibration(bmax: f64) -> f64 {
     const SAFE: std::ops::RangeInclusive<f64> = 1.0e-150..=1.0e150;
     if SAFE.contains(&bmax) {
         return 1.0;
