@@ -709,12 +709,12 @@ contains
     end do
   end function fegpu_last_error
 
-  !> An integer argument of any kind as int64: the procedures take their
-  !> integer arguments as class(*), so one module serves code built with
+  !> An integer argument of any kind as int64 (elemental: arrays too): the
+  !> procedures take their integer arguments as class(*), so one module serves code built with
   !> default 4-byte integers and with -fdefault-integer-8 (or integer*8
   !> declarations). A non-integer reads as NOT_AN_INTEGER, which fegpu
   !> refuses naming the argument.
-  function i64(x) result(v)
+  elemental function i64(x) result(v)
     class(*), intent(in) :: x
     integer(c_int64_t) :: v
     select type (x)
@@ -733,51 +733,13 @@ contains
 
   !> An integer argument of any kind as a C int (out-of-range values and
   !> non-integers become NOT_AN_INT32, which fegpu refuses by name).
-  function i32(x) result(v)
+  elemental function i32(x) result(v)
     class(*), intent(in) :: x
     integer(c_int32_t) :: v
     integer(c_int64_t) :: w
     w = i64(x)
     v = NOT_AN_INT32
     if (abs(w) <= huge(v)) v = int(w, c_int32_t)
-  end function
-
-  !> An integer array argument of any kind as int64.
-  function i64s(x) result(v)
-    class(*), intent(in) :: x(:)
-    integer(c_int64_t), allocatable :: v(:)
-    select type (x)
-    type is (integer(int8))
-      v = x
-    type is (integer(int16))
-      v = x
-    type is (integer(int32))
-      v = x
-    type is (integer(int64))
-      v = x
-    class default
-      allocate (v(size(x)))
-      v = NOT_AN_INTEGER
-    end select
-  end function
-
-  !> The same for a rank-2 integer array (element connectivity).
-  function i64s2(x) result(v)
-    class(*), intent(in) :: x(:, :)
-    integer(c_int64_t), allocatable :: v(:, :)
-    select type (x)
-    type is (integer(int8))
-      v = x
-    type is (integer(int16))
-      v = x
-    type is (integer(int32))
-      v = x
-    type is (integer(int64))
-      v = x
-    class default
-      allocate (v(size(x, 1), size(x, 2)))
-      v = NOT_AN_INTEGER
-    end select
   end function
 
   !> Stores v into an integer result argument of whatever kind the caller declared.
@@ -1422,8 +1384,8 @@ contains
     base = 1
     if (present(index_base)) base = i32(index_base)
     call check(c_fem_create(ctx%handle, i32(element), i32(problem), size(coords, 2, c_int64_t), &
-         coords, size(conn, 2, c_int64_t), i64s2(conn), base, size(props, 2, c_int64_t), props, &
-         i64s(material), q, fem%handle), 'fegpu_fem_create', stat, errmsg)
+         coords, size(conn, 2, c_int64_t), i64(conn), base, size(props, 2, c_int64_t), props, &
+         i64(material), q, fem%handle), 'fegpu_fem_create', stat, errmsg)
   end subroutine
 
   !> Integrates every element matrix on the set's device (an inverted or
@@ -1524,7 +1486,7 @@ contains
     base = 1
     if (present(index_base)) base = i32(index_base)
     call check(c_dynamics_create(fem%handle, i32(scheme), dt, b, g, size(clamped, kind=c_int64_t), &
-         i64s(clamped), base, dyn%handle), 'fegpu_dynamics_create', stat, errmsg)
+         i64(clamped), base, dyn%handle), 'fegpu_dynamics_create', stat, errmsg)
   end subroutine
 
   !> One step: u (device displacements) advances by dt under the load f (optional).
@@ -1577,7 +1539,7 @@ contains
     end if
     base = 1
     if (present(index_base)) base = i32(index_base)
-    call check(c_heat_create(fem%handle, dt, theta, size(dofs, kind=c_int64_t), i64s(dofs), base, values, &
+    call check(c_heat_create(fem%handle, dt, theta, size(dofs, kind=c_int64_t), i64(dofs), base, values, &
          heat%handle), 'fegpu_heat_create', stat, errmsg)
   end subroutine
 
@@ -1618,7 +1580,7 @@ contains
     end if
     base = 1
     if (present(index_base)) base = i32(index_base)
-    call check(c_heat_set_convection(heat%handle, size(nodes, kind=c_int64_t), i64s(nodes), base, h_area, t_env), &
+    call check(c_heat_set_convection(heat%handle, size(nodes, kind=c_int64_t), i64(nodes), base, h_area, t_env), &
          'fegpu_heat_set_convection', stat, errmsg)
   end subroutine
 
@@ -1649,7 +1611,7 @@ contains
     end if
     base = 1
     if (present(index_base)) base = i32(index_base)
-    call check(c_csr_apply_dirichlet(a%handle, size(dofs, kind=c_int64_t), i64s(dofs), base, values, b%handle), &
+    call check(c_csr_apply_dirichlet(a%handle, size(dofs, kind=c_int64_t), i64(dofs), base, values, b%handle), &
          'fegpu_csr_apply_dirichlet', stat, errmsg)
   end subroutine
 
@@ -1673,7 +1635,7 @@ contains
     if (present(index_base)) base = i32(index_base)
     otf = 0
     if (present(on_the_fly)) otf = merge(1_c_int32_t, 0_c_int32_t, on_the_fly)
-    call check(c_ebe_create(fem%handle, size(dofs, kind=c_int64_t), i64s(dofs), base, values, otf, ebe%handle), &
+    call check(c_ebe_create(fem%handle, size(dofs, kind=c_int64_t), i64(dofs), base, values, otf, ebe%handle), &
          'fegpu_ebe_create', stat, errmsg)
   end subroutine
 

@@ -12,11 +12,7 @@ C     with -fdefault-integer-8 as well.
       IMPLICIT DOUBLE PRECISION (A-H,O-Z)
       PARAMETER (N = 40, NNZ = 3*N-2)
       DIMENSION IA(N+1), JA(NNZ), VA(NNZ), B(N), X(N), XS(N)
-      TYPE(FEGPU_CONTEXT) ICTX
-      TYPE(FEGPU_CSR) IMAT
-      TYPE(FEGPU_SOLVER) ISOL
-      TYPE(FEGPU_ARRAY) IRHS, IDX
-      COMMON /GPU/ ICTX, IMAT, ISOL, IRHS, IDX
+      INCLUDE 'gpucom.inc'
       NFAIL = 0
       CALL GPUINI(N, IA, JA, VA)
       DO 30 NEWTON = 1, 5
@@ -49,11 +45,7 @@ C     solver and the two device vectors, kept in COMMON /GPU/.
       USE FEGPU
       IMPLICIT DOUBLE PRECISION (A-H,O-Z)
       DIMENSION IA(*), JA(*), VA(*)
-      TYPE(FEGPU_CONTEXT) ICTX
-      TYPE(FEGPU_CSR) IMAT
-      TYPE(FEGPU_SOLVER) ISOL
-      TYPE(FEGPU_ARRAY) IRHS, IDX
-      COMMON /GPU/ ICTX, IMAT, ISOL, IRHS, IDX
+      INCLUDE 'gpucom.inc'
       DIMENSION DUMMY(1)
       CALL ASSEMB(N, 1.0D0, IA, JA, VA, DUMMY)
       NZ = IA(N+1) - 1
@@ -73,11 +65,7 @@ C     the element count goes with them (COUNT=).
       USE FEGPU
       IMPLICIT DOUBLE PRECISION (A-H,O-Z)
       DIMENSION VA(*), B(*), X(*)
-      TYPE(FEGPU_CONTEXT) ICTX
-      TYPE(FEGPU_CSR) IMAT
-      TYPE(FEGPU_SOLVER) ISOL
-      TYPE(FEGPU_ARRAY) IRHS, IDX
-      COMMON /GPU/ ICTX, IMAT, ISOL, IRHS, IDX
+      INCLUDE 'gpucom.inc'
       CHARACTER*200 MSG
       NZ = 3*N - 2
       CALL FEGPU_CSR_UPDATE_VALUES(IMAT, VA(1:NZ))
@@ -145,11 +133,7 @@ C     as this code does; the matrix keeps its values.
       USE FEGPU
       IMPLICIT DOUBLE PRECISION (A-H,O-Z)
       DIMENSION VA(*)
-      TYPE(FEGPU_CONTEXT) ICTX
-      TYPE(FEGPU_CSR) IMAT
-      TYPE(FEGPU_SOLVER) ISOL
-      TYPE(FEGPU_ARRAY) IRHS, IDX
-      COMMON /GPU/ ICTX, IMAT, ISOL, IRHS, IDX
+      INCLUDE 'gpucom.inc'
       CHARACTER*200 MSG
       NZ = 3*N - 2
       SAVED = VA(2)
@@ -172,11 +156,8 @@ C     The concrete program's transpose loop, on the device and serially.
       IMPLICIT DOUBLE PRECISION (A-H,O-Z)
       PARAMETER (M = 7, K = 5)
       DIMENSION AM(M,K), AT(K,M), ATS(K,M)
-      TYPE(FEGPU_CONTEXT) ICTX
-      TYPE(FEGPU_CSR) IMAT
-      TYPE(FEGPU_SOLVER) ISOL
-      TYPE(FEGPU_ARRAY) IRHS, IDX, IDA, IDT
-      COMMON /GPU/ ICTX, IMAT, ISOL, IRHS, IDX
+      INCLUDE 'gpucom.inc'
+      TYPE(FEGPU_ARRAY) IDA, IDT
       DO 10 J = 1, K
          DO 10 I = 1, M
             AM(I,J) = I + 100*J
