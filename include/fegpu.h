@@ -827,7 +827,8 @@ fegpu_status fegpu_csr_spmv(fegpu_csr_t a,
 // result = x . y for f64 arrays (the reduction finishes on the device).
 fegpu_status fegpu_vector_dot(fegpu_array_t x, fegpu_array_t y, double *result);
 
-// result = ||x||_2 for an f64 array.
+// result = ||x||_2 for an f64 array, without underflow or overflow
+// (scaled by a power of two where the squares would leave the range).
 fegpu_status fegpu_vector_nrm2(fegpu_array_t x, double *result);
 
 // Dirichlet conditions x[dofs[i]] = values[i] (i < n_fixed, dofs counted

@@ -8,7 +8,11 @@ cd "$(dirname "$0")/.."
 # compile test run without a GPU.
 nvrtc=$(python3 -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))' 2>/dev/null || true)
 if [ -n "$nvrtc" ] && [ -d "$nvrtc" ]; then export LD_LIBRARY_PATH="$nvrtc:${LD_LIBRARY_PATH:-}"; fi
-cargo test --release
+# Every suite runs even when an earlier one fails (--no-fail-fast, and
+# CTest after a failed cargo test); the exit status says whether all passed.
+status=0
+cargo test --release --no-fail-fast || status=1
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j2
-ctest --test-dir build --output-on-failure
+ctest --test-dir build --output-on-failure || status=1
+exit $status
