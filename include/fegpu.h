@@ -127,8 +127,6 @@
 
 #define FEGPU_PRECOND_ILU0 2
 
-#define SLOTS 12
-
 // Status returned by every C entry point (0 = success).
 typedef int32_t fegpu_status;
 

@@ -8,6 +8,7 @@ pub mod context;
 pub mod dense;
 pub mod error;
 pub mod fem;
+pub mod krylov;
 pub mod ffi;
 pub mod gpu;
 pub mod lbm;

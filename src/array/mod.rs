@@ -29,6 +29,28 @@ pub enum Buffer<T: DeviceScalar> {
     Device(DeviceBuffer<T>),
 }
 
+impl<T: DeviceScalar> Buffer<T> {
+    /// The host elements; a device buffer here is the impossible mixed case
+    /// (an object's parts on two backends), reported as an internal error.
+    pub fn host(&self) -> Result<&[T]> {
+        match self {
+            Buffer::Host(v) => Ok(v),
+            Buffer::Device(_) => Err(mixed_backends()),
+        }
+    }
+    pub fn device(&self) -> Result<&DeviceBuffer<T>> {
+        match self {
+            Buffer::Device(d) => Ok(d),
+            Buffer::Host(_) => Err(mixed_backends()),
+        }
+    }
+}
+
+/// The one error for parts of one solve found on two backends (a bug).
+pub fn mixed_backends() -> Error {
+    Error::new(crate::error::FEGPU_ERR_INTERNAL, "internal: parts of one operation live on different backends")
+}
+
 pub enum Storage {
     F32(Buffer<f32>),
     F64(Buffer<f64>),

@@ -1,17 +1,16 @@
-//! Element-by-element CG: the stored element matrices act as the operator
-//! (gather, multiply by K^e, scatter), never assembled; Jacobi from the
-//! element diagonals; Dirichlet dofs masked so the iteration is the one the
-//! assembled matrix with `fegpu_csr_apply_dirichlet` would run. The CG itself
-//! is the sparse solvers' (host loop on the CPU, device-driven on CUDA).
+//! Element-by-element CG: the element matrices act as the operator
+//! (`EbeOperator`: gather, multiply by K^e, scatter), never assembled;
+//! Jacobi from the element diagonals; Dirichlet dofs masked so the iteration
+//! is the one the assembled matrix with `fegpu_csr_apply_dirichlet` would
+//! run. The CG itself is the Krylov room's (host loop on the CPU,
+//! device-driven on CUDA).
 
-use super::{cpu, cuda, ElementSet};
-use crate::array::{Array, Buffer};
+use super::{cpu, cuda, DeviceSet, ElementSet};
+use crate::array::{mixed_backends, Array, Buffer};
 use crate::error::{Error, Result, FEGPU_ERR_BREAKDOWN};
-use crate::gpu::{DeviceBuffer, Graph};
+use crate::gpu::{DeviceBuffer, Gpu, Graph};
+use crate::krylov::{cpu::CpuOps, cuda::CudaOps, Jacobi, Method, Operator, Outcome, Slot, SLOTS};
 use crate::registry::{Handle, Kind, Object};
-use crate::sparse::solver::{
-    self, CpuOps, CudaOps, DeviceOp, Method, Outcome, Precond, Slot, SLOTS,
-};
 use crate::sparse::{cuda as sparse_cuda, f64_buf};
 use std::sync::{Arc, Mutex};
 
@@ -22,14 +21,14 @@ enum Work {
         fixed: Vec<u8>,
         values: Vec<f64>,
         diag: Vec<f64>,
-        dinv: Vec<f64>,
+        dinv: Buffer<f64>,
     },
     Cuda {
         vecs: Vec<DeviceBuffer<f64>>,
         fixed: DeviceBuffer<u8>,
         values: DeviceBuffer<f64>,
         diag: DeviceBuffer<f64>,
-        dinv: DeviceBuffer<f64>,
+        dinv: Buffer<f64>,
         reduce: sparse_cuda::Reduce,
         scalars: DeviceBuffer<f64>,
         iteration: Option<Graph>,
@@ -54,6 +53,37 @@ pub struct EbeSolver {
 enum Source<'a> {
     Stored(&'a Buffer<f64>),
     OnTheFly(&'a super::Materials),
+}
+
+/// K^e on the device: stored, or recomputed from the materials' properties.
+#[derive(Clone, Copy)]
+enum DeviceMatrices<'a> {
+    Stored(&'a DeviceBuffer<f64>),
+    OnTheFly(&'a DeviceBuffer<f64>),
+}
+
+/// K applied element by element, the `fixed` dofs masked as Dirichlet
+/// conditions on the assembled matrix would be (y = diag x there): the
+/// Krylov methods' operator. Holds the parts of the backend the set lives on.
+struct EbeOperator<'a> {
+    set: &'a ElementSet,
+    host: Option<(cpu::ElementMatrices<'a>, &'a [u8], &'a [f64])>,
+    device: Option<(&'a DeviceSet, DeviceMatrices<'a>, &'a DeviceBuffer<u8>, &'a DeviceBuffer<f64>)>,
+}
+
+impl Operator for EbeOperator<'_> {
+    fn apply_host(&self, x: &[f64], y: &mut [f64]) -> Result<()> {
+        let (matrices, fixed, diag) = self.host.as_ref().ok_or_else(mixed_backends)?;
+        cpu::ebe_apply(self.set, matrices, Some(fixed), diag, x, y);
+        Ok(())
+    }
+    fn apply_device(&self, g: &Gpu, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+        let (device, matrices, fixed, diag) = self.device.ok_or_else(mixed_backends)?;
+        match matrices {
+            DeviceMatrices::Stored(ke) => cuda::ebe_apply(g, self.set, device, ke, Some((fixed, diag)), x, y, sc),
+            DeviceMatrices::OnTheFly(props) => cuda::ebe_otf(g, self.set, device, props, Some((fixed, diag)), x, y, None, sc),
+        }
+    }
 }
 
 impl Object for EbeSolver {
@@ -102,15 +132,15 @@ impl EbeSolver {
                 fixed,
                 values: g,
                 diag: vec![0.0; n],
-                dinv: vec![0.0; n],
+                dinv: Buffer::Host(vec![0.0; n]),
             },
             Some(gpu) => {
                 Work::Cuda {
-                    vecs: solver::work_vectors(gpu, n)?,
+                    vecs: crate::krylov::cuda::work_vectors(gpu, n)?,
                     fixed: sparse_cuda::upload(gpu, &fixed)?,
                     values: sparse_cuda::upload(gpu, &g)?,
                     diag: gpu.alloc(n)?,
-                    dinv: gpu.alloc(n)?,
+                    dinv: Buffer::Device(gpu.alloc(n)?),
                     reduce: sparse_cuda::Reduce::new(gpu)?,
                     scalars: gpu.alloc(sparse_cuda::Scalar::LEN)?,
                     iteration: None,
@@ -230,7 +260,7 @@ impl EbeSolver {
                 };
                 if stale {
                     cpu::ebe_diagonal(set, &matrices, diag);
-                    *dinv = inverse(diag)?;
+                    *dinv = Buffer::Host(inverse(diag)?);
                     st.built_for = version;
                 }
                 // b with the conditions: free rows lose K g, fixed rows get diag g
@@ -244,26 +274,9 @@ impl EbeSolver {
                     };
                 }
                 vecs[Slot::X as usize].copy_from_slice(xh);
-                let (fixed, diag) = (&fixed[..], &diag[..]);
-                let apply = |xv: &[f64], yv: &mut [f64]| {
-                    cpu::ebe_apply(set, &matrices, Some(fixed), diag, xv, yv)
-                };
-                let mut ops = CpuOps {
-                    apply: &apply,
-                    p: None,
-                    vecs,
-                    dinv,
-                    lu: &[],
-                    precond: Precond::Jacobi,
-                };
-                let out = solver::run(
-                    &mut ops,
-                    Method::Cg,
-                    Precond::Jacobi,
-                    tol,
-                    maxit,
-                    &mut st.history,
-                )?;
+                let op = EbeOperator { set, host: Some((matrices, &fixed[..], &diag[..])), device: None };
+                let mut ops = CpuOps { op: &op, pc: &Jacobi { inverse: dinv }, vecs };
+                let out = crate::krylov::run(&mut ops, Method::Cg, tol, maxit, &mut st.history)?;
                 xh.copy_from_slice(&ops.vecs[Slot::X as usize]);
                 Ok(out)
             }
@@ -311,93 +324,34 @@ impl EbeSolver {
                     }
                     let mut host = vec![0.0; set.dofs()];
                     g.download(diag, 0, &mut host)?;
-                    g.upload(&inverse(&host)?, dinv, 0)?;
+                    if let Buffer::Device(d) = dinv {
+                        g.upload(&inverse(&host)?, d, 0)?;
+                    }
                     st.built_for = version;
                 }
                 let n = set.dofs();
-                let (fixed, diag) = (&*fixed, &*diag);
-                let op = match &source {
-                    Source::Stored(Buffer::Device(ke)) => DeviceOp::Ebe {
-                        set,
-                        device,
-                        ke,
-                        fixed,
-                        diag,
-                    },
-                    Source::OnTheFly(m) => DeviceOp::EbeOnTheFly {
-                        set,
-                        device,
-                        props: m.device.as_ref().expect("device materials"),
-                        fixed,
-                        diag,
-                    },
-                    Source::Stored(Buffer::Host(_)) => unreachable!("refused above"),
+                let matrices = match &source {
+                    Source::Stored(Buffer::Device(ke)) => DeviceMatrices::Stored(ke),
+                    Source::OnTheFly(m) => DeviceMatrices::OnTheFly(m.device.as_ref().ok_or_else(mixed_backends)?),
+                    Source::Stored(Buffer::Host(_)) => return Err(mixed_backends()),
                 };
-                // t = K g, unmasked
-                match op {
-                    DeviceOp::Ebe { ke, .. } => cuda::ebe_apply(
-                        g,
-                        set,
-                        device,
-                        ke,
-                        None,
-                        values,
-                        &vecs[Slot::T as usize],
-                        None,
-                    )?,
-                    DeviceOp::EbeOnTheFly { props, .. } => cuda::ebe_otf(
-                        g,
-                        set,
-                        device,
-                        props,
-                        None,
-                        values,
-                        &vecs[Slot::T as usize],
-                        None,
-                        None,
-                    )?,
-                    DeviceOp::Csr { .. } => unreachable!("an element operator"),
+                // t = K g, unmasked: the conditions' pull on the free rows
+                let t = &vecs[Slot::T as usize];
+                match matrices {
+                    DeviceMatrices::Stored(ke) => cuda::ebe_apply(g, set, device, ke, None, values, t, None)?,
+                    DeviceMatrices::OnTheFly(props) => cuda::ebe_otf(g, set, device, props, None, values, t, None, None)?,
                 }
                 g.copy(bd, &mut vecs[Slot::B as usize])?;
-                cuda::dirichlet_rhs(
-                    g,
-                    n,
-                    fixed,
-                    values,
-                    diag,
-                    &vecs[Slot::T as usize],
-                    &vecs[Slot::B as usize],
-                )?;
+                cuda::dirichlet_rhs(g, n, fixed, values, diag, &vecs[Slot::T as usize], &vecs[Slot::B as usize])?;
                 g.copy(xd, &mut vecs[Slot::X as usize])?;
-                let mut ops = CudaOps {
-                    g,
-                    op,
-                    n,
-                    vecs,
-                    dinv,
-                    lu: dinv, /* unused without ILU(0) */
-                    reduce,
-                    lower: None,
-                    upper: None,
-                    precond: Precond::Jacobi,
-                    looping: Some((scalars, iteration)),
-                };
-                let out = solver::run(
-                    &mut ops,
-                    Method::Cg,
-                    Precond::Jacobi,
-                    tol,
-                    maxit,
-                    &mut st.history,
-                )?;
+                let op = EbeOperator { set, host: None, device: Some((device, matrices, &*fixed, &*diag)) };
+                let mut ops = CudaOps { g, op: &op, pc: &Jacobi { inverse: dinv }, n, vecs, reduce, looping: Some((scalars, iteration)) };
+                let out = crate::krylov::run(&mut ops, Method::Cg, tol, maxit, &mut st.history)?;
                 g.copy(&ops.vecs[Slot::X as usize], xd)?;
                 g.synchronize("solve")?;
                 Ok(out)
             }
-            _ => Err(Error::new(
-                crate::FEGPU_ERR_INTERNAL,
-                "element set, solver and vectors on different backends",
-            )),
+            _ => Err(mixed_backends()),
         }
     }
 

@@ -394,7 +394,7 @@ pub fn vector_nrm2(x: &Array) -> Result<f64> {
     match f64_buf(&mut g) {
         Buffer::Host(v) => {
             let max = v.iter().fold(0.0f64, |m, e| if e.is_nan() || m.is_nan() { f64::NAN } else { m.max(e.abs()) });
-            let s = solver::equilibration(max);
+            let s = crate::krylov::equilibration(max);
             if !max.is_finite() || max == 0.0 || s == 1.0 {
                 return Ok(if max.is_finite() { cpu::dot(v, v).sqrt() } else { max });
             }
@@ -403,7 +403,7 @@ pub fn vector_nrm2(x: &Array) -> Result<f64> {
         Buffer::Device(v) => {
             let gpu = x.ctx.gpu().expect("device buffers without a GPU");
             let max = cuda::amax(gpu, n, v)?;
-            let s = solver::equilibration(max);
+            let s = crate::krylov::equilibration(max);
             let mut reduce = cuda::Reduce::new(gpu)?;
             if !max.is_finite() || max == 0.0 || s == 1.0 {
                 return Ok(if max.is_finite() { reduce.dots(gpu, n, v, v, None)?.0.sqrt() } else { max });

@@ -1,0 +1,201 @@
+//! The Krylov methods' operations on the device: vector algebra with the
+//! reductions finished there, and the device-driven iterations: the scalars
+//! stay in device memory (kernels/sparse.cu's `Scalar` layout), one
+//! iteration is captured as a CUDA graph and replayed, and the host reads
+//! the scalars every few iterations (kernels queued past the end do nothing).
+
+use super::{broke, done, Method, Operator, Ops, Outcome, Preconditioner, Slot, Start, SLOTS};
+use crate::error::{Error, Result};
+use crate::gpu::{DeviceBuffer, Gpu, Graph};
+use crate::sparse::cuda;
+
+/// The solvers' work vectors on the device (SLOTS of n, zeroed).
+pub(crate) fn work_vectors(g: &Gpu, n: usize) -> Result<Vec<DeviceBuffer<f64>>> {
+    (0..SLOTS)
+        .map(|_| {
+            let mut v = g.alloc::<f64>(n.max(1))?;
+            g.fill_bytes(&mut v, 0)?;
+            Ok(v)
+        })
+        .collect()
+}
+
+/// The solvers' operations on the device.
+pub struct CudaOps<'a> {
+    pub g: &'a Gpu,
+    pub op: &'a dyn Operator,
+    pub pc: &'a dyn Preconditioner,
+    pub n: usize,
+    pub vecs: &'a mut Vec<DeviceBuffer<f64>>,
+    pub reduce: &'a mut cuda::Reduce,
+    /// The scalars of the device-driven iterations and the captured iteration.
+    pub looping: Option<(&'a mut DeviceBuffer<f64>, &'a mut Option<Graph>)>,
+}
+
+impl CudaOps<'_> {
+    /// z = M^-1 r; with `sc`, skipped once a device-driven solve has stopped.
+    fn precondition(&self, r: Slot, z: Slot, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+        if r == z {
+            return Ok(()); // no preconditioner: z is r itself
+        }
+        self.pc.apply_device(self.g, &self.vecs[r as usize], &self.vecs[z as usize], sc)
+    }
+
+    /// Queues one iteration of `method` whose scalars are in `sc` (captured
+    /// into a graph: launches only).
+    fn queue_iteration(&self, method: Method, sc: &DeviceBuffer<f64>) -> Result<()> {
+        let (g, n, reduce) = (self.g, self.n, &*self.reduce);
+        let v = |s: Slot| Some(&self.vecs[s as usize]);
+        let spmv = |x: Slot, y: Slot| self.op.apply_device(g, &self.vecs[x as usize], &self.vecs[y as usize], Some(sc));
+        let step = |name, vectors: &[Option<&DeviceBuffer<f64>>], flag, reduces: bool| {
+            cuda::solver_kernel(g, name, n, vectors, flag, reduces.then_some(reduce), sc)
+        };
+        use Slot::*;
+        match method {
+            Method::Cg => {
+                match self.op.apply_pq_device(g, &self.vecs[P as usize], &self.vecs[Q as usize], reduce, sc) {
+                    Some(fused) => fused?,
+                    None => {
+                        spmv(P, Q)?;
+                        step("cg_pq", &[v(P), v(Q)], None, true)?;
+                    }
+                }
+                // cg_step applies no preconditioner (flag 0) or a diagonal one
+                // itself; flag 1 leaves z = M^-1 r to the preconditioner
+                let z = if self.pc.is_identity() {
+                    step("cg_step", &[v(P), v(Q), v(X), v(R), None, None], Some(0), true)?;
+                    R
+                } else if let Some(dinv) = self.pc.inverse_diagonal_device() {
+                    step("cg_step", &[v(P), v(Q), v(X), v(R), Some(dinv), v(Z)], Some(0), true)?;
+                    Z
+                } else {
+                    step("cg_step", &[v(P), v(Q), v(X), v(R), None, None], Some(1), true)?;
+                    self.precondition(R, Z, Some(sc))?;
+                    step("cg_rz", &[v(R), v(Z)], None, true)?;
+                    Z
+                };
+                step("cg_direction", &[v(z), v(P)], None, false)
+            }
+            Method::Bicgstab => {
+                let (phat, shat) = if self.pc.is_identity() { (P, S) } else { (Phat, Shat) };
+                step("bicg_direction", &[v(R), v(V), v(P)], None, false)?;
+                self.precondition(P, phat, Some(sc))?;
+                spmv(phat, V)?;
+                step("bicg_alpha", &[v(Rhat), v(V)], None, true)?;
+                step("bicg_s", &[v(R), v(V), v(S)], None, true)?;
+                self.precondition(S, shat, Some(sc))?;
+                spmv(shat, T)?;
+                step("bicg_omega", &[v(T), v(S)], None, true)?;
+                step("bicg_update", &[v(phat), v(shat), v(S), v(T), v(Rhat), v(X), v(R)], None, true)
+            }
+        }
+    }
+}
+
+/// Runs `method` from `start` on the device: its scalars go to `scalars`,
+/// `queue` queues one iteration (captured into `graph` on the first
+/// solve, replayed after), and the host reads the scalars every few
+/// iterations. Any operator whose iteration `queue` can queue uses it.
+pub fn device_loop(g: &Gpu, scalars: &mut DeviceBuffer<f64>, graph: &mut Option<Graph>, method: Method, start: &Start, history: &mut Vec<f64>, queue: &dyn Fn(&DeviceBuffer<f64>) -> Result<()>) -> Result<Outcome> {
+    use cuda::{Scalar as S, Status as status};
+    let name = method.name();
+    let mut relres = start.rr.sqrt() / start.bnorm;
+    if start.maxit == 0 {
+        return Ok(done(false, 0, relres));
+    }
+    let mut sc = [0.0f64; S::LEN];
+    (sc[S::BNORM], sc[S::TOL], sc[S::MAXIT]) = (start.bnorm, start.tol, start.maxit as f64);
+    (sc[S::STATUS], sc[S::ITER], sc[S::RR], sc[S::RZ]) = (status::RUNNING, 0.0, start.rr, start.rz);
+    (sc[S::RHO], sc[S::RHO_PREV], sc[S::ALPHA], sc[S::OMEGA]) = (start.rz, 1.0, 1.0, 1.0);
+    g.upload(&sc, scalars, 0)?;
+    let replayed = match graph.take() {
+        Some(graph) => graph,
+        None => g.capture(name, || queue(scalars))?,
+    };
+    let graph = &*graph.insert(replayed);
+    let mut batch = 1;
+    let mut seen = 0usize;
+    loop {
+        let t = std::time::Instant::now();
+        for _ in 0..batch {
+            g.replay(name, graph)?;
+        }
+        g.download(scalars, 0, &mut sc)?;
+        let per_iteration = t.elapsed().as_secs_f64() / batch as f64;
+        let it = sc[S::ITER] as usize;
+        for k in seen + 1..=it {
+            relres = sc[S::HIST + k % S::HIST_LEN];
+            history.push(relres);
+        }
+        seen = it;
+        let (it, value) = (it as i64, sc[S::VALUE]);
+        let next = it + 1;
+        let outcome = match sc[S::STATUS] {
+            status::RUNNING => {
+                batch = next_batch(history, start.tol, per_iteration).min((start.maxit - it) as usize);
+                continue;
+            }
+            status::CONVERGED => done(true, it, relres),
+            status::MAXITER => done(false, it, relres),
+            status::BREAK_NAN => broke(it, relres, format!("{name}: the residual is not finite at iteration {it}")),
+            status::BREAK_PQ => broke(it, relres, format!("CG: p.Ap = {value:e} at iteration {next}: A is not positive definite")),
+            status::BREAK_RHO => broke(it, relres, format!("BiCGSTAB: rho = (r0, r) = {value:e} at iteration {next}")),
+            status::BREAK_RV => broke(it, relres, format!("BiCGSTAB: (r0, v) = {value:e} at iteration {next}")),
+            status::BREAK_TT => broke(it, relres, format!("BiCGSTAB: (t, t) = {value:e} at iteration {next}")),
+            status::BREAK_OMEGA => broke(it, relres, format!("BiCGSTAB: omega = (t, s)/(t, t) = 0 at iteration {it}")),
+            other => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, format!("{name}: unknown device status {other}"))),
+        };
+        return Ok(outcome);
+    }
+}
+
+/// Iterations to queue before the next look at the device's scalars: about
+/// as many as the recent residual decrease says remain (so few run past the
+/// end, doing nothing), at most 32, and no more than 3 ms of iterations (a
+/// look, some 30 us, then costs under 1%; long iterations are looked at each time).
+fn next_batch(history: &[f64], tol: f64, per_iteration: f64) -> usize {
+    let cap = (3e-3 / per_iteration).clamp(1.0, 32.0);
+    let recent = &history[history.len().saturating_sub(8)..];
+    let (first, last) = (recent[0], recent[recent.len() - 1]);
+    let rate = (last.ln() - first.ln()) / (recent.len() - 1).max(1) as f64;
+    if rate.is_nan() || rate >= 0.0 {
+        return cap as usize;
+    }
+    ((tol.ln() - last.ln()) / rate).ceil().clamp(1.0, cap) as usize
+}
+
+impl Ops for CudaOps<'_> {
+    fn iterate_on_device(&mut self, method: Method, start: &Start, history: &mut Vec<f64>) -> Option<Result<Outcome>> {
+        let (scalars, graph) = self.looping.take().expect("the device loop runs once per solve");
+        let out = device_loop(self.g, &mut *scalars, &mut *graph, method, start, history, &|sc| self.queue_iteration(method, sc));
+        self.looping = Some((scalars, graph));
+        Some(out)
+    }
+
+    fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
+        self.op.apply_device(self.g, &self.vecs[x as usize], &self.vecs[y as usize], None)
+    }
+    fn amax(&mut self, v: Slot) -> Result<f64> {
+        cuda::amax(self.g, self.n, &self.vecs[v as usize])
+    }
+    fn fetch(&mut self, v: Slot) -> Result<Vec<f64>> {
+        let mut h = crate::error::host_vec(self.n, 0.0, "solver vector")?;
+        self.g.download(&self.vecs[v as usize], 0, &mut h)?;
+        Ok(h)
+    }
+    fn dots(&mut self, a: Slot, b: Slot, cd: Option<(Slot, Slot)>) -> Result<(f64, f64)> {
+        let v = &self.vecs;
+        let cd = cd.map(|(c, d)| (&v[c as usize], &v[d as usize]));
+        self.reduce.dots(self.g, self.n, &v[a as usize], &v[b as usize], cd)
+    }
+    fn update(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<()> {
+        let v = &self.vecs;
+        cuda::update(self.g, self.n, &v[w as usize], a, &v[x as usize], b, y.map(|s| &v[s as usize]), c)
+    }
+    fn precond(&mut self, r: Slot, z: Slot) -> Result<()> {
+        self.precondition(r, z, None)
+    }
+    fn identity_precond(&self) -> bool {
+        self.pc.is_identity()
+    }
+}

@@ -1,0 +1,368 @@
+//! The Krylov methods, written once: CG and BiCGSTAB over an `Operator`
+//! (y = A x) and a `Preconditioner` (z = M^-1 r), through `Ops`, the vector
+//! algebra of the backend the vectors live on. The CPU reference iterates on
+//! the host (`cpu.rs`); CUDA (`cuda.rs`) iterates on the device with the
+//! scalars kept there, one iteration replayed as a CUDA graph, the host
+//! looking at the scalars every few iterations. Operators: CSR matrices
+//! (`sparse`), element-by-element products (`fem::ebe`); preconditioners:
+//! the identity and Jacobi (here), ILU(0) (`sparse`).
+
+pub mod cpu;
+pub mod cuda;
+
+use crate::array::Buffer;
+use crate::error::{Error, Result, FEGPU_ERR_BREAKDOWN, FEGPU_ERR_NOT_CONVERGED};
+use crate::gpu::{DeviceBuffer, Gpu};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Cg,
+    Bicgstab,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Cg => "CG",
+            Method::Bicgstab => "BiCGSTAB",
+        }
+    }
+}
+
+/// y = A x where the vectors live: the CPU reference's host loop calls
+/// `apply_host`, the CUDA loop `apply_device` (and captures it in a graph).
+pub trait Operator {
+    fn apply_host(&self, x: &[f64], y: &mut [f64]) -> Result<()>;
+    /// With `sc`, the product does nothing once a device-driven solve has stopped.
+    fn apply_device(&self, g: &Gpu, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()>;
+    /// q = A p with CG's p.q reduced in the same pass, where the operator has
+    /// such a kernel; None: the product and the reduction run apart.
+    fn apply_pq_device(&self, _g: &Gpu, _p: &DeviceBuffer<f64>, _q: &DeviceBuffer<f64>, _reduce: &crate::sparse::cuda::Reduce, _sc: &DeviceBuffer<f64>) -> Option<Result<()>> {
+        None
+    }
+}
+
+/// z = M^-1 r where the vectors live.
+pub trait Preconditioner {
+    /// M = I: the methods then use r itself as z and never call `apply_*`.
+    fn is_identity(&self) -> bool {
+        false
+    }
+    fn apply_host(&self, r: &[f64], z: &mut [f64]) -> Result<()>;
+    fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()>;
+    /// M^-1 as a diagonal on the device (Jacobi): CG's fused step applies it itself.
+    fn inverse_diagonal_device(&self) -> Option<&DeviceBuffer<f64>> {
+        None
+    }
+}
+
+/// No preconditioning.
+pub struct Identity;
+
+impl Preconditioner for Identity {
+    fn is_identity(&self) -> bool {
+        true
+    }
+    fn apply_host(&self, r: &[f64], z: &mut [f64]) -> Result<()> {
+        z.copy_from_slice(r);
+        Ok(())
+    }
+    fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, _sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+        crate::sparse::cuda::update(g, r.len(), z, 1.0, r, 0.0, None, 0.0)
+    }
+}
+
+/// Jacobi: M = diag(A), kept as its inverse where the backend works.
+pub struct Jacobi<'a> {
+    pub inverse: &'a Buffer<f64>,
+}
+
+impl Preconditioner for Jacobi<'_> {
+    fn apply_host(&self, r: &[f64], z: &mut [f64]) -> Result<()> {
+        z.iter_mut().zip(r).zip(self.inverse.host()?).for_each(|((z, r), d)| *z = d * r);
+        Ok(())
+    }
+    fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+        crate::sparse::cuda::scale(g, r.len(), self.inverse.device()?, r, z, sc)
+    }
+    fn inverse_diagonal_device(&self) -> Option<&DeviceBuffer<f64>> {
+        self.inverse.device().ok()
+    }
+}
+
+/// Work vectors of the solvers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    X,
+    B,
+    R,
+    Rhat,
+    P,
+    Phat,
+    V,
+    S,
+    Shat,
+    T,
+    Z,
+    Q,
+}
+pub const SLOTS: usize = 12;
+
+/// What the algorithms need from a backend.
+pub trait Ops {
+    /// y = A x
+    fn spmv(&mut self, x: Slot, y: Slot) -> Result<()>;
+    /// (a.b, c.d), reductions finished where the vectors live.
+    fn dots(&mut self, a: Slot, b: Slot, cd: Option<(Slot, Slot)>) -> Result<(f64, f64)>;
+    /// w = a*x + b*y + c*w
+    fn update(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<()>;
+    /// z = M^-1 r
+    fn precond(&mut self, r: Slot, z: Slot) -> Result<()>;
+    /// M = I: the methods use r itself where z would be.
+    fn identity_precond(&self) -> bool;
+    /// max |v_i| of slot `v` (NaN when any element is NaN).
+    fn amax(&mut self, v: Slot) -> Result<f64>;
+    /// Slot `v` on the host (error paths only: to name an offending element).
+    fn fetch(&mut self, v: Slot) -> Result<Vec<f64>>;
+    /// w = a*x + b*y + c*w, returning (w.w, w.u) (w.u = 0 without u);
+    /// backends fuse the passes.
+    #[allow(clippy::too_many_arguments)]
+    fn update_dots(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64, u: Option<Slot>) -> Result<(f64, f64)> {
+        self.update(w, a, x, b, y, c)?;
+        self.dots(w, w, u.map(|u| (w, u)))
+    }
+    /// Runs the method's iterations where the vectors live, from the state
+    /// `start` that the set-up left; None: the caller iterates on the host.
+    fn iterate_on_device(&mut self, _method: Method, _start: &Start, _history: &mut Vec<f64>) -> Option<Result<Outcome>> {
+        None
+    }
+}
+
+/// The state after a method's set-up: ||b||, the tolerance and iteration
+/// limit, (r, r), and (r, z) for CG or rho = (r0, r) for BiCGSTAB.
+pub struct Start {
+    pub bnorm: f64,
+    pub tol: f64,
+    pub maxit: i64,
+    pub rr: f64,
+    pub rz: f64,
+}
+
+/// How a solve ended (the status code says the same).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub converged: bool,
+    pub iterations: i64,
+    /// ||r|| / ||b|| of the recursively updated residual at the end.
+    pub relative_residual: f64,
+    /// Why it stopped early, when it broke down.
+    pub breakdown: Option<String>,
+}
+
+/// Records an iteration's residual; Some(outcome) when the method stops there.
+fn record(history: &mut Vec<f64>, method: &str, it: i64, relres: f64, tol: f64) -> Option<Outcome> {
+    history.push(relres);
+    if !relres.is_finite() {
+        return Some(broke(it, relres, format!("{method}: the residual is not finite at iteration {it}")));
+    }
+    (relres <= tol).then(|| done(true, it, relres))
+}
+
+fn dot(ops: &mut dyn Ops, a: Slot, b: Slot) -> Result<f64> {
+    Ok(ops.dots(a, b, None)?.0)
+}
+
+fn broke(iterations: i64, relres: f64, why: String) -> Outcome {
+    Outcome { converged: false, iterations, relative_residual: relres, breakdown: Some(why) }
+}
+
+fn done(converged: bool, iterations: i64, relres: f64) -> Outcome {
+    Outcome { converged, iterations, relative_residual: relres, breakdown: None }
+}
+
+/// r = b - A x; returns ||b||.
+fn initial_residual(ops: &mut dyn Ops) -> Result<f64> {
+    ops.spmv(Slot::X, Slot::Q)?;
+    ops.update(Slot::R, 1.0, Slot::B, -1.0, Some(Slot::Q), 0.0)?;
+    Ok(dot(ops, Slot::B, Slot::B)?.sqrt())
+}
+
+/// Preconditioned conjugate gradients (SPD A).
+pub fn cg(ops: &mut dyn Ops, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<Outcome> {
+    let bnorm = initial_residual(ops)?;
+    let z = if ops.identity_precond() { Slot::R } else { Slot::Z };
+    let rr = dot(ops, Slot::R, Slot::R)?;
+    let mut relres = rr.sqrt() / bnorm;
+    history.push(relres);
+    if relres <= tol {
+        return Ok(done(true, 0, relres));
+    }
+    ops.precond(Slot::R, z)?;
+    let mut rz = dot(ops, Slot::R, z)?;
+    ops.update(Slot::P, 1.0, z, 0.0, None, 0.0)?;
+    if let Some(out) = ops.iterate_on_device(Method::Cg, &Start { bnorm, tol, maxit, rr, rz }, history) {
+        return out;
+    }
+    for it in 1..=maxit {
+        ops.spmv(Slot::P, Slot::Q)?;
+        let pq = dot(ops, Slot::P, Slot::Q)?;
+        if pq <= 0.0 || !pq.is_finite() {
+            return Ok(broke(it - 1, relres, format!("CG: p.Ap = {pq:e} at iteration {it}: A is not positive definite")));
+        }
+        let alpha = rz / pq;
+        ops.update(Slot::X, alpha, Slot::P, 0.0, None, 1.0)?;
+        ops.update(Slot::R, -alpha, Slot::Q, 0.0, None, 1.0)?;
+        ops.precond(Slot::R, z)?;
+        let (rz_new, rr) = ops.dots(Slot::R, z, Some((Slot::R, Slot::R)))?;
+        relres = rr.sqrt() / bnorm;
+        if let Some(o) = record(history, "CG", it, relres, tol) {
+            return Ok(o);
+        }
+        let beta = rz_new / rz;
+        rz = rz_new;
+        ops.update(Slot::P, 1.0, z, 0.0, None, beta)?;
+    }
+    Ok(done(false, maxit, relres))
+}
+
+/// Preconditioned BiCGSTAB (van der Vorst; the Templates book's form).
+pub fn bicgstab(ops: &mut dyn Ops, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<Outcome> {
+    let bnorm = initial_residual(ops)?;
+    let (phat, shat) = if ops.identity_precond() { (Slot::P, Slot::S) } else { (Slot::Phat, Slot::Shat) };
+    let rr = dot(ops, Slot::R, Slot::R)?;
+    let mut relres = rr.sqrt() / bnorm;
+    history.push(relres);
+    if relres <= tol {
+        return Ok(done(true, 0, relres));
+    }
+    ops.update(Slot::Rhat, 1.0, Slot::R, 0.0, None, 0.0)?;
+    let (mut rho_prev, mut alpha, mut omega) = (1.0f64, 1.0f64, 1.0f64);
+    // rho = (r0, r): (r, r) at first, as r0 = r; then alongside each residual update
+    let mut rho = rr;
+    if let Some(out) = ops.iterate_on_device(Method::Bicgstab, &Start { bnorm, tol, maxit, rr, rz: rho }, history) {
+        return out;
+    }
+    for it in 1..=maxit {
+        if rho == 0.0 || !rho.is_finite() {
+            return Ok(broke(it - 1, relres, format!("BiCGSTAB: rho = (r0, r) = {rho:e} at iteration {it}")));
+        }
+        if it == 1 {
+            ops.update(Slot::P, 1.0, Slot::R, 0.0, None, 0.0)?;
+        } else {
+            let beta = (rho / rho_prev) * (alpha / omega);
+            ops.update(Slot::P, 1.0, Slot::R, -beta * omega, Some(Slot::V), beta)?;
+        }
+        ops.precond(Slot::P, phat)?;
+        ops.spmv(phat, Slot::V)?;
+        let rv = dot(ops, Slot::Rhat, Slot::V)?;
+        if rv == 0.0 || !rv.is_finite() {
+            return Ok(broke(it - 1, relres, format!("BiCGSTAB: (r0, v) = {rv:e} at iteration {it}")));
+        }
+        alpha = rho / rv;
+        let snorm = ops.update_dots(Slot::S, 1.0, Slot::R, -alpha, Some(Slot::V), 0.0, None)?.0.sqrt() / bnorm;
+        if snorm <= tol {
+            ops.update(Slot::X, alpha, phat, 0.0, None, 1.0)?;
+            history.push(snorm);
+            return Ok(done(true, it, snorm));
+        }
+        ops.precond(Slot::S, shat)?;
+        ops.spmv(shat, Slot::T)?;
+        let (ts, tt) = ops.dots(Slot::T, Slot::S, Some((Slot::T, Slot::T)))?;
+        if tt == 0.0 || !tt.is_finite() {
+            return Ok(broke(it - 1, relres, format!("BiCGSTAB: (t, t) = {tt:e} at iteration {it}")));
+        }
+        omega = ts / tt;
+        ops.update(Slot::X, alpha, phat, omega, Some(shat), 1.0)?;
+        let (rr, rho_next) = ops.update_dots(Slot::R, 1.0, Slot::S, -omega, Some(Slot::T), 0.0, Some(Slot::Rhat))?;
+        relres = rr.sqrt() / bnorm;
+        if let Some(o) = record(history, "BiCGSTAB", it, relres, tol) {
+            return Ok(o);
+        }
+        if omega == 0.0 {
+            return Ok(broke(it, relres, format!("BiCGSTAB: omega = (t, s)/(t, t) = 0 at iteration {it}")));
+        }
+        rho_prev = rho;
+        rho = rho_next;
+    }
+    Ok(done(false, maxit, relres))
+}
+
+/// Refuses a non-finite `slot` by name, pointing at its first bad element.
+fn check_finite(ops: &mut dyn Ops, slot: Slot, max: f64, arg: &str) -> Result<()> {
+    if max.is_finite() {
+        return Ok(());
+    }
+    let v = ops.fetch(slot)?;
+    let k = v.iter().position(|x| !x.is_finite()).unwrap_or(0);
+    Err(Error::invalid(format!("{arg}[{k}] = {}: {arg} must be finite", v.get(k).copied().unwrap_or(max))))
+}
+
+/// The power of two that brings max |b| near 1 when it lies so far out that
+/// squares could underflow or overflow (as LAPACK's scaled nrm2 guards
+/// against); 1 otherwise, so ordinary systems are computed unchanged.
+pub(crate) fn equilibration(bmax: f64) -> f64 {
+    const SAFE: std::ops::RangeInclusive<f64> = 1.0e-150..=1.0e150;
+    if SAFE.contains(&bmax) {
+        return 1.0;
+    }
+    let (_, exponent) = frexp(bmax);
+    2f64.powi(-exponent)
+}
+
+/// x = m 2^e with 0.5 <= m < 1, for finite positive x.
+fn frexp(x: f64) -> (f64, i32) {
+    let bits = x.to_bits();
+    let e = ((bits >> 52) & 0x7ff) as i32;
+    if e == 0 {
+        let (m, e2) = frexp(x * 2f64.powi(64));
+        return (m, e2 - 64);
+    }
+    (f64::from_bits((bits & !(0x7ffu64 << 52)) | (1022u64 << 52)), e - 1022)
+}
+
+/// The method, then the true residual ||b - A x|| / ||b|| recomputed from
+/// scratch. b and the guess x are checked finite first; b = 0 exactly gives
+/// x = 0; a b whose norm would under- or overflow is scaled by a power of two
+/// (exact) for the iterations and x scaled back.
+pub fn run(ops: &mut dyn Ops, method: Method, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<(Outcome, f64)> {
+    let bmax = ops.amax(Slot::B)?;
+    check_finite(ops, Slot::B, bmax, "b")?;
+    let xmax = ops.amax(Slot::X)?;
+    check_finite(ops, Slot::X, xmax, "x")?;
+    if bmax == 0.0 {
+        // b = 0: x = 0 at once, whatever the guess.
+        ops.update(Slot::X, 0.0, Slot::B, 0.0, None, 0.0)?;
+        history.push(0.0);
+        return Ok((done(true, 0, 0.0), 0.0));
+    }
+    let scale = equilibration(bmax);
+    if scale != 1.0 {
+        ops.update(Slot::B, 0.0, Slot::X, 0.0, None, scale)?;
+        ops.update(Slot::X, 0.0, Slot::B, 0.0, None, scale)?;
+    }
+    let bnorm = dot(ops, Slot::B, Slot::B)?.sqrt();
+    let out = match method {
+        Method::Cg => cg(ops, tol, maxit, history)?,
+        Method::Bicgstab => bicgstab(ops, tol, maxit, history)?,
+    };
+    ops.spmv(Slot::X, Slot::Q)?;
+    ops.update(Slot::T, 1.0, Slot::B, -1.0, Some(Slot::Q), 0.0)?;
+    let true_rel = dot(ops, Slot::T, Slot::T)?.sqrt() / bnorm;
+    if scale != 1.0 {
+        ops.update(Slot::X, 0.0, Slot::B, 0.0, None, 1.0 / scale)?;
+    }
+    Ok((out, true_rel))
+}
+
+/// The status a finished solve reports.
+pub fn outcome_status(o: &Outcome) -> Result<()> {
+    match (&o.breakdown, o.converged) {
+        (Some(why), _) => Err(Error::new(FEGPU_ERR_BREAKDOWN, why.clone())),
+        (None, true) => Ok(()),
+        (None, false) => Err(Error::new(
+            FEGPU_ERR_NOT_CONVERGED,
+            format!("no convergence in {} iterations: relative residual {:e}", o.iterations, o.relative_residual),
+        )),
+    }
+}
+
