@@ -13,6 +13,7 @@ pub const FEGPU_BACKEND_AUTO: i32 = 0;
 pub const FEGPU_BACKEND_CPU: i32 = 1;
 pub const FEGPU_BACKEND_CUDA: i32 = 2;
 
+#[allow(clippy::large_enum_variant)] // one per context
 pub enum Backend {
     Cpu,
     Cuda(Gpu),
@@ -77,7 +78,12 @@ impl Context {
     }
 
     fn with_backend(backend: Backend) -> Context {
-        Context { backend, registered: Mutex::new(HashMap::new()), profile: Profile::from_env(), pipeline: pipeline::Cache::default() }
+        Context {
+            backend,
+            registered: Mutex::new(HashMap::new()),
+            profile: Profile::from_env(),
+            pipeline: pipeline::Cache::default(),
+        }
     }
 
     /// Whether `bytes` bytes at `start` lie inside one range registered with this context.
@@ -135,7 +141,8 @@ impl Drop for Context {
         if self.profile.enabled() && !self.profile.is_empty() {
             // The profile of a context goes out when it is destroyed.
             eprint!("{}", self.profile.table());
-            let path = std::env::var("FEGPU_PROFILE_JSON").unwrap_or_else(|_| format!("fegpu-profile-{}.json", std::process::id()));
+            let path =
+                std::env::var("FEGPU_PROFILE_JSON").unwrap_or_else(|_| format!("fegpu-profile-{}.json", std::process::id()));
             if let Err(e) = std::fs::write(&path, self.profile.json()) {
                 eprintln!("fegpu: could not write the profile to {path}: {e}");
             }

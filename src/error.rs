@@ -143,7 +143,10 @@ pub fn host_vec<T: Clone>(n: usize, value: T, what: &str) -> Result<Vec<T>> {
     }
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| {
-        Error::out_of_memory(format!("{what}: {n} elements ({:.1} GiB) could not be allocated on the host", gib(bytes.unwrap_or(0) as u128)))
+        Error::out_of_memory(format!(
+            "{what}: {n} elements ({:.1} GiB) could not be allocated on the host",
+            gib(bytes.unwrap_or(0) as u128)
+        ))
     })?;
     v.resize(n, value);
     Ok(v)

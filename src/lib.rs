@@ -2,15 +2,19 @@
 //! calls, for legacy Fortran simulation codes (C ABI in `ffi`, Fortran module
 //! in `fortran/`). See README.md for the call sequences and DESIGN notes.
 
+// Numerical loops that index several arrays at once (element matrices,
+// quadrature, stencils) read closer to their formulas with the index.
+#![allow(clippy::needless_range_loop)]
+
 pub mod array;
 pub mod bench;
 pub mod context;
 pub mod dense;
 pub mod error;
 pub mod fem;
-pub mod krylov;
 pub mod ffi;
 pub mod gpu;
+pub mod krylov;
 pub mod lbm;
 pub mod pipeline;
 pub mod profile;
@@ -21,11 +25,22 @@ pub mod sparse;
 pub use context::{FEGPU_BACKEND_AUTO, FEGPU_BACKEND_CPU, FEGPU_BACKEND_CUDA};
 pub use dense::{FEGPU_VARIANT_AUTO, FEGPU_VARIANT_NAIVE, FEGPU_VARIANT_PADDED, FEGPU_VARIANT_TILE};
 pub use error::*;
-pub use fem::{FEGPU_INTEGRATION_AUTO, FEGPU_INTEGRATION_BLOCKED, FEGPU_INTEGRATION_ELEMENT, FEGPU_INTEGRATION_POINT, FEGPU_ELEMENT_HEX8, FEGPU_ELEMENT_QUAD4, FEGPU_ELEMENT_TET4, FEGPU_ELEMENT_TRI3, FEGPU_PROBLEM_ELASTIC_3D, FEGPU_PROBLEM_HEAT, FEGPU_PROBLEM_PLANE_STRAIN, FEGPU_PROBLEM_PLANE_STRESS};
+pub use fem::{
+    FEGPU_ELEMENT_HEX8, FEGPU_ELEMENT_QUAD4, FEGPU_ELEMENT_TET4, FEGPU_ELEMENT_TRI3, FEGPU_INTEGRATION_AUTO,
+    FEGPU_INTEGRATION_BLOCKED, FEGPU_INTEGRATION_ELEMENT, FEGPU_INTEGRATION_POINT, FEGPU_PROBLEM_ELASTIC_3D, FEGPU_PROBLEM_HEAT,
+    FEGPU_PROBLEM_PLANE_STRAIN, FEGPU_PROBLEM_PLANE_STRESS,
+};
 pub use lbm::{FEGPU_PERIODIC_X, FEGPU_PERIODIC_Y, FEGPU_PERIODIC_Z};
 pub use pipeline::{FEGPU_PIPELINE_AUTO, FEGPU_PIPELINE_PER_CHUNK, FEGPU_PIPELINE_SERIAL, FEGPU_PIPELINE_STAGED};
 pub use radfields::{FEGPU_RADFIELDS_AUTO, FEGPU_RADFIELDS_DIRECT, FEGPU_RADFIELDS_TILED};
 pub use sparse::solver::{FEGPU_METHOD_BICGSTAB, FEGPU_METHOD_CG, FEGPU_PRECOND_ILU0, FEGPU_PRECOND_JACOBI, FEGPU_PRECOND_NONE};
 
 /// Every CUDA source file (module name, text), for NVRTC compile checks.
-pub const KERNEL_SOURCES: &[(&str, &str)] = &[("dense", dense::cuda::SOURCE), ("sparse", sparse::cuda::SOURCE), ("lbm", lbm::cuda::SOURCE), ("radfields", radfields::cuda::SOURCE), ("pipeline", pipeline::cuda::SOURCE), ("fem", fem::cuda::SOURCE)];
+pub const KERNEL_SOURCES: &[(&str, &str)] = &[
+    ("dense", dense::cuda::SOURCE),
+    ("sparse", sparse::cuda::SOURCE),
+    ("lbm", lbm::cuda::SOURCE),
+    ("radfields", radfields::cuda::SOURCE),
+    ("pipeline", pipeline::cuda::SOURCE),
+    ("fem", fem::cuda::SOURCE),
+];

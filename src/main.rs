@@ -66,7 +66,9 @@ fn bench(args: &[String]) -> fegpu::Result<()> {
             while let Some(a) = it.next() {
                 match a.as_str() {
                     "--size" => sizes.push(it.next().and_then(|s| parse_size(s)).ok_or_else(|| bad("--size wants MxN".into()))?),
-                    "--reps" => reps = it.next().and_then(|s| s.parse().ok()).ok_or_else(|| bad("--reps wants a count".into()))?,
+                    "--reps" => {
+                        reps = it.next().and_then(|s| s.parse().ok()).ok_or_else(|| bad("--reps wants a count".into()))?
+                    }
                     other => return Err(bad(format!("unknown option {other}"))),
                 }
             }

@@ -135,7 +135,18 @@ impl Profile {
         let _ = writeln!(
             t,
             "{:<14} {:>6} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9}",
-            "operation", "calls", "H2D MB", "D2H MB", "H2D ms", "D2H ms", "kernel ms", "wall ms", "T_e ms", "overlap", "speedup", "bound"
+            "operation",
+            "calls",
+            "H2D MB",
+            "D2H MB",
+            "H2D ms",
+            "D2H ms",
+            "kernel ms",
+            "wall ms",
+            "T_e ms",
+            "overlap",
+            "speedup",
+            "bound"
         );
         for (name, s) in ops.iter().map(|(n, s)| (n, s.estimated())) {
             let _ = writeln!(
@@ -193,7 +204,15 @@ mod tests {
 
     #[test]
     fn sampled_phase_times_scale_to_all_calls_and_bytes_do_not() {
-        let s = OpStats { calls: 10, timed_calls: 2, h2d_bytes: 800, kernel_seconds: 1.0, h2d_seconds: 0.5, wall_seconds: 9.0, ..OpStats::default() };
+        let s = OpStats {
+            calls: 10,
+            timed_calls: 2,
+            h2d_bytes: 800,
+            kernel_seconds: 1.0,
+            h2d_seconds: 0.5,
+            wall_seconds: 9.0,
+            ..OpStats::default()
+        };
         let e = s.estimated();
         assert_eq!((e.calls, e.h2d_bytes, e.wall_seconds), (10, 800, 9.0));
         assert_eq!((e.kernel_seconds, e.h2d_seconds), (5.0, 2.5));

@@ -93,19 +93,12 @@ fn describe_missing(h: Handle, want: Kind, arg: &str) -> Error {
         return Error::handle(format!("{arg}: the null handle 0 is never valid (expected a {})", want.name()));
     }
     match Kind::from_handle(h) {
-        Some(k) if k != want => Error::handle(format!(
-            "{arg} = {h:#x} is a {}, expected a {}",
-            k.name(),
-            want.name()
-        )),
+        Some(k) if k != want => Error::handle(format!("{arg} = {h:#x} is a {}, expected a {}", k.name(), want.name())),
         Some(_) if (h & ((1 << 56) - 1)) >= NEXT_SERIAL.load(Ordering::Relaxed) => Error::handle(format!(
             "{arg} = {h:#x} was never created by fegpu (an uninitialised or corrupted {} handle)",
             want.name()
         )),
-        Some(_) => Error::handle(format!(
-            "{arg} = {h:#x}: this {} was destroyed (or its context was)",
-            want.name()
-        )),
+        Some(_) => Error::handle(format!("{arg} = {h:#x}: this {} was destroyed (or its context was)", want.name())),
         None => Error::handle(format!("{arg} = {h:#x} is not a fegpu handle (expected a {})", want.name())),
     }
 }
@@ -114,9 +107,9 @@ fn describe_missing(h: Handle, want: Kind, arg: &str) -> Error {
 pub fn get<T: Object>(h: Handle, arg: &str) -> Result<Arc<T>> {
     let found = table().get(&h).map(|e| e.object.clone());
     match found {
-        Some(obj) if Kind::from_handle(h) == Some(T::KIND) => obj
-            .downcast::<T>()
-            .map_err(|_| Error::handle(format!("{arg} = {h:#x}: registry type confusion"))),
+        Some(obj) if Kind::from_handle(h) == Some(T::KIND) => {
+            obj.downcast::<T>().map_err(|_| Error::handle(format!("{arg} = {h:#x}: registry type confusion")))
+        }
         _ => Err(describe_missing(h, T::KIND, arg)),
     }
 }

@@ -45,8 +45,16 @@ fn sizes_shapes_and_pointers() {
         expect_err(fegpu_array_download_slice_f64(a, 1, 5, out.as_mut_ptr(), 2), FEGPU_ERR_INVALID_ARGUMENT, &["index_base = 2"]);
         expect_err(fegpu_array_upload_f64(a, data.as_ptr(), 13), FEGPU_ERR_SIZE_MISMATCH, &["count = 13"]);
         let mut at = vec![0.0; 12];
-        expect_err(fegpu_dense_transpose_host_f64(ctx, 3, 0, data.as_ptr(), at.as_mut_ptr(), 0), FEGPU_ERR_INVALID_ARGUMENT, &["n = 0"]);
-        expect_err(fegpu_dense_transpose_host_f64(ctx, 3, 4, data.as_ptr(), null_mut(), 0), FEGPU_ERR_INVALID_ARGUMENT, &["at", "null"]);
+        expect_err(
+            fegpu_dense_transpose_host_f64(ctx, 3, 0, data.as_ptr(), at.as_mut_ptr(), 0),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["n = 0"],
+        );
+        expect_err(
+            fegpu_dense_transpose_host_f64(ctx, 3, 4, data.as_ptr(), null_mut(), 0),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["at", "null"],
+        );
         let p = at.as_mut_ptr();
         expect_err(fegpu_dense_transpose_host_f64(ctx, 3, 4, p, p, 0), FEGPU_ERR_INVALID_ARGUMENT, &["overlap"]);
         expect_err(fegpu_host_register(ctx, null_mut(), 8), FEGPU_ERR_INVALID_ARGUMENT, &["ptr", "null"]);
@@ -62,7 +70,11 @@ fn stale_foreign_and_null_handles() {
     let a = create_f64(ctx, 2, 2, &[1.0, 2.0, 3.0, 4.0]);
     let b = create_f64(ctx, 2, 2, &[0.0; 4]);
     expect_err(fegpu_dense_transpose(0, b, 0), FEGPU_ERR_INVALID_HANDLE, &["src", "null handle"]);
-    expect_err(fegpu_dense_transpose(ctx, b, 0), FEGPU_ERR_INVALID_HANDLE, &["src", "fegpu_context_t", "expected a fegpu_array_t"]);
+    expect_err(
+        fegpu_dense_transpose(ctx, b, 0),
+        FEGPU_ERR_INVALID_HANDLE,
+        &["src", "fegpu_context_t", "expected a fegpu_array_t"],
+    );
     expect_err(fegpu_context_destroy(a), FEGPU_ERR_INVALID_HANDLE, &["ctx", "fegpu_array_t"]);
     expect_err(fegpu_dense_transpose(12345, b, 0), FEGPU_ERR_INVALID_HANDLE, &["not a fegpu handle"]);
     ok(fegpu_array_destroy(a));

@@ -43,7 +43,18 @@ fn solve_reports_and_writes_the_solution() {
     let dir = std::env::temp_dir().join(format!("fegpu-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let x = dir.join("x.mtx");
-    let (ok, out) = fegpu(&["solve", &matrix("sherman5"), "--method", "bicgstab", "--precond", "ilu0", "--tol", "1e-8", "--output", x.to_str().unwrap()]);
+    let (ok, out) = fegpu(&[
+        "solve",
+        &matrix("sherman5"),
+        "--method",
+        "bicgstab",
+        "--precond",
+        "ilu0",
+        "--tol",
+        "1e-8",
+        "--output",
+        x.to_str().unwrap(),
+    ]);
     assert!(ok, "{out}");
     for w in ["status: converged", "iterations:", "true relative residual", "error ||x - 1||", "times: upload"] {
         assert!(out.contains(w), "missing {w:?} in\n{out}");
@@ -59,7 +70,17 @@ fn solve_reports_and_writes_the_solution() {
     // CG on an SPD matrix; a zero right-hand side gives x = 0 at once
     let zero = dir.join("b0.mtx");
     std::fs::write(&zero, format!("%%MatrixMarket matrix array real general\n100 1\n{}", "0\n".repeat(100))).unwrap();
-    let (ok, out) = fegpu(&["solve", &matrix("nos4"), zero.to_str().unwrap(), "--method", "cg", "--precond", "jacobi", "--output", x.to_str().unwrap()]);
+    let (ok, out) = fegpu(&[
+        "solve",
+        &matrix("nos4"),
+        zero.to_str().unwrap(),
+        "--method",
+        "cg",
+        "--precond",
+        "jacobi",
+        "--output",
+        x.to_str().unwrap(),
+    ]);
     assert!(ok && out.contains("iterations: 0"), "{out}");
     assert_eq!(read_vector(&x), vec![0.0; 100]);
 

@@ -2,6 +2,7 @@
 //! reference on random distorted elements, a textbook matrix, rigid-body
 //! modes in the null space, patch tests (a linear field gives no force at an
 //! interior node of a distorted patch), and bad input.
+#![allow(clippy::needless_range_loop)] // index loops that mirror the formulas
 
 mod common;
 use common::*;
@@ -10,7 +11,8 @@ use fegpu::ffi::fegpu_context_t;
 use fegpu::ffi::fem::*;
 use fegpu::*;
 
-const TYPES: [(i32, usize, usize); 4] = [(FEGPU_ELEMENT_TRI3, 2, 3), (FEGPU_ELEMENT_QUAD4, 2, 4), (FEGPU_ELEMENT_TET4, 3, 4), (FEGPU_ELEMENT_HEX8, 3, 8)];
+const TYPES: [(i32, usize, usize); 4] =
+    [(FEGPU_ELEMENT_TRI3, 2, 3), (FEGPU_ELEMENT_QUAD4, 2, 4), (FEGPU_ELEMENT_TET4, 3, 4), (FEGPU_ELEMENT_HEX8, 3, 8)];
 
 /// The reference element's nodes (kernels/fem.cu's node order).
 fn reference_nodes(element: i32) -> Vec<[f64; 3]> {
@@ -18,7 +20,15 @@ fn reference_nodes(element: i32) -> Vec<[f64; 3]> {
         FEGPU_ELEMENT_TRI3 => vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
         FEGPU_ELEMENT_QUAD4 => vec![[-1.0, -1.0, 0.0], [1.0, -1.0, 0.0], [1.0, 1.0, 0.0], [-1.0, 1.0, 0.0]],
         FEGPU_ELEMENT_TET4 => vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
-        _ => (0..8).map(|a| [if (a & 3) == 1 || (a & 3) == 2 { 1.0 } else { -1.0 }, if (a & 3) >= 2 { 1.0 } else { -1.0 }, if a >= 4 { 1.0 } else { -1.0 }]).collect(),
+        _ => (0..8)
+            .map(|a| {
+                [
+                    if (a & 3) == 1 || (a & 3) == 2 { 1.0 } else { -1.0 },
+                    if (a & 3) >= 2 { 1.0 } else { -1.0 },
+                    if a >= 4 { 1.0 } else { -1.0 },
+                ]
+            })
+            .collect(),
     }
 }
 
@@ -37,11 +47,35 @@ struct Set {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn create(ctx: fegpu_context_t, element: i32, problem: i32, coords: &[f64], dim: usize, conn: &[i64], props: &[f64], material: &[i64], order: i32) -> Set {
+fn create(
+    ctx: fegpu_context_t,
+    element: i32,
+    problem: i32,
+    coords: &[f64],
+    dim: usize,
+    conn: &[i64],
+    props: &[f64],
+    material: &[i64],
+    order: i32,
+) -> Set {
     let (nodes, elements) = (coords.len() / dim, material.len());
     let mut h = 0;
     let st = unsafe {
-        fegpu_fem_create(ctx, element, problem, nodes as i64, coords.as_ptr(), elements as i64, conn.as_ptr(), 1, (props.len() / 2) as i64, props.as_ptr(), material.as_ptr(), order, &mut h)
+        fegpu_fem_create(
+            ctx,
+            element,
+            problem,
+            nodes as i64,
+            coords.as_ptr(),
+            elements as i64,
+            conn.as_ptr(),
+            1,
+            (props.len() / 2) as i64,
+            props.as_ptr(),
+            material.as_ptr(),
+            order,
+            &mut h,
+        )
     };
     assert_eq!(st, FEGPU_OK, "{}", last_message());
     let mut packed = 0;
@@ -110,11 +144,20 @@ fn backend_matches_the_reference_integration_on_random_distorted_elements() {
                 let w = stiffness(&want);
                 let scale = w.iter().fold(0.0f64, |m, v| m.max(v.abs()));
                 // every integration strategy (levels I, II and IIa; AUTO picks one of them)
-                for level in [FEGPU_INTEGRATION_ELEMENT, FEGPU_INTEGRATION_POINT, FEGPU_INTEGRATION_BLOCKED, FEGPU_INTEGRATION_AUTO] {
+                for level in
+                    [FEGPU_INTEGRATION_ELEMENT, FEGPU_INTEGRATION_POINT, FEGPU_INTEGRATION_BLOCKED, FEGPU_INTEGRATION_AUTO]
+                {
                     ok(fegpu_fem_set_integration(got.h, level));
                     let g = stiffness(&got);
-                    let diff = g.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0.0, |m: f64, d| if d.is_nan() { f64::INFINITY } else { m.max(d) });
-                    assert!(diff <= 1e-13 * scale, "element {element} problem {problem} order {order} level {level}: differs by {diff:e} (scale {scale:e})");
+                    let diff =
+                        g.iter()
+                            .zip(&w)
+                            .map(|(a, b)| (a - b).abs())
+                            .fold(0.0, |m: f64, d| if d.is_nan() { f64::INFINITY } else { m.max(d) });
+                    assert!(
+                        diff <= 1e-13 * scale,
+                        "element {element} problem {problem} order {order} level {level}: differs by {diff:e} (scale {scale:e})"
+                    );
                 }
                 ok(fegpu_fem_destroy(got.h));
                 ok(fegpu_fem_destroy(want.h));
@@ -176,13 +219,28 @@ fn rigid_body_modes_are_in_the_null_space() {
                     let pairs: &[(usize, usize)] = if dim == 2 { &[(0, 1)] } else { &[(0, 1), (1, 2), (2, 0)] };
                     for &(i, j) in pairs {
                         // rotation in the (i, j) plane: u_i = -x_j, u_j = x_i
-                        modes.push((0..nn * dim).map(|p| if p % dim == i { -x(p / dim, j) } else if p % dim == j { x(p / dim, i) } else { 0.0 }).collect());
+                        modes.push(
+                            (0..nn * dim)
+                                .map(|p| {
+                                    if p % dim == i {
+                                        -x(p / dim, j)
+                                    } else if p % dim == j {
+                                        x(p / dim, i)
+                                    } else {
+                                        0.0
+                                    }
+                                })
+                                .collect(),
+                        );
                     }
                 }
                 let norm = k.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
                 for (m, mode) in modes.iter().enumerate() {
                     let size = mode.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-                    let f = k.iter().map(|row| row.iter().zip(mode).map(|(a, b)| a * b).sum::<f64>()).fold(0.0f64, |a, v| a.max(v.abs()));
+                    let f = k
+                        .iter()
+                        .map(|row| row.iter().zip(mode).map(|(a, b)| a * b).sum::<f64>())
+                        .fold(0.0f64, |a, v| a.max(v.abs()));
                     assert!(f < 1e-12 * norm * size, "element {element} problem {problem} #{e}: mode {m} gives force {f:e}");
                 }
             }
@@ -236,7 +294,9 @@ fn distorted_patches_reproduce_linear_fields() {
         let dpn = if problem == FEGPU_PROBLEM_HEAT { 1 } else { dim };
         let nodes = coords.len() / dim;
         // u_c(x) = a_c + sum_d g_cd x_d
-        let field = |n: usize, c: usize| 0.3 + 0.1 * c as f64 + (0..dim).map(|d| (0.2 + 0.05 * (c * 3 + d) as f64) * coords[dim * n + d]).sum::<f64>();
+        let field = |n: usize, c: usize| {
+            0.3 + 0.1 * c as f64 + (0..dim).map(|d| (0.2 + 0.05 * (c * 3 + d) as f64) * coords[dim * n + d]).sum::<f64>()
+        };
         let mut force = vec![0.0; nodes * dpn];
         let nn = conn.len() / elements;
         for e in 0..elements {
@@ -252,7 +312,10 @@ fn distorted_patches_reproduce_linear_fields() {
         let scale = force.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         for c in 0..dpn {
             let f = force[centre * dpn + c];
-            assert!(f.abs() < 1e-12 * scale, "element {element} problem {problem}: centre force {f:e} (boundary forces up to {scale:e})");
+            assert!(
+                f.abs() < 1e-12 * scale,
+                "element {element} problem {problem}: centre force {f:e} (boundary forces up to {scale:e})"
+            );
         }
     }
     ok(fegpu_context_destroy(ctx));
@@ -265,7 +328,21 @@ fn bad_element_sets_are_refused_with_the_culprit_named() {
     let create_raw = |conn: &[i64], props: &[f64], material: &[i64], element: i32, problem: i32, order: i32| {
         let mut h = 0;
         let st = unsafe {
-            fegpu_fem_create(ctx, element, problem, 6, square.as_ptr(), (conn.len() / 4) as i64, conn.as_ptr(), 1, (props.len() / 2) as i64, props.as_ptr(), material.as_ptr(), order, &mut h)
+            fegpu_fem_create(
+                ctx,
+                element,
+                problem,
+                6,
+                square.as_ptr(),
+                (conn.len() / 4) as i64,
+                conn.as_ptr(),
+                1,
+                (props.len() / 2) as i64,
+                props.as_ptr(),
+                material.as_ptr(),
+                order,
+                &mut h,
+            )
         };
         (st, h)
     };
@@ -275,7 +352,11 @@ fn bad_element_sets_are_refused_with_the_culprit_named() {
     assert_eq!(st, FEGPU_OK);
     expect_err(fegpu_fem_integrate(h), FEGPU_ERR_INVALID_ARGUMENT, &["element 2", "Jacobian", "nodes 2 3 6 5"]);
     let mut ke = vec![0.0; 2 * 36];
-    expect_err(unsafe { fegpu_fem_stiffness_download(h, ke.as_mut_ptr(), ke.len() as i64) }, FEGPU_ERR_INVALID_ARGUMENT, &["fegpu_fem_integrate"]);
+    expect_err(
+        unsafe { fegpu_fem_stiffness_download(h, ke.as_mut_ptr(), ke.len() as i64) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["fegpu_fem_integrate"],
+    );
     ok(fegpu_fem_destroy(h));
     // a degenerate element (all nodes on a line)
     let (st, h) = create_raw(&[1, 2, 5, 2], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 2);
@@ -283,17 +364,65 @@ fn bad_element_sets_are_refused_with_the_culprit_named() {
     expect_err(fegpu_fem_integrate(h), FEGPU_ERR_INVALID_ARGUMENT, &["element 1", "degenerate"]);
     ok(fegpu_fem_destroy(h));
     // connectivity, materials and parameters
-    expect_err(create_raw(&[1, 2, 3, 7], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["conn(4, 1) = 7", "out of range"]);
-    expect_err(create_raw(&[0, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["conn(1, 1) = 0"]);
-    expect_err(create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[2], q, FEGPU_PROBLEM_HEAT, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["material(1) = 2"]);
-    expect_err(create_raw(&[1, 2, 3, 4], &[1.0, 0.5], &[1], q, FEGPU_PROBLEM_PLANE_STRESS, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["props(:, 1)", "nu < 0.5"]);
+    expect_err(
+        create_raw(&[1, 2, 3, 7], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 2).0,
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["conn(4, 1) = 7", "out of range"],
+    );
+    expect_err(
+        create_raw(&[0, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 2).0,
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["conn(1, 1) = 0"],
+    );
+    expect_err(
+        create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[2], q, FEGPU_PROBLEM_HEAT, 2).0,
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["material(1) = 2"],
+    );
+    expect_err(
+        create_raw(&[1, 2, 3, 4], &[1.0, 0.5], &[1], q, FEGPU_PROBLEM_PLANE_STRESS, 2).0,
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["props(:, 1)", "nu < 0.5"],
+    );
     expect_err(create_raw(&[1, 2, 3, 4], &[-1.0, 0.0], &[1], q, FEGPU_PROBLEM_HEAT, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["k > 0"]);
-    expect_err(create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_ELASTIC_3D, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["does not fit", "quad4"]);
-    expect_err(create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 5).0, FEGPU_ERR_INVALID_ARGUMENT, &["order = 5"]);
-    expect_err(fegpu_fem_set_integration(create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 2).1, 7), FEGPU_ERR_INVALID_ARGUMENT, &["level = 7"]);
-    expect_err(create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], 9, FEGPU_PROBLEM_HEAT, 2).0, FEGPU_ERR_INVALID_ARGUMENT, &["element = 9"]);
+    expect_err(
+        create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_ELASTIC_3D, 2).0,
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["does not fit", "quad4"],
+    );
+    expect_err(
+        create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 5).0,
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["order = 5"],
+    );
+    expect_err(
+        fegpu_fem_set_integration(create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 2).1, 7),
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["level = 7"],
+    );
+    expect_err(
+        create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], 9, FEGPU_PROBLEM_HEAT, 2).0,
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["element = 9"],
+    );
     let mut h = 0;
-    let st = unsafe { fegpu_fem_create(ctx, q, FEGPU_PROBLEM_HEAT, 6, std::ptr::null(), 1, [1i64, 2, 3, 4].as_ptr(), 1, 1, [1.0, 0.0].as_ptr(), [1i64].as_ptr(), 2, &mut h) };
+    let st = unsafe {
+        fegpu_fem_create(
+            ctx,
+            q,
+            FEGPU_PROBLEM_HEAT,
+            6,
+            std::ptr::null(),
+            1,
+            [1i64, 2, 3, 4].as_ptr(),
+            1,
+            1,
+            [1.0, 0.0].as_ptr(),
+            [1i64].as_ptr(),
+            2,
+            &mut h,
+        )
+    };
     expect_err(st, FEGPU_ERR_INVALID_ARGUMENT, &["coords"]);
     expect_err(fegpu_fem_integrate(0), FEGPU_ERR_INVALID_HANDLE, &["fem"]);
     // a good set: a wrong-sized download is refused
@@ -303,12 +432,28 @@ fn bad_element_sets_are_refused_with_the_culprit_named() {
     expect_err(unsafe { fegpu_fem_stiffness_download(h, ke.as_mut_ptr(), 3) }, FEGPU_ERR_SIZE_MISMATCH, &["10 packed entries"]);
     // a stepper needs an assembled heat set, dt > 0, theta in [1/2, 1]
     let mut heat = 0;
-    expect_err(unsafe { fegpu_fem_heat_create(h, 0.1, 1.0, 0, [0i64; 0].as_ptr(), 1, [0f64; 0].as_ptr(), &mut heat) }, FEGPU_ERR_INVALID_ARGUMENT, &["fegpu_fem_assemble"]);
+    expect_err(
+        unsafe { fegpu_fem_heat_create(h, 0.1, 1.0, 0, [0i64; 0].as_ptr(), 1, [0f64; 0].as_ptr(), &mut heat) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["fegpu_fem_assemble"],
+    );
     let mut a = 0;
     ok(unsafe { fegpu_fem_assemble(h, &mut a) });
-    expect_err(unsafe { fegpu_fem_heat_create(h, -1.0, 1.0, 0, [0i64; 0].as_ptr(), 1, [0f64; 0].as_ptr(), &mut heat) }, FEGPU_ERR_INVALID_ARGUMENT, &["dt = -1"]);
-    expect_err(unsafe { fegpu_fem_heat_create(h, 0.1, 0.3, 0, [0i64; 0].as_ptr(), 1, [0f64; 0].as_ptr(), &mut heat) }, FEGPU_ERR_INVALID_ARGUMENT, &["theta = 0.3"]);
-    expect_err(unsafe { fegpu_fem_heat_create(h, 0.1, 1.0, 1, [9i64].as_ptr(), 1, [0.0].as_ptr(), &mut heat) }, FEGPU_ERR_INVALID_ARGUMENT, &["dofs[0] = 9"]);
+    expect_err(
+        unsafe { fegpu_fem_heat_create(h, -1.0, 1.0, 0, [0i64; 0].as_ptr(), 1, [0f64; 0].as_ptr(), &mut heat) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["dt = -1"],
+    );
+    expect_err(
+        unsafe { fegpu_fem_heat_create(h, 0.1, 0.3, 0, [0i64; 0].as_ptr(), 1, [0f64; 0].as_ptr(), &mut heat) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["theta = 0.3"],
+    );
+    expect_err(
+        unsafe { fegpu_fem_heat_create(h, 0.1, 1.0, 1, [9i64].as_ptr(), 1, [0.0].as_ptr(), &mut heat) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["dofs[0] = 9"],
+    );
     ok(fegpu_context_destroy(ctx));
 }
 
@@ -405,7 +550,8 @@ fn cantilever_tip_deflection_converges_to_beam_theory() {
     for (nx, ny) in [(20, 2), (40, 4), (80, 8)] {
         let (coords, conn) = quad_mesh(nx, ny, l, h, 0.0, &mut rng);
         let elements = conn.len() / 4;
-        let s = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRESS, &coords, 2, &conn, &[e_mod, nu], &vec![1; elements], 2);
+        let s =
+            create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRESS, &coords, 2, &conn, &[e_mod, nu], &vec![1; elements], 2);
         ok(fegpu_fem_integrate(s.h));
         let mut a = 0;
         ok(unsafe { fegpu_fem_assemble(s.h, &mut a) });
@@ -421,14 +567,18 @@ fn cantilever_tip_deflection_converges_to_beam_theory() {
             f[2 * n0 + 1] += hy / 6.0 * (tau(y0) + 2.0 * mid);
             f[2 * n1 + 1] += hy / 6.0 * (tau(y1) + 2.0 * mid);
         }
-        let clamped: Vec<i64> = (0..=ny).flat_map(|j| {
-            let n = (j * (nx + 1)) as i64;
-            [2 * n + 1, 2 * n + 2] // 1-based dofs
-        }).collect();
+        let clamped: Vec<i64> = (0..=ny)
+            .flat_map(|j| {
+                let n = (j * (nx + 1)) as i64;
+                [2 * n + 1, 2 * n + 2] // 1-based dofs
+            })
+            .collect();
         let (mut b, mut x) = (0, 0);
         ok(unsafe { fegpu_array_create_f64(ctx, f.len() as i64, 1, f.as_ptr(), &mut b) });
         ok(unsafe { fegpu_array_create_f64(ctx, f.len() as i64, 1, vec![0.0; f.len()].as_ptr(), &mut x) });
-        ok(unsafe { fegpu_csr_apply_dirichlet(a, clamped.len() as i64, clamped.as_ptr(), 1, vec![0.0; clamped.len()].as_ptr(), b) });
+        ok(unsafe {
+            fegpu_csr_apply_dirichlet(a, clamped.len() as i64, clamped.as_ptr(), 1, vec![0.0; clamped.len()].as_ptr(), b)
+        });
         let mut solver = 0;
         ok(unsafe { fegpu_solver_create(a, FEGPU_METHOD_CG, FEGPU_PRECOND_JACOBI, &mut solver) });
         let mut info = fegpu::ffi::sparse::fegpu_solve_info::default();
@@ -438,7 +588,11 @@ fn cantilever_tip_deflection_converges_to_beam_theory() {
         ok(unsafe { fegpu_array_download_f64(x, u.as_mut_ptr(), u.len() as i64) });
         let tip: f64 = (0..=ny).map(|j| u[2 * (j * (nx + 1) + nx) + 1]).sum::<f64>() / (ny + 1) as f64;
         let err = (tip - exact).abs() / exact.abs();
-        eprintln!("cantilever {nx} x {ny}: tip {tip:.5} vs Timoshenko {exact:.5}: error {:.2}%, {} CG iterations", 100.0 * err, info.iterations);
+        eprintln!(
+            "cantilever {nx} x {ny}: tip {tip:.5} vs Timoshenko {exact:.5}: error {:.2}%, {} CG iterations",
+            100.0 * err,
+            info.iterations
+        );
         errors.push(err);
         if nx == 80 {
             // twice as stiff: new materials, integrate, assemble into the same matrix; the solver refreshes
@@ -448,7 +602,9 @@ fn cantilever_tip_deflection_converges_to_beam_theory() {
             ok(unsafe { fegpu_fem_assemble(s.h, &mut again) });
             assert_eq!(again, a);
             ok(unsafe { fegpu_array_upload_f64(b, f.as_ptr(), f.len() as i64) });
-            ok(unsafe { fegpu_csr_apply_dirichlet(a, clamped.len() as i64, clamped.as_ptr(), 1, vec![0.0; clamped.len()].as_ptr(), b) });
+            ok(unsafe {
+                fegpu_csr_apply_dirichlet(a, clamped.len() as i64, clamped.as_ptr(), 1, vec![0.0; clamped.len()].as_ptr(), b)
+            });
             ok(unsafe { fegpu_solver_solve(solver, b, x, 1e-10, 20000, &mut info) });
             let mut u2 = vec![0.0; f.len()];
             ok(unsafe { fegpu_array_download_f64(x, u2.as_mut_ptr(), u2.len() as i64) });
@@ -485,9 +641,21 @@ fn dirichlet_conditions_keep_symmetry_and_move_known_values_to_the_right() {
     let mut b = 0;
     ok(unsafe { fegpu_array_create_f64(ctx, 4, 1, b0.as_ptr(), &mut b) });
     // refused input changes nothing
-    expect_err(unsafe { fegpu_csr_apply_dirichlet(a, 1, [5i64].as_ptr(), 1, [2.0].as_ptr(), b) }, FEGPU_ERR_INVALID_ARGUMENT, &["dofs[0] = 5", "rows 1..4"]);
-    expect_err(unsafe { fegpu_csr_apply_dirichlet(a, 2, [3i64, 3].as_ptr(), 1, [2.0, 2.0].as_ptr(), b) }, FEGPU_ERR_INVALID_ARGUMENT, &["constrained twice"]);
-    expect_err(unsafe { fegpu_csr_apply_dirichlet(a, 1, [3i64].as_ptr(), 1, [f64::NAN].as_ptr(), b) }, FEGPU_ERR_INVALID_ARGUMENT, &["values[0]", "finite"]);
+    expect_err(
+        unsafe { fegpu_csr_apply_dirichlet(a, 1, [5i64].as_ptr(), 1, [2.0].as_ptr(), b) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["dofs[0] = 5", "rows 1..4"],
+    );
+    expect_err(
+        unsafe { fegpu_csr_apply_dirichlet(a, 2, [3i64, 3].as_ptr(), 1, [2.0, 2.0].as_ptr(), b) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["constrained twice"],
+    );
+    expect_err(
+        unsafe { fegpu_csr_apply_dirichlet(a, 1, [3i64].as_ptr(), 1, [f64::NAN].as_ptr(), b) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["values[0]", "finite"],
+    );
     assert_eq!(dense_of(a)[2][1], 1.0);
     ok(unsafe { fegpu_csr_apply_dirichlet(a, 1, [3i64].as_ptr(), 1, [2.0].as_ptr(), b) });
     let k = dense_of(a);
@@ -495,7 +663,15 @@ fn dirichlet_conditions_keep_symmetry_and_move_known_values_to_the_right() {
     ok(unsafe { fegpu_array_download_f64(b, got.as_mut_ptr(), 4) });
     for i in 0..4 {
         for j in 0..4 {
-            let want = if i == 2 || j == 2 { if i == j { 6.0 } else { 0.0 } } else { dense[i][j] };
+            let want = if i == 2 || j == 2 {
+                if i == j {
+                    6.0
+                } else {
+                    0.0
+                }
+            } else {
+                dense[i][j]
+            };
             assert_eq!(k[i][j], want, "K[{i}][{j}]");
         }
         let want_b = if i == 2 { 12.0 } else { b0[i] - dense[i][2] * 2.0 };
@@ -555,7 +731,8 @@ fn element_by_element_cg_matches_assembled_cg() {
         let dpn = if problem == FEGPU_PROBLEM_HEAT { 1 } else { dim };
         let ndof = nodes * dpn;
         // the x = 0 face fixed, with nonzero prescribed values on some of it
-        let fixed: Vec<i64> = (0..nodes).filter(|&n| coords[dim * n] == 0.0).flat_map(|n| (0..dpn).map(move |c| (n * dpn + c) as i64)).collect();
+        let fixed: Vec<i64> =
+            (0..nodes).filter(|&n| coords[dim * n] == 0.0).flat_map(|n| (0..dpn).map(move |c| (n * dpn + c) as i64)).collect();
         let values: Vec<f64> = fixed.iter().map(|&d| 0.01 * (d % 3) as f64).collect();
         let f: Vec<f64> = (0..ndof).map(|_| rng.next_f64()).collect();
         let mk = |v: &[f64]| {
@@ -575,7 +752,9 @@ fn element_by_element_cg_matches_assembled_cg() {
         // element by element, from the untouched right-hand side: stored K^e, then recomputed
         for on_the_fly in [0, 1] {
             let mut ebe = 0;
-            ok(unsafe { fegpu_fem_ebe_create(s.h, fixed.len() as i64, fixed.as_ptr(), 0, values.as_ptr(), on_the_fly, &mut ebe) });
+            ok(unsafe {
+                fegpu_fem_ebe_create(s.h, fixed.len() as i64, fixed.as_ptr(), 0, values.as_ptr(), on_the_fly, &mut ebe)
+            });
             let (b2, x2) = (mk(&f), mk(&vec![0.0; ndof]));
             let mut info2 = fegpu_solve_info::default();
             let st = unsafe { fegpu_fem_ebe_solve(ebe, b2, x2, 1e-10, 5000, &mut info2) };
@@ -588,7 +767,12 @@ fn element_by_element_cg_matches_assembled_cg() {
             let scale = u1.iter().fold(0.0f64, |m, v| m.max(v.abs()));
             let diff = u1.iter().zip(&u2).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
             eprintln!("EBE (on the fly {on_the_fly}) vs assembled, element {element} problem {problem}: {} / {} iterations, max diff {diff:.2e} (scale {scale:.2e})", info2.iterations, info1.iterations);
-            assert!((info1.iterations - info2.iterations).abs() <= 1, "iterations: assembled {} vs EBE {}", info1.iterations, info2.iterations);
+            assert!(
+                (info1.iterations - info2.iterations).abs() <= 1,
+                "iterations: assembled {} vs EBE {}",
+                info1.iterations,
+                info2.iterations
+            );
             assert!(diff <= 1e-8 * scale, "solutions differ by {diff:e}");
             for (&d, &v) in fixed.iter().zip(&values) {
                 assert!((u2[d as usize] - v).abs() < 1e-8 * scale, "dof {d}: {} vs prescribed {v}", u2[d as usize]);
@@ -602,15 +786,27 @@ fn element_by_element_cg_matches_assembled_cg() {
     let (coords, conn) = quad_mesh(2, 1, 2.0, 1.0, 0.0, &mut rng);
     let s = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_HEAT, &coords, 2, &conn, &[1.0, 0.0], &[1, 1], 2);
     let mut ebe = 0;
-    expect_err(unsafe { fegpu_fem_ebe_create(s.h, 1, [7i64].as_ptr(), 1, [0.0].as_ptr(), 0, &mut ebe) }, FEGPU_ERR_INVALID_ARGUMENT, &["dofs[0] = 7", "1..6"]);
+    expect_err(
+        unsafe { fegpu_fem_ebe_create(s.h, 1, [7i64].as_ptr(), 1, [0.0].as_ptr(), 0, &mut ebe) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["dofs[0] = 7", "1..6"],
+    );
     ok(unsafe { fegpu_fem_ebe_create(s.h, 1, [1i64].as_ptr(), 1, [0.0].as_ptr(), 0, &mut ebe) });
     let (mut b, mut x, mut short) = (0, 0, 0);
     ok(unsafe { fegpu_array_create_f64(ctx, 6, 1, [1.0; 6].as_ptr(), &mut b) });
     ok(unsafe { fegpu_array_create_f64(ctx, 6, 1, [0.0; 6].as_ptr(), &mut x) });
     ok(unsafe { fegpu_array_create_f64(ctx, 5, 1, [0.0; 5].as_ptr(), &mut short) });
-    expect_err(unsafe { fegpu_fem_ebe_solve(ebe, b, x, 1e-8, 10, std::ptr::null_mut()) }, FEGPU_ERR_INVALID_ARGUMENT, &["fegpu_fem_integrate"]);
+    expect_err(
+        unsafe { fegpu_fem_ebe_solve(ebe, b, x, 1e-8, 10, std::ptr::null_mut()) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["fegpu_fem_integrate"],
+    );
     ok(fegpu_fem_integrate(s.h));
-    expect_err(unsafe { fegpu_fem_ebe_solve(ebe, b, short, 1e-8, 10, std::ptr::null_mut()) }, FEGPU_ERR_SIZE_MISMATCH, &["x has 5 elements", "6 dofs"]);
+    expect_err(
+        unsafe { fegpu_fem_ebe_solve(ebe, b, short, 1e-8, 10, std::ptr::null_mut()) },
+        FEGPU_ERR_SIZE_MISMATCH,
+        &["x has 5 elements", "6 dofs"],
+    );
     ok(unsafe { fegpu_fem_ebe_solve(ebe, b, x, 1e-8, 100, std::ptr::null_mut()) });
     ok(fegpu_context_destroy(ctx));
 }
@@ -658,7 +854,9 @@ fn capacity_matrices_hold_the_heat_of_the_volume() {
 
 /// The element's volume: a simplex from its vertices, quad4/hex8 by splitting into simplices.
 fn element_volume(element: i32, x: &dyn Fn(usize, usize) -> f64) -> f64 {
-    let tri = |a: usize, b: usize, c: usize| 0.5 * ((x(b, 0) - x(a, 0)) * (x(c, 1) - x(a, 1)) - (x(c, 0) - x(a, 0)) * (x(b, 1) - x(a, 1)));
+    let tri = |a: usize, b: usize, c: usize| {
+        0.5 * ((x(b, 0) - x(a, 0)) * (x(c, 1) - x(a, 1)) - (x(c, 0) - x(a, 0)) * (x(b, 1) - x(a, 1)))
+    };
     let tet = |a: usize, b: usize, c: usize, d: usize| {
         let u = [x(b, 0) - x(a, 0), x(b, 1) - x(a, 1), x(b, 2) - x(a, 2)];
         let v = [x(c, 0) - x(a, 0), x(c, 1) - x(a, 1), x(c, 2) - x(a, 2)];
@@ -678,7 +876,11 @@ fn element_volume(element: i32, x: &dyn Fn(usize, usize) -> f64) -> f64 {
 /// The trilinear hexahedron's volume by 2 x 2 x 2 Gauss points (exact: det J is a polynomial of degree 2 in each direction).
 fn hex_volume(x: &dyn Fn(usize, usize) -> f64) -> f64 {
     let g = 1.0 / 3f64.sqrt();
-    let (sx, sy, sz) = ([-1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0], [-1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0], [-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0, 1.0]);
+    let (sx, sy, sz) = (
+        [-1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0],
+        [-1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0],
+        [-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0, 1.0],
+    );
     let mut v = 0.0;
     for p in 0..8 {
         let xi = [if p & 1 == 0 { -g } else { g }, if p & 2 == 0 { -g } else { g }, if p & 4 == 0 { -g } else { g }];
@@ -695,7 +897,8 @@ fn hex_volume(x: &dyn Fn(usize, usize) -> f64) -> f64 {
                 }
             }
         }
-        v += j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1]) - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0]) + j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0]);
+        v += j[0][0] * (j[1][1] * j[2][2] - j[1][2] * j[2][1]) - j[0][1] * (j[1][0] * j[2][2] - j[1][2] * j[2][0])
+            + j[0][2] * (j[1][0] * j[2][1] - j[1][1] * j[2][0]);
     }
     v
 }
@@ -787,8 +990,16 @@ fn convective_boundary_gives_the_steady_state_of_a_cooled_bar() {
     // the x = L edge: each of its two nodes stands for half the height
     let cooled = [(nx + 1) as i64, (2 * nx + 2) as i64];
     let h_area = [h * height / 2.0; 2];
-    expect_err(unsafe { fegpu_fem_heat_set_convection(heat, 2, [0i64, 5].as_ptr(), 1, h_area.as_ptr(), [t_env; 2].as_ptr()) }, FEGPU_ERR_INVALID_ARGUMENT, &["nodes[0] = 0"]);
-    expect_err(unsafe { fegpu_fem_heat_set_convection(heat, 2, cooled.as_ptr(), 1, [-1.0, 1.0].as_ptr(), [t_env; 2].as_ptr()) }, FEGPU_ERR_INVALID_ARGUMENT, &["h_area[0] = -1"]);
+    expect_err(
+        unsafe { fegpu_fem_heat_set_convection(heat, 2, [0i64, 5].as_ptr(), 1, h_area.as_ptr(), [t_env; 2].as_ptr()) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["nodes[0] = 0"],
+    );
+    expect_err(
+        unsafe { fegpu_fem_heat_set_convection(heat, 2, cooled.as_ptr(), 1, [-1.0, 1.0].as_ptr(), [t_env; 2].as_ptr()) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["h_area[0] = -1"],
+    );
     ok(unsafe { fegpu_fem_heat_set_convection(heat, 2, cooled.as_ptr(), 1, h_area.as_ptr(), [t_env; 2].as_ptr()) });
     let nodes = coords.len() / 2;
     let mut t = 0;
@@ -841,7 +1052,9 @@ fn suddenly_loaded_bar_rings_with_the_wave_period() {
     let (static_tip, period) = (load * length / (e_mod * height), 4.0 * length / (e_mod / rho).sqrt());
     for (scheme, dt) in [(FEGPU_SCHEME_NEWMARK, 0.05), (FEGPU_SCHEME_CENTRAL_DIFFERENCE, 0.02)] {
         let mut dynamics = 0;
-        let st = unsafe { fegpu_fem_dynamics_create(s.h, scheme, dt, 0.25, 0.5, clamped.len() as i64, clamped.as_ptr(), 1, &mut dynamics) };
+        let st = unsafe {
+            fegpu_fem_dynamics_create(s.h, scheme, dt, 0.25, 0.5, clamped.len() as i64, clamped.as_ptr(), 1, &mut dynamics)
+        };
         assert_eq!(st, FEGPU_OK, "{}", last_message());
         let (mut u, mut fh) = (0, 0);
         ok(unsafe { fegpu_array_create_f64(ctx, f.len() as i64, 1, vec![0.0; f.len()].as_ptr(), &mut u) });
@@ -871,8 +1084,16 @@ fn suddenly_loaded_bar_rings_with_the_wave_period() {
     ok(fegpu_fem_integrate(bare.h));
     ok(unsafe { fegpu_fem_assemble(bare.h, &mut a) });
     let mut dynamics = 0;
-    expect_err(unsafe { fegpu_fem_dynamics_create(bare.h, FEGPU_SCHEME_NEWMARK, 0.1, 0.25, 0.5, 1, [1i64].as_ptr(), 1, &mut dynamics) }, FEGPU_ERR_INVALID_ARGUMENT, &["no mass", "fegpu_fem_set_density"]);
-    expect_err(unsafe { fegpu_fem_dynamics_create(s.h, FEGPU_SCHEME_NEWMARK, 0.1, 0.1, 0.5, 1, [1i64].as_ptr(), 1, &mut dynamics) }, FEGPU_ERR_INVALID_ARGUMENT, &["beta = 0.1"]);
+    expect_err(
+        unsafe { fegpu_fem_dynamics_create(bare.h, FEGPU_SCHEME_NEWMARK, 0.1, 0.25, 0.5, 1, [1i64].as_ptr(), 1, &mut dynamics) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["no mass", "fegpu_fem_set_density"],
+    );
+    expect_err(
+        unsafe { fegpu_fem_dynamics_create(s.h, FEGPU_SCHEME_NEWMARK, 0.1, 0.1, 0.5, 1, [1i64].as_ptr(), 1, &mut dynamics) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["beta = 0.1"],
+    );
     expect_err(unsafe { fegpu_fem_set_density(s.h, 1, [-1.0].as_ptr()) }, FEGPU_ERR_INVALID_ARGUMENT, &["rho(1) = -1"]);
     ok(fegpu_context_destroy(ctx));
 }

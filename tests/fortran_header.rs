@@ -78,10 +78,14 @@ fn fortran_bindings(source: &str) -> BTreeMap<String, Vec<Pass>> {
         let after_name = l.find("function ").or_else(|| l.find("subroutine ")).unwrap_or(0);
         let open = after_name + l[after_name..].find('(').unwrap();
         let close = l[..at].rfind(')').unwrap();
-        let dummies: Vec<String> = l[open + 1..close].split(',').map(|d| d.trim().to_lowercase()).filter(|d| !d.is_empty()).collect();
+        let dummies: Vec<String> =
+            l[open + 1..close].split(',').map(|d| d.trim().to_lowercase()).filter(|d| !d.is_empty()).collect();
         let mut decls: BTreeMap<String, Pass> = BTreeMap::new();
         i += 1;
-        while i < lines.len() && !lines[i].trim_start().starts_with("end function") && !lines[i].trim_start().starts_with("end subroutine") {
+        while i < lines.len()
+            && !lines[i].trim_start().starts_with("end function")
+            && !lines[i].trim_start().starts_with("end subroutine")
+        {
             let d = lines[i].trim().to_lowercase();
             if let Some((ty, names)) = d.split_once("::") {
                 let by_value = ty.contains("value");
@@ -180,7 +184,11 @@ fn read(rel: &str) -> String {
 
 fn fortran_sources() -> String {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fortran");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "f90")).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "f90"))
+        .collect();
     files.sort();
     files.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect::<Vec<_>>().join("\n")
 }

@@ -2,13 +2,14 @@
 //! reference on random data, mass conservation, Poiseuille flow against the
 //! analytic parabola, the lid-driven cavity against Ghia, Ghia & Shin (1982),
 //! and bad input.
+#![allow(clippy::needless_range_loop)] // index loops that mirror the formulas
 
 mod common;
 use common::*;
 use fegpu::ffi::array::{FEGPU_DTYPE_F32, FEGPU_DTYPE_F64};
-use fegpu::ffi::lbm::FEGPU_DTYPE_F16;
 use fegpu::ffi::context::*;
 use fegpu::ffi::fegpu_context_t;
+use fegpu::ffi::lbm::FEGPU_DTYPE_F16;
 use fegpu::ffi::lbm::*;
 use fegpu::lbm::{C, Q, W};
 use fegpu::*;
@@ -54,10 +55,7 @@ fn random_populations(rng: &mut Rng, sites: usize) -> Vec<f64> {
 /// The largest |a - b|; NaN if any difference is NaN (an unwritten value fails).
 fn max_diff(a: &[f64], b: &[f64]) -> f64 {
     assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, |m, d| if d.is_nan() || m.is_nan() { f64::NAN } else { m.max(d) })
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, |m, d| if d.is_nan() || m.is_nan() { f64::NAN } else { m.max(d) })
 }
 
 #[test]
@@ -167,11 +165,7 @@ fn poiseuille_error_stored(ctx: fegpu_context_t, h: usize, tau: f64, trt_magic: 
         err += (u[3 * y] - exact).powi(2);
         norm += exact * exact;
         let cross_flow = if dtype == FEGPU_DTYPE_F64 { 1e-12 } else { 1e-5 };
-        assert!(
-            u[3 * y + 1].abs() < cross_flow && u[3 * y + 2].abs() < cross_flow,
-            "cross-flow {:?}",
-            &u[3 * y..3 * y + 3]
-        );
+        assert!(u[3 * y + 1].abs() < cross_flow && u[3 * y + 2].abs() < cross_flow, "cross-flow {:?}", &u[3 * y..3 * y + 3]);
     }
     (err / norm).sqrt()
 }
@@ -256,9 +250,7 @@ fn cavity_error_stored(ctx: fegpu_context_t, n: usize, re: f64, dtype: i32) -> f
     // March until the centreline settles (change per chunk below 1e-6 u_lid).
     let centreline = |l: &Lat| {
         let (_, u) = fields(l, nx * ny, 1, 1);
-        (0..n)
-            .map(|y| 0.5 * (u[3 * (y * nx + n / 2 - 1)] + u[3 * (y * nx + n / 2)]) / u_lid)
-            .collect::<Vec<f64>>()
+        (0..n).map(|y| 0.5 * (u[3 * (y * nx + n / 2 - 1)] + u[3 * (y * nx + n / 2)]) / u_lid).collect::<Vec<f64>>()
     };
     let chunk = (2.0 * n as f64 / u_lid) as i64;
     let mut prev = centreline(&l);
@@ -283,10 +275,7 @@ fn cavity_error_stored(ctx: fegpu_context_t, n: usize, re: f64, dtype: i32) -> f
         let ((y0, u0), (y1, u1)) = (pts[k - 1], pts[k]);
         u0 + (u1 - u0) * (yy - y0) / (y1 - y0)
     };
-    ghia_u()
-        .iter()
-        .map(|&(y, u100, u1000)| (u_at(y) - if re == 100.0 { u100 } else { u1000 }).abs())
-        .fold(0.0, f64::max)
+    ghia_u().iter().map(|&(y, u100, u1000)| (u_at(y) - if re == 100.0 { u100 } else { u1000 }).abs()).fold(0.0, f64::max)
 }
 
 #[test]
@@ -320,16 +309,8 @@ fn bad_input_is_refused_and_changes_nothing() {
     let ctx = context();
     let mut l = 0;
     unsafe {
-        expect_err(
-            fegpu_lattice_create(ctx, 0, 4, 4, FEGPU_DTYPE_F64, 0.8, 0, &mut l),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["nx"],
-        );
-        expect_err(
-            fegpu_lattice_create(ctx, 4, 4, -1, FEGPU_DTYPE_F64, 0.8, 0, &mut l),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["nz"],
-        );
+        expect_err(fegpu_lattice_create(ctx, 0, 4, 4, FEGPU_DTYPE_F64, 0.8, 0, &mut l), FEGPU_ERR_INVALID_ARGUMENT, &["nx"]);
+        expect_err(fegpu_lattice_create(ctx, 4, 4, -1, FEGPU_DTYPE_F64, 0.8, 0, &mut l), FEGPU_ERR_INVALID_ARGUMENT, &["nz"]);
         expect_err(
             fegpu_lattice_create(ctx, 4, 4, 4, FEGPU_DTYPE_F64, 0.5, 0, &mut l),
             FEGPU_ERR_INVALID_ARGUMENT,
@@ -340,21 +321,13 @@ fn bad_input_is_refused_and_changes_nothing() {
             FEGPU_ERR_INVALID_ARGUMENT,
             &["tau"],
         );
-        expect_err(
-            fegpu_lattice_create(ctx, 4, 4, 4, 7, 0.8, 0, &mut l),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["dtype = 7"],
-        );
+        expect_err(fegpu_lattice_create(ctx, 4, 4, 4, 7, 0.8, 0, &mut l), FEGPU_ERR_INVALID_ARGUMENT, &["dtype = 7"]);
         expect_err(
             fegpu_lattice_create(ctx, 4, 4, 4, FEGPU_DTYPE_F64, 0.8, 8, &mut l),
             FEGPU_ERR_INVALID_ARGUMENT,
             &["periodic = 8"],
         );
-        expect_err(
-            fegpu_lattice_create(ctx, 4, 4, 4, FEGPU_DTYPE_F64, 0.8, 0, null_mut()),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["lat"],
-        );
+        expect_err(fegpu_lattice_create(ctx, 4, 4, 4, FEGPU_DTYPE_F64, 0.8, 0, null_mut()), FEGPU_ERR_INVALID_ARGUMENT, &["lat"]);
     }
     let lat = lattice(ctx, [4, 3, 2], FEGPU_DTYPE_F64, 0.8, 0);
     let sites = 24;
@@ -369,11 +342,7 @@ fn bad_input_is_refused_and_changes_nothing() {
             FEGPU_ERR_INVALID_ARGUMENT,
             &["flags(6) = 3", "unknown flag"],
         );
-        expect_err(
-            fegpu_lattice_set_flags(lat.0, flags.as_ptr(), 23),
-            FEGPU_ERR_SIZE_MISMATCH,
-            &["flags", "24 sites"],
-        );
+        expect_err(fegpu_lattice_set_flags(lat.0, flags.as_ptr(), 23), FEGPU_ERR_SIZE_MISMATCH, &["flags", "24 sites"]);
         expect_err(fegpu_lattice_set_flags(lat.0, null(), 24), FEGPU_ERR_INVALID_ARGUMENT, &["flags"]);
         let mut bad = f0.clone();
         bad[40] = f64::NAN;
@@ -384,11 +353,7 @@ fn bad_input_is_refused_and_changes_nothing() {
         );
         expect_err(fegpu_lattice_set_populations(lat.0, f0.as_ptr(), 5), FEGPU_ERR_SIZE_MISMATCH, &["f"]);
         expect_err(fegpu_lattice_set_force(lat.0, f64::INFINITY, 0.0, 0.0), FEGPU_ERR_INVALID_ARGUMENT, &["force"]);
-        expect_err(
-            fegpu_lattice_init_equilibrium(lat.0, -1.0, 0.0, 0.0, 0.0),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["rho = -1"],
-        );
+        expect_err(fegpu_lattice_init_equilibrium(lat.0, -1.0, 0.0, 0.0, 0.0), FEGPU_ERR_INVALID_ARGUMENT, &["rho = -1"]);
         expect_err(fegpu_lattice_step(lat.0, -2), FEGPU_ERR_INVALID_ARGUMENT, &["steps = -2"]);
         expect_err(fegpu_lattice_set_trt(lat.0, -0.25), FEGPU_ERR_INVALID_ARGUMENT, &["magic = -0.25"]);
         expect_err(fegpu_lattice_set_trt(lat.0, f64::NAN), FEGPU_ERR_INVALID_ARGUMENT, &["magic"]);
@@ -398,11 +363,7 @@ fn bad_input_is_refused_and_changes_nothing() {
             FEGPU_ERR_INVALID_ARGUMENT,
             &["z_first", "2 planes"],
         );
-        expect_err(
-            fegpu_lattice_fields(lat.0, 1, 1, null_mut(), u.as_mut_ptr()),
-            FEGPU_ERR_INVALID_ARGUMENT,
-            &["rho"],
-        );
+        expect_err(fegpu_lattice_fields(lat.0, 1, 1, null_mut(), u.as_mut_ptr()), FEGPU_ERR_INVALID_ARGUMENT, &["rho"]);
     }
     // Nothing above changed the lattice: its populations are still f0 (all fluid, no steps).
     assert_eq!(populations(&lat, sites), f0);
@@ -439,9 +400,9 @@ fn velocity_set_is_d3q19() {
 
 #[test]
 fn every_block_size_matches_the_cpu_reference() {
-    use fegpu::lbm::Precision;
     use fegpu::context::Context;
     use fegpu::lbm::Lattice;
+    use fegpu::lbm::Precision;
     use std::sync::Arc;
     let (ctx, cpu) = (Arc::new(Context::new(FEGPU_BACKEND_AUTO, 0).unwrap()), Arc::new(Context::cpu_reference()));
     let mut rng = Rng::new(seed());

@@ -11,12 +11,35 @@ use fegpu::*;
 use std::ffi::CString;
 use std::ptr::{null, null_mut};
 
+#[allow(clippy::too_many_arguments)] // the C call's arguments
 fn axpby(ctx: u64, a: f64, x: &[f64], b: f64, y: &mut [f64], strategy: i32, streams: i64, chunks: i64) -> fegpu_status {
     unsafe { fegpu_pipeline_axpby(ctx, y.len() as i64, a, x.as_ptr(), b, y.as_mut_ptr(), strategy, streams, chunks) }
 }
 
-fn column_dots(ctx: u64, m: usize, a: &[f64], b: &[f64], out: &mut [f64], strategy: i32, streams: i64, chunks: i64) -> fegpu_status {
-    unsafe { fegpu_pipeline_column_dots(ctx, m as i64, out.len() as i64, a.as_ptr(), b.as_ptr(), out.as_mut_ptr(), strategy, streams, chunks) }
+#[allow(clippy::too_many_arguments)] // the C call's arguments
+fn column_dots(
+    ctx: u64,
+    m: usize,
+    a: &[f64],
+    b: &[f64],
+    out: &mut [f64],
+    strategy: i32,
+    streams: i64,
+    chunks: i64,
+) -> fegpu_status {
+    unsafe {
+        fegpu_pipeline_column_dots(
+            ctx,
+            m as i64,
+            out.len() as i64,
+            a.as_ptr(),
+            b.as_ptr(),
+            out.as_mut_ptr(),
+            strategy,
+            streams,
+            chunks,
+        )
+    }
 }
 
 /// The serial host loops of the legacy code.
@@ -50,7 +73,10 @@ fn every_strategy_stream_and_chunk_count_gives_the_serial_result() {
                     for streams in [1i64, 3, 4, 16] {
                         y.copy_from_slice(&y0);
                         ok(axpby(ctx, a, &x, b, &mut y, strategy, streams, chunks));
-                        assert_eq!(y, want, "n {n} strategy {strategy} streams {streams} chunks {chunks} registered {register} (seed {seed})");
+                        assert_eq!(
+                            y, want,
+                            "n {n} strategy {strategy} streams {streams} chunks {chunks} registered {register} (seed {seed})"
+                        );
                     }
                 }
             }
@@ -137,8 +163,14 @@ fn kernels_released_from_the_host_give_the_serial_result() {
             let axpby = pipeline::axpby(&ctx, 0.75, &x, -1.25, &mut y, plan).unwrap();
             assert_eq!(y, want_axpby, "streams {streams} chunks {chunks} registered {register} (seed {seed})");
             if ctx.gpu().is_some() && register {
-                assert!(dots.released_on_host, "streams {streams} chunks {chunks}: the inner products' kernels queued on the device");
-                assert!(!axpby.released_on_host, "streams {streams} chunks {chunks}: axpby's kernels queued by the host, though y comes back");
+                assert!(
+                    dots.released_on_host,
+                    "streams {streams} chunks {chunks}: the inner products' kernels queued on the device"
+                );
+                assert!(
+                    !axpby.released_on_host,
+                    "streams {streams} chunks {chunks}: axpby's kernels queued by the host, though y comes back"
+                );
             }
         }
         if register {
@@ -160,7 +192,18 @@ fn kernels_released_from_the_host_give_the_serial_result() {
     }
     for (streams, chunks) in [(2usize, 2usize), (3, 7)] {
         gy.copy_from_slice(&gy0);
-        let report = pipeline::gemv(&ctx, gm, gn, 2.0, &ga, &gx, 0.25, &mut gy, Some(Plan { strategy: Strategy::Staged, streams, chunks })).unwrap();
+        let report = pipeline::gemv(
+            &ctx,
+            gm,
+            gn,
+            2.0,
+            &ga,
+            &gx,
+            0.25,
+            &mut gy,
+            Some(Plan { strategy: Strategy::Staged, streams, chunks }),
+        )
+        .unwrap();
         let want = serial_gemm(gm, 1, gn, 2.0, &ga, &gx, 0.25, &gy0);
         assert!(close(&gy, &want, 2.0 * gn as f64), "gemv, streams {streams} chunks {chunks} (seed {seed})");
         if ctx.gpu().is_some() {
@@ -172,6 +215,7 @@ fn kernels_released_from_the_host_give_the_serial_result() {
 }
 
 /// The textbook triple loop and its relatives, independent of fegpu's reference.
+#[allow(clippy::too_many_arguments)] // BLAS's argument list
 fn serial_gemm(m: usize, n: usize, k: usize, alpha: f64, a: &[f64], b: &[f64], beta: f64, c: &[f64]) -> Vec<f64> {
     let mut out = vec![0.0; m * n];
     for j in 0..n {
@@ -205,28 +249,74 @@ fn matrix_products_and_panel_transposes_match_the_serial_loops() {
                     ok(unsafe { fegpu_host_register(ctx, v.as_mut_ptr().cast(), 8 * v.len() as i64) });
                 }
             }
-            for (strategy, streams, chunks) in [(FEGPU_PIPELINE_SERIAL, 1, 1), (FEGPU_PIPELINE_PER_CHUNK, 3, 7), (FEGPU_PIPELINE_STAGED, 4, 16), (FEGPU_PIPELINE_STAGED, 16, 5)] {
+            for (strategy, streams, chunks) in [
+                (FEGPU_PIPELINE_SERIAL, 1, 1),
+                (FEGPU_PIPELINE_PER_CHUNK, 3, 7),
+                (FEGPU_PIPELINE_STAGED, 4, 16),
+                (FEGPU_PIPELINE_STAGED, 16, 5),
+            ] {
                 for beta in [0.0, -0.5] {
                     c.copy_from_slice(&c0);
                     if beta == 0.0 {
                         c.fill(f64::NAN); // not read when beta = 0
                     }
-                    ok(unsafe { fegpu_pipeline_gemm(ctx, m as i64, n as i64, k as i64, 1.5, a.as_ptr(), b.as_ptr(), beta, c.as_mut_ptr(), strategy, streams, chunks) });
+                    ok(unsafe {
+                        fegpu_pipeline_gemm(
+                            ctx,
+                            m as i64,
+                            n as i64,
+                            k as i64,
+                            1.5,
+                            a.as_ptr(),
+                            b.as_ptr(),
+                            beta,
+                            c.as_mut_ptr(),
+                            strategy,
+                            streams,
+                            chunks,
+                        )
+                    });
                     let want = serial_gemm(m, n, k, 1.5, &a, &b, beta, &c0);
-                    assert!(close(&c, &want, scale), "gemm {m}x{n}x{k} beta {beta} strategy {strategy} chunks {chunks} registered {register} (seed {seed})");
+                    assert!(
+                        close(&c, &want, scale),
+                        "gemm {m}x{n}x{k} beta {beta} strategy {strategy} chunks {chunks} registered {register} (seed {seed})"
+                    );
                 }
                 // gemv: A (m x k) times b's first column.
                 let x = &b[..k];
                 let mut y = c0[..m].to_vec();
-                ok(unsafe { fegpu_pipeline_gemv(ctx, m as i64, k as i64, 2.0, a.as_ptr(), x.as_ptr(), 0.25, y.as_mut_ptr(), strategy, streams, chunks) });
+                ok(unsafe {
+                    fegpu_pipeline_gemv(
+                        ctx,
+                        m as i64,
+                        k as i64,
+                        2.0,
+                        a.as_ptr(),
+                        x.as_ptr(),
+                        0.25,
+                        y.as_mut_ptr(),
+                        strategy,
+                        streams,
+                        chunks,
+                    )
+                });
                 let want = serial_gemm(m, 1, k, 2.0, &a, x, 0.25, &c0[..m]);
-                assert!(close(&y, &want, 2.0 * scale), "gemv {m}x{k} strategy {strategy} chunks {chunks} registered {register} (seed {seed})");
+                assert!(
+                    close(&y, &want, 2.0 * scale),
+                    "gemv {m}x{k} strategy {strategy} chunks {chunks} registered {register} (seed {seed})"
+                );
                 // transpose: A (m x k) to At (k x m), exactly.
                 let mut at = vec![f64::NAN; m * k];
-                ok(unsafe { fegpu_pipeline_transpose(ctx, m as i64, k as i64, a.as_ptr(), at.as_mut_ptr(), strategy, streams, chunks) });
+                ok(unsafe {
+                    fegpu_pipeline_transpose(ctx, m as i64, k as i64, a.as_ptr(), at.as_mut_ptr(), strategy, streams, chunks)
+                });
                 for i in 0..m {
                     for j in 0..k {
-                        assert_eq!(at[j + k * i], a[i + m * j], "transpose {m}x{k} strategy {strategy} chunks {chunks} (seed {seed})");
+                        assert_eq!(
+                            at[j + k * i],
+                            a[i + m * j],
+                            "transpose {m}x{k} strategy {strategy} chunks {chunks} (seed {seed})"
+                        );
                     }
                 }
             }
@@ -238,22 +328,54 @@ fn matrix_products_and_panel_transposes_match_the_serial_loops() {
         }
     }
     let mut c = vec![0.0; 4];
-    expect_err(unsafe { fegpu_pipeline_gemm(ctx, 2, 2, 0, 1.0, c.as_ptr(), c.as_ptr(), 0.0, c.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["k = 0"]);
+    expect_err(
+        unsafe { fegpu_pipeline_gemm(ctx, 2, 2, 0, 1.0, c.as_ptr(), c.as_ptr(), 0.0, c.as_mut_ptr(), 0, 0, 0) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["k = 0"],
+    );
     let (a2, x2, mut y2) = (vec![1.0; 4], vec![1.0; 2], vec![0.0; 2]);
-    expect_err(unsafe { fegpu_pipeline_gemv(ctx, 2, 2, f64::INFINITY, a2.as_ptr(), x2.as_ptr(), 0.0, y2.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["alpha"]);
-    expect_err(unsafe { fegpu_pipeline_transpose(ctx, 2, 2, null(), c.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["a"]);
+    expect_err(
+        unsafe { fegpu_pipeline_gemv(ctx, 2, 2, f64::INFINITY, a2.as_ptr(), x2.as_ptr(), 0.0, y2.as_mut_ptr(), 0, 0, 0) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["alpha"],
+    );
+    expect_err(
+        unsafe { fegpu_pipeline_transpose(ctx, 2, 2, null(), c.as_mut_ptr(), 0, 0, 0) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["a"],
+    );
     // Overlapping host arrays: an output that shares memory with another
     // argument would be read after it was written; each is refused by name
     // and nothing is written.
     let mut m = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
     let before = m;
     let p = m.as_mut_ptr();
-    expect_err(unsafe { fegpu_pipeline_gemm(ctx, 2, 2, 2, 1.0, p, a2.as_ptr(), 0.0, p, 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["c and a overlap"]);
+    expect_err(
+        unsafe { fegpu_pipeline_gemm(ctx, 2, 2, 2, 1.0, p, a2.as_ptr(), 0.0, p, 0, 0, 0) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["c and a overlap"],
+    );
     expect_err(unsafe { fegpu_pipeline_transpose(ctx, 2, 2, p, p, 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["at and a overlap"]);
-    expect_err(unsafe { fegpu_pipeline_transpose(ctx, 2, 2, p, p.add(2), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["at and a overlap"]);
-    expect_err(unsafe { fegpu_pipeline_axpby(ctx, 4, 1.0, p, 2.0, p.add(1), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["y and x overlap"]);
-    expect_err(unsafe { fegpu_pipeline_column_dots(ctx, 2, 2, p, a2.as_ptr(), p.add(3), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["out and a overlap"]);
-    expect_err(unsafe { fegpu_pipeline_gemv(ctx, 2, 2, 1.0, p, x2.as_ptr(), 0.0, p.add(2), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["y and a overlap"]);
+    expect_err(
+        unsafe { fegpu_pipeline_transpose(ctx, 2, 2, p, p.add(2), 0, 0, 0) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["at and a overlap"],
+    );
+    expect_err(
+        unsafe { fegpu_pipeline_axpby(ctx, 4, 1.0, p, 2.0, p.add(1), 0, 0, 0) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["y and x overlap"],
+    );
+    expect_err(
+        unsafe { fegpu_pipeline_column_dots(ctx, 2, 2, p, a2.as_ptr(), p.add(3), 0, 0, 0) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["out and a overlap"],
+    );
+    expect_err(
+        unsafe { fegpu_pipeline_gemv(ctx, 2, 2, 1.0, p, x2.as_ptr(), 0.0, p.add(2), 0, 0, 0) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["y and a overlap"],
+    );
     assert_eq!(m, before, "a refused call changed its arrays");
     // Inputs may share memory: a.a by column through the same array twice.
     let mut dots = [0.0; 2];
@@ -317,12 +439,24 @@ fn bad_input_is_refused_and_the_output_left_alone() {
     expect_err(axpby(ctx, 1.0, &x, 1.0, &mut y, FEGPU_PIPELINE_STAGED, 17, 0), FEGPU_ERR_INVALID_ARGUMENT, &["n_streams = 17"]);
     expect_err(axpby(ctx, 1.0, &x, 1.0, &mut y, FEGPU_PIPELINE_STAGED, 2, -1), FEGPU_ERR_INVALID_ARGUMENT, &["n_chunks = -1"]);
     expect_err(axpby(ctx, f64::NAN, &x, 1.0, &mut y, FEGPU_PIPELINE_STAGED, 2, 0), FEGPU_ERR_INVALID_ARGUMENT, &["a = NaN"]);
-    expect_err(unsafe { fegpu_pipeline_axpby(ctx, 10, 1.0, null(), 1.0, y.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["x"]);
-    expect_err(unsafe { fegpu_pipeline_axpby(ctx, -3, 1.0, x.as_ptr(), 1.0, y.as_mut_ptr(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["n = -3"]);
+    expect_err(
+        unsafe { fegpu_pipeline_axpby(ctx, 10, 1.0, null(), 1.0, y.as_mut_ptr(), 0, 0, 0) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["x"],
+    );
+    expect_err(
+        unsafe { fegpu_pipeline_axpby(ctx, -3, 1.0, x.as_ptr(), 1.0, y.as_mut_ptr(), 0, 0, 0) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["n = -3"],
+    );
     assert!(y.iter().all(|&v| v == 3.0));
     let mut out = vec![5.0; 2];
     expect_err(column_dots(ctx, 0, &x, &x, &mut out, 0, 0, 0), FEGPU_ERR_INVALID_ARGUMENT, &["m = 0"]);
-    expect_err(unsafe { fegpu_pipeline_column_dots(ctx, 5, 2, x.as_ptr(), x.as_ptr(), null_mut(), 0, 0, 0) }, FEGPU_ERR_INVALID_ARGUMENT, &["out"]);
+    expect_err(
+        unsafe { fegpu_pipeline_column_dots(ctx, 5, 2, x.as_ptr(), x.as_ptr(), null_mut(), 0, 0, 0) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["out"],
+    );
     assert_eq!(out, [5.0, 5.0]);
     // Empty arrays are a no-op.
     ok(unsafe { fegpu_pipeline_axpby(ctx, 0, 1.0, null(), 1.0, null_mut(), 0, 0, 0) });

@@ -26,12 +26,24 @@ fn as_f64(z: &Complex64) -> *const f64 {
 
 fn accumulator(ctx: fegpu_context_t, s_points: &[f64], n_rhs: usize, k: Complex64, omega_mu: Complex64) -> Acc {
     let mut a = 0;
-    ok(unsafe { fegpu_radfields_create(ctx, (s_points.len() / 3) as i64, s_points.as_ptr(), n_rhs as i64, as_f64(&k), as_f64(&omega_mu), &mut a) });
+    ok(unsafe {
+        fegpu_radfields_create(
+            ctx,
+            (s_points.len() / 3) as i64,
+            s_points.as_ptr(),
+            n_rhs as i64,
+            as_f64(&k),
+            as_f64(&omega_mu),
+            &mut a,
+        )
+    });
     Acc(a)
 }
 
 fn accumulate(a: &Acc, points: &[f64], weights: &[f64], currents: &[Complex64]) -> fegpu_status {
-    unsafe { fegpu_radfields_accumulate(a.0, weights.len() as i64, points.as_ptr(), weights.as_ptr(), currents.as_ptr() as *const f64) }
+    unsafe {
+        fegpu_radfields_accumulate(a.0, weights.len() as i64, points.as_ptr(), weights.as_ptr(), currents.as_ptr() as *const f64)
+    }
 }
 
 /// The fields, downloaded into a NaN-poisoned buffer.
@@ -51,7 +63,11 @@ fn cpu_context() -> fegpu_context_t {
 fn relative_diff(a: &[Complex64], b: &[Complex64]) -> f64 {
     assert_eq!(a.len(), b.len());
     let scale = b.iter().map(|z| z.norm()).fold(0.0, f64::max);
-    let worst = a.iter().zip(b).map(|(x, y)| (x - y).norm()).fold(0.0, |m: f64, d| if d.is_nan() || m.is_nan() { f64::NAN } else { m.max(d) });
+    let worst =
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).norm())
+            .fold(0.0, |m: f64, d| if d.is_nan() || m.is_nan() { f64::NAN } else { m.max(d) });
     worst / scale
 }
 
@@ -107,7 +123,8 @@ fn backend_matches_cpu_reference_elementwise_and_in_one_call() {
     let (ctx, cpu) = (context(), cpu_context());
     let k = Complex64::new(2.0 * PI, -0.3);
     let omega_mu = Complex64::new(2.0 * PI * 1.2, 0.1);
-    for &(n_s, n_p, n_rhs) in &[(1, 1, 1), (37, 13, 1), (1000, 29, 3), (513, 70, 10), (300, 16, 33), (64, 9, 100), (200, 900, 2)] {
+    for &(n_s, n_p, n_rhs) in &[(1, 1, 1), (37, 13, 1), (1000, 29, 3), (513, 70, 10), (300, 16, 33), (64, 9, 100), (200, 900, 2)]
+    {
         let c = random_case(&mut rng, n_s, n_p, n_rhs);
         let n = 6 * n_s * n_rhs;
         let reference = accumulator(cpu, &c.s, n_rhs, k, omega_mu);
@@ -126,7 +143,19 @@ fn backend_matches_cpu_reference_elementwise_and_in_one_call() {
         }
         let mut one = vec![Complex64::new(f64::NAN, 0.0); n];
         ok(unsafe {
-            fegpu_radfields_compute(ctx, n_s as i64, c.s.as_ptr(), n_p as i64, c.p.as_ptr(), c.w.as_ptr(), c.cur.as_ptr() as *const f64, n_rhs as i64, as_f64(&k), as_f64(&omega_mu), one.as_mut_ptr() as *mut f64)
+            fegpu_radfields_compute(
+                ctx,
+                n_s as i64,
+                c.s.as_ptr(),
+                n_p as i64,
+                c.p.as_ptr(),
+                c.w.as_ptr(),
+                c.cur.as_ptr() as *const f64,
+                n_rhs as i64,
+                as_f64(&k),
+                as_f64(&omega_mu),
+                one.as_mut_ptr() as *mut f64,
+            )
         });
         assert!(relative_diff(&one, &want) < 1e-12, "one-call form, n_s {n_s} (seed {seed})");
     }
@@ -210,7 +239,8 @@ fn dipole(x: [f64; 3], r0: [f64; 3], d: [f64; 3], k: f64, eta: f64) -> (V3, V3) 
 fn equivalence_errors(ctx: fegpu_context_t, n_theta: usize) -> (f64, f64) {
     let (k, eta, a) = (2.0 * PI, 1.0, 0.5);
     let omega_mu = k * eta;
-    let sources = [([0.05, -0.03, 0.02], [0.0, 0.0, 1.0]), ([0.0, 0.1, 0.0], [1.0, 0.0, 0.0]), ([-0.08, 0.0, 0.04], [0.6, 0.0, 0.8])];
+    let sources =
+        [([0.05, -0.03, 0.02], [0.0, 0.0, 1.0]), ([0.0, 0.1, 0.0], [1.0, 0.0, 0.0]), ([-0.08, 0.0, 0.04], [0.6, 0.0, 0.8])];
     let n_rhs = sources.len();
     // S: points on a sphere of radius 1 (outside) and of radius 0.3 (inside S').
     let mut s = Vec::new();
@@ -280,7 +310,10 @@ fn equivalent_currents_of_dipoles_reproduce_their_fields_outside_and_extinguish_
     for n_theta in [8, 16, 24] {
         let (outside, inside) = equivalence_errors(ctx, n_theta);
         eprintln!("n_theta {n_theta}: outside {outside:.2e}, inside {inside:.2e}");
-        assert!(outside < last.0 / 10.0 && inside < last.1 / 10.0, "n_theta {n_theta}: errors {outside:e}, {inside:e} did not fall tenfold from {last:?}");
+        assert!(
+            outside < last.0 / 10.0 && inside < last.1 / 10.0,
+            "n_theta {n_theta}: errors {outside:e}, {inside:e} did not fall tenfold from {last:?}"
+        );
         last = (outside, inside);
     }
     assert!(last.0 < 1e-11 && last.1 < 1e-7, "finest rule: {last:?}");
@@ -327,7 +360,18 @@ fn several_devices_split_the_s_points_or_are_refused_clearly() {
             ctxs.push(c2);
         }
         let mut h = 0;
-        ok(unsafe { fegpu_radfields_create_multi(ctxs.len() as i64, ctxs.as_ptr(), 1001, c.s.as_ptr(), 4, as_f64(&k), as_f64(&omega_mu), &mut h) });
+        ok(unsafe {
+            fegpu_radfields_create_multi(
+                ctxs.len() as i64,
+                ctxs.as_ptr(),
+                1001,
+                c.s.as_ptr(),
+                4,
+                as_f64(&k),
+                as_f64(&omega_mu),
+                &mut h,
+            )
+        });
         let multi = Acc(h);
         run_elementwise(&multi, &c.p, &c.w, &c.cur, 4, &[7]);
         assert!(relative_diff(&download(&multi, 6 * 1001 * 4), &want) < 1e-12, "{devices} devices");
@@ -336,7 +380,9 @@ fn several_devices_split_the_s_points_or_are_refused_clearly() {
         // Two contexts on one device (or two CPU contexts) are refused.
         let mut h = 0;
         ctxs.push(if cuda { context() } else { cpu_context() });
-        let s = unsafe { fegpu_radfields_create_multi(2, ctxs.as_ptr(), 1001, c.s.as_ptr(), 4, as_f64(&k), as_f64(&omega_mu), &mut h) };
+        let s = unsafe {
+            fegpu_radfields_create_multi(2, ctxs.as_ptr(), 1001, c.s.as_ptr(), 4, as_f64(&k), as_f64(&omega_mu), &mut h)
+        };
         let words: &[&str] = if cuda { &["ctxs(2)", "device"] } else { &["ctxs(1)", "CPU"] };
         expect_err(s, FEGPU_ERR_INVALID_ARGUMENT, words);
     }
@@ -349,12 +395,18 @@ fn bad_input_is_refused_with_the_argument_named_and_nothing_changed() {
     let ctx = context();
     let (k, omega_mu) = (Complex64::new(1.0, 0.0), Complex64::new(1.0, 0.0));
     let mut h = 0;
-    let create = |n_s: i64, pts: *const f64, n_rhs: i64, k: &Complex64, h: &mut u64| unsafe { fegpu_radfields_create(ctx, n_s, pts, n_rhs, as_f64(k), as_f64(&omega_mu), h) };
+    let create = |n_s: i64, pts: *const f64, n_rhs: i64, k: &Complex64, h: &mut u64| unsafe {
+        fegpu_radfields_create(ctx, n_s, pts, n_rhs, as_f64(k), as_f64(&omega_mu), h)
+    };
     expect_err(create(0, c.s.as_ptr(), 2, &k, &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["n_s"]);
     expect_err(create(20, c.s.as_ptr(), 0, &k, &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["n_rhs"]);
     expect_err(create(20, null(), 2, &k, &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["points"]);
     expect_err(create(20, c.s.as_ptr(), 2, &Complex64::default(), &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["k"]);
-    expect_err(unsafe { fegpu_radfields_create(ctx, 20, c.s.as_ptr(), 2, as_f64(&k), as_f64(&omega_mu), null_mut()) }, FEGPU_ERR_INVALID_ARGUMENT, &["acc"]);
+    expect_err(
+        unsafe { fegpu_radfields_create(ctx, 20, c.s.as_ptr(), 2, as_f64(&k), as_f64(&omega_mu), null_mut()) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["acc"],
+    );
     let mut bad = c.s.clone();
     bad[7] = f64::INFINITY;
     expect_err(create(20, bad.as_ptr(), 2, &k, &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["points(2, 3)"]);
@@ -371,10 +423,22 @@ fn bad_input_is_refused_with_the_argument_named_and_nothing_changed() {
     let mut cur = c.cur.clone();
     cur[6 * 5 + 4] = Complex64::new(0.0, f64::NAN);
     expect_err(accumulate(&a, &c.p, &c.w, &cur), FEGPU_ERR_INVALID_ARGUMENT, &["currents(2, 2, 1, 2)"]);
-    expect_err(unsafe { fegpu_radfields_accumulate(a.0, 0, c.p.as_ptr(), c.w.as_ptr(), c.cur.as_ptr() as *const f64) }, FEGPU_ERR_INVALID_ARGUMENT, &["n_p"]);
-    expect_err(unsafe { fegpu_radfields_accumulate(a.0, 5, c.p.as_ptr(), null(), c.cur.as_ptr() as *const f64) }, FEGPU_ERR_INVALID_ARGUMENT, &["weights"]);
+    expect_err(
+        unsafe { fegpu_radfields_accumulate(a.0, 0, c.p.as_ptr(), c.w.as_ptr(), c.cur.as_ptr() as *const f64) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["n_p"],
+    );
+    expect_err(
+        unsafe { fegpu_radfields_accumulate(a.0, 5, c.p.as_ptr(), null(), c.cur.as_ptr() as *const f64) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["weights"],
+    );
     let mut small = vec![Complex64::default(); 10];
-    expect_err(unsafe { fegpu_radfields_download(a.0, small.as_mut_ptr() as *mut f64, 10) }, FEGPU_ERR_SIZE_MISMATCH, &["n = 10"]);
+    expect_err(
+        unsafe { fegpu_radfields_download(a.0, small.as_mut_ptr() as *mut f64, 10) },
+        FEGPU_ERR_SIZE_MISMATCH,
+        &["n = 10"],
+    );
     expect_err(fegpu_radfields_set_variant(a.0, 7), FEGPU_ERR_INVALID_ARGUMENT, &["variant"]);
     assert_eq!(download(&a, 6 * 20 * 2), before, "a refused call changed the fields");
     let mut excluded = 0;

@@ -8,8 +8,8 @@ mod common;
 use common::*;
 use fegpu::ffi::array::*;
 use fegpu::ffi::context::*;
-use fegpu::ffi::sparse::*;
 use fegpu::ffi::fegpu_context_t;
+use fegpu::ffi::sparse::*;
 use fegpu::*;
 use std::ffi::CString;
 use std::path::PathBuf;
@@ -32,7 +32,9 @@ fn csr_i64(ctx: fegpu_context_t, n: usize, m: usize, (rp, ci, v): &(Vec<i64>, Ve
     let rp: Vec<i64> = rp.iter().map(|x| x + base).collect();
     let ci: Vec<i64> = ci.iter().map(|x| x + base).collect();
     let mut a = 0;
-    ok(unsafe { fegpu_csr_create_i64(ctx, n as i64, m as i64, v.len() as i64, rp.as_ptr(), ci.as_ptr(), v.as_ptr(), base as i32, &mut a) });
+    ok(unsafe {
+        fegpu_csr_create_i64(ctx, n as i64, m as i64, v.len() as i64, rp.as_ptr(), ci.as_ptr(), v.as_ptr(), base as i32, &mut a)
+    });
     a
 }
 
@@ -68,8 +70,15 @@ fn random_csr(rng: &mut Rng, n: usize, m: usize, per_row: usize, long_row: Optio
 fn spmv_matches_sprs_on_random_matrices() {
     let ctx = context();
     let mut rng = Rng::new(seed());
-    let shapes: &[(usize, usize, usize, Option<usize>)] =
-        &[(1, 1, 1, None), (7, 5, 1, None), (50, 3, 2, None), (3, 50, 20, None), (10, 2000, 3, Some(4)), (500, 400, 9, None), (2000, 2000, 40, None)];
+    let shapes: &[(usize, usize, usize, Option<usize>)] = &[
+        (1, 1, 1, None),
+        (7, 5, 1, None),
+        (50, 3, 2, None),
+        (3, 50, 20, None),
+        (10, 2000, 3, Some(4)),
+        (500, 400, 9, None),
+        (2000, 2000, 40, None),
+    ];
     for &(n, m, per_row, long_row) in shapes {
         let csr = random_csr(&mut rng, n, m, per_row, long_row);
         // the reference: sprs, duplicates summed by its triplet assembly
@@ -98,7 +107,12 @@ fn spmv_matches_sprs_on_random_matrices() {
             ok(fegpu_csr_spmv(a, alpha, dx, beta, dy));
             let got = download_f64(dy, n);
             for r in 0..n {
-                assert!((got[r] - want[r]).abs() <= 1e-13 * scale[r].max(1.0), "{n}x{m} base {base} row {r}: {} vs {}", got[r], want[r]);
+                assert!(
+                    (got[r] - want[r]).abs() <= 1e-13 * scale[r].max(1.0),
+                    "{n}x{m} base {base} row {r}: {} vs {}",
+                    got[r],
+                    want[r]
+                );
             }
             // beta = 0 must not read y: poison it
             ok(unsafe { fegpu_array_upload_f64(dy, vec![f64::NAN; n].as_ptr(), n as i64) });
@@ -176,7 +190,11 @@ fn solve(ctx: fegpu_context_t, a: fegpu_csr_t, b: &[f64], method: i32, precond: 
     if status == FEGPU_OK && tol > 0.0 {
         assert_eq!(count, info.iterations + 1, "history of a converged solve");
         let last = hist[hist.len() - 1];
-        assert!(last == info.relative_residual && last <= tol, "history ends at {last:e}, info says {:e}", info.relative_residual);
+        assert!(
+            last == info.relative_residual && last <= tol,
+            "history ends at {last:e}, info says {:e}",
+            info.relative_residual
+        );
         assert!(hist.iter().all(|h| h.is_finite() && *h >= 0.0), "history {hist:?}");
     }
     ok(fegpu_solver_destroy(s));
@@ -285,7 +303,11 @@ fn newton_loop_updates_values_and_the_factor_follows() {
     // a rejected update changes nothing: the last solution is reproduced
     let mut bad = v.clone();
     bad[5] = f64::NAN;
-    expect_err(unsafe { fegpu_csr_update_values(a, bad.as_ptr(), bad.len() as i64) }, FEGPU_ERR_INVALID_ARGUMENT, &["values[5]", "NaN"]);
+    expect_err(
+        unsafe { fegpu_csr_update_values(a, bad.as_ptr(), bad.len() as i64) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["values[5]", "NaN"],
+    );
     expect_err(unsafe { fegpu_csr_update_values(a, v.as_ptr(), 3) }, FEGPU_ERR_SIZE_MISMATCH, &["nnz = 3"]);
     let mut info = fegpu_solve_info::default();
     ok(unsafe { fegpu_solver_solve(s, db, dx, 1e-10, 500, &mut info) });
@@ -368,21 +390,41 @@ fn bad_csr_input_and_breakdowns_are_reported() {
     expect_err(create(&[0, 2, 1], &[0, 1, 1], &v, 0, &mut a), FEGPU_ERR_INVALID_ARGUMENT, &["not monotone", "row_ptr[2] = 1"]);
     expect_err(create(&[0, 2, 3], &[0, 2, 1], &v, 0, &mut a), FEGPU_ERR_INVALID_ARGUMENT, &["col_ind[1] = 2", "outside"]);
     expect_err(create(&[0, 2, 3], &[0, 1, 1], &v, 1, &mut a), FEGPU_ERR_INVALID_ARGUMENT, &["row_ptr[0] = 0", "index_base = 1"]);
-    expect_err(create(&[0, 2, 3], &[0, 1, 1], &[1.0, f64::NAN, 3.0], 0, &mut a), FEGPU_ERR_INVALID_ARGUMENT, &["values[1]", "NaN"]);
+    expect_err(
+        create(&[0, 2, 3], &[0, 1, 1], &[1.0, f64::NAN, 3.0], 0, &mut a),
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["values[1]", "NaN"],
+    );
     expect_err(create(&[0, 2, 3], &[0, 1, 1], &v, 2, &mut a), FEGPU_ERR_INVALID_ARGUMENT, &["index_base = 2"]);
     expect_err(create(&[0, 2, 4], &[0, 1, 1], &v, 0, &mut a), FEGPU_ERR_SIZE_MISMATCH, &["nnz = 3"]);
     unsafe {
-        expect_err(fegpu_csr_create_i32(ctx, 2, 2, 3, null(), null(), null(), 0, &mut a), FEGPU_ERR_INVALID_ARGUMENT, &["row_ptr", "null"]);
-        expect_err(fegpu_csr_create_i32(ctx, 0, 2, 0, null(), null(), null(), 0, &mut a), FEGPU_ERR_INVALID_ARGUMENT, &["nrows = 0"]);
+        expect_err(
+            fegpu_csr_create_i32(ctx, 2, 2, 3, null(), null(), null(), 0, &mut a),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["row_ptr", "null"],
+        );
+        expect_err(
+            fegpu_csr_create_i32(ctx, 0, 2, 0, null(), null(), null(), 0, &mut a),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["nrows = 0"],
+        );
     }
     assert_eq!(a, 0);
     // a zero pivot that appears during ILU(0): [[1, 1], [1, 1]] is singular
     ok(create(&[0, 2, 4], &[0, 1, 0, 1], &[1.0, 1.0, 1.0, 1.0], 0, &mut a));
     let mut s = 0;
-    expect_err(unsafe { fegpu_solver_create(a, FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, &mut s) }, FEGPU_ERR_BREAKDOWN, &["zero pivot", "row 1"]);
+    expect_err(
+        unsafe { fegpu_solver_create(a, FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, &mut s) },
+        FEGPU_ERR_BREAKDOWN,
+        &["zero pivot", "row 1"],
+    );
     // west0479: zero diagonal entries, named by row
     let w = read_mm(ctx, "west0479");
-    expect_err(unsafe { fegpu_solver_create(w, FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, &mut s) }, FEGPU_ERR_BREAKDOWN, &["ILU(0)", "row 0", "diagonal"]);
+    expect_err(
+        unsafe { fegpu_solver_create(w, FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, &mut s) },
+        FEGPU_ERR_BREAKDOWN,
+        &["ILU(0)", "row 0", "diagonal"],
+    );
     expect_err(unsafe { fegpu_solver_create(w, FEGPU_METHOD_BICGSTAB, 7, &mut s) }, FEGPU_ERR_INVALID_ARGUMENT, &["precond = 7"]);
     assert_eq!(s, 0);
     // vectors of the wrong size or type, non-square solves, bad tolerances
@@ -398,10 +440,18 @@ fn bad_csr_input_and_breakdowns_are_reported() {
     let (rp, ci) = ([0i64, 1, 2], [0i64, 2]);
     let mut r = 0;
     ok(unsafe { fegpu_csr_create_i64(ctx, 2, 3, 2, rp.as_ptr(), ci.as_ptr(), [1.0, 1.0].as_ptr(), 0, &mut r) });
-    expect_err(unsafe { fegpu_solver_create(r, FEGPU_METHOD_CG, FEGPU_PRECOND_NONE, &mut s) }, FEGPU_ERR_SIZE_MISMATCH, &["square"]);
+    expect_err(
+        unsafe { fegpu_solver_create(r, FEGPU_METHOD_CG, FEGPU_PRECOND_NONE, &mut s) },
+        FEGPU_ERR_SIZE_MISMATCH,
+        &["square"],
+    );
     // a solver outlives nothing: destroying the context invalidates it
     ok(fegpu_context_destroy(ctx));
-    expect_err(unsafe { fegpu_solver_solve(s, y, x2, 1e-8, 10, null_mut()) }, FEGPU_ERR_INVALID_HANDLE, &["fegpu_solver_t", "destroyed"]);
+    expect_err(
+        unsafe { fegpu_solver_solve(s, y, x2, 1e-8, 10, null_mut()) },
+        FEGPU_ERR_INVALID_HANDLE,
+        &["fegpu_solver_t", "destroyed"],
+    );
     expect_err(fegpu_csr_destroy(a), FEGPU_ERR_INVALID_HANDLE, &["fegpu_csr_t"]);
 }
 

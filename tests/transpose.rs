@@ -84,7 +84,9 @@ fn host_convenience_forms_match_the_serial_loop() {
         assert_eq!(at, serial_transpose(m, n, &a));
         let a32 = rng.vec_f32(m * n);
         let mut at32 = vec![f32::NAN; m * n];
-        ok(unsafe { fegpu_dense_transpose_host_f32(ctx, m as i64, n as i64, a32.as_ptr(), at32.as_mut_ptr(), FEGPU_VARIANT_NAIVE) });
+        ok(unsafe {
+            fegpu_dense_transpose_host_f32(ctx, m as i64, n as i64, a32.as_ptr(), at32.as_mut_ptr(), FEGPU_VARIANT_NAIVE)
+        });
         assert_eq!(at32, serial_transpose(m, n, &a32));
     }
     let n = 97;

@@ -222,7 +222,12 @@ pub fn same_context(a: &Array, b: &Array, a_arg: &str, b_arg: &str) -> Result<()
 /// Locks two distinct arrays in address order (so two threads locking the
 /// same pair cannot deadlock) and returns the guards in argument order. The
 /// same array twice is refused by name: its lock would be taken twice.
-pub fn lock_pair<'a>(a: &'a Array, b: &'a Array, a_arg: &str, b_arg: &str) -> Result<(MutexGuard<'a, Storage>, MutexGuard<'a, Storage>)> {
+pub fn lock_pair<'a>(
+    a: &'a Array,
+    b: &'a Array,
+    a_arg: &str,
+    b_arg: &str,
+) -> Result<(MutexGuard<'a, Storage>, MutexGuard<'a, Storage>)> {
     distinct(&[(a, a_arg), (b, b_arg)])?;
     Ok(if (a as *const Array) < (b as *const Array) {
         let ga = a.lock();

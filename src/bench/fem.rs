@@ -10,7 +10,9 @@ use crate::array::Array;
 use crate::context::Context;
 use crate::error::Result;
 use crate::fem::ebe::EbeSolver;
-use crate::fem::{cpu, Element, ElementSet, Problem, FEGPU_INTEGRATION_BLOCKED, FEGPU_INTEGRATION_ELEMENT, FEGPU_INTEGRATION_POINT};
+use crate::fem::{
+    cpu, Element, ElementSet, Problem, FEGPU_INTEGRATION_BLOCKED, FEGPU_INTEGRATION_ELEMENT, FEGPU_INTEGRATION_POINT,
+};
 use crate::sparse::solver::{Method, Precond, Solver};
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,33 +22,12 @@ use std::time::Instant;
 fn loose_elements(t: Element, count: usize) -> (Vec<f64>, Vec<i64>) {
     let reference: Vec<[f64; 3]> = match t {
         Element::Tri3 => vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
-        Element::Quad4 => vec![
-            [0.0, 0.0, 0.0],
-            [1.0, 0.0, 0.0],
-            [1.0, 1.0, 0.0],
-            [0.0, 1.0, 0.0],
-        ],
-        Element::Tet4 => vec![
-            [0.0, 0.0, 0.0],
-            [1.0, 0.0, 0.0],
-            [0.0, 1.0, 0.0],
-            [0.0, 0.0, 1.0],
-        ],
-        Element::Hex8 => (0..8)
-            .map(|a| {
-                [
-                    ((a & 1) ^ ((a >> 1) & 1)) as f64,
-                    ((a >> 1) & 1) as f64,
-                    (a >> 2) as f64,
-                ]
-            })
-            .collect(),
+        Element::Quad4 => vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0]],
+        Element::Tet4 => vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+        Element::Hex8 => (0..8).map(|a| [((a & 1) ^ ((a >> 1) & 1)) as f64, ((a >> 1) & 1) as f64, (a >> 2) as f64]).collect(),
     };
     let dim = t.dim();
-    let (mut coords, mut conn) = (
-        Vec::with_capacity(count * reference.len() * dim),
-        Vec::with_capacity(count * reference.len()),
-    );
+    let (mut coords, mut conn) = (Vec::with_capacity(count * reference.len() * dim), Vec::with_capacity(count * reference.len()));
     for e in 0..count {
         for (a, x) in reference.iter().enumerate() {
             for c in 0..dim {
@@ -74,14 +55,7 @@ fn hex_block(n: usize) -> (Vec<f64>, Vec<i64>) {
     for k in 0..n {
         for j in 0..n {
             for i in 0..n {
-                let face = |k| {
-                    [
-                        node(i, j, k),
-                        node(i + 1, j, k),
-                        node(i + 1, j + 1, k),
-                        node(i, j + 1, k),
-                    ]
-                };
+                let face = |k| [node(i, j, k), node(i + 1, j, k), node(i + 1, j + 1, k), node(i, j + 1, k)];
                 conn.extend(face(k));
                 conn.extend(face(k + 1));
             }
@@ -90,14 +64,7 @@ fn hex_block(n: usize) -> (Vec<f64>, Vec<i64>) {
     (coords, conn)
 }
 
-fn set_of(
-    ctx: &Arc<Context>,
-    t: Element,
-    problem: Problem,
-    coords: &[f64],
-    conn: &[i64],
-    order: i32,
-) -> Result<ElementSet> {
+fn set_of(ctx: &Arc<Context>, t: Element, problem: Problem, coords: &[f64], conn: &[i64], order: i32) -> Result<ElementSet> {
     let (nodes, elements) = (coords.len() / t.dim(), conn.len() / t.nodes());
     ElementSet::new(
         ctx.clone(),
@@ -123,16 +90,7 @@ pub fn run() -> Result<()> {
     println!("  bytes = the packed K^e written (8 nd (nd + 1) / 2 per element)");
     println!(
         "  {:<7} {:<8} {:<5} {:>9} {:>10} {:>13} {:>9} {:>8} {:>13} {:>10}",
-        "element",
-        "problem",
-        "level",
-        "elements",
-        "ms",
-        "elements/s",
-        "GB/s",
-        "of copy",
-        "serial el/s",
-        "vs serial"
+        "element", "problem", "level", "elements", "ms", "elements/s", "GB/s", "of copy", "serial el/s", "vs serial"
     );
     let cases = [
         (Element::Tri3, Problem::Heat),
@@ -147,11 +105,7 @@ pub fn run() -> Result<()> {
     for (t, problem) in cases {
         let nd = t.nodes() * problem.dofs_per_node(t.dim());
         let packed_bytes = 8 * nd * (nd + 1) / 2;
-        let count = if on_gpu {
-            ((1usize << 30) / packed_bytes).min(1 << 21)
-        } else {
-            20_000
-        };
+        let count = if on_gpu { ((1usize << 30) / packed_bytes).min(1 << 21) } else { 20_000 };
         let (coords, conn) = loose_elements(t, count);
         let set = set_of(&ctx, t, problem, &coords, &conn, 2)?;
         // the serial loop: the CPU reference, one element after another
@@ -163,7 +117,9 @@ pub fn run() -> Result<()> {
         let clock = Instant::now();
         cpu::stiffness(&serial_set, &props, &mut ke).expect("valid elements");
         let serial_rate = serial_count as f64 / clock.elapsed().as_secs_f64();
-        for (level, name) in [(FEGPU_INTEGRATION_ELEMENT, "I"), (FEGPU_INTEGRATION_POINT, "II"), (FEGPU_INTEGRATION_BLOCKED, "IIa")] {
+        for (level, name) in
+            [(FEGPU_INTEGRATION_ELEMENT, "I"), (FEGPU_INTEGRATION_POINT, "II"), (FEGPU_INTEGRATION_BLOCKED, "IIa")]
+        {
             set.set_integration(level)?;
             let seconds = time(&ctx, 5, || set.integrate())?;
             let rate = count as f64 / seconds;
@@ -181,28 +137,17 @@ pub fn run() -> Result<()> {
 
     let n = if on_gpu { 68 } else { 12 };
     let (coords, conn) = hex_block(n);
-    let set = Arc::new(set_of(
-        &ctx,
-        Element::Hex8,
-        Problem::Elastic3d,
-        &coords,
-        &conn,
-        2,
-    )?);
+    let set = Arc::new(set_of(&ctx, Element::Hex8, Problem::Elastic3d, &coords, &conn, 2)?);
     let dofs = set.dofs();
     println!("\nCG per iteration, hex8 elasticity on {n}^3 elements: {dofs} dofs, Jacobi, the x = 0 face clamped");
     set.integrate()?;
     let clock = Instant::now();
     let (csr, _) = set.assemble()?;
     let assemble_s = clock.elapsed().as_secs_f64();
-    let fixed: Vec<i64> = (0..set.nodes)
-        .filter(|&v| coords[3 * v] == 0.0)
-        .flat_map(|v| (0..3).map(move |c| (3 * v + c) as i64))
-        .collect();
+    let fixed: Vec<i64> =
+        (0..set.nodes).filter(|&v| coords[3 * v] == 0.0).flat_map(|v| (0..3).map(move |c| (3 * v + c) as i64)).collect();
     let zeros = vec![0.0; fixed.len()];
-    let load: Vec<f64> = (0..dofs)
-        .map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5)
-        .collect();
+    let load: Vec<f64> = (0..dofs).map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5).collect();
     let iters = if on_gpu { 100 } else { 10 };
     let b = Array::new(ctx.clone(), 0, dofs, 1, Some(&load))?;
     let x = Array::new(ctx.clone(), 0, dofs, 1, Some(&vec![0.0; dofs]))?;
@@ -226,24 +171,9 @@ pub fn run() -> Result<()> {
     let ebe_bytes = set.packed_len() * set.elements * 8 + set.conn.len() * 4 + dofs;
     let otf_bytes = set.coords.len() * 8 + set.conn.len() * 4 + set.material.len() * 4 + dofs;
     let mib = |b: usize| b as f64 / (1u64 << 20) as f64;
-    println!(
-        "  {:<34} {:>10} {:>12} {:>10}",
-        "operator", "ms/iter", "memory MiB", "vs CSR"
-    );
-    println!(
-        "  {:<34} {:>10.4} {:>12.1} {:>9.2}x",
-        format!("assembled CSR ({nnz} entries)"),
-        csr_s * 1e3,
-        mib(csr_bytes),
-        1.0
-    );
-    println!(
-        "  {:<34} {:>10.4} {:>12.1} {:>9.2}x",
-        "element by element, stored K^e",
-        ebe_s * 1e3,
-        mib(ebe_bytes),
-        ebe_s / csr_s
-    );
+    println!("  {:<34} {:>10} {:>12} {:>10}", "operator", "ms/iter", "memory MiB", "vs CSR");
+    println!("  {:<34} {:>10.4} {:>12.1} {:>9.2}x", format!("assembled CSR ({nnz} entries)"), csr_s * 1e3, mib(csr_bytes), 1.0);
+    println!("  {:<34} {:>10.4} {:>12.1} {:>9.2}x", "element by element, stored K^e", ebe_s * 1e3, mib(ebe_bytes), ebe_s / csr_s);
     println!(
         "  {:<34} {:>10.4} {:>12.1} {:>9.2}x",
         "element by element, K^e on the fly",
@@ -251,9 +181,6 @@ pub fn run() -> Result<()> {
         mib(otf_bytes),
         otf_s / csr_s
     );
-    println!(
-        "  (assembly, pattern and map built: {:.1} ms)",
-        assemble_s * 1e3
-    );
+    println!("  (assembly, pattern and map built: {:.1} ms)", assemble_s * 1e3);
     Ok(())
 }

@@ -21,7 +21,17 @@ const ALL_PERIODIC: i32 = FEGPU_PERIODIC_X | FEGPU_PERIODIC_Y | FEGPU_PERIODIC_Z
 /// box; `trt_magic` 0 for BGK; `forced` with a body force; the lattice's
 /// default scheme and block size where None.
 #[allow(clippy::too_many_arguments)]
-fn mlups(ctx: &Arc<Context>, n: usize, dtype: Precision, trt_magic: f64, forced: bool, scheme: Option<Scheme>, block: Option<u32>, steps: u64, reps: usize) -> Result<f64> {
+fn mlups(
+    ctx: &Arc<Context>,
+    n: usize,
+    dtype: Precision,
+    trt_magic: f64,
+    forced: bool,
+    scheme: Option<Scheme>,
+    block: Option<u32>,
+    steps: u64,
+    reps: usize,
+) -> Result<f64> {
     let lat = Lattice::new(ctx.clone(), [n as i64; 3], dtype, 0.6, ALL_PERIODIC)?;
     if forced {
         lat.set_force([1e-6, 0.0, 0.0])?;
@@ -60,10 +70,7 @@ pub fn run() -> Result<()> {
     let copy = copy_bandwidth(&ctx)?;
     println!("serial CPU reference (one core, f64, 48^3): {serial:.1} MLUPS");
     println!("device copy ceiling: {:.0} GB/s", copy / 1e9);
-    println!(
-        "{:<8} {:<5} {:<7} {:>11} {:>10} {:>9} {:>10}",
-        "size", "dtype", "", "MLUPS", "GB/s", "of copy", "vs serial"
-    );
+    println!("{:<8} {:<5} {:<7} {:>11} {:>10} {:>9} {:>10}", "size", "dtype", "", "MLUPS", "GB/s", "of copy", "vs serial");
     println!("(BGK or TRT; +F: with a body force, whose terms the step otherwise compiles out)");
     let trt = 3.0 / 16.0;
     // (size, storage, TRT magic (0: BGK), with a body force)
@@ -84,7 +91,12 @@ pub fn run() -> Result<()> {
             (256, Precision::F16, 0.0, true),
         ]
     } else {
-        &[(32, Precision::F32, 0.0, false), (48, Precision::F64, 0.0, false), (48, Precision::F64, trt, false), (32, Precision::F16, 0.0, false)]
+        &[
+            (32, Precision::F32, 0.0, false),
+            (48, Precision::F64, 0.0, false),
+            (48, Precision::F64, trt, false),
+            (32, Precision::F16, 0.0, false),
+        ]
     };
     for &(n, dtype, magic, forced) in cases {
         let steps = if ctx.gpu().is_some() { 20 } else { 2 };

@@ -115,14 +115,26 @@ fn bench_transpose_typed<T: Real>(ctx: &Arc<Context>, m: usize, n: usize, reps: 
     let mut rows = vec![Row { what: "copy (driver d2d: ceiling)".into(), seconds: ceiling, bytes }];
     if ctx.gpu().is_some() {
         for v in [Variant::Naive, Variant::Tile] {
-            rows.push(Row { what: format!("copy {}", v.name()), seconds: time(ctx, reps, || dense::copy(&a, &b, Some(v)))?, bytes });
+            rows.push(Row {
+                what: format!("copy {}", v.name()),
+                seconds: time(ctx, reps, || dense::copy(&a, &b, Some(v)))?,
+                bytes,
+            });
         }
-        rows.push(Row { what: "transpose naive".into(), seconds: time(ctx, reps, || dense::transpose(&a, &at, Some(Variant::Naive)))?, bytes });
+        rows.push(Row {
+            what: "transpose naive".into(),
+            seconds: time(ctx, reps, || dense::transpose(&a, &at, Some(Variant::Naive)))?,
+            bytes,
+        });
         for v in [Variant::Tile, Variant::Padded] {
             for s in SHAPES {
                 let shape: Shape = s;
                 let secs = time(ctx, reps, || dense::transpose_shaped(&a, &at, Some(v), Some(shape)))?;
-                rows.push(Row { what: format!("transpose {} {}x{}/{}", v.name(), s.tile, s.tile * s.jt, s.rows), seconds: secs, bytes });
+                rows.push(Row {
+                    what: format!("transpose {} {}x{}/{}", v.name(), s.tile, s.tile * s.jt, s.rows),
+                    seconds: secs,
+                    bytes,
+                });
             }
         }
         if m == n {

@@ -102,7 +102,14 @@ fn copy_share_under_load(ctx: &Context) -> Result<f64> {
             if load {
                 // Enough launches to outlast the copy (about 5 ms) twice over.
                 for _ in 0..14 {
-                    crate::pipeline::cuda::launch(g, &lanes[1], crate::pipeline::Kernel::ColumnDots { m }, cols, &mut bufs, &[None, None, None])?;
+                    crate::pipeline::cuda::launch(
+                        g,
+                        &lanes[1],
+                        crate::pipeline::Kernel::ColumnDots { m },
+                        cols,
+                        &mut bufs,
+                        &[None, None, None],
+                    )?;
                 }
             }
             // SAFETY: pinned memory, untouched until the lanes are synchronised below.
@@ -207,14 +214,19 @@ fn sweep(ctx: &Context, what: &str, mut call: impl FnMut(Option<Plan>) -> Result
     let serial_in = |chunks: usize| Some(Plan { strategy: Strategy::Serial, streams: 1, chunks });
     let phases = |t: &Times| [t.h2d, t.kernel, t.d2h, t.setup];
     ctx.profile.set_enabled(true);
-    let timed_pairs: Result<Vec<(pipeline::Report, pipeline::Report)>> = (0..=OVERHEAD_PAIRS).map(|_| Ok((call(serial_in(1))?, call(serial_in(16))?))).collect();
+    let timed_pairs: Result<Vec<(pipeline::Report, pipeline::Report)>> =
+        (0..=OVERHEAD_PAIRS).map(|_| Ok((call(serial_in(1))?, call(serial_in(16))?))).collect();
     ctx.profile.set_enabled(false);
     // The first pair warms up.
-    let timed_pairs: Vec<([f64; 4], [f64; 4])> =
-        timed_pairs?.iter().skip(1).map(|(one, sixteen)| (phases(&one.times.unwrap_or_default()), phases(&sixteen.times.unwrap_or_default()))).collect();
+    let timed_pairs: Vec<([f64; 4], [f64; 4])> = timed_pairs?
+        .iter()
+        .skip(1)
+        .map(|(one, sixteen)| (phases(&one.times.unwrap_or_default()), phases(&sixteen.times.unwrap_or_default())))
+        .collect();
     let of_one = |p: usize| median(timed_pairs.iter().map(|(one, _)| one[p]).collect());
     let events = Times { h2d: of_one(0), kernel: of_one(1), d2h: of_one(2), setup: of_one(3) };
-    let overhead: [f64; 3] = std::array::from_fn(|p| median(timed_pairs.iter().map(|(one, sixteen)| (sixteen[p] - one[p]) / 15.0).collect()).max(0.0));
+    let overhead: [f64; 3] =
+        std::array::from_fn(|p| median(timed_pairs.iter().map(|(one, sixteen)| (sixteen[p] - one[p]) / 15.0).collect()).max(0.0));
     let r = call(Some(serial_plan))?;
     // Version 1 in one chunk, untimed and back to back as the rows' calls run.
     let v1 = wall(|| call(Some(serial_plan)).map(|_| ()))?;
@@ -223,7 +235,8 @@ fn sweep(ctx: &Context, what: &str, mut call: impl FnMut(Option<Plan>) -> Result
     // and the copy-out sets most of the hideable time. The model's copy times keep the events' split but are scaled so
     // that its version 1 takes the measured wall time.
     let copies = events.h2d + events.d2h;
-    let scale = if copies > 0.0 { ((v1 - events.setup - events.kernel - overhead.iter().sum::<f64>()) / copies).max(0.0) } else { 1.0 };
+    let scale =
+        if copies > 0.0 { ((v1 - events.setup - events.kernel - overhead.iter().sum::<f64>()) / copies).max(0.0) } else { 1.0 };
     let t = Times { h2d: events.h2d * scale, d2h: events.d2h * scale, ..events };
     // The transfers against the pinned rates: the one-chunk call's copies
     // run alone, so its wall time less its kernel is their time.
@@ -263,12 +276,27 @@ fn sweep(ctx: &Context, what: &str, mut call: impl FnMut(Option<Plan>) -> Result
     );
     println!(
         "  {:<10} {:>7} {:>12} {:>13} {:>10} {:>6} {:>16} {:>18} {:>16}",
-        "version", "streams", "measured ms", "predicted ms", "saved ms", "pairs", "hidden/hideable", "(event-timed) ms", "hidden/hideable"
+        "version",
+        "streams",
+        "measured ms",
+        "predicted ms",
+        "saved ms",
+        "pairs",
+        "hidden/hideable",
+        "(event-timed) ms",
+        "hidden/hideable"
     );
     println!("  (saved: median against version 1 in as many chunks, called alternately; hideable: the model's version 1 in as many chunks less its prediction;");
     println!("   ± the standard error of the median saving, from the pairs' spread, as a share of the hideable time; the last two columns: the model on the events' copy times;");
     println!("   staged: the seconds its order (kernels queued by the host or on the device, model::release_on_host) saved against the other, forced, in pairs)");
-    println!("  {:<10} {:>7} {:>12.2} {:>13.2} {:>53.2}", "1 serial", 1, v1 * 1e3, model::predict_phases(Strategy::Serial, 1, 1, t, engines, overhead, duplex) * 1e3, model::predict_phases(Strategy::Serial, 1, 1, events, engines, overhead, duplex) * 1e3);
+    println!(
+        "  {:<10} {:>7} {:>12.2} {:>13.2} {:>53.2}",
+        "1 serial",
+        1,
+        v1 * 1e3,
+        model::predict_phases(Strategy::Serial, 1, 1, t, engines, overhead, duplex) * 1e3,
+        model::predict_phases(Strategy::Serial, 1, 1, events, engines, overhead, duplex) * 1e3
+    );
     for (name, strategy) in [("2 chunk", Strategy::PerChunk), ("3 staged", Strategy::Staged)] {
         // Over 2..16 streams: seconds saved, their variance, seconds hideable, the least row share.
         let (mut saved_sum, mut variance, mut hideable_sum, mut least) = (0.0, 0.0, 0.0, f64::INFINITY);
@@ -289,7 +317,12 @@ fn sweep(ctx: &Context, what: &str, mut call: impl FnMut(Option<Plan>) -> Result
                 });
                 set(None);
                 let versus = versus?;
-                format!("  {:+.3} ± {:.3} ms against {}", versus.saved * 1e3, versus.saved_error * 1e3, if other { "the host order" } else { "the device order" })
+                format!(
+                    "  {:+.3} ± {:.3} ms against {}",
+                    versus.saved * 1e3,
+                    versus.saved_error * 1e3,
+                    if other { "the host order" } else { "the device order" }
+                )
             } else {
                 String::new()
             };
@@ -299,7 +332,13 @@ fn sweep(ctx: &Context, what: &str, mut call: impl FnMut(Option<Plan>) -> Result
                 (predicted, model::predict_phases(Strategy::Serial, 1, n, t, engines, overhead, duplex) - predicted)
             };
             let ((predicted, h), (predicted_events, h_events)) = (model(t), model(events));
-            let share = |h: f64| if n > 1 { format!("{:.0}% ± {:.0}", 100.0 * row.saved / h, 100.0 * row.saved_error / h) } else { String::new() };
+            let share = |h: f64| {
+                if n > 1 {
+                    format!("{:.0}% ± {:.0}", 100.0 * row.saved / h, 100.0 * row.saved_error / h)
+                } else {
+                    String::new()
+                }
+            };
             if n > 1 {
                 saved_sum += row.saved;
                 variance += row.saved_error.powi(2);
@@ -425,7 +464,9 @@ pub fn run() -> Result<()> {
     ctx.register_host(a.as_mut_ptr().cast(), 8 * a.len())?;
     ctx.register_host(b.as_mut_ptr().cast(), 8 * b.len())?;
     ctx.register_host(out.as_mut_ptr().cast(), 8 * ncols)?;
-    sweep(&ctx, &format!("column dots {m} x {ncols} (registered)"), |plan| pipeline::column_dots(&ctx, m, &a, &b, &mut out, plan))?;
+    sweep(&ctx, &format!("column dots {m} x {ncols} (registered)"), |plan| {
+        pipeline::column_dots(&ctx, m, &a, &b, &mut out, plan)
+    })?;
     if let Some(s) = ctx.profile.op("column_dots") {
         println!("serial host loop of the inner products: {:.1} ms per call", s.serial_seconds / s.calls as f64 * 1e3);
     }
@@ -444,8 +485,12 @@ pub fn run() -> Result<()> {
         pipeline::gemm(&ctx, n, n, n, 1.0, &a, &b, 0.0, &mut c, plan)
     })?;
     let x = b[..n].to_vec();
-    sweep(&ctx, &format!("gemv {n} x {n} (registered A)"), |plan| pipeline::gemv(&ctx, n, n, 1.0, &a, &x, 0.0, &mut c[..n], plan))?;
-    sweep(&ctx, &format!("transpose {n} x {n} in column panels (registered)"), |plan| pipeline::transpose(&ctx, n, n, &a, &mut c, plan))?;
+    sweep(&ctx, &format!("gemv {n} x {n} (registered A)"), |plan| {
+        pipeline::gemv(&ctx, n, n, 1.0, &a, &x, 0.0, &mut c[..n], plan)
+    })?;
+    sweep(&ctx, &format!("transpose {n} x {n} in column panels (registered)"), |plan| {
+        pipeline::transpose(&ctx, n, n, &a, &mut c, plan)
+    })?;
     for v in [&mut a, &mut b, &mut c] {
         ctx.unregister_host(v.as_mut_ptr().cast())?;
     }

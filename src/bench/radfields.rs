@@ -48,7 +48,14 @@ fn serial_gflops(n_rhs: usize) -> f64 {
     let t = Instant::now();
     for s in 0..n_s {
         for p in 0..n_p {
-            let Some(q) = cpu::pair_coefficients([pr.s[3 * s], pr.s[3 * s + 1], pr.s[3 * s + 2]], [pr.p[3 * p], pr.p[3 * p + 1], pr.p[3 * p + 2]], pr.w[p], &c) else { continue };
+            let Some(q) = cpu::pair_coefficients(
+                [pr.s[3 * s], pr.s[3 * s + 1], pr.s[3 * s + 2]],
+                [pr.p[3 * p], pr.p[3 * p + 1], pr.p[3 * p + 2]],
+                pr.w[p],
+                &c,
+            ) else {
+                continue;
+            };
             for r in 0..n_rhs {
                 cpu::add_pair(&q, &pr.cur[6 * (p + n_p * r)..][..6], &mut f);
             }
@@ -88,8 +95,15 @@ pub fn run() -> Result<()> {
     println!("FP64 FMA ceiling (same run): {:.1} TFLOP/s", peak / 1e12);
     let serial: Vec<f64> = [1, 10, 100].iter().map(|&r| serial_gflops(r)).collect();
     println!("serial loop (one core): {:.2} / {:.2} / {:.2} GFLOP/s at n_rhs 1 / 10 / 100", serial[0], serial[1], serial[2]);
-    println!("flops per pair {} + {} per right-hand side (sqrt 4, exp/sin/cos 8, division 4)", crate::radfields::FLOPS_PER_PAIR, crate::radfields::FLOPS_PER_PAIR_RHS);
-    println!("{:>7} {:>5} {:>10} {:>7} {:>8} {:>10} {:>8} {:>10}", "N_S", "n_rhs", "calls x n_p", "kernel", "ms", "TFLOP/s", "of FP64", "vs serial");
+    println!(
+        "flops per pair {} + {} per right-hand side (sqrt 4, exp/sin/cos 8, division 4)",
+        crate::radfields::FLOPS_PER_PAIR,
+        crate::radfields::FLOPS_PER_PAIR_RHS
+    );
+    println!(
+        "{:>7} {:>5} {:>10} {:>7} {:>8} {:>10} {:>8} {:>10}",
+        "N_S", "n_rhs", "calls x n_p", "kernel", "ms", "TFLOP/s", "of FP64", "vs serial"
+    );
     let mut largest = None;
     for &n_s in &[10_000usize, 50_000, 200_000] {
         for (ri, &n_rhs) in [1usize, 10, 100].iter().enumerate() {

@@ -65,7 +65,12 @@ pub fn spmv(real: Option<&std::path::Path>) -> Result<()> {
         if let (Some(g), Some(dp)) = (ctx.gpu(), a.device.as_ref()) {
             let vals = a.values();
             let (gx, gy) = (x.lock(), y.lock());
-            if let (Buffer::Device(v), crate::array::Storage::F64(Buffer::Device(xd)), crate::array::Storage::F64(Buffer::Device(yd))) = (&vals.data, &*gx, &*gy) {
+            if let (
+                Buffer::Device(v),
+                crate::array::Storage::F64(Buffer::Device(xd)),
+                crate::array::Storage::F64(Buffer::Device(yd)),
+            ) = (&vals.data, &*gx, &*gy)
+            {
                 for tpr in [1u32, 2, 4, 8, 16, 32] {
                     let t = time(&ctx, 20, || cuda::spmv_with(g, dp, tpr, n, v, 1.0, xd, 0.0, yd, None))?;
                     rows.push((format!("tpr {tpr}"), t));
@@ -108,7 +113,10 @@ fn per_iteration(ctx: &Arc<Context>, a: &Arc<Csr>, method: Method, precond: Prec
 pub fn solve(real: Option<&std::path::Path>) -> Result<()> {
     let (ctx, ceiling) = start("solve")?;
     println!("minimum bytes per iteration (every vector pass fused): CG = SpMV + 64 n, BiCGSTAB = 2 SpMV + 120 n");
-    println!("  {:<22} {:<9} {:<7} {:>9} {:>10} {:>11} {:>10}", "matrix", "method", "precond", "iters", "ms/iter", "roofline ms", "of roof");
+    println!(
+        "  {:<22} {:<9} {:<7} {:>9} {:>10} {:>11} {:>10}",
+        "matrix", "method", "precond", "iters", "ms/iter", "roofline ms", "of roof"
+    );
     let mut list = matrices(real)?;
     list.push(("convdiff 128^3".into(), 128usize.pow(3), gallery::convection_diffusion(128, 1.0)));
     for (name, n, arrays) in list {

@@ -44,26 +44,52 @@ fn grid_y(tiles: usize) -> u32 {
 }
 
 fn tiled_name<T: Real>(kind: &str, v: Variant, s: Shape) -> String {
-    format!("{kind}_{}_t{}r{}{}_{}", v.name(), s.tile, s.rows, if kind == "transpose" { format!("j{}", s.jt) } else { String::new() }, T::DTYPE.name())
+    format!(
+        "{kind}_{}_t{}r{}{}_{}",
+        v.name(),
+        s.tile,
+        s.rows,
+        if kind == "transpose" { format!("j{}", s.jt) } else { String::new() },
+        T::DTYPE.name()
+    )
 }
 
-pub fn transpose<T: Real>(g: &Gpu, v: Variant, shape: Option<Shape>, m: usize, n: usize, a: &DeviceBuffer<T>, b: &mut DeviceBuffer<T>) -> Result<()> {
+pub fn transpose<T: Real>(
+    g: &Gpu,
+    v: Variant,
+    shape: Option<Shape>,
+    m: usize,
+    n: usize,
+    a: &DeviceBuffer<T>,
+    b: &mut DeviceBuffer<T>,
+) -> Result<()> {
     transpose_on(g, g, v, shape, m, n, a, b)
 }
 
 /// `transpose` queued on `q` (a pipeline's lane) instead of fegpu's main stream.
 #[allow(clippy::too_many_arguments)]
-pub fn transpose_on<T: Real>(g: &Gpu, q: &impl Queue, v: Variant, shape: Option<Shape>, m: usize, n: usize, a: &DeviceBuffer<T>, b: &mut DeviceBuffer<T>) -> Result<()> {
+pub fn transpose_on<T: Real>(
+    g: &Gpu,
+    q: &impl Queue,
+    v: Variant,
+    shape: Option<Shape>,
+    m: usize,
+    n: usize,
+    a: &DeviceBuffer<T>,
+    b: &mut DeviceBuffer<T>,
+) -> Result<()> {
     let (name, grid, block) = match v {
-        Variant::Naive => (
-            format!("transpose_naive_{}", T::DTYPE.name()),
-            (m.div_ceil(32) as u32, grid_y(n.div_ceil(8)), 1),
-            (32, 8, 1),
-        ),
+        Variant::Naive => {
+            (format!("transpose_naive_{}", T::DTYPE.name()), (m.div_ceil(32) as u32, grid_y(n.div_ceil(8)), 1), (32, 8, 1))
+        }
         _ => {
             let s = shape.unwrap_or_else(default_shape::<T>);
             let t = s.tile as usize;
-            (tiled_name::<T>("transpose", v, s), (m.div_ceil(t) as u32, grid_y(n.div_ceil(t * s.jt as usize)), 1), (s.tile, s.rows, 1))
+            (
+                tiled_name::<T>("transpose", v, s),
+                (m.div_ceil(t) as u32, grid_y(n.div_ceil(t * s.jt as usize)), 1),
+                (s.tile, s.rows, 1),
+            )
         }
     };
     let f = g.kernel("dense", SOURCE, &name)?;
@@ -75,11 +101,9 @@ pub fn transpose_on<T: Real>(g: &Gpu, q: &impl Queue, v: Variant, shape: Option<
 
 pub fn transpose_square_in_place<T: Real>(g: &Gpu, v: Variant, n: usize, a: &mut DeviceBuffer<T>) -> Result<()> {
     let (name, grid, block) = match v {
-        Variant::Naive => (
-            format!("transpose_square_naive_{}", T::DTYPE.name()),
-            (n.div_ceil(32) as u32, grid_y(n.div_ceil(8)), 1),
-            (32, 8, 1),
-        ),
+        Variant::Naive => {
+            (format!("transpose_square_naive_{}", T::DTYPE.name()), (n.div_ceil(32) as u32, grid_y(n.div_ceil(8)), 1), (32, 8, 1))
+        }
         _ => {
             let s = SQUARE_SHAPE;
             let tiles = n.div_ceil(s.tile as usize);
@@ -95,7 +119,9 @@ pub fn transpose_square_in_place<T: Real>(g: &Gpu, v: Variant, n: usize, a: &mut
 
 pub fn copy<T: Real>(g: &Gpu, v: Variant, m: usize, n: usize, a: &DeviceBuffer<T>, b: &mut DeviceBuffer<T>) -> Result<()> {
     let (name, grid, block) = match v {
-        Variant::Naive => (format!("copy_naive_{}", T::DTYPE.name()), (m.div_ceil(32) as u32, grid_y(n.div_ceil(8)), 1), (32, 8, 1)),
+        Variant::Naive => {
+            (format!("copy_naive_{}", T::DTYPE.name()), (m.div_ceil(32) as u32, grid_y(n.div_ceil(8)), 1), (32, 8, 1))
+        }
         _ => {
             let s = SQUARE_SHAPE;
             let t = s.tile as usize;

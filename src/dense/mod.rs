@@ -57,7 +57,11 @@ fn mixed_backends() -> Error {
 fn check_pair(src: &Array, dst: &Array, rows: usize, cols: usize, what: &str) -> Result<()> {
     same_context(src, dst, "src", "dst")?;
     if src.dtype != dst.dtype {
-        return Err(Error::invalid(format!("src holds {} and dst {}: {what} needs one type", src.dtype.name(), dst.dtype.name())));
+        return Err(Error::invalid(format!(
+            "src holds {} and dst {}: {what} needs one type",
+            src.dtype.name(),
+            dst.dtype.name()
+        )));
     }
     if std::ptr::eq(src, dst) {
         return Err(Error::invalid(format!("src and dst are the same array: {what} is out of place")));
@@ -150,7 +154,14 @@ fn copy_typed<T: Real>(src: &Array, dst: &Array, variant: Option<Variant>) -> Re
 
 /// Host convenience: at = a^T (a m x n, at n x m, column-major) through the
 /// context's backend: upload, transpose, download in one call.
-pub fn transpose_host<T: Real>(ctx: &Arc<Context>, m: usize, n: usize, a: &[T], at: &mut [T], variant: Option<Variant>) -> Result<()> {
+pub fn transpose_host<T: Real>(
+    ctx: &Arc<Context>,
+    m: usize,
+    n: usize,
+    a: &[T],
+    at: &mut [T],
+    variant: Option<Variant>,
+) -> Result<()> {
     let len = element_count(m, n)?;
     if a.len() != len || at.len() != len {
         return Err(Error::size(format!("a has {} and at {} elements; m x n = {m} x {n} needs {len}", a.len(), at.len())));

@@ -9,27 +9,14 @@ pub fn gauss_legendre(order: usize) -> (&'static [f64], &'static [f64]) {
         &[0.0],
         &[-0.577_350_269_189_625_8, 0.577_350_269_189_625_8],
         &[-0.774_596_669_241_483_4, 0.0, 0.774_596_669_241_483_4],
-        &[
-            -0.861_136_311_594_052_6,
-            -0.339_981_043_584_856_3,
-            0.339_981_043_584_856_3,
-            0.861_136_311_594_052_6,
-        ],
+        &[-0.861_136_311_594_052_6, -0.339_981_043_584_856_3, 0.339_981_043_584_856_3, 0.861_136_311_594_052_6],
     ];
+    #[allow(clippy::excessive_precision)] // the published 17-digit weights, rounded by the compiler
     const W: [&[f64]; 4] = [
         &[2.0],
         &[1.0, 1.0],
-        &[
-            0.555_555_555_555_555_6,
-            0.888_888_888_888_888_9,
-            0.555_555_555_555_555_6,
-        ],
-        &[
-            0.347_854_845_137_453_9,
-            0.652_145_154_862_546_1,
-            0.652_145_154_862_546_1,
-            0.347_854_845_137_453_9,
-        ],
+        &[0.555_555_555_555_555_6, 0.888_888_888_888_888_9, 0.555_555_555_555_555_6],
+        &[0.347_854_845_137_453_9, 0.652_145_154_862_546_1, 0.652_145_154_862_546_1, 0.347_854_845_137_453_9],
     ];
     (X[order - 1], W[order - 1])
 }
@@ -118,20 +105,15 @@ pub fn material_matrix(problem: Problem, dim: usize, p: [f64; 2]) -> Vec<Vec<f64
         (Problem::Heat, _) => (0..dim).for_each(|i| d[i][i] = p[0]),
         (Problem::PlaneStress, _) => {
             let f = e / (1.0 - nu * nu);
-            (d[0][0], d[1][1], d[0][1], d[1][0], d[2][2]) =
-                (f, f, f * nu, f * nu, f * (1.0 - nu) / 2.0);
+            (d[0][0], d[1][1], d[0][1], d[1][0], d[2][2]) = (f, f, f * nu, f * nu, f * (1.0 - nu) / 2.0);
         }
         (Problem::PlaneStrain, _) => {
             let f = e / ((1.0 + nu) * (1.0 - 2.0 * nu));
             let a = f * (1.0 - nu);
-            (d[0][0], d[1][1], d[0][1], d[1][0], d[2][2]) =
-                (a, a, f * nu, f * nu, f * (1.0 - 2.0 * nu) / 2.0);
+            (d[0][0], d[1][1], d[0][1], d[1][0], d[2][2]) = (a, a, f * nu, f * nu, f * (1.0 - 2.0 * nu) / 2.0);
         }
         (Problem::Elastic3d, _) => {
-            let (lambda, mu) = (
-                e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)),
-                e / (2.0 * (1.0 + nu)),
-            );
+            let (lambda, mu) = (e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)), e / (2.0 * (1.0 + nu)));
             for i in 0..3 {
                 for j in 0..3 {
                     d[i][j] = lambda;
@@ -204,7 +186,7 @@ fn gauss_point(t: Element, xe: &[[f64; 3]], xi: [f64; 3]) -> Option<(Vec<[f64; 3
         }
         det
     };
-    if !(det > 0.0) {
+    if det.is_nan() || det <= 0.0 {
         return None;
     }
     let g = (0..nn).map(|a| std::array::from_fn(|c| (0..dim).map(|r| inv[c][r] * dn[a][r]).sum())).collect();
@@ -228,18 +210,10 @@ pub fn element_stiffness(set: &ElementSet, props: &[f64], e: usize) -> Result<Ve
         let mut idx = 0;
         for p in 0..nd {
             let (a, c) = (p / dpn, p % dpn);
-            let db: Vec<f64> = (0..ns)
-                .map(|t| {
-                    (0..ns)
-                        .map(|s| b_entry(problem, dim, s, c, &g[a]) * d[s][t])
-                        .sum()
-                })
-                .collect();
+            let db: Vec<f64> = (0..ns).map(|t| (0..ns).map(|s| b_entry(problem, dim, s, c, &g[a]) * d[s][t]).sum()).collect();
             for r in p..nd {
                 let (b, cb) = (r / dpn, r % dpn);
-                let v: f64 = (0..ns)
-                    .map(|t| db[t] * b_entry(problem, dim, t, cb, &g[b]))
-                    .sum();
+                let v: f64 = (0..ns).map(|t| db[t] * b_entry(problem, dim, t, cb, &g[b])).sum();
                 k[idx] += f * v;
                 idx += 1;
             }
@@ -268,10 +242,7 @@ pub fn stiffness(set: &ElementSet, props: &[f64], ke: &mut [f64]) -> Result<(), 
 /// Global entry i = the sum of ke[from[ptr[i]..ptr[i + 1]]] (kernels/fem.cu `assemble`).
 pub fn assemble(ptr: &[i32], from: &[i32], ke: &[f64], values: &mut [f64]) {
     for (i, v) in values.iter_mut().enumerate() {
-        *v = from[ptr[i] as usize..ptr[i + 1] as usize]
-            .iter()
-            .map(|&k| ke[k as usize])
-            .sum();
+        *v = from[ptr[i] as usize..ptr[i + 1] as usize].iter().map(|&k| ke[k as usize]).sum();
     }
 }
 
@@ -286,12 +257,8 @@ impl ElementMatrices<'_> {
     /// Packed K^e of element e.
     fn of(&self, set: &ElementSet, e: usize) -> Vec<f64> {
         match *self {
-            ElementMatrices::Stored(ke) => (0..set.packed_len())
-                .map(|k| ke[k * set.elements + e])
-                .collect(),
-            ElementMatrices::OnTheFly(props) => {
-                element_stiffness(set, props, e).expect("integrated before: valid elements")
-            }
+            ElementMatrices::Stored(ke) => (0..set.packed_len()).map(|k| ke[k * set.elements + e]).collect(),
+            ElementMatrices::OnTheFly(props) => element_stiffness(set, props, e).expect("integrated before: valid elements"),
         }
     }
 }
@@ -299,14 +266,7 @@ impl ElementMatrices<'_> {
 /// y = sum_e K^e x_e with constrained dofs masked (kernels/fem.cu `ebe_init`,
 /// `ebe_apply` and `ebe_otf`): zero in x_e, receiving nothing, y = diag x on
 /// them. Without `fixed`, the plain product.
-pub fn ebe_apply(
-    set: &ElementSet,
-    ke: &ElementMatrices,
-    fixed: Option<&[u8]>,
-    diag: &[f64],
-    x: &[f64],
-    y: &mut [f64],
-) {
+pub fn ebe_apply(set: &ElementSet, ke: &ElementMatrices, fixed: Option<&[u8]>, diag: &[f64], x: &[f64], y: &mut [f64]) {
     let is_fixed = |d: usize| fixed.is_some_and(|f| f[d] != 0);
     for (i, yi) in y.iter_mut().enumerate() {
         *yi = if is_fixed(i) { diag[i] * x[i] } else { 0.0 };
@@ -315,10 +275,7 @@ pub fn ebe_apply(
     let mut ye = vec![0.0; nd];
     for e in 0..set.elements {
         let dof: Vec<usize> = (0..nd).map(|p| set.global_dof(e, p)).collect();
-        let xe: Vec<f64> = dof
-            .iter()
-            .map(|&d| if is_fixed(d) { 0.0 } else { x[d] })
-            .collect();
+        let xe: Vec<f64> = dof.iter().map(|&d| if is_fixed(d) { 0.0 } else { x[d] }).collect();
         ye.fill(0.0);
         let k = ke.of(set, e);
         let mut idx = 0;
@@ -371,8 +328,7 @@ pub fn element_mass(set: &ElementSet, coef: &[f64], e: usize) -> Result<Vec<f64>
                 let (a, b) = (p / dpn, r / dpn);
                 if p % dpn == r % dpn {
                     m[idx] += if t.is_simplex() {
-                        rc * w * det * if a == b { 2.0 } else { 1.0 }
-                            / ((dim + 1) * (dim + 2)) as f64
+                        rc * w * det * if a == b { 2.0 } else { 1.0 } / ((dim + 1) * (dim + 2)) as f64
                     } else {
                         rc * w * det * n[a] * n[b]
                     };

@@ -22,15 +22,7 @@ impl From<Error> for Failure {
 
 /// The kernel-name suffix of a set: element and physics.
 fn suffix(set: &ElementSet) -> String {
-    format!(
-        "{}_{}",
-        set.element.name(),
-        if set.problem == Problem::Heat {
-            "heat"
-        } else {
-            "elastic"
-        }
-    )
+    format!("{}_{}", set.element.name(), if set.problem == Problem::Heat { "heat" } else { "elastic" })
 }
 
 /// Elements per block of level IIa: as many as fit 48 KB of Gauss-point
@@ -46,7 +38,14 @@ fn elements_per_block(set: &ElementSet, level: i32) -> (u32, u32, u32) {
 /// Every K^e (props: 2 per material) by the set's integration level, or with
 /// `mass` every mass matrix (props: the mass coefficient per material, level
 /// I), into a new device buffer.
-pub fn stiffness(g: &Gpu, set: &ElementSet, d: &DeviceSet, props: &DeviceBuffer<f64>, total: usize, mass: bool) -> Result<DeviceBuffer<f64>, Failure> {
+pub fn stiffness(
+    g: &Gpu,
+    set: &ElementSet,
+    d: &DeviceSet,
+    props: &DeviceBuffer<f64>,
+    total: usize,
+    mass: bool,
+) -> Result<DeviceBuffer<f64>, Failure> {
     let level = if mass { super::FEGPU_INTEGRATION_ELEMENT } else { set.integration_level() };
     let blocked = level != super::FEGPU_INTEGRATION_ELEMENT;
     let name = format!("{}_{}{}", if mass { "mass" } else { "stiffness" }, suffix(set), if blocked { "_blocked" } else { "" });
@@ -89,13 +88,7 @@ pub fn assemble(
     let n = nnz as i64;
     let mut l = g.launcher(&f);
     l.arg(&n).arg(ptr).arg(from).arg(ke).arg(values);
-    g.launch(
-        "assemble",
-        l,
-        ((nnz as u32).div_ceil(256).max(1), 1, 1),
-        (256, 1, 1),
-        0,
-    )
+    g.launch("assemble", l, ((nnz as u32).div_ceil(256).max(1), 1, 1), (256, 1, 1), 0)
 }
 
 fn element_grid(set: &ElementSet) -> (u32, u32, u32) {
@@ -211,21 +204,9 @@ pub fn ebe_otf(
     };
     let name = format!("ebe_otf_{}", suffix(set));
     let f = g.kernel("fem", SOURCE, &name)?;
-    let (ne, plane_strain, order) = (
-        set.elements as i64,
-        (set.problem == Problem::PlaneStrain) as i32,
-        set.order as i32,
-    );
+    let (ne, plane_strain, order) = (set.elements as i64, (set.problem == Problem::PlaneStrain) as i32, set.order as i32);
     let mut l = g.launcher(&f);
-    l.arg(&ne)
-        .arg(&d.coords)
-        .arg(&d.conn)
-        .arg(&d.material)
-        .arg(props)
-        .arg(&plane_strain)
-        .arg(&order)
-        .arg(x)
-        .arg(y);
+    l.arg(&ne).arg(&d.coords).arg(&d.conn).arg(&d.material).arg(props).arg(&plane_strain).arg(&order).arg(x).arg(y);
     arg_or_null(&mut l, fixed.map(|f| f.0));
     arg_or_null(&mut l, diag_out);
     arg_or_null(&mut l, sc);

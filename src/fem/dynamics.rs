@@ -62,12 +62,7 @@ fn scale(set: &ElementSet, d: &Buffer<f64>, x: &Array) -> Result<()> {
             let g = set.ctx.gpu().expect("device buffers without a GPU");
             sparse_cuda::scale(g, d.len(), d, xv, xv, None)?
         }
-        _ => {
-            return Err(Error::new(
-                crate::FEGPU_ERR_INTERNAL,
-                "stepper and array on different backends",
-            ))
-        }
+        _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "stepper and array on different backends")),
     }
     Ok(())
 }
@@ -75,68 +70,37 @@ fn scale(set: &ElementSet, d: &Buffer<f64>, x: &Array) -> Result<()> {
 impl DynamicsStepper {
     /// For an elasticity set integrated (with densities) and assembled;
     /// `clamped` dofs (counted from `base`) stay at zero.
-    pub fn new(
-        set: Arc<ElementSet>,
-        dt: f64,
-        scheme: Scheme,
-        clamped: &[i64],
-        base: i64,
-    ) -> Result<DynamicsStepper> {
+    pub fn new(set: Arc<ElementSet>, dt: f64, scheme: Scheme, clamped: &[i64], base: i64) -> Result<DynamicsStepper> {
         set.check_nodes_used("the dynamics stepper")?;
         if set.problem == Problem::Heat {
-            return Err(Error::invalid(
-                "the set is a heat problem: use the heat stepper",
-            ));
+            return Err(Error::invalid("the set is a heat problem: use the heat stepper"));
         }
         if !(dt > 0.0 && dt.is_finite()) {
-            return Err(Error::invalid(format!(
-                "dt = {dt}: must be positive and finite"
-            )));
+            return Err(Error::invalid(format!("dt = {dt}: must be positive and finite")));
         }
         if let Scheme::Newmark { beta, gamma } = scheme {
-            if !(gamma >= 0.5
-                && beta >= 0.25 * (gamma + 0.5).powi(2)
-                && beta.is_finite()
-                && gamma.is_finite())
-            {
+            if !(gamma >= 0.5 && beta >= 0.25 * (gamma + 0.5).powi(2) && beta.is_finite() && gamma.is_finite()) {
                 return Err(Error::invalid(format!(
                     "beta = {beta}, gamma = {gamma}: unconditional stability needs gamma >= 1/2 and beta >= (gamma + 1/2)^2 / 4"
                 )));
             }
         }
         let (kv, mv) = set.global_matrices()?;
-        let assembled = set
-            .assembled()
-            .expect("global_matrices checked the assembly");
+        let assembled = set.assembled().expect("global_matrices checked the assembly");
         let p = &assembled.pattern;
         let (n, nnz) = (p.nrows, p.nnz());
         let copy = |values: &Buffer<f64>, scale_m: f64, with_k: bool| -> Result<Arc<Csr>> {
             let a = Arc::new(assembled.with_values(&vec![0.0; nnz])?);
             a.rewrite_values(|v| match (v, values, &kv) {
                 (Buffer::Host(v), Buffer::Host(x), Buffer::Host(k)) => {
-                    v.iter_mut()
-                        .zip(x)
-                        .zip(k)
-                        .for_each(|((v, x), k)| *v = scale_m * x + if with_k { *k } else { 0.0 });
+                    v.iter_mut().zip(x).zip(k).for_each(|((v, x), k)| *v = scale_m * x + if with_k { *k } else { 0.0 });
                     Ok(())
                 }
                 (Buffer::Device(v), Buffer::Device(x), Buffer::Device(k)) => {
                     let g = set.ctx.gpu().expect("device buffers without a GPU");
-                    sparse_cuda::update(
-                        g,
-                        nnz,
-                        v,
-                        scale_m,
-                        x,
-                        if with_k { 1.0 } else { 0.0 },
-                        Some(k),
-                        0.0,
-                    )
+                    sparse_cuda::update(g, nnz, v, scale_m, x, if with_k { 1.0 } else { 0.0 }, Some(k), 0.0)
                 }
-                _ => Err(Error::new(
-                    crate::FEGPU_ERR_INTERNAL,
-                    "matrices on different backends",
-                )),
+                _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "matrices on different backends")),
             })?;
             Ok(a)
         };
@@ -148,46 +112,34 @@ impl DynamicsStepper {
             sparse::apply_dirichlet(a, clamped, base, &zeros, &scratch)?;
         }
         let mut free = vec![1.0; n];
-        clamped
-            .iter()
-            .for_each(|&d| free[(d - base) as usize] = 0.0);
+        clamped.iter().for_each(|&d| free[(d - base) as usize] = 0.0);
         // the lumped mass: row sums of M (clamped rows excluded)
         let m_host = m.download_values()?;
-        let lumped: Vec<f64> = (0..n)
-            .map(|r| {
-                if free[r] == 0.0 {
-                    0.0
-                } else {
-                    m_host[p.row_ptr[r] as usize..p.row_ptr[r + 1] as usize]
-                        .iter()
-                        .sum::<f64>()
-                }
-            })
-            .collect();
-        if let Some(r) = (0..n).find(|&r| free[r] != 0.0 && !(lumped[r] > 0.0)) {
-            return Err(Error::invalid(format!("dof {} (0-based) has no mass: set the densities (fegpu_fem_set_density) and integrate", r)));
+        let lumped: Vec<f64> =
+            (0..n)
+                .map(|r| {
+                    if free[r] == 0.0 {
+                        0.0
+                    } else {
+                        m_host[p.row_ptr[r] as usize..p.row_ptr[r + 1] as usize].iter().sum::<f64>()
+                    }
+                })
+                .collect();
+        if let Some(r) = (0..n).find(|&r| free[r] != 0.0 && (lumped[r].is_nan() || lumped[r] <= 0.0)) {
+            return Err(Error::invalid(format!(
+                "dof {} (0-based) has no mass: set the densities (fegpu_fem_set_density) and integrate",
+                r
+            )));
         }
-        let lumped_inverse: Vec<f64> = lumped
-            .iter()
-            .map(|&l| if l > 0.0 { 1.0 / l } else { 0.0 })
-            .collect();
+        let lumped_inverse: Vec<f64> = lumped.iter().map(|&l| if l > 0.0 { 1.0 / l } else { 0.0 }).collect();
         let solver = match scheme {
-            Scheme::Newmark { beta, .. } => Some(Solver::new(
-                copy_effective(&k, &m, 1.0 / (beta * dt * dt))?,
-                Method::Cg,
-                Precond::Jacobi,
-            )?),
+            Scheme::Newmark { beta, .. } => {
+                Some(Solver::new(copy_effective(&k, &m, 1.0 / (beta * dt * dt))?, Method::Cg, Precond::Jacobi)?)
+            }
             Scheme::CentralDifference => None,
         };
         let zero = || Array::new(set.ctx.clone(), set.ctx_handle, n, 1, Some(&vec![0.0; n]));
-        let state = State {
-            v: zero()?,
-            a: zero()?,
-            u_prev: zero()?,
-            work: zero()?,
-            work2: zero()?,
-            started: false,
-        };
+        let state = State { v: zero()?, a: zero()?, u_prev: zero()?, work: zero()?, work2: zero()?, started: false };
         Ok(DynamicsStepper {
             free: set.resident(free)?,
             lumped_inverse: set.resident(lumped_inverse)?,
@@ -255,11 +207,7 @@ impl DynamicsStepper {
                 scale(&self.set, &self.free, u)?;
             }
             Scheme::Newmark { beta, gamma } => {
-                let (a0, a2, a3) = (
-                    1.0 / (beta * dt * dt),
-                    1.0 / (beta * dt),
-                    1.0 / (2.0 * beta) - 1.0,
-                );
+                let (a0, a2, a3) = (1.0 / (beta * dt * dt), 1.0 / (beta * dt), 1.0 / (2.0 * beta) - 1.0);
                 // work2 = a0 u + a2 v + a3 a; work = F + M work2
                 sparse::vector_axpby(a0, u, 0.0, &st.work2)?;
                 sparse::vector_axpby(a2, &st.v, 1.0, &st.work2)?;
@@ -272,11 +220,7 @@ impl DynamicsStepper {
                 scale(&self.set, &self.free, &st.work)?;
                 // u_prev <- u, then solve for the new u (warm start)
                 sparse::vector_axpby(1.0, u, 0.0, &st.u_prev)?;
-                let (o, _, _) = self
-                    .solver
-                    .as_ref()
-                    .expect("Newmark has a solver")
-                    .solve(&st.work, u, tol, maxit)?;
+                let (o, _, _) = self.solver.as_ref().expect("Newmark has a solver").solve(&st.work, u, tol, maxit)?;
                 outcome_status(&o)?;
                 // a' = a0 (u' - u) - a2 v - a3 a (from the old v and a), then
                 // v' = v + dt ((1 - gamma) a + gamma a')

@@ -98,13 +98,7 @@ impl EbeSolver {
     /// A solver for the set's element matrices with x[dofs[i]] = values[i]
     /// (dofs counted from `base`, distinct); `on_the_fly`: recompute K^e in
     /// every product (no stored matrices needed).
-    pub fn new(
-        set: Arc<ElementSet>,
-        dofs: &[i64],
-        base: i64,
-        values: &[f64],
-        on_the_fly: bool,
-    ) -> Result<EbeSolver> {
+    pub fn new(set: Arc<ElementSet>, dofs: &[i64], base: i64, values: &[f64], on_the_fly: bool) -> Result<EbeSolver> {
         set.check_nodes_used("element-by-element CG")?;
         let n = set.dofs();
         let (mut fixed, mut g) = (vec![0u8; n], vec![0.0; n]);
@@ -113,15 +107,20 @@ impl EbeSolver {
             if d < 0 || d >= n as i64 {
                 return Err(Error::invalid(format!(
                     "{at_dofs_i} = {caller}: outside dofs {base}..{} (index base {base})",
-                    n as i64 - 1 + base, at_dofs_i = crate::error::at("dofs", i)
+                    n as i64 - 1 + base,
+                    at_dofs_i = crate::error::at("dofs", i)
                 )));
             }
             if !v.is_finite() {
-                return Err(Error::invalid(format!("{at_values_i} = {v}: must be finite", at_values_i = crate::error::at("values", i))));
+                return Err(Error::invalid(format!(
+                    "{at_values_i} = {v}: must be finite",
+                    at_values_i = crate::error::at("values", i)
+                )));
             }
             if fixed[d as usize] != 0 {
                 return Err(Error::invalid(format!(
-                    "{at_dofs_i} = {caller} is constrained twice", at_dofs_i = crate::error::at("dofs", i)
+                    "{at_dofs_i} = {caller} is constrained twice",
+                    at_dofs_i = crate::error::at("dofs", i)
                 )));
             }
             (fixed[d as usize], g[d as usize]) = (1, v);
@@ -134,28 +133,18 @@ impl EbeSolver {
                 diag: vec![0.0; n],
                 dinv: Buffer::Host(vec![0.0; n]),
             },
-            Some(gpu) => {
-                Work::Cuda {
-                    vecs: crate::krylov::cuda::work_vectors(gpu, n)?,
-                    fixed: sparse_cuda::upload(gpu, &fixed)?,
-                    values: sparse_cuda::upload(gpu, &g)?,
-                    diag: gpu.alloc(n)?,
-                    dinv: Buffer::Device(gpu.alloc(n)?),
-                    reduce: sparse_cuda::Reduce::new(gpu)?,
-                    scalars: gpu.alloc(sparse_cuda::Scalar::LEN)?,
-                    iteration: None,
-                }
-            }
+            Some(gpu) => Work::Cuda {
+                vecs: crate::krylov::cuda::work_vectors(gpu, n)?,
+                fixed: sparse_cuda::upload(gpu, &fixed)?,
+                values: sparse_cuda::upload(gpu, &g)?,
+                diag: gpu.alloc(n)?,
+                dinv: Buffer::Device(gpu.alloc(n)?),
+                reduce: sparse_cuda::Reduce::new(gpu)?,
+                scalars: gpu.alloc(sparse_cuda::Scalar::LEN)?,
+                iteration: None,
+            },
         };
-        Ok(EbeSolver {
-            set,
-            on_the_fly,
-            state: Mutex::new(State {
-                work,
-                built_for: None,
-                history: Vec::new(),
-            }),
-        })
+        Ok(EbeSolver { set, on_the_fly, state: Mutex::new(State { work, built_for: None, history: Vec::new() }) })
     }
 
     fn check(&self, v: &Array, arg: &str) -> Result<()> {
@@ -166,17 +155,10 @@ impl EbeSolver {
             )));
         }
         if v.dtype != crate::array::Dtype::F64 {
-            return Err(Error::invalid(format!(
-                "{arg} holds {} elements; the solver uses f64",
-                v.dtype.name()
-            )));
+            return Err(Error::invalid(format!("{arg} holds {} elements; the solver uses f64", v.dtype.name())));
         }
         if v.len() != self.set.dofs() {
-            return Err(Error::size(format!(
-                "{arg} has {} elements; the set has {} dofs",
-                v.len(),
-                self.set.dofs()
-            )));
+            return Err(Error::size(format!("{arg} has {} elements; the set has {} dofs", v.len(), self.set.dofs())));
         }
         Ok(())
     }
@@ -191,9 +173,7 @@ impl EbeSolver {
             return Err(Error::invalid("b and x are the same array"));
         }
         if tol <= 0.0 || !tol.is_finite() {
-            return Err(Error::invalid(format!(
-                "tol = {tol}: must be positive and finite"
-            )));
+            return Err(Error::invalid(format!("tol = {tol}: must be positive and finite")));
         }
         if maxit < 0 {
             return Err(Error::invalid(format!("maxit = {maxit}: must be >= 0")));
@@ -206,17 +186,7 @@ impl EbeSolver {
             let m = set.materials();
             self.solve_with(&mut st, Source::OnTheFly(&m), None, bb, xb, tol, maxit)
         } else {
-            set.with_stiffness(|ke, version| {
-                self.solve_with(
-                    &mut st,
-                    Source::Stored(ke),
-                    Some(version),
-                    bb,
-                    xb,
-                    tol,
-                    maxit,
-                )
-            })
+            set.with_stiffness(|ke, version| self.solve_with(&mut st, Source::Stored(ke), Some(version), bb, xb, tol, maxit))
         }
     }
 
@@ -237,25 +207,12 @@ impl EbeSolver {
         st.history.clear();
         let stale = version.is_none() || st.built_for != version;
         match (&mut st.work, b, x) {
-            (
-                Work::Cpu {
-                    vecs,
-                    fixed,
-                    values,
-                    diag,
-                    dinv,
-                },
-                Buffer::Host(bh),
-                Buffer::Host(xh),
-            ) => {
+            (Work::Cpu { vecs, fixed, values, diag, dinv }, Buffer::Host(bh), Buffer::Host(xh)) => {
                 let matrices = match source {
                     Source::Stored(Buffer::Host(ke)) => cpu::ElementMatrices::Stored(ke),
                     Source::OnTheFly(m) => cpu::ElementMatrices::OnTheFly(&m.props),
                     Source::Stored(Buffer::Device(_)) => {
-                        return Err(Error::new(
-                            crate::FEGPU_ERR_INTERNAL,
-                            "device matrices, host solver",
-                        ))
+                        return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "device matrices, host solver"))
                     }
                 };
                 if stale {
@@ -267,11 +224,7 @@ impl EbeSolver {
                 let mut t = vec![0.0; values.len()];
                 cpu::ebe_apply(set, &matrices, None, diag, values, &mut t);
                 for i in 0..t.len() {
-                    vecs[Slot::B as usize][i] = if fixed[i] != 0 {
-                        diag[i] * values[i]
-                    } else {
-                        bh[i] - t[i]
-                    };
+                    vecs[Slot::B as usize][i] = if fixed[i] != 0 { diag[i] * values[i] } else { bh[i] - t[i] };
                 }
                 vecs[Slot::X as usize].copy_from_slice(xh);
                 let op = EbeOperator { set, host: Some((matrices, &fixed[..], &diag[..])), device: None };
@@ -281,16 +234,7 @@ impl EbeSolver {
                 Ok(out)
             }
             (
-                Work::Cuda {
-                    vecs,
-                    fixed,
-                    values,
-                    diag,
-                    dinv,
-                    reduce,
-                    scalars,
-                    iteration,
-                },
+                Work::Cuda { vecs, fixed, values, diag, dinv, reduce, scalars, iteration },
                 Buffer::Device(bd),
                 Buffer::Device(xd),
             ) => {
@@ -298,28 +242,13 @@ impl EbeSolver {
                 let device = set.device.as_ref().expect("device set");
                 if stale {
                     match &source {
-                        Source::Stored(Buffer::Device(ke)) => {
-                            cuda::ebe_diagonal(g, set, device, ke, diag)?
-                        }
+                        Source::Stored(Buffer::Device(ke)) => cuda::ebe_diagonal(g, set, device, ke, diag)?,
                         Source::OnTheFly(m) => {
                             let props = m.device.as_ref().expect("device materials");
-                            cuda::ebe_otf(
-                                g,
-                                set,
-                                device,
-                                props,
-                                None,
-                                values,
-                                values,
-                                Some(diag),
-                                None,
-                            )?
+                            cuda::ebe_otf(g, set, device, props, None, values, values, Some(diag), None)?
                         }
                         Source::Stored(Buffer::Host(_)) => {
-                            return Err(Error::new(
-                                crate::FEGPU_ERR_INTERNAL,
-                                "host matrices, device solver",
-                            ))
+                            return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "host matrices, device solver"))
                         }
                     }
                     let mut host = vec![0.0; set.dofs()];
@@ -345,7 +274,8 @@ impl EbeSolver {
                 cuda::dirichlet_rhs(g, n, fixed, values, diag, &vecs[Slot::T as usize], &vecs[Slot::B as usize])?;
                 g.copy(xd, &mut vecs[Slot::X as usize])?;
                 let op = EbeOperator { set, host: None, device: Some((device, matrices, &*fixed, &*diag)) };
-                let mut ops = CudaOps { g, op: &op, pc: &Jacobi { inverse: dinv }, n, vecs, reduce, looping: Some((scalars, iteration)) };
+                let mut ops =
+                    CudaOps { g, op: &op, pc: &Jacobi { inverse: dinv }, n, vecs, reduce, looping: Some((scalars, iteration)) };
                 let out = crate::krylov::run(&mut ops, Method::Cg, tol, maxit, &mut st.history)?;
                 g.copy(&ops.vecs[Slot::X as usize], xd)?;
                 g.synchronize("solve")?;
@@ -356,11 +286,7 @@ impl EbeSolver {
     }
 
     pub fn history(&self) -> Vec<f64> {
-        self.state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .history
-            .clone()
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).history.clone()
     }
 }
 
@@ -372,9 +298,7 @@ fn inverse(diag: &[f64]) -> Result<Vec<f64>> {
             if d == 0.0 || !d.is_finite() {
                 Err(Error::new(
                     FEGPU_ERR_BREAKDOWN,
-                    format!(
-                        "Jacobi: the diagonal of dof {i} (0-based) is {d}: no element stiffens it"
-                    ),
+                    format!("Jacobi: the diagonal of dof {i} (0-based) is {d}: no element stiffens it"),
                 ))
             } else {
                 Ok(1.0 / d)

@@ -60,88 +60,54 @@ pub struct Convection {
 impl HeatStepper {
     /// For a heat set already integrated and assembled; the fixed dofs
     /// `dofs` (counted from `base`) hold `values` at every step.
-    pub fn new(
-        set: Arc<ElementSet>,
-        dt: f64,
-        theta: f64,
-        dofs: &[i64],
-        base: i64,
-        values: &[f64],
-    ) -> Result<HeatStepper> {
+    pub fn new(set: Arc<ElementSet>, dt: f64, theta: f64, dofs: &[i64], base: i64, values: &[f64]) -> Result<HeatStepper> {
         if !(dt > 0.0 && dt.is_finite()) {
-            return Err(Error::invalid(format!(
-                "dt = {dt}: must be positive and finite"
-            )));
+            return Err(Error::invalid(format!("dt = {dt}: must be positive and finite")));
         }
         if !(0.5..=1.0).contains(&theta) {
-            return Err(Error::invalid(format!("theta = {theta}: 1/2 (Crank-Nicolson) to 1 (backward Euler) are unconditionally stable")));
+            return Err(Error::invalid(format!(
+                "theta = {theta}: 1/2 (Crank-Nicolson) to 1 (backward Euler) are unconditionally stable"
+            )));
         }
         let built = build(&set, dt, theta, dofs, base, values, None)?;
         let dofs = dofs.iter().map(|d| d - base).collect();
-        Ok(HeatStepper {
-            set,
-            dt,
-            theta,
-            dofs,
-            values: values.to_vec(),
-            built: Mutex::new(built),
-        })
+        Ok(HeatStepper { set, dt, theta, dofs, values: values.to_vec(), built: Mutex::new(built) })
     }
 
     /// Convective boundaries from now on: node `nodes[i]` (counted from
     /// `base`) exchanges h_area[i] (T_env[i] - T) with its surroundings. A
     /// new call replaces the previous set (an empty one removes them).
-    pub fn set_convection(
-        &self,
-        nodes: &[i64],
-        base: i64,
-        h_area: &[f64],
-        t_env: &[f64],
-    ) -> Result<()> {
+    pub fn set_convection(&self, nodes: &[i64], base: i64, h_area: &[f64], t_env: &[f64]) -> Result<()> {
         let n = self.set.dofs();
-        let mut conv = Convection {
-            dofs: Vec::new(),
-            h_area: h_area.to_vec(),
-            t_env: t_env.to_vec(),
-        };
+        let mut conv = Convection { dofs: Vec::new(), h_area: h_area.to_vec(), t_env: t_env.to_vec() };
         for (i, &node) in nodes.iter().enumerate() {
             let d = node - base;
             if d < 0 || d >= n as i64 {
                 return Err(Error::invalid(format!(
                     "{at_nodes_i} = {node}: outside nodes {base}..{} (index base {base})",
-                    n as i64 - 1 + base, at_nodes_i = crate::error::at("nodes", i)
+                    n as i64 - 1 + base,
+                    at_nodes_i = crate::error::at("nodes", i)
                 )));
             }
-            if !(h_area[i] >= 0.0 && h_area[i].is_finite()) || !t_env[i].is_finite() {
+            if h_area[i].is_nan() || h_area[i] < 0.0 || !h_area[i].is_finite() || !t_env[i].is_finite() {
                 return Err(Error::invalid(format!(
                     "{at_h_area_i} = {}, {at_t_env_i} = {}: h A must be >= 0 and both finite",
-                    h_area[i], t_env[i], at_h_area_i = crate::error::at("h_area", i), at_t_env_i = crate::error::at("t_env", i)
+                    h_area[i],
+                    t_env[i],
+                    at_h_area_i = crate::error::at("h_area", i),
+                    at_t_env_i = crate::error::at("t_env", i)
                 )));
             }
             conv.dofs.push(d as usize);
         }
-        let fresh = build(
-            &self.set,
-            self.dt,
-            self.theta,
-            &self.dofs,
-            0,
-            &self.values,
-            Some(&conv),
-        )?;
+        let fresh = build(&self.set, self.dt, self.theta, &self.dofs, 0, &self.values, Some(&conv))?;
         *self.built.lock().unwrap_or_else(|p| p.into_inner()) = fresh;
         Ok(())
     }
 
     /// One step: T (in: this step's temperatures, out: the next) with the
     /// nodal heat load `f` over the step (None: no source).
-    pub fn step(
-        &self,
-        t: &Array,
-        f: Option<&Array>,
-        tol: f64,
-        maxit: i64,
-    ) -> Result<(Outcome, f64)> {
+    pub fn step(&self, t: &Array, f: Option<&Array>, tol: f64, maxit: i64) -> Result<(Outcome, f64)> {
         let built = self.built.lock().unwrap_or_else(|p| p.into_inner());
         let b = &*built;
         let n = b.left.pattern.nrows;
@@ -180,11 +146,7 @@ impl HeatStepper {
                         rv.iter_mut().zip(fv.iter()).for_each(|(b, f)| *b += f);
                     }
                     for i in 0..n {
-                        rv[i] = if fixed[i] != 0 {
-                            d[i] * g[i]
-                        } else {
-                            rv[i] - lift[i]
-                        };
+                        rv[i] = if fixed[i] != 0 { d[i] * g[i] } else { rv[i] - lift[i] };
                     }
                 }
                 (
@@ -204,12 +166,7 @@ impl HeatStepper {
                     }
                     super::cuda::dirichlet_rhs(gpu, n, fixed, g, d, lift, rv)?;
                 }
-                _ => {
-                    return Err(Error::new(
-                        crate::FEGPU_ERR_INTERNAL,
-                        "stepper and arrays on different backends",
-                    ))
-                }
+                _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "stepper and arrays on different backends")),
             }
         }
         let (outcome, true_rel, _) = b.solver.solve(&b.rhs, t, tol, maxit)?;
@@ -230,15 +187,10 @@ fn build(
     convection: Option<&Convection>,
 ) -> Result<Built> {
     if set.problem != super::Problem::Heat {
-        return Err(Error::invalid(format!(
-            "the set is a {:?} problem: this stepper is for heat conduction",
-            set.problem
-        )));
+        return Err(Error::invalid(format!("the set is a {:?} problem: this stepper is for heat conduction", set.problem)));
     }
     let (mut k, c) = set.global_matrices()?;
-    let assembled = set
-        .assembled()
-        .expect("global_matrices checked the assembly");
+    let assembled = set.assembled().expect("global_matrices checked the assembly");
     let p = &assembled.pattern;
     let (n, nnz) = (p.nrows, p.nnz());
     // convection: h A on the diagonal of K
@@ -247,7 +199,8 @@ fn build(
         for (&d, &ha) in conv.dofs.iter().zip(&conv.h_area) {
             if p.diag[d] < 0 {
                 return Err(Error::invalid(format!(
-                    "node {} (1-based; {d} 0-based) has no element: no diagonal for its convection", d + 1
+                    "node {} (1-based; {d} 0-based) has no element: no diagonal for its convection",
+                    d + 1
                 )));
             }
             h[p.diag[d] as usize] += ha;
@@ -279,21 +232,14 @@ fn build(
         (Buffer::Device(k), Buffer::Device(c)) => {
             let g = set.ctx.gpu().expect("device buffers without a GPU");
             left.rewrite_values(|v| match v {
-                Buffer::Device(v) => {
-                    sparse_cuda::update(g, nnz, v, 1.0 / dt, c, theta, Some(k), 0.0)
-                }
+                Buffer::Device(v) => sparse_cuda::update(g, nnz, v, 1.0 / dt, c, theta, Some(k), 0.0),
                 Buffer::Host(_) => unreachable!("device set, host matrix"),
             })?;
             let r = g.alloc::<f64>(nnz.max(1))?;
             sparse_cuda::update(g, nnz, &r, 1.0 / dt, c, theta - 1.0, Some(k), 0.0)?;
             Buffer::Device(r)
         }
-        _ => {
-            return Err(Error::new(
-                crate::FEGPU_ERR_INTERNAL,
-                "matrices on different backends",
-            ))
-        }
+        _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "matrices on different backends")),
     };
     // the fixed values' pull on the free rows, then the Dirichlet rows
     let mut g = vec![0.0; n];
@@ -303,7 +249,8 @@ fn build(
         if d0 < 0 || d0 >= n as i64 {
             return Err(Error::invalid(format!(
                 "{at_dofs_i} = {d}: outside dofs {base}..{} (index base {base})",
-                n as i64 - 1 + base, at_dofs_i = crate::error::at("dofs", i)
+                n as i64 - 1 + base,
+                at_dofs_i = crate::error::at("dofs", i)
             )));
         }
         (fixed[d0 as usize], g[d0 as usize]) = (1, v);
@@ -314,15 +261,7 @@ fn build(
     sparse::spmv(&left, 1.0, &g_array, 0.0, &lift_array)?;
     sparse::apply_dirichlet(&left, dofs, base, values, &rhs)?; // checks the dofs; rhs is scratch
     let stored = left.download_values()?;
-    let diag: Vec<f64> = (0..n)
-        .map(|r| {
-            if p.diag[r] >= 0 {
-                stored[p.diag[r] as usize]
-            } else {
-                0.0
-            }
-        })
-        .collect();
+    let diag: Vec<f64> = (0..n).map(|r| if p.diag[r] >= 0 { stored[p.diag[r] as usize] } else { 0.0 }).collect();
     let mut lift_host = vec![0.0; n];
     lift_array.download(0, &mut lift_host, "lift")?;
     if let Some(conv) = convection {

@@ -219,43 +219,22 @@ fn check_props(problem: Problem, props: &[f64]) -> Result<()> {
             _ => p[0] > 0.0 && p[0].is_finite() && p[1] > -1.0 && p[1] < 0.5,
         };
         if !ok {
-            let need = if problem == Problem::Heat {
-                "k > 0 and rho c >= 0"
-            } else {
-                "E > 0 and -1 < nu < 0.5"
-            };
-            return Err(Error::invalid(format!(
-                "props(:, {}) = ({}, {}): material {} needs {need}",
-                m + 1,
-                p[0],
-                p[1],
-                m + 1
-            )));
+            let need = if problem == Problem::Heat { "k > 0 and rho c >= 0" } else { "E > 0 and -1 < nu < 0.5" };
+            return Err(Error::invalid(format!("props(:, {}) = ({}, {}): material {} needs {need}", m + 1, p[0], p[1], m + 1)));
         }
     }
     Ok(())
 }
 
 /// Validated 0-based indices below `limit` from the caller's `base`.
-fn indices(
-    name: &str,
-    caller: &[i64],
-    base: i64,
-    limit: usize,
-    per: usize,
-    what: &str,
-) -> Result<Vec<i32>> {
+fn indices(name: &str, caller: &[i64], base: i64, limit: usize, per: usize, what: &str) -> Result<Vec<i32>> {
     caller
         .iter()
         .enumerate()
         .map(|(i, &v)| {
             let z = v - base;
             if z < 0 || z >= limit as i64 {
-                let at = if per > 1 {
-                    format!("({}, {})", i % per + 1, i / per + 1)
-                } else {
-                    format!("({})", i + 1)
-                };
+                let at = if per > 1 { format!("({}, {})", i % per + 1, i / per + 1) } else { format!("({})", i + 1) };
                 Err(Error::invalid(format!(
                     "{name}{at} = {v}: {what} index out of range {base}..{} (index base {base})",
                     limit as i64 + base - 1
@@ -284,78 +263,37 @@ impl ElementSet {
         order: i32,
     ) -> Result<ElementSet> {
         let dim = element.dim();
-        let (nodes, elements) = (
-            positive("n_nodes", nodes)?,
-            positive("n_elements", elements)?,
-        );
+        let (nodes, elements) = (positive("n_nodes", nodes)?, positive("n_elements", elements)?);
         if (problem == Problem::Elastic3d) != (dim == 3) && problem != Problem::Heat {
-            return Err(Error::invalid(format!(
-                "problem {problem:?} does not fit {}-D {} elements",
-                dim,
-                element.name()
-            )));
+            return Err(Error::invalid(format!("problem {problem:?} does not fit {}-D {} elements", dim, element.name())));
         }
         if !(1..=4).contains(&order) {
-            return Err(Error::invalid(format!(
-                "order = {order}: Gauss-Legendre orders 1 to 4 are available"
-            )));
+            return Err(Error::invalid(format!("order = {order}: Gauss-Legendre orders 1 to 4 are available")));
         }
         if index_base != 0 && index_base != 1 {
-            return Err(Error::invalid(format!(
-                "index_base = {index_base}: expected 0 or 1"
-            )));
+            return Err(Error::invalid(format!("index_base = {index_base}: expected 0 or 1")));
         }
-        if nodes >= i32::MAX as usize
-            || elements.saturating_mul(element.nodes()) >= i32::MAX as usize
-        {
-            return Err(Error::new(
-                crate::FEGPU_ERR_UNSUPPORTED,
-                "element sets of 2^31 nodes or connectivity entries",
-            ));
+        if nodes >= i32::MAX as usize || elements.saturating_mul(element.nodes()) >= i32::MAX as usize {
+            return Err(Error::new(crate::FEGPU_ERR_UNSUPPORTED, "element sets of 2^31 nodes or connectivity entries"));
         }
         if coords.len() != dim * nodes
             || conn.len() != element.nodes() * elements
             || material.len() != elements
             || props.is_empty()
-            || props.len() % 2 != 0
+            || !props.len().is_multiple_of(2)
         {
-            return Err(Error::size(
-                "coords, conn, material or props do not match the sizes",
-            ));
+            return Err(Error::size("coords, conn, material or props do not match the sizes"));
         }
         if let Some(i) = coords.iter().position(|c| !c.is_finite()) {
-            return Err(Error::invalid(format!(
-                "coords({}, {}) = {}: not finite",
-                i % dim + 1,
-                i / dim + 1,
-                coords[i]
-            )));
+            return Err(Error::invalid(format!("coords({}, {}) = {}: not finite", i % dim + 1, i / dim + 1, coords[i])));
         }
         check_props(problem, props)?;
-        let conn = indices(
-            "conn",
-            conn,
-            index_base as i64,
-            nodes,
-            element.nodes(),
-            "node",
-        )?;
-        let material = indices(
-            "material",
-            material,
-            index_base as i64,
-            props.len() / 2,
-            1,
-            "material",
-        )?;
+        let conn = indices("conn", conn, index_base as i64, nodes, element.nodes(), "node")?;
+        let material = indices("material", material, index_base as i64, props.len() / 2, 1, "material")?;
         use crate::sparse::cuda::upload;
         let device = match ctx.gpu() {
             None => None,
-            Some(g) => Some(DeviceSet {
-                coords: upload(g, coords)?,
-                conn: upload(g, &conn)?,
-                material: upload(g, &material)?,
-            }),
+            Some(g) => Some(DeviceSet { coords: upload(g, coords)?, conn: upload(g, &conn)?, material: upload(g, &material)? }),
         };
         let materials = Materials {
             props: props.to_vec(),
@@ -419,11 +357,8 @@ impl ElementSet {
     }
 
     fn bad_element(&self, e: usize) -> Error {
-        let nodes: Vec<String> = self.conn
-            [e * self.element.nodes()..(e + 1) * self.element.nodes()]
-            .iter()
-            .map(|n| (n + 1).to_string())
-            .collect();
+        let nodes: Vec<String> =
+            self.conn[e * self.element.nodes()..(e + 1) * self.element.nodes()].iter().map(|n| (n + 1).to_string()).collect();
         Error::invalid(format!(
             "element {} ({}, nodes {} counted from 1): the Jacobian determinant is not positive (inverted or degenerate element)",
             e + 1,
@@ -451,11 +386,7 @@ impl ElementSet {
         Ok(match (self.ctx.gpu(), &self.device, &m.device) {
             (None, _, _) => {
                 let mut ke = vec![f64::NAN; total];
-                let done = if mass {
-                    cpu::mass(self, &coef, &mut ke)
-                } else {
-                    cpu::stiffness(self, &m.props, &mut ke)
-                };
+                let done = if mass { cpu::mass(self, &coef, &mut ke) } else { cpu::stiffness(self, &m.props, &mut ke) };
                 done.map_err(|e| self.bad_element(e))?;
                 Buffer::Host(ke)
             }
@@ -467,21 +398,12 @@ impl ElementSet {
                 } else {
                     props
                 };
-                Buffer::Device(
-                    cuda::stiffness(g, self, d, per_material, total, mass).map_err(
-                        |e| match e {
-                            cuda::Failure::Element(e) => self.bad_element(e),
-                            cuda::Failure::Other(e) => e,
-                        },
-                    )?,
-                )
+                Buffer::Device(cuda::stiffness(g, self, d, per_material, total, mass).map_err(|e| match e {
+                    cuda::Failure::Element(e) => self.bad_element(e),
+                    cuda::Failure::Other(e) => e,
+                })?)
             }
-            _ => {
-                return Err(Error::new(
-                    crate::FEGPU_ERR_INTERNAL,
-                    "element set without device arrays",
-                ))
-            }
+            _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "element set without device arrays")),
         })
     }
 
@@ -512,24 +434,14 @@ impl ElementSet {
     /// `integrate` uses it.
     pub fn set_density(&self, rho: &[f64]) -> Result<()> {
         if self.problem == Problem::Heat {
-            return Err(Error::invalid(
-                "a heat set's mass is its capacity: props(2, m) = rho c",
-            ));
+            return Err(Error::invalid("a heat set's mass is its capacity: props(2, m) = rho c"));
         }
         let mut m = self.materials();
         if rho.len() != m.density.len() {
-            return Err(Error::size(format!(
-                "rho has {} values; the set has {} materials",
-                rho.len(),
-                m.density.len()
-            )));
+            return Err(Error::size(format!("rho has {} values; the set has {} materials", rho.len(), m.density.len())));
         }
         if let Some(i) = rho.iter().position(|r| !(*r >= 0.0 && r.is_finite())) {
-            return Err(Error::invalid(format!(
-                "rho({}) = {}: densities must be >= 0 and finite",
-                i + 1,
-                rho[i]
-            )));
+            return Err(Error::invalid(format!("rho({}) = {}: densities must be >= 0 and finite", i + 1, rho[i])));
         }
         m.density.copy_from_slice(rho);
         Ok(())
@@ -541,15 +453,12 @@ impl ElementSet {
     pub fn assemble(&self) -> Result<(Arc<Csr>, Handle)> {
         let mut r = self.results();
         let r = &mut *r;
-        let ke = r.stiffness.as_ref().ok_or_else(|| {
-            Error::invalid("no element matrices yet: call fegpu_fem_integrate first")
-        })?;
+        let ke = r.stiffness.as_ref().ok_or_else(|| Error::invalid("no element matrices yet: call fegpu_fem_integrate first"))?;
         if r.assembly.is_none() {
             r.assembly = Some(self.build_assembly()?);
         }
         let a = r.assembly.as_mut().expect("just built");
-        a.csr
-            .rewrite_values(|values| self.gather(&a.ptr, &a.from, ke, values))?;
+        a.csr.rewrite_values(|values| self.gather(&a.ptr, &a.from, ke, values))?;
         if crate::registry::get::<Csr>(a.handle, "A").is_err() {
             a.handle = crate::registry::insert(a.csr.clone(), self.ctx_handle);
         }
@@ -558,32 +467,16 @@ impl ElementSet {
 
     /// Global values (on the assembled pattern) from element matrices `ke`
     /// by the assembly map.
-    fn gather(
-        &self,
-        ptr: &Buffer<i32>,
-        from: &Buffer<i32>,
-        ke: &Buffer<f64>,
-        values: &mut Buffer<f64>,
-    ) -> Result<()> {
+    fn gather(&self, ptr: &Buffer<i32>, from: &Buffer<i32>, ke: &Buffer<f64>, values: &mut Buffer<f64>) -> Result<()> {
         match (values, ke, ptr, from) {
             (Buffer::Host(v), Buffer::Host(ke), Buffer::Host(ptr), Buffer::Host(from)) => {
                 cpu::assemble(ptr, from, ke, v);
                 Ok(())
             }
             (Buffer::Device(v), Buffer::Device(ke), Buffer::Device(ptr), Buffer::Device(from)) => {
-                cuda::assemble(
-                    self.ctx.gpu().expect("device buffers without a GPU"),
-                    v.len(),
-                    ptr,
-                    from,
-                    ke,
-                    v,
-                )
+                cuda::assemble(self.ctx.gpu().expect("device buffers without a GPU"), v.len(), ptr, from, ke, v)
             }
-            _ => Err(Error::new(
-                crate::FEGPU_ERR_INTERNAL,
-                "element matrices and global matrix on different backends",
-            )),
+            _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "element matrices and global matrix on different backends")),
         }
     }
 
@@ -592,9 +485,7 @@ impl ElementSet {
     pub fn global_matrices(&self) -> Result<(Buffer<f64>, Buffer<f64>)> {
         let r = self.results();
         let (Some(ke), Some(ce), Some(a)) = (&r.stiffness, &r.mass, &r.assembly) else {
-            return Err(Error::invalid(
-                "no assembled matrices yet: call fegpu_fem_integrate and fegpu_fem_assemble first",
-            ));
+            return Err(Error::invalid("no assembled matrices yet: call fegpu_fem_integrate and fegpu_fem_assemble first"));
         };
         let nnz = a.csr.pattern.nnz();
         let mut out = Vec::new();
@@ -650,9 +541,7 @@ impl ElementSet {
         let r = self.results();
         match &r.stiffness {
             Some(ke) => f(ke, r.version),
-            None => Err(Error::invalid(
-                "no element matrices yet: call fegpu_fem_integrate first",
-            )),
+            None => Err(Error::invalid("no element matrices yet: call fegpu_fem_integrate first")),
         }
     }
 
@@ -725,7 +614,8 @@ impl ElementSet {
         }
         row_ptr.push(nnz as i64);
         // the entry of (node v, component c; node w, component d)
-        let position = |v: usize, w: usize| nbr[nbr_ptr[v]..nbr_ptr[v + 1]].binary_search(&w).expect("neighbours hold every element pair");
+        let position =
+            |v: usize, w: usize| nbr[nbr_ptr[v]..nbr_ptr[v + 1]].binary_search(&w).expect("neighbours hold every element pair");
         // row i of the packed upper triangle starts after rows 0..i: i nd - i (i - 1) / 2
         let packed = |p: usize, q: usize| {
             let (i, j) = (p.min(q), p.max(q));
@@ -759,19 +649,9 @@ impl ElementSet {
             next[k] += 1;
         }));
         let pattern = crate::sparse::build_pattern(ndof, ndof, &row_ptr, &col, 0)?;
-        let csr = Arc::new(Csr::new(
-            self.ctx.clone(),
-            self.ctx_handle,
-            pattern,
-            &vec![0.0; nnz],
-        )?);
+        let csr = Arc::new(Csr::new(self.ctx.clone(), self.ctx_handle, pattern, &vec![0.0; nnz])?);
         let (ptr, from) = (self.resident(ptr)?, self.resident(from)?);
-        Ok(Assembly {
-            csr,
-            handle: 0,
-            ptr,
-            from,
-        })
+        Ok(Assembly { csr, handle: 0, ptr, from })
     }
 
     /// The packed element matrices (packed_len x elements, element after
@@ -789,18 +669,13 @@ impl ElementSet {
         let r = self.results();
         let stored = match (mass, &r.stiffness, &r.mass) {
             (_, None, _) | (true, _, None) => {
-                return Err(Error::invalid(
-                    "no element matrices yet: call fegpu_fem_integrate first",
-                ))
+                return Err(Error::invalid("no element matrices yet: call fegpu_fem_integrate first"))
             }
             (false, Some(m), _) | (true, _, Some(m)) => match m {
                 Buffer::Host(h) => h.clone(),
                 Buffer::Device(d) => {
                     let mut h = vec![0.0; total];
-                    self.ctx
-                        .gpu()
-                        .expect("device buffer without a GPU")
-                        .download(d, 0, &mut h)?;
+                    self.ctx.gpu().expect("device buffer without a GPU").download(d, 0, &mut h)?;
                     h
                 }
             },

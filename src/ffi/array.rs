@@ -11,7 +11,13 @@ use std::sync::Arc;
 pub const FEGPU_DTYPE_F32: i32 = 1;
 pub const FEGPU_DTYPE_F64: i32 = 2;
 
-unsafe fn create<T: Real>(ctx: fegpu_context_t, rows: i64, cols: i64, host: Option<*const T>, out: *mut fegpu_array_t) -> fegpu_status {
+unsafe fn create<T: Real>(
+    ctx: fegpu_context_t,
+    rows: i64,
+    cols: i64,
+    host: Option<*const T>,
+    out: *mut fegpu_array_t,
+) -> fegpu_status {
     guard(|| {
         let out = out_param(out, "arr")?;
         let c = context::get(ctx, "ctx")?;
@@ -70,20 +76,38 @@ unsafe fn download_slice<T: Real>(arr: fegpu_array_t, first: i64, count: i64, ho
 /// Creates a rows x cols f64 array in `ctx` holding a copy of `host`
 /// (column-major, rows*cols elements).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_create_f64(ctx: fegpu_context_t, rows: i64, cols: i64, host: *const f64, arr: *mut fegpu_array_t) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_create_f64(
+    ctx: fegpu_context_t,
+    rows: i64,
+    cols: i64,
+    host: *const f64,
+    arr: *mut fegpu_array_t,
+) -> fegpu_status {
     create::<f64>(ctx, rows, cols, Some(host), arr)
 }
 
 /// Creates a rows x cols f32 array in `ctx` holding a copy of `host`.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_create_f32(ctx: fegpu_context_t, rows: i64, cols: i64, host: *const f32, arr: *mut fegpu_array_t) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_create_f32(
+    ctx: fegpu_context_t,
+    rows: i64,
+    cols: i64,
+    host: *const f32,
+    arr: *mut fegpu_array_t,
+) -> fegpu_status {
     create::<f32>(ctx, rows, cols, Some(host), arr)
 }
 
 /// Creates an uninitialised rows x cols array of `dtype` (FEGPU_DTYPE_F32 or
 /// FEGPU_DTYPE_F64). Its contents are undefined until written (NaN on the CPU backend).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_create_empty(ctx: fegpu_context_t, dtype: i32, rows: i64, cols: i64, arr: *mut fegpu_array_t) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_create_empty(
+    ctx: fegpu_context_t,
+    dtype: i32,
+    rows: i64,
+    cols: i64,
+    arr: *mut fegpu_array_t,
+) -> fegpu_status {
     match dtype {
         FEGPU_DTYPE_F64 => create::<f64>(ctx, rows, cols, None, arr),
         FEGPU_DTYPE_F32 => create::<f32>(ctx, rows, cols, None, arr),
@@ -145,24 +169,48 @@ pub unsafe extern "C" fn fegpu_array_download_f32(arr: fegpu_array_t, host: *mut
 /// Overwrites `count` elements starting at element `first` (in column-major
 /// order, counted from `index_base`, 0 or 1) from `host`.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_upload_slice_f64(arr: fegpu_array_t, first: i64, count: i64, host: *const f64, index_base: i32) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_upload_slice_f64(
+    arr: fegpu_array_t,
+    first: i64,
+    count: i64,
+    host: *const f64,
+    index_base: i32,
+) -> fegpu_status {
     upload_slice::<f64>(arr, first, count, host, index_base)
 }
 
 /// Overwrites `count` elements starting at element `first` (counted from `index_base`).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_upload_slice_f32(arr: fegpu_array_t, first: i64, count: i64, host: *const f32, index_base: i32) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_upload_slice_f32(
+    arr: fegpu_array_t,
+    first: i64,
+    count: i64,
+    host: *const f32,
+    index_base: i32,
+) -> fegpu_status {
     upload_slice::<f32>(arr, first, count, host, index_base)
 }
 
 /// Copies `count` elements starting at element `first` (counted from `index_base`) into `host`.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_download_slice_f64(arr: fegpu_array_t, first: i64, count: i64, host: *mut f64, index_base: i32) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_download_slice_f64(
+    arr: fegpu_array_t,
+    first: i64,
+    count: i64,
+    host: *mut f64,
+    index_base: i32,
+) -> fegpu_status {
     download_slice::<f64>(arr, first, count, host, index_base)
 }
 
 /// Copies `count` elements starting at element `first` (counted from `index_base`) into `host`.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_array_download_slice_f32(arr: fegpu_array_t, first: i64, count: i64, host: *mut f32, index_base: i32) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_array_download_slice_f32(
+    arr: fegpu_array_t,
+    first: i64,
+    count: i64,
+    host: *mut f32,
+    index_base: i32,
+) -> fegpu_status {
     download_slice::<f32>(arr, first, count, host, index_base)
 }

@@ -1,6 +1,6 @@
 //! C surface of contexts and host-memory registration.
 
-use super::{guard, out_param, fegpu_context_t};
+use super::{fegpu_context_t, guard, out_param};
 use crate::context::{self, Context};
 use crate::error::{fegpu_status, positive, Error};
 use crate::registry;

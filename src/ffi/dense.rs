@@ -42,8 +42,9 @@ unsafe fn transpose_host<T: Real>(ctx: fegpu_context_t, m: i64, n: i64, a: *cons
         let v = Variant::from_code(variant)?;
         let (m, n) = (positive("m", m)?, positive("n", n)?);
         let len = element_count(m, n)?;
-        no_overlap(&[span(at, len, "at")], &[span(a, len, "a")])
-            .map_err(|e| Error::invalid(format!("{}; for a square in-place transpose use fegpu_dense_transpose_host_in_place_*", e.message)))?;
+        no_overlap(&[span(at, len, "at")], &[span(a, len, "a")]).map_err(|e| {
+            Error::invalid(format!("{}; for a square in-place transpose use fegpu_dense_transpose_host_in_place_*", e.message))
+        })?;
         dense::transpose_host(&c, m, n, host_in(a, len, "a")?, host_out(at, len, "at")?, v)
     })
 }
@@ -60,24 +61,48 @@ unsafe fn transpose_host_in_place<T: Real>(ctx: fegpu_context_t, n: i64, a: *mut
 /// Host convenience: at (n x m) = a^T (a m x n) through the context's backend
 /// (upload, transpose, download in one call).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_dense_transpose_host_f64(ctx: fegpu_context_t, m: i64, n: i64, a: *const f64, at: *mut f64, variant: i32) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_dense_transpose_host_f64(
+    ctx: fegpu_context_t,
+    m: i64,
+    n: i64,
+    a: *const f64,
+    at: *mut f64,
+    variant: i32,
+) -> fegpu_status {
     transpose_host::<f64>(ctx, m, n, a, at, variant)
 }
 
 /// Host convenience: at (n x m) = a^T (a m x n) through the context's backend.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_dense_transpose_host_f32(ctx: fegpu_context_t, m: i64, n: i64, a: *const f32, at: *mut f32, variant: i32) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_dense_transpose_host_f32(
+    ctx: fegpu_context_t,
+    m: i64,
+    n: i64,
+    a: *const f32,
+    at: *mut f32,
+    variant: i32,
+) -> fegpu_status {
     transpose_host::<f32>(ctx, m, n, a, at, variant)
 }
 
 /// Host convenience: square a (n x n) = a^T in place through the context's backend.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_dense_transpose_host_in_place_f64(ctx: fegpu_context_t, n: i64, a: *mut f64, variant: i32) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_dense_transpose_host_in_place_f64(
+    ctx: fegpu_context_t,
+    n: i64,
+    a: *mut f64,
+    variant: i32,
+) -> fegpu_status {
     transpose_host_in_place::<f64>(ctx, n, a, variant)
 }
 
 /// Host convenience: square a (n x n) = a^T in place through the context's backend.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_dense_transpose_host_in_place_f32(ctx: fegpu_context_t, n: i64, a: *mut f32, variant: i32) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_dense_transpose_host_in_place_f32(
+    ctx: fegpu_context_t,
+    n: i64,
+    a: *mut f32,
+    variant: i32,
+) -> fegpu_status {
     transpose_host_in_place::<f32>(ctx, n, a, variant)
 }

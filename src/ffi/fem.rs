@@ -55,10 +55,8 @@ pub unsafe extern "C" fn fegpu_fem_create(
         let conn = host_in(conn, items(element.nodes(), elements, "n_elements (conn)")?, "conn")?;
         let props = host_in(props, items(2, materials, "n_materials (props)")?, "props")?;
         let material = host_in(material, elements, "material")?;
-        let set = ElementSet::new(
-            c, ctx, element, problem, n_nodes, coords, n_elements, conn, index_base, props,
-            material, order,
-        )?;
+        let set =
+            ElementSet::new(c, ctx, element, problem, n_nodes, coords, n_elements, conn, index_base, props, material, order)?;
         *out = registry::insert(Arc::new(set), ctx);
         Ok(())
     })
@@ -86,11 +84,7 @@ pub extern "C" fn fegpu_fem_integrate(fem: fegpu_fem_t) -> fegpu_status {
 /// Densities rho[m] (n_materials values) of an elasticity set, for its mass
 /// matrices; call fegpu_fem_integrate again after.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_set_density(
-    fem: fegpu_fem_t,
-    n_materials: i64,
-    rho: *const f64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_set_density(fem: fegpu_fem_t, n_materials: i64, rho: *const f64) -> fegpu_status {
     guard(|| {
         let set = fem::get(fem, "fem")?;
         let n = crate::error::positive("n_materials", n_materials)?;
@@ -102,11 +96,7 @@ pub unsafe extern "C" fn fegpu_fem_set_density(
 /// same number of materials); call fegpu_fem_integrate and
 /// fegpu_fem_assemble again for the new matrices.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_set_materials(
-    fem: fegpu_fem_t,
-    n_materials: i64,
-    props: *const f64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_set_materials(fem: fegpu_fem_t, n_materials: i64, props: *const f64) -> fegpu_status {
     guard(|| {
         let set = fem::get(fem, "fem")?;
         let n = crate::error::positive("n_materials", n_materials)?;
@@ -121,10 +111,7 @@ pub unsafe extern "C" fn fegpu_fem_set_materials(
 /// calls (after new materials) gather new values into the same matrix, so
 /// solvers created for it stay valid and refresh their preconditioners.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_assemble(
-    fem: fegpu_fem_t,
-    a: *mut crate::ffi::sparse::fegpu_csr_t,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_assemble(fem: fegpu_fem_t, a: *mut crate::ffi::sparse::fegpu_csr_t) -> fegpu_status {
     guard(|| {
         let out = out_param(a, "A")?;
         *out = fem::get(fem, "fem")?.assemble()?.1;
@@ -147,11 +134,7 @@ pub unsafe extern "C" fn fegpu_fem_packed_size(fem: fegpu_fem_t, size: *mut i64)
 /// entries): for each element the upper triangle of K^e row by row, dofs
 /// node-major (node a, component c at a * dofs per node + c).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_stiffness_download(
-    fem: fegpu_fem_t,
-    ke: *mut f64,
-    len: i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_stiffness_download(fem: fegpu_fem_t, ke: *mut f64, len: i64) -> fegpu_status {
     guard(|| {
         let set = fem::get(fem, "fem")?;
         let n = crate::error::positive("len", len)?;
@@ -163,11 +146,7 @@ pub unsafe extern "C" fn fegpu_fem_stiffness_download(
 /// C^e (integrals of rho c N_a N_b, props(2, m) = rho c), for elasticity the
 /// consistent mass (rho N_a N_b per component, fegpu_fem_set_density).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_fem_mass_download(
-    fem: fegpu_fem_t,
-    ce: *mut f64,
-    len: i64,
-) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_fem_mass_download(fem: fegpu_fem_t, ce: *mut f64, len: i64) -> fegpu_status {
     guard(|| {
         let set = fem::get(fem, "fem")?;
         let n = crate::error::positive("len", len)?;
@@ -231,8 +210,7 @@ pub unsafe extern "C" fn fegpu_fem_ebe_solve(
     guard(|| {
         let t = std::time::Instant::now();
         let s = ebe::get(ebe, "ebe")?;
-        let (outcome, true_rel) =
-            s.solve(&*array::get(b, "b")?, &*array::get(x, "x")?, tol, maxit)?;
+        let (outcome, true_rel) = s.solve(&*array::get(b, "b")?, &*array::get(x, "x")?, tol, maxit)?;
         write_info(info, &outcome, true_rel, 0.0, t);
         solver::outcome_status(&outcome)
     })
@@ -291,11 +269,7 @@ pub unsafe extern "C" fn fegpu_fem_heat_step(
     guard(|| {
         let clock = std::time::Instant::now();
         let s = heat::get(heat, "heat")?;
-        let f = if f == 0 {
-            None
-        } else {
-            Some(array::get(f, "F")?)
-        };
+        let f = if f == 0 { None } else { Some(array::get(f, "F")?) };
         let (outcome, true_rel) = s.step(&*array::get(t, "T")?, f.as_deref(), tol, maxit)?;
         write_info(info, &outcome, true_rel, 0.0, clock);
         solver::outcome_status(&outcome)
@@ -320,12 +294,7 @@ pub unsafe extern "C" fn fegpu_fem_heat_set_convection(
         let s = heat::get(heat, "heat")?;
         let nodes = index_list(n, nodes, index_base, "n", "nodes")?;
         let n = nodes.len();
-        s.set_convection(
-            nodes,
-            index_base as i64,
-            host_in(h_area, n, "h_area")?,
-            host_in(t_env, n, "t_env")?,
-        )
+        s.set_convection(nodes, index_base as i64, host_in(h_area, n, "h_area")?, host_in(t_env, n, "t_env")?)
     })
 }
 
@@ -370,18 +339,21 @@ pub unsafe extern "C" fn fegpu_fem_dynamics_create(
         let scheme = match scheme {
             FEGPU_SCHEME_NEWMARK => Scheme::Newmark { beta, gamma },
             FEGPU_SCHEME_CENTRAL_DIFFERENCE => Scheme::CentralDifference,
-            s => return Err(crate::error::Error::invalid(format!("scheme = {s}: expected FEGPU_SCHEME_NEWMARK (1) or FEGPU_SCHEME_CENTRAL_DIFFERENCE (2)"))),
+            s => {
+                return Err(crate::error::Error::invalid(format!(
+                    "scheme = {s}: expected FEGPU_SCHEME_NEWMARK (1) or FEGPU_SCHEME_CENTRAL_DIFFERENCE (2)"
+                )))
+            }
         };
         let clamped = index_list(n_clamped, clamped, index_base, "n_clamped", "clamped")?;
         let n = set.dofs() as i64;
-        if let Some((i, d)) = clamped
-            .iter()
-            .enumerate()
-            .find(|(_, &d)| d - (index_base as i64) < 0 || d - (index_base as i64) >= n)
+        if let Some((i, d)) =
+            clamped.iter().enumerate().find(|(_, &d)| d - (index_base as i64) < 0 || d - (index_base as i64) >= n)
         {
             return Err(crate::error::Error::invalid(format!(
                 "{at_clamped_i} = {d}: outside dofs {index_base}..{}",
-                n - 1 + index_base as i64, at_clamped_i = crate::error::at("clamped", i)
+                n - 1 + index_base as i64,
+                at_clamped_i = crate::error::at("clamped", i)
             )));
         }
         let owner = set.ctx_handle;
@@ -404,11 +376,7 @@ pub extern "C" fn fegpu_fem_dynamics_step(
 ) -> fegpu_status {
     guard(|| {
         let s = dynamics::get(dynamics, "dynamics")?;
-        let f = if f == 0 {
-            None
-        } else {
-            Some(array::get(f, "F")?)
-        };
+        let f = if f == 0 { None } else { Some(array::get(f, "F")?) };
         s.step(&*array::get(u, "u")?, f.as_deref(), tol, maxit)
     })
 }

@@ -87,7 +87,13 @@ pub extern "C" fn fegpu_lattice_set_trt(lat: fegpu_lattice_t, magic: f64) -> feg
 
 /// Puts every site at the equilibrium of density rho and velocity (ux, uy, uz).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_lattice_init_equilibrium(lat: fegpu_lattice_t, rho: f64, ux: f64, uy: f64, uz: f64) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_lattice_init_equilibrium(
+    lat: fegpu_lattice_t,
+    rho: f64,
+    ux: f64,
+    uy: f64,
+    uz: f64,
+) -> fegpu_status {
     guard(|| lattice(lat)?.init_equilibrium(rho, [ux, uy, uz]))
 }
 
@@ -127,7 +133,13 @@ pub extern "C" fn fegpu_lattice_step(lat: fegpu_lattice_t, steps: i64) -> fegpu_
 /// z-slab starting at plane z_first (1-based, as in Fortran); wall sites
 /// report 0. The whole lattice: z_first = 1, z_count = nz.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_lattice_fields(lat: fegpu_lattice_t, z_first: i64, z_count: i64, rho: *mut f64, u: *mut f64) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_lattice_fields(
+    lat: fegpu_lattice_t,
+    z_first: i64,
+    z_count: i64,
+    rho: *mut f64,
+    u: *mut f64,
+) -> fegpu_status {
     guard(|| {
         let l = lattice(lat)?;
         let (_, count) = l.slab(z_first - 1, z_count)?;

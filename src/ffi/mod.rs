@@ -95,7 +95,9 @@ pub(crate) fn span<T>(ptr: *const T, len: usize, name: &str) -> Span<'_> {
 /// any other array of the call (inputs may share memory with each other).
 /// Checked on the raw pointers, before any slice is formed over them.
 pub(crate) fn no_overlap(outputs: &[Span], inputs: &[Span]) -> Result<()> {
-    let meet = |a: &Span, b: &Span| a.bytes > 0 && b.bytes > 0 && a.start < b.start.saturating_add(b.bytes) && b.start < a.start.saturating_add(a.bytes);
+    let meet = |a: &Span, b: &Span| {
+        a.bytes > 0 && b.bytes > 0 && a.start < b.start.saturating_add(b.bytes) && b.start < a.start.saturating_add(a.bytes)
+    };
     for (i, o) in outputs.iter().enumerate() {
         if let Some(other) = outputs[i + 1..].iter().chain(inputs).find(|x| meet(o, x)) {
             return Err(Error::invalid(format!(

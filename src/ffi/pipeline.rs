@@ -33,7 +33,17 @@ fn count(name: &str, v: i64) -> Result<usize> {
 /// page-locked staging. Returns when y is back.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)] // the C signature's arguments
-pub unsafe extern "C" fn fegpu_pipeline_axpby(ctx: fegpu_context_t, n: i64, a: f64, x: *const f64, b: f64, y: *mut f64, strategy: i32, n_streams: i64, n_chunks: i64) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_pipeline_axpby(
+    ctx: fegpu_context_t,
+    n: i64,
+    a: f64,
+    x: *const f64,
+    b: f64,
+    y: *mut f64,
+    strategy: i32,
+    n_streams: i64,
+    n_chunks: i64,
+) -> fegpu_status {
     guard(|| {
         let c = context::get(ctx, "ctx")?;
         let n = count("n", n)?;
@@ -135,7 +145,16 @@ pub unsafe extern "C" fn fegpu_pipeline_gemv(
 /// a that land as row panels of at.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)] // the C signature's arguments
-pub unsafe extern "C" fn fegpu_pipeline_transpose(ctx: fegpu_context_t, m: i64, n: i64, a: *const f64, at: *mut f64, strategy: i32, n_streams: i64, n_chunks: i64) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_pipeline_transpose(
+    ctx: fegpu_context_t,
+    m: i64,
+    n: i64,
+    a: *const f64,
+    at: *mut f64,
+    strategy: i32,
+    n_streams: i64,
+    n_chunks: i64,
+) -> fegpu_status {
     guard(|| {
         let ctx = context::get(ctx, "ctx")?;
         let (m, n) = (positive("m", m)?, positive("n", n)?);
@@ -175,7 +194,11 @@ pub unsafe extern "C" fn fegpu_profile_report(ctx: fegpu_context_t, json_path: *
 /// The profile of operation `op` ("axpby", "column_dots", "gemm", "gemv",
 /// "transpose"); zeros if it has not run.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_profile_op(ctx: fegpu_context_t, op: *const libc::c_char, out: *mut fegpu_op_profile) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_profile_op(
+    ctx: fegpu_context_t,
+    op: *const libc::c_char,
+    out: *mut fegpu_op_profile,
+) -> fegpu_status {
     guard(|| {
         let out = out_param(out, "out")?;
         let c = context::get(ctx, "ctx")?;

@@ -35,7 +35,15 @@ unsafe fn medium(k: *const f64, omega_mu: *const f64) -> Result<Medium> {
 }
 
 #[allow(clippy::too_many_arguments)] // the C signature's arguments
-unsafe fn create(ctxs: &[fegpu_context_t], n_s: i64, points: *const f64, n_rhs: i64, k: *const f64, omega_mu: *const f64, acc: *mut fegpu_radfields_t) -> Result<()> {
+unsafe fn create(
+    ctxs: &[fegpu_context_t],
+    n_s: i64,
+    points: *const f64,
+    n_rhs: i64,
+    k: *const f64,
+    omega_mu: *const f64,
+    acc: *mut fegpu_radfields_t,
+) -> Result<()> {
     let out = out_param(acc, "acc")?;
     let contexts = ctxs
         .iter()
@@ -94,7 +102,13 @@ pub unsafe extern "C" fn fegpu_radfields_create_multi(
 /// copied into page-locked staging, double-buffered). Pairs of coincident
 /// points are skipped and counted (fegpu_radfields_excluded).
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_radfields_accumulate(acc: fegpu_radfields_t, n_p: i64, points: *const f64, weights: *const f64, currents: *const f64) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_radfields_accumulate(
+    acc: fegpu_radfields_t,
+    n_p: i64,
+    points: *const f64,
+    weights: *const f64,
+    currents: *const f64,
+) -> fegpu_status {
     guard(|| {
         let a = accumulator(acc)?;
         let n_p = positive("n_p", n_p)?;
@@ -118,7 +132,10 @@ pub unsafe extern "C" fn fegpu_radfields_download(acc: fegpu_radfields_t, fields
         let a = accumulator(acc)?;
         let want = 6 * a.n_s * a.n_rhs;
         if n != want as i64 {
-            return Err(Error::size(format!("n = {n}: fields of n_s = {} and n_rhs = {} hold {want} complex elements", a.n_s, a.n_rhs)));
+            return Err(Error::size(format!(
+                "n = {n}: fields of n_s = {} and n_rhs = {} hold {want} complex elements",
+                a.n_s, a.n_rhs
+            )));
         }
         a.download(complex_out(fields, want, "fields")?)
     })
@@ -180,7 +197,12 @@ pub unsafe extern "C" fn fegpu_radfields_compute(
         let (ns3, np3) = (items(3, n_s, "s_points")?, items(3, n_p, "p_points")?);
         no_overlap(
             &[span(fields, 2 * n_fields, "fields")],
-            &[span(s_points, ns3, "s_points"), span(p_points, np3, "p_points"), span(weights, n_p, "weights"), span(currents, 2 * n_currents, "currents")],
+            &[
+                span(s_points, ns3, "s_points"),
+                span(p_points, np3, "p_points"),
+                span(weights, n_p, "weights"),
+                span(currents, 2 * n_currents, "currents"),
+            ],
         )?;
         let src = Sources::new(
             n_p,

@@ -36,7 +36,17 @@ pub struct fegpu_solve_info {
 }
 
 #[allow(clippy::too_many_arguments)] // the C signature's arguments
-unsafe fn create<I: Index>(ctx: fegpu_context_t, nrows: i64, ncols: i64, nnz: i64, row_ptr: *const I, col_ind: *const I, values: *const f64, index_base: i32, a: *mut fegpu_csr_t) -> fegpu_status {
+unsafe fn create<I: Index>(
+    ctx: fegpu_context_t,
+    nrows: i64,
+    ncols: i64,
+    nnz: i64,
+    row_ptr: *const I,
+    col_ind: *const I,
+    values: *const f64,
+    index_base: i32,
+    a: *mut fegpu_csr_t,
+) -> fegpu_status {
     guard(|| {
         let out = out_param(a, "A")?;
         let c = context::get(ctx, "ctx")?;
@@ -46,7 +56,8 @@ unsafe fn create<I: Index>(ctx: fegpu_context_t, nrows: i64, ncols: i64, nnz: i6
         }
         let nnz = nnz as usize;
         let rp = host_in(row_ptr, nr + 1, "row_ptr")?;
-        let (ci, v) = if nnz == 0 { (&[][..], &[][..]) } else { (host_in(col_ind, nnz, "col_ind")?, host_in(values, nnz, "values")?) };
+        let (ci, v) =
+            if nnz == 0 { (&[][..], &[][..]) } else { (host_in(col_ind, nnz, "col_ind")?, host_in(values, nnz, "values")?) };
         let pattern = sparse::build_pattern(nr, nc, rp, ci, index_base as i64)?;
         let m = Csr::new(c, ctx, pattern, v)?;
         *out = registry::insert(Arc::new(m), ctx);
@@ -61,13 +72,33 @@ unsafe fn create<I: Index>(ctx: fegpu_context_t, nrows: i64, ncols: i64, nnz: i6
 /// sorted and duplicate entries summed; `fegpu_csr_update_values` takes values
 /// in the caller's original order.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_csr_create_i32(ctx: fegpu_context_t, nrows: i64, ncols: i64, nnz: i64, row_ptr: *const i32, col_ind: *const i32, values: *const f64, index_base: i32, a: *mut fegpu_csr_t) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_csr_create_i32(
+    ctx: fegpu_context_t,
+    nrows: i64,
+    ncols: i64,
+    nnz: i64,
+    row_ptr: *const i32,
+    col_ind: *const i32,
+    values: *const f64,
+    index_base: i32,
+    a: *mut fegpu_csr_t,
+) -> fegpu_status {
     create::<i32>(ctx, nrows, ncols, nnz, row_ptr, col_ind, values, index_base, a)
 }
 
 /// As `fegpu_csr_create_i32`, with int64 indices.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_csr_create_i64(ctx: fegpu_context_t, nrows: i64, ncols: i64, nnz: i64, row_ptr: *const i64, col_ind: *const i64, values: *const f64, index_base: i32, a: *mut fegpu_csr_t) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_csr_create_i64(
+    ctx: fegpu_context_t,
+    nrows: i64,
+    ncols: i64,
+    nnz: i64,
+    row_ptr: *const i64,
+    col_ind: *const i64,
+    values: *const f64,
+    index_base: i32,
+    a: *mut fegpu_csr_t,
+) -> fegpu_status {
     create::<i64>(ctx, nrows, ncols, nnz, row_ptr, col_ind, values, index_base, a)
 }
 
@@ -136,7 +167,13 @@ pub unsafe extern "C" fn fegpu_csr_info(a: fegpu_csr_t, nrows: *mut i64, ncols: 
 /// Copies the stored matrix out: row_ptr (nrows+1), col_ind and values
 /// (stored nnz, see `fegpu_csr_info`), indices counted from `index_base`.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_csr_download(a: fegpu_csr_t, row_ptr: *mut i64, col_ind: *mut i64, values: *mut f64, index_base: i32) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_csr_download(
+    a: fegpu_csr_t,
+    row_ptr: *mut i64,
+    col_ind: *mut i64,
+    values: *mut f64,
+    index_base: i32,
+) -> fegpu_status {
     guard(|| {
         let m = sparse::get(a, "A")?;
         if index_base != 0 && index_base != 1 {
@@ -144,7 +181,10 @@ pub unsafe extern "C" fn fegpu_csr_download(a: fegpu_csr_t, row_ptr: *mut i64, c
         }
         let p = &m.pattern;
         let base = index_base as i64;
-        no_overlap(&[span(row_ptr, p.nrows + 1, "row_ptr"), span(col_ind, p.nnz(), "col_ind"), span(values, p.nnz(), "values")], &[])?;
+        no_overlap(
+            &[span(row_ptr, p.nrows + 1, "row_ptr"), span(col_ind, p.nnz(), "col_ind"), span(values, p.nnz(), "values")],
+            &[],
+        )?;
         let rp = host_out(row_ptr, p.nrows + 1, "row_ptr")?;
         let v = m.download_values()?;
         if p.nnz() > 0 {
@@ -199,7 +239,14 @@ pub unsafe extern "C" fn fegpu_vector_nrm2(x: fegpu_array_t, result: *mut f64) -
 /// columns are zeroed but for their diagonals, and b[d] = A[d, d] values[i].
 /// Call it after assembling A and b, before solving.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_csr_apply_dirichlet(a: fegpu_csr_t, n_fixed: i64, dofs: *const i64, index_base: i32, values: *const f64, b: fegpu_array_t) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_csr_apply_dirichlet(
+    a: fegpu_csr_t,
+    n_fixed: i64,
+    dofs: *const i64,
+    index_base: i32,
+    values: *const f64,
+    b: fegpu_array_t,
+) -> fegpu_status {
     guard(|| {
         let m = sparse::get(a, "A")?;
         let dofs = index_list(n_fixed, dofs, index_base, "n_fixed", "dofs")?;
@@ -231,7 +278,13 @@ pub unsafe extern "C" fn fegpu_solver_create(a: fegpu_csr_t, method: i32, precon
 }
 
 /// Fills a caller's `info` (may be NULL) after a solve that began at `started`.
-pub(crate) unsafe fn write_info(info: *mut fegpu_solve_info, outcome: &solver::Outcome, true_rel: f64, setup: f64, started: std::time::Instant) {
+pub(crate) unsafe fn write_info(
+    info: *mut fegpu_solve_info,
+    outcome: &solver::Outcome,
+    true_rel: f64,
+    setup: f64,
+    started: std::time::Instant,
+) {
     if !info.is_null() {
         *info = fegpu_solve_info {
             iterations: outcome.iterations,
@@ -250,7 +303,14 @@ pub(crate) unsafe fn write_info(info: *mut fegpu_solve_info, outcome: &solver::O
 /// the last iterate), FEGPU_ERR_BREAKDOWN naming the quantity that vanished.
 /// `info` (may be NULL) is filled in every one of those cases.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_solver_solve(s: fegpu_solver_t, b: fegpu_array_t, x: fegpu_array_t, tol: f64, maxit: i64, info: *mut fegpu_solve_info) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_solver_solve(
+    s: fegpu_solver_t,
+    b: fegpu_array_t,
+    x: fegpu_array_t,
+    tol: f64,
+    maxit: i64,
+    info: *mut fegpu_solve_info,
+) -> fegpu_status {
     guard(|| {
         let t = std::time::Instant::now();
         let sv = solver::get(s, "S")?;

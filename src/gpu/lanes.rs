@@ -35,10 +35,8 @@ impl Gpu {
 
     /// A timing event recorded on fegpu's stream now.
     pub fn mark(&self) -> Result<Mark> {
-        let ev = self
-            .ctx
-            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(|e| device_error("creating an event", e))?;
+        let ev =
+            self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(|e| device_error("creating an event", e))?;
         ev.record(&self.stream).map_err(|e| device_error("recording an event", e))?;
         Ok(Mark { event: Some(ev), pool: None })
     }
@@ -54,7 +52,8 @@ impl Lane {
         use cudarc::driver::DevicePtrMut;
         let mut view = dst.slice_mut(at..at + host.len());
         let (ptr, _sync) = view.device_ptr_mut(&self.stream);
-        cudarc::driver::result::memcpy_htod_async(ptr, host, self.stream.cu_stream()).map_err(|e| device_error("host-to-device copy", e))
+        cudarc::driver::result::memcpy_htod_async(ptr, host, self.stream.cu_stream())
+            .map_err(|e| device_error("host-to-device copy", e))
     }
 
     /// Queues the copy of `src[at..at + host.len()]` into `host` and returns at once.
@@ -66,7 +65,8 @@ impl Lane {
         use cudarc::driver::DevicePtr;
         let view = src.slice(at..at + host.len());
         let (ptr, _sync) = view.device_ptr(&self.stream);
-        cudarc::driver::result::memcpy_dtoh_async(host, ptr, self.stream.cu_stream()).map_err(|e| device_error("device-to-host copy", e))
+        cudarc::driver::result::memcpy_dtoh_async(host, ptr, self.stream.cu_stream())
+            .map_err(|e| device_error("device-to-host copy", e))
     }
 
     /// Queues a copy of the `width` x `height` block at `host` (column-major,
@@ -75,7 +75,14 @@ impl Lane {
     ///
     /// # Safety
     /// As `upload`, for every element of the block.
-    pub unsafe fn upload_2d<T: DeviceScalar>(&self, host: *const T, host_ld: usize, width: usize, height: usize, dst: &mut DeviceBuffer<T>) -> Result<()> {
+    pub unsafe fn upload_2d<T: DeviceScalar>(
+        &self,
+        host: *const T,
+        host_ld: usize,
+        width: usize,
+        height: usize,
+        dst: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
         use cudarc::driver::DevicePtrMut;
         let size = std::mem::size_of::<T>();
         let mut view = dst.slice_mut(0..width * height);
@@ -95,7 +102,14 @@ impl Lane {
     ///
     /// # Safety
     /// As `download`, for every element of the block.
-    pub unsafe fn download_2d<T: DeviceScalar>(&self, src: &DeviceBuffer<T>, host: *mut T, host_ld: usize, width: usize, height: usize) -> Result<()> {
+    pub unsafe fn download_2d<T: DeviceScalar>(
+        &self,
+        src: &DeviceBuffer<T>,
+        host: *mut T,
+        host_ld: usize,
+        width: usize,
+        height: usize,
+    ) -> Result<()> {
         use cudarc::driver::DevicePtr;
         let size = std::mem::size_of::<T>();
         let view = src.slice(0..width * height);

@@ -55,7 +55,14 @@ impl Gpu {
         self.stream().launch_builder(f)
     }
 
-    pub fn launch(&self, what: &str, mut args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32) -> Result<()> {
+    pub fn launch(
+        &self,
+        what: &str,
+        mut args: Launch<'_>,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        shared_bytes: u32,
+    ) -> Result<()> {
         let cfg = LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: shared_bytes };
         // SAFETY: each caller passes the argument list its kernel declares
         // (checked by the CUDA-vs-CPU tests on the GPU machine).
@@ -70,14 +77,28 @@ impl Gpu {
 /// Where a kernel is queued: fegpu's main stream (`Gpu`) or a pipeline's `Lane`.
 pub trait Queue {
     fn launcher<'a>(&'a self, f: &'a CudaFunction) -> Launch<'a>;
-    fn launch(&self, what: &str, args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32) -> Result<()>;
+    fn launch(
+        &self,
+        what: &str,
+        args: Launch<'_>,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        shared_bytes: u32,
+    ) -> Result<()>;
 }
 
 impl Queue for Gpu {
     fn launcher<'a>(&'a self, f: &'a CudaFunction) -> Launch<'a> {
         Gpu::launcher(self, f)
     }
-    fn launch(&self, what: &str, args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32) -> Result<()> {
+    fn launch(
+        &self,
+        what: &str,
+        args: Launch<'_>,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        shared_bytes: u32,
+    ) -> Result<()> {
         Gpu::launch(self, what, args, grid, block, shared_bytes)
     }
 }
@@ -86,7 +107,14 @@ impl Queue for Lane {
     fn launcher<'a>(&'a self, f: &'a CudaFunction) -> Launch<'a> {
         self.stream.launch_builder(f)
     }
-    fn launch(&self, what: &str, mut args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32) -> Result<()> {
+    fn launch(
+        &self,
+        what: &str,
+        mut args: Launch<'_>,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        shared_bytes: u32,
+    ) -> Result<()> {
         let cfg = LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: shared_bytes };
         // SAFETY: as in Gpu::launch.
         unsafe { args.launch(cfg) }.map_err(|e| device_error(&format!("launching {what}"), e))?;

@@ -72,7 +72,12 @@ impl Gpu {
 
     /// Queues copies of `src[range]` into `dst[range]` for each range and
     /// returns at once; the next `wait_writable` on `src` waits for them.
-    pub fn upload_async<T: DeviceScalar>(&self, src: &mut Pinned<T>, ranges: &[std::ops::Range<usize>], dst: &mut DeviceBuffer<T>) -> Result<()> {
+    pub fn upload_async<T: DeviceScalar>(
+        &self,
+        src: &mut Pinned<T>,
+        ranges: &[std::ops::Range<usize>],
+        dst: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
         use cudarc::driver::DevicePtrMut;
         let host = src.wait_writable()?;
         for range in ranges {

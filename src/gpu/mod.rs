@@ -21,9 +21,11 @@ pub use launch::{arg_or_null, compile, Queue};
 pub use memory::Pinned;
 
 use crate::error::{Error, Result, FEGPU_ERR_DEVICE, FEGPU_ERR_NO_DEVICE, FEGPU_ERR_OUT_OF_DEVICE_MEMORY};
-use cudarc::driver::{sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, DriverError, LaunchConfig, PinnedHostSlice};
-use cudarc::nvrtc;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig};
+use cudarc::driver::{
+    sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, DriverError, LaunchConfig, PinnedHostSlice,
+};
+use cudarc::nvrtc;
 use once_cell::sync::OnceCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -177,7 +179,11 @@ impl Gpu {
             multiprocessors: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             driver_version,
             copy_engines: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT)?,
-            hardware_queues: std::env::var(CONNECTIONS_VAR).ok().and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0).unwrap_or(8),
+            hardware_queues: std::env::var(CONNECTIONS_VAR)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|&n| n > 0)
+                .unwrap_or(8),
             nvrtc_version: nv,
         };
         Ok(Gpu {

@@ -96,7 +96,15 @@ impl CudaOps<'_> {
 /// `queue` queues one iteration (captured into `graph` on the first
 /// solve, replayed after), and the host reads the scalars every few
 /// iterations. Any operator whose iteration `queue` can queue uses it.
-pub fn device_loop(g: &Gpu, scalars: &mut DeviceBuffer<f64>, graph: &mut Option<Graph>, method: Method, start: &Start, history: &mut Vec<f64>, queue: &dyn Fn(&DeviceBuffer<f64>) -> Result<()>) -> Result<Outcome> {
+pub fn device_loop(
+    g: &Gpu,
+    scalars: &mut DeviceBuffer<f64>,
+    graph: &mut Option<Graph>,
+    method: Method,
+    start: &Start,
+    history: &mut Vec<f64>,
+    queue: &dyn Fn(&DeviceBuffer<f64>) -> Result<()>,
+) -> Result<Outcome> {
     use cuda::{Scalar as S, Status as status};
     let name = method.name();
     let mut relres = start.rr.sqrt() / start.bnorm;
@@ -138,7 +146,9 @@ pub fn device_loop(g: &Gpu, scalars: &mut DeviceBuffer<f64>, graph: &mut Option<
             status::CONVERGED => done(true, it, relres),
             status::MAXITER => done(false, it, relres),
             status::BREAK_NAN => broke(it, relres, format!("{name}: the residual is not finite at iteration {it}")),
-            status::BREAK_PQ => broke(it, relres, format!("CG: p.Ap = {value:e} at iteration {next}: A is not positive definite")),
+            status::BREAK_PQ => {
+                broke(it, relres, format!("CG: p.Ap = {value:e} at iteration {next}: A is not positive definite"))
+            }
             status::BREAK_RHO => broke(it, relres, format!("BiCGSTAB: rho = (r0, r) = {value:e} at iteration {next}")),
             status::BREAK_RV => broke(it, relres, format!("BiCGSTAB: (r0, v) = {value:e} at iteration {next}")),
             status::BREAK_TT => broke(it, relres, format!("BiCGSTAB: (t, t) = {value:e} at iteration {next}")),

@@ -37,7 +37,14 @@ pub trait Operator {
     fn apply_device(&self, g: &Gpu, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()>;
     /// q = A p with CG's p.q reduced in the same pass, where the operator has
     /// such a kernel; None: the product and the reduction run apart.
-    fn apply_pq_device(&self, _g: &Gpu, _p: &DeviceBuffer<f64>, _q: &DeviceBuffer<f64>, _reduce: &crate::sparse::cuda::Reduce, _sc: &DeviceBuffer<f64>) -> Option<Result<()>> {
+    fn apply_pq_device(
+        &self,
+        _g: &Gpu,
+        _p: &DeviceBuffer<f64>,
+        _q: &DeviceBuffer<f64>,
+        _reduce: &crate::sparse::cuda::Reduce,
+        _sc: &DeviceBuffer<f64>,
+    ) -> Option<Result<()>> {
         None
     }
 }
@@ -365,4 +372,3 @@ pub fn outcome_status(o: &Outcome) -> Result<()> {
         )),
     }
 }
-

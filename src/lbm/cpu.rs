@@ -2,8 +2,8 @@
 //! step, site by site, with f64 arithmetic whatever the storage type (f16
 //! storage keeps f_i − w_i, as on the device).
 
-use super::{opposite, Params, C, FEGPU_FLUID, FEGPU_MOVING_WALL, Q, W};
 use super::storage::Stored;
+use super::{opposite, Params, C, FEGPU_FLUID, FEGPU_MOVING_WALL, Q, W};
 
 fn equilibrium_of(i: usize, rho: f64, u: [f64; 3]) -> f64 {
     let cu = C[i][0] as f64 * u[0] + C[i][1] as f64 * u[1] + C[i][2] as f64 * u[2];
@@ -65,11 +65,7 @@ pub fn step<T: Stored>(p: &Params, flags: &[u8], fin: &[T], fout: &mut [T]) {
                 None => {
                     let moving = p.neighbour(s, i).is_some_and(|d| flags[d] == FEGPU_MOVING_WALL);
                     let uw = p.wall_velocity;
-                    let wall = if moving {
-                        6.0 * W[i] * rho * (c[0] * uw[0] + c[1] * uw[1] + c[2] * uw[2])
-                    } else {
-                        0.0
-                    };
+                    let wall = if moving { 6.0 * W[i] * rho * (c[0] * uw[0] + c[1] * uw[1] + c[2] * uw[2]) } else { 0.0 };
                     fout[opposite(i) * n + s] = T::store(post - wall, W[i]);
                 }
             }
@@ -90,11 +86,7 @@ pub fn fields<T: Stored>(p: &Params, flags: &[u8], f: &[T], first: usize, rho_ou
     let n = p.sites();
     for (t, rho_t) in rho_out.iter_mut().enumerate() {
         let s = first + t;
-        let (rho, j) = if flags[s] == FEGPU_FLUID {
-            moments(&gather(f, n, s))
-        } else {
-            (0.0, [0.0; 3])
-        };
+        let (rho, j) = if flags[s] == FEGPU_FLUID { moments(&gather(f, n, s)) } else { (0.0, [0.0; 3]) };
         *rho_t = rho;
         for a in 0..3 {
             u_out[3 * t + a] = if rho != 0.0 { (j[a] + p.force[a] / 2.0) / rho } else { 0.0 };

@@ -1,7 +1,7 @@
 //! CUDA launches for `kernels/lbm.cu`.
 
-use super::Params;
 use super::storage::Stored;
+use super::Params;
 use crate::error::Result;
 use crate::gpu::{DeviceBuffer, Gpu, KernelArg};
 
@@ -12,7 +12,11 @@ pub const BLOCK: u32 = 256;
 /// Threads per block of the steps: 128 for f16 storage, where it measured
 /// 3% faster than 256 on the H100 (BENCHMARKS.md), 256 otherwise.
 pub fn step_block(precision: super::Precision) -> u32 {
-    if precision == super::Precision::F16 { 128 } else { BLOCK }
+    if precision == super::Precision::F16 {
+        128
+    } else {
+        BLOCK
+    }
 }
 
 fn grid(n: usize) -> (u32, u32, u32) {
@@ -34,7 +38,17 @@ pub enum Pass {
 /// One pass over sites first..first+count-1 (one site per thread, `block`
 /// threads per block: <= 256; 256 unless `fegpu bench lbm` compares).
 #[allow(clippy::too_many_arguments)]
-pub fn pass<T: Stored>(g: &Gpu, p: &Params, pass: Pass, block: u32, flags: &DeviceBuffer<u8>, fin: &DeviceBuffer<T>, fout: &mut DeviceBuffer<T>, first: usize, count: usize) -> Result<()> {
+pub fn pass<T: Stored>(
+    g: &Gpu,
+    p: &Params,
+    pass: Pass,
+    block: u32,
+    flags: &DeviceBuffer<u8>,
+    fin: &DeviceBuffer<T>,
+    fout: &mut DeviceBuffer<T>,
+    first: usize,
+    count: usize,
+) -> Result<()> {
     let kind = match pass {
         Pass::Push => "push",
         // Without a body force the forcing terms are compiled out (fewer instructions: f16 is bound by them).
@@ -52,15 +66,7 @@ pub fn pass<T: Stored>(g: &Gpu, p: &Params, pass: Pass, block: u32, flags: &Devi
     let wall = p.wall_velocity.map(T::arith);
     let (first, count64) = (first as i64, count as i64);
     let mut l = g.launcher(&f);
-    l.arg(fin)
-        .arg(fout)
-        .arg(flags)
-        .arg(&nx)
-        .arg(&ny)
-        .arg(&nz)
-        .arg(&p.periodic)
-        .arg(&omega)
-        .arg(&omega_minus);
+    l.arg(fin).arg(fout).arg(flags).arg(&nx).arg(&ny).arg(&nz).arg(&p.periodic).arg(&omega).arg(&omega_minus);
     l.arg(&force[0]).arg(&force[1]).arg(&force[2]).arg(&wall[0]).arg(&wall[1]).arg(&wall[2]);
     l.arg(&first).arg(&count64);
     g.launch(&name, l, (count.div_ceil(block as usize) as u32, 1, 1), (block, 1, 1), 0)
@@ -86,7 +92,15 @@ pub fn equilibrium<T: Stored>(g: &Gpu, f: &mut DeviceBuffer<T>, n: usize, rho: f
     g.launch(&name, l, grid(n), (BLOCK, 1, 1), 0)
 }
 
-pub fn fields<T: Stored>(g: &Gpu, p: &Params, flags: &DeviceBuffer<u8>, f: &DeviceBuffer<T>, first: usize, rho: &mut [f64], u: &mut [f64]) -> Result<()> {
+pub fn fields<T: Stored>(
+    g: &Gpu,
+    p: &Params,
+    flags: &DeviceBuffer<u8>,
+    f: &DeviceBuffer<T>,
+    first: usize,
+    rho: &mut [f64],
+    u: &mut [f64],
+) -> Result<()> {
     let name = format!("lbm_fields_{}", T::NAME);
     let k = g.kernel("lbm", SOURCE, &name)?;
     let count = rho.len();

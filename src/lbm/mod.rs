@@ -13,13 +13,13 @@ pub mod cuda;
 pub mod storage;
 
 use crate::array::Buffer;
-use storage::{Half, Stored};
 use crate::context::Context;
 use crate::error::{checked_product, host_vec, positive, Error, Result};
 use crate::gpu::Gpu;
 use crate::registry::{Kind, Object};
 use cuda::Pass;
 use std::sync::{Arc, Mutex};
+use storage::{Half, Stored};
 
 pub const Q: usize = 19;
 /// D3Q19 velocities in the Palabos order.
@@ -226,11 +226,7 @@ fn alloc<T: Stored>(gpu: Option<&Gpu>, n: usize) -> Result<Buffer<T>> {
 
 fn new_populations<T: Stored>(gpu: Option<&Gpu>, n: usize) -> Result<Populations<T>> {
     let total = checked_product(&[n, Q], "lattice populations (sites x 19)")?;
-    Ok(Populations {
-        current: alloc(gpu, total)?,
-        spare: alloc(gpu, total)?,
-        stream_pending: false,
-    })
+    Ok(Populations { current: alloc(gpu, total)?, spare: alloc(gpu, total)?, stream_pending: false })
 }
 
 impl<T: Stored> Populations<T> {
@@ -250,7 +246,16 @@ impl<T: Stored> Populations<T> {
 
     /// One pass from `current` into `spare` over sites first..first+count-1; `swap` makes it current.
     #[allow(clippy::too_many_arguments)]
-    fn pass(&mut self, g: &Gpu, p: &Params, pass: Pass, block: u32, flags: &Buffer<u8>, (first, count): (usize, usize), swap: bool) -> Result<()> {
+    fn pass(
+        &mut self,
+        g: &Gpu,
+        p: &Params,
+        pass: Pass,
+        block: u32,
+        flags: &Buffer<u8>,
+        (first, count): (usize, usize),
+        swap: bool,
+    ) -> Result<()> {
         let (Buffer::Device(fin), Buffer::Device(fout), Buffer::Device(fl)) = (&self.current, &mut self.spare, flags) else {
             unreachable!("a device pass over host storage")
         };
@@ -295,7 +300,14 @@ impl<T: Stored> Populations<T> {
 
     /// The populations after streaming of sites first..first+count-1: `current`,
     /// or, with streaming pending, `spare` streamed into (the state is unchanged).
-    fn streamed(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: &Buffer<u8>, range: (usize, usize)) -> Result<&Buffer<T>> {
+    fn streamed(
+        &mut self,
+        gpu: Option<&Gpu>,
+        p: &Params,
+        block: u32,
+        flags: &Buffer<u8>,
+        range: (usize, usize),
+    ) -> Result<&Buffer<T>> {
         if let (true, Some(g)) = (self.stream_pending, gpu) {
             self.pass(g, p, Pass::Stream, block, flags, range, false)?;
             return Ok(&self.spare);
@@ -344,7 +356,16 @@ impl<T: Stored> Populations<T> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn fields(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: &Buffer<u8>, first: usize, rho: &mut [f64], u: &mut [f64]) -> Result<()> {
+    fn fields(
+        &mut self,
+        gpu: Option<&Gpu>,
+        p: &Params,
+        block: u32,
+        flags: &Buffer<u8>,
+        first: usize,
+        rho: &mut [f64],
+        u: &mut [f64],
+    ) -> Result<()> {
         match (self.streamed(gpu, p, block, flags, (first, rho.len()))?, flags, gpu) {
             (Buffer::Host(f), Buffer::Host(fl), _) => {
                 cpu::fields(p, fl, f, first, rho, u);
@@ -361,9 +382,7 @@ impl Lattice {
     pub fn new(ctx: Arc<Context>, dims: [i64; 3], precision: Precision, tau: f64, periodic: i32) -> Result<Lattice> {
         let dims = [positive("nx", dims[0])?, positive("ny", dims[1])?, positive("nz", dims[2])?];
         if !(tau > 0.5 && tau.is_finite()) {
-            return Err(Error::invalid(format!(
-                "tau = {tau}: BGK needs a finite tau > 0.5 (viscosity (tau - 1/2)/3 > 0)"
-            )));
+            return Err(Error::invalid(format!("tau = {tau}: BGK needs a finite tau > 0.5 (viscosity (tau - 1/2)/3 > 0)")));
         }
         if periodic & !7 != 0 {
             return Err(Error::invalid(format!(
@@ -375,14 +394,7 @@ impl Lattice {
             .try_fold(1usize, |a, &d| a.checked_mul(d))
             .filter(|&n| n <= i32::MAX as usize)
             .ok_or_else(|| Error::unsupported(format!("{dims:?}: lattices of 2^31 sites or more are not supported")))?;
-        let params = Params {
-            dims,
-            periodic,
-            tau,
-            force: [0.0; 3],
-            wall_velocity: [0.0; 3],
-            magic: 0.0,
-        };
+        let params = Params { dims, periodic, tau, force: [0.0; 3], wall_velocity: [0.0; 3], magic: 0.0 };
         let gpu = ctx.gpu();
         let flags = match gpu {
             Some(g) => {
@@ -401,13 +413,7 @@ impl Lattice {
         with_populations!(&mut storage, p => p.equilibrium(gpu, n, 1.0, [0.0; 3]))?;
         Ok(Lattice {
             ctx,
-            state: Mutex::new(State {
-                params,
-                flags,
-                storage,
-                block: cuda::step_block(precision),
-                scheme: Scheme::Pull,
-            }),
+            state: Mutex::new(State { params, flags, storage, block: cuda::step_block(precision), scheme: Scheme::Pull }),
         })
     }
 
@@ -474,9 +480,7 @@ impl Lattice {
     /// stable), or BGK again with 0.
     pub fn set_trt(&self, magic: f64) -> Result<()> {
         if !(magic >= 0.0 && magic.is_finite()) {
-            return Err(Error::invalid(format!(
-                "magic = {magic}: TRT needs a finite magic parameter > 0 (0 selects BGK)"
-            )));
+            return Err(Error::invalid(format!("magic = {magic}: TRT needs a finite magic parameter > 0 (0 selects BGK)")));
         }
         self.state().params.magic = magic;
         Ok(())
@@ -511,12 +515,7 @@ impl Lattice {
             return Err(Error::size(format!("f: {} values for {n} sites x 19 directions", f.len())));
         }
         if let Some(k) = f.iter().position(|v| !v.is_finite()) {
-            return Err(Error::invalid(format!(
-                "f({}, site {}) = {}: populations must be finite",
-                k % Q,
-                k / Q + 1,
-                f[k]
-            )));
+            return Err(Error::invalid(format!("f({}, site {}) = {}: populations must be finite", k % Q, k / Q + 1, f[k])));
         }
         with_populations!(&mut st.storage, p => p.upload(gpu, n, f))
     }
@@ -526,10 +525,7 @@ impl Lattice {
         let mut st = self.state();
         let n = st.params.sites();
         if f.len() != n * Q {
-            return Err(Error::size(format!(
-                "f: room for {} values, the lattice has {n} sites x 19 directions",
-                f.len()
-            )));
+            return Err(Error::size(format!("f: room for {} values, the lattice has {n} sites x 19 directions", f.len())));
         }
         let State { params, flags, storage, block, .. } = &mut *st;
         with_populations!(storage, p => p.download(gpu, params, *block, flags, f))

@@ -139,7 +139,9 @@ impl Executor<'_> {
             // rewritten after `settle` saw the lane pass its last use.
             unsafe {
                 match (st.staging[k].as_mut(), raw.layout) {
-                    (None, Layout::Rows { ld, cols }) => st.lane.upload_2d(raw.ptr.add(i0), ld, i1 - i0, cols, &mut st.buffers[k])?,
+                    (None, Layout::Rows { ld, cols }) => {
+                        st.lane.upload_2d(raw.ptr.add(i0), ld, i1 - i0, cols, &mut st.buffers[k])?
+                    }
                     (None, _) => st.lane.upload(raw.items_in(i0, i1), &mut st.buffers[k], 0)?,
                     (Some(stage), layout) => {
                         let stage = &mut stage.as_mut_slice()?[..len];
@@ -167,7 +169,9 @@ impl Executor<'_> {
             // SAFETY: as in copy_in; the destination is not read until the lane passes.
             unsafe {
                 match (st.staging[k].as_mut(), raw.layout) {
-                    (None, Layout::Rows { ld, cols }) => st.lane.download_2d(&st.buffers[k], raw.ptr.add(i0), ld, i1 - i0, cols)?,
+                    (None, Layout::Rows { ld, cols }) => {
+                        st.lane.download_2d(&st.buffers[k], raw.ptr.add(i0), ld, i1 - i0, cols)?
+                    }
                     (None, _) => st.lane.download(&st.buffers[k], 0, raw.items(i0, i1))?,
                     (Some(stage), _) => st.lane.download(&st.buffers[k], 0, &mut stage.as_mut_slice()?[..len])?,
                 }
@@ -205,7 +209,15 @@ impl Executor<'_> {
 /// a host range may be copied directly; `release_on_host` (staged only):
 /// the host queues each kernel once its chunk has landed
 /// (`model::release_on_host`).
-pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> bool, op: &mut Op, plan: Plan, timed: bool, release_on_host: bool) -> Result<Report> {
+pub fn run(
+    g: &Gpu,
+    cache: &Cache,
+    registered: &dyn Fn(*const f64, usize) -> bool,
+    op: &mut Op,
+    plan: Plan,
+    timed: bool,
+    release_on_host: bool,
+) -> Result<Report> {
     // Only rounds of two or more chunks have a chunk the host can release.
     let release_on_host = release_on_host && plan.streams.min(plan.chunks).min(op.items) > 1;
     let items = op.items;
@@ -228,7 +240,15 @@ pub fn run(g: &Gpu, cache: &Cache, registered: &dyn Fn(*const f64, usize) -> boo
             Raw { ptr, len, layout: *layout, dir, direct: registered(ptr, len) }
         })
         .collect();
-    let report = |(times, overlapped_seconds)| Report { plan, wall_seconds: 0.0, times, overlapped_seconds, released_on_host: release_on_host, h2d_bytes, d2h_bytes };
+    let report = |(times, overlapped_seconds)| Report {
+        plan,
+        wall_seconds: 0.0,
+        times,
+        overlapped_seconds,
+        released_on_host: release_on_host,
+        h2d_bytes,
+        d2h_bytes,
+    };
     if items == 0 {
         return Ok(report((None, None)));
     }
@@ -397,7 +417,14 @@ fn sum_phases(phases: &[Phases]) -> Result<(Times, f64)> {
 
 /// The chunk kernel of `k` on `items` items in the lane's buffers (argument
 /// order as `Kernel` documents; whole arguments from `whole`).
-pub(crate) fn launch(g: &Gpu, lane: &Lane, k: Kernel, items: usize, bufs: &mut [DeviceBuffer<f64>], whole: &[Option<DeviceBuffer<f64>>]) -> Result<()> {
+pub(crate) fn launch(
+    g: &Gpu,
+    lane: &Lane,
+    k: Kernel,
+    items: usize,
+    bufs: &mut [DeviceBuffer<f64>],
+    whole: &[Option<DeviceBuffer<f64>>],
+) -> Result<()> {
     let sms = g.info.multiprocessors.max(1) as usize;
     let shared = |i: usize| whole[i].as_ref().expect("a whole argument");
     match k {

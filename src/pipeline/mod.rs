@@ -223,7 +223,15 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
         None => {
             cpu::apply(&mut op);
             let plan = plan.unwrap_or(Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 });
-            Report { plan, wall_seconds: start.elapsed().as_secs_f64(), times: None, overlapped_seconds: None, released_on_host: false, h2d_bytes: 0, d2h_bytes: 0 }
+            Report {
+                plan,
+                wall_seconds: start.elapsed().as_secs_f64(),
+                times: None,
+                overlapped_seconds: None,
+                released_on_host: false,
+                h2d_bytes: 0,
+                d2h_bytes: 0,
+            }
         }
         Some(g) => {
             let measured = ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied();
@@ -249,7 +257,11 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
             if let (Some(t), None) = (report.times, known) {
                 if plan.strategy == Strategy::Serial && plan.chunks == 1 {
                     let warm = measured.is_some();
-                    ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), Measured { rate: per_item(t, op.items), warm });
+                    ctx.pipeline
+                        .rates
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(key.clone(), Measured { rate: per_item(t, op.items), warm });
                 }
             }
             report
@@ -332,7 +344,16 @@ pub fn axpby(ctx: &Context, a: f64, x: &[f64], b: f64, y: &mut [f64], plan: Opti
     check_len("x", x.len(), y.len())?;
     finite(&[("a", a), ("b", b)])?;
     let n = y.len();
-    run(ctx, Op { name: "axpby", kernel: Kernel::Axpby { a, b }, items: n, args: vec![(Arg::In(x), Layout::Items(1)), (Arg::InOut(y), Layout::Items(1))] }, plan)
+    run(
+        ctx,
+        Op {
+            name: "axpby",
+            kernel: Kernel::Axpby { a, b },
+            items: n,
+            args: vec![(Arg::In(x), Layout::Items(1)), (Arg::InOut(y), Layout::Items(1))],
+        },
+        plan,
+    )
 }
 
 /// out(j) = A(:, j) . B(:, j) for the ncols columns of two m x ncols host
@@ -348,7 +369,18 @@ pub fn column_dots(ctx: &Context, m: usize, a: &[f64], b: &[f64], out: &mut [f64
 /// C = alpha A B + beta C for host matrices A (m x k), B (k x n), C (m x n),
 /// column-major; A goes to the device once, B and C in column panels.
 #[allow(clippy::too_many_arguments)]
-pub fn gemm(ctx: &Context, m: usize, n: usize, k: usize, alpha: f64, a: &[f64], b: &[f64], beta: f64, c: &mut [f64], plan: Option<Plan>) -> Result<Report> {
+pub fn gemm(
+    ctx: &Context,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f64,
+    a: &[f64],
+    b: &[f64],
+    beta: f64,
+    c: &mut [f64],
+    plan: Option<Plan>,
+) -> Result<Report> {
     check_len("a", a.len(), m * k)?;
     check_len("b", b.len(), k * n)?;
     check_len("c", c.len(), m * n)?;
@@ -361,7 +393,17 @@ pub fn gemm(ctx: &Context, m: usize, n: usize, k: usize, alpha: f64, a: &[f64], 
 /// y = alpha A x + beta y for a host m x n matrix A (column-major) and host
 /// vectors; A moves in row panels, x once.
 #[allow(clippy::too_many_arguments)]
-pub fn gemv(ctx: &Context, m: usize, n: usize, alpha: f64, a: &[f64], x: &[f64], beta: f64, y: &mut [f64], plan: Option<Plan>) -> Result<Report> {
+pub fn gemv(
+    ctx: &Context,
+    m: usize,
+    n: usize,
+    alpha: f64,
+    a: &[f64],
+    x: &[f64],
+    beta: f64,
+    y: &mut [f64],
+    plan: Option<Plan>,
+) -> Result<Report> {
     check_len("a", a.len(), m * n)?;
     check_len("x", x.len(), n)?;
     check_len("y", y.len(), m)?;

@@ -51,12 +51,28 @@ pub fn predict(strategy: Strategy, streams: usize, chunks: usize, t: Times, copy
 /// copies in the two directions each running at `duplex` (0..1] of their own
 /// speed while both are active: the link and host memory are shared
 /// (measured by `fegpu bench pipeline`).
-pub fn predict_phases(strategy: Strategy, streams: usize, chunks: usize, t: Times, copy_engines: usize, overhead: [f64; 3], duplex: f64) -> f64 {
+pub fn predict_phases(
+    strategy: Strategy,
+    streams: usize,
+    chunks: usize,
+    t: Times,
+    copy_engines: usize,
+    overhead: [f64; 3],
+    duplex: f64,
+) -> f64 {
     let streams = if strategy == Strategy::Serial { 1 } else { streams.clamp(1, chunks.max(1)) };
     let chunks = chunks.max(1);
     let dur = [t.h2d / chunks as f64 + overhead[0], t.kernel / chunks as f64 + overhead[1], t.d2h / chunks as f64 + overhead[2]];
     // Engines: 0 host-to-device, 1 kernels, 2 device-to-host (0 with one copy engine).
-    let engine_of = |phase: usize| if phase == 2 && copy_engines >= 2 { 2 } else if phase == 1 { 1 } else { 0 };
+    let engine_of = |phase: usize| {
+        if phase == 2 && copy_engines >= 2 {
+            2
+        } else if phase == 1 {
+            1
+        } else {
+            0
+        }
+    };
     // (stream, phase) in issue order.
     let mut ops: Vec<(usize, usize)> = Vec::with_capacity(3 * chunks);
     match strategy {

@@ -36,15 +36,7 @@ pub fn pair_coefficients(s: [f64; 3], p: [f64; 3], w: f64, c: &Consts) -> Option
     let alpha = g * (1.0 - q * inv_kr2);
     let beta = g * pp * inv_kr2;
     let (m, n) = (c.neg_jwmu * w, c.neg_k2 * w);
-    Some(Pair {
-        r: d.map(|x| x * inv_r),
-        ea: m * alpha,
-        eb: m * beta,
-        ex: -a * w,
-        ca: n * alpha,
-        cb: n * beta,
-        cx: m * a,
-    })
+    Some(Pair { r: d.map(|x| x * inv_r), ea: m * alpha, eb: m * beta, ex: -a * w, ca: n * alpha, cb: n * beta, cx: m * a })
 }
 
 fn cross(a: [f64; 3], b: &[Complex64]) -> [Complex64; 3] {
@@ -90,7 +82,8 @@ impl Part {
     pub fn accumulate(&mut self, c: &Consts, src: &Sources, n_rhs: usize) {
         let n_s = self.points.len() / 3;
         let work = n_s * src.n_p * n_rhs;
-        let threads = if work < 1 << 16 { 1 } else { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(n_s) };
+        let threads =
+            if work < 1 << 16 { 1 } else { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(n_s) };
         let points = &self.points;
         let run = |lo: usize, hi: usize| {
             let mut local = vec![Complex64::default(); 6 * (hi - lo) * n_rhs];
@@ -116,7 +109,8 @@ impl Part {
             vec![run(0, n_s)]
         } else {
             std::thread::scope(|scope| {
-                let workers: Vec<_> = (0..threads).map(|t| scope.spawn(move || run(n_s * t / threads, n_s * (t + 1) / threads))).collect();
+                let workers: Vec<_> =
+                    (0..threads).map(|t| scope.spawn(move || run(n_s * t / threads, n_s * (t + 1) / threads))).collect();
                 workers.into_iter().map(|w| w.join().expect("rad_fields worker panicked")).collect()
             })
         };

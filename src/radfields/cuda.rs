@@ -72,7 +72,18 @@ impl Part {
         let excluded = g.alloc::<u64>(1)?;
         let mut d_points = g.alloc::<f64>(points.len())?;
         g.upload(points, &mut d_points, 0)?;
-        let mut part = Part { count, n_rhs, points: d_points, fields, excluded, slots: Vec::new(), current: 0, pending: 0, variant: FEGPU_RADFIELDS_TILED, consts };
+        let mut part = Part {
+            count,
+            n_rhs,
+            points: d_points,
+            fields,
+            excluded,
+            slots: Vec::new(),
+            current: 0,
+            pending: 0,
+            variant: FEGPU_RADFIELDS_TILED,
+            consts,
+        };
         part.reset(g)?;
         Ok(part)
     }
@@ -96,7 +107,9 @@ impl Part {
         }
         let capacity = n_p.max(LAUNCH_POINTS);
         let len = capacity * (4 + 12 * self.n_rhs);
-        let fresh = (0..2).map(|_| Ok(Slot { host: g.pinned::<f64>(len)?, device: g.alloc::<f64>(len)?, capacity })).collect::<Result<Vec<_>>>()?;
+        let fresh = (0..2)
+            .map(|_| Ok(Slot { host: g.pinned::<f64>(len)?, device: g.alloc::<f64>(len)?, capacity }))
+            .collect::<Result<Vec<_>>>()?;
         // The old slots may still feed queued copies: let them finish first.
         g.synchronize("rad_fields staging")?;
         self.slots = fresh;
@@ -164,7 +177,13 @@ impl Part {
             let mut l = g.launcher(&f);
             l.arg(&self.points).arg(&n_s).arg(&sources).arg(&currents).arg(&n_p32).arg(&n_rhs32).arg(&c);
             l.arg(&mut self.fields).arg(&mut self.excluded);
-            g.launch("rad_direct", l, (blocks as u32, direct_split(blocks, n_p, g.info.multiprocessors as usize) as u32, 1), (256, 1, 1), 0)
+            g.launch(
+                "rad_direct",
+                l,
+                (blocks as u32, direct_split(blocks, n_p, g.info.multiprocessors as usize) as u32, 1),
+                (256, 1, 1),
+                0,
+            )
         }
     }
 

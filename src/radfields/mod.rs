@@ -95,7 +95,8 @@ impl<'a> Sources<'a> {
         if n_p == 0 {
             return Err(Error::invalid("n_p = 0: a batch needs at least one S' point"));
         }
-        let want = [("points", 3 * n_p, points.len()), ("weights", n_p, weights.len()), ("currents", 6 * n_p * n_rhs, currents.len())];
+        let want =
+            [("points", 3 * n_p, points.len()), ("weights", n_p, weights.len()), ("currents", 6 * n_p * n_rhs, currents.len())];
         for (name, want, got) in want {
             if want != got {
                 return Err(Error::size(format!("{name} has {got} elements; n_p = {n_p} and n_rhs = {n_rhs} need {want}")));
@@ -224,7 +225,12 @@ impl Accumulator {
     pub fn download(&self, out: &mut [Complex64]) -> Result<()> {
         let want = 6 * self.n_s * self.n_rhs;
         if out.len() != want {
-            return Err(Error::size(format!("fields has {} elements; n_s = {} and n_rhs = {} need {want}", out.len(), self.n_s, self.n_rhs)));
+            return Err(Error::size(format!(
+                "fields has {} elements; n_s = {} and n_rhs = {} need {want}",
+                out.len(),
+                self.n_s,
+                self.n_rhs
+            )));
         }
         let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
         for sh in shares.iter_mut() {
@@ -307,7 +313,11 @@ fn check_devices(ctxs: &[Arc<Context>]) -> Result<()> {
         match c.gpu() {
             None => return Err(Error::invalid(format!("ctxs({}) is a CPU context: several contexts must all be CUDA", i + 1))),
             Some(g) if seen.contains(&g.info.ordinal) => {
-                return Err(Error::invalid(format!("ctxs({}) is on device {} like an earlier one: use one context per device", i + 1, g.info.ordinal)))
+                return Err(Error::invalid(format!(
+                    "ctxs({}) is on device {} like an earlier one: use one context per device",
+                    i + 1,
+                    g.info.ordinal
+                )))
             }
             Some(g) => seen.push(g.info.ordinal),
         }

@@ -37,7 +37,11 @@ pub fn row_name(r: usize) -> String {
 
 /// An ILU(0) breakdown at row `r`: a zero pivot, or one that overflowed.
 pub fn pivot_error(r: usize, piv: f64) -> Error {
-    let what = if piv == 0.0 { "zero pivot".to_string() } else { format!("the pivot overflowed to {piv} (entries too large or a near-singular leading block)") };
+    let what = if piv == 0.0 {
+        "zero pivot".to_string()
+    } else {
+        format!("the pivot overflowed to {piv} (entries too large or a near-singular leading block)")
+    };
     Error::new(FEGPU_ERR_BREAKDOWN, format!("ILU(0): {what} at {}", row_name(r)))
 }
 

@@ -37,7 +37,18 @@ fn grid_for(n: usize) -> u32 {
 
 /// y = alpha A x + beta y; with `sc`, skipped once a device-driven solve has stopped.
 #[allow(clippy::too_many_arguments)]
-pub fn spmv_with(g: &Gpu, dp: &DevicePattern, tpr: u32, n: usize, v: &DeviceBuffer<f64>, alpha: f64, x: &DeviceBuffer<f64>, beta: f64, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+pub fn spmv_with(
+    g: &Gpu,
+    dp: &DevicePattern,
+    tpr: u32,
+    n: usize,
+    v: &DeviceBuffer<f64>,
+    alpha: f64,
+    x: &DeviceBuffer<f64>,
+    beta: f64,
+    y: &DeviceBuffer<f64>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
     let name = format!("spmv_tpr{tpr}");
     let f = g.kernel("sparse", SOURCE, &name)?;
     let n32 = n as i32;
@@ -48,7 +59,16 @@ pub fn spmv_with(g: &Gpu, dp: &DevicePattern, tpr: u32, n: usize, v: &DeviceBuff
 }
 
 #[allow(clippy::too_many_arguments)]
-pub fn spmv(g: &Gpu, dp: &DevicePattern, n: usize, v: &DeviceBuffer<f64>, alpha: f64, x: &DeviceBuffer<f64>, beta: f64, y: &DeviceBuffer<f64>) -> Result<()> {
+pub fn spmv(
+    g: &Gpu,
+    dp: &DevicePattern,
+    n: usize,
+    v: &DeviceBuffer<f64>,
+    alpha: f64,
+    x: &DeviceBuffer<f64>,
+    beta: f64,
+    y: &DeviceBuffer<f64>,
+) -> Result<()> {
     spmv_with(g, dp, dp.threads_per_row, n, v, alpha, x, beta, y, None)
 }
 
@@ -84,7 +104,14 @@ impl Reduce {
     }
 
     /// (a.b, c.d) finished on the device; only the two scalars come back.
-    pub fn dots(&mut self, g: &Gpu, n: usize, a: &DeviceBuffer<f64>, b: &DeviceBuffer<f64>, cd: Option<(&DeviceBuffer<f64>, &DeviceBuffer<f64>)>) -> Result<(f64, f64)> {
+    pub fn dots(
+        &mut self,
+        g: &Gpu,
+        n: usize,
+        a: &DeviceBuffer<f64>,
+        b: &DeviceBuffer<f64>,
+        cd: Option<(&DeviceBuffer<f64>, &DeviceBuffer<f64>)>,
+    ) -> Result<(f64, f64)> {
         let f = g.kernel("sparse", SOURCE, "dots")?;
         let n64 = n as i64;
         let mut l = g.launcher(&f);
@@ -113,7 +140,16 @@ pub fn amax(g: &Gpu, n: usize, x: &DeviceBuffer<f64>) -> Result<f64> {
 
 /// w = a*x + b*y + c*w.
 #[allow(clippy::too_many_arguments)]
-pub fn update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer<f64>, b: f64, y: Option<&DeviceBuffer<f64>>, c: f64) -> Result<()> {
+pub fn update(
+    g: &Gpu,
+    n: usize,
+    w: &DeviceBuffer<f64>,
+    a: f64,
+    x: &DeviceBuffer<f64>,
+    b: f64,
+    y: Option<&DeviceBuffer<f64>>,
+    c: f64,
+) -> Result<()> {
     let f = g.kernel("sparse", SOURCE, "update")?;
     let n64 = n as i64;
     let mut l = g.launcher(&f);
@@ -124,7 +160,14 @@ pub fn update(g: &Gpu, n: usize, w: &DeviceBuffer<f64>, a: f64, x: &DeviceBuffer
 }
 
 /// z = d .* r (with `sc`: skipped once a device-driven solve has stopped).
-pub fn scale(g: &Gpu, n: usize, d: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+pub fn scale(
+    g: &Gpu,
+    n: usize,
+    d: &DeviceBuffer<f64>,
+    r: &DeviceBuffer<f64>,
+    z: &DeviceBuffer<f64>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
     let f = g.kernel("sparse", SOURCE, "scale")?;
     let n64 = n as i64;
     let mut l = g.launcher(&f);
@@ -136,7 +179,15 @@ pub fn scale(g: &Gpu, n: usize, d: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, z:
 /// Symmetric Dirichlet rows and columns, one thread per row
 /// (`super::apply_dirichlet` checked the input).
 #[allow(clippy::too_many_arguments)]
-pub fn dirichlet(g: &Gpu, dp: &DevicePattern, n: usize, v: &DeviceBuffer<f64>, fixed: &[u8], values: &[f64], b: &DeviceBuffer<f64>) -> Result<()> {
+pub fn dirichlet(
+    g: &Gpu,
+    dp: &DevicePattern,
+    n: usize,
+    v: &DeviceBuffer<f64>,
+    fixed: &[u8],
+    values: &[f64],
+    b: &DeviceBuffer<f64>,
+) -> Result<()> {
     let (fixed_d, values_d) = (upload(g, fixed)?, upload(g, values)?);
     let f = g.kernel("sparse", SOURCE, "dirichlet")?;
     let n32 = n as i32;
@@ -195,7 +246,16 @@ pub fn ilu0(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, lu: &DeviceBuffer
 
 /// z = U^-1 L^-1 r (with `sc`: skipped once a device-driven solve has stopped).
 #[allow(clippy::too_many_arguments)]
-pub fn ilu0_apply(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, upper: &DeviceLevels, lu: &DeviceBuffer<f64>, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+pub fn ilu0_apply(
+    g: &Gpu,
+    dp: &DevicePattern,
+    lower: &DeviceLevels,
+    upper: &DeviceLevels,
+    lu: &DeviceBuffer<f64>,
+    r: &DeviceBuffer<f64>,
+    z: &DeviceBuffer<f64>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
     per_level!(g, lower, "lsolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, r, z], sc);
     per_level!(g, upper, "usolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, z], sc);
     Ok(())
@@ -209,7 +269,16 @@ pub(crate) const FUSED_PQ_MAX_TPR: u32 = 2;
 /// CG's q = A p fused with p.q into the scalars `sc` (a breakdown when not
 /// positive); for patterns of at most FUSED_PQ_MAX_TPR threads per row.
 #[allow(clippy::too_many_arguments)]
-pub fn spmv_pq(g: &Gpu, dp: &DevicePattern, n: usize, v: &DeviceBuffer<f64>, p: &DeviceBuffer<f64>, q: &DeviceBuffer<f64>, reduce: &Reduce, sc: &DeviceBuffer<f64>) -> Result<()> {
+pub fn spmv_pq(
+    g: &Gpu,
+    dp: &DevicePattern,
+    n: usize,
+    v: &DeviceBuffer<f64>,
+    p: &DeviceBuffer<f64>,
+    q: &DeviceBuffer<f64>,
+    reduce: &Reduce,
+    sc: &DeviceBuffer<f64>,
+) -> Result<()> {
     let tpr = dp.threads_per_row;
     let name = format!("spmv_pq_tpr{tpr}");
     let f = g.kernel("sparse", SOURCE, &name)?;
@@ -262,7 +331,15 @@ impl Status {
 
 /// Queues one kernel of a device-driven iteration: (n, vectors..., [flag,]
 /// [partial, counter,] sc), over the reduction's grid.
-pub fn solver_kernel(g: &Gpu, name: &'static str, n: usize, vectors: &[Option<&DeviceBuffer<f64>>], flag: Option<i32>, reduce: Option<&Reduce>, sc: &DeviceBuffer<f64>) -> Result<()> {
+pub fn solver_kernel(
+    g: &Gpu,
+    name: &'static str,
+    n: usize,
+    vectors: &[Option<&DeviceBuffer<f64>>],
+    flag: Option<i32>,
+    reduce: Option<&Reduce>,
+    sc: &DeviceBuffer<f64>,
+) -> Result<()> {
     let f = g.kernel("sparse", SOURCE, name)?;
     let n64 = n as i64;
     let mut l = g.launcher(&f);

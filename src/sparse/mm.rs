@@ -97,7 +97,11 @@ fn open(path: &Path) -> Result<File> {
 /// before anything is allocated for them.
 fn fits(path: &Path, line: usize, count: u64, min_bytes: u64, bytes: u64, what: &str) -> Result<()> {
     if count.checked_mul(min_bytes).is_none_or(|b| b > bytes) {
-        return Err(bad(path, line, format!("declares {count} {what}, but the file's {bytes} bytes hold at most {}", bytes / min_bytes)));
+        return Err(bad(
+            path,
+            line,
+            format!("declares {count} {what}, but the file's {bytes} bytes hold at most {}", bytes / min_bytes),
+        ));
     }
     Ok(())
 }

@@ -87,7 +87,11 @@ impl Index for i64 {
 
 fn check_finite(values: &[f64]) -> Result<()> {
     match values.iter().position(|v| !v.is_finite()) {
-        Some(k) => Err(Error::invalid(format!("{at_values_k} = {}: matrix values must be finite", values[k], at_values_k = crate::error::at("values", k)))),
+        Some(k) => Err(Error::invalid(format!(
+            "{at_values_k} = {}: matrix values must be finite",
+            values[k],
+            at_values_k = crate::error::at("values", k)
+        ))),
         None => Ok(()),
     }
 }
@@ -105,14 +109,20 @@ pub fn build_pattern<I: Index>(nrows: usize, ncols: usize, row_ptr: &[I], col: &
     }
     let rp0 = |r: usize| row_ptr[r].to_i64() - base;
     if rp0(0) != 0 {
-        return Err(Error::invalid(format!("{} = {}: must equal index_base = {base}", crate::error::at("row_ptr", 0), row_ptr[0].to_i64())));
+        return Err(Error::invalid(format!(
+            "{} = {}: must equal index_base = {base}",
+            crate::error::at("row_ptr", 0),
+            row_ptr[0].to_i64()
+        )));
     }
     for r in 0..nrows {
         if rp0(r + 1) < rp0(r) {
             return Err(Error::invalid(format!(
                 "row_ptr is not monotone: {rp_r1} = {} < {rp_r} = {}",
                 row_ptr[r + 1].to_i64(),
-                row_ptr[r].to_i64(), rp_r = crate::error::at("row_ptr", r), rp_r1 = crate::error::at("row_ptr", r + 1)
+                row_ptr[r].to_i64(),
+                rp_r = crate::error::at("row_ptr", r),
+                rp_r1 = crate::error::at("row_ptr", r + 1)
             )));
         }
     }
@@ -134,7 +144,8 @@ pub fn build_pattern<I: Index>(nrows: usize, ncols: usize, row_ptr: &[I], col: &
                     "{at_col_ind_k} = {} (row {}): outside columns {base}..{}",
                     col[k].to_i64(),
                     r as i64 + base,
-                    ncols as i64 - 1 + base, at_col_ind_k = crate::error::at("col_ind", k)
+                    ncols as i64 - 1 + base,
+                    at_col_ind_k = crate::error::at("col_ind", k)
                 )));
             }
         }
@@ -342,17 +353,27 @@ pub fn apply_dirichlet(a: &Csr, dofs: &[i64], base: i64, values: &[f64], b: &Arr
         if d < 0 || d >= p.nrows as i64 {
             return Err(Error::invalid(format!(
                 "{at_dofs_i} = {caller}: outside rows {base}..{} (index base {base})",
-                p.nrows as i64 - 1 + base, at_dofs_i = crate::error::at("dofs", i)
+                p.nrows as i64 - 1 + base,
+                at_dofs_i = crate::error::at("dofs", i)
             )));
         }
         if !v.is_finite() {
-            return Err(Error::invalid(format!("{at_values_i} = {v}: must be finite", at_values_i = crate::error::at("values", i))));
+            return Err(Error::invalid(format!(
+                "{at_values_i} = {v}: must be finite",
+                at_values_i = crate::error::at("values", i)
+            )));
         }
         if fixed[d as usize] != 0 {
-            return Err(Error::invalid(format!("{at_dofs_i} = {caller} is constrained twice", at_dofs_i = crate::error::at("dofs", i))));
+            return Err(Error::invalid(format!(
+                "{at_dofs_i} = {caller} is constrained twice",
+                at_dofs_i = crate::error::at("dofs", i)
+            )));
         }
         if p.diag[d as usize] < 0 {
-            return Err(Error::invalid(format!("{at_dofs_i} = {caller}: its row has no stored diagonal to keep", at_dofs_i = crate::error::at("dofs", i))));
+            return Err(Error::invalid(format!(
+                "{at_dofs_i} = {caller}: its row has no stored diagonal to keep",
+                at_dofs_i = crate::error::at("dofs", i)
+            )));
         }
         fixed[d as usize] = 1;
         g[d as usize] = v;

@@ -158,7 +158,14 @@ impl Operator for CsrOperator<'_> {
         cuda::spmv_with(g, dp, dp.threads_per_row, self.p.nrows, self.values.device()?, 1.0, x, 0.0, y, sc)
     }
     /// Short rows (few threads per row): the product and p.q in one kernel.
-    fn apply_pq_device(&self, g: &Gpu, p: &DeviceBuffer<f64>, q: &DeviceBuffer<f64>, reduce: &cuda::Reduce, sc: &DeviceBuffer<f64>) -> Option<Result<()>> {
+    fn apply_pq_device(
+        &self,
+        g: &Gpu,
+        p: &DeviceBuffer<f64>,
+        q: &DeviceBuffer<f64>,
+        reduce: &cuda::Reduce,
+        sc: &DeviceBuffer<f64>,
+    ) -> Option<Result<()>> {
         let dp = self.dp.filter(|dp| dp.threads_per_row <= cuda::FUSED_PQ_MAX_TPR)?;
         Some(self.values.device().and_then(|v| cuda::spmv_pq(g, dp, self.p.nrows, v, p, q, reduce, sc)))
     }
@@ -179,7 +186,8 @@ impl Preconditioner for Ilu0<'_> {
         Ok(())
     }
     fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
-        let (dp, (lower, upper)) = (self.dp.ok_or_else(crate::array::mixed_backends)?, self.levels.ok_or_else(crate::array::mixed_backends)?);
+        let (dp, (lower, upper)) =
+            (self.dp.ok_or_else(crate::array::mixed_backends)?, self.levels.ok_or_else(crate::array::mixed_backends)?);
         cuda::ilu0_apply(g, dp, lower, upper, self.lu.device()?, r, z, sc)
     }
 }
@@ -213,7 +221,10 @@ impl Solver {
             Some(g) => {
                 let levels = if precond == Precond::Ilu0 {
                     let lv = levels(p);
-                    Some((cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?, cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)?))
+                    Some((
+                        cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?,
+                        cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)?,
+                    ))
                 } else {
                     None
                 };
@@ -226,7 +237,11 @@ impl Solver {
                     vecs: Vectors::Device(crate::krylov::cuda::work_vectors(g, n)?),
                     factors: Buffer::Device(g.alloc(factors.max(1))?),
                     levels,
-                    device: Some(DeviceWork { reduce: cuda::Reduce::new(g)?, scalars: g.alloc(cuda::Scalar::LEN)?, iteration: None }),
+                    device: Some(DeviceWork {
+                        reduce: cuda::Reduce::new(g)?,
+                        scalars: g.alloc(cuda::Scalar::LEN)?,
+                        iteration: None,
+                    }),
                     built_for: None,
                     history: Vec::new(),
                 }
@@ -342,7 +357,6 @@ impl Solver {
     pub fn history(&self) -> Vec<f64> {
         self.lock().history.clone()
     }
-
 }
 
 fn jacobi_inverse(p: &super::Pattern, v: &[f64]) -> Result<Vec<f64>> {
@@ -357,4 +371,3 @@ fn jacobi_inverse(p: &super::Pattern, v: &[f64]) -> Result<Vec<f64>> {
         })
         .collect()
 }
-
