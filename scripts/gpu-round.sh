@@ -23,26 +23,26 @@ for d in .gpu/drivers/*; do [ -x "$d" ] && run "$d"; done
 unset FEGPU_CHECK_LAUNCHES
 if [ -z "${1:-}" ]; then
   .gpu/bin/fegpu bench transpose --size 1024x1024 --size 4096x4096 --size 8192x8192 2>&1 | tee "$OUT/bench-transpose.txt"
-  python3 bench/peers.py transpose 4096 8192 2>&1 | tee "$OUT/peers-transpose.txt"
+  python3 peers/peers.py transpose 4096 8192 2>&1 | tee "$OUT/peers-transpose.txt"
 fi
 if [ "${1:-}" = "--lbm" ] || [ -z "${1:-}" ]; then
   .gpu/bin/fegpu bench lbm 2>&1 | tee "$OUT/bench-lbm.txt"
-  python3 bench/peers.py lbm 128 256 2>&1 | tee "$OUT/peers-lbm.txt"
+  python3 peers/peers.py lbm 128 256 2>&1 | tee "$OUT/peers-lbm.txt"
 fi
 if [ "${1:-}" = "--radfields" ] || [ -z "${1:-}" ]; then
   # registers and spills of the rad_fields kernels, as ptxas reports them
   /usr/local/cuda/bin/nvcc -arch=sm_90 --resource-usage -c kernels/radfields.cu -o /dev/null 2>&1 | tee "$OUT/radfields-resources.txt"
   .gpu/bin/fegpu bench radfields 2>&1 | tee "$OUT/bench-radfields.txt"
-  python3 bench/peers.py radfields 2>&1 | tee "$OUT/peers-radfields.txt"
+  python3 peers/peers.py radfields 2>&1 | tee "$OUT/peers-radfields.txt"
 fi
 if [ "${1:-}" = "--pipeline" ] || [ -z "${1:-}" ]; then
   "${bind[@]}" .gpu/bin/fegpu bench pipeline 2>&1 | tee "$OUT/bench-pipeline.txt"
-  "${bind[@]}" python3 bench/peers.py pipeline 2>&1 | tee "$OUT/peers-pipeline.txt"
+  "${bind[@]}" python3 peers/peers.py pipeline 2>&1 | tee "$OUT/peers-pipeline.txt"
 fi
 if [ "${1:-}" = "--sparse" ] || [ -z "${1:-}" ]; then
   .gpu/bin/fegpu bench spmv tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-spmv.txt"
   .gpu/bin/fegpu bench solve tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-solve.txt"
-  python3 bench/peers.py sparse tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/peers-sparse.txt"
+  python3 peers/peers.py sparse tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/peers-sparse.txt"
 fi
 echo "gpu round: $([ $fail -eq 0 ] && echo all checks passed || echo SOME CHECKS FAILED)"
 exit $fail

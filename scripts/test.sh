@@ -11,6 +11,9 @@ if [ -n "$nvrtc" ] && [ -d "$nvrtc" ]; then export LD_LIBRARY_PATH="$nvrtc:${LD_
 # Every suite runs even when an earlier one fails (--no-fail-fast, and
 # CTest after a failed cargo test); the exit status says whether all passed.
 status=0
+# One formatting style and no lint warnings, where the toolchain has the components.
+if cargo fmt --version >/dev/null 2>&1; then cargo fmt --check || status=1; fi
+if cargo clippy --version >/dev/null 2>&1; then cargo clippy --release --all-targets -- -D warnings || status=1; fi
 cargo test --release --no-fail-fast || status=1
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j2

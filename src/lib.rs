@@ -7,7 +7,6 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod array;
-pub mod bench;
 pub mod context;
 pub mod dense;
 pub mod error;

@@ -416,8 +416,9 @@ fn sum_phases(phases: &[Phases]) -> Result<(Times, f64)> {
 }
 
 /// The chunk kernel of `k` on `items` items in the lane's buffers (argument
-/// order as `Kernel` documents; whole arguments from `whole`).
-pub(crate) fn launch(
+/// order as `Kernel` documents; whole arguments from `whole`). Public for
+/// the benchmark's probes, which load a lane with the pipelines' own kernels.
+pub fn launch(
     g: &Gpu,
     lane: &Lane,
     k: Kernel,

@@ -162,10 +162,20 @@ pub struct Cache {
     /// Chunk buffers kept between calls: allocating and mapping fresh device
     /// memory every call costs as much as the copies (BENCHMARKS.md).
     pub(crate) buffers: Mutex<Vec<crate::gpu::DeviceBuffer<f64>>>,
-    /// `fegpu bench pipeline` only: the staged strategy's order forced
-    /// (true: kernels queued by the host) instead of `model::release_on_host`,
-    /// to time the two orders against each other on the machine at hand.
+    /// The staged strategy's order forced (true: kernels queued by the host)
+    /// instead of `model::release_on_host`; see `force_staged_order`.
     pub(crate) release_override: Mutex<Option<bool>>,
+}
+
+impl Cache {
+    /// Forces the staged strategy's issue order for this context's later
+    /// calls (Some(true): the host queues each kernel as its chunk lands;
+    /// Some(false): the kernels wait on the device; None: the rule of
+    /// `model::release_on_host` decides), to time the two orders against
+    /// each other on the machine at hand (`fegpu bench pipeline` does).
+    pub fn force_staged_order(&self, order: Option<bool>) {
+        *self.release_override.lock().unwrap_or_else(|p| p.into_inner()) = order;
+    }
 }
 
 /// An operation's per-item rates, and whether they come from a call after

@@ -13,10 +13,10 @@
 //! in pairs).
 
 use super::{describe, median, open_context};
-use crate::context::Context;
-use crate::error::Result;
-use crate::pipeline::model::{self, Times};
-use crate::pipeline::{self, Plan, Strategy, OVERHEAD};
+use fegpu::context::Context;
+use fegpu::error::Result;
+use fegpu::pipeline::model::{self, Times};
+use fegpu::pipeline::{self, Plan, Strategy, OVERHEAD};
 use std::time::Instant;
 
 /// The host link as `pinned_bandwidth` measures it.
@@ -102,10 +102,10 @@ fn copy_share_under_load(ctx: &Context) -> Result<f64> {
             if load {
                 // Enough launches to outlast the copy (about 5 ms) twice over.
                 for _ in 0..14 {
-                    crate::pipeline::cuda::launch(
+                    fegpu::pipeline::cuda::launch(
                         g,
                         &lanes[1],
-                        crate::pipeline::Kernel::ColumnDots { m },
+                        fegpu::pipeline::Kernel::ColumnDots { m },
                         cols,
                         &mut bufs,
                         &[None, None, None],
@@ -308,8 +308,7 @@ fn sweep(ctx: &Context, what: &str, mut call: impl FnMut(Option<Plan>) -> Result
             let row = paired(|is_plan| call(Some(if is_plan { plan } else { serial_n })))?;
             // Staged: the order the rule chose against the other one, forced.
             let against_other = if strategy == Strategy::Staged && n > 1 {
-                let order = &ctx.pipeline.release_override;
-                let set = |o: Option<bool>| *order.lock().unwrap_or_else(|p| p.into_inner()) = o;
+                let set = |o: Option<bool>| ctx.pipeline.force_staged_order(o);
                 let other = !row.released_on_host;
                 let versus = paired(|is_plan| {
                     set(if is_plan { None } else { Some(other) });

@@ -5,9 +5,9 @@
 //! case split across all of them.
 
 use super::{describe, open_context, time};
-use crate::context::{Context, FEGPU_BACKEND_CUDA};
-use crate::error::Result;
-use crate::radfields::{cpu, cuda, flops, Accumulator, Medium, Sources, FEGPU_RADFIELDS_DIRECT, FEGPU_RADFIELDS_TILED};
+use fegpu::context::{Context, FEGPU_BACKEND_CUDA};
+use fegpu::error::Result;
+use fegpu::radfields::{cpu, cuda, flops, Accumulator, Medium, Sources, FEGPU_RADFIELDS_DIRECT, FEGPU_RADFIELDS_TILED};
 use num_complex::Complex64;
 use std::sync::Arc;
 use std::time::Instant;
@@ -97,8 +97,8 @@ pub fn run() -> Result<()> {
     println!("serial loop (one core): {:.2} / {:.2} / {:.2} GFLOP/s at n_rhs 1 / 10 / 100", serial[0], serial[1], serial[2]);
     println!(
         "flops per pair {} + {} per right-hand side (sqrt 4, exp/sin/cos 8, division 4)",
-        crate::radfields::FLOPS_PER_PAIR,
-        crate::radfields::FLOPS_PER_PAIR_RHS
+        fegpu::radfields::FLOPS_PER_PAIR,
+        fegpu::radfields::FLOPS_PER_PAIR_RHS
     );
     println!(
         "{:>7} {:>5} {:>10} {:>7} {:>8} {:>10} {:>8} {:>10}",
@@ -108,7 +108,7 @@ pub fn run() -> Result<()> {
     for &n_s in &[10_000usize, 50_000, 200_000] {
         for (ri, &n_rhs) in [1usize, 10, 100].iter().enumerate() {
             // Batches: all of S' in calls of 256 points, then element by element (8 points per call).
-            let per_pair = crate::radfields::FLOPS_PER_PAIR + crate::radfields::FLOPS_PER_PAIR_RHS * n_rhs as f64;
+            let per_pair = fegpu::radfields::FLOPS_PER_PAIR + fegpu::radfields::FLOPS_PER_PAIR_RHS * n_rhs as f64;
             let total = ((4e11 / (n_s as f64 * per_pair)) as usize).clamp(256, 4096) / 256 * 256;
             let pr = problem(n_s, total, n_rhs);
             for n_p in [256, 8] {
@@ -133,7 +133,7 @@ pub fn run() -> Result<()> {
             }
         }
     }
-    let devices = crate::gpu::Gpu::device_count()?;
+    let devices = fegpu::gpu::Gpu::device_count()?;
     if let (Some(pr), true) = (largest, devices >= 2) {
         several_devices(&ctx, &pr, devices)?;
     }

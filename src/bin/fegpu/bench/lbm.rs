@@ -3,9 +3,9 @@
 //! CPU rate beside it.
 
 use super::{describe, open_context, time};
-use crate::context::Context;
-use crate::error::Result;
-use crate::lbm::{Lattice, Precision, Scheme, FEGPU_PERIODIC_X, FEGPU_PERIODIC_Y, FEGPU_PERIODIC_Z, Q};
+use fegpu::context::Context;
+use fegpu::error::Result;
+use fegpu::lbm::{Lattice, Precision, Scheme, FEGPU_PERIODIC_X, FEGPU_PERIODIC_Y, FEGPU_PERIODIC_Z, Q};
 use std::sync::Arc;
 use std::time::Instant;
 

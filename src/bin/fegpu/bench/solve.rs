@@ -1,9 +1,9 @@
 //! `fegpu solve A.mtx [b.mtx] ...`: a Matrix Market system through the solvers.
 
-use crate::array::Array;
-use crate::error::{Error, Result};
-use crate::sparse::solver::{outcome_status, Method, Precond, Solver};
-use crate::sparse::{self, mm, Csr};
+use fegpu::array::Array;
+use fegpu::error::{Error, Result};
+use fegpu::sparse::solver::{outcome_status, Method, Precond, Solver};
+use fegpu::sparse::{self, mm, Csr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -61,7 +61,7 @@ pub fn run(o: &Options) -> Result<bool> {
     x.download(0, &mut xh, "x")?;
     let status = match outcome_status(&outcome) {
         Ok(()) => "converged".to_string(),
-        Err(e) => format!("{} ({})", crate::error::status_name(e.status), e.message),
+        Err(e) => format!("{} ({})", fegpu::error::status_name(e.status), e.message),
     };
     println!("method {:?}, preconditioner {:?}, tol {:e}, maxit {}", o.method, o.precond, o.tol, o.maxit);
     println!("status: {status}");

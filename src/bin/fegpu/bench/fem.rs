@@ -6,14 +6,14 @@
 
 use super::sparse::start;
 use super::time;
-use crate::array::Array;
-use crate::context::Context;
-use crate::error::Result;
-use crate::fem::ebe::EbeSolver;
-use crate::fem::{
+use fegpu::array::Array;
+use fegpu::context::Context;
+use fegpu::error::Result;
+use fegpu::fem::ebe::EbeSolver;
+use fegpu::fem::{
     cpu, Element, ElementSet, Problem, FEGPU_INTEGRATION_BLOCKED, FEGPU_INTEGRATION_ELEMENT, FEGPU_INTEGRATION_POINT,
 };
-use crate::sparse::solver::{Method, Precond, Solver};
+use fegpu::sparse::solver::{Method, Precond, Solver};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -163,7 +163,7 @@ pub fn run() -> Result<()> {
     let ebe_s = per_iteration(&|b, x| Ok(ebe.solve(b, x, 1e-30, iters)?.0.iterations))?;
     let otf = EbeSolver::new(set.clone(), &fixed, 0, &zeros, true)?;
     let otf_s = per_iteration(&|b, x| Ok(otf.solve(b, x, 1e-30, iters)?.0.iterations))?;
-    crate::sparse::apply_dirichlet(&csr, &fixed, 0, &zeros, &b)?;
+    fegpu::sparse::apply_dirichlet(&csr, &fixed, 0, &zeros, &b)?;
     let assembled = Solver::new(csr.clone(), Method::Cg, Precond::Jacobi)?;
     let csr_s = per_iteration(&|b, x| Ok(assembled.solve(b, x, 1e-30, iters)?.0.iterations))?;
     let nnz = csr.pattern.nnz();

@@ -1,10 +1,10 @@
 """Peers timed on the same GPU as `fegpu bench`: what a user would pick instead.
 
-    python3 bench/peers.py transpose [N ...]
-    python3 bench/peers.py sparse [A.mtx]
-    python3 bench/peers.py lbm [N ...]
-    python3 bench/peers.py radfields
-    python3 bench/peers.py pipeline
+    python3 peers/peers.py transpose [N ...]
+    python3 peers/peers.py sparse [A.mtx]
+    python3 peers/peers.py lbm [N ...]
+    python3 peers/peers.py radfields
+    python3 peers/peers.py pipeline
 
 pipeline: the host-array pipelines as a CuPy user writes them, on the same
 arrays as `fegpu bench pipeline` (axpby 4e6 and 1e8, the batched inner

@@ -3,11 +3,11 @@
 //! same run, and the result checked against the CPU reference.
 
 use super::{describe, open_context, time};
-use crate::array::Array;
-use crate::context::Context;
-use crate::error::Result;
-use crate::sparse::solver::{Method, Precond, Solver};
-use crate::sparse::{self, cpu, cuda, gallery, Buffer, Csr};
+use fegpu::array::Array;
+use fegpu::context::Context;
+use fegpu::error::Result;
+use fegpu::sparse::solver::{Method, Precond, Solver};
+use fegpu::sparse::{self, cpu, cuda, gallery, Buffer, Csr};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -33,7 +33,7 @@ fn copy_ceiling(ctx: &Arc<Context>) -> Result<f64> {
     let n = 1 << 27;
     let a = Array::new::<f64>(ctx.clone(), 0, n, 1, None)?;
     let b = Array::new::<f64>(ctx.clone(), 0, n, 1, None)?;
-    let t = time(ctx, 10, || crate::dense::copy(&a, &b, None))?;
+    let t = time(ctx, 10, || fegpu::dense::copy(&a, &b, None))?;
     Ok(2.0 * (n * 8) as f64 / t / 1e9)
 }
 
@@ -67,8 +67,8 @@ pub fn spmv(real: Option<&std::path::Path>) -> Result<()> {
             let (gx, gy) = (x.lock(), y.lock());
             if let (
                 Buffer::Device(v),
-                crate::array::Storage::F64(Buffer::Device(xd)),
-                crate::array::Storage::F64(Buffer::Device(yd)),
+                fegpu::array::Storage::F64(Buffer::Device(xd)),
+                fegpu::array::Storage::F64(Buffer::Device(yd)),
             ) = (&vals.data, &*gx, &*gy)
             {
                 for tpr in [1u32, 2, 4, 8, 16, 32] {

@@ -9,15 +9,15 @@ pub mod radfields;
 pub mod solve;
 pub mod sparse;
 
-use crate::array::{Array, Real};
-use crate::context::{Backend, Context};
-use crate::dense::{self, cpu, cuda::Shape, cuda::SHAPES, Variant};
-use crate::error::Result;
+use fegpu::array::{Array, Real};
+use fegpu::context::{Backend, Context};
+use fegpu::dense::{self, cpu, cuda::Shape, cuda::SHAPES, Variant};
+use fegpu::error::Result;
 use std::sync::Arc;
 use std::time::Instant;
 
 pub fn open_context() -> Result<Arc<Context>> {
-    Ok(Arc::new(Context::new(crate::FEGPU_BACKEND_AUTO, 0)?))
+    Ok(Arc::new(Context::new(fegpu::FEGPU_BACKEND_AUTO, 0)?))
 }
 
 pub fn describe(ctx: &Context) -> String {
@@ -230,7 +230,7 @@ pub fn showcase() -> Result<()> {
     println!("upload {:.1} ms and download {:.1} ms, paid once outside the loop", upload_s * 1e3, download_s * 1e3);
     println!("result identical to the serial loop: {}", if same { "yes" } else { "NO" });
     if !same {
-        return Err(crate::error::Error::new(crate::FEGPU_ERR_INTERNAL, "showcase result differs from the serial loop"));
+        return Err(fegpu::error::Error::new(fegpu::FEGPU_ERR_INTERNAL, "showcase result differs from the serial loop"));
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 memory, n chunks), timed on the device machine with CuPy, to find where the
 staged pipeline loses against the overlap model:
 
-    CUDA_DEVICE_MAX_CONNECTIONS=16 python3 bench/pipeline_probe.py [chunks] [trace|parts|ab|beside|axpby|duplex]
+    CUDA_DEVICE_MAX_CONNECTIONS=16 python3 peers/pipeline_probe.py [chunks] [trace|parts|ab|beside|axpby|duplex]
 
 trace (default): each issue order called alternately with version 1 in the
 same chunks (median of the pairs' differences = time saved), and one call of
@@ -17,7 +17,7 @@ kernels queued by the host with the copy-outs queued after them, in pairs,
 and one traced call of each. duplex: each direction's share of its speed
 while the other runs (a 256 MiB copy one way wholly inside two the other
 way), against the one symmetric share `fegpu bench pipeline` gives the model.
-Results: bench/results/pipeline-probe-*.
+Results: results/pipeline-probe-*.
 """
 import sys
 import time

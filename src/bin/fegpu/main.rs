@@ -1,5 +1,7 @@
 //! The `fegpu` command: `info`, `bench transpose`, and the showcase (no arguments).
 
+mod bench;
+
 use fegpu::gpu::Gpu;
 use std::process::ExitCode;
 
@@ -47,8 +49,8 @@ fn info() -> fegpu::Result<()> {
             }
         }
     }
-    let ctx = fegpu::bench::open_context()?;
-    println!("AUTO selects: {}", fegpu::bench::describe(&ctx));
+    let ctx = bench::open_context()?;
+    println!("AUTO selects: {}", bench::describe(&ctx));
     Ok(())
 }
 
@@ -75,20 +77,20 @@ fn bench(args: &[String]) -> fegpu::Result<()> {
             if sizes.is_empty() {
                 sizes = vec![(1024, 1024), (4096, 4096), (8192, 8192)];
             }
-            fegpu::bench::transpose(&sizes, reps.max(1))
+            bench::transpose(&sizes, reps.max(1))
         }
         Some(which @ ("spmv" | "solve")) => {
             let real = args.get(1).map(std::path::PathBuf::from);
             if which == "spmv" {
-                fegpu::bench::sparse::spmv(real.as_deref())
+                bench::sparse::spmv(real.as_deref())
             } else {
-                fegpu::bench::sparse::solve(real.as_deref())
+                bench::sparse::solve(real.as_deref())
             }
         }
-        Some("lbm") => fegpu::bench::lbm::run(),
-        Some("fem") => fegpu::bench::fem::run(),
-        Some("radfields") => fegpu::bench::radfields::run(),
-        Some("pipeline") => fegpu::bench::pipeline::run(),
+        Some("lbm") => bench::lbm::run(),
+        Some("fem") => bench::fem::run(),
+        Some("radfields") => bench::radfields::run(),
+        Some("pipeline") => bench::pipeline::run(),
         other => Err(bad(format!("unknown benchmark {other:?}"))),
     }
 }
@@ -97,7 +99,7 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
     use fegpu::sparse::solver::{Method, Precond};
     let bad = |m: String| fegpu::Error::invalid(format!("{m}\n{USAGE}"));
     let mut files = Vec::new();
-    let mut o = fegpu::bench::solve::Options {
+    let mut o = bench::solve::Options {
         matrix: Default::default(),
         rhs: None,
         method: Method::Bicgstab,
@@ -140,7 +142,7 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
         }
         _ => return Err(bad("solve wants A.mtx and optionally b.mtx".into())),
     }
-    fegpu::bench::solve::run(&o)
+    bench::solve::run(&o)
 }
 
 fn main() -> ExitCode {
@@ -152,7 +154,7 @@ fn main() -> ExitCode {
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        None | Some("showcase") => fegpu::bench::showcase(),
+        None | Some("showcase") => bench::showcase(),
         Some("info") => info(),
         Some("bench") => bench(&args[1..]),
         Some("solve") => match solve(&args[1..]) {
