@@ -1,5 +1,8 @@
 //! The `fegpu` command: `info`, `bench transpose`, and the showcase (no arguments).
 
+// Numerical loops that index several arrays at once read closer to their formulas.
+#![allow(clippy::needless_range_loop)]
+
 mod bench;
 
 use fegpu::gpu::Gpu;
