@@ -120,7 +120,8 @@ module fegpu
   integer, parameter, public :: FEGPU_PRECOND_NONE = 0, FEGPU_PRECOND_JACOBI = 1, FEGPU_PRECOND_ILU0 = 2
 
   public :: fegpu_csr_create, fegpu_csr_read_mm, fegpu_csr_update_values, fegpu_csr_destroy, fegpu_csr_info
-  public :: fegpu_spmv, fegpu_dot, fegpu_axpby
+  public :: fegpu_spmv, fegpu_dot, fegpu_axpby, fegpu_nrm2, fegpu_version
+  public :: fegpu_csr_write_mm, fegpu_csr_download, fegpu_solver_history
   public :: fegpu_solver_create, fegpu_solve, fegpu_solver_destroy
   public :: fegpu_context_create, fegpu_context_destroy, fegpu_context_backend, fegpu_context_synchronize
   public :: fegpu_array_create, fegpu_array_create_empty, fegpu_array_destroy, fegpu_array_shape
@@ -206,6 +207,34 @@ module fegpu
       import :: c_int32_t, c_int64_t, c_double
       integer(c_int64_t), value :: a, nnz
       real(c_double), intent(in) :: v(*)
+    end function
+    integer(c_int32_t) function c_csr_write_mm(a, path) bind(C, name='fegpu_csr_write_mm')
+      import :: c_int32_t, c_int64_t, c_char
+      integer(c_int64_t), value :: a
+      character(kind=c_char), intent(in) :: path(*)
+    end function
+    integer(c_int32_t) function c_csr_download(a, rp, ci, v, base) bind(C, name='fegpu_csr_download')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: a
+      integer(c_int64_t), intent(out) :: rp(*), ci(*)
+      real(c_double), intent(out) :: v(*)
+      integer(c_int32_t), value :: base
+    end function
+    integer(c_int32_t) function c_vector_nrm2(x, r) bind(C, name='fegpu_vector_nrm2')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: x
+      real(c_double), intent(out) :: r
+    end function
+    integer(c_int32_t) function c_solver_history(s, h, len, count) bind(C, name='fegpu_solver_history')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: s
+      real(c_double), intent(out) :: h(*)
+      integer(c_int64_t), value :: len
+      integer(c_int64_t), intent(out) :: count
+    end function
+    integer(c_int32_t) function c_version(major, minor, patch) bind(C, name='fegpu_version')
+      import :: c_int32_t
+      integer(c_int32_t), intent(out) :: major, minor, patch
     end function
     integer(c_int32_t) function c_csr_info(a, nrows, ncols, nnz) bind(C, name='fegpu_csr_info')
       import :: c_int32_t, c_int64_t, c_double
@@ -1275,6 +1304,76 @@ contains
     call put(nrows, r)
     call put(ncols, c)
     call put(nnz, z)
+  end subroutine
+
+  !> Writes the matrix as a Matrix Market coordinate file (1-based, real general).
+  subroutine fegpu_csr_write_mm(a, path, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    character(*), intent(in) :: path
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_csr_write_mm(a%handle, trim(path) // c_null_char), 'fegpu_csr_write_mm', stat, errmsg)
+  end subroutine
+
+  !> The stored matrix back on the host: row_ptr(nrows + 1), col_ind(nnz) and
+  !> values(nnz) (sorted rows, duplicates summed), 1-based unless index_base = 0.
+  subroutine fegpu_csr_download(a, row_ptr, col_ind, values, index_base, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    integer(int64), intent(inout), contiguous :: row_ptr(:), col_ind(:)
+    real(real64), intent(inout), contiguous :: values(:)
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: r, c, z
+    character(len=200) :: msg
+    r = 0; c = 0; z = 0
+    call check(c_csr_info(a%handle, r, c, z), 'fegpu_csr_download', stat, errmsg)
+    if (r == 0) return
+    if (size(row_ptr, kind=c_int64_t) /= r + 1 .or. size(col_ind, kind=c_int64_t) /= z .or. size(values, kind=c_int64_t) /= z) then
+      write (msg, '(a,i0,a,i0,a,i0,a,i0,a,i0)') 'fegpu_csr_download: the matrix has ', r, ' rows and ', z, &
+           ' entries, but size(row_ptr) = ', size(row_ptr), ', size(col_ind) = ', size(col_ind), ', size(values) = ', size(values)
+      call size_error(trim(msg), stat, errmsg)
+      return
+    end if
+    call check(c_csr_download(a%handle, row_ptr, col_ind, values, base_of(index_base)), 'fegpu_csr_download', stat, errmsg)
+  end subroutine
+
+  !> The relative residuals of the solver's last solve, one per iteration
+  !> (history(1) before the first); `count` says how many there were.
+  subroutine fegpu_solver_history(s, history, count, stat, errmsg)
+    type(fegpu_solver), intent(in) :: s
+    real(real64), intent(inout), contiguous :: history(:)
+    class(*), intent(out), optional :: count
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: n
+    n = 0
+    call check(c_solver_history(s%handle, history, size(history, kind=c_int64_t), n), 'fegpu_solver_history', stat, errmsg)
+    if (present(count)) call put(count, n)
+  end subroutine
+
+  !> ||x||_2 of a device array, without underflow or overflow.
+  real(real64) function fegpu_nrm2(x, stat, errmsg)
+    type(fegpu_array), intent(in) :: x
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    real(c_double) :: r
+    r = 0
+    call check(c_vector_nrm2(x%handle, r), 'fegpu_nrm2', stat, errmsg)
+    fegpu_nrm2 = r
+  end function
+
+  !> The library's version (major.minor.patch).
+  subroutine fegpu_version(major, minor, patch, stat, errmsg)
+    class(*), intent(out) :: major, minor, patch
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: v(3)
+    v = 0
+    call check(c_version(v(1), v(2), v(3)), 'fegpu_version', stat, errmsg)
+    call put(major, int(v(1), c_int64_t))
+    call put(minor, int(v(2), c_int64_t))
+    call put(patch, int(v(3), c_int64_t))
   end subroutine
 
   subroutine fegpu_csr_destroy(a, stat, errmsg)

@@ -196,15 +196,10 @@ fn fortran_sources() -> String {
 /// C functions the Fortran module does not (yet) bind; issue 18 asks for
 /// every one to be bound.
 const NOT_BOUND: &[&str] = &[
-    "fegpu_csr_download",
-    "fegpu_csr_write_mm",
     "fegpu_fem_packed_size",
     "fegpu_lattice_directions",
     "fegpu_profile_op",
     "fegpu_radfields_create", // the module's single-context form calls fegpu_radfields_create_multi
-    "fegpu_solver_history",
-    "fegpu_vector_nrm2",
-    "fegpu_version",
 ];
 
 /// Fortran-only constants (no C counterpart), with why.

@@ -1,0 +1,54 @@
+!> The Fortran bindings of the smaller calls, each against what it must
+!> return: a CSR matrix with unsorted rows and a duplicate comes back sorted
+!> and summed (fegpu_csr_download), survives a Matrix Market round trip
+!> (fegpu_csr_write_mm, fegpu_csr_read_mm), ||x|| of vectors whose squares
+!> underflow or overflow (fegpu_nrm2), a solve's residual history
+!> (fegpu_solver_history) and the library version (fegpu_version).
+program fortran_api
+  use, intrinsic :: iso_fortran_env, only: real64, int64
+  use fegpu
+  use checks, only: expect, finish
+  implicit none
+  type(fegpu_context) :: ctx
+  type(fegpu_csr) :: a, b
+  type(fegpu_solver) :: s
+  type(fegpu_array) :: v, rhs, x
+  ! [[4 -1 0], [-1 4 -1], [0 -1 4]] given row by row, rows 1 and 2 unsorted,
+  ! and row 3's diagonal split into 3 + 1
+  integer :: rp(4) = [1, 3, 6, 9], ci(8) = [2, 1, 3, 2, 1, 2, 3, 3]
+  real(real64) :: vals(8) = [-1, 4, -1, 4, -1, -1, 3, 1]
+  integer(int64) :: rp8(4), ci8(7), rp9(4), ci9(7), count
+  real(real64) :: v8(7), v9(7), hist(100), res
+  integer :: its, major, minor, patch, nrows, ncols, nnz
+
+  call fegpu_context_create(ctx)
+  call fegpu_csr_create(ctx, 3, 3, rp, ci, vals, a)
+  call fegpu_csr_download(a, rp8, ci8, v8)
+  call expect(all(rp8 == [1, 3, 6, 8]) .and. all(ci8 == [1, 2, 1, 2, 3, 2, 3]), 'download: rows sorted, duplicate merged')
+  call expect(all(v8 == [4, -1, -1, 4, -1, -1, 4]), 'download: the duplicate summed')
+  call fegpu_csr_write_mm(a, 'fortran_api.mtx')
+  call fegpu_csr_read_mm(ctx, 'fortran_api.mtx', b)
+  call fegpu_csr_info(b, nrows, ncols, nnz)
+  call fegpu_csr_download(b, rp9, ci9, v9)
+  call expect(nrows == 3 .and. ncols == 3 .and. nnz == 7, 'Matrix Market round trip: sizes')
+  call expect(all(rp9 == rp8) .and. all(ci9 == ci8) .and. all(v9 == v8), 'Matrix Market round trip: entries')
+
+  call fegpu_array_create(ctx, [3.0e-200_real64, 4.0e-200_real64], v)
+  call expect(abs(fegpu_nrm2(v) - 5.0e-200_real64) <= 1.0e-215_real64, 'nrm2 of values whose squares underflow')
+  call fegpu_array_upload(v, [3.0e200_real64, -4.0e200_real64])
+  call expect(abs(fegpu_nrm2(v) - 5.0e200_real64) <= 1.0e185_real64, 'nrm2 of values whose squares overflow')
+
+  call fegpu_solver_create(a, FEGPU_METHOD_CG, FEGPU_PRECOND_NONE, s)
+  call fegpu_array_create(ctx, [3.0_real64, 2.0_real64, 3.0_real64], rhs)   ! A * (1, 1, 1)
+  call fegpu_array_create(ctx, [0.0_real64, 0.0_real64, 0.0_real64], x)
+  call fegpu_solve(s, rhs, x, 1.0e-12_real64, 50, iterations=its, residual=res)
+  call fegpu_solver_history(s, hist, count)
+  call expect(count == its + 1, 'history: one residual per iteration and the start')
+  call expect(hist(1) == 1.0_real64 .and. abs(hist(count) - res) <= 1.0e-15_real64, 'history: starts at 1, ends at the residual')
+
+  call fegpu_version(major, minor, patch)
+  call expect(major >= 0 .and. minor >= 0 .and. patch >= 0 .and. major + minor + patch > 0, 'version')
+  print '(a,i0,a,i0,a,i0)', 'fegpu ', major, '.', minor, '.', patch
+  call fegpu_context_destroy(ctx)
+  call finish()
+end program fortran_api
