@@ -2,11 +2,11 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::pipeline;
 use crate::profile::Profile;
 use crate::registry::{Handle, Kind, Object};
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Backend requested at context creation.
 pub const FEGPU_BACKEND_AUTO: i32 = 0;
@@ -25,8 +25,23 @@ pub struct Context {
     registered: Mutex<HashMap<usize, usize>>,
     /// Where this context's time goes (FEGPU_PROFILE=1 or fegpu_profile_enable).
     pub profile: Profile,
-    /// The pipelines' model inputs and staging ring.
-    pub pipeline: pipeline::Cache,
+    /// State a capability keeps per context (the pipelines' model inputs and
+    /// staging ring), made on first use.
+    pub extensions: Extensions,
+}
+
+/// Per-context state of the capabilities, one value per type, created on
+/// first use: the context need not know the capabilities (no module that a
+/// capability imports imports it back).
+#[derive(Default)]
+pub struct Extensions(Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>);
+
+impl Extensions {
+    pub fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = map.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(T::default())).clone();
+        slot.downcast::<T>().unwrap_or_else(|_| unreachable!("each slot is keyed by its own type"))
+    }
 }
 
 impl Object for Context {
@@ -82,7 +97,7 @@ impl Context {
             backend,
             registered: Mutex::new(HashMap::new()),
             profile: Profile::from_env(),
-            pipeline: pipeline::Cache::default(),
+            extensions: Extensions::default(),
         }
     }
 

@@ -167,6 +167,11 @@ pub struct Cache {
     pub(crate) release_override: Mutex<Option<bool>>,
 }
 
+/// The context's pipeline cache (made on the first pipeline call).
+pub fn cache(ctx: &Context) -> std::sync::Arc<Cache> {
+    ctx.extensions.get::<Cache>()
+}
+
 impl Cache {
     /// Forces the staged strategy's issue order for this context's later
     /// calls (Some(true): the host queues each kernel as its chunk lands;
@@ -221,12 +226,13 @@ fn whole(rate: Times, items: usize) -> Times {
 
 /// Runs `op` on the context's backend with `plan`, or automatically.
 pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
+    let cache = cache(ctx);
     let profiling = ctx.profile.enabled();
     let timed_profile = profiling && ctx.profile.times_next(op.name);
     let key = shape(&op);
-    if profiling && op.items > 0 && !ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&key) {
+    if profiling && op.items > 0 && !cache.serial.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&key) {
         let per_item = cpu::time_reference(&op);
-        ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), per_item);
+        cache.serial.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), per_item);
     }
     let start = std::time::Instant::now();
     let report = match ctx.gpu() {
@@ -244,7 +250,7 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
             }
         }
         Some(g) => {
-            let measured = ctx.pipeline.rates.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied();
+            let measured = cache.rates.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied();
             let known = measured.filter(|m| m.warm).map(|m| m.rate);
             let registered = |ptr: *const f64, len: usize| ctx.is_registered(ptr as usize, len * 8);
             let (plan, measure) = match (plan, known) {
@@ -260,14 +266,14 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
             let plan = Plan { chunks: if plan.chunks == 0 { plan.streams } else { plan.chunks }, ..plan };
             // Known rates say whether the kernels leave the host time to queue them (staged only).
             let rule = || known.is_some_and(|r| model::release_on_host(whole(r, op.items), plan.chunks));
-            let forced = *ctx.pipeline.release_override.lock().unwrap_or_else(|p| p.into_inner());
+            let forced = *cache.release_override.lock().unwrap_or_else(|p| p.into_inner());
             let release_on_host = plan.strategy == Strategy::Staged && forced.unwrap_or_else(rule);
-            let mut report = cuda::run(g, &ctx.pipeline, &registered, &mut op, plan, measure, release_on_host)?;
+            let mut report = cuda::run(g, &cache, &registered, &mut op, plan, measure, release_on_host)?;
             report.wall_seconds = start.elapsed().as_secs_f64();
             if let (Some(t), None) = (report.times, known) {
                 if plan.strategy == Strategy::Serial && plan.chunks == 1 {
                     let warm = measured.is_some();
-                    ctx.pipeline
+                    cache
                         .rates
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
@@ -278,7 +284,7 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
         }
     };
     if profiling {
-        let serial = ctx.pipeline.serial.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied().unwrap_or(0.0);
+        let serial = cache.serial.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied().unwrap_or(0.0);
         // Untimed calls count their bytes and wall time only; on the host the whole call is the kernel.
         let (timed, t) = match (report.times, ctx.gpu()) {
             (Some(t), _) => (1, t),
@@ -455,7 +461,7 @@ mod tests {
                 ctx.register_host(y.as_mut_ptr().cast(), 8 * n).unwrap();
             }
             for host in [true, false] {
-                *ctx.pipeline.release_override.lock().unwrap() = Some(host);
+                cache(&ctx).force_staged_order(Some(host));
                 for (streams, chunks) in [(2usize, 2usize), (4, 9), (16, 16)] {
                     y.copy_from_slice(&y0);
                     let plan = Plan { strategy: Strategy::Staged, streams, chunks };
@@ -464,7 +470,7 @@ mod tests {
                     assert_eq!(report.released_on_host, host && ctx.gpu().is_some(), "the order forced");
                 }
             }
-            *ctx.pipeline.release_override.lock().unwrap() = None;
+            cache(&ctx).force_staged_order(None);
             if register {
                 ctx.unregister_host(x.as_mut_ptr().cast()).unwrap();
                 ctx.unregister_host(y.as_mut_ptr().cast()).unwrap();
