@@ -308,7 +308,7 @@ fn sweep(ctx: &Context, what: &str, mut call: impl FnMut(Option<Plan>) -> Result
             let row = paired(|is_plan| call(Some(if is_plan { plan } else { serial_n })))?;
             // Staged: the order the rule chose against the other one, forced.
             let against_other = if strategy == Strategy::Staged && n > 1 {
-                let set = |o: Option<bool>| fegpu::pipeline::cache(&ctx).force_staged_order(o);
+                let set = |o: Option<bool>| fegpu::pipeline::cache(ctx).force_staged_order(o);
                 let other = !row.released_on_host;
                 let versus = paired(|is_plan| {
                     set(if is_plan { None } else { Some(other) });
