@@ -37,6 +37,8 @@ pub use sparse::solver::{FEGPU_METHOD_BICGSTAB, FEGPU_METHOD_CG, FEGPU_PRECOND_I
 /// Every CUDA source file (module name, text), for NVRTC compile checks.
 pub const KERNEL_SOURCES: &[(&str, &str)] = &[
     ("dense", dense::cuda::SOURCE),
+    ("vector", array::cuda::SOURCE),
+    ("krylov", krylov::cuda::SOURCE),
     ("sparse", sparse::cuda::SOURCE),
     ("lbm", lbm::cuda::SOURCE),
     ("radfields", radfields::cuda::SOURCE),

@@ -1,6 +1,9 @@
 //! Device-resident arrays: column-major rows x cols matrices (a vector is n x 1)
 //! of f32 or f64 that stay where their context's backend keeps them.
 
+pub mod cuda;
+pub mod vector;
+
 use crate::context::{Backend, Context};
 use crate::error::{element_count, host_copy, host_vec, Error, Result};
 use crate::gpu::{DeviceBuffer, DeviceScalar};

@@ -9,7 +9,7 @@ use crate::array::{Array, Buffer};
 use crate::error::{Error, Result};
 use crate::registry::{Handle, Kind, Object};
 use crate::sparse::solver::{outcome_status, Method, Precond, Solver};
-use crate::sparse::{self, cuda as sparse_cuda, f64_buf, Csr};
+use crate::sparse::{self, f64_buf, Csr};
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -60,7 +60,7 @@ fn scale(set: &ElementSet, d: &Buffer<f64>, x: &Array) -> Result<()> {
         (Buffer::Host(d), Buffer::Host(xv)) => xv.iter_mut().zip(d).for_each(|(x, d)| *x *= d),
         (Buffer::Device(d), Buffer::Device(xv)) => {
             let g = set.ctx.gpu().expect("device buffers without a GPU");
-            sparse_cuda::scale(g, d.len(), d, xv, xv, None)?
+            crate::array::cuda::scale(g, d.len(), d, xv, xv, None)?
         }
         _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "stepper and array on different backends")),
     }
@@ -98,7 +98,7 @@ impl DynamicsStepper {
                 }
                 (Buffer::Device(v), Buffer::Device(x), Buffer::Device(k)) => {
                     let g = set.ctx.gpu().expect("device buffers without a GPU");
-                    sparse_cuda::update(g, nnz, v, scale_m, x, if with_k { 1.0 } else { 0.0 }, Some(k), 0.0)
+                    crate::array::cuda::update(g, nnz, v, scale_m, x, if with_k { 1.0 } else { 0.0 }, Some(k), 0.0)
                 }
                 _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "matrices on different backends")),
             })?;
@@ -169,8 +169,8 @@ impl DynamicsStepper {
         // work = F - K u (clamped entries zero)
         let residual_force = |work: &Array| -> Result<()> {
             match f {
-                Some(f) => sparse::vector_axpby(1.0, f, 0.0, work)?,
-                None => sparse::vector_axpby(0.0, u, 0.0, work)?,
+                Some(f) => crate::array::vector::vector_axpby(1.0, f, 0.0, work)?,
+                None => crate::array::vector::vector_axpby(0.0, u, 0.0, work)?,
             }
             sparse::spmv(&self.k, -1.0, u, 1.0, work)?;
             scale(&self.set, &self.free, work)
@@ -180,11 +180,11 @@ impl DynamicsStepper {
             residual_force(&st.work)?;
             match self.scheme {
                 Scheme::CentralDifference => {
-                    sparse::vector_axpby(1.0, &st.work, 0.0, &st.a)?;
+                    crate::array::vector::vector_axpby(1.0, &st.work, 0.0, &st.a)?;
                     scale(&self.set, &self.lumped_inverse, &st.a)?;
                     // u_prev = u - dt v0 + dt^2 / 2 a0 (v0 = 0)
-                    sparse::vector_axpby(1.0, u, 0.0, &st.u_prev)?;
-                    sparse::vector_axpby(0.5 * dt * dt, &st.a, 1.0, &st.u_prev)?;
+                    crate::array::vector::vector_axpby(1.0, u, 0.0, &st.u_prev)?;
+                    crate::array::vector::vector_axpby(0.5 * dt * dt, &st.a, 1.0, &st.u_prev)?;
                 }
                 Scheme::Newmark { .. } => {
                     let mass_solver = Solver::new(self.m.clone(), Method::Cg, Precond::Jacobi)?;
@@ -199,38 +199,38 @@ impl DynamicsStepper {
                 // u_next = 2 u - u_prev + dt^2 M_L^-1 (F - K u)
                 residual_force(&st.work)?;
                 scale(&self.set, &self.lumped_inverse, &st.work)?;
-                sparse::vector_axpby(2.0, u, -1.0, &st.u_prev)?; // u_prev <- 2 u - u_prev
-                sparse::vector_axpby(dt * dt, &st.work, 1.0, &st.u_prev)?; // u_prev <- u_next
-                sparse::vector_axpby(1.0, u, 0.0, &st.work2)?;
-                sparse::vector_axpby(1.0, &st.u_prev, 0.0, u)?;
-                sparse::vector_axpby(1.0, &st.work2, 0.0, &st.u_prev)?;
+                crate::array::vector::vector_axpby(2.0, u, -1.0, &st.u_prev)?; // u_prev <- 2 u - u_prev
+                crate::array::vector::vector_axpby(dt * dt, &st.work, 1.0, &st.u_prev)?; // u_prev <- u_next
+                crate::array::vector::vector_axpby(1.0, u, 0.0, &st.work2)?;
+                crate::array::vector::vector_axpby(1.0, &st.u_prev, 0.0, u)?;
+                crate::array::vector::vector_axpby(1.0, &st.work2, 0.0, &st.u_prev)?;
                 scale(&self.set, &self.free, u)?;
             }
             Scheme::Newmark { beta, gamma } => {
                 let (a0, a2, a3) = (1.0 / (beta * dt * dt), 1.0 / (beta * dt), 1.0 / (2.0 * beta) - 1.0);
                 // work2 = a0 u + a2 v + a3 a; work = F + M work2
-                sparse::vector_axpby(a0, u, 0.0, &st.work2)?;
-                sparse::vector_axpby(a2, &st.v, 1.0, &st.work2)?;
-                sparse::vector_axpby(a3, &st.a, 1.0, &st.work2)?;
+                crate::array::vector::vector_axpby(a0, u, 0.0, &st.work2)?;
+                crate::array::vector::vector_axpby(a2, &st.v, 1.0, &st.work2)?;
+                crate::array::vector::vector_axpby(a3, &st.a, 1.0, &st.work2)?;
                 match f {
-                    Some(f) => sparse::vector_axpby(1.0, f, 0.0, &st.work)?,
-                    None => sparse::vector_axpby(0.0, u, 0.0, &st.work)?,
+                    Some(f) => crate::array::vector::vector_axpby(1.0, f, 0.0, &st.work)?,
+                    None => crate::array::vector::vector_axpby(0.0, u, 0.0, &st.work)?,
                 }
                 sparse::spmv(&self.m, 1.0, &st.work2, 1.0, &st.work)?;
                 scale(&self.set, &self.free, &st.work)?;
                 // u_prev <- u, then solve for the new u (warm start)
-                sparse::vector_axpby(1.0, u, 0.0, &st.u_prev)?;
+                crate::array::vector::vector_axpby(1.0, u, 0.0, &st.u_prev)?;
                 let (o, _, _) = self.solver.as_ref().expect("Newmark has a solver").solve(&st.work, u, tol, maxit)?;
                 outcome_status(&o)?;
                 // a' = a0 (u' - u) - a2 v - a3 a (from the old v and a), then
                 // v' = v + dt ((1 - gamma) a + gamma a')
-                sparse::vector_axpby(a0, u, 0.0, &st.work2)?;
-                sparse::vector_axpby(-a0, &st.u_prev, 1.0, &st.work2)?;
-                sparse::vector_axpby(-a2, &st.v, 1.0, &st.work2)?;
-                sparse::vector_axpby(-a3, &st.a, 1.0, &st.work2)?;
-                sparse::vector_axpby(dt * (1.0 - gamma), &st.a, 1.0, &st.v)?;
-                sparse::vector_axpby(1.0, &st.work2, 0.0, &st.a)?;
-                sparse::vector_axpby(dt * gamma, &st.a, 1.0, &st.v)?;
+                crate::array::vector::vector_axpby(a0, u, 0.0, &st.work2)?;
+                crate::array::vector::vector_axpby(-a0, &st.u_prev, 1.0, &st.work2)?;
+                crate::array::vector::vector_axpby(-a2, &st.v, 1.0, &st.work2)?;
+                crate::array::vector::vector_axpby(-a3, &st.a, 1.0, &st.work2)?;
+                crate::array::vector::vector_axpby(dt * (1.0 - gamma), &st.a, 1.0, &st.v)?;
+                crate::array::vector::vector_axpby(1.0, &st.work2, 0.0, &st.a)?;
+                crate::array::vector::vector_axpby(dt * gamma, &st.a, 1.0, &st.v)?;
             }
         }
         Ok(())

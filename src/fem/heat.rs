@@ -162,7 +162,7 @@ impl HeatStepper {
                     let dp = b.left.device.as_ref().expect("device pattern");
                     sparse_cuda::spmv(gpu, dp, n, r, 1.0, tv, 0.0, rv)?;
                     if let Some(Buffer::Device(fv)) = fb {
-                        sparse_cuda::update(gpu, n, rv, 1.0, fv, 0.0, None, 1.0)?;
+                        crate::array::cuda::update(gpu, n, rv, 1.0, fv, 0.0, None, 1.0)?;
                     }
                     super::cuda::dirichlet_rhs(gpu, n, fixed, g, d, lift, rv)?;
                 }
@@ -210,7 +210,7 @@ fn build(
             Buffer::Device(kv) => {
                 let g = set.ctx.gpu().expect("device buffers without a GPU");
                 let hd = sparse_cuda::upload(g, &h)?;
-                sparse_cuda::update(g, nnz, kv, 1.0, &hd, 0.0, None, 1.0)?;
+                crate::array::cuda::update(g, nnz, kv, 1.0, &hd, 0.0, None, 1.0)?;
             }
         }
     }
@@ -219,24 +219,24 @@ fn build(
     let right = match (&k, &c) {
         (Buffer::Host(k), Buffer::Host(c)) => {
             let mut l = vec![0.0; nnz];
-            sparse_cpu::update(&mut l, 1.0 / dt, c, theta, Some(k), 0.0);
+            crate::array::vector::update(&mut l, 1.0 / dt, c, theta, Some(k), 0.0);
             left.rewrite_values(|v| {
                 if let Buffer::Host(v) = v {
                     v.copy_from_slice(&l);
                 }
                 Ok(())
             })?;
-            sparse_cpu::update(&mut l, 1.0 / dt, c, theta - 1.0, Some(k), 0.0);
+            crate::array::vector::update(&mut l, 1.0 / dt, c, theta - 1.0, Some(k), 0.0);
             Buffer::Host(l)
         }
         (Buffer::Device(k), Buffer::Device(c)) => {
             let g = set.ctx.gpu().expect("device buffers without a GPU");
             left.rewrite_values(|v| match v {
-                Buffer::Device(v) => sparse_cuda::update(g, nnz, v, 1.0 / dt, c, theta, Some(k), 0.0),
+                Buffer::Device(v) => crate::array::cuda::update(g, nnz, v, 1.0 / dt, c, theta, Some(k), 0.0),
                 Buffer::Host(_) => unreachable!("device set, host matrix"),
             })?;
             let r = g.alloc::<f64>(nnz.max(1))?;
-            sparse_cuda::update(g, nnz, &r, 1.0 / dt, c, theta - 1.0, Some(k), 0.0)?;
+            crate::array::cuda::update(g, nnz, &r, 1.0 / dt, c, theta - 1.0, Some(k), 0.0)?;
             Buffer::Device(r)
         }
         _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "matrices on different backends")),

@@ -216,7 +216,7 @@ pub extern "C" fn fegpu_csr_spmv(a: fegpu_csr_t, alpha: f64, x: fegpu_array_t, b
 pub unsafe extern "C" fn fegpu_vector_dot(x: fegpu_array_t, y: fegpu_array_t, result: *mut f64) -> fegpu_status {
     guard(|| {
         let out = out_param(result, "result")?;
-        *out = sparse::vector_dot(&*array::get(x, "x")?, &*array::get(y, "y")?)?;
+        *out = crate::array::vector::vector_dot(&*array::get(x, "x")?, &*array::get(y, "y")?)?;
         Ok(())
     })
 }
@@ -228,7 +228,7 @@ pub unsafe extern "C" fn fegpu_vector_nrm2(x: fegpu_array_t, result: *mut f64) -
     guard(|| {
         let out = out_param(result, "result")?;
         let a = array::get(x, "x")?;
-        *out = sparse::vector_nrm2(&a)?;
+        *out = crate::array::vector::vector_nrm2(&a)?;
         Ok(())
     })
 }
@@ -257,7 +257,7 @@ pub unsafe extern "C" fn fegpu_csr_apply_dirichlet(
 /// y = alpha*x + beta*y for f64 arrays.
 #[no_mangle]
 pub extern "C" fn fegpu_vector_axpby(alpha: f64, x: fegpu_array_t, beta: f64, y: fegpu_array_t) -> fegpu_status {
-    guard(|| sparse::vector_axpby(alpha, &*array::get(x, "x")?, beta, &*array::get(y, "y")?))
+    guard(|| crate::array::vector::vector_axpby(alpha, &*array::get(x, "x")?, beta, &*array::get(y, "y")?))
 }
 
 /// Creates a solver for A: `method` FEGPU_METHOD_CG (SPD A) or

@@ -3,8 +3,8 @@
 //! `super::bicgstab`'s host loops.
 
 use super::{Operator, Ops, Preconditioner, Slot};
+use crate::array::vector as cpu;
 use crate::error::Result;
-use crate::sparse::cpu;
 
 pub struct CpuOps<'a> {
     pub op: &'a dyn Operator,

@@ -5,9 +5,80 @@
 //! the scalars every few iterations (kernels queued past the end do nothing).
 
 use super::{broke, done, Method, Operator, Ops, Outcome, Preconditioner, Slot, Start, SLOTS};
+use crate::array::cuda::{self, Reduce, BLOCK};
 use crate::error::{Error, Result};
-use crate::gpu::{DeviceBuffer, Gpu, Graph};
-use crate::sparse::cuda;
+use crate::gpu::{arg_or_null, DeviceBuffer, Gpu, Graph, KernelArg};
+
+/// kernels/krylov.cu after the shared prelude.
+pub const SOURCE: &str = concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/krylov.cu"));
+
+/// Where the solver scalars of a device-driven iteration live in `sc`
+/// (kernels/common.cuh `Scalar`).
+pub(crate) struct Scalar;
+
+/// cbindgen:ignore
+impl Scalar {
+    pub const BNORM: usize = 0;
+    pub const TOL: usize = 1;
+    pub const MAXIT: usize = 2;
+    pub const STATUS: usize = 3;
+    pub const ITER: usize = 4;
+    pub const RR: usize = 5;
+    pub const RZ: usize = 6;
+    pub const RHO: usize = 9;
+    pub const RHO_PREV: usize = 10;
+    pub const ALPHA: usize = 11;
+    pub const OMEGA: usize = 12;
+    pub const VALUE: usize = 13;
+    /// Relative residuals of the last HIST_LEN iterations, at HIST + iteration % HIST_LEN.
+    pub const HIST: usize = 16;
+    pub const HIST_LEN: usize = 64;
+    pub const LEN: usize = Self::HIST + Self::HIST_LEN;
+}
+
+/// How a device-driven solve stands (kernels/common.cuh `Status`).
+pub(crate) struct Status;
+
+/// cbindgen:ignore
+impl Status {
+    pub const RUNNING: f64 = 0.0;
+    pub const CONVERGED: f64 = 1.0;
+    pub const MAXITER: f64 = 2.0;
+    pub const BREAK_NAN: f64 = 4.0;
+    pub const BREAK_PQ: f64 = 5.0;
+    pub const BREAK_RHO: f64 = 6.0;
+    pub const BREAK_RV: f64 = 7.0;
+    pub const BREAK_TT: f64 = 8.0;
+    pub const BREAK_OMEGA: f64 = 9.0;
+}
+
+/// Queues one kernel of a device-driven iteration: (n, vectors..., [flag,]
+/// [partial, counter,] sc), over the reduction's grid.
+pub fn solver_kernel(
+    g: &Gpu,
+    name: &'static str,
+    n: usize,
+    vectors: &[Option<&DeviceBuffer<f64>>],
+    flag: Option<i32>,
+    reduce: Option<&Reduce>,
+    sc: &DeviceBuffer<f64>,
+) -> Result<()> {
+    let f = g.kernel("krylov", SOURCE, name)?;
+    let n64 = n as i64;
+    let mut l = g.launcher(&f);
+    l.arg(&n64);
+    for &v in vectors {
+        arg_or_null(&mut l, v);
+    }
+    if let Some(flag) = &flag {
+        l.arg(flag);
+    }
+    if let Some(r) = reduce {
+        l.arg(&r.partial).arg(&r.counter);
+    }
+    l.arg(sc);
+    g.launch(name, l, (Reduce::blocks(n) as u32, 1, 1), (BLOCK, 1, 1), 0)
+}
 
 /// The solvers' work vectors on the device (SLOTS of n, zeroed).
 pub(crate) fn work_vectors(g: &Gpu, n: usize) -> Result<Vec<DeviceBuffer<f64>>> {
@@ -27,7 +98,7 @@ pub struct CudaOps<'a> {
     pub pc: &'a dyn Preconditioner,
     pub n: usize,
     pub vecs: &'a mut Vec<DeviceBuffer<f64>>,
-    pub reduce: &'a mut cuda::Reduce,
+    pub reduce: &'a mut Reduce,
     /// The scalars of the device-driven iterations and the captured iteration.
     pub looping: Option<(&'a mut DeviceBuffer<f64>, &'a mut Option<Graph>)>,
 }
@@ -48,7 +119,7 @@ impl CudaOps<'_> {
         let v = |s: Slot| Some(&self.vecs[s as usize]);
         let spmv = |x: Slot, y: Slot| self.op.apply_device(g, &self.vecs[x as usize], &self.vecs[y as usize], Some(sc));
         let step = |name, vectors: &[Option<&DeviceBuffer<f64>>], flag, reduces: bool| {
-            cuda::solver_kernel(g, name, n, vectors, flag, reduces.then_some(reduce), sc)
+            solver_kernel(g, name, n, vectors, flag, reduces.then_some(reduce), sc)
         };
         use Slot::*;
         match method {
@@ -105,7 +176,7 @@ pub fn device_loop(
     history: &mut Vec<f64>,
     queue: &dyn Fn(&DeviceBuffer<f64>) -> Result<()>,
 ) -> Result<Outcome> {
-    use cuda::{Scalar as S, Status as status};
+    use self::{Scalar as S, Status as status};
     let name = method.name();
     let mut relres = start.rr.sqrt() / start.bnorm;
     if start.maxit == 0 {

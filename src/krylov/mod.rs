@@ -42,7 +42,7 @@ pub trait Operator {
         _g: &Gpu,
         _p: &DeviceBuffer<f64>,
         _q: &DeviceBuffer<f64>,
-        _reduce: &crate::sparse::cuda::Reduce,
+        _reduce: &crate::array::cuda::Reduce,
         _sc: &DeviceBuffer<f64>,
     ) -> Option<Result<()>> {
         None
@@ -75,7 +75,7 @@ impl Preconditioner for Identity {
         Ok(())
     }
     fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, _sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
-        crate::sparse::cuda::update(g, r.len(), z, 1.0, r, 0.0, None, 0.0)
+        crate::array::cuda::update(g, r.len(), z, 1.0, r, 0.0, None, 0.0)
     }
 }
 
@@ -90,7 +90,7 @@ impl Preconditioner for Jacobi<'_> {
         Ok(())
     }
     fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
-        crate::sparse::cuda::scale(g, r.len(), self.inverse.device()?, r, z, sc)
+        crate::array::cuda::scale(g, r.len(), self.inverse.device()?, r, z, sc)
     }
     fn inverse_diagonal_device(&self) -> Option<&DeviceBuffer<f64>> {
         self.inverse.device().ok()
@@ -304,29 +304,6 @@ fn check_finite(ops: &mut dyn Ops, slot: Slot, max: f64, arg: &str) -> Result<()
     Err(Error::invalid(format!("{arg}[{k}] = {}: {arg} must be finite", v.get(k).copied().unwrap_or(max))))
 }
 
-/// The power of two that brings max |b| near 1 when it lies so far out that
-/// squares could underflow or overflow (as LAPACK's scaled nrm2 guards
-/// against); 1 otherwise, so ordinary systems are computed unchanged.
-pub(crate) fn equilibration(bmax: f64) -> f64 {
-    const SAFE: std::ops::RangeInclusive<f64> = 1.0e-150..=1.0e150;
-    if SAFE.contains(&bmax) {
-        return 1.0;
-    }
-    let (_, exponent) = frexp(bmax);
-    2f64.powi(-exponent)
-}
-
-/// x = m 2^e with 0.5 <= m < 1, for finite positive x.
-fn frexp(x: f64) -> (f64, i32) {
-    let bits = x.to_bits();
-    let e = ((bits >> 52) & 0x7ff) as i32;
-    if e == 0 {
-        let (m, e2) = frexp(x * 2f64.powi(64));
-        return (m, e2 - 64);
-    }
-    (f64::from_bits((bits & !(0x7ffu64 << 52)) | (1022u64 << 52)), e - 1022)
-}
-
 /// The method, then the true residual ||b - A x|| / ||b|| recomputed from
 /// scratch. b and the guess x are checked finite first; b = 0 exactly gives
 /// x = 0; a b whose norm would under- or overflow is scaled by a power of two
@@ -342,7 +319,7 @@ pub fn run(ops: &mut dyn Ops, method: Method, tol: f64, maxit: i64, history: &mu
         history.push(0.0);
         return Ok((done(true, 0, 0.0), 0.0));
     }
-    let scale = equilibration(bmax);
+    let scale = crate::array::vector::equilibration(bmax);
     if scale != 1.0 {
         ops.update(Slot::B, 0.0, Slot::X, 0.0, None, scale)?;
         ops.update(Slot::X, 0.0, Slot::B, 0.0, None, scale)?;

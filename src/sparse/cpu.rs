@@ -12,24 +12,6 @@ pub fn spmv(p: &Pattern, v: &[f64], alpha: f64, x: &[f64], beta: f64, y: &mut [f
     }
 }
 
-pub fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
-/// w = a*x + b*y + c*w (w not read when c == 0, y not read when b == 0).
-pub fn update(w: &mut [f64], a: f64, x: &[f64], b: f64, y: Option<&[f64]>, c: f64) {
-    for i in 0..w.len() {
-        let mut r = a * x[i];
-        if b != 0.0 {
-            r += b * y.expect("y needed when b != 0")[i];
-        }
-        if c != 0.0 {
-            r += c * w[i];
-        }
-        w[i] = r;
-    }
-}
-
 /// Names a pivot row for messages (0-based and the 1-based Fortran index).
 pub fn row_name(r: usize) -> String {
     format!("row {r} (0-based; {} 1-based)", r + 1)

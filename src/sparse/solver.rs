@@ -102,7 +102,7 @@ enum Vectors {
 /// What only a device solve keeps: reduction scratch, the scalars of the
 /// device-driven iterations and the iteration captured on the first solve.
 struct DeviceWork {
-    reduce: cuda::Reduce,
+    reduce: crate::array::cuda::Reduce,
     scalars: DeviceBuffer<f64>,
     iteration: Option<Graph>,
 }
@@ -163,7 +163,7 @@ impl Operator for CsrOperator<'_> {
         g: &Gpu,
         p: &DeviceBuffer<f64>,
         q: &DeviceBuffer<f64>,
-        reduce: &cuda::Reduce,
+        reduce: &crate::array::cuda::Reduce,
         sc: &DeviceBuffer<f64>,
     ) -> Option<Result<()>> {
         let dp = self.dp.filter(|dp| dp.threads_per_row <= cuda::FUSED_PQ_MAX_TPR)?;
@@ -238,8 +238,8 @@ impl Solver {
                     factors: Buffer::Device(g.alloc(factors.max(1))?),
                     levels,
                     device: Some(DeviceWork {
-                        reduce: cuda::Reduce::new(g)?,
-                        scalars: g.alloc(cuda::Scalar::LEN)?,
+                        reduce: crate::array::cuda::Reduce::new(g)?,
+                        scalars: g.alloc(crate::krylov::cuda::Scalar::LEN)?,
                         iteration: None,
                     }),
                     built_for: None,

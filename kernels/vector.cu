@@ -1,0 +1,55 @@
+// Vector algebra on device arrays, the reductions finished on the device:
+// two dot products in one pass, max |x|, w = a x + b y + c w, z = d .* r.
+// (kernels/common.cuh is prepended.)
+
+// Two dot products in one pass: out = (a.b, c.d) (c may be null: one product).
+extern "C" __global__ void __launch_bounds__(256) dots(i64 n, const double* __restrict__ a,
+    const double* __restrict__ b, const double* __restrict__ c, const double* __restrict__ d, double* partial,
+    double* out, unsigned int* counter) {
+    double s1 = 0.0, s2 = 0.0;
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+        s1 += a[i] * b[i];
+        if (c) s2 += c[i] * d[i];
+    }
+    double t1, t2;
+    if (last_block_sums(block_sum(s1), block_sum(s2), partial, counter, t1, t2)) {
+        out[0] = t1;
+        out[1] = t2;
+    }
+}
+
+// out = max |x_i| as the bits of a non-negative double, so that a NaN
+// anywhere (its bits lie above +inf's once the sign is cleared) shows in
+// the result; `out` must be zeroed first. Lets a solve test b == 0 exactly,
+// find non-finite inputs and scale the system without any underflow.
+extern "C" __global__ void __launch_bounds__(256) amax(i64 n, const double* __restrict__ x, unsigned long long* out) {
+    unsigned long long m = 0;
+    GRID_STRIDE(i, n) {
+        const unsigned long long v = (unsigned long long)__double_as_longlong(fabs(x[i]));
+        m = v > m ? v : m;
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        const unsigned long long o = __shfl_down_sync(0xffffffffu, m, off);
+        m = o > m ? o : m;
+    }
+    if ((threadIdx.x & 31) == 0 && m != 0) atomicMax(out, m);
+}
+
+// w = a*x + b*y + c*w (w is not read when c == 0; y may be null when b == 0).
+extern "C" __global__ void __launch_bounds__(256) update(i64 n, double a, const double* __restrict__ x, double b,
+    const double* __restrict__ y, double c, double* __restrict__ w) {
+    GRID_STRIDE(i, n) {
+        double r = a * x[i];
+        if (b != 0.0) r += b * y[i];
+        if (c != 0.0) r += c * w[i];
+        w[i] = r;
+    }
+}
+
+// z = d .* r (Jacobi with d = 1/diag(A)).
+extern "C" __global__ void __launch_bounds__(256) scale(i64 n, const double* __restrict__ d, const double* __restrict__ r,
+                                                       double* __restrict__ z, const double* sc) {
+    if (stopped(sc)) return;
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) z[i] = d[i] * r[i];
+}
+
