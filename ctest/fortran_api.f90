@@ -3,7 +3,9 @@
 !> and summed (fegpu_csr_download), survives a Matrix Market round trip
 !> (fegpu_csr_write_mm, fegpu_csr_read_mm), ||x|| of vectors whose squares
 !> underflow or overflow (fegpu_nrm2), a solve's residual history
-!> (fegpu_solver_history) and the library version (fegpu_version).
+!> (fegpu_solver_history), the library version (fegpu_version), and the
+!> lattice's population storage chosen with storage= (the round trip of
+!> populations exact in f64, within f32's and f16's rounding otherwise).
 program fortran_api
   use, intrinsic :: iso_fortran_env, only: real64, int64
   use fegpu
@@ -19,7 +21,11 @@ program fortran_api
   real(real64) :: vals(8) = [-1, 4, -1, 4, -1, -1, 3, 1]
   integer(int64) :: rp8(4), ci8(7), rp9(4), ci9(7), count
   real(real64) :: v8(7), v9(7), hist(100), res
-  integer :: its, major, minor, patch, nrows, ncols, nnz
+  integer :: its, major, minor, patch, nrows, ncols, nnz, k, st
+  type(fegpu_lattice) :: lat
+  real(real64) :: f(19, 4, 4, 4), g(19, 4, 4, 4), w(19), err(3)
+  integer, parameter :: storages(3) = [FEGPU_DTYPE_F64, FEGPU_DTYPE_F32, FEGPU_DTYPE_F16]
+  character(len=300) :: msg
 
   call fegpu_context_create(ctx)
   call fegpu_csr_create(ctx, 3, 3, rp, ci, vals, a)
@@ -45,6 +51,26 @@ program fortran_api
   call fegpu_solver_history(s, hist, count)
   call expect(count == its + 1, 'history: one residual per iteration and the start')
   call expect(hist(1) == 1.0_real64 .and. abs(hist(count) - res) <= 1.0e-15_real64, 'history: starts at 1, ends at the residual')
+
+  ! D3Q19 rest weights, and populations a few percent off them
+  w = [1.0_real64 / 3, (1.0_real64 / 18, k = 1, 6), (1.0_real64 / 36, k = 1, 12)]
+  do k = 1, 19
+    f(k, :, :, :) = w(k) * (1 + 0.01_real64 * sin(k + reshape([(real(its + k * 7 + nnz, real64), nnz = 1, 64)], [4, 4, 4])))
+  end do
+  do k = 1, 3
+    call fegpu_lattice_create(ctx, 4, 4, 4, 0.8_real64, lat, storage=storages(k))
+    call fegpu_lattice_set_populations(lat, f)
+    g = -1
+    call fegpu_lattice_get_populations(lat, g)
+    err(k) = maxval(abs(g - f))
+    call fegpu_lattice_destroy(lat)
+  end do
+  print '(a,3es10.2)', 'population round trip, f64 / f32 / f16 storage: ', err
+  call expect(err(1) == 0, 'storage=FEGPU_DTYPE_F64: exact')
+  call expect(err(2) > 0 .and. err(2) <= 1.0e-7_real64, 'storage=FEGPU_DTYPE_F32: f32 rounding')
+  call expect(err(3) > 1.0e-7_real64 .and. err(3) < 1.0e-4_real64, 'storage=FEGPU_DTYPE_F16: f16 rounding of f - w')
+  call fegpu_lattice_create(ctx, 4, 4, 4, 0.8_real64, lat, storage=7, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'dtype') > 0, 'storage=7 refused: ' // trim(msg))
 
   call fegpu_version(major, minor, patch)
   call expect(major >= 0 .and. minor >= 0 .and. patch >= 0 .and. major + minor + patch > 0, 'version')

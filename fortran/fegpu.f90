@@ -39,8 +39,11 @@ module fegpu
   integer(c_int32_t), parameter :: NOT_AN_INT32 = -huge(1_c_int32_t)
   !> The kinds the examples use, so `use fegpu` alone is enough.
   public :: int32, int64, real32, real64
-  !> kind= for fegpu_lattice_create: f16 population storage (f32 arithmetic);
-  !> no Fortran real kind has this value.
+  !> storage= of fegpu_lattice_create (as fegpu.h): f16 (f32 arithmetic), f32 or f64 populations.
+  integer, parameter, public :: FEGPU_DTYPE_F32 = 1, FEGPU_DTYPE_F64 = 2, FEGPU_DTYPE_F16 = 3
+  !> The older kind= form's f16 sentinel: kind=real32 or real64 otherwise.
+  !> Under compilers whose kind numbers are not byte sizes (NAG: real64 = 2)
+  !> it collides with a real kind, so use storage= instead.
   integer, parameter, public :: FEGPU_KIND_F16 = 2
 
   !> fegpu_solve_info of fegpu.h.
@@ -1771,13 +1774,14 @@ contains
 
   !> An nx x ny x nz D3Q19 lattice, BGK relaxation time tau (> 0.5), all fluid
   !> at rest with density 1. periodic: FEGPU_PERIODIC_X|Y|Z bits summed (other
-  !> faces are resting walls); kind: real64 (default), real32 or FEGPU_KIND_F16 storage.
-  subroutine fegpu_lattice_create(ctx, nx, ny, nz, tau, lat, periodic, kind, stat, errmsg)
+  !> faces are resting walls); storage=FEGPU_DTYPE_F64 (default), _F32 or _F16 (kind=real64,
+  !> real32 or FEGPU_KIND_F16 is the older form).
+  subroutine fegpu_lattice_create(ctx, nx, ny, nz, tau, lat, periodic, kind, stat, errmsg, storage)
     type(fegpu_context), intent(in) :: ctx
     class(*), intent(in) :: nx, ny, nz
     real(real64), intent(in) :: tau
     type(fegpu_lattice), intent(out) :: lat
-    class(*), intent(in), optional :: periodic, kind
+    class(*), intent(in), optional :: periodic, kind, storage
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: dtype, bits
@@ -1786,6 +1790,9 @@ contains
       if (i64(kind) == real32) dtype = DTYPE_F32
       if (i64(kind) == FEGPU_KIND_F16) dtype = DTYPE_F16
     end if
+    ! storage= (FEGPU_DTYPE_F16, _F32 or _F64) says it without kind numbers;
+    ! fegpu refuses any other value by name
+    if (present(storage)) dtype = i32(storage)
     bits = 0
     if (present(periodic)) bits = i32(periodic)
     call check(c_lattice_create(ctx%handle, i64(nx), i64(ny), i64(nz), dtype, &
