@@ -1,95 +1,80 @@
-//! Status codes and the error type every fallible call returns.
+//! The error every fallible call returns (its kind and a message naming the
+//! argument), and the one rule for sizes from callers and files.
 
 use std::fmt;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-/// Status returned by every C entry point (0 = success).
-#[allow(non_camel_case_types)]
-pub type fegpu_status = i32;
-
-pub const FEGPU_OK: fegpu_status = 0;
-/// An argument is out of range, null where data is needed, or not finite.
-pub const FEGPU_ERR_INVALID_ARGUMENT: fegpu_status = 1;
-/// A handle is 0, destroyed, from a destroyed context, or of the wrong type.
-pub const FEGPU_ERR_INVALID_HANDLE: fegpu_status = 2;
-/// Array sizes or shapes do not agree with each other.
-pub const FEGPU_ERR_SIZE_MISMATCH: fegpu_status = 3;
-/// The device has no room for the allocation; nothing was changed.
-pub const FEGPU_ERR_OUT_OF_DEVICE_MEMORY: fegpu_status = 4;
-/// The CUDA driver or NVRTC reported an error (the message says whether the context is still usable).
-pub const FEGPU_ERR_DEVICE: fegpu_status = 5;
-/// An iterative solver stopped at its iteration limit.
-pub const FEGPU_ERR_NOT_CONVERGED: fegpu_status = 6;
-/// An iterative method or factorisation broke down (the message names the quantity).
-pub const FEGPU_ERR_BREAKDOWN: fegpu_status = 7;
-/// The operation is not available on this backend or for these arguments.
-pub const FEGPU_ERR_UNSUPPORTED: fegpu_status = 8;
-/// A bug in fegpu (an internal panic was caught); please report the message.
-pub const FEGPU_ERR_INTERNAL: fegpu_status = 9;
-/// The CUDA backend was requested but no driver or device answers.
-pub const FEGPU_ERR_NO_DEVICE: fegpu_status = 10;
-/// The host has no room for the allocation (or the size exceeds what this
-/// machine's memory could ever hold); nothing was changed.
-pub const FEGPU_ERR_OUT_OF_MEMORY: fegpu_status = 11;
+/// What went wrong, in the library's own terms; the C ABI gives each kind
+/// its status code (`ffi::status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// An argument is out of range, null where data is needed, or not finite.
+    InvalidArgument,
+    /// A handle is 0, destroyed, from a destroyed context, or of the wrong type.
+    InvalidHandle,
+    /// Array sizes or shapes do not agree with each other.
+    SizeMismatch,
+    /// The device has no room for the allocation; nothing was changed.
+    OutOfDeviceMemory,
+    /// The CUDA driver or NVRTC reported an error.
+    Device,
+    /// An iterative solver stopped at its iteration limit.
+    NotConverged,
+    /// An iterative method or factorisation broke down.
+    Breakdown,
+    /// Not available on this backend or for these arguments.
+    Unsupported,
+    /// A bug in fegpu.
+    Internal,
+    /// The CUDA backend was requested but no driver or device answers.
+    NoDevice,
+    /// The host has no room for the allocation; nothing was changed.
+    OutOfMemory,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
-    pub status: fegpu_status,
+    pub kind: ErrorKind,
     pub message: String,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    pub fn new(status: fegpu_status, message: impl Into<String>) -> Self {
-        Error { status, message: message.into() }
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into() }
     }
     pub fn invalid(message: impl Into<String>) -> Self {
-        Self::new(FEGPU_ERR_INVALID_ARGUMENT, message)
+        Self::new(ErrorKind::InvalidArgument, message)
     }
     pub fn size(message: impl Into<String>) -> Self {
-        Self::new(FEGPU_ERR_SIZE_MISMATCH, message)
+        Self::new(ErrorKind::SizeMismatch, message)
     }
     pub fn handle(message: impl Into<String>) -> Self {
-        Self::new(FEGPU_ERR_INVALID_HANDLE, message)
+        Self::new(ErrorKind::InvalidHandle, message)
     }
     pub fn unsupported(message: impl Into<String>) -> Self {
-        Self::new(FEGPU_ERR_UNSUPPORTED, message)
+        Self::new(ErrorKind::Unsupported, message)
     }
     pub fn out_of_memory(message: impl Into<String>) -> Self {
-        Self::new(FEGPU_ERR_OUT_OF_MEMORY, message)
+        Self::new(ErrorKind::OutOfMemory, message)
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
     }
     /// The same error with what was being done put in front ("lattice populations: ...").
     pub fn within(self, what: &str) -> Self {
-        Error { status: self.status, message: format!("{what}: {}", self.message) }
+        Error { kind: self.kind, message: format!("{what}: {}", self.message) }
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.message, status_name(self.status))
+        write!(f, "{} ({})", self.message, crate::ffi::status::status_name(self.kind.into()))
     }
 }
 
 impl std::error::Error for Error {}
-
-pub fn status_name(status: fegpu_status) -> &'static str {
-    match status {
-        FEGPU_OK => "FEGPU_OK",
-        FEGPU_ERR_INVALID_ARGUMENT => "FEGPU_ERR_INVALID_ARGUMENT",
-        FEGPU_ERR_INVALID_HANDLE => "FEGPU_ERR_INVALID_HANDLE",
-        FEGPU_ERR_SIZE_MISMATCH => "FEGPU_ERR_SIZE_MISMATCH",
-        FEGPU_ERR_OUT_OF_DEVICE_MEMORY => "FEGPU_ERR_OUT_OF_DEVICE_MEMORY",
-        FEGPU_ERR_DEVICE => "FEGPU_ERR_DEVICE",
-        FEGPU_ERR_NOT_CONVERGED => "FEGPU_ERR_NOT_CONVERGED",
-        FEGPU_ERR_BREAKDOWN => "FEGPU_ERR_BREAKDOWN",
-        FEGPU_ERR_UNSUPPORTED => "FEGPU_ERR_UNSUPPORTED",
-        FEGPU_ERR_INTERNAL => "FEGPU_ERR_INTERNAL",
-        FEGPU_ERR_NO_DEVICE => "FEGPU_ERR_NO_DEVICE",
-        FEGPU_ERR_OUT_OF_MEMORY => "FEGPU_ERR_OUT_OF_MEMORY",
-        _ => "unknown status",
-    }
-}
 
 /// Checks a size argument that crosses the ABI as int64: it must be >= 1.
 pub fn positive(name: &str, value: i64) -> Result<usize> {
@@ -126,7 +111,7 @@ fn host_capacity() -> Option<u128> {
 
 /// A host vector of `n` copies of `value`, allocated fallibly: a size that
 /// overflows, exceeds the machine's memory, or that the allocator refuses is
-/// FEGPU_ERR_OUT_OF_MEMORY naming `what`, never an abort of the caller.
+/// an out-of-memory error naming `what`, never an abort of the caller.
 pub fn host_vec<T: Clone>(n: usize, value: T, what: &str) -> Result<Vec<T>> {
     let bytes = n.checked_mul(std::mem::size_of::<T>().max(1));
     let gib = |b: u128| b as f64 / (1u128 << 30) as f64;

@@ -18,7 +18,7 @@ fn ptx(module: &str, source: &str) -> Option<String> {
     let required = std::env::var("FEGPU_REQUIRE_NVRTC").map(|v| v == "1").unwrap_or(false);
     match fegpu::gpu::compile(module, source, "sm_90") {
         Ok(p) => Some(p.to_src()),
-        Err(e) if e.status == fegpu::FEGPU_ERR_NO_DEVICE && !required => {
+        Err(e) if e.kind == fegpu::ErrorKind::NoDevice && !required => {
             eprintln!("skipped: {}", e.message);
             None
         }

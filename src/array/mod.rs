@@ -51,7 +51,7 @@ impl<T: DeviceScalar> Buffer<T> {
 
 /// The one error for parts of one solve found on two backends (a bug).
 pub fn mixed_backends() -> Error {
-    Error::new(crate::error::FEGPU_ERR_INTERNAL, "internal: parts of one operation live on different backends")
+    Error::new(crate::error::ErrorKind::Internal, "internal: parts of one operation live on different backends")
 }
 
 pub enum Storage {

@@ -105,7 +105,7 @@ fn dot_bufs(x: &Array, a: &Buffer<f64>, b: &Buffer<f64>) -> Result<f64> {
             let g = x.ctx.gpu().expect("device buffers without a GPU");
             Ok(cuda::Reduce::new(g)?.dots(g, x.len(), a, b, None)?.0)
         }
-        _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "vectors on different backends")),
+        _ => Err(Error::new(crate::error::ErrorKind::Internal, "vectors on different backends")),
     }
 }
 
@@ -124,7 +124,7 @@ pub fn vector_axpby(alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> {
         (Buffer::Device(a), Buffer::Device(b)) => {
             cuda::update(x.ctx.gpu().expect("device buffers without a GPU"), x.len(), b, alpha, a, 0.0, None, beta)?
         }
-        _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "vectors on different backends")),
+        _ => return Err(Error::new(crate::error::ErrorKind::Internal, "vectors on different backends")),
     }
     Ok(())
 }

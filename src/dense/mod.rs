@@ -6,7 +6,7 @@ pub mod cuda;
 
 use crate::array::{lock_pair, same_context, Array, Buffer, Dtype, Real};
 use crate::context::Context;
-use crate::error::{element_count, Error, Result, FEGPU_ERR_INTERNAL};
+use crate::error::{element_count, Error, ErrorKind, Result};
 use std::sync::Arc;
 
 /// Kernel variant: AUTO picks the fastest measured (the padded tile).
@@ -51,7 +51,7 @@ impl Variant {
 }
 
 fn mixed_backends() -> Error {
-    Error::new(FEGPU_ERR_INTERNAL, "arrays of one context live on different backends")
+    Error::new(ErrorKind::Internal, "arrays of one context live on different backends")
 }
 
 fn check_pair(src: &Array, dst: &Array, rows: usize, cols: usize, what: &str) -> Result<()> {

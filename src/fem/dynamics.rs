@@ -62,7 +62,7 @@ fn scale(set: &ElementSet, d: &Buffer<f64>, x: &Array) -> Result<()> {
             let g = set.ctx.gpu().expect("device buffers without a GPU");
             crate::array::cuda::scale(g, d.len(), d, xv, xv, None)?
         }
-        _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "stepper and array on different backends")),
+        _ => return Err(Error::new(crate::error::ErrorKind::Internal, "stepper and array on different backends")),
     }
     Ok(())
 }
@@ -100,7 +100,7 @@ impl DynamicsStepper {
                     let g = set.ctx.gpu().expect("device buffers without a GPU");
                     crate::array::cuda::update(g, nnz, v, scale_m, x, if with_k { 1.0 } else { 0.0 }, Some(k), 0.0)
                 }
-                _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "matrices on different backends")),
+                _ => Err(Error::new(crate::error::ErrorKind::Internal, "matrices on different backends")),
             })?;
             Ok(a)
         };

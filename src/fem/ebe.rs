@@ -7,7 +7,7 @@
 
 use super::{cpu, cuda, DeviceSet, ElementSet};
 use crate::array::{mixed_backends, Array, Buffer};
-use crate::error::{Error, Result, FEGPU_ERR_BREAKDOWN};
+use crate::error::{Error, ErrorKind, Result};
 use crate::gpu::{DeviceBuffer, Gpu, Graph};
 use crate::krylov::{cpu::CpuOps, cuda::CudaOps, Jacobi, Method, Operator, Outcome, Slot, SLOTS};
 use crate::registry::{Handle, Kind, Object};
@@ -212,7 +212,7 @@ impl EbeSolver {
                     Source::Stored(Buffer::Host(ke)) => cpu::ElementMatrices::Stored(ke),
                     Source::OnTheFly(m) => cpu::ElementMatrices::OnTheFly(&m.props),
                     Source::Stored(Buffer::Device(_)) => {
-                        return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "device matrices, host solver"))
+                        return Err(Error::new(ErrorKind::Internal, "device matrices, host solver"))
                     }
                 };
                 if stale {
@@ -248,7 +248,7 @@ impl EbeSolver {
                             cuda::ebe_otf(g, set, device, props, None, values, values, Some(diag), None)?
                         }
                         Source::Stored(Buffer::Host(_)) => {
-                            return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "host matrices, device solver"))
+                            return Err(Error::new(ErrorKind::Internal, "host matrices, device solver"))
                         }
                     }
                     let mut host = vec![0.0; set.dofs()];
@@ -297,7 +297,7 @@ fn inverse(diag: &[f64]) -> Result<Vec<f64>> {
         .map(|(i, &d)| {
             if d == 0.0 || !d.is_finite() {
                 Err(Error::new(
-                    FEGPU_ERR_BREAKDOWN,
+                    ErrorKind::Breakdown,
                     format!("Jacobi: the diagonal of dof {i} (0-based) is {d}: no element stiffens it"),
                 ))
             } else {

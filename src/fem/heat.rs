@@ -166,7 +166,7 @@ impl HeatStepper {
                     }
                     super::cuda::dirichlet_rhs(gpu, n, fixed, g, d, lift, rv)?;
                 }
-                _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "stepper and arrays on different backends")),
+                _ => return Err(Error::new(crate::error::ErrorKind::Internal, "stepper and arrays on different backends")),
             }
         }
         let (outcome, true_rel, _) = b.solver.solve(&b.rhs, t, tol, maxit)?;
@@ -239,7 +239,7 @@ fn build(
             crate::array::cuda::update(g, nnz, &r, 1.0 / dt, c, theta - 1.0, Some(k), 0.0)?;
             Buffer::Device(r)
         }
-        _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "matrices on different backends")),
+        _ => return Err(Error::new(crate::error::ErrorKind::Internal, "matrices on different backends")),
     };
     // the fixed values' pull on the free rows, then the Dirichlet rows
     let mut g = vec![0.0; n];

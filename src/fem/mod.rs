@@ -274,7 +274,7 @@ impl ElementSet {
             return Err(Error::invalid(format!("index_base = {index_base}: expected 0 or 1")));
         }
         if nodes >= i32::MAX as usize || elements.saturating_mul(element.nodes()) >= i32::MAX as usize {
-            return Err(Error::new(crate::FEGPU_ERR_UNSUPPORTED, "element sets of 2^31 nodes or connectivity entries"));
+            return Err(Error::new(crate::error::ErrorKind::Unsupported, "element sets of 2^31 nodes or connectivity entries"));
         }
         if coords.len() != dim * nodes
             || conn.len() != element.nodes() * elements
@@ -403,7 +403,7 @@ impl ElementSet {
                     cuda::Failure::Other(e) => e,
                 })?)
             }
-            _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "element set without device arrays")),
+            _ => return Err(Error::new(crate::error::ErrorKind::Internal, "element set without device arrays")),
         })
     }
 
@@ -476,7 +476,7 @@ impl ElementSet {
             (Buffer::Device(v), Buffer::Device(ke), Buffer::Device(ptr), Buffer::Device(from)) => {
                 cuda::assemble(self.ctx.gpu().expect("device buffers without a GPU"), v.len(), ptr, from, ke, v)
             }
-            _ => Err(Error::new(crate::FEGPU_ERR_INTERNAL, "element matrices and global matrix on different backends")),
+            _ => Err(Error::new(crate::error::ErrorKind::Internal, "element matrices and global matrix on different backends")),
         }
     }
 
@@ -559,7 +559,7 @@ impl ElementSet {
         let contributions = ne * nd * nd;
         if contributions >= i32::MAX as usize || ne * self.packed_len() >= i32::MAX as usize {
             return Err(Error::new(
-                crate::FEGPU_ERR_UNSUPPORTED,
+                crate::error::ErrorKind::Unsupported,
                 format!("{contributions} element contributions: assembly maps hold int32 indices"),
             ));
         }

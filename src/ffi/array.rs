@@ -1,10 +1,11 @@
 //! C surface of device-resident arrays. Arrays are column-major rows x cols
 //! (a vector is n x 1); element order is Fortran's.
 
+use super::status::fegpu_status;
 use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, out_param, range};
 use crate::array::{self, Array, Dtype, Real};
 use crate::context;
-use crate::error::{element_count, fegpu_status, positive, Error, Result};
+use crate::error::{element_count, positive, Error, Result};
 use crate::registry;
 use std::sync::Arc;
 

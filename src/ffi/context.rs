@@ -1,8 +1,9 @@
 //! C surface of contexts and host-memory registration.
 
+use super::status::fegpu_status;
 use super::{fegpu_context_t, guard, out_param};
 use crate::context::{self, Context};
-use crate::error::{fegpu_status, positive, Error};
+use crate::error::{positive, Error};
 use crate::registry;
 use std::sync::Arc;
 

@@ -1,10 +1,11 @@
 //! C surface of dense transpose and copy.
 
+use super::status::fegpu_status;
 use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, no_overlap, span};
 use crate::array::{self, Real};
 use crate::context;
 use crate::dense::{self, Variant};
-use crate::error::{element_count, fegpu_status, positive, Error};
+use crate::error::{element_count, positive, Error};
 
 /// dst = src^T on device-resident arrays: src m x n, dst n x m (column-major),
 /// same type, same context. `variant` is FEGPU_VARIANT_AUTO (the fastest),

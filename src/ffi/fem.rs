@@ -1,10 +1,10 @@
 //! C ABI of finite-element sets (src/fem).
 
 use super::sparse::{fegpu_solve_info, write_info};
+use super::status::fegpu_status;
 use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, items, out_param};
 use crate::array;
 use crate::context;
-use crate::error::fegpu_status;
 use crate::fem::dynamics::{self, DynamicsStepper, Scheme};
 use crate::fem::ebe::{self, EbeSolver};
 use crate::fem::heat::{self, HeatStepper};

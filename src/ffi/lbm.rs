@@ -1,9 +1,10 @@
 //! C surface of the D3Q19 lattice-Boltzmann lattice.
 
 use super::array::{FEGPU_DTYPE_F32, FEGPU_DTYPE_F64};
+use super::status::fegpu_status;
 use super::{fegpu_context_t, guard, host_in, host_out, items, no_overlap, out_param, span};
 use crate::context;
-use crate::error::{fegpu_status, Error};
+use crate::error::Error;
 use crate::lbm::{Lattice, Precision, Q};
 use crate::registry;
 use std::sync::Arc;

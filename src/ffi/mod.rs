@@ -13,8 +13,10 @@ pub mod lbm;
 pub mod pipeline;
 pub mod radfields;
 pub mod sparse;
+pub mod status;
 
-use crate::error::{fegpu_status, Error, Result, FEGPU_ERR_INTERNAL, FEGPU_ERR_INVALID_ARGUMENT, FEGPU_OK};
+use crate::error::{Error, Result};
+use status::{fegpu_status, FEGPU_ERR_INTERNAL, FEGPU_ERR_INVALID_ARGUMENT, FEGPU_OK};
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -39,7 +41,7 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> fegpu_status {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => FEGPU_OK,
         Ok(Err(e)) => {
-            let status = e.status;
+            let status = fegpu_status::from(e.kind);
             set_last_error(e.message);
             status
         }

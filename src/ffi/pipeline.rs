@@ -1,8 +1,9 @@
 //! C surface of the host-array pipelines and of the per-context profile.
 
+use super::status::fegpu_status;
 use super::{fegpu_context_t, guard, host_in, host_out, no_overlap, out_param, span};
 use crate::context;
-use crate::error::{element_count, fegpu_status, positive, Error, Result};
+use crate::error::{element_count, positive, Error, Result};
 use crate::pipeline::{self, Plan};
 use std::ffi::CStr;
 

@@ -1,9 +1,10 @@
 //! C surface of the FE-IIEE rad_fields accumulator. Complex arrays are
 //! `double _Complex` (Fortran complex(c_double_complex)): (re, im) pairs of doubles.
 
+use super::status::fegpu_status;
 use super::{fegpu_context_t, guard, host_in, host_out, items, no_overlap, out_param, span};
 use crate::context;
-use crate::error::{element_count, fegpu_status, positive, Error, Result};
+use crate::error::{element_count, positive, Error, Result};
 use crate::radfields::{Accumulator, Medium, Sources};
 use crate::registry;
 use num_complex::Complex64;

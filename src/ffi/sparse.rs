@@ -1,9 +1,10 @@
 //! C surface of CSR matrices, SpMV, vector operations and the solvers.
 
+use super::status::fegpu_status;
 use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, no_overlap, out_param, span};
 use crate::array;
 use crate::context;
-use crate::error::{fegpu_status, positive, Error, Result};
+use crate::error::{positive, Error, Result};
 use crate::registry;
 use crate::sparse::solver::{self, Method, Precond, Solver};
 use crate::sparse::{self, mm, Csr, Index};

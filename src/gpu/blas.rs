@@ -6,11 +6,14 @@ impl Lane {
     fn blas(&self) -> Result<&CudaBlas> {
         // SAFETY: probing for the library has no preconditions.
         if !unsafe { cudarc::cublas::sys::is_culib_present() } {
-            return Err(Error::new(FEGPU_ERR_NO_DEVICE, "cuBLAS (libcublas.so) not found: matrix products need it"));
+            return Err(Error::new(
+                crate::error::ErrorKind::NoDevice,
+                "cuBLAS (libcublas.so) not found: matrix products need it",
+            ));
         }
         self.blas
             .get_or_try_init(|| CudaBlas::new(self.stream.clone()))
-            .map_err(|e| Error::new(FEGPU_ERR_DEVICE, format!("creating a cuBLAS handle: {e:?}")))
+            .map_err(|e| Error::new(crate::error::ErrorKind::Device, format!("creating a cuBLAS handle: {e:?}")))
     }
 
     /// C = alpha A B + beta C for column-major A (m x k, leading dimension lda),
@@ -44,7 +47,8 @@ impl Lane {
             ldc: ldc as i32,
         };
         // SAFETY: the buffers hold the matrices the leading dimensions describe (checked by the callers).
-        unsafe { self.blas()?.gemm(cfg, a, b, c) }.map_err(|e| Error::new(FEGPU_ERR_DEVICE, format!("cublasDgemm: {e:?}")))?;
+        unsafe { self.blas()?.gemm(cfg, a, b, c) }
+            .map_err(|e| Error::new(crate::error::ErrorKind::Device, format!("cublasDgemm: {e:?}")))?;
         self.checked("cublasDgemm")
     }
 
@@ -72,7 +76,8 @@ impl Lane {
             incy: 1,
         };
         // SAFETY: as in gemm.
-        unsafe { self.blas()?.gemv(cfg, a, x, y) }.map_err(|e| Error::new(FEGPU_ERR_DEVICE, format!("cublasDgemv: {e:?}")))?;
+        unsafe { self.blas()?.gemv(cfg, a, x, y) }
+            .map_err(|e| Error::new(crate::error::ErrorKind::Device, format!("cublasDgemv: {e:?}")))?;
         self.checked("cublasDgemv")
     }
 }

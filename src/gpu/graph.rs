@@ -27,7 +27,7 @@ impl Gpu {
         recorded?;
         match graph.map_err(|e| device_error(&format!("instantiating {what}"), e))? {
             Some(g) => Ok(Graph(g)),
-            None => Err(Error::new(crate::error::FEGPU_ERR_INTERNAL, format!("capturing {what}: no launches were captured"))),
+            None => Err(Error::new(crate::error::ErrorKind::Internal, format!("capturing {what}: no launches were captured"))),
         }
     }
 

@@ -20,7 +20,7 @@ pub fn compile(module: &str, source: &str, arch: &str) -> Result<nvrtc::Ptx> {
             nvrtc::CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
             other => format!("{other:?}"),
         };
-        Error::new(FEGPU_ERR_DEVICE, format!("NVRTC could not compile kernels/{module}.cu for {arch}:\n{detail}"))
+        Error::new(crate::error::ErrorKind::Device, format!("NVRTC could not compile kernels/{module}.cu for {arch}:\n{detail}"))
     })
 }
 

@@ -20,7 +20,7 @@ pub use lanes::{Lane, Mark};
 pub use launch::{arg_or_null, compile, Queue};
 pub use memory::Pinned;
 
-use crate::error::{Error, Result, FEGPU_ERR_DEVICE, FEGPU_ERR_NO_DEVICE, FEGPU_ERR_OUT_OF_DEVICE_MEMORY};
+use crate::error::{Error, ErrorKind, Result};
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig};
 use cudarc::driver::{
     sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, DriverError, LaunchConfig, PinnedHostSlice,
@@ -119,18 +119,18 @@ fn is_sticky(e: &DriverError) -> bool {
 /// Converts a driver error into fegpu's, naming the operation.
 pub fn device_error(what: &str, e: DriverError) -> Error {
     if e.0 == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY {
-        return Error::new(FEGPU_ERR_OUT_OF_DEVICE_MEMORY, format!("{what}: out of device memory"));
+        return Error::new(ErrorKind::OutOfDeviceMemory, format!("{what}: out of device memory"));
     }
     let tail = if is_sticky(&e) {
         "; the CUDA context is no longer usable: destroy every fegpu context on this device and create a new one"
     } else {
         "; the context is still usable"
     };
-    Error::new(FEGPU_ERR_DEVICE, format!("{what}: CUDA error {:?}{tail}", e.0))
+    Error::new(ErrorKind::Device, format!("{what}: CUDA error {:?}{tail}", e.0))
 }
 
 fn no_device(message: String) -> Error {
-    Error::new(FEGPU_ERR_NO_DEVICE, message)
+    Error::new(ErrorKind::NoDevice, message)
 }
 
 impl Gpu {

@@ -224,7 +224,7 @@ pub fn device_loop(
             status::BREAK_RV => broke(it, relres, format!("BiCGSTAB: (r0, v) = {value:e} at iteration {next}")),
             status::BREAK_TT => broke(it, relres, format!("BiCGSTAB: (t, t) = {value:e} at iteration {next}")),
             status::BREAK_OMEGA => broke(it, relres, format!("BiCGSTAB: omega = (t, s)/(t, t) = 0 at iteration {it}")),
-            other => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, format!("{name}: unknown device status {other}"))),
+            other => return Err(Error::new(crate::error::ErrorKind::Internal, format!("{name}: unknown device status {other}"))),
         };
         return Ok(outcome);
     }

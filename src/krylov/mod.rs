@@ -11,7 +11,7 @@ pub mod cpu;
 pub mod cuda;
 
 use crate::array::Buffer;
-use crate::error::{Error, Result, FEGPU_ERR_BREAKDOWN, FEGPU_ERR_NOT_CONVERGED};
+use crate::error::{Error, ErrorKind, Result};
 use crate::gpu::{DeviceBuffer, Gpu};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -341,10 +341,10 @@ pub fn run(ops: &mut dyn Ops, method: Method, tol: f64, maxit: i64, history: &mu
 /// The status a finished solve reports.
 pub fn outcome_status(o: &Outcome) -> Result<()> {
     match (&o.breakdown, o.converged) {
-        (Some(why), _) => Err(Error::new(FEGPU_ERR_BREAKDOWN, why.clone())),
+        (Some(why), _) => Err(Error::new(ErrorKind::Breakdown, why.clone())),
         (None, true) => Ok(()),
         (None, false) => Err(Error::new(
-            FEGPU_ERR_NOT_CONVERGED,
+            ErrorKind::NotConverged,
             format!("no convergence in {} iterations: relative residual {:e}", o.iterations, o.relative_residual),
         )),
     }

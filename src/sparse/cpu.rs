@@ -1,7 +1,7 @@
 //! CPU reference: the serial loops of a Fortran CSR code.
 
 use super::Pattern;
-use crate::error::{Error, Result, FEGPU_ERR_BREAKDOWN};
+use crate::error::{Error, ErrorKind, Result};
 
 /// y = alpha*A*x + beta*y (y not read when beta == 0).
 pub fn spmv(p: &Pattern, v: &[f64], alpha: f64, x: &[f64], beta: f64, y: &mut [f64]) {
@@ -24,7 +24,7 @@ pub fn pivot_error(r: usize, piv: f64) -> Error {
     } else {
         format!("the pivot overflowed to {piv} (entries too large or a near-singular leading block)")
     };
-    Error::new(FEGPU_ERR_BREAKDOWN, format!("ILU(0): {what} at {}", row_name(r)))
+    Error::new(ErrorKind::Breakdown, format!("ILU(0): {what} at {}", row_name(r)))
 }
 
 /// ILU(0) in place on a copy of the values (IKJ order, the pattern of A).

@@ -330,7 +330,7 @@ pub fn spmv(a: &Csr, alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> 
             let g = a.ctx.gpu().expect("device buffers without a GPU");
             cuda::spmv(g, a.device.as_ref().expect("device pattern"), a.pattern.nrows, v, alpha, xv, beta, yv)?
         }
-        _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "matrix and vectors on different backends")),
+        _ => return Err(Error::new(crate::error::ErrorKind::Internal, "matrix and vectors on different backends")),
     }
     Ok(())
 }
@@ -386,7 +386,7 @@ pub fn apply_dirichlet(a: &Csr, dofs: &[i64], base: i64, values: &[f64], b: &Arr
             let gpu = a.ctx.gpu().expect("device buffers without a GPU");
             cuda::dirichlet(gpu, a.device.as_ref().expect("device pattern"), p.nrows, v, &fixed, &g, bv)?
         }
-        _ => return Err(Error::new(crate::FEGPU_ERR_INTERNAL, "matrix and vector on different backends")),
+        _ => return Err(Error::new(crate::error::ErrorKind::Internal, "matrix and vector on different backends")),
     }
     vals.version += 1;
     Ok(())

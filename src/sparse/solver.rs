@@ -6,7 +6,7 @@
 
 use super::{cpu, cuda, f64_buf, Csr, DevicePattern, Pattern};
 use crate::array::{Array, Buffer};
-use crate::error::{Error, Result, FEGPU_ERR_BREAKDOWN};
+use crate::error::{Error, ErrorKind, Result};
 use crate::gpu::{DeviceBuffer, Gpu, Graph};
 use crate::krylov::{cpu::CpuOps, cuda::CudaOps, Identity, Jacobi, Operator, Preconditioner, Slot, SLOTS};
 pub use crate::krylov::{outcome_status, Method, Outcome};
@@ -203,7 +203,7 @@ impl Solver {
             if let Some(r) = p.diag.iter().position(|&d| d < 0) {
                 let what = if precond == Precond::Ilu0 { "ILU(0)" } else { "Jacobi" };
                 return Err(Error::new(
-                    FEGPU_ERR_BREAKDOWN,
+                    ErrorKind::Breakdown,
                     format!("{what}: {} has no diagonal entry (a zero pivot)", cpu::row_name(r)),
                 ));
             }
@@ -364,7 +364,7 @@ fn jacobi_inverse(p: &super::Pattern, v: &[f64]) -> Result<Vec<f64>> {
         .map(|r| {
             let d = v[p.diag[r] as usize];
             if d == 0.0 {
-                Err(Error::new(FEGPU_ERR_BREAKDOWN, format!("Jacobi: zero diagonal at {}", cpu::row_name(r))))
+                Err(Error::new(ErrorKind::Breakdown, format!("Jacobi: zero diagonal at {}", cpu::row_name(r))))
             } else {
                 Ok(1.0 / d)
             }

@@ -230,7 +230,7 @@ pub fn showcase() -> Result<()> {
     println!("upload {:.1} ms and download {:.1} ms, paid once outside the loop", upload_s * 1e3, download_s * 1e3);
     println!("result identical to the serial loop: {}", if same { "yes" } else { "NO" });
     if !same {
-        return Err(fegpu::error::Error::new(fegpu::FEGPU_ERR_INTERNAL, "showcase result differs from the serial loop"));
+        return Err(fegpu::error::Error::new(fegpu::error::ErrorKind::Internal, "showcase result differs from the serial loop"));
     }
     Ok(())
 }

@@ -61,7 +61,7 @@ pub fn run(o: &Options) -> Result<bool> {
     x.download(0, &mut xh, "x")?;
     let status = match outcome_status(&outcome) {
         Ok(()) => "converged".to_string(),
-        Err(e) => format!("{} ({})", fegpu::error::status_name(e.status), e.message),
+        Err(e) => format!("{} ({})", fegpu::ffi::status::status_name(e.kind.into()), e.message),
     };
     println!("method {:?}, preconditioner {:?}, tol {:e}, maxit {}", o.method, o.precond, o.tol, o.maxit);
     println!("status: {status}");
