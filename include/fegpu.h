@@ -21,6 +21,23 @@
 
 #define FEGPU_BACKEND_CUDA 2
 
+// Integration strategies (FEStudio's levels): AUTO picks the fastest
+// measured (level I on the H100, BENCHMARKS.md).
+#define FEGPU_INTEGRATION_AUTO 0
+
+// Level I: one thread per element.
+#define FEGPU_INTEGRATION_ELEMENT 1
+
+// Level II: one element per block, its Gauss points' quantities shared.
+#define FEGPU_INTEGRATION_POINT 2
+
+// Level IIa: several elements per block, their Gauss points' quantities shared.
+#define FEGPU_INTEGRATION_BLOCKED 3
+
+#define FEGPU_DTYPE_F32 1
+
+#define FEGPU_DTYPE_F64 2
+
 // Kernel variant: AUTO picks the fastest measured (the padded tile).
 #define FEGPU_VARIANT_AUTO 0
 
@@ -41,19 +58,6 @@
 
 #define FEGPU_ELEMENT_HEX8 4
 
-// Integration strategies (FEStudio's levels): AUTO picks the fastest
-// measured (level I on the H100, BENCHMARKS.md).
-#define FEGPU_INTEGRATION_AUTO 0
-
-// Level I: one thread per element.
-#define FEGPU_INTEGRATION_ELEMENT 1
-
-// Level II: one element per block, its Gauss points' quantities shared.
-#define FEGPU_INTEGRATION_POINT 2
-
-// Level IIa: several elements per block, their Gauss points' quantities shared.
-#define FEGPU_INTEGRATION_BLOCKED 3
-
 // Heat conduction: one dof per node, material (k, unused).
 #define FEGPU_PROBLEM_HEAT 1
 
@@ -66,10 +70,6 @@
 // 3-D linear elasticity: material (E, nu).
 #define FEGPU_PROBLEM_ELASTIC_3D 4
 
-#define FEGPU_DTYPE_F32 1
-
-#define FEGPU_DTYPE_F64 2
-
 // Newmark's implicit scheme (average acceleration: beta 1/4, gamma 1/2).
 #define FEGPU_SCHEME_NEWMARK 1
 
@@ -79,6 +79,16 @@
 // Lattice storage only: populations in IEEE half precision (f_i − w_i kept,
 // arithmetic in f32).
 #define FEGPU_DTYPE_F16 3
+
+#define FEGPU_METHOD_CG 1
+
+#define FEGPU_METHOD_BICGSTAB 2
+
+#define FEGPU_PRECOND_NONE 0
+
+#define FEGPU_PRECOND_JACOBI 1
+
+#define FEGPU_PRECOND_ILU0 2
 
 // Site flag: a fluid site, collided and streamed every step.
 #define FEGPU_FLUID 0
@@ -116,16 +126,6 @@
 
 // Green's-function coefficients of a tile of pairs shared by a block's right-hand sides.
 #define FEGPU_RADFIELDS_TILED 2
-
-#define FEGPU_METHOD_CG 1
-
-#define FEGPU_METHOD_BICGSTAB 2
-
-#define FEGPU_PRECOND_NONE 0
-
-#define FEGPU_PRECOND_JACOBI 1
-
-#define FEGPU_PRECOND_ILU0 2
 
 // Status returned by every C entry point (0 = success).
 typedef int32_t fegpu_status;

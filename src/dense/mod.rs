@@ -9,15 +9,6 @@ use crate::context::Context;
 use crate::error::{element_count, Error, ErrorKind, Result};
 use std::sync::Arc;
 
-/// Kernel variant: AUTO picks the fastest measured (the padded tile).
-pub const FEGPU_VARIANT_AUTO: i32 = 0;
-/// One element per thread: coalesced reads, strided writes.
-pub const FEGPU_VARIANT_NAIVE: i32 = 1;
-/// Shared-memory tile without padding (bank conflicts on the column reads).
-pub const FEGPU_VARIANT_TILE: i32 = 2;
-/// Shared-memory tile padded by one element per row (bank-conflict-free).
-pub const FEGPU_VARIANT_PADDED: i32 = 3;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
     Naive,
@@ -29,18 +20,6 @@ impl Variant {
     pub const ALL: [Variant; 3] = [Variant::Naive, Variant::Tile, Variant::Padded];
 
     /// Decodes the ABI code; `None` is AUTO.
-    pub fn from_code(code: i32) -> Result<Option<Variant>> {
-        match code {
-            FEGPU_VARIANT_AUTO => Ok(None),
-            FEGPU_VARIANT_NAIVE => Ok(Some(Variant::Naive)),
-            FEGPU_VARIANT_TILE => Ok(Some(Variant::Tile)),
-            FEGPU_VARIANT_PADDED => Ok(Some(Variant::Padded)),
-            _ => Err(Error::invalid(format!(
-                "variant = {code}: expected FEGPU_VARIANT_AUTO (0), _NAIVE (1), _TILE (2) or _PADDED (3)"
-            ))),
-        }
-    }
-
     pub fn name(self) -> &'static str {
         match self {
             Variant::Naive => "naive",

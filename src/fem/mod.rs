@@ -20,10 +20,6 @@ use crate::registry::{Handle, Kind, Object};
 use crate::sparse::Csr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-pub const FEGPU_ELEMENT_TRI3: i32 = 1;
-pub const FEGPU_ELEMENT_QUAD4: i32 = 2;
-pub const FEGPU_ELEMENT_TET4: i32 = 3;
-pub const FEGPU_ELEMENT_HEX8: i32 = 4;
 /// Integration strategies (FEStudio's levels): AUTO picks the fastest
 /// measured (level I on the H100, BENCHMARKS.md).
 pub const FEGPU_INTEGRATION_AUTO: i32 = 0;
@@ -34,15 +30,6 @@ pub const FEGPU_INTEGRATION_POINT: i32 = 2;
 /// Level IIa: several elements per block, their Gauss points' quantities shared.
 pub const FEGPU_INTEGRATION_BLOCKED: i32 = 3;
 
-/// Heat conduction: one dof per node, material (k, unused).
-pub const FEGPU_PROBLEM_HEAT: i32 = 1;
-/// 2-D elasticity in plane stress: material (E, nu).
-pub const FEGPU_PROBLEM_PLANE_STRESS: i32 = 2;
-/// 2-D elasticity in plane strain: material (E, nu).
-pub const FEGPU_PROBLEM_PLANE_STRAIN: i32 = 3;
-/// 3-D linear elasticity: material (E, nu).
-pub const FEGPU_PROBLEM_ELASTIC_3D: i32 = 4;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Element {
     Tri3,
@@ -52,19 +39,6 @@ pub enum Element {
 }
 
 impl Element {
-    pub fn from_code(c: i32) -> Result<Element> {
-        Ok(match c {
-            FEGPU_ELEMENT_TRI3 => Element::Tri3,
-            FEGPU_ELEMENT_QUAD4 => Element::Quad4,
-            FEGPU_ELEMENT_TET4 => Element::Tet4,
-            FEGPU_ELEMENT_HEX8 => Element::Hex8,
-            _ => {
-                return Err(Error::invalid(format!(
-                    "element = {c}: expected FEGPU_ELEMENT_TRI3 (1), _QUAD4 (2), _TET4 (3) or _HEX8 (4)"
-                )))
-            }
-        })
-    }
     pub fn name(self) -> &'static str {
         match self {
             Element::Tri3 => "tri3",
@@ -100,19 +74,6 @@ pub enum Problem {
 }
 
 impl Problem {
-    pub fn from_code(c: i32) -> Result<Problem> {
-        Ok(match c {
-            FEGPU_PROBLEM_HEAT => Problem::Heat,
-            FEGPU_PROBLEM_PLANE_STRESS => Problem::PlaneStress,
-            FEGPU_PROBLEM_PLANE_STRAIN => Problem::PlaneStrain,
-            FEGPU_PROBLEM_ELASTIC_3D => Problem::Elastic3d,
-            _ => {
-                return Err(Error::invalid(format!(
-                    "problem = {c}: expected FEGPU_PROBLEM_HEAT (1), _PLANE_STRESS (2), _PLANE_STRAIN (3) or _ELASTIC_3D (4)"
-                )))
-            }
-        })
-    }
     pub fn dofs_per_node(self, dim: usize) -> usize {
         if self == Problem::Heat {
             1

@@ -5,7 +5,29 @@ use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, no_overlap
 use crate::array::{self, Real};
 use crate::context;
 use crate::dense::{self, Variant};
-use crate::error::{element_count, positive, Error};
+use crate::error::{element_count, positive, Error, Result};
+
+/// Kernel variant: AUTO picks the fastest measured (the padded tile).
+pub const FEGPU_VARIANT_AUTO: i32 = 0;
+/// One element per thread: coalesced reads, strided writes.
+pub const FEGPU_VARIANT_NAIVE: i32 = 1;
+/// Shared-memory tile without padding (bank conflicts on the column reads).
+pub const FEGPU_VARIANT_TILE: i32 = 2;
+/// Shared-memory tile padded by one element per row (bank-conflict-free).
+pub const FEGPU_VARIANT_PADDED: i32 = 3;
+
+/// The C variant code as the domain's choice (None: AUTO).
+fn variant_of(code: i32) -> Result<Option<Variant>> {
+    match code {
+        FEGPU_VARIANT_AUTO => Ok(None),
+        FEGPU_VARIANT_NAIVE => Ok(Some(Variant::Naive)),
+        FEGPU_VARIANT_TILE => Ok(Some(Variant::Tile)),
+        FEGPU_VARIANT_PADDED => Ok(Some(Variant::Padded)),
+        _ => Err(Error::invalid(format!(
+            "variant = {code}: expected FEGPU_VARIANT_AUTO (0), _NAIVE (1), _TILE (2) or _PADDED (3)"
+        ))),
+    }
+}
 
 /// dst = src^T on device-resident arrays: src m x n, dst n x m (column-major),
 /// same type, same context. `variant` is FEGPU_VARIANT_AUTO (the fastest),
@@ -13,7 +35,7 @@ use crate::error::{element_count, positive, Error};
 #[no_mangle]
 pub extern "C" fn fegpu_dense_transpose(src: fegpu_array_t, dst: fegpu_array_t, variant: i32) -> fegpu_status {
     guard(|| {
-        let v = Variant::from_code(variant)?;
+        let v = variant_of(variant)?;
         dense::transpose(&*array::get(src, "src")?, &*array::get(dst, "dst")?, v)
     })
 }
@@ -22,7 +44,7 @@ pub extern "C" fn fegpu_dense_transpose(src: fegpu_array_t, dst: fegpu_array_t, 
 #[no_mangle]
 pub extern "C" fn fegpu_dense_transpose_in_place(a: fegpu_array_t, variant: i32) -> fegpu_status {
     guard(|| {
-        let v = Variant::from_code(variant)?;
+        let v = variant_of(variant)?;
         dense::transpose_in_place(&*array::get(a, "a")?, v)
     })
 }
@@ -32,7 +54,7 @@ pub extern "C" fn fegpu_dense_transpose_in_place(a: fegpu_array_t, variant: i32)
 #[no_mangle]
 pub extern "C" fn fegpu_dense_copy(src: fegpu_array_t, dst: fegpu_array_t, variant: i32) -> fegpu_status {
     guard(|| {
-        let v = Variant::from_code(variant)?;
+        let v = variant_of(variant)?;
         dense::copy(&*array::get(src, "src")?, &*array::get(dst, "dst")?, v)
     })
 }
@@ -40,7 +62,7 @@ pub extern "C" fn fegpu_dense_copy(src: fegpu_array_t, dst: fegpu_array_t, varia
 unsafe fn transpose_host<T: Real>(ctx: fegpu_context_t, m: i64, n: i64, a: *const T, at: *mut T, variant: i32) -> fegpu_status {
     guard(|| {
         let c = context::get(ctx, "ctx")?;
-        let v = Variant::from_code(variant)?;
+        let v = variant_of(variant)?;
         let (m, n) = (positive("m", m)?, positive("n", n)?);
         let len = element_count(m, n)?;
         no_overlap(&[span(at, len, "at")], &[span(a, len, "a")]).map_err(|e| {
@@ -53,7 +75,7 @@ unsafe fn transpose_host<T: Real>(ctx: fegpu_context_t, m: i64, n: i64, a: *cons
 unsafe fn transpose_host_in_place<T: Real>(ctx: fegpu_context_t, n: i64, a: *mut T, variant: i32) -> fegpu_status {
     guard(|| {
         let c = context::get(ctx, "ctx")?;
-        let v = Variant::from_code(variant)?;
+        let v = variant_of(variant)?;
         let n = positive("n", n)?;
         dense::transpose_host_in_place(&c, n, host_out(a, element_count(n, n)?, "a")?, v)
     })

@@ -5,6 +5,7 @@ use super::status::fegpu_status;
 use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, items, out_param};
 use crate::array;
 use crate::context;
+use crate::error::{Error, Result};
 use crate::fem::dynamics::{self, DynamicsStepper, Scheme};
 use crate::fem::ebe::{self, EbeSolver};
 use crate::fem::heat::{self, HeatStepper};
@@ -12,6 +13,47 @@ use crate::fem::{self, Element, ElementSet, Problem};
 use crate::registry;
 use crate::sparse::solver;
 use std::sync::Arc;
+
+pub const FEGPU_ELEMENT_TRI3: i32 = 1;
+pub const FEGPU_ELEMENT_QUAD4: i32 = 2;
+pub const FEGPU_ELEMENT_TET4: i32 = 3;
+pub const FEGPU_ELEMENT_HEX8: i32 = 4;
+/// Heat conduction: one dof per node, material (k, unused).
+pub const FEGPU_PROBLEM_HEAT: i32 = 1;
+/// 2-D elasticity in plane stress: material (E, nu).
+pub const FEGPU_PROBLEM_PLANE_STRESS: i32 = 2;
+/// 2-D elasticity in plane strain: material (E, nu).
+pub const FEGPU_PROBLEM_PLANE_STRAIN: i32 = 3;
+/// 3-D linear elasticity: material (E, nu).
+pub const FEGPU_PROBLEM_ELASTIC_3D: i32 = 4;
+
+fn element_of(c: i32) -> Result<Element> {
+    Ok(match c {
+        FEGPU_ELEMENT_TRI3 => Element::Tri3,
+        FEGPU_ELEMENT_QUAD4 => Element::Quad4,
+        FEGPU_ELEMENT_TET4 => Element::Tet4,
+        FEGPU_ELEMENT_HEX8 => Element::Hex8,
+        _ => {
+            return Err(Error::invalid(format!(
+                "element = {c}: expected FEGPU_ELEMENT_TRI3 (1), _QUAD4 (2), _TET4 (3) or _HEX8 (4)"
+            )))
+        }
+    })
+}
+
+fn problem_of(c: i32) -> Result<Problem> {
+    Ok(match c {
+        FEGPU_PROBLEM_HEAT => Problem::Heat,
+        FEGPU_PROBLEM_PLANE_STRESS => Problem::PlaneStress,
+        FEGPU_PROBLEM_PLANE_STRAIN => Problem::PlaneStrain,
+        FEGPU_PROBLEM_ELASTIC_3D => Problem::Elastic3d,
+        _ => {
+            return Err(Error::invalid(format!(
+                "problem = {c}: expected FEGPU_PROBLEM_HEAT (1), _PLANE_STRESS (2), _PLANE_STRAIN (3) or _ELASTIC_3D (4)"
+            )))
+        }
+    })
+}
 
 /// An element-set handle (0 is never valid).
 #[allow(non_camel_case_types)]
@@ -47,7 +89,7 @@ pub unsafe extern "C" fn fegpu_fem_create(
     guard(|| {
         let out = out_param(fem, "fem")?;
         let c = context::get(ctx, "ctx")?;
-        let (element, problem) = (Element::from_code(element)?, Problem::from_code(problem)?);
+        let (element, problem) = (element_of(element)?, problem_of(problem)?);
         let nodes = crate::error::positive("n_nodes", n_nodes)?;
         let elements = crate::error::positive("n_elements", n_elements)?;
         let materials = crate::error::positive("n_materials", n_materials)?;

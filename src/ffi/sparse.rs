@@ -12,6 +12,31 @@ use std::ffi::CStr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub const FEGPU_METHOD_CG: i32 = 1;
+pub const FEGPU_METHOD_BICGSTAB: i32 = 2;
+pub const FEGPU_PRECOND_NONE: i32 = 0;
+pub const FEGPU_PRECOND_JACOBI: i32 = 1;
+pub const FEGPU_PRECOND_ILU0: i32 = 2;
+
+fn method_of(c: i32) -> Result<Method> {
+    match c {
+        FEGPU_METHOD_CG => Ok(Method::Cg),
+        FEGPU_METHOD_BICGSTAB => Ok(Method::Bicgstab),
+        _ => Err(Error::invalid(format!("method = {c}: expected FEGPU_METHOD_CG (1) or FEGPU_METHOD_BICGSTAB (2)"))),
+    }
+}
+
+fn precond_of(c: i32) -> Result<Precond> {
+    match c {
+        FEGPU_PRECOND_NONE => Ok(Precond::None),
+        FEGPU_PRECOND_JACOBI => Ok(Precond::Jacobi),
+        FEGPU_PRECOND_ILU0 => Ok(Precond::Ilu0),
+        _ => Err(Error::invalid(format!(
+            "precond = {c}: expected FEGPU_PRECOND_NONE (0), FEGPU_PRECOND_JACOBI (1) or FEGPU_PRECOND_ILU0 (2)"
+        ))),
+    }
+}
+
 /// A CSR matrix handle (0 is never valid).
 #[allow(non_camel_case_types)]
 pub type fegpu_csr_t = u64;
@@ -272,7 +297,7 @@ pub unsafe extern "C" fn fegpu_solver_create(a: fegpu_csr_t, method: i32, precon
         let out = out_param(s, "S")?;
         let m = sparse::get(a, "A")?;
         let owner = m.ctx_handle;
-        let solver = Solver::new(m, Method::from_code(method)?, Precond::from_code(precond)?)?;
+        let solver = Solver::new(m, method_of(method)?, precond_of(precond)?)?;
         *out = registry::insert(Arc::new(solver), owner);
         Ok(())
     })

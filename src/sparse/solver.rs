@@ -13,40 +13,11 @@ pub use crate::krylov::{outcome_status, Method, Outcome};
 use crate::registry::{Handle, Kind, Object};
 use std::sync::{Arc, Mutex};
 
-pub const FEGPU_METHOD_CG: i32 = 1;
-pub const FEGPU_METHOD_BICGSTAB: i32 = 2;
-pub const FEGPU_PRECOND_NONE: i32 = 0;
-pub const FEGPU_PRECOND_JACOBI: i32 = 1;
-pub const FEGPU_PRECOND_ILU0: i32 = 2;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precond {
     None,
     Jacobi,
     Ilu0,
-}
-
-impl Method {
-    pub fn from_code(c: i32) -> Result<Method> {
-        match c {
-            FEGPU_METHOD_CG => Ok(Method::Cg),
-            FEGPU_METHOD_BICGSTAB => Ok(Method::Bicgstab),
-            _ => Err(Error::invalid(format!("method = {c}: expected FEGPU_METHOD_CG (1) or FEGPU_METHOD_BICGSTAB (2)"))),
-        }
-    }
-}
-
-impl Precond {
-    pub fn from_code(c: i32) -> Result<Precond> {
-        match c {
-            FEGPU_PRECOND_NONE => Ok(Precond::None),
-            FEGPU_PRECOND_JACOBI => Ok(Precond::Jacobi),
-            FEGPU_PRECOND_ILU0 => Ok(Precond::Ilu0),
-            _ => Err(Error::invalid(format!(
-                "precond = {c}: expected FEGPU_PRECOND_NONE (0), FEGPU_PRECOND_JACOBI (1) or FEGPU_PRECOND_ILU0 (2)"
-            ))),
-        }
-    }
 }
 
 /// Rows grouped into dependency levels for the triangular sweeps: a row's
