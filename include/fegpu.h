@@ -14,13 +14,6 @@
 #include <stdint.h>
 #include <stddef.h>
 
-// Backend requested at context creation.
-#define FEGPU_BACKEND_AUTO 0
-
-#define FEGPU_BACKEND_CPU 1
-
-#define FEGPU_BACKEND_CUDA 2
-
 // Integration strategies (FEStudio's levels): AUTO picks the fastest
 // measured (level I on the H100, BENCHMARKS.md).
 #define FEGPU_INTEGRATION_AUTO 0
@@ -37,6 +30,13 @@
 #define FEGPU_DTYPE_F32 1
 
 #define FEGPU_DTYPE_F64 2
+
+// Backend requested at context creation.
+#define FEGPU_BACKEND_AUTO 0
+
+#define FEGPU_BACKEND_CPU 1
+
+#define FEGPU_BACKEND_CUDA 2
 
 // Kernel variant: AUTO picks the fastest measured (the padded tile).
 #define FEGPU_VARIANT_AUTO 0
@@ -80,6 +80,27 @@
 // arithmetic in f32).
 #define FEGPU_DTYPE_F16 3
 
+// Strategy chosen by the overlap model from the timings of the first calls (two, the first warming up).
+#define FEGPU_PIPELINE_AUTO 0
+
+// One stream: copy-in, kernel, copy-out of each chunk in turn (version 1).
+#define FEGPU_PIPELINE_SERIAL 1
+
+// Each chunk's copy-in, kernel and copy-out issued together, chunks dealt across the streams (version 2).
+#define FEGPU_PIPELINE_PER_CHUNK 2
+
+// All copy-ins of a round of chunks, then all kernels, then all copy-outs (version 3).
+#define FEGPU_PIPELINE_STAGED 3
+
+// Kernel strategy: chosen from n_rhs (the default).
+#define FEGPU_RADFIELDS_AUTO 0
+
+// One thread per (S point, right-hand side); the seed's "parallel over S" and "over RHS".
+#define FEGPU_RADFIELDS_DIRECT 1
+
+// Green's-function coefficients of a tile of pairs shared by a block's right-hand sides.
+#define FEGPU_RADFIELDS_TILED 2
+
 #define FEGPU_METHOD_CG 1
 
 #define FEGPU_METHOD_BICGSTAB 2
@@ -105,27 +126,6 @@
 #define FEGPU_PERIODIC_Y 2
 
 #define FEGPU_PERIODIC_Z 4
-
-// Strategy chosen by the overlap model from the timings of the first calls (two, the first warming up).
-#define FEGPU_PIPELINE_AUTO 0
-
-// One stream: copy-in, kernel, copy-out of each chunk in turn (version 1).
-#define FEGPU_PIPELINE_SERIAL 1
-
-// Each chunk's copy-in, kernel and copy-out issued together, chunks dealt across the streams (version 2).
-#define FEGPU_PIPELINE_PER_CHUNK 2
-
-// All copy-ins of a round of chunks, then all kernels, then all copy-outs (version 3).
-#define FEGPU_PIPELINE_STAGED 3
-
-// Kernel strategy: chosen from n_rhs (the default).
-#define FEGPU_RADFIELDS_AUTO 0
-
-// One thread per (S point, right-hand side); the seed's "parallel over S" and "over RHS".
-#define FEGPU_RADFIELDS_DIRECT 1
-
-// Green's-function coefficients of a tile of pairs shared by a block's right-hand sides.
-#define FEGPU_RADFIELDS_TILED 2
 
 // Status returned by every C entry point (0 = success).
 typedef int32_t fegpu_status;

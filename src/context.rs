@@ -8,10 +8,14 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// Backend requested at context creation.
-pub const FEGPU_BACKEND_AUTO: i32 = 0;
-pub const FEGPU_BACKEND_CPU: i32 = 1;
-pub const FEGPU_BACKEND_CUDA: i32 = 2;
+/// The backend asked for at context creation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// CUDA if a device answers, else the CPU reference.
+    Auto,
+    Cpu,
+    Cuda,
+}
 
 #[allow(clippy::large_enum_variant)] // one per context
 pub enum Backend {
@@ -50,13 +54,13 @@ impl Object for Context {
 
 /// Applies `FEGPU_BACKEND` (auto|cpu|cuda) and `FEGPU_DEVICE` over the caller's choice,
 /// so one binary runs in CI on the CPU and on the GPU machine unchanged.
-pub fn resolve_request(backend: i32, device: i64) -> Result<(i32, usize)> {
+pub fn resolve_request(backend: Request, device: i64) -> Result<(Request, usize)> {
     let mut backend = backend;
     if let Ok(v) = std::env::var("FEGPU_BACKEND") {
         backend = match v.to_ascii_lowercase().as_str() {
-            "auto" | "" => FEGPU_BACKEND_AUTO,
-            "cpu" => FEGPU_BACKEND_CPU,
-            "cuda" => FEGPU_BACKEND_CUDA,
+            "auto" | "" => Request::Auto,
+            "cpu" => Request::Cpu,
+            "cuda" => Request::Cuda,
             other => return Err(Error::invalid(format!("environment FEGPU_BACKEND = {other:?}: expected auto, cpu or cuda"))),
         };
     }
@@ -67,9 +71,6 @@ pub fn resolve_request(backend: i32, device: i64) -> Result<(i32, usize)> {
             .parse()
             .map_err(|_| Error::invalid(format!("environment FEGPU_DEVICE = {v:?}: expected a device ordinal")))?;
     }
-    if !(FEGPU_BACKEND_AUTO..=FEGPU_BACKEND_CUDA).contains(&backend) {
-        return Err(Error::invalid(format!("backend = {backend}: expected FEGPU_BACKEND_AUTO (0), _CPU (1) or _CUDA (2)")));
-    }
     if device < 0 {
         return Err(Error::invalid(format!("device = {device}: must be >= 0")));
     }
@@ -77,12 +78,12 @@ pub fn resolve_request(backend: i32, device: i64) -> Result<(i32, usize)> {
 }
 
 impl Context {
-    pub fn new(backend: i32, device: i64) -> Result<Context> {
+    pub fn new(backend: Request, device: i64) -> Result<Context> {
         let (backend, device) = resolve_request(backend, device)?;
         let backend = match backend {
-            FEGPU_BACKEND_CPU => Backend::Cpu,
-            FEGPU_BACKEND_CUDA => Backend::Cuda(Gpu::open(device)?),
-            _ => Gpu::open(device).map(Backend::Cuda).unwrap_or(Backend::Cpu),
+            Request::Cpu => Backend::Cpu,
+            Request::Cuda => Backend::Cuda(Gpu::open(device)?),
+            Request::Auto => Gpu::open(device).map(Backend::Cuda).unwrap_or(Backend::Cpu),
         };
         Ok(Context::with_backend(backend))
     }

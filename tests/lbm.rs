@@ -404,7 +404,7 @@ fn every_block_size_matches_the_cpu_reference() {
     use fegpu::lbm::Lattice;
     use fegpu::lbm::Precision;
     use std::sync::Arc;
-    let (ctx, cpu) = (Arc::new(Context::new(FEGPU_BACKEND_AUTO, 0).unwrap()), Arc::new(Context::cpu_reference()));
+    let (ctx, cpu) = (Arc::new(Context::new(fegpu::context::Request::Auto, 0).unwrap()), Arc::new(Context::cpu_reference()));
     let mut rng = Rng::new(seed());
     let dims = [17i64, 9, 5]; // 765 sites: a partial last block for every block size
     let sites = 765;
@@ -447,7 +447,7 @@ fn both_streaming_schemes_match_the_cpu_reference_with_changes_between_steps() {
     use fegpu::context::Context;
     use fegpu::lbm::{Lattice, Precision, Scheme};
     use std::sync::Arc;
-    let (ctx, cpu) = (Arc::new(Context::new(FEGPU_BACKEND_AUTO, 0).unwrap()), Arc::new(Context::cpu_reference()));
+    let (ctx, cpu) = (Arc::new(Context::new(fegpu::context::Request::Auto, 0).unwrap()), Arc::new(Context::cpu_reference()));
     let mut rng = Rng::new(seed());
     let dims = [12i64, 7, 6];
     let (sites, plane) = (504, 84);

@@ -128,7 +128,7 @@ fn kernels_released_from_the_host_give_the_serial_result() {
     use fegpu::pipeline::{self, Plan, Strategy};
     let seed = seed();
     let mut rng = Rng::new(seed);
-    let ctx = Context::new(FEGPU_BACKEND_AUTO, 0).unwrap();
+    let ctx = Context::new(fegpu::context::Request::Auto, 0).unwrap();
     // About 64 MB in each: over a millisecond of copy, ample per chunk.
     let (m, ncols) = (1000usize, 4000usize);
     let (mut a, mut b) = (rng.vec_f64(m * ncols), rng.vec_f64(m * ncols));

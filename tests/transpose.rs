@@ -7,7 +7,6 @@ use common::*;
 use fegpu::ffi::array::*;
 use fegpu::ffi::context::*;
 use fegpu::ffi::dense::*;
-use fegpu::*;
 
 const SIZES: &[(usize, usize)] = &[(1, 1), (1, 77), (77, 1), (31, 33), (32, 32), (33, 31), (65, 129), (300, 17), (1024, 1024)];
 const VARIANTS: &[i32] = &[FEGPU_VARIANT_AUTO, FEGPU_VARIANT_NAIVE, FEGPU_VARIANT_TILE, FEGPU_VARIANT_PADDED];
@@ -137,7 +136,7 @@ fn registered_host_memory_round_trips() {
 fn every_compiled_tile_shape_matches_the_serial_loop() {
     use fegpu::array::Array;
     use fegpu::dense::{cuda::SHAPES, transpose_shaped, Variant};
-    let ctx = std::sync::Arc::new(fegpu::context::Context::new(FEGPU_BACKEND_AUTO, 0).unwrap());
+    let ctx = std::sync::Arc::new(fegpu::context::Context::new(fegpu::context::Request::Auto, 0).unwrap());
     let mut rng = Rng::new(seed());
     for &(m, n) in &[(1usize, 77usize), (77, 1), (65, 129), (300, 17), (257, 513)] {
         let a = rng.vec_f32(m * n);

@@ -2,10 +2,24 @@
 
 use super::status::fegpu_status;
 use super::{fegpu_context_t, guard, out_param};
-use crate::context::{self, Context};
-use crate::error::{positive, Error};
+use crate::context::{self, Context, Request};
+use crate::error::{positive, Error, Result};
 use crate::registry;
 use std::sync::Arc;
+
+/// Backend requested at context creation.
+pub const FEGPU_BACKEND_AUTO: i32 = 0;
+pub const FEGPU_BACKEND_CPU: i32 = 1;
+pub const FEGPU_BACKEND_CUDA: i32 = 2;
+
+fn request_of(backend: i32) -> Result<Request> {
+    match backend {
+        FEGPU_BACKEND_AUTO => Ok(Request::Auto),
+        FEGPU_BACKEND_CPU => Ok(Request::Cpu),
+        FEGPU_BACKEND_CUDA => Ok(Request::Cuda),
+        _ => Err(Error::invalid(format!("backend = {backend}: expected FEGPU_BACKEND_AUTO (0), _CPU (1) or _CUDA (2)"))),
+    }
+}
 
 /// Creates a context on `backend` (FEGPU_BACKEND_AUTO, _CPU or _CUDA) and CUDA
 /// device ordinal `device`. The environment variables FEGPU_BACKEND
@@ -16,7 +30,7 @@ use std::sync::Arc;
 pub unsafe extern "C" fn fegpu_context_create(backend: i32, device: i64, ctx: *mut fegpu_context_t) -> fegpu_status {
     guard(|| {
         let out = out_param(ctx, "ctx")?;
-        let c = Context::new(backend, device)?;
+        let c = Context::new(request_of(backend)?, device)?;
         *out = registry::insert(Arc::new(c), 0);
         Ok(())
     })
@@ -34,8 +48,8 @@ pub unsafe extern "C" fn fegpu_context_backend(ctx: fegpu_context_t, backend: *m
     guard(|| {
         let out = out_param(backend, "backend")?;
         *out = match context::get(ctx, "ctx")?.gpu() {
-            Some(_) => context::FEGPU_BACKEND_CUDA,
-            None => context::FEGPU_BACKEND_CPU,
+            Some(_) => FEGPU_BACKEND_CUDA,
+            None => FEGPU_BACKEND_CPU,
         };
         Ok(())
     })

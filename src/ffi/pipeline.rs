@@ -4,8 +4,41 @@ use super::status::fegpu_status;
 use super::{fegpu_context_t, guard, host_in, host_out, no_overlap, out_param, span};
 use crate::context;
 use crate::error::{element_count, positive, Error, Result};
-use crate::pipeline::{self, Plan};
+use crate::pipeline::{self, Plan, Strategy, MAX_STREAMS};
 use std::ffi::CStr;
+
+/// Strategy chosen by the overlap model from the timings of the first calls (two, the first warming up).
+pub const FEGPU_PIPELINE_AUTO: i32 = 0;
+/// One stream: copy-in, kernel, copy-out of each chunk in turn (version 1).
+pub const FEGPU_PIPELINE_SERIAL: i32 = 1;
+/// Each chunk's copy-in, kernel and copy-out issued together, chunks dealt across the streams (version 2).
+pub const FEGPU_PIPELINE_PER_CHUNK: i32 = 2;
+/// All copy-ins of a round of chunks, then all kernels, then all copy-outs (version 3).
+pub const FEGPU_PIPELINE_STAGED: i32 = 3;
+
+/// From the C arguments; None for FEGPU_PIPELINE_AUTO. streams 0 with an
+/// explicit strategy: the model's choice; chunks 0: one chunk per stream.
+fn plan_of(strategy: i32, streams: i64, chunks: i64) -> Result<Option<Plan>> {
+    let strategy = match strategy {
+        FEGPU_PIPELINE_AUTO => return Ok(None),
+        FEGPU_PIPELINE_SERIAL => Strategy::Serial,
+        FEGPU_PIPELINE_PER_CHUNK => Strategy::PerChunk,
+        FEGPU_PIPELINE_STAGED => Strategy::Staged,
+        s => {
+            return Err(Error::invalid(format!(
+                "strategy = {s}: expected FEGPU_PIPELINE_AUTO (0), _SERIAL (1), _PER_CHUNK (2) or _STAGED (3)"
+            )))
+        }
+    };
+    if !(0..=MAX_STREAMS as i64).contains(&streams) {
+        return Err(Error::invalid(format!("n_streams = {streams}: expected 0 (automatic) to {MAX_STREAMS}")));
+    }
+    if chunks < 0 {
+        return Err(Error::invalid(format!("n_chunks = {chunks}: expected 0 (one per stream) or more")));
+    }
+    let streams = if strategy == Strategy::Serial { 1 } else { streams as usize };
+    Ok(Some(Plan { strategy, streams, chunks: chunks as usize }))
+}
 
 /// One operation's profile (fegpu_profile_op).
 #[allow(non_camel_case_types)]
@@ -48,7 +81,7 @@ pub unsafe extern "C" fn fegpu_pipeline_axpby(
     guard(|| {
         let c = context::get(ctx, "ctx")?;
         let n = count("n", n)?;
-        let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
+        let plan = plan_of(strategy, n_streams, n_chunks)?;
         no_overlap(&[span(y, n, "y")], &[span(x, n, "x")])?;
         let (x, y) = (host_in(x, n, "x")?, host_out(y, n, "y")?);
         pipeline::axpby(&c, a, x, b, y, plan).map(|_| ())
@@ -73,7 +106,7 @@ pub unsafe extern "C" fn fegpu_pipeline_column_dots(
     guard(|| {
         let c = context::get(ctx, "ctx")?;
         let (m, ncols) = (positive("m", m)?, count("ncols", ncols)?);
-        let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
+        let plan = plan_of(strategy, n_streams, n_chunks)?;
         let len = element_count(m, ncols)?;
         if ncols == 0 {
             return Ok(());
@@ -106,7 +139,7 @@ pub unsafe extern "C" fn fegpu_pipeline_gemm(
     guard(|| {
         let ctx = context::get(ctx, "ctx")?;
         let (m, n, k) = (positive("m", m)?, positive("n", n)?, positive("k", k)?);
-        let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
+        let plan = plan_of(strategy, n_streams, n_chunks)?;
         let (la, lb, lc) = (element_count(m, k)?, element_count(k, n)?, element_count(m, n)?);
         no_overlap(&[span(c, lc, "c")], &[span(a, la, "a"), span(b, lb, "b")])?;
         let (a, b) = (host_in(a, la, "a")?, host_in(b, lb, "b")?);
@@ -134,7 +167,7 @@ pub unsafe extern "C" fn fegpu_pipeline_gemv(
     guard(|| {
         let ctx = context::get(ctx, "ctx")?;
         let (m, n) = (positive("m", m)?, positive("n", n)?);
-        let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
+        let plan = plan_of(strategy, n_streams, n_chunks)?;
         let la = element_count(m, n)?;
         no_overlap(&[span(y, m, "y")], &[span(a, la, "a"), span(x, n, "x")])?;
         let (a, x) = (host_in(a, la, "a")?, host_in(x, n, "x")?);
@@ -159,7 +192,7 @@ pub unsafe extern "C" fn fegpu_pipeline_transpose(
     guard(|| {
         let ctx = context::get(ctx, "ctx")?;
         let (m, n) = (positive("m", m)?, positive("n", n)?);
-        let plan = Plan::from_args(strategy, n_streams, n_chunks)?;
+        let plan = plan_of(strategy, n_streams, n_chunks)?;
         let len = element_count(m, n)?;
         no_overlap(&[span(at, len, "at")], &[span(a, len, "a")])?;
         pipeline::transpose(&ctx, m, n, host_in(a, len, "a")?, host_out(at, len, "at")?, plan).map(|_| ())

@@ -5,10 +5,17 @@ use super::status::fegpu_status;
 use super::{fegpu_context_t, guard, host_in, host_out, items, no_overlap, out_param, span};
 use crate::context;
 use crate::error::{element_count, positive, Error, Result};
-use crate::radfields::{Accumulator, Medium, Sources};
+use crate::radfields::{Accumulator, Kernel, Medium, Sources};
 use crate::registry;
 use num_complex::Complex64;
 use std::sync::Arc;
+
+/// Kernel strategy: chosen from n_rhs (the default).
+pub const FEGPU_RADFIELDS_AUTO: i32 = 0;
+/// One thread per (S point, right-hand side); the seed's "parallel over S" and "over RHS".
+pub const FEGPU_RADFIELDS_DIRECT: i32 = 1;
+/// Green's-function coefficients of a tile of pairs shared by a block's right-hand sides.
+pub const FEGPU_RADFIELDS_TILED: i32 = 2;
 
 /// A rad_fields accumulator handle (0 is never valid).
 #[allow(non_camel_case_types)]
@@ -163,7 +170,20 @@ pub unsafe extern "C" fn fegpu_radfields_excluded(acc: fegpu_radfields_t, count:
 /// Every choice gives the same fields to rounding.
 #[no_mangle]
 pub extern "C" fn fegpu_radfields_set_variant(acc: fegpu_radfields_t, variant: i32) -> fegpu_status {
-    guard(|| accumulator(acc)?.set_variant(variant))
+    guard(|| {
+        let kernel = match variant {
+            FEGPU_RADFIELDS_AUTO => None,
+            FEGPU_RADFIELDS_DIRECT => Some(Kernel::Direct),
+            FEGPU_RADFIELDS_TILED => Some(Kernel::Tiled),
+            _ => {
+                return Err(Error::invalid(format!(
+                    "variant = {variant}: expected FEGPU_RADFIELDS_AUTO (0), _DIRECT (1) or _TILED (2)"
+                )))
+            }
+        };
+        accumulator(acc)?.set_variant(kernel);
+        Ok(())
+    })
 }
 
 /// Destroys an accumulator (waiting for nothing: queued work is discarded with it).

@@ -25,15 +25,6 @@ use model::Times;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// Strategy chosen by the overlap model from the timings of the first calls (two, the first warming up).
-pub const FEGPU_PIPELINE_AUTO: i32 = 0;
-/// One stream: copy-in, kernel, copy-out of each chunk in turn (version 1).
-pub const FEGPU_PIPELINE_SERIAL: i32 = 1;
-/// Each chunk's copy-in, kernel and copy-out issued together, chunks dealt across the streams (version 2).
-pub const FEGPU_PIPELINE_PER_CHUNK: i32 = 2;
-/// All copy-ins of a round of chunks, then all kernels, then all copy-outs (version 3).
-pub const FEGPU_PIPELINE_STAGED: i32 = 3;
-
 /// Most streams a pipeline uses.
 pub const MAX_STREAMS: usize = 16;
 /// Per-operation latency (launch, copy set-up) the model adds, in seconds.
@@ -52,32 +43,6 @@ pub struct Plan {
     pub strategy: Strategy,
     pub streams: usize,
     pub chunks: usize,
-}
-
-impl Plan {
-    /// From the C arguments; None for FEGPU_PIPELINE_AUTO. streams 0 with an
-    /// explicit strategy: the model's choice; chunks 0: one chunk per stream.
-    pub fn from_args(strategy: i32, streams: i64, chunks: i64) -> Result<Option<Plan>> {
-        let strategy = match strategy {
-            FEGPU_PIPELINE_AUTO => return Ok(None),
-            FEGPU_PIPELINE_SERIAL => Strategy::Serial,
-            FEGPU_PIPELINE_PER_CHUNK => Strategy::PerChunk,
-            FEGPU_PIPELINE_STAGED => Strategy::Staged,
-            s => {
-                return Err(Error::invalid(format!(
-                    "strategy = {s}: expected FEGPU_PIPELINE_AUTO (0), _SERIAL (1), _PER_CHUNK (2) or _STAGED (3)"
-                )))
-            }
-        };
-        if !(0..=MAX_STREAMS as i64).contains(&streams) {
-            return Err(Error::invalid(format!("n_streams = {streams}: expected 0 (automatic) to {MAX_STREAMS}")));
-        }
-        if chunks < 0 {
-            return Err(Error::invalid(format!("n_chunks = {chunks}: expected 0 (one per stream) or more")));
-        }
-        let streams = if strategy == Strategy::Serial { 1 } else { streams as usize };
-        Ok(Some(Plan { strategy, streams, chunks: chunks as usize }))
-    }
 }
 
 /// A host array an operation reads, writes, or both.
@@ -441,7 +406,7 @@ pub fn transpose(ctx: &Context, m: usize, n: usize, a: &[f64], at: &mut [f64], p
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::FEGPU_BACKEND_AUTO;
+    use crate::context::Request;
 
     /// Both staged orders forced (as `fegpu bench pipeline` does), on an
     /// operation whose output is also an input: y comes back right either way,
@@ -449,7 +414,7 @@ mod tests {
     /// does not apply and the host loop answers.
     #[test]
     fn both_staged_orders_give_the_serial_axpby() {
-        let ctx = Context::new(FEGPU_BACKEND_AUTO, 0).unwrap();
+        let ctx = Context::new(Request::Auto, 0).unwrap();
         let n = 1_000_003;
         let x: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 * 1e-3 - 0.5).collect();
         let y0: Vec<f64> = (0..n).map(|i| ((i * 104_729) % 997) as f64 * 1e-2).collect();

@@ -1,6 +1,6 @@
 //! CUDA launches for `kernels/radfields.cu` and the device side of an accumulator.
 
-use super::{Consts, Sources, FEGPU_RADFIELDS_TILED};
+use super::{Consts, Kernel, Sources};
 use crate::error::{host_vec, Result};
 use crate::gpu::{DeviceBuffer, Gpu, KernelArg, KernelValue, Pinned};
 use num_complex::Complex64;
@@ -59,7 +59,7 @@ pub struct Part {
     current: usize,
     pending: usize,
     /// The kernel strategy of the pending points.
-    variant: i32,
+    variant: Kernel,
     consts: Consts,
 }
 
@@ -81,7 +81,7 @@ impl Part {
             slots: Vec::new(),
             current: 0,
             pending: 0,
-            variant: FEGPU_RADFIELDS_TILED,
+            variant: Kernel::Tiled,
             consts,
         };
         part.reset(g)?;
@@ -119,7 +119,7 @@ impl Part {
 
     /// Packs the batch behind the pending points (call `reserve` first) and
     /// launches once enough are pending. Returns without waiting for the device.
-    pub fn accumulate(&mut self, g: &Gpu, src: &Sources, variant: i32) -> Result<()> {
+    pub fn accumulate(&mut self, g: &Gpu, src: &Sources, variant: Kernel) -> Result<()> {
         if self.pending > 0 && variant != self.variant {
             self.flush(g)?;
         }
@@ -161,7 +161,7 @@ impl Part {
         let sources = slot.device.slice(0..4 * n_p);
         let currents = slot.device.slice(4 * cap..4 * cap + 12 * n_rhs * n_p);
         let (n_s, n_p32, n_rhs32, c) = (self.count as i64, n_p as i32, n_rhs as i32, self.consts);
-        if self.variant == FEGPU_RADFIELDS_TILED {
+        if self.variant == Kernel::Tiled {
             let f = g.kernel("radfields", SOURCE, "rad_tiled")?;
             let (s_block, rhs_chunk, p_tile, threads) = tiled_shape(n_rhs, n_p);
             let (sb, rc, pt) = (s_block as i32, rhs_chunk as i32, p_tile as i32);

@@ -25,12 +25,14 @@ use crate::registry::{Kind, Object};
 use num_complex::Complex64;
 use std::sync::{Arc, Mutex};
 
-/// Kernel strategy: chosen from n_rhs (the default).
-pub const FEGPU_RADFIELDS_AUTO: i32 = 0;
-/// One thread per (S point, right-hand side); the seed's "parallel over S" and "over RHS".
-pub const FEGPU_RADFIELDS_DIRECT: i32 = 1;
-/// Green's-function coefficients of a tile of pairs shared by a block's right-hand sides.
-pub const FEGPU_RADFIELDS_TILED: i32 = 2;
+/// The kernel that accumulates a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    /// One thread per (S point, right-hand side); the seed's "parallel over S" and "over RHS".
+    Direct,
+    /// Green's-function coefficients of a tile of pairs shared by a block's right-hand sides.
+    Tiled,
+}
 
 /// Flops per (S point, S' point) pair and per pair and right-hand side, counted
 /// from the operations of `cpu::pair_coefficients` and `cpu::add_pair` with the
@@ -116,14 +118,14 @@ impl<'a> Sources<'a> {
     }
 }
 
-/// The kernel strategy `FEGPU_RADFIELDS_AUTO` picks, from measurement
+/// The kernel chosen when the caller leaves it to fegpu, from measurement
 /// (BENCHMARKS.md): the tiled kernel reuses each pair's coefficients over the
 /// right-hand sides, which pays as soon as there are two.
-pub fn auto_variant(n_rhs: usize) -> i32 {
+pub fn auto_variant(n_rhs: usize) -> Kernel {
     if n_rhs == 1 {
-        FEGPU_RADFIELDS_DIRECT
+        Kernel::Direct
     } else {
-        FEGPU_RADFIELDS_TILED
+        Kernel::Tiled
     }
 }
 
@@ -146,7 +148,8 @@ pub struct Accumulator {
     pub n_rhs: usize,
     medium: Medium,
     shares: Mutex<Vec<Share>>,
-    variant: Mutex<i32>,
+    /// None: chosen from n_rhs (`auto_variant`).
+    variant: Mutex<Option<Kernel>>,
 }
 
 impl Object for Accumulator {
@@ -184,27 +187,19 @@ impl Accumulator {
         if let Some(i) = all_finite(points) {
             return Err(Error::invalid(format!("points({}, {}) = {}: not finite", i % 3 + 1, i / 3 + 1, points[i])));
         }
-        Ok(Accumulator { n_s, n_rhs, medium, shares: Mutex::new(shares), variant: Mutex::new(FEGPU_RADFIELDS_AUTO) })
+        Ok(Accumulator { n_s, n_rhs, medium, shares: Mutex::new(shares), variant: Mutex::new(None) })
     }
 
-    pub fn set_variant(&self, variant: i32) -> Result<()> {
-        if !(FEGPU_RADFIELDS_AUTO..=FEGPU_RADFIELDS_TILED).contains(&variant) {
-            return Err(Error::invalid(format!(
-                "variant = {variant}: expected FEGPU_RADFIELDS_AUTO (0), _DIRECT (1) or _TILED (2)"
-            )));
-        }
+    /// The kernel of later batches (None: chosen from n_rhs).
+    pub fn set_variant(&self, variant: Option<Kernel>) {
         *self.variant.lock().unwrap_or_else(|p| p.into_inner()) = variant;
-        Ok(())
     }
 
     /// Adds the contribution of one batch of S' points. On the CUDA backend it
     /// returns once the work is queued: the batch is copied into page-locked
     /// staging (double-buffered), so the caller may overwrite its arrays at once.
     pub fn accumulate(&self, src: &Sources) -> Result<()> {
-        let variant = match *self.variant.lock().unwrap_or_else(|p| p.into_inner()) {
-            FEGPU_RADFIELDS_AUTO => auto_variant(self.n_rhs),
-            v => v,
-        };
+        let variant = self.variant.lock().unwrap_or_else(|p| p.into_inner()).unwrap_or_else(|| auto_variant(self.n_rhs));
         let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
         for sh in shares.iter_mut() {
             if let (Part::Device(p), Backend::Cuda(g)) = (&mut sh.part, &sh.ctx.backend) {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub fn open_context() -> Result<Arc<Context>> {
-    Ok(Arc::new(Context::new(fegpu::FEGPU_BACKEND_AUTO, 0)?))
+    Ok(Arc::new(Context::new(fegpu::context::Request::Auto, 0)?))
 }
 
 pub fn describe(ctx: &Context) -> String {

@@ -5,9 +5,9 @@
 //! case split across all of them.
 
 use super::{describe, open_context, time};
-use fegpu::context::{Context, FEGPU_BACKEND_CUDA};
+use fegpu::context::{Context, Request};
 use fegpu::error::Result;
-use fegpu::radfields::{cpu, cuda, flops, Accumulator, Medium, Sources, FEGPU_RADFIELDS_DIRECT, FEGPU_RADFIELDS_TILED};
+use fegpu::radfields::{cpu, cuda, flops, Accumulator, Kernel, Medium, Sources};
 use num_complex::Complex64;
 use std::sync::Arc;
 use std::time::Instant;
@@ -112,15 +112,15 @@ pub fn run() -> Result<()> {
             let total = ((4e11 / (n_s as f64 * per_pair)) as usize).clamp(256, 4096) / 256 * 256;
             let pr = problem(n_s, total, n_rhs);
             for n_p in [256, 8] {
-                for variant in [FEGPU_RADFIELDS_DIRECT, FEGPU_RADFIELDS_TILED] {
+                for variant in [Kernel::Direct, Kernel::Tiled] {
                     let acc = Accumulator::new(vec![ctx.clone()], &pr.s, n_rhs, medium())?;
-                    acc.set_variant(variant)?;
+                    acc.set_variant(Some(variant));
                     let t = time(&ctx, 3, || accumulate_all(&acc, &pr, n_p, n_rhs))?;
                     let rate = flops(n_s, total, n_rhs) / t;
                     println!(
                         "{n_s:>7} {n_rhs:>5} {:>10} {:>7} {:>8.2} {:>10.2} {:>7.1}% {:>9.0}x",
                         format!("{}x{n_p}", total / n_p),
-                        if variant == FEGPU_RADFIELDS_TILED { "tiled" } else { "direct" },
+                        if variant == Kernel::Tiled { "tiled" } else { "direct" },
                         t * 1e3,
                         rate / 1e12,
                         100.0 * rate / peak,
@@ -146,7 +146,7 @@ fn several_devices(ctx: &Arc<Context>, pr: &Problem, devices: usize) -> Result<(
     let (n_s, n_rhs, total) = (pr.s.len() / 3, 100, pr.w.len());
     let mut contexts = vec![ctx.clone()];
     for d in 1..devices {
-        contexts.push(Arc::new(Context::new(FEGPU_BACKEND_CUDA, d as i64)?));
+        contexts.push(Arc::new(Context::new(Request::Cuda, d as i64)?));
     }
     let mut rates = Vec::new();
     for n in [1, devices] {
