@@ -14,19 +14,6 @@
 #include <stdint.h>
 #include <stddef.h>
 
-// Integration strategies (FEStudio's levels): AUTO picks the fastest
-// measured (level I on the H100, BENCHMARKS.md).
-#define FEGPU_INTEGRATION_AUTO 0
-
-// Level I: one thread per element.
-#define FEGPU_INTEGRATION_ELEMENT 1
-
-// Level II: one element per block, its Gauss points' quantities shared.
-#define FEGPU_INTEGRATION_POINT 2
-
-// Level IIa: several elements per block, their Gauss points' quantities shared.
-#define FEGPU_INTEGRATION_BLOCKED 3
-
 #define FEGPU_DTYPE_F32 1
 
 #define FEGPU_DTYPE_F64 2
@@ -49,6 +36,19 @@
 
 // Shared-memory tile padded by one element per row (bank-conflict-free).
 #define FEGPU_VARIANT_PADDED 3
+
+// Integration strategies (FEStudio's levels): AUTO picks the fastest
+// measured (level I on the H100, BENCHMARKS.md).
+#define FEGPU_INTEGRATION_AUTO 0
+
+// Level I: one thread per element.
+#define FEGPU_INTEGRATION_ELEMENT 1
+
+// Level II: one element per block, its Gauss points' quantities shared.
+#define FEGPU_INTEGRATION_POINT 2
+
+// Level IIa: several elements per block, their Gauss points' quantities shared.
+#define FEGPU_INTEGRATION_BLOCKED 3
 
 #define FEGPU_ELEMENT_TRI3 1
 

@@ -27,10 +27,10 @@ fn suffix(set: &ElementSet) -> String {
 
 /// Elements per block of level IIa: as many as fit 48 KB of Gauss-point
 /// quantities, at most 32 (level II: 1).
-fn elements_per_block(set: &ElementSet, level: i32) -> (u32, u32, u32) {
+fn elements_per_block(set: &ElementSet, level: super::Level) -> (u32, u32, u32) {
     let points = if set.element.is_simplex() { 1 } else { set.order.pow(set.element.dim() as u32) };
     let per_element = points * (set.element.nodes() * set.element.dim() + 1) * 8;
-    let epb = if level == super::FEGPU_INTEGRATION_POINT { 1 } else { ((48 << 10) / per_element).clamp(1, 32) };
+    let epb = if level == super::Level::Point { 1 } else { ((48 << 10) / per_element).clamp(1, 32) };
     let threads = if epb == 1 { 64 } else { 256 };
     (epb as u32, threads, (epb * per_element) as u32)
 }
@@ -46,8 +46,8 @@ pub fn stiffness(
     total: usize,
     mass: bool,
 ) -> Result<DeviceBuffer<f64>, Failure> {
-    let level = if mass { super::FEGPU_INTEGRATION_ELEMENT } else { set.integration_level() };
-    let blocked = level != super::FEGPU_INTEGRATION_ELEMENT;
+    let level = if mass { super::Level::Element } else { set.integration_level() };
+    let blocked = level != super::Level::Element;
     let name = format!("{}_{}{}", if mass { "mass" } else { "stiffness" }, suffix(set), if blocked { "_blocked" } else { "" });
     let f = g.kernel("fem", SOURCE, &name)?;
     let ke = g.alloc::<f64>(total.max(1))?;

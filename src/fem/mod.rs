@@ -20,15 +20,16 @@ use crate::registry::{Handle, Kind, Object};
 use crate::sparse::Csr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Integration strategies (FEStudio's levels): AUTO picks the fastest
-/// measured (level I on the H100, BENCHMARKS.md).
-pub const FEGPU_INTEGRATION_AUTO: i32 = 0;
-/// Level I: one thread per element.
-pub const FEGPU_INTEGRATION_ELEMENT: i32 = 1;
-/// Level II: one element per block, its Gauss points' quantities shared.
-pub const FEGPU_INTEGRATION_POINT: i32 = 2;
-/// Level IIa: several elements per block, their Gauss points' quantities shared.
-pub const FEGPU_INTEGRATION_BLOCKED: i32 = 3;
+/// How the element matrices are integrated on the device (FEStudio's levels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Level I: one thread per element.
+    Element,
+    /// Level II: one element per block, its Gauss points' quantities shared.
+    Point,
+    /// Level IIa: several elements per block, their Gauss points' quantities shared.
+    Blocked,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Element {
@@ -159,8 +160,8 @@ pub struct ElementSet {
     /// per element, 0-based
     pub material: Vec<i32>,
     pub device: Option<DeviceSet>,
-    /// The integration strategy (FEGPU_INTEGRATION_*).
-    pub level: std::sync::atomic::AtomicI32,
+    /// The integration level the caller chose (None: the fastest measured).
+    pub level: Mutex<Option<Level>>,
     materials: Mutex<Materials>,
     results: Mutex<Results>,
 }
@@ -273,7 +274,7 @@ impl ElementSet {
             conn,
             material,
             device,
-            level: FEGPU_INTEGRATION_AUTO.into(),
+            level: Mutex::new(None),
             materials: Mutex::new(materials),
             results: Mutex::new(Results::default()),
         })
@@ -368,27 +369,18 @@ impl ElementSet {
         })
     }
 
-    /// The integration strategy of the next `integrate` (FEGPU_INTEGRATION_*;
-    /// the CPU backend's reference is the same quadrature whatever the level).
-    pub fn set_integration(&self, level: i32) -> Result<()> {
-        if !(FEGPU_INTEGRATION_AUTO..=FEGPU_INTEGRATION_BLOCKED).contains(&level) {
-            return Err(Error::invalid(format!(
-                "level = {level}: expected FEGPU_INTEGRATION_AUTO (0), _ELEMENT (1), _POINT (2) or _BLOCKED (3)"
-            )));
-        }
-        self.level.store(level, std::sync::atomic::Ordering::Relaxed);
-        Ok(())
+    /// The integration level of the next `integrate` (None: the fastest
+    /// measured; the CPU backend's reference is the same quadrature whatever the level).
+    pub fn set_integration(&self, level: Option<Level>) {
+        *self.level.lock().unwrap_or_else(|p| p.into_inner()) = level;
     }
 
     /// The level `integrate` uses: the caller's, or for AUTO the fastest
     /// measured. On the H100 that was level I for every element and problem
     /// (BENCHMARKS.md: its accumulation sits in registers, while levels II
     /// and IIa re-form B^T D B per entry and Gauss point from shared memory).
-    pub fn integration_level(&self) -> i32 {
-        match self.level.load(std::sync::atomic::Ordering::Relaxed) {
-            FEGPU_INTEGRATION_AUTO => FEGPU_INTEGRATION_ELEMENT,
-            level => level,
-        }
+    pub fn integration_level(&self) -> Level {
+        self.level.lock().unwrap_or_else(|p| p.into_inner()).unwrap_or(Level::Element)
     }
 
     /// Each material's density (elasticity, for the mass matrices); the next

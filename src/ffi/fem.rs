@@ -9,11 +9,20 @@ use crate::error::{Error, Result};
 use crate::fem::dynamics::{self, DynamicsStepper, Scheme};
 use crate::fem::ebe::{self, EbeSolver};
 use crate::fem::heat::{self, HeatStepper};
-use crate::fem::{self, Element, ElementSet, Problem};
+use crate::fem::{self, Element, ElementSet, Level, Problem};
 use crate::registry;
 use crate::sparse::solver;
 use std::sync::Arc;
 
+/// Integration strategies (FEStudio's levels): AUTO picks the fastest
+/// measured (level I on the H100, BENCHMARKS.md).
+pub const FEGPU_INTEGRATION_AUTO: i32 = 0;
+/// Level I: one thread per element.
+pub const FEGPU_INTEGRATION_ELEMENT: i32 = 1;
+/// Level II: one element per block, its Gauss points' quantities shared.
+pub const FEGPU_INTEGRATION_POINT: i32 = 2;
+/// Level IIa: several elements per block, their Gauss points' quantities shared.
+pub const FEGPU_INTEGRATION_BLOCKED: i32 = 3;
 pub const FEGPU_ELEMENT_TRI3: i32 = 1;
 pub const FEGPU_ELEMENT_QUAD4: i32 = 2;
 pub const FEGPU_ELEMENT_TET4: i32 = 3;
@@ -111,7 +120,21 @@ pub unsafe extern "C" fn fegpu_fem_create(
 /// several elements per block). All give the same matrices to rounding.
 #[no_mangle]
 pub extern "C" fn fegpu_fem_set_integration(fem: fegpu_fem_t, level: i32) -> fegpu_status {
-    guard(|| fem::get(fem, "fem")?.set_integration(level))
+    guard(|| {
+        let level = match level {
+            FEGPU_INTEGRATION_AUTO => None,
+            FEGPU_INTEGRATION_ELEMENT => Some(Level::Element),
+            FEGPU_INTEGRATION_POINT => Some(Level::Point),
+            FEGPU_INTEGRATION_BLOCKED => Some(Level::Blocked),
+            _ => {
+                return Err(Error::invalid(format!(
+                    "level = {level}: expected FEGPU_INTEGRATION_AUTO (0), _ELEMENT (1), _POINT (2) or _BLOCKED (3)"
+                )))
+            }
+        };
+        fem::get(fem, "fem")?.set_integration(level);
+        Ok(())
+    })
 }
 
 /// Integrates every element stiffness matrix where the set lives (one

@@ -10,9 +10,7 @@ use fegpu::array::Array;
 use fegpu::context::Context;
 use fegpu::error::Result;
 use fegpu::fem::ebe::EbeSolver;
-use fegpu::fem::{
-    cpu, Element, ElementSet, Problem, FEGPU_INTEGRATION_BLOCKED, FEGPU_INTEGRATION_ELEMENT, FEGPU_INTEGRATION_POINT,
-};
+use fegpu::fem::{cpu, Element, ElementSet, Level, Problem};
 use fegpu::sparse::solver::{Method, Precond, Solver};
 use std::sync::Arc;
 use std::time::Instant;
@@ -117,10 +115,8 @@ pub fn run() -> Result<()> {
         let clock = Instant::now();
         cpu::stiffness(&serial_set, &props, &mut ke).expect("valid elements");
         let serial_rate = serial_count as f64 / clock.elapsed().as_secs_f64();
-        for (level, name) in
-            [(FEGPU_INTEGRATION_ELEMENT, "I"), (FEGPU_INTEGRATION_POINT, "II"), (FEGPU_INTEGRATION_BLOCKED, "IIa")]
-        {
-            set.set_integration(level)?;
+        for (level, name) in [(Level::Element, "I"), (Level::Point, "II"), (Level::Blocked, "IIa")] {
+            set.set_integration(Some(level));
             let seconds = time(&ctx, 5, || set.integrate())?;
             let rate = count as f64 / seconds;
             let gbs = (count * packed_bytes) as f64 / seconds / 1e9;
