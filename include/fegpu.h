@@ -78,6 +78,22 @@
 
 // Lattice storage only: populations in IEEE half precision (f_i − w_i kept,
 // arithmetic in f32).
+// Site flag: a fluid site, collided and streamed every step.
+#define FEGPU_FLUID 0
+
+// Site flag: a resting wall (halfway bounce-back).
+#define FEGPU_WALL 1
+
+// Site flag: a wall moving with the lattice's wall velocity (halfway bounce-back with Ladd's term).
+#define FEGPU_MOVING_WALL 2
+
+// Periodic-direction bits.
+#define FEGPU_PERIODIC_X 1
+
+#define FEGPU_PERIODIC_Y 2
+
+#define FEGPU_PERIODIC_Z 4
+
 #define FEGPU_DTYPE_F16 3
 
 // Strategy chosen by the overlap model from the timings of the first calls (two, the first warming up).
@@ -110,22 +126,6 @@
 #define FEGPU_PRECOND_JACOBI 1
 
 #define FEGPU_PRECOND_ILU0 2
-
-// Site flag: a fluid site, collided and streamed every step.
-#define FEGPU_FLUID 0
-
-// Site flag: a resting wall (halfway bounce-back).
-#define FEGPU_WALL 1
-
-// Site flag: a wall moving with the lattice's wall velocity (halfway bounce-back with Ladd's term).
-#define FEGPU_MOVING_WALL 2
-
-// Periodic-direction bits.
-#define FEGPU_PERIODIC_X 1
-
-#define FEGPU_PERIODIC_Y 2
-
-#define FEGPU_PERIODIC_Z 4
 
 // Status returned by every C entry point (0 = success).
 typedef int32_t fegpu_status;

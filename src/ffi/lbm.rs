@@ -11,6 +11,28 @@ use std::sync::Arc;
 
 /// Lattice storage only: populations in IEEE half precision (f_i − w_i kept,
 /// arithmetic in f32).
+/// Site flag: a fluid site, collided and streamed every step.
+pub const FEGPU_FLUID: u8 = 0;
+/// Site flag: a resting wall (halfway bounce-back).
+pub const FEGPU_WALL: u8 = 1;
+/// Site flag: a wall moving with the lattice's wall velocity (halfway bounce-back with Ladd's term).
+pub const FEGPU_MOVING_WALL: u8 = 2;
+
+/// Periodic-direction bits.
+pub const FEGPU_PERIODIC_X: i32 = 1;
+pub const FEGPU_PERIODIC_Y: i32 = 2;
+pub const FEGPU_PERIODIC_Z: i32 = 4;
+
+// The flags and bits are the lattice's own data format: they must agree.
+const _: () = assert!(
+    FEGPU_FLUID == crate::lbm::FLUID
+        && FEGPU_WALL == crate::lbm::WALL
+        && FEGPU_MOVING_WALL == crate::lbm::MOVING_WALL
+        && FEGPU_PERIODIC_X == crate::lbm::PERIODIC_X
+        && FEGPU_PERIODIC_Y == crate::lbm::PERIODIC_Y
+        && FEGPU_PERIODIC_Z == crate::lbm::PERIODIC_Z
+);
+
 pub const FEGPU_DTYPE_F16: i32 = 3;
 
 /// A lattice handle (0 is never valid).

@@ -3,7 +3,7 @@
 //! storage keeps f_i − w_i, as on the device).
 
 use super::storage::Stored;
-use super::{opposite, Params, C, FEGPU_FLUID, FEGPU_MOVING_WALL, Q, W};
+use super::{opposite, Params, C, FLUID, MOVING_WALL, Q, W};
 
 fn equilibrium_of(i: usize, rho: f64, u: [f64; 3]) -> f64 {
     let cu = C[i][0] as f64 * u[0] + C[i][1] as f64 * u[1] + C[i][2] as f64 * u[2];
@@ -34,7 +34,7 @@ pub fn step<T: Stored>(p: &Params, flags: &[u8], fin: &[T], fout: &mut [T]) {
     let (omega, omega_minus) = (1.0 / p.tau, p.omega_minus());
     let g = p.force;
     for s in 0..n {
-        if flags[s] != FEGPU_FLUID {
+        if flags[s] != FLUID {
             for i in 0..Q {
                 fout[i * n + s] = fin[i * n + s];
             }
@@ -60,10 +60,10 @@ pub fn step<T: Stored>(p: &Params, flags: &[u8], fin: &[T], fout: &mut [T]) {
             } else {
                 f[i] - omega * (f[i] - equilibrium_of(i, rho, u)) + (1.0 - omega / 2.0) * W[i] * (3.0 * (cf - uf) + 9.0 * cu * cf)
             };
-            match p.neighbour(s, i).filter(|&d| flags[d] == FEGPU_FLUID) {
+            match p.neighbour(s, i).filter(|&d| flags[d] == FLUID) {
                 Some(d) => fout[i * n + d] = T::store(post, W[i]),
                 None => {
-                    let moving = p.neighbour(s, i).is_some_and(|d| flags[d] == FEGPU_MOVING_WALL);
+                    let moving = p.neighbour(s, i).is_some_and(|d| flags[d] == MOVING_WALL);
                     let uw = p.wall_velocity;
                     let wall = if moving { 6.0 * W[i] * rho * (c[0] * uw[0] + c[1] * uw[1] + c[2] * uw[2]) } else { 0.0 };
                     fout[opposite(i) * n + s] = T::store(post - wall, W[i]);
@@ -86,7 +86,7 @@ pub fn fields<T: Stored>(p: &Params, flags: &[u8], f: &[T], first: usize, rho_ou
     let n = p.sites();
     for (t, rho_t) in rho_out.iter_mut().enumerate() {
         let s = first + t;
-        let (rho, j) = if flags[s] == FEGPU_FLUID { moments(&gather(f, n, s)) } else { (0.0, [0.0; 3]) };
+        let (rho, j) = if flags[s] == FLUID { moments(&gather(f, n, s)) } else { (0.0, [0.0; 3]) };
         *rho_t = rho;
         for a in 0..3 {
             u_out[3 * t + a] = if rho != 0.0 { (j[a] + p.force[a] / 2.0) / rho } else { 0.0 };

@@ -57,17 +57,20 @@ pub fn opposite(i: usize) -> usize {
     }
 }
 
-/// Site flag: a fluid site, collided and streamed every step.
-pub const FEGPU_FLUID: u8 = 0;
-/// Site flag: a resting wall (halfway bounce-back).
-pub const FEGPU_WALL: u8 = 1;
-/// Site flag: a wall moving with the lattice's wall velocity (halfway bounce-back with Ladd's term).
-pub const FEGPU_MOVING_WALL: u8 = 2;
+/// Site flags, the lattice's data format (the caller's flag array, the CPU
+/// reference and kernels/lbm.cu read the same numbers; the ABI publishes
+/// them as FLUID, _WALL, _MOVING_WALL). A fluid site is collided and
+/// streamed every step.
+pub(crate) const FLUID: u8 = 0;
+/// A resting wall (halfway bounce-back).
+pub(crate) const WALL: u8 = 1;
+/// A wall moving with the lattice's wall velocity (halfway bounce-back with Ladd's term).
+pub(crate) const MOVING_WALL: u8 = 2;
 
-/// Periodic-direction bits.
-pub const FEGPU_PERIODIC_X: i32 = 1;
-pub const FEGPU_PERIODIC_Y: i32 = 2;
-pub const FEGPU_PERIODIC_Z: i32 = 4;
+/// Periodic-direction bits (x, y, z: 1, 2, 4; the ABI's FEGPU_PERIODIC_*).
+pub(crate) const PERIODIC_X: i32 = 1;
+pub(crate) const PERIODIC_Y: i32 = 2;
+pub(crate) const PERIODIC_Z: i32 = 4;
 
 /// Everything a step needs besides the populations and flags.
 #[derive(Debug, Clone, Copy)]
@@ -79,7 +82,7 @@ pub struct Params {
     pub tau: f64,
     /// Body force per unit volume (Guo forcing).
     pub force: [f64; 3],
-    /// Velocity of FEGPU_MOVING_WALL sites.
+    /// Velocity of MOVING_WALL sites.
     pub wall_velocity: [f64; 3],
     /// TRT's magic parameter (tau - 1/2)(tau_minus - 1/2); 0 selects BGK.
     pub magic: f64,
@@ -385,9 +388,7 @@ impl Lattice {
             return Err(Error::invalid(format!("tau = {tau}: BGK needs a finite tau > 0.5 (viscosity (tau - 1/2)/3 > 0)")));
         }
         if periodic & !7 != 0 {
-            return Err(Error::invalid(format!(
-                "periodic = {periodic}: only the bits FEGPU_PERIODIC_X|Y|Z (1, 2, 4) are defined"
-            )));
+            return Err(Error::invalid(format!("periodic = {periodic}: only the bits PERIODIC_X|Y|Z (1, 2, 4) are defined")));
         }
         let n = dims
             .iter()
@@ -399,11 +400,11 @@ impl Lattice {
         let flags = match gpu {
             Some(g) => {
                 let mut b = g.alloc::<u8>(n)?;
-                g.fill_bytes(&mut b, FEGPU_FLUID)?;
+                g.fill_bytes(&mut b, FLUID)?;
                 cuda::mark_bulk(g, &params, &mut b)?;
                 Buffer::Device(b)
             }
-            None => Buffer::Host(host_vec(n, FEGPU_FLUID, "lattice flags")?),
+            None => Buffer::Host(host_vec(n, FLUID, "lattice flags")?),
         };
         let mut storage = match precision {
             Precision::F16 => Storage::F16(new_populations(gpu, n)?),
@@ -442,14 +443,14 @@ impl Lattice {
         Ok(())
     }
 
-    /// One flag per site (x fastest); values FEGPU_FLUID, FEGPU_WALL, FEGPU_MOVING_WALL.
+    /// One flag per site (x fastest); values FLUID, WALL, MOVING_WALL.
     pub fn set_flags(&self, flags: &[u8]) -> Result<()> {
         let mut st = self.state();
         let n = st.params.sites();
         if flags.len() != n {
             return Err(Error::size(format!("flags: {} values for {n} sites", flags.len())));
         }
-        if let Some(s) = flags.iter().position(|&f| f > FEGPU_MOVING_WALL) {
+        if let Some(s) = flags.iter().position(|&f| f > MOVING_WALL) {
             return Err(Error::invalid(format!(
                 "flags({}) = {}: unknown flag (0 fluid, 1 wall, 2 moving wall)",
                 s + 1,

@@ -5,7 +5,8 @@
 use super::{describe, open_context, time};
 use fegpu::context::Context;
 use fegpu::error::Result;
-use fegpu::lbm::{Lattice, Precision, Scheme, FEGPU_PERIODIC_X, FEGPU_PERIODIC_Y, FEGPU_PERIODIC_Z, Q};
+use fegpu::lbm::{Lattice, Precision, Scheme, Q};
+use fegpu::{FEGPU_PERIODIC_X, FEGPU_PERIODIC_Y, FEGPU_PERIODIC_Z};
 use std::sync::Arc;
 use std::time::Instant;
 
