@@ -187,8 +187,6 @@ typedef uint64_t fegpu_radfields_t;
 // A solver handle (0 is never valid).
 typedef uint64_t fegpu_solver_t;
 
-
-
 #define FEGPU_OK 0
 
 // An argument is out of range, null where data is needed, or not finite.
