@@ -114,6 +114,15 @@ pub fn get<T: Object>(h: Handle, arg: &str) -> Result<Arc<T>> {
     }
 }
 
+/// The live handle of `object`, if it has one (an object handed out before).
+pub fn handle_of<T: Object>(object: &Arc<T>) -> Option<Handle> {
+    let target = Arc::as_ptr(object) as *const ();
+    table()
+        .iter()
+        .find(|(&h, e)| Kind::from_handle(h) == Some(T::KIND) && Arc::as_ptr(&e.object) as *const () == target)
+        .map(|(&h, _)| h)
+}
+
 pub fn owner_of(h: Handle) -> Option<Handle> {
     table().get(&h).map(|e| e.owner)
 }

@@ -140,10 +140,10 @@ fn every_compiled_tile_shape_matches_the_serial_loop() {
     let mut rng = Rng::new(seed());
     for &(m, n) in &[(1usize, 77usize), (77, 1), (65, 129), (300, 17), (257, 513)] {
         let a = rng.vec_f32(m * n);
-        let src = Array::new(ctx.clone(), 0, m, n, Some(&a)).unwrap();
+        let src = Array::new(ctx.clone(), m, n, Some(&a)).unwrap();
         for s in SHAPES {
             for v in [Variant::Tile, Variant::Padded] {
-                let dst = Array::new(ctx.clone(), 0, n, m, Some(&vec![f32::NAN; m * n])).unwrap();
+                let dst = Array::new(ctx.clone(), n, m, Some(&vec![f32::NAN; m * n])).unwrap();
                 transpose_shaped(&src, &dst, Some(v), Some(s)).unwrap();
                 let mut got = vec![0.0f32; m * n];
                 dst.download(0, &mut got, "dst").unwrap();

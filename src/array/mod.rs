@@ -112,7 +112,6 @@ impl Real for f64 {
 
 pub struct Array {
     pub ctx: Arc<Context>,
-    pub ctx_handle: Handle,
     pub rows: usize,
     pub cols: usize,
     pub dtype: Dtype,
@@ -126,7 +125,7 @@ impl Object for Array {
 impl Array {
     /// A rows x cols array; filled from `init` (column-major, rows*cols long)
     /// or left uninitialised (NaN on the CPU backend).
-    pub fn new<T: Real>(ctx: Arc<Context>, ctx_handle: Handle, rows: usize, cols: usize, init: Option<&[T]>) -> Result<Array> {
+    pub fn new<T: Real>(ctx: Arc<Context>, rows: usize, cols: usize, init: Option<&[T]>) -> Result<Array> {
         let n = element_count(rows, cols)?;
         if let Some(src) = init {
             if src.len() != n {
@@ -146,7 +145,7 @@ impl Array {
                 Buffer::Device(d)
             }
         };
-        Ok(Array { ctx, ctx_handle, rows, cols, dtype: T::DTYPE, data: Mutex::new(T::wrap(buf)) })
+        Ok(Array { ctx, rows, cols, dtype: T::DTYPE, data: Mutex::new(T::wrap(buf)) })
     }
 
     pub fn len(&self) -> usize {
@@ -213,11 +212,8 @@ pub fn get(h: Handle, arg: &str) -> Result<Arc<Array>> {
 
 /// Checks that two arrays live in the same context.
 pub fn same_context(a: &Array, b: &Array, a_arg: &str, b_arg: &str) -> Result<()> {
-    if a.ctx_handle != b.ctx_handle {
-        return Err(Error::invalid(format!(
-            "{a_arg} belongs to context {:#x} and {b_arg} to context {:#x}: both must be in one context",
-            a.ctx_handle, b.ctx_handle
-        )));
+    if !Arc::ptr_eq(&a.ctx, &b.ctx) {
+        return Err(Error::invalid(format!("{a_arg} and {b_arg} belong to different contexts: both must be in one context")));
     }
     Ok(())
 }

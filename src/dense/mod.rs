@@ -149,8 +149,8 @@ pub fn transpose_host<T: Real>(
         cpu::transpose(m, n, a, at);
         return Ok(());
     }
-    let src = Array::new(ctx.clone(), 0, m, n, Some(a))?;
-    let dst = Array::new::<T>(ctx.clone(), 0, n, m, None)?;
+    let src = Array::new(ctx.clone(), m, n, Some(a))?;
+    let dst = Array::new::<T>(ctx.clone(), n, m, None)?;
     transpose(&src, &dst, variant)?;
     dst.download(0, at, "at")
 }
@@ -165,7 +165,7 @@ pub fn transpose_host_in_place<T: Real>(ctx: &Arc<Context>, n: usize, a: &mut [T
         cpu::transpose_square_in_place(n, a);
         return Ok(());
     }
-    let arr = Array::new(ctx.clone(), 0, n, n, Some(&*a))?;
+    let arr = Array::new(ctx.clone(), n, n, Some(&*a))?;
     transpose_in_place(&arr, variant)?;
     arr.download(0, a, "a")
 }

@@ -107,7 +107,7 @@ impl DynamicsStepper {
         let k = copy(&mv, 0.0, true)?;
         let m = copy(&mv, 1.0, false)?;
         let zeros = vec![0.0; clamped.len()];
-        let scratch = Array::new(set.ctx.clone(), set.ctx_handle, n, 1, Some(&vec![0.0; n]))?;
+        let scratch = Array::new(set.ctx.clone(), n, 1, Some(&vec![0.0; n]))?;
         for a in [&k, &m] {
             sparse::apply_dirichlet(a, clamped, base, &zeros, &scratch)?;
         }
@@ -138,7 +138,7 @@ impl DynamicsStepper {
             }
             Scheme::CentralDifference => None,
         };
-        let zero = || Array::new(set.ctx.clone(), set.ctx_handle, n, 1, Some(&vec![0.0; n]));
+        let zero = || Array::new(set.ctx.clone(), n, 1, Some(&vec![0.0; n]));
         let state = State { v: zero()?, a: zero()?, u_prev: zero()?, work: zero()?, work2: zero()?, started: false };
         Ok(DynamicsStepper {
             free: set.resident(free)?,

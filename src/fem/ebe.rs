@@ -148,11 +148,8 @@ impl EbeSolver {
     }
 
     fn check(&self, v: &Array, arg: &str) -> Result<()> {
-        if v.ctx_handle != self.set.ctx_handle {
-            return Err(Error::invalid(format!(
-                "{arg} belongs to context {:#x}, the element set to {:#x}",
-                v.ctx_handle, self.set.ctx_handle
-            )));
+        if !Arc::ptr_eq(&v.ctx, &self.set.ctx) {
+            return Err(Error::invalid(format!("{arg} belongs to another context than the element set")));
         }
         if v.dtype != crate::array::Dtype::F64 {
             return Err(Error::invalid(format!("{arg} holds {} elements; the solver uses f64", v.dtype.name())));

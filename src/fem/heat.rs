@@ -255,9 +255,9 @@ fn build(
         }
         (fixed[d0 as usize], g[d0 as usize]) = (1, v);
     }
-    let rhs = Array::new(set.ctx.clone(), set.ctx_handle, n, 1, Some(&vec![0.0; n]))?;
-    let lift_array = Array::new(set.ctx.clone(), set.ctx_handle, n, 1, Some(&vec![0.0; n]))?;
-    let g_array = Array::new(set.ctx.clone(), set.ctx_handle, n, 1, Some(&g))?;
+    let rhs = Array::new(set.ctx.clone(), n, 1, Some(&vec![0.0; n]))?;
+    let lift_array = Array::new(set.ctx.clone(), n, 1, Some(&vec![0.0; n]))?;
+    let g_array = Array::new(set.ctx.clone(), n, 1, Some(&g))?;
     sparse::spmv(&left, 1.0, &g_array, 0.0, &lift_array)?;
     sparse::apply_dirichlet(&left, dofs, base, values, &rhs)?; // checks the dofs; rhs is scratch
     let stored = left.download_values()?;

@@ -122,8 +122,6 @@ impl Materials {
 /// to it, in element order, so assembly is a deterministic gather.
 struct Assembly {
     csr: Arc<Csr>,
-    /// The registry handle the caller got (0 until asked for).
-    handle: Handle,
     /// Entry i sums ke[from[ptr[i]..ptr[i + 1]]].
     ptr: Buffer<i32>,
     from: Buffer<i32>,
@@ -147,7 +145,6 @@ struct Results {
 /// CPU backend and for messages; the device holds its own.
 pub struct ElementSet {
     pub ctx: Arc<Context>,
-    pub ctx_handle: Handle,
     pub element: Element,
     pub problem: Problem,
     pub nodes: usize,
@@ -212,7 +209,6 @@ impl ElementSet {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         ctx: Arc<Context>,
-        ctx_handle: Handle,
         element: Element,
         problem: Problem,
         nodes: i64,
@@ -264,7 +260,6 @@ impl ElementSet {
         };
         Ok(ElementSet {
             ctx,
-            ctx_handle,
             element,
             problem,
             nodes,
@@ -402,8 +397,8 @@ impl ElementSet {
 
     /// Assembles the global matrix from the element matrices into the set's
     /// CSR matrix (pattern and map built on the first call, values gathered
-    /// where the set lives each call) and returns it with its registry handle.
-    pub fn assemble(&self) -> Result<(Arc<Csr>, Handle)> {
+    /// where the set lives each call) and returns it (the same matrix every call).
+    pub fn assemble(&self) -> Result<Arc<Csr>> {
         let mut r = self.results();
         let r = &mut *r;
         let ke = r.stiffness.as_ref().ok_or_else(|| Error::invalid("no element matrices yet: call fegpu_fem_integrate first"))?;
@@ -412,10 +407,7 @@ impl ElementSet {
         }
         let a = r.assembly.as_mut().expect("just built");
         a.csr.rewrite_values(|values| self.gather(&a.ptr, &a.from, ke, values))?;
-        if crate::registry::get::<Csr>(a.handle, "A").is_err() {
-            a.handle = crate::registry::insert(a.csr.clone(), self.ctx_handle);
-        }
-        Ok((a.csr.clone(), a.handle))
+        Ok(a.csr.clone())
     }
 
     /// Global values (on the assembled pattern) from element matrices `ke`
@@ -602,9 +594,9 @@ impl ElementSet {
             next[k] += 1;
         }));
         let pattern = crate::sparse::build_pattern(ndof, ndof, &row_ptr, &col, 0)?;
-        let csr = Arc::new(Csr::new(self.ctx.clone(), self.ctx_handle, pattern, &vec![0.0; nnz])?);
+        let csr = Arc::new(Csr::new(self.ctx.clone(), pattern, &vec![0.0; nnz])?);
         let (ptr, from) = (self.resident(ptr)?, self.resident(from)?);
-        Ok(Assembly { csr, handle: 0, ptr, from })
+        Ok(Assembly { csr, ptr, from })
     }
 
     /// The packed element matrices (packed_len x elements, element after

@@ -27,7 +27,7 @@ unsafe fn create<T: Real>(
             Some(p) => Some(host_in(p, element_count(r, k)?, "host")?),
             None => None,
         };
-        let a = Array::new::<T>(c, ctx, r, k, init)?;
+        let a = Array::new::<T>(c, r, k, init)?;
         *out = registry::insert(Arc::new(a), ctx);
         Ok(())
     })

@@ -106,8 +106,7 @@ pub unsafe extern "C" fn fegpu_fem_create(
         let conn = host_in(conn, items(element.nodes(), elements, "n_elements (conn)")?, "conn")?;
         let props = host_in(props, items(2, materials, "n_materials (props)")?, "props")?;
         let material = host_in(material, elements, "material")?;
-        let set =
-            ElementSet::new(c, ctx, element, problem, n_nodes, coords, n_elements, conn, index_base, props, material, order)?;
+        let set = ElementSet::new(c, element, problem, n_nodes, coords, n_elements, conn, index_base, props, material, order)?;
         *out = registry::insert(Arc::new(set), ctx);
         Ok(())
     })
@@ -179,7 +178,13 @@ pub unsafe extern "C" fn fegpu_fem_set_materials(fem: fegpu_fem_t, n_materials: 
 pub unsafe extern "C" fn fegpu_fem_assemble(fem: fegpu_fem_t, a: *mut crate::ffi::sparse::fegpu_csr_t) -> fegpu_status {
     guard(|| {
         let out = out_param(a, "A")?;
-        *out = fem::get(fem, "fem")?.assemble()?.1;
+        let set = fem::get(fem, "fem")?;
+        let csr = set.assemble()?;
+        // the same matrix every call: the same handle while the caller keeps it
+        *out = match registry::handle_of(&csr) {
+            Some(h) => h,
+            None => registry::insert(csr, registry::owner_of(fem).unwrap_or(0)),
+        };
         Ok(())
     })
 }
@@ -253,7 +258,7 @@ pub unsafe extern "C" fn fegpu_fem_ebe_create(
         let set = fem::get(fem, "fem")?;
         let dofs = index_list(n_fixed, dofs, index_base, "n_fixed", "dofs")?;
         let values = host_in(values, dofs.len(), "values")?;
-        let owner = set.ctx_handle;
+        let owner = registry::owner_of(fem).unwrap_or(0);
         let solver = EbeSolver::new(set, dofs, index_base as i64, values, on_the_fly != 0)?;
         *out = registry::insert(Arc::new(solver), owner);
         Ok(())
@@ -312,7 +317,7 @@ pub unsafe extern "C" fn fegpu_fem_heat_create(
         let set = fem::get(fem, "fem")?;
         let dofs = index_list(n_fixed, dofs, index_base, "n_fixed", "dofs")?;
         let values = host_in(values, dofs.len(), "values")?;
-        let owner = set.ctx_handle;
+        let owner = registry::owner_of(fem).unwrap_or(0);
         let stepper = HeatStepper::new(set, dt, theta, dofs, index_base as i64, values)?;
         *out = registry::insert(Arc::new(stepper), owner);
         Ok(())
@@ -421,7 +426,7 @@ pub unsafe extern "C" fn fegpu_fem_dynamics_create(
                 at_clamped_i = crate::error::at("clamped", i)
             )));
         }
-        let owner = set.ctx_handle;
+        let owner = registry::owner_of(fem).unwrap_or(0);
         let stepper = DynamicsStepper::new(set, dt, scheme, clamped, index_base as i64)?;
         *out = registry::insert(Arc::new(stepper), owner);
         Ok(())

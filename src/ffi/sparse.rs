@@ -85,7 +85,7 @@ unsafe fn create<I: Index>(
         let (ci, v) =
             if nnz == 0 { (&[][..], &[][..]) } else { (host_in(col_ind, nnz, "col_ind")?, host_in(values, nnz, "values")?) };
         let pattern = sparse::build_pattern(nr, nc, rp, ci, index_base as i64)?;
-        let m = Csr::new(c, ctx, pattern, v)?;
+        let m = Csr::new(c, pattern, v)?;
         *out = registry::insert(Arc::new(m), ctx);
         Ok(())
     })
@@ -145,7 +145,7 @@ pub unsafe extern "C" fn fegpu_csr_read_mm(ctx: fegpu_context_t, path: *const li
         let t = mm::read_matrix(&path_arg(path)?)?;
         let (rp, ci, v) = t.to_csr()?;
         let pattern = sparse::build_pattern(t.nrows.max(1), t.ncols.max(1), &rp, &ci, 0)?;
-        *out = registry::insert(Arc::new(Csr::new(c, ctx, pattern, &v)?), ctx);
+        *out = registry::insert(Arc::new(Csr::new(c, pattern, &v)?), ctx);
         Ok(())
     })
 }
@@ -296,7 +296,7 @@ pub unsafe extern "C" fn fegpu_solver_create(a: fegpu_csr_t, method: i32, precon
     guard(|| {
         let out = out_param(s, "S")?;
         let m = sparse::get(a, "A")?;
-        let owner = m.ctx_handle;
+        let owner = registry::owner_of(a).unwrap_or(0);
         let solver = Solver::new(m, method_of(method)?, precond_of(precond)?)?;
         *out = registry::insert(Arc::new(solver), owner);
         Ok(())

@@ -60,7 +60,6 @@ pub struct Values {
 
 pub struct Csr {
     pub ctx: Arc<Context>,
-    pub ctx_handle: Handle,
     pub pattern: Pattern,
     pub device: Option<DevicePattern>,
     values: Mutex<Values>,
@@ -185,7 +184,7 @@ pub fn build_pattern<I: Index>(nrows: usize, ncols: usize, row_ptr: &[I], col: &
 }
 
 impl Csr {
-    pub fn new(ctx: Arc<Context>, ctx_handle: Handle, pattern: Pattern, caller_values: &[f64]) -> Result<Csr> {
+    pub fn new(ctx: Arc<Context>, pattern: Pattern, caller_values: &[f64]) -> Result<Csr> {
         let values = stored_values(&pattern, caller_values)?;
         let (device, data) = match &ctx.backend {
             Backend::Cpu => (None, Buffer::Host(values)),
@@ -199,7 +198,7 @@ impl Csr {
                 (Some(dp), Buffer::Device(cuda::upload(g, &values)?))
             }
         };
-        Ok(Csr { ctx, ctx_handle, pattern, device, values: Mutex::new(Values { data, version: 0 }) })
+        Ok(Csr { ctx, pattern, device, values: Mutex::new(Values { data, version: 0 }) })
     }
 
     pub fn values(&self) -> MutexGuard<'_, Values> {
@@ -236,7 +235,7 @@ impl Csr {
             slot_of: None,
             caller_nnz: p.nnz(),
         };
-        Csr::new(self.ctx.clone(), self.ctx_handle, pattern, values)
+        Csr::new(self.ctx.clone(), pattern, values)
     }
 
     /// Rewrites the stored values where they live (assembly on the device),
@@ -292,8 +291,8 @@ pub fn get(h: Handle, arg: &str) -> Result<Arc<Csr>> {
 
 /// Checks a vector argument: an f64 array of `len` elements in A's context.
 pub fn check_vector(a: &Csr, v: &Array, len: usize, arg: &str) -> Result<()> {
-    if v.ctx_handle != a.ctx_handle {
-        return Err(Error::invalid(format!("{arg} belongs to context {:#x}, the matrix to {:#x}", v.ctx_handle, a.ctx_handle)));
+    if !Arc::ptr_eq(&v.ctx, &a.ctx) {
+        return Err(Error::invalid(format!("{arg} belongs to another context than the matrix")));
     }
     if v.dtype != crate::array::Dtype::F64 {
         return Err(Error::invalid(format!("{arg} holds {} elements; sparse operations use f64", v.dtype.name())));

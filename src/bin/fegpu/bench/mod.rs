@@ -101,9 +101,9 @@ fn print_rows(title: &str, rows: &[Row], ceiling_gbs: f64, serial_s: f64) {
 
 fn bench_transpose_typed<T: Real>(ctx: &Arc<Context>, m: usize, n: usize, reps: usize, from: impl Fn(f64) -> T) -> Result<()> {
     let host = random::<T>(m * n, (m * 31 + n) as u64, from);
-    let a = Array::new(ctx.clone(), 0, m, n, Some(&host))?;
-    let at = Array::new::<T>(ctx.clone(), 0, n, m, None)?;
-    let b = Array::new::<T>(ctx.clone(), 0, m, n, None)?;
+    let a = Array::new(ctx.clone(), m, n, Some(&host))?;
+    let at = Array::new::<T>(ctx.clone(), n, m, None)?;
+    let b = Array::new::<T>(ctx.clone(), m, n, None)?;
     let bytes = 2.0 * (m * n * std::mem::size_of::<T>()) as f64;
 
     let mut serial_out = vec![host[0]; m * n];
@@ -164,7 +164,7 @@ fn bench_transpose_typed<T: Real>(ctx: &Arc<Context>, m: usize, n: usize, reps: 
 fn bench_uploads(ctx: &Arc<Context>, reps: usize) -> Result<()> {
     let n = 32 << 20; // 256 MiB of f64
     let mut host = random::<f64>(n, 7, |x| x);
-    let dev = Array::new::<f64>(ctx.clone(), 0, n, 1, None)?;
+    let dev = Array::new::<f64>(ctx.clone(), n, 1, None)?;
     let gb = (n * 8) as f64 / 1e9;
     let pageable = time(ctx, reps, || dev.upload(0, &host, "host"))?;
     ctx.register_host(host.as_mut_ptr() as *mut u8, n * 8)?;
@@ -211,8 +211,8 @@ pub fn showcase() -> Result<()> {
 
     // The resident pattern: upload once, work on the device, download once.
     let t = Instant::now();
-    let da = Array::new(ctx.clone(), 0, m, n, Some(&a))?;
-    let dt = Array::new::<f64>(ctx.clone(), 0, n, m, None)?;
+    let da = Array::new(ctx.clone(), m, n, Some(&a))?;
+    let dt = Array::new::<f64>(ctx.clone(), n, m, None)?;
     let upload_s = t.elapsed().as_secs_f64();
     let per = time(&ctx, steps, || dense::transpose(&da, &dt, None))?;
     let mut back = vec![f64::NAN; m * n];

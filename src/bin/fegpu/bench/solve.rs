@@ -28,7 +28,7 @@ pub fn run(o: &Options) -> Result<bool> {
     let n = pattern.nrows;
     println!("{}: {} x {}, {} stored entries", o.matrix.display(), n, pattern.ncols, pattern.nnz());
     let clock = Instant::now();
-    let a = Arc::new(Csr::new(ctx.clone(), 0, pattern, &v)?);
+    let a = Arc::new(Csr::new(ctx.clone(), pattern, &v)?);
     let ones = vec![1.0; n];
     let b_host = match &o.rhs {
         Some(p) => {
@@ -45,8 +45,8 @@ pub fn run(o: &Options) -> Result<bool> {
             b
         }
     };
-    let b = Array::new(ctx.clone(), 0, n, 1, Some(&b_host))?;
-    let x = Array::new(ctx.clone(), 0, n, 1, Some(&vec![0.0; n]))?;
+    let b = Array::new(ctx.clone(), n, 1, Some(&b_host))?;
+    let x = Array::new(ctx.clone(), n, 1, Some(&vec![0.0; n]))?;
     if let Some(g) = ctx.gpu() {
         g.synchronize("upload")?;
     }

@@ -25,14 +25,14 @@ pub fn matrices(real: Option<&std::path::Path>) -> Result<Vec<(String, usize, ga
 }
 
 fn make(ctx: &Arc<Context>, n: usize, (rp, ci, v): &gallery::CsrArrays) -> Result<Arc<Csr>> {
-    Ok(Arc::new(Csr::new(ctx.clone(), 0, sparse::build_pattern(n, n, rp, ci, 0)?, v)?))
+    Ok(Arc::new(Csr::new(ctx.clone(), sparse::build_pattern(n, n, rp, ci, 0)?, v)?))
 }
 
 /// Device-to-device copy bandwidth (read + write) of a 1 GiB buffer: the ceiling.
 fn copy_ceiling(ctx: &Arc<Context>) -> Result<f64> {
     let n = 1 << 27;
-    let a = Array::new::<f64>(ctx.clone(), 0, n, 1, None)?;
-    let b = Array::new::<f64>(ctx.clone(), 0, n, 1, None)?;
+    let a = Array::new::<f64>(ctx.clone(), n, 1, None)?;
+    let b = Array::new::<f64>(ctx.clone(), n, 1, None)?;
     let t = time(ctx, 10, || fegpu::dense::copy(&a, &b, None))?;
     Ok(2.0 * (n * 8) as f64 / t / 1e9)
 }
@@ -58,8 +58,8 @@ pub fn spmv(real: Option<&std::path::Path>) -> Result<()> {
         let a = make(&ctx, n, &arrays)?;
         let nnz = a.pattern.nnz();
         let xh: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 / 1000.0).collect();
-        let x = Array::new(ctx.clone(), 0, n, 1, Some(&xh))?;
-        let y = Array::new(ctx.clone(), 0, n, 1, Some(&vec![f64::NAN; n]))?;
+        let x = Array::new(ctx.clone(), n, 1, Some(&xh))?;
+        let y = Array::new(ctx.clone(), n, 1, Some(&vec![f64::NAN; n]))?;
         let bytes = spmv_bytes(n, nnz);
         let mut rows = Vec::new();
         if let (Some(g), Some(dp)) = (ctx.gpu(), a.device.as_ref()) {
@@ -98,8 +98,8 @@ pub fn spmv(real: Option<&std::path::Path>) -> Result<()> {
 fn per_iteration(ctx: &Arc<Context>, a: &Arc<Csr>, method: Method, precond: Precond, iters: i64) -> Result<(f64, f64)> {
     let n = a.pattern.nrows;
     let bh: Vec<f64> = (0..n).map(|i| 1.0 + ((i * 31) % 17) as f64 / 17.0).collect();
-    let b = Array::new(ctx.clone(), 0, n, 1, Some(&bh))?;
-    let x = Array::new(ctx.clone(), 0, n, 1, Some(&vec![0.0; n]))?;
+    let b = Array::new(ctx.clone(), n, 1, Some(&bh))?;
+    let x = Array::new(ctx.clone(), n, 1, Some(&vec![0.0; n]))?;
     let t = Instant::now();
     let s = Solver::new(a.clone(), method, precond)?;
     let setup = t.elapsed().as_secs_f64();
