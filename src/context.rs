@@ -3,7 +3,6 @@
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::profile::Profile;
-use crate::registry::{Handle, Kind, Object};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -46,10 +45,6 @@ impl Extensions {
         let slot = map.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(T::default())).clone();
         slot.downcast::<T>().unwrap_or_else(|_| unreachable!("each slot is keyed by its own type"))
     }
-}
-
-impl Object for Context {
-    const KIND: Kind = Kind::Context;
 }
 
 /// Applies `FEGPU_BACKEND` (auto|cpu|cuda) and `FEGPU_DEVICE` over the caller's choice,
@@ -171,9 +166,4 @@ impl Drop for Context {
             }
         }
     }
-}
-
-/// Resolves a context handle.
-pub fn get(h: Handle, arg: &str) -> Result<std::sync::Arc<Context>> {
-    crate::registry::get::<Context>(h, arg)
 }

@@ -70,7 +70,7 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.message, crate::ffi::status::status_name(self.kind.into()))
+        write!(f, "{} ({:?})", self.message, self.kind)
     }
 }
 

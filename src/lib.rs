@@ -18,7 +18,6 @@ pub mod lbm;
 pub mod pipeline;
 pub mod profile;
 pub mod radfields;
-pub mod registry;
 pub mod sparse;
 
 pub use error::*;

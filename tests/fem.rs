@@ -125,7 +125,7 @@ fn random_elements(rng: &mut Rng, element: i32, dim: usize, count: usize) -> (Ve
 }
 
 fn reference_context() -> fegpu_context_t {
-    fegpu::registry::insert(std::sync::Arc::new(fegpu::context::Context::cpu_reference()), 0)
+    fegpu::ffi::registry::insert(std::sync::Arc::new(fegpu::context::Context::cpu_reference()), 0)
 }
 
 #[test]

@@ -394,7 +394,7 @@ fn op_profile(ctx: u64, op: &str) -> fegpu_op_profile {
 fn the_profile_counts_the_bytes_moved() {
     let mut rng = Rng::new(seed());
     let ctx = context();
-    let device = fegpu::context::get(ctx, "ctx").unwrap().gpu().is_some();
+    let device = fegpu::ffi::registry::get::<fegpu::context::Context>(ctx, "ctx").unwrap().gpu().is_some();
     assert_eq!(op_profile(ctx, "axpby").calls, 0);
     ok(fegpu_profile_enable(ctx, 1));
     let (x, mut y) = (rng.vec_f64(1000), rng.vec_f64(1000));

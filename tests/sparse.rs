@@ -203,7 +203,7 @@ fn solve(ctx: fegpu_context_t, a: fegpu_csr_t, b: &[f64], method: i32, precond: 
 
 /// A context on the CPU reference backend whatever FEGPU_BACKEND says.
 fn reference_context() -> fegpu_context_t {
-    fegpu::registry::insert(std::sync::Arc::new(fegpu::context::Context::cpu_reference()), 0)
+    fegpu::ffi::registry::insert(std::sync::Arc::new(fegpu::context::Context::cpu_reference()), 0)
 }
 
 #[test]

@@ -7,7 +7,6 @@ pub mod vector;
 use crate::context::{Backend, Context};
 use crate::error::{element_count, host_copy, host_vec, Error, Result};
 use crate::gpu::{DeviceBuffer, DeviceScalar};
-use crate::registry::{Handle, Kind, Object};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -118,10 +117,6 @@ pub struct Array {
     data: Mutex<Storage>,
 }
 
-impl Object for Array {
-    const KIND: Kind = Kind::Array;
-}
-
 impl Array {
     /// A rows x cols array; filled from `init` (column-major, rows*cols long)
     /// or left uninitialised (NaN on the CPU backend).
@@ -203,11 +198,6 @@ impl Array {
         }
         Ok(())
     }
-}
-
-/// Resolves an array handle.
-pub fn get(h: Handle, arg: &str) -> Result<Arc<Array>> {
-    crate::registry::get::<Array>(h, arg)
 }
 
 /// Checks that two arrays live in the same context.

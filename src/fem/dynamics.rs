@@ -7,7 +7,6 @@
 use super::{ElementSet, Problem};
 use crate::array::{Array, Buffer};
 use crate::error::{Error, Result};
-use crate::registry::{Handle, Kind, Object};
 use crate::sparse::solver::{outcome_status, Method, Precond, Solver};
 use crate::sparse::{self, f64_buf, Csr};
 use std::sync::{Arc, Mutex};
@@ -43,14 +42,6 @@ struct State {
     work: Array,
     work2: Array,
     started: bool,
-}
-
-impl Object for DynamicsStepper {
-    const KIND: Kind = Kind::DynamicsStepper;
-}
-
-pub fn get(h: Handle, arg: &str) -> Result<Arc<DynamicsStepper>> {
-    crate::registry::get::<DynamicsStepper>(h, arg)
 }
 
 /// x = d .* x.

@@ -10,7 +10,6 @@ use crate::array::{mixed_backends, Array, Buffer};
 use crate::error::{Error, ErrorKind, Result};
 use crate::gpu::{DeviceBuffer, Gpu, Graph};
 use crate::krylov::{cpu::CpuOps, cuda::CudaOps, Jacobi, Method, Operator, Outcome, Slot, SLOTS};
-use crate::registry::{Handle, Kind, Object};
 use crate::sparse::{cuda as sparse_cuda, f64_buf};
 use std::sync::{Arc, Mutex};
 
@@ -84,14 +83,6 @@ impl Operator for EbeOperator<'_> {
             DeviceMatrices::OnTheFly(props) => cuda::ebe_otf(g, self.set, device, props, Some((fixed, diag)), x, y, None, sc),
         }
     }
-}
-
-impl Object for EbeSolver {
-    const KIND: Kind = Kind::EbeSolver;
-}
-
-pub fn get(h: Handle, arg: &str) -> Result<Arc<EbeSolver>> {
-    crate::registry::get::<EbeSolver>(h, arg)
 }
 
 impl EbeSolver {

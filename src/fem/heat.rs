@@ -10,7 +10,6 @@
 use super::ElementSet;
 use crate::array::{Array, Buffer};
 use crate::error::{Error, Result};
-use crate::registry::{Handle, Kind, Object};
 use crate::sparse::solver::{Method, Outcome, Precond, Solver};
 use crate::sparse::{self, cpu as sparse_cpu, cuda as sparse_cuda, f64_buf, Csr};
 use std::sync::{Arc, Mutex};
@@ -40,14 +39,6 @@ struct Built {
     /// The kept diagonal of the left matrix (b = diag g on fixed rows).
     diag: Buffer<f64>,
     rhs: Array,
-}
-
-impl Object for HeatStepper {
-    const KIND: Kind = Kind::HeatStepper;
-}
-
-pub fn get(h: Handle, arg: &str) -> Result<Arc<HeatStepper>> {
-    crate::registry::get::<HeatStepper>(h, arg)
 }
 
 /// Lumped convection: for each boundary dof (0-based), h A and T_env.

@@ -16,7 +16,6 @@ use crate::array::Buffer;
 use crate::context::Context;
 use crate::error::{positive, Error, Result};
 use crate::gpu::DeviceBuffer;
-use crate::registry::{Handle, Kind, Object};
 use crate::sparse::Csr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -161,14 +160,6 @@ pub struct ElementSet {
     pub level: Mutex<Option<Level>>,
     materials: Mutex<Materials>,
     results: Mutex<Results>,
-}
-
-impl Object for ElementSet {
-    const KIND: Kind = Kind::ElementSet;
-}
-
-pub fn get(h: Handle, arg: &str) -> Result<Arc<ElementSet>> {
-    crate::registry::get::<ElementSet>(h, arg)
 }
 
 fn check_props(problem: Problem, props: &[f64]) -> Result<()> {

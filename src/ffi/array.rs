@@ -1,12 +1,11 @@
 //! C surface of device-resident arrays. Arrays are column-major rows x cols
 //! (a vector is n x 1); element order is Fortran's.
 
+use super::registry;
 use super::status::fegpu_status;
 use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, out_param, range};
-use crate::array::{self, Array, Dtype, Real};
-use crate::context;
+use crate::array::{Array, Dtype, Real};
 use crate::error::{element_count, positive, Error, Result};
-use crate::registry;
 use std::sync::Arc;
 
 pub const FEGPU_DTYPE_F32: i32 = 1;
@@ -21,7 +20,7 @@ unsafe fn create<T: Real>(
 ) -> fegpu_status {
     guard(|| {
         let out = out_param(out, "arr")?;
-        let c = context::get(ctx, "ctx")?;
+        let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         let (r, k) = (positive("rows", rows)?, positive("cols", cols)?);
         let init = match host {
             Some(p) => Some(host_in(p, element_count(r, k)?, "host")?),
@@ -44,7 +43,7 @@ fn whole(a: &Array, count: i64) -> Result<usize> {
 
 unsafe fn upload<T: Real>(arr: fegpu_array_t, host: *const T, count: i64) -> fegpu_status {
     guard(|| {
-        let a = array::get(arr, "arr")?;
+        let a = registry::get::<crate::array::Array>(arr, "arr")?;
         let n = whole(&a, count)?;
         a.upload(0, host_in(host, n, "host")?, "arr")
     })
@@ -52,7 +51,7 @@ unsafe fn upload<T: Real>(arr: fegpu_array_t, host: *const T, count: i64) -> feg
 
 unsafe fn download<T: Real>(arr: fegpu_array_t, host: *mut T, count: i64) -> fegpu_status {
     guard(|| {
-        let a = array::get(arr, "arr")?;
+        let a = registry::get::<crate::array::Array>(arr, "arr")?;
         let n = whole(&a, count)?;
         a.download(0, host_out(host, n, "host")?, "arr")
     })
@@ -60,7 +59,7 @@ unsafe fn download<T: Real>(arr: fegpu_array_t, host: *mut T, count: i64) -> feg
 
 unsafe fn upload_slice<T: Real>(arr: fegpu_array_t, first: i64, count: i64, host: *const T, index_base: i32) -> fegpu_status {
     guard(|| {
-        let a = array::get(arr, "arr")?;
+        let a = registry::get::<crate::array::Array>(arr, "arr")?;
         let (first, count) = range(first, count, index_base, "arr")?;
         a.upload(first, host_in(host, count, "host")?, "arr")
     })
@@ -68,7 +67,7 @@ unsafe fn upload_slice<T: Real>(arr: fegpu_array_t, first: i64, count: i64, host
 
 unsafe fn download_slice<T: Real>(arr: fegpu_array_t, first: i64, count: i64, host: *mut T, index_base: i32) -> fegpu_status {
     guard(|| {
-        let a = array::get(arr, "arr")?;
+        let a = registry::get::<crate::array::Array>(arr, "arr")?;
         let (first, count) = range(first, count, index_base, "arr")?;
         a.download(first, host_out(host, count, "host")?, "arr")
     })
@@ -126,7 +125,7 @@ pub extern "C" fn fegpu_array_destroy(arr: fegpu_array_t) -> fegpu_status {
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_array_shape(arr: fegpu_array_t, rows: *mut i64, cols: *mut i64, dtype: *mut i32) -> fegpu_status {
     guard(|| {
-        let a = array::get(arr, "arr")?;
+        let a = registry::get::<crate::array::Array>(arr, "arr")?;
         if !rows.is_null() {
             *rows = a.rows as i64;
         }

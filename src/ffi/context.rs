@@ -1,10 +1,10 @@
 //! C surface of contexts and host-memory registration.
 
+use super::registry;
 use super::status::fegpu_status;
 use super::{fegpu_context_t, guard, out_param};
-use crate::context::{self, Context, Request};
+use crate::context::{Context, Request};
 use crate::error::{positive, Error, Result};
-use crate::registry;
 use std::sync::Arc;
 
 /// Backend requested at context creation.
@@ -47,7 +47,7 @@ pub extern "C" fn fegpu_context_destroy(ctx: fegpu_context_t) -> fegpu_status {
 pub unsafe extern "C" fn fegpu_context_backend(ctx: fegpu_context_t, backend: *mut i32) -> fegpu_status {
     guard(|| {
         let out = out_param(backend, "backend")?;
-        *out = match context::get(ctx, "ctx")?.gpu() {
+        *out = match registry::get::<crate::context::Context>(ctx, "ctx")?.gpu() {
             Some(_) => FEGPU_BACKEND_CUDA,
             None => FEGPU_BACKEND_CPU,
         };
@@ -58,7 +58,7 @@ pub unsafe extern "C" fn fegpu_context_backend(ctx: fegpu_context_t, backend: *m
 /// Waits until all work queued in the context has finished.
 #[no_mangle]
 pub extern "C" fn fegpu_context_synchronize(ctx: fegpu_context_t) -> fegpu_status {
-    guard(|| match context::get(ctx, "ctx")?.gpu() {
+    guard(|| match registry::get::<crate::context::Context>(ctx, "ctx")?.gpu() {
         Some(g) => g.synchronize("fegpu_context_synchronize"),
         None => Ok(()),
     })
@@ -70,7 +70,7 @@ pub extern "C" fn fegpu_context_synchronize(ctx: fegpu_context_t) -> fegpu_statu
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_host_register(ctx: fegpu_context_t, ptr: *mut libc::c_void, bytes: i64) -> fegpu_status {
     guard(|| {
-        let c = context::get(ctx, "ctx")?;
+        let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         if ptr.is_null() {
             return Err(Error::invalid("ptr is a null pointer"));
         }
@@ -82,7 +82,7 @@ pub unsafe extern "C" fn fegpu_host_register(ctx: fegpu_context_t, ptr: *mut lib
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_host_unregister(ctx: fegpu_context_t, ptr: *mut libc::c_void) -> fegpu_status {
     guard(|| {
-        let c = context::get(ctx, "ctx")?;
+        let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         if ptr.is_null() {
             return Err(Error::invalid("ptr is a null pointer"));
         }

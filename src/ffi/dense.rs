@@ -1,9 +1,9 @@
 //! C surface of dense transpose and copy.
 
+use super::registry;
 use super::status::fegpu_status;
 use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, no_overlap, span};
-use crate::array::{self, Real};
-use crate::context;
+use crate::array::Real;
 use crate::dense::{self, Variant};
 use crate::error::{element_count, positive, Error, Result};
 
@@ -36,7 +36,11 @@ fn variant_of(code: i32) -> Result<Option<Variant>> {
 pub extern "C" fn fegpu_dense_transpose(src: fegpu_array_t, dst: fegpu_array_t, variant: i32) -> fegpu_status {
     guard(|| {
         let v = variant_of(variant)?;
-        dense::transpose(&*array::get(src, "src")?, &*array::get(dst, "dst")?, v)
+        dense::transpose(
+            &*registry::get::<crate::array::Array>(src, "src")?,
+            &*registry::get::<crate::array::Array>(dst, "dst")?,
+            v,
+        )
     })
 }
 
@@ -45,7 +49,7 @@ pub extern "C" fn fegpu_dense_transpose(src: fegpu_array_t, dst: fegpu_array_t, 
 pub extern "C" fn fegpu_dense_transpose_in_place(a: fegpu_array_t, variant: i32) -> fegpu_status {
     guard(|| {
         let v = variant_of(variant)?;
-        dense::transpose_in_place(&*array::get(a, "a")?, v)
+        dense::transpose_in_place(&*registry::get::<crate::array::Array>(a, "a")?, v)
     })
 }
 
@@ -55,13 +59,13 @@ pub extern "C" fn fegpu_dense_transpose_in_place(a: fegpu_array_t, variant: i32)
 pub extern "C" fn fegpu_dense_copy(src: fegpu_array_t, dst: fegpu_array_t, variant: i32) -> fegpu_status {
     guard(|| {
         let v = variant_of(variant)?;
-        dense::copy(&*array::get(src, "src")?, &*array::get(dst, "dst")?, v)
+        dense::copy(&*registry::get::<crate::array::Array>(src, "src")?, &*registry::get::<crate::array::Array>(dst, "dst")?, v)
     })
 }
 
 unsafe fn transpose_host<T: Real>(ctx: fegpu_context_t, m: i64, n: i64, a: *const T, at: *mut T, variant: i32) -> fegpu_status {
     guard(|| {
-        let c = context::get(ctx, "ctx")?;
+        let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         let v = variant_of(variant)?;
         let (m, n) = (positive("m", m)?, positive("n", n)?);
         let len = element_count(m, n)?;
@@ -74,7 +78,7 @@ unsafe fn transpose_host<T: Real>(ctx: fegpu_context_t, m: i64, n: i64, a: *cons
 
 unsafe fn transpose_host_in_place<T: Real>(ctx: fegpu_context_t, n: i64, a: *mut T, variant: i32) -> fegpu_status {
     guard(|| {
-        let c = context::get(ctx, "ctx")?;
+        let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         let v = variant_of(variant)?;
         let n = positive("n", n)?;
         dense::transpose_host_in_place(&c, n, host_out(a, element_count(n, n)?, "a")?, v)

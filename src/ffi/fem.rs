@@ -1,16 +1,14 @@
 //! C ABI of finite-element sets (src/fem).
 
+use super::registry;
 use super::sparse::{fegpu_solve_info, write_info};
 use super::status::fegpu_status;
 use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, items, out_param};
-use crate::array;
-use crate::context;
 use crate::error::{Error, Result};
-use crate::fem::dynamics::{self, DynamicsStepper, Scheme};
-use crate::fem::ebe::{self, EbeSolver};
-use crate::fem::heat::{self, HeatStepper};
-use crate::fem::{self, Element, ElementSet, Level, Problem};
-use crate::registry;
+use crate::fem::dynamics::{DynamicsStepper, Scheme};
+use crate::fem::ebe::EbeSolver;
+use crate::fem::heat::HeatStepper;
+use crate::fem::{Element, ElementSet, Level, Problem};
 use crate::sparse::solver;
 use std::sync::Arc;
 
@@ -97,7 +95,7 @@ pub unsafe extern "C" fn fegpu_fem_create(
 ) -> fegpu_status {
     guard(|| {
         let out = out_param(fem, "fem")?;
-        let c = context::get(ctx, "ctx")?;
+        let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         let (element, problem) = (element_of(element)?, problem_of(problem)?);
         let nodes = crate::error::positive("n_nodes", n_nodes)?;
         let elements = crate::error::positive("n_elements", n_elements)?;
@@ -131,7 +129,7 @@ pub extern "C" fn fegpu_fem_set_integration(fem: fegpu_fem_t, level: i32) -> feg
                 )))
             }
         };
-        fem::get(fem, "fem")?.set_integration(level);
+        registry::get::<crate::fem::ElementSet>(fem, "fem")?.set_integration(level);
         Ok(())
     })
 }
@@ -142,7 +140,7 @@ pub extern "C" fn fegpu_fem_set_integration(fem: fegpu_fem_t, level: i32) -> feg
 /// an earlier call are then kept unchanged.
 #[no_mangle]
 pub extern "C" fn fegpu_fem_integrate(fem: fegpu_fem_t) -> fegpu_status {
-    guard(|| fem::get(fem, "fem")?.integrate())
+    guard(|| registry::get::<crate::fem::ElementSet>(fem, "fem")?.integrate())
 }
 
 /// Densities rho[m] (n_materials values) of an elasticity set, for its mass
@@ -150,7 +148,7 @@ pub extern "C" fn fegpu_fem_integrate(fem: fegpu_fem_t) -> fegpu_status {
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_fem_set_density(fem: fegpu_fem_t, n_materials: i64, rho: *const f64) -> fegpu_status {
     guard(|| {
-        let set = fem::get(fem, "fem")?;
+        let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
         let n = crate::error::positive("n_materials", n_materials)?;
         set.set_density(host_in(rho, n, "rho")?)
     })
@@ -162,7 +160,7 @@ pub unsafe extern "C" fn fegpu_fem_set_density(fem: fegpu_fem_t, n_materials: i6
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_fem_set_materials(fem: fegpu_fem_t, n_materials: i64, props: *const f64) -> fegpu_status {
     guard(|| {
-        let set = fem::get(fem, "fem")?;
+        let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
         let n = crate::error::positive("n_materials", n_materials)?;
         set.set_materials(host_in(props, items(2, n, "props")?, "props")?)
     })
@@ -178,7 +176,7 @@ pub unsafe extern "C" fn fegpu_fem_set_materials(fem: fegpu_fem_t, n_materials: 
 pub unsafe extern "C" fn fegpu_fem_assemble(fem: fegpu_fem_t, a: *mut crate::ffi::sparse::fegpu_csr_t) -> fegpu_status {
     guard(|| {
         let out = out_param(a, "A")?;
-        let set = fem::get(fem, "fem")?;
+        let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
         let csr = set.assemble()?;
         // the same matrix every call: the same handle while the caller keeps it
         *out = match registry::handle_of(&csr) {
@@ -195,7 +193,7 @@ pub unsafe extern "C" fn fegpu_fem_assemble(fem: fegpu_fem_t, a: *mut crate::ffi
 pub unsafe extern "C" fn fegpu_fem_packed_size(fem: fegpu_fem_t, size: *mut i64) -> fegpu_status {
     guard(|| {
         let out = out_param(size, "size")?;
-        *out = fem::get(fem, "fem")?.packed_len() as i64;
+        *out = registry::get::<crate::fem::ElementSet>(fem, "fem")?.packed_len() as i64;
         Ok(())
     })
 }
@@ -206,7 +204,7 @@ pub unsafe extern "C" fn fegpu_fem_packed_size(fem: fegpu_fem_t, size: *mut i64)
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_fem_stiffness_download(fem: fegpu_fem_t, ke: *mut f64, len: i64) -> fegpu_status {
     guard(|| {
-        let set = fem::get(fem, "fem")?;
+        let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
         let n = crate::error::positive("len", len)?;
         set.download_matrices(false, host_out(ke, n, "ke")?)
     })
@@ -218,7 +216,7 @@ pub unsafe extern "C" fn fegpu_fem_stiffness_download(fem: fegpu_fem_t, ke: *mut
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_fem_mass_download(fem: fegpu_fem_t, ce: *mut f64, len: i64) -> fegpu_status {
     guard(|| {
-        let set = fem::get(fem, "fem")?;
+        let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
         let n = crate::error::positive("len", len)?;
         set.download_matrices(true, host_out(ce, n, "ce")?)
     })
@@ -255,7 +253,7 @@ pub unsafe extern "C" fn fegpu_fem_ebe_create(
 ) -> fegpu_status {
     guard(|| {
         let out = out_param(ebe, "ebe")?;
-        let set = fem::get(fem, "fem")?;
+        let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
         let dofs = index_list(n_fixed, dofs, index_base, "n_fixed", "dofs")?;
         let values = host_in(values, dofs.len(), "values")?;
         let owner = registry::owner_of(fem).unwrap_or(0);
@@ -279,8 +277,13 @@ pub unsafe extern "C" fn fegpu_fem_ebe_solve(
 ) -> fegpu_status {
     guard(|| {
         let t = std::time::Instant::now();
-        let s = ebe::get(ebe, "ebe")?;
-        let (outcome, true_rel) = s.solve(&*array::get(b, "b")?, &*array::get(x, "x")?, tol, maxit)?;
+        let s = registry::get::<crate::fem::ebe::EbeSolver>(ebe, "ebe")?;
+        let (outcome, true_rel) = s.solve(
+            &*registry::get::<crate::array::Array>(b, "b")?,
+            &*registry::get::<crate::array::Array>(x, "x")?,
+            tol,
+            maxit,
+        )?;
         write_info(info, &outcome, true_rel, 0.0, t);
         solver::outcome_status(&outcome)
     })
@@ -314,7 +317,7 @@ pub unsafe extern "C" fn fegpu_fem_heat_create(
 ) -> fegpu_status {
     guard(|| {
         let out = out_param(heat, "heat")?;
-        let set = fem::get(fem, "fem")?;
+        let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
         let dofs = index_list(n_fixed, dofs, index_base, "n_fixed", "dofs")?;
         let values = host_in(values, dofs.len(), "values")?;
         let owner = registry::owner_of(fem).unwrap_or(0);
@@ -338,9 +341,9 @@ pub unsafe extern "C" fn fegpu_fem_heat_step(
 ) -> fegpu_status {
     guard(|| {
         let clock = std::time::Instant::now();
-        let s = heat::get(heat, "heat")?;
-        let f = if f == 0 { None } else { Some(array::get(f, "F")?) };
-        let (outcome, true_rel) = s.step(&*array::get(t, "T")?, f.as_deref(), tol, maxit)?;
+        let s = registry::get::<crate::fem::heat::HeatStepper>(heat, "heat")?;
+        let f = if f == 0 { None } else { Some(registry::get::<crate::array::Array>(f, "F")?) };
+        let (outcome, true_rel) = s.step(&*registry::get::<crate::array::Array>(t, "T")?, f.as_deref(), tol, maxit)?;
         write_info(info, &outcome, true_rel, 0.0, clock);
         solver::outcome_status(&outcome)
     })
@@ -361,7 +364,7 @@ pub unsafe extern "C" fn fegpu_fem_heat_set_convection(
     t_env: *const f64,
 ) -> fegpu_status {
     guard(|| {
-        let s = heat::get(heat, "heat")?;
+        let s = registry::get::<crate::fem::heat::HeatStepper>(heat, "heat")?;
         let nodes = index_list(n, nodes, index_base, "n", "nodes")?;
         let n = nodes.len();
         s.set_convection(nodes, index_base as i64, host_in(h_area, n, "h_area")?, host_in(t_env, n, "t_env")?)
@@ -405,7 +408,7 @@ pub unsafe extern "C" fn fegpu_fem_dynamics_create(
 ) -> fegpu_status {
     guard(|| {
         let out = out_param(dynamics, "dynamics")?;
-        let set = fem::get(fem, "fem")?;
+        let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
         let scheme = match scheme {
             FEGPU_SCHEME_NEWMARK => Scheme::Newmark { beta, gamma },
             FEGPU_SCHEME_CENTRAL_DIFFERENCE => Scheme::CentralDifference,
@@ -445,9 +448,9 @@ pub extern "C" fn fegpu_fem_dynamics_step(
     maxit: i64,
 ) -> fegpu_status {
     guard(|| {
-        let s = dynamics::get(dynamics, "dynamics")?;
-        let f = if f == 0 { None } else { Some(array::get(f, "F")?) };
-        s.step(&*array::get(u, "u")?, f.as_deref(), tol, maxit)
+        let s = registry::get::<crate::fem::dynamics::DynamicsStepper>(dynamics, "dynamics")?;
+        let f = if f == 0 { None } else { Some(registry::get::<crate::array::Array>(f, "F")?) };
+        s.step(&*registry::get::<crate::array::Array>(u, "u")?, f.as_deref(), tol, maxit)
     })
 }
 

@@ -1,12 +1,11 @@
 //! C surface of the D3Q19 lattice-Boltzmann lattice.
 
 use super::array::{FEGPU_DTYPE_F32, FEGPU_DTYPE_F64};
+use super::registry;
 use super::status::fegpu_status;
 use super::{fegpu_context_t, guard, host_in, host_out, items, no_overlap, out_param, span};
-use crate::context;
 use crate::error::Error;
 use crate::lbm::{Lattice, Precision, Q};
-use crate::registry;
 use std::sync::Arc;
 
 /// Lattice storage only: populations in IEEE half precision (f_i − w_i kept,
@@ -60,7 +59,7 @@ pub unsafe extern "C" fn fegpu_lattice_create(
 ) -> fegpu_status {
     guard(|| {
         let out = out_param(lat, "lat")?;
-        let c = context::get(ctx, "ctx")?;
+        let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         let dtype = match dtype {
             FEGPU_DTYPE_F16 => Precision::F16,
             FEGPU_DTYPE_F32 => Precision::F32,

@@ -12,6 +12,7 @@ pub mod fem;
 pub mod lbm;
 pub mod pipeline;
 pub mod radfields;
+pub mod registry;
 pub mod sparse;
 pub mod status;
 

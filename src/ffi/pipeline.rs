@@ -1,8 +1,8 @@
 //! C surface of the host-array pipelines and of the per-context profile.
 
+use super::registry;
 use super::status::fegpu_status;
 use super::{fegpu_context_t, guard, host_in, host_out, no_overlap, out_param, span};
-use crate::context;
 use crate::error::{element_count, positive, Error, Result};
 use crate::pipeline::{self, Plan, Strategy, MAX_STREAMS};
 use std::ffi::CStr;
@@ -79,7 +79,7 @@ pub unsafe extern "C" fn fegpu_pipeline_axpby(
     n_chunks: i64,
 ) -> fegpu_status {
     guard(|| {
-        let c = context::get(ctx, "ctx")?;
+        let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         let n = count("n", n)?;
         let plan = plan_of(strategy, n_streams, n_chunks)?;
         no_overlap(&[span(y, n, "y")], &[span(x, n, "x")])?;
@@ -104,7 +104,7 @@ pub unsafe extern "C" fn fegpu_pipeline_column_dots(
     n_chunks: i64,
 ) -> fegpu_status {
     guard(|| {
-        let c = context::get(ctx, "ctx")?;
+        let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         let (m, ncols) = (positive("m", m)?, count("ncols", ncols)?);
         let plan = plan_of(strategy, n_streams, n_chunks)?;
         let len = element_count(m, ncols)?;
@@ -137,7 +137,7 @@ pub unsafe extern "C" fn fegpu_pipeline_gemm(
     n_chunks: i64,
 ) -> fegpu_status {
     guard(|| {
-        let ctx = context::get(ctx, "ctx")?;
+        let ctx = registry::get::<crate::context::Context>(ctx, "ctx")?;
         let (m, n, k) = (positive("m", m)?, positive("n", n)?, positive("k", k)?);
         let plan = plan_of(strategy, n_streams, n_chunks)?;
         let (la, lb, lc) = (element_count(m, k)?, element_count(k, n)?, element_count(m, n)?);
@@ -165,7 +165,7 @@ pub unsafe extern "C" fn fegpu_pipeline_gemv(
     n_chunks: i64,
 ) -> fegpu_status {
     guard(|| {
-        let ctx = context::get(ctx, "ctx")?;
+        let ctx = registry::get::<crate::context::Context>(ctx, "ctx")?;
         let (m, n) = (positive("m", m)?, positive("n", n)?);
         let plan = plan_of(strategy, n_streams, n_chunks)?;
         let la = element_count(m, n)?;
@@ -190,7 +190,7 @@ pub unsafe extern "C" fn fegpu_pipeline_transpose(
     n_chunks: i64,
 ) -> fegpu_status {
     guard(|| {
-        let ctx = context::get(ctx, "ctx")?;
+        let ctx = registry::get::<crate::context::Context>(ctx, "ctx")?;
         let (m, n) = (positive("m", m)?, positive("n", n)?);
         let plan = plan_of(strategy, n_streams, n_chunks)?;
         let len = element_count(m, n)?;
@@ -205,7 +205,7 @@ pub unsafe extern "C" fn fegpu_pipeline_transpose(
 #[no_mangle]
 pub extern "C" fn fegpu_profile_enable(ctx: fegpu_context_t, on: i32) -> fegpu_status {
     guard(|| {
-        context::get(ctx, "ctx")?.profile.set_enabled(on != 0);
+        registry::get::<crate::context::Context>(ctx, "ctx")?.profile.set_enabled(on != 0);
         Ok(())
     })
 }
@@ -215,7 +215,7 @@ pub extern "C" fn fegpu_profile_enable(ctx: fegpu_context_t, on: i32) -> fegpu_s
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_profile_report(ctx: fegpu_context_t, json_path: *const libc::c_char) -> fegpu_status {
     guard(|| {
-        let c = context::get(ctx, "ctx")?;
+        let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         print!("{}", c.profile.table());
         if !json_path.is_null() {
             let path = CStr::from_ptr(json_path).to_str().map_err(|_| Error::invalid("json_path is not UTF-8"))?;
@@ -235,7 +235,7 @@ pub unsafe extern "C" fn fegpu_profile_op(
 ) -> fegpu_status {
     guard(|| {
         let out = out_param(out, "out")?;
-        let c = context::get(ctx, "ctx")?;
+        let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         if op.is_null() {
             return Err(Error::invalid("op is a null pointer"));
         }

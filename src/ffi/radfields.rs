@@ -1,12 +1,11 @@
 //! C surface of the FE-IIEE rad_fields accumulator. Complex arrays are
 //! `double _Complex` (Fortran complex(c_double_complex)): (re, im) pairs of doubles.
 
+use super::registry;
 use super::status::fegpu_status;
 use super::{fegpu_context_t, guard, host_in, host_out, items, no_overlap, out_param, span};
-use crate::context;
 use crate::error::{element_count, positive, Error, Result};
 use crate::radfields::{Accumulator, Kernel, Medium, Sources};
-use crate::registry;
 use num_complex::Complex64;
 use std::sync::Arc;
 
@@ -56,7 +55,12 @@ unsafe fn create(
     let contexts = ctxs
         .iter()
         .enumerate()
-        .map(|(i, &h)| context::get(h, &if ctxs.len() == 1 { "ctx".to_string() } else { format!("ctxs({})", i + 1) }))
+        .map(|(i, &h)| {
+            registry::get::<crate::context::Context>(
+                h,
+                &if ctxs.len() == 1 { "ctx".to_string() } else { format!("ctxs({})", i + 1) },
+            )
+        })
         .collect::<Result<Vec<_>>>()?;
     let (n_s, n_rhs) = (positive("n_s", n_s)?, positive("n_rhs", n_rhs)?);
     crate::error::checked_product(&[12, n_s, n_rhs], "n_s x n_rhs (the fields)")?;
@@ -210,7 +214,7 @@ pub unsafe extern "C" fn fegpu_radfields_compute(
     fields: *mut f64,
 ) -> fegpu_status {
     guard(|| {
-        let c = context::get(ctx, "ctx")?;
+        let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         let (n_s, n_p, n_rhs) = (positive("n_s", n_s)?, positive("n_p", n_p)?, positive("n_rhs", n_rhs)?);
         let m = medium(k, omega_mu)?;
         let n_currents = element_count(element_count(n_p, 12)? / 2, n_rhs)?;

@@ -1,11 +1,9 @@
 //! C surface of CSR matrices, SpMV, vector operations and the solvers.
 
+use super::registry;
 use super::status::fegpu_status;
 use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, no_overlap, out_param, span};
-use crate::array;
-use crate::context;
 use crate::error::{positive, Error, Result};
-use crate::registry;
 use crate::sparse::solver::{self, Method, Precond, Solver};
 use crate::sparse::{self, mm, Csr, Index};
 use std::ffi::CStr;
@@ -75,7 +73,7 @@ unsafe fn create<I: Index>(
 ) -> fegpu_status {
     guard(|| {
         let out = out_param(a, "A")?;
-        let c = context::get(ctx, "ctx")?;
+        let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         let (nr, nc) = (positive("nrows", nrows)?, positive("ncols", ncols)?);
         if nnz < 0 {
             return Err(Error::invalid(format!("nnz = {nnz}: must be >= 0")));
@@ -141,7 +139,7 @@ unsafe fn path_arg(path: *const libc::c_char) -> Result<PathBuf> {
 pub unsafe extern "C" fn fegpu_csr_read_mm(ctx: fegpu_context_t, path: *const libc::c_char, a: *mut fegpu_csr_t) -> fegpu_status {
     guard(|| {
         let out = out_param(a, "A")?;
-        let c = context::get(ctx, "ctx")?;
+        let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         let t = mm::read_matrix(&path_arg(path)?)?;
         let (rp, ci, v) = t.to_csr()?;
         let pattern = sparse::build_pattern(t.nrows.max(1), t.ncols.max(1), &rp, &ci, 0)?;
@@ -154,7 +152,7 @@ pub unsafe extern "C" fn fegpu_csr_read_mm(ctx: fegpu_context_t, path: *const li
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_csr_write_mm(a: fegpu_csr_t, path: *const libc::c_char) -> fegpu_status {
     guard(|| {
-        let m = sparse::get(a, "A")?;
+        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
         let p = &m.pattern;
         mm::write_matrix(&path_arg(path)?, p.nrows, p.ncols, &p.row_ptr, &p.col, &m.download_values()?)
     })
@@ -167,7 +165,7 @@ pub unsafe extern "C" fn fegpu_csr_write_mm(a: fegpu_csr_t, path: *const libc::c
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_csr_update_values(a: fegpu_csr_t, values: *const f64, nnz: i64) -> fegpu_status {
     guard(|| {
-        let m = sparse::get(a, "A")?;
+        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
         if nnz < 0 || nnz as usize != m.pattern.caller_nnz {
             return Err(Error::size(format!("nnz = {nnz} but A was created with {} entries", m.pattern.caller_nnz)));
         }
@@ -180,7 +178,7 @@ pub unsafe extern "C" fn fegpu_csr_update_values(a: fegpu_csr_t, values: *const 
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_csr_info(a: fegpu_csr_t, nrows: *mut i64, ncols: *mut i64, nnz: *mut i64) -> fegpu_status {
     guard(|| {
-        let m = sparse::get(a, "A")?;
+        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
         for (p, v) in [(nrows, m.pattern.nrows), (ncols, m.pattern.ncols), (nnz, m.pattern.nnz())] {
             if !p.is_null() {
                 *p = v as i64;
@@ -201,7 +199,7 @@ pub unsafe extern "C" fn fegpu_csr_download(
     index_base: i32,
 ) -> fegpu_status {
     guard(|| {
-        let m = sparse::get(a, "A")?;
+        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
         if index_base != 0 && index_base != 1 {
             return Err(Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
         }
@@ -234,7 +232,15 @@ pub extern "C" fn fegpu_csr_destroy(a: fegpu_csr_t) -> fegpu_status {
 /// elements). With beta = 0, y is not read.
 #[no_mangle]
 pub extern "C" fn fegpu_csr_spmv(a: fegpu_csr_t, alpha: f64, x: fegpu_array_t, beta: f64, y: fegpu_array_t) -> fegpu_status {
-    guard(|| sparse::spmv(&*sparse::get(a, "A")?, alpha, &*array::get(x, "x")?, beta, &*array::get(y, "y")?))
+    guard(|| {
+        sparse::spmv(
+            &*registry::get::<crate::sparse::Csr>(a, "A")?,
+            alpha,
+            &*registry::get::<crate::array::Array>(x, "x")?,
+            beta,
+            &*registry::get::<crate::array::Array>(y, "y")?,
+        )
+    })
 }
 
 /// result = x . y for f64 arrays (the reduction finishes on the device).
@@ -242,7 +248,10 @@ pub extern "C" fn fegpu_csr_spmv(a: fegpu_csr_t, alpha: f64, x: fegpu_array_t, b
 pub unsafe extern "C" fn fegpu_vector_dot(x: fegpu_array_t, y: fegpu_array_t, result: *mut f64) -> fegpu_status {
     guard(|| {
         let out = out_param(result, "result")?;
-        *out = crate::array::vector::vector_dot(&*array::get(x, "x")?, &*array::get(y, "y")?)?;
+        *out = crate::array::vector::vector_dot(
+            &*registry::get::<crate::array::Array>(x, "x")?,
+            &*registry::get::<crate::array::Array>(y, "y")?,
+        )?;
         Ok(())
     })
 }
@@ -253,7 +262,7 @@ pub unsafe extern "C" fn fegpu_vector_dot(x: fegpu_array_t, y: fegpu_array_t, re
 pub unsafe extern "C" fn fegpu_vector_nrm2(x: fegpu_array_t, result: *mut f64) -> fegpu_status {
     guard(|| {
         let out = out_param(result, "result")?;
-        let a = array::get(x, "x")?;
+        let a = registry::get::<crate::array::Array>(x, "x")?;
         *out = crate::array::vector::vector_nrm2(&a)?;
         Ok(())
     })
@@ -274,16 +283,29 @@ pub unsafe extern "C" fn fegpu_csr_apply_dirichlet(
     b: fegpu_array_t,
 ) -> fegpu_status {
     guard(|| {
-        let m = sparse::get(a, "A")?;
+        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
         let dofs = index_list(n_fixed, dofs, index_base, "n_fixed", "dofs")?;
-        sparse::apply_dirichlet(&m, dofs, index_base as i64, host_in(values, dofs.len(), "values")?, &*array::get(b, "b")?)
+        sparse::apply_dirichlet(
+            &m,
+            dofs,
+            index_base as i64,
+            host_in(values, dofs.len(), "values")?,
+            &*registry::get::<crate::array::Array>(b, "b")?,
+        )
     })
 }
 
 /// y = alpha*x + beta*y for f64 arrays.
 #[no_mangle]
 pub extern "C" fn fegpu_vector_axpby(alpha: f64, x: fegpu_array_t, beta: f64, y: fegpu_array_t) -> fegpu_status {
-    guard(|| crate::array::vector::vector_axpby(alpha, &*array::get(x, "x")?, beta, &*array::get(y, "y")?))
+    guard(|| {
+        crate::array::vector::vector_axpby(
+            alpha,
+            &*registry::get::<crate::array::Array>(x, "x")?,
+            beta,
+            &*registry::get::<crate::array::Array>(y, "y")?,
+        )
+    })
 }
 
 /// Creates a solver for A: `method` FEGPU_METHOD_CG (SPD A) or
@@ -295,7 +317,7 @@ pub extern "C" fn fegpu_vector_axpby(alpha: f64, x: fegpu_array_t, beta: f64, y:
 pub unsafe extern "C" fn fegpu_solver_create(a: fegpu_csr_t, method: i32, precond: i32, s: *mut fegpu_solver_t) -> fegpu_status {
     guard(|| {
         let out = out_param(s, "S")?;
-        let m = sparse::get(a, "A")?;
+        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
         let owner = registry::owner_of(a).unwrap_or(0);
         let solver = Solver::new(m, method_of(method)?, precond_of(precond)?)?;
         *out = registry::insert(Arc::new(solver), owner);
@@ -339,8 +361,13 @@ pub unsafe extern "C" fn fegpu_solver_solve(
 ) -> fegpu_status {
     guard(|| {
         let t = std::time::Instant::now();
-        let sv = solver::get(s, "S")?;
-        let (outcome, true_rel, setup) = sv.solve(&*array::get(b, "b")?, &*array::get(x, "x")?, tol, maxit)?;
+        let sv = registry::get::<crate::sparse::solver::Solver>(s, "S")?;
+        let (outcome, true_rel, setup) = sv.solve(
+            &*registry::get::<crate::array::Array>(b, "b")?,
+            &*registry::get::<crate::array::Array>(x, "x")?,
+            tol,
+            maxit,
+        )?;
         write_info(info, &outcome, true_rel, setup, t);
         solver::outcome_status(&outcome)
     })
@@ -351,7 +378,7 @@ pub unsafe extern "C" fn fegpu_solver_solve(
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_solver_history(s: fegpu_solver_t, history: *mut f64, len: i64, count: *mut i64) -> fegpu_status {
     guard(|| {
-        let h = solver::get(s, "S")?.history();
+        let h = registry::get::<crate::sparse::solver::Solver>(s, "S")?.history();
         let count = out_param(count, "count")?;
         let n = usize::try_from(len).map_err(|_| Error::invalid(format!("len = {len}: must be >= 0")))?.min(h.len());
         host_out(history, n, "history")?.copy_from_slice(&h[..n]);

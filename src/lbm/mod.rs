@@ -16,7 +16,6 @@ use crate::array::Buffer;
 use crate::context::Context;
 use crate::error::{checked_product, host_vec, positive, Error, Result};
 use crate::gpu::Gpu;
-use crate::registry::{Kind, Object};
 use cuda::Pass;
 use std::sync::{Arc, Mutex};
 use storage::{Half, Stored};
@@ -206,10 +205,6 @@ impl State {
 pub struct Lattice {
     pub ctx: Arc<Context>,
     state: Mutex<State>,
-}
-
-impl Object for Lattice {
-    const KIND: Kind = Kind::Lattice;
 }
 
 fn finite3(name: &str, v: [f64; 3]) -> Result<[f64; 3]> {

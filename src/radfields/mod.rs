@@ -21,7 +21,6 @@ pub mod cuda;
 
 use crate::context::{Backend, Context};
 use crate::error::{checked_product, Error, Result};
-use crate::registry::{Kind, Object};
 use num_complex::Complex64;
 use std::sync::{Arc, Mutex};
 
@@ -150,10 +149,6 @@ pub struct Accumulator {
     shares: Mutex<Vec<Share>>,
     /// None: chosen from n_rhs (`auto_variant`).
     variant: Mutex<Option<Kernel>>,
-}
-
-impl Object for Accumulator {
-    const KIND: Kind = Kind::RadFields;
 }
 
 impl Accumulator {

@@ -17,7 +17,6 @@ use crate::array::{lock_pair, Array, Storage};
 use crate::context::{Backend, Context};
 use crate::error::{Error, Result};
 use crate::gpu::DeviceBuffer;
-use crate::registry::{Handle, Kind, Object};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The pattern, always kept on the host too (preconditioner analysis uses it).
@@ -63,10 +62,6 @@ pub struct Csr {
     pub pattern: Pattern,
     pub device: Option<DevicePattern>,
     values: Mutex<Values>,
-}
-
-impl Object for Csr {
-    const KIND: Kind = Kind::Csr;
 }
 
 /// An index type the caller's CSR arrays may use.
@@ -283,10 +278,6 @@ fn stored_values(p: &Pattern, caller: &[f64]) -> Result<Vec<f64>> {
             v
         }
     })
-}
-
-pub fn get(h: Handle, arg: &str) -> Result<Arc<Csr>> {
-    crate::registry::get::<Csr>(h, arg)
 }
 
 /// Checks a vector argument: an f64 array of `len` elements in A's context.

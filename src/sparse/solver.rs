@@ -10,7 +10,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::gpu::{DeviceBuffer, Gpu, Graph};
 use crate::krylov::{cpu::CpuOps, cuda::CudaOps, Identity, Jacobi, Operator, Preconditioner, Slot, SLOTS};
 pub use crate::krylov::{outcome_status, Method, Outcome};
-use crate::registry::{Handle, Kind, Object};
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,14 +94,6 @@ pub struct Solver {
     pub method: Method,
     pub precond: Precond,
     state: Mutex<State>,
-}
-
-impl Object for Solver {
-    const KIND: Kind = Kind::Solver;
-}
-
-pub fn get(h: Handle, arg: &str) -> Result<Arc<Solver>> {
-    crate::registry::get::<Solver>(h, arg)
 }
 
 /// A CSR matrix as the Krylov methods' operator.

@@ -137,3 +137,35 @@ pub fn remove<T: Object>(h: Handle, arg: &str) -> Result<()> {
     }
     Ok(())
 }
+
+// The objects the ABI hands out, each with the kind its handles carry.
+impl Object for crate::radfields::Accumulator {
+    const KIND: Kind = Kind::RadFields;
+}
+impl Object for crate::array::Array {
+    const KIND: Kind = Kind::Array;
+}
+impl Object for crate::sparse::solver::Solver {
+    const KIND: Kind = Kind::Solver;
+}
+impl Object for crate::sparse::Csr {
+    const KIND: Kind = Kind::Csr;
+}
+impl Object for crate::fem::heat::HeatStepper {
+    const KIND: Kind = Kind::HeatStepper;
+}
+impl Object for crate::fem::dynamics::DynamicsStepper {
+    const KIND: Kind = Kind::DynamicsStepper;
+}
+impl Object for crate::fem::ElementSet {
+    const KIND: Kind = Kind::ElementSet;
+}
+impl Object for crate::fem::ebe::EbeSolver {
+    const KIND: Kind = Kind::EbeSolver;
+}
+impl Object for crate::context::Context {
+    const KIND: Kind = Kind::Context;
+}
+impl Object for crate::lbm::Lattice {
+    const KIND: Kind = Kind::Lattice;
+}
