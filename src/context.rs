@@ -117,6 +117,13 @@ impl Context {
         }
     }
 
+    /// The device of a CUDA context: where a device buffer is found, the
+    /// context must have one (anything else is parts of one object on two
+    /// backends: the one internal error for that, `array::mixed_backends`).
+    pub fn device(&self) -> Result<&Gpu> {
+        self.gpu().ok_or_else(crate::array::mixed_backends)
+    }
+
     /// Page-locks `bytes` bytes at `ptr` (a no-op on the CPU backend, but
     /// recorded there too so unregister behaves the same on both).
     pub fn register_host(&self, ptr: *mut u8, bytes: usize) -> Result<()> {

@@ -183,7 +183,7 @@ impl Array {
         let mut s = self.lock();
         match self.typed::<T>(&mut s, arg)? {
             Buffer::Host(v) => v[first..first + src.len()].copy_from_slice(src),
-            Buffer::Device(d) => self.ctx.gpu().expect("device buffer without a GPU").upload(src, d, first)?,
+            Buffer::Device(d) => self.ctx.device()?.upload(src, d, first)?,
         }
         Ok(())
     }
@@ -194,7 +194,7 @@ impl Array {
         let mut s = self.lock();
         match self.typed::<T>(&mut s, arg)? {
             Buffer::Host(v) => dst.copy_from_slice(&v[first..first + dst.len()]),
-            Buffer::Device(d) => self.ctx.gpu().expect("device buffer without a GPU").download(d, first, dst)?,
+            Buffer::Device(d) => self.ctx.device()?.download(d, first, dst)?,
         }
         Ok(())
     }

@@ -84,7 +84,7 @@ pub fn vector_nrm2(x: &Array) -> Result<f64> {
             Ok(v.iter().map(|e| (e * s) * (e * s)).sum::<f64>().sqrt() / s)
         }
         Buffer::Device(v) => {
-            let gpu = x.ctx.gpu().expect("device buffers without a GPU");
+            let gpu = x.ctx.device()?;
             let max = cuda::amax(gpu, n, v)?;
             let s = equilibration(max);
             let mut reduce = cuda::Reduce::new(gpu)?;
@@ -102,10 +102,10 @@ fn dot_bufs(x: &Array, a: &Buffer<f64>, b: &Buffer<f64>) -> Result<f64> {
     match (a, b) {
         (Buffer::Host(a), Buffer::Host(b)) => Ok(dot(a, b)),
         (Buffer::Device(a), Buffer::Device(b)) => {
-            let g = x.ctx.gpu().expect("device buffers without a GPU");
+            let g = x.ctx.device()?;
             Ok(cuda::Reduce::new(g)?.dots(g, x.len(), a, b, None)?.0)
         }
-        _ => Err(Error::new(crate::error::ErrorKind::Internal, "vectors on different backends")),
+        _ => Err(crate::array::mixed_backends()),
     }
 }
 
@@ -121,10 +121,8 @@ pub fn vector_axpby(alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> {
     let (mut gx, mut gy) = lock_pair(x, y, "x", "y")?;
     match (f64_buf(&mut gx), f64_buf(&mut gy)) {
         (Buffer::Host(a), Buffer::Host(b)) => update(b, alpha, a, 0.0, None, beta),
-        (Buffer::Device(a), Buffer::Device(b)) => {
-            cuda::update(x.ctx.gpu().expect("device buffers without a GPU"), x.len(), b, alpha, a, 0.0, None, beta)?
-        }
-        _ => return Err(Error::new(crate::error::ErrorKind::Internal, "vectors on different backends")),
+        (Buffer::Device(a), Buffer::Device(b)) => cuda::update(x.ctx.device()?, x.len(), b, alpha, a, 0.0, None, beta)?,
+        _ => return Err(crate::array::mixed_backends()),
     }
     Ok(())
 }

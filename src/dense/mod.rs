@@ -6,7 +6,7 @@ pub mod cuda;
 
 use crate::array::{lock_pair, same_context, Array, Buffer, Dtype, Real};
 use crate::context::Context;
-use crate::error::{element_count, Error, ErrorKind, Result};
+use crate::error::{element_count, Error, Result};
 use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,10 +27,6 @@ impl Variant {
             Variant::Padded => "padded",
         }
     }
-}
-
-fn mixed_backends() -> Error {
-    Error::new(ErrorKind::Internal, "arrays of one context live on different backends")
 }
 
 fn check_pair(src: &Array, dst: &Array, rows: usize, cols: usize, what: &str) -> Result<()> {
@@ -74,10 +70,10 @@ fn transpose_typed<T: Real>(src: &Array, dst: &Array, variant: Option<Variant>, 
     match (src.typed::<T>(&mut ga, "src")?, dst.typed::<T>(&mut gb, "dst")?) {
         (Buffer::Host(a), Buffer::Host(b)) => cpu::transpose(m, n, a, b),
         (Buffer::Device(a), Buffer::Device(b)) => {
-            let g = src.ctx.gpu().ok_or_else(mixed_backends)?;
+            let g = src.ctx.device()?;
             cuda::transpose(g, variant.unwrap_or(Variant::Padded), shape, m, n, a, b)?
         }
-        _ => return Err(mixed_backends()),
+        _ => return Err(crate::array::mixed_backends()),
     }
     Ok(())
 }
@@ -98,7 +94,7 @@ fn transpose_in_place_typed<T: Real>(a: &Array, variant: Option<Variant>) -> Res
     match a.typed::<T>(&mut g, "a")? {
         Buffer::Host(v) => cpu::transpose_square_in_place(a.rows, v),
         Buffer::Device(d) => {
-            let gpu = a.ctx.gpu().ok_or_else(mixed_backends)?;
+            let gpu = a.ctx.device()?;
             cuda::transpose_square_in_place(gpu, variant.unwrap_or(Variant::Padded), a.rows, d)?
         }
     }
@@ -120,13 +116,13 @@ fn copy_typed<T: Real>(src: &Array, dst: &Array, variant: Option<Variant>) -> Re
     match (src.typed::<T>(&mut ga, "src")?, dst.typed::<T>(&mut gb, "dst")?) {
         (Buffer::Host(a), Buffer::Host(b)) => b.copy_from_slice(a),
         (Buffer::Device(a), Buffer::Device(b)) => {
-            let g = src.ctx.gpu().ok_or_else(mixed_backends)?;
+            let g = src.ctx.device()?;
             match variant {
                 None => g.copy(a, b)?,
                 Some(v) => cuda::copy(g, v, src.rows, src.cols, a, b)?,
             }
         }
-        _ => return Err(mixed_backends()),
+        _ => return Err(crate::array::mixed_backends()),
     }
     Ok(())
 }

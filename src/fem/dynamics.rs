@@ -50,10 +50,10 @@ fn scale(set: &ElementSet, d: &Buffer<f64>, x: &Array) -> Result<()> {
     match (d, f64_buf(&mut gx)) {
         (Buffer::Host(d), Buffer::Host(xv)) => xv.iter_mut().zip(d).for_each(|(x, d)| *x *= d),
         (Buffer::Device(d), Buffer::Device(xv)) => {
-            let g = set.ctx.gpu().expect("device buffers without a GPU");
+            let g = set.ctx.device()?;
             crate::array::cuda::scale(g, d.len(), d, xv, xv, None)?
         }
-        _ => return Err(Error::new(crate::error::ErrorKind::Internal, "stepper and array on different backends")),
+        _ => return Err(crate::array::mixed_backends()),
     }
     Ok(())
 }
@@ -88,10 +88,10 @@ impl DynamicsStepper {
                     Ok(())
                 }
                 (Buffer::Device(v), Buffer::Device(x), Buffer::Device(k)) => {
-                    let g = set.ctx.gpu().expect("device buffers without a GPU");
+                    let g = set.ctx.device()?;
                     crate::array::cuda::update(g, nnz, v, scale_m, x, if with_k { 1.0 } else { 0.0 }, Some(k), 0.0)
                 }
-                _ => Err(Error::new(crate::error::ErrorKind::Internal, "matrices on different backends")),
+                _ => Err(crate::array::mixed_backends()),
             })?;
             Ok(a)
         };

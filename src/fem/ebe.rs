@@ -226,13 +226,13 @@ impl EbeSolver {
                 Buffer::Device(bd),
                 Buffer::Device(xd),
             ) => {
-                let g = set.ctx.gpu().expect("device work without a GPU");
-                let device = set.device.as_ref().expect("device set");
+                let g = set.ctx.device()?;
+                let device = set.device.as_ref().ok_or_else(crate::array::mixed_backends)?;
                 if stale {
                     match &source {
                         Source::Stored(Buffer::Device(ke)) => cuda::ebe_diagonal(g, set, device, ke, diag)?,
                         Source::OnTheFly(m) => {
-                            let props = m.device.as_ref().expect("device materials");
+                            let props = m.device.as_ref().ok_or_else(crate::array::mixed_backends)?;
                             cuda::ebe_otf(g, set, device, props, None, values, values, Some(diag), None)?
                         }
                         Source::Stored(Buffer::Host(_)) => {

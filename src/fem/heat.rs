@@ -149,15 +149,15 @@ impl HeatStepper {
                     Buffer::Device(g),
                     Buffer::Device(d),
                 ) => {
-                    let gpu = self.set.ctx.gpu().expect("device buffers without a GPU");
-                    let dp = b.left.device.as_ref().expect("device pattern");
+                    let gpu = self.set.ctx.device()?;
+                    let dp = b.left.device.as_ref().ok_or_else(crate::array::mixed_backends)?;
                     sparse_cuda::spmv(gpu, dp, n, r, 1.0, tv, 0.0, rv)?;
                     if let Some(Buffer::Device(fv)) = fb {
                         crate::array::cuda::update(gpu, n, rv, 1.0, fv, 0.0, None, 1.0)?;
                     }
                     super::cuda::dirichlet_rhs(gpu, n, fixed, g, d, lift, rv)?;
                 }
-                _ => return Err(Error::new(crate::error::ErrorKind::Internal, "stepper and arrays on different backends")),
+                _ => return Err(crate::array::mixed_backends()),
             }
         }
         let (outcome, true_rel, _) = b.solver.solve(&b.rhs, t, tol, maxit)?;
@@ -199,7 +199,7 @@ fn build(
         match &mut k {
             Buffer::Host(kv) => kv.iter_mut().zip(&h).for_each(|(k, h)| *k += h),
             Buffer::Device(kv) => {
-                let g = set.ctx.gpu().expect("device buffers without a GPU");
+                let g = set.ctx.device()?;
                 let hd = sparse_cuda::upload(g, &h)?;
                 crate::array::cuda::update(g, nnz, kv, 1.0, &hd, 0.0, None, 1.0)?;
             }
@@ -221,16 +221,16 @@ fn build(
             Buffer::Host(l)
         }
         (Buffer::Device(k), Buffer::Device(c)) => {
-            let g = set.ctx.gpu().expect("device buffers without a GPU");
+            let g = set.ctx.device()?;
             left.rewrite_values(|v| match v {
                 Buffer::Device(v) => crate::array::cuda::update(g, nnz, v, 1.0 / dt, c, theta, Some(k), 0.0),
-                Buffer::Host(_) => unreachable!("device set, host matrix"),
+                Buffer::Host(_) => Err(crate::array::mixed_backends()),
             })?;
             let r = g.alloc::<f64>(nnz.max(1))?;
             crate::array::cuda::update(g, nnz, &r, 1.0 / dt, c, theta - 1.0, Some(k), 0.0)?;
             Buffer::Device(r)
         }
-        _ => return Err(Error::new(crate::error::ErrorKind::Internal, "matrices on different backends")),
+        _ => return Err(crate::array::mixed_backends()),
     };
     // the fixed values' pull on the free rows, then the Dirichlet rows
     let mut g = vec![0.0; n];

@@ -410,9 +410,9 @@ impl ElementSet {
                 Ok(())
             }
             (Buffer::Device(v), Buffer::Device(ke), Buffer::Device(ptr), Buffer::Device(from)) => {
-                cuda::assemble(self.ctx.gpu().expect("device buffers without a GPU"), v.len(), ptr, from, ke, v)
+                cuda::assemble(self.ctx.device()?, v.len(), ptr, from, ke, v)
             }
-            _ => Err(Error::new(crate::error::ErrorKind::Internal, "element matrices and global matrix on different backends")),
+            _ => Err(crate::array::mixed_backends()),
         }
     }
 
@@ -611,7 +611,7 @@ impl ElementSet {
                 Buffer::Host(h) => h.clone(),
                 Buffer::Device(d) => {
                     let mut h = vec![0.0; total];
-                    self.ctx.gpu().expect("device buffer without a GPU").download(d, 0, &mut h)?;
+                    self.ctx.device()?.download(d, 0, &mut h)?;
                     h
                 }
             },

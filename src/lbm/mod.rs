@@ -238,7 +238,7 @@ impl<T: Stored> Populations<T> {
                 self.stream_pending = false;
                 cuda::equilibrium(g, f, n, rho, u)
             }
-            _ => unreachable!("device storage without a GPU"),
+            _ => return Err(crate::array::mixed_backends()),
         }
     }
 
@@ -255,7 +255,7 @@ impl<T: Stored> Populations<T> {
         swap: bool,
     ) -> Result<()> {
         let (Buffer::Device(fin), Buffer::Device(fout), Buffer::Device(fl)) = (&self.current, &mut self.spare, flags) else {
-            unreachable!("a device pass over host storage")
+            return Err(crate::array::mixed_backends());
         };
         cuda::pass(g, p, pass, block, fl, fin, fout, first, count)?;
         if swap {
@@ -281,7 +281,7 @@ impl<T: Stored> Populations<T> {
                     }
                     (Scheme::Pull, true) => self.pass(g, p, Pass::Pull, block, flags, all, true)?,
                 },
-                _ => unreachable!("device storage without a GPU"),
+                _ => return Err(crate::array::mixed_backends()),
             }
         }
         Ok(())
@@ -327,7 +327,7 @@ impl<T: Stored> Populations<T> {
                 g.upload(&soa, f, 0)?;
                 self.stream_pending = false;
             }
-            _ => unreachable!("device storage without a GPU"),
+            _ => return Err(crate::array::mixed_backends()),
         }
         Ok(())
     }
@@ -343,7 +343,7 @@ impl<T: Stored> Populations<T> {
                 fetched = h;
                 &fetched
             }
-            _ => unreachable!("device storage without a GPU"),
+            _ => return Err(crate::array::mixed_backends()),
         };
         for s in 0..n {
             for i in 0..Q {
@@ -370,7 +370,7 @@ impl<T: Stored> Populations<T> {
                 Ok(())
             }
             (Buffer::Device(f), Buffer::Device(fl), Some(g)) => cuda::fields(g, p, fl, f, first, rho, u),
-            _ => unreachable!("mixed host and device storage"),
+            _ => return Err(crate::array::mixed_backends()),
         }
     }
 }
@@ -461,7 +461,7 @@ impl Lattice {
                 g.upload(flags, d, 0)?;
                 cuda::mark_bulk(g, params, d)?
             }
-            _ => unreachable!("device storage without a GPU"),
+            _ => return Err(crate::array::mixed_backends()),
         }
         Ok(())
     }

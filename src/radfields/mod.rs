@@ -205,7 +205,7 @@ impl Accumulator {
             match (&mut sh.part, &sh.ctx.backend) {
                 (Part::Host(p), _) => p.accumulate(&self.medium.consts(), src, self.n_rhs),
                 (Part::Device(p), Backend::Cuda(g)) => p.accumulate(g, src, variant)?,
-                _ => unreachable!("device part without a GPU"),
+                _ => return Err(crate::array::mixed_backends()),
             }
         }
         Ok(())
@@ -227,7 +227,7 @@ impl Accumulator {
             let slice: Vec<Complex64> = match (&mut sh.part, &sh.ctx.backend) {
                 (Part::Host(p), _) => p.fields.clone(),
                 (Part::Device(p), Backend::Cuda(g)) => p.fields(g)?,
-                _ => unreachable!("device part without a GPU"),
+                _ => return Err(crate::array::mixed_backends()),
             };
             // The share holds (3, 2, count, n_rhs); place each right-hand side's run.
             let run = 6 * sh.count;
@@ -246,7 +246,7 @@ impl Accumulator {
             match (&mut sh.part, &sh.ctx.backend) {
                 (Part::Host(p), _) => p.reset(),
                 (Part::Device(p), Backend::Cuda(g)) => p.reset(g)?,
-                _ => unreachable!("device part without a GPU"),
+                _ => return Err(crate::array::mixed_backends()),
             }
         }
         Ok(())
@@ -260,7 +260,7 @@ impl Accumulator {
             total += match (&mut sh.part, &sh.ctx.backend) {
                 (Part::Host(p), _) => p.excluded,
                 (Part::Device(p), Backend::Cuda(g)) => p.excluded(g)?,
-                _ => unreachable!("device part without a GPU"),
+                _ => return Err(crate::array::mixed_backends()),
             };
         }
         Ok(total)

@@ -209,7 +209,7 @@ impl Csr {
             Buffer::Host(h) => h.copy_from_slice(&values),
             Buffer::Device(d) => {
                 if !values.is_empty() {
-                    self.ctx.gpu().expect("device values without a GPU").upload(&values, d, 0)?
+                    self.ctx.device()?.upload(&values, d, 0)?
                 }
             }
         }
@@ -254,7 +254,7 @@ impl Csr {
             Buffer::Device(d) => {
                 let mut out = vec![0.0; self.pattern.nnz()];
                 if !out.is_empty() {
-                    self.ctx.gpu().expect("device values without a GPU").download(d, 0, &mut out)?;
+                    self.ctx.device()?.download(d, 0, &mut out)?;
                 }
                 Ok(out)
             }
@@ -317,10 +317,10 @@ pub fn spmv(a: &Csr, alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> 
     match (&mut vals.data, f64_buf(&mut gx), f64_buf(&mut gy)) {
         (Buffer::Host(v), Buffer::Host(xv), Buffer::Host(yv)) => cpu::spmv(&a.pattern, v, alpha, xv, beta, yv),
         (Buffer::Device(v), Buffer::Device(xv), Buffer::Device(yv)) => {
-            let g = a.ctx.gpu().expect("device buffers without a GPU");
-            cuda::spmv(g, a.device.as_ref().expect("device pattern"), a.pattern.nrows, v, alpha, xv, beta, yv)?
+            let g = a.ctx.device()?;
+            cuda::spmv(g, a.device.as_ref().ok_or_else(crate::array::mixed_backends)?, a.pattern.nrows, v, alpha, xv, beta, yv)?
         }
-        _ => return Err(Error::new(crate::error::ErrorKind::Internal, "matrix and vectors on different backends")),
+        _ => return Err(crate::array::mixed_backends()),
     }
     Ok(())
 }
@@ -373,10 +373,10 @@ pub fn apply_dirichlet(a: &Csr, dofs: &[i64], base: i64, values: &[f64], b: &Arr
     match (&mut vals.data, f64_buf(&mut gb)) {
         (Buffer::Host(v), Buffer::Host(bv)) => cpu::dirichlet(p, v, &fixed, &g, bv),
         (Buffer::Device(v), Buffer::Device(bv)) => {
-            let gpu = a.ctx.gpu().expect("device buffers without a GPU");
-            cuda::dirichlet(gpu, a.device.as_ref().expect("device pattern"), p.nrows, v, &fixed, &g, bv)?
+            let gpu = a.ctx.device()?;
+            cuda::dirichlet(gpu, a.device.as_ref().ok_or_else(crate::array::mixed_backends)?, p.nrows, v, &fixed, &g, bv)?
         }
-        _ => return Err(Error::new(crate::error::ErrorKind::Internal, "matrix and vector on different backends")),
+        _ => return Err(crate::array::mixed_backends()),
     }
     vals.version += 1;
     Ok(())
