@@ -238,7 +238,7 @@ impl<T: Stored> Populations<T> {
                 self.stream_pending = false;
                 cuda::equilibrium(g, f, n, rho, u)
             }
-            _ => return Err(crate::array::mixed_backends()),
+            _ => Err(crate::array::mixed_backends()),
         }
     }
 
@@ -370,7 +370,7 @@ impl<T: Stored> Populations<T> {
                 Ok(())
             }
             (Buffer::Device(f), Buffer::Device(fl), Some(g)) => cuda::fields(g, p, fl, f, first, rho, u),
-            _ => return Err(crate::array::mixed_backends()),
+            _ => Err(crate::array::mixed_backends()),
         }
     }
 }
