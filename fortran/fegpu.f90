@@ -801,9 +801,20 @@ contains
     if (present(stat)) call put(stat, int(status, c_int64_t))
     if (status == FEGPU_OK) return
     msg = where // ': ' // fegpu_last_error()
+    call refuse(status, msg, stat, errmsg)
+  end subroutine check
+
+  !> A failed call the Fortran way: `status` into stat and `msg` into errmsg
+  !> when present, otherwise the message on error_unit and a stop.
+  subroutine refuse(status, msg, stat, errmsg)
+    integer(c_int32_t), intent(in) :: status
+    character(*), intent(in) :: msg
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (present(stat)) call put(stat, int(status, c_int64_t))
     if (present(errmsg)) errmsg = msg
     if (.not. present(stat)) call fail(msg)
-  end subroutine check
+  end subroutine refuse
 
   !> Without stat=: the message goes to standard error, flushed, before the
   !> program stops, so a batch log shows it ahead of any backtrace.
@@ -849,9 +860,7 @@ contains
     character(len=:), allocatable :: msg
     msg = where // ': a is an assumed-size array (its size is unknown here): pass count= (the number of elements)' // &
          ' or a section such as a(1:n)'
-    if (present(stat)) call put(stat, int(FEGPU_ERR_INVALID_ARGUMENT, c_int64_t))
-    if (present(errmsg)) errmsg = msg
-    if (.not. present(stat)) call fail(msg)
+    call refuse(int(FEGPU_ERR_INVALID_ARGUMENT, c_int32_t), msg, stat, errmsg)
   end subroutine
 
   !> rows x cols of an array of any rank: rank 1 is n x 1, higher ranks fold
@@ -1211,9 +1220,7 @@ contains
     character(*), intent(in) :: msg
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (present(stat)) call put(stat, int(FEGPU_ERR_SIZE_MISMATCH, c_int64_t))
-    if (present(errmsg)) errmsg = msg
-    if (.not. present(stat)) call fail(msg)
+    call refuse(int(FEGPU_ERR_SIZE_MISMATCH, c_int32_t), msg, stat, errmsg)
   end subroutine
 
   integer(c_int32_t) function variant_code(variant)

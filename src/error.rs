@@ -109,10 +109,10 @@ fn host_capacity() -> Option<u128> {
         .then(|| (info.totalram as u128 + info.totalswap as u128) * info.mem_unit.max(1) as u128)
 }
 
-/// A host vector of `n` copies of `value`, allocated fallibly: a size that
-/// overflows, exceeds the machine's memory, or that the allocator refuses is
-/// an out-of-memory error naming `what`, never an abort of the caller.
-pub fn host_vec<T: Clone>(n: usize, value: T, what: &str) -> Result<Vec<T>> {
+/// An empty host vector with room for `n` elements, allocated fallibly: a
+/// size that overflows, exceeds the machine's memory, or that the allocator
+/// refuses is FEGPU_ERR_OUT_OF_MEMORY naming `what`, never an abort.
+pub fn host_with_capacity<T>(n: usize, what: &str) -> Result<Vec<T>> {
     let bytes = n.checked_mul(std::mem::size_of::<T>().max(1));
     let gib = |b: u128| b as f64 / (1u128 << 30) as f64;
     match (bytes, host_capacity()) {
@@ -133,15 +133,19 @@ pub fn host_vec<T: Clone>(n: usize, value: T, what: &str) -> Result<Vec<T>> {
             gib(bytes.unwrap_or(0) as u128)
         ))
     })?;
+    Ok(v)
+}
+
+/// A host vector of `n` copies of `value`, allocated fallibly (see `host_with_capacity`).
+pub fn host_vec<T: Clone>(n: usize, value: T, what: &str) -> Result<Vec<T>> {
+    let mut v = host_with_capacity(n, what)?;
     v.resize(n, value);
     Ok(v)
 }
 
 /// A copy of a caller's slice, allocated fallibly (see `host_vec`).
 pub fn host_copy<T: Clone>(src: &[T], what: &str) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(src.len())
-        .map_err(|_| Error::out_of_memory(format!("{what}: {} elements could not be allocated on the host", src.len())))?;
+    let mut v = host_with_capacity(src.len(), what)?;
     v.extend_from_slice(src);
     Ok(v)
 }

@@ -6,6 +6,11 @@
 use super::{cuda, lock_pair, same_context, Array, Buffer, Dtype, Storage};
 use crate::error::{Error, Result};
 
+/// max |v_i|, NaN when any element is NaN (as the device's `amax`).
+pub fn amax(v: &[f64]) -> f64 {
+    v.iter().fold(0.0, |m: f64, x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.max(x.abs()) })
+}
+
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -76,7 +81,7 @@ pub fn vector_nrm2(x: &Array) -> Result<f64> {
     let n = x.len();
     match f64_buf(&mut g) {
         Buffer::Host(v) => {
-            let max = v.iter().fold(0.0f64, |m, e| if e.is_nan() || m.is_nan() { f64::NAN } else { m.max(e.abs()) });
+            let max = amax(v);
             let s = equilibration(max);
             if !max.is_finite() || max == 0.0 || s == 1.0 {
                 return Ok(if max.is_finite() { dot(v, v).sqrt() } else { max });

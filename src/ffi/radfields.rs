@@ -232,12 +232,12 @@ pub unsafe extern "C" fn fegpu_radfields_compute(
         let src = Sources::new(
             n_p,
             n_rhs,
-            host_in(p_points, items(3, n_p, "p_points")?, "p_points")?,
+            host_in(p_points, np3, "p_points")?,
             host_in(weights, n_p, "weights")?,
             complex_in(currents, n_currents, "currents")?,
         )?;
         let out = complex_out(fields, n_fields, "fields")?;
-        let a = Accumulator::new(vec![c], host_in(s_points, items(3, n_s, "s_points")?, "s_points")?, n_rhs, m)?;
+        let a = Accumulator::new(vec![c], host_in(s_points, ns3, "s_points")?, n_rhs, m)?;
         a.accumulate(&src)?;
         a.download(out)
     })

@@ -24,7 +24,7 @@ impl CpuOps<'_> {
 
 impl Ops for CpuOps<'_> {
     fn amax(&mut self, v: Slot) -> Result<f64> {
-        Ok(self.vecs[v as usize].iter().fold(0.0, |m: f64, x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.max(x.abs()) }))
+        Ok(cpu::amax(&self.vecs[v as usize]))
     }
     fn fetch(&mut self, v: Slot) -> Result<Vec<f64>> {
         Ok(self.vecs[v as usize].clone())

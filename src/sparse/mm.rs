@@ -1,7 +1,7 @@
 //! Matrix Market files: coordinate (real, integer, pattern; general,
 //! symmetric, skew-symmetric) for matrices, array (real) for vectors.
 
-use crate::error::{host_copy, host_vec, Error, Result};
+use crate::error::{host_copy, host_vec, host_with_capacity, Error, Result};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -161,13 +161,13 @@ pub fn read_matrix(path: &Path) -> Result<Triplets> {
     fits(path, at, s[2], 2 * want as u64, bytes, "entries")?;
     let nnz = s[2] as usize;
     let stored = if sym == "general" { nnz } else { 2 * nnz };
-    let mut t = Triplets { nrows, ncols, rows: Vec::new(), cols: Vec::new(), vals: Vec::new() };
-    for v in [&mut t.rows, &mut t.cols] {
-        *v = host_vec(stored, 0i64, "entries")?;
-        v.clear();
-    }
-    t.vals = host_vec(stored, 0.0, "entries")?;
-    t.vals.clear();
+    let mut t = Triplets {
+        nrows,
+        ncols,
+        rows: host_with_capacity(stored, "entries")?,
+        cols: host_with_capacity(stored, "entries")?,
+        vals: host_with_capacity(stored, "entries")?,
+    };
     for _ in 0..nnz {
         let l = lines.next_data(path)?.ok_or_else(|| bad(path, lines.number, format!("file ends before its {nnz} entries")))?;
         let w: Vec<&str> = l.split_whitespace().collect();
