@@ -688,7 +688,7 @@ fegpu_status fegpu_profile_enable(fegpu_context_t ctx, int32_t on);
 fegpu_status fegpu_profile_report(fegpu_context_t ctx, const char *json_path);
 
 // The profile of operation `op` ("axpby", "column_dots", "gemm", "gemv",
-// "transpose"); zeros if it has not run.
+// "transpose"); zeros if it has not run; another name is refused.
 fegpu_status fegpu_profile_op(fegpu_context_t ctx, const char *op, struct fegpu_op_profile *out);
 
 // Creates an accumulator for n_s S points `points` (3, n_s), n_rhs

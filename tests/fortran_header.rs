@@ -2,12 +2,11 @@
 //! interface in `fortran/` names a function of `include/fegpu.h` with the
 //! same number of arguments, each passed the way the C prototype takes it
 //! (by value as int32_t, int64_t or double; by reference where C has a
-//! pointer), and every `FEGPU_*` constant the module publishes has the
-//! header's value. The C functions the module does not bind are listed
-//! here, so a new C function without a Fortran binding fails this test until
-//! it is bound or listed.
+//! pointer), every C function is bound, and every `FEGPU_*` constant the
+//! module publishes has the header's value. A new C function without a
+//! Fortran binding fails this test until it is bound.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// How an argument crosses: by value of a C type, or by reference (a pointer).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,15 +192,6 @@ fn fortran_sources() -> String {
     files.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect::<Vec<_>>().join("\n")
 }
 
-/// C functions the Fortran module does not (yet) bind; issue 18 asks for
-/// every one to be bound.
-const NOT_BOUND: &[&str] = &[
-    "fegpu_fem_packed_size",
-    "fegpu_lattice_directions",
-    "fegpu_profile_op",
-    "fegpu_radfields_create", // the module's single-context form calls fegpu_radfields_create_multi
-];
-
 /// Fortran-only constants (no C counterpart), with why.
 const FORTRAN_ONLY: &[&str] = &[
     "FEGPU_KIND_F16", // the lattice's kind= sentinel for f16 storage (C passes FEGPU_DTYPE_F16)
@@ -219,13 +209,8 @@ fn every_fortran_binding_matches_its_c_prototype() {
             _ => {}
         }
     }
-    let unbound: BTreeSet<&str> = c.keys().map(|k| k.as_str()).filter(|k| !f.contains_key(*k)).collect();
-    let listed: BTreeSet<&str> = NOT_BOUND.iter().copied().collect();
-    for n in unbound.difference(&listed) {
-        problems.push(format!("{n}: in include/fegpu.h but not bound in fortran/ (bind it, or list it in NOT_BOUND)"));
-    }
-    for n in listed.difference(&unbound) {
-        problems.push(format!("{n}: listed in NOT_BOUND but bound (or gone): remove it from the list"));
+    for n in c.keys().filter(|k| !f.contains_key(*k)) {
+        problems.push(format!("{n}: in include/fegpu.h but not bound in fortran/"));
     }
     assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
 }

@@ -462,6 +462,8 @@ fn bad_input_is_refused_and_the_output_left_alone() {
     ok(unsafe { fegpu_pipeline_axpby(ctx, 0, 1.0, null(), 1.0, null_mut(), 0, 0, 0) });
     let mut p = fegpu_op_profile::default();
     expect_err(unsafe { fegpu_profile_op(ctx, null(), &mut p) }, FEGPU_ERR_INVALID_ARGUMENT, &["op"]);
+    // A misspelt name is refused, not answered with an empty profile.
+    expect_err(unsafe { fegpu_profile_op(ctx, c"axbpy".as_ptr(), &mut p) }, FEGPU_ERR_INVALID_ARGUMENT, &["axbpy", "gemv"]);
     ok(fegpu_context_destroy(ctx));
     expect_err(axpby(ctx, 1.0, &x, 1.0, &mut y, 0, 0, 0), FEGPU_ERR_INVALID_HANDLE, &["ctx"]);
 }

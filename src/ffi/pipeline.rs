@@ -226,7 +226,7 @@ pub unsafe extern "C" fn fegpu_profile_report(ctx: fegpu_context_t, json_path: *
 }
 
 /// The profile of operation `op` ("axpby", "column_dots", "gemm", "gemv",
-/// "transpose"); zeros if it has not run.
+/// "transpose"); zeros if it has not run; another name is refused.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_profile_op(
     ctx: fegpu_context_t,
@@ -240,6 +240,10 @@ pub unsafe extern "C" fn fegpu_profile_op(
             return Err(Error::invalid("op is a null pointer"));
         }
         let name = CStr::from_ptr(op).to_str().map_err(|_| Error::invalid("op is not UTF-8"))?;
+        if !crate::pipeline::OPERATIONS.contains(&name) {
+            let known = crate::pipeline::OPERATIONS.join(", ");
+            return Err(Error::invalid(format!("op is \"{name}\", not one of the pipelined operations ({known})")));
+        }
         let s = c.profile.op(name).unwrap_or_default();
         *out = fegpu_op_profile {
             calls: s.calls as i64,

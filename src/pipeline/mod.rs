@@ -27,6 +27,8 @@ use std::sync::Mutex;
 
 /// Most streams a pipeline uses.
 pub const MAX_STREAMS: usize = 16;
+/// The operations' names, as the profile keys them.
+pub const OPERATIONS: [&str; 5] = ["axpby", "column_dots", "gemm", "gemv", "transpose"];
 /// Per-operation latency (launch, copy set-up) the model adds, in seconds.
 pub const OVERHEAD: f64 = 8e-6;
 

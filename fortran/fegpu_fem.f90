@@ -1,0 +1,475 @@
+!> Finite elements: element sets and their integration, assembly, the
+!> element-by-element CG solver, and the heat and elastodynamics steppers.
+module fegpu_fem_m
+  use, intrinsic :: iso_c_binding, only: c_int32_t, c_int64_t, c_double
+  use, intrinsic :: iso_fortran_env, only: real32, real64
+  use fegpu_types
+  use fegpu_support
+  implicit none
+  private
+  public :: fegpu_fem_create, fegpu_fem_integrate, fegpu_fem_set_integration, fegpu_fem_set_materials, fegpu_fem_set_density
+  public :: fegpu_fem_assemble, fegpu_fem_stiffness, fegpu_fem_mass, fegpu_fem_packed_size, fegpu_fem_destroy
+  public :: fegpu_ebe_create, fegpu_ebe_solve, fegpu_ebe_destroy
+  public :: fegpu_heat_create, fegpu_heat_step, fegpu_heat_set_convection, fegpu_heat_destroy
+  public :: fegpu_dynamics_create, fegpu_dynamics_step, fegpu_dynamics_destroy
+  public :: fegpu_fem_ebe_create, fegpu_fem_ebe_solve, fegpu_fem_ebe_destroy, fegpu_fem_heat_create &
+       , fegpu_fem_heat_step, fegpu_fem_heat_set_convection, fegpu_fem_heat_destroy, fegpu_fem_dynamics_create &
+       , fegpu_fem_dynamics_step, fegpu_fem_dynamics_destroy, fegpu_fem_stiffness_download, fegpu_fem_mass_download
+
+  !> The C names (fegpu.h); the shorter names are the older ones.
+  interface fegpu_fem_ebe_create
+    module procedure fegpu_ebe_create
+  end interface
+  interface fegpu_fem_ebe_solve
+    module procedure fegpu_ebe_solve
+  end interface
+  interface fegpu_fem_ebe_destroy
+    module procedure fegpu_ebe_destroy
+  end interface
+  interface fegpu_fem_heat_create
+    module procedure fegpu_heat_create
+  end interface
+  interface fegpu_fem_heat_step
+    module procedure fegpu_heat_step
+  end interface
+  interface fegpu_fem_heat_set_convection
+    module procedure fegpu_heat_set_convection
+  end interface
+  interface fegpu_fem_heat_destroy
+    module procedure fegpu_heat_destroy
+  end interface
+  interface fegpu_fem_dynamics_create
+    module procedure fegpu_dynamics_create
+  end interface
+  interface fegpu_fem_dynamics_step
+    module procedure fegpu_dynamics_step
+  end interface
+  interface fegpu_fem_dynamics_destroy
+    module procedure fegpu_dynamics_destroy
+  end interface
+  interface fegpu_fem_stiffness_download
+    module procedure fegpu_fem_stiffness
+  end interface
+  interface fegpu_fem_mass_download
+    module procedure fegpu_fem_mass
+  end interface
+
+  interface
+    integer(c_int32_t) function c_fem_packed_size(fem, size) bind(C, name='fegpu_fem_packed_size')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: fem
+      integer(c_int64_t), intent(out) :: size
+    end function
+  end interface
+
+  interface
+    integer(c_int32_t) function c_fem_create(ctx, element, problem, n_nodes, coords, n_elements, conn, base, &
+         n_materials, props, material, order, fem) bind(C, name='fegpu_fem_create')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx, n_nodes, n_elements, n_materials
+      integer(c_int32_t), value :: element, problem, base, order
+      real(c_double), intent(in) :: coords(*), props(*)
+      integer(c_int64_t), intent(in) :: conn(*), material(*)
+      integer(c_int64_t), intent(out) :: fem
+    end function
+    integer(c_int32_t) function c_fem_set_integration(fem, level) bind(C, name='fegpu_fem_set_integration')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: fem
+      integer(c_int32_t), value :: level
+    end function
+    integer(c_int32_t) function c_fem_integrate(fem) bind(C, name='fegpu_fem_integrate')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: fem
+    end function
+    integer(c_int32_t) function c_fem_set_materials(fem, n, props) bind(C, name='fegpu_fem_set_materials')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n
+      real(c_double), intent(in) :: props(*)
+    end function
+    integer(c_int32_t) function c_fem_assemble(fem, a) bind(C, name='fegpu_fem_assemble')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: fem
+      integer(c_int64_t), intent(out) :: a
+    end function
+    integer(c_int32_t) function c_fem_stiffness_download(fem, ke, n) bind(C, name='fegpu_fem_stiffness_download')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n
+      real(c_double), intent(out) :: ke(*)
+    end function
+    integer(c_int32_t) function c_fem_mass_download(fem, ce, n) bind(C, name='fegpu_fem_mass_download')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n
+      real(c_double), intent(out) :: ce(*)
+    end function
+    integer(c_int32_t) function c_fem_set_density(fem, n, rho) bind(C, name='fegpu_fem_set_density')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n
+      real(c_double), intent(in) :: rho(*)
+    end function
+    integer(c_int32_t) function c_fem_destroy(fem) bind(C, name='fegpu_fem_destroy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: fem
+    end function
+    integer(c_int32_t) function c_ebe_create(fem, n, dofs, base, values, otf, ebe) bind(C, name='fegpu_fem_ebe_create')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n
+      integer(c_int32_t), value :: base, otf
+      integer(c_int64_t), intent(in) :: dofs(*)
+      real(c_double), intent(in) :: values(*)
+      integer(c_int64_t), intent(out) :: ebe
+    end function
+    integer(c_int32_t) function c_ebe_solve(ebe, b, x, tol, maxit, info) bind(C, name='fegpu_fem_ebe_solve')
+      import :: c_int32_t, c_int64_t, c_double, solve_info
+      integer(c_int64_t), value :: ebe, b, x, maxit
+      real(c_double), value :: tol
+      type(solve_info), intent(out) :: info
+    end function
+    integer(c_int32_t) function c_ebe_destroy(ebe) bind(C, name='fegpu_fem_ebe_destroy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: ebe
+    end function
+    integer(c_int32_t) function c_heat_create(fem, dt, theta, n, dofs, base, values, heat) bind(C, name='fegpu_fem_heat_create')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n
+      real(c_double), value :: dt, theta
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(in) :: dofs(*)
+      real(c_double), intent(in) :: values(*)
+      integer(c_int64_t), intent(out) :: heat
+    end function
+    integer(c_int32_t) function c_heat_step(heat, t, f, tol, maxit, info) bind(C, name='fegpu_fem_heat_step')
+      import :: c_int32_t, c_int64_t, c_double, solve_info
+      integer(c_int64_t), value :: heat, t, f, maxit
+      real(c_double), value :: tol
+      type(solve_info), intent(out) :: info
+    end function
+    integer(c_int32_t) function c_heat_set_convection(heat, n, nodes, base, h_area, t_env) &
+         bind(C, name='fegpu_fem_heat_set_convection')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: heat, n
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(in) :: nodes(*)
+      real(c_double), intent(in) :: h_area(*), t_env(*)
+    end function
+    integer(c_int32_t) function c_heat_destroy(heat) bind(C, name='fegpu_fem_heat_destroy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: heat
+    end function
+    integer(c_int32_t) function c_dynamics_create(fem, scheme, dt, beta, gamma, n, clamped, base, dyn) &
+         bind(C, name='fegpu_fem_dynamics_create')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n
+      integer(c_int32_t), value :: scheme, base
+      real(c_double), value :: dt, beta, gamma
+      integer(c_int64_t), intent(in) :: clamped(*)
+      integer(c_int64_t), intent(out) :: dyn
+    end function
+    integer(c_int32_t) function c_dynamics_step(dyn, u, f, tol, maxit) bind(C, name='fegpu_fem_dynamics_step')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: dyn, u, f, maxit
+      real(c_double), value :: tol
+    end function
+    integer(c_int32_t) function c_dynamics_destroy(dyn) bind(C, name='fegpu_fem_dynamics_destroy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: dyn
+    end function
+  end interface
+
+contains
+
+  !> An element set on ctx's backend: coords(dim, n_nodes), conn(nodes per
+  !> element, n_elements) and material(n_elements) counted from index_base
+  !> (default 1), props(2, n_materials): (k, unused) for heat, (E, nu) for
+  !> elasticity. order: Gauss points per direction for quad4/hex8 (default 2).
+  subroutine fegpu_fem_create(ctx, element, problem, coords, conn, props, material, fem, order, index_base, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    class(*), intent(in) :: element, problem
+    real(real64), intent(in) :: coords(:, :), props(:, :)
+    class(*), intent(in) :: conn(:, :), material(:)
+    type(fegpu_fem), intent(out) :: fem
+    class(*), intent(in), optional :: order, index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: q, base
+    q = 2
+    if (present(order)) q = i32(order)
+    base = 1
+    if (present(index_base)) base = i32(index_base)
+    call check(c_fem_create(ctx%handle, i32(element), i32(problem), size(coords, 2, c_int64_t), &
+         coords, size(conn, 2, c_int64_t), i64(conn), base, size(props, 2, c_int64_t), props, &
+         i64(material), q, fem%handle), 'fegpu_fem_create', stat, errmsg)
+  end subroutine
+
+  !> Integrates every element matrix on the set's device (an inverted or
+  !> degenerate element is named in the error).
+  subroutine fegpu_fem_integrate(fem, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_fem_integrate(fem%handle), 'fegpu_fem_integrate', stat, errmsg)
+  end subroutine
+
+  !> The integration strategy: FEGPU_INTEGRATION_AUTO (default), _ELEMENT
+  !> (level I), _POINT (level II) or _BLOCKED (level IIa).
+  subroutine fegpu_fem_set_integration(fem, level, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    class(*), intent(in) :: level
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_fem_set_integration(fem%handle, i32(level)), 'fegpu_fem_set_integration', stat, errmsg)
+  end subroutine
+
+  !> New material parameters props(2, n_materials); integrate and assemble again after.
+  subroutine fegpu_fem_set_materials(fem, props, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    real(real64), intent(in) :: props(:, :)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_fem_set_materials(fem%handle, size(props, 2, c_int64_t), props), 'fegpu_fem_set_materials', stat, errmsg)
+  end subroutine
+
+  !> Densities rho(n_materials) of an elasticity set (integrate again after).
+  subroutine fegpu_fem_set_density(fem, rho, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    real(real64), intent(in) :: rho(:)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_fem_set_density(fem%handle, size(rho, kind=c_int64_t), rho), 'fegpu_fem_set_density', stat, errmsg)
+  end subroutine
+
+  !> The global matrix assembled on the device into a (the same matrix on
+  !> every call: solvers created for it stay valid).
+  subroutine fegpu_fem_assemble(fem, a, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    type(fegpu_csr), intent(inout) :: a
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_fem_assemble(fem%handle, a%handle), 'fegpu_fem_assemble', stat, errmsg)
+  end subroutine
+
+  !> The element matrices, ke(packed size, n_elements): each the upper triangle row by row.
+  subroutine fegpu_fem_stiffness(fem, ke, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    real(real64), intent(out) :: ke(:, :)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_fem_stiffness_download(fem%handle, ke, size(ke, kind=c_int64_t)), 'fegpu_fem_stiffness', stat, errmsg)
+  end subroutine
+
+  !> The mass matrices, ce(packed size, n_elements): heat capacity (heat) or
+  !> consistent mass (elasticity, with fegpu_fem_set_density).
+  subroutine fegpu_fem_mass(fem, ce, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    real(real64), intent(out) :: ce(:, :)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_fem_mass_download(fem%handle, ce, size(ce, kind=c_int64_t)), 'fegpu_fem_mass', stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_fem_destroy(fem, stat, errmsg)
+    type(fegpu_fem), intent(inout) :: fem
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_fem_destroy(fem%handle)
+    if (st == FEGPU_OK) fem%handle = 0
+    call check(st, 'fegpu_fem_destroy', stat, errmsg)
+  end subroutine
+
+  !> An element-by-element CG solver (Jacobi) for the set's element matrices
+  !> with x(dofs(i)) = values(i); on_the_fly: recompute K^e in every product.
+  subroutine fegpu_ebe_create(fem, dofs, values, ebe, index_base, on_the_fly, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    class(*), intent(in) :: dofs(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_ebe), intent(out) :: ebe
+    class(*), intent(in), optional :: index_base
+    logical, intent(in), optional :: on_the_fly
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: base, otf
+    if (size(values) /= size(dofs)) then
+      call size_error('fegpu_ebe_create: dofs and values differ in size', stat, errmsg)
+      return
+    end if
+    base = 1
+    if (present(index_base)) base = i32(index_base)
+    otf = 0
+    if (present(on_the_fly)) otf = merge(1_c_int32_t, 0_c_int32_t, on_the_fly)
+    call check(c_ebe_create(fem%handle, size(dofs, kind=c_int64_t), i64(dofs), base, values, otf, ebe%handle), &
+         'fegpu_ebe_create', stat, errmsg)
+  end subroutine
+
+  !> Solves K x = b element by element (x: initial guess in, solution out; b unchanged).
+  subroutine fegpu_ebe_solve(ebe, b, x, tol, maxit, iterations, residual, true_residual, stat, errmsg)
+    type(fegpu_ebe), intent(in) :: ebe
+    type(fegpu_array), intent(in) :: b, x
+    real(real64), intent(in) :: tol
+    class(*), intent(in) :: maxit
+    class(*), intent(out), optional :: iterations
+    real(real64), intent(out), optional :: residual, true_residual
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(solve_info) :: info
+    integer(c_int32_t) :: st
+    st = c_ebe_solve(ebe%handle, b%handle, x%handle, tol, i64(maxit), info)
+    if (present(iterations)) call put(iterations, info%iterations)
+    if (present(residual)) residual = info%relative_residual
+    if (present(true_residual)) true_residual = info%true_relative_residual
+    call check(st, 'fegpu_ebe_solve', stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_ebe_destroy(ebe, stat, errmsg)
+    type(fegpu_ebe), intent(inout) :: ebe
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_ebe_destroy(ebe%handle)
+    if (st == FEGPU_OK) ebe%handle = 0
+    call check(st, 'fegpu_ebe_destroy', stat, errmsg)
+  end subroutine
+
+  !> A theta-method stepper for an integrated and assembled heat set: each
+  !> step solves (C/dt + theta K) T' = (C/dt - (1 - theta) K) T + F on the
+  !> device with T(dofs(i)) = values(i) held (theta 1: backward Euler, 0.5:
+  !> Crank-Nicolson).
+  subroutine fegpu_heat_create(fem, dt, theta, dofs, values, heat, index_base, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    real(real64), intent(in) :: dt, theta
+    class(*), intent(in) :: dofs(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_heat), intent(out) :: heat
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: base
+    if (size(values) /= size(dofs)) then
+      call size_error('fegpu_heat_create: dofs and values differ in size', stat, errmsg)
+      return
+    end if
+    base = 1
+    if (present(index_base)) base = i32(index_base)
+    call check(c_heat_create(fem%handle, dt, theta, size(dofs, kind=c_int64_t), i64(dofs), base, values, &
+         heat%handle), 'fegpu_heat_create', stat, errmsg)
+  end subroutine
+
+  !> One step: t (device temperatures) advances by dt in place; f (optional)
+  !> is the nodal heat load over the step.
+  subroutine fegpu_heat_step(heat, t, tol, maxit, f, iterations, stat, errmsg)
+    type(fegpu_heat), intent(in) :: heat
+    type(fegpu_array), intent(in) :: t
+    real(real64), intent(in) :: tol
+    class(*), intent(in) :: maxit
+    type(fegpu_array), intent(in), optional :: f
+    class(*), intent(out), optional :: iterations
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(solve_info) :: info
+    integer(c_int64_t) :: fh
+    integer(c_int32_t) :: st
+    fh = 0
+    if (present(f)) fh = f%handle
+    st = c_heat_step(heat%handle, t%handle, fh, tol, i64(maxit), info)
+    if (present(iterations)) call put(iterations, info%iterations)
+    call check(st, 'fegpu_heat_step', stat, errmsg)
+  end subroutine
+
+  !> Convective boundaries from the next step on (lumped): node nodes(i)
+  !> exchanges h_area(i) * (t_env(i) - T); a new call replaces the previous set.
+  subroutine fegpu_heat_set_convection(heat, nodes, h_area, t_env, index_base, stat, errmsg)
+    type(fegpu_heat), intent(in) :: heat
+    class(*), intent(in) :: nodes(:)
+    real(real64), intent(in) :: h_area(:), t_env(:)
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: base
+    if (size(h_area) /= size(nodes) .or. size(t_env) /= size(nodes)) then
+      call size_error('fegpu_heat_set_convection: nodes, h_area and t_env differ in size', stat, errmsg)
+      return
+    end if
+    base = 1
+    if (present(index_base)) base = i32(index_base)
+    call check(c_heat_set_convection(heat%handle, size(nodes, kind=c_int64_t), i64(nodes), base, h_area, t_env), &
+         'fegpu_heat_set_convection', stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_heat_destroy(heat, stat, errmsg)
+    type(fegpu_heat), intent(inout) :: heat
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_heat_destroy(heat%handle)
+    if (st == FEGPU_OK) heat%handle = 0
+    call check(st, 'fegpu_heat_destroy', stat, errmsg)
+  end subroutine
+
+  !> An elastodynamics stepper: scheme FEGPU_SCHEME_NEWMARK (beta, gamma:
+  !> default 1/4, 1/2) or FEGPU_SCHEME_CENTRAL_DIFFERENCE (lumped mass); the
+  !> clamped dofs stay at zero; the first step starts from rest.
+  subroutine fegpu_dynamics_create(fem, scheme, dt, clamped, dyn, beta, gamma, index_base, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    class(*), intent(in) :: scheme
+    real(real64), intent(in) :: dt
+    class(*), intent(in) :: clamped(:)
+    type(fegpu_dynamics), intent(out) :: dyn
+    real(real64), intent(in), optional :: beta, gamma
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    real(c_double) :: b, g
+    integer(c_int32_t) :: base
+    b = 0.25d0
+    g = 0.5d0
+    if (present(beta)) b = beta
+    if (present(gamma)) g = gamma
+    base = 1
+    if (present(index_base)) base = i32(index_base)
+    call check(c_dynamics_create(fem%handle, i32(scheme), dt, b, g, size(clamped, kind=c_int64_t), &
+         i64(clamped), base, dyn%handle), 'fegpu_dynamics_create', stat, errmsg)
+  end subroutine
+
+  !> One step: u (device displacements) advances by dt under the load f (optional).
+  subroutine fegpu_dynamics_step(dyn, u, f, tol, maxit, stat, errmsg)
+    type(fegpu_dynamics), intent(in) :: dyn
+    type(fegpu_array), intent(in) :: u
+    type(fegpu_array), intent(in), optional :: f
+    real(real64), intent(in), optional :: tol
+    class(*), intent(in), optional :: maxit
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: fh, its
+    real(c_double) :: t
+    fh = 0
+    if (present(f)) fh = f%handle
+    t = 1d-10
+    if (present(tol)) t = tol
+    its = 10000
+    if (present(maxit)) its = i64(maxit)
+    call check(c_dynamics_step(dyn%handle, u%handle, fh, t, its), 'fegpu_dynamics_step', stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_dynamics_destroy(dyn, stat, errmsg)
+    type(fegpu_dynamics), intent(inout) :: dyn
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_dynamics_destroy(dyn%handle)
+    if (st == FEGPU_OK) dyn%handle = 0
+    call check(st, 'fegpu_dynamics_destroy', stat, errmsg)
+  end subroutine
+
+  !> The packed size of one element matrix (the first extent of ke and ce in
+  !> fegpu_fem_stiffness and fegpu_fem_mass): the upper triangle, nd*(nd+1)/2.
+  subroutine fegpu_fem_packed_size(fem, size, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    class(*), intent(out) :: size
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: s
+    s = 0
+    call check(c_fem_packed_size(fem%handle, s), 'fegpu_fem_packed_size', stat, errmsg)
+    call put(size, s)
+  end subroutine
+
+end module fegpu_fem_m

@@ -1,0 +1,326 @@
+!> CSR matrices on the device, SpMV, Dirichlet conditions, and the Krylov
+!> solvers (CG, BiCGSTAB) with their preconditioners.
+module fegpu_sparse
+  use, intrinsic :: iso_c_binding, only: c_int32_t, c_int64_t, c_double, c_char, c_null_char
+  use, intrinsic :: iso_fortran_env, only: real32, real64
+  use fegpu_types
+  use fegpu_support
+  implicit none
+  private
+  public :: fegpu_csr_create, fegpu_csr_read_mm, fegpu_csr_update_values, fegpu_csr_destroy, fegpu_csr_info
+  public :: fegpu_csr_write_mm, fegpu_csr_download, fegpu_csr_apply_dirichlet, fegpu_spmv, fegpu_csr_spmv
+  public :: fegpu_solver_create, fegpu_solve, fegpu_solver_solve, fegpu_solver_history, fegpu_solver_destroy
+
+  !> A CSR matrix from the caller's arrays (int32 or int64 indices, 1-based by default).
+  interface fegpu_csr_create
+    module procedure csr_create_i32, csr_create_i64
+  end interface
+  !> The C names (fegpu.h); fegpu_spmv and fegpu_solve are the older ones.
+  interface fegpu_csr_spmv
+    module procedure fegpu_spmv
+  end interface
+  interface fegpu_solver_solve
+    module procedure fegpu_solve
+  end interface
+
+  interface
+    integer(c_int32_t) function c_csr_create_i32(ctx, nrows, ncols, nnz, rp, ci, v, base, a) bind(C, name='fegpu_csr_create_i32')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx, nrows, ncols, nnz
+      integer(c_int32_t), intent(in) :: rp(*), ci(*)
+      real(c_double), intent(in) :: v(*)
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(out) :: a
+    end function
+    integer(c_int32_t) function c_csr_create_i64(ctx, nrows, ncols, nnz, rp, ci, v, base, a) bind(C, name='fegpu_csr_create_i64')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx, nrows, ncols, nnz
+      integer(c_int64_t), intent(in) :: rp(*), ci(*)
+      real(c_double), intent(in) :: v(*)
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(out) :: a
+    end function
+    integer(c_int32_t) function c_csr_read_mm(ctx, path, a) bind(C, name='fegpu_csr_read_mm')
+      import :: c_int32_t, c_int64_t, c_char, c_double
+      integer(c_int64_t), value :: ctx
+      character(kind=c_char), intent(in) :: path(*)
+      integer(c_int64_t), intent(out) :: a
+    end function
+    integer(c_int32_t) function c_csr_update_values(a, v, nnz) bind(C, name='fegpu_csr_update_values')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: a, nnz
+      real(c_double), intent(in) :: v(*)
+    end function
+    integer(c_int32_t) function c_csr_write_mm(a, path) bind(C, name='fegpu_csr_write_mm')
+      import :: c_int32_t, c_int64_t, c_char
+      integer(c_int64_t), value :: a
+      character(kind=c_char), intent(in) :: path(*)
+    end function
+    integer(c_int32_t) function c_csr_download(a, rp, ci, v, base) bind(C, name='fegpu_csr_download')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: a
+      integer(c_int64_t), intent(out) :: rp(*), ci(*)
+      real(c_double), intent(out) :: v(*)
+      integer(c_int32_t), value :: base
+    end function
+    integer(c_int32_t) function c_csr_info(a, nrows, ncols, nnz) bind(C, name='fegpu_csr_info')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: a
+      integer(c_int64_t), intent(out) :: nrows, ncols, nnz
+    end function
+    integer(c_int32_t) function c_csr_destroy(a) bind(C, name='fegpu_csr_destroy')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: a
+    end function
+    integer(c_int32_t) function c_csr_spmv(a, alpha, x, beta, y) bind(C, name='fegpu_csr_spmv')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: a, x, y
+      real(c_double), value :: alpha, beta
+    end function
+    integer(c_int32_t) function c_csr_apply_dirichlet(a, n, dofs, base, values, b) bind(C, name='fegpu_csr_apply_dirichlet')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: a, n, b
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(in) :: dofs(*)
+      real(c_double), intent(in) :: values(*)
+    end function
+    integer(c_int32_t) function c_solver_create(a, method, precond, s) bind(C, name='fegpu_solver_create')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: a
+      integer(c_int32_t), value :: method, precond
+      integer(c_int64_t), intent(out) :: s
+    end function
+    integer(c_int32_t) function c_solver_solve(s, b, x, tol, maxit, info) bind(C, name='fegpu_solver_solve')
+      import :: c_int32_t, c_int64_t, c_double, solve_info
+      integer(c_int64_t), value :: s, b, x, maxit
+      real(c_double), value :: tol
+      type(solve_info), intent(out) :: info
+    end function
+    integer(c_int32_t) function c_solver_history(s, h, len, count) bind(C, name='fegpu_solver_history')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: s
+      real(c_double), intent(out) :: h(*)
+      integer(c_int64_t), value :: len
+      integer(c_int64_t), intent(out) :: count
+    end function
+    integer(c_int32_t) function c_solver_destroy(s) bind(C, name='fegpu_solver_destroy')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: s
+    end function
+  end interface
+
+contains
+
+  subroutine csr_create_i32(ctx, nrows, ncols, row_ptr, col_ind, values, a, index_base, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    class(*), intent(in) :: nrows, ncols
+    integer(c_int32_t), intent(in) :: row_ptr(:), col_ind(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_csr), intent(inout) :: a
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (size(row_ptr) /= i64(nrows) + 1 .or. size(col_ind) /= size(values)) then
+      call csr_size_error(size(row_ptr, kind=c_int64_t), i64(nrows), size(col_ind, kind=c_int64_t), size(values, kind=c_int64_t), &
+           stat, errmsg)
+      return
+    end if
+    call check(c_csr_create_i32(ctx%handle, i64(nrows), i64(ncols), size(values, kind=c_int64_t), &
+         row_ptr, col_ind, values, base_of(index_base), a%handle), 'fegpu_csr_create', stat, errmsg)
+  end subroutine
+
+  subroutine csr_create_i64(ctx, nrows, ncols, row_ptr, col_ind, values, a, index_base, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    class(*), intent(in) :: nrows, ncols
+    integer(c_int64_t), intent(in) :: row_ptr(:), col_ind(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_csr), intent(inout) :: a
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (size(row_ptr) /= i64(nrows) + 1 .or. size(col_ind) /= size(values)) then
+      call csr_size_error(size(row_ptr, kind=c_int64_t), i64(nrows), size(col_ind, kind=c_int64_t), size(values, kind=c_int64_t), &
+           stat, errmsg)
+      return
+    end if
+    call check(c_csr_create_i64(ctx%handle, i64(nrows), i64(ncols), size(values, kind=c_int64_t), &
+         row_ptr, col_ind, values, base_of(index_base), a%handle), 'fegpu_csr_create', stat, errmsg)
+  end subroutine
+
+  subroutine csr_size_error(nrp, nrows, nci, nv, stat, errmsg)
+    integer(c_int64_t), intent(in) :: nrp, nrows, nci, nv
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    character(len=200) :: msg
+    write (msg, '(a,i0,a,i0,a,i0,a,i0)') 'size(row_ptr) = ', nrp, ' (nrows + 1 = ', nrows + 1, '), size(col_ind) = ', nci, &
+         ', size(values) = ', nv
+    call size_error('fegpu_csr_create: ' // trim(msg), stat, errmsg)
+  end subroutine
+
+  !> Reads a Matrix Market coordinate file into a new matrix.
+  subroutine fegpu_csr_read_mm(ctx, path, a, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    character(*), intent(in) :: path
+    type(fegpu_csr), intent(inout) :: a
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_csr_read_mm(ctx%handle, trim(path) // c_null_char, a%handle), 'fegpu_csr_read_mm', stat, errmsg)
+  end subroutine
+
+  !> New values for the same pattern, in the order the matrix was created with.
+  subroutine fegpu_csr_update_values(a, values, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    real(real64), intent(in) :: values(:)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_csr_update_values(a%handle, values, size(values, kind=c_int64_t)), 'fegpu_csr_update_values', stat, errmsg)
+  end subroutine
+
+  !> Rows, columns and stored entries.
+  subroutine fegpu_csr_info(a, nrows, ncols, nnz, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    class(*), intent(out) :: nrows, ncols, nnz
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: r, c, z
+    r = 0; c = 0; z = 0
+    call check(c_csr_info(a%handle, r, c, z), 'fegpu_csr_info', stat, errmsg)
+    call put(nrows, r)
+    call put(ncols, c)
+    call put(nnz, z)
+  end subroutine
+
+  !> Writes the matrix as a Matrix Market coordinate file (1-based, real general).
+  subroutine fegpu_csr_write_mm(a, path, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    character(*), intent(in) :: path
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_csr_write_mm(a%handle, trim(path) // c_null_char), 'fegpu_csr_write_mm', stat, errmsg)
+  end subroutine
+
+  !> The stored matrix back on the host: row_ptr(nrows + 1), col_ind(nnz) and
+  !> values(nnz) (sorted rows, duplicates summed), 1-based unless index_base = 0.
+  subroutine fegpu_csr_download(a, row_ptr, col_ind, values, index_base, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    integer(int64), intent(inout), contiguous :: row_ptr(:), col_ind(:)
+    real(real64), intent(inout), contiguous :: values(:)
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: r, c, z
+    character(len=200) :: msg
+    r = 0; c = 0; z = 0
+    call check(c_csr_info(a%handle, r, c, z), 'fegpu_csr_download', stat, errmsg)
+    if (r == 0) return
+    if (size(row_ptr, kind=c_int64_t) /= r + 1 .or. size(col_ind, kind=c_int64_t) /= z .or. size(values, kind=c_int64_t) /= z) then
+      write (msg, '(a,i0,a,i0,a,i0,a,i0,a,i0)') 'fegpu_csr_download: the matrix has ', r, ' rows and ', z, &
+           ' entries, but size(row_ptr) = ', size(row_ptr), ', size(col_ind) = ', size(col_ind), ', size(values) = ', size(values)
+      call size_error(trim(msg), stat, errmsg)
+      return
+    end if
+    call check(c_csr_download(a%handle, row_ptr, col_ind, values, base_of(index_base)), 'fegpu_csr_download', stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_csr_destroy(a, stat, errmsg)
+    type(fegpu_csr), intent(inout) :: a
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_csr_destroy(a%handle)
+    if (st == FEGPU_OK) a%handle = 0
+    call check(st, 'fegpu_csr_destroy', stat, errmsg)
+  end subroutine
+
+  !> y = alpha*A*x + beta*y on device arrays (alpha = 1, beta = 0 by default).
+  subroutine fegpu_spmv(a, x, y, alpha, beta, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    type(fegpu_array), intent(in) :: x, y
+    real(real64), intent(in), optional :: alpha, beta
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    real(c_double) :: al, be
+    al = 1; be = 0
+    if (present(alpha)) al = alpha
+    if (present(beta)) be = beta
+    call check(c_csr_spmv(a%handle, al, x%handle, be, y%handle), 'fegpu_spmv', stat, errmsg)
+  end subroutine
+
+  !> Dirichlet conditions x(dofs(i)) = values(i) on A x = b, symmetrically
+  !> (dofs counted from index_base, default 1; dof = (node - 1) * dofs per node + component).
+  subroutine fegpu_csr_apply_dirichlet(a, dofs, values, b, index_base, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    class(*), intent(in) :: dofs(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_array), intent(in) :: b
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: base
+    if (size(values) /= size(dofs)) then
+      call size_error('fegpu_csr_apply_dirichlet: dofs and values differ in size', stat, errmsg)
+      return
+    end if
+    base = 1
+    if (present(index_base)) base = i32(index_base)
+    call check(c_csr_apply_dirichlet(a%handle, size(dofs, kind=c_int64_t), i64(dofs), base, values, b%handle), &
+         'fegpu_csr_apply_dirichlet', stat, errmsg)
+  end subroutine
+
+  !> A solver for A: FEGPU_METHOD_CG or _BICGSTAB, FEGPU_PRECOND_NONE, _JACOBI or _ILU0.
+  subroutine fegpu_solver_create(a, method, precond, s, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    class(*), intent(in) :: method, precond
+    type(fegpu_solver), intent(inout) :: s
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_solver_create(a%handle, i32(method), i32(precond), s%handle), &
+         'fegpu_solver_create', stat, errmsg)
+  end subroutine
+
+  !> Solves A x = b on the device (x: initial guess in, solution out). Not
+  !> converging or breaking down is an error (stat FEGPU_ERR_NOT_CONVERGED or
+  !> FEGPU_ERR_BREAKDOWN); iterations and residuals are returned in every case.
+  subroutine fegpu_solve(s, b, x, tol, maxit, iterations, residual, true_residual, stat, errmsg)
+    type(fegpu_solver), intent(in) :: s
+    type(fegpu_array), intent(in) :: b, x
+    real(real64), intent(in) :: tol
+    class(*), intent(in) :: maxit
+    class(*), intent(out), optional :: iterations
+    real(real64), intent(out), optional :: residual, true_residual
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(solve_info) :: info
+    integer(c_int32_t) :: st
+    st = c_solver_solve(s%handle, b%handle, x%handle, tol, i64(maxit), info)
+    if (present(iterations)) call put(iterations, info%iterations)
+    if (present(residual)) residual = info%relative_residual
+    if (present(true_residual)) true_residual = info%true_relative_residual
+    call check(st, 'fegpu_solve', stat, errmsg)
+  end subroutine
+
+  !> The relative residuals of the solver's last solve, one per iteration
+  !> (history(1) before the first); `count` says how many there were.
+  subroutine fegpu_solver_history(s, history, count, stat, errmsg)
+    type(fegpu_solver), intent(in) :: s
+    real(real64), intent(inout), contiguous :: history(:)
+    class(*), intent(out), optional :: count
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: n
+    n = 0
+    call check(c_solver_history(s%handle, history, size(history, kind=c_int64_t), n), 'fegpu_solver_history', stat, errmsg)
+    if (present(count)) call put(count, n)
+  end subroutine
+
+  subroutine fegpu_solver_destroy(s, stat, errmsg)
+    type(fegpu_solver), intent(inout) :: s
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_solver_destroy(s%handle)
+    if (st == FEGPU_OK) s%handle = 0
+    call check(st, 'fegpu_solver_destroy', stat, errmsg)
+  end subroutine
+
+end module fegpu_sparse
