@@ -13,25 +13,31 @@ use crate::krylov::{cpu::CpuOps, cuda::CudaOps, Jacobi, Method, Operator, Outcom
 use crate::sparse::{cuda as sparse_cuda, f64_buf};
 use std::sync::{Arc, Mutex};
 
-#[allow(clippy::large_enum_variant)] // one per solver
+/// The solver's vectors and Jacobi data on the host.
+struct HostWork {
+    vecs: Vec<Vec<f64>>,
+    fixed: Vec<u8>,
+    values: Vec<f64>,
+    diag: Vec<f64>,
+    dinv: Buffer<f64>,
+}
+
+/// The same on the device, with the reduction scratch and the captured iteration.
+struct DeviceWork {
+    vecs: Vec<DeviceBuffer<f64>>,
+    fixed: DeviceBuffer<u8>,
+    values: DeviceBuffer<f64>,
+    diag: DeviceBuffer<f64>,
+    dinv: Buffer<f64>,
+    reduce: crate::array::cuda::Reduce,
+    scalars: DeviceBuffer<f64>,
+    iteration: Option<Graph>,
+}
+
+/// The one place the solver's backend is decided: at creation.
 enum Work {
-    Cpu {
-        vecs: Vec<Vec<f64>>,
-        fixed: Vec<u8>,
-        values: Vec<f64>,
-        diag: Vec<f64>,
-        dinv: Buffer<f64>,
-    },
-    Cuda {
-        vecs: Vec<DeviceBuffer<f64>>,
-        fixed: DeviceBuffer<u8>,
-        values: DeviceBuffer<f64>,
-        diag: DeviceBuffer<f64>,
-        dinv: Buffer<f64>,
-        reduce: crate::array::cuda::Reduce,
-        scalars: DeviceBuffer<f64>,
-        iteration: Option<Graph>,
-    },
+    Cpu(HostWork),
+    Cuda(Box<DeviceWork>),
 }
 
 struct State {
@@ -117,14 +123,14 @@ impl EbeSolver {
             (fixed[d as usize], g[d as usize]) = (1, v);
         }
         let work = match set.ctx.gpu() {
-            None => Work::Cpu {
+            None => Work::Cpu(HostWork {
                 vecs: vec![vec![0.0; n]; SLOTS],
                 fixed,
                 values: g,
                 diag: vec![0.0; n],
                 dinv: Buffer::Host(vec![0.0; n]),
-            },
-            Some(gpu) => Work::Cuda {
+            }),
+            Some(gpu) => Work::Cuda(Box::new(DeviceWork {
                 vecs: crate::krylov::cuda::work_vectors(gpu, n)?,
                 fixed: sparse_cuda::upload(gpu, &fixed)?,
                 values: sparse_cuda::upload(gpu, &g)?,
@@ -133,7 +139,7 @@ impl EbeSolver {
                 reduce: crate::array::cuda::Reduce::new(gpu)?,
                 scalars: gpu.alloc(crate::krylov::cuda::Scalar::LEN)?,
                 iteration: None,
-            },
+            })),
         };
         Ok(EbeSolver { set, on_the_fly, state: Mutex::new(State { work, built_for: None, history: Vec::new() }) })
     }
@@ -180,6 +186,7 @@ impl EbeSolver {
 
     /// The solve from K^e's `source`; the Jacobi diagonal is rebuilt when
     /// `version` (of the stored matrices) changed, or every time on the fly.
+    /// The solver's work decides the backend; b, x and K^e must be on it.
     #[allow(clippy::too_many_arguments)]
     fn solve_with(
         &self,
@@ -191,86 +198,113 @@ impl EbeSolver {
         tol: f64,
         maxit: i64,
     ) -> Result<(Outcome, f64)> {
-        let set = &*self.set;
         st.history.clear();
         let stale = version.is_none() || st.built_for != version;
-        match (&mut st.work, b, x) {
-            (Work::Cpu { vecs, fixed, values, diag, dinv }, Buffer::Host(bh), Buffer::Host(xh)) => {
+        let State { work, built_for, history } = st;
+        let out = match (work, b, x) {
+            (Work::Cpu(w), Buffer::Host(b), Buffer::Host(x)) => {
                 let matrices = match source {
                     Source::Stored(Buffer::Host(ke)) => cpu::ElementMatrices::Stored(ke),
                     Source::OnTheFly(m) => cpu::ElementMatrices::OnTheFly(&m.props),
-                    Source::Stored(Buffer::Device(_)) => {
-                        return Err(Error::new(ErrorKind::Internal, "device matrices, host solver"))
-                    }
+                    Source::Stored(Buffer::Device(_)) => return Err(mixed_backends()),
                 };
-                if stale {
-                    cpu::ebe_diagonal(set, &matrices, diag);
-                    *dinv = Buffer::Host(inverse(diag)?);
-                    st.built_for = version;
-                }
-                // b with the conditions: free rows lose K g, fixed rows get diag g
-                let mut t = vec![0.0; values.len()];
-                cpu::ebe_apply(set, &matrices, None, diag, values, &mut t);
-                for i in 0..t.len() {
-                    vecs[Slot::B as usize][i] = if fixed[i] != 0 { diag[i] * values[i] } else { bh[i] - t[i] };
-                }
-                vecs[Slot::X as usize].copy_from_slice(xh);
-                let op = EbeOperator { set, host: Some((matrices, &fixed[..], &diag[..])), device: None };
-                let mut ops = CpuOps { op: &op, pc: &Jacobi { inverse: dinv }, vecs };
-                let out = crate::krylov::run(&mut ops, Method::Cg, tol, maxit, &mut st.history)?;
-                xh.copy_from_slice(&ops.vecs[Slot::X as usize]);
-                Ok(out)
+                self.solve_host(w, matrices, stale, b, x, tol, maxit, history)
             }
-            (
-                Work::Cuda { vecs, fixed, values, diag, dinv, reduce, scalars, iteration },
-                Buffer::Device(bd),
-                Buffer::Device(xd),
-            ) => {
-                let g = set.ctx.device()?;
-                let device = set.device.as_ref().ok_or_else(crate::array::mixed_backends)?;
-                if stale {
-                    match &source {
-                        Source::Stored(Buffer::Device(ke)) => cuda::ebe_diagonal(g, set, device, ke, diag)?,
-                        Source::OnTheFly(m) => {
-                            let props = m.device.as_ref().ok_or_else(crate::array::mixed_backends)?;
-                            cuda::ebe_otf(g, set, device, props, None, values, values, Some(diag), None)?
-                        }
-                        Source::Stored(Buffer::Host(_)) => {
-                            return Err(Error::new(ErrorKind::Internal, "host matrices, device solver"))
-                        }
-                    }
-                    let mut host = vec![0.0; set.dofs()];
-                    g.download(diag, 0, &mut host)?;
-                    if let Buffer::Device(d) = dinv {
-                        g.upload(&inverse(&host)?, d, 0)?;
-                    }
-                    st.built_for = version;
-                }
-                let n = set.dofs();
+            (Work::Cuda(w), Buffer::Device(b), Buffer::Device(x)) => {
                 let matrices = match &source {
                     Source::Stored(Buffer::Device(ke)) => DeviceMatrices::Stored(ke),
                     Source::OnTheFly(m) => DeviceMatrices::OnTheFly(m.device.as_ref().ok_or_else(mixed_backends)?),
                     Source::Stored(Buffer::Host(_)) => return Err(mixed_backends()),
                 };
-                // t = K g, unmasked: the conditions' pull on the free rows
-                let t = &vecs[Slot::T as usize];
-                match matrices {
-                    DeviceMatrices::Stored(ke) => cuda::ebe_apply(g, set, device, ke, None, values, t, None)?,
-                    DeviceMatrices::OnTheFly(props) => cuda::ebe_otf(g, set, device, props, None, values, t, None, None)?,
-                }
-                g.copy(bd, &mut vecs[Slot::B as usize])?;
-                cuda::dirichlet_rhs(g, n, fixed, values, diag, &vecs[Slot::T as usize], &vecs[Slot::B as usize])?;
-                g.copy(xd, &mut vecs[Slot::X as usize])?;
-                let op = EbeOperator { set, host: None, device: Some((device, matrices, &*fixed, &*diag)) };
-                let mut ops =
-                    CudaOps { g, op: &op, pc: &Jacobi { inverse: dinv }, n, vecs, reduce, looping: Some((scalars, iteration)) };
-                let out = crate::krylov::run(&mut ops, Method::Cg, tol, maxit, &mut st.history)?;
-                g.copy(&ops.vecs[Slot::X as usize], xd)?;
-                g.synchronize("solve")?;
-                Ok(out)
+                self.solve_device(w, matrices, stale, b, x, tol, maxit, history)
             }
             _ => Err(mixed_backends()),
+        };
+        // a failed call may have left the diagonal half-built: rebuild next time
+        if out.is_ok() {
+            *built_for = version;
         }
+        out
+    }
+
+    /// The host solve: b with the conditions folded in, then the Krylov host loop.
+    #[allow(clippy::too_many_arguments)]
+    fn solve_host(
+        &self,
+        w: &mut HostWork,
+        matrices: cpu::ElementMatrices,
+        stale: bool,
+        b: &[f64],
+        x: &mut [f64],
+        tol: f64,
+        maxit: i64,
+        history: &mut Vec<f64>,
+    ) -> Result<(Outcome, f64)> {
+        let set = &*self.set;
+        let HostWork { vecs, fixed, values, diag, dinv } = w;
+        if stale {
+            cpu::ebe_diagonal(set, &matrices, diag);
+            *dinv = Buffer::Host(inverse(diag)?);
+        }
+        // b with the conditions: free rows lose K g, fixed rows get diag g
+        let mut t = vec![0.0; values.len()];
+        cpu::ebe_apply(set, &matrices, None, diag, values, &mut t);
+        for i in 0..t.len() {
+            vecs[Slot::B as usize][i] = if fixed[i] != 0 { diag[i] * values[i] } else { b[i] - t[i] };
+        }
+        vecs[Slot::X as usize].copy_from_slice(x);
+        let op = EbeOperator { set, host: Some((matrices, &fixed[..], &diag[..])), device: None };
+        let mut ops = CpuOps { op: &op, pc: &Jacobi { inverse: dinv }, vecs };
+        let out = crate::krylov::run(&mut ops, Method::Cg, tol, maxit, history)?;
+        x.copy_from_slice(&ops.vecs[Slot::X as usize]);
+        Ok(out)
+    }
+
+    /// The device solve: the same steps with every vector on the device and
+    /// the device-driven Krylov loop.
+    #[allow(clippy::too_many_arguments)]
+    fn solve_device(
+        &self,
+        w: &mut DeviceWork,
+        matrices: DeviceMatrices,
+        stale: bool,
+        b: &DeviceBuffer<f64>,
+        x: &mut DeviceBuffer<f64>,
+        tol: f64,
+        maxit: i64,
+        history: &mut Vec<f64>,
+    ) -> Result<(Outcome, f64)> {
+        let set = &*self.set;
+        let g = set.ctx.device()?;
+        let device = set.device.as_ref().ok_or_else(mixed_backends)?;
+        let DeviceWork { vecs, fixed, values, diag, dinv, reduce, scalars, iteration } = w;
+        let n = set.dofs();
+        if stale {
+            match matrices {
+                DeviceMatrices::Stored(ke) => cuda::ebe_diagonal(g, set, device, ke, diag)?,
+                DeviceMatrices::OnTheFly(props) => cuda::ebe_otf(g, set, device, props, None, values, values, Some(diag), None)?,
+            }
+            let mut host = vec![0.0; n];
+            g.download(diag, 0, &mut host)?;
+            if let Buffer::Device(d) = dinv {
+                g.upload(&inverse(&host)?, d, 0)?;
+            }
+        }
+        // t = K g, unmasked: the conditions' pull on the free rows
+        let t = &vecs[Slot::T as usize];
+        match matrices {
+            DeviceMatrices::Stored(ke) => cuda::ebe_apply(g, set, device, ke, None, values, t, None)?,
+            DeviceMatrices::OnTheFly(props) => cuda::ebe_otf(g, set, device, props, None, values, t, None, None)?,
+        }
+        g.copy(b, &mut vecs[Slot::B as usize])?;
+        cuda::dirichlet_rhs(g, n, fixed, values, diag, &vecs[Slot::T as usize], &vecs[Slot::B as usize])?;
+        g.copy(x, &mut vecs[Slot::X as usize])?;
+        let op = EbeOperator { set, host: None, device: Some((device, matrices, &*fixed, &*diag)) };
+        let mut ops = CudaOps { g, op: &op, pc: &Jacobi { inverse: dinv }, n, vecs, reduce, looping: Some((scalars, iteration)) };
+        let out = crate::krylov::run(&mut ops, Method::Cg, tol, maxit, history)?;
+        g.copy(&ops.vecs[Slot::X as usize], x)?;
+        g.synchronize("solve")?;
+        Ok(out)
     }
 
     pub fn history(&self) -> Vec<f64> {
