@@ -1,5 +1,6 @@
 // CSR sparse kernels: SpMV (also fused with CG's p.Ap), Dirichlet rows,
-// and level-scheduled ILU(0) (factor and both solves). Indices are 0-based
+// ILU(0): the factorisation level by level, the triangular solves chunked
+// (one launch per sweep) or level by level. Indices are 0-based
 // int32; values f64. (kernels/common.cuh is prepended.)
 
 // y = alpha*A*x + beta*y with TPR threads per row (a power of two <= 32),
@@ -113,6 +114,86 @@ extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const 
     double s = x[i];
     for (int kk = diag[i] + 1; kk < rp[i + 1]; ++kk) s -= lu[kk] * x[ci[kk]];
     x[i] = s / lu[diag[i]];
+}
+
+// ---- ILU(0) triangular solves in one launch per sweep (chunked, sync-free) ----
+//
+// The rows are cut into chunks of consecutive rows (for the upper sweep,
+// counted from the last row), one block per chunk. Inside a chunk the rows
+// are grouped by their local level (dependencies inside the chunk only) and
+// the block walks those levels with __syncthreads, keeping the chunk's
+// results in shared memory; a dependency in an earlier chunk is waited for
+// on its row's flag, which holds the launch's epoch once that row is
+// written. Blocks take chunks in order from a ticket counter, so a block only
+// ever waits for chunks that running blocks hold: no deadlock whatever the
+// residency. The last block to finish re-arms the ticket and advances the
+// epoch, so the kernel replays in a CUDA graph with no memset. The sums run
+// in CSR order, as the CPU reference's do.
+// ctl[0]: ticket, ctl[1]: blocks done, ctl[2]: epoch (starts at 1; flags at 0).
+template <bool UPPER>
+__device__ void sweep_chunked(int n, int chunk, int nchunks, const int* __restrict__ chunk_level,
+                              const int* __restrict__ level_ptr, const int* __restrict__ rows,
+                              const int* __restrict__ rp, const int* __restrict__ ci, const int* __restrict__ diag,
+                              const double* __restrict__ lu, const double* r, double* x, unsigned int* flags,
+                              unsigned int* ctl, const double* sc) {
+    extern __shared__ double local[];
+    __shared__ int c;
+    if (stopped(sc)) return;
+    if (threadIdx.x == 0) c = (int)atomicAdd(&ctl[0], 1u);
+    __syncthreads();
+    const unsigned int epoch = *(volatile unsigned int*)&ctl[2];
+    // chunk c holds rows [lo, hi); counted from the end for the upper sweep
+    const int lo = UPPER ? max(n - (c + 1) * chunk, 0) : c * chunk;
+    const int hi = UPPER ? n - c * chunk : min(lo + chunk, n);
+    for (int lev = chunk_level[c]; lev < chunk_level[c + 1]; ++lev) {
+        for (int t = level_ptr[lev] + threadIdx.x; t < level_ptr[lev + 1]; t += blockDim.x) {
+            const int i = rows[t];
+            double s = UPPER ? x[i] : r[i];
+            const int b = UPPER ? diag[i] + 1 : rp[i], e = UPPER ? rp[i + 1] : diag[i];
+            for (int kk = b; kk < e; ++kk) {
+                const int k = ci[kk];
+                double xk;
+                if (k >= lo && k < hi) {
+                    xk = local[k - lo];
+                } else {
+                    while (*(volatile unsigned int*)&flags[k] != epoch) {
+                    }
+                    __threadfence();
+                    xk = __ldcg(&x[k]);
+                }
+                s -= lu[kk] * xk;
+            }
+            if (UPPER) s /= lu[diag[i]];
+            local[i - lo] = s;
+            x[i] = s;
+            __threadfence();
+            *(volatile unsigned int*)&flags[i] = epoch;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(&ctl[1], 1u) == (unsigned int)nchunks - 1) {
+            ctl[0] = 0;
+            ctl[1] = 0;
+            ctl[2] = epoch + 1;
+            __threadfence();
+        }
+    }
+}
+
+// Forward substitution with the unit lower factor: y_i = r_i - sum_{j<i} l_ij y_j.
+extern "C" __global__ void __launch_bounds__(256) lsolve_chunked(int n, int chunk, int nchunks, const int* chunk_level,
+    const int* level_ptr, const int* rows, const int* rp, const int* ci, const int* diag, const double* lu,
+    const double* r, double* y, unsigned int* flags, unsigned int* ctl, const double* sc) {
+    sweep_chunked<false>(n, chunk, nchunks, chunk_level, level_ptr, rows, rp, ci, diag, lu, r, y, flags, ctl, sc);
+}
+
+// Back substitution with the upper factor, in place: x_i = (y_i - sum_{j>i} u_ij x_j) / u_ii.
+extern "C" __global__ void __launch_bounds__(256) usolve_chunked(int n, int chunk, int nchunks, const int* chunk_level,
+    const int* level_ptr, const int* rows, const int* rp, const int* ci, const int* diag, const double* lu,
+    double* x, unsigned int* flags, unsigned int* ctl, const double* sc) {
+    sweep_chunked<true>(n, chunk, nchunks, chunk_level, level_ptr, rows, rp, ci, diag, lu, nullptr, x, flags, ctl, sc);
 }
 
 // ---- CG's q = A p fused with p.q (device-driven iterations) ----

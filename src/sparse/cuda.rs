@@ -107,6 +107,55 @@ impl DeviceLevels {
     }
 }
 
+/// One triangular sweep in one launch (kernels/sparse.cu `lsolve_chunked`,
+/// `usolve_chunked`): the chunks' level lists, the rows' completion flags
+/// and the ticket/done/epoch words the kernel re-arms itself.
+pub struct DeviceSweep {
+    chunk: i32,
+    nchunks: i32,
+    chunk_level: DeviceBuffer<i32>,
+    level_ptr: DeviceBuffer<i32>,
+    rows: DeviceBuffer<i32>,
+    flags: DeviceBuffer<u32>,
+    ctl: DeviceBuffer<u32>,
+}
+
+/// The most rows a chunk may have: its results live in 48 KiB of shared memory.
+pub const SWEEP_CHUNK_MAX: usize = 6144;
+
+/// Rows per chunk for n rows: the whole matrix in one block when it fits,
+/// else about one chunk per multiprocessor, at least 1024 rows (fewer
+/// cross-chunk waits) and at most SWEEP_CHUNK_MAX.
+pub fn sweep_chunk(g: &Gpu, n: usize) -> usize {
+    if n <= SWEEP_CHUNK_MAX {
+        return n.max(1);
+    }
+    n.div_ceil(g.info.multiprocessors.max(1) as usize).clamp(1024, SWEEP_CHUNK_MAX)
+}
+
+impl DeviceSweep {
+    pub fn new(g: &Gpu, n: usize, lv: &super::solver::ChunkedLevels) -> Result<DeviceSweep> {
+        let mut flags = g.alloc::<u32>(n.max(1))?;
+        g.upload(&vec![0u32; n.max(1)], &mut flags, 0)?;
+        Ok(DeviceSweep {
+            chunk: lv.chunk as i32,
+            nchunks: (lv.chunk_level.len() - 1) as i32,
+            chunk_level: upload(g, &lv.chunk_level)?,
+            level_ptr: upload(g, &lv.level_ptr)?,
+            rows: upload(g, &lv.rows)?,
+            flags,
+            ctl: upload(g, &[0u32, 0, 1])?,
+        })
+    }
+}
+
+/// How the device applies ILU(0): both sweeps chunked (one launch each), or
+/// level by level (a launch per level; FEGPU_ILU_SWEEP=levels, for comparison).
+pub enum DeviceSweeps {
+    Chunked(Box<(DeviceSweep, DeviceSweep)>),
+    Levels(DeviceLevels, DeviceLevels),
+}
+
 /// Launches `kernel` once per level with (count, the level's rows, args...),
 /// then the guard `sc` when given.
 macro_rules! per_level {
@@ -146,15 +195,36 @@ pub fn ilu0(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, lu: &DeviceBuffer
 pub fn ilu0_apply(
     g: &Gpu,
     dp: &DevicePattern,
-    lower: &DeviceLevels,
-    upper: &DeviceLevels,
+    n: usize,
+    sweeps: &DeviceSweeps,
     lu: &DeviceBuffer<f64>,
     r: &DeviceBuffer<f64>,
     z: &DeviceBuffer<f64>,
     sc: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
-    per_level!(g, lower, "lsolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, r, z], sc);
-    per_level!(g, upper, "usolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, z], sc);
+    match sweeps {
+        DeviceSweeps::Levels(lower, upper) => {
+            per_level!(g, lower, "lsolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, r, z], sc);
+            per_level!(g, upper, "usolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, z], sc);
+        }
+        DeviceSweeps::Chunked(sweeps) => {
+            let (lower, upper) = &**sweeps;
+            let n = n as i32;
+            for (s, name) in [(lower, "lsolve_chunked"), (upper, "usolve_chunked")] {
+                let f = g.kernel("sparse", SOURCE, name)?;
+                let mut l = g.launcher(&f);
+                l.arg(&n).arg(&s.chunk).arg(&s.nchunks).arg(&s.chunk_level).arg(&s.level_ptr).arg(&s.rows);
+                l.arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu);
+                if name == "lsolve_chunked" {
+                    l.arg(r);
+                }
+                l.arg(z).arg(&s.flags).arg(&s.ctl);
+                arg_or_null(&mut l, sc);
+                let shared = (s.chunk as u32) * 8;
+                g.launch(name, l, (s.nchunks as u32, 1, 1), (256, 1, 1), shared)?;
+            }
+        }
+    }
     Ok(())
 }
 

@@ -19,6 +19,27 @@ pub enum Precond {
     Ilu0,
 }
 
+/// How the device runs ILU(0)'s two triangular solves. Both give the same
+/// numbers as the CPU reference's serial sweeps (the sums in the same order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IluSweeps {
+    /// One launch per sweep, chunks of `rows` consecutive rows (None: sized
+    /// from the matrix and the device, cuda::sweep_chunk).
+    Chunked { rows: Option<usize> },
+    /// One launch per dependency level (the earlier method, kept to compare).
+    Levels,
+}
+
+impl IluSweeps {
+    /// FEGPU_ILU_SWEEP=levels, or the chunked sweeps with FEGPU_ILU_CHUNK rows a chunk when set.
+    pub fn from_env() -> IluSweeps {
+        if std::env::var("FEGPU_ILU_SWEEP").is_ok_and(|v| v == "levels") {
+            return IluSweeps::Levels;
+        }
+        IluSweeps::Chunked { rows: std::env::var("FEGPU_ILU_CHUNK").ok().and_then(|v| v.parse().ok()) }
+    }
+}
+
 /// Rows grouped into dependency levels for the triangular sweeps: a row's
 /// lower (upper) neighbours are all in earlier levels.
 pub struct Levels {
@@ -63,6 +84,53 @@ pub fn levels(p: &super::Pattern) -> Levels {
     Levels { lower_rows, lower_ptr, upper_rows, upper_ptr }
 }
 
+/// The rows of one triangular sweep cut into chunks of `chunk` consecutive
+/// rows (for the upper sweep counted from the last row), each chunk's rows
+/// grouped by their level among the chunk's own rows: what the chunked
+/// device sweep walks, one block per chunk (kernels/sparse.cu).
+pub struct ChunkedLevels {
+    pub chunk: usize,
+    /// Rows, chunk by chunk, level by level, ascending inside a level.
+    pub rows: Vec<i32>,
+    /// Where each level starts in `rows` (all chunks' levels in turn, then the end).
+    pub level_ptr: Vec<i32>,
+    /// Where each chunk's first level is in `level_ptr` (then the level count).
+    pub chunk_level: Vec<i32>,
+}
+
+pub fn chunked_levels(p: &super::Pattern, chunk: usize, upper: bool) -> ChunkedLevels {
+    let n = p.nrows;
+    let chunk = chunk.clamp(1, n.max(1));
+    let mut out = ChunkedLevels { chunk, rows: Vec::with_capacity(n), level_ptr: vec![0], chunk_level: vec![0] };
+    let mut level = vec![0usize; chunk];
+    for c in 0..n.div_ceil(chunk) {
+        let (lo, hi) =
+            if upper { (n.saturating_sub((c + 1) * chunk), n - c * chunk) } else { (c * chunk, (c * chunk + chunk).min(n)) };
+        // a row's level: one past its deepest neighbour inside the chunk
+        let inside = |k: i32| (k as usize) >= lo && (k as usize) < hi;
+        let set = |i: usize, level: &mut [usize]| {
+            let (s, e) = if upper {
+                (p.diag[i] as usize + 1, p.row_ptr[i + 1] as usize)
+            } else {
+                (p.row_ptr[i] as usize, p.diag[i] as usize)
+            };
+            let l = p.col[s..e].iter().filter(|&&k| inside(k)).map(|&k| level[k as usize - lo] + 1).max().unwrap_or(0);
+            level[i - lo] = l;
+        };
+        if upper {
+            (lo..hi).rev().for_each(|i| set(i, &mut level));
+        } else {
+            (lo..hi).for_each(|i| set(i, &mut level));
+        }
+        let (rows, ptr) = group_by_level(&level[..hi - lo]);
+        let base = out.rows.len() as i32;
+        out.rows.extend(rows.iter().map(|&r| r + lo as i32));
+        out.level_ptr.extend(ptr[1..].iter().map(|&e| base + e as i32));
+        out.chunk_level.push(out.level_ptr.len() as i32 - 1);
+    }
+    out
+}
+
 /// The Krylov work vectors, where the backend keeps them.
 enum Vectors {
     Host(Vec<Vec<f64>>),
@@ -82,7 +150,8 @@ struct State {
     /// Jacobi's inverse diagonal or ILU(0)'s factors, where the matrix lives.
     factors: Buffer<f64>,
     /// ILU(0)'s level sets (lower, upper) on the device.
-    levels: Option<(cuda::DeviceLevels, cuda::DeviceLevels)>,
+    /// ILU(0) on the device: the lower levels the factorisation walks, and the sweeps.
+    levels: Option<(cuda::DeviceLevels, cuda::DeviceSweeps)>,
     device: Option<DeviceWork>,
     /// The matrix values version the preconditioner was built from.
     built_for: Option<u64>,
@@ -139,7 +208,7 @@ pub struct Ilu0<'a> {
     pub p: &'a Pattern,
     pub dp: Option<&'a DevicePattern>,
     pub lu: &'a Buffer<f64>,
-    pub levels: Option<&'a (cuda::DeviceLevels, cuda::DeviceLevels)>,
+    pub levels: Option<&'a (cuda::DeviceLevels, cuda::DeviceSweeps)>,
 }
 
 impl Preconditioner for Ilu0<'_> {
@@ -148,15 +217,21 @@ impl Preconditioner for Ilu0<'_> {
         Ok(())
     }
     fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
-        let (dp, (lower, upper)) =
+        let (dp, (_, sweeps)) =
             (self.dp.ok_or_else(crate::array::mixed_backends)?, self.levels.ok_or_else(crate::array::mixed_backends)?);
-        cuda::ilu0_apply(g, dp, lower, upper, self.lu.device()?, r, z, sc)
+        cuda::ilu0_apply(g, dp, self.p.nrows, sweeps, self.lu.device()?, r, z, sc)
     }
 }
 
 impl Solver {
-    /// Structural setup (diagonal check, levels, workspace) and the first factorisation.
+    /// Structural setup (diagonal check, levels, workspace) and the first
+    /// factorisation; ILU(0)'s sweeps as IluSweeps::from_env says.
     pub fn new(csr: Arc<Csr>, method: Method, precond: Precond) -> Result<Solver> {
+        Solver::with_sweeps(csr, method, precond, IluSweeps::from_env())
+    }
+
+    /// As `new`, with the device's ILU(0) sweeps chosen by the caller.
+    pub fn with_sweeps(csr: Arc<Csr>, method: Method, precond: Precond, sweeps: IluSweeps) -> Result<Solver> {
         let p = &csr.pattern;
         if p.nrows != p.ncols {
             return Err(Error::size(format!("A is {} x {}: the solvers need a square matrix", p.nrows, p.ncols)));
@@ -183,10 +258,21 @@ impl Solver {
             Some(g) => {
                 let levels = if precond == Precond::Ilu0 {
                     let lv = levels(p);
-                    Some((
-                        cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?,
-                        cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)?,
-                    ))
+                    let factor = cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?;
+                    let sweeps = if sweeps == IluSweeps::Levels {
+                        let lower = cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?;
+                        cuda::DeviceSweeps::Levels(lower, cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)?)
+                    } else {
+                        let chunk = match sweeps {
+                            IluSweeps::Chunked { rows: Some(c) } => c.clamp(1, cuda::SWEEP_CHUNK_MAX),
+                            _ => cuda::sweep_chunk(g, n),
+                        };
+                        cuda::DeviceSweeps::Chunked(Box::new((
+                            cuda::DeviceSweep::new(g, n, &chunked_levels(p, chunk, false))?,
+                            cuda::DeviceSweep::new(g, n, &chunked_levels(p, chunk, true))?,
+                        )))
+                    };
+                    Some((factor, sweeps))
                 } else {
                     None
                 };
@@ -318,6 +404,40 @@ impl Solver {
 
     pub fn history(&self) -> Vec<f64> {
         self.lock().history.clone()
+    }
+
+    /// z = M^-1 r: the preconditioner alone (rebuilt first if the values
+    /// changed), as one iteration applies it. Returns the rebuild's seconds.
+    pub fn precondition(&self, r: &Array, z: &Array) -> Result<f64> {
+        let n = self.csr.pattern.nrows;
+        super::check_vector(&self.csr, r, n, "r")?;
+        super::check_vector(&self.csr, z, n, "z")?;
+        let mut st = self.lock();
+        let setup = self.refresh(&mut st)?;
+        let (mut gr, mut gz) = crate::array::lock_pair(r, z, "r", "z")?;
+        let (rb, zb) = (f64_buf(&mut gr), f64_buf(&mut gz));
+        let p = &self.csr.pattern;
+        let dp = self.csr.device.as_ref();
+        let (jacobi, ilu0) = (Jacobi { inverse: &st.factors }, Ilu0 { p, dp, lu: &st.factors, levels: st.levels.as_ref() });
+        let pc: &dyn Preconditioner = match self.precond {
+            Precond::None => &Identity,
+            Precond::Jacobi => &jacobi,
+            Precond::Ilu0 => &ilu0,
+        };
+        match (rb, zb) {
+            (Buffer::Host(r), Buffer::Host(z)) => pc.apply_host(r, z)?,
+            (Buffer::Device(r), Buffer::Device(z)) => {
+                let g = self.csr.ctx.device()?;
+                if pc.is_identity() {
+                    g.copy(r, z)?;
+                } else {
+                    pc.apply_device(g, r, z, None)?;
+                }
+                g.synchronize("precondition")?;
+            }
+            _ => return Err(crate::array::mixed_backends()),
+        }
+        Ok(setup)
     }
 }
 

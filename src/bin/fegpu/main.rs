@@ -21,6 +21,7 @@ const USAGE: &str = "usage:
                              over the serial loop; pinned vs pageable uploads
   fegpu bench spmv [A.mtx]   SpMV on 7-point 128^3, 27-point 96^3 (and A): GB/s, fraction of copy
   fegpu bench solve [A.mtx]  CG / BiCGSTAB per iteration against the bytes-moved roofline
+  fegpu bench ilu [A.mtx]    ILU(0) on the device: chunked vs level-by-level sweeps, apply, factor, solve
   fegpu bench fem            element integration throughput; EBE vs assembled CG per iteration (hex8, ~1M dofs)
   fegpu bench lbm            D3Q19 MLUPS (128^3..512^3 f32, 128^3/256^3 f64) against the copy roofline
   fegpu bench radfields      rad_fields GFLOP/s (N_S 10k..200k, n_RHS 1/10/100) against the FP64 ceiling
@@ -82,12 +83,12 @@ fn bench(args: &[String]) -> fegpu::Result<()> {
             }
             bench::transpose(&sizes, reps.max(1))
         }
-        Some(which @ ("spmv" | "solve")) => {
+        Some(which @ ("spmv" | "solve" | "ilu")) => {
             let real = args.get(1).map(std::path::PathBuf::from);
-            if which == "spmv" {
-                bench::sparse::spmv(real.as_deref())
-            } else {
-                bench::sparse::solve(real.as_deref())
+            match which {
+                "spmv" => bench::sparse::spmv(real.as_deref()),
+                "solve" => bench::sparse::solve(real.as_deref()),
+                _ => bench::sparse::ilu(real.as_deref()),
             }
         }
         Some("lbm") => bench::lbm::run(),
