@@ -119,34 +119,36 @@ extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const 
 // ---- ILU(0) triangular solves in one launch per sweep (chunked, sync-free) ----
 //
 // The rows are cut into chunks of consecutive rows (for the upper sweep,
-// counted from the last row), one block per chunk. Inside a chunk the rows
-// are grouped by their local level (dependencies inside the chunk only) and
-// the block walks those levels with __syncthreads, keeping the chunk's
-// results in shared memory; a dependency in an earlier chunk is waited for
-// on its row's flag, which holds the launch's epoch once that row is
-// written. Blocks take chunks in order from a ticket counter, so a block only
-// ever waits for chunks that running blocks hold: no deadlock whatever the
-// residency. The last block to finish re-arms the ticket and advances the
-// epoch, so the kernel replays in a CUDA graph with no memset. The sums run
-// in CSR order, as the CPU reference's do.
-// ctl[0]: ticket, ctl[1]: blocks done, ctl[2]: epoch (starts at 1; flags at 0).
+// counted from the last row), one block per chunk, each chunk several
+// times the matrix's bandwidth so that most dependencies stay inside it.
+// A block walks its rows by their global dependency level, with
+// __syncthreads between levels, and after each level publishes how far it
+// got: progress[chunk] = (last level done) + 1. A dependency in an earlier
+// chunk is waited for on that chunk's progress. So chunk c runs a level
+// behind chunk c-1 instead of waiting for it to finish, and the sweep costs
+// about one block-wide barrier per level plus one cross-block hop per chunk.
+// Blocks take chunks in order from a ticket, so a block only waits for
+// chunks that running blocks hold (no deadlock whatever the residency); the
+// last block to finish clears the progress words and re-arms the ticket, so
+// the kernel replays in a CUDA graph as is. Sums run in CSR order, as the
+// CPU reference's do. ctl[0]: ticket, ctl[1]: blocks done.
 template <bool UPPER>
 __device__ void sweep_chunked(int n, int chunk, int nchunks, const int* __restrict__ chunk_level,
                               const int* __restrict__ level_ptr, const int* __restrict__ rows,
-                              const int* __restrict__ rp, const int* __restrict__ ci, const int* __restrict__ diag,
-                              const double* __restrict__ lu, const double* r, double* x, unsigned int* flags,
-                              unsigned int* ctl, const double* sc) {
-    extern __shared__ double local[];
+                              const int* __restrict__ level_of, const int* __restrict__ rp,
+                              const int* __restrict__ ci, const int* __restrict__ diag, const double* __restrict__ lu,
+                              const double* r, double* x, unsigned int* progress, unsigned int* ctl,
+                              const double* sc) {
     __shared__ int c;
     if (stopped(sc)) return;
     if (threadIdx.x == 0) c = (int)atomicAdd(&ctl[0], 1u);
     __syncthreads();
-    const unsigned int epoch = *(volatile unsigned int*)&ctl[2];
     // chunk c holds rows [lo, hi); counted from the end for the upper sweep
     const int lo = UPPER ? max(n - (c + 1) * chunk, 0) : c * chunk;
     const int hi = UPPER ? n - c * chunk : min(lo + chunk, n);
     for (int lev = chunk_level[c]; lev < chunk_level[c + 1]; ++lev) {
-        for (int t = level_ptr[lev] + threadIdx.x; t < level_ptr[lev + 1]; t += blockDim.x) {
+        const int first = level_ptr[lev], last = level_ptr[lev + 1];
+        for (int t = first + threadIdx.x; t < last; t += blockDim.x) {
             const int i = rows[t];
             double s = UPPER ? x[i] : r[i];
             const int b = UPPER ? diag[i] + 1 : rp[i], e = UPPER ? rp[i + 1] : diag[i];
@@ -154,9 +156,11 @@ __device__ void sweep_chunked(int n, int chunk, int nchunks, const int* __restri
                 const int k = ci[kk];
                 double xk;
                 if (k >= lo && k < hi) {
-                    xk = local[k - lo];
+                    xk = x[k];  // written by this block at an earlier level
                 } else {
-                    while (*(volatile unsigned int*)&flags[k] != epoch) {
+                    const int owner = UPPER ? (n - 1 - k) / chunk : k / chunk;
+                    const unsigned int need = (unsigned int)level_of[k] + 1u;
+                    while (*(volatile unsigned int*)&progress[owner] < need) {
                     }
                     __threadfence();
                     xk = __ldcg(&x[k]);
@@ -164,36 +168,40 @@ __device__ void sweep_chunked(int n, int chunk, int nchunks, const int* __restri
                 s -= lu[kk] * xk;
             }
             if (UPPER) s /= lu[diag[i]];
-            local[i - lo] = s;
             x[i] = s;
-            __threadfence();
-            *(volatile unsigned int*)&flags[i] = epoch;
         }
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) {
         __threadfence();
-        if (atomicAdd(&ctl[1], 1u) == (unsigned int)nchunks - 1) {
+        __syncthreads();
+        if (threadIdx.x == 0) *(volatile unsigned int*)&progress[c] = (unsigned int)level_of[rows[first]] + 1u;
+    }
+    __shared__ bool last_block;
+    if (threadIdx.x == 0) last_block = atomicAdd(&ctl[1], 1u) == (unsigned int)nchunks - 1;
+    __syncthreads();
+    if (last_block) {
+        for (int k = threadIdx.x; k < nchunks; k += blockDim.x) progress[k] = 0;
+        if (threadIdx.x == 0) {
             ctl[0] = 0;
             ctl[1] = 0;
-            ctl[2] = epoch + 1;
-            __threadfence();
         }
+        __threadfence();
     }
 }
 
 // Forward substitution with the unit lower factor: y_i = r_i - sum_{j<i} l_ij y_j.
-extern "C" __global__ void __launch_bounds__(256) lsolve_chunked(int n, int chunk, int nchunks, const int* chunk_level,
-    const int* level_ptr, const int* rows, const int* rp, const int* ci, const int* diag, const double* lu,
-    const double* r, double* y, unsigned int* flags, unsigned int* ctl, const double* sc) {
-    sweep_chunked<false>(n, chunk, nchunks, chunk_level, level_ptr, rows, rp, ci, diag, lu, r, y, flags, ctl, sc);
+extern "C" __global__ void __launch_bounds__(1024) lsolve_chunked(int n, int chunk, int nchunks,
+    const int* chunk_level, const int* level_ptr, const int* rows, const int* level_of, const int* rp, const int* ci,
+    const int* diag, const double* lu, const double* r, double* y, unsigned int* progress, unsigned int* ctl,
+    const double* sc) {
+    sweep_chunked<false>(n, chunk, nchunks, chunk_level, level_ptr, rows, level_of, rp, ci, diag, lu, r, y, progress,
+                         ctl, sc);
 }
 
 // Back substitution with the upper factor, in place: x_i = (y_i - sum_{j>i} u_ij x_j) / u_ii.
-extern "C" __global__ void __launch_bounds__(256) usolve_chunked(int n, int chunk, int nchunks, const int* chunk_level,
-    const int* level_ptr, const int* rows, const int* rp, const int* ci, const int* diag, const double* lu,
-    double* x, unsigned int* flags, unsigned int* ctl, const double* sc) {
-    sweep_chunked<true>(n, chunk, nchunks, chunk_level, level_ptr, rows, rp, ci, diag, lu, nullptr, x, flags, ctl, sc);
+extern "C" __global__ void __launch_bounds__(1024) usolve_chunked(int n, int chunk, int nchunks,
+    const int* chunk_level, const int* level_ptr, const int* rows, const int* level_of, const int* rp, const int* ci,
+    const int* diag, const double* lu, double* x, unsigned int* progress, unsigned int* ctl, const double* sc) {
+    sweep_chunked<true>(n, chunk, nchunks, chunk_level, level_ptr, rows, level_of, rp, ci, diag, lu, nullptr, x,
+                        progress, ctl, sc);
 }
 
 // ---- CG's q = A p fused with p.q (device-driven iterations) ----

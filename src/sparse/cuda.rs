@@ -108,43 +108,39 @@ impl DeviceLevels {
 }
 
 /// One triangular sweep in one launch (kernels/sparse.cu `lsolve_chunked`,
-/// `usolve_chunked`): the chunks' level lists, the rows' completion flags
-/// and the ticket/done/epoch words the kernel re-arms itself.
+/// `usolve_chunked`): the chunks' level lists, each row's level, each
+/// chunk's progress word and the ticket/done words the kernel re-arms itself.
 pub struct DeviceSweep {
     chunk: i32,
     nchunks: i32,
     chunk_level: DeviceBuffer<i32>,
     level_ptr: DeviceBuffer<i32>,
     rows: DeviceBuffer<i32>,
-    flags: DeviceBuffer<u32>,
+    level_of: DeviceBuffer<i32>,
+    progress: DeviceBuffer<u32>,
     ctl: DeviceBuffer<u32>,
 }
 
-/// The most rows a chunk may have: its results live in 48 KiB of shared memory.
-pub const SWEEP_CHUNK_MAX: usize = 6144;
-
-/// Rows per chunk for n rows: the whole matrix in one block when it fits,
-/// else about one chunk per multiprocessor, at least 1024 rows (fewer
-/// cross-chunk waits) and at most SWEEP_CHUNK_MAX.
-pub fn sweep_chunk(g: &Gpu, n: usize) -> usize {
-    if n <= SWEEP_CHUNK_MAX {
-        return n.max(1);
-    }
-    n.div_ceil(g.info.multiprocessors.max(1) as usize).clamp(1024, SWEEP_CHUNK_MAX)
+/// Rows per chunk: four bandwidths (most dependencies inside the chunk),
+/// at least 1024 and n/264 (about two chunks per multiprocessor at most),
+/// at most n/16 for large matrices (at least 16 blocks working) and n.
+pub fn sweep_chunk(n: usize, bandwidth: usize) -> usize {
+    let upper = if n >= 16 * 1024 { n / 16 } else { n };
+    (4 * bandwidth).max(1024).max(n.div_ceil(264)).min(upper).max(1)
 }
 
 impl DeviceSweep {
-    pub fn new(g: &Gpu, n: usize, lv: &super::solver::ChunkedLevels) -> Result<DeviceSweep> {
-        let mut flags = g.alloc::<u32>(n.max(1))?;
-        g.upload(&vec![0u32; n.max(1)], &mut flags, 0)?;
+    pub fn new(g: &Gpu, lv: &super::solver::ChunkedLevels) -> Result<DeviceSweep> {
+        let nchunks = lv.chunk_level.len() - 1;
         Ok(DeviceSweep {
             chunk: lv.chunk as i32,
-            nchunks: (lv.chunk_level.len() - 1) as i32,
+            nchunks: nchunks as i32,
             chunk_level: upload(g, &lv.chunk_level)?,
             level_ptr: upload(g, &lv.level_ptr)?,
             rows: upload(g, &lv.rows)?,
-            flags,
-            ctl: upload(g, &[0u32, 0, 1])?,
+            level_of: upload(g, &lv.level_of)?,
+            progress: upload(g, &vec![0u32; nchunks.max(1)])?,
+            ctl: upload(g, &[0u32, 0])?,
         })
     }
 }
@@ -213,15 +209,14 @@ pub fn ilu0_apply(
             for (s, name) in [(lower, "lsolve_chunked"), (upper, "usolve_chunked")] {
                 let f = g.kernel("sparse", SOURCE, name)?;
                 let mut l = g.launcher(&f);
-                l.arg(&n).arg(&s.chunk).arg(&s.nchunks).arg(&s.chunk_level).arg(&s.level_ptr).arg(&s.rows);
+                l.arg(&n).arg(&s.chunk).arg(&s.nchunks).arg(&s.chunk_level).arg(&s.level_ptr).arg(&s.rows).arg(&s.level_of);
                 l.arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu);
                 if name == "lsolve_chunked" {
                     l.arg(r);
                 }
-                l.arg(z).arg(&s.flags).arg(&s.ctl);
+                l.arg(z).arg(&s.progress).arg(&s.ctl);
                 arg_or_null(&mut l, sc);
-                let shared = (s.chunk as u32) * 8;
-                g.launch(name, l, (s.nchunks as u32, 1, 1), (256, 1, 1), shared)?;
+                g.launch(name, l, (s.nchunks as u32, 1, 1), (1024, 1, 1), 0)?;
             }
         }
     }

@@ -24,7 +24,7 @@ pub enum Precond {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IluSweeps {
     /// One launch per sweep, chunks of `rows` consecutive rows (None: sized
-    /// from the matrix and the device, cuda::sweep_chunk).
+    /// from the matrix's bandwidth, cuda::sweep_chunk).
     Chunked { rows: Option<usize> },
     /// One launch per dependency level (the earlier method, kept to compare).
     Levels,
@@ -68,26 +68,15 @@ fn group_by_level(level: &[usize]) -> (Vec<i32>, Vec<usize>) {
 }
 
 pub fn levels(p: &super::Pattern) -> Levels {
-    let n = p.nrows;
-    let mut lo = vec![0usize; n];
-    for i in 0..n {
-        let (s, d) = (p.row_ptr[i] as usize, p.diag[i] as usize);
-        lo[i] = p.col[s..d].iter().map(|&k| lo[k as usize] + 1).max().unwrap_or(0);
-    }
-    let mut up = vec![0usize; n];
-    for i in (0..n).rev() {
-        let (d, e) = (p.diag[i] as usize, p.row_ptr[i + 1] as usize);
-        up[i] = p.col[d + 1..e].iter().map(|&k| up[k as usize] + 1).max().unwrap_or(0);
-    }
-    let (lower_rows, lower_ptr) = group_by_level(&lo);
-    let (upper_rows, upper_ptr) = group_by_level(&up);
+    let (lower_rows, lower_ptr) = group_by_level(&level_numbers(p, false));
+    let (upper_rows, upper_ptr) = group_by_level(&level_numbers(p, true));
     Levels { lower_rows, lower_ptr, upper_rows, upper_ptr }
 }
 
 /// The rows of one triangular sweep cut into chunks of `chunk` consecutive
 /// rows (for the upper sweep counted from the last row), each chunk's rows
-/// grouped by their level among the chunk's own rows: what the chunked
-/// device sweep walks, one block per chunk (kernels/sparse.cu).
+/// grouped by their global dependency level: what the chunked device sweep
+/// walks, one block per chunk (kernels/sparse.cu).
 pub struct ChunkedLevels {
     pub chunk: usize,
     /// Rows, chunk by chunk, level by level, ascending inside a level.
@@ -96,36 +85,63 @@ pub struct ChunkedLevels {
     pub level_ptr: Vec<i32>,
     /// Where each chunk's first level is in `level_ptr` (then the level count).
     pub chunk_level: Vec<i32>,
+    /// Each row's global level.
+    pub level_of: Vec<i32>,
+}
+
+/// Each row's dependency level in the lower (upper) sweep: one past its
+/// deepest lower (upper) neighbour.
+fn level_numbers(p: &super::Pattern, upper: bool) -> Vec<usize> {
+    let n = p.nrows;
+    let mut level = vec![0usize; n];
+    let mut set = |i: usize| {
+        let (s, e) =
+            if upper { (p.diag[i] as usize + 1, p.row_ptr[i + 1] as usize) } else { (p.row_ptr[i] as usize, p.diag[i] as usize) };
+        level[i] = p.col[s..e].iter().map(|&k| level[k as usize] + 1).max().unwrap_or(0);
+    };
+    if upper {
+        (0..n).rev().for_each(&mut set);
+    } else {
+        (0..n).for_each(&mut set);
+    }
+    level
+}
+
+/// The widest reach of a row to its lower or upper neighbours (the chunks
+/// are sized from it, so that most dependencies stay inside one).
+pub fn bandwidth(p: &super::Pattern) -> usize {
+    (0..p.nrows)
+        .map(|i| {
+            let (s, e) = (p.row_ptr[i] as usize, p.row_ptr[i + 1] as usize);
+            p.col[s..e].iter().map(|&k| (k as usize).abs_diff(i)).max().unwrap_or(0)
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 pub fn chunked_levels(p: &super::Pattern, chunk: usize, upper: bool) -> ChunkedLevels {
     let n = p.nrows;
     let chunk = chunk.clamp(1, n.max(1));
-    let mut out = ChunkedLevels { chunk, rows: Vec::with_capacity(n), level_ptr: vec![0], chunk_level: vec![0] };
-    let mut level = vec![0usize; chunk];
+    let level = level_numbers(p, upper);
+    let mut out = ChunkedLevels {
+        chunk,
+        rows: Vec::with_capacity(n),
+        level_ptr: vec![0],
+        chunk_level: vec![0],
+        level_of: level.iter().map(|&l| l as i32).collect(),
+    };
     for c in 0..n.div_ceil(chunk) {
         let (lo, hi) =
             if upper { (n.saturating_sub((c + 1) * chunk), n - c * chunk) } else { (c * chunk, (c * chunk + chunk).min(n)) };
-        // a row's level: one past its deepest neighbour inside the chunk
-        let inside = |k: i32| (k as usize) >= lo && (k as usize) < hi;
-        let set = |i: usize, level: &mut [usize]| {
-            let (s, e) = if upper {
-                (p.diag[i] as usize + 1, p.row_ptr[i + 1] as usize)
-            } else {
-                (p.row_ptr[i] as usize, p.diag[i] as usize)
-            };
-            let l = p.col[s..e].iter().filter(|&&k| inside(k)).map(|&k| level[k as usize - lo] + 1).max().unwrap_or(0);
-            level[i - lo] = l;
-        };
-        if upper {
-            (lo..hi).rev().for_each(|i| set(i, &mut level));
-        } else {
-            (lo..hi).for_each(|i| set(i, &mut level));
+        let mut rows: Vec<usize> = (lo..hi).collect();
+        rows.sort_by_key(|&i| (level[i], i));
+        for (j, &i) in rows.iter().enumerate() {
+            if j > 0 && level[i] != level[rows[j - 1]] {
+                out.level_ptr.push(out.rows.len() as i32);
+            }
+            out.rows.push(i as i32);
         }
-        let (rows, ptr) = group_by_level(&level[..hi - lo]);
-        let base = out.rows.len() as i32;
-        out.rows.extend(rows.iter().map(|&r| r + lo as i32));
-        out.level_ptr.extend(ptr[1..].iter().map(|&e| base + e as i32));
+        out.level_ptr.push(out.rows.len() as i32);
         out.chunk_level.push(out.level_ptr.len() as i32 - 1);
     }
     out
@@ -264,12 +280,12 @@ impl Solver {
                         cuda::DeviceSweeps::Levels(lower, cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)?)
                     } else {
                         let chunk = match sweeps {
-                            IluSweeps::Chunked { rows: Some(c) } => c.clamp(1, cuda::SWEEP_CHUNK_MAX),
-                            _ => cuda::sweep_chunk(g, n),
+                            IluSweeps::Chunked { rows: Some(c) } => c,
+                            _ => cuda::sweep_chunk(n, bandwidth(p)),
                         };
                         cuda::DeviceSweeps::Chunked(Box::new((
-                            cuda::DeviceSweep::new(g, n, &chunked_levels(p, chunk, false))?,
-                            cuda::DeviceSweep::new(g, n, &chunked_levels(p, chunk, true))?,
+                            cuda::DeviceSweep::new(g, &chunked_levels(p, chunk, false))?,
+                            cuda::DeviceSweep::new(g, &chunked_levels(p, chunk, true))?,
                         )))
                     };
                     Some((factor, sweeps))
