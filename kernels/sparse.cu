@@ -132,6 +132,66 @@ extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const 
 // last block to finish clears the progress words and re-arms the ticket, so
 // the kernel replays in a CUDA graph as is. Sums run in CSR order, as the
 // CPU reference's do. ctl[0]: ticket, ctl[1]: blocks done.
+// A row of a sweep with its x-independent data in registers (loaded ahead,
+// while the block waits at the previous level's barrier): the row, its
+// right-hand side, and up to SWEEP_REG entries; longer rows take the loop.
+#define SWEEP_REG 8
+struct SweepRow {
+    int i, b, e;
+    double s;
+    int k[SWEEP_REG];
+    double l[SWEEP_REG];
+};
+
+template <bool UPPER>
+__device__ __forceinline__ void sweep_load(SweepRow& w, int i, const int* __restrict__ rp, const int* __restrict__ ci,
+                                           const int* __restrict__ diag, const double* __restrict__ lu,
+                                           const double* r, const double* x) {
+    w.i = i;
+    w.b = UPPER ? diag[i] + 1 : rp[i];
+    w.e = UPPER ? rp[i + 1] : diag[i];
+    w.s = UPPER ? x[i] : r[i];
+#pragma unroll
+    for (int j = 0; j < SWEEP_REG; ++j) {
+        if (w.b + j < w.e) {
+            w.k[j] = ci[w.b + j];
+            w.l[j] = lu[w.b + j];
+        }
+    }
+}
+
+// x_k for a dependency: from this block's own earlier levels, or, from an
+// earlier chunk, once that chunk's progress says its level is done.
+template <bool UPPER>
+__device__ __forceinline__ double sweep_x(int k, int n, int lo, int hi, int chunk, const int* __restrict__ level_of,
+                                          const unsigned int* progress, const double* x) {
+    if (k >= lo && k < hi) return x[k];
+    const int owner = UPPER ? (n - 1 - k) / chunk : k / chunk;
+    const unsigned int need = (unsigned int)level_of[k] + 1u;
+    while (*(volatile const unsigned int*)&progress[owner] < need) {
+    }
+    __threadfence();
+    return __ldcg(&x[k]);
+}
+
+template <bool UPPER>
+__device__ __forceinline__ void sweep_finish(const SweepRow& w, int n, int lo, int hi, int chunk,
+                                             const int* __restrict__ ci, const int* __restrict__ diag,
+                                             const double* __restrict__ lu, const int* __restrict__ level_of,
+                                             const unsigned int* progress, double* x) {
+    double xs[SWEEP_REG];
+#pragma unroll
+    for (int j = 0; j < SWEEP_REG; ++j)  // every load issued before the first is used
+        if (w.b + j < w.e) xs[j] = sweep_x<UPPER>(w.k[j], n, lo, hi, chunk, level_of, progress, x);
+    double s = w.s;
+#pragma unroll
+    for (int j = 0; j < SWEEP_REG; ++j)
+        if (w.b + j < w.e) s -= w.l[j] * xs[j];
+    for (int kk = w.b + SWEEP_REG; kk < w.e; ++kk) s -= lu[kk] * sweep_x<UPPER>(ci[kk], n, lo, hi, chunk, level_of, progress, x);
+    if (UPPER) s /= lu[diag[w.i]];
+    x[w.i] = s;
+}
+
 template <bool UPPER>
 __device__ void sweep_chunked(int n, int chunk, int nchunks, const int* __restrict__ chunk_level,
                               const int* __restrict__ level_ptr, const int* __restrict__ rows,
@@ -146,33 +206,30 @@ __device__ void sweep_chunked(int n, int chunk, int nchunks, const int* __restri
     // chunk c holds rows [lo, hi); counted from the end for the upper sweep
     const int lo = UPPER ? max(n - (c + 1) * chunk, 0) : c * chunk;
     const int hi = UPPER ? n - c * chunk : min(lo + chunk, n);
-    for (int lev = chunk_level[c]; lev < chunk_level[c + 1]; ++lev) {
+    const int lev0 = chunk_level[c], lev1 = chunk_level[c + 1];
+    SweepRow w;
+    bool have = false;
+    if (lev0 < lev1 && level_ptr[lev0] + (int)threadIdx.x < level_ptr[lev0 + 1]) {
+        sweep_load<UPPER>(w, rows[level_ptr[lev0] + threadIdx.x], rp, ci, diag, lu, r, x);
+        have = true;
+    }
+    for (int lev = lev0; lev < lev1; ++lev) {
         const int first = level_ptr[lev], last = level_ptr[lev + 1];
-        for (int t = first + threadIdx.x; t < last; t += blockDim.x) {
-            const int i = rows[t];
-            double s = UPPER ? x[i] : r[i];
-            const int b = UPPER ? diag[i] + 1 : rp[i], e = UPPER ? rp[i + 1] : diag[i];
-            for (int kk = b; kk < e; ++kk) {
-                const int k = ci[kk];
-                double xk;
-                if (k >= lo && k < hi) {
-                    xk = x[k];  // written by this block at an earlier level
-                } else {
-                    const int owner = UPPER ? (n - 1 - k) / chunk : k / chunk;
-                    const unsigned int need = (unsigned int)level_of[k] + 1u;
-                    while (*(volatile unsigned int*)&progress[owner] < need) {
-                    }
-                    __threadfence();
-                    xk = __ldcg(&x[k]);
-                }
-                s -= lu[kk] * xk;
-            }
-            if (UPPER) s /= lu[diag[i]];
-            x[i] = s;
+        if (have) sweep_finish<UPPER>(w, n, lo, hi, chunk, ci, diag, lu, level_of, progress, x);
+        for (int t = first + blockDim.x + threadIdx.x; t < last; t += blockDim.x) {  // levels wider than the block
+            SweepRow v;
+            sweep_load<UPPER>(v, rows[t], rp, ci, diag, lu, r, x);
+            sweep_finish<UPPER>(v, n, lo, hi, chunk, ci, diag, lu, level_of, progress, x);
         }
-        __threadfence();
+        // the next level's row, loaded while the block meets at the barrier
+        have = lev + 1 < lev1 && level_ptr[lev + 1] + (int)threadIdx.x < level_ptr[lev + 2];
+        if (have) sweep_load<UPPER>(w, rows[level_ptr[lev + 1] + threadIdx.x], rp, ci, diag, lu, r, x);
         __syncthreads();
-        if (threadIdx.x == 0) *(volatile unsigned int*)&progress[c] = (unsigned int)level_of[rows[first]] + 1u;
+        // the barrier orders the block's writes before thread 0's fence (cumulative), which orders them before the word
+        if (threadIdx.x == 0) {
+            __threadfence();
+            *(volatile unsigned int*)&progress[c] = (unsigned int)level_of[rows[first]] + 1u;
+        }
     }
     __shared__ bool last_block;
     if (threadIdx.x == 0) last_block = atomicAdd(&ctl[1], 1u) == (unsigned int)nchunks - 1;
