@@ -145,8 +145,8 @@ impl DeviceSweep {
     }
 }
 
-/// How the device applies ILU(0): both sweeps chunked (one launch each), or
-/// level by level (a launch per level; FEGPU_ILU_SWEEP=levels, for comparison).
+/// How the device applies ILU(0): level by level (a launch per level, the
+/// default), or both sweeps chunked (one launch each; FEGPU_ILU_SWEEP=chunked).
 pub enum DeviceSweeps {
     Chunked(Box<(DeviceSweep, DeviceSweep)>),
     Levels(DeviceLevels, DeviceLevels),

@@ -26,17 +26,19 @@ pub enum IluSweeps {
     /// One launch per sweep, chunks of `rows` consecutive rows (None: sized
     /// from the matrix's bandwidth, cuda::sweep_chunk).
     Chunked { rows: Option<usize> },
-    /// One launch per dependency level (the earlier method, kept to compare).
+    /// One launch per dependency level (the default).
     Levels,
 }
 
 impl IluSweeps {
-    /// FEGPU_ILU_SWEEP=levels, or the chunked sweeps with FEGPU_ILU_CHUNK rows a chunk when set.
+    /// The level-by-level sweeps (measured faster on the H100 for the large
+    /// grids, BENCHMARKS.md), or FEGPU_ILU_SWEEP=chunked with FEGPU_ILU_CHUNK
+    /// rows a chunk when set.
     pub fn from_env() -> IluSweeps {
-        if std::env::var("FEGPU_ILU_SWEEP").is_ok_and(|v| v == "levels") {
-            return IluSweeps::Levels;
+        if std::env::var("FEGPU_ILU_SWEEP").is_ok_and(|v| v == "chunked") {
+            return IluSweeps::Chunked { rows: std::env::var("FEGPU_ILU_CHUNK").ok().and_then(|v| v.parse().ok()) };
         }
-        IluSweeps::Chunked { rows: std::env::var("FEGPU_ILU_CHUNK").ok().and_then(|v| v.parse().ok()) }
+        IluSweeps::Levels
     }
 }
 
