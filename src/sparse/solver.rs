@@ -167,7 +167,6 @@ struct State {
     vecs: Vectors,
     /// Jacobi's inverse diagonal or ILU(0)'s factors, where the matrix lives.
     factors: Buffer<f64>,
-    /// ILU(0)'s level sets (lower, upper) on the device.
     /// ILU(0) on the device: the lower levels the factorisation walks, and the sweeps.
     levels: Option<(cuda::DeviceLevels, cuda::DeviceSweeps)>,
     device: Option<DeviceWork>,
