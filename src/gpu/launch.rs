@@ -58,20 +58,26 @@ impl Gpu {
     pub fn launch(
         &self,
         what: &str,
-        mut args: Launch<'_>,
+        args: Launch<'_>,
         grid: (u32, u32, u32),
         block: (u32, u32, u32),
         shared_bytes: u32,
     ) -> Result<()> {
-        let cfg = LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: shared_bytes };
-        // SAFETY: each caller passes the argument list its kernel declares
-        // (checked by the CUDA-vs-CPU tests on the GPU machine).
-        unsafe { args.launch(cfg) }.map_err(|e| device_error(&format!("launching {what}"), e))?;
+        enqueue(what, args, grid, block, shared_bytes)?;
         if self.check_launches && !self.capturing_here() {
             self.synchronize(what)?;
         }
         Ok(())
     }
+}
+
+/// Queues the launch `args` on the stream it was built for; a refusal names `what`.
+fn enqueue(what: &str, mut args: Launch<'_>, grid: (u32, u32, u32), block: (u32, u32, u32), shared_bytes: u32) -> Result<()> {
+    let cfg = LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: shared_bytes };
+    // SAFETY: each caller passes the argument list its kernel declares
+    // (checked by the CUDA-vs-CPU tests on the GPU machine).
+    unsafe { args.launch(cfg) }.map_err(|e| device_error(&format!("launching {what}"), e))?;
+    Ok(())
 }
 
 /// Where a kernel is queued: fegpu's main stream (`Gpu`) or a pipeline's `Lane`.
@@ -110,14 +116,12 @@ impl Queue for Lane {
     fn launch(
         &self,
         what: &str,
-        mut args: Launch<'_>,
+        args: Launch<'_>,
         grid: (u32, u32, u32),
         block: (u32, u32, u32),
         shared_bytes: u32,
     ) -> Result<()> {
-        let cfg = LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: shared_bytes };
-        // SAFETY: as in Gpu::launch.
-        unsafe { args.launch(cfg) }.map_err(|e| device_error(&format!("launching {what}"), e))?;
+        enqueue(what, args, grid, block, shared_bytes)?;
         self.checked(what)
     }
 }
