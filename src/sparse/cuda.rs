@@ -146,10 +146,11 @@ impl DeviceSweep {
 }
 
 /// How the device applies ILU(0): level by level (a launch per level, the
-/// default), or both sweeps chunked (one launch each; FEGPU_ILU_SWEEP=chunked).
+/// default; the lower levels are the factorisation's, so only the upper ones
+/// are kept here), or both sweeps chunked (one launch each; FEGPU_ILU_SWEEP=chunked).
 pub enum DeviceSweeps {
     Chunked(Box<(DeviceSweep, DeviceSweep)>),
-    Levels(DeviceLevels, DeviceLevels),
+    Levels { upper: DeviceLevels },
 }
 
 /// Launches `kernel` once per level with (count, the level's rows, args...),
@@ -192,6 +193,7 @@ pub fn ilu0_apply(
     g: &Gpu,
     dp: &DevicePattern,
     n: usize,
+    lower: &DeviceLevels,
     sweeps: &DeviceSweeps,
     lu: &DeviceBuffer<f64>,
     r: &DeviceBuffer<f64>,
@@ -199,7 +201,7 @@ pub fn ilu0_apply(
     sc: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
     match sweeps {
-        DeviceSweeps::Levels(lower, upper) => {
+        DeviceSweeps::Levels { upper } => {
             per_level!(g, lower, "lsolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, r, z], sc);
             per_level!(g, upper, "usolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, z], sc);
         }

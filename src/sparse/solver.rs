@@ -234,9 +234,9 @@ impl Preconditioner for Ilu0<'_> {
         Ok(())
     }
     fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
-        let (dp, (_, sweeps)) =
+        let (dp, (lower, sweeps)) =
             (self.dp.ok_or_else(crate::array::mixed_backends)?, self.levels.ok_or_else(crate::array::mixed_backends)?);
-        cuda::ilu0_apply(g, dp, self.p.nrows, sweeps, self.lu.device()?, r, z, sc)
+        cuda::ilu0_apply(g, dp, self.p.nrows, lower, sweeps, self.lu.device()?, r, z, sc)
     }
 }
 
@@ -277,8 +277,7 @@ impl Solver {
                     let lv = levels(p);
                     let factor = cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?;
                     let sweeps = if sweeps == IluSweeps::Levels {
-                        let lower = cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?;
-                        cuda::DeviceSweeps::Levels(lower, cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)?)
+                        cuda::DeviceSweeps::Levels { upper: cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)? }
                     } else {
                         let chunk = match sweeps {
                             IluSweeps::Chunked { rows: Some(c) } => c,
@@ -388,12 +387,8 @@ impl Solver {
         let p = &self.csr.pattern;
         let dp = self.csr.device.as_ref();
         let op = CsrOperator { p, dp, values: &vals.data };
-        let (jacobi, ilu0) = (Jacobi { inverse: &st.factors }, Ilu0 { p, dp, lu: &st.factors, levels: st.levels.as_ref() });
-        let pc: &dyn Preconditioner = match self.precond {
-            Precond::None => &Identity,
-            Precond::Jacobi => &jacobi,
-            Precond::Ilu0 => &ilu0,
-        };
+        let pc = self.preconditioner(&st.factors, st.levels.as_ref());
+        let pc: &dyn Preconditioner = &*pc;
         let (out, true_rel) = match (&mut st.vecs, &mut st.device, bb, xb) {
             (Vectors::Host(vecs), None, Buffer::Host(bh), Buffer::Host(xh)) => {
                 vecs[Slot::B as usize].copy_from_slice(bh);
@@ -419,6 +414,20 @@ impl Solver {
         Ok((out, true_rel, setup))
     }
 
+    /// The preconditioner the solver was created with, over its built factors.
+    fn preconditioner<'a>(
+        &'a self,
+        factors: &'a Buffer<f64>,
+        levels: Option<&'a (cuda::DeviceLevels, cuda::DeviceSweeps)>,
+    ) -> Box<dyn Preconditioner + 'a> {
+        let (p, dp) = (&self.csr.pattern, self.csr.device.as_ref());
+        match self.precond {
+            Precond::None => Box::new(Identity),
+            Precond::Jacobi => Box::new(Jacobi { inverse: factors }),
+            Precond::Ilu0 => Box::new(Ilu0 { p, dp, lu: factors, levels }),
+        }
+    }
+
     pub fn history(&self) -> Vec<f64> {
         self.lock().history.clone()
     }
@@ -433,14 +442,7 @@ impl Solver {
         let setup = self.refresh(&mut st)?;
         let (mut gr, mut gz) = crate::array::lock_pair(r, z, "r", "z")?;
         let (rb, zb) = (f64_buf(&mut gr), f64_buf(&mut gz));
-        let p = &self.csr.pattern;
-        let dp = self.csr.device.as_ref();
-        let (jacobi, ilu0) = (Jacobi { inverse: &st.factors }, Ilu0 { p, dp, lu: &st.factors, levels: st.levels.as_ref() });
-        let pc: &dyn Preconditioner = match self.precond {
-            Precond::None => &Identity,
-            Precond::Jacobi => &jacobi,
-            Precond::Ilu0 => &ilu0,
-        };
+        let pc = self.preconditioner(&st.factors, st.levels.as_ref());
         match (rb, zb) {
             (Buffer::Host(r), Buffer::Host(z)) => pc.apply_host(r, z)?,
             (Buffer::Device(r), Buffer::Device(z)) => {
