@@ -313,10 +313,7 @@ contains
     type(solve_info) :: info
     integer(c_int32_t) :: st
     st = c_ebe_solve(ebe%handle, b%handle, x%handle, tol, i64(maxit), info)
-    if (present(iterations)) call put(iterations, info%iterations)
-    if (present(residual)) residual = info%relative_residual
-    if (present(true_residual)) true_residual = info%true_relative_residual
-    call check(st, 'fegpu_ebe_solve', stat, errmsg)
+    call solve_result(st, info, 'fegpu_ebe_solve', iterations, residual, true_residual, stat, errmsg)
   end subroutine
 
   subroutine fegpu_ebe_destroy(ebe, stat, errmsg)

@@ -293,10 +293,7 @@ contains
     type(solve_info) :: info
     integer(c_int32_t) :: st
     st = c_solver_solve(s%handle, b%handle, x%handle, tol, i64(maxit), info)
-    if (present(iterations)) call put(iterations, info%iterations)
-    if (present(residual)) residual = info%relative_residual
-    if (present(true_residual)) true_residual = info%true_relative_residual
-    call check(st, 'fegpu_solve', stat, errmsg)
+    call solve_result(st, info, 'fegpu_solve', iterations, residual, true_residual, stat, errmsg)
   end subroutine
 
   !> The relative residuals of the solver's last solve, one per iteration

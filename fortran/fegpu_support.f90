@@ -10,7 +10,7 @@ module fegpu_support
   private
   public :: fegpu_last_error, i64, i32, put, check, refuse, elements, assumed_size_error, matrix_shape, shape_error, &
        size_error, variant_code, base_of, opt32, opt64, c_host_register, c_host_unregister, c_messages_set_index_base
-  public :: NOT_AN_INTEGER, NOT_AN_INT32, solve_info
+  public :: NOT_AN_INTEGER, NOT_AN_INT32, solve_info, solve_result
 
   !> What a non-integer (or, for a C int, an out-of-range) actual argument
   !> reads as: a value every fegpu call refuses by the argument's name.
@@ -122,6 +122,22 @@ contains
     msg = where // ': ' // fegpu_last_error()
     call refuse(status, msg, stat, errmsg)
   end subroutine check
+
+  !> A solve's outcome the Fortran way: iterations and residuals into the
+  !> optional arguments present (in every case, converged or not), then the status as check does.
+  subroutine solve_result(status, info, where, iterations, residual, true_residual, stat, errmsg)
+    integer(c_int32_t), intent(in) :: status
+    type(solve_info), intent(in) :: info
+    character(*), intent(in) :: where
+    class(*), intent(out), optional :: iterations
+    real(c_double), intent(out), optional :: residual, true_residual
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (present(iterations)) call put(iterations, info%iterations)
+    if (present(residual)) residual = info%relative_residual
+    if (present(true_residual)) true_residual = info%true_relative_residual
+    call check(status, where, stat, errmsg)
+  end subroutine solve_result
 
   !> A failed call the Fortran way: `status` into stat and `msg` into errmsg
   !> when present, otherwise the message on error_unit and a stop.
