@@ -1,28 +1,13 @@
 // CSR sparse kernels: SpMV (also fused with CG's p.Ap), Dirichlet rows,
 // ILU(0): the factorisation level by level, the triangular solves chunked
 // (one launch per sweep) or level by level. Indices are 0-based
-// int32; values f64. (kernels/common.cuh is prepended.)
+// int32; values f64. (kernels/common.cuh and csr.cuh are prepended.)
 
 // y = alpha*A*x + beta*y with TPR threads per row (a power of two <= 32),
 // chosen from the mean row length when the matrix is created. With beta == 0,
 // y is not read (it may hold anything). Every lane reaches the shuffles, so
 // rows past the end are masked, not skipped. `sc` (may be null): the solver
 // scalars of a device-driven iteration; the kernel does nothing once they say stop.
-// Row `row` of A times x by the TPR lanes of its group, summed into lane 0.
-// Every lane of the warp must call it (the shuffles); rows past n give 0.
-template <int TPR>
-__device__ double row_times(i64 row, int n, int lane, const int* __restrict__ rp, const int* __restrict__ ci,
-                            const double* __restrict__ v, const double* __restrict__ x) {
-    double sum = 0.0;
-    if (row < n) {
-        const int e = rp[row + 1];
-        for (int k = rp[row] + lane; k < e; k += TPR) sum += v[k] * __ldg(&x[ci[k]]);
-    }
-#pragma unroll
-    for (int off = TPR / 2; off > 0; off >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, off, TPR);
-    return sum;
-}
-
 template <int TPR>
 __device__ void spmv(int n, const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
                      const double* __restrict__ x, double* __restrict__ y, double alpha, double beta, const double* sc) {

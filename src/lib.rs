@@ -6,6 +6,7 @@
 // quadrature, stencils) read closer to their formulas with the index.
 #![allow(clippy::needless_range_loop)]
 
+pub mod amg;
 pub mod array;
 pub mod context;
 pub mod dense;
@@ -44,4 +45,5 @@ pub const KERNEL_SOURCES: &[(&str, &str)] = &[
     ("radfields", radfields::cuda::SOURCE),
     ("pipeline", pipeline::cuda::SOURCE),
     ("fem", fem::cuda::SOURCE),
+    ("amg", amg::cuda::SOURCE),
 ];

@@ -53,3 +53,95 @@ pub fn convection_diffusion(n: usize, peclet: f64) -> CsrArrays {
     o.extend([(1, 0, 0, -1.0), (0, 1, 0, -1.0), (0, 0, 1, -1.0)]);
     stencil(n, &o)
 }
+
+/// A deterministic uniform draw in [0, 1) (xorshift64*), for generated coefficients.
+fn uniform(state: &mut u64) -> f64 {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    (state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Steady single-phase flow in a heterogeneous n^3 medium: two-point flux
+/// finite volumes (harmonic-mean transmissibilities), every boundary face
+/// held at a fixed pressure. SPD; `k` is the permeability per cell, x fastest.
+pub fn porous_flow(n: usize, k: &[f64]) -> CsrArrays {
+    let idx = |i: usize, j: usize, l: usize| i + n * (j + n * l);
+    let (mut rp, mut ci, mut v) = (vec![0i64], Vec::new(), Vec::new());
+    for l in 0..n {
+        for j in 0..n {
+            for i in 0..n {
+                let c = idx(i, j, l);
+                let mut diag = 0.0;
+                let mut row: Vec<(usize, f64)> = Vec::with_capacity(7);
+                for (d, step) in [(0usize, 1isize), (1, 1), (2, 1), (0, -1), (1, -1), (2, -1)] {
+                    let mut p = [i as isize, j as isize, l as isize];
+                    p[d] += step;
+                    if p.iter().all(|&q| (0..n as isize).contains(&q)) {
+                        let o = idx(p[0] as usize, p[1] as usize, p[2] as usize);
+                        let t = 2.0 * k[c] * k[o] / (k[c] + k[o]);
+                        row.push((o, -t));
+                        diag += t;
+                    } else {
+                        diag += 2.0 * k[c]; // half a cell to the fixed boundary pressure
+                    }
+                }
+                row.push((c, diag));
+                row.sort_by_key(|e| e.0);
+                for (o, w) in row {
+                    ci.push(o as i64);
+                    v.push(w);
+                }
+                rp.push(ci.len() as i64);
+            }
+        }
+    }
+    (rp, ci, v)
+}
+
+/// A log-normal permeability on n^3 cells spanning `contrast` (max / min):
+/// white noise smoothed by three box filters (a correlation length of a
+/// few cells), exponentiated; fixed by `seed`.
+pub fn lognormal_permeability(n: usize, contrast: f64, seed: u64) -> Vec<f64> {
+    let mut state = seed | 1;
+    let mut g: Vec<f64> = (0..n * n * n).map(|_| uniform(&mut state) - 0.5).collect();
+    let idx = |i: usize, j: usize, l: usize| i + n * (j + n * l);
+    for _ in 0..3 {
+        for axis in 0..3 {
+            let prev = g.clone();
+            for l in 0..n {
+                for j in 0..n {
+                    for i in 0..n {
+                        let p = [i, j, l];
+                        let (mut s, mut m) = (0.0, 0.0);
+                        for d in -1isize..=1 {
+                            let q = p[axis] as isize + d;
+                            if (0..n as isize).contains(&q) {
+                                let mut r = p;
+                                r[axis] = q as usize;
+                                s += prev[idx(r[0], r[1], r[2])];
+                                m += 1.0;
+                            }
+                        }
+                        g[idx(i, j, l)] = s / m;
+                    }
+                }
+            }
+        }
+    }
+    let (lo, hi) = g.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+    g.iter().map(|x| (contrast.ln() * (x - lo) / (hi - lo).max(f64::MIN_POSITIVE)).exp()).collect()
+}
+
+/// Horizontal layers two cells thick, each of a permeability drawn
+/// log-uniformly from [1, contrast]; fixed by `seed`.
+pub fn layered_permeability(n: usize, contrast: f64, seed: u64) -> Vec<f64> {
+    let mut state = seed | 1;
+    let mut layers: Vec<f64> = (0..n.div_ceil(2)).map(|_| (contrast.ln() * uniform(&mut state)).exp()).collect();
+    // the extremes present, so the contrast is exact
+    layers[0] = 1.0;
+    if layers.len() > 1 {
+        layers[1] = contrast;
+    }
+    (0..n * n * n).map(|c| layers[c / (n * n) / 2]).collect()
+}

@@ -1,10 +1,12 @@
 //! The solver object for a CSR matrix: a Krylov method of `crate::krylov`
-//! over the matrix as an `Operator`, with no, Jacobi or ILU(0)
+//! over the matrix as an `Operator`, with no, Jacobi, ILU(0) or AMG
 //! preconditioning (ILU(0) is a `Preconditioner` of this room: the
-//! factorisation and both triangular solves follow the matrix's pattern).
-//! The preconditioner is rebuilt when the matrix values change.
+//! factorisation and both triangular solves follow the matrix's pattern;
+//! AMG is `crate::amg`'s). The preconditioner is rebuilt when the matrix
+//! values change (AMG: a values-only re-setup of the kept hierarchy).
 
 use super::{cpu, cuda, f64_buf, Csr, DevicePattern, Pattern};
+use crate::amg;
 use crate::array::{Array, Buffer};
 use crate::error::{Error, ErrorKind, Result};
 use crate::gpu::{DeviceBuffer, Gpu, Graph};
@@ -17,16 +19,32 @@ pub enum Precond {
     None,
     Jacobi,
     Ilu0,
+    Amg,
+}
+
+/// What a solver's preconditioner is built with beyond its kind.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Settings {
+    pub ilu_sweeps: IluSweeps,
+    pub amg: amg::Options,
+}
+
+impl Settings {
+    /// The defaults, with the ILU(0) sweeps as IluSweeps::from_env says.
+    pub fn from_env() -> Settings {
+        Settings { ilu_sweeps: IluSweeps::from_env(), amg: amg::Options::default() }
+    }
 }
 
 /// How the device runs ILU(0)'s two triangular solves. Both give the same
 /// numbers as the CPU reference's serial sweeps (the sums in the same order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IluSweeps {
     /// One launch per sweep, chunks of `rows` consecutive rows (None: sized
     /// from the matrix's bandwidth, cuda::sweep_chunk).
     Chunked { rows: Option<usize> },
     /// One launch per dependency level (the default).
+    #[default]
     Levels,
 }
 
@@ -169,6 +187,8 @@ struct State {
     factors: Buffer<f64>,
     /// ILU(0) on the device: the lower levels the factorisation walks, and the sweeps.
     levels: Option<(cuda::DeviceLevels, cuda::DeviceSweeps)>,
+    /// AMG's hierarchy, and its device copy on the CUDA backend.
+    amg: Option<(amg::Hierarchy, Option<amg::cuda::DeviceHierarchy>)>,
     device: Option<DeviceWork>,
     /// The matrix values version the preconditioner was built from.
     built_for: Option<u64>,
@@ -179,6 +199,7 @@ pub struct Solver {
     pub csr: Arc<Csr>,
     pub method: Method,
     pub precond: Precond,
+    pub settings: Settings,
     state: Mutex<State>,
 }
 
@@ -242,20 +263,25 @@ impl Preconditioner for Ilu0<'_> {
 
 impl Solver {
     /// Structural setup (diagonal check, levels, workspace) and the first
-    /// factorisation; ILU(0)'s sweeps as IluSweeps::from_env says.
+    /// factorisation, with the default settings (Settings::from_env).
     pub fn new(csr: Arc<Csr>, method: Method, precond: Precond) -> Result<Solver> {
-        Solver::with_sweeps(csr, method, precond, IluSweeps::from_env())
+        Solver::with_settings(csr, method, precond, Settings::from_env())
     }
 
-    /// As `new`, with the device's ILU(0) sweeps chosen by the caller.
-    pub fn with_sweeps(csr: Arc<Csr>, method: Method, precond: Precond, sweeps: IluSweeps) -> Result<Solver> {
+    /// As `new`, with the ILU(0) sweeps and AMG options chosen by the caller.
+    pub fn with_settings(csr: Arc<Csr>, method: Method, precond: Precond, settings: Settings) -> Result<Solver> {
+        let sweeps = settings.ilu_sweeps;
         let p = &csr.pattern;
         if p.nrows != p.ncols {
             return Err(Error::size(format!("A is {} x {}: the solvers need a square matrix", p.nrows, p.ncols)));
         }
         if precond != Precond::None {
             if let Some(r) = p.diag.iter().position(|&d| d < 0) {
-                let what = if precond == Precond::Ilu0 { "ILU(0)" } else { "Jacobi" };
+                let what = match precond {
+                    Precond::Ilu0 => "ILU(0)",
+                    Precond::Amg => "AMG",
+                    _ => "Jacobi",
+                };
                 return Err(Error::new(
                     ErrorKind::Breakdown,
                     format!("{what}: {} has no diagonal entry (a zero pivot)", cpu::row_name(r)),
@@ -268,6 +294,7 @@ impl Solver {
                 vecs: Vectors::Host(vec![vec![0.0; n]; SLOTS]),
                 factors: Buffer::Host(Vec::new()),
                 levels: None,
+                amg: None,
                 device: None,
                 built_for: None,
                 history: Vec::new(),
@@ -293,7 +320,7 @@ impl Solver {
                     None
                 };
                 let factors = match precond {
-                    Precond::None => 1,
+                    Precond::None | Precond::Amg => 1,
                     Precond::Jacobi => n,
                     Precond::Ilu0 => p.nnz(),
                 };
@@ -301,6 +328,7 @@ impl Solver {
                     vecs: Vectors::Device(crate::krylov::cuda::work_vectors(g, n)?),
                     factors: Buffer::Device(g.alloc(factors.max(1))?),
                     levels,
+                    amg: None,
                     device: Some(DeviceWork {
                         reduce: crate::array::cuda::Reduce::new(g)?,
                         scalars: g.alloc(crate::krylov::cuda::Scalar::LEN)?,
@@ -311,7 +339,7 @@ impl Solver {
                 }
             }
         };
-        let s = Solver { csr, method, precond, state: Mutex::new(state) };
+        let s = Solver { csr, method, precond, settings, state: Mutex::new(state) };
         s.refresh(&mut s.lock())?;
         Ok(s)
     }
@@ -355,6 +383,7 @@ impl Solver {
                 }
                 _ => return Err(crate::array::mixed_backends()),
             },
+            Precond::Amg => self.build_amg(st, &self.csr.values_on_host(&vals.data)?)?,
         }
         st.built_for = Some(vals.version);
         Ok(t.elapsed().as_secs_f64())
@@ -387,7 +416,7 @@ impl Solver {
         let p = &self.csr.pattern;
         let dp = self.csr.device.as_ref();
         let op = CsrOperator { p, dp, values: &vals.data };
-        let pc = self.preconditioner(&st.factors, st.levels.as_ref());
+        let pc = self.preconditioner(&st.factors, st.levels.as_ref(), st.amg.as_ref(), &vals.data);
         let pc: &dyn Preconditioner = &*pc;
         let (out, true_rel) = match (&mut st.vecs, &mut st.device, bb, xb) {
             (Vectors::Host(vecs), None, Buffer::Host(bh), Buffer::Host(xh)) => {
@@ -414,17 +443,68 @@ impl Solver {
         Ok((out, true_rel, setup))
     }
 
+    /// AMG's setup from the finest values (on the host), or its values-only
+    /// re-setup when a hierarchy exists; the device copy follows. CG needs a
+    /// symmetric matrix: a nonsymmetric one is refused, naming an entry.
+    fn build_amg(&self, st: &mut State, values: &[f64]) -> Result<()> {
+        // a failure below leaves no hierarchy: the next solve sets up anew
+        let (h, device) = match st.amg.take() {
+            Some((mut h, device)) => {
+                h.refresh(values)?;
+                (h, device)
+            }
+            None => {
+                let p = &self.csr.pattern;
+                let a = amg::Mat { nrows: p.nrows, ncols: p.ncols, rp: p.row_ptr.clone(), ci: p.col.clone(), v: values.to_vec() };
+                (amg::Hierarchy::new(a, &self.settings.amg)?, None)
+            }
+        };
+        if let (Method::Cg, Some((i, j, aij, aji))) = (self.method, h.asymmetry) {
+            return Err(Error::invalid(format!(
+                "CG needs a symmetric matrix: A({i},{j}) = {aij:e} but A({j},{i}) = {aji:e} (0-based); use BiCGSTAB"
+            )));
+        }
+        let device = match (self.csr.ctx.gpu(), device) {
+            (None, _) => None,
+            (Some(g), Some(mut d)) => {
+                d.refresh(g, &h)?;
+                Some(d)
+            }
+            (Some(g), None) => {
+                // new buffers: an iteration captured over the old ones is stale
+                if let Some(dw) = &mut st.device {
+                    dw.iteration = None;
+                }
+                Some(amg::cuda::DeviceHierarchy::new(g, &h)?)
+            }
+        };
+        st.amg = Some((h, device));
+        Ok(())
+    }
+
+    /// The hierarchy's summary (levels, rows, nonzeros, complexity) after
+    /// it has been built; None for the other preconditioners.
+    pub fn amg_summary(&self) -> Option<String> {
+        self.lock().amg.as_ref().map(|(h, _)| h.summary())
+    }
+
     /// The preconditioner the solver was created with, over its built factors.
     fn preconditioner<'a>(
         &'a self,
         factors: &'a Buffer<f64>,
         levels: Option<&'a (cuda::DeviceLevels, cuda::DeviceSweeps)>,
+        amg: Option<&'a (amg::Hierarchy, Option<amg::cuda::DeviceHierarchy>)>,
+        values: &'a Buffer<f64>,
     ) -> Box<dyn Preconditioner + 'a> {
         let (p, dp) = (&self.csr.pattern, self.csr.device.as_ref());
         match self.precond {
             Precond::None => Box::new(Identity),
             Precond::Jacobi => Box::new(Jacobi { inverse: factors }),
             Precond::Ilu0 => Box::new(Ilu0 { p, dp, lu: factors, levels }),
+            Precond::Amg => {
+                let (h, device) = amg.expect("refresh built the hierarchy");
+                Box::new(amg::Amg { h, device: device.as_ref(), fine: dp.map(|dp| (dp, values)) })
+            }
         }
     }
 
@@ -442,7 +522,8 @@ impl Solver {
         let setup = self.refresh(&mut st)?;
         let (mut gr, mut gz) = crate::array::lock_pair(r, z, "r", "z")?;
         let (rb, zb) = (f64_buf(&mut gr), f64_buf(&mut gz));
-        let pc = self.preconditioner(&st.factors, st.levels.as_ref());
+        let vals = self.csr.values();
+        let pc = self.preconditioner(&st.factors, st.levels.as_ref(), st.amg.as_ref(), &vals.data);
         match (rb, zb) {
             (Buffer::Host(r), Buffer::Host(z)) => pc.apply_host(r, z)?,
             (Buffer::Device(r), Buffer::Device(z)) => {

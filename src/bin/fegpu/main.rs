@@ -11,10 +11,14 @@ use std::process::ExitCode;
 const USAGE: &str = "usage:
   fegpu                      showcase: a legacy transpose loop on the best backend present
   fegpu info                 backends, devices, compute capability, NVRTC version
-  fegpu solve A.mtx [b.mtx] [--method bicgstab|cg] [--precond none|jacobi|ilu0]
+  fegpu solve A.mtx [b.mtx] [--method bicgstab|cg] [--precond none|jacobi|ilu0|amg]
               [--tol T] [--maxit N] [--output x.mtx]
+              [--strength THETA] [--smoother chebyshev:DEGREE|l1jacobi:SWEEPS]
+              [--coarsest ROWS] [--block-size K] [--unsmoothed]
                              solve A x = b (b = A*1 when omitted: the exact x is all ones);
-                             exit status 0 only when ||b - Ax||/||b|| <= tol
+                             the AMG options tune --precond amg (block size K: unknowns
+                             per node, node by node); exit status 0 only when
+                             ||b - Ax||/||b|| <= tol
   fegpu bench transpose [--size MxN]... [--reps R]
                              transpose and copy kernels: time, GB/s, fraction of the
                              device-to-device copy measured in the same run, speedup
@@ -22,6 +26,7 @@ const USAGE: &str = "usage:
   fegpu bench spmv [A.mtx]   SpMV on 7-point 128^3, 27-point 96^3 (and A): GB/s, fraction of copy
   fegpu bench solve [A.mtx]  CG / BiCGSTAB per iteration against the bytes-moved roofline
   fegpu bench ilu [A.mtx]    ILU(0) on the device: chunked vs level-by-level sweeps, apply, factor, solve
+  fegpu bench amg            AMG against Jacobi-CG and ILU(0)-BiCGSTAB: iterations, setup, re-setup, time to solution
   fegpu bench fem            element integration throughput; EBE vs assembled CG per iteration (hex8, ~1M dofs)
   fegpu bench lbm            D3Q19 MLUPS (128^3..512^3 f32, 128^3/256^3 f64) against the copy roofline
   fegpu bench radfields      rad_fields GFLOP/s (N_S 10k..200k, n_RHS 1/10/100) against the FP64 ceiling
@@ -93,6 +98,7 @@ fn bench(args: &[String]) -> fegpu::Result<()> {
         }
         Some("lbm") => bench::lbm::run(),
         Some("fem") => bench::fem::run(),
+        Some("amg") => bench::amg::run_all(),
         Some("radfields") => bench::radfields::run(),
         Some("pipeline") => bench::pipeline::run(),
         other => Err(bad(format!("unknown benchmark {other:?}"))),
@@ -111,6 +117,7 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
         tol: 1e-8,
         maxit: 10000,
         output: None,
+        amg: Default::default(),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -128,8 +135,24 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
                     "none" => Precond::None,
                     "jacobi" => Precond::Jacobi,
                     "ilu0" => Precond::Ilu0,
-                    p => return Err(bad(format!("--precond {p}: expected none, jacobi or ilu0"))),
+                    "amg" => Precond::Amg,
+                    p => return Err(bad(format!("--precond {p}: expected none, jacobi, ilu0 or amg"))),
                 }
+            }
+            "--strength" => o.amg.strength = value()?.parse().map_err(|_| bad("--strength wants a number".into()))?,
+            "--coarsest" => o.amg.coarsest = value()?.parse().map_err(|_| bad("--coarsest wants a count".into()))?,
+            "--block-size" => o.amg.block_size = value()?.parse().map_err(|_| bad("--block-size wants a count".into()))?,
+            "--unsmoothed" => o.amg.smooth_prolongator = false,
+            "--smoother" => {
+                use fegpu::amg::Smoother;
+                let v = value()?;
+                let (kind, steps) = v.split_once(':').unwrap_or((v.as_str(), "2"));
+                let steps = steps.parse().map_err(|_| bad(format!("--smoother {v}: the steps after ':' must be a count")))?;
+                o.amg.smoother = Some(match kind {
+                    "chebyshev" => Smoother::Chebyshev { degree: steps },
+                    "l1jacobi" => Smoother::L1Jacobi { sweeps: steps },
+                    _ => return Err(bad(format!("--smoother {v}: expected chebyshev:DEGREE or l1jacobi:SWEEPS"))),
+                });
             }
             "--tol" => o.tol = value()?.parse().map_err(|_| bad("--tol wants a number".into()))?,
             "--maxit" => o.maxit = value()?.parse().map_err(|_| bad("--maxit wants a count".into()))?,

@@ -39,7 +39,7 @@ fn loose_elements(t: Element, count: usize) -> (Vec<f64>, Vec<i64>) {
 }
 
 /// An n x n x n block of unit hex8 elements (shared nodes), 0-based.
-fn hex_block(n: usize) -> (Vec<f64>, Vec<i64>) {
+pub(super) fn hex_block(n: usize) -> (Vec<f64>, Vec<i64>) {
     let node = |i: usize, j: usize, k: usize| (i + (n + 1) * (j + (n + 1) * k)) as i64;
     let mut coords = Vec::with_capacity(3 * (n + 1).pow(3));
     for k in 0..=n {

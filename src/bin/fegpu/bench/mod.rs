@@ -2,6 +2,7 @@
 //! the ceiling measured in the same run. Device times come from stream events
 //! (median of repeated runs after a warm-up); host times from the wall clock.
 
+pub mod amg;
 pub mod fem;
 pub mod lbm;
 pub mod pipeline;

@@ -2,7 +2,7 @@
 
 use fegpu::array::Array;
 use fegpu::error::{Error, Result};
-use fegpu::sparse::solver::{outcome_status, Method, Precond, Solver};
+use fegpu::sparse::solver::{outcome_status, Method, Precond, Settings, Solver};
 use fegpu::sparse::{self, mm, Csr};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,6 +16,8 @@ pub struct Options {
     pub tol: f64,
     pub maxit: i64,
     pub output: Option<PathBuf>,
+    /// What --precond amg is built with.
+    pub amg: fegpu::amg::Options,
 }
 
 /// Runs the solve and prints what happened. Ok(true) when the true residual meets tol.
@@ -52,8 +54,11 @@ pub fn run(o: &Options) -> Result<bool> {
     }
     let upload_s = clock.elapsed().as_secs_f64();
     let clock = Instant::now();
-    let s = Solver::new(a.clone(), o.method, o.precond)?;
+    let s = Solver::with_settings(a.clone(), o.method, o.precond, Settings { amg: o.amg.clone(), ..Settings::from_env() })?;
     let setup_s = clock.elapsed().as_secs_f64();
+    if let Some(summary) = s.amg_summary() {
+        print!("{summary}");
+    }
     let clock = Instant::now();
     let (outcome, true_rel, _) = s.solve(&b, &x, o.tol, o.maxit)?;
     let solve_s = clock.elapsed().as_secs_f64();

@@ -1,0 +1,17 @@
+// The CSR row product the SpMV-like kernels share (prepended, after
+// kernels/common.cuh, to sparse.cu and amg.cu).
+
+// Row `row` of A times x by the TPR lanes of its group, summed into lane 0.
+// Every lane of the warp must call it (the shuffles); rows past n give 0.
+template <int TPR>
+__device__ double row_times(i64 row, int n, int lane, const int* __restrict__ rp, const int* __restrict__ ci,
+                            const double* __restrict__ v, const double* __restrict__ x) {
+    double sum = 0.0;
+    if (row < n) {
+        const int e = rp[row + 1];
+        for (int k = rp[row] + lane; k < e; k += TPR) sum += v[k] * __ldg(&x[ci[k]]);
+    }
+#pragma unroll
+    for (int off = TPR / 2; off > 0; off >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, off, TPR);
+    return sum;
+}

@@ -1,0 +1,301 @@
+//! The host-side sparse algebra the AMG setup needs: a plain CSR matrix,
+//! its transpose, SpMV, and the sparse product split into a symbolic pass
+//! (the pattern, kept) and a numeric pass (the values, redone by a
+//! values-only re-setup), both parallel over row blocks.
+
+use rayon::prelude::*;
+
+/// Rows per parallel task in the products and SpMV.
+const ROWS_PER_TASK: usize = 4096;
+
+/// A CSR matrix: 0-based, columns sorted and unique within each row.
+#[derive(Clone, Debug, Default)]
+pub struct Mat {
+    pub nrows: usize,
+    pub ncols: usize,
+    pub rp: Vec<i32>,
+    pub ci: Vec<i32>,
+    pub v: Vec<f64>,
+}
+
+impl Mat {
+    pub fn nnz(&self) -> usize {
+        self.ci.len()
+    }
+
+    pub fn row(&self, i: usize) -> std::ops::Range<usize> {
+        self.rp[i] as usize..self.rp[i + 1] as usize
+    }
+
+    /// The diagonal (0 where a row stores none).
+    pub fn diagonal(&self) -> Vec<f64> {
+        (0..self.nrows)
+            .into_par_iter()
+            .map(|i| self.row(i).find(|&k| self.ci[k] as usize == i).map_or(0.0, |k| self.v[k]))
+            .collect()
+    }
+
+    /// y = A x, rows in parallel (each row summed in order).
+    pub fn spmv(&self, x: &[f64], y: &mut [f64]) {
+        y.par_chunks_mut(ROWS_PER_TASK).enumerate().for_each(|(t, ys)| {
+            for (o, yi) in ys.iter_mut().enumerate() {
+                let i = t * ROWS_PER_TASK + o;
+                *yi = self.row(i).map(|k| self.v[k] * x[self.ci[k] as usize]).sum();
+            }
+        });
+    }
+
+    /// The transpose, and for each of its entries the entry of `self` it
+    /// came from (a values-only re-setup permutes new values with it).
+    pub fn transpose(&self) -> (Mat, Vec<u32>) {
+        let mut rp = vec![0i32; self.ncols + 1];
+        for &c in &self.ci {
+            rp[c as usize + 1] += 1;
+        }
+        for j in 0..self.ncols {
+            rp[j + 1] += rp[j];
+        }
+        let mut fill: Vec<i32> = rp[..self.ncols].to_vec();
+        let mut ci = vec![0i32; self.nnz()];
+        let mut from = vec![0u32; self.nnz()];
+        for i in 0..self.nrows {
+            for k in self.row(i) {
+                let c = self.ci[k] as usize;
+                let at = fill[c] as usize;
+                ci[at] = i as i32;
+                from[at] = k as u32;
+                fill[c] += 1;
+            }
+        }
+        let v = from.iter().map(|&k| self.v[k as usize]).collect();
+        (Mat { nrows: self.ncols, ncols: self.nrows, rp, ci, v }, from)
+    }
+
+    /// The entry at (i, j), 0 where none is stored.
+    pub fn get(&self, i: usize, j: usize) -> f64 {
+        let r = self.row(i);
+        match self.ci[r.clone()].binary_search(&(j as i32)) {
+            Ok(k) => self.v[r.start + k],
+            Err(_) => 0.0,
+        }
+    }
+}
+
+/// Row blocks of `n` rows for the parallel passes.
+fn blocks(n: usize) -> Vec<std::ops::Range<usize>> {
+    (0..n.div_ceil(ROWS_PER_TASK)).map(|t| t * ROWS_PER_TASK..((t + 1) * ROWS_PER_TASK).min(n)).collect()
+}
+
+/// The pattern of A B (row pointers and sorted columns), values zero.
+pub fn product_pattern(a: &Mat, b: &Mat) -> Mat {
+    let parts: Vec<(Vec<i32>, Vec<i32>)> = blocks(a.nrows)
+        .into_par_iter()
+        .map_init(
+            || vec![u32::MAX; b.ncols],
+            |mark, rows| {
+                let (mut counts, mut cols) = (Vec::with_capacity(rows.len()), Vec::new());
+                for i in rows {
+                    let start = cols.len();
+                    for ka in a.row(i) {
+                        for kb in b.row(a.ci[ka] as usize) {
+                            let c = b.ci[kb];
+                            if mark[c as usize] != i as u32 {
+                                mark[c as usize] = i as u32;
+                                cols.push(c);
+                            }
+                        }
+                    }
+                    cols[start..].sort_unstable();
+                    counts.push((cols.len() - start) as i32);
+                }
+                (counts, cols)
+            },
+        )
+        .collect();
+    let mut rp = Vec::with_capacity(a.nrows + 1);
+    rp.push(0i32);
+    let mut ci = Vec::with_capacity(parts.iter().map(|p| p.1.len()).sum());
+    for (counts, cols) in parts {
+        for c in counts {
+            rp.push(rp.last().unwrap() + c);
+        }
+        ci.extend(cols);
+    }
+    let nnz = ci.len();
+    Mat { nrows: a.nrows, ncols: b.ncols, rp, ci, v: vec![0.0; nnz] }
+}
+
+/// C's values = A B on C's pattern (from `product_pattern`): each row's sums
+/// in the order of A's and B's entries, so the result does not depend on
+/// how the rows were shared out.
+pub fn product_values(a: &Mat, b: &Mat, c: &mut Mat) {
+    let ranges = blocks(a.nrows);
+    let mut chunks: Vec<&mut [f64]> = Vec::with_capacity(ranges.len());
+    let mut rest = &mut c.v[..];
+    for r in &ranges {
+        let (head, tail) = rest.split_at_mut((c.rp[r.end] - c.rp[r.start]) as usize);
+        chunks.push(head);
+        rest = tail;
+    }
+    let (crp, cci) = (&c.rp, &c.ci);
+    ranges.into_par_iter().zip(chunks).for_each_init(
+        || vec![0u32; b.ncols],
+        |slot, (rows, out)| {
+            let base = crp[rows.start] as usize;
+            for i in rows {
+                for k in crp[i] as usize..crp[i + 1] as usize {
+                    slot[cci[k] as usize] = (k - base) as u32;
+                    out[k - base] = 0.0;
+                }
+                for ka in a.row(i) {
+                    let aik = a.v[ka];
+                    for kb in b.row(a.ci[ka] as usize) {
+                        out[slot[b.ci[kb] as usize] as usize] += aik * b.v[kb];
+                    }
+                }
+            }
+        },
+    );
+}
+
+/// A B with its pattern.
+pub fn product(a: &Mat, b: &Mat) -> Mat {
+    let mut c = product_pattern(a, b);
+    product_values(a, b, &mut c);
+    c
+}
+
+/// The largest eigenvalue of the symmetric tridiagonal matrix (alpha on the
+/// diagonal, beta off it), by bisection on the Sturm sequence count.
+fn tridiagonal_max(alpha: &[f64], beta: &[f64]) -> f64 {
+    let m = alpha.len();
+    let radius = |i: usize| beta.get(i.wrapping_sub(1)).map_or(0.0, |b| b.abs()) + beta.get(i).map_or(0.0, |b| b.abs());
+    let (mut lo, mut hi) = (0..m).fold((f64::MAX, f64::MIN), |(lo, hi), i| (lo.min(alpha[i] - radius(i)), hi.max(alpha[i] + radius(i))));
+    // eigenvalues below x: the negative pivots of T - x I
+    let below = |x: f64| {
+        let (mut count, mut d) = (0, 1.0f64);
+        for i in 0..m {
+            let b2 = if i > 0 { beta[i - 1] * beta[i - 1] } else { 0.0 };
+            d = alpha[i] - x - if i > 0 { b2 / if d == 0.0 { f64::MIN_POSITIVE } else { d } } else { 0.0 };
+            if d < 0.0 {
+                count += 1;
+            }
+        }
+        count
+    };
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if below(mid) < m {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+        if hi - lo <= 1e-12 * hi.abs() {
+            break;
+        }
+    }
+    hi
+}
+
+/// The spectral radius of D^-1 A for a symmetric A with positive diagonal
+/// (`dinv` = D^-1, 0 on empty rows): the largest Ritz value of `steps`
+/// Lanczos steps on D^-1/2 A D^-1/2, from a fixed start (so a re-setup with
+/// the same values gives the same hierarchy).
+pub fn spectral_radius_symmetric(a: &Mat, dinv: &[f64], steps: usize) -> f64 {
+    let n = a.nrows;
+    if n == 0 {
+        return 0.0;
+    }
+    let s: Vec<f64> = dinv.iter().map(|d| d.max(0.0).sqrt()).collect();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut v: Vec<f64> = (0..n)
+        .map(|i| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            if s[i] == 0.0 {
+                0.0
+            } else {
+                (seed >> 11) as f64 / (1u64 << 53) as f64 + 0.5
+            }
+        })
+        .collect();
+    let norm = |v: &[f64]| v.par_iter().map(|x| x * x).sum::<f64>().sqrt();
+    let nv = norm(&v);
+    if nv == 0.0 {
+        return 0.0;
+    }
+    v.iter_mut().for_each(|x| *x /= nv);
+    let (mut prev, mut w, mut sv) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+    let (mut alpha, mut beta) = (Vec::new(), Vec::new());
+    let mut beta_prev = 0.0;
+    for _ in 0..steps.min(n) {
+        sv.par_iter_mut().zip(&v).zip(&s).for_each(|((o, x), s)| *o = x * s);
+        a.spmv(&sv, &mut w);
+        w.par_iter_mut().zip(&s).zip(&prev).for_each(|((w, s), p)| *w = *w * s - beta_prev * p);
+        let al: f64 = w.par_iter().zip(&v).map(|(w, v)| w * v).sum();
+        w.par_iter_mut().zip(&v).for_each(|(w, v)| *w -= al * v);
+        alpha.push(al);
+        let b = norm(&w);
+        if b <= 1e-12 * al.abs().max(1e-300) {
+            break;
+        }
+        beta.push(b);
+        beta_prev = b;
+        std::mem::swap(&mut prev, &mut v);
+        v.par_iter_mut().zip(&w).for_each(|(v, w)| *v = w / b);
+    }
+    beta.truncate(alpha.len().saturating_sub(1));
+    tridiagonal_max(&alpha, &beta)
+}
+
+/// An upper bound of the spectral radius of D^-1 A for any A: the largest
+/// row sum of |D^-1 A| (Gershgorin).
+pub fn spectral_bound(a: &Mat, dinv: &[f64]) -> f64 {
+    (0..a.nrows).into_par_iter().map(|i| dinv[i].abs() * a.row(i).map(|k| a.v[k].abs()).sum::<f64>()).reduce(|| 0.0, f64::max)
+}
+
+/// The inverse of a small dense matrix (row-major, n x n) by Gauss-Jordan
+/// with partial pivoting. Rows and columns that are entirely zero (from
+/// near-null-space columns dropped as dependent) are left out and get zero
+/// rows and columns in the inverse. None: singular.
+pub fn dense_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
+    let live: Vec<usize> = (0..n).filter(|&i| (0..n).any(|j| a[i * n + j] != 0.0 || a[j * n + i] != 0.0)).collect();
+    let m = live.len();
+    let w = 2 * m;
+    let mut t = vec![0.0; m * w];
+    for (r, &i) in live.iter().enumerate() {
+        for (c, &j) in live.iter().enumerate() {
+            t[r * w + c] = a[i * n + j];
+        }
+        t[r * w + m + r] = 1.0;
+    }
+    let scale = t.iter().fold(0.0f64, |s, x| s.max(x.abs()));
+    for col in 0..m {
+        let piv = (col..m).max_by(|&x, &y| t[x * w + col].abs().total_cmp(&t[y * w + col].abs()))?;
+        if !(t[piv * w + col].abs() > 1e-14 * scale) {
+            return None;
+        }
+        if piv != col {
+            for c in 0..w {
+                t.swap(piv * w + c, col * w + c);
+            }
+        }
+        let p = 1.0 / t[col * w + col];
+        let pivot_row: Vec<f64> = t[col * w..(col + 1) * w].iter().map(|x| x * p).collect();
+        t[col * w..(col + 1) * w].copy_from_slice(&pivot_row);
+        t.par_chunks_mut(w).enumerate().filter(|(r, _)| *r != col).for_each(|(_, row)| {
+            let f = row[col];
+            if f != 0.0 {
+                row.iter_mut().zip(&pivot_row).for_each(|(x, p)| *x -= f * p);
+            }
+        });
+    }
+    let mut inv = vec![0.0; n * n];
+    for (r, &i) in live.iter().enumerate() {
+        for (c, &j) in live.iter().enumerate() {
+            inv[i * n + j] = t[r * w + m + c];
+        }
+    }
+    Some(inv)
+}

@@ -1,0 +1,208 @@
+//! Smoothed-aggregation algebraic multigrid (Vaněk, Mandel and Brezina
+//! 1996), a `Preconditioner` of the Krylov room: strength of connection,
+//! aggregation, a tentative prolongator fitted to the near-null space
+//! (constants, or the rigid-body modes of elasticity), Jacobi-smoothed
+//! prolongation, Galerkin coarse operators and a dense coarsest solve,
+//! applied as a V-cycle with Chebyshev or l1-Jacobi smoothing.
+//!
+//! The hierarchy is set up on the host (`setup.rs`, over `host.rs`'s sparse
+//! algebra) and kept; a values-only re-setup (`Hierarchy::refresh`, for
+//! Newton and time loops) keeps the aggregates, the tentative prolongator
+//! and every sparsity pattern, and redoes only the numbers. The V-cycle runs
+//! on the host (`cpu.rs`, the reference) or on the device (`cuda.rs`, one
+//! kernel per smoothing step, residual and transfer, replayed in the
+//! solver's CUDA graph).
+
+pub mod cpu;
+pub mod cuda;
+pub mod host;
+mod setup;
+
+pub use host::Mat;
+pub use setup::rigid_body_modes;
+
+use crate::array::Buffer;
+use crate::error::Result;
+use crate::gpu::{DeviceBuffer, Gpu};
+use crate::krylov::Preconditioner;
+use crate::sparse::DevicePattern;
+
+/// The smoother of every level but a dense coarsest one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Smoother {
+    /// A Chebyshev polynomial of this degree in D^-1 A over
+    /// [rho/30, 1.1 rho] (rho estimated by Lanczos): symmetric A.
+    Chebyshev { degree: usize },
+    /// Sweeps of l1-Jacobi (x += r / sum_j |a_ij|): convergent for any
+    /// SPD A, and the choice for nonsymmetric A.
+    L1Jacobi { sweeps: usize },
+}
+
+impl Smoother {
+    pub fn steps(self) -> usize {
+        match self {
+            Smoother::Chebyshev { degree } => degree,
+            Smoother::L1Jacobi { sweeps } => sweeps,
+        }
+    }
+    pub fn name(self) -> String {
+        match self {
+            Smoother::Chebyshev { degree } => format!("Chebyshev degree {degree}"),
+            Smoother::L1Jacobi { sweeps } => format!("l1-Jacobi x{sweeps}"),
+        }
+    }
+}
+
+/// Near-null-space vectors: `count` columns of n, column-major.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NearNullSpace {
+    pub vectors: Vec<f64>,
+    pub count: usize,
+}
+
+/// What a user tunes. The defaults are pyamg's smoothed aggregation but for
+/// the smoother (Chebyshev degree 2 for symmetric matrices, l1-Jacobi x2
+/// otherwise) and the coarsest size (a dense inverse of up to 256 rows).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// theta: j is a strong neighbour of i when |a_ij| >= theta sqrt(|a_ii a_jj|)
+    /// (block norms for block_size > 1); 0 keeps every connection.
+    pub strength: f64,
+    /// None: chosen from the matrix's symmetry.
+    pub smoother: Option<Smoother>,
+    /// Stop coarsening at this many rows (the coarsest level is inverted densely).
+    pub coarsest: usize,
+    pub max_levels: usize,
+    /// Jacobi-smoothed prolongation (smoothed aggregation); false: plain
+    /// aggregation, P = the tentative prolongator.
+    pub smooth_prolongator: bool,
+    /// Unknowns per node, numbered node by node (3 for 3-D elasticity).
+    pub block_size: usize,
+    /// None: the constant vector.
+    pub near_null_space: Option<NearNullSpace>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            strength: 0.0,
+            smoother: None,
+            coarsest: 256,
+            max_levels: 20,
+            smooth_prolongator: true,
+            block_size: 1,
+            near_null_space: None,
+        }
+    }
+}
+
+/// How a level passes to the next: the prolongator and restriction, and
+/// what a values-only re-setup needs to redo them.
+pub struct Transfer {
+    /// The aggregate of each node.
+    pub aggregate: Vec<i32>,
+    /// The tentative prolongator (its columns orthonormal per aggregate).
+    pub tentative: Mat,
+    /// The near-null space on the coarse level (T * coarse = fine, exactly).
+    pub coarse_null_space: Vec<f64>,
+    /// A T (pattern kept), and T's value at each of its entries.
+    at: Mat,
+    t_at: Vec<f64>,
+    /// P = T - omega D^-1 A T (or T), R = P^T and which entry of P each came from.
+    pub p: Mat,
+    pub r: Mat,
+    r_from: Vec<u32>,
+    /// A P (pattern kept).
+    ap: Mat,
+}
+
+pub struct Level {
+    pub a: Mat,
+    /// The smoother's diagonal scaling (D^-1 or the l1 inverse).
+    pub smoother_inverse: Vec<f64>,
+    /// Per smoothing step (c1, c2): d = c1 d + c2 * inv * (b - A x); x += d.
+    pub coefficients: Vec<[f64; 2]>,
+    /// rho(D^-1 A) as estimated (0 where no estimate was needed).
+    pub spectral_radius: f64,
+    /// None on the coarsest level.
+    pub transfer: Option<Transfer>,
+}
+
+pub struct Hierarchy {
+    pub levels: Vec<Level>,
+    /// The coarsest matrix's inverse (row-major), or None when coarsening
+    /// stalled above the dense limit and the coarsest level is smoothed.
+    pub coarse_inverse: Option<Vec<f64>>,
+    pub smoother: Smoother,
+    /// Where the finest matrix is not symmetric: (i, j, a_ij, a_ji).
+    pub asymmetry: Option<(usize, usize, f64, f64)>,
+    pub options: Options,
+    /// Seconds per phase of the last setup or re-setup on the host.
+    pub phases: Vec<(&'static str, f64)>,
+}
+
+impl Hierarchy {
+    /// Sets up the hierarchy of `a` (square, every diagonal present and nonzero).
+    pub fn new(a: Mat, options: &Options) -> Result<Hierarchy> {
+        setup::build(a, options)
+    }
+
+    /// The same aggregates and patterns with new values of the finest
+    /// matrix (same pattern, `values` in its entry order).
+    pub fn refresh(&mut self, values: &[f64]) -> Result<()> {
+        setup::refresh(self, values)
+    }
+
+    /// Sum of the levels' nonzeros over the finest's.
+    pub fn operator_complexity(&self) -> f64 {
+        self.levels.iter().map(|l| l.a.nnz()).sum::<usize>() as f64 / self.levels[0].a.nnz().max(1) as f64
+    }
+
+    /// Levels, rows, nonzeros and complexity, a line each.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "AMG (smoothed aggregation{}), {} levels, operator complexity {:.3}, smoother {}, coarsest {}\n",
+            if self.options.smooth_prolongator { "" } else { ", unsmoothed" },
+            self.levels.len(),
+            self.operator_complexity(),
+            self.smoother.name(),
+            if self.coarse_inverse.is_some() { "dense inverse" } else { "smoothed" },
+        );
+        s += "  last (re-)setup on the host:";
+        for (phase, secs) in &self.phases {
+            s += &format!(" {phase} {:.1} ms,", secs * 1e3);
+        }
+        s.pop();
+        s += "\n";
+        for (l, lv) in self.levels.iter().enumerate() {
+            s += &format!(
+                "  level {l}: {:>10} rows {:>12} nonzeros {:>6.1} per row, rho(D^-1 A) {:.3}\n",
+                lv.a.nrows,
+                lv.a.nnz(),
+                lv.a.nnz() as f64 / lv.a.nrows.max(1) as f64,
+                lv.spectral_radius
+            );
+        }
+        s
+    }
+}
+
+/// The V-cycle as the Krylov methods' preconditioner. On the device the
+/// finest matrix is the solver's own (`fine`), not a copy.
+pub struct Amg<'a> {
+    pub h: &'a Hierarchy,
+    pub device: Option<&'a cuda::DeviceHierarchy>,
+    pub fine: Option<(&'a DevicePattern, &'a Buffer<f64>)>,
+}
+
+impl Preconditioner for Amg<'_> {
+    fn apply_host(&self, r: &[f64], z: &mut [f64]) -> Result<()> {
+        cpu::vcycle(self.h, r, z);
+        Ok(())
+    }
+    fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+        let (dh, (dp, values)) =
+            (self.device.ok_or_else(crate::array::mixed_backends)?, self.fine.ok_or_else(crate::array::mixed_backends)?);
+        cuda::vcycle(g, self.h, dh, dp, values.device()?, r, z, sc)
+    }
+}

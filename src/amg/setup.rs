@@ -1,0 +1,551 @@
+//! The hierarchy's setup on the host: strength of connection, pyamg's
+//! standard aggregation, the tentative prolongator fitted to the near-null
+//! space, Jacobi smoothing of it, Galerkin products and the smoothers; and
+//! the values-only re-setup that keeps every structure.
+
+use super::host::{dense_inverse, product, product_pattern, product_values, spectral_bound, spectral_radius_symmetric, Mat};
+use super::{Hierarchy, Level, NearNullSpace, Options, Smoother, Transfer};
+use crate::error::{Error, ErrorKind, Result};
+use rayon::prelude::*;
+
+/// The largest coarsest level inverted densely; above it (coarsening stalled)
+/// the coarsest level is smoothed instead.
+const DENSE_LIMIT: usize = 4096;
+/// Lanczos steps for rho(D^-1 A).
+const LANCZOS_STEPS: usize = 20;
+/// The Chebyshev interval is [rho / CHEBYSHEV_RATIO, CHEBYSHEV_TOP * rho].
+const CHEBYSHEV_RATIO: f64 = 30.0;
+const CHEBYSHEV_TOP: f64 = 1.1;
+
+/// Seconds spent per phase of a setup, in the order first met.
+struct Phases(Vec<(&'static str, f64)>, std::time::Instant);
+
+impl Phases {
+    fn start() -> Phases {
+        Phases(Vec::new(), std::time::Instant::now())
+    }
+    fn lap(&mut self, phase: &'static str) {
+        let now = std::time::Instant::now();
+        let dt = (now - self.1).as_secs_f64();
+        self.1 = now;
+        match self.0.iter_mut().find(|p| p.0 == phase) {
+            Some(p) => p.1 += dt,
+            None => self.0.push((phase, dt)),
+        }
+    }
+}
+
+fn breakdown(message: String) -> Error {
+    Error::new(ErrorKind::Breakdown, format!("AMG: {message}"))
+}
+
+/// The six rigid-body modes of 3-D elasticity (three for 2-D), node by
+/// node with `dim` unknowns each, from the nodes' coordinates (`dim` per
+/// node): translations, then rotations about the centroid.
+pub fn rigid_body_modes(dim: usize, coords: &[f64]) -> Result<NearNullSpace> {
+    if dim != 2 && dim != 3 {
+        return Err(Error::invalid(format!("dim = {dim}: rigid-body modes are for dim 2 or 3")));
+    }
+    if coords.len() % dim != 0 {
+        return Err(Error::size(format!("coords has {} values: not a multiple of dim = {dim}", coords.len())));
+    }
+    if let Some(k) = coords.iter().position(|c| !c.is_finite()) {
+        return Err(Error::invalid(format!("coords[{k}] = {}: coordinates must be finite", coords[k])));
+    }
+    let nodes = coords.len() / dim;
+    let n = nodes * dim;
+    let mut centre = [0.0; 3];
+    for v in 0..nodes {
+        for c in 0..dim {
+            centre[c] += coords[v * dim + c] / nodes.max(1) as f64;
+        }
+    }
+    let count = if dim == 3 { 6 } else { 3 };
+    let mut b = vec![0.0; n * count];
+    for v in 0..nodes {
+        let x: Vec<f64> = (0..dim).map(|c| coords[v * dim + c] - centre[c]).collect();
+        let row = |c: usize| v * dim + c;
+        for c in 0..dim {
+            b[c * n + row(c)] = 1.0;
+        }
+        if dim == 2 {
+            b[2 * n + row(0)] = -x[1];
+            b[2 * n + row(1)] = x[0];
+        } else {
+            // rotations about z, x and y
+            b[3 * n + row(0)] = -x[1];
+            b[3 * n + row(1)] = x[0];
+            b[4 * n + row(1)] = -x[2];
+            b[4 * n + row(2)] = x[1];
+            b[5 * n + row(0)] = x[2];
+            b[5 * n + row(2)] = -x[0];
+        }
+    }
+    Ok(NearNullSpace { vectors: b, count })
+}
+
+/// The first entry where A differs from A^T by more than rounding (1e-10
+/// of the row's largest entry), as (i, j, a_ij, a_ji); None: symmetric.
+pub fn asymmetry(a: &Mat) -> Option<(usize, usize, f64, f64)> {
+    (0..a.nrows).into_par_iter().find_map_first(|i| {
+        let scale = a.row(i).map(|k| a.v[k].abs()).fold(0.0, f64::max);
+        a.row(i)
+            .map(|k| (a.ci[k] as usize, a.v[k]))
+            .find(|&(j, v)| (v - a.get(j, i)).abs() > 1e-10 * scale)
+            .map(|(j, v)| (i, j, v, a.get(j, i)))
+    })
+}
+
+/// Refuses a finest matrix AMG cannot work on: not square, an empty row,
+/// a missing or zero diagonal, a value that is not finite.
+fn check_finest(a: &Mat) -> Result<()> {
+    if a.nrows != a.ncols {
+        return Err(Error::size(format!("A is {} x {}: AMG needs a square matrix", a.nrows, a.ncols)));
+    }
+    if let Some(k) = a.v.iter().position(|v| !v.is_finite()) {
+        return Err(Error::invalid(format!("values[{k}] = {}: matrix values must be finite", a.v[k])));
+    }
+    let d = a.diagonal();
+    if let Some(i) = (0..a.nrows).find(|&i| a.row(i).is_empty()) {
+        return Err(breakdown(format!("row {i} (0-based) is empty")));
+    }
+    if let Some(i) = (0..a.nrows).find(|&i| d[i] == 0.0) {
+        return Err(breakdown(format!("row {i} (0-based) has a zero or missing diagonal entry")));
+    }
+    Ok(())
+}
+
+/// D^-1 (0 where the diagonal is 0: rows left empty by dropped null-space columns).
+fn inverse_diagonal(a: &Mat) -> Vec<f64> {
+    a.diagonal().into_iter().map(|d| if d == 0.0 { 0.0 } else { 1.0 / d }).collect()
+}
+
+/// The strong-connection graph between nodes (block_size unknowns each),
+/// symmetrised, without self-loops, as (row pointers, neighbours).
+fn strength(a: &Mat, bs: usize, theta: f64) -> (Vec<usize>, Vec<u32>) {
+    let nodes = a.nrows / bs;
+    // each node row's block norms squared (|a_ij|^2 when bs = 1), sorted by node
+    let node_row = |node: usize, row: &mut Vec<(u32, f64)>| {
+        row.clear();
+        for i in node * bs..(node + 1) * bs {
+            row.extend(a.row(i).map(|k| ((a.ci[k] as usize / bs) as u32, a.v[k] * a.v[k])));
+        }
+        if bs > 1 {
+            row.sort_unstable_by_key(|e| e.0);
+            row.dedup_by(|e, kept| {
+                let same = e.0 == kept.0;
+                if same {
+                    kept.1 += e.1;
+                }
+                same
+            });
+        }
+    };
+    let diag: Vec<f64> = (0..nodes)
+        .into_par_iter()
+        .map_init(Vec::new, |row, node| {
+            node_row(node, row);
+            row.iter().find(|e| e.0 as usize == node).map_or(0.0, |e| e.1)
+        })
+        .collect();
+    let theta2 = theta * theta;
+    let chunk = 4096;
+    let parts: Vec<(Vec<usize>, Vec<u32>)> = (0..nodes.div_ceil(chunk))
+        .into_par_iter()
+        .map_init(Vec::new, |row, c| {
+            let (mut counts, mut adj) = (Vec::new(), Vec::new());
+            for i in c * chunk..((c + 1) * chunk).min(nodes) {
+                node_row(i, row);
+                let before = adj.len();
+                adj.extend(
+                    row.iter()
+                        .filter(|&&(j, s)| j as usize != i && s > 0.0 && s >= theta2 * (diag[i] * diag[j as usize]).sqrt())
+                        .map(|e| e.0),
+                );
+                counts.push(adj.len() - before);
+            }
+            (counts, adj)
+        })
+        .collect();
+    let mut ptr = Vec::with_capacity(nodes + 1);
+    ptr.push(0usize);
+    let mut adj = Vec::new();
+    for (counts, part) in parts {
+        counts.iter().for_each(|c| ptr.push(ptr.last().unwrap() + c));
+        adj.extend(part);
+    }
+    // aggregation needs a symmetric graph: the union with the transpose
+    let mut tptr = vec![0usize; nodes + 1];
+    adj.iter().for_each(|&j| tptr[j as usize + 1] += 1);
+    (0..nodes).for_each(|i| tptr[i + 1] += tptr[i]);
+    let mut fill = tptr.clone();
+    let mut tadj = vec![0u32; adj.len()];
+    for i in 0..nodes {
+        for &j in &adj[ptr[i]..ptr[i + 1]] {
+            tadj[fill[j as usize]] = i as u32;
+            fill[j as usize] += 1;
+        }
+    }
+    if ptr == tptr && adj == tadj {
+        return (ptr, adj);
+    }
+    let rows: Vec<Vec<u32>> = (0..nodes)
+        .into_par_iter()
+        .map(|i| {
+            let mut r: Vec<u32> = adj[ptr[i]..ptr[i + 1]].iter().chain(&tadj[tptr[i]..tptr[i + 1]]).copied().collect();
+            r.sort_unstable();
+            r.dedup();
+            r
+        })
+        .collect();
+    let mut ptr = vec![0usize];
+    let mut adj = Vec::new();
+    for r in rows {
+        adj.extend(r);
+        ptr.push(adj.len());
+    }
+    (ptr, adj)
+}
+
+/// pyamg's standard aggregation: a node whose neighbours are all free
+/// takes them into a new aggregate; the rest join a neighbouring
+/// aggregate; what is left groups with its free neighbours. A node with no
+/// strong neighbour (a Dirichlet row) stays out of every aggregate (-1): the
+/// smoother alone treats it, and it adds no coarse unknowns.
+fn aggregate(ptr: &[usize], adj: &[u32]) -> (Vec<i32>, usize) {
+    let n = ptr.len() - 1;
+    let mut agg = vec![-1i32; n];
+    let isolated = |i: usize| ptr[i] == ptr[i + 1];
+    let mut count = 0i32;
+    for i in 0..n {
+        if agg[i] >= 0 || isolated(i) {
+            continue;
+        }
+        let nb = &adj[ptr[i]..ptr[i + 1]];
+        if nb.iter().all(|&j| agg[j as usize] < 0) {
+            agg[i] = count;
+            nb.iter().for_each(|&j| agg[j as usize] = count);
+            count += 1;
+        }
+    }
+    let first_pass = agg.clone();
+    for i in 0..n {
+        if agg[i] < 0 {
+            if let Some(&j) = adj[ptr[i]..ptr[i + 1]].iter().find(|&&j| first_pass[j as usize] >= 0) {
+                agg[i] = first_pass[j as usize];
+            }
+        }
+    }
+    for i in 0..n {
+        if agg[i] < 0 && !isolated(i) {
+            agg[i] = count;
+            for &j in &adj[ptr[i]..ptr[i + 1]] {
+                if agg[j as usize] < 0 {
+                    agg[j as usize] = count;
+                }
+            }
+            count += 1;
+        }
+    }
+    (agg, count as usize)
+}
+
+/// The tentative prolongator: per aggregate, the near-null space's rows
+/// orthonormalised (modified Gram-Schmidt; a column dependent on the earlier
+/// ones is dropped to zero), and the coarse near-null space from the R factors.
+fn tentative(agg: &[i32], naggs: usize, bs: usize, b: &[f64], k: usize) -> (Mat, Vec<f64>) {
+    let nodes = agg.len();
+    let n = nodes * bs;
+    let nc = naggs * k;
+    // the nodes of each aggregate
+    let mut ptr = vec![0usize; naggs + 1];
+    agg.iter().filter(|&&a| a >= 0).for_each(|&a| ptr[a as usize + 1] += 1);
+    (0..naggs).for_each(|a| ptr[a + 1] += ptr[a]);
+    let mut fill = ptr.clone();
+    let mut members = vec![0usize; ptr[naggs]];
+    for (v, &a) in agg.iter().enumerate().filter(|(_, &a)| a >= 0) {
+        members[fill[a as usize]] = v;
+        fill[a as usize] += 1;
+    }
+    let fitted: Vec<(Vec<f64>, Vec<f64>)> = (0..naggs)
+        .into_par_iter()
+        .map(|a| {
+            let rows: Vec<usize> = members[ptr[a]..ptr[a + 1]].iter().flat_map(|&v| v * bs..(v + 1) * bs).collect();
+            let m = rows.len();
+            let mut q: Vec<f64> = (0..k).flat_map(|j| rows.iter().map(move |&i| b[j * n + i])).collect();
+            let mut r = vec![0.0; k * k];
+            for j in 0..k {
+                let before = q[j * m..(j + 1) * m].iter().map(|x| x * x).sum::<f64>().sqrt();
+                for i in 0..j {
+                    let dot: f64 = (0..m).map(|t| q[i * m + t] * q[j * m + t]).sum();
+                    r[i * k + j] = dot;
+                    (0..m).for_each(|t| q[j * m + t] -= dot * q[i * m + t]);
+                }
+                let norm = q[j * m..(j + 1) * m].iter().map(|x| x * x).sum::<f64>().sqrt();
+                if norm > 1e-10 * before && norm > 0.0 {
+                    r[j * k + j] = norm;
+                    q[j * m..(j + 1) * m].iter_mut().for_each(|x| *x /= norm);
+                } else {
+                    q[j * m..(j + 1) * m].iter_mut().for_each(|x| *x = 0.0);
+                }
+            }
+            (q, r)
+        })
+        .collect();
+    // k entries on the rows of aggregated nodes, none on the others
+    let mut rp = vec![0i32; n + 1];
+    for i in 0..n {
+        rp[i + 1] = rp[i] + if agg[i / bs] >= 0 { k as i32 } else { 0 };
+    }
+    let nnz = rp[n] as usize;
+    let mut t = Mat { nrows: n, ncols: nc, rp, ci: vec![0; nnz], v: vec![0.0; nnz] };
+    let mut coarse = vec![0.0; nc * k];
+    for (a, (q, r)) in fitted.iter().enumerate() {
+        let m = (ptr[a + 1] - ptr[a]) * bs;
+        let rows = members[ptr[a]..ptr[a + 1]].iter().flat_map(|&v| v * bs..(v + 1) * bs);
+        for (t_row, i) in rows.enumerate() {
+            let at = t.rp[i] as usize;
+            for j in 0..k {
+                t.ci[at + j] = (a * k + j) as i32;
+                t.v[at + j] = q[j * m + t_row];
+            }
+        }
+        for i in 0..k {
+            for j in 0..k {
+                coarse[j * nc + a * k + i] = r[i * k + j];
+            }
+        }
+    }
+    (t, coarse)
+}
+
+/// The smoother's scaling and step coefficients for `a`, with rho(D^-1 A)
+/// (`rho`) where Chebyshev needs it.
+fn smoother_of(a: &Mat, smoother: Smoother, dinv: &[f64], rho: f64) -> (Vec<f64>, Vec<[f64; 2]>) {
+    match smoother {
+        Smoother::Chebyshev { degree } => {
+            let (top, bottom) = (CHEBYSHEV_TOP * rho, CHEBYSHEV_TOP * rho / CHEBYSHEV_RATIO);
+            let (centre, half) = ((top + bottom) / 2.0, (top - bottom) / 2.0);
+            let sigma = centre / half;
+            let mut coef = vec![[0.0, 1.0 / centre]];
+            let mut rho_prev = 1.0 / sigma;
+            for _ in 1..degree {
+                let rho_k = 1.0 / (2.0 * sigma - rho_prev);
+                coef.push([rho_k * rho_prev, 2.0 * rho_k / half]);
+                rho_prev = rho_k;
+            }
+            (dinv.to_vec(), coef)
+        }
+        Smoother::L1Jacobi { sweeps } => {
+            let inv = (0..a.nrows)
+                .into_par_iter()
+                .map(|i| {
+                    let s: f64 = a.row(i).map(|k| a.v[k].abs()).sum();
+                    if s == 0.0 {
+                        0.0
+                    } else {
+                        1.0 / s
+                    }
+                })
+                .collect();
+            (inv, vec![[0.0, 1.0]; sweeps])
+        }
+    }
+}
+
+/// rho(D^-1 A): Lanczos for a symmetric hierarchy, the Gershgorin bound otherwise.
+fn spectral_radius(a: &Mat, dinv: &[f64], symmetric: bool) -> f64 {
+    if symmetric {
+        spectral_radius_symmetric(a, dinv, LANCZOS_STEPS)
+    } else {
+        spectral_bound(a, dinv)
+    }
+}
+
+/// P's values from A T: P = T - omega D^-1 A T with omega = 4 / (3 rho), or T.
+fn prolongator_values(tr: &mut Transfer, dinv: &[f64], rho: f64, smooth: bool) {
+    if !smooth {
+        tr.p.v.copy_from_slice(&tr.tentative.v);
+        return;
+    }
+    let omega = if rho > 0.0 { 4.0 / (3.0 * rho) } else { 0.0 };
+    let (at, t_at) = (&tr.at, &tr.t_at);
+    let p = &mut tr.p;
+    for i in 0..at.nrows {
+        for k in at.row(i) {
+            p.v[k] = t_at[k] - omega * dinv[i] * at.v[k];
+        }
+    }
+}
+
+/// The numbers of a level and its transfer from its matrix `a`: the
+/// smoother, P, R and A P (the next level's matrix is R (A P)).
+fn numbers(level: &mut Level, smoother: Smoother, symmetric: bool, smooth: bool) {
+    let dinv = inverse_diagonal(&level.a);
+    let needs_rho = matches!(smoother, Smoother::Chebyshev { .. }) || (smooth && level.transfer.is_some());
+    let rho = if needs_rho { spectral_radius(&level.a, &dinv, symmetric) } else { 0.0 };
+    level.spectral_radius = rho;
+    (level.smoother_inverse, level.coefficients) = smoother_of(&level.a, smoother, &dinv, rho);
+    if let Some(tr) = level.transfer.as_mut() {
+        product_values(&level.a, &tr.tentative, &mut tr.at);
+        prolongator_values(tr, &dinv, rho, smooth);
+        tr.r.v.par_iter_mut().zip(&tr.r_from).for_each(|(v, &k)| *v = tr.p.v[k as usize]);
+        product_values(&level.a, &tr.p, &mut tr.ap);
+    }
+}
+
+/// Sets up the hierarchy of `a`.
+pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
+    check_finest(&a)?;
+    let n = a.nrows;
+    if o.block_size == 0 || n % o.block_size != 0 {
+        return Err(Error::invalid(format!("block_size = {}: must divide the {n} rows", o.block_size)));
+    }
+    if !(o.strength >= 0.0 && o.strength <= 1.0) {
+        return Err(Error::invalid(format!("strength = {}: must be in [0, 1]", o.strength)));
+    }
+    if o.smoother.is_some_and(|s| s.steps() == 0 || s.steps() > 16) {
+        return Err(Error::invalid(format!("smoother {:?}: needs 1 to 16 steps", o.smoother.unwrap())));
+    }
+    if o.max_levels == 0 {
+        return Err(Error::invalid("max_levels = 0: must be at least 1"));
+    }
+    let (mut b, mut k) = match &o.near_null_space {
+        Some(ns) => {
+            if ns.count == 0 || ns.vectors.len() != n * ns.count {
+                return Err(Error::size(format!(
+                    "near-null space: {} values for {} vectors of {n} rows",
+                    ns.vectors.len(),
+                    ns.count
+                )));
+            }
+            if let Some(i) = ns.vectors.iter().position(|v| !v.is_finite()) {
+                return Err(Error::invalid(format!("near-null space[{i}] = {}: must be finite", ns.vectors[i])));
+            }
+            (ns.vectors.clone(), ns.count)
+        }
+        None => (vec![1.0; n], 1),
+    };
+    let asym = asymmetry(&a);
+    let symmetric = asym.is_none();
+    let smoother =
+        o.smoother.unwrap_or(if symmetric { Smoother::Chebyshev { degree: 2 } } else { Smoother::L1Jacobi { sweeps: 2 } });
+    let mut levels: Vec<Level> = Vec::new();
+    let mut a = a;
+    let mut bs = o.block_size;
+    let mut clock = Phases::start();
+    loop {
+        let n = a.nrows;
+        let mut level =
+            Level { a, smoother_inverse: Vec::new(), coefficients: Vec::new(), spectral_radius: 0.0, transfer: None };
+        let last = n <= o.coarsest.max(1) || levels.len() + 1 >= o.max_levels;
+        if !last {
+            let (ptr, adj) = strength(&level.a, bs, o.strength);
+            let (agg, naggs) = aggregate(&ptr, &adj);
+            clock.lap("strength and aggregation");
+            // coarsening that stalls ends the hierarchy, and so does a poor
+            // ratio on a level small enough to invert densely
+            let nc = naggs * k;
+            if naggs > 0 && nc < n * 9 / 10 && !(2 * nc > n && n <= DENSE_LIMIT / 2) {
+                let (t, coarse) = tentative(&agg, naggs, bs, &b, k);
+                clock.lap("tentative prolongator");
+                let at = product_pattern(&level.a, &t);
+                // T's row i holds columns agg k .. agg k + k - 1 in order, or none
+                let t_at: Vec<f64> = (0..at.nrows)
+                    .into_par_iter()
+                    .flat_map_iter(|i| {
+                        let (t, at) = (&t, &at);
+                        let (start, first) = (t.rp[i] as usize, t.row(i).next().map_or(usize::MAX, |e| t.ci[e] as usize));
+                        at.row(i).map(move |kk| {
+                            let c = at.ci[kk] as usize;
+                            if c >= first && c < first + k {
+                                t.v[start + c - first]
+                            } else {
+                                0.0
+                            }
+                        })
+                    })
+                    .collect();
+                let p = Mat { v: vec![0.0; at.nnz()], ..at.clone() };
+                let (r, r_from) = p.transpose();
+                let ap = product_pattern(&level.a, &p);
+                level.transfer = Some(Transfer {
+                    aggregate: agg,
+                    tentative: t,
+                    coarse_null_space: coarse.clone(),
+                    at,
+                    t_at,
+                    p,
+                    r,
+                    r_from,
+                    ap,
+                });
+                (b, k, bs) = (coarse, k, k);
+                clock.lap("patterns");
+            }
+        }
+        numbers(&mut level, smoother, symmetric, o.smooth_prolongator);
+        clock.lap("values");
+        let next = level.transfer.as_ref().map(|tr| product(&tr.r, &tr.ap));
+        clock.lap("values");
+        levels.push(level);
+        match next {
+            Some(ac) => a = ac,
+            None => break,
+        }
+    }
+    let mut h = Hierarchy { levels, coarse_inverse: None, smoother, asymmetry: asym, options: o.clone(), phases: Vec::new() };
+    h.coarse_inverse = coarse_inverse(&h)?;
+    clock.lap("coarsest inverse");
+    h.phases = clock.0;
+    Ok(h)
+}
+
+/// The dense inverse of the coarsest matrix, when it is small enough.
+fn coarse_inverse(h: &Hierarchy) -> Result<Option<Vec<f64>>> {
+    let a = &h.levels.last().expect("a hierarchy has a level").a;
+    let n = a.nrows;
+    if n > DENSE_LIMIT {
+        return Ok(None);
+    }
+    let mut dense = vec![0.0; n * n];
+    for i in 0..n {
+        for k in a.row(i) {
+            dense[i * n + a.ci[k] as usize] = a.v[k];
+        }
+    }
+    dense_inverse(&dense, n)
+        .map(Some)
+        .ok_or_else(|| breakdown(format!("the coarsest matrix ({n} rows, level {}) is singular", h.levels.len() - 1)))
+}
+
+/// New values of the finest matrix, same pattern: every level's numbers
+/// redone on the kept aggregates, tentative prolongators and patterns.
+pub fn refresh(h: &mut Hierarchy, values: &[f64]) -> Result<()> {
+    let finest = &mut h.levels[0].a;
+    if values.len() != finest.nnz() {
+        return Err(Error::size(format!("{} values for a matrix of {} entries", values.len(), finest.nnz())));
+    }
+    let mut clock = Phases::start();
+    let old = std::mem::replace(&mut finest.v, values.to_vec());
+    if let Err(e) = check_finest(&h.levels[0].a) {
+        h.levels[0].a.v = old;
+        return Err(e);
+    }
+    h.asymmetry = asymmetry(&h.levels[0].a);
+    clock.lap("checks");
+    let (smoother, symmetric, smooth) = (h.smoother, h.asymmetry.is_none(), h.options.smooth_prolongator);
+    for l in 0..h.levels.len() {
+        let (this, rest) = h.levels.split_at_mut(l + 1);
+        let level = &mut this[l];
+        numbers(level, smoother, symmetric, smooth);
+        if let (Some(tr), Some(next)) = (&level.transfer, rest.first_mut()) {
+            product_values(&tr.r, &tr.ap, &mut next.a);
+        }
+    }
+    clock.lap("values");
+    h.coarse_inverse = coarse_inverse(h)?;
+    clock.lap("coarsest inverse");
+    h.phases = clock.0;
+    Ok(())
+}

@@ -1,0 +1,212 @@
+//! `fegpu bench amg`: smoothed-aggregation AMG against Jacobi-CG and
+//! ILU(0)-BiCGSTAB on the systems the legacy codes solve (Poisson, porous
+//! flow with high-contrast permeability, hex8 elasticity with and without
+//! rigid-body modes, convection-diffusion): iterations, setup, values-only
+//! re-setup, solve and time to solution, all to ||r||/||b|| <= 1e-8; the
+//! V-cycle's cost in SpMVs of the finest matrix.
+
+use super::{describe, open_context, time};
+use fegpu::amg::{rigid_body_modes, Options};
+use fegpu::array::Array;
+use fegpu::context::Context;
+use fegpu::error::Result;
+use fegpu::fem::{Element, ElementSet, Problem};
+use fegpu::sparse::solver::{Method, Precond, Settings, Solver};
+use fegpu::sparse::{self, gallery, Csr};
+use std::sync::Arc;
+use std::time::Instant;
+
+const TOL: f64 = 1e-8;
+
+/// A system: its matrix, right-hand side, whether it is SPD, and the AMG options it wants.
+struct System {
+    name: String,
+    a: Arc<Csr>,
+    b: Vec<f64>,
+    spd: bool,
+    amg: Options,
+}
+
+fn csr(ctx: &Arc<Context>, n: usize, (rp, ci, v): gallery::CsrArrays) -> Result<Arc<Csr>> {
+    Ok(Arc::new(Csr::new(ctx.clone(), sparse::build_pattern(n, n, &rp, &ci, 0)?, &v)?))
+}
+
+/// b = A * (a smooth field + noise): every mode present, no exact solution to luck into.
+fn rhs(a: &Csr) -> Result<Vec<f64>> {
+    let n = a.pattern.nrows;
+    let x: Vec<f64> = (0..n).map(|i| 1.0 + ((i * 7919) % 1000) as f64 / 1000.0).collect();
+    let mut b = vec![0.0; n];
+    sparse::cpu::spmv(&a.pattern, &a.download_values()?, 1.0, &x, 0.0, &mut b);
+    Ok(b)
+}
+
+fn scalar(ctx: &Arc<Context>, name: String, n: usize, arrays: gallery::CsrArrays, spd: bool) -> Result<System> {
+    let a = csr(ctx, n, arrays)?;
+    let b = rhs(&a)?;
+    Ok(System { name, a, b, spd, amg: Options::default() })
+}
+
+/// Hex8 elasticity on an m^3 block clamped at x = 0, a load everywhere;
+/// `stiff`: the upper half 1000 times stiffer; `modes`: rigid-body modes given.
+fn elasticity(ctx: &Arc<Context>, m: usize, stiff: bool, modes: bool) -> Result<System> {
+    let (coords, conn) = super::fem::hex_block(m);
+    let (nodes, elements) = (coords.len() / 3, conn.len() / 8);
+    let material: Vec<i64> = (0..elements).map(|e| if stiff && e / (m * m) >= m / 2 { 1 } else { 0 }).collect();
+    let set = ElementSet::new(
+        ctx.clone(),
+        Element::Hex8,
+        Problem::Elastic3d,
+        nodes as i64,
+        &coords,
+        elements as i64,
+        &conn,
+        0,
+        &[30e3, 0.2, 30e6, 0.2],
+        &material,
+        2,
+    )?;
+    set.integrate()?;
+    let a = set.assemble()?;
+    let dofs = 3 * nodes;
+    let fixed: Vec<i64> = (0..nodes).filter(|&v| coords[3 * v] == 0.0).flat_map(|v| (0..3).map(move |c| (3 * v + c) as i64)).collect();
+    let load: Vec<f64> = (0..dofs).map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5).collect();
+    let b = Array::new(ctx.clone(), dofs, 1, Some(&load))?;
+    sparse::apply_dirichlet(&a, &fixed, 0, &vec![0.0; fixed.len()], &b)?;
+    let mut bh = vec![0.0; dofs];
+    b.download(0, &mut bh, "b")?;
+    let amg = Options {
+        block_size: 3,
+        near_null_space: if modes { Some(rigid_body_modes(3, &coords)?) } else { None },
+        ..Options::default()
+    };
+    let name = format!(
+        "hex8 elasticity {m}^3{}{}",
+        if stiff { ", E ratio 1000" } else { "" },
+        if modes { ", rigid-body modes" } else { ", no modes" }
+    );
+    Ok(System { name, a, b: bh, spd: true, amg })
+}
+
+/// One solve's figures.
+struct Run {
+    iterations: i64,
+    setup_s: f64,
+    solve_s: f64,
+    converged: bool,
+}
+
+/// Creates the solver (its setup timed), solves once to warm up (kernels
+/// compiled, the iteration captured), then solves again from x = 0, timed.
+fn run(ctx: &Arc<Context>, sys: &System, method: Method, precond: Precond) -> Result<(Run, Solver)> {
+    let n = sys.b.len();
+    let b = Array::new(ctx.clone(), n, 1, Some(&sys.b))?;
+    let x = Array::new(ctx.clone(), n, 1, Some(&vec![0.0; n]))?;
+    let settings = Settings { amg: sys.amg.clone(), ..Settings::from_env() };
+    let clock = Instant::now();
+    let s = Solver::with_settings(sys.a.clone(), method, precond, settings)?;
+    if let Some(g) = ctx.gpu() {
+        g.synchronize("setup")?;
+    }
+    let setup_s = clock.elapsed().as_secs_f64();
+    s.solve(&b, &x, TOL, 20_000)?;
+    x.upload(0, &vec![0.0; n], "x")?;
+    let clock = Instant::now();
+    let (out, true_rel, _) = s.solve(&b, &x, TOL, 20_000)?;
+    let solve_s = clock.elapsed().as_secs_f64();
+    Ok((Run { iterations: out.iterations, setup_s, solve_s, converged: out.converged && true_rel <= 10.0 * TOL }, s))
+}
+
+/// The values-only re-setup after new values (the same values written
+/// again: a Newton or time step's refresh), then the solve; (re-setup, solve).
+fn resolve(ctx: &Arc<Context>, sys: &System, s: &Solver) -> Result<(f64, f64)> {
+    let n = sys.b.len();
+    let values = sys.a.download_values()?;
+    sys.a.update_values(&values)?;
+    let b = Array::new(ctx.clone(), n, 1, Some(&sys.b))?;
+    let x = Array::new(ctx.clone(), n, 1, Some(&vec![0.0; n]))?;
+    let clock = Instant::now();
+    let (_, _, resetup_s) = s.solve(&b, &x, TOL, 20_000)?;
+    Ok((resetup_s, clock.elapsed().as_secs_f64() - resetup_s))
+}
+
+fn print_run(what: &str, r: &Run) {
+    println!(
+        "    {what:<24} {:>6} {:>10.1} {:>10.1} {:>12.1}{}",
+        r.iterations,
+        r.setup_s * 1e3,
+        r.solve_s * 1e3,
+        (r.setup_s + r.solve_s) * 1e3,
+        if r.converged { "" } else { "  (not converged)" }
+    );
+}
+
+pub fn run_all() -> Result<()> {
+    let ctx = open_context()?;
+    println!("fegpu bench amg on {}", describe(&ctx));
+    let full = ctx.gpu().is_some();
+    let (poisson, porous, elastic, convection): (usize, usize, usize, usize) = if full { (128, 96, 48, 64) } else { (24, 20, 10, 16) };
+    println!("tolerance {TOL:e}; times in ms; setup includes the upload of the hierarchy; a warm-up solve first");
+    let mut systems = Vec::new();
+    for n in [poisson / 4, poisson / 2, poisson] {
+        systems.push(scalar(&ctx, format!("laplacian7 {n}^3"), n * n * n, gallery::laplacian7(n), true)?);
+    }
+    let k = gallery::lognormal_permeability(porous, 1e6, 7);
+    systems.push(scalar(&ctx, format!("porous flow {porous}^3 log-normal 1e6"), porous.pow(3), gallery::porous_flow(porous, &k), true)?);
+    let k = gallery::layered_permeability(porous, 1e6, 11);
+    systems.push(scalar(&ctx, format!("porous flow {porous}^3 layered 1e6"), porous.pow(3), gallery::porous_flow(porous, &k), true)?);
+    systems.push(elasticity(&ctx, elastic, false, true)?);
+    systems.push(elasticity(&ctx, elastic, false, false)?);
+    systems.push(elasticity(&ctx, elastic, true, true)?);
+    systems.push(scalar(
+        &ctx,
+        format!("convection-diffusion {convection}^3, cell Peclet 100"),
+        convection.pow(3),
+        gallery::convection_diffusion(convection, 100.0),
+        false,
+    )?);
+    for sys in &systems {
+        let n = sys.b.len();
+        println!("\n  {}: {n} rows, {} nonzeros", sys.name, sys.a.pattern.nnz());
+        println!("    {:<24} {:>6} {:>10} {:>10} {:>12}", "solver", "its", "setup", "solve", "to solution");
+        let krylov = if sys.spd { Method::Cg } else { Method::Bicgstab };
+        let (jacobi, _) = run(&ctx, sys, krylov, Precond::Jacobi)?;
+        print_run(&format!("Jacobi-{}", krylov.name()), &jacobi);
+        let (ilu, _) = run(&ctx, sys, Method::Bicgstab, Precond::Ilu0)?;
+        print_run("ILU(0)-BiCGSTAB", &ilu);
+        let (amg, solver) = run(&ctx, sys, krylov, Precond::Amg)?;
+        print_run(&format!("AMG-{}", krylov.name()), &amg);
+        let (resetup_s, resolve_s) = resolve(&ctx, sys, &solver)?;
+        println!(
+            "    {:<24} {:>6} {:>10.1} {:>10.1} {:>12.1}   (re-setup / setup {:.2})",
+            "AMG, hierarchy reused",
+            "",
+            resetup_s * 1e3,
+            resolve_s * 1e3,
+            (resetup_s + resolve_s) * 1e3,
+            resetup_s / amg.setup_s
+        );
+        let best_one = jacobi.setup_s + jacobi.solve_s;
+        println!(
+            "    vs Jacobi: solve {:.1}x, from scratch {:.1}x, reused {:.1}x",
+            jacobi.solve_s / amg.solve_s,
+            best_one / (amg.setup_s + amg.solve_s),
+            best_one / (resetup_s + resolve_s)
+        );
+        // one V-cycle against one SpMV of the finest matrix, on their own
+        let r = Array::new(ctx.clone(), n, 1, Some(&sys.b))?;
+        let z = Array::new(ctx.clone(), n, 1, Some(&vec![0.0; n]))?;
+        let cycle_s = time(&ctx, 10, || solver.precondition(&r, &z).map(|_| ()))?;
+        let spmv_s = time(&ctx, 10, || sparse::spmv(&sys.a, 1.0, &r, 0.0, &z))?;
+        println!(
+            "    V-cycle {:.3} ms = {:.1} SpMVs of the finest matrix ({:.3} ms); per AMG iteration {:.3} ms",
+            cycle_s * 1e3,
+            cycle_s / spmv_s,
+            spmv_s * 1e3,
+            amg.solve_s / amg.iterations.max(1) as f64 * 1e3
+        );
+        if let Some(summary) = solver.amg_summary() {
+            summary.lines().for_each(|l| println!("    {l}"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,402 @@
+//! Smoothed-aggregation AMG: the V-cycle against a dense serial reference,
+//! the Galerkin products and the near-null-space fit checked by dense
+//! algebra, iteration counts that stay flat under refinement and contrast,
+//! rigid-body modes for elasticity, the values-only re-setup against a
+//! fresh setup, the backend FEGPU_BACKEND selects against the CPU
+//! reference, and bad input.
+
+mod common;
+
+use common::{seed, Rng};
+use fegpu::amg::{rigid_body_modes, Hierarchy, Mat, Options, Smoother};
+use fegpu::array::Array;
+use fegpu::context::{Context, Request};
+use fegpu::error::ErrorKind;
+use fegpu::fem::{Element, ElementSet, Problem};
+use fegpu::sparse::gallery::{self, CsrArrays};
+use fegpu::sparse::solver::{Method, Precond, Settings, Solver};
+use fegpu::sparse::{build_pattern, Csr};
+use std::sync::Arc;
+
+fn mat(n: usize, (rp, ci, v): &CsrArrays) -> Mat {
+    let p = build_pattern(n, n, rp, ci, 0).unwrap();
+    let mut vals = vec![0.0; p.nnz()];
+    match &p.slot_of {
+        Some(slot) => slot.iter().zip(v).for_each(|(&s, &x)| vals[s] += x),
+        None => vals.copy_from_slice(v),
+    }
+    Mat { nrows: n, ncols: n, rp: p.row_ptr, ci: p.col, v: vals }
+}
+
+fn dense(m: &Mat) -> Vec<Vec<f64>> {
+    let mut d = vec![vec![0.0; m.ncols]; m.nrows];
+    for i in 0..m.nrows {
+        for k in m.row(i) {
+            d[i][m.ci[k] as usize] += m.v[k];
+        }
+    }
+    d
+}
+
+fn matvec(a: &[Vec<f64>], x: &[f64]) -> Vec<f64> {
+    a.iter().map(|row| row.iter().zip(x).map(|(a, x)| a * x).sum()).collect()
+}
+
+fn max_diff(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
+}
+
+fn max_abs(a: &[f64]) -> f64 {
+    a.iter().fold(0.0f64, |m, x| m.max(x.abs()))
+}
+
+/// The V-cycle written out with dense matrices, straight from its
+/// definition: smooth from zero, restrict the residual, recurse, prolongate,
+/// smooth again; the coarsest level solved by Gaussian elimination.
+fn dense_vcycle(h: &Hierarchy, l: usize, b: &[f64]) -> Vec<f64> {
+    let level = &h.levels[l];
+    let a = dense(&level.a);
+    let n = b.len();
+    let smooth = |x: &mut Vec<f64>| {
+        let mut d = vec![0.0; n];
+        for c in &level.coefficients {
+            let ax = matvec(&a, x);
+            for i in 0..n {
+                d[i] = c[0] * d[i] + c[1] * level.smoother_inverse[i] * (b[i] - ax[i]);
+            }
+            for i in 0..n {
+                x[i] += d[i];
+            }
+        }
+    };
+    let Some(tr) = &level.transfer else {
+        return gauss_solve(a, b.to_vec());
+    };
+    let mut x = vec![0.0; n];
+    smooth(&mut x);
+    let ax = matvec(&a, &x);
+    let r: Vec<f64> = (0..n).map(|i| b[i] - ax[i]).collect();
+    // R = P^T, applied as such
+    let p = dense(&tr.p);
+    let bc: Vec<f64> = (0..tr.p.ncols).map(|j| (0..n).map(|i| p[i][j] * r[i]).sum()).collect();
+    let xc = dense_vcycle(h, l + 1, &bc);
+    let px = matvec(&p, &xc);
+    x.iter_mut().zip(&px).for_each(|(x, p)| *x += p);
+    smooth(&mut x);
+    x
+}
+
+fn gauss_solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
+    let n = b.len();
+    for c in 0..n {
+        let p = (c..n).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs())).unwrap();
+        a.swap(p, c);
+        b.swap(p, c);
+        for r in c + 1..n {
+            let f = a[r][c] / a[c][c];
+            for k in c..n {
+                a[r][k] -= f * a[c][k];
+            }
+            b[r] -= f * b[c];
+        }
+    }
+    let mut x = vec![0.0; n];
+    for r in (0..n).rev() {
+        x[r] = (b[r] - (r + 1..n).map(|k| a[r][k] * x[k]).sum::<f64>()) / a[r][r];
+    }
+    x
+}
+
+/// Hex8 elasticity on an m^3 block of unit cubes clamped at x = 0 (rows
+/// and columns of the clamped unknowns left with their diagonal), `stiff`:
+/// the upper half 1000 times stiffer; returns the matrix, the load and the
+/// node coordinates.
+fn elasticity(ctx: &Arc<Context>, m: usize, stiff: bool) -> (Arc<Csr>, Vec<f64>, Vec<f64>) {
+    let node = |i: usize, j: usize, k: usize| (i + (m + 1) * (j + (m + 1) * k)) as i64;
+    let mut coords = Vec::new();
+    for k in 0..=m {
+        for j in 0..=m {
+            for i in 0..=m {
+                coords.extend([i as f64, j as f64, k as f64]);
+            }
+        }
+    }
+    let mut conn = Vec::new();
+    for k in 0..m {
+        for j in 0..m {
+            for i in 0..m {
+                for kk in [k, k + 1] {
+                    conn.extend([node(i, j, kk), node(i + 1, j, kk), node(i + 1, j + 1, kk), node(i, j + 1, kk)]);
+                }
+            }
+        }
+    }
+    let (nodes, elements) = (coords.len() / 3, conn.len() / 8);
+    let material: Vec<i64> = (0..elements).map(|e| i64::from(stiff && e / (m * m) >= m / 2)).collect();
+    let set = ElementSet::new(
+        ctx.clone(),
+        Element::Hex8,
+        Problem::Elastic3d,
+        nodes as i64,
+        &coords,
+        elements as i64,
+        &conn,
+        0,
+        &[30e3, 0.2, 30e6, 0.2],
+        &material,
+        2,
+    )
+    .unwrap();
+    set.integrate().unwrap();
+    let a = set.assemble().unwrap();
+    let dofs = 3 * nodes;
+    let fixed: Vec<i64> = (0..nodes).filter(|&v| coords[3 * v] == 0.0).flat_map(|v| (0..3).map(move |c| (3 * v + c) as i64)).collect();
+    let load: Vec<f64> = (0..dofs).map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5).collect();
+    let b = Array::new(ctx.clone(), dofs, 1, Some(&load)).unwrap();
+    fegpu::sparse::apply_dirichlet(&a, &fixed, 0, &vec![0.0; fixed.len()], &b).unwrap();
+    let mut bh = vec![0.0; dofs];
+    b.download(0, &mut bh, "b").unwrap();
+    (a, bh, coords)
+}
+
+fn host_mat(a: &Csr) -> Mat {
+    let p = &a.pattern;
+    Mat { nrows: p.nrows, ncols: p.ncols, rp: p.row_ptr.clone(), ci: p.col.clone(), v: a.download_values().unwrap() }
+}
+
+#[test]
+fn the_vcycle_equals_a_dense_serial_reference() {
+    let mut rng = Rng::new(seed());
+    let n = 9usize;
+    let k = gallery::lognormal_permeability(n, 1e4, 3);
+    let cases = [
+        ("laplacian7 9^3, Chebyshev", mat(n * n * n, &gallery::laplacian7(n)), None),
+        ("porous flow 9^3, l1-Jacobi x3", mat(n * n * n, &gallery::porous_flow(n, &k)), Some(Smoother::L1Jacobi { sweeps: 3 })),
+        ("convection-diffusion 9^3", mat(n * n * n, &gallery::convection_diffusion(n, 5.0)), None),
+    ];
+    for (name, a, smoother) in cases {
+        let h = Hierarchy::new(a, &Options { coarsest: 20, smoother, ..Options::default() }).unwrap();
+        assert!(h.levels.len() >= 3, "{name}: {} levels", h.levels.len());
+        let r = rng.vec_f64(n * n * n);
+        let mut z = vec![f64::NAN; r.len()];
+        fegpu::amg::cpu::vcycle(&h, &r, &mut z);
+        let want = dense_vcycle(&h, 0, &r);
+        let err = max_diff(&z, &want);
+        assert!(err <= 1e-10 * max_abs(&want), "{name}: max |z - z_dense| = {err:e} (max {:e})", max_abs(&want));
+    }
+}
+
+#[test]
+fn coarse_operators_are_galerkin_and_p_fits_the_near_null_space() {
+    let ctx = Arc::new(Context::cpu_reference());
+    let (a, _, coords) = elasticity(&ctx, 3, true);
+    let modes = rigid_body_modes(3, &coords).unwrap();
+    let b0 = modes.vectors.clone();
+    let h = Hierarchy::new(
+        host_mat(&a),
+        &Options { block_size: 3, near_null_space: Some(modes), coarsest: 30, ..Options::default() },
+    )
+    .unwrap();
+    assert!(h.levels.len() >= 2, "{} levels", h.levels.len());
+    let mut b = b0;
+    for (l, pair) in h.levels.windows(2).enumerate() {
+        let (fine, coarse) = (&pair[0], &pair[1]);
+        let tr = fine.transfer.as_ref().unwrap();
+        let (a, p, r, ac) = (dense(&fine.a), dense(&tr.p), dense(&tr.r), dense(&coarse.a));
+        let (n, nc) = (p.len(), r.len());
+        // R = P^T
+        for i in 0..n {
+            for j in 0..nc {
+                assert_eq!(p[i][j], r[j][i], "level {l}: R != P^T at ({j}, {i})");
+            }
+        }
+        // A_c = P^T A P
+        let scale = ac.iter().flatten().fold(0.0f64, |m, x| m.max(x.abs()));
+        for i in 0..nc {
+            for j in 0..nc {
+                let want: f64 = (0..n).map(|s| p[s][i] * (0..n).map(|t| a[s][t] * p[t][j]).sum::<f64>()).sum();
+                assert!((ac[i][j] - want).abs() <= 1e-11 * scale, "level {l}: A_c({i},{j}) = {} but P^T A P = {want}", ac[i][j]);
+            }
+        }
+        // T B_c = B exactly (to rounding), column by column, on every row
+        // of an aggregated node; the others are rows with no off-diagonal
+        // entry (the clamped unknowns), left to the smoother
+        let t = dense(&tr.tentative);
+        let kept: Vec<usize> = (0..n).filter(|&i| !tr.tentative.row(i).is_empty()).collect();
+        for i in (0..n).filter(|i| !kept.contains(i)) {
+            assert!((0..n).all(|j| j == i || a[i][j] == 0.0), "level {l}: row {i} is coupled but in no aggregate");
+        }
+        assert!(kept.len() * 2 > n, "level {l}: only {} of {n} rows aggregated", kept.len());
+        let count = b.len() / n;
+        for c in 0..count {
+            let bc = &tr.coarse_null_space[c * nc..(c + 1) * nc];
+            let tb = matvec(&t, bc);
+            let col = &b[c * n..(c + 1) * n];
+            let err = kept.iter().fold(0.0f64, |m, &i| m.max((tb[i] - col[i]).abs()));
+            assert!(err <= 1e-12 * max_abs(col).max(1.0), "level {l}, vector {c}: max |T B_c - B| = {err:e}");
+        }
+        b = tr.coarse_null_space.clone();
+    }
+}
+
+fn solve(ctx: &Arc<Context>, a: &Arc<Csr>, b: &[f64], method: Method, precond: Precond, amg: Options) -> (i64, Vec<f64>) {
+    let n = b.len();
+    let s = Solver::with_settings(a.clone(), method, precond, Settings { amg, ..Settings::from_env() }).unwrap();
+    let (ba, xa) = (Array::new(ctx.clone(), n, 1, Some(b)).unwrap(), Array::new(ctx.clone(), n, 1, Some(&vec![0.0; n])).unwrap());
+    let (out, true_rel, _) = s.solve(&ba, &xa, 1e-8, 5000).unwrap();
+    assert!(out.converged && true_rel <= 1e-7, "{method:?} {precond:?}: {out:?}, true residual {true_rel:e}");
+    let mut x = vec![0.0; n];
+    xa.download(0, &mut x, "x").unwrap();
+    (out.iterations, x)
+}
+
+fn scalar_system(ctx: &Arc<Context>, n: usize, arrays: &CsrArrays) -> (Arc<Csr>, Vec<f64>) {
+    let a = Arc::new(Csr::new(ctx.clone(), build_pattern(n, n, &arrays.0, &arrays.1, 0).unwrap(), &arrays.2).unwrap());
+    let x: Vec<f64> = (0..n).map(|i| 1.0 + ((i * 7919) % 1000) as f64 / 1000.0).collect();
+    let mut b = vec![0.0; n];
+    fegpu::sparse::cpu::spmv(&a.pattern, &a.download_values().unwrap(), 1.0, &x, 0.0, &mut b);
+    (a, b)
+}
+
+/// AMG-CG's iterations stay within a small band from 8^3 to 32^3 on the
+/// Laplacian and on porous flow of contrast 10^6 (log-normal and layered),
+/// where Jacobi-CG's double with the grid.
+#[test]
+fn iterations_stay_flat_under_refinement_and_contrast() {
+    let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
+    type Make = fn(usize) -> CsrArrays;
+    let problems: [(&str, Make); 3] = [
+        ("laplacian7", gallery::laplacian7),
+        ("porous flow log-normal 1e6", |n| gallery::porous_flow(n, &gallery::lognormal_permeability(n, 1e6, 5))),
+        ("porous flow layered 1e6", |n| gallery::porous_flow(n, &gallery::layered_permeability(n, 1e6, 9))),
+    ];
+    for (name, make) in problems {
+        let mut counts = Vec::new();
+        for n in [8usize, 16, 32] {
+            let (a, b) = scalar_system(&ctx, n * n * n, &make(n));
+            let (its, x) = solve(&ctx, &a, &b, Method::Cg, Precond::Amg, Options::default());
+            let (jacobi, xj) = solve(&ctx, &a, &b, Method::Cg, Precond::Jacobi, Options::default());
+            let err = max_diff(&x, &xj);
+            assert!(err <= 1e-5 * max_abs(&xj), "{name} {n}^3: AMG-CG and Jacobi-CG differ by {err:e}");
+            counts.push((n, its, jacobi));
+        }
+        let (lo, hi) = counts.iter().fold((i64::MAX, 0), |(lo, hi), c| (lo.min(c.1), hi.max(c.1)));
+        assert!(hi <= 20 && hi <= lo + 5, "{name}: AMG-CG iterations {counts:?} (n, AMG, Jacobi)");
+        let last = counts.last().unwrap();
+        assert!(last.2 >= 4 * last.1, "{name}: Jacobi-CG {} against AMG-CG {} at 32^3", last.2, last.1);
+    }
+}
+
+/// Elasticity: rigid-body modes cut AMG-CG's iterations, and AMG-CG gives
+/// Jacobi-CG's solution, with one material and with a stiff upper half.
+#[test]
+fn rigid_body_modes_cut_elasticity_iterations() {
+    let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
+    for stiff in [false, true] {
+        let (a, b, coords) = elasticity(&ctx, 8, stiff);
+        let plain = Options { block_size: 3, ..Options::default() };
+        let with_modes = Options { near_null_space: Some(rigid_body_modes(3, &coords).unwrap()), ..plain.clone() };
+        let (without, _) = solve(&ctx, &a, &b, Method::Cg, Precond::Amg, plain);
+        let (with, x) = solve(&ctx, &a, &b, Method::Cg, Precond::Amg, with_modes);
+        let (jacobi, xj) = solve(&ctx, &a, &b, Method::Cg, Precond::Jacobi, Options::default());
+        assert!(with < without && with * 3 < jacobi, "stiff {stiff}: with modes {with}, without {without}, Jacobi {jacobi}");
+        let err = max_diff(&x, &xj);
+        assert!(err <= 1e-5 * max_abs(&xj), "stiff {stiff}: AMG-CG and Jacobi-CG solutions differ by {err:e}");
+    }
+}
+
+/// New values through the kept hierarchy (a Newton step's refresh) give
+/// what a fresh setup on those values gives, and the V-cycle on the
+/// selected backend equals the CPU reference's; BiCGSTAB with AMG on a
+/// nonsymmetric system too.
+#[test]
+fn values_only_resetup_and_the_device_match_a_fresh_reference() {
+    let mut rng = Rng::new(seed());
+    let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
+    let reference = Arc::new(Context::cpu_reference());
+    let n = 14usize;
+    let cases = [
+        ("porous flow 14^3", Method::Cg, gallery::porous_flow(n, &gallery::lognormal_permeability(n, 1e3, 1))),
+        ("convection-diffusion 14^3", Method::Bicgstab, gallery::convection_diffusion(n, 3.0)),
+    ];
+    for (name, method, arrays) in cases {
+        let rows = n * n * n;
+        let (a, b) = scalar_system(&ctx, rows, &arrays);
+        let s = Solver::with_settings(a.clone(), method, Precond::Amg, Settings::from_env()).unwrap();
+        // new values: every entry scaled by a random factor kept symmetric for CG (a_ij = a_ji)
+        let p = &a.pattern;
+        let mut v = a.download_values().unwrap();
+        let w: Vec<f64> = (0..rows).map(|_| 1.5 + rng.next_f64()).collect();
+        for i in 0..rows {
+            for k in p.row_ptr[i] as usize..p.row_ptr[i + 1] as usize {
+                v[k] *= (w[i] * w[p.col[k] as usize]).sqrt();
+            }
+        }
+        a.update_values(&v).unwrap();
+        let fresh = Arc::new(Csr::new(reference.clone(), build_pattern(rows, rows, &arrays.0, &arrays.1, 0).unwrap(), &v).unwrap());
+        let sr = Solver::with_settings(fresh, method, Precond::Amg, Settings::from_env()).unwrap();
+        let r = rng.vec_f64(rows);
+        let apply = |s: &Solver, c: &Arc<Context>| {
+            let (ra, za) = (Array::new(c.clone(), rows, 1, Some(&r)).unwrap(), Array::new(c.clone(), rows, 1, Some(&vec![f64::NAN; rows])).unwrap());
+            s.precondition(&ra, &za).unwrap();
+            let mut z = vec![0.0; rows];
+            za.download(0, &mut z, "z").unwrap();
+            z
+        };
+        let (z, want) = (apply(&s, &ctx), apply(&sr, &reference));
+        let err = max_diff(&z, &want);
+        assert!(err <= 1e-10 * max_abs(&want), "{name}: re-setup V-cycle differs from a fresh one by {err:e}");
+        let solve_with = |s: &Solver, c: &Arc<Context>| {
+            let (ba, xa) = (Array::new(c.clone(), rows, 1, Some(&b)).unwrap(), Array::new(c.clone(), rows, 1, Some(&vec![0.0; rows])).unwrap());
+            let (out, _, _) = s.solve(&ba, &xa, 1e-8, 500).unwrap();
+            assert!(out.converged, "{name}: {out:?}");
+            out.iterations
+        };
+        let (its, its_ref) = (solve_with(&s, &ctx), solve_with(&sr, &reference));
+        assert!((its - its_ref).abs() <= 1, "{name}: {its} iterations against the reference's {its_ref}");
+    }
+}
+
+#[test]
+fn bad_input_is_refused_with_a_message() {
+    let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
+    let expect = |r: fegpu::error::Result<Solver>, kind: ErrorKind, words: &[&str]| {
+        let e = r.err().expect("refused");
+        assert_eq!(e.kind, kind, "{}", e.message);
+        for w in words {
+            assert!(e.message.contains(w), "{:?} does not mention {w:?}", e.message);
+        }
+    };
+    let make = |n: usize, rp: Vec<i64>, ci: Vec<i64>, v: Vec<f64>| Arc::new(Csr::new(ctx.clone(), build_pattern(n, n, &rp, &ci, 0).unwrap(), &v).unwrap());
+    let amg = |a: &Arc<Csr>, method, o: Options| Solver::with_settings(a.clone(), method, Precond::Amg, Settings { amg: o, ..Settings::from_env() });
+    let lap = gallery::laplacian7(4);
+    let a = make(64, lap.0.clone(), lap.1.clone(), lap.2.clone());
+    let wrong = Options { near_null_space: Some(fegpu::amg::NearNullSpace { vectors: vec![1.0; 63], count: 1 }), ..Options::default() };
+    expect(amg(&a, Method::Cg, wrong), ErrorKind::SizeMismatch, &["near-null space", "63"]);
+    expect(amg(&a, Method::Cg, Options { block_size: 5, ..Options::default() }), ErrorKind::InvalidArgument, &["block_size = 5"]);
+    expect(amg(&a, Method::Cg, Options { strength: 2.0, ..Options::default() }), ErrorKind::InvalidArgument, &["strength = 2"]);
+    // an empty row (row 1), a zero diagonal (row 2)
+    let empty = make(3, vec![0, 1, 1, 2], vec![0, 2], vec![1.0, 1.0]);
+    expect(amg(&empty, Method::Bicgstab, Options::default()), ErrorKind::Breakdown, &["row 1"]);
+    let zero = make(3, vec![0, 1, 2, 4], vec![0, 1, 1, 2], vec![1.0, 1.0, 1.0, 0.0]);
+    expect(amg(&zero, Method::Bicgstab, Options::default()), ErrorKind::Breakdown, &["row 2", "zero"]);
+    // a nonsymmetric matrix given to CG, named; BiCGSTAB takes it
+    let cd = gallery::convection_diffusion(4, 2.0);
+    let ns = make(64, cd.0, cd.1, cd.2);
+    expect(amg(&ns, Method::Cg, Options::default()), ErrorKind::InvalidArgument, &["symmetric", "A(", "BiCGSTAB"]);
+    assert!(amg(&ns, Method::Bicgstab, Options::default()).is_ok());
+    // a refused refresh leaves the solver usable with its old values
+    let s = amg(&a, Method::Cg, Options::default()).unwrap();
+    let mut v = lap.2.clone();
+    v[0] = 0.0; // row 0's diagonal
+    a.update_values(&v).unwrap();
+    let (b, x) = (Array::new(ctx.clone(), 64, 1, Some(&vec![1.0; 64])).unwrap(), Array::new(ctx.clone(), 64, 1, Some(&vec![0.0; 64])).unwrap());
+    let e = s.solve(&b, &x, 1e-8, 100).err().expect("zero diagonal refused");
+    assert!(e.message.contains("row 0"), "{}", e.message);
+    a.update_values(&lap.2).unwrap();
+    let (out, _, _) = s.solve(&b, &x, 1e-8, 100).unwrap();
+    assert!(out.converged, "{out:?}");
+    // rigid-body modes: a dimension that has none, coordinates that do not fit
+    assert_eq!(rigid_body_modes(4, &[0.0; 8]).unwrap_err().kind, ErrorKind::InvalidArgument);
+    assert_eq!(rigid_body_modes(3, &[0.0; 7]).unwrap_err().kind, ErrorKind::SizeMismatch);
+}
