@@ -10,6 +10,7 @@ module fegpu_sparse
   public :: fegpu_csr_create, fegpu_csr_read_mm, fegpu_csr_update_values, fegpu_csr_destroy, fegpu_csr_info
   public :: fegpu_csr_write_mm, fegpu_csr_download, fegpu_csr_apply_dirichlet, fegpu_spmv, fegpu_csr_spmv
   public :: fegpu_solver_create, fegpu_solve, fegpu_solver_solve, fegpu_solver_history, fegpu_solver_destroy
+  public :: fegpu_solver_create_amg, fegpu_rigid_body_modes, fegpu_solver_describe, fegpu_amg_options_default
 
   !> A CSR matrix from the caller's arrays (int32 or int64 indices, 1-based by default).
   interface fegpu_csr_create
@@ -83,6 +84,34 @@ module fegpu_sparse
       integer(c_int32_t), value :: base
       integer(c_int64_t), intent(in) :: dofs(*)
       real(c_double), intent(in) :: values(*)
+    end function
+    integer(c_int32_t) function c_amg_options_default(options) bind(C, name='fegpu_amg_options_default')
+      import :: c_int32_t, fegpu_amg_options
+      type(fegpu_amg_options), intent(out) :: options
+    end function
+    integer(c_int32_t) function c_solver_create_amg(a, method, options, nns, count, s) bind(C, name='fegpu_solver_create_amg')
+      import :: c_int32_t, c_int64_t, c_double, fegpu_amg_options
+      integer(c_int64_t), value :: a
+      integer(c_int32_t), value :: method
+      type(fegpu_amg_options), intent(in) :: options
+      real(c_double), intent(in) :: nns(*)
+      integer(c_int64_t), value :: count
+      integer(c_int64_t), intent(out) :: s
+    end function
+    integer(c_int32_t) function c_rigid_body_modes(dim, n_nodes, coords, modes, len) bind(C, name='fegpu_rigid_body_modes')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int32_t), value :: dim
+      integer(c_int64_t), value :: n_nodes
+      real(c_double), intent(in) :: coords(*)
+      real(c_double), intent(out) :: modes(*)
+      integer(c_int64_t), value :: len
+    end function
+    integer(c_int32_t) function c_solver_describe(s, buf, len, needed) bind(C, name='fegpu_solver_describe')
+      import :: c_int32_t, c_int64_t, c_char
+      integer(c_int64_t), value :: s
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_int64_t), value :: len
+      integer(c_int64_t), intent(out) :: needed
     end function
     integer(c_int32_t) function c_solver_create(a, method, precond, s) bind(C, name='fegpu_solver_create')
       import :: c_int32_t, c_int64_t, c_double
@@ -267,7 +296,8 @@ contains
          'fegpu_csr_apply_dirichlet', stat, errmsg)
   end subroutine
 
-  !> A solver for A: FEGPU_METHOD_CG or _BICGSTAB, FEGPU_PRECOND_NONE, _JACOBI or _ILU0.
+  !> A solver for A: FEGPU_METHOD_CG or _BICGSTAB, FEGPU_PRECOND_NONE, _JACOBI,
+  !> _ILU0 or _AMG (default options; fegpu_solver_create_amg takes them).
   subroutine fegpu_solver_create(a, method, precond, s, stat, errmsg)
     type(fegpu_csr), intent(in) :: a
     class(*), intent(in) :: method, precond
@@ -276,6 +306,82 @@ contains
     character(*), intent(inout), optional :: errmsg
     call check(c_solver_create(a%handle, i32(method), i32(precond), s%handle), &
          'fegpu_solver_create', stat, errmsg)
+  end subroutine
+
+  !> The AMG defaults (the same as a fegpu_amg_options variable starts with).
+  subroutine fegpu_amg_options_default(options, stat, errmsg)
+    type(fegpu_amg_options), intent(out) :: options
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_amg_options_default(options), 'fegpu_amg_options_default', stat, errmsg)
+  end subroutine
+
+  !> A solver for A preconditioned by smoothed-aggregation AMG: method
+  !> FEGPU_METHOD_CG (symmetric A) or _BICGSTAB; options (default: the
+  !> defaults); near_null_space(n, k), e.g. from fegpu_rigid_body_modes with
+  !> options%block_size = 2 or 3. The hierarchy is set up here; after
+  !> fegpu_csr_update_values the next solve redoes only its values.
+  subroutine fegpu_solver_create_amg(a, method, s, options, near_null_space, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    class(*), intent(in) :: method
+    type(fegpu_solver), intent(inout) :: s
+    type(fegpu_amg_options), intent(in), optional :: options
+    real(real64), intent(in), optional, contiguous :: near_null_space(:, :)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(fegpu_amg_options) :: o
+    real(c_double) :: none(1)
+    integer(c_int64_t) :: nrows, ncols, nnz
+    if (present(options)) o = options
+    if (present(near_null_space)) then
+      if (c_csr_info(a%handle, nrows, ncols, nnz) == FEGPU_OK) then
+        if (size(near_null_space, 1, kind=c_int64_t) /= nrows) then
+          call size_error('fegpu_solver_create_amg: near-null space: size(near_null_space, 1) must be the rows of A', &
+               stat, errmsg)
+          return
+        end if
+      end if
+      call check(c_solver_create_amg(a%handle, i32(method), o, near_null_space, size(near_null_space, 2, kind=c_int64_t), &
+           s%handle), 'fegpu_solver_create_amg', stat, errmsg)
+    else
+      none = 0
+      call check(c_solver_create_amg(a%handle, i32(method), o, none, 0_c_int64_t, s%handle), 'fegpu_solver_create_amg', &
+           stat, errmsg)
+    end if
+  end subroutine
+
+  !> The rigid-body modes of nodes at coords(dim, n_nodes) (dim 2 or 3), for
+  !> unknowns numbered node by node: modes(dim * n_nodes, 3 or 6).
+  subroutine fegpu_rigid_body_modes(coords, modes, stat, errmsg)
+    real(real64), intent(in), contiguous :: coords(:, :)
+    real(real64), intent(out), contiguous :: modes(:, :)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (size(modes, 1) /= size(coords)) then
+      call size_error('fegpu_rigid_body_modes: size(modes, 1) must be size(coords) (dim * n_nodes)', stat, errmsg)
+      return
+    end if
+    call check(c_rigid_body_modes(int(size(coords, 1), c_int32_t), size(coords, 2, kind=c_int64_t), coords, modes, &
+         size(modes, kind=c_int64_t)), 'fegpu_rigid_body_modes', stat, errmsg)
+  end subroutine
+
+  !> The solver's method and preconditioner, and for AMG its hierarchy
+  !> (levels, rows, nonzeros, operator complexity), lines separated by new lines.
+  subroutine fegpu_solver_describe(s, text, stat, errmsg)
+    type(fegpu_solver), intent(in) :: s
+    character(*), intent(out) :: text
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    character(kind=c_char) :: buf(len(text) + 1)
+    integer(c_int64_t) :: needed
+    integer :: i
+    text = ''
+    buf = c_null_char
+    call check(c_solver_describe(s%handle, buf, size(buf, kind=c_int64_t), needed), 'fegpu_solver_describe', stat, errmsg)
+    do i = 1, len(text)
+      if (buf(i) == c_null_char) exit
+      text(i:i) = buf(i)
+    end do
   end subroutine
 
   !> Solves A x = b on the device (x: initial guess in, solution out). Not

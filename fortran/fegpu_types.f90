@@ -1,7 +1,7 @@
 !> The codes, kinds and handle types of fegpu.h, shared by every topic module
 !> (fegpu re-exports them all).
 module fegpu_types
-  use, intrinsic :: iso_c_binding, only: c_int64_t, c_double
+  use, intrinsic :: iso_c_binding, only: c_int32_t, c_int64_t, c_double
   use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64
   implicit none
   private
@@ -82,7 +82,25 @@ module fegpu_types
   integer, parameter, public :: FEGPU_FLUID = 0, FEGPU_WALL = 1, FEGPU_MOVING_WALL = 2
 
   integer, parameter, public :: FEGPU_METHOD_CG = 1, FEGPU_METHOD_BICGSTAB = 2
-  integer, parameter, public :: FEGPU_PRECOND_NONE = 0, FEGPU_PRECOND_JACOBI = 1, FEGPU_PRECOND_ILU0 = 2
+  integer, parameter, public :: FEGPU_PRECOND_NONE = 0, FEGPU_PRECOND_JACOBI = 1, FEGPU_PRECOND_ILU0 = 2, FEGPU_PRECOND_AMG = 3
+  integer, parameter, public :: FEGPU_SMOOTHER_AUTO = 0, FEGPU_SMOOTHER_CHEBYSHEV = 1, FEGPU_SMOOTHER_L1_JACOBI = 2
+
+  !> fegpu_amg_options of fegpu.h, initialised to the defaults: change the
+  !> fields you tune and pass it to fegpu_solver_create_amg.
+  type, bind(C), public :: fegpu_amg_options
+    !> Strength threshold theta in [0, 1] (0: every connection is strong).
+    real(c_double) :: strength = 0
+    !> FEGPU_SMOOTHER_AUTO (Chebyshev if A is symmetric, else l1-Jacobi), _CHEBYSHEV, _L1_JACOBI.
+    integer(c_int32_t) :: smoother = FEGPU_SMOOTHER_AUTO
+    !> Chebyshev degree or l1-Jacobi sweeps, 1 to 16 (0: 2).
+    integer(c_int32_t) :: sweeps = 0
+    !> Rows at which coarsening stops (the coarsest level is inverted densely); at most this many levels.
+    integer(c_int64_t) :: coarsest = 256, max_levels = 20
+    !> 1: smoothed aggregation; 0: plain aggregation.
+    integer(c_int32_t) :: smooth_prolongator = 1
+    !> Unknowns per node, numbered node by node (3 for 3-D elasticity).
+    integer(c_int32_t) :: block_size = 1
+  end type fegpu_amg_options
 
   integer, parameter, public :: FEGPU_ELEMENT_TRI3 = 1, FEGPU_ELEMENT_QUAD4 = 2, FEGPU_ELEMENT_TET4 = 3, FEGPU_ELEMENT_HEX8 = 4
   integer, parameter, public :: FEGPU_PROBLEM_HEAT = 1, FEGPU_PROBLEM_PLANE_STRESS = 2, FEGPU_PROBLEM_PLANE_STRAIN = 3, &

@@ -127,6 +127,16 @@
 
 #define FEGPU_PRECOND_ILU0 2
 
+// Smoothed-aggregation AMG with the default options (fegpu_amg_options_default).
+#define FEGPU_PRECOND_AMG 3
+
+// AMG smoother: chosen from the matrix (Chebyshev if symmetric, else l1-Jacobi).
+#define FEGPU_SMOOTHER_AUTO 0
+
+#define FEGPU_SMOOTHER_CHEBYSHEV 1
+
+#define FEGPU_SMOOTHER_L1_JACOBI 2
+
 // Status returned by every C entry point (0 = success).
 typedef int32_t fegpu_status;
 
@@ -183,6 +193,26 @@ typedef struct fegpu_op_profile {
 
 // A rad_fields accumulator handle (0 is never valid).
 typedef uint64_t fegpu_radfields_t;
+
+// What a user tunes in the AMG preconditioner; fill it with
+// `fegpu_amg_options_default` and change fields.
+typedef struct fegpu_amg_options {
+  // Strength threshold theta in [0, 1]: j is a strong neighbour of i when
+  // |a_ij| >= theta sqrt(|a_ii a_jj|) (block norms for block_size > 1). Default 0.
+  double strength;
+  // FEGPU_SMOOTHER_AUTO (default), _CHEBYSHEV or _L1_JACOBI.
+  int32_t smoother;
+  // Chebyshev degree or l1-Jacobi sweeps, 1 to 16 (0: 2).
+  int32_t sweeps;
+  // Rows at which coarsening stops; the coarsest level is inverted densely. Default 256.
+  int64_t coarsest;
+  // At most this many levels. Default 20.
+  int64_t max_levels;
+  // 1: smoothed aggregation (default); 0: plain aggregation (P = tentative).
+  int32_t smooth_prolongator;
+  // Unknowns per node, numbered node by node (3 for 3-D elasticity). Default 1.
+  int32_t block_size;
+} fegpu_amg_options;
 
 // A solver handle (0 is never valid).
 typedef uint64_t fegpu_solver_t;
@@ -758,6 +788,42 @@ fegpu_status fegpu_radfields_compute(fegpu_context_t ctx,
                                      const double *omega_mu,
                                      double *fields);
 
+// Fills `options` with the AMG defaults.
+fegpu_status fegpu_amg_options_default(struct fegpu_amg_options *options);
+
+// Creates a solver for A with smoothed-aggregation AMG as preconditioner:
+// `method` FEGPU_METHOD_CG (symmetric A; a nonsymmetric one is refused,
+// naming an entry) or FEGPU_METHOD_BICGSTAB; `options` may be NULL (the
+// defaults). `near_null_space` holds `count` vectors of nrows,
+// column-major (count 0: none given, the pointer is not read; the constant
+// per unknown of a node is used), e.g. the rigid-body
+// modes from `fegpu_rigid_body_modes`. The hierarchy is set up here (on
+// the host, then uploaded); after `fegpu_csr_update_values` the next solve
+// redoes only its values, keeping aggregates and patterns.
+fegpu_status fegpu_solver_create_amg(fegpu_csr_t a,
+                                     int32_t method,
+                                     const struct fegpu_amg_options *options,
+                                     const double *near_null_space,
+                                     int64_t count,
+                                     fegpu_solver_t *s);
+
+// The rigid-body modes of the nodes at `coords` (dim = 2 or 3 values per
+// node, node by node) for unknowns numbered node by node: 3 (2-D) or 6
+// (3-D) vectors of n_nodes*dim, column-major, into `modes` (`len` values:
+// at least n_nodes*dim*3 or *6) — translations, then rotations about the
+// centroid. Pass them to `fegpu_solver_create_amg` with block_size = dim.
+fegpu_status fegpu_rigid_body_modes(int32_t dim,
+                                    int64_t n_nodes,
+                                    const double *coords,
+                                    double *modes,
+                                    int64_t len);
+
+// A solver's description into `buf` (NUL-terminated, truncated to `len`
+// bytes; `needed`, may be NULL, gets the full length plus one): the
+// method and preconditioner, and for AMG the hierarchy (levels, rows,
+// nonzeros, operator complexity, the last setup's phases).
+fegpu_status fegpu_solver_describe(fegpu_solver_t s, char *buf, int64_t len, int64_t *needed);
+
 // Creates an nrows x ncols CSR matrix from the caller's arrays with int32
 // indices: row_ptr (nrows+1), col_ind and values (nnz), `index_base` 0 or 1
 // (Fortran arrays pass unchanged with 1). Validated: row_ptr monotone and
@@ -843,7 +909,8 @@ fegpu_status fegpu_csr_apply_dirichlet(fegpu_csr_t a,
 fegpu_status fegpu_vector_axpby(double alpha, fegpu_array_t x, double beta, fegpu_array_t y);
 
 // Creates a solver for A: `method` FEGPU_METHOD_CG (SPD A) or
-// FEGPU_METHOD_BICGSTAB; `precond` FEGPU_PRECOND_NONE, _JACOBI or _ILU0.
+// FEGPU_METHOD_BICGSTAB; `precond` FEGPU_PRECOND_NONE, _JACOBI, _ILU0 or
+// _AMG (default options; `fegpu_solver_create_amg` takes them).
 // The structural analysis (ILU levels) is done once here and the
 // preconditioner built; after `fegpu_csr_update_values` it is rebuilt at the
 // next solve. A missing or zero pivot fails with FEGPU_ERR_BREAKDOWN naming the row.

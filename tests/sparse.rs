@@ -586,7 +586,13 @@ fn ilu0_sweeps_equal_the_serial_sweeps() {
             IluSweeps::Chunked { rows: Some(1000) },
             IluSweeps::Levels,
         ] {
-            let s = Solver::with_settings(a.clone(), Method::Bicgstab, Precond::Ilu0, fegpu::sparse::solver::Settings { ilu_sweeps: sweeps, ..Default::default() }).unwrap();
+            let s = Solver::with_settings(
+                a.clone(),
+                Method::Bicgstab,
+                Precond::Ilu0,
+                fegpu::sparse::solver::Settings { ilu_sweeps: sweeps, ..Default::default() },
+            )
+            .unwrap();
             let ra = Array::new(ctx.clone(), *n, 1, Some(&r)).unwrap();
             let za = Array::new(ctx.clone(), *n, 1, Some(&vec![f64::NAN; *n])).unwrap();
             for round in 0..3 {

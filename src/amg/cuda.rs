@@ -13,8 +13,11 @@ use crate::sparse::cuda::{spmv_with, threads_per_row, upload};
 use crate::sparse::DevicePattern;
 
 /// kernels/amg.cu after the shared prelude and the CSR row product.
-pub const SOURCE: &str =
-    concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/csr.cuh"), include_str!("../../kernels/amg.cu"));
+pub const SOURCE: &str = concat!(
+    include_str!("../../kernels/common.cuh"),
+    include_str!("../../kernels/csr.cuh"),
+    include_str!("../../kernels/amg.cu")
+);
 
 /// The most smoothing steps a level takes (the coefficient table's stride).
 const MAX_STEPS: usize = 16;
@@ -41,7 +44,14 @@ impl DeviceCsr {
     }
 
     /// y = alpha M x + beta y.
-    fn spmv(&self, g: &Gpu, x: &DeviceBuffer<f64>, beta: f64, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+    fn spmv(
+        &self,
+        g: &Gpu,
+        x: &DeviceBuffer<f64>,
+        beta: f64,
+        y: &DeviceBuffer<f64>,
+        sc: Option<&DeviceBuffer<f64>>,
+    ) -> Result<()> {
         spmv_with(g, &self.pattern, self.pattern.threads_per_row, self.nrows, &self.values, 1.0, x, beta, y, sc)
     }
 }
@@ -230,7 +240,8 @@ fn cycle<'a>(
     let next = &dh.levels[l + 1];
     r.spmv(g, &dl.residual, 0.0, &next.b, sc)?;
     let na = next.a.as_ref().expect("coarse levels keep their matrix");
-    let coarse = cycle(g, h, dh, l + 1, LevelMatrix { pattern: &na.pattern, values: &na.values }, &next.b, [&next.x[0], &next.x[1]], sc)?;
+    let coarse =
+        cycle(g, h, dh, l + 1, LevelMatrix { pattern: &na.pattern, values: &na.values }, &next.b, [&next.x[0], &next.x[1]], sc)?;
     p.spmv(g, coarse, 1.0, xc, sc)?;
     smooth(&mut current)?;
     Ok(x[current.expect("at least one smoothing step")])

@@ -170,7 +170,8 @@ pub fn product(a: &Mat, b: &Mat) -> Mat {
 fn tridiagonal_max(alpha: &[f64], beta: &[f64]) -> f64 {
     let m = alpha.len();
     let radius = |i: usize| beta.get(i.wrapping_sub(1)).map_or(0.0, |b| b.abs()) + beta.get(i).map_or(0.0, |b| b.abs());
-    let (mut lo, mut hi) = (0..m).fold((f64::MAX, f64::MIN), |(lo, hi), i| (lo.min(alpha[i] - radius(i)), hi.max(alpha[i] + radius(i))));
+    let (mut lo, mut hi) =
+        (0..m).fold((f64::MAX, f64::MIN), |(lo, hi), i| (lo.min(alpha[i] - radius(i)), hi.max(alpha[i] + radius(i))));
     // eigenvalues below x: the negative pivots of T - x I
     let below = |x: f64| {
         let (mut count, mut d) = (0, 1.0f64);

@@ -31,7 +31,7 @@ use crate::sparse::DevicePattern;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Smoother {
     /// A Chebyshev polynomial of this degree in D^-1 A over
-    /// [rho/30, 1.1 rho] (rho estimated by Lanczos): symmetric A.
+    /// [1.1 rho / 5, 1.1 rho] (rho estimated by Lanczos): symmetric A.
     Chebyshev { degree: usize },
     /// Sweeps of l1-Jacobi (x += r / sum_j |a_ij|): convergent for any
     /// SPD A, and the choice for nonsymmetric A.
@@ -78,7 +78,8 @@ pub struct Options {
     pub smooth_prolongator: bool,
     /// Unknowns per node, numbered node by node (3 for 3-D elasticity).
     pub block_size: usize,
-    /// None: the constant vector.
+    /// None: the constant per unknown of a node (block_size vectors; for
+    /// elasticity the translations, the rigid-body modes less the rotations).
     pub near_null_space: Option<NearNullSpace>,
 }
 

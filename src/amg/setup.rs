@@ -13,8 +13,11 @@ use rayon::prelude::*;
 const DENSE_LIMIT: usize = 4096;
 /// Lanczos steps for rho(D^-1 A).
 const LANCZOS_STEPS: usize = 20;
-/// The Chebyshev interval is [rho / CHEBYSHEV_RATIO, CHEBYSHEV_TOP * rho].
-const CHEBYSHEV_RATIO: f64 = 30.0;
+/// The Chebyshev interval is [CHEBYSHEV_TOP rho / CHEBYSHEV_RATIO, CHEBYSHEV_TOP
+/// rho]: it damps the upper part of the spectrum (hypre's default fraction
+/// is 0.3; pyamg's 1/30 cost 14 iterations against 8 on the 7-point
+/// Laplacian, measured with degree 2).
+const CHEBYSHEV_RATIO: f64 = 5.0;
 const CHEBYSHEV_TOP: f64 = 1.1;
 
 /// Seconds spent per phase of a setup, in the order first met.
@@ -424,7 +427,11 @@ pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
             }
             (ns.vectors.clone(), ns.count)
         }
-        None => (vec![1.0; n], 1),
+        // the constant per unknown of a node (the translations of elasticity)
+        None => {
+            let bs = o.block_size;
+            ((0..bs).flat_map(|c| (0..n).map(move |i| if i % bs == c { 1.0 } else { 0.0 })).collect(), bs)
+        }
     };
     let asym = asymmetry(&a);
     let symmetric = asym.is_none();
@@ -436,8 +443,7 @@ pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
     let mut clock = Phases::start();
     loop {
         let n = a.nrows;
-        let mut level =
-            Level { a, smoother_inverse: Vec::new(), coefficients: Vec::new(), spectral_radius: 0.0, transfer: None };
+        let mut level = Level { a, smoother_inverse: Vec::new(), coefficients: Vec::new(), spectral_radius: 0.0, transfer: None };
         let last = n <= o.coarsest.max(1) || levels.len() + 1 >= o.max_levels;
         if !last {
             let (ptr, adj) = strength(&level.a, bs, o.strength);

@@ -15,6 +15,12 @@ pub const FEGPU_METHOD_BICGSTAB: i32 = 2;
 pub const FEGPU_PRECOND_NONE: i32 = 0;
 pub const FEGPU_PRECOND_JACOBI: i32 = 1;
 pub const FEGPU_PRECOND_ILU0: i32 = 2;
+/// Smoothed-aggregation AMG with the default options (fegpu_amg_options_default).
+pub const FEGPU_PRECOND_AMG: i32 = 3;
+/// AMG smoother: chosen from the matrix (Chebyshev if symmetric, else l1-Jacobi).
+pub const FEGPU_SMOOTHER_AUTO: i32 = 0;
+pub const FEGPU_SMOOTHER_CHEBYSHEV: i32 = 1;
+pub const FEGPU_SMOOTHER_L1_JACOBI: i32 = 2;
 
 fn method_of(c: i32) -> Result<Method> {
     match c {
@@ -29,8 +35,9 @@ fn precond_of(c: i32) -> Result<Precond> {
         FEGPU_PRECOND_NONE => Ok(Precond::None),
         FEGPU_PRECOND_JACOBI => Ok(Precond::Jacobi),
         FEGPU_PRECOND_ILU0 => Ok(Precond::Ilu0),
+        FEGPU_PRECOND_AMG => Ok(Precond::Amg),
         _ => Err(Error::invalid(format!(
-            "precond = {c}: expected FEGPU_PRECOND_NONE (0), FEGPU_PRECOND_JACOBI (1) or FEGPU_PRECOND_ILU0 (2)"
+            "precond = {c}: expected FEGPU_PRECOND_NONE (0), FEGPU_PRECOND_JACOBI (1), FEGPU_PRECOND_ILU0 (2) or FEGPU_PRECOND_AMG (3)"
         ))),
     }
 }
@@ -57,6 +64,189 @@ pub struct fegpu_solve_info {
     pub setup_seconds: f64,
     /// Seconds of the whole call.
     pub solve_seconds: f64,
+}
+
+/// What a user tunes in the AMG preconditioner; fill it with
+/// `fegpu_amg_options_default` and change fields.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct fegpu_amg_options {
+    /// Strength threshold theta in [0, 1]: j is a strong neighbour of i when
+    /// |a_ij| >= theta sqrt(|a_ii a_jj|) (block norms for block_size > 1). Default 0.
+    pub strength: f64,
+    /// FEGPU_SMOOTHER_AUTO (default), _CHEBYSHEV or _L1_JACOBI.
+    pub smoother: i32,
+    /// Chebyshev degree or l1-Jacobi sweeps, 1 to 16 (0: 2).
+    pub sweeps: i32,
+    /// Rows at which coarsening stops; the coarsest level is inverted densely. Default 256.
+    pub coarsest: i64,
+    /// At most this many levels. Default 20.
+    pub max_levels: i64,
+    /// 1: smoothed aggregation (default); 0: plain aggregation (P = tentative).
+    pub smooth_prolongator: i32,
+    /// Unknowns per node, numbered node by node (3 for 3-D elasticity). Default 1.
+    pub block_size: i32,
+}
+
+impl Default for fegpu_amg_options {
+    fn default() -> Self {
+        let o = crate::amg::Options::default();
+        fegpu_amg_options {
+            strength: o.strength,
+            smoother: FEGPU_SMOOTHER_AUTO,
+            sweeps: 0,
+            coarsest: o.coarsest as i64,
+            max_levels: o.max_levels as i64,
+            smooth_prolongator: 1,
+            block_size: 1,
+        }
+    }
+}
+
+impl fegpu_amg_options {
+    fn options(&self) -> Result<crate::amg::Options> {
+        use crate::amg::Smoother;
+        let steps = match self.sweeps {
+            0 => 2,
+            s @ 1..=16 => s as usize,
+            s => return Err(Error::invalid(format!("options.sweeps = {s}: must be 0 (default) or 1 to 16"))),
+        };
+        let smoother = match self.smoother {
+            FEGPU_SMOOTHER_AUTO => None,
+            FEGPU_SMOOTHER_CHEBYSHEV => Some(Smoother::Chebyshev { degree: steps }),
+            FEGPU_SMOOTHER_L1_JACOBI => Some(Smoother::L1Jacobi { sweeps: steps }),
+            s => {
+                return Err(Error::invalid(format!(
+                    "options.smoother = {s}: expected FEGPU_SMOOTHER_AUTO (0), _CHEBYSHEV (1) or _L1_JACOBI (2)"
+                )))
+            }
+        };
+        let count = |name: &str, v: i64| {
+            usize::try_from(v)
+                .ok()
+                .filter(|&v| v >= 1)
+                .ok_or_else(|| Error::invalid(format!("options.{name} = {v}: must be >= 1")))
+        };
+        if self.smooth_prolongator != 0 && self.smooth_prolongator != 1 {
+            return Err(Error::invalid(format!("options.smooth_prolongator = {}: must be 0 or 1", self.smooth_prolongator)));
+        }
+        Ok(crate::amg::Options {
+            strength: self.strength,
+            smoother,
+            coarsest: count("coarsest", self.coarsest)?,
+            max_levels: count("max_levels", self.max_levels)?,
+            smooth_prolongator: self.smooth_prolongator == 1,
+            block_size: count("block_size", self.block_size as i64)?,
+            near_null_space: None,
+        })
+    }
+}
+
+/// Fills `options` with the AMG defaults.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_amg_options_default(options: *mut fegpu_amg_options) -> fegpu_status {
+    guard(|| {
+        *out_param(options, "options")? = fegpu_amg_options::default();
+        Ok(())
+    })
+}
+
+/// Creates a solver for A with smoothed-aggregation AMG as preconditioner:
+/// `method` FEGPU_METHOD_CG (symmetric A; a nonsymmetric one is refused,
+/// naming an entry) or FEGPU_METHOD_BICGSTAB; `options` may be NULL (the
+/// defaults). `near_null_space` holds `count` vectors of nrows,
+/// column-major (count 0: none given, the pointer is not read; the constant
+/// per unknown of a node is used), e.g. the rigid-body
+/// modes from `fegpu_rigid_body_modes`. The hierarchy is set up here (on
+/// the host, then uploaded); after `fegpu_csr_update_values` the next solve
+/// redoes only its values, keeping aggregates and patterns.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_solver_create_amg(
+    a: fegpu_csr_t,
+    method: i32,
+    options: *const fegpu_amg_options,
+    near_null_space: *const f64,
+    count: i64,
+    s: *mut fegpu_solver_t,
+) -> fegpu_status {
+    guard(|| {
+        let out = out_param(s, "S")?;
+        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
+        let owner = registry::owner_of(a).unwrap_or(0);
+        let mut o = if options.is_null() { fegpu_amg_options::default() } else { *options }.options()?;
+        if count != 0 {
+            let k = positive("count", count)?;
+            let n = m.pattern.nrows;
+            let len = n.checked_mul(k).ok_or_else(|| Error::invalid(format!("count = {count}: too many vectors")))?;
+            o.near_null_space =
+                Some(crate::amg::NearNullSpace { vectors: host_in(near_null_space, len, "near_null_space")?.to_vec(), count: k });
+        }
+        let settings = solver::Settings { amg: o, ..solver::Settings::from_env() };
+        let solver = Solver::with_settings(m, method_of(method)?, Precond::Amg, settings)?;
+        *out = registry::insert(Arc::new(solver), owner);
+        Ok(())
+    })
+}
+
+/// The rigid-body modes of the nodes at `coords` (dim = 2 or 3 values per
+/// node, node by node) for unknowns numbered node by node: 3 (2-D) or 6
+/// (3-D) vectors of n_nodes*dim, column-major, into `modes` (`len` values:
+/// at least n_nodes*dim*3 or *6) — translations, then rotations about the
+/// centroid. Pass them to `fegpu_solver_create_amg` with block_size = dim.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_rigid_body_modes(
+    dim: i32,
+    n_nodes: i64,
+    coords: *const f64,
+    modes: *mut f64,
+    len: i64,
+) -> fegpu_status {
+    guard(|| {
+        let nodes = positive("n_nodes", n_nodes)?;
+        if dim != 2 && dim != 3 {
+            return Err(Error::invalid(format!("dim = {dim}: rigid-body modes are for dim 2 or 3")));
+        }
+        let d = dim as usize;
+        let b = crate::amg::rigid_body_modes(d, host_in(coords, nodes * d, "coords")?)?;
+        if len < b.vectors.len() as i64 {
+            return Err(Error::size(format!(
+                "len = {len}: the modes need {} values ({} vectors of {})",
+                b.vectors.len(),
+                b.count,
+                nodes * d
+            )));
+        }
+        host_out(modes, b.vectors.len(), "modes")?.copy_from_slice(&b.vectors);
+        Ok(())
+    })
+}
+
+/// A solver's description into `buf` (NUL-terminated, truncated to `len`
+/// bytes; `needed`, may be NULL, gets the full length plus one): the
+/// method and preconditioner, and for AMG the hierarchy (levels, rows,
+/// nonzeros, operator complexity, the last setup's phases).
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_solver_describe(
+    s: fegpu_solver_t,
+    buf: *mut libc::c_char,
+    len: i64,
+    needed: *mut i64,
+) -> fegpu_status {
+    guard(|| {
+        let sv = registry::get::<Solver>(s, "S")?;
+        let text = format!("{} with {:?}\n{}", sv.method.name(), sv.precond, sv.amg_summary().unwrap_or_default());
+        if !needed.is_null() {
+            *needed = text.len() as i64 + 1;
+        }
+        let len =
+            usize::try_from(len).ok().filter(|&l| l >= 1).ok_or_else(|| Error::invalid(format!("len = {len}: must be >= 1")))?;
+        let out = host_out(buf as *mut u8, len, "buf")?;
+        let n = text.len().min(len - 1);
+        out[..n].copy_from_slice(&text.as_bytes()[..n]);
+        out[n] = 0;
+        Ok(())
+    })
 }
 
 #[allow(clippy::too_many_arguments)] // the C signature's arguments
@@ -309,7 +499,8 @@ pub extern "C" fn fegpu_vector_axpby(alpha: f64, x: fegpu_array_t, beta: f64, y:
 }
 
 /// Creates a solver for A: `method` FEGPU_METHOD_CG (SPD A) or
-/// FEGPU_METHOD_BICGSTAB; `precond` FEGPU_PRECOND_NONE, _JACOBI or _ILU0.
+/// FEGPU_METHOD_BICGSTAB; `precond` FEGPU_PRECOND_NONE, _JACOBI, _ILU0 or
+/// _AMG (default options; `fegpu_solver_create_amg` takes them).
 /// The structural analysis (ILU levels) is done once here and the
 /// preconditioner built; after `fegpu_csr_update_values` it is rebuilt at the
 /// next solve. A missing or zero pivot fails with FEGPU_ERR_BREAKDOWN naming the row.

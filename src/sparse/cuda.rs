@@ -6,8 +6,11 @@ use crate::error::Result;
 use crate::gpu::{arg_or_null, DeviceBuffer, DeviceScalar, Gpu, KernelArg};
 
 /// kernels/sparse.cu after the shared prelude.
-pub const SOURCE: &str =
-    concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/csr.cuh"), include_str!("../../kernels/sparse.cu"));
+pub const SOURCE: &str = concat!(
+    include_str!("../../kernels/common.cuh"),
+    include_str!("../../kernels/csr.cuh"),
+    include_str!("../../kernels/sparse.cu")
+);
 
 use crate::array::cuda::{Reduce, BLOCK, REDUCE_BLOCKS};
 

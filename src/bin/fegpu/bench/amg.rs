@@ -68,7 +68,8 @@ fn elasticity(ctx: &Arc<Context>, m: usize, stiff: bool, modes: bool) -> Result<
     set.integrate()?;
     let a = set.assemble()?;
     let dofs = 3 * nodes;
-    let fixed: Vec<i64> = (0..nodes).filter(|&v| coords[3 * v] == 0.0).flat_map(|v| (0..3).map(move |c| (3 * v + c) as i64)).collect();
+    let fixed: Vec<i64> =
+        (0..nodes).filter(|&v| coords[3 * v] == 0.0).flat_map(|v| (0..3).map(move |c| (3 * v + c) as i64)).collect();
     let load: Vec<f64> = (0..dofs).map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5).collect();
     let b = Array::new(ctx.clone(), dofs, 1, Some(&load))?;
     sparse::apply_dirichlet(&a, &fixed, 0, &vec![0.0; fixed.len()], &b)?;
@@ -144,16 +145,29 @@ pub fn run_all() -> Result<()> {
     let ctx = open_context()?;
     println!("fegpu bench amg on {}", describe(&ctx));
     let full = ctx.gpu().is_some();
-    let (poisson, porous, elastic, convection): (usize, usize, usize, usize) = if full { (128, 96, 48, 64) } else { (24, 20, 10, 16) };
+    let (poisson, porous, elastic, convection): (usize, usize, usize, usize) =
+        if full { (128, 96, 48, 64) } else { (24, 20, 10, 16) };
     println!("tolerance {TOL:e}; times in ms; setup includes the upload of the hierarchy; a warm-up solve first");
     let mut systems = Vec::new();
     for n in [poisson / 4, poisson / 2, poisson] {
         systems.push(scalar(&ctx, format!("laplacian7 {n}^3"), n * n * n, gallery::laplacian7(n), true)?);
     }
     let k = gallery::lognormal_permeability(porous, 1e6, 7);
-    systems.push(scalar(&ctx, format!("porous flow {porous}^3 log-normal 1e6"), porous.pow(3), gallery::porous_flow(porous, &k), true)?);
+    systems.push(scalar(
+        &ctx,
+        format!("porous flow {porous}^3 log-normal 1e6"),
+        porous.pow(3),
+        gallery::porous_flow(porous, &k),
+        true,
+    )?);
     let k = gallery::layered_permeability(porous, 1e6, 11);
-    systems.push(scalar(&ctx, format!("porous flow {porous}^3 layered 1e6"), porous.pow(3), gallery::porous_flow(porous, &k), true)?);
+    systems.push(scalar(
+        &ctx,
+        format!("porous flow {porous}^3 layered 1e6"),
+        porous.pow(3),
+        gallery::porous_flow(porous, &k),
+        true,
+    )?);
     systems.push(elasticity(&ctx, elastic, false, true)?);
     systems.push(elasticity(&ctx, elastic, false, false)?);
     systems.push(elasticity(&ctx, elastic, true, true)?);

@@ -150,7 +150,12 @@ pub fn solve(real: Option<&std::path::Path>) -> Result<()> {
 /// Seconds per iteration and the iterations and seconds to 1e-8 of ILU(0)-BiCGSTAB with `sweeps`.
 fn ilu_solve(ctx: &Arc<Context>, a: &Arc<Csr>, sweeps: IluSweeps) -> Result<(f64, i64, f64)> {
     let n = a.pattern.nrows;
-    let s = Solver::with_settings(a.clone(), Method::Bicgstab, Precond::Ilu0, fegpu::sparse::solver::Settings { ilu_sweeps: sweeps, ..Default::default() })?;
+    let s = Solver::with_settings(
+        a.clone(),
+        Method::Bicgstab,
+        Precond::Ilu0,
+        fegpu::sparse::solver::Settings { ilu_sweeps: sweeps, ..Default::default() },
+    )?;
     let ones = vec![1.0; n];
     let mut bh = vec![0.0; n];
     cpu::spmv(&a.pattern, &a.download_values()?, 1.0, &ones, 0.0, &mut bh);
@@ -189,7 +194,12 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
         let ra = Array::new(ctx.clone(), n, 1, Some(&r))?;
         let mut zs: Vec<Vec<f64>> = Vec::new();
         for (label, sweeps) in [("chunked (1/sweep)", IluSweeps::Chunked { rows: None }), ("levels", IluSweeps::Levels)] {
-            let s = Solver::with_settings(a.clone(), Method::Bicgstab, Precond::Ilu0, fegpu::sparse::solver::Settings { ilu_sweeps: sweeps, ..Default::default() })?;
+            let s = Solver::with_settings(
+                a.clone(),
+                Method::Bicgstab,
+                Precond::Ilu0,
+                fegpu::sparse::solver::Settings { ilu_sweeps: sweeps, ..Default::default() },
+            )?;
             let za = Array::new(ctx.clone(), n, 1, Some(&vec![f64::NAN; n]))?;
             let apply = time(&ctx, 20, || s.precondition(&ra, &za).map(|_| ()))?;
             let mut z = vec![0.0; n];
