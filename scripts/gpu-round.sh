@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One check-and-benchmark round on the GPU machine ([--checks-only|--sparse|--lbm|--radfields|--pipeline]). Builds nothing: run
+# One check-and-benchmark round on the GPU machine ([--checks-only|--sparse|--amg|--lbm|--radfields|--pipeline]). Builds nothing: run
 # scripts/gpu-stage.sh here first, which copies the binaries into .gpu/,
 # then call the device tool with carry [".gpu"] and this script.
 # Logs go to $OUT (or ./gpu-out when run by hand).
@@ -43,6 +43,12 @@ if [ "${1:-}" = "--sparse" ] || [ -z "${1:-}" ]; then
   .gpu/bin/fegpu bench spmv tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-spmv.txt"
   .gpu/bin/fegpu bench solve tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-solve.txt"
   python3 peers/peers.py sparse tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/peers-sparse.txt"
+fi
+if [ "${1:-}" = "--amg" ] || [ -z "${1:-}" ]; then
+  # pyamg beside fegpu on the same systems: the wheel comes from .wheels/ (carried; gpu-stage.sh fetches it)
+  FEGPU_AMG_DUMP=/tmp/fegpu-amg .gpu/bin/fegpu bench amg 2>&1 | tee "$OUT/bench-amg.txt"
+  pip install --no-deps --no-index --target /tmp/pyamg .wheels/pyamg-*.whl > /dev/null 2>&1 \
+    && PYTHONPATH=/tmp/pyamg python3 peers/amg_pyamg.py /tmp/fegpu-amg 2>&1 | tee "$OUT/peers-amg.txt"
 fi
 echo "gpu round: $([ $fail -eq 0 ] && echo all checks passed || echo SOME CHECKS FAILED)"
 exit $fail

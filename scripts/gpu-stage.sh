@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copies what scripts/gpu-round.sh runs into .gpu/ (ignored by git, carried
 # to the GPU machine): the fegpu command, the library, the Rust test
-# binaries and the CTest drivers of build/ when it exists.
+# binaries and the CTest drivers of build/ when it exists; the pyamg wheel
+# into .wheels/ (carry both: [".gpu", ".wheels"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/lib .gpu/tests .gpu/drivers
@@ -22,4 +23,7 @@ done
 if [ -d build/ctest ]; then
   find build/ctest -maxdepth 1 -type f -executable ! -name error_stop -exec cp {} .gpu/drivers/ \;  # error_stop fails by design
 fi
+# pyamg for the AMG peer (the GPU machine cannot download): carry .wheels too
+ls .wheels/pyamg-*.whl > /dev/null 2>&1 || pip download pyamg --python-version 3.12 --only-binary=:all: \
+  --platform manylinux_2_17_x86_64 --no-deps -d .wheels > /dev/null 2>&1 || echo "pyamg wheel not fetched: the AMG peer will not run"
 du -sh .gpu

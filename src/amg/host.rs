@@ -86,6 +86,25 @@ fn blocks(n: usize) -> Vec<std::ops::Range<usize>> {
     (0..n.div_ceil(ROWS_PER_TASK)).map(|t| t * ROWS_PER_TASK..((t + 1) * ROWS_PER_TASK).min(n)).collect()
 }
 
+/// Calls `f(i, values of row i)` for every row, rows in parallel blocks
+/// (`v` laid out by the row pointers `rp`).
+pub fn for_each_row_mut(rp: &[i32], v: &mut [f64], f: impl Fn(usize, &mut [f64]) + Sync) {
+    let ranges = blocks(rp.len() - 1);
+    let mut chunks: Vec<&mut [f64]> = Vec::with_capacity(ranges.len());
+    let mut rest = v;
+    for r in &ranges {
+        let (head, tail) = rest.split_at_mut((rp[r.end] - rp[r.start]) as usize);
+        chunks.push(head);
+        rest = tail;
+    }
+    ranges.into_par_iter().zip(chunks).for_each(|(rows, out)| {
+        let base = rp[rows.start] as usize;
+        for i in rows {
+            f(i, &mut out[rp[i] as usize - base..rp[i + 1] as usize - base]);
+        }
+    });
+}
+
 /// The pattern of A B (row pointers and sorted columns), values zero.
 pub fn product_pattern(a: &Mat, b: &Mat) -> Mat {
     let parts: Vec<(Vec<i32>, Vec<i32>)> = blocks(a.nrows)
@@ -274,7 +293,8 @@ pub fn dense_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
     let scale = t.iter().fold(0.0f64, |s, x| s.max(x.abs()));
     for col in 0..m {
         let piv = (col..m).max_by(|&x, &y| t[x * w + col].abs().total_cmp(&t[y * w + col].abs()))?;
-        if !(t[piv * w + col].abs() > 1e-14 * scale) {
+        let pivot = t[piv * w + col].abs();
+        if pivot.is_nan() || pivot <= 1e-14 * scale {
             return None;
         }
         if piv != col {

@@ -137,6 +137,8 @@ pub struct Hierarchy {
     pub smoother: Smoother,
     /// Where the finest matrix is not symmetric: (i, j, a_ij, a_ji).
     pub asymmetry: Option<(usize, usize, f64, f64)>,
+    /// Each finest entry's transposed entry, when the pattern is symmetric.
+    mirror: Option<Vec<u32>>,
     pub options: Options,
     /// Seconds per phase of the last setup or re-setup on the host.
     pub phases: Vec<(&'static str, f64)>,

@@ -3,7 +3,9 @@
 //! space, Jacobi smoothing of it, Galerkin products and the smoothers; and
 //! the values-only re-setup that keeps every structure.
 
-use super::host::{dense_inverse, product, product_pattern, product_values, spectral_bound, spectral_radius_symmetric, Mat};
+use super::host::{
+    dense_inverse, for_each_row_mut, product, product_pattern, product_values, spectral_bound, spectral_radius_symmetric, Mat,
+};
 use super::{Hierarchy, Level, NearNullSpace, Options, Smoother, Transfer};
 use crate::error::{Error, ErrorKind, Result};
 use rayon::prelude::*;
@@ -49,7 +51,7 @@ pub fn rigid_body_modes(dim: usize, coords: &[f64]) -> Result<NearNullSpace> {
     if dim != 2 && dim != 3 {
         return Err(Error::invalid(format!("dim = {dim}: rigid-body modes are for dim 2 or 3")));
     }
-    if coords.len() % dim != 0 {
+    if !coords.len().is_multiple_of(dim) {
         return Err(Error::size(format!("coords has {} values: not a multiple of dim = {dim}", coords.len())));
     }
     if let Some(k) = coords.iter().position(|c| !c.is_finite()) {
@@ -87,15 +89,32 @@ pub fn rigid_body_modes(dim: usize, coords: &[f64]) -> Result<NearNullSpace> {
     Ok(NearNullSpace { vectors: b, count })
 }
 
+/// For each entry (i, j) of A, the entry (j, i), when the pattern is
+/// symmetric (None otherwise): a re-setup's symmetry check is then one pass.
+pub fn mirror(a: &Mat) -> Option<Vec<u32>> {
+    (0..a.nrows)
+        .into_par_iter()
+        .flat_map_iter(|i| {
+            a.row(i).map(move |k| {
+                let j = a.ci[k] as usize;
+                let r = a.row(j);
+                a.ci[r.clone()].binary_search(&(i as i32)).ok().map(|t| (r.start + t) as u32)
+            })
+        })
+        .collect()
+}
+
 /// The first entry where A differs from A^T by more than rounding (1e-10
 /// of the row's largest entry), as (i, j, a_ij, a_ji); None: symmetric.
-pub fn asymmetry(a: &Mat) -> Option<(usize, usize, f64, f64)> {
+/// `mirror` (from `mirror`) makes it one pass over the values.
+pub fn asymmetry(a: &Mat, mirror: Option<&[u32]>) -> Option<(usize, usize, f64, f64)> {
+    let at = |i: usize, k: usize| match mirror {
+        Some(m) => a.v[m[k] as usize],
+        None => a.get(a.ci[k] as usize, i),
+    };
     (0..a.nrows).into_par_iter().find_map_first(|i| {
         let scale = a.row(i).map(|k| a.v[k].abs()).fold(0.0, f64::max);
-        a.row(i)
-            .map(|k| (a.ci[k] as usize, a.v[k]))
-            .find(|&(j, v)| (v - a.get(j, i)).abs() > 1e-10 * scale)
-            .map(|(j, v)| (i, j, v, a.get(j, i)))
+        a.row(i).find(|&k| (a.v[k] - at(i, k)).abs() > 1e-10 * scale).map(|k| (i, a.ci[k] as usize, a.v[k], at(i, k)))
     })
 }
 
@@ -373,12 +392,10 @@ fn prolongator_values(tr: &mut Transfer, dinv: &[f64], rho: f64, smooth: bool) {
     }
     let omega = if rho > 0.0 { 4.0 / (3.0 * rho) } else { 0.0 };
     let (at, t_at) = (&tr.at, &tr.t_at);
-    let p = &mut tr.p;
-    for i in 0..at.nrows {
-        for k in at.row(i) {
-            p.v[k] = t_at[k] - omega * dinv[i] * at.v[k];
-        }
-    }
+    for_each_row_mut(&at.rp, &mut tr.p.v, |i, row| {
+        let s = at.rp[i] as usize;
+        row.iter_mut().enumerate().for_each(|(o, p)| *p = t_at[s + o] - omega * dinv[i] * at.v[s + o]);
+    });
 }
 
 /// The numbers of a level and its transfer from its matrix `a`: the
@@ -401,7 +418,7 @@ fn numbers(level: &mut Level, smoother: Smoother, symmetric: bool, smooth: bool)
 pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
     check_finest(&a)?;
     let n = a.nrows;
-    if o.block_size == 0 || n % o.block_size != 0 {
+    if o.block_size == 0 || !n.is_multiple_of(o.block_size) {
         return Err(Error::invalid(format!("block_size = {}: must divide the {n} rows", o.block_size)));
     }
     if !(o.strength >= 0.0 && o.strength <= 1.0) {
@@ -433,7 +450,8 @@ pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
             ((0..bs).flat_map(|c| (0..n).map(move |i| if i % bs == c { 1.0 } else { 0.0 })).collect(), bs)
         }
     };
-    let asym = asymmetry(&a);
+    let mirror = mirror(&a);
+    let asym = asymmetry(&a, mirror.as_deref());
     let symmetric = asym.is_none();
     let smoother =
         o.smoother.unwrap_or(if symmetric { Smoother::Chebyshev { degree: 2 } } else { Smoother::L1Jacobi { sweeps: 2 } });
@@ -500,7 +518,8 @@ pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
             None => break,
         }
     }
-    let mut h = Hierarchy { levels, coarse_inverse: None, smoother, asymmetry: asym, options: o.clone(), phases: Vec::new() };
+    let mut h =
+        Hierarchy { levels, coarse_inverse: None, smoother, asymmetry: asym, mirror, options: o.clone(), phases: Vec::new() };
     h.coarse_inverse = coarse_inverse(&h)?;
     clock.lap("coarsest inverse");
     h.phases = clock.0;
@@ -538,7 +557,7 @@ pub fn refresh(h: &mut Hierarchy, values: &[f64]) -> Result<()> {
         h.levels[0].a.v = old;
         return Err(e);
     }
-    h.asymmetry = asymmetry(&h.levels[0].a);
+    h.asymmetry = asymmetry(&h.levels[0].a, h.mirror.as_deref());
     clock.lap("checks");
     let (smoother, symmetric, smooth) = (h.smoother, h.asymmetry.is_none(), h.options.smooth_prolongator);
     for l in 0..h.levels.len() {

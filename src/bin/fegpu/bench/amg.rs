@@ -88,6 +88,24 @@ fn elasticity(ctx: &Arc<Context>, m: usize, stiff: bool, modes: bool) -> Result<
     Ok(System { name, a, b: bh, spd: true, amg })
 }
 
+/// The system as raw little-endian arrays for the pyamg peer
+/// (peers/amg_pyamg.py): k.meta (name, rows, SPD, block size, vectors),
+/// k.rp (i32), k.ci (i32), k.v, k.b and k.nns (f64).
+fn write_system(dir: &std::path::Path, k: usize, sys: &System) -> Result<()> {
+    let io = |e: std::io::Error| fegpu::Error::invalid(format!("{}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let put = |ext: &str, bytes: Vec<u8>| std::fs::write(dir.join(format!("{k}.{ext}")), bytes).map_err(io);
+    let p = &sys.a.pattern;
+    let nns = sys.amg.near_null_space.as_ref();
+    let meta = format!("{}\n{}\n{}\n{}\n{}\n", sys.name, p.nrows, sys.spd as i32, sys.amg.block_size, nns.map_or(0, |b| b.count));
+    put("meta", meta.into_bytes())?;
+    put("rp", p.row_ptr.iter().flat_map(|x| x.to_le_bytes()).collect())?;
+    put("ci", p.col.iter().flat_map(|x| x.to_le_bytes()).collect())?;
+    put("v", sys.a.download_values()?.iter().flat_map(|x| x.to_le_bytes()).collect())?;
+    put("b", sys.b.iter().flat_map(|x| x.to_le_bytes()).collect())?;
+    put("nns", nns.map_or(Vec::new(), |b| b.vectors.iter().flat_map(|x| x.to_le_bytes()).collect()))
+}
+
 /// One solve's figures.
 struct Run {
     iterations: i64,
@@ -178,7 +196,11 @@ pub fn run_all() -> Result<()> {
         gallery::convection_diffusion(convection, 100.0),
         false,
     )?);
-    for sys in &systems {
+    let dump = std::env::var_os("FEGPU_AMG_DUMP").map(std::path::PathBuf::from);
+    for (k, sys) in systems.iter().enumerate() {
+        if let Some(dir) = &dump {
+            write_system(dir, k, sys)?;
+        }
         let n = sys.b.len();
         println!("\n  {}: {n} rows, {} nonzeros", sys.name, sys.a.pattern.nnz());
         println!("    {:<24} {:>6} {:>10} {:>10} {:>12}", "solver", "its", "setup", "solve", "to solution");
