@@ -9,7 +9,7 @@ use super::{Hierarchy, Mat};
 use crate::array::cuda::BLOCK;
 use crate::error::Result;
 use crate::gpu::{arg_or_null, DeviceBuffer, Gpu, KernelArg};
-use crate::sparse::cuda::{spmv_with, threads_per_row, upload};
+use crate::sparse::cuda::{spmv_blocks, spmv_with, threads_per_row, upload};
 use crate::sparse::DevicePattern;
 
 /// kernels/amg.cu after the shared prelude and the CSR row product.
@@ -87,12 +87,6 @@ fn coefficient_table(h: &Hierarchy) -> Vec<f64> {
     t
 }
 
-fn zeros(g: &Gpu, n: usize) -> Result<DeviceBuffer<f64>> {
-    let mut v = g.alloc::<f64>(n.max(1))?;
-    g.fill_bytes(&mut v, 0)?;
-    Ok(v)
-}
-
 impl DeviceHierarchy {
     pub fn new(g: &Gpu, h: &Hierarchy) -> Result<DeviceHierarchy> {
         let mut levels = Vec::with_capacity(h.levels.len());
@@ -104,10 +98,10 @@ impl DeviceHierarchy {
                 p: tr.map(|t| DeviceCsr::new(g, &t.p)).transpose()?,
                 r: tr.map(|t| DeviceCsr::new(g, &t.r)).transpose()?,
                 inverse: upload(g, &level.smoother_inverse)?,
-                x: [zeros(g, n)?, zeros(g, n)?],
-                b: zeros(g, n)?,
-                d: zeros(g, n)?,
-                residual: zeros(g, n)?,
+                x: [g.zeros(n.max(1))?, g.zeros(n.max(1))?],
+                b: g.zeros(n.max(1))?,
+                d: g.zeros(n.max(1))?,
+                residual: g.zeros(n.max(1))?,
             });
         }
         Ok(DeviceHierarchy {
@@ -168,7 +162,7 @@ fn smooth_step(
     arg_or_null(&mut l, x_in);
     l.arg(x_out).arg(&dl.d).arg(coef.0).arg(&coef.1);
     arg_or_null(&mut l, sc);
-    g.launch(&name, l, (blocks(n, tpr), 1, 1), (BLOCK, 1, 1), 0)
+    g.launch(&name, l, (spmv_blocks(n, tpr) as u32, 1, 1), (BLOCK, 1, 1), 0)
 }
 
 fn residual(
@@ -187,11 +181,7 @@ fn residual(
     let mut l = g.launcher(&f);
     l.arg(&n32).arg(&a.pattern.row_ptr).arg(&a.pattern.col).arg(a.values).arg(b).arg(x).arg(r);
     arg_or_null(&mut l, sc);
-    g.launch(&name, l, (blocks(n, tpr), 1, 1), (BLOCK, 1, 1), 0)
-}
-
-fn blocks(n: usize, tpr: u32) -> u32 {
-    (n * tpr as usize).div_ceil(BLOCK as usize).max(1) as u32
+    g.launch(&name, l, (spmv_blocks(n, tpr) as u32, 1, 1), (BLOCK, 1, 1), 0)
 }
 
 /// The V-cycle from level `l`: b -> the returned iterate (one of the

@@ -89,6 +89,16 @@ fn blocks(n: usize) -> Vec<std::ops::Range<usize>> {
 /// Calls `f(i, values of row i)` for every row, rows in parallel blocks
 /// (`v` laid out by the row pointers `rp`).
 pub fn for_each_row_mut(rp: &[i32], v: &mut [f64], f: impl Fn(usize, &mut [f64]) + Sync) {
+    for_each_row_init(rp, v, || (), |_, i, row| f(i, row));
+}
+
+/// As `for_each_row_mut`, with scratch from `init` per task.
+fn for_each_row_init<S>(
+    rp: &[i32],
+    v: &mut [f64],
+    init: impl Fn() -> S + Sync + Send,
+    f: impl Fn(&mut S, usize, &mut [f64]) + Sync,
+) {
     let ranges = blocks(rp.len() - 1);
     let mut chunks: Vec<&mut [f64]> = Vec::with_capacity(ranges.len());
     let mut rest = v;
@@ -97,10 +107,10 @@ pub fn for_each_row_mut(rp: &[i32], v: &mut [f64], f: impl Fn(usize, &mut [f64])
         chunks.push(head);
         rest = tail;
     }
-    ranges.into_par_iter().zip(chunks).for_each(|(rows, out)| {
+    ranges.into_par_iter().zip(chunks).for_each_init(init, |scratch, (rows, out)| {
         let base = rp[rows.start] as usize;
         for i in rows {
-            f(i, &mut out[rp[i] as usize - base..rp[i + 1] as usize - base]);
+            f(scratch, i, &mut out[rp[i] as usize - base..rp[i + 1] as usize - base]);
         }
     });
 }
@@ -148,29 +158,22 @@ pub fn product_pattern(a: &Mat, b: &Mat) -> Mat {
 /// in the order of A's and B's entries, so the result does not depend on
 /// how the rows were shared out.
 pub fn product_values(a: &Mat, b: &Mat, c: &mut Mat) {
-    let ranges = blocks(a.nrows);
-    let mut chunks: Vec<&mut [f64]> = Vec::with_capacity(ranges.len());
-    let mut rest = &mut c.v[..];
-    for r in &ranges {
-        let (head, tail) = rest.split_at_mut((c.rp[r.end] - c.rp[r.start]) as usize);
-        chunks.push(head);
-        rest = tail;
-    }
     let (crp, cci) = (&c.rp, &c.ci);
-    ranges.into_par_iter().zip(chunks).for_each_init(
+    // slot[j]: where column j sits in the row being summed
+    for_each_row_init(
+        crp,
+        &mut c.v,
         || vec![0u32; b.ncols],
-        |slot, (rows, out)| {
-            let base = crp[rows.start] as usize;
-            for i in rows {
-                for k in crp[i] as usize..crp[i + 1] as usize {
-                    slot[cci[k] as usize] = (k - base) as u32;
-                    out[k - base] = 0.0;
-                }
-                for ka in a.row(i) {
-                    let aik = a.v[ka];
-                    for kb in b.row(a.ci[ka] as usize) {
-                        out[slot[b.ci[kb] as usize] as usize] += aik * b.v[kb];
-                    }
+        |slot, i, out| {
+            let start = crp[i] as usize;
+            for (o, &j) in cci[start..crp[i + 1] as usize].iter().enumerate() {
+                slot[j as usize] = o as u32;
+                out[o] = 0.0;
+            }
+            for ka in a.row(i) {
+                let aik = a.v[ka];
+                for kb in b.row(a.ci[ka] as usize) {
+                    out[slot[b.ci[kb] as usize] as usize] += aik * b.v[kb];
                 }
             }
         },

@@ -25,9 +25,7 @@ pub struct Reduce {
 
 impl Reduce {
     pub fn new(g: &Gpu) -> Result<Reduce> {
-        let mut counter = g.alloc::<u32>(1)?;
-        g.fill_bytes(&mut counter, 0)?;
-        Ok(Reduce { partial: g.alloc(2 * REDUCE_BLOCKS)?, out: g.alloc(2)?, counter })
+        Ok(Reduce { partial: g.alloc(2 * REDUCE_BLOCKS)?, out: g.alloc(2)?, counter: g.zeros::<u32>(1)? })
     }
 
     /// Blocks of a one-pass reduction over n elements.
@@ -66,8 +64,7 @@ impl Reduce {
 /// max |x_i| (NaN when any element is NaN), finished on the device.
 pub fn amax(g: &Gpu, n: usize, x: &DeviceBuffer<f64>) -> Result<f64> {
     let f = g.kernel("vector", SOURCE, "amax")?;
-    let mut out = g.alloc::<u64>(1)?;
-    g.fill_bytes(&mut out, 0)?;
+    let out = g.zeros::<u64>(1)?;
     let n64 = n as i64;
     let mut l = g.launcher(&f);
     l.arg(&n64).arg(x).arg(&out);

@@ -10,6 +10,13 @@ impl Gpu {
         unsafe { self.stream().alloc::<T>(n) }.map_err(|e| device_error(&format!("allocating {n} elements"), e))
     }
 
+    /// Zeroed device memory for `n` elements.
+    pub fn zeros<T: DeviceScalar>(&self, n: usize) -> Result<DeviceBuffer<T>> {
+        let mut b = self.alloc::<T>(n)?;
+        self.fill_bytes(&mut b, 0)?;
+        Ok(b)
+    }
+
     /// Copies `src` into `dst[offset..]` and waits, so the caller may reuse `src`
     /// at once (a copy from page-locked memory is otherwise asynchronous).
     pub fn upload<T: DeviceScalar>(&self, src: &[T], dst: &mut DeviceBuffer<T>, offset: usize) -> Result<()> {

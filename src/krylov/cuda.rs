@@ -82,13 +82,7 @@ pub fn solver_kernel(
 
 /// The solvers' work vectors on the device (SLOTS of n, zeroed).
 pub(crate) fn work_vectors(g: &Gpu, n: usize) -> Result<Vec<DeviceBuffer<f64>>> {
-    (0..SLOTS)
-        .map(|_| {
-            let mut v = g.alloc::<f64>(n.max(1))?;
-            g.fill_bytes(&mut v, 0)?;
-            Ok(v)
-        })
-        .collect()
+    (0..SLOTS).map(|_| g.zeros::<f64>(n.max(1))).collect()
 }
 
 /// The solvers' operations on the device.

@@ -73,7 +73,7 @@ pub fn spmv(
 }
 
 /// Blocks of the SpMV kernel for n rows at `tpr` threads per row.
-fn spmv_blocks(n: usize, tpr: u32) -> usize {
+pub(crate) fn spmv_blocks(n: usize, tpr: u32) -> usize {
     (n * tpr as usize).div_ceil(BLOCK as usize).max(1)
 }
 
