@@ -176,9 +176,11 @@ fn the_vcycle_equals_a_dense_serial_reference() {
         ("laplacian7 9^3, Chebyshev", mat(n * n * n, &gallery::laplacian7(n)), None),
         ("porous flow 9^3, l1-Jacobi x3", mat(n * n * n, &gallery::porous_flow(n, &k)), Some(Smoother::L1Jacobi { sweeps: 3 })),
         ("convection-diffusion 9^3", mat(n * n * n, &gallery::convection_diffusion(n, 5.0)), None),
+        ("convection-diffusion 9^3, plain aggregation", mat(n * n * n, &gallery::convection_diffusion(n, 5.0)), None),
     ];
     for (name, a, smoother) in cases {
-        let h = Hierarchy::new(a, &Options { coarsest: 20, smoother, ..Options::default() }).unwrap();
+        let smooth_prolongator = !name.contains("plain");
+        let h = Hierarchy::new(a, &Options { coarsest: 20, smoother, smooth_prolongator, ..Options::default() }).unwrap();
         assert!(h.levels.len() >= 3, "{name}: {} levels", h.levels.len());
         let r = rng.vec_f64(n * n * n);
         let mut z = vec![f64::NAN; r.len()];

@@ -106,7 +106,8 @@ pub struct Transfer {
     pub tentative: Mat,
     /// The near-null space on the coarse level (T * coarse = fine, exactly).
     pub coarse_null_space: Vec<f64>,
-    /// A T (pattern kept), and T's value at each of its entries.
+    /// A T (pattern kept), and T's value at each of its entries (empty
+    /// without prolongator smoothing).
     at: Mat,
     t_at: Vec<f64>,
     /// P = T - omega D^-1 A T (or T), R = P^T and which entry of P each came from.
@@ -164,8 +165,8 @@ impl Hierarchy {
     /// Levels, rows, nonzeros and complexity, a line each.
     pub fn summary(&self) -> String {
         let mut s = format!(
-            "AMG (smoothed aggregation{}), {} levels, operator complexity {:.3}, smoother {}, coarsest {}\n",
-            if self.options.smooth_prolongator { "" } else { ", unsmoothed" },
+            "AMG ({} aggregation), {} levels, operator complexity {:.3}, smoother {}, coarsest {}\n",
+            if self.options.smooth_prolongator { "smoothed" } else { "plain" },
             self.levels.len(),
             self.operator_complexity(),
             self.smoother.name(),

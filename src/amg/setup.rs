@@ -407,7 +407,9 @@ fn numbers(level: &mut Level, smoother: Smoother, symmetric: bool, smooth: bool)
     level.spectral_radius = rho;
     (level.smoother_inverse, level.coefficients) = smoother_of(&level.a, smoother, &dinv, rho);
     if let Some(tr) = level.transfer.as_mut() {
-        product_values(&level.a, &tr.tentative, &mut tr.at);
+        if smooth {
+            product_values(&level.a, &tr.tentative, &mut tr.at);
+        }
         prolongator_values(tr, &dinv, rho, smooth);
         tr.r.v.par_iter_mut().zip(&tr.r_from).for_each(|(v, &k)| *v = tr.p.v[k as usize]);
         product_values(&level.a, &tr.p, &mut tr.ap);
@@ -473,7 +475,8 @@ pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
             if naggs > 0 && nc < n * 9 / 10 && !(2 * nc > n && n <= DENSE_LIMIT / 2) {
                 let (t, coarse) = tentative(&agg, naggs, bs, &b, k);
                 clock.lap("tentative prolongator");
-                let at = product_pattern(&level.a, &t);
+                // smoothing: P takes A T's pattern, and T's value at each of its entries
+                let at = if o.smooth_prolongator { product_pattern(&level.a, &t) } else { Mat::default() };
                 // T's row i holds columns agg k .. agg k + k - 1 in order, or none
                 let t_at: Vec<f64> = (0..at.nrows)
                     .into_par_iter()
@@ -490,7 +493,7 @@ pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
                         })
                     })
                     .collect();
-                let p = Mat { v: vec![0.0; at.nnz()], ..at.clone() };
+                let p = if o.smooth_prolongator { Mat { v: vec![0.0; at.nnz()], ..at.clone() } } else { t.clone() };
                 let (r, r_from) = p.transpose();
                 let ap = product_pattern(&level.a, &p);
                 level.transfer = Some(Transfer {
