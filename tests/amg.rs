@@ -14,7 +14,6 @@ use fegpu::amg::{rigid_body_modes, Hierarchy, Mat, Options, Smoother};
 use fegpu::array::Array;
 use fegpu::context::{Context, Request};
 use fegpu::error::ErrorKind;
-use fegpu::fem::{Element, ElementSet, Problem};
 use fegpu::sparse::gallery::{self, CsrArrays};
 use fegpu::sparse::solver::{Method, Precond, Settings, Solver};
 use fegpu::sparse::{build_pattern, Csr};
@@ -109,57 +108,10 @@ fn gauss_solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
     x
 }
 
-/// Hex8 elasticity on an m^3 block of unit cubes clamped at x = 0 (rows
-/// and columns of the clamped unknowns left with their diagonal), `stiff`:
-/// the upper half 1000 times stiffer; returns the matrix, the load and the
-/// node coordinates.
+/// Hex8 elasticity on an m^3 block clamped at x = 0 (`fem::gallery`):
+/// the matrix, the load and the node coordinates.
 fn elasticity(ctx: &Arc<Context>, m: usize, stiff: bool) -> (Arc<Csr>, Vec<f64>, Vec<f64>) {
-    let node = |i: usize, j: usize, k: usize| (i + (m + 1) * (j + (m + 1) * k)) as i64;
-    let mut coords = Vec::new();
-    for k in 0..=m {
-        for j in 0..=m {
-            for i in 0..=m {
-                coords.extend([i as f64, j as f64, k as f64]);
-            }
-        }
-    }
-    let mut conn = Vec::new();
-    for k in 0..m {
-        for j in 0..m {
-            for i in 0..m {
-                for kk in [k, k + 1] {
-                    conn.extend([node(i, j, kk), node(i + 1, j, kk), node(i + 1, j + 1, kk), node(i, j + 1, kk)]);
-                }
-            }
-        }
-    }
-    let (nodes, elements) = (coords.len() / 3, conn.len() / 8);
-    let material: Vec<i64> = (0..elements).map(|e| i64::from(stiff && e / (m * m) >= m / 2)).collect();
-    let set = ElementSet::new(
-        ctx.clone(),
-        Element::Hex8,
-        Problem::Elastic3d,
-        nodes as i64,
-        &coords,
-        elements as i64,
-        &conn,
-        0,
-        &[30e3, 0.2, 30e6, 0.2],
-        &material,
-        2,
-    )
-    .unwrap();
-    set.integrate().unwrap();
-    let a = set.assemble().unwrap();
-    let dofs = 3 * nodes;
-    let fixed: Vec<i64> =
-        (0..nodes).filter(|&v| coords[3 * v] == 0.0).flat_map(|v| (0..3).map(move |c| (3 * v + c) as i64)).collect();
-    let load: Vec<f64> = (0..dofs).map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5).collect();
-    let b = Array::new(ctx.clone(), dofs, 1, Some(&load)).unwrap();
-    fegpu::sparse::apply_dirichlet(&a, &fixed, 0, &vec![0.0; fixed.len()], &b).unwrap();
-    let mut bh = vec![0.0; dofs];
-    b.download(0, &mut bh, "b").unwrap();
-    (a, bh, coords)
+    fegpu::fem::gallery::clamped_block(ctx, m, stiff).unwrap()
 }
 
 fn host_mat(a: &Csr) -> Mat {

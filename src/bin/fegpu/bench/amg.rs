@@ -10,7 +10,6 @@ use fegpu::amg::{rigid_body_modes, Options};
 use fegpu::array::Array;
 use fegpu::context::Context;
 use fegpu::error::Result;
-use fegpu::fem::{Element, ElementSet, Problem};
 use fegpu::sparse::solver::{Method, Precond, Settings, Solver};
 use fegpu::sparse::{self, gallery, Csr};
 use std::sync::Arc;
@@ -46,35 +45,10 @@ fn scalar(ctx: &Arc<Context>, name: String, n: usize, arrays: gallery::CsrArrays
     Ok(System { name, a, b, spd, amg: Options::default() })
 }
 
-/// Hex8 elasticity on an m^3 block clamped at x = 0, a load everywhere;
+/// Hex8 elasticity on an m^3 block clamped at x = 0 (`fem::gallery`);
 /// `stiff`: the upper half 1000 times stiffer; `modes`: rigid-body modes given.
 fn elasticity(ctx: &Arc<Context>, m: usize, stiff: bool, modes: bool) -> Result<System> {
-    let (coords, conn) = super::fem::hex_block(m);
-    let (nodes, elements) = (coords.len() / 3, conn.len() / 8);
-    let material: Vec<i64> = (0..elements).map(|e| if stiff && e / (m * m) >= m / 2 { 1 } else { 0 }).collect();
-    let set = ElementSet::new(
-        ctx.clone(),
-        Element::Hex8,
-        Problem::Elastic3d,
-        nodes as i64,
-        &coords,
-        elements as i64,
-        &conn,
-        0,
-        &[30e3, 0.2, 30e6, 0.2],
-        &material,
-        2,
-    )?;
-    set.integrate()?;
-    let a = set.assemble()?;
-    let dofs = 3 * nodes;
-    let fixed: Vec<i64> =
-        (0..nodes).filter(|&v| coords[3 * v] == 0.0).flat_map(|v| (0..3).map(move |c| (3 * v + c) as i64)).collect();
-    let load: Vec<f64> = (0..dofs).map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5).collect();
-    let b = Array::new(ctx.clone(), dofs, 1, Some(&load))?;
-    sparse::apply_dirichlet(&a, &fixed, 0, &vec![0.0; fixed.len()], &b)?;
-    let mut bh = vec![0.0; dofs];
-    b.download(0, &mut bh, "b")?;
+    let (a, bh, coords) = fegpu::fem::gallery::clamped_block(ctx, m, stiff)?;
     let amg = Options {
         block_size: 3,
         near_null_space: if modes { Some(rigid_body_modes(3, &coords)?) } else { None },

@@ -38,30 +38,6 @@ fn loose_elements(t: Element, count: usize) -> (Vec<f64>, Vec<i64>) {
     (coords, conn)
 }
 
-/// An n x n x n block of unit hex8 elements (shared nodes), 0-based.
-pub(super) fn hex_block(n: usize) -> (Vec<f64>, Vec<i64>) {
-    let node = |i: usize, j: usize, k: usize| (i + (n + 1) * (j + (n + 1) * k)) as i64;
-    let mut coords = Vec::with_capacity(3 * (n + 1).pow(3));
-    for k in 0..=n {
-        for j in 0..=n {
-            for i in 0..=n {
-                coords.extend([i as f64, j as f64, k as f64]);
-            }
-        }
-    }
-    let mut conn = Vec::with_capacity(8 * n.pow(3));
-    for k in 0..n {
-        for j in 0..n {
-            for i in 0..n {
-                let face = |k| [node(i, j, k), node(i + 1, j, k), node(i + 1, j + 1, k), node(i, j + 1, k)];
-                conn.extend(face(k));
-                conn.extend(face(k + 1));
-            }
-        }
-    }
-    (coords, conn)
-}
-
 fn set_of(ctx: &Arc<Context>, t: Element, problem: Problem, coords: &[f64], conn: &[i64], order: i32) -> Result<ElementSet> {
     let (nodes, elements) = (coords.len() / t.dim(), conn.len() / t.nodes());
     ElementSet::new(
@@ -131,7 +107,7 @@ pub fn run() -> Result<()> {
     }
 
     let n = if on_gpu { 68 } else { 12 };
-    let (coords, conn) = hex_block(n);
+    let (coords, conn) = fegpu::fem::gallery::hex_block(n);
     let set = Arc::new(set_of(&ctx, Element::Hex8, Problem::Elastic3d, &coords, &conn, 2)?);
     let dofs = set.dofs();
     println!("\nCG per iteration, hex8 elasticity on {n}^3 elements: {dofs} dofs, Jacobi, the x = 0 face clamped");
