@@ -146,14 +146,15 @@ typedef uint64_t fegpu_context_t;
 // An array handle (0 is never valid).
 typedef uint64_t fegpu_array_t;
 
-// An element-set handle (0 is never valid).
-typedef uint64_t fegpu_fem_t;
+#if defined(FEGPU_MPI)
+// A distributed CSR matrix handle (0 is never valid).
+typedef uint64_t fegpu_dist_csr_t;
+#endif
 
-// A CSR matrix handle (0 is never valid).
-typedef uint64_t fegpu_csr_t;
-
-// An element-by-element solver handle (0 is never valid).
-typedef uint64_t fegpu_ebe_t;
+#if defined(FEGPU_MPI)
+// A distributed solver handle (0 is never valid).
+typedef uint64_t fegpu_dist_solver_t;
+#endif
 
 // What a solve did; filled whether or not it converged.
 typedef struct fegpu_solve_info {
@@ -168,6 +169,15 @@ typedef struct fegpu_solve_info {
   // Seconds of the whole call.
   double solve_seconds;
 } fegpu_solve_info;
+
+// An element-set handle (0 is never valid).
+typedef uint64_t fegpu_fem_t;
+
+// A CSR matrix handle (0 is never valid).
+typedef uint64_t fegpu_csr_t;
+
+// An element-by-element solver handle (0 is never valid).
+typedef uint64_t fegpu_ebe_t;
 
 // A transient heat-conduction stepper handle (0 is never valid).
 typedef uint64_t fegpu_heat_t;
@@ -404,6 +414,123 @@ fegpu_status fegpu_dense_transpose_host_in_place_f32(fegpu_context_t ctx,
                                                      int64_t n,
                                                      float *a,
                                                      int32_t variant);
+
+#if defined(FEGPU_MPI)
+// Creates this rank's context. Collective. `device` < 0 picks the rank's
+// index on its node modulo the visible devices (ranks spread over a
+// node's GPUs, several may share one); FEGPU_BACKEND and FEGPU_DEVICE
+// override as for `fegpu_context_create`.
+fegpu_status fegpu_dist_context_create(int32_t comm,
+                                       int32_t backend,
+                                       int64_t device,
+                                       fegpu_context_t *ctx);
+#endif
+
+#if defined(FEGPU_MPI)
+// Creates a distributed matrix from this rank's rows, int32 indices.
+// Collective. The rank owns the `nrows` global rows from `first_row` on
+// (index_base 0 or 1, as its column indices); the ranks' ranges, in rank
+// order, must tile 1..n_global (or 0..n_global-1) with no gap or overlap;
+// a rank may own none (nrows = 0). `row_ptr` has nrows + 1 entries;
+// `col_ind` holds global column numbers. fegpu splits the owned and halo
+// columns and builds the halo exchange once.
+fegpu_status fegpu_dist_csr_create_i32(fegpu_context_t ctx,
+                                       int32_t comm,
+                                       int64_t n_global,
+                                       int64_t first_row,
+                                       int64_t nrows,
+                                       const int32_t *row_ptr,
+                                       const int32_t *col_ind,
+                                       const double *values,
+                                       int32_t index_base,
+                                       fegpu_dist_csr_t *a);
+#endif
+
+#if defined(FEGPU_MPI)
+// As `fegpu_dist_csr_create_i32`, with int64 indices.
+fegpu_status fegpu_dist_csr_create_i64(fegpu_context_t ctx,
+                                       int32_t comm,
+                                       int64_t n_global,
+                                       int64_t first_row,
+                                       int64_t nrows,
+                                       const int64_t *row_ptr,
+                                       const int64_t *col_ind,
+                                       const double *values,
+                                       int32_t index_base,
+                                       fegpu_dist_csr_t *a);
+#endif
+
+#if defined(FEGPU_MPI)
+// New values for the same rows, in this rank's original entry order
+// (`nnz` of them). Collective; a refused update changes no rank's values.
+fegpu_status fegpu_dist_csr_update_values(fegpu_dist_csr_t a, const double *values, int64_t nnz);
+#endif
+
+#if defined(FEGPU_MPI)
+// y = A x over this rank's rows (x and y: the rank's parts, arrays of
+// nrows; 0 on a rank owning no rows). Collective.
+fegpu_status fegpu_dist_csr_spmv(fegpu_dist_csr_t a, fegpu_array_t x, fegpu_array_t y);
+#endif
+
+#if defined(FEGPU_MPI)
+// The global size and this rank's part: its first row (0-based), its
+// rows, and the neighbours it exchanges with. Any pointer may be NULL.
+fegpu_status fegpu_dist_csr_info(fegpu_dist_csr_t a,
+                                 int64_t *n_global,
+                                 int64_t *first_row,
+                                 int64_t *nrows,
+                                 int64_t *neighbours);
+#endif
+
+#if defined(FEGPU_MPI)
+// A description of the matrix into `buf` (as `fegpu_solver_describe`):
+// ranks, this rank's rows and halo, the exchange path.
+fegpu_status fegpu_dist_csr_describe(fegpu_dist_csr_t a, char *buf, int64_t len, int64_t *needed);
+#endif
+
+#if defined(FEGPU_MPI)
+// Destroys a distributed matrix (this rank's part; not collective).
+fegpu_status fegpu_dist_csr_destroy(fegpu_dist_csr_t a);
+#endif
+
+#if defined(FEGPU_MPI)
+// Creates a distributed solver: `method` FEGPU_METHOD_CG or _BICGSTAB (the
+// same on every rank), `precond` FEGPU_PRECOND_NONE, _JACOBI (Jacobi of the
+// global matrix), _ILU0 (block-Jacobi ILU(0): each rank factors its
+// diagonal block) or _AMG (AMG of each rank's diagonal block, default
+// options). Collective.
+fegpu_status fegpu_dist_solver_create(fegpu_dist_csr_t a,
+                                      int32_t method,
+                                      int32_t precond,
+                                      fegpu_dist_solver_t *s);
+#endif
+
+#if defined(FEGPU_MPI)
+// Solves A x = b over the ranks: b and x are this rank's parts (arrays of
+// its nrows; 0 on a rank owning no rows), x the initial guess on entry.
+// Collective; tol and maxit the same on every rank. Returns what
+// `fegpu_solver_solve` returns, the same status and `info` on every rank.
+fegpu_status fegpu_dist_solver_solve(fegpu_dist_solver_t s,
+                                     fegpu_array_t b,
+                                     fegpu_array_t x,
+                                     double tol,
+                                     int64_t maxit,
+                                     struct fegpu_solve_info *info);
+#endif
+
+#if defined(FEGPU_MPI)
+// The relative residual after each iteration of the last solve (the same
+// on every rank); as `fegpu_solver_history`.
+fegpu_status fegpu_dist_solver_history(fegpu_dist_solver_t s,
+                                       double *history,
+                                       int64_t len,
+                                       int64_t *count);
+#endif
+
+#if defined(FEGPU_MPI)
+// Destroys a distributed solver (this rank's part; not collective).
+fegpu_status fegpu_dist_solver_destroy(fegpu_dist_solver_t s);
+#endif
 
 // Creates an element set of one element type (FEGPU_ELEMENT_TRI3, _QUAD4,
 // _TET4, _HEX8) for one problem (FEGPU_PROBLEM_HEAT, _PLANE_STRESS,

@@ -10,6 +10,7 @@ pub mod amg;
 pub mod array;
 pub mod context;
 pub mod dense;
+pub mod dist;
 pub mod error;
 pub mod fem;
 pub mod ffi;
@@ -49,4 +50,5 @@ pub const KERNEL_SOURCES: &[(&str, &str)] = &[
     ("pipeline", pipeline::cuda::SOURCE),
     ("fem", fem::cuda::SOURCE),
     ("amg", amg::cuda::SOURCE),
+    ("dist", dist::SOURCE),
 ];

@@ -21,7 +21,12 @@ enum Pass {
 /// The header's functions: name -> argument kinds.
 fn c_functions(header: &str) -> BTreeMap<String, Vec<Pass>> {
     let mut out = BTreeMap::new();
-    let mut text: String = header.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+    // comments and preprocessor lines (the MPI API's #if FEGPU_MPI) out
+    let mut text: String = header
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//") && !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
     while let Some(open) = text.find("/*") {
         let close = text[open..].find("*/").map_or(text.len(), |c| open + c + 2);
         text.replace_range(open..close, "");
@@ -181,10 +186,13 @@ fn read(rel: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// fortran/ and fortran/mpi/ (the MPI build's module), so the distributed
+/// API is bound too.
 fn fortran_sources() -> String {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fortran");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<_> = ["fortran", "fortran/mpi"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "f90"))
         .collect();

@@ -133,7 +133,8 @@ impl Array {
                 None => host_vec(n, T::POISON, "array")?,
             }),
             Backend::Cuda(g) => {
-                let mut d = g.alloc::<T>(n).map_err(|e| e.within("array"))?;
+                // an empty array (a distributed rank owning no rows) still gets a buffer
+                let mut d = g.alloc::<T>(n.max(1)).map_err(|e| e.within("array"))?;
                 if let Some(src) = init {
                     g.upload(src, &mut d, 0)?;
                 }

@@ -12,7 +12,7 @@ pub const FEGPU_BACKEND_AUTO: i32 = 0;
 pub const FEGPU_BACKEND_CPU: i32 = 1;
 pub const FEGPU_BACKEND_CUDA: i32 = 2;
 
-fn request_of(backend: i32) -> Result<Request> {
+pub(crate) fn request_of(backend: i32) -> Result<Request> {
     match backend {
         FEGPU_BACKEND_AUTO => Ok(Request::Auto),
         FEGPU_BACKEND_CPU => Ok(Request::Cpu),

@@ -8,6 +8,8 @@
 pub mod array;
 pub mod context;
 pub mod dense;
+#[cfg(feature = "mpi")]
+pub mod dist;
 pub mod fem;
 pub mod lbm;
 pub mod pipeline;
@@ -128,6 +130,21 @@ fn check_extent<T>(len: usize, arg: &str) -> Result<()> {
 }
 
 /// A caller's scalar out-parameter.
+/// `text` into the caller's `buf` of `len` bytes, NUL-terminated and cut to
+/// fit; `needed` (may be NULL) gets its full length plus one.
+pub(crate) unsafe fn write_text(text: &str, buf: *mut libc::c_char, len: i64, needed: *mut i64) -> Result<()> {
+    if !needed.is_null() {
+        *needed = text.len() as i64 + 1;
+    }
+    let len =
+        usize::try_from(len).ok().filter(|&l| l >= 1).ok_or_else(|| Error::invalid(format!("len = {len}: must be >= 1")))?;
+    let out = host_out(buf as *mut u8, len, "buf")?;
+    let n = text.len().min(len - 1);
+    out[..n].copy_from_slice(&text.as_bytes()[..n]);
+    out[n] = 0;
+    Ok(())
+}
+
 pub(crate) unsafe fn out_param<'a, T>(ptr: *mut T, arg: &str) -> Result<&'a mut T> {
     check_pointer(ptr, arg)?;
     Ok(&mut *ptr)

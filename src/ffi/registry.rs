@@ -27,6 +27,8 @@ pub enum Kind {
     EbeSolver = 8,
     HeatStepper = 9,
     DynamicsStepper = 10,
+    DistCsr = 11,
+    DistSolver = 12,
 }
 
 impl Kind {
@@ -42,6 +44,8 @@ impl Kind {
             8 => Some(Kind::EbeSolver),
             9 => Some(Kind::HeatStepper),
             10 => Some(Kind::DynamicsStepper),
+            11 => Some(Kind::DistCsr),
+            12 => Some(Kind::DistSolver),
             _ => None,
         }
     }
@@ -57,6 +61,8 @@ impl Kind {
             Kind::EbeSolver => "fegpu_ebe_t",
             Kind::HeatStepper => "fegpu_heat_t",
             Kind::DynamicsStepper => "fegpu_dynamics_t",
+            Kind::DistCsr => "fegpu_dist_csr_t",
+            Kind::DistSolver => "fegpu_dist_solver_t",
         }
     }
 }

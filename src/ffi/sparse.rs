@@ -22,7 +22,7 @@ pub const FEGPU_SMOOTHER_AUTO: i32 = 0;
 pub const FEGPU_SMOOTHER_CHEBYSHEV: i32 = 1;
 pub const FEGPU_SMOOTHER_L1_JACOBI: i32 = 2;
 
-fn method_of(c: i32) -> Result<Method> {
+pub(crate) fn method_of(c: i32) -> Result<Method> {
     match c {
         FEGPU_METHOD_CG => Ok(Method::Cg),
         FEGPU_METHOD_BICGSTAB => Ok(Method::Bicgstab),
@@ -30,7 +30,7 @@ fn method_of(c: i32) -> Result<Method> {
     }
 }
 
-fn precond_of(c: i32) -> Result<Precond> {
+pub(crate) fn precond_of(c: i32) -> Result<Precond> {
     match c {
         FEGPU_PRECOND_NONE => Ok(Precond::None),
         FEGPU_PRECOND_JACOBI => Ok(Precond::Jacobi),
@@ -236,16 +236,7 @@ pub unsafe extern "C" fn fegpu_solver_describe(
     guard(|| {
         let sv = registry::get::<Solver>(s, "S")?;
         let text = format!("{} with {:?}\n{}", sv.method.name(), sv.precond, sv.amg_summary().unwrap_or_default());
-        if !needed.is_null() {
-            *needed = text.len() as i64 + 1;
-        }
-        let len =
-            usize::try_from(len).ok().filter(|&l| l >= 1).ok_or_else(|| Error::invalid(format!("len = {len}: must be >= 1")))?;
-        let out = host_out(buf as *mut u8, len, "buf")?;
-        let n = text.len().min(len - 1);
-        out[..n].copy_from_slice(&text.as_bytes()[..n]);
-        out[n] = 0;
-        Ok(())
+        super::write_text(&text, buf, len, needed)
     })
 }
 
@@ -568,14 +559,16 @@ pub unsafe extern "C" fn fegpu_solver_solve(
 /// the initial guess). Copies min(len, count) values; `count` gets the total.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_solver_history(s: fegpu_solver_t, history: *mut f64, len: i64, count: *mut i64) -> fegpu_status {
-    guard(|| {
-        let h = registry::get::<crate::sparse::solver::Solver>(s, "S")?.history();
-        let count = out_param(count, "count")?;
-        let n = usize::try_from(len).map_err(|_| Error::invalid(format!("len = {len}: must be >= 0")))?.min(h.len());
-        host_out(history, n, "history")?.copy_from_slice(&h[..n]);
-        *count = h.len() as i64;
-        Ok(())
-    })
+    guard(|| copy_history(&registry::get::<crate::sparse::solver::Solver>(s, "S")?.history(), history, len, count))
+}
+
+/// The first min(len, count) of `h` into `history`; `count` gets h's length.
+pub(crate) unsafe fn copy_history(h: &[f64], history: *mut f64, len: i64, count: *mut i64) -> Result<()> {
+    let count = out_param(count, "count")?;
+    let n = usize::try_from(len).map_err(|_| Error::invalid(format!("len = {len}: must be >= 0")))?.min(h.len());
+    host_out(history, n, "history")?.copy_from_slice(&h[..n]);
+    *count = h.len() as i64;
+    Ok(())
 }
 
 /// Destroys a solver.

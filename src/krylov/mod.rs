@@ -5,7 +5,9 @@
 //! scalars kept there, one iteration replayed as a CUDA graph, the host
 //! looking at the scalars every few iterations. Operators: CSR matrices
 //! (`sparse`), element-by-element products (`fem::ebe`); preconditioners:
-//! the identity and Jacobi (here), ILU(0) (`sparse`).
+//! the identity and Jacobi (here), ILU(0) (`sparse`). A distributed solve
+//! (`crate::dist`) runs the same methods through `Reduced`, which finishes
+//! every reduction over the ranks with one `GlobalSum` call.
 
 pub mod cpu;
 pub mod cuda;
@@ -142,6 +144,60 @@ pub trait Ops {
     /// `start` that the set-up left; None: the caller iterates on the host.
     fn iterate_on_device(&mut self, _method: Method, _start: &Start, _history: &mut Vec<f64>) -> Option<Result<Outcome>> {
         None
+    }
+}
+
+/// Reductions over the ranks of a distributed solve (`crate::dist`): the
+/// Krylov room stays free of any transport.
+pub trait GlobalSum {
+    /// Sums each element of `v` over the ranks, in place, in one call.
+    fn sum(&self, v: &mut [f64]) -> Result<()>;
+    /// The largest of each element of `v` over the ranks, in place.
+    fn max(&self, v: &mut [f64]) -> Result<()>;
+}
+
+/// The operations of a distributed solve: the rank's own `inner` operations
+/// on its rows, each reduction then summed over the ranks (a dot pair in one
+/// call). The iterations run on the host, which holds the global scalars.
+pub struct Reduced<'a> {
+    pub inner: &'a mut dyn Ops,
+    pub global: &'a dyn GlobalSum,
+}
+
+impl Ops for Reduced<'_> {
+    fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
+        self.inner.spmv(x, y)
+    }
+    fn dots(&mut self, a: Slot, b: Slot, cd: Option<(Slot, Slot)>) -> Result<(f64, f64)> {
+        let (ab, cd) = self.inner.dots(a, b, cd)?;
+        let mut v = [ab, cd];
+        self.global.sum(&mut v)?;
+        Ok((v[0], v[1]))
+    }
+    fn update(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<()> {
+        self.inner.update(w, a, x, b, y, c)
+    }
+    fn precond(&mut self, r: Slot, z: Slot) -> Result<()> {
+        self.inner.precond(r, z)
+    }
+    fn identity_precond(&self) -> bool {
+        self.inner.identity_precond()
+    }
+    fn amax(&mut self, v: Slot) -> Result<f64> {
+        let local = self.inner.amax(v)?;
+        // a NaN on any rank must give NaN, which a max does not carry: a flag beside the value does
+        let mut m = [f64::from(u8::from(local.is_nan())), if local.is_nan() { 0.0 } else { local }];
+        self.global.max(&mut m)?;
+        Ok(if m[0] > 0.0 { f64::NAN } else { m[1] })
+    }
+    fn fetch(&mut self, v: Slot) -> Result<Vec<f64>> {
+        self.inner.fetch(v)
+    }
+    fn update_dots(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64, u: Option<Slot>) -> Result<(f64, f64)> {
+        let (ww, wu) = self.inner.update_dots(w, a, x, b, y, c, u)?;
+        let mut v = [ww, wu];
+        self.global.sum(&mut v)?;
+        Ok((v[0], v[1]))
     }
 }
 
@@ -300,8 +356,11 @@ fn check_finite(ops: &mut dyn Ops, slot: Slot, max: f64, arg: &str) -> Result<()
         return Ok(());
     }
     let v = ops.fetch(slot)?;
-    let k = v.iter().position(|x| !x.is_finite()).unwrap_or(0);
-    Err(Error::invalid(format!("{arg}[{k}] = {}: {arg} must be finite", v.get(k).copied().unwrap_or(max))))
+    match v.iter().position(|x| !x.is_finite()) {
+        Some(k) => Err(Error::invalid(format!("{arg}[{k}] = {}: {arg} must be finite", v[k]))),
+        // a distributed solve: the element is in another rank's part
+        None => Err(Error::invalid(format!("{arg} holds {max} in another rank's rows: {arg} must be finite"))),
+    }
 }
 
 /// The method, then the true residual ||b - A x|| / ||b|| recomputed from

@@ -10,7 +10,7 @@ use crate::amg;
 use crate::array::{Array, Buffer};
 use crate::error::{Error, ErrorKind, Result};
 use crate::gpu::{DeviceBuffer, Gpu, Graph};
-use crate::krylov::{cpu::CpuOps, cuda::CudaOps, Identity, Jacobi, Operator, Preconditioner, Slot, SLOTS};
+use crate::krylov::{cpu::CpuOps, cuda::CudaOps, GlobalSum, Identity, Jacobi, Operator, Preconditioner, Reduced, Slot, SLOTS};
 pub use crate::krylov::{outcome_status, Method, Outcome};
 use std::sync::{Arc, Mutex};
 
@@ -203,6 +203,13 @@ pub struct Solver {
     state: Mutex<State>,
 }
 
+/// A rank's rows of a distributed matrix (`crate::dist`) as the operator of
+/// a solve whose own matrix is the rank's diagonal block: the product is
+/// built around that block's values, which the solver holds locked.
+pub trait RankProduct {
+    fn product<'a>(&'a self, diagonal_block: &'a Buffer<f64>) -> Box<dyn Operator + 'a>;
+}
+
 /// A CSR matrix as the Krylov methods' operator.
 pub struct CsrOperator<'a> {
     pub p: &'a Pattern,
@@ -344,6 +351,13 @@ impl Solver {
         Ok(s)
     }
 
+    /// Builds the preconditioner now if the values changed (a solve does so
+    /// itself); returns the seconds spent. A distributed solve calls it first,
+    /// so that every rank knows the others' blocks built before iterating.
+    pub fn prepare(&self) -> Result<f64> {
+        self.refresh(&mut self.lock())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -394,6 +408,22 @@ impl Solver {
     /// `outcome_status`), the true relative residual, and the seconds spent
     /// rebuilding the preconditioner first (0 when it was current).
     pub fn solve(&self, b: &Array, x: &Array, tol: f64, maxit: i64) -> Result<(Outcome, f64, f64)> {
+        self.solve_over(b, x, tol, maxit, None)
+    }
+
+    /// As `solve`; with `distributed`, the rank's part of a distributed solve
+    /// (`crate::dist`): the product is that one's (the rank's rows of the
+    /// global matrix, halo exchange included), the reductions are summed
+    /// over the ranks, and this solver's matrix is the rank's diagonal block,
+    /// which the preconditioner is built from (block Jacobi over the ranks).
+    pub fn solve_over(
+        &self,
+        b: &Array,
+        x: &Array,
+        tol: f64,
+        maxit: i64,
+        distributed: Option<(&dyn RankProduct, &dyn GlobalSum)>,
+    ) -> Result<(Outcome, f64, f64)> {
         let n = self.csr.pattern.nrows;
         super::check_vector(&self.csr, b, n, "b")?;
         super::check_vector(&self.csr, x, n, "x")?;
@@ -415,15 +445,24 @@ impl Solver {
         let (bb, xb) = (f64_buf(&mut gb), f64_buf(&mut gx));
         let p = &self.csr.pattern;
         let dp = self.csr.device.as_ref();
-        let op = CsrOperator { p, dp, values: &vals.data };
+        let op: Box<dyn Operator> = match distributed {
+            None => Box::new(CsrOperator { p, dp, values: &vals.data }),
+            Some((rows, _)) => rows.product(&vals.data),
+        };
+        let op = &*op;
         let pc = self.preconditioner(&st.factors, st.levels.as_ref(), st.amg.as_ref(), &vals.data);
         let pc: &dyn Preconditioner = &*pc;
+        let (method, history) = (self.method, &mut st.history);
+        let mut run = |ops: &mut dyn crate::krylov::Ops| match distributed {
+            None => crate::krylov::run(ops, method, tol, maxit, history),
+            Some((_, global)) => crate::krylov::run(&mut Reduced { inner: ops, global }, method, tol, maxit, history),
+        };
         let (out, true_rel) = match (&mut st.vecs, &mut st.device, bb, xb) {
             (Vectors::Host(vecs), None, Buffer::Host(bh), Buffer::Host(xh)) => {
                 vecs[Slot::B as usize].copy_from_slice(bh);
                 vecs[Slot::X as usize].copy_from_slice(xh);
-                let mut ops = CpuOps { op: &op, pc, vecs };
-                let result = crate::krylov::run(&mut ops, self.method, tol, maxit, &mut st.history)?;
+                let mut ops = CpuOps { op, pc, vecs };
+                let result = run(&mut ops)?;
                 xh.copy_from_slice(&ops.vecs[Slot::X as usize]);
                 result
             }
@@ -432,8 +471,10 @@ impl Solver {
                 g.copy(bd, &mut vecs[Slot::B as usize])?;
                 g.copy(xd, &mut vecs[Slot::X as usize])?;
                 let DeviceWork { reduce, scalars, iteration } = dw;
-                let mut ops = CudaOps { g, op: &op, pc, n, vecs, reduce, looping: Some((scalars, iteration)) };
-                let result = crate::krylov::run(&mut ops, self.method, tol, maxit, &mut st.history)?;
+                // a distributed solve iterates on the host, which holds the global scalars
+                let looping = if distributed.is_none() { Some((scalars, iteration)) } else { None };
+                let mut ops = CudaOps { g, op, pc, n, vecs, reduce, looping };
+                let result = run(&mut ops)?;
                 g.copy(&ops.vecs[Slot::X as usize], xd)?;
                 g.synchronize("solve")?;
                 result

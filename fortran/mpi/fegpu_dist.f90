@@ -1,0 +1,329 @@
+!> Distributed runs over the program's MPI job (the MPI build of fegpu:
+!> target fegpu::fortran_mpi of find_package(fegpu)). Each rank creates its
+!> context, passes the global rows it owns (a contiguous range, global column
+!> numbers, 1-based by default) and solves with its part of b and x:
+!>
+!>   use mpi_f08
+!>   use fegpu
+!>   use fegpu_dist
+!>   call fegpu_dist_context_create(MPI_COMM_WORLD, ctx)     ! GPU by node-local rank
+!>   call fegpu_dist_csr_create(ctx, MPI_COMM_WORLD, n_global, first_row, &
+!>                              row_ptr, col_ind, values, a)   ! this rank's rows
+!>   call fegpu_dist_solver_create(a, FEGPU_METHOD_CG, FEGPU_PRECOND_JACOBI, s)
+!>   do step = 1, nsteps
+!>     ... assemble this rank's rows, call fegpu_dist_csr_update_values(a, values)
+!>     call fegpu_array_upload(b, b_local)
+!>     call fegpu_dist_solver_solve(s, b, x, 1d-8, 1000, iterations=its)
+!>   end do
+!>
+!> The communicator is `type(MPI_Comm)` of mpi_f08 or the integer handle of
+!> `use mpi` / mpif.h. Every procedure here is collective: all ranks call it
+!> and all get the same status (a rank's refused argument is named on every
+!> rank). A rank owning no rows passes empty arrays and, for b and x,
+!> fegpu_array handles left at 0.
+module fegpu_dist
+  use, intrinsic :: iso_c_binding, only: c_int32_t, c_int64_t, c_double, c_char, c_null_char
+  use, intrinsic :: iso_fortran_env, only: real64
+  use mpi_f08, only: MPI_Comm
+  use fegpu_types
+  use fegpu_support
+  implicit none
+  private
+  public :: fegpu_dist_context_create, fegpu_dist_csr_create, fegpu_dist_csr_update_values, fegpu_dist_csr_spmv
+  public :: fegpu_dist_csr_info, fegpu_dist_csr_describe, fegpu_dist_csr_destroy
+  public :: fegpu_dist_solver_create, fegpu_dist_solver_solve, fegpu_dist_solver_history, fegpu_dist_solver_destroy
+
+  !> A matrix whose rows are spread over the ranks of a communicator.
+  type, bind(C), public :: fegpu_dist_csr
+    integer(c_int64_t) :: handle
+  end type fegpu_dist_csr
+
+  !> CG or BiCGSTAB over a distributed matrix.
+  type, bind(C), public :: fegpu_dist_solver
+    integer(c_int64_t) :: handle
+  end type fegpu_dist_solver
+
+  interface fegpu_dist_context_create
+    module procedure context_create_f08, context_create_int
+  end interface
+  interface fegpu_dist_csr_create
+    module procedure csr_create_f08_i32, csr_create_f08_i64, csr_create_int_i32, csr_create_int_i64
+  end interface
+
+  interface
+    integer(c_int32_t) function c_dist_context_create(comm, backend, device, ctx) bind(C, name='fegpu_dist_context_create')
+      import :: c_int32_t, c_int64_t
+      integer(c_int32_t), value :: comm, backend
+      integer(c_int64_t), value :: device
+      integer(c_int64_t), intent(out) :: ctx
+    end function
+    integer(c_int32_t) function c_dist_csr_create_i32(ctx, comm, n, first, nrows, rp, ci, v, base, a) &
+         bind(C, name='fegpu_dist_csr_create_i32')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx
+      integer(c_int32_t), value :: comm
+      integer(c_int64_t), value :: n, first, nrows
+      integer(c_int32_t), intent(in) :: rp(*), ci(*)
+      real(c_double), intent(in) :: v(*)
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(out) :: a
+    end function
+    integer(c_int32_t) function c_dist_csr_create_i64(ctx, comm, n, first, nrows, rp, ci, v, base, a) &
+         bind(C, name='fegpu_dist_csr_create_i64')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx
+      integer(c_int32_t), value :: comm
+      integer(c_int64_t), value :: n, first, nrows
+      integer(c_int64_t), intent(in) :: rp(*), ci(*)
+      real(c_double), intent(in) :: v(*)
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(out) :: a
+    end function
+    integer(c_int32_t) function c_dist_csr_update_values(a, v, nnz) bind(C, name='fegpu_dist_csr_update_values')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: a
+      real(c_double), intent(in) :: v(*)
+      integer(c_int64_t), value :: nnz
+    end function
+    integer(c_int32_t) function c_dist_csr_spmv(a, x, y) bind(C, name='fegpu_dist_csr_spmv')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: a, x, y
+    end function
+    integer(c_int32_t) function c_dist_csr_info(a, n, first, nrows, neighbours) bind(C, name='fegpu_dist_csr_info')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: a
+      integer(c_int64_t), intent(out) :: n, first, nrows, neighbours
+    end function
+    integer(c_int32_t) function c_dist_csr_describe(a, buf, len, needed) bind(C, name='fegpu_dist_csr_describe')
+      import :: c_int32_t, c_int64_t, c_char
+      integer(c_int64_t), value :: a
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_int64_t), value :: len
+      integer(c_int64_t), intent(out) :: needed
+    end function
+    integer(c_int32_t) function c_dist_csr_destroy(a) bind(C, name='fegpu_dist_csr_destroy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: a
+    end function
+    integer(c_int32_t) function c_dist_solver_create(a, method, precond, s) bind(C, name='fegpu_dist_solver_create')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: a
+      integer(c_int32_t), value :: method, precond
+      integer(c_int64_t), intent(out) :: s
+    end function
+    integer(c_int32_t) function c_dist_solver_solve(s, b, x, tol, maxit, info) bind(C, name='fegpu_dist_solver_solve')
+      import :: c_int32_t, c_int64_t, c_double, solve_info
+      integer(c_int64_t), value :: s, b, x
+      real(c_double), value :: tol
+      integer(c_int64_t), value :: maxit
+      type(solve_info), intent(out) :: info
+    end function
+    integer(c_int32_t) function c_dist_solver_history(s, h, len, count) bind(C, name='fegpu_dist_solver_history')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: s
+      real(c_double), intent(out) :: h(*)
+      integer(c_int64_t), value :: len
+      integer(c_int64_t), intent(out) :: count
+    end function
+    integer(c_int32_t) function c_dist_solver_destroy(s) bind(C, name='fegpu_dist_solver_destroy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: s
+    end function
+  end interface
+
+contains
+
+  !> This rank's context; without `device`, the GPU of index node-local
+  !> rank modulo the node's GPUs (FEGPU_DEVICE overrides). Collective.
+  subroutine context_create_f08(comm, ctx, backend, device, stat, errmsg)
+    type(MPI_Comm), intent(in) :: comm
+    type(fegpu_context), intent(inout) :: ctx
+    class(*), intent(in), optional :: backend, device
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call context_create_int(comm%MPI_VAL, ctx, backend, device, stat, errmsg)
+  end subroutine
+
+  subroutine context_create_int(comm, ctx, backend, device, stat, errmsg)
+    integer, intent(in) :: comm
+    type(fegpu_context), intent(inout) :: ctx
+    class(*), intent(in), optional :: backend, device
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: b
+    integer(c_int64_t) :: d
+    b = FEGPU_BACKEND_AUTO
+    if (present(backend)) b = i32(backend)
+    d = -1
+    if (present(device)) d = i64(device)
+    call check(c_dist_context_create(int(comm, c_int32_t), b, d, ctx%handle), 'fegpu_dist_context_create', stat, errmsg)
+  end subroutine
+
+  !> This rank's rows: row_ptr(nrows+1), global column numbers col_ind and
+  !> values; the rank owns global rows first_row .. first_row + nrows - 1
+  !> (index_base 1 by default, as its column numbers). Collective.
+  subroutine csr_create_f08_i32(ctx, comm, n_global, first_row, row_ptr, col_ind, values, a, index_base, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    type(MPI_Comm), intent(in) :: comm
+    class(*), intent(in) :: n_global, first_row
+    integer(c_int32_t), intent(in) :: row_ptr(:), col_ind(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_dist_csr), intent(inout) :: a
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call csr_create_int_i32(ctx, comm%MPI_VAL, n_global, first_row, row_ptr, col_ind, values, a, index_base, stat, errmsg)
+  end subroutine
+
+  subroutine csr_create_f08_i64(ctx, comm, n_global, first_row, row_ptr, col_ind, values, a, index_base, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    type(MPI_Comm), intent(in) :: comm
+    class(*), intent(in) :: n_global, first_row
+    integer(c_int64_t), intent(in) :: row_ptr(:), col_ind(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_dist_csr), intent(inout) :: a
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call csr_create_int_i64(ctx, comm%MPI_VAL, n_global, first_row, row_ptr, col_ind, values, a, index_base, stat, errmsg)
+  end subroutine
+
+  subroutine csr_create_int_i32(ctx, comm, n_global, first_row, row_ptr, col_ind, values, a, index_base, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    integer, intent(in) :: comm
+    class(*), intent(in) :: n_global, first_row
+    integer(c_int32_t), intent(in) :: row_ptr(:), col_ind(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_dist_csr), intent(inout) :: a
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    ! row_ptr's length gives nrows; its last entry tells fegpu how many entries to read
+    call check(c_dist_csr_create_i32(ctx%handle, int(comm, c_int32_t), i64(n_global), i64(first_row), &
+         size(row_ptr, kind=c_int64_t) - 1, row_ptr, col_ind, values, base_of(index_base), a%handle), &
+         'fegpu_dist_csr_create', stat, errmsg)
+  end subroutine
+
+  subroutine csr_create_int_i64(ctx, comm, n_global, first_row, row_ptr, col_ind, values, a, index_base, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    integer, intent(in) :: comm
+    class(*), intent(in) :: n_global, first_row
+    integer(c_int64_t), intent(in) :: row_ptr(:), col_ind(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_dist_csr), intent(inout) :: a
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_dist_csr_create_i64(ctx%handle, int(comm, c_int32_t), i64(n_global), i64(first_row), &
+         size(row_ptr, kind=c_int64_t) - 1, row_ptr, col_ind, values, base_of(index_base), a%handle), &
+         'fegpu_dist_csr_create', stat, errmsg)
+  end subroutine
+
+  !> New values for the same rows, in this rank's entry order. Collective.
+  subroutine fegpu_dist_csr_update_values(a, values, stat, errmsg)
+    type(fegpu_dist_csr), intent(in) :: a
+    real(real64), intent(in) :: values(:)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_dist_csr_update_values(a%handle, values, size(values, kind=c_int64_t)), 'fegpu_dist_csr_update_values', &
+         stat, errmsg)
+  end subroutine
+
+  !> y = A x over this rank's rows. Collective.
+  subroutine fegpu_dist_csr_spmv(a, x, y, stat, errmsg)
+    type(fegpu_dist_csr), intent(in) :: a
+    type(fegpu_array), intent(in) :: x, y
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_dist_csr_spmv(a%handle, x%handle, y%handle), 'fegpu_dist_csr_spmv', stat, errmsg)
+  end subroutine
+
+  !> The global size, this rank's first row (1-based) and rows, its neighbours.
+  subroutine fegpu_dist_csr_info(a, n_global, first_row, nrows, neighbours, stat, errmsg)
+    type(fegpu_dist_csr), intent(in) :: a
+    class(*), intent(out), optional :: n_global, first_row, nrows, neighbours
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: n, f, r, nb
+    call check(c_dist_csr_info(a%handle, n, f, r, nb), 'fegpu_dist_csr_info', stat, errmsg)
+    if (present(n_global)) call put(n_global, n)
+    if (present(first_row)) call put(first_row, f + 1)
+    if (present(nrows)) call put(nrows, r)
+    if (present(neighbours)) call put(neighbours, nb)
+  end subroutine
+
+  !> Ranks, this rank's rows and halo, and the exchange path, as text.
+  subroutine fegpu_dist_csr_describe(a, text, stat, errmsg)
+    type(fegpu_dist_csr), intent(in) :: a
+    character(*), intent(out) :: text
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    character(kind=c_char) :: buf(len(text) + 1)
+    integer(c_int64_t) :: needed
+    integer :: i
+    text = ''
+    call check(c_dist_csr_describe(a%handle, buf, size(buf, kind=c_int64_t), needed), 'fegpu_dist_csr_describe', stat, errmsg)
+    do i = 1, len(text)
+      if (buf(i) == c_null_char) exit
+      text(i:i) = buf(i)
+    end do
+  end subroutine
+
+  subroutine fegpu_dist_csr_destroy(a, stat, errmsg)
+    type(fegpu_dist_csr), intent(inout) :: a
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_dist_csr_destroy(a%handle), 'fegpu_dist_csr_destroy', stat, errmsg)
+    a%handle = 0
+  end subroutine
+
+  !> method FEGPU_METHOD_CG or _BICGSTAB; precond FEGPU_PRECOND_NONE,
+  !> _JACOBI, _ILU0 (block Jacobi over the ranks) or _AMG (per rank). Collective.
+  subroutine fegpu_dist_solver_create(a, method, precond, s, stat, errmsg)
+    type(fegpu_dist_csr), intent(in) :: a
+    class(*), intent(in) :: method, precond
+    type(fegpu_dist_solver), intent(inout) :: s
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_dist_solver_create(a%handle, i32(method), i32(precond), s%handle), 'fegpu_dist_solver_create', stat, errmsg)
+  end subroutine
+
+  !> Solves A x = b; b and x hold this rank's rows (x: the initial guess on
+  !> entry). tol and maxit must be the same on every rank. Collective.
+  subroutine fegpu_dist_solver_solve(s, b, x, tol, maxit, iterations, residual, true_residual, stat, errmsg)
+    type(fegpu_dist_solver), intent(in) :: s
+    type(fegpu_array), intent(in) :: b, x
+    real(real64), intent(in) :: tol
+    class(*), intent(in) :: maxit
+    class(*), intent(out), optional :: iterations
+    real(real64), intent(out), optional :: residual, true_residual
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(solve_info) :: info
+    integer(c_int32_t) :: st
+    st = c_dist_solver_solve(s%handle, b%handle, x%handle, tol, i64(maxit), info)
+    call solve_result(st, info, 'fegpu_dist_solver_solve', iterations, residual, true_residual, stat, errmsg)
+  end subroutine
+
+  !> The relative residuals of the last solve (the same on every rank).
+  subroutine fegpu_dist_solver_history(s, history, count, stat, errmsg)
+    type(fegpu_dist_solver), intent(in) :: s
+    real(real64), intent(inout), contiguous :: history(:)
+    class(*), intent(out), optional :: count
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: n
+    n = 0
+    call check(c_dist_solver_history(s%handle, history, size(history, kind=c_int64_t), n), 'fegpu_dist_solver_history', &
+         stat, errmsg)
+    if (present(count)) call put(count, n)
+  end subroutine
+
+  subroutine fegpu_dist_solver_destroy(s, stat, errmsg)
+    type(fegpu_dist_solver), intent(inout) :: s
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_dist_solver_destroy(s%handle), 'fegpu_dist_solver_destroy', stat, errmsg)
+    s%handle = 0
+  end subroutine
+end module fegpu_dist

@@ -1,0 +1,398 @@
+//! The distributed CSR matrix: each rank passes the rows it owns (a
+//! contiguous global range) with global column indices, as PETSc's
+//! MatCreateMPIAIJWithArrays and hypre's IJ interface take them. fegpu
+//! splits them into the diagonal block (owned columns, numbered locally) and
+//! the halo block (columns other ranks own, numbered by the ascending list
+//! `halo_cols`), and builds the exchange plan once: which owned x values each
+//! neighbour needs, which halo values each neighbour sends.
+//!
+//! The product y = A x posts the halo exchange, runs the diagonal block's
+//! product while the messages travel, then adds the halo block's. On the
+//! CPU backend the vectors are the rank's host arrays; on CUDA the values
+//! to send are gathered on the device (kernels/dist.cu), staged through the
+//! host for MPI, and the halo uploaded for the second product.
+
+use super::Comm;
+use crate::array::{mixed_backends, Array, Buffer};
+use crate::context::Context;
+use crate::error::{at, Error, Result};
+use crate::gpu::{DeviceBuffer, Gpu, KernelArg};
+use crate::krylov::Operator;
+use crate::sparse::{build_pattern, check_vector, cpu, cuda, f64_buf, Csr, Index};
+use std::sync::{Arc, Mutex};
+
+/// How the halo values travel between ranks (reported to the caller).
+pub const EXCHANGE_PATH: &str = "MPI point-to-point through host buffers";
+
+pub struct DistCsr {
+    pub comm: Arc<Comm>,
+    pub n_global: usize,
+    /// Where every rank's rows start, and the end (size + 1 entries, 0-based).
+    pub starts: Vec<usize>,
+    /// Owned rows x owned columns, numbered locally: the diagonal block,
+    /// which block-Jacobi preconditioners are built from.
+    pub own: Arc<Csr>,
+    /// Owned rows x halo columns (None: the rank needs no other rank's values).
+    pub halo: Option<Csr>,
+    /// The halo columns' global numbers, ascending (so grouped by owner).
+    pub halo_cols: Vec<usize>,
+    /// Caller's entries, in their order, that belong to each block.
+    own_entries: Vec<usize>,
+    halo_entries: Vec<usize>,
+    /// (rank, count): the halo arrives in runs, one per neighbour.
+    recv_from: Vec<(usize, usize)>,
+    /// (rank, count): owned x values sent to each neighbour, in runs.
+    send_to: Vec<(usize, usize)>,
+    /// The local rows whose x values are sent, run by run.
+    send_rows: Vec<i32>,
+    /// Host buffers of the exchange: values to send, halo received.
+    staging: Mutex<(Vec<f64>, Vec<f64>)>,
+    /// CUDA: the send rows, the gathered values, the halo.
+    device: Option<DeviceExchange>,
+}
+
+struct DeviceExchange {
+    send_rows: DeviceBuffer<i32>,
+    send: DeviceBuffer<f64>,
+    halo: Mutex<DeviceBuffer<f64>>,
+}
+
+/// The caller's rows, as its index type gave them.
+pub struct Rows<'a, I: Index> {
+    pub n_global: i64,
+    pub first_row: i64,
+    pub row_ptr: &'a [I],
+    pub col: &'a [I],
+    pub values: &'a [f64],
+    pub base: i64,
+}
+
+impl DistCsr {
+    /// Collective: every rank passes its rows; all ranks succeed or all fail.
+    pub fn new<I: Index>(comm: Arc<Comm>, ctx: Arc<Context>, rows: &Rows<I>) -> Result<DistCsr> {
+        let starts = comm.agree(layout(&comm, rows))?;
+        let (first, nrows, n_global) = (starts[comm.rank], starts[comm.rank + 1] - starts[comm.rank], starts[comm.size]);
+        let split = comm.agree(split(rows, first, nrows, n_global))?;
+        // ask each halo column's owner for it; answer what the others ask
+        let owner = |g: usize| starts.partition_point(|&s| s <= g) - 1;
+        let mut counts = vec![0i32; comm.size];
+        split.halo_cols.iter().for_each(|&g| counts[owner(g)] += 1);
+        let wanted: Vec<i64> = split.halo_cols.iter().map(|&g| g as i64).collect();
+        let (asked, asked_counts) = comm.all_to_all(&wanted, &counts);
+        let runs = |c: &[i32]| c.iter().enumerate().filter(|(_, &n)| n > 0).map(|(r, &n)| (r, n as usize)).collect::<Vec<_>>();
+        let (recv_from, send_to) = (runs(&counts), runs(&asked_counts));
+        let send_rows: Vec<i32> = asked.iter().map(|&g| (g as usize - first) as i32).collect();
+        let built = (|| {
+            let own = Arc::new(Csr::new(ctx.clone(), split.own, &pick(rows.values, &split.own_entries))?);
+            let halo = match split.halo {
+                Some(p) => Some(Csr::new(ctx.clone(), p, &pick(rows.values, &split.halo_entries))?),
+                None => None,
+            };
+            let device = match ctx.gpu() {
+                None => None,
+                Some(g) => Some(DeviceExchange {
+                    send_rows: cuda::upload(g, &send_rows)?,
+                    send: g.alloc(send_rows.len().max(1))?,
+                    halo: Mutex::new(g.alloc(split.halo_cols.len().max(1))?),
+                }),
+            };
+            Ok((own, halo, device))
+        })();
+        let (own, halo, device) = comm.agree(built)?;
+        let staging = Mutex::new((vec![0.0; send_rows.len()], vec![0.0; split.halo_cols.len()]));
+        Ok(DistCsr {
+            comm,
+            n_global,
+            starts,
+            own,
+            halo,
+            halo_cols: split.halo_cols,
+            own_entries: split.own_entries,
+            halo_entries: split.halo_entries,
+            recv_from,
+            send_to,
+            send_rows,
+            staging,
+            device,
+        })
+    }
+
+    pub fn first_row(&self) -> usize {
+        self.starts[self.comm.rank]
+    }
+
+    pub fn local_rows(&self) -> usize {
+        self.own.pattern.nrows
+    }
+
+    /// The entries the rank passed (before duplicates were merged).
+    pub fn caller_nnz(&self) -> usize {
+        self.own_entries.len() + self.halo_entries.len()
+    }
+
+    /// Neighbours this rank receives from and sends to.
+    pub fn neighbours(&self) -> (usize, usize) {
+        (self.recv_from.len(), self.send_to.len())
+    }
+
+    /// Values sent and received per product, over all neighbours.
+    pub fn halo_values(&self) -> (usize, usize) {
+        (self.send_rows.len(), self.halo_cols.len())
+    }
+
+    /// New values for the same rows, in the caller's original order.
+    /// Collective; validated on every rank first, so a refused update
+    /// changes nothing anywhere.
+    pub fn update_values(&self, values: &[f64]) -> Result<()> {
+        let checked = if values.len() != self.caller_nnz() {
+            Err(Error::size(format!("values has {} entries; this rank's rows have {}", values.len(), self.caller_nnz())))
+        } else {
+            check_finite(values, self.first_row())
+        };
+        self.comm.agree(checked)?;
+        let updated = self.own.update_values(&pick(values, &self.own_entries)).and_then(|()| match &self.halo {
+            Some(h) => h.update_values(&pick(values, &self.halo_entries)),
+            None => Ok(()),
+        });
+        self.comm.agree(updated)
+    }
+
+    /// y = A x over the rank's rows, with the diagonal block's values `own`
+    /// (for a solver that already holds them) or its own lock on them.
+    pub fn product<'a>(&'a self, own: &'a Buffer<f64>) -> Product<'a> {
+        Product { a: self, own }
+    }
+
+    /// y = A x over the rank's rows (x, y its parts; None on a rank owning
+    /// no rows, which takes part in no exchange). Collective.
+    pub fn spmv(&self, x: Option<&Array>, y: Option<&Array>) -> Result<()> {
+        let n = self.local_rows();
+        let checked = match (x, y) {
+            (Some(x), Some(y)) => check_vector(&self.own, x, n, "x")
+                .and_then(|()| check_vector(&self.own, y, n, "y"))
+                .and_then(|()| crate::array::distinct(&[(x, "x"), (y, "y")])),
+            (None, None) if n == 0 => Ok(()),
+            _ => Err(Error::invalid(format!("x and y must both be given: this rank owns {n} rows"))),
+        };
+        self.comm.agree(checked)?;
+        let (Some(x), Some(y)) = (x, y) else { return Ok(()) };
+        let values = self.own.values();
+        let op = self.product(&values.data);
+        let (mut gx, mut gy) = crate::array::lock_pair(x, y, "x", "y")?;
+        match (f64_buf(&mut gx), f64_buf(&mut gy)) {
+            (Buffer::Host(xh), Buffer::Host(yh)) => op.apply_host(xh, yh),
+            (Buffer::Device(xd), Buffer::Device(yd)) => {
+                let g = self.own.ctx.device()?;
+                op.apply_device(g, xd, yd, None)?;
+                g.synchronize("fegpu_dist_csr_spmv")
+            }
+            _ => Err(mixed_backends()),
+        }
+    }
+
+    /// Ranks, this rank's rows and halo, and the exchange path.
+    pub fn describe(&self) -> String {
+        let (first, n) = (self.first_row(), self.local_rows());
+        format!(
+            "{} rows over {} ranks; rank {} owns rows {first}..{} ({n}, {} entries), receives {} halo values from {} ranks, \
+             sends {} to {}; exchange: {EXCHANGE_PATH}",
+            self.n_global,
+            self.comm.size,
+            self.comm.rank,
+            first + n,
+            self.own.pattern.nnz() + self.halo.as_ref().map_or(0, |h| h.pattern.nnz()),
+            self.halo_cols.len(),
+            self.recv_from.len(),
+            self.send_rows.len(),
+            self.send_to.len()
+        )
+    }
+
+    /// Sends the owned values others need (`send`, gathered), receives the
+    /// halo into the staging buffer, running `meanwhile` as they travel.
+    fn exchange(&self, staging: &mut (Vec<f64>, Vec<f64>), meanwhile: impl FnOnce() -> Result<()>) -> Result<()> {
+        let (send, halo) = staging;
+        self.comm.exchange(send, &self.send_to, halo, &self.recv_from, meanwhile)
+    }
+}
+
+/// The distributed product as the Krylov methods' operator.
+pub struct Product<'a> {
+    a: &'a DistCsr,
+    own: &'a Buffer<f64>,
+}
+
+impl Operator for Product<'_> {
+    fn apply_host(&self, x: &[f64], y: &mut [f64]) -> Result<()> {
+        let a = self.a;
+        let mut staging = a.staging.lock().unwrap_or_else(|p| p.into_inner());
+        for (s, &r) in staging.0.iter_mut().zip(&a.send_rows) {
+            *s = x[r as usize];
+        }
+        let own = self.own.host()?;
+        a.exchange(&mut staging, || {
+            cpu::spmv(&a.own.pattern, own, 1.0, x, 0.0, y);
+            Ok(())
+        })?;
+        if let Some(h) = &a.halo {
+            cpu::spmv(&h.pattern, h.values().data.host()?, 1.0, &staging.1, 1.0, y);
+        }
+        Ok(())
+    }
+
+    fn apply_device(&self, g: &Gpu, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+        let a = self.a;
+        let dx = a.device.as_ref().ok_or_else(mixed_backends)?;
+        let n = a.local_rows();
+        let mut staging = a.staging.lock().unwrap_or_else(|p| p.into_inner());
+        if !a.send_rows.is_empty() {
+            gather(g, x, &dx.send_rows, &dx.send, a.send_rows.len())?;
+            g.download(&dx.send, 0, &mut staging.0)?;
+        }
+        // the diagonal block's product runs on the device while the halo travels
+        if n > 0 {
+            let dp = a.own.device.as_ref().ok_or_else(mixed_backends)?;
+            cuda::spmv_with(g, dp, dp.threads_per_row, n, self.own.device()?, 1.0, x, 0.0, y, sc)?;
+        }
+        a.exchange(&mut staging, || Ok(()))?;
+        if let Some(h) = &a.halo {
+            let mut halo = dx.halo.lock().unwrap_or_else(|p| p.into_inner());
+            g.upload(&staging.1, &mut halo, 0)?;
+            let dp = h.device.as_ref().ok_or_else(mixed_backends)?;
+            cuda::spmv_with(g, dp, dp.threads_per_row, n, h.values().data.device()?, 1.0, &halo, 1.0, y, sc)?;
+        }
+        Ok(())
+    }
+}
+
+/// out[i] = x[rows[i]]: the owned values a neighbour needs, packed.
+fn gather(g: &Gpu, x: &DeviceBuffer<f64>, rows: &DeviceBuffer<i32>, out: &DeviceBuffer<f64>, n: usize) -> Result<()> {
+    let f = g.kernel("dist", super::SOURCE, "dist_gather")?;
+    let n64 = n as i64;
+    let mut l = g.launcher(&f);
+    l.arg(&n64).arg(x).arg(rows).arg(out);
+    g.launch("dist_gather", l, (crate::array::cuda::grid_for(n), 1, 1), (crate::array::cuda::BLOCK, 1, 1), 0)
+}
+
+fn pick(values: &[f64], entries: &[usize]) -> Vec<f64> {
+    entries.iter().map(|&k| values[k]).collect()
+}
+
+fn check_finite(values: &[f64], first_row: usize) -> Result<()> {
+    match values.iter().position(|v| !v.is_finite()) {
+        None => Ok(()),
+        Some(k) => Err(Error::invalid(format!(
+            "{} = {} (rows from global row {first_row}): matrix values must be finite",
+            at("values", k),
+            values[k]
+        ))),
+    }
+}
+
+/// Every rank's first row, checked to tile 0..n_global in rank order with
+/// neither gap nor overlap; the same verdict on every rank.
+fn layout<I: Index>(comm: &Comm, rows: &Rows<I>) -> Result<Vec<usize>> {
+    let nrows = rows.row_ptr.len() as i64 - 1;
+    let (firsts, counts, globals) =
+        (comm.gather_all(rows.first_row - rows.base), comm.gather_all(nrows), comm.gather_all(rows.n_global));
+    if let Some(r) = globals.iter().position(|&n| n != globals[0]) {
+        return Err(Error::invalid(format!(
+            "n_global differs over the ranks: {} on rank 0, {} on rank {r}",
+            globals[0], globals[r]
+        )));
+    }
+    let n_global = globals[0];
+    if n_global <= 0 {
+        return Err(Error::invalid(format!("n_global = {n_global}: must be positive")));
+    }
+    let mut starts = Vec::with_capacity(comm.size + 1);
+    let mut next = 0i64;
+    for r in 0..comm.size {
+        if counts[r] < 0 {
+            return Err(Error::invalid(format!("rank {r} passes {} rows: must be >= 0", counts[r])));
+        }
+        let first = firsts[r];
+        if counts[r] > 0 && first != next {
+            let what = if first < next { "overlap" } else { "leave a gap" };
+            return Err(Error::invalid(format!(
+                "rank {r}'s rows start at global row {} but the rows before it end at {}: the ranks' row ranges {what} \
+                 (each rank owns a contiguous range, in rank order)",
+                first + rows.base,
+                next - 1 + rows.base
+            )));
+        }
+        starts.push(next as usize);
+        next += counts[r];
+    }
+    if next != n_global {
+        return Err(Error::invalid(format!("the ranks own {next} rows in all but n_global = {n_global}")));
+    }
+    starts.push(next as usize);
+    Ok(starts)
+}
+
+/// The rank's rows split into the two blocks' patterns.
+struct Split {
+    own: crate::sparse::Pattern,
+    halo: Option<crate::sparse::Pattern>,
+    halo_cols: Vec<usize>,
+    own_entries: Vec<usize>,
+    halo_entries: Vec<usize>,
+}
+
+fn split<I: Index>(rows: &Rows<I>, first: usize, nrows: usize, n_global: usize) -> Result<Split> {
+    let (rp, col, base) = (rows.row_ptr, rows.col, rows.base);
+    if base != 0 && base != 1 {
+        return Err(Error::invalid(format!("index_base = {base}: must be 0 or 1")));
+    }
+    let nnz = rp[nrows].to_i64() - base;
+    if rp[0].to_i64() != base || (0..nrows).any(|r| rp[r + 1].to_i64() < rp[r].to_i64()) || nnz != col.len() as i64 {
+        return Err(Error::invalid(format!(
+            "row_ptr of the rows from global row {}: must start at index_base, never decrease and end at nnz + index_base = {}",
+            first as i64 + base,
+            col.len() as i64 + base
+        )));
+    }
+    if rows.values.len() != col.len() {
+        return Err(Error::size(format!("values has {} entries but col_ind has {}", rows.values.len(), col.len())));
+    }
+    check_finite(rows.values, first)?;
+    let mut halo_cols = Vec::new();
+    for (k, &c) in col.iter().enumerate() {
+        let g = c.to_i64() - base;
+        if g < 0 || g >= n_global as i64 {
+            return Err(Error::invalid(format!(
+                "{} = {} (rows from global row {}): outside the global columns {base}..{}",
+                at("col_ind", k),
+                c.to_i64(),
+                first as i64 + base,
+                n_global as i64 - 1 + base
+            )));
+        }
+        let g = g as usize;
+        if g < first || g >= first + nrows {
+            halo_cols.push(g);
+        }
+    }
+    halo_cols.sort_unstable();
+    halo_cols.dedup();
+    let (mut own_rp, mut own_col, mut own_entries) = (vec![0i64], Vec::new(), Vec::new());
+    let (mut halo_rp, mut halo_col, mut halo_entries) = (vec![0i64], Vec::new(), Vec::new());
+    for r in 0..nrows {
+        for k in (rp[r].to_i64() - base) as usize..(rp[r + 1].to_i64() - base) as usize {
+            let g = (col[k].to_i64() - base) as usize;
+            if g >= first && g < first + nrows {
+                own_col.push((g - first) as i64);
+                own_entries.push(k);
+            } else {
+                halo_col.push(halo_cols.binary_search(&g).unwrap_or_else(|_| unreachable!("collected above")) as i64);
+                halo_entries.push(k);
+            }
+        }
+        own_rp.push(own_col.len() as i64);
+        halo_rp.push(halo_col.len() as i64);
+    }
+    let own = build_pattern(nrows, nrows, &own_rp, &own_col, 0)?;
+    let halo = if halo_cols.is_empty() { None } else { Some(build_pattern(nrows, halo_cols.len(), &halo_rp, &halo_col, 0)?) };
+    Ok(Split { own, halo, halo_cols, own_entries, halo_entries })
+}

@@ -1,0 +1,30 @@
+//! Distributed runs over the caller's MPI job (cargo feature `mpi`): one
+//! fegpu context per rank, each rank owning a contiguous range of global
+//! rows. The caller's communicator is duplicated, so fegpu's messages never
+//! meet the caller's; fegpu never initialises MPI itself. Every call here is
+//! collective over that communicator, and fails on every rank or on none
+//! (`Comm::agree`), so no rank is left waiting in a collective the others
+//! have abandoned.
+//!
+//! - `matrix.rs`: the distributed CSR matrix (owned-column and halo-column
+//!   blocks, the exchange plan), its product as a Krylov `Operator`;
+//! - `solver.rs`: CG / BiCGSTAB over it, the preconditioner built from each
+//!   rank's diagonal block (Jacobi, block-Jacobi ILU(0), per-rank AMG).
+
+#[cfg(feature = "mpi")]
+mod comm;
+#[cfg(feature = "mpi")]
+pub mod matrix;
+#[cfg(feature = "mpi")]
+pub mod solver;
+
+#[cfg(feature = "mpi")]
+pub use comm::{device_for, Comm};
+#[cfg(feature = "mpi")]
+pub use matrix::DistCsr;
+#[cfg(feature = "mpi")]
+pub use solver::DistSolver;
+
+/// kernels/dist.cu after the shared prelude (listed for the compile checks
+/// in every build, MPI or not).
+pub const SOURCE: &str = concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/dist.cu"));
