@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One check-and-benchmark round on the GPU machine ([--checks-only|--sparse|--amg|--lbm|--radfields|--pipeline]). Builds nothing: run
+# One check-and-benchmark round on the GPU machine ([--checks-only|--sparse|--amg|--dist|--lbm|--radfields|--pipeline]). Builds nothing: run
 # scripts/gpu-stage.sh here first, which copies the binaries into .gpu/,
 # then call the device tool with carry [".gpu"] and this script.
 # Logs go to $OUT (or ./gpu-out when run by hand).
@@ -19,7 +19,13 @@ bind=(); [ -n "$near" ] && command -v taskset >/dev/null && bind=(taskset -c "$n
 echo "timing runs bound to CPUs: ${near:-(not found: unbound)}" | tee -a "$OUT/gpu.txt"
 run .gpu/bin/fegpu info
 for t in .gpu/tests/*; do run "$t" --test-threads=1; done
-for d in .gpu/drivers/*; do [ -x "$d" ] && run "$d"; done
+for d in .gpu/drivers/*; do [ -x "$d" ] && [[ $(basename "$d") != dist_* ]] && run "$d"; done
+# the distributed drivers (an MPI build), ranks sharing the one GPU
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+for d in .gpu/drivers/dist_*; do
+  [ -x "$d" ] || continue
+  for np in 1 2 4; do run mpiexec -n $np -x FEGPU_BACKEND -x LD_LIBRARY_PATH "$d"; done
+done
 unset FEGPU_CHECK_LAUNCHES
 if [ -z "${1:-}" ]; then
   .gpu/bin/fegpu bench transpose --size 1024x1024 --size 4096x4096 --size 8192x8192 2>&1 | tee "$OUT/bench-transpose.txt"
@@ -49,6 +55,12 @@ if [ "${1:-}" = "--amg" ] || [ -z "${1:-}" ]; then
   FEGPU_AMG_DUMP=/tmp/fegpu-amg .gpu/bin/fegpu bench amg 2>&1 | tee "$OUT/bench-amg.txt"
   pip install --no-deps --no-index --target /tmp/pyamg .wheels/pyamg-*.whl > /dev/null 2>&1 \
     && PYTHONPATH=/tmp/pyamg python3 peers/amg_pyamg.py /tmp/fegpu-amg 2>&1 | tee "$OUT/peers-amg.txt"
+fi
+if [ "${1:-}" = "--dist" ] || [ -z "${1:-}" ]; then
+  # a distributed CG iteration, 1 and 2 ranks on the one GPU, beside the one-process iteration
+  for np in 1 2; do
+    mpiexec -n $np -x FEGPU_BACKEND -x LD_LIBRARY_PATH .gpu/bin/fegpu bench dist 2>&1 | tee -a "$OUT/bench-dist.txt"
+  done
 fi
 echo "gpu round: $([ $fail -eq 0 ] && echo all checks passed || echo SOME CHECKS FAILED)"
 exit $fail

@@ -6,7 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/lib .gpu/tests .gpu/drivers
-cargo build --release
+# the library and command as build/ links its drivers against (MPI or not)
+features=()
+grep -q '^FEGPU_MPI:BOOL=ON' build/CMakeCache.txt 2>/dev/null && features=(--features mpi)
+cargo build --release "${features[@]}"
+# copied at once: the test build below rebuilds them without the features
+cp target/release/fegpu .gpu/bin/
+cp target/release/libfegpu.so .gpu/lib/
 cargo test --release --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import sys,json
 for l in sys.stdin:
@@ -14,8 +20,6 @@ for l in sys.stdin:
     if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["kind"]!=["bin"]: print(m["executable"])' \
   | while read -r exe; do cp "$exe" ".gpu/tests/$(basename "$exe" | sed 's/-[0-9a-f]*$//')"; done
 rm -f .gpu/tests/header .gpu/tests/kernels_compile   # need the source tree / NVRTC only
-cp target/release/fegpu .gpu/bin/
-cp target/release/libfegpu.so .gpu/lib/
 # the fixed-form legacy program as the package test built it (shared, static, -fdefault-integer-8)
 for v in legacy legacy_r8 legacy_i8; do
   [ -x build/consumer-test/legacy/$v ] && cp build/consumer-test/legacy/$v .gpu/drivers/

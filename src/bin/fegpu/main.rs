@@ -27,6 +27,8 @@ const USAGE: &str = "usage:
   fegpu bench solve [A.mtx]  CG / BiCGSTAB per iteration against the bytes-moved roofline
   fegpu bench ilu [A.mtx]    ILU(0) on the device: chunked vs level-by-level sweeps, apply, factor, solve
   fegpu bench amg            AMG against Jacobi-CG and ILU(0)-BiCGSTAB: iterations, setup, re-setup, time to solution
+  mpiexec -n N fegpu bench dist [--grid n] [--iterations k]
+                             (MPI builds) a distributed CG iteration on the 7-point n^3 Laplacian against one process
   fegpu bench fem            element integration throughput; EBE vs assembled CG per iteration (hex8, ~1M dofs)
   fegpu bench lbm            D3Q19 MLUPS (128^3..512^3 f32, 128^3/256^3 f64) against the copy roofline
   fegpu bench radfields      rad_fields GFLOP/s (N_S 10k..200k, n_RHS 1/10/100) against the FP64 ceiling
@@ -99,6 +101,8 @@ fn bench(args: &[String]) -> fegpu::Result<()> {
         Some("lbm") => bench::lbm::run(),
         Some("fem") => bench::fem::run(),
         Some("amg") => bench::amg::run_all(),
+        #[cfg(feature = "mpi")]
+        Some("dist") => bench::dist::run(&args[1..]),
         Some("radfields") => bench::radfields::run(),
         Some("pipeline") => bench::pipeline::run(),
         other => Err(bad(format!("unknown benchmark {other:?}"))),

@@ -3,6 +3,8 @@
 //! (median of repeated runs after a warm-up); host times from the wall clock.
 
 pub mod amg;
+#[cfg(feature = "mpi")]
+pub mod dist;
 pub mod fem;
 pub mod lbm;
 pub mod pipeline;

@@ -1,0 +1,88 @@
+//! `mpiexec -n N fegpu bench dist [--grid n] [--iterations k]`: a
+//! distributed CG iteration (Jacobi) on the 7-point n^3 Laplacian, the rows
+//! split into contiguous slabs over the ranks, beside what it is made of
+//! (the distributed product, a global reduction) and, on rank 0, the
+//! one-process iteration on the whole matrix in the same run.
+
+use fegpu::array::Array;
+use fegpu::dist::{matrix::Rows, Comm, DistCsr, DistSolver};
+use fegpu::error::Result;
+use fegpu::krylov::GlobalSum;
+use fegpu::sparse::solver::{Method, Precond, Settings, Solver};
+use fegpu::sparse::{build_pattern, gallery, Csr};
+use mpi::traits::*;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub fn run(args: &[String]) -> Result<()> {
+    let (mut n, mut iterations) = (128usize, 200i64);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().and_then(|v| v.parse::<usize>().ok());
+        match a.as_str() {
+            "--grid" => n = value().unwrap_or(n),
+            "--iterations" => iterations = value().map_or(iterations, |v| v as i64),
+            other => return Err(fegpu::Error::invalid(format!("bench dist: unknown option {other}"))),
+        }
+    }
+    let universe = mpi::initialize().ok_or_else(|| fegpu::Error::invalid("MPI was initialised already"))?;
+    let world = universe.world();
+    let comm = Arc::new(Comm::world(&world));
+    let (rank, size) = (comm.rank, comm.size);
+    let device = fegpu::dist::device_for(&comm, -1);
+    let ctx = Arc::new(fegpu::context::Context::new(fegpu::context::Request::Auto, device)?);
+    let (rp, ci, v) = gallery::laplacian7(n);
+    let rows = rp.len() - 1;
+    let (first, last) = (rows * rank / size, rows * (rank + 1) / size);
+    let my_rp: Vec<i64> = rp[first..=last].iter().map(|&p| p - rp[first]).collect();
+    let (s, e) = (rp[first] as usize, rp[last] as usize);
+    let a = Arc::new(DistCsr::new(
+        comm.clone(),
+        ctx.clone(),
+        &Rows { n_global: rows as i64, first_row: first as i64, row_ptr: &my_rp, col: &ci[s..e], values: &v[s..e], base: 0 },
+    )?);
+    let ones = vec![1.0; last - first];
+    let b = Array::new(ctx.clone(), last - first, 1, Some(&ones[..]))?;
+    let x = Array::new(ctx.clone(), last - first, 1, Some(&vec![0.0; last - first][..]))?;
+    let solver = DistSolver::new(a.clone(), Method::Cg, Precond::Jacobi, Settings::from_env())?;
+    // a fixed number of iterations: a tolerance no iteration reaches
+    let per_iteration = |f: &dyn Fn() -> Result<()>, reps: usize| -> Result<f64> {
+        f()?;
+        world.barrier();
+        let t = Instant::now();
+        for _ in 0..reps {
+            f()?;
+        }
+        world.barrier();
+        Ok(t.elapsed().as_secs_f64() * 1e3 / reps as f64)
+    };
+    let cg = per_iteration(&|| solver.solve(Some(&b), Some(&x), 1e-300, iterations).map(|_| ()), 1)? / iterations as f64;
+    let spmv = per_iteration(&|| a.spmv(Some(&b), Some(&x)), 50)?;
+    let reduce = per_iteration(&|| comm.sum(&mut [1.0, 2.0]), 1000)?;
+    let (sent, received) = a.halo_values();
+    if rank == 0 {
+        println!("{}", a.describe());
+        println!("backend: {}", super::describe(&ctx));
+        println!(
+            "distributed, {size} ranks: CG (Jacobi) {cg:.4} ms/iteration; SpMV {spmv:.4} ms; allreduce of 2 doubles {:.2} us; \
+             halo per SpMV on rank 0: {sent} values out, {received} in",
+            reduce * 1e3
+        );
+    }
+    world.barrier();
+    if rank == 0 {
+        // the one-process iteration: the whole matrix in this rank's context
+        let m = Arc::new(Csr::new(ctx.clone(), build_pattern(rows, rows, &rp, &ci, 0)?, &v)?);
+        let one = Solver::with_settings(m, Method::Cg, Precond::Jacobi, Settings::from_env())?;
+        let ones = vec![1.0; rows];
+        let (b, x) =
+            (Array::new(ctx.clone(), rows, 1, Some(&ones[..]))?, Array::new(ctx.clone(), rows, 1, Some(&vec![0.0; rows][..]))?);
+        one.solve(&b, &x, 1e-300, iterations)?;
+        let t = Instant::now();
+        one.solve(&b, &x, 1e-300, iterations)?;
+        let single = t.elapsed().as_secs_f64() * 1e3 / iterations as f64;
+        println!("one process: CG (Jacobi) {single:.4} ms/iteration; distributed / one process = {:.2}", cg / single);
+    }
+    world.barrier();
+    Ok(())
+}
