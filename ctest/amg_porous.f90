@@ -12,6 +12,7 @@ program amg_porous
   use, intrinsic :: iso_fortran_env, only: real64
   use fegpu
   use checks, only: expect, finish
+  use serial_krylov, only: serial_cg
   implicit none
   integer, parameter :: dp = real64, m = 20, n = m * m * m
   real(dp), parameter :: tol = 1.0e-10_dp
@@ -33,7 +34,7 @@ program amg_porous
   do step = 1, 2
     call permeability(step, k)
     call assemble(k, rp, ci, v)
-    call serial_cg(rp, ci, v, b, xs, its_serial)
+    call serial_cg(rp, ci, v, b, xs, tol, its_serial)
     if (step == 1) then
       call fegpu_csr_create(ctx, n, n, rp, ci, v, a)
       opts%strength = 0
@@ -151,40 +152,6 @@ contains
         b = b - 1
       end do
       ord(b + 1) = t
-    end do
-  end subroutine
-
-  !> The legacy code's own solver: Jacobi-preconditioned CG.
-  subroutine serial_cg(rp, ci, v, b, x, its)
-    integer, intent(in) :: rp(:), ci(:)
-    real(dp), intent(in) :: v(:), b(:)
-    real(dp), intent(out) :: x(:)
-    integer, intent(out) :: its
-    real(dp) :: r(n), z(n), p(n), q(n), d(n), rz, rz_old, alpha, bnorm
-    integer :: i, kk
-    do i = 1, n
-      do kk = rp(i), rp(i + 1) - 1
-        if (ci(kk) == i) d(i) = v(kk)
-      end do
-    end do
-    x = 0
-    r = b
-    bnorm = norm2(b)
-    z = r / d
-    p = z
-    rz = dot_product(r, z)
-    do its = 1, 100000
-      do i = 1, n
-        q(i) = sum(v(rp(i):rp(i + 1) - 1) * p(ci(rp(i):rp(i + 1) - 1)))
-      end do
-      alpha = rz / dot_product(p, q)
-      x = x + alpha * p
-      r = r - alpha * q
-      if (norm2(r) <= tol * bnorm) return
-      z = r / d
-      rz_old = rz
-      rz = dot_product(r, z)
-      p = z + (rz / rz_old) * p
     end do
   end subroutine
 

@@ -13,6 +13,7 @@ program dist_solve_f08
   use fegpu
   use fegpu_dist
   use checks, only: expect, finish
+  use serial_krylov, only: serial_cg
   implicit none
   integer, parameter :: dp = real64, m = 30, n = m * m
   real(dp), parameter :: tol = 1.0e-9_dp
@@ -42,7 +43,7 @@ program dist_solve_f08
   do step = 1, 2
     call assemble(step, first, last, rp, ci, v)
     call assemble(step, 1, n, rp_all, ci_all, v_all)
-    call serial_cg(rp_all, ci_all, v_all, b, xs, its_serial)
+    call serial_cg(rp_all, ci_all, v_all, b, xs, tol, its_serial)
     if (step == 1) then
       call fegpu_dist_csr_create(ctx, MPI_COMM_WORLD, n, first, rp, ci, v, a)
       call fegpu_dist_solver_create(a, FEGPU_METHOD_CG, FEGPU_PRECOND_JACOBI, s)
@@ -115,37 +116,4 @@ contains
     integer, intent(in) :: step, i
     coef = 10.0_dp ** (sin(0.7_dp * mod(i, 17) + step) + cos(0.013_dp * i))
   end function
-
-  subroutine serial_cg(rp, ci, v, b, x, its)
-    integer, intent(in) :: rp(:), ci(:)
-    real(dp), intent(in) :: v(:), b(:)
-    real(dp), intent(out) :: x(:)
-    integer, intent(out) :: its
-    real(dp) :: r(n), z(n), p(n), q(n), d(n), rz, rz_old, alpha, bnorm
-    integer :: i, kk
-    do i = 1, n
-      do kk = rp(i), rp(i + 1) - 1
-        if (ci(kk) == i) d(i) = v(kk)
-      end do
-    end do
-    x = 0
-    r = b
-    bnorm = norm2(b)
-    z = r / d
-    p = z
-    rz = dot_product(r, z)
-    do its = 1, 100000
-      do i = 1, n
-        q(i) = sum(v(rp(i):rp(i + 1) - 1) * p(ci(rp(i):rp(i + 1) - 1)))
-      end do
-      alpha = rz / dot_product(p, q)
-      x = x + alpha * p
-      r = r - alpha * q
-      if (norm2(r) <= tol * bnorm) return
-      z = r / d
-      rz_old = rz
-      rz = dot_product(r, z)
-      p = z + (rz / rz_old) * p
-    end do
-  end subroutine
 end program dist_solve_f08
