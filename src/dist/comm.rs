@@ -68,11 +68,11 @@ impl Comm {
         self.comm.split_shared(self.rank as i32).rank() as usize
     }
 
-    /// Every rank's `value`, in rank order.
-    pub fn gather_all(&self, value: i64) -> Vec<i64> {
-        let mut all = vec![0i64; self.size];
-        self.comm.all_gather_into(&value, &mut all[..]);
-        all
+    /// Every rank's `values`, each in rank order, in one collective.
+    pub fn gather_all<const K: usize>(&self, values: [i64; K]) -> [Vec<i64>; K] {
+        let mut all = vec![0i64; self.size * K];
+        self.comm.all_gather_into(&values[..], &mut all[..]);
+        std::array::from_fn(|j| all.iter().skip(j).step_by(K).copied().collect())
     }
 
     /// A result every rank agrees on: Ok on all ranks only if Ok on all. A

@@ -279,22 +279,14 @@ fn pick(values: &[f64], entries: &[usize]) -> Vec<f64> {
 }
 
 fn check_finite(values: &[f64], first_row: usize) -> Result<()> {
-    match values.iter().position(|v| !v.is_finite()) {
-        None => Ok(()),
-        Some(k) => Err(Error::invalid(format!(
-            "{} = {} (rows from global row {first_row}): matrix values must be finite",
-            at("values", k),
-            values[k]
-        ))),
-    }
+    crate::sparse::check_finite(values).map_err(|e| e.within(&format!("the rows from global row {first_row}")))
 }
 
 /// Every rank's first row, checked to tile 0..n_global in rank order with
 /// neither gap nor overlap; the same verdict on every rank.
 fn layout<I: Index>(comm: &Comm, rows: &Rows<I>) -> Result<Vec<usize>> {
     let nrows = rows.row_ptr.len() as i64 - 1;
-    let (firsts, counts, globals) =
-        (comm.gather_all(rows.first_row - rows.base), comm.gather_all(nrows), comm.gather_all(rows.n_global));
+    let [firsts, counts, globals] = comm.gather_all([rows.first_row - rows.base, nrows, rows.n_global]);
     if let Some(r) = globals.iter().position(|&n| n != globals[0]) {
         return Err(Error::invalid(format!(
             "n_global differs over the ranks: {} on rank 0, {} on rank {r}",

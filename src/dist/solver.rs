@@ -27,7 +27,7 @@ impl DistSolver {
     /// Collective: the preconditioner of every rank's block built, or an
     /// error on every rank.
     pub fn new(a: Arc<DistCsr>, method: Method, precond: Precond, settings: Settings) -> Result<DistSolver> {
-        let methods = a.comm.gather_all(method as i64);
+        let [methods] = a.comm.gather_all([method as i64]);
         if let Some(r) = methods.iter().position(|&m| m != methods[0]) {
             let e = Error::invalid(format!(
                 "rank {r} asks for another method than rank 0: the method must be the same on every rank"
@@ -86,8 +86,7 @@ impl DistSolver {
 /// tol and maxit decide when every rank stops: different values would leave
 /// ranks waiting for each other.
 fn same_everywhere(comm: &super::Comm, tol: f64, maxit: i64) -> Result<()> {
-    let tols = comm.gather_all(tol.to_bits() as i64);
-    let maxits = comm.gather_all(maxit);
+    let [tols, maxits] = comm.gather_all([tol.to_bits() as i64, maxit]);
     if let Some(r) = tols.iter().position(|&t| t != tols[0]) {
         return Err(Error::invalid(format!(
             "tol = {} on rank {r} but {} on rank 0: tol must be the same on every rank",

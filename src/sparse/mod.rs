@@ -79,7 +79,7 @@ impl Index for i64 {
     }
 }
 
-fn check_finite(values: &[f64]) -> Result<()> {
+pub(crate) fn check_finite(values: &[f64]) -> Result<()> {
     match values.iter().position(|v| !v.is_finite()) {
         Some(k) => Err(Error::invalid(format!(
             "{at_values_k} = {}: matrix values must be finite",
