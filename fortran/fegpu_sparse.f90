@@ -9,7 +9,8 @@ module fegpu_sparse
   private
   public :: fegpu_csr_create, fegpu_csr_read_mm, fegpu_csr_update_values, fegpu_csr_destroy, fegpu_csr_info
   public :: fegpu_csr_write_mm, fegpu_csr_download, fegpu_csr_apply_dirichlet, fegpu_spmv, fegpu_csr_spmv
-  public :: fegpu_solver_create, fegpu_solve, fegpu_solver_solve, fegpu_solver_history, fegpu_solver_destroy
+  public :: fegpu_solver_create, fegpu_solver_create_gmres, fegpu_solve, fegpu_solver_solve, fegpu_solver_history, &
+       fegpu_solver_destroy
   public :: fegpu_solver_create_amg, fegpu_rigid_body_modes, fegpu_solver_describe, fegpu_amg_options_default
 
   !> A CSR matrix from the caller's arrays (int32 or int64 indices, 1-based by default).
@@ -117,6 +118,12 @@ module fegpu_sparse
       import :: c_int32_t, c_int64_t, c_double
       integer(c_int64_t), value :: a
       integer(c_int32_t), value :: method, precond
+      integer(c_int64_t), intent(out) :: s
+    end function
+    integer(c_int32_t) function c_solver_create_gmres(a, precond, restart, s) bind(C, name='fegpu_solver_create_gmres')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: a
+      integer(c_int32_t), value :: precond, restart
       integer(c_int64_t), intent(out) :: s
     end function
     integer(c_int32_t) function c_solver_solve(s, b, x, tol, maxit, info) bind(C, name='fegpu_solver_solve')
@@ -296,16 +303,27 @@ contains
          'fegpu_csr_apply_dirichlet', stat, errmsg)
   end subroutine
 
-  !> A solver for A: FEGPU_METHOD_CG or _BICGSTAB, FEGPU_PRECOND_NONE, _JACOBI,
-  !> _ILU0 or _AMG (default options; fegpu_solver_create_amg takes them).
+  !> A solver for A: FEGPU_METHOD_CG (SPD A), _BICGSTAB, _GMRES (restart 30),
+  !> _BICG or _CGS; FEGPU_PRECOND_NONE, _JACOBI, _ILU0 or _AMG (default
+  !> options; fegpu_solver_create_amg takes them).
   subroutine fegpu_solver_create(a, method, precond, s, stat, errmsg)
     type(fegpu_csr), intent(in) :: a
     class(*), intent(in) :: method, precond
     type(fegpu_solver), intent(inout) :: s
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    call check(c_solver_create(a%handle, i32(method), i32(precond), s%handle), &
-         'fegpu_solver_create', stat, errmsg)
+    call check(c_solver_create(a%handle, i32(method), i32(precond), s%handle), 'fegpu_solver_create', stat, errmsg)
+  end subroutine
+
+  !> A GMRES solver for A restarted every restart iterations (its basis:
+  !> restart + 1 vectors of the rows of A); precond as fegpu_solver_create's.
+  subroutine fegpu_solver_create_gmres(a, precond, restart, s, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    class(*), intent(in) :: precond, restart
+    type(fegpu_solver), intent(inout) :: s
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_solver_create_gmres(a%handle, i32(precond), i32(restart), s%handle), 'fegpu_solver_create_gmres', stat, errmsg)
   end subroutine
 
   !> The AMG defaults (the same as a fegpu_amg_options variable starts with).

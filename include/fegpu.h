@@ -121,6 +121,15 @@
 
 #define FEGPU_METHOD_BICGSTAB 2
 
+// GMRES(30), right-preconditioned (`fegpu_solver_create_gmres` sets the restart).
+#define FEGPU_METHOD_GMRES 3
+
+// BiCG (products with A^T and M^-T; not with AMG).
+#define FEGPU_METHOD_BICG 4
+
+// CGS, conjugate gradients squared.
+#define FEGPU_METHOD_CGS 5
+
 #define FEGPU_PRECOND_NONE 0
 
 #define FEGPU_PRECOND_JACOBI 1
@@ -494,8 +503,8 @@ fegpu_status fegpu_dist_csr_destroy(fegpu_dist_csr_t a);
 #endif
 
 #if defined(FEGPU_MPI)
-// Creates a distributed solver: `method` FEGPU_METHOD_CG or _BICGSTAB (the
-// same on every rank), `precond` FEGPU_PRECOND_NONE, _JACOBI (Jacobi of the
+// Creates a distributed solver: `method` FEGPU_METHOD_CG, _BICGSTAB,
+// _GMRES (restart 30) or _CGS (the same on every rank; BiCG is refused), `precond` FEGPU_PRECOND_NONE, _JACOBI (Jacobi of the
 // global matrix), _ILU0 (block-Jacobi ILU(0): each rank factors its
 // diagonal block) or _AMG (AMG of each rank's diagonal block, default
 // options). Collective.
@@ -503,6 +512,15 @@ fegpu_status fegpu_dist_solver_create(fegpu_dist_csr_t a,
                                       int32_t method,
                                       int32_t precond,
                                       fegpu_dist_solver_t *s);
+#endif
+
+#if defined(FEGPU_MPI)
+// As `fegpu_dist_solver_create` with FEGPU_METHOD_GMRES restarted every
+// `restart` iterations (the same on every rank). Collective.
+fegpu_status fegpu_dist_solver_create_gmres(fegpu_dist_csr_t a,
+                                            int32_t precond,
+                                            int32_t restart,
+                                            fegpu_dist_solver_t *s);
 #endif
 
 #if defined(FEGPU_MPI)
@@ -920,7 +938,7 @@ fegpu_status fegpu_amg_options_default(struct fegpu_amg_options *options);
 
 // Creates a solver for A with smoothed-aggregation AMG as preconditioner:
 // `method` FEGPU_METHOD_CG (symmetric A; a nonsymmetric one is refused,
-// naming an entry) or FEGPU_METHOD_BICGSTAB; `options` may be NULL (the
+// naming an entry), _BICGSTAB, _GMRES or _CGS; `options` may be NULL (the
 // defaults). `near_null_space` holds `count` vectors of nrows,
 // column-major (count 0: none given, the pointer is not read; the constant
 // per unknown of a node is used), e.g. the rigid-body
@@ -1035,13 +1053,21 @@ fegpu_status fegpu_csr_apply_dirichlet(fegpu_csr_t a,
 // y = alpha*x + beta*y for f64 arrays.
 fegpu_status fegpu_vector_axpby(double alpha, fegpu_array_t x, double beta, fegpu_array_t y);
 
-// Creates a solver for A: `method` FEGPU_METHOD_CG (SPD A) or
-// FEGPU_METHOD_BICGSTAB; `precond` FEGPU_PRECOND_NONE, _JACOBI, _ILU0 or
-// _AMG (default options; `fegpu_solver_create_amg` takes them).
+// Creates a solver for A: `method` FEGPU_METHOD_CG (SPD A),
+// FEGPU_METHOD_BICGSTAB, _GMRES (restart 30), _BICG or _CGS; `precond`
+// FEGPU_PRECOND_NONE, _JACOBI, _ILU0 or _AMG (default options;
+// `fegpu_solver_create_amg` takes them).
 // The structural analysis (ILU levels) is done once here and the
 // preconditioner built; after `fegpu_csr_update_values` it is rebuilt at the
 // next solve. A missing or zero pivot fails with FEGPU_ERR_BREAKDOWN naming the row.
 fegpu_status fegpu_solver_create(fegpu_csr_t a, int32_t method, int32_t precond, fegpu_solver_t *s);
+
+// As `fegpu_solver_create` with FEGPU_METHOD_GMRES restarted every
+// `restart` iterations (the Krylov basis holds restart + 1 vectors of nrows).
+fegpu_status fegpu_solver_create_gmres(fegpu_csr_t a,
+                                       int32_t precond,
+                                       int32_t restart,
+                                       fegpu_solver_t *s);
 
 // Solves A x = b to ||r||/||b|| <= tol in at most maxit iterations. `x`
 // holds the initial guess and receives the solution; b = 0 gives x = 0.

@@ -77,6 +77,21 @@ extern "C" __global__ void __launch_bounds__(128) ilu0_level(int count, const in
     if (piv == 0.0 || !isfinite(piv)) atomicMin(bad, i);
 }
 
+// ILU(0)'s factors of A turned into those of M^T = U^T L^T in A^T's pattern
+// (src/sparse/transpose.rs), one thread per row of A^T: entry k of A^T is
+// entry from[k] of A; below the diagonal u_ji / u_jj, on it u_ii, above it u_ii l_ji.
+extern "C" __global__ void __launch_bounds__(256) ilu_transpose(int n, const int* __restrict__ rp,
+    const int* __restrict__ ci, const int* __restrict__ from, const int* __restrict__ a_diag,
+    const double* __restrict__ lu, double* __restrict__ out) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    for (int k = rp[i]; k < rp[i + 1]; ++k) {
+        const int j = ci[k];
+        const double v = lu[from[k]];
+        out[k] = j < i ? v / lu[a_diag[j]] : j == i ? v : v * lu[a_diag[i]];
+    }
+}
+
 // Forward substitution with the unit lower factor, one level: y_i = r_i - sum_{j<i} l_ij y_j.
 extern "C" __global__ void __launch_bounds__(128) lsolve_level(int count, const int* __restrict__ rows,
     const int* __restrict__ rp, const int* __restrict__ ci, const int* __restrict__ diag, const double* __restrict__ lu,

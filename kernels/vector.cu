@@ -53,3 +53,9 @@ extern "C" __global__ void __launch_bounds__(256) scale(i64 n, const double* __r
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) z[i] = d[i] * r[i];
 }
 
+// out[i] = x[from[i]]: a permutation or selection of x (A^T's values from
+// A's; the owned values a neighbouring rank needs, packed for one download).
+extern "C" __global__ void __launch_bounds__(256) gather(i64 n, const double* __restrict__ x, const int* __restrict__ from,
+    double* __restrict__ out) {
+    GRID_STRIDE(i, n) out[i] = x[from[i]];
+}

@@ -26,7 +26,7 @@ lbm: a D3Q19 BGK step written the way a PyTorch user would (moments by
 einsum, streaming by torch.roll), f32 and f64, on a periodic N^3 box: MLUPS
 and GB/s counting the same 2*19 populations per site as `fegpu bench lbm`.
 
-sparse: cuSPARSE SpMV through CuPy (csr_matrix @ x) and CuPy's cg / bicgstab
+sparse: cuSPARSE SpMV through CuPy (csr_matrix @ x) and CuPy's cg / bicgstab / cgs / gmres(30)
 per iteration on the same operators as `fegpu bench spmv|solve`.
 
 Prints, per size and dtype, the device-to-device copy (the ceiling) and the
@@ -104,6 +104,8 @@ def operators(real):
 
 
 def sparse(args):
+    import inspect
+    import time
     import cupy
     import cupyx.scipy.sparse as csp
     import cupyx.scipy.sparse.linalg as cla
@@ -124,16 +126,16 @@ def sparse(args):
         solvers = [("cg", cla.cg)] if spd else []
         if hasattr(cla, "bicgstab"):
             solvers.append(("bicgstab", cla.bicgstab))
+        if hasattr(cla, "cgs"):
+            solvers.append(("cgs", cla.cgs))
         for sname, fn in solvers:
             count = [0]
             def cb(_):
                 count[0] += 1
-            import inspect
             tol_kw = "rtol" if "rtol" in inspect.signature(fn).parameters else "tol"
             fn(da, b, **{tol_kw: 1e-30}, maxiter=5, callback=cb)  # warm-up
             cupy.cuda.runtime.deviceSynchronize()
             count[0] = 0
-            import time
             t0 = time.perf_counter()
             fn(da, b, **{tol_kw: 1e-30}, maxiter=iters, callback=cb)
             cupy.cuda.runtime.deviceSynchronize()
@@ -141,6 +143,19 @@ def sparse(args):
             print(f"  {name:<20} {'cupyx ' + sname + ' per iteration':<34} {t*1e3:10.4f}    ({count[0]} its)")
         if not hasattr(cla, "bicgstab"):
             print(f"  {name:<20} cupyx.scipy.sparse.linalg has no bicgstab in this CuPy")
+        # GMRES(30): the callback runs once a restart cycle of 30 iterations
+        cycles = [0]
+        def per_cycle(_):
+            cycles[0] += 1
+        tol_kw = "rtol" if "rtol" in inspect.signature(cla.gmres).parameters else "tol"
+        cla.gmres(da, b, **{tol_kw: 1e-30}, restart=30, maxiter=60, callback=per_cycle)  # warm-up
+        cupy.cuda.runtime.deviceSynchronize()
+        cycles[0] = 0
+        t0 = time.perf_counter()
+        cla.gmres(da, b, **{tol_kw: 1e-30}, restart=30, maxiter=300, callback=per_cycle)
+        cupy.cuda.runtime.deviceSynchronize()
+        t = (time.perf_counter() - t0) / max(30 * cycles[0], 1)
+        print(f"  {name:<20} {'cupyx gmres(30) per iteration':<34} {t*1e3:10.4f}    ({cycles[0]} cycles)")
 
 
 def lbm(sizes):

@@ -87,7 +87,19 @@ fn solve_reports_and_writes_the_solution() {
     // a zero pivot is named and fails
     let (ok, out) = fegpu(&["solve", &matrix("west0479"), "--precond", "ilu0"]);
     assert!(!ok && out.contains("ILU(0)") && out.contains("row 0"), "{out}");
-    let (ok, out) = fegpu(&["solve", "--method", "gmres", &matrix("nos4")]);
-    assert!(!ok && out.contains("--method gmres"), "{out}");
+    let (ok, out) = fegpu(&["solve", "--method", "qmr", &matrix("nos4")]);
+    assert!(!ok && out.contains("--method qmr"), "{out}");
+    let (ok, out) = fegpu(&["solve", "--restart", "5", &matrix("nos4")]);
+    assert!(!ok && out.contains("--restart is GMRES's"), "{out}");
+
+    // GMRES(20), BiCG and CGS with ILU(0) on sherman5: b = A*1, so x is all ones
+    let sherman5 = matrix("sherman5");
+    for method in [&["--method", "gmres", "--restart", "20"][..], &["--method", "bicg"], &["--method", "cgs"]] {
+        let mut args = vec!["solve", &sherman5, "--precond", "ilu0", "--output", x.to_str().unwrap()];
+        args.extend_from_slice(method);
+        let (ok, out) = fegpu(&args);
+        assert!(ok && out.contains("status: converged"), "{method:?}: {out}");
+        assert!(read_vector(&x).iter().all(|v| (v - 1.0).abs() < 1e-4), "{method:?}");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }

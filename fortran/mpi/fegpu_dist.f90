@@ -31,7 +31,8 @@ module fegpu_dist
   private
   public :: fegpu_dist_context_create, fegpu_dist_csr_create, fegpu_dist_csr_update_values, fegpu_dist_csr_spmv
   public :: fegpu_dist_csr_info, fegpu_dist_csr_describe, fegpu_dist_csr_destroy
-  public :: fegpu_dist_solver_create, fegpu_dist_solver_solve, fegpu_dist_solver_history, fegpu_dist_solver_destroy
+  public :: fegpu_dist_solver_create, fegpu_dist_solver_create_gmres, fegpu_dist_solver_solve, fegpu_dist_solver_history, &
+       fegpu_dist_solver_destroy
 
   !> A matrix whose rows are spread over the ranks of a communicator.
   type, bind(C), public :: fegpu_dist_csr
@@ -109,6 +110,13 @@ module fegpu_dist
       import :: c_int32_t, c_int64_t
       integer(c_int64_t), value :: a
       integer(c_int32_t), value :: method, precond
+      integer(c_int64_t), intent(out) :: s
+    end function
+    integer(c_int32_t) function c_dist_solver_create_gmres(a, precond, restart, s) &
+         bind(C, name='fegpu_dist_solver_create_gmres')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: a
+      integer(c_int32_t), value :: precond, restart
       integer(c_int64_t), intent(out) :: s
     end function
     integer(c_int32_t) function c_dist_solver_solve(s, b, x, tol, maxit, info) bind(C, name='fegpu_dist_solver_solve')
@@ -277,8 +285,9 @@ contains
     a%handle = 0
   end subroutine
 
-  !> method FEGPU_METHOD_CG or _BICGSTAB; precond FEGPU_PRECOND_NONE,
-  !> _JACOBI, _ILU0 (block Jacobi over the ranks) or _AMG (per rank). Collective.
+  !> method FEGPU_METHOD_CG, _BICGSTAB, _GMRES (restart 30) or _CGS; precond
+  !> FEGPU_PRECOND_NONE, _JACOBI, _ILU0 (block Jacobi over the ranks) or _AMG
+  !> (per rank). Collective.
   subroutine fegpu_dist_solver_create(a, method, precond, s, stat, errmsg)
     type(fegpu_dist_csr), intent(in) :: a
     class(*), intent(in) :: method, precond
@@ -286,6 +295,18 @@ contains
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_dist_solver_create(a%handle, i32(method), i32(precond), s%handle), 'fegpu_dist_solver_create', stat, errmsg)
+  end subroutine
+
+  !> A distributed GMRES solver restarted every restart iterations (the same
+  !> on every rank); precond as fegpu_dist_solver_create's. Collective.
+  subroutine fegpu_dist_solver_create_gmres(a, precond, restart, s, stat, errmsg)
+    type(fegpu_dist_csr), intent(in) :: a
+    class(*), intent(in) :: precond, restart
+    type(fegpu_dist_solver), intent(inout) :: s
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_dist_solver_create_gmres(a%handle, i32(precond), i32(restart), s%handle), 'fegpu_dist_solver_create_gmres', &
+         stat, errmsg)
   end subroutine
 
   !> Solves A x = b; b and x hold this rank's rows (x: the initial guess on

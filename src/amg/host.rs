@@ -48,25 +48,7 @@ impl Mat {
     /// The transpose, and for each of its entries the entry of `self` it
     /// came from (a values-only re-setup permutes new values with it).
     pub fn transpose(&self) -> (Mat, Vec<u32>) {
-        let mut rp = vec![0i32; self.ncols + 1];
-        for &c in &self.ci {
-            rp[c as usize + 1] += 1;
-        }
-        for j in 0..self.ncols {
-            rp[j + 1] += rp[j];
-        }
-        let mut fill: Vec<i32> = rp[..self.ncols].to_vec();
-        let mut ci = vec![0i32; self.nnz()];
-        let mut from = vec![0u32; self.nnz()];
-        for i in 0..self.nrows {
-            for k in self.row(i) {
-                let c = self.ci[k] as usize;
-                let at = fill[c] as usize;
-                ci[at] = i as i32;
-                from[at] = k as u32;
-                fill[c] += 1;
-            }
-        }
+        let (rp, ci, from) = crate::sparse::transpose::transpose_pattern(self.nrows, self.ncols, &self.rp, &self.ci);
         let v = from.iter().map(|&k| self.v[k as usize]).collect();
         (Mat { nrows: self.ncols, ncols: self.nrows, rp, ci, v }, from)
     }

@@ -111,3 +111,12 @@ pub fn scale(
     arg_or_null(&mut l, sc);
     g.launch("scale", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
 }
+
+/// out[i] = x[from[i]] for i < n.
+pub fn gather(g: &Gpu, n: usize, x: &DeviceBuffer<f64>, from: &DeviceBuffer<i32>, out: &DeviceBuffer<f64>) -> Result<()> {
+    let f = g.kernel("vector", SOURCE, "gather")?;
+    let n64 = n as i64;
+    let mut l = g.launcher(&f);
+    l.arg(&n64).arg(x).arg(from).arg(out);
+    g.launch("gather", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
+}

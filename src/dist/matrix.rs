@@ -9,14 +9,14 @@
 //! The product y = A x posts the halo exchange, runs the diagonal block's
 //! product while the messages travel, then adds the halo block's. On the
 //! CPU backend the vectors are the rank's host arrays; on CUDA the values
-//! to send are gathered on the device (kernels/dist.cu), staged through the
+//! to send are gathered on the device (kernels/vector.cu `gather`), staged through the
 //! host for MPI, and the halo uploaded for the second product.
 
 use super::Comm;
 use crate::array::{mixed_backends, Array, Buffer};
 use crate::context::Context;
 use crate::error::{at, Error, Result};
-use crate::gpu::{DeviceBuffer, Gpu, KernelArg};
+use crate::gpu::{DeviceBuffer, Gpu};
 use crate::krylov::Operator;
 use crate::sparse::{build_pattern, check_vector, cpu, cuda, f64_buf, Csr, Index};
 use std::sync::{Arc, Mutex};
@@ -246,7 +246,7 @@ impl Operator for Product<'_> {
         let n = a.local_rows();
         let mut staging = a.staging.lock().unwrap_or_else(|p| p.into_inner());
         if !a.send_rows.is_empty() {
-            gather(g, x, &dx.send_rows, &dx.send, a.send_rows.len())?;
+            crate::array::cuda::gather(g, a.send_rows.len(), x, &dx.send_rows, &dx.send)?;
             g.download(&dx.send, 0, &mut staging.0)?;
         }
         // the diagonal block's product runs on the device while the halo travels
@@ -263,15 +263,6 @@ impl Operator for Product<'_> {
         }
         Ok(())
     }
-}
-
-/// out[i] = x[rows[i]]: the owned values a neighbour needs, packed.
-fn gather(g: &Gpu, x: &DeviceBuffer<f64>, rows: &DeviceBuffer<i32>, out: &DeviceBuffer<f64>, n: usize) -> Result<()> {
-    let f = g.kernel("dist", super::SOURCE, "dist_gather")?;
-    let n64 = n as i64;
-    let mut l = g.launcher(&f);
-    l.arg(&n64).arg(x).arg(rows).arg(out);
-    g.launch("dist_gather", l, (crate::array::cuda::grid_for(n), 1, 1), (crate::array::cuda::BLOCK, 1, 1), 0)
 }
 
 fn pick(values: &[f64], entries: &[usize]) -> Vec<f64> {

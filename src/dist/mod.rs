@@ -24,7 +24,3 @@ pub use comm::{device_for, Comm};
 pub use matrix::DistCsr;
 #[cfg(feature = "mpi")]
 pub use solver::DistSolver;
-
-/// kernels/dist.cu after the shared prelude (listed for the compile checks
-/// in every build, MPI or not).
-pub const SOURCE: &str = concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/dist.cu"));

@@ -27,12 +27,22 @@ impl DistSolver {
     /// Collective: the preconditioner of every rank's block built, or an
     /// error on every rank.
     pub fn new(a: Arc<DistCsr>, method: Method, precond: Precond, settings: Settings) -> Result<DistSolver> {
-        let [methods] = a.comm.gather_all([method as i64]);
-        if let Some(r) = methods.iter().position(|&m| m != methods[0]) {
+        let restart = match method {
+            Method::Gmres { restart } => restart as i64,
+            _ => 0,
+        };
+        let [methods, restarts] = a.comm.gather_all([method.id(), restart]);
+        if let Some(r) = (0..methods.len()).find(|&r| (methods[r], restarts[r]) != (methods[0], restarts[0])) {
             let e = Error::invalid(format!(
-                "rank {r} asks for another method than rank 0: the method must be the same on every rank"
+                "rank {r} asks for another method or restart than rank 0: the method must be the same on every rank"
             ));
             return Err(e);
+        }
+        if method.needs_transpose() {
+            // every rank asks for it (checked above), so every rank refuses
+            return Err(Error::unsupported(
+                "BiCG is not offered over the ranks (its A^T product would need the halo exchanged backwards): use BiCGSTAB, CGS or GMRES",
+            ));
         }
         let local = a.comm.agree(Solver::with_settings(a.own.clone(), method, precond, settings))?;
         Ok(DistSolver { a, local })

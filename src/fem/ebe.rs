@@ -250,13 +250,13 @@ impl EbeSolver {
         let mut t = vec![0.0; values.len()];
         cpu::ebe_apply(set, &matrices, None, diag, values, &mut t);
         for i in 0..t.len() {
-            vecs[Slot::B as usize][i] = if fixed[i] != 0 { diag[i] * values[i] } else { b[i] - t[i] };
+            vecs[Slot::B.index()][i] = if fixed[i] != 0 { diag[i] * values[i] } else { b[i] - t[i] };
         }
-        vecs[Slot::X as usize].copy_from_slice(x);
+        vecs[Slot::X.index()].copy_from_slice(x);
         let op = EbeOperator { set, host: Some((matrices, &fixed[..], &diag[..])), device: None };
-        let mut ops = CpuOps { op: &op, pc: &Jacobi { inverse: dinv }, vecs };
+        let mut ops = CpuOps { op: &op, pc: &Jacobi { inverse: dinv }, transposed: None, vecs };
         let out = crate::krylov::run(&mut ops, Method::Cg, tol, maxit, history)?;
-        x.copy_from_slice(&ops.vecs[Slot::X as usize]);
+        x.copy_from_slice(&ops.vecs[Slot::X.index()]);
         Ok(out)
     }
 
@@ -291,18 +291,27 @@ impl EbeSolver {
             }
         }
         // t = K g, unmasked: the conditions' pull on the free rows
-        let t = &vecs[Slot::T as usize];
+        let t = &vecs[Slot::T.index()];
         match matrices {
             DeviceMatrices::Stored(ke) => cuda::ebe_apply(g, set, device, ke, None, values, t, None)?,
             DeviceMatrices::OnTheFly(props) => cuda::ebe_otf(g, set, device, props, None, values, t, None, None)?,
         }
-        g.copy(b, &mut vecs[Slot::B as usize])?;
-        cuda::dirichlet_rhs(g, n, fixed, values, diag, &vecs[Slot::T as usize], &vecs[Slot::B as usize])?;
-        g.copy(x, &mut vecs[Slot::X as usize])?;
+        g.copy(b, &mut vecs[Slot::B.index()])?;
+        cuda::dirichlet_rhs(g, n, fixed, values, diag, &vecs[Slot::T.index()], &vecs[Slot::B.index()])?;
+        g.copy(x, &mut vecs[Slot::X.index()])?;
         let op = EbeOperator { set, host: None, device: Some((device, matrices, &*fixed, &*diag)) };
-        let mut ops = CudaOps { g, op: &op, pc: &Jacobi { inverse: dinv }, n, vecs, reduce, looping: Some((scalars, iteration)) };
+        let mut ops = CudaOps {
+            g,
+            op: &op,
+            pc: &Jacobi { inverse: dinv },
+            transposed: None,
+            n,
+            vecs,
+            reduce,
+            looping: Some((scalars, iteration)),
+        };
         let out = crate::krylov::run(&mut ops, Method::Cg, tol, maxit, history)?;
-        g.copy(&ops.vecs[Slot::X as usize], x)?;
+        g.copy(&ops.vecs[Slot::X.index()], x)?;
         g.synchronize("solve")?;
         Ok(out)
     }

@@ -10,13 +10,13 @@
 //! message; the others get that rank's message prefixed with its number.
 
 use super::registry::{self, Kind, Object};
-use super::sparse::{fegpu_solve_info, method_of, precond_of, write_info};
+use super::sparse::{fegpu_solve_info, gmres_of, method_of, precond_of, write_info};
 use super::status::fegpu_status;
 use super::{fegpu_array_t, fegpu_context_t, guard, host_in, out_param, write_text};
 use crate::context::Context;
 use crate::dist::{matrix::Rows, Comm, DistCsr, DistSolver};
 use crate::error::{Error, Result};
-use crate::sparse::solver::{outcome_status, Settings};
+use crate::sparse::solver::{outcome_status, Method, Precond, Settings};
 use crate::sparse::Index;
 use std::sync::Arc;
 
@@ -197,8 +197,8 @@ pub extern "C" fn fegpu_dist_csr_destroy(a: fegpu_dist_csr_t) -> fegpu_status {
     guard(|| registry::remove::<DistCsr>(a, "A"))
 }
 
-/// Creates a distributed solver: `method` FEGPU_METHOD_CG or _BICGSTAB (the
-/// same on every rank), `precond` FEGPU_PRECOND_NONE, _JACOBI (Jacobi of the
+/// Creates a distributed solver: `method` FEGPU_METHOD_CG, _BICGSTAB,
+/// _GMRES (restart 30) or _CGS (the same on every rank; BiCG is refused), `precond` FEGPU_PRECOND_NONE, _JACOBI (Jacobi of the
 /// global matrix), _ILU0 (block-Jacobi ILU(0): each rank factors its
 /// diagonal block) or _AMG (AMG of each rank's diagonal block, default
 /// options). Collective.
@@ -212,12 +212,32 @@ pub unsafe extern "C" fn fegpu_dist_solver_create(
     guard(|| {
         let m = registry::get::<DistCsr>(a, "A")?;
         let args = (|| Ok((out_param(s, "S")?, method_of(method)?, precond_of(precond)?)))();
-        let (out, method, precond) = m.comm.agree(args)?;
-        let owner = registry::owner_of(a).unwrap_or(0);
-        let solver = DistSolver::new(m, method, precond, Settings::from_env())?;
-        *out = registry::insert(Arc::new(solver), owner);
-        Ok(())
+        create_solver(m, registry::owner_of(a).unwrap_or(0), args)
     })
+}
+
+/// As `fegpu_dist_solver_create` with FEGPU_METHOD_GMRES restarted every
+/// `restart` iterations (the same on every rank). Collective.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_dist_solver_create_gmres(
+    a: fegpu_dist_csr_t,
+    precond: i32,
+    restart: i32,
+    s: *mut fegpu_dist_solver_t,
+) -> fegpu_status {
+    guard(|| {
+        let m = registry::get::<DistCsr>(a, "A")?;
+        let args = (|| Ok((out_param(s, "S")?, gmres_of(restart)?, precond_of(precond)?)))();
+        create_solver(m, registry::owner_of(a).unwrap_or(0), args)
+    })
+}
+
+/// The arguments agreed on every rank, then the collective creation.
+fn create_solver(m: Arc<DistCsr>, owner: u64, args: Result<(&mut fegpu_dist_solver_t, Method, Precond)>) -> Result<()> {
+    let (out, method, precond) = m.comm.agree(args)?;
+    let solver = DistSolver::new(m, method, precond, Settings::from_env())?;
+    *out = registry::insert(Arc::new(solver), owner);
+    Ok(())
 }
 
 /// Solves A x = b over the ranks: b and x are this rank's parts (arrays of

@@ -12,6 +12,12 @@ use std::sync::Arc;
 
 pub const FEGPU_METHOD_CG: i32 = 1;
 pub const FEGPU_METHOD_BICGSTAB: i32 = 2;
+/// GMRES(30), right-preconditioned (`fegpu_solver_create_gmres` sets the restart).
+pub const FEGPU_METHOD_GMRES: i32 = 3;
+/// BiCG (products with A^T and M^-T; not with AMG).
+pub const FEGPU_METHOD_BICG: i32 = 4;
+/// CGS, conjugate gradients squared.
+pub const FEGPU_METHOD_CGS: i32 = 5;
 pub const FEGPU_PRECOND_NONE: i32 = 0;
 pub const FEGPU_PRECOND_JACOBI: i32 = 1;
 pub const FEGPU_PRECOND_ILU0: i32 = 2;
@@ -26,8 +32,21 @@ pub(crate) fn method_of(c: i32) -> Result<Method> {
     match c {
         FEGPU_METHOD_CG => Ok(Method::Cg),
         FEGPU_METHOD_BICGSTAB => Ok(Method::Bicgstab),
-        _ => Err(Error::invalid(format!("method = {c}: expected FEGPU_METHOD_CG (1) or FEGPU_METHOD_BICGSTAB (2)"))),
+        FEGPU_METHOD_GMRES => Ok(Method::Gmres { restart: Method::DEFAULT_RESTART }),
+        FEGPU_METHOD_BICG => Ok(Method::Bicg),
+        FEGPU_METHOD_CGS => Ok(Method::Cgs),
+        _ => Err(Error::invalid(format!(
+            "method = {c}: expected FEGPU_METHOD_CG (1), _BICGSTAB (2), _GMRES (3), _BICG (4) or _CGS (5)"
+        ))),
     }
+}
+
+/// GMRES restarted every `restart` iterations (at least 1).
+pub(crate) fn gmres_of(restart: i32) -> Result<Method> {
+    if restart < 1 {
+        return Err(Error::invalid(format!("restart = {restart}: must be at least 1")));
+    }
+    Ok(Method::Gmres { restart: restart as usize })
 }
 
 pub(crate) fn precond_of(c: i32) -> Result<Precond> {
@@ -154,7 +173,7 @@ pub unsafe extern "C" fn fegpu_amg_options_default(options: *mut fegpu_amg_optio
 
 /// Creates a solver for A with smoothed-aggregation AMG as preconditioner:
 /// `method` FEGPU_METHOD_CG (symmetric A; a nonsymmetric one is refused,
-/// naming an entry) or FEGPU_METHOD_BICGSTAB; `options` may be NULL (the
+/// naming an entry), _BICGSTAB, _GMRES or _CGS; `options` may be NULL (the
 /// defaults). `near_null_space` holds `count` vectors of nrows,
 /// column-major (count 0: none given, the pointer is not read; the constant
 /// per unknown of a node is used), e.g. the rigid-body
@@ -489,9 +508,10 @@ pub extern "C" fn fegpu_vector_axpby(alpha: f64, x: fegpu_array_t, beta: f64, y:
     })
 }
 
-/// Creates a solver for A: `method` FEGPU_METHOD_CG (SPD A) or
-/// FEGPU_METHOD_BICGSTAB; `precond` FEGPU_PRECOND_NONE, _JACOBI, _ILU0 or
-/// _AMG (default options; `fegpu_solver_create_amg` takes them).
+/// Creates a solver for A: `method` FEGPU_METHOD_CG (SPD A),
+/// FEGPU_METHOD_BICGSTAB, _GMRES (restart 30), _BICG or _CGS; `precond`
+/// FEGPU_PRECOND_NONE, _JACOBI, _ILU0 or _AMG (default options;
+/// `fegpu_solver_create_amg` takes them).
 /// The structural analysis (ILU levels) is done once here and the
 /// preconditioner built; after `fegpu_csr_update_values` it is rebuilt at the
 /// next solve. A missing or zero pivot fails with FEGPU_ERR_BREAKDOWN naming the row.
@@ -502,6 +522,25 @@ pub unsafe extern "C" fn fegpu_solver_create(a: fegpu_csr_t, method: i32, precon
         let m = registry::get::<crate::sparse::Csr>(a, "A")?;
         let owner = registry::owner_of(a).unwrap_or(0);
         let solver = Solver::new(m, method_of(method)?, precond_of(precond)?)?;
+        *out = registry::insert(Arc::new(solver), owner);
+        Ok(())
+    })
+}
+
+/// As `fegpu_solver_create` with FEGPU_METHOD_GMRES restarted every
+/// `restart` iterations (the Krylov basis holds restart + 1 vectors of nrows).
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_solver_create_gmres(
+    a: fegpu_csr_t,
+    precond: i32,
+    restart: i32,
+    s: *mut fegpu_solver_t,
+) -> fegpu_status {
+    guard(|| {
+        let out = out_param(s, "S")?;
+        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
+        let owner = registry::owner_of(a).unwrap_or(0);
+        let solver = Solver::new(m, gmres_of(restart)?, precond_of(precond)?)?;
         *out = registry::insert(Arc::new(solver), owner);
         Ok(())
     })

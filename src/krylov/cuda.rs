@@ -90,6 +90,8 @@ pub struct CudaOps<'a> {
     pub g: &'a Gpu,
     pub op: &'a dyn Operator,
     pub pc: &'a dyn Preconditioner,
+    /// A^T and M^T, for BiCG.
+    pub transposed: Option<(&'a dyn Operator, &'a dyn Preconditioner)>,
     pub n: usize,
     pub vecs: &'a mut Vec<DeviceBuffer<f64>>,
     pub reduce: &'a mut Reduce,
@@ -103,22 +105,22 @@ impl CudaOps<'_> {
         if r == z {
             return Ok(()); // no preconditioner: z is r itself
         }
-        self.pc.apply_device(self.g, &self.vecs[r as usize], &self.vecs[z as usize], sc)
+        self.pc.apply_device(self.g, &self.vecs[r.index()], &self.vecs[z.index()], sc)
     }
 
     /// Queues one iteration of `method` whose scalars are in `sc` (captured
     /// into a graph: launches only).
     fn queue_iteration(&self, method: Method, sc: &DeviceBuffer<f64>) -> Result<()> {
         let (g, n, reduce) = (self.g, self.n, &*self.reduce);
-        let v = |s: Slot| Some(&self.vecs[s as usize]);
-        let spmv = |x: Slot, y: Slot| self.op.apply_device(g, &self.vecs[x as usize], &self.vecs[y as usize], Some(sc));
+        let v = |s: Slot| Some(&self.vecs[s.index()]);
+        let spmv = |x: Slot, y: Slot| self.op.apply_device(g, &self.vecs[x.index()], &self.vecs[y.index()], Some(sc));
         let step = |name, vectors: &[Option<&DeviceBuffer<f64>>], flag, reduces: bool| {
             solver_kernel(g, name, n, vectors, flag, reduces.then_some(reduce), sc)
         };
         use Slot::*;
         match method {
             Method::Cg => {
-                match self.op.apply_pq_device(g, &self.vecs[P as usize], &self.vecs[Q as usize], reduce, sc) {
+                match self.op.apply_pq_device(g, &self.vecs[P.index()], &self.vecs[Q.index()], reduce, sc) {
                     Some(fused) => fused?,
                     None => {
                         spmv(P, Q)?;
@@ -152,6 +154,10 @@ impl CudaOps<'_> {
                 spmv(shat, T)?;
                 step("bicg_omega", &[v(T), v(S)], None, true)?;
                 step("bicg_update", &[v(phat), v(shat), v(S), v(T), v(Rhat), v(X), v(R)], None, true)
+            }
+            // these iterate on the host (iterate_on_device is CG's and BiCGSTAB's)
+            Method::Gmres { .. } | Method::Bicg | Method::Cgs => {
+                Err(Error::new(crate::error::ErrorKind::Internal, format!("{} has no device-driven iteration", method.name())))
             }
         }
     }
@@ -248,29 +254,43 @@ impl Ops for CudaOps<'_> {
     }
 
     fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
-        self.op.apply_device(self.g, &self.vecs[x as usize], &self.vecs[y as usize], None)
+        self.op.apply_device(self.g, &self.vecs[x.index()], &self.vecs[y.index()], None)
     }
     fn amax(&mut self, v: Slot) -> Result<f64> {
-        cuda::amax(self.g, self.n, &self.vecs[v as usize])
+        cuda::amax(self.g, self.n, &self.vecs[v.index()])
     }
     fn fetch(&mut self, v: Slot) -> Result<Vec<f64>> {
         let mut h = crate::error::host_vec(self.n, 0.0, "solver vector")?;
-        self.g.download(&self.vecs[v as usize], 0, &mut h)?;
+        self.g.download(&self.vecs[v.index()], 0, &mut h)?;
         Ok(h)
     }
     fn dots(&mut self, a: Slot, b: Slot, cd: Option<(Slot, Slot)>) -> Result<(f64, f64)> {
         let v = &self.vecs;
-        let cd = cd.map(|(c, d)| (&v[c as usize], &v[d as usize]));
-        self.reduce.dots(self.g, self.n, &v[a as usize], &v[b as usize], cd)
+        let cd = cd.map(|(c, d)| (&v[c.index()], &v[d.index()]));
+        self.reduce.dots(self.g, self.n, &v[a.index()], &v[b.index()], cd)
     }
     fn update(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64) -> Result<()> {
         let v = &self.vecs;
-        cuda::update(self.g, self.n, &v[w as usize], a, &v[x as usize], b, y.map(|s| &v[s as usize]), c)
+        cuda::update(self.g, self.n, &v[w.index()], a, &v[x.index()], b, y.map(|s| &v[s.index()]), c)
     }
     fn precond(&mut self, r: Slot, z: Slot) -> Result<()> {
         self.precondition(r, z, None)
     }
     fn identity_precond(&self) -> bool {
         self.pc.is_identity()
+    }
+    fn spmv_transpose(&mut self, x: Slot, y: Slot) -> Result<()> {
+        let (op, _) = self.transposed.ok_or_else(super::no_transpose)?;
+        op.apply_device(self.g, &self.vecs[x.index()], &self.vecs[y.index()], None)
+    }
+    fn precond_transpose(&mut self, r: Slot, z: Slot) -> Result<()> {
+        let (_, pc) = self.transposed.ok_or_else(super::no_transpose)?;
+        pc.apply_device(self.g, &self.vecs[r.index()], &self.vecs[z.index()], None)
+    }
+    fn reserve(&mut self, count: usize) -> Result<()> {
+        while self.vecs.len() < SLOTS + count {
+            self.vecs.push(self.g.zeros::<f64>(self.n.max(1))?);
+        }
+        Ok(())
     }
 }

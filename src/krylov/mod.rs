@@ -1,9 +1,11 @@
-//! The Krylov methods, written once: CG and BiCGSTAB over an `Operator`
-//! (y = A x) and a `Preconditioner` (z = M^-1 r), through `Ops`, the vector
-//! algebra of the backend the vectors live on. The CPU reference iterates on
-//! the host (`cpu.rs`); CUDA (`cuda.rs`) iterates on the device with the
+//! The Krylov methods, written once: CG and BiCGSTAB (here), GMRES(m)
+//! (`gmres.rs`), BiCG and CGS (`lanczos.rs`) over an `Operator` (y = A x)
+//! and a `Preconditioner` (z = M^-1 r), through `Ops`, the vector algebra of
+//! the backend the vectors live on. The CPU reference iterates on the host
+//! (`cpu.rs`); CUDA (`cuda.rs`) runs CG and BiCGSTAB on the device with the
 //! scalars kept there, one iteration replayed as a CUDA graph, the host
-//! looking at the scalars every few iterations. Operators: CSR matrices
+//! looking at the scalars every few iterations; GMRES, BiCG and CGS iterate
+//! on the host over device vectors. Operators: CSR matrices
 //! (`sparse`), element-by-element products (`fem::ebe`); preconditioners:
 //! the identity and Jacobi (here), ILU(0) (`sparse`). A distributed solve
 //! (`crate::dist`) runs the same methods through `Reduced`, which finishes
@@ -11,6 +13,8 @@
 
 pub mod cpu;
 pub mod cuda;
+mod gmres;
+mod lanczos;
 
 use crate::array::Buffer;
 use crate::error::{Error, ErrorKind, Result};
@@ -20,14 +24,43 @@ use crate::gpu::{DeviceBuffer, Gpu};
 pub enum Method {
     Cg,
     Bicgstab,
+    /// GMRES restarted every `restart` iterations, right-preconditioned.
+    Gmres {
+        restart: usize,
+    },
+    /// BiCG: needs the products with A^T and M^-T.
+    Bicg,
+    Cgs,
 }
 
 impl Method {
+    /// GMRES's restart length when the caller names none (PETSc's and cupyx's is 30 too).
+    pub const DEFAULT_RESTART: usize = 30;
+
     pub fn name(self) -> &'static str {
         match self {
             Method::Cg => "CG",
             Method::Bicgstab => "BiCGSTAB",
+            Method::Gmres { .. } => "GMRES",
+            Method::Bicg => "BiCG",
+            Method::Cgs => "CGS",
         }
+    }
+
+    /// The method's number (the C API's FEGPU_METHOD_* code).
+    pub fn id(self) -> i64 {
+        match self {
+            Method::Cg => 1,
+            Method::Bicgstab => 2,
+            Method::Gmres { .. } => 3,
+            Method::Bicg => 4,
+            Method::Cgs => 5,
+        }
+    }
+
+    /// Whether the method multiplies by A^T and applies M^-T.
+    pub fn needs_transpose(self) -> bool {
+        self == Method::Bicg
     }
 }
 
@@ -99,7 +132,8 @@ impl Preconditioner for Jacobi<'_> {
     }
 }
 
-/// Work vectors of the solvers.
+/// Work vectors of the solvers: twelve named ones, then GMRES's basis
+/// vectors, allocated when a GMRES solve first asks for them (`Ops::reserve`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Slot {
     X,
@@ -114,8 +148,32 @@ pub enum Slot {
     T,
     Z,
     Q,
+    Basis(usize),
 }
+/// The named slots.
 pub const SLOTS: usize = 12;
+
+impl Slot {
+    /// Where the slot is in the backend's list of vectors.
+    pub fn index(self) -> usize {
+        use Slot::*;
+        match self {
+            X => 0,
+            B => 1,
+            R => 2,
+            Rhat => 3,
+            P => 4,
+            Phat => 5,
+            V => 6,
+            S => 7,
+            Shat => 8,
+            T => 9,
+            Z => 10,
+            Q => 11,
+            Basis(k) => SLOTS + k,
+        }
+    }
+}
 
 /// What the algorithms need from a backend.
 pub trait Ops {
@@ -129,6 +187,16 @@ pub trait Ops {
     fn precond(&mut self, r: Slot, z: Slot) -> Result<()>;
     /// M = I: the methods use r itself where z would be.
     fn identity_precond(&self) -> bool;
+    /// y = A^T x (BiCG); an error where the solve has no transpose.
+    fn spmv_transpose(&mut self, _x: Slot, _y: Slot) -> Result<()> {
+        Err(no_transpose())
+    }
+    /// z = M^-T r (BiCG); an error where the solve has no transpose.
+    fn precond_transpose(&mut self, _r: Slot, _z: Slot) -> Result<()> {
+        Err(no_transpose())
+    }
+    /// Makes `Slot::Basis(0..count)` available (zeroed when new).
+    fn reserve(&mut self, count: usize) -> Result<()>;
     /// max |v_i| of slot `v` (NaN when any element is NaN).
     fn amax(&mut self, v: Slot) -> Result<f64>;
     /// Slot `v` on the host (error paths only: to name an offending element).
@@ -145,6 +213,10 @@ pub trait Ops {
     fn iterate_on_device(&mut self, _method: Method, _start: &Start, _history: &mut Vec<f64>) -> Option<Result<Outcome>> {
         None
     }
+}
+
+fn no_transpose() -> Error {
+    Error::unsupported("BiCG needs A^T and M^-T, which this solve does not have: use BiCGSTAB, CGS or GMRES")
 }
 
 /// Reductions over the ranks of a distributed solve (`crate::dist`): the
@@ -182,6 +254,11 @@ impl Ops for Reduced<'_> {
     }
     fn identity_precond(&self) -> bool {
         self.inner.identity_precond()
+    }
+    // no transposed product: the rank's own one would miss the halo's
+    // reverse exchange, so BiCG is refused over the ranks
+    fn reserve(&mut self, count: usize) -> Result<()> {
+        self.inner.reserve(count)
     }
     fn amax(&mut self, v: Slot) -> Result<f64> {
         let local = self.inner.amax(v)?;
@@ -387,6 +464,9 @@ pub fn run(ops: &mut dyn Ops, method: Method, tol: f64, maxit: i64, history: &mu
     let out = match method {
         Method::Cg => cg(ops, tol, maxit, history)?,
         Method::Bicgstab => bicgstab(ops, tol, maxit, history)?,
+        Method::Gmres { restart } => gmres::gmres(ops, restart, tol, maxit, history)?,
+        Method::Bicg => lanczos::bicg(ops, tol, maxit, history)?,
+        Method::Cgs => lanczos::cgs(ops, tol, maxit, history)?,
     };
     ops.spmv(Slot::X, Slot::Q)?;
     ops.update(Slot::T, 1.0, Slot::B, -1.0, Some(Slot::Q), 0.0)?;

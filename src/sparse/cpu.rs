@@ -70,6 +70,23 @@ pub fn ilu0_apply(p: &Pattern, lu: &[f64], r: &[f64], z: &mut [f64]) {
     }
 }
 
+/// ILU(0)'s factors `lu` of A turned into those of M^T in A^T's pattern `t`
+/// (entry k of A^T is entry from[k] of A; `a_diag`: A's diagonal slots):
+/// below the diagonal u_ji / u_jj, on it u_ii, above it u_ii l_ji
+/// (super::transpose; kernels/sparse.cu `ilu_transpose` does the same).
+pub fn ilu_transpose(t: &Pattern, from: &[u32], a_diag: &[i32], lu: &[f64], out: &mut [f64]) {
+    for i in 0..t.nrows {
+        for k in t.row_ptr[i] as usize..t.row_ptr[i + 1] as usize {
+            let (j, v) = (t.col[k] as usize, lu[from[k] as usize]);
+            out[k] = match j.cmp(&i) {
+                std::cmp::Ordering::Less => v / lu[a_diag[j] as usize],
+                std::cmp::Ordering::Equal => v,
+                std::cmp::Ordering::Greater => v * lu[a_diag[i] as usize],
+            };
+        }
+    }
+}
+
 /// Symmetric Dirichlet rows and columns (`super::apply_dirichlet`): the same
 /// row-by-row pass as kernels/sparse.cu `dirichlet`.
 pub fn dirichlet(p: &Pattern, v: &mut [f64], fixed: &[u8], g: &[f64], b: &mut [f64]) {

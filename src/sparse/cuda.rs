@@ -229,6 +229,24 @@ pub fn ilu0_apply(
     Ok(())
 }
 
+/// The factors of M^T in A^T's pattern `t` from ILU(0)'s `lu` of A
+/// (super::transpose).
+pub fn ilu_transpose(
+    g: &Gpu,
+    n: usize,
+    t: &DevicePattern,
+    from: &DeviceBuffer<i32>,
+    a_diag: &DeviceBuffer<i32>,
+    lu: &DeviceBuffer<f64>,
+    out: &DeviceBuffer<f64>,
+) -> Result<()> {
+    let f = g.kernel("sparse", SOURCE, "ilu_transpose")?;
+    let n32 = n as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&n32).arg(&t.row_ptr).arg(&t.col).arg(from).arg(a_diag).arg(lu).arg(out);
+    g.launch("ilu_transpose", l, (n.div_ceil(256).max(1) as u32, 1, 1), (256, 1, 1), 0)
+}
+
 /// The widest row group for which CG fuses p.q into its SpMV: measured on
 /// the H100 (BENCHMARKS.md), fused was faster at 2 threads per row (7-point
 /// operator) and slower at 4 (27-point), whose grid-stride loop is longer.

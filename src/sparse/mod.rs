@@ -1,5 +1,6 @@
 //! Sparse matrices (CSR) resident on the device, SpMV, vector operations and
-//! the preconditioned Krylov solvers (CG, BiCGSTAB with none / Jacobi / ILU(0)).
+//! the preconditioned Krylov solvers (CG, BiCGSTAB, GMRES, BiCG, CGS with
+//! none / Jacobi / ILU(0) / AMG).
 //!
 //! A matrix is created from the caller's CSR arrays (0- or 1-based, int32 or
 //! int64 indices), validated, stored sorted with duplicates summed, and kept
@@ -11,6 +12,7 @@ pub mod cuda;
 pub mod gallery;
 pub mod mm;
 pub mod solver;
+pub mod transpose;
 
 pub use crate::array::Buffer;
 use crate::array::{lock_pair, Array, Storage};

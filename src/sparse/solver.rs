@@ -5,6 +5,7 @@
 //! AMG is `crate::amg`'s). The preconditioner is rebuilt when the matrix
 //! values change (AMG: a values-only re-setup of the kept hierarchy).
 
+use super::transpose::Transposed;
 use super::{cpu, cuda, f64_buf, Csr, DevicePattern, Pattern};
 use crate::amg;
 use crate::array::{Array, Buffer};
@@ -181,6 +182,14 @@ struct DeviceWork {
     iteration: Option<Graph>,
 }
 
+/// BiCG's A^T and M^T: the transposed matrix, and for ILU(0) the factors
+/// turned to its pattern with the sweeps over it (on the device).
+struct TransposedState {
+    t: Transposed,
+    factors: Buffer<f64>,
+    levels: Option<(cuda::DeviceLevels, cuda::DeviceSweeps)>,
+}
+
 struct State {
     vecs: Vectors,
     /// Jacobi's inverse diagonal or ILU(0)'s factors, where the matrix lives.
@@ -190,6 +199,8 @@ struct State {
     /// AMG's hierarchy, and its device copy on the CUDA backend.
     amg: Option<(amg::Hierarchy, Option<amg::cuda::DeviceHierarchy>)>,
     device: Option<DeviceWork>,
+    /// BiCG only.
+    transposed: Option<TransposedState>,
     /// The matrix values version the preconditioner was built from.
     built_for: Option<u64>,
     history: Vec<f64>,
@@ -303,29 +314,12 @@ impl Solver {
                 levels: None,
                 amg: None,
                 device: None,
+                transposed: None,
                 built_for: None,
                 history: Vec::new(),
             },
             Some(g) => {
-                let levels = if precond == Precond::Ilu0 {
-                    let lv = levels(p);
-                    let factor = cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?;
-                    let sweeps = if sweeps == IluSweeps::Levels {
-                        cuda::DeviceSweeps::Levels { upper: cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)? }
-                    } else {
-                        let chunk = match sweeps {
-                            IluSweeps::Chunked { rows: Some(c) } => c,
-                            _ => cuda::sweep_chunk(n, bandwidth(p)),
-                        };
-                        cuda::DeviceSweeps::Chunked(Box::new((
-                            cuda::DeviceSweep::new(g, &chunked_levels(p, chunk, false))?,
-                            cuda::DeviceSweep::new(g, &chunked_levels(p, chunk, true))?,
-                        )))
-                    };
-                    Some((factor, sweeps))
-                } else {
-                    None
-                };
+                let levels = if precond == Precond::Ilu0 { Some(device_sweeps(g, p, sweeps)?) } else { None };
                 let factors = match precond {
                     Precond::None | Precond::Amg => 1,
                     Precond::Jacobi => n,
@@ -341,11 +335,31 @@ impl Solver {
                         scalars: g.alloc(crate::krylov::cuda::Scalar::LEN)?,
                         iteration: None,
                     }),
+                    transposed: None,
                     built_for: None,
                     history: Vec::new(),
                 }
             }
         };
+        let mut state = state;
+        if method.needs_transpose() {
+            if precond == Precond::Amg {
+                return Err(Error::unsupported(
+                    "BiCG needs M^-T, which AMG's V-cycle does not give here: use BiCGSTAB, CGS or GMRES with AMG",
+                ));
+            }
+            let t = Transposed::new(&csr)?;
+            let levels = match (csr.ctx.gpu(), precond) {
+                (Some(g), Precond::Ilu0) => Some(device_sweeps(g, &t.csr.pattern, sweeps)?),
+                _ => None,
+            };
+            let factors = match (csr.ctx.gpu(), precond) {
+                (Some(g), Precond::Ilu0) => Buffer::Device(g.alloc(p.nnz().max(1))?),
+                (Some(g), _) => Buffer::Device(g.alloc(1)?),
+                (None, _) => Buffer::Host(Vec::new()),
+            };
+            state.transposed = Some(TransposedState { t, factors, levels });
+        }
         let s = Solver { csr, method, precond, settings, state: Mutex::new(state) };
         s.refresh(&mut s.lock())?;
         Ok(s)
@@ -398,6 +412,12 @@ impl Solver {
                 _ => return Err(crate::array::mixed_backends()),
             },
             Precond::Amg => self.build_amg(st, &self.csr.values_on_host(&vals.data)?)?,
+        }
+        if let Some(ts) = &mut st.transposed {
+            ts.t.refresh(&vals.data)?;
+            if self.precond == Precond::Ilu0 {
+                ts.t.ilu_factors(&self.csr, &st.factors, &mut ts.factors)?;
+            }
         }
         st.built_for = Some(vals.version);
         Ok(t.elapsed().as_secs_f64())
@@ -452,6 +472,21 @@ impl Solver {
         let op = &*op;
         let pc = self.preconditioner(&st.factors, st.levels.as_ref(), st.amg.as_ref(), &vals.data);
         let pc: &dyn Preconditioner = &*pc;
+        // BiCG's A^T and M^T (a distributed solve has none: DistSolver refuses BiCG)
+        let tvals = st.transposed.as_ref().filter(|_| distributed.is_none()).map(|ts| (ts, ts.t.csr.values()));
+        let t_parts = tvals.as_ref().map(|(ts, tv)| {
+            let t = &ts.t.csr;
+            let op = CsrOperator { p: &t.pattern, dp: t.device.as_ref(), values: &tv.data };
+            let pc: Box<dyn Preconditioner> = match self.precond {
+                Precond::Ilu0 => {
+                    Box::new(Ilu0 { p: &t.pattern, dp: t.device.as_ref(), lu: &ts.factors, levels: ts.levels.as_ref() })
+                }
+                // Jacobi and the identity are their own transposes
+                _ => self.preconditioner(&st.factors, None, None, &vals.data),
+            };
+            (op, pc)
+        });
+        let transposed = t_parts.as_ref().map(|(op, pc)| (op as &dyn Operator, &**pc as &dyn Preconditioner));
         let (method, history) = (self.method, &mut st.history);
         let mut run = |ops: &mut dyn crate::krylov::Ops| match distributed {
             None => crate::krylov::run(ops, method, tol, maxit, history),
@@ -459,23 +494,23 @@ impl Solver {
         };
         let (out, true_rel) = match (&mut st.vecs, &mut st.device, bb, xb) {
             (Vectors::Host(vecs), None, Buffer::Host(bh), Buffer::Host(xh)) => {
-                vecs[Slot::B as usize].copy_from_slice(bh);
-                vecs[Slot::X as usize].copy_from_slice(xh);
-                let mut ops = CpuOps { op, pc, vecs };
+                vecs[Slot::B.index()].copy_from_slice(bh);
+                vecs[Slot::X.index()].copy_from_slice(xh);
+                let mut ops = CpuOps { op, pc, transposed, vecs };
                 let result = run(&mut ops)?;
-                xh.copy_from_slice(&ops.vecs[Slot::X as usize]);
+                xh.copy_from_slice(&ops.vecs[Slot::X.index()]);
                 result
             }
             (Vectors::Device(vecs), Some(dw), Buffer::Device(bd), Buffer::Device(xd)) => {
                 let g = self.csr.ctx.gpu().ok_or_else(crate::array::mixed_backends)?;
-                g.copy(bd, &mut vecs[Slot::B as usize])?;
-                g.copy(xd, &mut vecs[Slot::X as usize])?;
+                g.copy(bd, &mut vecs[Slot::B.index()])?;
+                g.copy(xd, &mut vecs[Slot::X.index()])?;
                 let DeviceWork { reduce, scalars, iteration } = dw;
                 // a distributed solve iterates on the host, which holds the global scalars
                 let looping = if distributed.is_none() { Some((scalars, iteration)) } else { None };
-                let mut ops = CudaOps { g, op, pc, n, vecs, reduce, looping };
+                let mut ops = CudaOps { g, op, pc, transposed, n, vecs, reduce, looping };
                 let result = run(&mut ops)?;
-                g.copy(&ops.vecs[Slot::X as usize], xd)?;
+                g.copy(&ops.vecs[Slot::X.index()], xd)?;
                 g.synchronize("solve")?;
                 result
             }
@@ -580,6 +615,24 @@ impl Solver {
         }
         Ok(setup)
     }
+}
+
+/// ILU(0)'s device sweeps over pattern `p`: the lower levels (which the
+/// factorisation walks too), and the two triangular solves as `sweeps` says.
+fn device_sweeps(g: &Gpu, p: &Pattern, sweeps: IluSweeps) -> Result<(cuda::DeviceLevels, cuda::DeviceSweeps)> {
+    let lv = levels(p);
+    let factor = cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?;
+    let sweeps = match sweeps {
+        IluSweeps::Levels => cuda::DeviceSweeps::Levels { upper: cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)? },
+        IluSweeps::Chunked { rows } => {
+            let chunk = rows.unwrap_or_else(|| cuda::sweep_chunk(p.nrows, bandwidth(p)));
+            cuda::DeviceSweeps::Chunked(Box::new((
+                cuda::DeviceSweep::new(g, &chunked_levels(p, chunk, false))?,
+                cuda::DeviceSweep::new(g, &chunked_levels(p, chunk, true))?,
+            )))
+        }
+    };
+    Ok((factor, sweeps))
 }
 
 fn jacobi_inverse(p: &super::Pattern, v: &[f64]) -> Result<Vec<f64>> {

@@ -11,11 +11,12 @@ use std::process::ExitCode;
 const USAGE: &str = "usage:
   fegpu                      showcase: a legacy transpose loop on the best backend present
   fegpu info                 backends, devices, compute capability, NVRTC version
-  fegpu solve A.mtx [b.mtx] [--method bicgstab|cg] [--precond none|jacobi|ilu0|amg]
-              [--tol T] [--maxit N] [--output x.mtx]
+  fegpu solve A.mtx [b.mtx] [--method bicgstab|cg|gmres|bicg|cgs] [--restart M]
+              [--precond none|jacobi|ilu0|amg] [--tol T] [--maxit N] [--output x.mtx]
               [--strength THETA] [--smoother chebyshev:DEGREE|l1jacobi:SWEEPS]
               [--coarsest ROWS] [--block-size K] [--unsmoothed]
                              solve A x = b (b = A*1 when omitted: the exact x is all ones);
+                             GMRES restarts every M iterations (default 30);
                              the AMG options tune --precond amg (block size K: unknowns
                              per node, node by node); exit status 0 only when
                              ||b - Ax||/||b|| <= tol
@@ -123,6 +124,7 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
         output: None,
         amg: Default::default(),
     };
+    let mut restart = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().cloned().ok_or_else(|| bad(format!("{a} wants a value")));
@@ -131,8 +133,15 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
                 o.method = match value()?.as_str() {
                     "cg" => Method::Cg,
                     "bicgstab" => Method::Bicgstab,
-                    m => return Err(bad(format!("--method {m}: expected cg or bicgstab"))),
+                    "gmres" => Method::Gmres { restart: restart.unwrap_or(Method::DEFAULT_RESTART) },
+                    "bicg" => Method::Bicg,
+                    "cgs" => Method::Cgs,
+                    m => return Err(bad(format!("--method {m}: expected cg, bicgstab, gmres, bicg or cgs"))),
                 }
+            }
+            "--restart" => {
+                let m = value()?.parse().ok().filter(|&m: &usize| m >= 1);
+                restart = Some(m.ok_or_else(|| bad("--restart wants a count of at least 1".into()))?);
             }
             "--precond" => {
                 o.precond = match value()?.as_str() {
@@ -164,6 +173,11 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
             f if !f.starts_with("--") => files.push(f.to_string()),
             f => return Err(bad(format!("unknown option {f}"))),
         }
+    }
+    match (o.method, restart) {
+        (Method::Gmres { .. }, Some(m)) => o.method = Method::Gmres { restart: m },
+        (_, Some(_)) => return Err(bad("--restart is GMRES's: give --method gmres".into())),
+        _ => {}
     }
     match files.as_slice() {
         [a] => o.matrix = a.into(),

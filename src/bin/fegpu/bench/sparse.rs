@@ -129,6 +129,10 @@ pub fn solve(real: Option<&std::path::Path>) -> Result<()> {
             cases.insert(0, (Method::Cg, Precond::None, spmv_b + 64.0 * n as f64));
         }
         cases.push((Method::Bicgstab, Precond::Ilu0, f64::NAN));
+        // host-driven over device vectors: per iteration against CuPy's (peers.py)
+        for m in [Method::Gmres { restart: 30 }, Method::Bicg, Method::Cgs] {
+            cases.push((m, Precond::None, f64::NAN));
+        }
         for (m, p, bytes) in cases {
             let iters = if p == Precond::Ilu0 { 20 } else { 200 };
             let (t, setup) = per_iteration(&ctx, &a, m, p, iters)?;
@@ -136,7 +140,7 @@ pub fn solve(real: Option<&std::path::Path>) -> Result<()> {
             let frac = if roof.is_nan() { "-".to_string() } else { format!("{:.0}%", 100.0 * roof / t) };
             println!(
                 "  {name:<22} {:<9} {:<7} {iters:>9} {:>10.4} {:>11.4} {frac:>10}{}",
-                format!("{m:?}"),
+                m.name(),
                 format!("{p:?}"),
                 t * 1e3,
                 roof * 1e3,

@@ -1,0 +1,99 @@
+//! A^T beside A, for BiCG: the transposed pattern with, for each of its
+//! entries, the entry of A it comes from, so that new values of A reach A^T
+//! in one gather; and ILU(0)'s factors of A turned into factors in A^T's
+//! pattern that the same triangular solves apply:
+//! M^T = (L U)^T = U^T L^T = (U^T D^-1) (D L^T), D = diag(U), a unit lower
+//! factor and an upper one with U's pivots on its diagonal.
+
+use super::{cpu, cuda, Buffer, Csr, Pattern};
+use crate::error::Result;
+use crate::gpu::DeviceBuffer;
+
+/// The transposed pattern of an nrows x ncols CSR pattern (columns sorted
+/// within rows), and for each of its entries the entry it came from.
+pub fn transpose_pattern(nrows: usize, ncols: usize, row_ptr: &[i32], col: &[i32]) -> (Vec<i32>, Vec<i32>, Vec<u32>) {
+    let mut rp = vec![0i32; ncols + 1];
+    for &c in col {
+        rp[c as usize + 1] += 1;
+    }
+    for j in 0..ncols {
+        rp[j + 1] += rp[j];
+    }
+    let mut fill: Vec<i32> = rp[..ncols].to_vec();
+    let (mut ci, mut from) = (vec![0i32; col.len()], vec![0u32; col.len()]);
+    for i in 0..nrows {
+        for k in row_ptr[i] as usize..row_ptr[i + 1] as usize {
+            let at = &mut fill[col[k] as usize];
+            ci[*at as usize] = i as i32;
+            from[*at as usize] = k as u32;
+            *at += 1;
+        }
+    }
+    (rp, ci, from)
+}
+
+pub struct Transposed {
+    /// A^T, its values kept equal to A's by `refresh`.
+    pub csr: Csr,
+    /// Entry k of A^T is entry from[k] of A, on the host and where A lives.
+    from: Vec<u32>,
+    from_device: Option<DeviceBuffer<i32>>,
+}
+
+impl Transposed {
+    pub fn new(a: &Csr) -> Result<Transposed> {
+        let p = &a.pattern;
+        let (row_ptr, col, from) = transpose_pattern(p.nrows, p.ncols, &p.row_ptr, &p.col);
+        let diag = (0..p.ncols)
+            .map(|i| {
+                let row = row_ptr[i] as usize..row_ptr[i + 1] as usize;
+                col[row.clone()].binary_search(&(i as i32)).map_or(-1, |k| (row.start + k) as i32)
+            })
+            .collect();
+        let nnz = col.len();
+        let pattern = Pattern { nrows: p.ncols, ncols: p.nrows, row_ptr, col, diag, slot_of: None, caller_nnz: nnz };
+        let values = a.download_values()?;
+        let csr = Csr::new(a.ctx.clone(), pattern, &from.iter().map(|&k| values[k as usize]).collect::<Vec<_>>())?;
+        let from_device = match a.ctx.gpu() {
+            Some(g) => Some(cuda::upload(g, &from.iter().map(|&k| k as i32).collect::<Vec<_>>())?),
+            None => None,
+        };
+        Ok(Transposed { csr, from, from_device })
+    }
+
+    /// A^T's values from A's `values` (where they live).
+    pub fn refresh(&self, values: &Buffer<f64>) -> Result<()> {
+        self.csr.rewrite_values(|at| match (at, values) {
+            (Buffer::Host(at), Buffer::Host(v)) => {
+                at.iter_mut().zip(&self.from).for_each(|(t, &k)| *t = v[k as usize]);
+                Ok(())
+            }
+            (Buffer::Device(at), Buffer::Device(v)) => {
+                let g = self.csr.ctx.device()?;
+                let from = self.from_device.as_ref().ok_or_else(crate::array::mixed_backends)?;
+                crate::array::cuda::gather(g, self.from.len(), v, from, at)
+            }
+            _ => Err(crate::array::mixed_backends()),
+        })
+    }
+
+    /// The factors of M^T in A^T's pattern from ILU(0)'s `lu` of `a`, into `out`.
+    pub fn ilu_factors(&self, a: &Csr, lu: &Buffer<f64>, out: &mut Buffer<f64>) -> Result<()> {
+        let t = &self.csr.pattern;
+        match (lu, out) {
+            (Buffer::Host(lu), Buffer::Host(out)) => {
+                out.resize(t.nnz(), 0.0);
+                cpu::ilu_transpose(t, &self.from, &a.pattern.diag, lu, out);
+                Ok(())
+            }
+            (Buffer::Device(lu), Buffer::Device(out)) => {
+                let g = self.csr.ctx.device()?;
+                let missing = crate::array::mixed_backends;
+                let from = self.from_device.as_ref().ok_or_else(missing)?;
+                let (dp, a_dp) = (self.csr.device.as_ref().ok_or_else(missing)?, a.device.as_ref().ok_or_else(missing)?);
+                cuda::ilu_transpose(g, t.nrows, dp, from, &a_dp.diag, lu, out)
+            }
+            _ => Err(crate::array::mixed_backends()),
+        }
+    }
+}
