@@ -184,9 +184,10 @@ int main(int argc, char **argv) {
     Rows sym = assemble(first, count, 0.0), conv = assemble(first, count, 2.5);
     bad_inputs(ctx, first, &sym);
 
-    const struct { double c; int method, one_based; const char *name; } cases[2] = {
-        {0.0, FEGPU_METHOD_CG, 0, "CG"}, {2.5, FEGPU_METHOD_BICGSTAB, 1, "BiCGSTAB"}};
-    for (int t = 0; t < 2; t++) {
+    const struct { double c; int method, one_based; const char *name; } cases[4] = {
+        {0.0, FEGPU_METHOD_CG, 0, "CG"}, {2.5, FEGPU_METHOD_BICGSTAB, 1, "BiCGSTAB"},
+        {2.5, FEGPU_METHOD_GMRES, 0, "GMRES(30)"}, {2.5, FEGPU_METHOD_CGS, 1, "CGS"}};
+    for (int t = 0; t < 4; t++) {
         Rows *r = cases[t].c == 0.0 ? &sym : &conv;
         fegpu_dist_csr_t a = 0;
         fegpu_dist_solver_t s = 0;
@@ -221,8 +222,10 @@ int main(int argc, char **argv) {
         fegpu_dist_solver_history(s, h, 4096, &nh);
         if (nh != nref) fprintf(stderr, "rank %d: %s: %ld iterations distributed, %ld in one process\n", rank, cases[t].name, (long)nh - 1, (long)nref - 1);
         expect(nh == nref && nh > 5, "the one-process iteration count");
+        /* CGS squares BiCG's residual polynomial, and with it the rounding of the sums' order */
+        double close = cases[t].method == FEGPU_METHOD_CGS ? 1e-3 : 1e-6;
         for (int64_t k = 0; k < nh && k < nref; k++)
-            if (fabs(h[k] - h_ref[k]) > 1e-6 * h_ref[k] + 1e-15) {
+            if (fabs(h[k] - h_ref[k]) > close * h_ref[k] + 1e-15) {
                 fprintf(stderr, "rank %d: %s: history[%ld] = %.17g, one process %.17g\n", rank, cases[t].name, (long)k, h[k], h_ref[k]);
                 expect(0, "the one-process residual history to rounding");
                 break;
@@ -255,7 +258,11 @@ int main(int argc, char **argv) {
                     break;
                 }
             free(v2), free(x2);
-        } else {
+        } else if (t == 1) {
+            /* BiCG's A^T product would need the halo sent backwards: refused on every rank */
+            fegpu_dist_solver_t sb = 0;
+            expect(fegpu_dist_solver_create(a, FEGPU_METHOD_BICG, FEGPU_PRECOND_JACOBI, &sb) == FEGPU_ERR_UNSUPPORTED,
+                   "BiCG refused over the ranks");
             /* block-Jacobi ILU(0) */
             fegpu_dist_solver_t si = 0;
             expect(fegpu_dist_solver_create(a, FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, &si) == FEGPU_OK, "block-Jacobi ILU(0)");

@@ -59,3 +59,50 @@ extern "C" __global__ void __launch_bounds__(256) gather(i64 n, const double* __
     double* __restrict__ out) {
     GRID_STRIDE(i, n) out[i] = x[from[i]];
 }
+
+// GMRES's Gram-Schmidt over a table V of k vector addresses. multi_dot:
+// blocks over (row ranges, groups of BASIS_GROUP vectors), each thread
+// reading w[i] once for its group; the block sums go to partial[j][block],
+// which sum_rows adds in block order (deterministic).
+#define BASIS_GROUP 8
+extern "C" __global__ void __launch_bounds__(256) multi_dot(i64 n, int k, const double* const* __restrict__ V,
+    const double* __restrict__ w, double* __restrict__ partial) {
+    const int j0 = blockIdx.y * BASIS_GROUP;
+    const int m = min(BASIS_GROUP, k - j0);
+    const double* v[BASIS_GROUP];
+    double s[BASIS_GROUP];
+#pragma unroll
+    for (int j = 0; j < BASIS_GROUP; ++j) {
+        v[j] = j < m ? V[j0 + j] : w;
+        s[j] = 0.0;
+    }
+    GRID_STRIDE(i, n) {
+        const double wi = w[i];
+#pragma unroll
+        for (int j = 0; j < BASIS_GROUP; ++j)
+            if (j < m) s[j] += v[j][i] * wi;
+    }
+    for (int j = 0; j < m; ++j) {
+        const double t = block_sum(s[j]);
+        if (threadIdx.x == 0) partial[(i64)(j0 + j) * gridDim.x + blockIdx.x] = t;
+    }
+}
+
+// out[j] = the sum of row j of partial (blocks entries), one block per row.
+extern "C" __global__ void __launch_bounds__(256) sum_rows(int blocks, const double* __restrict__ partial,
+    double* __restrict__ out) {
+    double s = 0.0;
+    for (int b = threadIdx.x; b < blocks; b += blockDim.x) s += partial[(i64)blockIdx.x * blocks + b];
+    s = block_sum(s);
+    if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+
+// w = c w + sum_j h[j] V_j over the table V of k vector addresses (w is not read when c == 0).
+extern "C" __global__ void __launch_bounds__(256) multi_axpy(i64 n, int k, const double* const* __restrict__ V,
+    const double* __restrict__ h, double c, double* w) {
+    GRID_STRIDE(i, n) {
+        double r = c != 0.0 ? c * w[i] : 0.0;
+        for (int j = 0; j < k; ++j) r += h[j] * V[j][i];
+        w[i] = r;
+    }
+}

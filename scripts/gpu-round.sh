@@ -49,6 +49,9 @@ if [ "${1:-}" = "--sparse" ] || [ -z "${1:-}" ]; then
   .gpu/bin/fegpu bench spmv tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-spmv.txt"
   .gpu/bin/fegpu bench solve tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-solve.txt"
   python3 peers/peers.py sparse tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/peers-sparse.txt"
+  # BiCG's transposed ILU(0) and the Newton loop's refreshed A^T under memcheck
+  /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 9 .gpu/tests/krylov_methods --test-threads=1 \
+    breakdowns bicg_follows 2>&1 | tail -5 | tee "$OUT/sanitizer-krylov.txt"
 fi
 if [ "${1:-}" = "--amg" ] || [ -z "${1:-}" ]; then
   # pyamg beside fegpu on the same systems: the wheel comes from .wheels/ (carried; gpu-stage.sh fetches it)

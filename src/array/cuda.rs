@@ -120,3 +120,60 @@ pub fn gather(g: &Gpu, n: usize, x: &DeviceBuffer<f64>, from: &DeviceBuffer<i32>
     l.arg(&n64).arg(x).arg(from).arg(out);
     g.launch("gather", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
 }
+
+/// Row blocks of `multi_dot` (its partial sums: that many per vector).
+const BASIS_BLOCKS: usize = 264;
+/// Vectors per `multi_dot` block (kernels/vector.cu BASIS_GROUP).
+const BASIS_GROUP: usize = 8;
+
+/// A table of device vectors (GMRES's basis) for the kernels that read them
+/// all in one pass, with the scratch of their reductions.
+pub struct VectorTable {
+    addresses: DeviceBuffer<u64>,
+    count: usize,
+    partial: DeviceBuffer<f64>,
+    coefficients: DeviceBuffer<f64>,
+}
+
+impl VectorTable {
+    /// The table of `vectors`' addresses (they must outlive its use).
+    pub fn new(g: &Gpu, vectors: &[&DeviceBuffer<f64>]) -> Result<VectorTable> {
+        let count = vectors.len();
+        let mut addresses = g.alloc::<u64>(count.max(1))?;
+        g.upload(&vectors.iter().map(|v| g.address(*v)).collect::<Vec<_>>(), &mut addresses, 0)?;
+        let partial = g.alloc::<f64>((count * BASIS_BLOCKS).max(1))?;
+        Ok(VectorTable { addresses, count, partial, coefficients: g.alloc::<f64>(count.max(1))? })
+    }
+
+    /// (V_j . w) for the table's first k vectors, finished on the device.
+    pub fn dots(&mut self, g: &Gpu, n: usize, k: usize, w: &DeviceBuffer<f64>) -> Result<Vec<f64>> {
+        let k = k.min(self.count);
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let blocks = n.div_ceil(BLOCK as usize).clamp(1, BASIS_BLOCKS);
+        let (n64, k32, b32) = (n as i64, k as i32, blocks as i32);
+        let f = g.kernel("vector", SOURCE, "multi_dot")?;
+        let mut l = g.launcher(&f);
+        l.arg(&n64).arg(&k32).arg(&self.addresses).arg(w).arg(&self.partial);
+        g.launch("multi_dot", l, (blocks as u32, k.div_ceil(BASIS_GROUP) as u32, 1), (BLOCK, 1, 1), 0)?;
+        let f = g.kernel("vector", SOURCE, "sum_rows")?;
+        let mut l = g.launcher(&f);
+        l.arg(&b32).arg(&self.partial).arg(&self.coefficients);
+        g.launch("sum_rows", l, (k as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+        let mut out = vec![0.0; k];
+        g.download(&self.coefficients, 0, &mut out)?;
+        Ok(out)
+    }
+
+    /// w = c w + sum_j h[j] V_j over the table's first h.len() vectors.
+    pub fn combine(&mut self, g: &Gpu, n: usize, w: &DeviceBuffer<f64>, c: f64, h: &[f64]) -> Result<()> {
+        let k = h.len().min(self.count);
+        g.upload(&h[..k], &mut self.coefficients, 0)?;
+        let (n64, k32) = (n as i64, k as i32);
+        let f = g.kernel("vector", SOURCE, "multi_axpy")?;
+        let mut l = g.launcher(&f);
+        l.arg(&n64).arg(&k32).arg(&self.addresses).arg(&self.coefficients).arg(&c).arg(w);
+        g.launch("multi_axpy", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
+    }
+}

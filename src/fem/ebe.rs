@@ -309,6 +309,7 @@ impl EbeSolver {
             vecs,
             reduce,
             looping: Some((scalars, iteration)),
+            basis: None,
         };
         let out = crate::krylov::run(&mut ops, Method::Cg, tol, maxit, history)?;
         g.copy(&ops.vecs[Slot::X.index()], x)?;

@@ -37,6 +37,13 @@ impl Gpu {
         self.stream().memcpy_dtod(src, dst).map_err(|e| device_error("device-to-device copy", e))
     }
 
+    /// The device address of a buffer, for kernels that take a table of vectors.
+    pub fn address<T: DeviceScalar>(&self, buf: &DeviceBuffer<T>) -> u64 {
+        use cudarc::driver::DevicePtr;
+        let (ptr, _sync) = buf.device_ptr(self.stream());
+        ptr
+    }
+
     /// Fills a buffer with bytes of value `byte` (poisoning in tests, zeroing).
     pub fn fill_bytes<T: DeviceScalar>(&self, buf: &mut DeviceBuffer<T>, byte: u8) -> Result<()> {
         use cudarc::driver::DevicePtrMut;

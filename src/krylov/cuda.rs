@@ -97,6 +97,12 @@ pub struct CudaOps<'a> {
     pub reduce: &'a mut Reduce,
     /// The scalars of the device-driven iterations and the captured iteration.
     pub looping: Option<(&'a mut DeviceBuffer<f64>, &'a mut Option<Graph>)>,
+    /// GMRES's basis as one table (set by `reserve`).
+    pub basis: Option<cuda::VectorTable>,
+}
+
+fn no_basis() -> Error {
+    Error::new(crate::error::ErrorKind::Internal, "the basis is used before Ops::reserve")
 }
 
 impl CudaOps<'_> {
@@ -291,6 +297,16 @@ impl Ops for CudaOps<'_> {
         while self.vecs.len() < SLOTS + count {
             self.vecs.push(self.g.zeros::<f64>(self.n.max(1))?);
         }
+        let basis: Vec<_> = self.vecs[SLOTS..SLOTS + count].iter().collect();
+        self.basis = Some(cuda::VectorTable::new(self.g, &basis)?);
         Ok(())
+    }
+    fn basis_dots(&mut self, k: usize) -> Result<Vec<f64>> {
+        let table = self.basis.as_mut().ok_or_else(no_basis)?;
+        table.dots(self.g, self.n, k, &self.vecs[Slot::Basis(k - 1).index()])
+    }
+    fn basis_combine(&mut self, w: Slot, c: f64, h: &[f64]) -> Result<()> {
+        let table = self.basis.as_mut().ok_or_else(no_basis)?;
+        table.combine(self.g, self.n, &self.vecs[w.index()], c, h)
     }
 }

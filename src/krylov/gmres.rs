@@ -1,8 +1,9 @@
 //! GMRES(m), right-preconditioned (Saad, Iterative Methods for Sparse Linear
 //! Systems, 2nd ed., alg. 9.5): the Arnoldi basis of A M^-1 in
-//! `Slot::Basis(0..=m)`, orthogonalised by classical Gram-Schmidt run twice
-//! (as accurate as modified Gram-Schmidt, in two batches of dot products
-//! instead of j dependent ones), the Hessenberg matrix reduced by Givens
+//! `Slot::Basis(0..=m)`, orthogonalised by classical Gram-Schmidt with
+//! reorthogonalisation when needed (as accurate as modified Gram-Schmidt,
+//! each pass one read of the basis instead of j dependent dot products),
+//! the Hessenberg matrix reduced by Givens
 //! rotations on the host, so that |g_{j+1}| is the residual norm at each
 //! iteration without forming x. Right preconditioning keeps that residual
 //! the unpreconditioned one, which the tolerance is measured against.
@@ -11,27 +12,27 @@ use super::{broke, done, dot, initial_residual, record, Ops, Outcome, Slot};
 use crate::error::Result;
 use Slot::Basis;
 
-/// The coefficients of `Basis(k)` against `Basis(0..k)`, two at a time (a
-/// distributed solve sums each pair in one call).
-fn projections(ops: &mut dyn Ops, k: usize) -> Result<Vec<f64>> {
-    let mut h = vec![0.0; k];
-    for i in (0..k).step_by(2) {
-        let second = (i + 1 < k).then_some((Basis(i + 1), Basis(k)));
-        let (a, b) = ops.dots(Basis(i), Basis(k), second)?;
-        h[i] = a;
-        if i + 1 < k {
-            h[i + 1] = b;
-        }
+/// Orthogonalises Basis(k) against Basis(0..k): classical Gram-Schmidt,
+/// repeated when the norm fell below 1/sqrt(2) of what it was (the
+/// Daniel-Gragg-Kaufman-Stewart test: cancellation left it inexact). Returns
+/// the Hessenberg column (its last entry the new norm) and that norm.
+fn orthogonalise(ops: &mut dyn Ops, k: usize) -> Result<(Vec<f64>, f64)> {
+    let mut h = vec![0.0; k + 1];
+    let mut subtract = |ops: &mut dyn Ops| -> Result<f64> {
+        let d = ops.basis_dots(k + 1)?;
+        let minus: Vec<f64> = d[..k].iter().map(|c| -c).collect();
+        ops.basis_combine(Basis(k), 1.0, &minus)?;
+        h.iter_mut().zip(&d[..k]).for_each(|(h, c)| *h += c);
+        Ok(d[k].sqrt())
+    };
+    let before = subtract(ops)?;
+    let mut hn = dot(ops, Basis(k), Basis(k))?.sqrt();
+    if hn < std::f64::consts::FRAC_1_SQRT_2 * before {
+        subtract(ops)?;
+        hn = dot(ops, Basis(k), Basis(k))?.sqrt();
     }
-    Ok(h)
-}
-
-/// out = sum_i y_i Basis(i).
-fn combine(ops: &mut dyn Ops, out: Slot, y: &[f64]) -> Result<()> {
-    for (i, &yi) in y.iter().enumerate() {
-        ops.update(out, yi, Basis(i), 0.0, None, if i == 0 { 0.0 } else { 1.0 })?;
-    }
-    Ok(())
+    h[k] = hn;
+    Ok((h, hn))
 }
 
 /// Solves the k x k upper-triangular system R y = g (R by columns).
@@ -80,16 +81,7 @@ pub fn gmres(ops: &mut dyn Ops, restart: usize, tol: f64, maxit: i64, history: &
                 Slot::Z
             };
             ops.spmv(z, Basis(j + 1))?;
-            let mut h = vec![0.0; j + 2];
-            for _ in 0..2 {
-                let c = projections(ops, j + 1)?;
-                for (i, &ci) in c.iter().enumerate() {
-                    ops.update(Basis(j + 1), -ci, Basis(i), 0.0, None, 1.0)?;
-                    h[i] += ci;
-                }
-            }
-            let hn = dot(ops, Basis(j + 1), Basis(j + 1))?.sqrt();
-            h[j + 1] = hn;
+            let (mut h, hn) = orthogonalise(ops, j + 1)?;
             for (i, &(c, s)) in rotations.iter().enumerate() {
                 (h[i], h[i + 1]) = (c * h[i] + s * h[i + 1], -s * h[i] + c * h[i + 1]);
             }
@@ -117,7 +109,7 @@ pub fn gmres(ops: &mut dyn Ops, restart: usize, tol: f64, maxit: i64, history: &
         if !columns.is_empty() {
             // x += M^-1 V y
             let y = back_substitute(&columns, &g);
-            combine(ops, Slot::T, &y)?;
+            ops.basis_combine(Slot::T, 0.0, &y)?;
             let z = if identity {
                 Slot::T
             } else {

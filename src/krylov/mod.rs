@@ -197,6 +197,27 @@ pub trait Ops {
     }
     /// Makes `Slot::Basis(0..count)` available (zeroed when new).
     fn reserve(&mut self, count: usize) -> Result<()>;
+    /// Basis(i) . Basis(k-1) for i < k (the last: the newest vector's
+    /// squared norm); backends read the basis in one pass.
+    fn basis_dots(&mut self, k: usize) -> Result<Vec<f64>> {
+        let w = Slot::Basis(k - 1);
+        let mut out = vec![0.0; k];
+        for i in (0..k).step_by(2) {
+            let (a, b) = self.dots(Slot::Basis(i), w, (i + 1 < k).then_some((Slot::Basis(i + 1), w)))?;
+            out[i] = a;
+            if i + 1 < k {
+                out[i + 1] = b;
+            }
+        }
+        Ok(out)
+    }
+    /// w = c w + sum_i h[i] Basis(i) (w not among those Basis(i)).
+    fn basis_combine(&mut self, w: Slot, c: f64, h: &[f64]) -> Result<()> {
+        for (i, &hi) in h.iter().enumerate() {
+            self.update(w, hi, Slot::Basis(i), 0.0, None, if i == 0 { c } else { 1.0 })?;
+        }
+        Ok(())
+    }
     /// max |v_i| of slot `v` (NaN when any element is NaN).
     fn amax(&mut self, v: Slot) -> Result<f64>;
     /// Slot `v` on the host (error paths only: to name an offending element).
@@ -259,6 +280,14 @@ impl Ops for Reduced<'_> {
     // reverse exchange, so BiCG is refused over the ranks
     fn reserve(&mut self, count: usize) -> Result<()> {
         self.inner.reserve(count)
+    }
+    fn basis_dots(&mut self, k: usize) -> Result<Vec<f64>> {
+        let mut d = self.inner.basis_dots(k)?;
+        self.global.sum(&mut d)?;
+        Ok(d)
+    }
+    fn basis_combine(&mut self, w: Slot, c: f64, h: &[f64]) -> Result<()> {
+        self.inner.basis_combine(w, c, h)
     }
     fn amax(&mut self, v: Slot) -> Result<f64> {
         let local = self.inner.amax(v)?;

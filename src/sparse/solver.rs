@@ -508,7 +508,7 @@ impl Solver {
                 let DeviceWork { reduce, scalars, iteration } = dw;
                 // a distributed solve iterates on the host, which holds the global scalars
                 let looping = if distributed.is_none() { Some((scalars, iteration)) } else { None };
-                let mut ops = CudaOps { g, op, pc, transposed, n, vecs, reduce, looping };
+                let mut ops = CudaOps { g, op, pc, transposed, n, vecs, reduce, looping, basis: None };
                 let result = run(&mut ops)?;
                 g.copy(&ops.vecs[Slot::X.index()], xd)?;
                 g.synchronize("solve")?;
