@@ -83,7 +83,8 @@ module fegpu_types
 
   integer, parameter, public :: FEGPU_METHOD_CG = 1, FEGPU_METHOD_BICGSTAB = 2, FEGPU_METHOD_GMRES = 3, &
        FEGPU_METHOD_BICG = 4, FEGPU_METHOD_CGS = 5
-  integer, parameter, public :: FEGPU_PRECOND_NONE = 0, FEGPU_PRECOND_JACOBI = 1, FEGPU_PRECOND_ILU0 = 2, FEGPU_PRECOND_AMG = 3
+  integer, parameter, public :: FEGPU_PRECOND_NONE = 0, FEGPU_PRECOND_JACOBI = 1, FEGPU_PRECOND_ILU0 = 2, FEGPU_PRECOND_AMG = 3, &
+       FEGPU_PRECOND_ILU0_JACOBI = 4
   integer, parameter, public :: FEGPU_SMOOTHER_AUTO = 0, FEGPU_SMOOTHER_CHEBYSHEV = 1, FEGPU_SMOOTHER_L1_JACOBI = 2
 
   !> fegpu_amg_options of fegpu.h, initialised to the defaults: change the

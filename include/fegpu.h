@@ -139,6 +139,11 @@
 // Smoothed-aggregation AMG with the default options (fegpu_amg_options_default).
 #define FEGPU_PRECOND_AMG 3
 
+// ILU(0)'s factors with each triangular solve approximated by two Jacobi
+// sweeps (AmgX's and hypre's iterative ILU): no sweep waits on another row,
+// so an application costs a few SpMVs; more iterations than exact ILU(0).
+#define FEGPU_PRECOND_ILU0_JACOBI 4
+
 // AMG smoother: chosen from the matrix (Chebyshev if symmetric, else l1-Jacobi).
 #define FEGPU_SMOOTHER_AUTO 0
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One check-and-benchmark round on the GPU machine ([--checks-only|--sparse|--amg|--dist|--lbm|--radfields|--pipeline]). Builds nothing: run
+# One check-and-benchmark round on the GPU machine ([--checks-only|--sparse|--ilu|--amg|--dist|--lbm|--radfields|--pipeline]). Builds nothing: run
 # scripts/gpu-stage.sh here first, which copies the binaries into .gpu/,
 # then call the device tool with carry [".gpu"] and this script.
 # Logs go to $OUT (or ./gpu-out when run by hand).
@@ -52,6 +52,9 @@ if [ "${1:-}" = "--sparse" ] || [ -z "${1:-}" ]; then
   # BiCG's transposed ILU(0) and the Newton loop's refreshed A^T under memcheck
   /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 9 .gpu/tests/krylov_methods --test-threads=1 \
     breakdowns bicg_follows 2>&1 | tail -5 | tee "$OUT/sanitizer-krylov.txt"
+fi
+if [ "${1:-}" = "--ilu" ] || [ -z "${1:-}" ]; then
+  .gpu/bin/fegpu bench ilu tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-ilu.txt"
 fi
 if [ "${1:-}" = "--amg" ] || [ -z "${1:-}" ]; then
   # pyamg beside fegpu on the same systems: the wheel comes from .wheels/ (carried; gpu-stage.sh fetches it)

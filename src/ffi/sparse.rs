@@ -23,6 +23,10 @@ pub const FEGPU_PRECOND_JACOBI: i32 = 1;
 pub const FEGPU_PRECOND_ILU0: i32 = 2;
 /// Smoothed-aggregation AMG with the default options (fegpu_amg_options_default).
 pub const FEGPU_PRECOND_AMG: i32 = 3;
+/// ILU(0)'s factors with each triangular solve approximated by two Jacobi
+/// sweeps (AmgX's and hypre's iterative ILU): no sweep waits on another row,
+/// so an application costs a few SpMVs; more iterations than exact ILU(0).
+pub const FEGPU_PRECOND_ILU0_JACOBI: i32 = 4;
 /// AMG smoother: chosen from the matrix (Chebyshev if symmetric, else l1-Jacobi).
 pub const FEGPU_SMOOTHER_AUTO: i32 = 0;
 pub const FEGPU_SMOOTHER_CHEBYSHEV: i32 = 1;
@@ -55,8 +59,9 @@ pub(crate) fn precond_of(c: i32) -> Result<Precond> {
         FEGPU_PRECOND_JACOBI => Ok(Precond::Jacobi),
         FEGPU_PRECOND_ILU0 => Ok(Precond::Ilu0),
         FEGPU_PRECOND_AMG => Ok(Precond::Amg),
+        FEGPU_PRECOND_ILU0_JACOBI => Ok(Precond::Ilu0Jacobi { sweeps: Precond::DEFAULT_JACOBI_SWEEPS }),
         _ => Err(Error::invalid(format!(
-            "precond = {c}: expected FEGPU_PRECOND_NONE (0), FEGPU_PRECOND_JACOBI (1), FEGPU_PRECOND_ILU0 (2) or FEGPU_PRECOND_AMG (3)"
+            "precond = {c}: expected FEGPU_PRECOND_NONE (0), _JACOBI (1), _ILU0 (2), _AMG (3) or _ILU0_JACOBI (4)"
         ))),
     }
 }

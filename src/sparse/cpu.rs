@@ -70,6 +70,37 @@ pub fn ilu0_apply(p: &Pattern, lu: &[f64], r: &[f64], z: &mut [f64]) {
     }
 }
 
+/// z = M^-1 r with ILU(0)'s factors, each triangular solve replaced by
+/// `sweeps` Jacobi sweeps (kernels/sparse.cu `ilu_jacobi_lower/_upper`, the
+/// same sums in the same order): y = sum_{i<=k} (-L_s)^i r, then z the same
+/// polynomial in D^-1 U_s applied to D^-1 y.
+pub fn ilu0_apply_jacobi(p: &Pattern, lu: &[f64], sweeps: usize, r: &[f64], z: &mut [f64]) {
+    let n = p.nrows;
+    let row = |i: usize| (p.row_ptr[i] as usize, p.diag[i] as usize, p.row_ptr[i + 1] as usize);
+    let mut y = r.to_vec();
+    let mut next = vec![0.0; n];
+    for _ in 0..sweeps {
+        for (i, out) in next.iter_mut().enumerate() {
+            let (s, d, _) = row(i);
+            *out = (s..d).fold(r[i], |acc, kk| acc - lu[kk] * y[p.col[kk] as usize]);
+        }
+        std::mem::swap(&mut y, &mut next);
+    }
+    let mut from: Vec<f64> = y.clone();
+    for sweep in 0..sweeps {
+        for (i, out) in next.iter_mut().enumerate() {
+            let (_, d, e) = row(i);
+            let s = (d + 1..e).fold(y[i], |acc, kk| {
+                let j = p.col[kk] as usize;
+                acc - lu[kk] * if sweep == 0 { from[j] / lu[p.diag[j] as usize] } else { from[j] }
+            });
+            *out = s / lu[d];
+        }
+        std::mem::swap(&mut from, &mut next);
+    }
+    z.copy_from_slice(&from);
+}
+
 /// ILU(0)'s factors `lu` of A turned into those of M^T in A^T's pattern `t`
 /// (entry k of A^T is entry from[k] of A; `a_diag`: A's diagonal slots):
 /// below the diagonal u_ji / u_jj, on it u_ii, above it u_ii l_ji

@@ -154,7 +154,15 @@ impl DeviceSweep {
 /// are kept here), or both sweeps chunked (one launch each; FEGPU_ILU_SWEEP=chunked).
 pub enum DeviceSweeps {
     Chunked(Box<(DeviceSweep, DeviceSweep)>),
-    Levels { upper: DeviceLevels },
+    Levels {
+        upper: DeviceLevels,
+    },
+    /// `sweeps` Jacobi sweeps per triangle (Precond::Ilu0Jacobi), ping-ponging
+    /// through two scratch vectors.
+    Jacobi {
+        sweeps: usize,
+        scratch: (DeviceBuffer<f64>, DeviceBuffer<f64>),
+    },
 }
 
 /// Launches `kernel` once per level with (count, the level's rows, args...),
@@ -209,6 +217,24 @@ pub fn ilu0_apply(
             per_level!(g, lower, "lsolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, r, z], sc);
             per_level!(g, upper, "usolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, z], sc);
         }
+        DeviceSweeps::Jacobi { sweeps, scratch: (a, b) } => {
+            // each sweep reads the previous one's output: the lower sweeps end in
+            // `y`, the upper ones alternate so that the last writes z
+            let rows = (n as i32, n.div_ceil(256).max(1) as u32);
+            let mut y = r;
+            for s in 0..*sweeps {
+                let out = if s % 2 == 0 { a } else { b };
+                jacobi_sweep(g, dp, rows, "ilu_jacobi_lower", lu, r, y, None, out, sc)?;
+                y = out;
+            }
+            let other = if std::ptr::eq(y, a) { b } else { a };
+            let mut from = y;
+            for s in 0..*sweeps {
+                let out = if (sweeps - 1 - s) % 2 == 0 { z } else { other };
+                jacobi_sweep(g, dp, rows, "ilu_jacobi_upper", lu, y, from, Some(i32::from(s == 0)), out, sc)?;
+                from = out;
+            }
+        }
         DeviceSweeps::Chunked(sweeps) => {
             let (lower, upper) = &**sweeps;
             let n = n as i32;
@@ -227,6 +253,33 @@ pub fn ilu0_apply(
         }
     }
     Ok(())
+}
+
+/// One Jacobi sweep of a triangular solve over all `rows` (count, blocks):
+/// out = lower: y - L_s from; upper: D^-1 (y - U_s from), `from` taken as
+/// D^-1 from when `scale_from` is 1 (the first upper sweep starts at D^-1 y).
+#[allow(clippy::too_many_arguments)]
+fn jacobi_sweep(
+    g: &Gpu,
+    dp: &DevicePattern,
+    (n, blocks): (i32, u32),
+    kernel: &'static str,
+    lu: &DeviceBuffer<f64>,
+    y: &DeviceBuffer<f64>,
+    from: &DeviceBuffer<f64>,
+    scale_from: Option<i32>,
+    out: &DeviceBuffer<f64>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
+    let f = g.kernel("sparse", SOURCE, kernel)?;
+    let mut l = g.launcher(&f);
+    l.arg(&n).arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu).arg(y).arg(from);
+    if let Some(flag) = &scale_from {
+        l.arg(flag);
+    }
+    l.arg(out);
+    arg_or_null(&mut l, sc);
+    g.launch(kernel, l, (blocks, 1, 1), (256, 1, 1), 0)
 }
 
 /// The factors of M^T in A^T's pattern `t` from ILU(0)'s `lu` of A

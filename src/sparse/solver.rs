@@ -19,8 +19,24 @@ use std::sync::{Arc, Mutex};
 pub enum Precond {
     None,
     Jacobi,
+    /// ILU(0), the triangular solves exact (the CPU reference's iterations).
     Ilu0,
+    /// ILU(0)'s factors, each triangular solve approximated by `sweeps`
+    /// Jacobi sweeps (no dependency between rows; more iterations than ILU(0)).
+    Ilu0Jacobi {
+        sweeps: usize,
+    },
     Amg,
+}
+
+impl Precond {
+    /// Sweeps a triangle of Precond::Ilu0Jacobi when the caller names none.
+    pub const DEFAULT_JACOBI_SWEEPS: usize = 2;
+
+    /// Whether the preconditioner is built from ILU(0)'s factors.
+    pub fn is_ilu(self) -> bool {
+        matches!(self, Precond::Ilu0 | Precond::Ilu0Jacobi { .. })
+    }
 }
 
 /// What a solver's preconditioner is built with beyond its kind.
@@ -259,17 +275,22 @@ impl Operator for CsrOperator<'_> {
 }
 
 /// ILU(0): z = U^-1 L^-1 r with the factors in the matrix's pattern, the
-/// triangular solves level by level on the device.
+/// triangular solves level by level on the device, or with `jacobi`, each
+/// approximated by that many Jacobi sweeps.
 pub struct Ilu0<'a> {
     pub p: &'a Pattern,
     pub dp: Option<&'a DevicePattern>,
     pub lu: &'a Buffer<f64>,
     pub levels: Option<&'a (cuda::DeviceLevels, cuda::DeviceSweeps)>,
+    pub jacobi: Option<usize>,
 }
 
 impl Preconditioner for Ilu0<'_> {
     fn apply_host(&self, r: &[f64], z: &mut [f64]) -> Result<()> {
-        cpu::ilu0_apply(self.p, self.lu.host()?, r, z);
+        match self.jacobi {
+            None => cpu::ilu0_apply(self.p, self.lu.host()?, r, z),
+            Some(sweeps) => cpu::ilu0_apply_jacobi(self.p, self.lu.host()?, sweeps, r, z),
+        }
         Ok(())
     }
     fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
@@ -293,10 +314,13 @@ impl Solver {
         if p.nrows != p.ncols {
             return Err(Error::size(format!("A is {} x {}: the solvers need a square matrix", p.nrows, p.ncols)));
         }
+        if let Precond::Ilu0Jacobi { sweeps: 0 } = precond {
+            return Err(Error::invalid("ILU(0) with Jacobi-swept triangular solves: sweeps = 0, must be at least 1"));
+        }
         if precond != Precond::None {
             if let Some(r) = p.diag.iter().position(|&d| d < 0) {
                 let what = match precond {
-                    Precond::Ilu0 => "ILU(0)",
+                    Precond::Ilu0 | Precond::Ilu0Jacobi { .. } => "ILU(0)",
                     Precond::Amg => "AMG",
                     _ => "Jacobi",
                 };
@@ -319,11 +343,11 @@ impl Solver {
                 history: Vec::new(),
             },
             Some(g) => {
-                let levels = if precond == Precond::Ilu0 { Some(device_sweeps(g, p, sweeps)?) } else { None };
+                let levels = device_sweeps(g, p, precond, sweeps)?;
                 let factors = match precond {
                     Precond::None | Precond::Amg => 1,
                     Precond::Jacobi => n,
-                    Precond::Ilu0 => p.nnz(),
+                    Precond::Ilu0 | Precond::Ilu0Jacobi { .. } => p.nnz(),
                 };
                 State {
                     vecs: Vectors::Device(crate::krylov::cuda::work_vectors(g, n)?),
@@ -350,11 +374,11 @@ impl Solver {
             }
             let t = Transposed::new(&csr)?;
             let levels = match (csr.ctx.gpu(), precond) {
-                (Some(g), Precond::Ilu0) => Some(device_sweeps(g, &t.csr.pattern, sweeps)?),
-                _ => None,
+                (Some(g), _) => device_sweeps(g, &t.csr.pattern, precond, sweeps)?,
+                (None, _) => None,
             };
             let factors = match (csr.ctx.gpu(), precond) {
-                (Some(g), Precond::Ilu0) => Buffer::Device(g.alloc(p.nnz().max(1))?),
+                (Some(g), p_) if p_.is_ilu() => Buffer::Device(g.alloc(p.nnz().max(1))?),
                 (Some(g), _) => Buffer::Device(g.alloc(1)?),
                 (None, _) => Buffer::Host(Vec::new()),
             };
@@ -396,7 +420,7 @@ impl Solver {
                     Buffer::Device(f) => self.csr.ctx.gpu().ok_or_else(crate::array::mixed_backends)?.upload(&d, f, 0)?,
                 }
             }
-            Precond::Ilu0 => match (&mut st.factors, &vals.data) {
+            Precond::Ilu0 | Precond::Ilu0Jacobi { .. } => match (&mut st.factors, &vals.data) {
                 (Buffer::Host(f), Buffer::Host(v)) => {
                     let mut lu = v.clone();
                     cpu::ilu0(p, &mut lu)?;
@@ -415,7 +439,7 @@ impl Solver {
         }
         if let Some(ts) = &mut st.transposed {
             ts.t.refresh(&vals.data)?;
-            if self.precond == Precond::Ilu0 {
+            if self.precond.is_ilu() {
                 ts.t.ilu_factors(&self.csr, &st.factors, &mut ts.factors)?;
             }
         }
@@ -478,9 +502,13 @@ impl Solver {
             let t = &ts.t.csr;
             let op = CsrOperator { p: &t.pattern, dp: t.device.as_ref(), values: &tv.data };
             let pc: Box<dyn Preconditioner> = match self.precond {
-                Precond::Ilu0 => {
-                    Box::new(Ilu0 { p: &t.pattern, dp: t.device.as_ref(), lu: &ts.factors, levels: ts.levels.as_ref() })
-                }
+                Precond::Ilu0 | Precond::Ilu0Jacobi { .. } => Box::new(Ilu0 {
+                    p: &t.pattern,
+                    dp: t.device.as_ref(),
+                    lu: &ts.factors,
+                    levels: ts.levels.as_ref(),
+                    jacobi: self.jacobi_sweeps(),
+                }),
                 // Jacobi and the identity are their own transposes
                 _ => self.preconditioner(&st.factors, None, None, &vals.data),
             };
@@ -576,11 +604,20 @@ impl Solver {
         match self.precond {
             Precond::None => Box::new(Identity),
             Precond::Jacobi => Box::new(Jacobi { inverse: factors }),
-            Precond::Ilu0 => Box::new(Ilu0 { p, dp, lu: factors, levels }),
+            Precond::Ilu0 | Precond::Ilu0Jacobi { .. } => {
+                Box::new(Ilu0 { p, dp, lu: factors, levels, jacobi: self.jacobi_sweeps() })
+            }
             Precond::Amg => {
                 let (h, device) = amg.expect("refresh built the hierarchy");
                 Box::new(amg::Amg { h, device: device.as_ref(), fine: dp.map(|dp| (dp, values)) })
             }
+        }
+    }
+
+    fn jacobi_sweeps(&self) -> Option<usize> {
+        match self.precond {
+            Precond::Ilu0Jacobi { sweeps } => Some(sweeps),
+            _ => None,
         }
     }
 
@@ -617,11 +654,24 @@ impl Solver {
     }
 }
 
-/// ILU(0)'s device sweeps over pattern `p`: the lower levels (which the
-/// factorisation walks too), and the two triangular solves as `sweeps` says.
-fn device_sweeps(g: &Gpu, p: &Pattern, sweeps: IluSweeps) -> Result<(cuda::DeviceLevels, cuda::DeviceSweeps)> {
+/// ILU(0)'s device sweeps over pattern `p` (None unless `precond` is an
+/// ILU(0)): the lower levels (which the factorisation walks too), and the two
+/// triangular solves as `sweeps` says, or Jacobi-swept.
+fn device_sweeps(
+    g: &Gpu,
+    p: &Pattern,
+    precond: Precond,
+    sweeps: IluSweeps,
+) -> Result<Option<(cuda::DeviceLevels, cuda::DeviceSweeps)>> {
+    if !precond.is_ilu() {
+        return Ok(None);
+    }
     let lv = levels(p);
     let factor = cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?;
+    if let Precond::Ilu0Jacobi { sweeps } = precond {
+        let scratch = (g.alloc(p.nrows.max(1))?, g.alloc(p.nrows.max(1))?);
+        return Ok(Some((factor, cuda::DeviceSweeps::Jacobi { sweeps, scratch })));
+    }
     let sweeps = match sweeps {
         IluSweeps::Levels => cuda::DeviceSweeps::Levels { upper: cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)? },
         IluSweeps::Chunked { rows } => {
@@ -632,7 +682,7 @@ fn device_sweeps(g: &Gpu, p: &Pattern, sweeps: IluSweeps) -> Result<(cuda::Devic
             )))
         }
     };
-    Ok((factor, sweeps))
+    Ok(Some((factor, sweeps)))
 }
 
 fn jacobi_inverse(p: &super::Pattern, v: &[f64]) -> Result<Vec<f64>> {

@@ -12,11 +12,12 @@ const USAGE: &str = "usage:
   fegpu                      showcase: a legacy transpose loop on the best backend present
   fegpu info                 backends, devices, compute capability, NVRTC version
   fegpu solve A.mtx [b.mtx] [--method bicgstab|cg|gmres|bicg|cgs] [--restart M]
-              [--precond none|jacobi|ilu0|amg] [--tol T] [--maxit N] [--output x.mtx]
+              [--precond none|jacobi|ilu0|ilu0-jacobi[:SWEEPS]|amg] [--tol T] [--maxit N] [--output x.mtx]
               [--strength THETA] [--smoother chebyshev:DEGREE|l1jacobi:SWEEPS]
               [--coarsest ROWS] [--block-size K] [--unsmoothed]
                              solve A x = b (b = A*1 when omitted: the exact x is all ones);
-                             GMRES restarts every M iterations (default 30);
+                             GMRES restarts every M iterations (default 30); ilu0-jacobi:
+                             ILU(0)'s factors, each triangular solve by SWEEPS Jacobi sweeps (2);
                              the AMG options tune --precond amg (block size K: unknowns
                              per node, node by node); exit status 0 only when
                              ||b - Ax||/||b|| <= tol
@@ -26,7 +27,7 @@ const USAGE: &str = "usage:
                              over the serial loop; pinned vs pageable uploads
   fegpu bench spmv [A.mtx]   SpMV on 7-point 128^3, 27-point 96^3 (and A): GB/s, fraction of copy
   fegpu bench solve [A.mtx]  CG / BiCGSTAB per iteration against the bytes-moved roofline
-  fegpu bench ilu [A.mtx]    ILU(0) on the device: chunked vs level-by-level sweeps, apply, factor, solve
+  fegpu bench ilu [A.mtx]    ILU(0) on the device: chunked vs level-by-level vs Jacobi-swept triangles: apply, factor, solve
   fegpu bench amg            AMG against Jacobi-CG and ILU(0)-BiCGSTAB: iterations, setup, re-setup, time to solution
   mpiexec -n N fegpu bench dist [--grid n] [--iterations k]
                              (MPI builds) a distributed CG iteration on the 7-point n^3 Laplacian against one process
@@ -144,12 +145,20 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
                 restart = Some(m.ok_or_else(|| bad("--restart wants a count of at least 1".into()))?);
             }
             "--precond" => {
-                o.precond = match value()?.as_str() {
-                    "none" => Precond::None,
-                    "jacobi" => Precond::Jacobi,
-                    "ilu0" => Precond::Ilu0,
-                    "amg" => Precond::Amg,
-                    p => return Err(bad(format!("--precond {p}: expected none, jacobi, ilu0 or amg"))),
+                let v = value()?;
+                o.precond = match v.split_once(':').unwrap_or((v.as_str(), "")) {
+                    ("none", "") => Precond::None,
+                    ("jacobi", "") => Precond::Jacobi,
+                    ("ilu0", "") => Precond::Ilu0,
+                    ("amg", "") => Precond::Amg,
+                    ("ilu0-jacobi", k) => Precond::Ilu0Jacobi {
+                        sweeps: if k.is_empty() {
+                            Precond::DEFAULT_JACOBI_SWEEPS
+                        } else {
+                            k.parse().map_err(|_| bad(format!("--precond {v}: the sweeps after ':' must be a count")))?
+                        },
+                    },
+                    _ => return Err(bad(format!("--precond {v}: expected none, jacobi, ilu0, ilu0-jacobi[:SWEEPS] or amg"))),
                 }
             }
             "--strength" => o.amg.strength = value()?.parse().map_err(|_| bad("--strength wants a number".into()))?,

@@ -151,13 +151,13 @@ pub fn solve(real: Option<&std::path::Path>) -> Result<()> {
     Ok(())
 }
 
-/// Seconds per iteration and the iterations and seconds to 1e-8 of ILU(0)-BiCGSTAB with `sweeps`.
-fn ilu_solve(ctx: &Arc<Context>, a: &Arc<Csr>, sweeps: IluSweeps) -> Result<(f64, i64, f64)> {
+/// Seconds per iteration and the iterations and seconds to 1e-8 of BiCGSTAB with `precond` (an ILU(0)) run with `sweeps`.
+fn ilu_solve(ctx: &Arc<Context>, a: &Arc<Csr>, precond: Precond, sweeps: IluSweeps) -> Result<(f64, i64, f64)> {
     let n = a.pattern.nrows;
     let s = Solver::with_settings(
         a.clone(),
         Method::Bicgstab,
-        Precond::Ilu0,
+        precond,
         fegpu::sparse::solver::Settings { ilu_sweeps: sweeps, ..Default::default() },
     )?;
     let ones = vec![1.0; n];
@@ -177,10 +177,12 @@ fn ilu_solve(ctx: &Arc<Context>, a: &Arc<Csr>, sweeps: IluSweeps) -> Result<(f64
 }
 
 /// `fegpu bench ilu [A.mtx]`: ILU(0) on the device, the chunked sweeps (one
-/// launch per sweep) against the level-by-level sweeps, in one run: the
-/// apply (both sweeps) against its bytes at the copy ceiling, the
-/// factorisation, and ILU(0)-BiCGSTAB per iteration and to 1e-8 beside
-/// unpreconditioned BiCGSTAB. The two schedules' z must agree bit for bit.
+/// launch per sweep) against the level-by-level sweeps, and the approximate
+/// variant whose triangular solves are 1, 2 or 3 Jacobi sweeps, in one run:
+/// the apply (both triangles) against the exact apply's bytes at the copy
+/// ceiling, the factorisation, and ILU(0)-BiCGSTAB per iteration and to 1e-8
+/// beside unpreconditioned BiCGSTAB. The two exact schedules' z must agree
+/// bit for bit.
 pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
     let (ctx, ceiling) = start("ilu")?;
     println!("apply bytes = 12 nnz (factors and columns) + 4 (n+1) + 4 n (diagonal) + 8 n (r) + 16 n (z out, in, out): the floor at the copy ceiling");
@@ -197,11 +199,18 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
         let r: Vec<f64> = (0..n).map(|i| 1.0 + ((i * 31) % 17) as f64 / 17.0).collect();
         let ra = Array::new(ctx.clone(), n, 1, Some(&r))?;
         let mut zs: Vec<Vec<f64>> = Vec::new();
-        for (label, sweeps) in [("chunked (1/sweep)", IluSweeps::Chunked { rows: None }), ("levels", IluSweeps::Levels)] {
+        let variants = [
+            ("chunked (1/sweep)", Precond::Ilu0, IluSweeps::Chunked { rows: None }),
+            ("levels", Precond::Ilu0, IluSweeps::Levels),
+            ("jacobi x1", Precond::Ilu0Jacobi { sweeps: 1 }, IluSweeps::Levels),
+            ("jacobi x2", Precond::Ilu0Jacobi { sweeps: 2 }, IluSweeps::Levels),
+            ("jacobi x3", Precond::Ilu0Jacobi { sweeps: 3 }, IluSweeps::Levels),
+        ];
+        for (label, precond, sweeps) in variants {
             let s = Solver::with_settings(
                 a.clone(),
                 Method::Bicgstab,
-                Precond::Ilu0,
+                precond,
                 fegpu::sparse::solver::Settings { ilu_sweeps: sweeps, ..Default::default() },
             )?;
             let za = Array::new(ctx.clone(), n, 1, Some(&vec![f64::NAN; n]))?;
@@ -212,7 +221,7 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
             // the factorisation alone: new values (the same ones) make the next apply refactor
             a.update_values(&a.download_values()?)?;
             let factor = s.precondition(&ra, &za)?;
-            let (per_it, iters, solve) = ilu_solve(&ctx, &a, sweeps)?;
+            let (per_it, iters, solve) = ilu_solve(&ctx, &a, precond, sweeps)?;
             println!(
                 "  {name:<18} {n:>8} {label:<17} {:>9.4} {:>9.4} {:>10.2} {:>10.4} {iters:>7} {:>10.2}",
                 apply * 1e3,
