@@ -89,12 +89,15 @@ fn solve_reports_and_writes_the_solution() {
     assert!(!ok && out.contains("ILU(0)") && out.contains("row 0"), "{out}");
     let (ok, out) = fegpu(&["solve", "--method", "qmr", &matrix("nos4")]);
     assert!(!ok && out.contains("--method qmr"), "{out}");
+    let (ok, out) = fegpu(&["solve", "--precond", "ilu0-jacobi:x", &matrix("nos4")]);
+    assert!(!ok && out.contains("--precond ilu0-jacobi:x"), "{out}");
     let (ok, out) = fegpu(&["solve", "--restart", "5", &matrix("nos4")]);
     assert!(!ok && out.contains("--restart is GMRES's"), "{out}");
 
     // GMRES(20), BiCG and CGS with ILU(0) on sherman5: b = A*1, so x is all ones
     let sherman5 = matrix("sherman5");
-    for method in [&["--method", "gmres", "--restart", "20"][..], &["--method", "bicg"], &["--method", "cgs"]] {
+    let cases = [&["--method", "gmres", "--restart", "20"][..], &["--method", "bicg"], &["--method", "cgs"], &["--precond", "ilu0-jacobi:3"]];
+    for method in cases {
         let mut args = vec!["solve", &sherman5, "--precond", "ilu0", "--output", x.to_str().unwrap()];
         args.extend_from_slice(method);
         let (ok, out) = fegpu(&args);
