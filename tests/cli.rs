@@ -96,7 +96,12 @@ fn solve_reports_and_writes_the_solution() {
 
     // GMRES(20), BiCG and CGS with ILU(0) on sherman5: b = A*1, so x is all ones
     let sherman5 = matrix("sherman5");
-    let cases = [&["--method", "gmres", "--restart", "20"][..], &["--method", "bicg"], &["--method", "cgs"], &["--precond", "ilu0-jacobi:3"]];
+    let cases = [
+        &["--method", "gmres", "--restart", "20"][..],
+        &["--method", "bicg"],
+        &["--method", "cgs"],
+        &["--precond", "ilu0-jacobi:3"],
+    ];
     for method in cases {
         let mut args = vec!["solve", &sherman5, "--precond", "ilu0", "--output", x.to_str().unwrap()];
         args.extend_from_slice(method);

@@ -522,14 +522,18 @@ pub extern "C" fn fegpu_vector_axpby(alpha: f64, x: fegpu_array_t, beta: f64, y:
 /// next solve. A missing or zero pivot fails with FEGPU_ERR_BREAKDOWN naming the row.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_solver_create(a: fegpu_csr_t, method: i32, precond: i32, s: *mut fegpu_solver_t) -> fegpu_status {
-    guard(|| {
-        let out = out_param(s, "S")?;
-        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
-        let owner = registry::owner_of(a).unwrap_or(0);
-        let solver = Solver::new(m, method_of(method)?, precond_of(precond)?)?;
-        *out = registry::insert(Arc::new(solver), owner);
-        Ok(())
-    })
+    guard(|| new_solver(a, method_of(method), precond, s))
+}
+
+/// A new solver of `a` into the caller's `s`, owned by a's context (the
+/// arguments checked in the order they are passed).
+unsafe fn new_solver(a: fegpu_csr_t, method: Result<Method>, precond: i32, s: *mut fegpu_solver_t) -> Result<()> {
+    let out = out_param(s, "S")?;
+    let m = registry::get::<crate::sparse::Csr>(a, "A")?;
+    let owner = registry::owner_of(a).unwrap_or(0);
+    let solver = Solver::new(m, method?, precond_of(precond)?)?;
+    *out = registry::insert(Arc::new(solver), owner);
+    Ok(())
 }
 
 /// As `fegpu_solver_create` with FEGPU_METHOD_GMRES restarted every
@@ -541,14 +545,7 @@ pub unsafe extern "C" fn fegpu_solver_create_gmres(
     restart: i32,
     s: *mut fegpu_solver_t,
 ) -> fegpu_status {
-    guard(|| {
-        let out = out_param(s, "S")?;
-        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
-        let owner = registry::owner_of(a).unwrap_or(0);
-        let solver = Solver::new(m, gmres_of(restart)?, precond_of(precond)?)?;
-        *out = registry::insert(Arc::new(solver), owner);
-        Ok(())
-    })
+    guard(|| new_solver(a, gmres_of(restart), precond, s))
 }
 
 /// Fills a caller's `info` (may be NULL) after a solve that began at `started`.
