@@ -3,9 +3,8 @@
 //! `Slot::Basis(0..=m)`, orthogonalised by classical Gram-Schmidt with
 //! reorthogonalisation when needed (as accurate as modified Gram-Schmidt,
 //! each pass one read of the basis instead of j dependent dot products),
-//! the Hessenberg matrix reduced by Givens
-//! rotations on the host, so that |g_{j+1}| is the residual norm at each
-//! iteration without forming x. Right preconditioning keeps that residual
+//! the Hessenberg matrix reduced by Givens rotations on the host, so that
+//! |g_{j+1}| is the residual norm at each iteration without forming x. Right preconditioning keeps that residual
 //! the unpreconditioned one, which the tolerance is measured against.
 
 use super::{broke, done, dot, initial_residual, record, Ops, Outcome, Slot};
@@ -86,9 +85,13 @@ pub fn gmres(ops: &mut dyn Ops, restart: usize, tol: f64, maxit: i64, history: &
                 (h[i], h[i + 1]) = (c * h[i] + s * h[i + 1], -s * h[i] + c * h[i + 1]);
             }
             let d = h[j].hypot(h[j + 1]);
-            if d == 0.0 || !d.is_finite() {
-                // no step: x is kept as the last restart left it
+            if !d.is_finite() {
                 return Ok(broke(it - 1, relres, format!("GMRES: Hessenberg column {d:e} at iteration {it}")));
+            }
+            if d == 0.0 {
+                // A M^-1 is singular on the space: x still takes this cycle's earlier steps
+                stop = Some(broke(it - 1, relres, format!("GMRES: Hessenberg column {d:e} at iteration {it}")));
+                break;
             }
             let (c, s) = (h[j] / d, h[j + 1] / d);
             (h[j], h[j + 1]) = (d, 0.0);
@@ -97,14 +100,14 @@ pub fn gmres(ops: &mut dyn Ops, restart: usize, tol: f64, maxit: i64, history: &
             columns.push(h);
             relres = g[j + 1].abs() / bnorm;
             // a zero hn (the exact solution is in the space) gives relres 0 and stops here
-            stop = record(history, "GMRES", it, relres, tol);
-            if stop.is_some() {
+            if let Some(out) = record(history, "GMRES", it, relres, tol) {
+                if out.breakdown.is_some() {
+                    return Ok(out); // a non-finite residual: no update from it
+                }
+                stop = Some(out);
                 break;
             }
             ops.update(Basis(j + 1), 0.0, Basis(j + 1), 0.0, None, 1.0 / hn)?;
-        }
-        if let Some(out) = stop.as_ref().filter(|o| o.breakdown.is_some()) {
-            return Ok(out.clone()); // a non-finite residual: no update from it
         }
         if !columns.is_empty() {
             // x += M^-1 V y

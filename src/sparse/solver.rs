@@ -331,7 +331,7 @@ impl Solver {
             }
         }
         let n = p.nrows;
-        let state = match csr.ctx.gpu() {
+        let mut state = match csr.ctx.gpu() {
             None => State {
                 vecs: Vectors::Host(vec![vec![0.0; n]; SLOTS]),
                 factors: Buffer::Host(Vec::new()),
@@ -365,7 +365,6 @@ impl Solver {
                 }
             }
         };
-        let mut state = state;
         if method.needs_transpose() {
             if precond == Precond::Amg {
                 return Err(Error::unsupported(
@@ -373,14 +372,12 @@ impl Solver {
                 ));
             }
             let t = Transposed::new(&csr)?;
-            let levels = match (csr.ctx.gpu(), precond) {
-                (Some(g), _) => device_sweeps(g, &t.csr.pattern, precond, sweeps)?,
-                (None, _) => None,
-            };
-            let factors = match (csr.ctx.gpu(), precond) {
-                (Some(g), p_) if p_.is_ilu() => Buffer::Device(g.alloc(p.nnz().max(1))?),
-                (Some(g), _) => Buffer::Device(g.alloc(1)?),
-                (None, _) => Buffer::Host(Vec::new()),
+            let (levels, factors) = match csr.ctx.gpu() {
+                Some(g) => (
+                    device_sweeps(g, &t.csr.pattern, precond, sweeps)?,
+                    Buffer::Device(g.alloc(if precond.is_ilu() { p.nnz().max(1) } else { 1 })?),
+                ),
+                None => (None, Buffer::Host(Vec::new())),
             };
             state.transposed = Some(TransposedState { t, factors, levels });
         }
