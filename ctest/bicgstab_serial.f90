@@ -8,7 +8,7 @@
 !> entries) must be refused by fegpu's ILU(0) with the row named.
 !> Argument 1 (or FEGPU_MATRICES): the folder of the .mtx files.
 program bicgstab_serial
-  use, intrinsic :: iso_fortran_env, only: real64
+  use, intrinsic :: iso_fortran_env, only: real64, int64
   use fegpu
   use checks, only: expect, finish
   implicit none
@@ -29,6 +29,7 @@ program bicgstab_serial
   call compare_file('hor_131')
   call compare_file('fs1831')
   call compare_convection_diffusion(12)
+  call compare_convection_diffusion(18)                      ! 5,832 rows: a TOUGHREACT test problem's size
   call zero_pivot('west0479')
   call compare_cg('nos4')
   call compare_cg('gr_30_30')
@@ -316,7 +317,71 @@ contains
     call bicgstab(n, rp, ci, v, lu, diag, b, xs, its)
     call expect(info == 0 .and. its > 0, name // ': the serial solver converges')
     call compare(name, FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, n, rp, ci, v, b, xs, its)
+    call time_solves(name, n, rp, ci, v, b)
   end subroutine
+
+  !> Wall times, best of 3, printed and never asserted: the serial
+  !> ILU(0)-BiCGSTAB, factorisation included, against fegpu's refactor and
+  !> solve with the data on the device, exact ILU(0) and the Jacobi-swept one.
+  subroutine time_solves(name, n, rp, ci, v, b)
+    character(*), intent(in) :: name
+    integer, intent(in) :: n, rp(:), ci(:)
+    real(dp), intent(in) :: v(:), b(:)
+    real(dp), allocatable :: lu(:), x(:)
+    integer, allocatable :: diag(:)
+    integer :: info, its, rep
+    integer(int64) :: t0, t1, rate
+    real(dp) :: serial, exact, swept
+    allocate (lu(size(v)), x(n), diag(n))
+    serial = huge(1.0_dp)
+    do rep = 1, 3
+      call system_clock(t0, rate)
+      lu = v
+      call ilu0(n, rp, ci, lu, diag, info)
+      call bicgstab(n, rp, ci, v, lu, diag, b, x, its)
+      call system_clock(t1)
+      serial = min(serial, real(t1 - t0, dp) / real(rate, dp))
+    end do
+    exact = fegpu_seconds(name, n, rp, ci, v, b, FEGPU_PRECOND_ILU0)
+    swept = fegpu_seconds(name, n, rp, ci, v, b, FEGPU_PRECOND_ILU0_JACOBI)
+    print '(a,a,f9.3,a,f9.3,a,f6.2,a,f9.3,a,f6.2,a)', name, ': ms serial', 1e3 * serial, ', fegpu ILU(0)', 1e3 * exact, &
+         ' (', serial / exact, 'x), ILU(0) with Jacobi sweeps', 1e3 * swept, ' (', serial / swept, 'x)'
+  end subroutine
+
+  !> fegpu's refactor and BiCGSTAB solve of A x = b with `precond`, the data
+  !> on the device, best of 3 after a warm-up (wall seconds).
+  real(dp) function fegpu_seconds(name, n, rp, ci, v, b, precond)
+    character(*), intent(in) :: name
+    integer, intent(in) :: n, rp(:), ci(:), precond
+    real(dp), intent(in) :: v(:), b(:)
+    type(fegpu_csr) :: a
+    type(fegpu_solver) :: s
+    type(fegpu_array) :: db, dx
+    real(dp), allocatable :: zero(:)
+    integer :: k, st
+    integer(int64) :: t0, t1, rate
+    allocate (zero(n))
+    zero = 0
+    call fegpu_csr_create(ctx, n, n, rp, ci, v, a)
+    call fegpu_solver_create(a, FEGPU_METHOD_BICGSTAB, precond, s)
+    call fegpu_array_create(ctx, b, db)
+    call fegpu_array_create(ctx, zero, dx)
+    call fegpu_solve(s, db, dx, tol, 20000, stat=st)                ! warm-up: kernels compiled
+    fegpu_seconds = huge(1.0_dp)
+    do k = 1, 3
+      call system_clock(t0, rate)
+      call fegpu_csr_update_values(a, v)                            ! a Newton step's new values: refactor
+      call fegpu_array_upload(dx, zero)
+      call fegpu_solve(s, db, dx, tol, 20000, stat=st)
+      call system_clock(t1)
+      fegpu_seconds = min(fegpu_seconds, real(t1 - t0, dp) / real(rate, dp))
+    end do
+    call expect(st == FEGPU_OK, name // ': the timed fegpu solve converges')
+    call fegpu_solver_destroy(s)
+    call fegpu_csr_destroy(a)
+    call fegpu_array_destroy(db)
+    call fegpu_array_destroy(dx)
+  end function
 
   subroutine compare_file(name)
     character(*), intent(in) :: name
@@ -333,6 +398,7 @@ contains
     integer, allocatable :: rp(:), ci(:)
     real(dp), allocatable :: v(:)
     integer :: i, j, k, row, nz, d
+    character(len=32) :: name
     integer, parameter :: off(3, 7) = reshape([0, 0, -1, 0, -1, 0, -1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1], [3, 7])
     real(dp), parameter :: c = 2.0_dp, w(7) = [-1 - c, -1 - c, -1 - c, 6 + 3 * c, -1.0_dp, -1.0_dp, -1.0_dp]
     allocate (rp(m**3 + 1), ci(7 * m**3), v(7 * m**3))
@@ -352,7 +418,8 @@ contains
         end do
       end do
     end do
-    call compare_bicgstab('convection-diffusion', m**3, rp, ci(1:nz), v(1:nz))
+    write (name, '(a,i0,a)') 'convection-diffusion ', m, '^3'
+    call compare_bicgstab(trim(name), m**3, rp, ci(1:nz), v(1:nz))
   end subroutine
 
   !> b = A*1; the serial Jacobi CG, then fegpu's.
