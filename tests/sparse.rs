@@ -579,18 +579,20 @@ fn ilu0_sweeps_equal_the_serial_sweeps() {
         let scale = want.iter().fold(0.0f64, |m, z| m.max(z.abs()));
         let a = make(&ctx);
         let mut first: Option<Vec<f64>> = None;
-        for sweeps in [
-            IluSweeps::Chunked { rows: None },
-            IluSweeps::Chunked { rows: Some(1) },
-            IluSweeps::Chunked { rows: Some(37) },
-            IluSweeps::Chunked { rows: Some(1000) },
-            IluSweeps::Levels,
+        // the factorisation on the host (these sizes' default) and, last, on the device
+        for (sweeps, host_factor_rows) in [
+            (IluSweeps::Chunked { rows: None }, usize::MAX),
+            (IluSweeps::Chunked { rows: Some(1) }, usize::MAX),
+            (IluSweeps::Chunked { rows: Some(37) }, usize::MAX),
+            (IluSweeps::Chunked { rows: Some(1000) }, usize::MAX),
+            (IluSweeps::Levels, usize::MAX),
+            (IluSweeps::Levels, 0),
         ] {
             let s = Solver::with_settings(
                 a.clone(),
                 Method::Bicgstab,
                 Precond::Ilu0,
-                fegpu::sparse::solver::Settings { ilu_sweeps: sweeps, ..Default::default() },
+                fegpu::sparse::solver::Settings { ilu_sweeps: sweeps, host_factor_rows, ..Default::default() },
             )
             .unwrap();
             let ra = Array::new(ctx.clone(), *n, 1, Some(&r)).unwrap();
@@ -602,12 +604,14 @@ fn ilu0_sweeps_equal_the_serial_sweeps() {
                 let what = format!("{name}, {sweeps:?}, apply {round}");
                 let err = z.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
                 assert!(err <= 1e-12 * scale, "{what}: max |z - z_serial| = {err:e} (max |z| {scale:e})");
+                // the device factorisation rounds as the GPU fuses multiply-adds: the bound above only
                 match &first {
                     None => first = Some(z),
-                    Some(f) => assert!(
+                    Some(f) if host_factor_rows != 0 => assert!(
                         f.iter().zip(&z).all(|(a, b)| a.to_bits() == b.to_bits()),
                         "{what}: not bitwise the first schedule's z"
                     ),
+                    Some(_) => {}
                 }
             }
         }

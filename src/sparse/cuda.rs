@@ -220,18 +220,17 @@ pub fn ilu0_apply(
         DeviceSweeps::Jacobi { sweeps, scratch: (a, b) } => {
             // each sweep reads the previous one's output: the lower sweeps end in
             // `y`, the upper ones alternate so that the last writes z
-            let rows = (n as i32, n.div_ceil(256).max(1) as u32);
             let mut y = r;
             for s in 0..*sweeps {
                 let out = if s % 2 == 0 { a } else { b };
-                jacobi_sweep(g, dp, rows, "ilu_jacobi_lower", lu, r, y, None, out, sc)?;
+                jacobi_sweep(g, dp, n, lu, (r, y, out), (false, false), sc)?;
                 y = out;
             }
             let other = if std::ptr::eq(y, a) { b } else { a };
             let mut from = y;
             for s in 0..*sweeps {
                 let out = if (sweeps - 1 - s) % 2 == 0 { z } else { other };
-                jacobi_sweep(g, dp, rows, "ilu_jacobi_upper", lu, y, from, Some(i32::from(s == 0)), out, sc)?;
+                jacobi_sweep(g, dp, n, lu, (y, from, out), (true, s == 0), sc)?;
                 from = out;
             }
         }
@@ -255,31 +254,26 @@ pub fn ilu0_apply(
     Ok(())
 }
 
-/// One Jacobi sweep of a triangular solve over all `rows` (count, blocks):
-/// out = lower: y - L_s from; upper: D^-1 (y - U_s from), `from` taken as
-/// D^-1 from when `scale_from` is 1 (the first upper sweep starts at D^-1 y).
-#[allow(clippy::too_many_arguments)]
+/// One Jacobi sweep of a triangular solve, (y, from, out): lower: out = y -
+/// L_s from; upper: out = D^-1 (y - U_s from), `from` read as D^-1 from when
+/// `scale_from` (the first upper sweep starts at D^-1 y). The SpMV's lanes a row.
 fn jacobi_sweep(
     g: &Gpu,
     dp: &DevicePattern,
-    (n, blocks): (i32, u32),
-    kernel: &'static str,
+    n: usize,
     lu: &DeviceBuffer<f64>,
-    y: &DeviceBuffer<f64>,
-    from: &DeviceBuffer<f64>,
-    scale_from: Option<i32>,
-    out: &DeviceBuffer<f64>,
+    (y, from, out): (&DeviceBuffer<f64>, &DeviceBuffer<f64>, &DeviceBuffer<f64>),
+    (upper, scale_from): (bool, bool),
     sc: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
-    let f = g.kernel("sparse", SOURCE, kernel)?;
+    let tpr = dp.threads_per_row;
+    let name = format!("ilu_jacobi_tpr{tpr}");
+    let f = g.kernel("sparse", SOURCE, &name)?;
+    let (n32, upper, scale_from) = (n as i32, i32::from(upper), i32::from(scale_from));
     let mut l = g.launcher(&f);
-    l.arg(&n).arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu).arg(y).arg(from);
-    if let Some(flag) = &scale_from {
-        l.arg(flag);
-    }
-    l.arg(out);
+    l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu).arg(y).arg(from).arg(&upper).arg(&scale_from).arg(out);
     arg_or_null(&mut l, sc);
-    g.launch(kernel, l, (blocks, 1, 1), (256, 1, 1), 0)
+    g.launch("ilu_jacobi", l, (spmv_blocks(n, tpr) as u32, 1, 1), (256, 1, 1), 0)
 }
 
 /// The factors of M^T in A^T's pattern `t` from ILU(0)'s `lu` of A
