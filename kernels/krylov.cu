@@ -213,3 +213,141 @@ extern "C" __global__ void __launch_bounds__(256) bicg_update(i64 n, const doubl
         }
     }
 }
+
+// ---- BiCGSTAB for small systems: one block, one launch an iteration ----
+//
+// For a few thousand rows a launch costs more than its work, and the graph
+// of a BiCGSTAB iteration holds about sixteen. Here one block of 1024
+// threads runs the whole iteration (the same steps, scalars and stops as
+// bicg_direction ... bicg_update), with barriers instead of launches. The
+// operator is a CSR matrix; the preconditioner none (kind 0), a diagonal
+// inverse (1), or ILU(0)'s factors with Jacobi-swept triangles (2).
+
+// The block's sum of s, in every thread.
+__device__ double block_total(double s) {
+    __shared__ double total;
+    s = block_sum(s);
+    if (threadIdx.x == 0) total = s;
+    __syncthreads();
+    const double t = total;
+    __syncthreads();
+    return t;
+}
+
+__device__ void block_spmv(int n, const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ a,
+    const double* x, double* y) {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        double s = 0.0;
+        for (int k = rp[i]; k < rp[i + 1]; ++k) s += a[k] * x[ci[k]];
+        y[i] = s;
+    }
+    __syncthreads();
+}
+
+// One Jacobi sweep of a triangle (kernels/sparse.cu jacobi_sweep, a row a thread).
+__device__ void block_sweep(int n, const int* __restrict__ rp, const int* __restrict__ ci, const int* __restrict__ diag,
+    const double* __restrict__ lu, const double* y, const double* in, bool upper, bool scale_in, double* out) {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const int b = upper ? diag[i] + 1 : rp[i], e = upper ? rp[i + 1] : diag[i];
+        double s = 0.0;
+        for (int k = b; k < e; ++k) {
+            const int j = ci[k];
+            s += lu[k] * (scale_in ? in[j] / lu[diag[j]] : in[j]);
+        }
+        out[i] = upper ? (y[i] - s) / lu[diag[i]] : y[i] - s;
+    }
+    __syncthreads();
+}
+
+// z = M^-1 r (kind 0 never comes here: the caller uses r itself).
+__device__ void block_precond(int n, const int* rp, const int* ci, const int* diag, int kind, const double* m,
+    int sweeps, double* a, double* b, const double* r, double* z) {
+    if (kind == 1) {
+        for (int i = threadIdx.x; i < n; i += blockDim.x) z[i] = m[i] * r[i];
+        __syncthreads();
+        return;
+    }
+    const double* y = r;
+    for (int s = 0; s < sweeps; ++s) {
+        double* out = (s % 2 == 0) ? a : b;
+        block_sweep(n, rp, ci, diag, m, r, y, false, false, out);
+        y = out;
+    }
+    double* other = (y == a) ? b : a;
+    const double* from = y;
+    for (int s = 0; s < sweeps; ++s) {
+        double* out = ((sweeps - 1 - s) % 2 == 0) ? z : other;
+        block_sweep(n, rp, ci, diag, m, y, from, true, s == 0, out);
+        from = out;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(1024) bicgstab_block(int n, const int* __restrict__ rp,
+    const int* __restrict__ ci, const double* __restrict__ val, const int* __restrict__ diag, int kind,
+    const double* __restrict__ m, int sweeps, double* sa, double* sb, double* x, double* r, const double* rhat,
+    double* p, double* phat, double* v, double* s, double* shat, double* t, double* sc) {
+    if (stopped(sc)) return;
+    const bool lead = threadIdx.x == 0;
+    const double rho = sc[RHO], it = sc[ITER];
+    const double beta = it == 0 ? 0.0 : (rho / sc[RHO_PREV]) * (sc[ALPHA] / sc[OMEGA]), omega_prev = sc[OMEGA];
+    for (int i = threadIdx.x; i < n; i += blockDim.x) p[i] = it == 0 ? r[i] : r[i] + beta * (p[i] - omega_prev * v[i]);
+    __syncthreads();
+    if (kind != 0) block_precond(n, rp, ci, diag, kind, m, sweeps, sa, sb, p, phat);
+    block_spmv(n, rp, ci, val, phat, v);
+    double acc = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) acc += rhat[i] * v[i];
+    const double rv = block_total(acc);
+    if (rv == 0.0 || !isfinite(rv)) {
+        if (lead) sc[VALUE] = rv, sc[STATUS] = BREAK_RV;
+        return;
+    }
+    const double alpha = rho / rv;
+    acc = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const double si = r[i] - alpha * v[i];
+        s[i] = si;
+        acc += si * si;
+    }
+    const double snorm = sqrt(block_total(acc)) / sc[BNORM];
+    if (snorm <= sc[TOL]) {
+        for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] += alpha * phat[i];
+        if (lead) sc[ALPHA] = alpha, sc[ITER] = it + 1, sc[HIST + (i64)(it + 1) % HIST_LEN] = snorm, sc[STATUS] = CONVERGED;
+        return;
+    }
+    if (kind != 0) block_precond(n, rp, ci, diag, kind, m, sweeps, sa, sb, s, shat);
+    block_spmv(n, rp, ci, val, shat, t);
+    double ts = 0.0, tt = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ts += t[i] * s[i], tt += t[i] * t[i];
+    ts = block_total(ts);
+    tt = block_total(tt);
+    if (tt == 0.0 || !isfinite(tt)) {
+        if (lead) sc[VALUE] = tt, sc[STATUS] = BREAK_TT;
+        return;
+    }
+    const double omega = ts / tt;
+    double rr = 0.0, rho_next = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        x[i] += alpha * phat[i] + omega * shat[i];
+        const double ri = s[i] - omega * t[i];
+        r[i] = ri;
+        rr += ri * ri;
+        rho_next += ri * rhat[i];
+    }
+    rr = block_total(rr);
+    rho_next = block_total(rho_next);
+    if (!lead) return;
+    sc[ALPHA] = alpha;
+    sc[OMEGA] = omega;
+    if (!end_iteration(sc, rr)) return;
+    if (omega == 0.0) {
+        sc[STATUS] = BREAK_OMEGA;
+        return;
+    }
+    stop_at_maxit(sc);
+    sc[RHO_PREV] = rho;
+    sc[RHO] = rho_next;
+    if (sc[STATUS] == RUNNING && (rho_next == 0.0 || !isfinite(rho_next))) {
+        sc[VALUE] = rho_next;
+        sc[STATUS] = BREAK_RHO;
+    }
+}

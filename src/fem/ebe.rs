@@ -310,6 +310,7 @@ impl EbeSolver {
             reduce,
             looping: Some((scalars, iteration)),
             basis: None,
+            small_rows: 0,
         };
         let out = crate::krylov::run(&mut ops, Method::Cg, tol, maxit, history)?;
         g.copy(&ops.vecs[Slot::X.index()], x)?;

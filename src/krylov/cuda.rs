@@ -52,6 +52,33 @@ impl Status {
     pub const BREAK_OMEGA: f64 = 9.0;
 }
 
+/// A CSR matrix on the device as the small-system iteration reads it.
+#[derive(Clone, Copy)]
+pub struct BlockCsr<'a> {
+    pub row_ptr: &'a DeviceBuffer<i32>,
+    pub col: &'a DeviceBuffer<i32>,
+    pub diag: &'a DeviceBuffer<i32>,
+    pub values: &'a DeviceBuffer<f64>,
+}
+
+/// A preconditioner the small-system iteration applies itself
+/// (kernels/krylov.cu `bicgstab_block`, its `kind`).
+pub enum BlockPrecond<'a> {
+    Identity,
+    Diagonal(&'a DeviceBuffer<f64>),
+    /// ILU(0)'s factors in the operator's own pattern (its row_ptr is checked
+    /// to be the operator's), each triangle `sweeps` Jacobi sweeps through two scratch vectors.
+    IluSweeps {
+        factors: BlockCsr<'a>,
+        sweeps: usize,
+        scratch: (&'a DeviceBuffer<f64>, &'a DeviceBuffer<f64>),
+    },
+}
+
+/// BiCGSTAB runs as one block, one launch an iteration, up to this many
+/// rows (Settings::small_system_rows; measured in BENCHMARKS.md).
+pub const SMALL_SYSTEM_ROWS: usize = 20_000;
+
 /// Queues one kernel of a device-driven iteration: (n, vectors..., [flag,]
 /// [partial, counter,] sc), over the reduction's grid.
 pub fn solver_kernel(
@@ -99,6 +126,9 @@ pub struct CudaOps<'a> {
     pub looping: Option<(&'a mut DeviceBuffer<f64>, &'a mut Option<Graph>)>,
     /// GMRES's basis as one table (set by `reserve`).
     pub basis: Option<cuda::VectorTable>,
+    /// BiCGSTAB up to this many rows runs as one block (`bicgstab_block`)
+    /// where the operator and preconditioner allow; 0: never.
+    pub small_rows: usize,
 }
 
 fn no_basis() -> Error {
@@ -106,6 +136,37 @@ fn no_basis() -> Error {
 }
 
 impl CudaOps<'_> {
+    /// Queues BiCGSTAB's iteration as one block when the system is small
+    /// and the operator and preconditioner have block forms; false: not queued.
+    fn queue_block_iteration(&self, sc: &DeviceBuffer<f64>) -> Result<bool> {
+        if self.n > self.small_rows {
+            return Ok(false);
+        }
+        let (Some(a), Some(pc)) = (self.op.block_csr(), self.pc.block_form()) else { return Ok(false) };
+        let none = &self.vecs[Slot::Q.index()]; // a placeholder for pointers a kind does not read
+        let (kind, m, sweeps, (sa, sb)) = match pc {
+            BlockPrecond::Identity => (0, none, 0, (none, none)),
+            BlockPrecond::Diagonal(d) => (1, d, 0, (none, none)),
+            BlockPrecond::IluSweeps { factors, sweeps, scratch } if std::ptr::eq(factors.row_ptr, a.row_ptr) => {
+                (2, factors.values, sweeps as i32, scratch)
+            }
+            BlockPrecond::IluSweeps { .. } => return Ok(false),
+        };
+        use Slot::*;
+        let v = |s: Slot| &self.vecs[s.index()];
+        let (phat, shat) = if kind == 0 { (P, S) } else { (Phat, Shat) };
+        let f = self.g.kernel("krylov", SOURCE, "bicgstab_block")?;
+        let n = self.n as i32;
+        let mut l = self.g.launcher(&f);
+        l.arg(&n).arg(a.row_ptr).arg(a.col).arg(a.values).arg(a.diag).arg(&kind).arg(m).arg(&sweeps).arg(sa).arg(sb);
+        for s in [X, R, Rhat, P, phat, V, S, shat, T] {
+            l.arg(v(s));
+        }
+        l.arg(sc);
+        self.g.launch("bicgstab_block", l, (1, 1, 1), (1024, 1, 1), 0)?;
+        Ok(true)
+    }
+
     /// z = M^-1 r; with `sc`, skipped once a device-driven solve has stopped.
     fn precondition(&self, r: Slot, z: Slot, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
         if r == z {
@@ -149,6 +210,7 @@ impl CudaOps<'_> {
                 };
                 step("cg_direction", &[v(z), v(P)], None, false)
             }
+            Method::Bicgstab if self.queue_block_iteration(sc)? => Ok(()),
             Method::Bicgstab => {
                 let (phat, shat) = if self.pc.is_identity() { (P, S) } else { (Phat, Shat) };
                 step("bicg_direction", &[v(R), v(V), v(P)], None, false)?;

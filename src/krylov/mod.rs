@@ -82,6 +82,11 @@ pub trait Operator {
     ) -> Option<Result<()>> {
         None
     }
+    /// The operator as a CSR matrix on the device, for the small-system
+    /// iteration (`cuda::BlockCsr`); None: not a CSR matrix.
+    fn block_csr(&self) -> Option<cuda::BlockCsr<'_>> {
+        None
+    }
 }
 
 /// z = M^-1 r where the vectors live.
@@ -94,6 +99,11 @@ pub trait Preconditioner {
     fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()>;
     /// M^-1 as a diagonal on the device (Jacobi): CG's fused step applies it itself.
     fn inverse_diagonal_device(&self) -> Option<&DeviceBuffer<f64>> {
+        None
+    }
+    /// The preconditioner in a form the small-system iteration applies
+    /// itself (`cuda::BlockPrecond`); None: it has none.
+    fn block_form(&self) -> Option<cuda::BlockPrecond<'_>> {
         None
     }
 }
@@ -112,6 +122,9 @@ impl Preconditioner for Identity {
     fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, _sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
         crate::array::cuda::update(g, r.len(), z, 1.0, r, 0.0, None, 0.0)
     }
+    fn block_form(&self) -> Option<cuda::BlockPrecond<'_>> {
+        Some(cuda::BlockPrecond::Identity)
+    }
 }
 
 /// Jacobi: M = diag(A), kept as its inverse where the backend works.
@@ -129,6 +142,9 @@ impl Preconditioner for Jacobi<'_> {
     }
     fn inverse_diagonal_device(&self) -> Option<&DeviceBuffer<f64>> {
         self.inverse.device().ok()
+    }
+    fn block_form(&self) -> Option<cuda::BlockPrecond<'_>> {
+        self.inverse.device().ok().map(cuda::BlockPrecond::Diagonal)
     }
 }
 

@@ -11,7 +11,8 @@ use crate::amg;
 use crate::array::{Array, Buffer};
 use crate::error::{Error, ErrorKind, Result};
 use crate::gpu::{DeviceBuffer, Gpu, Graph};
-use crate::krylov::{cpu::CpuOps, cuda::CudaOps, GlobalSum, Identity, Jacobi, Operator, Preconditioner, Reduced, Slot, SLOTS};
+use crate::krylov::cuda::{BlockCsr, BlockPrecond, CudaOps};
+use crate::krylov::{cpu::CpuOps, GlobalSum, Identity, Jacobi, Operator, Preconditioner, Reduced, Slot, SLOTS};
 pub use crate::krylov::{outcome_status, Method, Outcome};
 use std::sync::{Arc, Mutex};
 
@@ -51,12 +52,20 @@ pub struct Settings {
     pub ilu_sweeps: IluSweeps,
     /// A device solver factors ILU(0) on the host up to this many rows.
     pub host_factor_rows: usize,
+    /// BiCGSTAB on the device runs as one block, one launch an iteration, up
+    /// to this many rows (none, Jacobi or Jacobi-swept ILU(0); 0: never).
+    pub small_system_rows: usize,
     pub amg: amg::Options,
 }
 
 impl Default for Settings {
     fn default() -> Settings {
-        Settings { ilu_sweeps: IluSweeps::default(), host_factor_rows: HOST_FACTOR_ROWS, amg: amg::Options::default() }
+        Settings {
+            ilu_sweeps: IluSweeps::default(),
+            host_factor_rows: HOST_FACTOR_ROWS,
+            small_system_rows: crate::krylov::cuda::SMALL_SYSTEM_ROWS,
+            amg: amg::Options::default(),
+        }
     }
 }
 
@@ -274,6 +283,10 @@ impl Operator for CsrOperator<'_> {
         let dp = self.device_pattern()?;
         cuda::spmv_with(g, dp, dp.threads_per_row, self.p.nrows, self.values.device()?, 1.0, x, 0.0, y, sc)
     }
+    fn block_csr(&self) -> Option<BlockCsr<'_>> {
+        let dp = self.dp?;
+        Some(BlockCsr { row_ptr: &dp.row_ptr, col: &dp.col, diag: &dp.diag, values: self.values.device().ok()? })
+    }
     /// Short rows (few threads per row): the product and p.q in one kernel.
     fn apply_pq_device(
         &self,
@@ -311,6 +324,13 @@ impl Preconditioner for Ilu0<'_> {
         let (dp, (lower, sweeps)) =
             (self.dp.ok_or_else(crate::array::mixed_backends)?, self.levels.ok_or_else(crate::array::mixed_backends)?);
         cuda::ilu0_apply(g, dp, self.p.nrows, lower, sweeps, self.lu.device()?, r, z, sc)
+    }
+    /// The Jacobi-swept form only: the exact sweeps walk levels, which one block cannot hurry.
+    fn block_form(&self) -> Option<BlockPrecond<'_>> {
+        let (dp, (_, sweeps)) = (self.dp?, self.levels?);
+        let cuda::DeviceSweeps::Jacobi { sweeps, scratch: (a, b) } = sweeps else { return None };
+        let factors = BlockCsr { row_ptr: &dp.row_ptr, col: &dp.col, diag: &dp.diag, values: self.lu.device().ok()? };
+        Some(BlockPrecond::IluSweeps { factors, sweeps: *sweeps, scratch: (a, b) })
     }
 }
 
@@ -554,7 +574,8 @@ impl Solver {
                 let DeviceWork { reduce, scalars, iteration } = dw;
                 // a distributed solve iterates on the host, which holds the global scalars
                 let looping = if distributed.is_none() { Some((scalars, iteration)) } else { None };
-                let mut ops = CudaOps { g, op, pc, transposed, n, vecs, reduce, looping, basis: None };
+                let small_rows = self.settings.small_system_rows;
+                let mut ops = CudaOps { g, op, pc, transposed, n, vecs, reduce, looping, basis: None, small_rows };
                 let result = run(&mut ops)?;
                 g.copy(&ops.vecs[Slot::X.index()], xd)?;
                 g.synchronize("solve")?;
