@@ -76,8 +76,11 @@ pub enum BlockPrecond<'a> {
 }
 
 /// BiCGSTAB runs as one block, one launch an iteration, up to this many
-/// rows (Settings::small_system_rows; measured in BENCHMARKS.md).
-pub const SMALL_SYSTEM_ROWS: usize = 20_000;
+/// rows (Settings::small_system_rows). Measured on the H100 with Jacobi-swept
+/// ILU(0) (BENCHMARKS.md): 0.029 against 0.064 ms an iteration at 1,000
+/// rows, even at 2,744, 1.8x slower at 5,832: one multiprocessor's loads
+/// then cost more than the grid's sixteen launches.
+pub const SMALL_SYSTEM_ROWS: usize = 2_500;
 
 /// Queues one kernel of a device-driven iteration: (n, vectors..., [flag,]
 /// [partial, counter,] sc), over the reduction's grid.
