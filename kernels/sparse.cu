@@ -94,34 +94,35 @@ extern "C" __global__ void __launch_bounds__(256) ilu_transpose(int n, const int
 
 // ILU(0) with each triangular solve replaced by Jacobi sweeps (as AmgX and
 // hypre offer): no dependency between rows, one launch a sweep, TPR lanes a
-// row as the SpMV. Lower, from y_0 = r: y_out = r - L_s y_in. Upper, from
-// z_0 = D^-1 y: z_out = D^-1 (y - U_s z_in), z_in read as D^-1 z_in when
-// scale_in (the first sweep reads y). The CPU reference
+// row as the SpMV, over one strict triangle of the factors stored as its own
+// CSR matrix (rp, ci, t) and U's diagonal d. Lower, from y_0 = r: y_out = r -
+// L_s y_in. Upper, from z_0 = D^-1 y: z_out = D^-1 (y - U_s z_in), z_in read
+// as D^-1 z_in when scale_in (the first sweep reads y). The CPU reference
 // (cpu::ilu0_apply_jacobi) sums each row in order: equal to rounding.
 template <int TPR>
 __device__ void jacobi_sweep(int n, const int* __restrict__ rp, const int* __restrict__ ci,
-    const int* __restrict__ diag, const double* __restrict__ lu, const double* __restrict__ y,
+    const double* __restrict__ t, const double* __restrict__ d, const double* __restrict__ y,
     const double* __restrict__ in, int upper, int scale_in, double* __restrict__ out, const double* sc) {
     if (stopped(sc)) return;
     const i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / TPR;
     const int lane = threadIdx.x & (TPR - 1);
     double sum = 0.0;
     if (row < n) {
-        const int b = upper ? diag[row] + 1 : rp[row], e = upper ? rp[row + 1] : diag[row];
-        for (int k = b + lane; k < e; k += TPR) {
+        const int e = rp[row + 1];
+        for (int k = rp[row] + lane; k < e; k += TPR) {
             const int j = ci[k];
-            sum += lu[k] * (scale_in ? __ldg(&in[j]) / lu[diag[j]] : __ldg(&in[j]));
+            sum += t[k] * (scale_in ? __ldg(&in[j]) / __ldg(&d[j]) : __ldg(&in[j]));
         }
     }
     sum = group_sum<TPR>(sum);
-    if (row < n && lane == 0) out[row] = upper ? (y[row] - sum) / lu[diag[row]] : y[row] - sum;
+    if (row < n && lane == 0) out[row] = upper ? (y[row] - sum) / d[row] : y[row] - sum;
 }
 
 #define JACOBI_SWEEP(TPR)                                                                                       \
     extern "C" __global__ void __launch_bounds__(256) ilu_jacobi_tpr##TPR(int n, const int* rp, const int* ci,  \
-        const int* diag, const double* lu, const double* y, const double* in, int upper, int scale_in,          \
+        const double* t, const double* d, const double* y, const double* in, int upper, int scale_in,           \
         double* out, const double* sc) {                                                                        \
-        jacobi_sweep<TPR>(n, rp, ci, diag, lu, y, in, upper, scale_in, out, sc);                               \
+        jacobi_sweep<TPR>(n, rp, ci, t, d, y, in, upper, scale_in, out, sc);                                   \
     }
 JACOBI_SWEEP(1) JACOBI_SWEEP(2) JACOBI_SWEEP(4) JACOBI_SWEEP(8) JACOBI_SWEEP(16) JACOBI_SWEEP(32)
 

@@ -158,11 +158,79 @@ pub enum DeviceSweeps {
         upper: DeviceLevels,
     },
     /// `sweeps` Jacobi sweeps per triangle (Precond::Ilu0Jacobi), ping-ponging
-    /// through two scratch vectors.
+    /// through two scratch vectors, over the factors split into their triangles.
     Jacobi {
         sweeps: usize,
         scratch: (DeviceBuffer<f64>, DeviceBuffer<f64>),
+        split: Box<SplitFactors>,
     },
+}
+
+/// One strict triangle of the ILU(0) factors as its own CSR matrix: a
+/// Jacobi sweep then reads only its triangle's entries (in the combined
+/// factor the other triangle's share every cache line).
+pub struct Triangle {
+    row_ptr: DeviceBuffer<i32>,
+    col: DeviceBuffer<i32>,
+    /// Entry k is entry from[k] of the combined factor.
+    from: DeviceBuffer<i32>,
+    values: DeviceBuffer<f64>,
+    nnz: usize,
+    threads_per_row: u32,
+}
+
+/// The factors split for the Jacobi sweeps: L's and U's strict triangles and
+/// U's diagonal, refreshed from the combined factor after each
+/// factorisation (`refresh`).
+pub struct SplitFactors {
+    lower: Triangle,
+    upper: Triangle,
+    diag_pos: DeviceBuffer<i32>,
+    diag: DeviceBuffer<f64>,
+}
+
+impl Triangle {
+    fn new(g: &Gpu, p: &super::Pattern, upper: bool) -> Result<Triangle> {
+        let (mut rp, mut col, mut from) = (vec![0i32], Vec::new(), Vec::new());
+        for i in 0..p.nrows {
+            let d = p.diag[i] as usize;
+            let range = if upper { d + 1..p.row_ptr[i + 1] as usize } else { p.row_ptr[i] as usize..d };
+            for k in range {
+                col.push(p.col[k]);
+                from.push(k as i32);
+            }
+            rp.push(col.len() as i32);
+        }
+        let nnz = col.len();
+        Ok(Triangle {
+            row_ptr: upload(g, &rp)?,
+            col: upload(g, &col)?,
+            from: upload(g, &from)?,
+            values: g.alloc(nnz.max(1))?,
+            nnz,
+            threads_per_row: threads_per_row(nnz, p.nrows),
+        })
+    }
+}
+
+impl SplitFactors {
+    pub fn new(g: &Gpu, p: &super::Pattern) -> Result<SplitFactors> {
+        let n = p.nrows.max(1);
+        Ok(SplitFactors {
+            lower: Triangle::new(g, p, false)?,
+            upper: Triangle::new(g, p, true)?,
+            diag_pos: upload(g, &p.diag)?,
+            diag: g.alloc(n)?,
+        })
+    }
+
+    /// The triangles and u_ii from the combined factor `lu`.
+    pub fn refresh(&self, g: &Gpu, n: usize, lu: &DeviceBuffer<f64>) -> Result<()> {
+        for t in [&self.lower, &self.upper] {
+            crate::array::cuda::gather(g, t.nnz, lu, &t.from, &t.values)?;
+        }
+        crate::array::cuda::gather(g, n, lu, &self.diag_pos, &self.diag)
+    }
 }
 
 /// Launches `kernel` once per level with (count, the level's rows, args...),
@@ -217,20 +285,20 @@ pub fn ilu0_apply(
             per_level!(g, lower, "lsolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, r, z], sc);
             per_level!(g, upper, "usolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, z], sc);
         }
-        DeviceSweeps::Jacobi { sweeps, scratch: (a, b) } => {
+        DeviceSweeps::Jacobi { sweeps, scratch: (a, b), split } => {
             // each sweep reads the previous one's output: the lower sweeps end in
             // `y`, the upper ones alternate so that the last writes z
             let mut y = r;
             for s in 0..*sweeps {
                 let out = if s % 2 == 0 { a } else { b };
-                jacobi_sweep(g, dp, n, lu, (r, y, out), (false, false), sc)?;
+                jacobi_sweep(g, &split.lower, &split.diag, n, (r, y, out), (false, false), sc)?;
                 y = out;
             }
             let other = if std::ptr::eq(y, a) { b } else { a };
             let mut from = y;
             for s in 0..*sweeps {
                 let out = if (sweeps - 1 - s) % 2 == 0 { z } else { other };
-                jacobi_sweep(g, dp, n, lu, (y, from, out), (true, s == 0), sc)?;
+                jacobi_sweep(g, &split.upper, &split.diag, n, (y, from, out), (true, s == 0), sc)?;
                 from = out;
             }
         }
@@ -254,24 +322,24 @@ pub fn ilu0_apply(
     Ok(())
 }
 
-/// One Jacobi sweep of a triangular solve, (y, from, out): lower: out = y -
-/// L_s from; upper: out = D^-1 (y - U_s from), `from` read as D^-1 from when
-/// `scale_from` (the first upper sweep starts at D^-1 y). The SpMV's lanes a row.
+/// One Jacobi sweep of a triangular solve over triangle `t`, (y, from,
+/// out): lower: out = y - L_s from; upper: out = D^-1 (y - U_s from), `from`
+/// read as D^-1 from when `scale_from` (the first upper sweep starts at D^-1 y).
 fn jacobi_sweep(
     g: &Gpu,
-    dp: &DevicePattern,
+    t: &Triangle,
+    diag: &DeviceBuffer<f64>,
     n: usize,
-    lu: &DeviceBuffer<f64>,
     (y, from, out): (&DeviceBuffer<f64>, &DeviceBuffer<f64>, &DeviceBuffer<f64>),
     (upper, scale_from): (bool, bool),
     sc: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
-    let tpr = dp.threads_per_row;
+    let tpr = t.threads_per_row;
     let name = format!("ilu_jacobi_tpr{tpr}");
     let f = g.kernel("sparse", SOURCE, &name)?;
     let (n32, upper, scale_from) = (n as i32, i32::from(upper), i32::from(scale_from));
     let mut l = g.launcher(&f);
-    l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu).arg(y).arg(from).arg(&upper).arg(&scale_from).arg(out);
+    l.arg(&n32).arg(&t.row_ptr).arg(&t.col).arg(&t.values).arg(diag).arg(y).arg(from).arg(&upper).arg(&scale_from).arg(out);
     arg_or_null(&mut l, sc);
     g.launch("ilu_jacobi", l, (spmv_blocks(n, tpr) as u32, 1, 1), (256, 1, 1), 0)
 }

@@ -328,7 +328,7 @@ impl Preconditioner for Ilu0<'_> {
     /// The Jacobi-swept form only: the exact sweeps walk levels, which one block cannot hurry.
     fn block_form(&self) -> Option<BlockPrecond<'_>> {
         let (dp, (_, sweeps)) = (self.dp?, self.levels?);
-        let cuda::DeviceSweeps::Jacobi { sweeps, scratch: (a, b) } = sweeps else { return None };
+        let cuda::DeviceSweeps::Jacobi { sweeps, scratch: (a, b), .. } = sweeps else { return None };
         let factors = BlockCsr { row_ptr: &dp.row_ptr, col: &dp.col, diag: &dp.diag, values: self.lu.device().ok()? };
         Some(BlockPrecond::IluSweeps { factors, sweeps: *sweeps, scratch: (a, b) })
     }
@@ -479,8 +479,10 @@ impl Solver {
             ts.t.refresh(&vals.data)?;
             if self.precond.is_ilu() {
                 ts.t.ilu_factors(&self.csr, &st.factors, &mut ts.factors)?;
+                split_refresh(&self.csr, ts.levels.as_ref(), &ts.factors)?;
             }
         }
+        split_refresh(&self.csr, st.levels.as_ref(), &st.factors)?;
         st.built_for = Some(vals.version);
         Ok(t.elapsed().as_secs_f64())
     }
@@ -709,7 +711,8 @@ fn device_sweeps(
     let factor = cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?;
     if let Precond::Ilu0Jacobi { sweeps } = precond {
         let scratch = (g.alloc(p.nrows.max(1))?, g.alloc(p.nrows.max(1))?);
-        return Ok(Some((factor, cuda::DeviceSweeps::Jacobi { sweeps, scratch })));
+        let split = Box::new(cuda::SplitFactors::new(g, p)?);
+        return Ok(Some((factor, cuda::DeviceSweeps::Jacobi { sweeps, scratch, split })));
     }
     let sweeps = match sweeps {
         IluSweeps::Levels => cuda::DeviceSweeps::Levels { upper: cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)? },
@@ -722,6 +725,17 @@ fn device_sweeps(
         }
     };
     Ok(Some((factor, sweeps)))
+}
+
+/// The Jacobi-swept sweeps' split triangles from freshly built `factors`
+/// (nothing for the other preconditioners and the CPU backend).
+fn split_refresh(a: &Csr, levels: Option<&(cuda::DeviceLevels, cuda::DeviceSweeps)>, factors: &Buffer<f64>) -> Result<()> {
+    match (levels, factors) {
+        (Some((_, cuda::DeviceSweeps::Jacobi { split, .. })), Buffer::Device(lu)) => {
+            split.refresh(a.ctx.device()?, a.pattern.nrows, lu)
+        }
+        _ => Ok(()),
+    }
 }
 
 fn jacobi_inverse(p: &super::Pattern, v: &[f64]) -> Result<Vec<f64>> {
