@@ -106,3 +106,19 @@ extern "C" __global__ void __launch_bounds__(256) multi_axpy(i64 n, int k, const
         w[i] = r;
     }
 }
+
+// GMRES's projection removed, w -= sum_j c[j] V_j with the c that multi_dot
+// left on the device, and (w, w) after it in the same pass (one-pass
+// reduction: the last block writes out[0]).
+extern "C" __global__ void __launch_bounds__(256) multi_subtract_norm(i64 n, int k, const double* const* __restrict__ V,
+    const double* __restrict__ c, double* w, double* partial, double* out, unsigned int* counter) {
+    double ss = 0.0;
+    GRID_STRIDE(i, n) {
+        double r = w[i];
+        for (int j = 0; j < k; ++j) r -= c[j] * V[j][i];
+        w[i] = r;
+        ss += r * r;
+    }
+    double t1, t2;
+    if (last_block_sums(block_sum(ss), 0.0, partial, counter, t1, t2)) out[0] = t1;
+}

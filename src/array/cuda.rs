@@ -133,6 +133,9 @@ pub struct VectorTable {
     count: usize,
     partial: DeviceBuffer<f64>,
     coefficients: DeviceBuffer<f64>,
+    /// What the last `dots` left in `coefficients` (None once overwritten).
+    last_dots: Option<Vec<f64>>,
+    reduce: Reduce,
 }
 
 impl VectorTable {
@@ -142,7 +145,8 @@ impl VectorTable {
         let mut addresses = g.alloc::<u64>(count.max(1))?;
         g.upload(&vectors.iter().map(|v| g.address(*v)).collect::<Vec<_>>(), &mut addresses, 0)?;
         let partial = g.alloc::<f64>((count * BASIS_BLOCKS).max(1))?;
-        Ok(VectorTable { addresses, count, partial, coefficients: g.alloc::<f64>(count.max(1))? })
+        let coefficients = g.alloc::<f64>(count.max(1))?;
+        Ok(VectorTable { addresses, count, partial, coefficients, last_dots: None, reduce: Reduce::new(g)? })
     }
 
     /// (V_j . w) for the table's first k vectors, finished on the device.
@@ -163,13 +167,33 @@ impl VectorTable {
         g.launch("sum_rows", l, (k as u32, 1, 1), (BLOCK, 1, 1), 0)?;
         let mut out = vec![0.0; k];
         g.download(&self.coefficients, 0, &mut out)?;
+        self.last_dots = Some(out.clone());
         Ok(out)
+    }
+
+    /// w -= sum_j h[j] V_j, returning (w, w) after it, in one pass. When h
+    /// is what the last `dots` returned (GMRES's projection on one process)
+    /// its device copy is used, so nothing is uploaded.
+    pub fn subtract(&mut self, g: &Gpu, n: usize, w: &DeviceBuffer<f64>, h: &[f64]) -> Result<f64> {
+        let k = h.len().min(self.count);
+        if self.last_dots.as_ref().is_none_or(|d| d.len() < k || d[..k] != h[..k]) {
+            g.upload(&h[..k], &mut self.coefficients, 0)?;
+            self.last_dots = None;
+        }
+        let (n64, k32) = (n as i64, k as i32);
+        let f = g.kernel("vector", SOURCE, "multi_subtract_norm")?;
+        let mut l = g.launcher(&f);
+        l.arg(&n64).arg(&k32).arg(&self.addresses).arg(&self.coefficients).arg(w);
+        l.arg(&self.reduce.partial).arg(&self.reduce.out).arg(&self.reduce.counter);
+        g.launch("multi_subtract_norm", l, (Reduce::blocks(n) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+        Ok(self.reduce.result(g)?.0)
     }
 
     /// w = c w + sum_j h[j] V_j over the table's first h.len() vectors.
     pub fn combine(&mut self, g: &Gpu, n: usize, w: &DeviceBuffer<f64>, c: f64, h: &[f64]) -> Result<()> {
         let k = h.len().min(self.count);
         g.upload(&h[..k], &mut self.coefficients, 0)?;
+        self.last_dots = None;
         let (n64, k32) = (n as i64, k as i32);
         let f = g.kernel("vector", SOURCE, "multi_axpy")?;
         let mut l = g.launcher(&f);

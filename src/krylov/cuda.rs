@@ -374,4 +374,8 @@ impl Ops for CudaOps<'_> {
         let table = self.basis.as_mut().ok_or_else(no_basis)?;
         table.combine(self.g, self.n, &self.vecs[w.index()], c, h)
     }
+    fn basis_subtract(&mut self, k: usize, h: &[f64]) -> Result<f64> {
+        let table = self.basis.as_mut().ok_or_else(no_basis)?;
+        table.subtract(self.g, self.n, &self.vecs[Slot::Basis(k).index()], h)
+    }
 }

@@ -17,18 +17,16 @@ use Slot::Basis;
 /// the Hessenberg column (its last entry the new norm) and that norm.
 fn orthogonalise(ops: &mut dyn Ops, k: usize) -> Result<(Vec<f64>, f64)> {
     let mut h = vec![0.0; k + 1];
-    let mut subtract = |ops: &mut dyn Ops| -> Result<f64> {
+    // one pass: the projections (and the norm before), then their removal (and the norm after)
+    let mut pass = |ops: &mut dyn Ops| -> Result<(f64, f64)> {
         let d = ops.basis_dots(k + 1)?;
-        let minus: Vec<f64> = d[..k].iter().map(|c| -c).collect();
-        ops.basis_combine(Basis(k), 1.0, &minus)?;
+        let after = ops.basis_subtract(k, &d[..k])?;
         h.iter_mut().zip(&d[..k]).for_each(|(h, c)| *h += c);
-        Ok(d[k].sqrt())
+        Ok((d[k].sqrt(), after.sqrt()))
     };
-    let before = subtract(ops)?;
-    let mut hn = dot(ops, Basis(k), Basis(k))?.sqrt();
+    let (before, mut hn) = pass(ops)?;
     if hn < std::f64::consts::FRAC_1_SQRT_2 * before {
-        subtract(ops)?;
-        hn = dot(ops, Basis(k), Basis(k))?.sqrt();
+        hn = pass(ops)?.1;
     }
     h[k] = hn;
     Ok((h, hn))

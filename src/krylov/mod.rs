@@ -234,6 +234,13 @@ pub trait Ops {
         }
         Ok(())
     }
+    /// Basis(k) -= sum_{i<k} h[i] Basis(i), h the projections `basis_dots`
+    /// just returned; returns its squared norm after (backends fuse it).
+    fn basis_subtract(&mut self, k: usize, h: &[f64]) -> Result<f64> {
+        let minus: Vec<f64> = h.iter().map(|c| -c).collect();
+        self.basis_combine(Slot::Basis(k), 1.0, &minus)?;
+        Ok(self.dots(Slot::Basis(k), Slot::Basis(k), None)?.0)
+    }
     /// max |v_i| of slot `v` (NaN when any element is NaN).
     fn amax(&mut self, v: Slot) -> Result<f64>;
     /// Slot `v` on the host (error paths only: to name an offending element).
