@@ -392,14 +392,9 @@ contains
     character(*), intent(inout), optional :: errmsg
     character(kind=c_char) :: buf(len(text) + 1)
     integer(c_int64_t) :: needed
-    integer :: i
-    text = ''
     buf = c_null_char
     call check(c_solver_describe(s%handle, buf, size(buf, kind=c_int64_t), needed), 'fegpu_solver_describe', stat, errmsg)
-    do i = 1, len(text)
-      if (buf(i) == c_null_char) exit
-      text(i:i) = buf(i)
-    end do
+    call text_from_c(buf, text)
   end subroutine
 
   !> Solves A x = b on the device (x: initial guess in, solution out). Not

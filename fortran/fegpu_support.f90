@@ -9,7 +9,8 @@ module fegpu_support
   implicit none
   private
   public :: fegpu_last_error, i64, i32, put, check, refuse, elements, assumed_size_error, matrix_shape, shape_error, &
-       size_error, variant_code, base_of, opt32, opt64, c_host_register, c_host_unregister, c_messages_set_index_base
+       size_error, variant_code, base_of, opt32, opt64, c_host_register, c_host_unregister, c_messages_set_index_base, &
+       text_from_c
   public :: NOT_AN_INTEGER, NOT_AN_INT32, solve_info, solve_result
 
   !> What a non-integer (or, for a C int, an out-of-range) actual argument
@@ -59,6 +60,18 @@ contains
       msg = msg // buf(i)
     end do
   end function fegpu_last_error
+
+  !> The NUL-terminated C string in buf as text (blank-padded, cut at len(text)).
+  subroutine text_from_c(buf, text)
+    character(kind=c_char), intent(in) :: buf(:)
+    character(*), intent(out) :: text
+    integer :: i
+    text = ''
+    do i = 1, min(len(text), size(buf))
+      if (buf(i) == c_null_char) exit
+      text(i:i) = buf(i)
+    end do
+  end subroutine text_from_c
 
   !> An integer argument of any kind as int64 (elemental: arrays too): the
   !> procedures take their integer arguments as class(*), so one module serves code built with

@@ -268,13 +268,9 @@ contains
     character(*), intent(inout), optional :: errmsg
     character(kind=c_char) :: buf(len(text) + 1)
     integer(c_int64_t) :: needed
-    integer :: i
-    text = ''
+    buf = c_null_char                                               ! a refused call leaves text blank
     call check(c_dist_csr_describe(a%handle, buf, size(buf, kind=c_int64_t), needed), 'fegpu_dist_csr_describe', stat, errmsg)
-    do i = 1, len(text)
-      if (buf(i) == c_null_char) exit
-      text(i:i) = buf(i)
-    end do
+    call text_from_c(buf, text)
   end subroutine
 
   subroutine fegpu_dist_csr_destroy(a, stat, errmsg)
