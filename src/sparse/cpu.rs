@@ -71,8 +71,8 @@ pub fn ilu0_apply(p: &Pattern, lu: &[f64], r: &[f64], z: &mut [f64]) {
 }
 
 /// z = M^-1 r with ILU(0)'s factors, each triangular solve replaced by
-/// `sweeps` Jacobi sweeps (kernels/sparse.cu `ilu_jacobi_lower/_upper`, the
-/// same sums in the same order): y = sum_{i<=k} (-L_s)^i r, then z the same
+/// `sweeps` Jacobi sweeps (kernels/sparse.cu `jacobi_sweep`, which sums a
+/// row in lanes: equal to rounding): y = sum_{i<=k} (-L_s)^i r, then z the same
 /// polynomial in D^-1 U_s applied to D^-1 y.
 pub fn ilu0_apply_jacobi(p: &Pattern, lu: &[f64], sweeps: usize, r: &[f64], z: &mut [f64]) {
     let n = p.nrows;

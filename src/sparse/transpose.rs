@@ -41,6 +41,7 @@ pub struct Transposed {
 }
 
 impl Transposed {
+    /// A^T's pattern and gather map; its values are zero until `refresh`.
     pub fn new(a: &Csr) -> Result<Transposed> {
         let p = &a.pattern;
         let (row_ptr, col, from) = transpose_pattern(p.nrows, p.ncols, &p.row_ptr, &p.col);
@@ -52,8 +53,8 @@ impl Transposed {
             .collect();
         let nnz = col.len();
         let pattern = Pattern { nrows: p.ncols, ncols: p.nrows, row_ptr, col, diag, slot_of: None, caller_nnz: nnz };
-        let values = a.download_values()?;
-        let csr = Csr::new(a.ctx.clone(), pattern, &from.iter().map(|&k| values[k as usize]).collect::<Vec<_>>())?;
+        // zeros: the solver's first build (`refresh`) gathers A's values before any use
+        let csr = Csr::new(a.ctx.clone(), pattern, &vec![0.0; nnz])?;
         let from_device = match a.ctx.gpu() {
             Some(g) => Some(cuda::upload(g, &from.iter().map(|&k| k as i32).collect::<Vec<_>>())?),
             None => None,
