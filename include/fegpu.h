@@ -1001,6 +1001,47 @@ fegpu_status fegpu_csr_create_i64(fegpu_context_t ctx,
                                   int32_t index_base,
                                   fegpu_csr_t *a);
 
+// Creates a block CSR (BSR) matrix of nb_rows x nb_cols blocks, each
+// block_size x block_size (1..8; TOUGHREACT's NEQ x NEQ Jacobian blocks),
+// from the caller's arrays with int32 indices: row_ptr (nb_rows+1) and
+// col_ind (nnzb) over block rows and columns, counted from `index_base`;
+// values (nnzb * block_size^2), each block column-major (Fortran
+// `values(block_size, block_size, nnzb)`). Validated as `fegpu_csr_create_i32`;
+// duplicate blocks are summed. The result is a `fegpu_csr_t` of
+// nb_rows * block_size rows: `fegpu_csr_spmv`, `fegpu_csr_update_values`
+// (nnzb * block_size^2 values) and the solvers take it; Jacobi is then block
+// Jacobi and ILU(0) block ILU(0), both with the pivot blocks inverted.
+fegpu_status fegpu_bsr_create_i32(fegpu_context_t ctx,
+                                  int64_t nb_rows,
+                                  int64_t nb_cols,
+                                  int64_t block_size,
+                                  int64_t nnzb,
+                                  const int32_t *row_ptr,
+                                  const int32_t *col_ind,
+                                  const double *values,
+                                  int32_t index_base,
+                                  fegpu_csr_t *a);
+
+// As `fegpu_bsr_create_i32`, with int64 indices.
+fegpu_status fegpu_bsr_create_i64(fegpu_context_t ctx,
+                                  int64_t nb_rows,
+                                  int64_t nb_cols,
+                                  int64_t block_size,
+                                  int64_t nnzb,
+                                  const int64_t *row_ptr,
+                                  const int64_t *col_ind,
+                                  const double *values,
+                                  int32_t index_base,
+                                  fegpu_csr_t *a);
+
+// The block size of a matrix (1 for CSR) and its block rows, block columns
+// and stored blocks (after duplicates were summed); any pointer may be NULL.
+fegpu_status fegpu_bsr_info(fegpu_csr_t a,
+                            int64_t *block_size,
+                            int64_t *nb_rows,
+                            int64_t *nb_cols,
+                            int64_t *nnzb);
+
 // Reads a Matrix Market coordinate file (real, integer or pattern; general,
 // symmetric or skew-symmetric) into a new matrix.
 fegpu_status fegpu_csr_read_mm(fegpu_context_t ctx, const char *path, fegpu_csr_t *a);
@@ -1009,12 +1050,14 @@ fegpu_status fegpu_csr_read_mm(fegpu_context_t ctx, const char *path, fegpu_csr_
 fegpu_status fegpu_csr_write_mm(fegpu_csr_t a, const char *path);
 
 // New values for the same pattern, in the order of the arrays the matrix
-// was created from (`nnz` as then). No structural work is redone; solvers
+// was created from (`nnz` values as then: nnzb * block_size^2 for a block
+// matrix). No structural work is redone; solvers
 // built on the matrix refactor at their next solve. Rejected values (wrong
 // count, not finite) change nothing.
 fegpu_status fegpu_csr_update_values(fegpu_csr_t a, const double *values, int64_t nnz);
 
-// Rows, columns and stored entries (after duplicates were summed); any pointer may be NULL.
+// Rows, columns and stored values (after duplicates were summed; for a block
+// matrix, scalar rows and columns, nnzb * block_size^2 values); any pointer may be NULL.
 fegpu_status fegpu_csr_info(fegpu_csr_t a, int64_t *nrows, int64_t *ncols, int64_t *nnz);
 
 // Copies the stored matrix out: row_ptr (nrows+1), col_ind and values

@@ -51,4 +51,5 @@ pub const KERNEL_SOURCES: &[(&str, &str)] = &[
     ("pipeline", pipeline::cuda::SOURCE),
     ("fem", fem::cuda::SOURCE),
     ("amg", amg::cuda::SOURCE),
+    ("block", sparse::block::cuda::SOURCE),
 ];

@@ -101,6 +101,8 @@ fn solve_reports_and_writes_the_solution() {
         &["--method", "bicg"],
         &["--method", "cgs"],
         &["--precond", "ilu0-jacobi:3"],
+        // three unknowns per cell: block ILU(0) over 3 x 3 blocks
+        &["--block-size", "3"],
     ];
     for method in cases {
         let mut args = vec!["solve", &sherman5, "--precond", "ilu0", "--output", x.to_str().unwrap()];
@@ -109,5 +111,10 @@ fn solve_reports_and_writes_the_solution() {
         assert!(ok && out.contains("status: converged"), "{method:?}: {out}");
         assert!(read_vector(&x).iter().all(|v| (v - 1.0).abs() < 1e-4), "{method:?}");
     }
+    // block Jacobi on sherman5's cells; a size that does not split is refused
+    let (ok, out) = fegpu(&["solve", &sherman5, "--precond", "jacobi", "--block-size", "3"]);
+    assert!(ok && out.contains("1104 block rows") && out.contains("status: converged"), "{out}");
+    let (ok, out) = fegpu(&["solve", &sherman5, "--block-size", "5"]);
+    assert!(!ok && out.contains("does not split into 5 x 5 blocks"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -65,3 +65,20 @@ fn every_lbm_kernel_name_is_defined() {
     }
     assert!(ptx.contains(".entry lbm_mark_bulk("), "kernels/lbm.cu defines no lbm_mark_bulk");
 }
+
+/// Every block kernel a launch asks for by name (block size 2..MAX_BLOCK,
+/// lanes per block row) exists: the names are built at run time
+/// (src/sparse/block/cuda.rs).
+#[test]
+fn every_block_kernel_name_is_defined() {
+    let Some(ptx) = ptx("block", fegpu::sparse::block::cuda::SOURCE) else { return };
+    for k in 2..=fegpu::sparse::block::MAX_BLOCK {
+        let mut names: Vec<String> = [1, 2, 4, 8].iter().map(|t| format!("bsr_spmv_k{k}_tpr{t}")).collect();
+        for kind in ["bsr_diag_inverse", "bsr_jacobi", "bilu0_level", "bilu0_lower", "bilu0_upper"] {
+            names.push(format!("{kind}_k{k}"));
+        }
+        for name in names {
+            assert!(ptx.contains(&format!(".entry {name}(")), "kernels/block.cu defines no {name}");
+        }
+    }
+}

@@ -201,7 +201,7 @@ pub unsafe extern "C" fn fegpu_solver_create_amg(
         let mut o = if options.is_null() { fegpu_amg_options::default() } else { *options }.options()?;
         if count != 0 {
             let k = positive("count", count)?;
-            let n = m.pattern.nrows;
+            let n = m.rows();
             let len = n.checked_mul(k).ok_or_else(|| Error::invalid(format!("count = {count}: too many vectors")))?;
             o.near_null_space =
                 Some(crate::amg::NearNullSpace { vectors: host_in(near_null_space, len, "near_null_space")?.to_vec(), count: k });
@@ -264,12 +264,19 @@ pub unsafe extern "C" fn fegpu_solver_describe(
     })
 }
 
+/// The shape arguments of a create call: rows, columns and entries (of
+/// blocks for a BSR matrix, with the block size), as the caller named them.
+struct Shape {
+    rows: (&'static str, i64),
+    cols: (&'static str, i64),
+    entries: (&'static str, i64),
+    block: i64,
+}
+
 #[allow(clippy::too_many_arguments)] // the C signature's arguments
 unsafe fn create<I: Index>(
     ctx: fegpu_context_t,
-    nrows: i64,
-    ncols: i64,
-    nnz: i64,
+    shape: Shape,
     row_ptr: *const I,
     col_ind: *const I,
     values: *const f64,
@@ -279,19 +286,31 @@ unsafe fn create<I: Index>(
     guard(|| {
         let out = out_param(a, "A")?;
         let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
-        let (nr, nc) = (positive("nrows", nrows)?, positive("ncols", ncols)?);
+        let (nr, nc) = (positive(shape.rows.0, shape.rows.1)?, positive(shape.cols.0, shape.cols.1)?);
+        let (what, nnz) = shape.entries;
         if nnz < 0 {
-            return Err(Error::invalid(format!("nnz = {nnz}: must be >= 0")));
+            return Err(Error::invalid(format!("{what} = {nnz}: must be >= 0")));
         }
+        let k = positive("block_size", shape.block)?;
+        sparse::block::check_size(k)?;
         let nnz = nnz as usize;
+        let nvalues = nnz.checked_mul(k * k).ok_or_else(|| Error::invalid(format!("{what} = {nnz}: too many entries")))?;
         let rp = host_in(row_ptr, nr + 1, "row_ptr")?;
         let (ci, v) =
-            if nnz == 0 { (&[][..], &[][..]) } else { (host_in(col_ind, nnz, "col_ind")?, host_in(values, nnz, "values")?) };
+            if nnz == 0 { (&[][..], &[][..]) } else { (host_in(col_ind, nnz, "col_ind")?, host_in(values, nvalues, "values")?) };
         let pattern = sparse::build_pattern(nr, nc, rp, ci, index_base as i64)?;
-        let m = Csr::new(c, pattern, v)?;
+        let m = Csr::with_blocks(c, pattern, k, v)?;
         *out = registry::insert(Arc::new(m), ctx);
         Ok(())
     })
+}
+
+fn csr_shape(nrows: i64, ncols: i64, nnz: i64) -> Shape {
+    Shape { rows: ("nrows", nrows), cols: ("ncols", ncols), entries: ("nnz", nnz), block: 1 }
+}
+
+fn bsr_shape(nb_rows: i64, nb_cols: i64, nnzb: i64, block_size: i64) -> Shape {
+    Shape { rows: ("nb_rows", nb_rows), cols: ("nb_cols", nb_cols), entries: ("nnzb", nnzb), block: block_size }
 }
 
 /// Creates an nrows x ncols CSR matrix from the caller's arrays with int32
@@ -312,7 +331,7 @@ pub unsafe extern "C" fn fegpu_csr_create_i32(
     index_base: i32,
     a: *mut fegpu_csr_t,
 ) -> fegpu_status {
-    create::<i32>(ctx, nrows, ncols, nnz, row_ptr, col_ind, values, index_base, a)
+    create::<i32>(ctx, csr_shape(nrows, ncols, nnz), row_ptr, col_ind, values, index_base, a)
 }
 
 /// As `fegpu_csr_create_i32`, with int64 indices.
@@ -328,7 +347,72 @@ pub unsafe extern "C" fn fegpu_csr_create_i64(
     index_base: i32,
     a: *mut fegpu_csr_t,
 ) -> fegpu_status {
-    create::<i64>(ctx, nrows, ncols, nnz, row_ptr, col_ind, values, index_base, a)
+    create::<i64>(ctx, csr_shape(nrows, ncols, nnz), row_ptr, col_ind, values, index_base, a)
+}
+
+/// Creates a block CSR (BSR) matrix of nb_rows x nb_cols blocks, each
+/// block_size x block_size (1..8; TOUGHREACT's NEQ x NEQ Jacobian blocks),
+/// from the caller's arrays with int32 indices: row_ptr (nb_rows+1) and
+/// col_ind (nnzb) over block rows and columns, counted from `index_base`;
+/// values (nnzb * block_size^2), each block column-major (Fortran
+/// `values(block_size, block_size, nnzb)`). Validated as `fegpu_csr_create_i32`;
+/// duplicate blocks are summed. The result is a `fegpu_csr_t` of
+/// nb_rows * block_size rows: `fegpu_csr_spmv`, `fegpu_csr_update_values`
+/// (nnzb * block_size^2 values) and the solvers take it; Jacobi is then block
+/// Jacobi and ILU(0) block ILU(0), both with the pivot blocks inverted.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_bsr_create_i32(
+    ctx: fegpu_context_t,
+    nb_rows: i64,
+    nb_cols: i64,
+    block_size: i64,
+    nnzb: i64,
+    row_ptr: *const i32,
+    col_ind: *const i32,
+    values: *const f64,
+    index_base: i32,
+    a: *mut fegpu_csr_t,
+) -> fegpu_status {
+    create::<i32>(ctx, bsr_shape(nb_rows, nb_cols, nnzb, block_size), row_ptr, col_ind, values, index_base, a)
+}
+
+/// As `fegpu_bsr_create_i32`, with int64 indices.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_bsr_create_i64(
+    ctx: fegpu_context_t,
+    nb_rows: i64,
+    nb_cols: i64,
+    block_size: i64,
+    nnzb: i64,
+    row_ptr: *const i64,
+    col_ind: *const i64,
+    values: *const f64,
+    index_base: i32,
+    a: *mut fegpu_csr_t,
+) -> fegpu_status {
+    create::<i64>(ctx, bsr_shape(nb_rows, nb_cols, nnzb, block_size), row_ptr, col_ind, values, index_base, a)
+}
+
+/// The block size of a matrix (1 for CSR) and its block rows, block columns
+/// and stored blocks (after duplicates were summed); any pointer may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_bsr_info(
+    a: fegpu_csr_t,
+    block_size: *mut i64,
+    nb_rows: *mut i64,
+    nb_cols: *mut i64,
+    nnzb: *mut i64,
+) -> fegpu_status {
+    guard(|| {
+        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
+        let p = &m.pattern;
+        for (ptr, v) in [(block_size, m.block), (nb_rows, p.nrows), (nb_cols, p.ncols), (nnzb, p.nnz())] {
+            if !ptr.is_null() {
+                *ptr = v as i64;
+            }
+        }
+        Ok(())
+    })
 }
 
 unsafe fn path_arg(path: *const libc::c_char) -> Result<PathBuf> {
@@ -358,33 +442,36 @@ pub unsafe extern "C" fn fegpu_csr_read_mm(ctx: fegpu_context_t, path: *const li
 pub unsafe extern "C" fn fegpu_csr_write_mm(a: fegpu_csr_t, path: *const libc::c_char) -> fegpu_status {
     guard(|| {
         let m = registry::get::<crate::sparse::Csr>(a, "A")?;
+        m.require_scalar("fegpu_csr_write_mm")?;
         let p = &m.pattern;
         mm::write_matrix(&path_arg(path)?, p.nrows, p.ncols, &p.row_ptr, &p.col, &m.download_values()?)
     })
 }
 
 /// New values for the same pattern, in the order of the arrays the matrix
-/// was created from (`nnz` as then). No structural work is redone; solvers
+/// was created from (`nnz` values as then: nnzb * block_size^2 for a block
+/// matrix). No structural work is redone; solvers
 /// built on the matrix refactor at their next solve. Rejected values (wrong
 /// count, not finite) change nothing.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_csr_update_values(a: fegpu_csr_t, values: *const f64, nnz: i64) -> fegpu_status {
     guard(|| {
         let m = registry::get::<crate::sparse::Csr>(a, "A")?;
-        if nnz < 0 || nnz as usize != m.pattern.caller_nnz {
-            return Err(Error::size(format!("nnz = {nnz} but A was created with {} entries", m.pattern.caller_nnz)));
+        if nnz < 0 || nnz as usize != m.caller_len() {
+            return Err(Error::size(format!("nnz = {nnz} but A was created with {} values", m.caller_len())));
         }
         let v = if nnz == 0 { &[][..] } else { host_in(values, nnz as usize, "values")? };
         m.update_values(v)
     })
 }
 
-/// Rows, columns and stored entries (after duplicates were summed); any pointer may be NULL.
+/// Rows, columns and stored values (after duplicates were summed; for a block
+/// matrix, scalar rows and columns, nnzb * block_size^2 values); any pointer may be NULL.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_csr_info(a: fegpu_csr_t, nrows: *mut i64, ncols: *mut i64, nnz: *mut i64) -> fegpu_status {
     guard(|| {
         let m = registry::get::<crate::sparse::Csr>(a, "A")?;
-        for (p, v) in [(nrows, m.pattern.nrows), (ncols, m.pattern.ncols), (nnz, m.pattern.nnz())] {
+        for (p, v) in [(nrows, m.rows()), (ncols, m.cols()), (nnz, m.stored_len())] {
             if !p.is_null() {
                 *p = v as i64;
             }
@@ -405,6 +492,7 @@ pub unsafe extern "C" fn fegpu_csr_download(
 ) -> fegpu_status {
     guard(|| {
         let m = registry::get::<crate::sparse::Csr>(a, "A")?;
+        m.require_scalar("fegpu_csr_download")?;
         if index_base != 0 && index_base != 1 {
             return Err(Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
         }

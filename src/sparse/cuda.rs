@@ -101,8 +101,8 @@ pub fn dirichlet(
 
 /// Rows grouped by dependency level, on the device.
 pub struct DeviceLevels {
-    rows: DeviceBuffer<i32>,
-    ptr: Vec<usize>,
+    pub(crate) rows: DeviceBuffer<i32>,
+    pub(crate) ptr: Vec<usize>,
 }
 
 impl DeviceLevels {
@@ -233,11 +233,11 @@ impl SplitFactors {
     }
 }
 
-/// Launches `kernel` once per level with (count, the level's rows, args...),
-/// then the guard `sc` when given.
+/// Launches `kernel` (of module `module` with `source`) once per level with
+/// (count, the level's rows, args...), then the guard `sc` when given.
 macro_rules! per_level {
-    ($g:expr, $levels:expr, $kernel:expr, [$($arg:expr),*] $(, $sc:expr)?) => {{
-        let f = $g.kernel("sparse", SOURCE, $kernel)?;
+    ($g:expr, ($module:expr, $source:expr), $levels:expr, $kernel:expr, [$($arg:expr),*] $(, $sc:expr)?) => {{
+        let f = $g.kernel($module, $source, $kernel)?;
         for w in $levels.ptr.windows(2) {
             let count = (w[1] - w[0]) as i32;
             let rows = $levels.rows.slice(w[0]..w[1]);
@@ -249,13 +249,14 @@ macro_rules! per_level {
         }
     }};
 }
+pub(crate) use per_level;
 
 /// ILU(0) of the values `lu` (a copy of A's) in place, level by level.
 /// `diag` is the host copy of the diagonal positions, to read a bad pivot.
 pub fn ilu0(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, lu: &DeviceBuffer<f64>, diag: &[i32]) -> Result<()> {
     let nrows = diag.len();
     let bad = upload(g, &[nrows as i32])?;
-    per_level!(g, lower, "ilu0_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, &bad]);
+    per_level!(g, ("sparse", SOURCE), lower, "ilu0_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, &bad]);
     let mut first_bad = [0i32];
     g.download(&bad, 0, &mut first_bad)?;
     let row = first_bad[0] as usize;
@@ -282,8 +283,8 @@ pub fn ilu0_apply(
 ) -> Result<()> {
     match sweeps {
         DeviceSweeps::Levels { upper } => {
-            per_level!(g, lower, "lsolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, r, z], sc);
-            per_level!(g, upper, "usolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, z], sc);
+            per_level!(g, ("sparse", SOURCE), lower, "lsolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, r, z], sc);
+            per_level!(g, ("sparse", SOURCE), upper, "usolve_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, z], sc);
         }
         DeviceSweeps::Jacobi { sweeps, scratch: (a, b), split } => {
             // each sweep reads the previous one's output: the lower sweeps end in

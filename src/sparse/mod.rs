@@ -7,6 +7,7 @@
 //! on the device. `update_values` refreshes the values for the same pattern
 //! without any structural work; solvers notice the new values and refactor.
 
+pub mod block;
 pub mod cpu;
 pub mod cuda;
 pub mod gallery;
@@ -59,9 +60,13 @@ pub struct Values {
     pub version: u64,
 }
 
+/// A sparse matrix in CSR, or in block CSR (BSR) when `block` > 1: then the
+/// pattern is over block rows and columns, and each stored entry is a dense
+/// `block` x `block` block of values, column-major (Fortran order).
 pub struct Csr {
     pub ctx: Arc<Context>,
     pub pattern: Pattern,
+    pub block: usize,
     pub device: Option<DevicePattern>,
     values: Mutex<Values>,
 }
@@ -182,7 +187,13 @@ pub fn build_pattern<I: Index>(nrows: usize, ncols: usize, row_ptr: &[I], col: &
 
 impl Csr {
     pub fn new(ctx: Arc<Context>, pattern: Pattern, caller_values: &[f64]) -> Result<Csr> {
-        let values = stored_values(&pattern, caller_values)?;
+        Csr::with_blocks(ctx, pattern, 1, caller_values)
+    }
+
+    /// A block matrix: `pattern` over block rows, `block`^2 values an entry.
+    pub fn with_blocks(ctx: Arc<Context>, pattern: Pattern, block: usize, caller_values: &[f64]) -> Result<Csr> {
+        block::check_size(block)?;
+        let values = stored_values(&pattern, block, caller_values)?;
         let (device, data) = match &ctx.backend {
             Backend::Cpu => (None, Buffer::Host(values)),
             Backend::Cuda(g) => {
@@ -195,7 +206,34 @@ impl Csr {
                 (Some(dp), Buffer::Device(cuda::upload(g, &values)?))
             }
         };
-        Ok(Csr { ctx, pattern, device, values: Mutex::new(Values { data, version: 0 }) })
+        Ok(Csr { ctx, pattern, block, device, values: Mutex::new(Values { data, version: 0 }) })
+    }
+
+    /// Rows of the matrix in values (block rows times the block size).
+    pub fn rows(&self) -> usize {
+        self.pattern.nrows * self.block
+    }
+
+    pub fn cols(&self) -> usize {
+        self.pattern.ncols * self.block
+    }
+
+    /// Values stored: one per entry, block^2 per block entry.
+    pub fn stored_len(&self) -> usize {
+        self.pattern.nnz() * self.block * self.block
+    }
+
+    /// Values the caller passes at creation and to `update_values`.
+    pub fn caller_len(&self) -> usize {
+        self.pattern.caller_nnz * self.block * self.block
+    }
+
+    /// Refuses a block matrix where only the scalar CSR form is served.
+    pub fn require_scalar(&self, what: &str) -> Result<()> {
+        if self.block > 1 {
+            return Err(Error::unsupported(format!("{what} takes a CSR matrix; A holds {0} x {0} blocks", self.block)));
+        }
+        Ok(())
     }
 
     pub fn values(&self) -> MutexGuard<'_, Values> {
@@ -205,7 +243,7 @@ impl Csr {
     /// New values for the same pattern (the caller's order, duplicates
     /// included); validated first, so a rejected update changes nothing.
     pub fn update_values(&self, caller_values: &[f64]) -> Result<()> {
-        let values = stored_values(&self.pattern, caller_values)?;
+        let values = stored_values(&self.pattern, self.block, caller_values)?;
         let mut v = self.values();
         match &mut v.data {
             Buffer::Host(h) => h.copy_from_slice(&values),
@@ -232,7 +270,7 @@ impl Csr {
             slot_of: None,
             caller_nnz: p.nnz(),
         };
-        Csr::new(self.ctx.clone(), pattern, values)
+        Csr::with_blocks(self.ctx.clone(), pattern, self.block, values)
     }
 
     /// Rewrites the stored values where they live (assembly on the device),
@@ -254,7 +292,7 @@ impl Csr {
         match data {
             Buffer::Host(h) => Ok(h.clone()),
             Buffer::Device(d) => {
-                let mut out = vec![0.0; self.pattern.nnz()];
+                let mut out = vec![0.0; self.stored_len()];
                 if !out.is_empty() {
                     self.ctx.device()?.download(d, 0, &mut out)?;
                 }
@@ -264,18 +302,26 @@ impl Csr {
     }
 }
 
-/// Maps the caller's values onto the stored slots (summing duplicates).
-fn stored_values(p: &Pattern, caller: &[f64]) -> Result<Vec<f64>> {
-    if caller.len() != p.caller_nnz {
-        return Err(Error::size(format!("values has {} entries, the pattern has nnz = {}", caller.len(), p.caller_nnz)));
+/// Maps the caller's values onto the stored slots (summing duplicates), a
+/// run of `block`^2 values an entry.
+pub fn stored_values(p: &Pattern, block: usize, caller: &[f64]) -> Result<Vec<f64>> {
+    let bb = block * block;
+    if caller.len() != p.caller_nnz * bb {
+        return Err(Error::size(if block == 1 {
+            format!("values has {} entries, the pattern has nnz = {}", caller.len(), p.caller_nnz)
+        } else {
+            format!("values has {} entries, the pattern has {} blocks of {block} x {block}", caller.len(), p.caller_nnz)
+        }));
     }
     check_finite(caller)?;
     Ok(match &p.slot_of {
         None => caller.to_vec(),
         Some(slot_of) => {
-            let mut v = vec![0.0; p.nnz()];
+            let mut v = vec![0.0; p.nnz() * bb];
             for (k, &s) in slot_of.iter().enumerate() {
-                v[s] += caller[k];
+                for (o, c) in v[s * bb..(s + 1) * bb].iter_mut().zip(&caller[k * bb..(k + 1) * bb]) {
+                    *o += c;
+                }
             }
             v
         }
@@ -306,8 +352,8 @@ pub fn f64_buf(s: &mut Storage) -> &mut Buffer<f64> {
 
 /// y = alpha*A*x + beta*y on resident arrays (x has ncols, y nrows elements).
 pub fn spmv(a: &Csr, alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> {
-    check_vector(a, x, a.pattern.ncols, "x")?;
-    check_vector(a, y, a.pattern.nrows, "y")?;
+    check_vector(a, x, a.cols(), "x")?;
+    check_vector(a, y, a.rows(), "y")?;
     if std::ptr::eq(x, y) {
         return Err(Error::invalid("x and y are the same array: SpMV is out of place"));
     }
@@ -317,10 +363,10 @@ pub fn spmv(a: &Csr, alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> 
     let mut vals = a.values();
     let (mut gx, mut gy) = lock_pair(x, y, "x", "y")?;
     match (&mut vals.data, f64_buf(&mut gx), f64_buf(&mut gy)) {
-        (Buffer::Host(v), Buffer::Host(xv), Buffer::Host(yv)) => cpu::spmv(&a.pattern, v, alpha, xv, beta, yv),
+        (Buffer::Host(v), Buffer::Host(xv), Buffer::Host(yv)) => block::cpu::spmv(&a.pattern, a.block, v, alpha, xv, beta, yv),
         (Buffer::Device(v), Buffer::Device(xv), Buffer::Device(yv)) => {
-            let g = a.ctx.device()?;
-            cuda::spmv(g, a.device.as_ref().ok_or_else(crate::array::mixed_backends)?, a.pattern.nrows, v, alpha, xv, beta, yv)?
+            let (g, dp) = (a.ctx.device()?, a.device.as_ref().ok_or_else(crate::array::mixed_backends)?);
+            block::cuda::spmv(g, dp, a.pattern.nrows, a.block, v, alpha, xv, beta, yv, None)?
         }
         _ => return Err(crate::array::mixed_backends()),
     }
@@ -333,6 +379,7 @@ pub fn spmv(a: &Csr, alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> 
 /// so a symmetric A stays symmetric (and SPD for CG). `dofs` are distinct and
 /// counted from `base`. Checked first: a refused call changes nothing.
 pub fn apply_dirichlet(a: &Csr, dofs: &[i64], base: i64, values: &[f64], b: &Array) -> Result<()> {
+    a.require_scalar("fegpu_csr_apply_dirichlet")?;
     let p = &a.pattern;
     if p.nrows != p.ncols {
         return Err(Error::size(format!("A is {} x {}: Dirichlet conditions need a square matrix", p.nrows, p.ncols)));

@@ -6,7 +6,7 @@
 //! values change (AMG: a values-only re-setup of the kept hierarchy).
 
 use super::transpose::Transposed;
-use super::{cpu, cuda, f64_buf, Csr, DevicePattern, Pattern};
+use super::{block, cpu, cuda, f64_buf, Csr, DevicePattern, Pattern};
 use crate::amg;
 use crate::array::{Array, Buffer};
 use crate::error::{Error, ErrorKind, Result};
@@ -260,9 +260,10 @@ pub trait RankProduct {
     fn product<'a>(&'a self, diagonal_block: &'a Buffer<f64>) -> Box<dyn Operator + 'a>;
 }
 
-/// A CSR matrix as the Krylov methods' operator.
+/// A CSR (or, with `block` > 1, BSR) matrix as the Krylov methods' operator.
 pub struct CsrOperator<'a> {
     pub p: &'a Pattern,
+    pub block: usize,
     /// The device copy of the pattern (None on the CPU backend).
     pub dp: Option<&'a DevicePattern>,
     pub values: &'a Buffer<f64>,
@@ -276,15 +277,14 @@ impl CsrOperator<'_> {
 
 impl Operator for CsrOperator<'_> {
     fn apply_host(&self, x: &[f64], y: &mut [f64]) -> Result<()> {
-        cpu::spmv(self.p, self.values.host()?, 1.0, x, 0.0, y);
+        block::cpu::spmv(self.p, self.block, self.values.host()?, 1.0, x, 0.0, y);
         Ok(())
     }
     fn apply_device(&self, g: &Gpu, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
-        let dp = self.device_pattern()?;
-        cuda::spmv_with(g, dp, dp.threads_per_row, self.p.nrows, self.values.device()?, 1.0, x, 0.0, y, sc)
+        block::cuda::spmv(g, self.device_pattern()?, self.p.nrows, self.block, self.values.device()?, 1.0, x, 0.0, y, sc)
     }
     fn block_csr(&self) -> Option<BlockCsr<'_>> {
-        let dp = self.dp?;
+        let dp = self.dp.filter(|_| self.block == 1)?;
         Some(BlockCsr { row_ptr: &dp.row_ptr, col: &dp.col, diag: &dp.diag, values: self.values.device().ok()? })
     }
     /// Short rows (few threads per row): the product and p.q in one kernel.
@@ -296,16 +296,18 @@ impl Operator for CsrOperator<'_> {
         reduce: &crate::array::cuda::Reduce,
         sc: &DeviceBuffer<f64>,
     ) -> Option<Result<()>> {
-        let dp = self.dp.filter(|dp| dp.threads_per_row <= cuda::FUSED_PQ_MAX_TPR)?;
+        let dp = self.dp.filter(|dp| self.block == 1 && dp.threads_per_row <= cuda::FUSED_PQ_MAX_TPR)?;
         Some(self.values.device().and_then(|v| cuda::spmv_pq(g, dp, self.p.nrows, v, p, q, reduce, sc)))
     }
 }
 
 /// ILU(0): z = U^-1 L^-1 r with the factors in the matrix's pattern, the
 /// triangular solves level by level on the device, or with `jacobi`, each
-/// approximated by that many Jacobi sweeps.
+/// approximated by that many Jacobi sweeps. With `block` > 1, block ILU(0)
+/// (super::block), level by level.
 pub struct Ilu0<'a> {
     pub p: &'a Pattern,
+    pub block: usize,
     pub dp: Option<&'a DevicePattern>,
     pub lu: &'a Buffer<f64>,
     pub levels: Option<&'a (cuda::DeviceLevels, cuda::DeviceSweeps)>,
@@ -315,6 +317,7 @@ pub struct Ilu0<'a> {
 impl Preconditioner for Ilu0<'_> {
     fn apply_host(&self, r: &[f64], z: &mut [f64]) -> Result<()> {
         match self.jacobi {
+            None if self.block > 1 => block::cpu::ilu0_apply(self.p, self.block, self.lu.host()?, r, z),
             None => cpu::ilu0_apply(self.p, self.lu.host()?, r, z),
             Some(sweeps) => cpu::ilu0_apply_jacobi(self.p, self.lu.host()?, sweeps, r, z),
         }
@@ -323,7 +326,12 @@ impl Preconditioner for Ilu0<'_> {
     fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
         let (dp, (lower, sweeps)) =
             (self.dp.ok_or_else(crate::array::mixed_backends)?, self.levels.ok_or_else(crate::array::mixed_backends)?);
-        cuda::ilu0_apply(g, dp, self.p.nrows, lower, sweeps, self.lu.device()?, r, z, sc)
+        match sweeps {
+            cuda::DeviceSweeps::Levels { upper } if self.block > 1 => {
+                block::cuda::ilu0_apply(g, dp, self.block, (lower, upper), self.lu.device()?, r, z, sc)
+            }
+            _ => cuda::ilu0_apply(g, dp, self.p.nrows, lower, sweeps, self.lu.device()?, r, z, sc),
+        }
     }
     /// The Jacobi-swept form only: the exact sweeps walk levels, which one block cannot hurry.
     fn block_form(&self) -> Option<BlockPrecond<'_>> {
@@ -351,6 +359,18 @@ impl Solver {
         if let Precond::Ilu0Jacobi { sweeps: 0 } = precond {
             return Err(Error::invalid("ILU(0) with Jacobi-swept triangular solves: sweeps = 0, must be at least 1"));
         }
+        let k = csr.block;
+        if k > 1 {
+            let refused = match precond {
+                Precond::Ilu0Jacobi { .. } => Some("the Jacobi-swept ILU(0) (use FEGPU_PRECOND_ILU0, block ILU(0))"),
+                Precond::Amg => Some("AMG (give it the CSR form with the AMG option block_size)"),
+                _ if method.needs_transpose() => Some("BiCG (use BiCGSTAB, CGS or GMRES)"),
+                _ => None,
+            };
+            if let Some(what) = refused {
+                return Err(Error::unsupported(format!("a {k} x {k} block matrix: {what} takes a CSR matrix")));
+            }
+        }
         if precond != Precond::None {
             if let Some(r) = p.diag.iter().position(|&d| d < 0) {
                 let what = match precond {
@@ -358,13 +378,15 @@ impl Solver {
                     Precond::Amg => "AMG",
                     _ => "Jacobi",
                 };
-                return Err(Error::new(
-                    ErrorKind::Breakdown,
-                    format!("{what}: {} has no diagonal entry (a zero pivot)", cpu::row_name(r)),
-                ));
+                let row = if k > 1 {
+                    format!("{} has no diagonal block", block::block_row_name(r))
+                } else {
+                    format!("{} has no diagonal entry", cpu::row_name(r))
+                };
+                return Err(Error::new(ErrorKind::Breakdown, format!("{what}: {row} (a zero pivot)")));
             }
         }
-        let n = p.nrows;
+        let n = csr.rows();
         let mut state = match csr.ctx.gpu() {
             None => State {
                 vecs: Vectors::Host(vec![vec![0.0; n]; SLOTS]),
@@ -377,11 +399,12 @@ impl Solver {
                 history: Vec::new(),
             },
             Some(g) => {
-                let levels = device_sweeps(g, p, precond, sweeps)?;
+                // blocks: level by level (the chunked sweeps are the CSR path's)
+                let levels = device_sweeps(g, p, precond, if k > 1 { IluSweeps::Levels } else { sweeps })?;
                 let factors = match precond {
                     Precond::None | Precond::Amg => 1,
-                    Precond::Jacobi => n,
-                    Precond::Ilu0 | Precond::Ilu0Jacobi { .. } => p.nnz(),
+                    Precond::Jacobi => n * k,
+                    Precond::Ilu0 | Precond::Ilu0Jacobi { .. } => csr.stored_len(),
                 };
                 State {
                     vecs: Vectors::Device(crate::krylov::cuda::work_vectors(g, n)?),
@@ -443,6 +466,7 @@ impl Solver {
         st.built_for = None; // a failed build leaves no stale factor in use
         match self.precond {
             Precond::None => {}
+            Precond::Jacobi if self.csr.block > 1 => self.block_jacobi(&mut st.factors, &vals.data)?,
             Precond::Jacobi => {
                 // the diagonal comes back once per refresh to be checked and inverted
                 let d = jacobi_inverse(p, &self.csr.values_on_host(&vals.data)?)?;
@@ -454,21 +478,24 @@ impl Solver {
             Precond::Ilu0 | Precond::Ilu0Jacobi { .. } => match (&mut st.factors, &vals.data) {
                 (Buffer::Host(f), Buffer::Host(v)) => {
                     let mut lu = v.clone();
-                    cpu::ilu0(p, &mut lu)?;
+                    self.host_ilu0(&mut lu)?;
                     *f = lu;
                 }
                 (Buffer::Device(f), Buffer::Device(v)) => {
                     let g = self.csr.ctx.gpu().ok_or_else(crate::array::mixed_backends)?;
-                    if p.nrows <= self.settings.host_factor_rows {
+                    if self.csr.rows() <= self.settings.host_factor_rows {
                         // a launch per level costs more than the whole factorisation on the host
                         let mut lu = self.csr.values_on_host(&vals.data)?;
-                        cpu::ilu0(p, &mut lu)?;
+                        self.host_ilu0(&mut lu)?;
                         g.upload(&lu, f, 0)?;
                     } else {
                         let dp = self.csr.device.as_ref().ok_or_else(crate::array::mixed_backends)?;
                         let (lower, _) = st.levels.as_ref().ok_or_else(crate::array::mixed_backends)?;
                         g.copy(v, f)?;
-                        cuda::ilu0(g, dp, lower, f, &p.diag)?;
+                        match self.csr.block {
+                            1 => cuda::ilu0(g, dp, lower, f, &p.diag)?,
+                            k => block::cuda::ilu0(g, dp, p.nrows, k, lower, f)?,
+                        }
                     }
                 }
                 _ => return Err(crate::array::mixed_backends()),
@@ -508,7 +535,7 @@ impl Solver {
         maxit: i64,
         distributed: Option<(&dyn RankProduct, &dyn GlobalSum)>,
     ) -> Result<(Outcome, f64, f64)> {
-        let n = self.csr.pattern.nrows;
+        let n = self.csr.rows();
         super::check_vector(&self.csr, b, n, "b")?;
         super::check_vector(&self.csr, x, n, "x")?;
         if std::ptr::eq(b, x) {
@@ -530,7 +557,7 @@ impl Solver {
         let p = &self.csr.pattern;
         let dp = self.csr.device.as_ref();
         let op: Box<dyn Operator> = match distributed {
-            None => Box::new(CsrOperator { p, dp, values: &vals.data }),
+            None => Box::new(CsrOperator { p, block: self.csr.block, dp, values: &vals.data }),
             Some((rows, _)) => rows.product(&vals.data),
         };
         let op = &*op;
@@ -540,10 +567,11 @@ impl Solver {
         let tvals = st.transposed.as_ref().filter(|_| distributed.is_none()).map(|ts| (ts, ts.t.csr.values()));
         let t_parts = tvals.as_ref().map(|(ts, tv)| {
             let t = &ts.t.csr;
-            let op = CsrOperator { p: &t.pattern, dp: t.device.as_ref(), values: &tv.data };
+            let op = CsrOperator { p: &t.pattern, block: 1, dp: t.device.as_ref(), values: &tv.data };
             let pc: Box<dyn Preconditioner> = match self.precond {
                 Precond::Ilu0 | Precond::Ilu0Jacobi { .. } => Box::new(Ilu0 {
                     p: &t.pattern,
+                    block: 1,
                     dp: t.device.as_ref(),
                     lu: &ts.factors,
                     levels: ts.levels.as_ref(),
@@ -644,15 +672,40 @@ impl Solver {
         let (p, dp) = (&self.csr.pattern, self.csr.device.as_ref());
         match self.precond {
             Precond::None => Box::new(Identity),
+            Precond::Jacobi if self.csr.block > 1 => {
+                Box::new(block::BlockJacobi { nb: p.nrows, block: self.csr.block, inverse: factors })
+            }
             Precond::Jacobi => Box::new(Jacobi { inverse: factors }),
             Precond::Ilu0 | Precond::Ilu0Jacobi { .. } => {
-                Box::new(Ilu0 { p, dp, lu: factors, levels, jacobi: self.jacobi_sweeps() })
+                Box::new(Ilu0 { p, block: self.csr.block, dp, lu: factors, levels, jacobi: self.jacobi_sweeps() })
             }
             Precond::Amg => {
                 let (h, device) = amg.expect("refresh built the hierarchy");
                 Box::new(amg::Amg { h, device: device.as_ref(), fine: dp.map(|dp| (dp, values)) })
             }
         }
+    }
+
+    /// ILU(0) (block ILU(0) for a block matrix) of `lu` in place on the host.
+    fn host_ilu0(&self, lu: &mut [f64]) -> Result<()> {
+        match self.csr.block {
+            1 => cpu::ilu0(&self.csr.pattern, lu),
+            k => block::cpu::ilu0(&self.csr.pattern, k, lu),
+        }
+    }
+
+    /// Block Jacobi's inverted diagonal blocks into `factors`, where the values are.
+    fn block_jacobi(&self, factors: &mut Buffer<f64>, values: &Buffer<f64>) -> Result<()> {
+        let (p, k) = (&self.csr.pattern, self.csr.block);
+        match (factors, values) {
+            (Buffer::Host(f), Buffer::Host(v)) => *f = block::cpu::diagonal_inverses(p, k, v)?,
+            (Buffer::Device(f), Buffer::Device(v)) => {
+                let dp = self.csr.device.as_ref().ok_or_else(crate::array::mixed_backends)?;
+                block::cuda::diagonal_inverses(self.csr.ctx.device()?, dp, p.nrows, k, v, f)?
+            }
+            _ => return Err(crate::array::mixed_backends()),
+        }
+        Ok(())
     }
 
     fn jacobi_sweeps(&self) -> Option<usize> {
@@ -669,7 +722,7 @@ impl Solver {
     /// z = M^-1 r: the preconditioner alone (rebuilt first if the values
     /// changed), as one iteration applies it. Returns the rebuild's seconds.
     pub fn precondition(&self, r: &Array, z: &Array) -> Result<f64> {
-        let n = self.csr.pattern.nrows;
+        let n = self.csr.rows();
         super::check_vector(&self.csr, r, n, "r")?;
         super::check_vector(&self.csr, z, n, "z")?;
         let mut st = self.lock();

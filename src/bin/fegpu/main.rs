@@ -18,8 +18,10 @@ const USAGE: &str = "usage:
                              solve A x = b (b = A*1 when omitted: the exact x is all ones);
                              GMRES restarts every M iterations (default 30); ilu0-jacobi:
                              ILU(0)'s factors, each triangular solve by SWEEPS Jacobi sweeps (2);
-                             the AMG options tune --precond amg (block size K: unknowns
-                             per node, node by node); exit status 0 only when
+                             --block-size K: K unknowns per node, the matrix read as K x K
+                             blocks (block CSR: jacobi and ilu0 become block Jacobi and block
+                             ILU(0)), for amg aggregated node by node; the AMG options tune
+                             --precond amg; exit status 0 only when
                              ||b - Ax||/||b|| <= tol
   fegpu bench transpose [--size MxN]... [--reps R]
                              transpose and copy kernels: time, GB/s, fraction of the
@@ -124,6 +126,7 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
         maxit: 10000,
         output: None,
         amg: Default::default(),
+        block: 1,
     };
     let mut restart = None;
     let mut it = args.iter();
@@ -163,7 +166,7 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
             }
             "--strength" => o.amg.strength = value()?.parse().map_err(|_| bad("--strength wants a number".into()))?,
             "--coarsest" => o.amg.coarsest = value()?.parse().map_err(|_| bad("--coarsest wants a count".into()))?,
-            "--block-size" => o.amg.block_size = value()?.parse().map_err(|_| bad("--block-size wants a count".into()))?,
+            "--block-size" => o.block = value()?.parse().map_err(|_| bad("--block-size wants a count".into()))?,
             "--unsmoothed" => o.amg.smooth_prolongator = false,
             "--smoother" => {
                 use fegpu::amg::Smoother;

@@ -18,6 +18,9 @@ pub struct Options {
     pub output: Option<PathBuf>,
     /// What --precond amg is built with.
     pub amg: fegpu::amg::Options,
+    /// Unknowns per node (--block-size): the matrix is read as block CSR of
+    /// these blocks, or, for AMG, aggregated node by node.
+    pub block: usize,
 }
 
 /// Runs the solve and prints what happened. Ok(true) when the true residual meets tol.
@@ -29,9 +32,25 @@ pub fn run(o: &Options) -> Result<bool> {
     let pattern = sparse::build_pattern(t.nrows, t.ncols, &rp, &ci, 0)?;
     let n = pattern.nrows;
     println!("{}: {} x {}, {} stored entries", o.matrix.display(), n, pattern.ncols, pattern.nnz());
-    let clock = Instant::now();
-    let a = Arc::new(Csr::new(ctx.clone(), pattern, &v)?);
+    let v = sparse::stored_values(&pattern, 1, &v)?; // sorted, duplicates summed
     let ones = vec![1.0; n];
+    let mut a_times_ones = vec![0.0; n];
+    sparse::cpu::spmv(&pattern, &v, 1.0, &ones, 0.0, &mut a_times_ones);
+    let mut amg = o.amg.clone();
+    let (pattern, v, block) = match (o.block, o.precond) {
+        (1, _) => (sparse::build_pattern(n, pattern.ncols, &pattern.row_ptr, &pattern.col, 0)?, v, 1),
+        (k, Precond::Amg) => {
+            amg.block_size = k;
+            (sparse::build_pattern(n, pattern.ncols, &pattern.row_ptr, &pattern.col, 0)?, v, 1)
+        }
+        (k, _) => {
+            let (bp, bv) = sparse::block::from_point(&pattern, &v, k)?;
+            println!("as {k} x {k} blocks: {} block rows, {} stored blocks", bp.nrows, bp.nnz());
+            (bp, bv, k)
+        }
+    };
+    let clock = Instant::now();
+    let a = Arc::new(Csr::with_blocks(ctx.clone(), pattern, block, &v)?);
     let b_host = match &o.rhs {
         Some(p) => {
             let b = mm::read_vector(p)?;
@@ -40,12 +59,8 @@ pub fn run(o: &Options) -> Result<bool> {
             }
             b
         }
-        None => {
-            // b = A*1: the exact solution is all ones
-            let mut b = vec![0.0; n];
-            sparse::cpu::spmv(&a.pattern, &a.download_values()?, 1.0, &ones, 0.0, &mut b);
-            b
-        }
+        // b = A*1: the exact solution is all ones
+        None => a_times_ones,
     };
     let b = Array::new(ctx.clone(), n, 1, Some(&b_host))?;
     let x = Array::new(ctx.clone(), n, 1, Some(&vec![0.0; n]))?;
@@ -54,7 +69,7 @@ pub fn run(o: &Options) -> Result<bool> {
     }
     let upload_s = clock.elapsed().as_secs_f64();
     let clock = Instant::now();
-    let s = Solver::with_settings(a.clone(), o.method, o.precond, Settings { amg: o.amg.clone(), ..Settings::from_env() })?;
+    let s = Solver::with_settings(a.clone(), o.method, o.precond, Settings { amg, ..Settings::from_env() })?;
     let setup_s = clock.elapsed().as_secs_f64();
     if let Some(summary) = s.amg_summary() {
         print!("{summary}");

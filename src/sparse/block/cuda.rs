@@ -1,0 +1,123 @@
+//! CUDA launches for kernels/block.cu: BSR SpMV, block Jacobi, block ILU(0)
+//! level by level (the levels of the block pattern, as the CSR path's).
+
+use super::super::cuda::{per_level, spmv_blocks, spmv_with, upload, DeviceLevels};
+use super::super::DevicePattern;
+use crate::array::cuda::BLOCK;
+use crate::error::Result;
+use crate::gpu::{arg_or_null, DeviceBuffer, Gpu, KernelArg};
+
+/// kernels/block.cu after the shared prelude.
+pub const SOURCE: &str = concat!(
+    include_str!("../../../kernels/common.cuh"),
+    include_str!("../../../kernels/csr.cuh"),
+    include_str!("../../../kernels/block.cu")
+);
+
+/// Lanes per block row: the CSR rule over blocks, at most 8 (a lane holds K sums).
+fn lanes(dp: &DevicePattern) -> u32 {
+    dp.threads_per_row.min(8)
+}
+
+/// y = alpha A x + beta y for `nb` block rows of `k` x `k` blocks (k = 1: the
+/// CSR kernel); with `sc`, skipped once a device-driven solve has stopped.
+#[allow(clippy::too_many_arguments)]
+pub fn spmv(
+    g: &Gpu,
+    dp: &DevicePattern,
+    nb: usize,
+    k: usize,
+    v: &DeviceBuffer<f64>,
+    alpha: f64,
+    x: &DeviceBuffer<f64>,
+    beta: f64,
+    y: &DeviceBuffer<f64>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
+    if k == 1 {
+        return spmv_with(g, dp, dp.threads_per_row, nb, v, alpha, x, beta, y, sc);
+    }
+    let tpr = lanes(dp);
+    let name = format!("bsr_spmv_k{k}_tpr{tpr}");
+    let f = g.kernel("block", SOURCE, &name)?;
+    let nb32 = nb as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&nb32).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(x).arg(y).arg(&alpha).arg(&beta);
+    arg_or_null(&mut l, sc);
+    g.launch("bsr_spmv", l, (spmv_blocks(nb, tpr) as u32, 1, 1), (BLOCK, 1, 1), 0)
+}
+
+/// Reads the smallest block row a kernel flagged in `bad` (initialised to
+/// nb): a singular pivot block there, named as `what`.
+fn check_pivots(g: &Gpu, bad: &DeviceBuffer<i32>, nb: usize, what: &str) -> Result<()> {
+    let mut first = [0i32];
+    g.download(bad, 0, &mut first)?;
+    if (first[0] as usize) < nb {
+        return Err(super::cpu::pivot_error(what, first[0] as usize));
+    }
+    Ok(())
+}
+
+/// The diagonal blocks' inverses into `inv` (block Jacobi).
+pub fn diagonal_inverses(
+    g: &Gpu,
+    dp: &DevicePattern,
+    nb: usize,
+    k: usize,
+    v: &DeviceBuffer<f64>,
+    inv: &DeviceBuffer<f64>,
+) -> Result<()> {
+    let bad = upload(g, &[nb as i32])?;
+    let name = format!("bsr_diag_inverse_k{k}");
+    let f = g.kernel("block", SOURCE, &name)?;
+    let nb32 = nb as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&nb32).arg(&dp.diag).arg(v).arg(inv).arg(&bad);
+    g.launch("bsr_diag_inverse", l, (nb.div_ceil(128).max(1) as u32, 1, 1), (128, 1, 1), 0)?;
+    check_pivots(g, &bad, nb, "block Jacobi")
+}
+
+/// z = D^-1 r with the inverses of `diagonal_inverses`.
+pub fn jacobi_apply(
+    g: &Gpu,
+    nb: usize,
+    k: usize,
+    inv: &DeviceBuffer<f64>,
+    r: &DeviceBuffer<f64>,
+    z: &DeviceBuffer<f64>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
+    let name = format!("bsr_jacobi_k{k}");
+    let f = g.kernel("block", SOURCE, &name)?;
+    let nb32 = nb as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&nb32).arg(inv).arg(r).arg(z);
+    arg_or_null(&mut l, sc);
+    g.launch("bsr_jacobi", l, (nb.div_ceil(BLOCK as usize).max(1) as u32, 1, 1), (BLOCK, 1, 1), 0)
+}
+
+/// Block ILU(0) of `lu` (a copy of A's values) in place, level by level.
+pub fn ilu0(g: &Gpu, dp: &DevicePattern, nb: usize, k: usize, lower: &DeviceLevels, lu: &DeviceBuffer<f64>) -> Result<()> {
+    let bad = upload(g, &[nb as i32])?;
+    let name = format!("bilu0_level_k{k}");
+    per_level!(g, ("block", SOURCE), lower, &name, [&dp.row_ptr, &dp.col, &dp.diag, lu, &bad]);
+    check_pivots(g, &bad, nb, "block ILU(0)")
+}
+
+/// z = U^-1 L^-1 r with the block factors, level by level.
+#[allow(clippy::too_many_arguments)]
+pub fn ilu0_apply(
+    g: &Gpu,
+    dp: &DevicePattern,
+    k: usize,
+    (lower, upper): (&DeviceLevels, &DeviceLevels),
+    lu: &DeviceBuffer<f64>,
+    r: &DeviceBuffer<f64>,
+    z: &DeviceBuffer<f64>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
+    let (lname, uname) = (format!("bilu0_lower_k{k}"), format!("bilu0_upper_k{k}"));
+    per_level!(g, ("block", SOURCE), lower, &lname, [&dp.row_ptr, &dp.col, &dp.diag, lu, r, z], sc);
+    per_level!(g, ("block", SOURCE), upper, &uname, [&dp.row_ptr, &dp.col, &dp.diag, lu, z], sc);
+    Ok(())
+}
