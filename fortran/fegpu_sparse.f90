@@ -1,5 +1,5 @@
-!> CSR matrices on the device, SpMV, Dirichlet conditions, and the Krylov
-!> solvers (CG, BiCGSTAB) with their preconditioners.
+!> CSR and block CSR (BSR) matrices on the device, SpMV, Dirichlet
+!> conditions, and the Krylov solvers with their preconditioners.
 module fegpu_sparse
   use, intrinsic :: iso_c_binding, only: c_int32_t, c_int64_t, c_double, c_char, c_null_char
   use, intrinsic :: iso_fortran_env, only: real32, real64
@@ -8,6 +8,7 @@ module fegpu_sparse
   implicit none
   private
   public :: fegpu_csr_create, fegpu_csr_read_mm, fegpu_csr_update_values, fegpu_csr_destroy, fegpu_csr_info
+  public :: fegpu_bsr_create, fegpu_bsr_info
   public :: fegpu_csr_write_mm, fegpu_csr_download, fegpu_csr_apply_dirichlet, fegpu_spmv, fegpu_csr_spmv
   public :: fegpu_solver_create, fegpu_solver_create_gmres, fegpu_solve, fegpu_solver_solve, fegpu_solver_history, &
        fegpu_solver_destroy
@@ -16,6 +17,16 @@ module fegpu_sparse
   !> A CSR matrix from the caller's arrays (int32 or int64 indices, 1-based by default).
   interface fegpu_csr_create
     module procedure csr_create_i32, csr_create_i64
+  end interface
+  !> A block CSR matrix: row_ptr and col_ind over block rows and columns,
+  !> values(block_size, block_size, nnzb), each block column-major as Fortran
+  !> stores it. The result is a fegpu_csr of nb_rows * block_size rows.
+  interface fegpu_bsr_create
+    module procedure bsr_create_i32, bsr_create_i64
+  end interface
+  !> New values: values(:) as created for CSR, values(:, :, :) for blocks.
+  interface fegpu_csr_update_values
+    module procedure csr_update_values, bsr_update_values
   end interface
   !> The C names (fegpu.h); fegpu_spmv and fegpu_solve are the older ones.
   interface fegpu_csr_spmv
@@ -41,6 +52,27 @@ module fegpu_sparse
       real(c_double), intent(in) :: v(*)
       integer(c_int32_t), value :: base
       integer(c_int64_t), intent(out) :: a
+    end function
+    integer(c_int32_t) function c_bsr_create_i32(ctx, nbr, nbc, k, nnzb, rp, ci, v, base, a) bind(C, name='fegpu_bsr_create_i32')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx, nbr, nbc, k, nnzb
+      integer(c_int32_t), intent(in) :: rp(*), ci(*)
+      real(c_double), intent(in) :: v(*)
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(out) :: a
+    end function
+    integer(c_int32_t) function c_bsr_create_i64(ctx, nbr, nbc, k, nnzb, rp, ci, v, base, a) bind(C, name='fegpu_bsr_create_i64')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx, nbr, nbc, k, nnzb
+      integer(c_int64_t), intent(in) :: rp(*), ci(*)
+      real(c_double), intent(in) :: v(*)
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(out) :: a
+    end function
+    integer(c_int32_t) function c_bsr_info(a, k, nbr, nbc, nnzb) bind(C, name='fegpu_bsr_info')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: a
+      integer(c_int64_t), intent(out) :: k, nbr, nbc, nnzb
     end function
     integer(c_int32_t) function c_csr_read_mm(ctx, path, a) bind(C, name='fegpu_csr_read_mm')
       import :: c_int32_t, c_int64_t, c_char, c_double
@@ -193,6 +225,66 @@ contains
     call size_error('fegpu_csr_create: ' // trim(msg), stat, errmsg)
   end subroutine
 
+  subroutine bsr_create_i32(ctx, nb_rows, nb_cols, row_ptr, col_ind, values, a, index_base, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    class(*), intent(in) :: nb_rows, nb_cols
+    integer(c_int32_t), intent(in) :: row_ptr(:), col_ind(:)
+    real(real64), intent(in), contiguous :: values(:, :, :)
+    type(fegpu_csr), intent(inout) :: a
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (bsr_sizes_bad(size(row_ptr, kind=c_int64_t), i64(nb_rows), size(col_ind, kind=c_int64_t), shape(values, kind=c_int64_t), &
+         stat, errmsg)) return
+    call check(c_bsr_create_i32(ctx%handle, i64(nb_rows), i64(nb_cols), size(values, 1, kind=c_int64_t), &
+         size(col_ind, kind=c_int64_t), row_ptr, col_ind, values, base_of(index_base), a%handle), 'fegpu_bsr_create', stat, errmsg)
+  end subroutine
+
+  subroutine bsr_create_i64(ctx, nb_rows, nb_cols, row_ptr, col_ind, values, a, index_base, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    class(*), intent(in) :: nb_rows, nb_cols
+    integer(c_int64_t), intent(in) :: row_ptr(:), col_ind(:)
+    real(real64), intent(in), contiguous :: values(:, :, :)
+    type(fegpu_csr), intent(inout) :: a
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (bsr_sizes_bad(size(row_ptr, kind=c_int64_t), i64(nb_rows), size(col_ind, kind=c_int64_t), shape(values, kind=c_int64_t), &
+         stat, errmsg)) return
+    call check(c_bsr_create_i64(ctx%handle, i64(nb_rows), i64(nb_cols), size(values, 1, kind=c_int64_t), &
+         size(col_ind, kind=c_int64_t), row_ptr, col_ind, values, base_of(index_base), a%handle), 'fegpu_bsr_create', stat, errmsg)
+  end subroutine
+
+  !> True (after reporting) when the block arrays disagree: row_ptr needs
+  !> nb_rows + 1 entries, values square blocks, one per col_ind entry.
+  logical function bsr_sizes_bad(nrp, nb_rows, nci, vshape, stat, errmsg)
+    integer(c_int64_t), intent(in) :: nrp, nb_rows, nci, vshape(3)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    character(len=240) :: msg
+    bsr_sizes_bad = nrp /= nb_rows + 1 .or. vshape(1) /= vshape(2) .or. vshape(3) /= nci
+    if (.not. bsr_sizes_bad) return
+    write (msg, '(a,i0,a,i0,a,i0,a,i0,a,i0,a,i0,a)') 'size(row_ptr) = ', nrp, ' (nb_rows + 1 = ', nb_rows + 1, &
+         '), size(col_ind) = ', nci, ', shape(values) = [', vshape(1), ', ', vshape(2), ', ', vshape(3), &
+         '] (block_size, block_size, nnzb)'
+    call size_error('fegpu_bsr_create: ' // trim(msg), stat, errmsg)
+  end function
+
+  !> Block size (1 for CSR), block rows, block columns and stored blocks.
+  subroutine fegpu_bsr_info(a, block_size, nb_rows, nb_cols, nnzb, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    class(*), intent(out) :: block_size, nb_rows, nb_cols, nnzb
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: k, r, c, z
+    k = 0; r = 0; c = 0; z = 0
+    call check(c_bsr_info(a%handle, k, r, c, z), 'fegpu_bsr_info', stat, errmsg)
+    call put(block_size, k)
+    call put(nb_rows, r)
+    call put(nb_cols, c)
+    call put(nnzb, z)
+  end subroutine
+
   !> Reads a Matrix Market coordinate file into a new matrix.
   subroutine fegpu_csr_read_mm(ctx, path, a, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx
@@ -204,9 +296,18 @@ contains
   end subroutine
 
   !> New values for the same pattern, in the order the matrix was created with.
-  subroutine fegpu_csr_update_values(a, values, stat, errmsg)
+  subroutine csr_update_values(a, values, stat, errmsg)
     type(fegpu_csr), intent(in) :: a
     real(real64), intent(in) :: values(:)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_csr_update_values(a%handle, values, size(values, kind=c_int64_t)), 'fegpu_csr_update_values', stat, errmsg)
+  end subroutine
+
+  !> New block values, shaped as the block matrix was created with.
+  subroutine bsr_update_values(a, values, stat, errmsg)
+    type(fegpu_csr), intent(in) :: a
+    real(real64), intent(in), contiguous :: values(:, :, :)
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_csr_update_values(a%handle, values, size(values, kind=c_int64_t)), 'fegpu_csr_update_values', stat, errmsg)
