@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One check-and-benchmark round on the GPU machine ([--checks-only|--sparse|--ilu|--amg|--dist|--lbm|--radfields|--pipeline]). Builds nothing: run
+# One check-and-benchmark round on the GPU machine ([--checks-only|--sparse|--ilu|--block|--amg|--dist|--lbm|--radfields|--pipeline]). Builds nothing: run
 # scripts/gpu-stage.sh here first, which copies the binaries into .gpu/,
 # then call the device tool with carry [".gpu"] and this script.
 # Logs go to $OUT (or ./gpu-out when run by hand).
@@ -55,6 +55,14 @@ if [ "${1:-}" = "--sparse" ] || [ -z "${1:-}" ]; then
 fi
 if [ "${1:-}" = "--ilu" ] || [ -z "${1:-}" ]; then
   .gpu/bin/fegpu bench ilu tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/bench-ilu.txt"
+fi
+if [ "${1:-}" = "--block" ] || [ -z "${1:-}" ]; then
+  .gpu/bin/fegpu bench block 2>&1 | tee "$OUT/bench-block.txt"
+  # the TOUGHREACT-like Newton loop, serial block ILU(0)-BiCGSTAB beside fegpu: 5,880 rows, then 10^6 grid blocks
+  "${bind[@]}" .gpu/drivers/toughreact_newton 15 14 14 2 2>&1 | tail -4 | tee "$OUT/toughreact-5880.txt"
+  timeout 300 "${bind[@]}" .gpu/drivers/toughreact_newton 100 100 100 1 1 2>&1 | tail -12 | tee "$OUT/toughreact-1e6.txt"
+  /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 9 .gpu/tests/block --test-threads=1 \
+    2>&1 | tail -5 | tee "$OUT/sanitizer-block.txt"
 fi
 if [ "${1:-}" = "--amg" ] || [ -z "${1:-}" ]; then
   # pyamg beside fegpu on the same systems: the wheel comes from .wheels/ (carried; gpu-stage.sh fetches it)

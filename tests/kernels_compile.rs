@@ -74,7 +74,7 @@ fn every_block_kernel_name_is_defined() {
     let Some(ptx) = ptx("block", fegpu::sparse::block::cuda::SOURCE) else { return };
     for k in 2..=fegpu::sparse::block::MAX_BLOCK {
         let mut names: Vec<String> = [1, 2, 4, 8].iter().map(|t| format!("bsr_spmv_k{k}_tpr{t}")).collect();
-        for kind in ["bsr_diag_inverse", "bsr_jacobi", "bilu0_level", "bilu0_lower", "bilu0_upper"] {
+        for kind in ["bsr_diag_inverse", "bsr_jacobi", "bilu0_level", "bilu0_lower", "bilu0_upper", "bilu0_sweep", "bilu0_diag"] {
             names.push(format!("{kind}_k{k}"));
         }
         for name in names {

@@ -164,6 +164,11 @@ pub enum DeviceSweeps {
         scratch: (DeviceBuffer<f64>, DeviceBuffer<f64>),
         split: Box<SplitFactors>,
     },
+    /// The same for block ILU(0): block rows read the combined factor.
+    BlockJacobi {
+        sweeps: usize,
+        scratch: (DeviceBuffer<f64>, DeviceBuffer<f64>),
+    },
 }
 
 /// One strict triangle of the ILU(0) factors as its own CSR matrix: a
@@ -302,6 +307,9 @@ pub fn ilu0_apply(
                 jacobi_sweep(g, &split.upper, &split.diag, n, (y, from, out), (true, s == 0), sc)?;
                 from = out;
             }
+        }
+        DeviceSweeps::BlockJacobi { .. } => {
+            return Err(crate::error::Error::internal("block ILU(0) sweeps go through sparse::block::cuda"))
         }
         DeviceSweeps::Chunked(sweeps) => {
             let (lower, upper) = &**sweeps;

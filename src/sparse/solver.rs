@@ -319,6 +319,7 @@ impl Preconditioner for Ilu0<'_> {
         match self.jacobi {
             None if self.block > 1 => block::cpu::ilu0_apply(self.p, self.block, self.lu.host()?, r, z),
             None => cpu::ilu0_apply(self.p, self.lu.host()?, r, z),
+            Some(sweeps) if self.block > 1 => block::cpu::ilu0_apply_jacobi(self.p, self.block, self.lu.host()?, sweeps, r, z),
             Some(sweeps) => cpu::ilu0_apply_jacobi(self.p, self.lu.host()?, sweeps, r, z),
         }
         Ok(())
@@ -329,6 +330,9 @@ impl Preconditioner for Ilu0<'_> {
         match sweeps {
             cuda::DeviceSweeps::Levels { upper } if self.block > 1 => {
                 block::cuda::ilu0_apply(g, dp, self.block, (lower, upper), self.lu.device()?, r, z, sc)
+            }
+            cuda::DeviceSweeps::BlockJacobi { sweeps, scratch: (a, b) } => {
+                block::cuda::ilu0_apply_jacobi(g, dp, self.p.nrows, self.block, *sweeps, (a, b), self.lu.device()?, r, z, sc)
             }
             _ => cuda::ilu0_apply(g, dp, self.p.nrows, lower, sweeps, self.lu.device()?, r, z, sc),
         }
@@ -362,7 +366,6 @@ impl Solver {
         let k = csr.block;
         if k > 1 {
             let refused = match precond {
-                Precond::Ilu0Jacobi { .. } => Some("the Jacobi-swept ILU(0) (use FEGPU_PRECOND_ILU0, block ILU(0))"),
                 Precond::Amg => Some("AMG (give it the CSR form with the AMG option block_size)"),
                 _ if method.needs_transpose() => Some("BiCG (use BiCGSTAB, CGS or GMRES)"),
                 _ => None,
@@ -400,7 +403,7 @@ impl Solver {
             },
             Some(g) => {
                 // blocks: level by level (the chunked sweeps are the CSR path's)
-                let levels = device_sweeps(g, p, precond, if k > 1 { IluSweeps::Levels } else { sweeps })?;
+                let levels = device_sweeps(g, p, k, precond, if k > 1 { IluSweeps::Levels } else { sweeps })?;
                 let factors = match precond {
                     Precond::None | Precond::Amg => 1,
                     Precond::Jacobi => n * k,
@@ -431,7 +434,7 @@ impl Solver {
             let t = Transposed::new(&csr)?;
             let (levels, factors) = match csr.ctx.gpu() {
                 Some(g) => (
-                    device_sweeps(g, &t.csr.pattern, precond, sweeps)?,
+                    device_sweeps(g, &t.csr.pattern, 1, precond, sweeps)?,
                     Buffer::Device(g.alloc(if precond.is_ilu() { p.nnz().max(1) } else { 1 })?),
                 ),
                 None => (None, Buffer::Host(Vec::new())),
@@ -748,12 +751,13 @@ impl Solver {
     }
 }
 
-/// ILU(0)'s device sweeps over pattern `p` (None unless `precond` is an
-/// ILU(0)): the lower levels (which the factorisation walks too), and the two
-/// triangular solves as `sweeps` says, or Jacobi-swept.
+/// ILU(0)'s device sweeps over pattern `p` of `block`-sized blocks (None
+/// unless `precond` is an ILU(0)): the lower levels (which the factorisation
+/// walks too), and the two triangular solves as `sweeps` says, or Jacobi-swept.
 fn device_sweeps(
     g: &Gpu,
     p: &Pattern,
+    block: usize,
     precond: Precond,
     sweeps: IluSweeps,
 ) -> Result<Option<(cuda::DeviceLevels, cuda::DeviceSweeps)>> {
@@ -762,6 +766,10 @@ fn device_sweeps(
     }
     let lv = levels(p);
     let factor = cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?;
+    if let (Precond::Ilu0Jacobi { sweeps }, 2..) = (precond, block) {
+        let rows = (p.nrows * block).max(1);
+        return Ok(Some((factor, cuda::DeviceSweeps::BlockJacobi { sweeps, scratch: (g.alloc(rows)?, g.alloc(rows)?) })));
+    }
     if let Precond::Ilu0Jacobi { sweeps } = precond {
         let scratch = (g.alloc(p.nrows.max(1))?, g.alloc(p.nrows.max(1))?);
         let split = Box::new(cuda::SplitFactors::new(g, p)?);

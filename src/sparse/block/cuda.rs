@@ -37,7 +37,22 @@ pub fn spmv(
     if k == 1 {
         return spmv_with(g, dp, dp.threads_per_row, nb, v, alpha, x, beta, y, sc);
     }
-    let tpr = lanes(dp);
+    spmv_lanes(g, dp, nb, k, lanes(dp), v, alpha, (x, beta, y), sc)
+}
+
+/// The block SpMV with `tpr` lanes per block row (1, 2, 4 or 8).
+#[allow(clippy::too_many_arguments)]
+pub fn spmv_lanes(
+    g: &Gpu,
+    dp: &DevicePattern,
+    nb: usize,
+    k: usize,
+    tpr: u32,
+    v: &DeviceBuffer<f64>,
+    alpha: f64,
+    (x, beta, y): (&DeviceBuffer<f64>, f64, &DeviceBuffer<f64>),
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
     let name = format!("bsr_spmv_k{k}_tpr{tpr}");
     let f = g.kernel("block", SOURCE, &name)?;
     let nb32 = nb as i32;
@@ -119,5 +134,52 @@ pub fn ilu0_apply(
     let (lname, uname) = (format!("bilu0_lower_k{k}"), format!("bilu0_upper_k{k}"));
     per_level!(g, ("block", SOURCE), lower, &lname, [&dp.row_ptr, &dp.col, &dp.diag, lu, r, z], sc);
     per_level!(g, ("block", SOURCE), upper, &uname, [&dp.row_ptr, &dp.col, &dp.diag, lu, z], sc);
+    Ok(())
+}
+
+/// z = M^-1 r with the block factors, each triangle by `sweeps` Jacobi
+/// sweeps ping-ponging through `scratch` (the lower sweeps end in y, the
+/// upper writes alternate so that the last lands in z).
+#[allow(clippy::too_many_arguments)]
+pub fn ilu0_apply_jacobi(
+    g: &Gpu,
+    dp: &DevicePattern,
+    nb: usize,
+    k: usize,
+    sweeps: usize,
+    (a, b): (&DeviceBuffer<f64>, &DeviceBuffer<f64>),
+    lu: &DeviceBuffer<f64>,
+    r: &DeviceBuffer<f64>,
+    z: &DeviceBuffer<f64>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
+    let name = format!("bilu0_sweep_k{k}");
+    let f = g.kernel("block", SOURCE, &name)?;
+    let grid = (nb.div_ceil(256).max(1) as u32, 1, 1);
+    let nb32 = nb as i32;
+    let sweep = |rhs: &DeviceBuffer<f64>, input: &DeviceBuffer<f64>, upper: i32, out: &DeviceBuffer<f64>| {
+        let mut l = g.launcher(&f);
+        l.arg(&nb32).arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu).arg(rhs).arg(input).arg(&upper).arg(out);
+        arg_or_null(&mut l, sc);
+        g.launch("bilu0_sweep", l, grid, (256, 1, 1), 0)
+    };
+    let mut y = r;
+    for s in 0..sweeps {
+        let out = if s % 2 == 0 { a } else { b };
+        sweep(r, y, 0, out)?;
+        y = out;
+    }
+    let other = if std::ptr::eq(y, a) { b } else { a };
+    // write w (0: the diagonal start, then the sweeps) goes to z when sweeps - w is even
+    let target = |w: usize| if (sweeps - w).is_multiple_of(2) { z } else { other };
+    let diag_name = format!("bilu0_diag_k{k}");
+    let fd = g.kernel("block", SOURCE, &diag_name)?;
+    let mut l = g.launcher(&fd);
+    l.arg(&nb32).arg(&dp.diag).arg(lu).arg(y).arg(target(0));
+    arg_or_null(&mut l, sc);
+    g.launch("bilu0_diag", l, grid, (256, 1, 1), 0)?;
+    for w in 1..=sweeps {
+        sweep(y, target(w - 1), 1, target(w))?;
+    }
     Ok(())
 }
