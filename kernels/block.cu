@@ -290,7 +290,7 @@ __device__ void bilu0_diag(int nb, const int* __restrict__ diag, const double* _
     extern "C" __global__ void __launch_bounds__(128) bilu0_upper_k##K(int count, const int* rows,              \
         const int* rp, const int* ci, const int* diag, const double* lu, double* x, const double* sc) {         \
         bilu0_upper<K>(count, rows, rp, ci, diag, lu, x, sc);                                                   \
-                                                                                                               \
+    }                                                                                                           \
     extern "C" __global__ void __launch_bounds__(256) bilu0_sweep_k##K(int nb, const int* rp, const int* ci,    \
         const int* diag, const double* lu, const double* y, const double* in, int upper, double* out,           \
         const double* sc) {                                                                                     \
