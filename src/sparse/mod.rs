@@ -50,7 +50,8 @@ pub struct DevicePattern {
     pub row_ptr: DeviceBuffer<i32>,
     pub col: DeviceBuffer<i32>,
     pub diag: DeviceBuffer<i32>,
-    /// Threads per row of the SpMV kernel, from the mean row length.
+    /// Threads per row of the SpMV kernel, from the mean row length (for a
+    /// block matrix, lanes per block row: block::cuda::lanes).
     pub threads_per_row: u32,
 }
 
@@ -201,7 +202,10 @@ impl Csr {
                     row_ptr: cuda::upload(g, &pattern.row_ptr)?,
                     col: cuda::upload(g, &pattern.col)?,
                     diag: cuda::upload(g, &pattern.diag)?,
-                    threads_per_row: cuda::threads_per_row(pattern.nnz(), pattern.nrows),
+                    threads_per_row: match block {
+                        1 => cuda::threads_per_row(pattern.nnz(), pattern.nrows),
+                        k => block::cuda::lanes(pattern.nnz(), pattern.nrows, k),
+                    },
                 };
                 (Some(dp), Buffer::Device(cuda::upload(g, &values)?))
             }

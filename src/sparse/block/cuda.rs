@@ -14,9 +14,17 @@ pub const SOURCE: &str = concat!(
     include_str!("../../../kernels/block.cu")
 );
 
-/// Lanes per block row: the CSR rule over blocks, at most 8 (a lane holds K sums).
-fn lanes(dp: &DevicePattern) -> u32 {
-    dp.threads_per_row.min(8)
+/// Lanes per block row of the SpMV: enough that each lane takes about four
+/// block columns' values (4 k doubles), at most 8 (a lane holds k sums).
+/// Measured on the H200 for the 7-point pattern (BENCHMARKS.md): 4 lanes
+/// best at k = 2, 8 at k = 3; 2 lanes (the CSR rule over blocks) was 20-45% slower.
+pub fn lanes(nnzb: usize, nb: usize, k: usize) -> u32 {
+    let per_row = nnzb as f64 / nb.max(1) as f64 * k as f64;
+    let mut t = 1u32;
+    while t < 8 && 4.0 * (t as f64) < per_row {
+        t *= 2;
+    }
+    t
 }
 
 /// y = alpha A x + beta y for `nb` block rows of `k` x `k` blocks (k = 1: the
@@ -37,7 +45,7 @@ pub fn spmv(
     if k == 1 {
         return spmv_with(g, dp, dp.threads_per_row, nb, v, alpha, x, beta, y, sc);
     }
-    spmv_lanes(g, dp, nb, k, lanes(dp), v, alpha, (x, beta, y), sc)
+    spmv_lanes(g, dp, nb, k, dp.threads_per_row, v, alpha, (x, beta, y), sc)
 }
 
 /// The block SpMV with `tpr` lanes per block row (1, 2, 4 or 8).
