@@ -169,72 +169,26 @@ __device__ void bilu0_level(int count, const int* __restrict__ rows, const int* 
     if (!invert<K>(m, d)) atomicMin(bad, i);
 }
 
-// Forward substitution, one level: y_i = r_i - sum_{k<i} L_ik y_k.
-template <int K>
-__device__ void bilu0_lower(int count, const int* __restrict__ rows, const int* __restrict__ rp,
-                            const int* __restrict__ ci, const int* __restrict__ diag, const double* __restrict__ lu,
-                            const double* __restrict__ r, double* y, const double* sc) {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= count || stopped(sc)) return;
-    const int i = rows[t];
+// One block row of a triangular solve with the block factors. Lower: out_i =
+// rhs_i - sum_{k<i} L_ik in_k. Upper: out_i = U_ii^-1 (rhs_i - sum_{j>i} U_ij in_j).
+// The level kernels solve in place (in == out: a level reads only rows of
+// earlier levels, written by earlier launches); the Jacobi sweeps of
+// Precond::Ilu0Jacobi read one vector and write another, so no row waits on another.
+template <int K, bool UPPER>
+__device__ __forceinline__ void bilu0_row(int i, const int* __restrict__ rp, const int* __restrict__ ci,
+                                          const int* __restrict__ diag, const double* __restrict__ lu,
+                                          const double* rhs, const double* in, double* out) {
     double acc[K];
 #pragma unroll
-    for (int u = 0; u < K; ++u) acc[u] = r[(i64)i * K + u];
-    for (int s = rp[i]; s < diag[i]; ++s) {
-        double xb[K];
-#pragma unroll
-        for (int u = 0; u < K; ++u) xb[u] = y[(i64)ci[s] * K + u];
-        add_mat_vec<K>(lu + (i64)s * K * K, xb, acc, -1.0);
-    }
-#pragma unroll
-    for (int u = 0; u < K; ++u) y[(i64)i * K + u] = acc[u];
-}
-
-// Back substitution, one level, in place: x_i = U_ii^-1 (y_i - sum_{j>i} U_ij x_j).
-template <int K>
-__device__ void bilu0_upper(int count, const int* __restrict__ rows, const int* __restrict__ rp,
-                            const int* __restrict__ ci, const int* __restrict__ diag, const double* __restrict__ lu,
-                            double* x, const double* sc) {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= count || stopped(sc)) return;
-    const int i = rows[t];
-    double acc[K], out[K];
-#pragma unroll
-    for (int u = 0; u < K; ++u) {
-        acc[u] = x[(i64)i * K + u];
-        out[u] = 0.0;
-    }
-    for (int s = diag[i] + 1; s < rp[i + 1]; ++s) {
-        double xb[K];
-#pragma unroll
-        for (int u = 0; u < K; ++u) xb[u] = x[(i64)ci[s] * K + u];
-        add_mat_vec<K>(lu + (i64)s * K * K, xb, acc, -1.0);
-    }
-    add_mat_vec<K>(lu + (i64)diag[i] * K * K, acc, out, 1.0);
-#pragma unroll
-    for (int u = 0; u < K; ++u) x[(i64)i * K + u] = out[u];
-}
-
-// ILU(0)'s block triangles by Jacobi sweeps (Precond::Ilu0Jacobi on blocks):
-// no row waits on another. One thread per block row. Lower: out_i = r_i -
-// sum_{k<i} L_ik in_k. Upper: out_i = U_ii^-1 (y_i - sum_{j>i} U_ij in_j).
-template <int K>
-__device__ void bilu0_sweep(int nb, const int* __restrict__ rp, const int* __restrict__ ci,
-                            const int* __restrict__ diag, const double* __restrict__ lu, const double* __restrict__ y,
-                            const double* __restrict__ in, int upper, double* __restrict__ out, const double* sc) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= nb || stopped(sc)) return;
-    double acc[K];
-#pragma unroll
-    for (int u = 0; u < K; ++u) acc[u] = y[(i64)i * K + u];
-    const int b = upper ? diag[i] + 1 : rp[i], e = upper ? rp[i + 1] : diag[i];
+    for (int u = 0; u < K; ++u) acc[u] = rhs[(i64)i * K + u];
+    const int b = UPPER ? diag[i] + 1 : rp[i], e = UPPER ? rp[i + 1] : diag[i];
     for (int s = b; s < e; ++s) {
         double xb[K];
 #pragma unroll
         for (int u = 0; u < K; ++u) xb[u] = __ldg(&in[(i64)ci[s] * K + u]);
         add_mat_vec<K>(lu + (i64)s * K * K, xb, acc, -1.0);
     }
-    if (upper) {
+    if (UPPER) {
         double o[K];
 #pragma unroll
         for (int u = 0; u < K; ++u) o[u] = 0.0;
@@ -244,6 +198,37 @@ __device__ void bilu0_sweep(int nb, const int* __restrict__ rp, const int* __res
     }
 #pragma unroll
     for (int u = 0; u < K; ++u) out[(i64)i * K + u] = acc[u];
+}
+
+// Forward substitution, one level: y_i = r_i - sum_{k<i} L_ik y_k.
+template <int K>
+__device__ void bilu0_lower(int count, const int* __restrict__ rows, const int* rp, const int* ci, const int* diag,
+                            const double* lu, const double* r, double* y, const double* sc) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count || stopped(sc)) return;
+    bilu0_row<K, false>(rows[t], rp, ci, diag, lu, r, y, y);
+}
+
+// Back substitution, one level, in place: x_i = U_ii^-1 (y_i - sum_{j>i} U_ij x_j).
+template <int K>
+__device__ void bilu0_upper(int count, const int* __restrict__ rows, const int* rp, const int* ci, const int* diag,
+                            const double* lu, double* x, const double* sc) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count || stopped(sc)) return;
+    bilu0_row<K, true>(rows[t], rp, ci, diag, lu, x, x, x);
+}
+
+// One Jacobi sweep of a block triangle over every block row: lower, out = y -
+// L_s in; upper, out = U_d^-1 (y - U_s in).
+template <int K>
+__device__ void bilu0_sweep(int nb, const int* rp, const int* ci, const int* diag, const double* lu, const double* y,
+                            const double* in, int upper, double* out, const double* sc) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nb || stopped(sc)) return;
+    if (upper)
+        bilu0_row<K, true>(i, rp, ci, diag, lu, y, in, out);
+    else
+        bilu0_row<K, false>(i, rp, ci, diag, lu, y, in, out);
 }
 
 // out_i = U_ii^-1 y_i: the upper sweeps' starting guess.

@@ -43,6 +43,20 @@ impl Pattern {
     pub fn nnz(&self) -> usize {
         self.col.len()
     }
+
+    /// The same pattern taking its values in stored order (sorted by column
+    /// within rows, duplicates already summed), as a matrix's own values are.
+    pub fn in_stored_order(&self) -> Pattern {
+        Pattern {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            row_ptr: self.row_ptr.clone(),
+            col: self.col.clone(),
+            diag: self.diag.clone(),
+            slot_of: None,
+            caller_nnz: self.nnz(),
+        }
+    }
 }
 
 /// The device copy of the pattern.
@@ -264,17 +278,7 @@ impl Csr {
     /// A new matrix in the same context with this one's pattern and `values`
     /// (in stored order: sorted by column within rows).
     pub fn with_values(&self, values: &[f64]) -> Result<Csr> {
-        let p = &self.pattern;
-        let pattern = Pattern {
-            nrows: p.nrows,
-            ncols: p.ncols,
-            row_ptr: p.row_ptr.clone(),
-            col: p.col.clone(),
-            diag: p.diag.clone(),
-            slot_of: None,
-            caller_nnz: p.nnz(),
-        };
-        Csr::with_blocks(self.ctx.clone(), pattern, self.block, values)
+        Csr::with_blocks(self.ctx.clone(), self.pattern.in_stored_order(), self.block, values)
     }
 
     /// Rewrites the stored values where they live (assembly on the device),

@@ -402,8 +402,7 @@ impl Solver {
                 history: Vec::new(),
             },
             Some(g) => {
-                // blocks: level by level (the chunked sweeps are the CSR path's)
-                let levels = device_sweeps(g, p, k, precond, if k > 1 { IluSweeps::Levels } else { sweeps })?;
+                let levels = device_sweeps(g, p, k, precond, sweeps)?;
                 let factors = match precond {
                     Precond::None | Precond::Amg => 1,
                     Precond::Jacobi => n * k,
@@ -766,9 +765,18 @@ fn device_sweeps(
     }
     let lv = levels(p);
     let factor = cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?;
-    if let (Precond::Ilu0Jacobi { sweeps }, 2..) = (precond, block) {
+    if block > 1 {
+        // block rows sweep level by level or Jacobi-swept (the chunked sweeps are the CSR path's)
         let rows = (p.nrows * block).max(1);
-        return Ok(Some((factor, cuda::DeviceSweeps::BlockJacobi { sweeps, scratch: (g.alloc(rows)?, g.alloc(rows)?) })));
+        return Ok(Some((
+            factor,
+            match precond {
+                Precond::Ilu0Jacobi { sweeps } => {
+                    cuda::DeviceSweeps::BlockJacobi { sweeps, scratch: (g.alloc(rows)?, g.alloc(rows)?) }
+                }
+                _ => cuda::DeviceSweeps::Levels { upper: cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)? },
+            },
+        )));
     }
     if let Precond::Ilu0Jacobi { sweeps } = precond {
         let scratch = (g.alloc(p.nrows.max(1))?, g.alloc(p.nrows.max(1))?);

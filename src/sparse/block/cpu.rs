@@ -154,15 +154,15 @@ pub fn ilu0(p: &Pattern, k: usize, lu: &mut [f64]) -> Result<()> {
 /// z = U^-1 L^-1 r with the block ILU(0) factors (`ilu0`'s inverted pivots).
 pub fn ilu0_apply(p: &Pattern, k: usize, lu: &[f64], r: &[f64], z: &mut [f64]) {
     let kk = k * k;
+    let mut t = vec![0.0; k];
     for i in 0..p.nrows {
         let (si, di) = (p.row_ptr[i] as usize, p.diag[i] as usize);
-        let mut y = r[i * k..(i + 1) * k].to_vec();
+        t.copy_from_slice(&r[i * k..(i + 1) * k]);
         for s in si..di {
-            add_mat_vec(k, &lu[s * kk..], &z[p.col[s] as usize * k..], &mut y, -1.0);
+            add_mat_vec(k, &lu[s * kk..], &z[p.col[s] as usize * k..], &mut t, -1.0);
         }
-        z[i * k..(i + 1) * k].copy_from_slice(&y);
+        z[i * k..(i + 1) * k].copy_from_slice(&t);
     }
-    let mut t = vec![0.0; k];
     for i in (0..p.nrows).rev() {
         let (di, ei) = (p.diag[i] as usize, p.row_ptr[i + 1] as usize);
         t.copy_from_slice(&z[i * k..(i + 1) * k]);
@@ -180,10 +180,11 @@ pub fn ilu0_apply(p: &Pattern, k: usize, lu: &[f64], r: &[f64], z: &mut [f64]) {
 /// y <- r - L_s y, then z from U^-1 y by z <- U_d^-1 (y - U_s z).
 pub fn ilu0_apply_jacobi(p: &Pattern, k: usize, lu: &[f64], sweeps: usize, r: &[f64], z: &mut [f64]) {
     let kk = k * k;
-    let sweep = |rhs: &[f64], input: &[f64], upper: bool, out: &mut [f64]| {
+    let mut acc = vec![0.0; k];
+    let mut sweep = |rhs: &[f64], input: &[f64], upper: bool, out: &mut [f64]| {
         for i in 0..p.nrows {
             let (s, d, e) = (p.row_ptr[i] as usize, p.diag[i] as usize, p.row_ptr[i + 1] as usize);
-            let mut acc = rhs[i * k..(i + 1) * k].to_vec();
+            acc.copy_from_slice(&rhs[i * k..(i + 1) * k]);
             for t in if upper { d + 1..e } else { s..d } {
                 add_mat_vec(k, &lu[t * kk..], &input[p.col[t] as usize * k..], &mut acc, -1.0);
             }

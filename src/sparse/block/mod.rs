@@ -37,19 +37,11 @@ pub fn from_point(p: &Pattern, v: &[f64], k: usize) -> Result<(Pattern, Vec<f64>
     let nb = p.nrows / k;
     let (mut rp, mut col) = (vec![0i64], Vec::new());
     for bi in 0..nb {
-        let start = col.len();
-        for r in bi * k..(bi + 1) * k {
-            col.extend(p.col[p.row_ptr[r] as usize..p.row_ptr[r + 1] as usize].iter().map(|&c| c as i64 / k as i64));
-        }
-        col[start..].sort_unstable();
-        let mut unique = start;
-        for t in start..col.len() {
-            if t == start || col[t] != col[unique - 1] {
-                col[unique] = col[t];
-                unique += 1;
-            }
-        }
-        col.truncate(unique);
+        let points = p.row_ptr[bi * k] as usize..p.row_ptr[(bi + 1) * k] as usize;
+        let mut row: Vec<i64> = p.col[points].iter().map(|&c| c as i64 / k as i64).collect();
+        row.sort_unstable();
+        row.dedup();
+        col.extend(row);
         rp.push(col.len() as i64);
     }
     let bp = super::build_pattern(nb, p.ncols / k, &rp, &col, 0)?;

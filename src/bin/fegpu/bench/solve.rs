@@ -32,16 +32,17 @@ pub fn run(o: &Options) -> Result<bool> {
     let pattern = sparse::build_pattern(t.nrows, t.ncols, &rp, &ci, 0)?;
     let n = pattern.nrows;
     println!("{}: {} x {}, {} stored entries", o.matrix.display(), n, pattern.ncols, pattern.nnz());
-    let v = sparse::stored_values(&pattern, 1, &v)?; // sorted, duplicates summed
+    // the values in stored order (sorted, duplicates summed), the pattern taking them so
+    let (v, pattern) = (sparse::stored_values(&pattern, 1, &v)?, pattern.in_stored_order());
     let ones = vec![1.0; n];
     let mut a_times_ones = vec![0.0; n];
     sparse::cpu::spmv(&pattern, &v, 1.0, &ones, 0.0, &mut a_times_ones);
     let mut amg = o.amg.clone();
     let (pattern, v, block) = match (o.block, o.precond) {
-        (1, _) => (sparse::build_pattern(n, pattern.ncols, &pattern.row_ptr, &pattern.col, 0)?, v, 1),
+        (1, _) => (pattern, v, 1),
         (k, Precond::Amg) => {
             amg.block_size = k;
-            (sparse::build_pattern(n, pattern.ncols, &pattern.row_ptr, &pattern.col, 0)?, v, 1)
+            (pattern, v, 1)
         }
         (k, _) => {
             let (bp, bv) = sparse::block::from_point(&pattern, &v, k)?;

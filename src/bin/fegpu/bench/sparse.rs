@@ -350,10 +350,10 @@ pub fn block() -> Result<()> {
         report("BSR SpMV (default)", t, bytes, "", "");
         let mut got = vec![0.0; rows];
         y.download(0, &mut got, "y")?;
-        let mut want = vec![0.0; rows];
-        sparse::block::cpu::spmv(&a.pattern, k, &a.download_values()?, 1.0, &xh, 0.0, &mut want);
+        let (values, mut want) = (a.download_values()?, vec![0.0; rows]);
+        sparse::block::cpu::spmv(&a.pattern, k, &values, 1.0, &xh, 0.0, &mut want);
         let err = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0, f64::max);
-        let (prp, pci, pv) = sparse::block::to_point(&a.pattern, k, &a.download_values()?);
+        let (prp, pci, pv) = sparse::block::to_point(&a.pattern, k, &values);
         let point = Arc::new(Csr::new(ctx.clone(), sparse::build_pattern(rows, rows, &prp, &pci, 0)?, &pv)?);
         let t = time(&ctx, 20, || sparse::spmv(&point, 1.0, &x, 0.0, &y))?;
         report("CSR SpMV (same matrix)", t, bytes, "", "");
