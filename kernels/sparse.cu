@@ -1,6 +1,6 @@
 // CSR sparse kernels: SpMV (also fused with CG's p.Ap), Dirichlet rows,
-// ILU(0): the factorisation level by level, the triangular solves chunked
-// (one launch per sweep) or level by level. Indices are 0-based
+// ILU(0): the factorisation level by level, the triangular solves
+// synchronisation-free (one launch per sweep) or level by level. Indices are 0-based
 // int32; values f64. (kernels/common.cuh and csr.cuh are prepended.)
 
 // y = alpha*A*x + beta*y with TPR threads per row (a power of two <= 32),
@@ -150,41 +150,75 @@ extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const 
     x[i] = s / lu[diag[i]];
 }
 
-// ---- ILU(0) triangular solves in one launch per sweep (chunked, sync-free) ----
+// ---- ILU(0) triangular solves in one launch per sweep (synchronisation-free) ----
 //
-// The rows are cut into chunks of consecutive rows (for the upper sweep,
-// counted from the last row), one block per chunk, each chunk several
-// times the matrix's bandwidth so that most dependencies stay inside it.
-// A block walks its rows by their global dependency level, with
-// __syncthreads between levels, and after each level publishes how far it
-// got: progress[chunk] = (last level done) + 1. A dependency in an earlier
-// chunk is waited for on that chunk's progress. So chunk c runs a level
-// behind chunk c-1 instead of waiting for it to finish, and the sweep costs
-// about one block-wide barrier per level plus one cross-block hop per chunk.
-// Blocks take chunks in order from a ticket, so a block only waits for
-// chunks that running blocks hold (no deadlock whatever the residency); the
-// last block to finish clears the progress words and re-arms the ticket, so
-// the kernel replays in a CUDA graph as is. Sums run in CSR order, as the
-// CPU reference's do. ctl[0]: ticket, ctl[1]: blocks done.
+// The rows are cut into chunks of consecutive rows (for the upper sweep
+// counted from the last row), one block per chunk. A block walks its
+// chunk's rows by their global dependency level, a barrier between levels,
+// and keeps the chunk's values in shared memory: a dependency inside the
+// chunk is read there, computed at an earlier level. A dependency in an
+// earlier chunk is polled in global memory, where each value is its own
+// completion flag: the sweep's output starts as ILU_PENDING (all bits set,
+// a NaN arithmetic does not produce; a computed value with those bits is
+// stored as the canonical NaN instead). No fences, no progress words: chunk
+// c runs a hop behind chunk c-1, not a hop behind at every level. Blocks
+// take chunks in order from a ticket, so a block only waits for chunks that
+// running blocks hold (no deadlock whatever the residency); the last block
+// to finish re-arms the ticket, so the kernel replays in a CUDA graph as
+// is. Sums run in CSR order, as the CPU reference's do.
+//
+// Keeping the outputs pending: the lower sweep marks z (the upper sweep's
+// output) pending row by row after reading r_i (z may be r), and the upper
+// sweep marks y (the lower sweep's output, a scratch vector) pending again
+// after reading y_i; the scratch is marked pending when it is allocated.
+// A wait longer than ILU_WAIT_NS (a bad schedule: a bug) reads NaN, so the
+// solve ends in a breakdown instead of hanging the device.
+#define ILU_PENDING (-1LL)
+#define ILU_WAIT_NS 2000000000ull
+#define SWEEP_REG 8
+
+__device__ __forceinline__ unsigned long long global_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ bool pending(double v) { return __double_as_longlong(v) == ILU_PENDING; }
+
+// Another block's value once computed, read from L2 (relaxed, device scope).
+__device__ __forceinline__ double await_global(const double* p) {
+    double v;
+    asm volatile("ld.relaxed.gpu.global.f64 %0, [%1];" : "=d"(v) : "l"(p) : "memory");
+    if (!pending(v)) return v;
+    const unsigned long long start = global_ns();
+    for (unsigned int spins = 1;; ++spins) {
+        asm volatile("ld.relaxed.gpu.global.f64 %0, [%1];" : "=d"(v) : "l"(p) : "memory");
+        if (!pending(v)) return v;
+        if ((spins & 255u) == 0 && global_ns() - start > ILU_WAIT_NS) return __longlong_as_double(0x7ff8000000000000LL);
+    }
+}
+
 // A row of a sweep with its x-independent data in registers (loaded ahead,
 // while the block waits at the previous level's barrier): the row, its
-// right-hand side, and up to SWEEP_REG entries; longer rows take the loop.
-#define SWEEP_REG 8
+// right-hand side, U's diagonal (upper), and up to SWEEP_REG entries;
+// longer rows take the loop.
 struct SweepRow {
     int i, b, e;
-    double s;
+    double s, d;
     int k[SWEEP_REG];
     double l[SWEEP_REG];
 };
 
+// Loads row i, then marks pend_i pending (after rhs_i is read: pend may be rhs).
 template <bool UPPER>
 __device__ __forceinline__ void sweep_load(SweepRow& w, int i, const int* __restrict__ rp, const int* __restrict__ ci,
                                            const int* __restrict__ diag, const double* __restrict__ lu,
-                                           const double* r, const double* x) {
+                                           const double* rhs, double* pend) {
     w.i = i;
     w.b = UPPER ? diag[i] + 1 : rp[i];
     w.e = UPPER ? rp[i + 1] : diag[i];
-    w.s = UPPER ? x[i] : r[i];
+    w.s = rhs[i];
+    w.d = UPPER ? lu[w.b - 1] : 1.0;
 #pragma unroll
     for (int j = 0; j < SWEEP_REG; ++j) {
         if (w.b + j < w.e) {
@@ -192,107 +226,86 @@ __device__ __forceinline__ void sweep_load(SweepRow& w, int i, const int* __rest
             w.l[j] = lu[w.b + j];
         }
     }
+    pend[i] = __longlong_as_double(ILU_PENDING);
 }
 
-// x_k for a dependency: from this block's own earlier levels, or, from an
-// earlier chunk, once that chunk's progress says its level is done.
-template <bool UPPER>
-__device__ __forceinline__ double sweep_x(int k, int n, int lo, int hi, int chunk, const int* __restrict__ level_of,
-                                          const unsigned int* progress, const double* x) {
-    if (k >= lo && k < hi) return x[k];
-    const int owner = UPPER ? (n - 1 - k) / chunk : k / chunk;
-    const unsigned int need = (unsigned int)level_of[k] + 1u;
-    while (*(volatile const unsigned int*)&progress[owner] < need) {
-    }
-    __threadfence();
-    return __ldcg(&x[k]);
+// x_k for a dependency: from the chunk's shared copy (an earlier level), or
+// from an earlier chunk once computed.
+__device__ __forceinline__ double sweep_x(int k, int lo, int hi, const double* xs, const double* x) {
+    return (k >= lo && k < hi) ? xs[k - lo] : await_global(&x[k]);
 }
 
 template <bool UPPER>
-__device__ __forceinline__ void sweep_finish(const SweepRow& w, int n, int lo, int hi, int chunk,
-                                             const int* __restrict__ ci, const int* __restrict__ diag,
-                                             const double* __restrict__ lu, const int* __restrict__ level_of,
-                                             const unsigned int* progress, double* x) {
-    double xs[SWEEP_REG];
+__device__ __forceinline__ void sweep_finish(const SweepRow& w, int lo, int hi, const int* __restrict__ ci,
+                                             const double* __restrict__ lu, double* xs, double* x) {
+    double xv[SWEEP_REG];
 #pragma unroll
     for (int j = 0; j < SWEEP_REG; ++j)  // every load issued before the first is used
-        if (w.b + j < w.e) xs[j] = sweep_x<UPPER>(w.k[j], n, lo, hi, chunk, level_of, progress, x);
+        if (w.b + j < w.e) xv[j] = sweep_x(w.k[j], lo, hi, xs, x);
     double s = w.s;
 #pragma unroll
     for (int j = 0; j < SWEEP_REG; ++j)
-        if (w.b + j < w.e) s -= w.l[j] * xs[j];
-    for (int kk = w.b + SWEEP_REG; kk < w.e; ++kk) s -= lu[kk] * sweep_x<UPPER>(ci[kk], n, lo, hi, chunk, level_of, progress, x);
-    if (UPPER) s /= lu[diag[w.i]];
-    x[w.i] = s;
+        if (w.b + j < w.e) s -= w.l[j] * xv[j];
+    for (int kk = w.b + SWEEP_REG; kk < w.e; ++kk) s -= lu[kk] * sweep_x(ci[kk], lo, hi, xs, x);
+    if (UPPER) s /= w.d;
+    if (pending(s)) s = __longlong_as_double(0x7ff8000000000000LL);
+    xs[w.i - lo] = s;
+    asm volatile("st.relaxed.gpu.global.f64 [%0], %1;" ::"l"(&x[w.i]), "d"(s) : "memory");
 }
 
+// rhs: r (lower) or y (upper); x: y (lower) or z (upper); pend: z (lower)
+// or y (upper). Chunk c's levels are chunk_level[c] .. chunk_level[c+1] of
+// level_ptr, which says where each starts in `order`.
 template <bool UPPER>
-__device__ void sweep_chunked(int n, int chunk, int nchunks, const int* __restrict__ chunk_level,
-                              const int* __restrict__ level_ptr, const int* __restrict__ rows,
-                              const int* __restrict__ level_of, const int* __restrict__ rp,
-                              const int* __restrict__ ci, const int* __restrict__ diag, const double* __restrict__ lu,
-                              const double* r, double* x, unsigned int* progress, unsigned int* ctl,
-                              const double* sc) {
+__device__ void sweep_syncfree(int n, int chunk, const int* __restrict__ chunk_level,
+                               const int* __restrict__ level_ptr, const int* __restrict__ order,
+                               const int* __restrict__ rp, const int* __restrict__ ci, const int* __restrict__ diag,
+                               const double* __restrict__ lu, const double* rhs, double* x, double* pend,
+                               unsigned int* ctl, const double* sc) {
+    extern __shared__ double xs[];
     __shared__ int c;
     if (stopped(sc)) return;
     if (threadIdx.x == 0) c = (int)atomicAdd(&ctl[0], 1u);
     __syncthreads();
-    // chunk c holds rows [lo, hi); counted from the end for the upper sweep
+    // chunk c holds rows [lo, hi), counted from the end for the upper sweep
     const int lo = UPPER ? max(n - (c + 1) * chunk, 0) : c * chunk;
     const int hi = UPPER ? n - c * chunk : min(lo + chunk, n);
     const int lev0 = chunk_level[c], lev1 = chunk_level[c + 1];
     SweepRow w;
-    bool have = false;
-    if (lev0 < lev1 && level_ptr[lev0] + (int)threadIdx.x < level_ptr[lev0 + 1]) {
-        sweep_load<UPPER>(w, rows[level_ptr[lev0] + threadIdx.x], rp, ci, diag, lu, r, x);
-        have = true;
-    }
+    bool have = lev0 < lev1 && level_ptr[lev0] + (int)threadIdx.x < level_ptr[lev0 + 1];
+    if (have) sweep_load<UPPER>(w, order[level_ptr[lev0] + threadIdx.x], rp, ci, diag, lu, rhs, pend);
     for (int lev = lev0; lev < lev1; ++lev) {
         const int first = level_ptr[lev], last = level_ptr[lev + 1];
-        if (have) sweep_finish<UPPER>(w, n, lo, hi, chunk, ci, diag, lu, level_of, progress, x);
+        if (have) sweep_finish<UPPER>(w, lo, hi, ci, lu, xs, x);
         for (int t = first + blockDim.x + threadIdx.x; t < last; t += blockDim.x) {  // levels wider than the block
             SweepRow v;
-            sweep_load<UPPER>(v, rows[t], rp, ci, diag, lu, r, x);
-            sweep_finish<UPPER>(v, n, lo, hi, chunk, ci, diag, lu, level_of, progress, x);
+            sweep_load<UPPER>(v, order[t], rp, ci, diag, lu, rhs, pend);
+            sweep_finish<UPPER>(v, lo, hi, ci, lu, xs, x);
         }
         // the next level's row, loaded while the block meets at the barrier
-        have = lev + 1 < lev1 && level_ptr[lev + 1] + (int)threadIdx.x < level_ptr[lev + 2];
-        if (have) sweep_load<UPPER>(w, rows[level_ptr[lev + 1] + threadIdx.x], rp, ci, diag, lu, r, x);
+        have = lev + 1 < lev1 && last + (int)threadIdx.x < level_ptr[lev + 2];
+        if (have) sweep_load<UPPER>(w, order[last + threadIdx.x], rp, ci, diag, lu, rhs, pend);
         __syncthreads();
-        // the barrier orders the block's writes before thread 0's fence (cumulative), which orders them before the word
-        if (threadIdx.x == 0) {
-            __threadfence();
-            *(volatile unsigned int*)&progress[c] = (unsigned int)level_of[rows[first]] + 1u;
-        }
     }
-    __shared__ bool last_block;
-    if (threadIdx.x == 0) last_block = atomicAdd(&ctl[1], 1u) == (unsigned int)nchunks - 1;
-    __syncthreads();
-    if (last_block) {
-        for (int k = threadIdx.x; k < nchunks; k += blockDim.x) progress[k] = 0;
-        if (threadIdx.x == 0) {
-            ctl[0] = 0;
-            ctl[1] = 0;
-        }
+    if (threadIdx.x == 0 && atomicAdd(&ctl[1], 1u) == gridDim.x - 1) {
+        ctl[0] = 0;
+        ctl[1] = 0;
         __threadfence();
     }
 }
 
 // Forward substitution with the unit lower factor: y_i = r_i - sum_{j<i} l_ij y_j.
-extern "C" __global__ void __launch_bounds__(1024) lsolve_chunked(int n, int chunk, int nchunks,
-    const int* chunk_level, const int* level_ptr, const int* rows, const int* level_of, const int* rp, const int* ci,
-    const int* diag, const double* lu, const double* r, double* y, unsigned int* progress, unsigned int* ctl,
-    const double* sc) {
-    sweep_chunked<false>(n, chunk, nchunks, chunk_level, level_ptr, rows, level_of, rp, ci, diag, lu, r, y, progress,
-                         ctl, sc);
+extern "C" __global__ void __launch_bounds__(512) lsolve_syncfree(int n, int chunk, const int* chunk_level,
+    const int* level_ptr, const int* order, const int* rp, const int* ci, const int* diag, const double* lu,
+    const double* r, double* y, double* z, unsigned int* ctl, const double* sc) {
+    sweep_syncfree<false>(n, chunk, chunk_level, level_ptr, order, rp, ci, diag, lu, r, y, z, ctl, sc);
 }
 
-// Back substitution with the upper factor, in place: x_i = (y_i - sum_{j>i} u_ij x_j) / u_ii.
-extern "C" __global__ void __launch_bounds__(1024) usolve_chunked(int n, int chunk, int nchunks,
-    const int* chunk_level, const int* level_ptr, const int* rows, const int* level_of, const int* rp, const int* ci,
-    const int* diag, const double* lu, double* x, unsigned int* progress, unsigned int* ctl, const double* sc) {
-    sweep_chunked<true>(n, chunk, nchunks, chunk_level, level_ptr, rows, level_of, rp, ci, diag, lu, nullptr, x,
-                        progress, ctl, sc);
+// Back substitution with the upper factor: z_i = (y_i - sum_{j>i} u_ij z_j) / u_ii.
+extern "C" __global__ void __launch_bounds__(512) usolve_syncfree(int n, int chunk, const int* chunk_level,
+    const int* level_ptr, const int* order, const int* rp, const int* ci, const int* diag, const double* lu,
+    double* y, double* z, unsigned int* ctl, const double* sc) {
+    sweep_syncfree<true>(n, chunk, chunk_level, level_ptr, order, rp, ci, diag, lu, y, z, y, ctl, sc);
 }
 
 // ---- CG's q = A p fused with p.q (device-driven iterations) ----

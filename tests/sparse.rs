@@ -492,12 +492,13 @@ fn random_dominant(rng: &mut Rng, n: usize, per_row: usize) -> (Vec<i64>, Vec<i6
     (rp2, ci2, v2)
 }
 
-/// The chunked sweeps' schedule (which rows a block does, level by level):
-/// every row exactly once, and each row's lower (upper) neighbours either
-/// in a chunk taken before its own or at an earlier level of its own chunk.
+/// The synchronisation-free sweeps' order (which rows a block takes, level
+/// by level): every row exactly once, each chunk's rows its own consecutive
+/// ones, and each row's lower (upper) neighbours in an earlier chunk or at
+/// an earlier level of its own, so no row waits for one taken after it.
 #[test]
-fn chunked_sweep_levels_respect_every_dependency() {
-    use fegpu::sparse::solver::chunked_levels;
+fn sweep_order_respects_every_dependency() {
+    use fegpu::sparse::solver::sweep_order;
     let mut rng = Rng::new(seed());
     let mut cases = vec![("laplacian7 9^3".to_string(), fegpu::sparse::gallery::laplacian7(9), 729)];
     for n in [1, 50, 777] {
@@ -507,21 +508,26 @@ fn chunked_sweep_levels_respect_every_dependency() {
         let p = fegpu::sparse::build_pattern(*n, *n, rp, ci, 0).unwrap();
         for chunk in [1, 7, 64, *n, n + 5] {
             for upper in [false, true] {
-                let lv = chunked_levels(&p, chunk, upper);
+                let so = sweep_order(&p, chunk, upper);
                 let what = format!("{name}, chunk {chunk}, {}", if upper { "upper" } else { "lower" });
-                let mut seen = vec![false; *n];
-                // (chunk, level) of each row
+                // (chunk, level) of each row, walking the chunks' levels as the kernel does
                 let mut at = vec![(usize::MAX, usize::MAX); *n];
-                for c in 0..lv.chunk_level.len() - 1 {
-                    for l in lv.chunk_level[c] as usize..lv.chunk_level[c + 1] as usize {
-                        for &r in &lv.rows[lv.level_ptr[l] as usize..lv.level_ptr[l + 1] as usize] {
-                            assert!(!seen[r as usize], "{what}: row {r} twice");
-                            seen[r as usize] = true;
+                let chunk = chunk.min(*n);
+                for c in 0..so.chunk_level.len() - 1 {
+                    let (lo, hi) = if upper {
+                        (n.saturating_sub((c + 1) * chunk), n - c * chunk)
+                    } else {
+                        (c * chunk, ((c + 1) * chunk).min(*n))
+                    };
+                    for l in so.chunk_level[c] as usize..so.chunk_level[c + 1] as usize {
+                        for &r in &so.order[so.level_ptr[l] as usize..so.level_ptr[l + 1] as usize] {
+                            assert_eq!(at[r as usize].0, usize::MAX, "{what}: row {r} twice");
+                            assert!((lo..hi).contains(&(r as usize)), "{what}: row {r} outside its chunk {lo}..{hi}");
                             at[r as usize] = (c, l);
                         }
                     }
                 }
-                assert!(seen.iter().all(|&s| s), "{what}: a row is missing");
+                assert!(at.iter().all(|a| a.0 != usize::MAX), "{what}: a row is missing");
                 for i in 0..*n {
                     let (s, e) = if upper {
                         (p.diag[i] as usize + 1, p.row_ptr[i + 1] as usize)
@@ -529,8 +535,7 @@ fn chunked_sweep_levels_respect_every_dependency() {
                         (p.row_ptr[i] as usize, p.diag[i] as usize)
                     };
                     for &k in &p.col[s..e] {
-                        let (ck, lk) = at[k as usize];
-                        assert!(ck < at[i].0 || (ck == at[i].0 && lk < at[i].1), "{what}: row {i} before its neighbour {k}");
+                        assert!(at[k as usize] < at[i], "{what}: row {i} not after its neighbour {k}");
                     }
                 }
             }
@@ -538,8 +543,8 @@ fn chunked_sweep_levels_respect_every_dependency() {
     }
 }
 
-/// ILU(0) applied on the backend FEGPU_BACKEND selects (the chunked sweeps,
-/// many chunk sizes, and the level-by-level sweeps) against the CPU
+/// ILU(0) applied on the backend FEGPU_BACKEND selects (the
+/// synchronisation-free sweeps at many chunk sizes, and the level-by-level sweeps) against the CPU
 /// reference's serial sweeps, on fresh random matrices, a 3-D Laplacian
 /// larger than one chunk and sherman5; outputs poisoned first, each apply
 /// done three times (the sweeps re-arm themselves between launches). On the
@@ -581,10 +586,11 @@ fn ilu0_sweeps_equal_the_serial_sweeps() {
         let mut first: Option<Vec<f64>> = None;
         // the factorisation on the host (these sizes' default) and, last, on the device
         for (sweeps, host_factor_rows) in [
-            (IluSweeps::Chunked { rows: None }, usize::MAX),
-            (IluSweeps::Chunked { rows: Some(1) }, usize::MAX),
-            (IluSweeps::Chunked { rows: Some(37) }, usize::MAX),
-            (IluSweeps::Chunked { rows: Some(1000) }, usize::MAX),
+            (IluSweeps::SyncFree { rows: None }, usize::MAX),
+            (IluSweeps::SyncFree { rows: Some(1) }, usize::MAX),
+            (IluSweeps::SyncFree { rows: Some(37) }, usize::MAX),
+            (IluSweeps::SyncFree { rows: Some(1000) }, usize::MAX),
+            (IluSweeps::SyncFree { rows: Some(1000) }, 0),
             (IluSweeps::Levels, usize::MAX),
             (IluSweeps::Levels, 0),
         ] {

@@ -50,6 +50,24 @@ impl Gpu {
         m.load_function(name).map_err(|e| device_error(&format!("looking up kernel {name} in kernels/{module}.cu"), e))
     }
 
+    /// The kernel `name`, allowed `bytes` of dynamic shared memory a block
+    /// (above 48 KiB a kernel must opt in; at most `info.shared_per_block`).
+    pub fn kernel_with_shared(
+        &self,
+        module: &'static str,
+        source: &'static str,
+        name: &str,
+        bytes: usize,
+    ) -> Result<CudaFunction> {
+        let f = self.kernel(module, source, name)?;
+        if bytes > 48 * 1024 {
+            let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+            f.set_attribute(attr, bytes as i32)
+                .map_err(|e| device_error(&format!("giving {name} {bytes} bytes of shared memory"), e))?;
+        }
+        Ok(f)
+    }
+
     /// Starts a kernel launch: push arguments with `KernelArg::arg`, then `launch`.
     pub fn launcher<'a>(&'a self, f: &'a CudaFunction) -> Launch<'a> {
         self.stream().launch_builder(f)

@@ -56,6 +56,8 @@ pub struct DeviceInfo {
     pub total_memory: usize,
     pub compute_capability: (i32, i32),
     pub multiprocessors: i32,
+    /// Shared memory a block may ask for (opting in above the default 48 KiB).
+    pub shared_per_block: usize,
     pub driver_version: i32,
     /// Copy engines: 2 or more let host-to-device and device-to-host copies overlap.
     pub copy_engines: i32,
@@ -177,6 +179,8 @@ impl Gpu {
             total_memory: ctx.total_mem().unwrap_or(0),
             compute_capability: cc,
             multiprocessors: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            shared_per_block: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?.max(0)
+                as usize,
             driver_version,
             copy_engines: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT)?,
             hardware_queues: std::env::var(CONNECTIONS_VAR)

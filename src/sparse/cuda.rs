@@ -111,49 +111,63 @@ impl DeviceLevels {
     }
 }
 
-/// One triangular sweep in one launch (kernels/sparse.cu `lsolve_chunked`,
-/// `usolve_chunked`): the chunks' level lists, each row's level, each
-/// chunk's progress word and the ticket/done words the kernel re-arms itself.
+/// One triangular sweep in one launch (kernels/sparse.cu `lsolve_syncfree`,
+/// `usolve_syncfree`): the chunks' rows level by level, the threads a block
+/// needs, and the ticket/done words the kernel re-arms itself.
 pub struct DeviceSweep {
     chunk: i32,
-    nchunks: i32,
+    nchunks: u32,
+    threads: u32,
     chunk_level: DeviceBuffer<i32>,
     level_ptr: DeviceBuffer<i32>,
-    rows: DeviceBuffer<i32>,
-    level_of: DeviceBuffer<i32>,
-    progress: DeviceBuffer<u32>,
+    order: DeviceBuffer<i32>,
     ctl: DeviceBuffer<u32>,
 }
 
-/// Rows per chunk: four bandwidths (most dependencies inside the chunk),
-/// at least 1024 and n/264 (about two chunks per multiprocessor at most),
-/// at most n/16 for large matrices (at least 16 blocks working) and n.
-pub fn sweep_chunk(n: usize, bandwidth: usize) -> usize {
-    let upper = if n >= 16 * 1024 { n / 16 } else { n };
-    (4 * bandwidth).max(1024).max(n.div_ceil(264)).min(upper).max(1)
+/// Both synchronisation-free sweeps and the scratch vector y between them.
+pub struct SyncFreeSweeps {
+    pub lower: DeviceSweep,
+    pub upper: DeviceSweep,
+    /// Kept pending between applies (kernels/sparse.cu).
+    pub y: DeviceBuffer<f64>,
 }
 
+/// Rows per chunk of the synchronisation-free sweeps (measured on the H100,
+/// BENCHMARKS.md): up to 8,192 rows the whole matrix is one chunk, one
+/// block, every hand-off in shared memory; larger ones take chunks of 1,024
+/// rows (on the 128³ and 96³ grids 1,024 beat 4,096 to 28,672: a block
+/// then waits for fewer rows of the chunk before it).
+pub fn sweep_chunk(n: usize) -> usize {
+    if n <= 8192 {
+        n.max(1)
+    } else {
+        1024
+    }
+}
+
+/// Threads a block of the sweeps has at most (kernels/sparse.cu's launch bounds).
+const SWEEP_THREADS: usize = 512;
+
 impl DeviceSweep {
-    pub fn new(g: &Gpu, lv: &super::solver::ChunkedLevels) -> Result<DeviceSweep> {
-        let nchunks = lv.chunk_level.len() - 1;
+    pub fn new(g: &Gpu, so: &super::solver::SweepOrder) -> Result<DeviceSweep> {
         Ok(DeviceSweep {
-            chunk: lv.chunk as i32,
-            nchunks: nchunks as i32,
-            chunk_level: upload(g, &lv.chunk_level)?,
-            level_ptr: upload(g, &lv.level_ptr)?,
-            rows: upload(g, &lv.rows)?,
-            level_of: upload(g, &lv.level_of)?,
-            progress: upload(g, &vec![0u32; nchunks.max(1)])?,
+            chunk: so.chunk as i32,
+            nchunks: (so.chunk_level.len() - 1).max(1) as u32,
+            threads: so.widest().next_multiple_of(32).clamp(32, SWEEP_THREADS) as u32,
+            chunk_level: upload(g, &so.chunk_level)?,
+            level_ptr: upload(g, &so.level_ptr)?,
+            order: upload(g, &so.order)?,
             ctl: upload(g, &[0u32, 0])?,
         })
     }
 }
 
-/// How the device applies ILU(0): level by level (a launch per level, the
-/// default; the lower levels are the factorisation's, so only the upper ones
-/// are kept here), or both sweeps chunked (one launch each; FEGPU_ILU_SWEEP=chunked).
+/// How the device applies ILU(0): level by level (a launch per level; the
+/// lower levels are the factorisation's, so only the upper ones are kept
+/// here), or synchronisation-free (one launch a sweep, through the scratch
+/// vector y, kept pending between applies: kernels/sparse.cu).
 pub enum DeviceSweeps {
-    Chunked(Box<(DeviceSweep, DeviceSweep)>),
+    SyncFree(Box<SyncFreeSweeps>),
     Levels {
         upper: DeviceLevels,
     },
@@ -311,20 +325,22 @@ pub fn ilu0_apply(
         DeviceSweeps::BlockJacobi { .. } => {
             return Err(crate::error::Error::internal("block ILU(0) sweeps go through sparse::block::cuda"))
         }
-        DeviceSweeps::Chunked(sweeps) => {
-            let (lower, upper) = &**sweeps;
+        DeviceSweeps::SyncFree(_) if n == 0 => {}
+        DeviceSweeps::SyncFree(sf) => {
+            let SyncFreeSweeps { lower, upper, y } = &**sf;
             let n = n as i32;
-            for (s, name) in [(lower, "lsolve_chunked"), (upper, "usolve_chunked")] {
-                let f = g.kernel("sparse", SOURCE, name)?;
+            for (s, name) in [(lower, "lsolve_syncfree"), (upper, "usolve_syncfree")] {
+                let shared = s.chunk as usize * std::mem::size_of::<f64>();
+                let f = g.kernel_with_shared("sparse", SOURCE, name, shared)?;
                 let mut l = g.launcher(&f);
-                l.arg(&n).arg(&s.chunk).arg(&s.nchunks).arg(&s.chunk_level).arg(&s.level_ptr).arg(&s.rows).arg(&s.level_of);
+                l.arg(&n).arg(&s.chunk).arg(&s.chunk_level).arg(&s.level_ptr).arg(&s.order);
                 l.arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu);
-                if name == "lsolve_chunked" {
+                if name == "lsolve_syncfree" {
                     l.arg(r);
                 }
-                l.arg(z).arg(&s.progress).arg(&s.ctl);
+                l.arg(y).arg(z).arg(&s.ctl);
                 arg_or_null(&mut l, sc);
-                g.launch(name, l, (s.nchunks as u32, 1, 1), (1024, 1, 1), 0)?;
+                g.launch(name, l, (s.nchunks, 1, 1), (s.threads, 1, 1), shared as u32)?;
             }
         }
     }

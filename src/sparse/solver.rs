@@ -78,25 +78,30 @@ impl Settings {
 
 /// How the device runs ILU(0)'s two triangular solves. Both give the same
 /// numbers as the CPU reference's serial sweeps (the sums in the same order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IluSweeps {
-    /// One launch per sweep, chunks of `rows` consecutive rows (None: sized
-    /// from the matrix's bandwidth, cuda::sweep_chunk).
-    Chunked { rows: Option<usize> },
-    /// One launch per dependency level (the default).
-    #[default]
+    /// One launch per sweep, synchronisation-free, chunks of `rows`
+    /// consecutive rows a block (None: cuda::sweep_chunk). The default:
+    /// measured faster than a launch per level on every matrix benched.
+    SyncFree { rows: Option<usize> },
+    /// One launch per dependency level.
     Levels,
 }
 
+impl Default for IluSweeps {
+    fn default() -> IluSweeps {
+        IluSweeps::SyncFree { rows: None }
+    }
+}
+
 impl IluSweeps {
-    /// The level-by-level sweeps (measured faster on the H100 for the large
-    /// grids, BENCHMARKS.md), or FEGPU_ILU_SWEEP=chunked with FEGPU_ILU_CHUNK
-    /// rows a chunk when set.
+    /// The default, FEGPU_ILU_CHUNK rows a chunk when set, or
+    /// FEGPU_ILU_SWEEP=levels for a launch per level.
     pub fn from_env() -> IluSweeps {
-        if std::env::var("FEGPU_ILU_SWEEP").is_ok_and(|v| v == "chunked") {
-            return IluSweeps::Chunked { rows: std::env::var("FEGPU_ILU_CHUNK").ok().and_then(|v| v.parse().ok()) };
+        if std::env::var("FEGPU_ILU_SWEEP").is_ok_and(|v| v == "levels") {
+            return IluSweeps::Levels;
         }
-        IluSweeps::Levels
+        IluSweeps::SyncFree { rows: std::env::var("FEGPU_ILU_CHUNK").ok().and_then(|v| v.parse().ok()) }
     }
 }
 
@@ -133,22 +138,6 @@ pub fn levels(p: &super::Pattern) -> Levels {
     Levels { lower_rows, lower_ptr, upper_rows, upper_ptr }
 }
 
-/// The rows of one triangular sweep cut into chunks of `chunk` consecutive
-/// rows (for the upper sweep counted from the last row), each chunk's rows
-/// grouped by their global dependency level: what the chunked device sweep
-/// walks, one block per chunk (kernels/sparse.cu).
-pub struct ChunkedLevels {
-    pub chunk: usize,
-    /// Rows, chunk by chunk, level by level, ascending inside a level.
-    pub rows: Vec<i32>,
-    /// Where each level starts in `rows` (all chunks' levels in turn, then the end).
-    pub level_ptr: Vec<i32>,
-    /// Where each chunk's first level is in `level_ptr` (then the level count).
-    pub chunk_level: Vec<i32>,
-    /// Each row's global level.
-    pub level_of: Vec<i32>,
-}
-
 /// Each row's dependency level in the lower (upper) sweep: one past its
 /// deepest lower (upper) neighbour.
 fn level_numbers(p: &super::Pattern, upper: bool) -> Vec<usize> {
@@ -167,41 +156,45 @@ fn level_numbers(p: &super::Pattern, upper: bool) -> Vec<usize> {
     level
 }
 
-/// The widest reach of a row to its lower or upper neighbours (the chunks
-/// are sized from it, so that most dependencies stay inside one).
-pub fn bandwidth(p: &super::Pattern) -> usize {
-    (0..p.nrows)
-        .map(|i| {
-            let (s, e) = (p.row_ptr[i] as usize, p.row_ptr[i + 1] as usize);
-            p.col[s..e].iter().map(|&k| (k as usize).abs_diff(i)).max().unwrap_or(0)
-        })
-        .max()
-        .unwrap_or(0)
+/// The rows of one triangular sweep as the synchronisation-free device
+/// sweep walks them: chunks of `chunk` consecutive rows (for the upper sweep
+/// counted from the last row), each chunk's rows grouped by their global
+/// dependency level, ascending inside a level. A row's neighbours then come
+/// in an earlier chunk or at an earlier level of its own.
+pub struct SweepOrder {
+    pub chunk: usize,
+    /// Rows, chunk by chunk, level by level.
+    pub order: Vec<i32>,
+    /// Where each level starts in `order` (all chunks' levels in turn, then the end).
+    pub level_ptr: Vec<i32>,
+    /// Where each chunk's first level is in `level_ptr` (then the level count).
+    pub chunk_level: Vec<i32>,
 }
 
-pub fn chunked_levels(p: &super::Pattern, chunk: usize, upper: bool) -> ChunkedLevels {
+impl SweepOrder {
+    /// The most rows of one level in one chunk (the block needs no more threads).
+    pub fn widest(&self) -> usize {
+        self.level_ptr.windows(2).map(|w| (w[1] - w[0]) as usize).max().unwrap_or(0)
+    }
+}
+
+pub fn sweep_order(p: &super::Pattern, chunk: usize, upper: bool) -> SweepOrder {
     let n = p.nrows;
     let chunk = chunk.clamp(1, n.max(1));
     let level = level_numbers(p, upper);
-    let mut out = ChunkedLevels {
-        chunk,
-        rows: Vec::with_capacity(n),
-        level_ptr: vec![0],
-        chunk_level: vec![0],
-        level_of: level.iter().map(|&l| l as i32).collect(),
-    };
+    let mut out = SweepOrder { chunk, order: Vec::with_capacity(n), level_ptr: vec![0], chunk_level: vec![0] };
     for c in 0..n.div_ceil(chunk) {
         let (lo, hi) =
             if upper { (n.saturating_sub((c + 1) * chunk), n - c * chunk) } else { (c * chunk, (c * chunk + chunk).min(n)) };
-        let mut rows: Vec<usize> = (lo..hi).collect();
-        rows.sort_by_key(|&i| (level[i], i));
-        for (j, &i) in rows.iter().enumerate() {
-            if j > 0 && level[i] != level[rows[j - 1]] {
-                out.level_ptr.push(out.rows.len() as i32);
+        let start = out.order.len();
+        out.order.extend((lo..hi).map(|i| i as i32));
+        out.order[start..].sort_by_key(|&i| (level[i as usize], i));
+        for j in start + 1..out.order.len() {
+            if level[out.order[j] as usize] != level[out.order[j - 1] as usize] {
+                out.level_ptr.push(j as i32);
             }
-            out.rows.push(i as i32);
         }
-        out.level_ptr.push(out.rows.len() as i32);
+        out.level_ptr.push(out.order.len() as i32);
         out.chunk_level.push(out.level_ptr.len() as i32 - 1);
     }
     out
@@ -766,7 +759,7 @@ fn device_sweeps(
     let lv = levels(p);
     let factor = cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?;
     if block > 1 {
-        // block rows sweep level by level or Jacobi-swept (the chunked sweeps are the CSR path's)
+        // block rows sweep level by level or Jacobi-swept (the synchronisation-free sweeps are the CSR path's)
         let rows = (p.nrows * block).max(1);
         return Ok(Some((
             factor,
@@ -785,12 +778,21 @@ fn device_sweeps(
     }
     let sweeps = match sweeps {
         IluSweeps::Levels => cuda::DeviceSweeps::Levels { upper: cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)? },
-        IluSweeps::Chunked { rows } => {
-            let chunk = rows.unwrap_or_else(|| cuda::sweep_chunk(p.nrows, bandwidth(p)));
-            cuda::DeviceSweeps::Chunked(Box::new((
-                cuda::DeviceSweep::new(g, &chunked_levels(p, chunk, false))?,
-                cuda::DeviceSweep::new(g, &chunked_levels(p, chunk, true))?,
-            )))
+        IluSweeps::SyncFree { rows } => {
+            let chunk = rows.unwrap_or_else(|| cuda::sweep_chunk(p.nrows)).clamp(1, p.nrows.max(1));
+            let most = g.info.shared_per_block / std::mem::size_of::<f64>();
+            if chunk > most {
+                return Err(Error::invalid(format!(
+                    "ILU(0) sweeps: chunks of {chunk} rows exceed a block's shared memory ({most} rows)"
+                )));
+            }
+            let mut y = g.alloc::<f64>(p.nrows.max(1))?;
+            g.fill_bytes(&mut y, 0xff)?; // pending (kernels/sparse.cu)
+            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps {
+                lower: cuda::DeviceSweep::new(g, &sweep_order(p, chunk, false))?,
+                upper: cuda::DeviceSweep::new(g, &sweep_order(p, chunk, true))?,
+                y,
+            }))
         }
     };
     Ok(Some((factor, sweeps)))

@@ -29,7 +29,7 @@ const USAGE: &str = "usage:
                              over the serial loop; pinned vs pageable uploads
   fegpu bench spmv [A.mtx]   SpMV on 7-point 128^3, 27-point 96^3 (and A): GB/s, fraction of copy
   fegpu bench solve [A.mtx]  CG / BiCGSTAB per iteration against the bytes-moved roofline
-  fegpu bench ilu [A.mtx]    ILU(0) on the device: chunked vs level-by-level vs Jacobi-swept triangles: apply, factor, solve
+  fegpu bench ilu [A.mtx]    ILU(0) on the device: sync-free vs level-by-level vs Jacobi-swept triangles: apply, factor, solve
   fegpu bench block          block CSR (2, 3, 4 unknowns a cell): SpMV vs the copy ceiling and CSR, block Jacobi / ILU(0)
   fegpu bench amg            AMG against Jacobi-CG and ILU(0)-BiCGSTAB: iterations, setup, re-setup, time to solution
   mpiexec -n N fegpu bench dist [--grid n] [--iterations k]

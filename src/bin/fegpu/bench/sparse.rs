@@ -172,13 +172,14 @@ fn ilu_solve(ctx: &Arc<Context>, a: &Arc<Csr>, precond: Precond, settings: Setti
     Ok((per_it, o.iterations, t.elapsed().as_secs_f64()))
 }
 
-/// `fegpu bench ilu [A.mtx]`: ILU(0) on the device, the chunked sweeps (one
-/// launch per sweep) against the level-by-level sweeps, and the approximate
+/// `fegpu bench ilu [A.mtx]`: ILU(0) on the device, the synchronisation-free
+/// sweeps (one launch per sweep) against the level-by-level sweeps, and the approximate
 /// variant whose triangular solves are 1, 2 or 3 Jacobi sweeps, in one run:
 /// the apply (both triangles) against the exact apply's bytes at the copy
 /// ceiling, the factorisation, and ILU(0)-BiCGSTAB per iteration and to 1e-8
-/// beside unpreconditioned BiCGSTAB. The two exact schedules' z must agree
-/// bit for bit.
+/// beside unpreconditioned BiCGSTAB. The exact schedules' z must agree
+/// bit for bit. FEGPU_BENCH_CHUNKS=1024,4096 adds the synchronisation-free
+/// sweeps at those chunk sizes; FEGPU_BENCH_QUICK=1 times the applies only.
 pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
     let (ctx, ceiling) = start("ilu")?;
     println!("apply bytes = 12 nnz (factors and columns) + 4 (n+1) + 4 n (diagonal) + 8 n (r) + 16 n (z out, in, out): the floor at the copy ceiling");
@@ -195,13 +196,18 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
         let r: Vec<f64> = (0..n).map(|i| 1.0 + ((i * 31) % 17) as f64 / 17.0).collect();
         let ra = Array::new(ctx.clone(), n, 1, Some(&r))?;
         let mut zs: Vec<Vec<f64>> = Vec::new();
-        let variants = [
-            ("chunked (1/sweep)", Precond::Ilu0, IluSweeps::Chunked { rows: None }),
-            ("levels", Precond::Ilu0, IluSweeps::Levels),
-            ("jacobi x1", Precond::Ilu0Jacobi { sweeps: 1 }, IluSweeps::Levels),
-            ("jacobi x2", Precond::Ilu0Jacobi { sweeps: 2 }, IluSweeps::Levels),
-            ("jacobi x3", Precond::Ilu0Jacobi { sweeps: 3 }, IluSweeps::Levels),
+        let mut variants = vec![
+            ("sync-free".to_string(), Precond::Ilu0, IluSweeps::SyncFree { rows: None }),
+            ("levels".to_string(), Precond::Ilu0, IluSweeps::Levels),
         ];
+        // FEGPU_BENCH_CHUNKS=4096,16384: the sync-free sweeps at those chunk sizes too
+        for rows in std::env::var("FEGPU_BENCH_CHUNKS").unwrap_or_default().split(',').filter_map(|c| c.parse().ok()) {
+            variants.push((format!("sync-free {rows}"), Precond::Ilu0, IluSweeps::SyncFree { rows: Some(rows) }));
+        }
+        let quick = std::env::var("FEGPU_BENCH_QUICK").is_ok(); // experiments: applies only
+        for k in (1..=3).filter(|_| !quick) {
+            variants.push((format!("jacobi x{k}"), Precond::Ilu0Jacobi { sweeps: k }, IluSweeps::Levels));
+        }
         for (label, precond, sweeps) in variants {
             let s = Solver::with_settings(
                 a.clone(),
@@ -213,7 +219,13 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
             let apply = time(&ctx, 20, || s.precondition(&ra, &za).map(|_| ()))?;
             let mut z = vec![0.0; n];
             za.download(0, &mut z, "z")?;
-            zs.push(z);
+            if precond == Precond::Ilu0 {
+                zs.push(z);
+            }
+            if quick {
+                println!("  {name:<18} {n:>8} {label:<17} {:>9.4} {:>9.4}", apply * 1e3, floor * 1e3);
+                continue;
+            }
             // the factorisation alone: new values (the same ones) make the next apply refactor
             a.update_values(&a.download_values()?)?;
             let factor = s.precondition(&ra, &za)?;
@@ -227,7 +239,11 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
                 solve * 1e3
             );
         }
-        let same = zs[0].iter().zip(&zs[1]).all(|(a, b)| a.to_bits() == b.to_bits());
+        let same = zs.iter().all(|z| z.iter().zip(&zs[0]).all(|(a, b)| a.to_bits() == b.to_bits()));
+        if quick {
+            println!("  (z of the exact schedules {})", if same { "bitwise equal" } else { "DIFFER" });
+            continue;
+        }
         let (b, x) = (Array::new(ctx.clone(), n, 1, Some(&r))?, Array::new(ctx.clone(), n, 1, Some(&vec![0.0; n]))?);
         let s = Solver::new(a.clone(), Method::Bicgstab, Precond::None)?;
         s.solve(&b, &x, 1e-30, 2)?;
@@ -235,7 +251,7 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
         let t = Instant::now();
         let (o, _, _) = s.solve(&b, &x, 1e-8, 20_000)?;
         println!(
-            "  {name:<18} {n:>8} {:<17} {:>9} {:>9} {:>10} {:>10} {:>7} {:>10.2}   (z of the two schedules {})",
+            "  {name:<18} {n:>8} {:<17} {:>9} {:>9} {:>10} {:>10} {:>7} {:>10.2}   (z of the exact schedules {})",
             "no precond",
             "-",
             "-",
@@ -245,6 +261,9 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
             t.elapsed().as_secs_f64() * 1e3,
             if same { "bitwise equal" } else { "DIFFER" }
         );
+    }
+    if std::env::var("FEGPU_BENCH_QUICK").is_ok() {
+        return Ok(());
     }
     small_systems(&ctx)
 }
