@@ -135,8 +135,7 @@ pub struct SyncFreeSweeps {
 /// Rows per chunk of the synchronisation-free sweeps (measured on the H100,
 /// BENCHMARKS.md): up to 8,192 rows the whole matrix is one chunk, one
 /// block, every hand-off in shared memory; larger ones take chunks of 1,024
-/// rows (on the 128³ and 96³ grids 1,024 beat 4,096 to 28,672: a block
-/// then waits for fewer rows of the chunk before it).
+/// rows (on the 128³ and 96³ grids 1,024 measured faster than 4,096 to 28,672).
 pub fn sweep_chunk(n: usize) -> usize {
     if n <= 8192 {
         n.max(1)
