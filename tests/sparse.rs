@@ -498,7 +498,6 @@ fn random_dominant(rng: &mut Rng, n: usize, per_row: usize) -> (Vec<i64>, Vec<i6
 /// an earlier level of its own, so no row waits for one taken after it.
 #[test]
 fn sweep_order_respects_every_dependency() {
-    use fegpu::sparse::solver::sweep_order;
     let mut rng = Rng::new(seed());
     let mut cases = vec![("laplacian7 9^3".to_string(), fegpu::sparse::gallery::laplacian7(9), 729)];
     for n in [1, 50, 777] {
@@ -506,9 +505,10 @@ fn sweep_order_respects_every_dependency() {
     }
     for (name, (rp, ci, _), n) in &cases {
         let p = fegpu::sparse::build_pattern(*n, *n, rp, ci, 0).unwrap();
+        let lv = fegpu::sparse::solver::levels(&p);
         for chunk in [1, 7, 64, *n, n + 5] {
             for upper in [false, true] {
-                let so = sweep_order(&p, chunk, upper);
+                let so = lv.sweep_order(chunk, upper);
                 let what = format!("{name}, chunk {chunk}, {}", if upper { "upper" } else { "lower" });
                 // (chunk, level) of each row, walking the chunks' levels as the kernel does
                 let mut at = vec![(usize::MAX, usize::MAX); *n];

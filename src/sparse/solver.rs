@@ -112,6 +112,9 @@ pub struct Levels {
     pub lower_ptr: Vec<usize>,
     pub upper_rows: Vec<i32>,
     pub upper_ptr: Vec<usize>,
+    /// Each row's level in the lower and the upper sweep.
+    pub lower_level: Vec<usize>,
+    pub upper_level: Vec<usize>,
 }
 
 fn group_by_level(level: &[usize]) -> (Vec<i32>, Vec<usize>) {
@@ -133,9 +136,10 @@ fn group_by_level(level: &[usize]) -> (Vec<i32>, Vec<usize>) {
 }
 
 pub fn levels(p: &super::Pattern) -> Levels {
-    let (lower_rows, lower_ptr) = group_by_level(&level_numbers(p, false));
-    let (upper_rows, upper_ptr) = group_by_level(&level_numbers(p, true));
-    Levels { lower_rows, lower_ptr, upper_rows, upper_ptr }
+    let (lower_level, upper_level) = (level_numbers(p, false), level_numbers(p, true));
+    let (lower_rows, lower_ptr) = group_by_level(&lower_level);
+    let (upper_rows, upper_ptr) = group_by_level(&upper_level);
+    Levels { lower_rows, lower_ptr, upper_rows, upper_ptr, lower_level, upper_level }
 }
 
 /// Each row's dependency level in the lower (upper) sweep: one past its
@@ -178,26 +182,30 @@ impl SweepOrder {
     }
 }
 
-pub fn sweep_order(p: &super::Pattern, chunk: usize, upper: bool) -> SweepOrder {
-    let n = p.nrows;
-    let chunk = chunk.clamp(1, n.max(1));
-    let level = level_numbers(p, upper);
-    let mut out = SweepOrder { chunk, order: Vec::with_capacity(n), level_ptr: vec![0], chunk_level: vec![0] };
-    for c in 0..n.div_ceil(chunk) {
-        let (lo, hi) =
-            if upper { (n.saturating_sub((c + 1) * chunk), n - c * chunk) } else { (c * chunk, (c * chunk + chunk).min(n)) };
-        let start = out.order.len();
-        out.order.extend((lo..hi).map(|i| i as i32));
-        out.order[start..].sort_by_key(|&i| (level[i as usize], i));
-        for j in start + 1..out.order.len() {
-            if level[out.order[j] as usize] != level[out.order[j - 1] as usize] {
-                out.level_ptr.push(j as i32);
+impl Levels {
+    /// The lower (upper) sweep's order for chunks of `chunk` rows, from the
+    /// level numbers already counted.
+    pub fn sweep_order(&self, chunk: usize, upper: bool) -> SweepOrder {
+        let level = if upper { &self.upper_level } else { &self.lower_level };
+        let n = level.len();
+        let chunk = chunk.clamp(1, n.max(1));
+        let mut out = SweepOrder { chunk, order: Vec::with_capacity(n), level_ptr: vec![0], chunk_level: vec![0] };
+        for c in 0..n.div_ceil(chunk) {
+            let (lo, hi) =
+                if upper { (n.saturating_sub((c + 1) * chunk), n - c * chunk) } else { (c * chunk, (c * chunk + chunk).min(n)) };
+            let start = out.order.len();
+            out.order.extend((lo..hi).map(|i| i as i32));
+            out.order[start..].sort_by_key(|&i| (level[i as usize], i));
+            for j in start + 1..out.order.len() {
+                if level[out.order[j] as usize] != level[out.order[j - 1] as usize] {
+                    out.level_ptr.push(j as i32);
+                }
             }
+            out.level_ptr.push(out.order.len() as i32);
+            out.chunk_level.push(out.level_ptr.len() as i32 - 1);
         }
-        out.level_ptr.push(out.order.len() as i32);
-        out.chunk_level.push(out.level_ptr.len() as i32 - 1);
+        out
     }
-    out
 }
 
 /// The Krylov work vectors, where the backend keeps them.
@@ -789,8 +797,8 @@ fn device_sweeps(
             let mut y = g.alloc::<f64>(p.nrows.max(1))?;
             g.fill_bytes(&mut y, 0xff)?; // pending (kernels/sparse.cu)
             cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps {
-                lower: cuda::DeviceSweep::new(g, &sweep_order(p, chunk, false))?,
-                upper: cuda::DeviceSweep::new(g, &sweep_order(p, chunk, true))?,
+                lower: cuda::DeviceSweep::new(g, &lv.sweep_order(chunk, false))?,
+                upper: cuda::DeviceSweep::new(g, &lv.sweep_order(chunk, true))?,
                 y,
             }))
         }
