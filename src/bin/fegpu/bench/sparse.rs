@@ -3,11 +3,12 @@
 //! same run, and the result checked against the CPU reference.
 
 use super::{describe, open_context, time};
-use fegpu::array::Array;
+use fegpu::array::{Array, Storage};
 use fegpu::context::Context;
 use fegpu::error::Result;
+use fegpu::gpu::{DeviceBuffer, Gpu};
 use fegpu::sparse::solver::{IluSweeps, Method, Precond, Settings, Solver};
-use fegpu::sparse::{self, cpu, cuda, gallery, Buffer, Csr};
+use fegpu::sparse::{self, cpu, cuda, gallery, Buffer, Csr, DevicePattern};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,6 +23,32 @@ pub fn matrices(real: Option<&std::path::Path>) -> Result<Vec<(String, usize, ga
         v.push((p.file_stem().unwrap_or_default().to_string_lossy().into_owned(), t.nrows, t.to_csr()?));
     }
     Ok(v)
+}
+
+/// A product's operands: x (also returned on the host) and y poisoned with NaN.
+fn product_operands(ctx: &Arc<Context>, n: usize) -> Result<(Vec<f64>, Array, Array)> {
+    let xh: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 / 1000.0).collect();
+    let x = Array::new(ctx.clone(), n, 1, Some(&xh))?;
+    let y = Array::new(ctx.clone(), n, 1, Some(&vec![f64::NAN; n]))?;
+    Ok((xh, x, y))
+}
+
+/// Runs `f` with A's pattern and values, x and y as they lie on the device,
+/// to time kernels directly; nothing on the CPU backend.
+fn on_device(
+    ctx: &Arc<Context>,
+    a: &Csr,
+    x: &Array,
+    y: &Array,
+    f: impl FnOnce(&Gpu, &DevicePattern, &DeviceBuffer<f64>, &DeviceBuffer<f64>, &DeviceBuffer<f64>) -> Result<()>,
+) -> Result<()> {
+    let (Some(g), Some(dp)) = (ctx.gpu(), a.device.as_ref()) else { return Ok(()) };
+    let vals = a.values();
+    let (gx, gy) = (x.lock(), y.lock());
+    match (&vals.data, &*gx, &*gy) {
+        (Buffer::Device(v), Storage::F64(Buffer::Device(xd)), Storage::F64(Buffer::Device(yd))) => f(g, dp, v, xd, yd),
+        _ => Ok(()),
+    }
 }
 
 fn make(ctx: &Arc<Context>, n: usize, (rp, ci, v): &gallery::CsrArrays) -> Result<Arc<Csr>> {
@@ -57,26 +84,16 @@ pub fn spmv(real: Option<&std::path::Path>) -> Result<()> {
     for (name, n, arrays) in matrices(real)? {
         let a = make(&ctx, n, &arrays)?;
         let nnz = a.pattern.nnz();
-        let xh: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 / 1000.0).collect();
-        let x = Array::new(ctx.clone(), n, 1, Some(&xh))?;
-        let y = Array::new(ctx.clone(), n, 1, Some(&vec![f64::NAN; n]))?;
+        let (xh, x, y) = product_operands(&ctx, n)?;
         let bytes = spmv_bytes(n, nnz);
         let mut rows = Vec::new();
-        if let (Some(g), Some(dp)) = (ctx.gpu(), a.device.as_ref()) {
-            let vals = a.values();
-            let (gx, gy) = (x.lock(), y.lock());
-            if let (
-                Buffer::Device(v),
-                fegpu::array::Storage::F64(Buffer::Device(xd)),
-                fegpu::array::Storage::F64(Buffer::Device(yd)),
-            ) = (&vals.data, &*gx, &*gy)
-            {
-                for tpr in [1u32, 2, 4, 8, 16, 32] {
-                    let t = time(&ctx, 20, || cuda::spmv_with(g, dp, tpr, n, v, 1.0, xd, 0.0, yd, None))?;
-                    rows.push((format!("tpr {tpr}"), t));
-                }
+        on_device(&ctx, &a, &x, &y, |g, dp, v, xd, yd| {
+            for tpr in [1u32, 2, 4, 8, 16, 32] {
+                let t = time(&ctx, 20, || cuda::spmv_with(g, dp, tpr, n, v, 1.0, xd, 0.0, yd, None))?;
+                rows.push((format!("tpr {tpr}"), t));
             }
-        }
+            Ok(())
+        })?;
         let t = time(&ctx, 20, || sparse::spmv(&a, 1.0, &x, 0.0, &y))?;
         rows.push((format!("default({})", a.device.as_ref().map_or(0, |d| d.threads_per_row)), t));
         // the timed result must be right
@@ -338,9 +355,7 @@ pub fn block() -> Result<()> {
         let (nb, nnzb) = (a.pattern.nrows, a.pattern.nnz());
         let rows = nb * k;
         let name = format!("{n}^3 x {k}");
-        let xh: Vec<f64> = (0..rows).map(|i| ((i * 7919) % 1000) as f64 / 1000.0).collect();
-        let x = Array::new(ctx.clone(), rows, 1, Some(&xh))?;
-        let y = Array::new(ctx.clone(), rows, 1, Some(&vec![f64::NAN; rows]))?;
+        let (xh, x, y) = product_operands(&ctx, rows)?;
         let bytes = (nnzb * (8 * k * k + 4) + 4 * (nb + 1) + 16 * nb * k) as f64;
         let report = |what: &str, t: f64, bytes: f64, iters: &str, solve: &str| {
             let gbs = bytes / t / 1e9;
@@ -350,21 +365,13 @@ pub fn block() -> Result<()> {
                 100.0 * gbs / ceiling
             );
         };
-        if let (Some(g), Some(dp)) = (ctx.gpu(), a.device.as_ref()) {
-            let vals = a.values();
-            let (gx, gy) = (x.lock(), y.lock());
-            if let (
-                Buffer::Device(v),
-                fegpu::array::Storage::F64(Buffer::Device(xd)),
-                fegpu::array::Storage::F64(Buffer::Device(yd)),
-            ) = (&vals.data, &*gx, &*gy)
-            {
-                for tpr in [1u32, 2, 4, 8] {
-                    let t = time(&ctx, 20, || sparse::block::cuda::spmv_lanes(g, dp, nb, k, tpr, v, 1.0, (xd, 0.0, yd), None))?;
-                    report(&format!("BSR SpMV, {tpr} lanes"), t, bytes, "", "");
-                }
+        on_device(&ctx, &a, &x, &y, |g, dp, v, xd, yd| {
+            for tpr in [1u32, 2, 4, 8] {
+                let t = time(&ctx, 20, || sparse::block::cuda::spmv_lanes(g, dp, nb, k, tpr, v, 1.0, (xd, 0.0, yd), None))?;
+                report(&format!("BSR SpMV, {tpr} lanes"), t, bytes, "", "");
             }
-        }
+            Ok(())
+        })?;
         let t = time(&ctx, 20, || sparse::spmv(&a, 1.0, &x, 0.0, &y))?;
         report("BSR SpMV (default)", t, bytes, "", "");
         let mut got = vec![0.0; rows];
