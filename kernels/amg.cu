@@ -60,3 +60,99 @@ extern "C" __global__ void __launch_bounds__(256) amg_dense(int n, const double*
     for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(0xffffffffu, s, off);
     if (lane == 0) x[row] = s;
 }
+
+// ---- The values-only re-setup on the device (src/amg/cuda.rs `refresh`):
+// the same numbers as src/amg/setup.rs `numbers`, on the kept patterns.
+
+// dinv[i] = 1 / a_ii, 0 where the diagonal is 0 or missing (diag[i] < 0:
+// rows left empty by dropped null-space columns); *bad = the first row whose
+// diagonal is 0, missing or not finite (INT_MAX: none).
+extern "C" __global__ void __launch_bounds__(256) amg_inverse_diagonal(int n, const int* __restrict__ diag,
+    const double* __restrict__ v, double* __restrict__ dinv, int* bad) {
+    GRID_STRIDE(i, n) {
+        const double d = diag[i] < 0 ? 0.0 : v[diag[i]];
+        if (d == 0.0 || !isfinite(d)) atomicMin(bad, (int)i);
+        dinv[i] = d == 0.0 ? 0.0 : 1.0 / d;
+    }
+}
+
+// Per row, s = sum_j |a_ij|; out = (s == 0 ? 0 : 1 / s) (l1-Jacobi's
+// scaling), or with `scale`: out = |scale_i| s (Gershgorin's row bounds).
+extern "C" __global__ void __launch_bounds__(256) amg_row_sums(int n, const int* __restrict__ rp,
+    const double* __restrict__ v, const double* __restrict__ scale, double* __restrict__ out) {
+    GRID_STRIDE(i, n) {
+        double s = 0.0;
+        for (int k = rp[i]; k < rp[i + 1]; ++k) s += fabs(v[k]);
+        out[i] = scale ? fabs(scale[i]) * s : (s == 0.0 ? 0.0 : 1.0 / s);
+    }
+}
+
+// Lanczos on D^-1/2 A D^-1/2 (s = sqrt(max(dinv, 0))):
+// mode 0: out = s x (the product's operand); mode 1: out = s out - beta x
+// (the product scaled back, less the previous vector); mode 2: out = x where
+// s > 0, 0 elsewhere (the start vector).
+extern "C" __global__ void __launch_bounds__(256) amg_lanczos(int n, int mode, const double* __restrict__ dinv,
+    const double* __restrict__ x, double beta, double* __restrict__ out) {
+    GRID_STRIDE(i, n) {
+        const double s = sqrt(fmax(dinv[i], 0.0));
+        out[i] = mode == 0 ? s * x[i] : mode == 1 ? s * out[i] - beta * x[i] : (s == 0.0 ? 0.0 : x[i]);
+    }
+}
+
+// C's values = A B on C's kept pattern (sorted columns), a warp per row of
+// C: A's entries in order, the lanes over B's row, each product added where
+// a binary search finds its column. Within one entry of A the lanes write
+// distinct columns, and __syncwarp orders the entries, so every sum runs in
+// the host's order (src/amg/host.rs product_values) without atomics.
+extern "C" __global__ void __launch_bounds__(256) amg_product(int n, const int* __restrict__ arp,
+    const int* __restrict__ aci, const double* __restrict__ av, const int* __restrict__ brp,
+    const int* __restrict__ bci, const double* __restrict__ bv, const int* __restrict__ crp,
+    const int* __restrict__ cci, double* cv) {
+    const i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (row >= n) return;
+    const int c0 = crp[row], c1 = crp[row + 1];
+    for (int k = c0 + lane; k < c1; k += 32) cv[k] = 0.0;
+    __syncwarp();
+    for (int ka = arp[row]; ka < arp[row + 1]; ++ka) {
+        const double aik = av[ka];
+        const int r = aci[ka];
+        for (int kb = brp[r] + lane; kb < brp[r + 1]; kb += 32) {
+            const int j = bci[kb];
+            int lo = c0, hi = c1 - 1;
+            while (lo < hi) {
+                const int mid = (lo + hi) >> 1;
+                if (cci[mid] < j) lo = mid + 1;
+                else hi = mid;
+            }
+            cv[lo] += aik * bv[kb];
+        }
+        __syncwarp();
+    }
+}
+
+// P = T - omega D^-1 A T on A T's pattern (t_at: T's value at each entry).
+extern "C" __global__ void __launch_bounds__(256) amg_prolongator(int n, const int* __restrict__ rp,
+    const double* __restrict__ t_at, const double* __restrict__ at, const double* __restrict__ dinv, double omega,
+    double* __restrict__ p) {
+    GRID_STRIDE(i, n) {
+        const double w = omega * dinv[i];
+        for (int k = rp[i]; k < rp[i + 1]; ++k) p[k] = t_at[k] - w * at[k];
+    }
+}
+
+// *first = the first entry k (in storage order) where A differs from A^T by
+// more than rounding, 1e-10 of row i's largest entry (src/amg/setup.rs
+// asymmetry); mirror[k]: the entry of (j, i).
+extern "C" __global__ void __launch_bounds__(256) amg_asymmetry(int n, const int* __restrict__ rp,
+    const double* __restrict__ v, const int* __restrict__ mirror, int* first) {
+    GRID_STRIDE(i, n) {
+        double scale = 0.0;
+        for (int k = rp[i]; k < rp[i + 1]; ++k) scale = fmax(scale, fabs(v[k]));
+        for (int k = rp[i]; k < rp[i + 1]; ++k)
+            if (fabs(v[k] - v[mirror[k]]) > 1e-10 * scale) {
+                atomicMin(first, k);
+                break;
+            }
+    }
+}

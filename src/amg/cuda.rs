@@ -4,10 +4,17 @@
 //! stays valid), then per level one kernel per smoothing step
 //! (kernels/amg.cu), the residual, restriction and prolongation by SpMV,
 //! and the coarsest solve as a dense product.
+//!
+//! The values-only re-setup also runs here (`refresh`): the finest values
+//! stay on the device, and every level's numbers are redone on the kept
+//! patterns by kernels (the diagonal, Lanczos through the device SpMV, the
+//! Galerkin products a warp per row); only the coarsest matrix, a few
+//! thousand rows at most, comes to the host to be inverted.
 
-use super::{Hierarchy, Mat};
-use crate::array::cuda::BLOCK;
-use crate::error::Result;
+use super::setup::{asymmetry, check_finest, coarse_inverse, coefficients, needs_rho, omega, Phases, LANCZOS_STEPS};
+use super::{host, Hierarchy, Mat, Smoother};
+use crate::array::cuda::{amax, gather, grid_for, update, Reduce, BLOCK};
+use crate::error::{Error, Result};
 use crate::gpu::{arg_or_null, DeviceBuffer, Gpu, KernelArg};
 use crate::sparse::cuda::{spmv_blocks, spmv_with, threads_per_row, upload};
 use crate::sparse::DevicePattern;
@@ -43,6 +50,10 @@ impl DeviceCsr {
         })
     }
 
+    fn matrix(&self) -> LevelMatrix<'_> {
+        LevelMatrix { pattern: &self.pattern, values: &self.values }
+    }
+
     /// y = alpha M x + beta y.
     fn spmv(
         &self,
@@ -70,11 +81,35 @@ struct DeviceLevel {
     residual: DeviceBuffer<f64>,
 }
 
+/// What the re-setup on the device reads of a level beyond the V-cycle's data.
+struct LevelNumbers {
+    /// Each row's diagonal entry (-1: none).
+    diag: DeviceBuffer<i32>,
+    dinv: DeviceBuffer<f64>,
+    /// Lanczos' start vector (empty where rho is not needed).
+    start: DeviceBuffer<f64>,
+    transfer: Option<TransferNumbers>,
+}
+
+/// A transfer's kept structure: T, A T and T's value at each of its
+/// entries (with prolongator smoothing), R's source entries in P, A P.
+struct TransferNumbers {
+    smoothing: Option<(DeviceCsr, DeviceCsr, DeviceBuffer<f64>)>,
+    r_from: DeviceBuffer<i32>,
+    ap: DeviceCsr,
+}
+
 pub struct DeviceHierarchy {
     levels: Vec<DeviceLevel>,
     /// Every level's (c1, c2) per step, MAX_STEPS pairs a level.
     coefficients: DeviceBuffer<f64>,
     coarse_inverse: Option<DeviceBuffer<f64>>,
+    numbers: Vec<LevelNumbers>,
+    /// The finest matrix's transposed entry of each entry (symmetric pattern).
+    mirror: Option<DeviceBuffer<i32>>,
+    reduce: Reduce,
+    /// A first failing row or entry, reported by a kernel.
+    first: DeviceBuffer<i32>,
 }
 
 fn coefficient_table(h: &Hierarchy) -> Vec<f64> {
@@ -104,35 +139,256 @@ impl DeviceHierarchy {
                 residual: g.zeros(n.max(1))?,
             });
         }
+        let smooth = h.options.smooth_prolongator;
+        let mut numbers = Vec::with_capacity(h.levels.len());
+        for level in &h.levels {
+            let a = &level.a;
+            let diag: Vec<i32> =
+                (0..a.nrows).map(|i| a.row(i).find(|&k| a.ci[k] as usize == i).map_or(-1, |k| k as i32)).collect();
+            let rho = needs_rho(h.smoother, smooth, level.transfer.is_some());
+            numbers.push(LevelNumbers {
+                diag: upload(g, &diag)?,
+                dinv: g.zeros(a.nrows.max(1))?,
+                start: upload(g, &if rho { host::lanczos_start(a.nrows) } else { Vec::new() })?,
+                transfer: level
+                    .transfer
+                    .as_ref()
+                    .map(|tr| -> Result<TransferNumbers> {
+                        let smoothing = if smooth {
+                            Some((DeviceCsr::new(g, &tr.tentative)?, DeviceCsr::new(g, &tr.at)?, upload(g, &tr.t_at)?))
+                        } else {
+                            None
+                        };
+                        let r_from: Vec<i32> = tr.r_from.iter().map(|&k| k as i32).collect();
+                        Ok(TransferNumbers { smoothing, r_from: upload(g, &r_from)?, ap: DeviceCsr::new(g, &tr.ap)? })
+                    })
+                    .transpose()?,
+            });
+        }
+        let mirror: Option<Vec<i32>> = h.mirror.as_ref().map(|m| m.iter().map(|&k| k as i32).collect());
         Ok(DeviceHierarchy {
             levels,
             coefficients: upload(g, &coefficient_table(h))?,
             coarse_inverse: h.coarse_inverse.as_ref().map(|inv| upload(g, inv)).transpose()?,
+            numbers,
+            mirror: mirror.map(|m| upload(g, &m)).transpose()?,
+            reduce: Reduce::new(g)?,
+            first: g.alloc(1)?,
         })
     }
 
-    /// Writes a re-setup's numbers into the same buffers (same sizes: the
-    /// patterns did not change).
-    pub fn refresh(&mut self, g: &Gpu, h: &Hierarchy) -> Result<()> {
-        for (level, dl) in h.levels.iter().zip(&mut self.levels) {
-            if let Some(a) = &mut dl.a {
-                g.upload(&level.a.v, &mut a.values, 0)?;
+    /// The values-only re-setup for new finest values `values` (on
+    /// `pattern`, the solver's own, already on the device): the numbers of
+    /// setup.rs `refresh`, computed here and written into the same buffers,
+    /// so a captured graph stays valid. The host hierarchy keeps the
+    /// structure and takes the new scalars (rho, the smoother's
+    /// coefficients, the asymmetry, the coarsest inverse); its other
+    /// numbers are those of its last host setup. A matrix the setup would
+    /// refuse is refused with the host's message.
+    pub fn refresh(&mut self, g: &Gpu, h: &mut Hierarchy, pattern: &DevicePattern, values: &DeviceBuffer<f64>) -> Result<()> {
+        let mut clock = Phases::start();
+        let DeviceHierarchy { levels, coefficients: table, coarse_inverse: inverse, numbers, mirror, reduce, first } = self;
+        let fine = &h.levels[0].a;
+        // the values are finite: Csr::update_values checks them on entry
+        let asym = match (&*mirror, &h.mirror) {
+            (Some(dm), Some(m)) => {
+                let found = first_of(g, first, "amg_asymmetry", fine.nrows, &[&pattern.row_ptr], &[values], Some(dm))?;
+                match found {
+                    None => None,
+                    Some(k) => {
+                        let (mut aij, mut aji) = ([0.0], [0.0]);
+                        g.download(values, k, &mut aij)?;
+                        g.download(values, m[k] as usize, &mut aji)?;
+                        let i = fine.rp.partition_point(|&p| p as usize <= k) - 1;
+                        Some((i, fine.ci[k] as usize, aij[0], aji[0]))
+                    }
+                }
             }
-            if let (Some(tr), Some(p), Some(r)) = (&level.transfer, &mut dl.p, &mut dl.r) {
-                g.upload(&tr.p.v, &mut p.values, 0)?;
-                g.upload(&tr.r.v, &mut r.values, 0)?;
+            _ => asymmetry(&on_host(g, fine, values)?, None),
+        };
+        clock.lap("device checks");
+        let (smoother, smooth, symmetric) = (h.smoother, h.options.smooth_prolongator, asym.is_none());
+        for l in 0..h.levels.len() {
+            let n = h.levels[l].a.nrows;
+            let (dl, numbers) = (&levels[l], &numbers[l]);
+            let a = match &dl.a {
+                Some(a) => a.matrix(),
+                None => LevelMatrix { pattern, values },
+            };
+            let bad = first_of(g, first, "amg_inverse_diagonal", n, &[&numbers.diag], &[a.values, &numbers.dinv], None)?;
+            if l == 0 && bad.is_some() {
+                return Err(refused(g, &h.levels[0].a, values));
             }
-            g.upload(&level.smoother_inverse, &mut dl.inverse, 0)?;
+            let has_transfer = numbers.transfer.is_some();
+            let rho = match (needs_rho(smoother, smooth, has_transfer), symmetric) {
+                (false, _) => 0.0,
+                (true, true) => lanczos(g, reduce, dl, numbers, &a)?,
+                (true, false) => {
+                    row_sums(g, n, &a, Some(&numbers.dinv), &dl.d)?;
+                    amax(g, n, &dl.d)?
+                }
+            };
+            match smoother {
+                Smoother::Chebyshev { .. } => update(g, n, &dl.inverse, 1.0, &numbers.dinv, 0.0, None, 0.0)?,
+                Smoother::L1Jacobi { .. } => row_sums(g, n, &a, None, &dl.inverse)?,
+            }
+            h.levels[l].spectral_radius = rho;
+            h.levels[l].coefficients = coefficients(smoother, rho);
+            let (Some(tn), Some(p), Some(r)) = (&numbers.transfer, &dl.p, &dl.r) else { continue };
+            if let Some((t, at, t_at)) = &tn.smoothing {
+                product(g, n, &a, &t.matrix(), &at.matrix())?;
+                let f = g.kernel("amg", SOURCE, "amg_prolongator")?;
+                let (n32, w) = (n as i32, omega(rho));
+                let mut la = g.launcher(&f);
+                la.arg(&n32).arg(&at.pattern.row_ptr).arg(t_at).arg(&at.values).arg(&numbers.dinv).arg(&w).arg(&p.values);
+                g.launch("amg_prolongator", la, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)?;
+            }
+            gather(g, tn.r_from.len(), &p.values, &tn.r_from, &r.values)?;
+            product(g, n, &a, &p.matrix(), &tn.ap.matrix())?;
+            let next = levels[l + 1].a.as_ref().expect("coarse levels keep their matrix");
+            product(g, r.nrows, &r.matrix(), &tn.ap.matrix(), &next.matrix())?;
         }
-        g.upload(&coefficient_table(h), &mut self.coefficients, 0)?;
-        match (&h.coarse_inverse, &mut self.coarse_inverse) {
-            (Some(inv), Some(d)) => g.upload(inv, d, 0)?,
-            (None, None) => {}
-            // the coarsest level's size is fixed by the kept structure
-            _ => return Err(crate::error::Error::internal("AMG: the coarsest solve changed kind on a re-setup")),
+        g.upload(&coefficient_table(h), table, 0)?;
+        clock.lap("device values");
+        if let Some(d) = inverse {
+            // the coarsest matrix (a few thousand rows at most) is inverted on the host
+            let last = h.levels.len() - 1;
+            let coarsest = match &levels[last].a {
+                Some(a) => &a.values,
+                None => values,
+            };
+            let mut v = std::mem::take(&mut h.levels[last].a.v);
+            g.download(coarsest, 0, &mut v)?;
+            h.levels[last].a.v = v;
+            let inv = coarse_inverse(h)?.expect("the coarsest level is inverted densely");
+            g.upload(&inv, d, 0)?;
+            h.coarse_inverse = Some(inv);
         }
-        g.synchronize("AMG re-setup")
+        g.synchronize("AMG re-setup")?;
+        clock.lap("coarsest inverse");
+        h.asymmetry = asym;
+        h.phases = clock.0;
+        Ok(())
     }
+}
+
+/// The finest matrix with its values from the device.
+fn on_host(g: &Gpu, fine: &Mat, values: &DeviceBuffer<f64>) -> Result<Mat> {
+    let mut v = vec![0.0; fine.nnz()];
+    g.download(values, 0, &mut v)?;
+    Ok(Mat { nrows: fine.nrows, ncols: fine.ncols, rp: fine.rp.clone(), ci: fine.ci.clone(), v })
+}
+
+/// The host setup's message for finest values a device check refused.
+fn refused(g: &Gpu, fine: &Mat, values: &DeviceBuffer<f64>) -> Error {
+    match on_host(g, fine, values) {
+        Ok(a) => check_finest(&a).err().unwrap_or_else(|| Error::internal("AMG: a device check refused what the host's passes")),
+        Err(e) => e,
+    }
+}
+
+/// Launches a kernel over n rows with arguments (n, `ints`..., `reals`...,
+/// `last_int`, first) that
+/// reports a first failing row or entry through `first` (armed at
+/// i32::MAX here); returns it, if any.
+fn first_of(
+    g: &Gpu,
+    first: &mut DeviceBuffer<i32>,
+    kernel: &'static str,
+    n: usize,
+    ints: &[&DeviceBuffer<i32>],
+    reals: &[&DeviceBuffer<f64>],
+    last_int: Option<&DeviceBuffer<i32>>,
+) -> Result<Option<usize>> {
+    g.upload(&[i32::MAX], first, 0)?;
+    let f = g.kernel("amg", SOURCE, kernel)?;
+    let n32 = n as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&n32);
+    for a in ints {
+        l.arg(*a);
+    }
+    for v in reals {
+        l.arg(*v);
+    }
+    if let Some(a) = last_int {
+        l.arg(a);
+    }
+    l.arg(&*first);
+    g.launch(kernel, l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)?;
+    let mut found = [0i32];
+    g.download(first, 0, &mut found)?;
+    Ok((found[0] != i32::MAX).then_some(found[0] as usize))
+}
+
+/// rho(D^-1 A) of a level by LANCZOS_STEPS Lanczos steps on the
+/// device from the host's start vector: host.rs
+/// `spectral_radius_symmetric`, step for step, over the level's V-cycle
+/// scratch vectors.
+fn lanczos(g: &Gpu, reduce: &mut Reduce, dl: &DeviceLevel, numbers: &LevelNumbers, a: &LevelMatrix) -> Result<f64> {
+    let n = numbers.start.len();
+    if n == 0 {
+        return Ok(0.0);
+    }
+    let step = |mode: i32, x: &DeviceBuffer<f64>, beta: f64, out: &DeviceBuffer<f64>| -> Result<()> {
+        let f = g.kernel("amg", SOURCE, "amg_lanczos")?;
+        let n32 = n as i32;
+        let mut la = g.launcher(&f);
+        la.arg(&n32).arg(&mode).arg(&numbers.dinv).arg(x).arg(&beta).arg(out);
+        g.launch("amg_lanczos", la, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
+    };
+    // v, the previous v, w and the product's operand
+    let scratch = [&dl.x[0], &dl.x[1], &dl.d, &dl.residual];
+    let (mut v, mut prev, w, sv) = (0, 1, scratch[2], scratch[3]);
+    step(2, &numbers.start, 0.0, w)?;
+    let nv = reduce.dots(g, n, w, w, None)?.0.sqrt();
+    if nv == 0.0 {
+        return Ok(0.0);
+    }
+    update(g, n, scratch[v], 1.0 / nv, w, 0.0, None, 0.0)?;
+    update(g, n, scratch[prev], 0.0, w, 0.0, None, 0.0)?;
+    let (mut alpha, mut beta) = (Vec::new(), Vec::new());
+    let mut beta_prev = 0.0;
+    for _ in 0..LANCZOS_STEPS.min(n) {
+        step(0, scratch[v], 0.0, sv)?;
+        spmv_with(g, a.pattern, a.pattern.threads_per_row, n, a.values, 1.0, sv, 0.0, w, None)?;
+        step(1, scratch[prev], beta_prev, w)?;
+        let al = reduce.dots(g, n, w, scratch[v], None)?.0;
+        update(g, n, w, -al, scratch[v], 0.0, None, 1.0)?;
+        alpha.push(al);
+        let b = reduce.dots(g, n, w, w, None)?.0.sqrt();
+        if b <= 1e-12 * al.abs().max(1e-300) {
+            break;
+        }
+        beta.push(b);
+        beta_prev = b;
+        std::mem::swap(&mut prev, &mut v);
+        update(g, n, scratch[v], 1.0 / b, w, 0.0, None, 0.0)?;
+    }
+    beta.truncate(alpha.len().saturating_sub(1));
+    Ok(host::tridiagonal_max(&alpha, &beta))
+}
+
+/// out = the l1 inverse (1 / sum_j |a_ij|) or, with `scale`, |scale_i| sum_j |a_ij|.
+fn row_sums(g: &Gpu, n: usize, a: &LevelMatrix, scale: Option<&DeviceBuffer<f64>>, out: &DeviceBuffer<f64>) -> Result<()> {
+    let f = g.kernel("amg", SOURCE, "amg_row_sums")?;
+    let n32 = n as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&n32).arg(&a.pattern.row_ptr).arg(a.values);
+    arg_or_null(&mut l, scale);
+    l.arg(out);
+    g.launch("amg_row_sums", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
+}
+
+/// C's values = A B on C's kept pattern; A has n rows.
+fn product(g: &Gpu, n: usize, a: &LevelMatrix, b: &LevelMatrix, c: &LevelMatrix) -> Result<()> {
+    let f = g.kernel("amg", SOURCE, "amg_product")?;
+    let n32 = n as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&n32).arg(&a.pattern.row_ptr).arg(&a.pattern.col).arg(a.values);
+    l.arg(&b.pattern.row_ptr).arg(&b.pattern.col).arg(b.values);
+    l.arg(&c.pattern.row_ptr).arg(&c.pattern.col).arg(c.values);
+    g.launch("amg_product", l, ((n * 32).div_ceil(BLOCK as usize).max(1) as u32, 1, 1), (BLOCK, 1, 1), 0)
 }
 
 /// The matrix of a level: the solver's own on level 0.

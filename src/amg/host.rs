@@ -171,7 +171,7 @@ pub fn product(a: &Mat, b: &Mat) -> Mat {
 
 /// The largest eigenvalue of the symmetric tridiagonal matrix (alpha on the
 /// diagonal, beta off it), by bisection on the Sturm sequence count.
-fn tridiagonal_max(alpha: &[f64], beta: &[f64]) -> f64 {
+pub(super) fn tridiagonal_max(alpha: &[f64], beta: &[f64]) -> f64 {
     let m = alpha.len();
     let radius = |i: usize| beta.get(i.wrapping_sub(1)).map_or(0.0, |b| b.abs()) + beta.get(i).map_or(0.0, |b| b.abs());
     let (mut lo, mut hi) =
@@ -202,6 +202,20 @@ fn tridiagonal_max(alpha: &[f64], beta: &[f64]) -> f64 {
     hi
 }
 
+/// Lanczos' fixed start vector, entries in [0.5, 1.5) (zeroed where D^-1
+/// is, by its user): the same on the host and the device.
+pub(super) fn lanczos_start(n: usize) -> Vec<f64> {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    (0..n)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64 + 0.5
+        })
+        .collect()
+}
+
 /// The spectral radius of D^-1 A for a symmetric A with positive diagonal
 /// (`dinv` = D^-1, 0 on empty rows): the largest Ritz value of `steps`
 /// Lanczos steps on D^-1/2 A D^-1/2, from a fixed start (so a re-setup with
@@ -212,19 +226,8 @@ pub fn spectral_radius_symmetric(a: &Mat, dinv: &[f64], steps: usize) -> f64 {
         return 0.0;
     }
     let s: Vec<f64> = dinv.iter().map(|d| d.max(0.0).sqrt()).collect();
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut v: Vec<f64> = (0..n)
-        .map(|i| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            if s[i] == 0.0 {
-                0.0
-            } else {
-                (seed >> 11) as f64 / (1u64 << 53) as f64 + 0.5
-            }
-        })
-        .collect();
+    let mut v = lanczos_start(n);
+    v.iter_mut().zip(&s).for_each(|(v, s)| *v = if *s == 0.0 { 0.0 } else { *v });
     let norm = |v: &[f64]| v.par_iter().map(|x| x * x).sum::<f64>().sqrt();
     let nv = norm(&v);
     if nv == 0.0 {

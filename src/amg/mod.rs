@@ -141,7 +141,8 @@ pub struct Hierarchy {
     /// Each finest entry's transposed entry, when the pattern is symmetric.
     mirror: Option<Vec<u32>>,
     pub options: Options,
-    /// Seconds per phase of the last setup or re-setup on the host.
+    /// Seconds per phase of the last setup or re-setup (on the device when
+    /// its solver runs there).
     pub phases: Vec<(&'static str, f64)>,
 }
 
@@ -172,7 +173,7 @@ impl Hierarchy {
             self.smoother.name(),
             if self.coarse_inverse.is_some() { "dense inverse" } else { "smoothed" },
         );
-        s += "  last (re-)setup on the host:";
+        s += "  last (re-)setup:";
         for (phase, secs) in &self.phases {
             s += &format!(" {phase} {:.1} ms,", secs * 1e3);
         }

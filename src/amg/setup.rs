@@ -14,7 +14,7 @@ use rayon::prelude::*;
 /// the coarsest level is smoothed instead.
 const DENSE_LIMIT: usize = 4096;
 /// Lanczos steps for rho(D^-1 A).
-const LANCZOS_STEPS: usize = 20;
+pub(super) const LANCZOS_STEPS: usize = 20;
 /// The Chebyshev interval is [CHEBYSHEV_TOP rho / CHEBYSHEV_RATIO, CHEBYSHEV_TOP
 /// rho]: it damps the upper part of the spectrum (hypre's default fraction
 /// is 0.3; pyamg's 1/30 cost 14 iterations against 8 on the 7-point
@@ -23,13 +23,13 @@ const CHEBYSHEV_RATIO: f64 = 5.0;
 const CHEBYSHEV_TOP: f64 = 1.1;
 
 /// Seconds spent per phase of a setup, in the order first met.
-struct Phases(Vec<(&'static str, f64)>, std::time::Instant);
+pub(super) struct Phases(pub(super) Vec<(&'static str, f64)>, std::time::Instant);
 
 impl Phases {
-    fn start() -> Phases {
+    pub(super) fn start() -> Phases {
         Phases(Vec::new(), std::time::Instant::now())
     }
-    fn lap(&mut self, phase: &'static str) {
+    pub(super) fn lap(&mut self, phase: &'static str) {
         let now = std::time::Instant::now();
         let dt = (now - self.1).as_secs_f64();
         self.1 = now;
@@ -120,7 +120,7 @@ pub fn asymmetry(a: &Mat, mirror: Option<&[u32]>) -> Option<(usize, usize, f64, 
 
 /// Refuses a finest matrix AMG cannot work on: not square, an empty row,
 /// a missing or zero diagonal, a value that is not finite.
-fn check_finest(a: &Mat) -> Result<()> {
+pub(super) fn check_finest(a: &Mat) -> Result<()> {
     if a.nrows != a.ncols {
         return Err(Error::size(format!("A is {} x {}: AMG needs a square matrix", a.nrows, a.ncols)));
     }
@@ -341,9 +341,8 @@ fn tentative(agg: &[i32], naggs: usize, bs: usize, b: &[f64], k: usize) -> (Mat,
     (t, coarse)
 }
 
-/// The smoother's scaling and step coefficients for `a`, with rho(D^-1 A)
-/// (`rho`) where Chebyshev needs it.
-fn smoother_of(a: &Mat, smoother: Smoother, dinv: &[f64], rho: f64) -> (Vec<f64>, Vec<[f64; 2]>) {
+/// The smoother's step coefficients (c1, c2) for rho(D^-1 A) = `rho`.
+pub(super) fn coefficients(smoother: Smoother, rho: f64) -> Vec<[f64; 2]> {
     match smoother {
         Smoother::Chebyshev { degree } => {
             let (top, bottom) = (CHEBYSHEV_TOP * rho, CHEBYSHEV_TOP * rho / CHEBYSHEV_RATIO);
@@ -356,23 +355,45 @@ fn smoother_of(a: &Mat, smoother: Smoother, dinv: &[f64], rho: f64) -> (Vec<f64>
                 coef.push([rho_k * rho_prev, 2.0 * rho_k / half]);
                 rho_prev = rho_k;
             }
-            (dinv.to_vec(), coef)
+            coef
         }
-        Smoother::L1Jacobi { sweeps } => {
-            let inv = (0..a.nrows)
-                .into_par_iter()
-                .map(|i| {
-                    let s: f64 = a.row(i).map(|k| a.v[k].abs()).sum();
-                    if s == 0.0 {
-                        0.0
-                    } else {
-                        1.0 / s
-                    }
-                })
-                .collect();
-            (inv, vec![[0.0, 1.0]; sweeps])
-        }
+        Smoother::L1Jacobi { sweeps } => vec![[0.0, 1.0]; sweeps],
     }
+}
+
+/// Whether a level's numbers need rho(D^-1 A): for Chebyshev, and for
+/// smoothing a transfer's prolongator.
+pub(super) fn needs_rho(smoother: Smoother, smooth: bool, has_transfer: bool) -> bool {
+    matches!(smoother, Smoother::Chebyshev { .. }) || (smooth && has_transfer)
+}
+
+/// The prolongator smoothing's weight, 4 / (3 rho).
+pub(super) fn omega(rho: f64) -> f64 {
+    if rho > 0.0 {
+        4.0 / (3.0 * rho)
+    } else {
+        0.0
+    }
+}
+
+/// The smoother's scaling and step coefficients for `a`, with rho(D^-1 A)
+/// (`rho`) where Chebyshev needs it.
+fn smoother_of(a: &Mat, smoother: Smoother, dinv: &[f64], rho: f64) -> (Vec<f64>, Vec<[f64; 2]>) {
+    let inverse = match smoother {
+        Smoother::Chebyshev { .. } => dinv.to_vec(),
+        Smoother::L1Jacobi { .. } => (0..a.nrows)
+            .into_par_iter()
+            .map(|i| {
+                let s: f64 = a.row(i).map(|k| a.v[k].abs()).sum();
+                if s == 0.0 {
+                    0.0
+                } else {
+                    1.0 / s
+                }
+            })
+            .collect(),
+    };
+    (inverse, coefficients(smoother, rho))
 }
 
 /// rho(D^-1 A): Lanczos for a symmetric hierarchy, the Gershgorin bound otherwise.
@@ -390,7 +411,7 @@ fn prolongator_values(tr: &mut Transfer, dinv: &[f64], rho: f64, smooth: bool) {
         tr.p.v.copy_from_slice(&tr.tentative.v);
         return;
     }
-    let omega = if rho > 0.0 { 4.0 / (3.0 * rho) } else { 0.0 };
+    let omega = omega(rho);
     let (at, t_at) = (&tr.at, &tr.t_at);
     for_each_row_mut(&at.rp, &mut tr.p.v, |i, row| {
         let s = at.rp[i] as usize;
@@ -402,7 +423,7 @@ fn prolongator_values(tr: &mut Transfer, dinv: &[f64], rho: f64, smooth: bool) {
 /// smoother, P, R and A P (the next level's matrix is R (A P)).
 fn numbers(level: &mut Level, smoother: Smoother, symmetric: bool, smooth: bool) {
     let dinv = inverse_diagonal(&level.a);
-    let needs_rho = matches!(smoother, Smoother::Chebyshev { .. }) || (smooth && level.transfer.is_some());
+    let needs_rho = needs_rho(smoother, smooth, level.transfer.is_some());
     let rho = if needs_rho { spectral_radius(&level.a, &dinv, symmetric) } else { 0.0 };
     level.spectral_radius = rho;
     (level.smoother_inverse, level.coefficients) = smoother_of(&level.a, smoother, &dinv, rho);
@@ -530,7 +551,7 @@ pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
 }
 
 /// The dense inverse of the coarsest matrix, when it is small enough.
-fn coarse_inverse(h: &Hierarchy) -> Result<Option<Vec<f64>>> {
+pub(super) fn coarse_inverse(h: &Hierarchy) -> Result<Option<Vec<f64>>> {
     let a = &h.levels.last().expect("a hierarchy has a level").a;
     let n = a.nrows;
     if n > DENSE_LIMIT {

@@ -123,6 +123,9 @@ pub fn build_pattern<I: Index>(nrows: usize, ncols: usize, row_ptr: &[I], col: &
             col.len()
         )));
     }
+    if row_ptr.len() <= nrows {
+        return Err(Error::size(format!("row_ptr has {} entries: needs nrows + 1 = {}", row_ptr.len(), nrows + 1)));
+    }
     let rp0 = |r: usize| row_ptr[r].to_i64() - base;
     if rp0(0) != 0 {
         return Err(Error::invalid(format!(

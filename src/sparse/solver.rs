@@ -503,7 +503,7 @@ impl Solver {
                 }
                 _ => return Err(crate::array::mixed_backends()),
             },
-            Precond::Amg => self.build_amg(st, &self.csr.values_on_host(&vals.data)?)?,
+            Precond::Amg => self.build_amg(st, &vals.data)?,
         }
         if let Some(ts) = &mut st.transposed {
             ts.t.refresh(&vals.data)?;
@@ -620,19 +620,37 @@ impl Solver {
     }
 
     /// AMG's setup from the finest values (on the host), or its values-only
-    /// re-setup when a hierarchy exists; the device copy follows. CG needs a
-    /// symmetric matrix: a nonsymmetric one is refused, naming an entry.
-    fn build_amg(&self, st: &mut State, values: &[f64]) -> Result<()> {
+    /// re-setup when a hierarchy exists (on the device when the solver
+    /// runs there: the values do not leave it). CG needs a symmetric
+    /// matrix: a nonsymmetric one is refused, naming an entry.
+    fn build_amg(&self, st: &mut State, values: &Buffer<f64>) -> Result<()> {
         // a failure below leaves no hierarchy: the next solve sets up anew
-        let (h, device) = match st.amg.take() {
-            Some((mut h, device)) => {
-                h.refresh(values)?;
-                (h, device)
+        let (h, device) = match (st.amg.take(), self.csr.ctx.gpu(), values) {
+            (Some((mut h, Some(mut d))), Some(g), Buffer::Device(v)) => {
+                let dp = self.csr.device.as_ref().ok_or_else(crate::array::mixed_backends)?;
+                d.refresh(g, &mut h, dp, v)?;
+                (h, Some(d))
             }
-            None => {
+            (Some((mut h, None)), None, _) => {
+                h.refresh(&self.csr.values_on_host(values)?)?;
+                (h, None)
+            }
+            _ => {
                 let p = &self.csr.pattern;
-                let a = amg::Mat { nrows: p.nrows, ncols: p.ncols, rp: p.row_ptr.clone(), ci: p.col.clone(), v: values.to_vec() };
-                (amg::Hierarchy::new(a, &self.settings.amg)?, None)
+                let v = self.csr.values_on_host(values)?;
+                let a = amg::Mat { nrows: p.nrows, ncols: p.ncols, rp: p.row_ptr.clone(), ci: p.col.clone(), v };
+                let h = amg::Hierarchy::new(a, &self.settings.amg)?;
+                let device = match self.csr.ctx.gpu() {
+                    None => None,
+                    Some(g) => {
+                        // new buffers: an iteration captured over the old ones is stale
+                        if let Some(dw) = &mut st.device {
+                            dw.iteration = None;
+                        }
+                        Some(amg::cuda::DeviceHierarchy::new(g, &h)?)
+                    }
+                };
+                (h, device)
             }
         };
         if let (Method::Cg, Some((i, j, aij, aji))) = (self.method, h.asymmetry) {
@@ -640,20 +658,6 @@ impl Solver {
                 "CG needs a symmetric matrix: A({i},{j}) = {aij:e} but A({j},{i}) = {aji:e} (0-based); use BiCGSTAB"
             )));
         }
-        let device = match (self.csr.ctx.gpu(), device) {
-            (None, _) => None,
-            (Some(g), Some(mut d)) => {
-                d.refresh(g, &h)?;
-                Some(d)
-            }
-            (Some(g), None) => {
-                // new buffers: an iteration captured over the old ones is stale
-                if let Some(dw) = &mut st.device {
-                    dw.iteration = None;
-                }
-                Some(amg::cuda::DeviceHierarchy::new(g, &h)?)
-            }
-        };
         st.amg = Some((h, device));
         Ok(())
     }
