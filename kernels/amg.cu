@@ -99,25 +99,28 @@ extern "C" __global__ void __launch_bounds__(256) amg_lanczos(int n, int mode, c
     }
 }
 
-// C's values = A B on C's kept pattern (sorted columns), a warp per row of
-// C: A's entries in order, the lanes over B's row, each product added where
-// a binary search finds its column. Within one entry of A the lanes write
-// distinct columns, and __syncwarp orders the entries, so every sum runs in
-// the host's order (src/amg/host.rs product_values) without atomics.
-extern "C" __global__ void __launch_bounds__(256) amg_product(int n, const int* __restrict__ arp,
-    const int* __restrict__ aci, const double* __restrict__ av, const int* __restrict__ brp,
-    const int* __restrict__ bci, const double* __restrict__ bv, const int* __restrict__ crp,
-    const int* __restrict__ cci, double* cv) {
-    const i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const int lane = threadIdx.x & 31;
+// C's values = A B on C's kept pattern (sorted columns), a group of G lanes
+// per row of C (G about B's row length): A's entries in order, the group's
+// lanes over B's row, each product added where a binary search finds its
+// column. Within one entry of A the lanes write distinct columns, and
+// __syncwarp orders the entries, so every sum runs in the host's order
+// (src/amg/host.rs product_values) without atomics.
+template <int G>
+__device__ void product(int n, const int* __restrict__ arp, const int* __restrict__ aci, const double* __restrict__ av,
+                        const int* __restrict__ brp, const int* __restrict__ bci, const double* __restrict__ bv,
+                        const int* __restrict__ crp, const int* __restrict__ cci, double* cv) {
+    const i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / G;
+    const int lane = threadIdx.x & (G - 1);
+    // the group's lanes: G consecutive lanes of the warp, the same row
+    const unsigned group = G == 32 ? 0xffffffffu : ((1u << G) - 1) << (threadIdx.x & 31 & ~(G - 1));
     if (row >= n) return;
     const int c0 = crp[row], c1 = crp[row + 1];
-    for (int k = c0 + lane; k < c1; k += 32) cv[k] = 0.0;
-    __syncwarp();
+    for (int k = c0 + lane; k < c1; k += G) cv[k] = 0.0;
+    if (G > 1) __syncwarp(group);
     for (int ka = arp[row]; ka < arp[row + 1]; ++ka) {
         const double aik = av[ka];
         const int r = aci[ka];
-        for (int kb = brp[r] + lane; kb < brp[r + 1]; kb += 32) {
+        for (int kb = brp[r] + lane; kb < brp[r + 1]; kb += G) {
             const int j = bci[kb];
             int lo = c0, hi = c1 - 1;
             while (lo < hi) {
@@ -127,9 +130,17 @@ extern "C" __global__ void __launch_bounds__(256) amg_product(int n, const int* 
             }
             cv[lo] += aik * bv[kb];
         }
-        __syncwarp();
+        if (G > 1) __syncwarp(group);
     }
 }
+
+#define PRODUCT(G)                                                                                                \
+    extern "C" __global__ void __launch_bounds__(256) amg_product_g##G(int n, const int* arp, const int* aci,     \
+        const double* av, const int* brp, const int* bci, const double* bv, const int* crp, const int* cci,        \
+        double* cv) {                                                                                              \
+        product<G>(n, arp, aci, av, brp, bci, bv, crp, cci, cv);                                                   \
+    }
+PRODUCT(1) PRODUCT(2) PRODUCT(4) PRODUCT(8) PRODUCT(16) PRODUCT(32)
 
 // P = T - omega D^-1 A T on A T's pattern (t_at: T's value at each entry).
 extern "C" __global__ void __launch_bounds__(256) amg_prolongator(int n, const int* __restrict__ rp,

@@ -234,9 +234,11 @@ impl DeviceHierarchy {
             }
             h.levels[l].spectral_radius = rho;
             h.levels[l].coefficients = coefficients(smoother, rho);
+            g.synchronize("AMG re-setup")?;
+            clock.lap("device diagonal and rho");
             let (Some(tn), Some(p), Some(r)) = (&numbers.transfer, &dl.p, &dl.r) else { continue };
             if let Some((t, at, t_at)) = &tn.smoothing {
-                product(g, n, &a, &t.matrix(), &at.matrix())?;
+                product(g, n, &a, (&t.matrix(), t.nrows), &at.matrix())?;
                 let f = g.kernel("amg", SOURCE, "amg_prolongator")?;
                 let (n32, w) = (n as i32, omega(rho));
                 let mut la = g.launcher(&f);
@@ -244,12 +246,13 @@ impl DeviceHierarchy {
                 g.launch("amg_prolongator", la, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)?;
             }
             gather(g, tn.r_from.len(), &p.values, &tn.r_from, &r.values)?;
-            product(g, n, &a, &p.matrix(), &tn.ap.matrix())?;
+            product(g, n, &a, (&p.matrix(), p.nrows), &tn.ap.matrix())?;
             let next = levels[l + 1].a.as_ref().expect("coarse levels keep their matrix");
-            product(g, r.nrows, &r.matrix(), &tn.ap.matrix(), &next.matrix())?;
+            product(g, r.nrows, &r.matrix(), (&tn.ap.matrix(), n), &next.matrix())?;
+            g.synchronize("AMG re-setup")?;
+            clock.lap("device products");
         }
         g.upload(&coefficient_table(h), table, 0)?;
-        clock.lap("device values");
         if let Some(d) = inverse {
             // the coarsest matrix (a few thousand rows at most) is inverted on the host
             let last = h.levels.len() - 1;
@@ -380,15 +383,20 @@ fn row_sums(g: &Gpu, n: usize, a: &LevelMatrix, scale: Option<&DeviceBuffer<f64>
     g.launch("amg_row_sums", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
 }
 
-/// C's values = A B on C's kept pattern; A has n rows.
-fn product(g: &Gpu, n: usize, a: &LevelMatrix, b: &LevelMatrix, c: &LevelMatrix) -> Result<()> {
-    let f = g.kernel("amg", SOURCE, "amg_product")?;
+/// C's values = A B on C's kept pattern; A has n rows and B `b_rows`
+/// rows. A row of C takes a group of lanes about as wide as B's rows: a
+/// warp per row idles most lanes where B has a few entries a row (T, P of a
+/// scalar problem), a lane per row serialises long ones.
+fn product(g: &Gpu, n: usize, a: &LevelMatrix, (b, b_rows): (&LevelMatrix, usize), c: &LevelMatrix) -> Result<()> {
+    let group = (b.values.len().div_ceil(b_rows.max(1))).next_power_of_two().clamp(1, 32);
+    let name = format!("amg_product_g{group}");
+    let f = g.kernel("amg", SOURCE, &name)?;
     let n32 = n as i32;
     let mut l = g.launcher(&f);
     l.arg(&n32).arg(&a.pattern.row_ptr).arg(&a.pattern.col).arg(a.values);
     l.arg(&b.pattern.row_ptr).arg(&b.pattern.col).arg(b.values);
     l.arg(&c.pattern.row_ptr).arg(&c.pattern.col).arg(c.values);
-    g.launch("amg_product", l, ((n * 32).div_ceil(BLOCK as usize).max(1) as u32, 1, 1), (BLOCK, 1, 1), 0)
+    g.launch(&name, l, ((n * group).div_ceil(BLOCK as usize).max(1) as u32, 1, 1), (BLOCK, 1, 1), 0)
 }
 
 /// The matrix of a level: the solver's own on level 0.

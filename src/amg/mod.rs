@@ -8,7 +8,8 @@
 //! The hierarchy is set up on the host (`setup.rs`, over `host.rs`'s sparse
 //! algebra) and kept; a values-only re-setup (`Hierarchy::refresh`, for
 //! Newton and time loops) keeps the aggregates, the tentative prolongator
-//! and every sparsity pattern, and redoes only the numbers. The V-cycle runs
+//! and every sparsity pattern, and redoes only the numbers (on the device,
+//! `cuda::DeviceHierarchy::refresh`, when the solver runs there). The V-cycle runs
 //! on the host (`cpu.rs`, the reference) or on the device (`cuda.rs`, one
 //! kernel per smoothing step, residual and transfer, replayed in the
 //! solver's CUDA graph).
