@@ -9,7 +9,7 @@ module fegpu_lbm
   public :: fegpu_lattice_create, fegpu_lattice_set_flags, fegpu_lattice_set_force, fegpu_lattice_set_wall_velocity
   public :: fegpu_lattice_set_trt, fegpu_lattice_init_equilibrium, fegpu_lattice_set_populations
   public :: fegpu_lattice_get_populations, fegpu_lattice_step, fegpu_lattice_fields, fegpu_lattice_destroy
-  public :: fegpu_lattice_directions
+  public :: fegpu_lattice_directions, fegpu_lattice_set_boundary_values
 
   interface
     !> The number of directions (19: D3Q19), the first extent of the populations.
@@ -31,6 +31,11 @@ module fegpu_lbm
       import :: c_int32_t, c_int64_t, c_int8_t
       integer(c_int64_t), value :: lat, n
       integer(c_int8_t), intent(in) :: flags(*)
+    end function
+    integer(c_int32_t) function c_lattice_boundary_values(lat, values, n) bind(C, name='fegpu_lattice_set_boundary_values')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: lat, n
+      real(c_double), intent(in) :: values(*)
     end function
     integer(c_int32_t) function c_lattice_vector(lat, x, y, z) bind(C, name='fegpu_lattice_set_force')
       import :: c_int32_t, c_int64_t, c_double
@@ -115,13 +120,26 @@ contains
          real(tau, c_double), bits, lat%handle), 'fegpu_lattice_create', stat, errmsg)
   end subroutine
 
-  !> flags(nx, ny, nz): FEGPU_FLUID, FEGPU_WALL or FEGPU_MOVING_WALL per site.
+  !> flags(nx, ny, nz): FEGPU_FLUID, FEGPU_WALL, FEGPU_MOVING_WALL, FEGPU_VELOCITY_BC or
+  !> FEGPU_PRESSURE_BC per site.
   subroutine fegpu_lattice_set_flags(lat, flags, stat, errmsg)
     type(fegpu_lattice), intent(in) :: lat
     integer(c_int8_t), intent(in) :: flags(:, :, :)
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_lattice_set_flags(lat%handle, flags, size(flags, kind=c_int64_t)), 'fegpu_lattice_set_flags', stat, errmsg)
+  end subroutine
+
+  !> values(4, m): (rho, ux, uy, uz) of the m open boundary sites (FEGPU_VELOCITY_BC and
+  !> FEGPU_PRESSURE_BC) in the order they come in flags(nx, ny, nz); a velocity site uses
+  !> u, a pressure site rho (pressure rho / 3).
+  subroutine fegpu_lattice_set_boundary_values(lat, values, stat, errmsg)
+    type(fegpu_lattice), intent(in) :: lat
+    real(real64), intent(in) :: values(:, :)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_lattice_boundary_values(lat%handle, values, size(values, kind=c_int64_t)), &
+         'fegpu_lattice_set_boundary_values', stat, errmsg)
   end subroutine
 
   !> Body force per unit volume, force(3), on every fluid site.

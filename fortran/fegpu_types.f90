@@ -79,7 +79,8 @@ module fegpu_types
   integer, parameter, public :: FEGPU_RADFIELDS_AUTO = 0, FEGPU_RADFIELDS_DIRECT = 1, FEGPU_RADFIELDS_TILED = 2
 
   integer, parameter, public :: FEGPU_PERIODIC_X = 1, FEGPU_PERIODIC_Y = 2, FEGPU_PERIODIC_Z = 4
-  integer, parameter, public :: FEGPU_FLUID = 0, FEGPU_WALL = 1, FEGPU_MOVING_WALL = 2
+  integer, parameter, public :: FEGPU_FLUID = 0, FEGPU_WALL = 1, FEGPU_MOVING_WALL = 2, FEGPU_VELOCITY_BC = 3, &
+       FEGPU_PRESSURE_BC = 4
 
   integer, parameter, public :: FEGPU_METHOD_CG = 1, FEGPU_METHOD_BICGSTAB = 2, FEGPU_METHOD_GMRES = 3, &
        FEGPU_METHOD_BICG = 4, FEGPU_METHOD_CGS = 5

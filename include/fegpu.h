@@ -87,6 +87,14 @@
 // Site flag: a wall moving with the lattice's wall velocity (halfway bounce-back with Ladd's term).
 #define FEGPU_MOVING_WALL 2
 
+// Site flag: a velocity boundary (an inlet): a wall moving with the site's
+// own velocity from fegpu_lattice_set_boundary_values.
+#define FEGPU_VELOCITY_BC 3
+
+// Site flag: a pressure boundary (an outlet): anti-bounce-back towards the
+// equilibrium of the site's own density from fegpu_lattice_set_boundary_values.
+#define FEGPU_PRESSURE_BC 4
+
 // Periodic-direction bits.
 #define FEGPU_PERIODIC_X 1
 
@@ -740,9 +748,19 @@ fegpu_status fegpu_lattice_create(fegpu_context_t ctx,
                                   fegpu_lattice_t *lat);
 
 // Sets every site's flag from `flags` (nx*ny*nz bytes, x fastest): 0 fluid,
-// 1 resting wall, 2 moving wall (velocity from fegpu_lattice_set_wall_velocity).
-// Walls use halfway bounce-back; a wall site's populations are never changed.
+// 1 resting wall, 2 moving wall (velocity from fegpu_lattice_set_wall_velocity),
+// 3 velocity boundary, 4 pressure boundary (values from
+// fegpu_lattice_set_boundary_values; until then density 1, velocity 0).
+// Walls use halfway bounce-back; a non-fluid site's populations are never changed.
 fegpu_status fegpu_lattice_set_flags(fegpu_lattice_t lat, const uint8_t *flags, int64_t n);
+
+// The prescribed values of the open boundary sites (flags 3 and 4), 4 a
+// site, (rho, ux, uy, uz), the sites in increasing order (x fastest, as
+// they come in the flag array): a velocity site uses u, a pressure site
+// rho (pressure rho / 3). n = 4 * the number of such sites.
+fegpu_status fegpu_lattice_set_boundary_values(fegpu_lattice_t lat,
+                                               const double *values,
+                                               int64_t n);
 
 // The body force per unit volume (Guo forcing), applied to every fluid site.
 fegpu_status fegpu_lattice_set_force(fegpu_lattice_t lat, double fx, double fy, double fz);

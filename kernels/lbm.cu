@@ -8,9 +8,15 @@
 // f32 storage, double for f64). src/lbm/cpu.rs is the same algorithm on the host.
 //
 // Velocities in the Palabos order: direction i+9 is opposite i (i = 1..9).
-// Flags: 0 fluid, 1 resting wall, 2 moving wall; sites beyond a non-periodic
-// face are resting walls. Walls use halfway bounce-back (Ladd's correction
-// for moving walls); wall sites keep their populations unchanged.
+// Flags: 0 fluid, 1 resting wall, 2 moving wall, 3 velocity boundary, 4
+// pressure boundary; sites beyond a non-periodic face are resting walls.
+// Walls use halfway bounce-back (Ladd's correction for moving walls); a
+// velocity boundary is a wall moving with its own prescribed velocity, a
+// pressure boundary anti-bounces-back towards the equilibrium of its own
+// prescribed density (Krüger et al., The Lattice Boltzmann Method, 2017,
+// sections 5.3.3 and 5.3.4). Their prescribed (rho, ux, uy, uz) sit in a
+// table, 4 doubles a boundary site, the sites listed in increasing order.
+// Non-fluid sites keep their populations unchanged.
 
 typedef long long i64;
 typedef unsigned short half_bits;
@@ -21,6 +27,8 @@ typedef unsigned short half_bits;
 #define FLUID 0
 #define WALL 1
 #define MOVING_WALL 2
+#define VELOCITY_BC 3
+#define PRESSURE_BC 4
 #define BULK 0x80
 #define KIND(code) ((code) & 0x7f)
 
@@ -61,7 +69,7 @@ __device__ __forceinline__ int neighbour(int c, int d, int n, bool periodic) {
 // with omega and the odd part with omega_minus (the Guo source term split the
 // same way).
 template <bool TRT, typename R, bool FORCE = true>
-__device__ __forceinline__ R collide(const R* f, R* post, R omega, R omega_minus, R fx, R fy, R fz) {
+__device__ __forceinline__ R collide(const R* f, R* post, R omega, R omega_minus, R fx, R fy, R fz, R* u = nullptr) {
     D3Q19_TABLES(R)
     if (!FORCE) fx = fy = fz = 0;  // the forcing terms fold away
     R rho = 0, jx = 0, jy = 0, jz = 0;
@@ -74,6 +82,11 @@ __device__ __forceinline__ R collide(const R* f, R* post, R omega, R omega_minus
     }
     // Guo forcing: the velocity carries half the force; the source term the rest.
     const R ux = (jx + fx / 2) / rho, uy = (jy + fy / 2) / rho, uz = (jz + fz / 2) / rho;
+    if (u) {
+        u[0] = ux;
+        u[1] = uy;
+        u[2] = uz;
+    }
     const R usq = ux * ux + uy * uy + uz * uz, uf = ux * fx + uy * fy + uz * fz;
     const R source_scale = 1 - omega / 2;
 #pragma unroll
@@ -113,17 +126,44 @@ __device__ __forceinline__ i64 site_towards(int i, int sign, int x, int y, int z
     return (i64)((unsigned)xd + (unsigned)nx * ((unsigned)yd + (unsigned)ny * (unsigned)zd));
 }
 
+// The boundary table's row of site s (a velocity or pressure site): a binary
+// search of the sorted site list (only sites next to an open boundary look).
+__device__ __forceinline__ const double* open_values(const unsigned* __restrict__ sites, const double* __restrict__ values,
+                                                    int count, unsigned s) {
+    int lo = 0, hi = count - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (sites[mid] < s) lo = mid + 1;
+        else hi = mid;
+    }
+    return values + 4 * lo;
+}
+
+// What direction i brings into a fluid site from the open boundary site b
+// behind it, given the site's own post-collision population `back` sent
+// towards b (direction opposite i), its density rho and velocity u:
+// velocity boundary, back + 6 w_i rho c_i.u_b; pressure boundary,
+// -back + 2 w_i rho_b (1 + 4.5 (c_i.u)^2 - 1.5 u.u).
+template <typename R>
+__device__ __forceinline__ R open_link(unsigned char kind, const double* b, R back, R w, int cx, int cy, int cz, R rho,
+                                       const R* u) {
+    if (kind == VELOCITY_BC) return back + 6 * w * rho * (cx * R(b[1]) + cy * R(b[2]) + cz * R(b[3]));
+    const R cu = cx * u[0] + cy * u[1] + cz * u[2];
+    return -back + 2 * w * R(b[0]) * (1 + R(4.5) * cu * cu - R(1.5) * (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]));
+}
+
 // Collides site s (populations f) and pushes each post-collision population
 // to its neighbour, or bounces it back.
 template <bool TRT, typename T, typename R>
 __device__ __forceinline__ void collide_site(const R* f, unsigned s, bool bulk, T* __restrict__ fout, const unsigned char* __restrict__ flags,
                                              i64 n, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy,
-                                             R fz, R uwx, R uwy, R uwz) {
+                                             R fz, R uwx, R uwy, R uwz, const unsigned* __restrict__ open_sites,
+                                             const double* __restrict__ open_table, int open_count) {
     D3Q19_TABLES(R)
     int x, y, z;
     coordinates(s, nx, ny, x, y, z);
-    R post[19];
-    const R rho = collide<TRT, R>(f, post, omega, omega_minus, fx, fy, fz);
+    R post[19], u[3];
+    const R rho = collide<TRT, R>(f, post, omega, omega_minus, fx, fy, fz, u);
 #pragma unroll
     for (int i = 0; i < 19; ++i) {
         const int o = i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9);
@@ -131,6 +171,9 @@ __device__ __forceinline__ void collide_site(const R* f, unsigned s, bool bulk, 
         const unsigned char dflag = bulk ? FLUID : d >= 0 ? KIND(flags[d]) : WALL;
         if (dflag == FLUID) {
             store_pop(&fout[i * n + d], post[i], w[i]);
+        } else if (dflag >= VELOCITY_BC) {
+            const double* b = open_values(open_sites, open_table, open_count, (unsigned)d);
+            store_pop(&fout[o * n + s], open_link<R>(dflag, b, post[i], w[o], cx[o], cy[o], cz[o], rho, u), w[o]);
         } else {
             const R wall = dflag == MOVING_WALL ? 6 * w[i] * rho * (cx[i] * uwx + cy[i] * uwy + cz[i] * uwz) : R(0);
             store_pop(&fout[o * n + s], post[i] - wall, w[o]);
@@ -144,7 +187,8 @@ __device__ __forceinline__ void collide_site(const R* f, unsigned s, bool bulk, 
 template <bool TRT, typename T, typename R>
 __device__ void collide_push(const T* __restrict__ fin, T* __restrict__ fout, const unsigned char* __restrict__ flags,
                              int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy, R fz, R uwx, R uwy,
-                             R uwz, i64 first, i64 count) {
+                             R uwz, i64 first, i64 count, const unsigned* __restrict__ open_sites,
+                             const double* __restrict__ open_table, int open_count) {
     D3Q19_TABLES(R)
     const i64 n = (i64)nx * ny * nz;
     const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -158,7 +202,8 @@ __device__ void collide_push(const T* __restrict__ fin, T* __restrict__ fout, co
         R f[19];
 #pragma unroll
         for (int i = 0; i < 19; ++i) f[i] = load_pop(stored[i], w[i]);
-        collide_site<TRT, T, R>(f, s, code & BULK, fout, flags, n, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx, uwy, uwz);
+        collide_site<TRT, T, R>(f, s, code & BULK, fout, flags, n, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx, uwy, uwz,
+                                open_sites, open_table, open_count);
     } else {  // walls keep their populations, bit for bit
 #pragma unroll
         for (int i = 0; i < 19; ++i) fout[i * n + s] = stored[i];
@@ -181,7 +226,8 @@ enum PullMode { PULL_COLLIDE = 0, PULL_ONLY = 1, COLLIDE_ONLY = 2 };
 template <int MODE, bool TRT, typename T, typename R, bool FORCE = true>
 __device__ void stream_pull(const T* __restrict__ fin, T* __restrict__ fout, const unsigned char* __restrict__ flags,
                             int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy, R fz, R uwx, R uwy,
-                            R uwz, i64 first, i64 count) {
+                            R uwz, i64 first, i64 count, const unsigned* __restrict__ open_sites,
+                            const double* __restrict__ open_table, int open_count) {
     D3Q19_TABLES(R)
     const i64 n = (i64)nx * ny * nz;
     const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -210,7 +256,7 @@ __device__ void stream_pull(const T* __restrict__ fin, T* __restrict__ fout, con
         for (int i = 0; i < 19; ++i) fout[i * n + s] = fin[i * n + s];
         return;
     }
-    unsigned moving = 0;
+    unsigned moving = 0, open = 0;
     if (MODE != COLLIDE_ONLY && !(code & BULK)) {
 #pragma unroll
         for (int i = 0; i < 19; ++i) {
@@ -219,18 +265,36 @@ __device__ void stream_pull(const T* __restrict__ fin, T* __restrict__ fout, con
             const unsigned char source = from >= 0 ? KIND(flags[from]) : WALL;
             if (source != FLUID) raw[i] = fin[o * n + s];
             if (source == MOVING_WALL) moving |= 1u << i;
+            if (source >= VELOCITY_BC) open |= 1u << i;
         }
     }
     R f[19];  // (a bounced-back g_o was stored with w_o, which is w_i)
 #pragma unroll
     for (int i = 0; i < 19; ++i) f[i] = load_pop(raw[i], w[i]);
-    if (moving) {  // rare: sites next to a moving wall
-        R rho = 0;
+    if (moving | open) {  // rare: sites next to a moving wall or an open boundary
+        // the density and velocity of this site's last collision, from its
+        // post-collision populations (collisions keep rho and add F to j)
+        R rho = 0, u[3] = {0, 0, 0};
 #pragma unroll
-        for (int j = 0; j < 19; ++j) rho += load_pop(fin[j * n + s], w[j]);
+        for (int j = 0; j < 19; ++j) {
+            const R g = load_pop(fin[j * n + s], w[j]);
+            rho += g;
+            u[0] += cx[j] * g;
+            u[1] += cy[j] * g;
+            u[2] += cz[j] * g;
+        }
+        u[0] = (u[0] - fx / 2) / rho;
+        u[1] = (u[1] - fy / 2) / rho;
+        u[2] = (u[2] - fz / 2) / rho;
 #pragma unroll
-        for (int i = 0; i < 19; ++i)
+        for (int i = 0; i < 19; ++i) {
             if (moving & (1u << i)) f[i] += 6 * w[i] * rho * (cx[i] * uwx + cy[i] * uwy + cz[i] * uwz);
+            if (open & (1u << i)) {
+                const unsigned from = (unsigned)site_towards<R>(i, -1, x, y, z, nx, ny, nz, periodic);
+                const double* b = open_values(open_sites, open_table, open_count, from);
+                f[i] = open_link<R>(KIND(flags[from]), b, f[i], w[i], cx[i], cy[i], cz[i], rho, u);
+            }
+        }
     }
     if (MODE == PULL_ONLY) {
 #pragma unroll
@@ -304,9 +368,10 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
 #define LBM_STEP(T, R, NAME, COLLISION, TRT)                                                                     \
     extern "C" __global__ void __launch_bounds__(256) lbm_push_##COLLISION##NAME(const T* fin, T* fout,           \
         const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy,      \
-        R fz, R uwx, R uwy, R uwz, i64 first, i64 count) {                                                        \
+        R fz, R uwx, R uwy, R uwz, i64 first, i64 count, const unsigned* open_sites, const double* open_table,     \
+        int open_count) {                                                                                         \
         collide_push<TRT, T, R>(fin, fout, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx, uwy, \
-                                uwz, first, count);                                                               \
+                                uwz, first, count, open_sites, open_table, open_count);                           \
     }
 // MIN_BLOCKS: resident blocks of 256 the register budget must allow. The
 // pull kernels need about 100 registers unbounded (2 blocks per SM); capped
@@ -315,9 +380,10 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
 #define LBM_PULL(T, R, NAME, MIN_BLOCKS, MODE, MODENAME, COLLISION, TRT, FORCE)                                  \
     extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) lbm_##MODENAME##_##COLLISION##NAME(            \
         const T* fin, T* fout, const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega,         \
-        R omega_minus, R fx, R fy, R fz, R uwx, R uwy, R uwz, i64 first, i64 count) {                             \
+        R omega_minus, R fx, R fy, R fz, R uwx, R uwy, R uwz, i64 first, i64 count, const unsigned* open_sites,    \
+        const double* open_table, int open_count) {                                                               \
         stream_pull<MODE, TRT, T, R, FORCE>(fin, fout, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy,   \
-                                            fz, uwx, uwy, uwz, first, count);                                     \
+                                            fz, uwx, uwy, uwz, first, count, open_sites, open_table, open_count); \
     }
 #define LBM_KERNELS(T, R, NAME, MIN_BLOCKS)                                                                      \
     LBM_STEP(T, R, NAME, , false)                                                                                 \

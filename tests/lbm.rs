@@ -182,6 +182,150 @@ fn poiseuille_flow_converges_at_second_order() {
     ok(fegpu_context_destroy(ctx));
 }
 
+/// u_z of fully developed flow in a square duct of side w (walls at x, y =
+/// -1/2 and w - 1/2) under the pressure gradient g (= -dp/dz) with dynamic
+/// viscosity mu, at site (x, y): the Fourier series of White, Viscous Fluid
+/// Flow (3rd ed., 2006), eq. 3-48, to 50 odd terms.
+fn duct_velocity(w: usize, g: f64, mu: f64, x: usize, y: usize) -> f64 {
+    let a = w as f64 / 2.0; // half-width
+    let (yc, zc) = (x as f64 + 0.5 - a, y as f64 + 0.5 - a);
+    let pi = std::f64::consts::PI;
+    let mut sum = 0.0;
+    for k in 0..50 {
+        let n = (2 * k + 1) as f64;
+        let sign = if k % 2 == 0 { 1.0 } else { -1.0 };
+        sum +=
+            sign / n.powi(3) * (1.0 - (n * pi * zc / (2.0 * a)).cosh() / (n * pi / 2.0).cosh()) * (n * pi * yc / (2.0 * a)).cos();
+    }
+    16.0 * a * a * g / (mu * pi.powi(3)) * sum
+}
+
+/// A w x w duct along z between two boundary planes (z = 0 and z = nz - 1),
+/// walls at the lattice's x and y faces: pressure boundaries at both ends
+/// (`inlet` None: densities rho_in, 1) or a velocity inlet carrying the
+/// series profile and a pressure outlet. Returns the relative L2 error of
+/// u_z on the middle plane against the series for the pressure gradient
+/// measured there, and the mass flux through it over the one prescribed at
+/// the inlet (velocity inlet only).
+fn duct_error(ctx: fegpu_context_t, w: usize, velocity_inlet: bool) -> (f64, f64) {
+    let (tau, length) = (0.8, 2 * w);
+    let (nu, nz) = ((tau - 0.5) / 3.0, length + 2);
+    // diffusive scaling: u_max = 0.16 / w, so the density drop falls as w^-2
+    let g = 0.16 / w as f64 * nu / (0.2947 * (w * w) as f64 / 4.0);
+    let rho_in = 1.0 + 3.0 * g * length as f64;
+    let plane = w * w;
+    let l = lattice(ctx, [w, w, nz], FEGPU_DTYPE_F64, tau, 0);
+    let mut flags = vec![FEGPU_FLUID; plane * nz];
+    let inlet_flag = if velocity_inlet { FEGPU_VELOCITY_BC } else { FEGPU_PRESSURE_BC };
+    flags[..plane].fill(inlet_flag);
+    flags[plane * (nz - 1)..].fill(FEGPU_PRESSURE_BC);
+    let mut values = Vec::new();
+    let mut inflow = 0.0;
+    for s in 0..plane {
+        // the inlet plane's values (x fastest), then the outlet's
+        let u = duct_velocity(w, g, nu, s % w, s / w);
+        inflow += u;
+        values.extend(if velocity_inlet { [1.0, 0.0, 0.0, u] } else { [rho_in, 0.0, 0.0, 0.0] });
+    }
+    for _ in 0..plane {
+        values.extend([1.0, 0.0, 0.0, 0.0]);
+    }
+    unsafe {
+        ok(fegpu_lattice_set_flags(l.0, flags.as_ptr(), flags.len() as i64));
+        ok(fegpu_lattice_set_boundary_values(l.0, values.as_ptr(), values.len() as i64));
+    }
+    ok(fegpu_lattice_step(l.0, 8 * (w * w) as i64 + 4 * length as i64));
+    // the middle plane and its neighbours (1-based planes): the pressure
+    // gradient there drives the developed flow (near the ends the
+    // anti-bounce-back boundaries leave an entrance length)
+    let (rho3, u3) = fields(&l, plane, nz as i64 / 2, 3);
+    let (rho, u) = (&rho3[plane..2 * plane], &u3[3 * plane..6 * plane]);
+    let local_g = (rho3[..plane].iter().sum::<f64>() - rho3[2 * plane..].iter().sum::<f64>()) / (6.0 * plane as f64);
+    let mean_rho = rho.iter().sum::<f64>() / plane as f64;
+    let (mut err, mut norm, mut flux) = (0.0, 0.0, 0.0);
+    for s in 0..plane {
+        let exact = duct_velocity(w, local_g, nu * mean_rho, s % w, s / w);
+        err += (u[3 * s + 2] - exact).powi(2);
+        norm += exact * exact;
+        flux += rho[s] * u[3 * s + 2];
+    }
+    ((err / norm).sqrt(), flux / inflow)
+}
+
+/// Pressure boundaries drive duct flow to the series solution at second
+/// order; a velocity inlet with a pressure outlet carries its prescribed
+/// mass flux through the duct and develops the same profile.
+#[test]
+fn duct_flow_between_open_boundaries_matches_the_series_solution() {
+    let ctx = context();
+    let e: Vec<f64> = [8, 16].iter().map(|&w| duct_error(ctx, w, false).0).collect();
+    let order = (e[0] / e[1]).log2();
+    assert!(e[1] < 1e-2 && order > 1.7, "pressure-driven duct: errors {e:?}, observed order {order:.2}");
+    let (err, flux) = duct_error(ctx, 16, true);
+    assert!(err < 2e-2, "velocity inlet: profile error {err}");
+    assert!((flux - 1.0).abs() < 1e-2, "velocity inlet: the middle plane carries {flux} of the prescribed mass flux");
+    ok(fegpu_context_destroy(ctx));
+}
+
+/// Velocity and pressure boundaries on every scheme and storage against the
+/// CPU reference, random boundary values, with the values changed between steps.
+#[test]
+fn open_boundaries_match_the_cpu_reference() {
+    let (ctx, cpu) = (context(), cpu_context());
+    let mut rng = Rng::new(seed());
+    let dims = [9, 8, 7];
+    let sites = 9 * 8 * 7;
+    let flags: Vec<u8> = (0..sites)
+        .map(|_| match rng.next_f64() {
+            r if r > 0.85 => FEGPU_VELOCITY_BC,
+            r if r > 0.7 => FEGPU_PRESSURE_BC,
+            r if r > 0.65 => FEGPU_WALL,
+            _ => FEGPU_FLUID,
+        })
+        .collect();
+    let m = flags.iter().filter(|&&f| f >= FEGPU_VELOCITY_BC).count();
+    let mut table = |scale: f64| -> Vec<f64> {
+        (0..m)
+            .flat_map(|_| {
+                [1.0 + 0.05 * rng.next_f64(), scale * rng.next_f64(), -scale * rng.next_f64(), 0.5 * scale * rng.next_f64()]
+            })
+            .collect()
+    };
+    let (first, second) = (table(0.05), table(0.03));
+    let f0 = random_populations(&mut rng, sites);
+    for (dtype, tol) in [(FEGPU_DTYPE_F64, 1e-13), (FEGPU_DTYPE_F32, 4e-6), (FEGPU_DTYPE_F16, 4e-4)] {
+        for magic in [0.0, 0.25] {
+            let run = |c, scheme: Option<fegpu::lbm::Scheme>| {
+                let l = lattice(c, dims, dtype, 0.7, FEGPU_PERIODIC_Y);
+                unsafe {
+                    ok(fegpu_lattice_set_flags(l.0, flags.as_ptr(), sites as i64));
+                    ok(fegpu_lattice_set_populations(l.0, f0.as_ptr(), f0.len() as i64));
+                    ok(fegpu_lattice_set_force(l.0, 1e-4, 0.0, -2e-4));
+                    ok(fegpu_lattice_set_boundary_values(l.0, first.as_ptr(), first.len() as i64));
+                }
+                ok(fegpu_lattice_set_trt(l.0, magic));
+                if let Some(scheme) = scheme {
+                    let lat = fegpu::ffi::registry::get::<fegpu::lbm::Lattice>(l.0, "lat").unwrap();
+                    lat.set_scheme(scheme).unwrap();
+                }
+                ok(fegpu_lattice_step(l.0, 3));
+                ok(unsafe { fegpu_lattice_set_boundary_values(l.0, second.as_ptr(), second.len() as i64) });
+                ok(fegpu_lattice_step(l.0, 3));
+                let mut seen = populations(&l, sites);
+                seen.extend(fields(&l, 72, 1, 7).1);
+                seen
+            };
+            let reference = run(cpu, None);
+            for scheme in [fegpu::lbm::Scheme::Push, fegpu::lbm::Scheme::Pull] {
+                let d = max_diff(&run(ctx, Some(scheme)), &reference);
+                assert!(d < tol, "dtype {dtype} magic {magic} {scheme:?}: differs from the CPU reference by {d}");
+            }
+        }
+    }
+    ok(fegpu_context_destroy(ctx));
+    ok(fegpu_context_destroy(cpu));
+}
+
 /// TRT with magic parameter 3/16 places halfway bounce-back walls exactly
 /// midway for any tau, so the discrete Poiseuille profile is the exact
 /// parabola even on 8 sites; BGK's wall slip grows with tau.
@@ -336,12 +480,33 @@ fn bad_input_is_refused_and_changes_nothing() {
     unsafe {
         ok(fegpu_lattice_set_populations(lat.0, f0.as_ptr(), f0.len() as i64));
         let mut flags = vec![0u8; sites];
-        flags[5] = 3;
+        flags[5] = 5;
         expect_err(
             fegpu_lattice_set_flags(lat.0, flags.as_ptr(), sites as i64),
             FEGPU_ERR_INVALID_ARGUMENT,
-            &["flags(6) = 3", "unknown flag"],
+            &["flags(6) = 5", "unknown flag"],
         );
+        // open boundary values: one site (flag 3), so 4 numbers, finite, a positive density
+        flags[5] = FEGPU_VELOCITY_BC;
+        ok(fegpu_lattice_set_flags(lat.0, flags.as_ptr(), sites as i64));
+        let good = [1.0, 0.01, 0.0, 0.0];
+        expect_err(
+            fegpu_lattice_set_boundary_values(lat.0, good.as_ptr(), 8),
+            FEGPU_ERR_SIZE_MISMATCH,
+            &["1 open boundary sites"],
+        );
+        let nan = [1.0, f64::NAN, 0.0, 0.0];
+        expect_err(fegpu_lattice_set_boundary_values(lat.0, nan.as_ptr(), 4), FEGPU_ERR_INVALID_ARGUMENT, &["values(2) = NaN"]);
+        let negative = [-1.0, 0.0, 0.0, 0.0];
+        expect_err(
+            fegpu_lattice_set_boundary_values(lat.0, negative.as_ptr(), 4),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["values(1)", "density"],
+        );
+        expect_err(fegpu_lattice_set_boundary_values(lat.0, null(), 4), FEGPU_ERR_INVALID_ARGUMENT, &["values"]);
+        ok(fegpu_lattice_set_boundary_values(lat.0, good.as_ptr(), 4));
+        flags[5] = 0;
+        ok(fegpu_lattice_set_flags(lat.0, flags.as_ptr(), sites as i64));
         expect_err(fegpu_lattice_set_flags(lat.0, flags.as_ptr(), 23), FEGPU_ERR_SIZE_MISMATCH, &["flags", "24 sites"]);
         expect_err(fegpu_lattice_set_flags(lat.0, null(), 24), FEGPU_ERR_INVALID_ARGUMENT, &["flags"]);
         let mut bad = f0.clone();

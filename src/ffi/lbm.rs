@@ -16,6 +16,12 @@ pub const FEGPU_FLUID: u8 = 0;
 pub const FEGPU_WALL: u8 = 1;
 /// Site flag: a wall moving with the lattice's wall velocity (halfway bounce-back with Ladd's term).
 pub const FEGPU_MOVING_WALL: u8 = 2;
+/// Site flag: a velocity boundary (an inlet): a wall moving with the site's
+/// own velocity from fegpu_lattice_set_boundary_values.
+pub const FEGPU_VELOCITY_BC: u8 = 3;
+/// Site flag: a pressure boundary (an outlet): anti-bounce-back towards the
+/// equilibrium of the site's own density from fegpu_lattice_set_boundary_values.
+pub const FEGPU_PRESSURE_BC: u8 = 4;
 
 /// Periodic-direction bits.
 pub const FEGPU_PERIODIC_X: i32 = 1;
@@ -27,6 +33,8 @@ const _: () = assert!(
     FEGPU_FLUID == crate::lbm::FLUID
         && FEGPU_WALL == crate::lbm::WALL
         && FEGPU_MOVING_WALL == crate::lbm::MOVING_WALL
+        && FEGPU_VELOCITY_BC == crate::lbm::VELOCITY_BC
+        && FEGPU_PRESSURE_BC == crate::lbm::PRESSURE_BC
         && FEGPU_PERIODIC_X == crate::lbm::PERIODIC_X
         && FEGPU_PERIODIC_Y == crate::lbm::PERIODIC_Y
         && FEGPU_PERIODIC_Z == crate::lbm::PERIODIC_Z
@@ -77,13 +85,27 @@ pub unsafe extern "C" fn fegpu_lattice_create(
 }
 
 /// Sets every site's flag from `flags` (nx*ny*nz bytes, x fastest): 0 fluid,
-/// 1 resting wall, 2 moving wall (velocity from fegpu_lattice_set_wall_velocity).
-/// Walls use halfway bounce-back; a wall site's populations are never changed.
+/// 1 resting wall, 2 moving wall (velocity from fegpu_lattice_set_wall_velocity),
+/// 3 velocity boundary, 4 pressure boundary (values from
+/// fegpu_lattice_set_boundary_values; until then density 1, velocity 0).
+/// Walls use halfway bounce-back; a non-fluid site's populations are never changed.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_lattice_set_flags(lat: fegpu_lattice_t, flags: *const u8, n: i64) -> fegpu_status {
     guard(|| {
         let l = lattice(lat)?;
         l.set_flags(host_in(flags, n.max(0) as usize, "flags")?)
+    })
+}
+
+/// The prescribed values of the open boundary sites (flags 3 and 4), 4 a
+/// site, (rho, ux, uy, uz), the sites in increasing order (x fastest, as
+/// they come in the flag array): a velocity site uses u, a pressure site
+/// rho (pressure rho / 3). n = 4 * the number of such sites.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_lattice_set_boundary_values(lat: fegpu_lattice_t, values: *const f64, n: i64) -> fegpu_status {
+    guard(|| {
+        let l = lattice(lat)?;
+        l.set_boundary_values(host_in(values, n.max(0) as usize, "values")?)
     })
 }
 

@@ -3,7 +3,7 @@
 //! storage keeps f_i − w_i, as on the device).
 
 use super::storage::Stored;
-use super::{opposite, Params, C, FLUID, MOVING_WALL, Q, W};
+use super::{opposite, Open, Params, C, FLUID, MOVING_WALL, PRESSURE_BC, Q, VELOCITY_BC, W};
 
 fn equilibrium_of(i: usize, rho: f64, u: [f64; 3]) -> f64 {
     let cu = C[i][0] as f64 * u[0] + C[i][1] as f64 * u[1] + C[i][2] as f64 * u[2];
@@ -28,8 +28,9 @@ fn gather<T: Stored>(f: &[T], n: usize, s: usize) -> [f64; Q] {
     std::array::from_fn(|i| f[i * n + s].load(W[i]))
 }
 
-/// One collide-and-stream step from `fin` into `fout` (both direction-major).
-pub fn step<T: Stored>(p: &Params, flags: &[u8], fin: &[T], fout: &mut [T]) {
+/// One collide-and-stream step from `fin` into `fout` (both direction-major);
+/// `open`: the velocity and pressure boundary sites' prescribed values.
+pub fn step<T: Stored>(p: &Params, flags: &[u8], open: &Open, fin: &[T], fout: &mut [T]) {
     let n = p.sites();
     let (omega, omega_minus) = (1.0 / p.tau, p.omega_minus());
     let g = p.force;
@@ -60,15 +61,29 @@ pub fn step<T: Stored>(p: &Params, flags: &[u8], fin: &[T], fout: &mut [T]) {
             } else {
                 f[i] - omega * (f[i] - equilibrium_of(i, rho, u)) + (1.0 - omega / 2.0) * W[i] * (3.0 * (cf - uf) + 9.0 * cu * cf)
             };
-            match p.neighbour(s, i).filter(|&d| flags[d] == FLUID) {
-                Some(d) => fout[i * n + d] = T::store(post, W[i]),
-                None => {
-                    let moving = p.neighbour(s, i).is_some_and(|d| flags[d] == MOVING_WALL);
-                    let uw = p.wall_velocity;
-                    let wall = if moving { 6.0 * W[i] * rho * (c[0] * uw[0] + c[1] * uw[1] + c[2] * uw[2]) } else { 0.0 };
-                    fout[opposite(i) * n + s] = T::store(post - wall, W[i]);
+            let d = p.neighbour(s, i);
+            let back = match d.map(|d| (d, flags[d])) {
+                Some((d, FLUID)) => {
+                    fout[i * n + d] = T::store(post, W[i]);
+                    continue;
                 }
-            }
+                Some((_, MOVING_WALL)) => {
+                    let uw = p.wall_velocity;
+                    post - 6.0 * W[i] * rho * (c[0] * uw[0] + c[1] * uw[1] + c[2] * uw[2])
+                }
+                // a wall moving with the boundary site's own velocity (Krüger et al. 2017, eq. 5.26)
+                Some((d, VELOCITY_BC)) => {
+                    let ub = &open.values(d)[1..];
+                    post - 6.0 * W[i] * rho * (c[0] * ub[0] + c[1] * ub[1] + c[2] * ub[2])
+                }
+                // anti-bounce-back towards the boundary site's density (eq. 5.53)
+                Some((d, PRESSURE_BC)) => {
+                    let usq = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
+                    -post + 2.0 * W[i] * open.values(d)[0] * (1.0 + 4.5 * cu * cu - 1.5 * usq)
+                }
+                _ => post,
+            };
+            fout[opposite(i) * n + s] = T::store(back, W[i]);
         }
     }
 }

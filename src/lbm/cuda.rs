@@ -43,7 +43,7 @@ pub fn pass<T: Stored>(
     p: &Params,
     pass: Pass,
     block: u32,
-    flags: &DeviceBuffer<u8>,
+    (flags, (open_sites, open_table), open_count): (&DeviceBuffer<u8>, &(DeviceBuffer<u32>, DeviceBuffer<f64>), usize),
     fin: &DeviceBuffer<T>,
     fout: &mut DeviceBuffer<T>,
     first: usize,
@@ -68,7 +68,8 @@ pub fn pass<T: Stored>(
     let mut l = g.launcher(&f);
     l.arg(fin).arg(fout).arg(flags).arg(&nx).arg(&ny).arg(&nz).arg(&p.periodic).arg(&omega).arg(&omega_minus);
     l.arg(&force[0]).arg(&force[1]).arg(&force[2]).arg(&wall[0]).arg(&wall[1]).arg(&wall[2]);
-    l.arg(&first).arg(&count64);
+    let open_count = open_count as i32;
+    l.arg(&first).arg(&count64).arg(open_sites).arg(open_table).arg(&open_count);
     g.launch(&name, l, (count.div_ceil(block as usize) as u32, 1, 1), (block, 1, 1), 0)
 }
 

@@ -15,7 +15,7 @@ pub mod storage;
 use crate::array::Buffer;
 use crate::context::Context;
 use crate::error::{checked_product, host_vec, positive, Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{DeviceBuffer, Gpu};
 use cuda::Pass;
 use std::sync::{Arc, Mutex};
 use storage::{Half, Stored};
@@ -65,6 +65,13 @@ pub(crate) const FLUID: u8 = 0;
 pub(crate) const WALL: u8 = 1;
 /// A wall moving with the lattice's wall velocity (halfway bounce-back with Ladd's term).
 pub(crate) const MOVING_WALL: u8 = 2;
+/// A velocity boundary (an inlet, or an outlet with a known profile): a
+/// wall moving with its own prescribed velocity.
+pub(crate) const VELOCITY_BC: u8 = 3;
+/// A pressure boundary (an outlet, or a pressure-driven inlet): the
+/// populations coming from it anti-bounce-back towards the equilibrium of
+/// its own prescribed density (pressure rho / 3).
+pub(crate) const PRESSURE_BC: u8 = 4;
 
 /// Periodic-direction bits (x, y, z: 1, 2, 4; the ABI's FEGPU_PERIODIC_*).
 pub(crate) const PERIODIC_X: i32 = 1;
@@ -133,6 +140,9 @@ pub enum Scheme {
     Pull,
 }
 
+/// A lattice's site flags and open-boundary table, as the passes read them.
+type Sites<'a> = (&'a Buffer<u8>, &'a Open);
+
 /// The two population buffers of one storage type.
 pub struct Populations<T: Stored> {
     pub current: Buffer<T>,
@@ -184,9 +194,51 @@ macro_rules! with_populations {
     };
 }
 
+/// The open-boundary sites (VELOCITY_BC, PRESSURE_BC) in increasing order
+/// and their prescribed (rho, ux, uy, uz), 4 values a site (rho 1 and u 0
+/// until set); on the device too when the lattice is there, never empty
+/// there, so the kernels always get an address.
+pub struct Open {
+    sites: Vec<u32>,
+    table: Vec<f64>,
+    device: Option<(DeviceBuffer<u32>, DeviceBuffer<f64>)>,
+}
+
+impl Open {
+    fn new(gpu: Option<&Gpu>, flags: &[u8]) -> Result<Open> {
+        let sites: Vec<u32> = (0..flags.len()).filter(|&s| flags[s] >= VELOCITY_BC).map(|s| s as u32).collect();
+        let table = sites.iter().flat_map(|_| [1.0, 0.0, 0.0, 0.0]).collect();
+        let mut open = Open { sites, table, device: None };
+        if let Some(g) = gpu {
+            let m = open.sites.len().max(1);
+            let (mut ds, dt) = (g.alloc::<u32>(m)?, g.alloc::<f64>(4 * m)?);
+            if !open.sites.is_empty() {
+                g.upload(&open.sites, &mut ds, 0)?;
+            }
+            open.device = Some((ds, dt));
+            open.upload(g)?;
+        }
+        Ok(open)
+    }
+
+    fn upload(&mut self, g: &Gpu) -> Result<()> {
+        match &mut self.device {
+            Some((_, t)) if !self.table.is_empty() => g.upload(&self.table, t, 0),
+            _ => Ok(()),
+        }
+    }
+
+    /// The prescribed (rho, ux, uy, uz) of open boundary site `site`.
+    pub fn values(&self, site: usize) -> &[f64] {
+        let k = self.sites.binary_search(&(site as u32)).expect("an open boundary site");
+        &self.table[4 * k..4 * k + 4]
+    }
+}
+
 struct State {
     params: Params,
     flags: Buffer<u8>,
+    open: Open,
     storage: Storage,
     /// Threads per block of the CUDA step.
     block: u32,
@@ -197,8 +249,8 @@ impl State {
     /// Carries out a pending streaming (pull scheme) with the walls and wall
     /// velocity it was computed with, before something changes them.
     fn settle(&mut self, gpu: Option<&Gpu>) -> Result<()> {
-        let State { params, flags, storage, block, .. } = self;
-        with_populations!(storage, p => p.settle(gpu, params, *block, flags))
+        let State { params, flags, open, storage, block, .. } = self;
+        with_populations!(storage, p => p.settle(gpu, params, *block, (flags, open)))
     }
 }
 
@@ -250,26 +302,28 @@ impl<T: Stored> Populations<T> {
         p: &Params,
         pass: Pass,
         block: u32,
-        flags: &Buffer<u8>,
+        (flags, open): Sites,
         (first, count): (usize, usize),
         swap: bool,
     ) -> Result<()> {
-        let (Buffer::Device(fin), Buffer::Device(fout), Buffer::Device(fl)) = (&self.current, &mut self.spare, flags) else {
+        let (Buffer::Device(fin), Buffer::Device(fout), Buffer::Device(fl), Some(table)) =
+            (&self.current, &mut self.spare, flags, &open.device)
+        else {
             return Err(crate::array::mixed_backends());
         };
-        cuda::pass(g, p, pass, block, fl, fin, fout, first, count)?;
+        cuda::pass(g, p, pass, block, (fl, table, open.sites.len()), fin, fout, first, count)?;
         if swap {
             std::mem::swap(&mut self.current, &mut self.spare);
         }
         Ok(())
     }
 
-    fn step(&mut self, gpu: Option<&Gpu>, p: &Params, scheme: Scheme, block: u32, flags: &Buffer<u8>, count: u64) -> Result<()> {
+    fn step(&mut self, gpu: Option<&Gpu>, p: &Params, scheme: Scheme, block: u32, flags: Sites, count: u64) -> Result<()> {
         let all = (0, p.sites());
         for _ in 0..count {
-            match (&self.current, &mut self.spare, flags, gpu) {
+            match (&self.current, &mut self.spare, flags.0, gpu) {
                 (Buffer::Host(fin), Buffer::Host(fout), Buffer::Host(fl), _) => {
-                    cpu::step(p, fl, fin, fout);
+                    cpu::step(p, fl, flags.1, fin, fout);
                     std::mem::swap(&mut self.current, &mut self.spare);
                 }
                 (_, _, _, Some(g)) => match (scheme, self.stream_pending) {
@@ -288,7 +342,7 @@ impl<T: Stored> Populations<T> {
     }
 
     /// Carries out a pending streaming.
-    fn settle(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: &Buffer<u8>) -> Result<()> {
+    fn settle(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: Sites) -> Result<()> {
         if let (true, Some(g)) = (self.stream_pending, gpu) {
             self.pass(g, p, Pass::Stream, block, flags, (0, p.sites()), true)?;
             self.stream_pending = false;
@@ -298,14 +352,7 @@ impl<T: Stored> Populations<T> {
 
     /// The populations after streaming of sites first..first+count-1: `current`,
     /// or, with streaming pending, `spare` streamed into (the state is unchanged).
-    fn streamed(
-        &mut self,
-        gpu: Option<&Gpu>,
-        p: &Params,
-        block: u32,
-        flags: &Buffer<u8>,
-        range: (usize, usize),
-    ) -> Result<&Buffer<T>> {
+    fn streamed(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: Sites, range: (usize, usize)) -> Result<&Buffer<T>> {
         if let (true, Some(g)) = (self.stream_pending, gpu) {
             self.pass(g, p, Pass::Stream, block, flags, range, false)?;
             return Ok(&self.spare);
@@ -332,7 +379,7 @@ impl<T: Stored> Populations<T> {
         Ok(())
     }
 
-    fn download(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: &Buffer<u8>, caller: &mut [f64]) -> Result<()> {
+    fn download(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: Sites, caller: &mut [f64]) -> Result<()> {
         let n = p.sites();
         let fetched;
         let soa: &[T] = match (self.streamed(gpu, p, block, flags, (0, n))?, gpu) {
@@ -359,12 +406,12 @@ impl<T: Stored> Populations<T> {
         gpu: Option<&Gpu>,
         p: &Params,
         block: u32,
-        flags: &Buffer<u8>,
+        flags: Sites,
         first: usize,
         rho: &mut [f64],
         u: &mut [f64],
     ) -> Result<()> {
-        match (self.streamed(gpu, p, block, flags, (first, rho.len()))?, flags, gpu) {
+        match (self.streamed(gpu, p, block, flags, (first, rho.len()))?, flags.0, gpu) {
             (Buffer::Host(f), Buffer::Host(fl), _) => {
                 cpu::fields(p, fl, f, first, rho, u);
                 Ok(())
@@ -401,6 +448,7 @@ impl Lattice {
             }
             None => Buffer::Host(host_vec(n, FLUID, "lattice flags")?),
         };
+        let open = Open::new(gpu, &[])?;
         let mut storage = match precision {
             Precision::F16 => Storage::F16(new_populations(gpu, n)?),
             Precision::F32 => Storage::F32(new_populations(gpu, n)?),
@@ -409,7 +457,7 @@ impl Lattice {
         with_populations!(&mut storage, p => p.equilibrium(gpu, n, 1.0, [0.0; 3]))?;
         Ok(Lattice {
             ctx,
-            state: Mutex::new(State { params, flags, storage, block: cuda::step_block(precision), scheme: Scheme::Pull }),
+            state: Mutex::new(State { params, flags, open, storage, block: cuda::step_block(precision), scheme: Scheme::Pull }),
         })
     }
 
@@ -438,23 +486,26 @@ impl Lattice {
         Ok(())
     }
 
-    /// One flag per site (x fastest); values FLUID, WALL, MOVING_WALL.
+    /// One flag per site (x fastest); values FLUID, WALL, MOVING_WALL,
+    /// VELOCITY_BC, PRESSURE_BC. The open boundary sites start at rho 1,
+    /// u 0 (`set_boundary_values` prescribes theirs).
     pub fn set_flags(&self, flags: &[u8]) -> Result<()> {
         let mut st = self.state();
         let n = st.params.sites();
         if flags.len() != n {
             return Err(Error::size(format!("flags: {} values for {n} sites", flags.len())));
         }
-        if let Some(s) = flags.iter().position(|&f| f > MOVING_WALL) {
+        if let Some(s) = flags.iter().position(|&f| f > PRESSURE_BC) {
             return Err(Error::invalid(format!(
-                "flags({}) = {}: unknown flag (0 fluid, 1 wall, 2 moving wall)",
+                "flags({}) = {}: unknown flag (0 fluid, 1 wall, 2 moving wall, 3 velocity boundary, 4 pressure boundary)",
                 s + 1,
                 flags[s]
             )));
         }
         let gpu = self.ctx.gpu();
         st.settle(gpu)?;
-        let State { params, flags: current, .. } = &mut *st;
+        let open = Open::new(gpu, flags)?;
+        let State { params, flags: current, open: current_open, .. } = &mut *st;
         match (current, gpu) {
             (Buffer::Host(h), _) => h.copy_from_slice(flags),
             (Buffer::Device(d), Some(g)) => {
@@ -463,7 +514,36 @@ impl Lattice {
             }
             _ => return Err(crate::array::mixed_backends()),
         }
+        *current_open = open;
         Ok(())
+    }
+
+    /// The prescribed (rho, ux, uy, uz) of every open boundary site (flags
+    /// VELOCITY_BC and PRESSURE_BC), 4 values a site, the sites in
+    /// increasing order (x fastest): a velocity site uses u, a pressure site
+    /// rho (its pressure is rho / 3).
+    pub fn set_boundary_values(&self, values: &[f64]) -> Result<()> {
+        let mut st = self.state();
+        let m = st.open.sites.len();
+        if values.len() != 4 * m {
+            return Err(Error::size(format!(
+                "values: {} numbers for the lattice's {m} open boundary sites (4 a site: rho, ux, uy, uz)",
+                values.len()
+            )));
+        }
+        if let Some(k) = values.iter().position(|v| !v.is_finite()) {
+            return Err(Error::invalid(format!("values({}) = {}: must be finite", k + 1, values[k])));
+        }
+        if let Some(k) = (0..m).find(|&k| values[4 * k] <= 0.0) {
+            return Err(Error::invalid(format!("values({}) = {}: a density must be > 0", 4 * k + 1, values[4 * k])));
+        }
+        let gpu = self.ctx.gpu();
+        st.settle(gpu)?;
+        st.open.table.copy_from_slice(values);
+        match gpu {
+            Some(g) => st.open.upload(g),
+            None => Ok(()),
+        }
     }
 
     pub fn set_force(&self, force: [f64; 3]) -> Result<()> {
@@ -523,16 +603,16 @@ impl Lattice {
         if f.len() != n * Q {
             return Err(Error::size(format!("f: room for {} values, the lattice has {n} sites x 19 directions", f.len())));
         }
-        let State { params, flags, storage, block, .. } = &mut *st;
-        with_populations!(storage, p => p.download(gpu, params, *block, flags, f))
+        let State { params, flags, open, storage, block, .. } = &mut *st;
+        with_populations!(storage, p => p.download(gpu, params, *block, (flags, open), f))
     }
 
     /// `count` collide-and-stream steps, queued without waiting for the device.
     pub fn step(&self, count: u64) -> Result<()> {
         let gpu = self.ctx.gpu();
         let mut st = self.state();
-        let State { params, flags, storage, block, scheme } = &mut *st;
-        with_populations!(storage, p => p.step(gpu, params, *scheme, *block, flags, count))
+        let State { params, flags, open, storage, block, scheme } = &mut *st;
+        with_populations!(storage, p => p.step(gpu, params, *scheme, *block, (flags, open), count))
     }
 
     /// The sites (first, count) of the z-slab z_first..z_first+z_count-1 (0-based planes).
@@ -558,7 +638,7 @@ impl Lattice {
         }
         let gpu = self.ctx.gpu();
         let mut st = self.state();
-        let State { params, flags, storage, block, .. } = &mut *st;
-        with_populations!(storage, p => p.fields(gpu, params, *block, flags, first, rho, u))
+        let State { params, flags, open, storage, block, .. } = &mut *st;
+        with_populations!(storage, p => p.fields(gpu, params, *block, (flags, open), first, rho, u))
     }
 }
