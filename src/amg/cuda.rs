@@ -81,10 +81,9 @@ struct DeviceLevel {
     residual: DeviceBuffer<f64>,
 }
 
-/// What the re-setup on the device reads of a level beyond the V-cycle's data.
+/// What the re-setup on the device reads of a level beyond the V-cycle's data
+/// (the level matrix's pattern carries its diagonal positions).
 struct LevelNumbers {
-    /// Each row's diagonal entry (-1: none).
-    diag: DeviceBuffer<i32>,
     dinv: DeviceBuffer<f64>,
     /// Lanczos' start vector (empty where rho is not needed).
     start: DeviceBuffer<f64>,
@@ -129,7 +128,14 @@ impl DeviceHierarchy {
             let n = level.a.nrows;
             let tr = level.transfer.as_ref();
             levels.push(DeviceLevel {
-                a: if l == 0 { None } else { Some(DeviceCsr::new(g, &level.a)?) },
+                a: if l == 0 {
+                    None
+                } else {
+                    // the re-setup inverts the diagonal (level 0: the solver's pattern has it)
+                    let mut a = DeviceCsr::new(g, &level.a)?;
+                    a.pattern.diag = upload(g, &level.a.diagonal_positions())?;
+                    Some(a)
+                },
                 p: tr.map(|t| DeviceCsr::new(g, &t.p)).transpose()?,
                 r: tr.map(|t| DeviceCsr::new(g, &t.r)).transpose()?,
                 inverse: upload(g, &level.smoother_inverse)?,
@@ -143,11 +149,8 @@ impl DeviceHierarchy {
         let mut numbers = Vec::with_capacity(h.levels.len());
         for level in &h.levels {
             let a = &level.a;
-            let diag: Vec<i32> =
-                (0..a.nrows).map(|i| a.row(i).find(|&k| a.ci[k] as usize == i).map_or(-1, |k| k as i32)).collect();
             let rho = needs_rho(h.smoother, smooth, level.transfer.is_some());
             numbers.push(LevelNumbers {
-                diag: upload(g, &diag)?,
                 dinv: g.zeros(a.nrows.max(1))?,
                 start: upload(g, &if rho { host::lanczos_start(a.nrows) } else { Vec::new() })?,
                 transfer: level
@@ -215,7 +218,7 @@ impl DeviceHierarchy {
                 Some(a) => a.matrix(),
                 None => LevelMatrix { pattern, values },
             };
-            let bad = first_of(g, first, "amg_inverse_diagonal", n, &[&numbers.diag], &[a.values, &numbers.dinv], None)?;
+            let bad = first_of(g, first, "amg_inverse_diagonal", n, &[&a.pattern.diag], &[a.values, &numbers.dinv], None)?;
             if l == 0 && bad.is_some() {
                 return Err(refused(g, &h.levels[0].a, values));
             }

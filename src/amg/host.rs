@@ -27,12 +27,17 @@ impl Mat {
         self.rp[i] as usize..self.rp[i + 1] as usize
     }
 
-    /// The diagonal (0 where a row stores none).
-    pub fn diagonal(&self) -> Vec<f64> {
+    /// Each row's diagonal entry (-1 where a row stores none).
+    pub fn diagonal_positions(&self) -> Vec<i32> {
         (0..self.nrows)
             .into_par_iter()
-            .map(|i| self.row(i).find(|&k| self.ci[k] as usize == i).map_or(0.0, |k| self.v[k]))
+            .map(|i| self.row(i).find(|&k| self.ci[k] as usize == i).map_or(-1, |k| k as i32))
             .collect()
+    }
+
+    /// The diagonal (0 where a row stores none).
+    pub fn diagonal(&self) -> Vec<f64> {
+        self.diagonal_positions().into_par_iter().map(|k| if k < 0 { 0.0 } else { self.v[k as usize] }).collect()
     }
 
     /// y = A x, rows in parallel (each row summed in order).

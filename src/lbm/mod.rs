@@ -318,22 +318,22 @@ impl<T: Stored> Populations<T> {
         Ok(())
     }
 
-    fn step(&mut self, gpu: Option<&Gpu>, p: &Params, scheme: Scheme, block: u32, flags: Sites, count: u64) -> Result<()> {
+    fn step(&mut self, gpu: Option<&Gpu>, p: &Params, scheme: Scheme, block: u32, sites: Sites, count: u64) -> Result<()> {
         let all = (0, p.sites());
         for _ in 0..count {
-            match (&self.current, &mut self.spare, flags.0, gpu) {
+            match (&self.current, &mut self.spare, sites.0, gpu) {
                 (Buffer::Host(fin), Buffer::Host(fout), Buffer::Host(fl), _) => {
-                    cpu::step(p, fl, flags.1, fin, fout);
+                    cpu::step(p, fl, sites.1, fin, fout);
                     std::mem::swap(&mut self.current, &mut self.spare);
                 }
                 (_, _, _, Some(g)) => match (scheme, self.stream_pending) {
                     // set_scheme settles, so push never finds a streaming pending.
-                    (Scheme::Push, _) => self.pass(g, p, Pass::Push, block, flags, all, true)?,
+                    (Scheme::Push, _) => self.pass(g, p, Pass::Push, block, sites, all, true)?,
                     (Scheme::Pull, false) => {
-                        self.pass(g, p, Pass::Collide, block, flags, all, true)?;
+                        self.pass(g, p, Pass::Collide, block, sites, all, true)?;
                         self.stream_pending = true;
                     }
-                    (Scheme::Pull, true) => self.pass(g, p, Pass::Pull, block, flags, all, true)?,
+                    (Scheme::Pull, true) => self.pass(g, p, Pass::Pull, block, sites, all, true)?,
                 },
                 _ => return Err(crate::array::mixed_backends()),
             }
@@ -342,9 +342,9 @@ impl<T: Stored> Populations<T> {
     }
 
     /// Carries out a pending streaming.
-    fn settle(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: Sites) -> Result<()> {
+    fn settle(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, sites: Sites) -> Result<()> {
         if let (true, Some(g)) = (self.stream_pending, gpu) {
-            self.pass(g, p, Pass::Stream, block, flags, (0, p.sites()), true)?;
+            self.pass(g, p, Pass::Stream, block, sites, (0, p.sites()), true)?;
             self.stream_pending = false;
         }
         Ok(())
@@ -352,9 +352,9 @@ impl<T: Stored> Populations<T> {
 
     /// The populations after streaming of sites first..first+count-1: `current`,
     /// or, with streaming pending, `spare` streamed into (the state is unchanged).
-    fn streamed(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: Sites, range: (usize, usize)) -> Result<&Buffer<T>> {
+    fn streamed(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, sites: Sites, range: (usize, usize)) -> Result<&Buffer<T>> {
         if let (true, Some(g)) = (self.stream_pending, gpu) {
-            self.pass(g, p, Pass::Stream, block, flags, range, false)?;
+            self.pass(g, p, Pass::Stream, block, sites, range, false)?;
             return Ok(&self.spare);
         }
         Ok(&self.current)
@@ -379,10 +379,10 @@ impl<T: Stored> Populations<T> {
         Ok(())
     }
 
-    fn download(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, flags: Sites, caller: &mut [f64]) -> Result<()> {
+    fn download(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, sites: Sites, caller: &mut [f64]) -> Result<()> {
         let n = p.sites();
         let fetched;
-        let soa: &[T] = match (self.streamed(gpu, p, block, flags, (0, n))?, gpu) {
+        let soa: &[T] = match (self.streamed(gpu, p, block, sites, (0, n))?, gpu) {
             (Buffer::Host(f), _) => f,
             (Buffer::Device(f), Some(g)) => {
                 let mut h = host_vec(n * Q, T::POISON, "lattice populations (staging)")?;
@@ -406,12 +406,12 @@ impl<T: Stored> Populations<T> {
         gpu: Option<&Gpu>,
         p: &Params,
         block: u32,
-        flags: Sites,
+        sites: Sites,
         first: usize,
         rho: &mut [f64],
         u: &mut [f64],
     ) -> Result<()> {
-        match (self.streamed(gpu, p, block, flags, (first, rho.len()))?, flags.0, gpu) {
+        match (self.streamed(gpu, p, block, sites, (first, rho.len()))?, sites.0, gpu) {
             (Buffer::Host(f), Buffer::Host(fl), _) => {
                 cpu::fields(p, fl, f, first, rho, u);
                 Ok(())
