@@ -9,7 +9,8 @@ module fegpu_lbm
   public :: fegpu_lattice_create, fegpu_lattice_set_flags, fegpu_lattice_set_force, fegpu_lattice_set_wall_velocity
   public :: fegpu_lattice_set_trt, fegpu_lattice_init_equilibrium, fegpu_lattice_set_populations
   public :: fegpu_lattice_get_populations, fegpu_lattice_step, fegpu_lattice_fields, fegpu_lattice_destroy
-  public :: fegpu_lattice_directions, fegpu_lattice_set_boundary_values
+  public :: fegpu_lattice_directions, fegpu_lattice_set_boundary_values, fegpu_lattice_set_body
+  public :: fegpu_lattice_body_force
 
   interface
     !> The number of directions (19: D3Q19), the first extent of the populations.
@@ -76,6 +77,16 @@ module fegpu_lbm
       integer(c_int64_t), value :: lat, z_first, z_count
       real(c_double), intent(out) :: rho(*), u(*)
     end function
+    integer(c_int32_t) function c_lattice_set_body(lat, body, n) bind(C, name='fegpu_lattice_set_body')
+      import :: c_int32_t, c_int64_t, c_int8_t
+      integer(c_int64_t), value :: lat, n
+      integer(c_int8_t), intent(in) :: body(*)
+    end function
+    integer(c_int32_t) function c_lattice_body_force(lat, force) bind(C, name='fegpu_lattice_body_force')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: lat
+      real(c_double), intent(out) :: force(*)
+    end function
     integer(c_int32_t) function c_lattice_destroy(lat) bind(C, name='fegpu_lattice_destroy')
       import :: c_int32_t, c_int64_t
       integer(c_int64_t), value :: lat
@@ -140,6 +151,26 @@ contains
     character(*), intent(inout), optional :: errmsg
     call check(c_lattice_boundary_values(lat%handle, values, size(values, kind=c_int64_t)), &
          'fegpu_lattice_set_boundary_values', stat, errmsg)
+  end subroutine
+
+  !> body(nx, ny, nz): nonzero where a site belongs to the body (an obstacle) whose
+  !> force fegpu_lattice_body_force reports; its wall sites feel the force.
+  subroutine fegpu_lattice_set_body(lat, body, stat, errmsg)
+    type(fegpu_lattice), intent(in) :: lat
+    integer(c_int8_t), intent(in) :: body(:, :, :)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_lattice_set_body(lat%handle, body, size(body, kind=c_int64_t)), 'fegpu_lattice_set_body', stat, errmsg)
+  end subroutine
+
+  !> force(3): the force the fluid exerts on the body after the last step, by momentum
+  !> exchange (lattice units: drag along the flow, lift across it).
+  subroutine fegpu_lattice_body_force(lat, force, stat, errmsg)
+    type(fegpu_lattice), intent(in) :: lat
+    real(real64), intent(out) :: force(3)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_lattice_body_force(lat%handle, force), 'fegpu_lattice_body_force', stat, errmsg)
   end subroutine
 
   !> Body force per unit volume, force(3), on every fluid site.

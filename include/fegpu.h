@@ -801,6 +801,18 @@ fegpu_status fegpu_lattice_fields(fegpu_lattice_t lat,
                                   double *rho,
                                   double *u);
 
+// The body whose force fegpu_lattice_body_force reports: `body`, one byte
+// per site (nx*ny*nz, x fastest, as the flags), nonzero where the site
+// belongs to it (a sphere, a cylinder, an obstacle). Its wall sites feel
+// the force; fluid and open boundary sites in it are passed over.
+fegpu_status fegpu_lattice_set_body(fegpu_lattice_t lat, const uint8_t *body, int64_t n);
+
+// force(3): the force the fluid exerts on the body (fegpu_lattice_set_body)
+// after the last step, by momentum exchange over the links from fluid
+// sites into its wall sites (lattice units: drag along the flow, lift
+// across it). Waits for the queued steps.
+fegpu_status fegpu_lattice_body_force(fegpu_lattice_t lat, double *force);
+
 // Destroys a lattice.
 fegpu_status fegpu_lattice_destroy(fegpu_lattice_t lat);
 

@@ -1,11 +1,12 @@
 // D3Q19 lattice Boltzmann: fused collide-and-stream steps (BGK or TRT, Guo
-// forcing; one pass over memory, ping-pong buffers) in two schemes, push
-// (collide, then write to the neighbours) and pull (gather from the
-// neighbours, then collide in place; the default, faster on the H100),
-// uniform equilibrium initialisation and the macroscopic fields. Populations
-// are stored direction-major (SoA): f[i*n + site], site = x + nx*(y + ny*z),
-// so each direction's accesses are coalesced. Arithmetic is in R (float for f16 and
-// f32 storage, double for f64). src/lbm/cpu.rs is the same algorithm on the host.
+// forcing; one pass over memory) in three schemes: in place (one buffer,
+// the AA pattern; the default), push (collide, then write to the
+// neighbours; two buffers) and pull (gather from the neighbours, then
+// collide; two buffers), uniform equilibrium initialisation and the
+// macroscopic fields. Populations are stored direction-major (SoA):
+// f[i*n + site], site = x + nx*(y + ny*z), so each direction's accesses are
+// coalesced. Arithmetic is in R (float for f16 and f32 storage, double for
+// f64). src/lbm/cpu.rs is the same algorithm on the host.
 //
 // Velocities in the Palabos order: direction i+9 is opposite i (i = 1..9).
 // Flags: 0 fluid, 1 resting wall, 2 moving wall, 3 velocity boundary, 4
@@ -152,25 +153,34 @@ __device__ __forceinline__ R open_link(unsigned char kind, const double* b, R ba
     return -back + 2 * w * R(b[0]) * (1 + R(4.5) * cu * cu - R(1.5) * (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]));
 }
 
-// Collides site s (populations f) and pushes each post-collision population
-// to its neighbour, or bounces it back.
-template <bool TRT, typename T, typename R>
+// Collides site s (populations f) and sends each post-collision population
+// along its link: to slot i of the neighbour d = s + c_i where d is fluid
+// (push), or, LOCAL, to slot opp(i) of s itself (the in-place scheme's even
+// step, whose next step gathers it from there). A link to a non-fluid site
+// bounces back at once, with the collision's density and velocity, into
+// slot opp(i) of s, where the next step reads it in every scheme.
+template <bool TRT, typename T, typename R, bool LOCAL = false, bool FORCE = true>
 __device__ __forceinline__ void collide_site(const R* f, unsigned s, bool bulk, T* __restrict__ fout, const unsigned char* __restrict__ flags,
                                              i64 n, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy,
                                              R fz, R uwx, R uwy, R uwz, const unsigned* __restrict__ open_sites,
                                              const double* __restrict__ open_table, int open_count) {
     D3Q19_TABLES(R)
+    R post[19], u[3];
+    const R rho = collide<TRT, R, FORCE>(f, post, omega, omega_minus, fx, fy, fz, u);
+    if (LOCAL && bulk) {
+#pragma unroll
+        for (int i = 0; i < 19; ++i) store_pop(&fout[(i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9)) * n + s], post[i], w[i]);
+        return;
+    }
     int x, y, z;
     coordinates(s, nx, ny, x, y, z);
-    R post[19], u[3];
-    const R rho = collide<TRT, R>(f, post, omega, omega_minus, fx, fy, fz, u);
 #pragma unroll
     for (int i = 0; i < 19; ++i) {
         const int o = i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9);
         const i64 d = site_towards<R>(i, 1, x, y, z, nx, ny, nz, periodic);
         const unsigned char dflag = bulk ? FLUID : d >= 0 ? KIND(flags[d]) : WALL;
         if (dflag == FLUID) {
-            store_pop(&fout[i * n + d], post[i], w[i]);
+            store_pop(LOCAL ? &fout[o * n + s] : &fout[i * n + d], post[i], w[i]);
         } else if (dflag >= VELOCITY_BC) {
             const double* b = open_values(open_sites, open_table, open_count, (unsigned)d);
             store_pop(&fout[o * n + s], open_link<R>(dflag, b, post[i], w[o], cx[o], cy[o], cz[o], rho, u), w[o]);
@@ -307,6 +317,104 @@ __device__ void stream_pull(const T* __restrict__ fin, T* __restrict__ fout, con
     for (int i = 0; i < 19; ++i) store_pop(&fout[i * n + s], post[i], w[i]);
 }
 
+// In-place streaming, one buffer (the AA pattern: Bailey et al., ICPP 2009).
+// Two steps alternate. The even step collides each fluid site from its own
+// slots and stores post_i in its own slot opp(i). The odd step gathers f_i
+// from slot opp(i) of site - c_i, collides, and stores post_i in slot i of
+// site + c_i. Each step reads and writes the same set of locations, each
+// read and written by one thread, so sites need no ordering. Links to a
+// non-fluid site bounce back at collision time (collide_site), into slot
+// opp(i) of the site itself, which both steps read for f_opp(i) there; a
+// boundary site's own slots are never touched. After an even step the
+// buffer holds post-collision populations whose streaming is pending; after
+// an odd step, the populations after streaming, as the caller's layout.
+enum InPlacePass { IN_PLACE_EVEN = 0, IN_PLACE_ODD = 1 };
+
+template <int PASS, bool TRT, typename T, typename R, bool FORCE = true>
+__device__ void stream_in_place(T* __restrict__ f, const unsigned char* __restrict__ flags, int nx, int ny, int nz,
+                                int periodic, R omega, R omega_minus, R fx, R fy, R fz, R uwx, R uwy, R uwz, i64 first,
+                                i64 count, const unsigned* __restrict__ open_sites, const double* __restrict__ open_table,
+                                int open_count) {
+    D3Q19_TABLES(R)
+    const i64 n = (i64)nx * ny * nz;
+    const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const unsigned s = (unsigned)(first + t);
+    const unsigned char code = flags[s];
+    T raw[19];
+    unsigned xs[3], ys[3], zs[3];  // (odd step) the wrapped coordinates x+1, x, x-1 and so on
+    if (PASS == IN_PLACE_EVEN) {
+#pragma unroll
+        for (int i = 0; i < 19; ++i) raw[i] = f[i * n + s];
+    } else {
+        // As the pull step: every load issued before the flag is used, the
+        // fix-up below for sites whose sources are not all fluid. The odd
+        // step reads f_opp(i) where it writes post_i: slot i of s + c_i.
+        int x, y, z;
+        coordinates(s, nx, ny, x, y, z);
+        const unsigned plane = (unsigned)nx * (unsigned)ny;
+        xs[0] = x == nx - 1 ? 0 : x + 1, xs[1] = x, xs[2] = x == 0 ? nx - 1 : x - 1;
+        ys[0] = (y == ny - 1 ? 0 : y + 1) * (unsigned)nx, ys[1] = y * (unsigned)nx, ys[2] = (y == 0 ? ny - 1 : y - 1) * (unsigned)nx;
+        zs[0] = (z == nz - 1 ? 0 : z + 1) * plane, zs[1] = z * plane, zs[2] = (z == 0 ? nz - 1 : z - 1) * plane;
+#pragma unroll
+        for (int i = 0; i < 19; ++i) {
+            const int o = i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9);
+            raw[o] = f[i * n + xs[1 - cx[i]] + ys[1 - cy[i]] + zs[1 - cz[i]]];
+        }
+        if (KIND(code) == FLUID && !(code & BULK)) {
+#pragma unroll
+            for (int i = 0; i < 19; ++i) {
+                const i64 from = site_towards<R>(i, -1, x, y, z, nx, ny, nz, periodic);
+                if (from < 0 || KIND(flags[from]) != FLUID) raw[i] = f[i * n + s];  // bounced back there
+            }
+        }
+    }
+    if (KIND(code) != FLUID) return;
+    R g[19];  // (slot opp(i) was stored with w_opp(i), which is w_i)
+#pragma unroll
+    for (int i = 0; i < 19; ++i) g[i] = load_pop(raw[i], w[i]);
+    // f16 (bound by instructions) stores a bulk site's populations from the
+    // addresses at hand; f32 and f64 (bound by registers) recompute them
+    // after the collision, in collide_site: each measured faster so on the
+    // H100 (BENCHMARKS.md).
+    if (PASS == IN_PLACE_ODD && sizeof(T) == 2 && (code & BULK)) {
+        R post[19];
+        collide<TRT, R, FORCE>(g, post, omega, omega_minus, fx, fy, fz);
+#pragma unroll
+        for (int i = 0; i < 19; ++i) store_pop(&f[i * n + xs[1 - cx[i]] + ys[1 - cy[i]] + zs[1 - cz[i]]], post[i], w[i]);
+        return;
+    }
+    collide_site<TRT, T, R, PASS == IN_PLACE_EVEN, FORCE>(g, s, code & BULK, f, flags, n, nx, ny, nz, periodic, omega,
+                                                           omega_minus, fx, fy, fz, uwx, uwy, uwz, open_sites, open_table,
+                                                           open_count);
+}
+
+// Carries out the streaming an even in-place step left pending, in place:
+// along each link between two fluid sites s and d = s + c_i, slot opp(i) of s
+// (post_i(s)) and slot i of d (post_opp(i)(d)) trade places; links to
+// non-fluid sites were bounced back already. Each location belongs to one
+// link, and each link to one thread (its site s, i = 1..9).
+template <typename T>
+__device__ void settle_in_place(T* __restrict__ f, const unsigned char* __restrict__ flags, int nx, int ny, int nz,
+                                int periodic, i64 first, i64 count) {
+    const i64 n = (i64)nx * ny * nz;
+    const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const unsigned s = (unsigned)(first + t);
+    const unsigned char code = flags[s];
+    if (KIND(code) != FLUID) return;
+    int x, y, z;
+    coordinates(s, nx, ny, x, y, z);
+#pragma unroll
+    for (int i = 1; i <= 9; ++i) {
+        const i64 d = site_towards<float>(i, 1, x, y, z, nx, ny, nz, periodic);
+        if (d < 0 || (!(code & BULK) && KIND(flags[d]) != FLUID)) continue;
+        const T mine = f[(i + 9) * n + s];
+        f[(i + 9) * n + s] = f[i * n + d];
+        f[i * n + d] = mine;
+    }
+}
+
 // Sets BULK on fluid sites whose 18 neighbours are fluid (across periodic
 // faces too), clears it elsewhere. Neighbours are read through KIND, so
 // concurrent updates of their BULK bits do not matter.
@@ -365,6 +473,50 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
     u_out[3 * t + 2] = fluid ? (jz + fz / 2) / rho : 0;
 }
 
+// The force the fluid exerts on the body sites (sorted site list), by
+// momentum exchange on populations after streaming; src/lbm/cpu.rs
+// body_force is the same sum. One body site per thread (256 a block); each
+// block's sum goes to partial[3 * block + axis], summed by the host in order.
+template <typename T, typename R>
+__device__ void body_force(const T* __restrict__ f, const unsigned char* __restrict__ flags, int nx, int ny, int nz,
+                           int periodic, double uwx, double uwy, double uwz, const unsigned* __restrict__ body, int count,
+                           double* __restrict__ partial) {
+    D3Q19_TABLES(R)
+    __shared__ double sum[3][256];
+    const i64 n = (i64)nx * ny * nz;
+    const int t = threadIdx.x, k = blockIdx.x * blockDim.x + t;
+    double force[3] = {0, 0, 0};
+    const unsigned char kind = k < count ? KIND(flags[body[k]]) : FLUID;
+    if (kind == WALL || kind == MOVING_WALL) {
+        int x, y, z;
+        coordinates(body[k], nx, ny, x, y, z);
+        for (int i = 1; i < 19; ++i) {
+            const int o = i <= 9 ? i + 9 : i - 9;
+            const i64 from = site_towards<R>(i, -1, x, y, z, nx, ny, nz, periodic);  // the fluid site linked by c_i
+            if (from < 0 || KIND(flags[from]) != FLUID) continue;
+            const double back = load_pop(f[o * n + from], w[o]);
+            double ladd = 0;
+            if (kind == MOVING_WALL) {
+                double rho = 0;
+                for (int j = 0; j < 19; ++j) rho += load_pop(f[j * n + from], w[j]);
+                ladd = 6 * (double)w[i] * rho * (cx[i] * uwx + cy[i] * uwy + cz[i] * uwz);
+            }
+            force[0] += cx[i] * (2 * back + ladd);
+            force[1] += cy[i] * (2 * back + ladd);
+            force[2] += cz[i] * (2 * back + ladd);
+        }
+    }
+    for (int a = 0; a < 3; ++a) sum[a][t] = force[a];
+    __syncthreads();
+    for (int half = blockDim.x / 2; half > 0; half /= 2) {
+        if (t < half)
+            for (int a = 0; a < 3; ++a) sum[a][t] += sum[a][t + half];
+        __syncthreads();
+    }
+    if (t == 0)
+        for (int a = 0; a < 3; ++a) partial[3 * blockIdx.x + a] = sum[a][0];
+}
+
 #define LBM_STEP(T, R, NAME, COLLISION, TRT)                                                                     \
     extern "C" __global__ void __launch_bounds__(256) lbm_push_##COLLISION##NAME(const T* fin, T* fout,           \
         const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy,      \
@@ -385,6 +537,15 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
         stream_pull<MODE, TRT, T, R, FORCE>(fin, fout, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy,   \
                                             fz, uwx, uwy, uwz, first, count, open_sites, open_table, open_count); \
     }
+// The in-place steps: one buffer, otherwise the pull steps' arguments.
+#define LBM_IN_PLACE(T, R, NAME, MIN_BLOCKS, PASS, PASSNAME, COLLISION, TRT, FORCE)                              \
+    extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) lbm_##PASSNAME##_##COLLISION##NAME(            \
+        T* f, const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx,     \
+        R fy, R fz, R uwx, R uwy, R uwz, i64 first, i64 count, const unsigned* open_sites,                        \
+        const double* open_table, int open_count) {                                                               \
+        stream_in_place<PASS, TRT, T, R, FORCE>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz,   \
+                                                uwx, uwy, uwz, first, count, open_sites, open_table, open_count); \
+    }
 #define LBM_KERNELS(T, R, NAME, MIN_BLOCKS)                                                                      \
     LBM_STEP(T, R, NAME, , false)                                                                                 \
     LBM_STEP(T, R, NAME, trt_, true)                                                                              \
@@ -395,12 +556,29 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
     LBM_PULL(T, R, NAME, MIN_BLOCKS, COLLIDE_ONLY, collide, , false, true)                                        \
     LBM_PULL(T, R, NAME, MIN_BLOCKS, COLLIDE_ONLY, collide, trt_, true, true)                                     \
     LBM_PULL(T, R, NAME, MIN_BLOCKS, PULL_ONLY, stream, , false, true)                                            \
+    LBM_IN_PLACE(T, R, NAME, MIN_BLOCKS, IN_PLACE_EVEN, even, , false, true)                                     \
+    LBM_IN_PLACE(T, R, NAME, MIN_BLOCKS, IN_PLACE_EVEN, even, trt_, true, true)                                   \
+    LBM_IN_PLACE(T, R, NAME, MIN_BLOCKS, IN_PLACE_EVEN, even_unforced, , false, false)                            \
+    LBM_IN_PLACE(T, R, NAME, MIN_BLOCKS, IN_PLACE_EVEN, even_unforced, trt_, true, false)                         \
+    LBM_IN_PLACE(T, R, NAME, MIN_BLOCKS, IN_PLACE_ODD, odd, , false, true)                                        \
+    LBM_IN_PLACE(T, R, NAME, MIN_BLOCKS, IN_PLACE_ODD, odd, trt_, true, true)                                     \
+    LBM_IN_PLACE(T, R, NAME, MIN_BLOCKS, IN_PLACE_ODD, odd_unforced, , false, false)                              \
+    LBM_IN_PLACE(T, R, NAME, MIN_BLOCKS, IN_PLACE_ODD, odd_unforced, trt_, true, false)                           \
+    extern "C" __global__ void lbm_settle_##NAME(T* f, const unsigned char* flags, int nx, int ny, int nz,        \
+        int periodic, i64 first, i64 count) {                                                                     \
+        settle_in_place<T>(f, flags, nx, ny, nz, periodic, first, count);                                        \
+    }                                                                                                             \
     extern "C" __global__ void lbm_equilibrium_##NAME(T* f, i64 n, R rho, R ux, R uy, R uz) {                    \
         equilibrium<T, R>(f, n, rho, ux, uy, uz);                                                                 \
     }                                                                                                             \
     extern "C" __global__ void lbm_fields_##NAME(const T* f, const unsigned char* flags, i64 n, i64 first,       \
         i64 count, R fx, R fy, R fz, double* rho, double* u) {                                                    \
         fields<T, R>(f, flags, n, first, count, fx, fy, fz, rho, u);                                             \
+    }                                                                                                             \
+    extern "C" __global__ void __launch_bounds__(256) lbm_body_force_##NAME(const T* f, const unsigned char* flags, \
+        int nx, int ny, int nz, int periodic, double uwx, double uwy, double uwz, const unsigned* body, int count,  \
+        double* partial) {                                                                                        \
+        body_force<T, R>(f, flags, nx, ny, nz, periodic, uwx, uwy, uwz, body, count, partial);                    \
     }
 LBM_KERNELS(half_bits, float, f16, 3)
 LBM_KERNELS(float, float, f32, 3)

@@ -53,8 +53,13 @@ fn every_fem_kernel_name_is_defined() {
 fn every_lbm_kernel_name_is_defined() {
     let Some(ptx) = ptx("lbm", fegpu::lbm::cuda::SOURCE) else { return };
     for dtype in ["f16", "f32", "f64"] {
-        let mut names = vec![format!("lbm_stream_{dtype}"), format!("lbm_equilibrium_{dtype}"), format!("lbm_fields_{dtype}")];
-        for kind in ["push", "pull", "pull_unforced", "collide"] {
+        let mut names = vec![
+            format!("lbm_stream_{dtype}"),
+            format!("lbm_settle_{dtype}"),
+            format!("lbm_equilibrium_{dtype}"),
+            format!("lbm_fields_{dtype}"),
+        ];
+        for kind in ["push", "pull", "pull_unforced", "collide", "even", "even_unforced", "odd", "odd_unforced"] {
             for trt in ["", "trt_"] {
                 names.push(format!("lbm_{kind}_{trt}{dtype}"));
             }

@@ -194,6 +194,32 @@ pub unsafe extern "C" fn fegpu_lattice_fields(
     })
 }
 
+/// The body whose force fegpu_lattice_body_force reports: `body`, one byte
+/// per site (nx*ny*nz, x fastest, as the flags), nonzero where the site
+/// belongs to it (a sphere, a cylinder, an obstacle). Its wall sites feel
+/// the force; fluid and open boundary sites in it are passed over.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_lattice_set_body(lat: fegpu_lattice_t, body: *const u8, n: i64) -> fegpu_status {
+    guard(|| {
+        let l = lattice(lat)?;
+        l.set_body(host_in(body, n.max(0) as usize, "body")?)
+    })
+}
+
+/// force(3): the force the fluid exerts on the body (fegpu_lattice_set_body)
+/// after the last step, by momentum exchange over the links from fluid
+/// sites into its wall sites (lattice units: drag along the flow, lift
+/// across it). Waits for the queued steps.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_lattice_body_force(lat: fegpu_lattice_t, force: *mut f64) -> fegpu_status {
+    guard(|| {
+        let l = lattice(lat)?;
+        let out = host_out(force, 3, "force")?;
+        out.copy_from_slice(&l.body_force()?);
+        Ok(())
+    })
+}
+
 /// Destroys a lattice.
 #[no_mangle]
 pub extern "C" fn fegpu_lattice_destroy(lat: fegpu_lattice_t) -> fegpu_status {

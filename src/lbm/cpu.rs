@@ -108,3 +108,38 @@ pub fn fields<T: Stored>(p: &Params, flags: &[u8], f: &[T], first: usize, rho_ou
         }
     }
 }
+
+/// The force the fluid exerts on the non-fluid sites `body` (sorted), by
+/// momentum exchange on populations after streaming: along each link from
+/// a fluid site x into a body wall site, c_i (post_i(x) + f_opp(i)(x)), where
+/// the bounced-back f_opp(i)(x) is post_i(x) less Ladd's term at a moving
+/// wall (taken with x's present density).
+pub fn body_force<T: Stored>(p: &Params, flags: &[u8], f: &[T], body: &[u32]) -> [f64; 3] {
+    let n = p.sites();
+    let mut force = [0.0; 3];
+    for &b in body {
+        let b = b as usize;
+        let kind = flags[b];
+        if kind != super::WALL && kind != MOVING_WALL {
+            continue;
+        }
+        for i in 1..Q {
+            let o = opposite(i);
+            // the fluid site x with x + c_i = b
+            let Some(x) = p.neighbour(b, o).filter(|&x| flags[x] == FLUID) else { continue };
+            let back = f[o * n + x].load(W[o]);
+            let c = C[i].map(|v| v as f64);
+            let ladd = if kind == MOVING_WALL {
+                let (rho, _) = moments(&gather(f, n, x));
+                let uw = p.wall_velocity;
+                6.0 * W[i] * rho * (c[0] * uw[0] + c[1] * uw[1] + c[2] * uw[2])
+            } else {
+                0.0
+            };
+            for a in 0..3 {
+                force[a] += c[a] * (2.0 * back + ladd);
+            }
+        }
+    }
+    force
+}

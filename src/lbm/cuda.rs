@@ -23,16 +23,27 @@ fn grid(n: usize) -> (u32, u32, u32) {
     (n.div_ceil(BLOCK as usize) as u32, 1, 1)
 }
 
-/// The passes over the lattice (kernels/lbm.cu): a push step (collide, then
-/// push to the neighbours), a pull step (gather from the neighbours, then
-/// collide, in place), and the pull scheme's halves: collide only (to enter
-/// it from populations after streaming) and stream only (to leave it).
+/// The passes over the lattice (kernels/lbm.cu). Over two buffers: a push
+/// step (collide, then push to the neighbours), a pull step (gather from the
+/// neighbours, then collide), and the pull scheme's halves: collide only (to
+/// enter it from populations after streaming) and stream only (to leave it).
+/// In place, over one buffer: the even and odd steps, and the streaming an
+/// even step leaves pending (settle).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pass {
     Push,
     Pull,
     Collide,
     Stream,
+    Even,
+    Odd,
+    Settle,
+}
+
+/// The populations a pass reads and writes: two buffers, or one in place.
+pub enum Buffers<'a, T> {
+    Two(&'a DeviceBuffer<T>, &'a mut DeviceBuffer<T>),
+    One(&'a mut DeviceBuffer<T>),
 }
 
 /// One pass over sites first..first+count-1 (one site per thread, `block`
@@ -44,32 +55,43 @@ pub fn pass<T: Stored>(
     pass: Pass,
     block: u32,
     (flags, (open_sites, open_table), open_count): (&DeviceBuffer<u8>, &(DeviceBuffer<u32>, DeviceBuffer<f64>), usize),
-    fin: &DeviceBuffer<T>,
-    fout: &mut DeviceBuffer<T>,
+    f: Buffers<T>,
     first: usize,
     count: usize,
 ) -> Result<()> {
+    // Without a body force the forcing terms are compiled out (fewer instructions: f16 is bound by them).
+    let unforced = if p.force == [0.0; 3] { "_unforced" } else { "" };
     let kind = match pass {
         Pass::Push => "push",
-        // Without a body force the forcing terms are compiled out (fewer instructions: f16 is bound by them).
-        Pass::Pull if p.force == [0.0; 3] => "pull_unforced",
-        Pass::Pull => "pull",
+        Pass::Pull => &format!("pull{unforced}"),
         Pass::Collide => "collide",
         Pass::Stream => "stream",
+        Pass::Even => &format!("even{unforced}"),
+        Pass::Odd => &format!("odd{unforced}"),
+        Pass::Settle => "settle",
     };
-    let trt = if p.magic > 0.0 && pass != Pass::Stream { "trt_" } else { "" };
+    let trt = if p.magic > 0.0 && !matches!(pass, Pass::Stream | Pass::Settle) { "trt_" } else { "" };
     let name = format!("lbm_{kind}_{trt}{}", T::NAME);
-    let f = g.kernel("lbm", SOURCE, &name)?;
+    let k = g.kernel("lbm", SOURCE, &name)?;
     let [nx, ny, nz] = p.dims.map(|d| d as i32);
     let (omega, omega_minus) = (T::arith(1.0 / p.tau), T::arith(p.omega_minus()));
     let force = p.force.map(T::arith);
     let wall = p.wall_velocity.map(T::arith);
     let (first, count64) = (first as i64, count as i64);
-    let mut l = g.launcher(&f);
-    l.arg(fin).arg(fout).arg(flags).arg(&nx).arg(&ny).arg(&nz).arg(&p.periodic).arg(&omega).arg(&omega_minus);
-    l.arg(&force[0]).arg(&force[1]).arg(&force[2]).arg(&wall[0]).arg(&wall[1]).arg(&wall[2]);
     let open_count = open_count as i32;
-    l.arg(&first).arg(&count64).arg(open_sites).arg(open_table).arg(&open_count);
+    let mut l = g.launcher(&k);
+    match f {
+        Buffers::Two(fin, fout) => l.arg(fin).arg(fout),
+        Buffers::One(f) => l.arg(f),
+    };
+    l.arg(flags).arg(&nx).arg(&ny).arg(&nz).arg(&p.periodic);
+    if pass != Pass::Settle {
+        l.arg(&omega).arg(&omega_minus).arg(&force[0]).arg(&force[1]).arg(&force[2]).arg(&wall[0]).arg(&wall[1]).arg(&wall[2]);
+    }
+    l.arg(&first).arg(&count64);
+    if pass != Pass::Settle {
+        l.arg(open_sites).arg(open_table).arg(&open_count);
+    }
     g.launch(&name, l, (count.div_ceil(block as usize) as u32, 1, 1), (block, 1, 1), 0)
 }
 
@@ -123,4 +145,30 @@ pub fn fields<T: Stored>(
     g.launch(&name, l, grid(count), (BLOCK, 1, 1), 0)?;
     g.download(&rho_d, 0, rho)?;
     g.download(&u_d, 0, u)
+}
+
+/// The momentum-exchange force on the `count` body sites listed in `body`
+/// (src/lbm/cpu.rs body_force), from populations after streaming.
+pub fn body_force<T: Stored>(
+    g: &Gpu,
+    p: &Params,
+    flags: &DeviceBuffer<u8>,
+    f: &DeviceBuffer<T>,
+    body: &DeviceBuffer<u32>,
+    count: usize,
+) -> Result<[f64; 3]> {
+    let name = format!("lbm_body_force_{}", T::NAME);
+    let k = g.kernel("lbm", SOURCE, &name)?;
+    let blocks = count.div_ceil(BLOCK as usize).max(1);
+    let mut partial = g.alloc::<f64>(3 * blocks)?;
+    let [nx, ny, nz] = p.dims.map(|d| d as i32);
+    let uw = p.wall_velocity;
+    let count32 = count as i32;
+    let mut l = g.launcher(&k);
+    l.arg(f).arg(flags).arg(&nx).arg(&ny).arg(&nz).arg(&p.periodic).arg(&uw[0]).arg(&uw[1]).arg(&uw[2]);
+    l.arg(body).arg(&count32).arg(&mut partial);
+    g.launch(&name, l, (blocks as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+    let mut sums = vec![0.0; 3 * blocks];
+    g.download(&partial, 0, &mut sums)?;
+    Ok(sums.chunks(3).fold([0.0; 3], |acc, b| [acc[0] + b[0], acc[1] + b[1], acc[2] + b[2]]))
 }

@@ -3,7 +3,8 @@
 //! fields on request.
 //!
 //! Device layout: direction-major (f[i*n + site], site = x + nx*(y + ny*z)),
-//! two buffers swapped each step. The caller's layout (set/get_populations) is
+//! one buffer streamed in place (or two, swapped each step, for the push and
+//! pull schemes). The caller's layout (set/get_populations) is
 //! the serial code's: f(0:18, nx, ny, nz) in Fortran order, direction fastest,
 //! in the Palabos velocity order of `C` (direction i+9 opposite i), holding
 //! the populations after streaming (before the next collision).
@@ -16,7 +17,7 @@ use crate::array::Buffer;
 use crate::context::Context;
 use crate::error::{checked_product, host_vec, positive, Error, Result};
 use crate::gpu::{DeviceBuffer, Gpu};
-use cuda::Pass;
+use cuda::{Buffers, Pass};
 use std::sync::{Arc, Mutex};
 use storage::{Half, Stored};
 
@@ -127,27 +128,50 @@ impl Params {
     }
 }
 
-/// How the CUDA step streams. Push: each site collides and writes its
-/// populations to its neighbours (misaligned stores); `current` always holds
+/// How the CUDA step streams. InPlace (the default): one population buffer
+/// (19 values a site, against 38 for the others), the AA pattern of
+/// kernels/lbm.cu: even steps collide each site in place, odd steps gather
+/// from and push to the neighbours; after an even step the streaming is
+/// pending, carried out in place (settled) when a read or a change of walls
+/// needs it. Push: each site collides and writes its populations to its
+/// neighbours (misaligned stores) in a second buffer; `current` always holds
 /// the populations after streaming, as the caller's layout does. Pull: each
-/// site gathers from its neighbours and collides in place (aligned stores);
-/// between steps `current` holds the post-collision populations and the last
-/// step's streaming is pending until a step, a read or a change of walls
-/// needs it. The CPU reference always pushes.
+/// site gathers from its neighbours and collides (aligned stores) into a
+/// second buffer; between steps `current` holds the post-collision
+/// populations and the last step's streaming is pending until a step, a read
+/// or a change of walls needs it. The CPU reference always pushes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
+    InPlace,
     Push,
     Pull,
+}
+
+impl Scheme {
+    /// Population buffers on the device.
+    pub fn buffers(self) -> usize {
+        if self == Scheme::InPlace {
+            1
+        } else {
+            2
+        }
+    }
+    /// Device bytes a site holds: its populations and its flag.
+    pub fn bytes_per_site(self, precision: Precision) -> usize {
+        self.buffers() * Q * precision.bytes() + 1
+    }
 }
 
 /// A lattice's site flags and open-boundary table, as the passes read them.
 type Sites<'a> = (&'a Buffer<u8>, &'a Open);
 
-/// The two population buffers of one storage type.
+/// The population buffers of one storage type.
 pub struct Populations<T: Stored> {
     pub current: Buffer<T>,
-    spare: Buffer<T>,
-    /// `current` holds post-collision populations whose streaming is pending (pull scheme).
+    /// The second buffer of the two-buffer schemes (always there on the host).
+    spare: Option<Buffer<T>>,
+    /// `current` holds post-collision populations whose streaming is pending
+    /// (the pull scheme, or the in-place scheme after an even step).
     stream_pending: bool,
 }
 
@@ -235,10 +259,18 @@ impl Open {
     }
 }
 
+/// The sites whose force `Lattice::body_force` sums (sorted), on the device
+/// too when the lattice is there (never empty there).
+struct Body {
+    sites: Vec<u32>,
+    device: Option<DeviceBuffer<u32>>,
+}
+
 struct State {
     params: Params,
     flags: Buffer<u8>,
     open: Open,
+    body: Option<Body>,
     storage: Storage,
     /// Threads per block of the CUDA step.
     block: u32,
@@ -249,8 +281,8 @@ impl State {
     /// Carries out a pending streaming (pull scheme) with the walls and wall
     /// velocity it was computed with, before something changes them.
     fn settle(&mut self, gpu: Option<&Gpu>) -> Result<()> {
-        let State { params, flags, open, storage, block, .. } = self;
-        with_populations!(storage, p => p.settle(gpu, params, *block, (flags, open)))
+        let State { params, flags, open, storage, block, scheme, .. } = self;
+        with_populations!(storage, p => p.settle(gpu, params, *scheme, *block, (flags, open)))
     }
 }
 
@@ -276,7 +308,8 @@ fn alloc<T: Stored>(gpu: Option<&Gpu>, n: usize) -> Result<Buffer<T>> {
 
 fn new_populations<T: Stored>(gpu: Option<&Gpu>, n: usize) -> Result<Populations<T>> {
     let total = checked_product(&[n, Q], "lattice populations (sites x 19)")?;
-    Ok(Populations { current: alloc(gpu, total)?, spare: alloc(gpu, total)?, stream_pending: false })
+    let spare = if gpu.is_none() { Some(alloc(gpu, total)?) } else { None };
+    Ok(Populations { current: alloc(gpu, total)?, spare, stream_pending: false })
 }
 
 impl<T: Stored> Populations<T> {
@@ -294,7 +327,22 @@ impl<T: Stored> Populations<T> {
         }
     }
 
-    /// One pass from `current` into `spare` over sites first..first+count-1; `swap` makes it current.
+    /// The second buffer a two-buffer scheme needs (allocated on first use;
+    /// the in-place scheme gives it back). Call settled.
+    fn use_scheme(&mut self, gpu: Option<&Gpu>, scheme: Scheme) -> Result<()> {
+        match (gpu, scheme.buffers(), &self.spare, &self.current) {
+            (Some(_), 1, _, _) => self.spare = None,
+            (Some(g), _, None, Buffer::Device(current)) => {
+                let total = current.len();
+                self.spare = Some(Buffer::Device(g.alloc::<T>(total).map_err(|e| e.within("the second population buffer"))?));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// One pass over sites first..first+count-1: from `current` into
+    /// `spare` (`swap` makes it current), or over `current` in place.
     #[allow(clippy::too_many_arguments)]
     fn pass(
         &mut self,
@@ -306,35 +354,45 @@ impl<T: Stored> Populations<T> {
         (first, count): (usize, usize),
         swap: bool,
     ) -> Result<()> {
-        let (Buffer::Device(fin), Buffer::Device(fout), Buffer::Device(fl), Some(table)) =
-            (&self.current, &mut self.spare, flags, &open.device)
-        else {
+        let (Buffer::Device(fl), Some(table)) = (flags, &open.device) else {
             return Err(crate::array::mixed_backends());
         };
-        cuda::pass(g, p, pass, block, (fl, table, open.sites.len()), fin, fout, first, count)?;
-        if swap {
-            std::mem::swap(&mut self.current, &mut self.spare);
+        let sites = (fl, table, open.sites.len());
+        let in_place = matches!(pass, Pass::Even | Pass::Odd | Pass::Settle);
+        match (&mut self.current, &mut self.spare) {
+            (Buffer::Device(f), _) if in_place => cuda::pass(g, p, pass, block, sites, Buffers::One(f), first, count),
+            (Buffer::Device(fin), Some(Buffer::Device(fout))) => {
+                cuda::pass(g, p, pass, block, sites, Buffers::Two(fin, fout), first, count)?;
+                if swap {
+                    std::mem::swap(&mut self.current, self.spare.as_mut().expect("the second buffer"));
+                }
+                Ok(())
+            }
+            _ => Err(crate::array::mixed_backends()),
         }
-        Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn step(&mut self, gpu: Option<&Gpu>, p: &Params, scheme: Scheme, block: u32, sites: Sites, count: u64) -> Result<()> {
         let all = (0, p.sites());
         for _ in 0..count {
             match (&self.current, &mut self.spare, sites.0, gpu) {
-                (Buffer::Host(fin), Buffer::Host(fout), Buffer::Host(fl), _) => {
+                (Buffer::Host(fin), Some(Buffer::Host(fout)), Buffer::Host(fl), _) => {
                     cpu::step(p, fl, sites.1, fin, fout);
-                    std::mem::swap(&mut self.current, &mut self.spare);
+                    std::mem::swap(&mut self.current, self.spare.as_mut().expect("the host's second buffer"));
                 }
-                (_, _, _, Some(g)) => match (scheme, self.stream_pending) {
+                (_, _, _, Some(g)) => {
                     // set_scheme settles, so push never finds a streaming pending.
-                    (Scheme::Push, _) => self.pass(g, p, Pass::Push, block, sites, all, true)?,
-                    (Scheme::Pull, false) => {
-                        self.pass(g, p, Pass::Collide, block, sites, all, true)?;
-                        self.stream_pending = true;
-                    }
-                    (Scheme::Pull, true) => self.pass(g, p, Pass::Pull, block, sites, all, true)?,
-                },
+                    let (pass, pending) = match (scheme, self.stream_pending) {
+                        (Scheme::Push, _) => (Pass::Push, false),
+                        (Scheme::Pull, false) => (Pass::Collide, true),
+                        (Scheme::Pull, true) => (Pass::Pull, true),
+                        (Scheme::InPlace, false) => (Pass::Even, true),
+                        (Scheme::InPlace, true) => (Pass::Odd, false),
+                    };
+                    self.pass(g, p, pass, block, sites, all, true)?;
+                    self.stream_pending = pending;
+                }
                 _ => return Err(crate::array::mixed_backends()),
             }
         }
@@ -342,22 +400,38 @@ impl<T: Stored> Populations<T> {
     }
 
     /// Carries out a pending streaming.
-    fn settle(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, sites: Sites) -> Result<()> {
+    fn settle(&mut self, gpu: Option<&Gpu>, p: &Params, scheme: Scheme, block: u32, sites: Sites) -> Result<()> {
         if let (true, Some(g)) = (self.stream_pending, gpu) {
-            self.pass(g, p, Pass::Stream, block, sites, (0, p.sites()), true)?;
+            let pass = if scheme == Scheme::InPlace { Pass::Settle } else { Pass::Stream };
+            self.pass(g, p, pass, block, sites, (0, p.sites()), true)?;
             self.stream_pending = false;
         }
         Ok(())
     }
 
-    /// The populations after streaming of sites first..first+count-1: `current`,
-    /// or, with streaming pending, `spare` streamed into (the state is unchanged).
-    fn streamed(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, sites: Sites, range: (usize, usize)) -> Result<&Buffer<T>> {
-        if let (true, Some(g)) = (self.stream_pending, gpu) {
-            self.pass(g, p, Pass::Stream, block, sites, range, false)?;
-            return Ok(&self.spare);
+    /// The populations after streaming of sites first..first+count-1:
+    /// `current`, or, with the pull scheme's streaming pending, `spare`
+    /// streamed into (the state is unchanged); the in-place scheme settles.
+    #[allow(clippy::too_many_arguments)]
+    fn streamed(
+        &mut self,
+        gpu: Option<&Gpu>,
+        p: &Params,
+        scheme: Scheme,
+        block: u32,
+        sites: Sites,
+        range: (usize, usize),
+    ) -> Result<&Buffer<T>> {
+        match (self.stream_pending, gpu, scheme) {
+            (true, Some(g), Scheme::Pull) => {
+                self.pass(g, p, Pass::Stream, block, sites, range, false)?;
+                Ok(self.spare.as_ref().expect("the pull scheme's second buffer"))
+            }
+            _ => {
+                self.settle(gpu, p, scheme, block, sites)?;
+                Ok(&self.current)
+            }
         }
-        Ok(&self.current)
     }
 
     /// The caller's layout (direction fastest, f64) to or from the storage.
@@ -379,10 +453,19 @@ impl<T: Stored> Populations<T> {
         Ok(())
     }
 
-    fn download(&mut self, gpu: Option<&Gpu>, p: &Params, block: u32, sites: Sites, caller: &mut [f64]) -> Result<()> {
+    #[allow(clippy::too_many_arguments)]
+    fn download(
+        &mut self,
+        gpu: Option<&Gpu>,
+        p: &Params,
+        scheme: Scheme,
+        block: u32,
+        sites: Sites,
+        caller: &mut [f64],
+    ) -> Result<()> {
         let n = p.sites();
         let fetched;
-        let soa: &[T] = match (self.streamed(gpu, p, block, sites, (0, n))?, gpu) {
+        let soa: &[T] = match (self.streamed(gpu, p, scheme, block, sites, (0, n))?, gpu) {
             (Buffer::Host(f), _) => f,
             (Buffer::Device(f), Some(g)) => {
                 let mut h = host_vec(n * Q, T::POISON, "lattice populations (staging)")?;
@@ -401,17 +484,35 @@ impl<T: Stored> Populations<T> {
     }
 
     #[allow(clippy::too_many_arguments)]
+    fn body_force(
+        &mut self,
+        gpu: Option<&Gpu>,
+        p: &Params,
+        scheme: Scheme,
+        block: u32,
+        sites: Sites,
+        body: &Body,
+    ) -> Result<[f64; 3]> {
+        match (self.streamed(gpu, p, scheme, block, sites, (0, p.sites()))?, sites.0, gpu, &body.device) {
+            (Buffer::Host(f), Buffer::Host(fl), _, _) => Ok(cpu::body_force(p, fl, f, &body.sites)),
+            (Buffer::Device(f), Buffer::Device(fl), Some(g), Some(b)) => cuda::body_force(g, p, fl, f, b, body.sites.len()),
+            _ => Err(crate::array::mixed_backends()),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn fields(
         &mut self,
         gpu: Option<&Gpu>,
         p: &Params,
+        scheme: Scheme,
         block: u32,
         sites: Sites,
         first: usize,
         rho: &mut [f64],
         u: &mut [f64],
     ) -> Result<()> {
-        match (self.streamed(gpu, p, block, sites, (first, rho.len()))?, sites.0, gpu) {
+        match (self.streamed(gpu, p, scheme, block, sites, (first, rho.len()))?, sites.0, gpu) {
             (Buffer::Host(f), Buffer::Host(fl), _) => {
                 cpu::fields(p, fl, f, first, rho, u);
                 Ok(())
@@ -457,7 +558,15 @@ impl Lattice {
         with_populations!(&mut storage, p => p.equilibrium(gpu, n, 1.0, [0.0; 3]))?;
         Ok(Lattice {
             ctx,
-            state: Mutex::new(State { params, flags, open, storage, block: cuda::step_block(precision), scheme: Scheme::Pull }),
+            state: Mutex::new(State {
+                params,
+                flags,
+                open,
+                body: None,
+                storage,
+                block: cuda::step_block(precision),
+                scheme: Scheme::InPlace,
+            }),
         })
     }
 
@@ -480,8 +589,10 @@ impl Lattice {
 
     /// The CUDA step's streaming scheme (for `fegpu bench lbm` and the tests).
     pub fn set_scheme(&self, scheme: Scheme) -> Result<()> {
+        let gpu = self.ctx.gpu();
         let mut st = self.state();
-        st.settle(self.ctx.gpu())?;
+        st.settle(gpu)?;
+        with_populations!(&mut st.storage, p => p.use_scheme(gpu, scheme))?;
         st.scheme = scheme;
         Ok(())
     }
@@ -603,16 +714,53 @@ impl Lattice {
         if f.len() != n * Q {
             return Err(Error::size(format!("f: room for {} values, the lattice has {n} sites x 19 directions", f.len())));
         }
-        let State { params, flags, open, storage, block, .. } = &mut *st;
-        with_populations!(storage, p => p.download(gpu, params, *block, (flags, open), f))
+        let State { params, flags, open, storage, block, scheme, .. } = &mut *st;
+        with_populations!(storage, p => p.download(gpu, params, *scheme, *block, (flags, open), f))
     }
 
     /// `count` collide-and-stream steps, queued without waiting for the device.
     pub fn step(&self, count: u64) -> Result<()> {
         let gpu = self.ctx.gpu();
         let mut st = self.state();
-        let State { params, flags, open, storage, block, scheme } = &mut *st;
+        let State { params, flags, open, storage, block, scheme, .. } = &mut *st;
         with_populations!(storage, p => p.step(gpu, params, *scheme, *block, (flags, open), count))
+    }
+
+    /// The body whose force `body_force` reports: one value per site (x
+    /// fastest), nonzero where the site belongs to it. Only its wall sites
+    /// (FLUID and open boundary sites are passed over) feel a force.
+    pub fn set_body(&self, body: &[u8]) -> Result<()> {
+        let n = self.params().sites();
+        if body.len() != n {
+            return Err(Error::size(format!("body: {} values for {n} sites", body.len())));
+        }
+        let sites: Vec<u32> = (0..n).filter(|&s| body[s] != 0).map(|s| s as u32).collect();
+        let device = match self.ctx.gpu() {
+            Some(g) => {
+                let mut d = g.alloc::<u32>(sites.len().max(1))?;
+                if !sites.is_empty() {
+                    g.upload(&sites, &mut d, 0)?;
+                }
+                Some(d)
+            }
+            None => None,
+        };
+        self.state().body = Some(Body { sites, device });
+        Ok(())
+    }
+
+    /// The force the fluid exerts on the body (`set_body`) by momentum
+    /// exchange over the links from fluid sites into its wall sites, from
+    /// the populations of the last step: sum of c_i (post_i + bounced-back
+    /// population) over the links. At a moving wall Ladd's term uses the
+    /// fluid site's present density. In lattice units (mass 1 = density 1
+    /// in one site; force per step).
+    pub fn body_force(&self) -> Result<[f64; 3]> {
+        let gpu = self.ctx.gpu();
+        let mut st = self.state();
+        let State { params, flags, open, body, storage, block, scheme } = &mut *st;
+        let body = body.as_ref().ok_or_else(|| Error::invalid("no body: give its sites with set_body first"))?;
+        with_populations!(storage, p => p.body_force(gpu, params, *scheme, *block, (flags, open), body))
     }
 
     /// The sites (first, count) of the z-slab z_first..z_first+z_count-1 (0-based planes).
@@ -638,7 +786,7 @@ impl Lattice {
         }
         let gpu = self.ctx.gpu();
         let mut st = self.state();
-        let State { params, flags, open, storage, block, .. } = &mut *st;
-        with_populations!(storage, p => p.fields(gpu, params, *block, (flags, open), first, rho, u))
+        let State { params, flags, open, storage, block, scheme, .. } = &mut *st;
+        with_populations!(storage, p => p.fields(gpu, params, *scheme, *block, (flags, open), first, rho, u))
     }
 }

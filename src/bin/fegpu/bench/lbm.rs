@@ -10,10 +10,40 @@ use fegpu::{FEGPU_PERIODIC_X, FEGPU_PERIODIC_Y, FEGPU_PERIODIC_Z};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Bytes one site update moves: 19 populations read and written, and its flag.
-/// (Neighbour flags are read too, but from cache: each is shared by 19 sites.)
+/// Bytes one site update moves: 19 populations read and written, and its flag,
+/// whatever the scheme. (Neighbour flags are read too, but from cache: each
+/// is shared by 19 sites.)
 pub fn bytes_per_site(precision: Precision) -> usize {
     2 * Q * precision.bytes() + 1
+}
+
+/// The largest n^3 lattice the free device memory holds with the default
+/// (in-place) scheme, found by creating it: the estimate from the bytes per
+/// site, less 1% at a time until creation succeeds; with its MLUPS over a
+/// few steps.
+fn largest_lattice(ctx: &Arc<Context>, dtype: Precision) -> Result<(usize, f64)> {
+    // (after the frees queued on the stream are done)
+    let free = match ctx.gpu() {
+        Some(g) => {
+            g.synchronize("the last lattice's release")?;
+            g.free_memory()
+        }
+        None => 0,
+    };
+    let per_site = Scheme::InPlace.bytes_per_site(dtype);
+    // Lattices hold fewer than 2^31 sites.
+    let mut n = ((free / per_site) as f64).cbrt().min((i32::MAX as f64).cbrt()) as usize;
+    loop {
+        match Lattice::new(ctx.clone(), [n as i64; 3], dtype, 0.6, ALL_PERIODIC) {
+            Ok(lat) => {
+                lat.init_equilibrium(1.0, [0.02, 0.01, 0.0])?;
+                let t = time(ctx, 2, || lat.step(4))?;
+                return Ok((n, (n * n * n) as f64 * 4.0 / t / 1e6));
+            }
+            Err(_) if n > 64 => n = n * 99 / 100,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 const ALL_PERIODIC: i32 = FEGPU_PERIODIC_X | FEGPU_PERIODIC_Y | FEGPU_PERIODIC_Z;
@@ -115,9 +145,20 @@ pub fn run() -> Result<()> {
         );
     }
     if ctx.gpu().is_some() {
+        println!("device memory a site holds, and the largest cubic lattice (in place, BGK):");
+        for dtype in [Precision::F16, Precision::F32, Precision::F64] {
+            let (n, m) = largest_lattice(&ctx, dtype)?;
+            println!(
+                "  {}: {} bytes a site in place ({} with two buffers); largest {n}^3 ({:.2e} sites), {m:.0} MLUPS",
+                dtype.name(),
+                Scheme::InPlace.bytes_per_site(dtype),
+                Scheme::Push.bytes_per_site(dtype),
+                (n * n * n) as f64
+            );
+        }
         println!("streaming schemes and block sizes at 256^3 (BGK):");
         for dtype in [Precision::F16, Precision::F32, Precision::F64] {
-            for scheme in [Scheme::Push, Scheme::Pull] {
+            for scheme in [Scheme::InPlace, Scheme::Push, Scheme::Pull] {
                 for block in [64, 128, 256] {
                     let m = mlups(&ctx, 256, dtype, 0.0, false, Some(scheme), Some(block), 20, 5)?;
                     let share = m * 1e6 * bytes_per_site(dtype) as f64 / copy;
