@@ -361,18 +361,21 @@ fn f16_storage_accuracy_on_poiseuille_and_the_cavity() {
 }
 
 /// The Ghia, Ghia & Shin (1982) centreline table: (y, u at Re 100, u at Re 1000).
-fn ghia_u() -> Vec<(f64, f64, f64)> {
+/// The numbers of tests/data/`name`, a CSV file with a header and # comments, row by row.
+fn data_table(name: &str) -> Vec<Vec<f64>> {
     // FEGPU_DATA: where tests/data is when the tests run elsewhere (the GPU round).
     let dir = std::env::var("FEGPU_DATA").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data").into());
-    let path = format!("{dir}/ghia1982-cavity.csv");
+    let path = format!("{dir}/{name}");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     text.lines()
-        .filter(|l| !l.starts_with('#') && !l.starts_with('y'))
-        .map(|l| {
-            let v: Vec<f64> = l.split(',').map(|x| x.trim().parse().unwrap()).collect();
-            (v[0], v[1], v[2])
-        })
+        .filter(|l| !l.starts_with('#') && !l.starts_with(|c: char| c.is_ascii_alphabetic()))
+        .map(|l| l.split(',').map(|x| x.trim().parse().unwrap()).collect())
         .collect()
+}
+
+/// (y, u at Re 100, u at Re 1000) of Ghia, Ghia & Shin (1982).
+fn ghia_u() -> Vec<(f64, f64, f64)> {
+    data_table("ghia1982-cavity.csv").iter().map(|v| (v[0], v[1], v[2])).collect()
 }
 
 /// The lid-driven cavity on an n x n grid (periodic in z, so two-dimensional):
@@ -873,17 +876,9 @@ fn sphere_drag_matches_stokes_with_the_periodic_array_correction_on_the_gpu() {
     ok(fegpu_context_destroy(ctx));
 }
 
+/// (z, u at Re 100, u at Re 400) of Jiang, Lin & Povinelli (1994).
 fn jiang_u() -> Vec<(f64, f64, f64)> {
-    let dir = std::env::var("FEGPU_DATA").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data").into());
-    let path = format!("{dir}/jiang1994-cavity3d.csv");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.starts_with('z'))
-        .map(|l| {
-            let v: Vec<f64> = l.split(',').map(|x| x.trim().parse().unwrap()).collect();
-            (v[0], v[1], v[2])
-        })
-        .collect()
+    data_table("jiang1994-cavity3d.csv").iter().map(|v| (v[0], v[1], v[2])).collect()
 }
 
 /// The 3-D lid-driven cubic cavity on n^3 (the lid a moving-wall plane above

@@ -162,8 +162,18 @@ impl Scheme {
     }
 }
 
-/// A lattice's site flags and open-boundary table, as the passes read them.
-type Sites<'a> = (&'a Buffer<u8>, &'a Open);
+/// What the passes over the populations read besides them: the backend,
+/// the step's parameters, scheme and block size, the site flags and the
+/// open-boundary table.
+#[derive(Clone, Copy)]
+struct Setting<'a> {
+    gpu: Option<&'a Gpu>,
+    p: &'a Params,
+    scheme: Scheme,
+    block: u32,
+    flags: &'a Buffer<u8>,
+    open: &'a Open,
+}
 
 /// The population buffers of one storage type.
 pub struct Populations<T: Stored> {
@@ -281,8 +291,14 @@ impl State {
     /// Carries out a pending streaming (pull scheme) with the walls and wall
     /// velocity it was computed with, before something changes them.
     fn settle(&mut self, gpu: Option<&Gpu>) -> Result<()> {
+        let (s, storage) = self.split(gpu);
+        with_populations!(storage, p => p.settle(&s))
+    }
+
+    /// The populations, and what the passes over them read.
+    fn split<'a>(&'a mut self, gpu: Option<&'a Gpu>) -> (Setting<'a>, &'a mut Storage) {
         let State { params, flags, open, storage, block, scheme, .. } = self;
-        with_populations!(storage, p => p.settle(gpu, params, *scheme, *block, (flags, open)))
+        (Setting { gpu, p: params, scheme: *scheme, block: *block, flags, open }, storage)
     }
 }
 
@@ -343,26 +359,16 @@ impl<T: Stored> Populations<T> {
 
     /// One pass over sites first..first+count-1: from `current` into
     /// `spare` (`swap` makes it current), or over `current` in place.
-    #[allow(clippy::too_many_arguments)]
-    fn pass(
-        &mut self,
-        g: &Gpu,
-        p: &Params,
-        pass: Pass,
-        block: u32,
-        (flags, open): Sites,
-        (first, count): (usize, usize),
-        swap: bool,
-    ) -> Result<()> {
-        let (Buffer::Device(fl), Some(table)) = (flags, &open.device) else {
+    fn pass(&mut self, g: &Gpu, s: &Setting, pass: Pass, (first, count): (usize, usize), swap: bool) -> Result<()> {
+        let (Buffer::Device(fl), Some(table)) = (s.flags, &s.open.device) else {
             return Err(crate::array::mixed_backends());
         };
-        let sites = (fl, table, open.sites.len());
+        let sites = (fl, table, s.open.sites.len());
         let in_place = matches!(pass, Pass::Even | Pass::Odd | Pass::Settle);
         match (&mut self.current, &mut self.spare) {
-            (Buffer::Device(f), _) if in_place => cuda::pass(g, p, pass, block, sites, Buffers::One(f), first, count),
+            (Buffer::Device(f), _) if in_place => cuda::pass(g, s.p, pass, s.block, sites, Buffers::One(f), first, count),
             (Buffer::Device(fin), Some(Buffer::Device(fout))) => {
-                cuda::pass(g, p, pass, block, sites, Buffers::Two(fin, fout), first, count)?;
+                cuda::pass(g, s.p, pass, s.block, sites, Buffers::Two(fin, fout), first, count)?;
                 if swap {
                     std::mem::swap(&mut self.current, self.spare.as_mut().expect("the second buffer"));
                 }
@@ -372,25 +378,24 @@ impl<T: Stored> Populations<T> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn step(&mut self, gpu: Option<&Gpu>, p: &Params, scheme: Scheme, block: u32, sites: Sites, count: u64) -> Result<()> {
-        let all = (0, p.sites());
+    fn step(&mut self, s: &Setting, count: u64) -> Result<()> {
+        let all = (0, s.p.sites());
         for _ in 0..count {
-            match (&self.current, &mut self.spare, sites.0, gpu) {
+            match (&self.current, &mut self.spare, s.flags, s.gpu) {
                 (Buffer::Host(fin), Some(Buffer::Host(fout)), Buffer::Host(fl), _) => {
-                    cpu::step(p, fl, sites.1, fin, fout);
+                    cpu::step(s.p, fl, s.open, fin, fout);
                     std::mem::swap(&mut self.current, self.spare.as_mut().expect("the host's second buffer"));
                 }
                 (_, _, _, Some(g)) => {
                     // set_scheme settles, so push never finds a streaming pending.
-                    let (pass, pending) = match (scheme, self.stream_pending) {
+                    let (pass, pending) = match (s.scheme, self.stream_pending) {
                         (Scheme::Push, _) => (Pass::Push, false),
                         (Scheme::Pull, false) => (Pass::Collide, true),
                         (Scheme::Pull, true) => (Pass::Pull, true),
                         (Scheme::InPlace, false) => (Pass::Even, true),
                         (Scheme::InPlace, true) => (Pass::Odd, false),
                     };
-                    self.pass(g, p, pass, block, sites, all, true)?;
+                    self.pass(g, s, pass, all, true)?;
                     self.stream_pending = pending;
                 }
                 _ => return Err(crate::array::mixed_backends()),
@@ -400,10 +405,10 @@ impl<T: Stored> Populations<T> {
     }
 
     /// Carries out a pending streaming.
-    fn settle(&mut self, gpu: Option<&Gpu>, p: &Params, scheme: Scheme, block: u32, sites: Sites) -> Result<()> {
-        if let (true, Some(g)) = (self.stream_pending, gpu) {
-            let pass = if scheme == Scheme::InPlace { Pass::Settle } else { Pass::Stream };
-            self.pass(g, p, pass, block, sites, (0, p.sites()), true)?;
+    fn settle(&mut self, s: &Setting) -> Result<()> {
+        if let (true, Some(g)) = (self.stream_pending, s.gpu) {
+            let pass = if s.scheme == Scheme::InPlace { Pass::Settle } else { Pass::Stream };
+            self.pass(g, s, pass, (0, s.p.sites()), true)?;
             self.stream_pending = false;
         }
         Ok(())
@@ -412,23 +417,14 @@ impl<T: Stored> Populations<T> {
     /// The populations after streaming of sites first..first+count-1:
     /// `current`, or, with the pull scheme's streaming pending, `spare`
     /// streamed into (the state is unchanged); the in-place scheme settles.
-    #[allow(clippy::too_many_arguments)]
-    fn streamed(
-        &mut self,
-        gpu: Option<&Gpu>,
-        p: &Params,
-        scheme: Scheme,
-        block: u32,
-        sites: Sites,
-        range: (usize, usize),
-    ) -> Result<&Buffer<T>> {
-        match (self.stream_pending, gpu, scheme) {
+    fn streamed(&mut self, s: &Setting, range: (usize, usize)) -> Result<&Buffer<T>> {
+        match (self.stream_pending, s.gpu, s.scheme) {
             (true, Some(g), Scheme::Pull) => {
-                self.pass(g, p, Pass::Stream, block, sites, range, false)?;
+                self.pass(g, s, Pass::Stream, range, false)?;
                 Ok(self.spare.as_ref().expect("the pull scheme's second buffer"))
             }
             _ => {
-                self.settle(gpu, p, scheme, block, sites)?;
+                self.settle(s)?;
                 Ok(&self.current)
             }
         }
@@ -453,19 +449,10 @@ impl<T: Stored> Populations<T> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn download(
-        &mut self,
-        gpu: Option<&Gpu>,
-        p: &Params,
-        scheme: Scheme,
-        block: u32,
-        sites: Sites,
-        caller: &mut [f64],
-    ) -> Result<()> {
-        let n = p.sites();
+    fn download(&mut self, s: &Setting, caller: &mut [f64]) -> Result<()> {
+        let n = s.p.sites();
         let fetched;
-        let soa: &[T] = match (self.streamed(gpu, p, scheme, block, sites, (0, n))?, gpu) {
+        let soa: &[T] = match (self.streamed(s, (0, n))?, s.gpu) {
             (Buffer::Host(f), _) => f,
             (Buffer::Device(f), Some(g)) => {
                 let mut h = host_vec(n * Q, T::POISON, "lattice populations (staging)")?;
@@ -475,49 +462,29 @@ impl<T: Stored> Populations<T> {
             }
             _ => return Err(crate::array::mixed_backends()),
         };
-        for s in 0..n {
+        for site in 0..n {
             for i in 0..Q {
-                caller[s * Q + i] = soa[i * n + s].load(W[i]);
+                caller[site * Q + i] = soa[i * n + site].load(W[i]);
             }
         }
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn body_force(
-        &mut self,
-        gpu: Option<&Gpu>,
-        p: &Params,
-        scheme: Scheme,
-        block: u32,
-        sites: Sites,
-        body: &Body,
-    ) -> Result<[f64; 3]> {
-        match (self.streamed(gpu, p, scheme, block, sites, (0, p.sites()))?, sites.0, gpu, &body.device) {
-            (Buffer::Host(f), Buffer::Host(fl), _, _) => Ok(cpu::body_force(p, fl, f, &body.sites)),
-            (Buffer::Device(f), Buffer::Device(fl), Some(g), Some(b)) => cuda::body_force(g, p, fl, f, b, body.sites.len()),
+    fn body_force(&mut self, s: &Setting, body: &Body) -> Result<[f64; 3]> {
+        match (self.streamed(s, (0, s.p.sites()))?, s.flags, s.gpu, &body.device) {
+            (Buffer::Host(f), Buffer::Host(fl), _, _) => Ok(cpu::body_force(s.p, fl, f, &body.sites)),
+            (Buffer::Device(f), Buffer::Device(fl), Some(g), Some(b)) => cuda::body_force(g, s.p, fl, f, b, body.sites.len()),
             _ => Err(crate::array::mixed_backends()),
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn fields(
-        &mut self,
-        gpu: Option<&Gpu>,
-        p: &Params,
-        scheme: Scheme,
-        block: u32,
-        sites: Sites,
-        first: usize,
-        rho: &mut [f64],
-        u: &mut [f64],
-    ) -> Result<()> {
-        match (self.streamed(gpu, p, scheme, block, sites, (first, rho.len()))?, sites.0, gpu) {
+    fn fields(&mut self, s: &Setting, first: usize, rho: &mut [f64], u: &mut [f64]) -> Result<()> {
+        match (self.streamed(s, (first, rho.len()))?, s.flags, s.gpu) {
             (Buffer::Host(f), Buffer::Host(fl), _) => {
-                cpu::fields(p, fl, f, first, rho, u);
+                cpu::fields(s.p, fl, f, first, rho, u);
                 Ok(())
             }
-            (Buffer::Device(f), Buffer::Device(fl), Some(g)) => cuda::fields(g, p, fl, f, first, rho, u),
+            (Buffer::Device(f), Buffer::Device(fl), Some(g)) => cuda::fields(g, s.p, fl, f, first, rho, u),
             _ => Err(crate::array::mixed_backends()),
         }
     }
@@ -714,16 +681,16 @@ impl Lattice {
         if f.len() != n * Q {
             return Err(Error::size(format!("f: room for {} values, the lattice has {n} sites x 19 directions", f.len())));
         }
-        let State { params, flags, open, storage, block, scheme, .. } = &mut *st;
-        with_populations!(storage, p => p.download(gpu, params, *scheme, *block, (flags, open), f))
+        let (s, storage) = st.split(gpu);
+        with_populations!(storage, p => p.download(&s, f))
     }
 
     /// `count` collide-and-stream steps, queued without waiting for the device.
     pub fn step(&self, count: u64) -> Result<()> {
         let gpu = self.ctx.gpu();
         let mut st = self.state();
-        let State { params, flags, open, storage, block, scheme, .. } = &mut *st;
-        with_populations!(storage, p => p.step(gpu, params, *scheme, *block, (flags, open), count))
+        let (s, storage) = st.split(gpu);
+        with_populations!(storage, p => p.step(&s, count))
     }
 
     /// The body whose force `body_force` reports: one value per site (x
@@ -758,9 +725,11 @@ impl Lattice {
     pub fn body_force(&self) -> Result<[f64; 3]> {
         let gpu = self.ctx.gpu();
         let mut st = self.state();
-        let State { params, flags, open, body, storage, block, scheme } = &mut *st;
-        let body = body.as_ref().ok_or_else(|| Error::invalid("no body: give its sites with set_body first"))?;
-        with_populations!(storage, p => p.body_force(gpu, params, *scheme, *block, (flags, open), body))
+        let body = st.body.take().ok_or_else(|| Error::invalid("no body: give its sites with set_body first"))?;
+        let (s, storage) = st.split(gpu);
+        let force = with_populations!(storage, p => p.body_force(&s, &body));
+        st.body = Some(body);
+        force
     }
 
     /// The sites (first, count) of the z-slab z_first..z_first+z_count-1 (0-based planes).
@@ -786,7 +755,7 @@ impl Lattice {
         }
         let gpu = self.ctx.gpu();
         let mut st = self.state();
-        let State { params, flags, open, storage, block, scheme, .. } = &mut *st;
-        with_populations!(storage, p => p.fields(gpu, params, *scheme, *block, (flags, open), first, rho, u))
+        let (s, storage) = st.split(gpu);
+        with_populations!(storage, p => p.fields(&s, first, rho, u))
     }
 }
