@@ -288,7 +288,7 @@ struct State {
 }
 
 impl State {
-    /// Carries out a pending streaming (pull scheme) with the walls and wall
+    /// Carries out a pending streaming (pull or in-place scheme) with the walls and wall
     /// velocity it was computed with, before something changes them.
     fn settle(&mut self, gpu: Option<&Gpu>) -> Result<()> {
         let (s, storage) = self.split(gpu);
