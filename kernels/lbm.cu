@@ -117,6 +117,20 @@ __device__ __forceinline__ void coordinates(unsigned s, int nx, int ny, int& x, 
     z = (int)(xy / (unsigned)ny);
 }
 
+// The offsets of site (x, y, z)'s neighbours along each axis, wrapped on
+// every axis: xs = {x+1, x, x-1}, ys and zs the same times nx and nx*ny, so
+// the site s - c_i is xs[c_x + 1] + ys[c_y + 1] + zs[c_z + 1]: three selects
+// per axis, then two additions per direction. Where a face is not periodic
+// the wrapped site is only a valid address: the sites next to it are not
+// BULK, and their callers fix up what it gave.
+__device__ __forceinline__ void wrapped_offsets(int x, int y, int z, int nx, int ny, int nz, unsigned* xs, unsigned* ys,
+                                                unsigned* zs) {
+    const unsigned plane = (unsigned)nx * (unsigned)ny;
+    xs[0] = x == nx - 1 ? 0 : x + 1, xs[1] = x, xs[2] = x == 0 ? nx - 1 : x - 1;
+    ys[0] = (y == ny - 1 ? 0 : y + 1) * (unsigned)nx, ys[1] = y * (unsigned)nx, ys[2] = (y == 0 ? ny - 1 : y - 1) * (unsigned)nx;
+    zs[0] = (z == nz - 1 ? 0 : z + 1) * plane, zs[1] = z * plane, zs[2] = (z == 0 ? nz - 1 : z - 1) * plane;
+}
+
 // The site (x, y, z) + sign * c_i, or -1 beyond a non-periodic face.
 template <typename R>
 __device__ __forceinline__ i64 site_towards(int i, int sign, int x, int y, int z, int nx, int ny, int nz, int periodic) {
@@ -246,14 +260,9 @@ __device__ void stream_pull(const T* __restrict__ fin, T* __restrict__ fout, con
     const unsigned char code = flags[s];
     int x, y, z;
     coordinates(s, nx, ny, x, y, z);
-    // The sources' coordinates, wrapped on every axis: three selects per
-    // axis, then two additions per direction. Where a face is not periodic
-    // the wrapped source is only a valid address: those sites are not BULK,
-    // and the fix-up below replaces what they gathered.
-    const unsigned plane = (unsigned)nx * (unsigned)ny;
-    const unsigned xs[3] = {(unsigned)(x == nx - 1 ? 0 : x + 1), (unsigned)x, (unsigned)(x == 0 ? nx - 1 : x - 1)};
-    const unsigned ys[3] = {(y == ny - 1 ? 0 : y + 1) * (unsigned)nx, y * (unsigned)nx, (y == 0 ? ny - 1 : y - 1) * (unsigned)nx};
-    const unsigned zs[3] = {(z == nz - 1 ? 0 : z + 1) * plane, z * plane, (z == 0 ? nz - 1 : z - 1) * plane};
+    // the sources' offsets (the fix-up below replaces what non-BULK sites gathered)
+    unsigned xs[3], ys[3], zs[3];
+    wrapped_offsets(x, y, z, nx, ny, nz, xs, ys, zs);
     T raw[19];
 #pragma unroll
     for (int i = 0; i < 19; ++i) {
@@ -342,7 +351,7 @@ __device__ void stream_in_place(T* __restrict__ f, const unsigned char* __restri
     const unsigned s = (unsigned)(first + t);
     const unsigned char code = flags[s];
     T raw[19];
-    unsigned xs[3], ys[3], zs[3];  // (odd step) the wrapped coordinates x+1, x, x-1 and so on
+    unsigned xs[3], ys[3], zs[3];  // (odd step) wrapped_offsets
     if (PASS == IN_PLACE_EVEN) {
 #pragma unroll
         for (int i = 0; i < 19; ++i) raw[i] = f[i * n + s];
@@ -352,10 +361,7 @@ __device__ void stream_in_place(T* __restrict__ f, const unsigned char* __restri
         // step reads f_opp(i) where it writes post_i: slot i of s + c_i.
         int x, y, z;
         coordinates(s, nx, ny, x, y, z);
-        const unsigned plane = (unsigned)nx * (unsigned)ny;
-        xs[0] = x == nx - 1 ? 0 : x + 1, xs[1] = x, xs[2] = x == 0 ? nx - 1 : x - 1;
-        ys[0] = (y == ny - 1 ? 0 : y + 1) * (unsigned)nx, ys[1] = y * (unsigned)nx, ys[2] = (y == 0 ? ny - 1 : y - 1) * (unsigned)nx;
-        zs[0] = (z == nz - 1 ? 0 : z + 1) * plane, zs[1] = z * plane, zs[2] = (z == 0 ? nz - 1 : z - 1) * plane;
+        wrapped_offsets(x, y, z, nx, ny, nz, xs, ys, zs);
 #pragma unroll
         for (int i = 0; i < 19; ++i) {
             const int o = i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9);

@@ -3,7 +3,7 @@
 //! storage keeps f_i − w_i, as on the device).
 
 use super::storage::Stored;
-use super::{opposite, Open, Params, C, FLUID, MOVING_WALL, PRESSURE_BC, Q, VELOCITY_BC, W};
+use super::{opposite, Open, Params, C, FLUID, MOVING_WALL, PRESSURE_BC, Q, VELOCITY_BC, W, WALL};
 
 fn equilibrium_of(i: usize, rho: f64, u: [f64; 3]) -> f64 {
     let cu = C[i][0] as f64 * u[0] + C[i][1] as f64 * u[1] + C[i][2] as f64 * u[2];
@@ -120,7 +120,7 @@ pub fn body_force<T: Stored>(p: &Params, flags: &[u8], f: &[T], body: &[u32]) ->
     for &b in body {
         let b = b as usize;
         let kind = flags[b];
-        if kind != super::WALL && kind != MOVING_WALL {
+        if kind != WALL && kind != MOVING_WALL {
             continue;
         }
         for i in 1..Q {

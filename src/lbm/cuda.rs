@@ -54,7 +54,7 @@ pub fn pass<T: Stored>(
     p: &Params,
     pass: Pass,
     block: u32,
-    (flags, (open_sites, open_table), open_count): (&DeviceBuffer<u8>, &(DeviceBuffer<u32>, DeviceBuffer<f64>), usize),
+    (flags, (open_sites, open_table), open_count): (&DeviceBuffer<u8>, (&DeviceBuffer<u32>, &DeviceBuffer<f64>), usize),
     f: Buffers<T>,
     first: usize,
     count: usize,

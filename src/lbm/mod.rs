@@ -228,59 +228,73 @@ macro_rules! with_populations {
     };
 }
 
-/// The open-boundary sites (VELOCITY_BC, PRESSURE_BC) in increasing order
-/// and their prescribed (rho, ux, uy, uz), 4 values a site (rho 1 and u 0
-/// until set); on the device too when the lattice is there, never empty
-/// there, so the kernels always get an address.
-pub struct Open {
+/// Some of a lattice's sites, in increasing order, on the device too when
+/// the lattice is there (never empty there, so the kernels always get an
+/// address): the open boundary sites, a body's sites.
+struct SiteList {
     sites: Vec<u32>,
+    device: Option<DeviceBuffer<u32>>,
+}
+
+impl SiteList {
+    /// The sites s < n where `member(s)`.
+    fn new(gpu: Option<&Gpu>, n: usize, member: impl Fn(usize) -> bool) -> Result<SiteList> {
+        let sites: Vec<u32> = (0..n).filter(|&s| member(s)).map(|s| s as u32).collect();
+        let device = match gpu {
+            Some(g) => {
+                let mut d = g.alloc::<u32>(sites.len().max(1))?;
+                if !sites.is_empty() {
+                    g.upload(&sites, &mut d, 0)?;
+                }
+                Some(d)
+            }
+            None => None,
+        };
+        Ok(SiteList { sites, device })
+    }
+}
+
+/// The open-boundary sites (VELOCITY_BC, PRESSURE_BC) and their prescribed
+/// (rho, ux, uy, uz), 4 values a site (rho 1 and u 0 until set), the table
+/// on the device too when the lattice is there (never empty there).
+pub struct Open {
+    list: SiteList,
     table: Vec<f64>,
-    device: Option<(DeviceBuffer<u32>, DeviceBuffer<f64>)>,
+    device_table: Option<DeviceBuffer<f64>>,
 }
 
 impl Open {
     fn new(gpu: Option<&Gpu>, flags: &[u8]) -> Result<Open> {
-        let sites: Vec<u32> = (0..flags.len()).filter(|&s| flags[s] >= VELOCITY_BC).map(|s| s as u32).collect();
-        let table = sites.iter().flat_map(|_| [1.0, 0.0, 0.0, 0.0]).collect();
-        let mut open = Open { sites, table, device: None };
+        let list = SiteList::new(gpu, flags.len(), |s| flags[s] >= VELOCITY_BC)?;
+        let table = list.sites.iter().flat_map(|_| [1.0, 0.0, 0.0, 0.0]).collect();
+        let device_table = gpu.map(|g| g.alloc::<f64>(4 * list.sites.len().max(1))).transpose()?;
+        let mut open = Open { list, table, device_table };
         if let Some(g) = gpu {
-            let m = open.sites.len().max(1);
-            let (mut ds, dt) = (g.alloc::<u32>(m)?, g.alloc::<f64>(4 * m)?);
-            if !open.sites.is_empty() {
-                g.upload(&open.sites, &mut ds, 0)?;
-            }
-            open.device = Some((ds, dt));
             open.upload(g)?;
         }
         Ok(open)
     }
 
     fn upload(&mut self, g: &Gpu) -> Result<()> {
-        match &mut self.device {
-            Some((_, t)) if !self.table.is_empty() => g.upload(&self.table, t, 0),
+        match &mut self.device_table {
+            Some(t) if !self.table.is_empty() => g.upload(&self.table, t, 0),
             _ => Ok(()),
         }
     }
 
     /// The prescribed (rho, ux, uy, uz) of open boundary site `site`.
     pub fn values(&self, site: usize) -> &[f64] {
-        let k = self.sites.binary_search(&(site as u32)).expect("an open boundary site");
+        let k = self.list.sites.binary_search(&(site as u32)).expect("an open boundary site");
         &self.table[4 * k..4 * k + 4]
     }
-}
-
-/// The sites whose force `Lattice::body_force` sums (sorted), on the device
-/// too when the lattice is there (never empty there).
-struct Body {
-    sites: Vec<u32>,
-    device: Option<DeviceBuffer<u32>>,
 }
 
 struct State {
     params: Params,
     flags: Buffer<u8>,
     open: Open,
-    body: Option<Body>,
+    /// The sites whose force `Lattice::body_force` sums.
+    body: Option<SiteList>,
     storage: Storage,
     /// Threads per block of the CUDA step.
     block: u32,
@@ -360,10 +374,10 @@ impl<T: Stored> Populations<T> {
     /// One pass over sites first..first+count-1: from `current` into
     /// `spare` (`swap` makes it current), or over `current` in place.
     fn pass(&mut self, g: &Gpu, s: &Setting, pass: Pass, (first, count): (usize, usize), swap: bool) -> Result<()> {
-        let (Buffer::Device(fl), Some(table)) = (s.flags, &s.open.device) else {
+        let (Buffer::Device(fl), Some(open_sites), Some(table)) = (s.flags, &s.open.list.device, &s.open.device_table) else {
             return Err(crate::array::mixed_backends());
         };
-        let sites = (fl, table, s.open.sites.len());
+        let sites = (fl, (open_sites, table), s.open.list.sites.len());
         let in_place = matches!(pass, Pass::Even | Pass::Odd | Pass::Settle);
         match (&mut self.current, &mut self.spare) {
             (Buffer::Device(f), _) if in_place => cuda::pass(g, s.p, pass, s.block, sites, Buffers::One(f), first, count),
@@ -470,7 +484,7 @@ impl<T: Stored> Populations<T> {
         Ok(())
     }
 
-    fn body_force(&mut self, s: &Setting, body: &Body) -> Result<[f64; 3]> {
+    fn body_force(&mut self, s: &Setting, body: &SiteList) -> Result<[f64; 3]> {
         match (self.streamed(s, (0, s.p.sites()))?, s.flags, s.gpu, &body.device) {
             (Buffer::Host(f), Buffer::Host(fl), _, _) => Ok(cpu::body_force(s.p, fl, f, &body.sites)),
             (Buffer::Device(f), Buffer::Device(fl), Some(g), Some(b)) => cuda::body_force(g, s.p, fl, f, b, body.sites.len()),
@@ -602,7 +616,7 @@ impl Lattice {
     /// rho (its pressure is rho / 3).
     pub fn set_boundary_values(&self, values: &[f64]) -> Result<()> {
         let mut st = self.state();
-        let m = st.open.sites.len();
+        let m = st.open.list.sites.len();
         if values.len() != 4 * m {
             return Err(Error::size(format!(
                 "values: {} numbers for the lattice's {m} open boundary sites (4 a site: rho, ux, uy, uz)",
@@ -701,18 +715,8 @@ impl Lattice {
         if body.len() != n {
             return Err(Error::size(format!("body: {} values for {n} sites", body.len())));
         }
-        let sites: Vec<u32> = (0..n).filter(|&s| body[s] != 0).map(|s| s as u32).collect();
-        let device = match self.ctx.gpu() {
-            Some(g) => {
-                let mut d = g.alloc::<u32>(sites.len().max(1))?;
-                if !sites.is_empty() {
-                    g.upload(&sites, &mut d, 0)?;
-                }
-                Some(d)
-            }
-            None => None,
-        };
-        self.state().body = Some(Body { sites, device });
+        let list = SiteList::new(self.ctx.gpu(), n, |s| body[s] != 0)?;
+        self.state().body = Some(list);
         Ok(())
     }
 
