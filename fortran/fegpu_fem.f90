@@ -15,6 +15,7 @@ module fegpu_fem_m
   public :: fegpu_fem_ebe_create, fegpu_fem_ebe_solve, fegpu_fem_ebe_destroy, fegpu_fem_heat_create &
        , fegpu_fem_heat_step, fegpu_fem_heat_set_convection, fegpu_fem_heat_destroy, fegpu_fem_dynamics_create &
        , fegpu_fem_dynamics_step, fegpu_fem_dynamics_destroy, fegpu_fem_stiffness_download, fegpu_fem_mass_download
+  public :: fegpu_fem_dynamics_set_damping, fegpu_fem_dynamics_set_displacements
 
   !> The C names (fegpu.h); the shorter names are the older ones.
   interface fegpu_fem_ebe_create
@@ -168,6 +169,17 @@ module fegpu_fem_m
       import :: c_int32_t, c_int64_t, c_double
       integer(c_int64_t), value :: dyn, u, f, maxit
       real(c_double), value :: tol
+    end function
+    integer(c_int32_t) function c_dynamics_set_damping(dyn, alpha, beta) bind(C, name='fegpu_fem_dynamics_set_damping')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: dyn
+      real(c_double), value :: alpha, beta
+    end function
+    integer(c_int32_t) function c_dynamics_set_displacements(dyn, values, n) &
+         bind(C, name='fegpu_fem_dynamics_set_displacements')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: dyn, n
+      real(c_double), intent(in) :: values(*)
     end function
     integer(c_int32_t) function c_dynamics_destroy(dyn) bind(C, name='fegpu_fem_dynamics_destroy')
       import :: c_int32_t, c_int64_t
@@ -444,6 +456,27 @@ contains
     its = 10000
     if (present(maxit)) its = i64(maxit)
     call check(c_dynamics_step(dyn%handle, u%handle, fh, t, its), 'fegpu_dynamics_step', stat, errmsg)
+  end subroutine
+
+  !> Rayleigh damping from the next step on: C = alpha M + beta K (Newmark),
+  !> or alpha M_L for central differences (beta = 0 there: it stays explicit).
+  subroutine fegpu_fem_dynamics_set_damping(dyn, alpha, beta, stat, errmsg)
+    type(fegpu_dynamics), intent(in) :: dyn
+    real(real64), intent(in) :: alpha, beta
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_dynamics_set_damping(dyn%handle, alpha, beta), 'fegpu_fem_dynamics_set_damping', stat, errmsg)
+  end subroutine
+
+  !> The clamped dofs' displacements (values(i) for clamped(i)) at the end of
+  !> the next steps: for a time-dependent motion, call it before each step.
+  subroutine fegpu_fem_dynamics_set_displacements(dyn, values, stat, errmsg)
+    type(fegpu_dynamics), intent(in) :: dyn
+    real(real64), intent(in) :: values(:)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_dynamics_set_displacements(dyn%handle, values, size(values, kind=c_int64_t)), &
+         'fegpu_fem_dynamics_set_displacements', stat, errmsg)
   end subroutine
 
   subroutine fegpu_dynamics_destroy(dyn, stat, errmsg)

@@ -731,6 +731,20 @@ fegpu_status fegpu_fem_dynamics_step(fegpu_dynamics_t dynamics,
                                      double tol,
                                      int64_t maxit);
 
+// Rayleigh damping from the next step on: C = alpha M + beta K (Newmark:
+// its effective stiffness is rebuilt), or for central differences the
+// diagonal C = alpha M_L (beta must be 0 there: the scheme stays explicit).
+// Both >= 0; 0, 0 (the default) is undamped.
+fegpu_status fegpu_fem_dynamics_set_damping(fegpu_dynamics_t dynamics, double alpha, double beta);
+
+// Prescribed displacements: values[i] for the stepper's clamped[i] (n =
+// n_clamped, the order given at creation), taken at the end of every
+// following step until set again (time-dependent motion: set it before
+// each step). Host values; 0 until set.
+fegpu_status fegpu_fem_dynamics_set_displacements(fegpu_dynamics_t dynamics,
+                                                  const double *values,
+                                                  int64_t n);
+
 // Destroys an elastodynamics stepper.
 fegpu_status fegpu_fem_dynamics_destroy(fegpu_dynamics_t dynamics);
 

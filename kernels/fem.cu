@@ -591,3 +591,154 @@ EBE_OTF(tri3_elastic, 3, 2, 2)
 EBE_OTF(quad4_elastic, 4, 2, 2)
 EBE_OTF(tet4_elastic, 4, 3, 3)
 EBE_OTF(hex8_elastic, 8, 3, 3)
+
+// ---- The assembly pattern and map, built on the device ----
+// The same CSR pattern and gather map as src/fem/mod.rs `build_assembly` (the
+// host reference), entry for entry, so the assembled values are the same
+// bits. Nodes first: each node's elements (counted, filled, sorted), its
+// neighbours (the nodes it shares an element with, sorted), and per pair
+// (node v, its neighbour at position `pos`) the count of element
+// contributions; the src/array/cuda.rs scans turn counts into offsets. Then
+// one thread per node writes its dpn rows: row pointers, columns, the
+// diagonal's position, and for every (row, column) entry its contributions
+// in element order, as the host's loop over elements visits them.
+
+// count[v] = the elements of node v (one per occurrence in conn).
+extern "C" __global__ void __launch_bounds__(256) map_count(i64 total, const int* __restrict__ conn, int* count) {
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x)
+        atomicAdd(&count[conn[i]], 1);
+}
+
+// elems[elem_ptr[v] ..] = the elements of v, in arrival order (map_neighbours sorts them).
+extern "C" __global__ void __launch_bounds__(256) map_fill(i64 total, int nn, const int* __restrict__ conn,
+    const int* __restrict__ elem_ptr, int* cursor, int* __restrict__ elems) {
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
+        const int v = conn[i];
+        elems[elem_ptr[v] + atomicAdd(&cursor[v], 1)] = (int)(i / nn);
+    }
+}
+
+__device__ __forceinline__ void insertion_sort(int* a, int n) {
+    for (int i = 1; i < n; ++i) {
+        const int t = a[i];
+        int j = i - 1;
+        for (; j >= 0 && a[j] > t; --j) a[j + 1] = a[j];
+        a[j + 1] = t;
+    }
+}
+
+// One thread per node: sorts its elements, writes every node of them into
+// its stretch of `scratch` (nn entries an element), sorts that and counts
+// the distinct ones: degree[v], the node's neighbours (itself included).
+extern "C" __global__ void __launch_bounds__(128) map_neighbours(i64 nodes, int nn, const int* __restrict__ conn,
+    const int* __restrict__ elem_ptr, int* __restrict__ elems, int* __restrict__ scratch, int* __restrict__ degree) {
+    const i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= nodes) return;
+    const int first = elem_ptr[v], count = elem_ptr[v + 1] - first;
+    insertion_sort(elems + first, count);
+    int* s = scratch + (i64)nn * first;
+    for (int i = 0; i < count; ++i)
+        for (int b = 0; b < nn; ++b) s[i * nn + b] = conn[(i64)elems[first + i] * nn + b];
+    insertion_sort(s, count * nn);
+    int distinct = 0;
+    for (int i = 0; i < count * nn; ++i) distinct += i == 0 || s[i] != s[i - 1];
+    degree[v] = distinct;
+}
+
+// One thread per node: its sorted neighbours from scratch into nbr[nbr_ptr[v] ..].
+extern "C" __global__ void __launch_bounds__(128) map_neighbour_list(i64 nodes, int nn, const int* __restrict__ elem_ptr,
+    const int* __restrict__ scratch, const int* __restrict__ nbr_ptr, int* __restrict__ nbr) {
+    const i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= nodes) return;
+    const int first = elem_ptr[v], len = (elem_ptr[v + 1] - first) * nn;
+    const int* s = scratch + (i64)nn * first;
+    int at = nbr_ptr[v];
+    for (int i = 0; i < len; ++i)
+        if (i == 0 || s[i] != s[i - 1]) nbr[at++] = s[i];
+}
+
+// Position of w among the sorted neighbours nbr[lo, hi) (it is there).
+__device__ __forceinline__ int neighbour_position(const int* nbr, int lo, int hi, int w) {
+    int a = lo, b = hi;
+    while (b - a > 1) {
+        const int m = (a + b) >> 1;
+        if (nbr[m] <= w) a = m; else b = m;
+    }
+    return a - lo;
+}
+
+// Visits node v's contributions in the host's order: elements ascending (a
+// repeated element once), then v's local nodes a, then the element's nodes b.
+template <typename F>
+__device__ __forceinline__ void each_contribution(int v, int nn, const int* conn, const int* elem_ptr, const int* elems,
+                                                  F visit) {
+    for (int i = elem_ptr[v]; i < elem_ptr[v + 1]; ++i) {
+        const int e = elems[i];
+        if (i > elem_ptr[v] && e == elems[i - 1]) continue;
+        for (int a = 0; a < nn; ++a) {
+            if (conn[(i64)e * nn + a] != v) continue;
+            for (int b = 0; b < nn; ++b) visit(e, a, b, conn[(i64)e * nn + b]);
+        }
+    }
+}
+
+// One thread per node: pairs[p] = the contributions (e, a, b) of pair p.
+extern "C" __global__ void __launch_bounds__(128) map_pair_count(i64 nodes, int nn, const int* __restrict__ conn,
+    const int* __restrict__ elem_ptr, const int* __restrict__ elems, const int* __restrict__ nbr_ptr,
+    const int* __restrict__ nbr, int* __restrict__ pairs) {
+    const i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= nodes) return;
+    const int lo = nbr_ptr[v], hi = nbr_ptr[v + 1];
+    for (int p = lo; p < hi; ++p) pairs[p] = 0;
+    each_contribution((int)v, nn, conn, elem_ptr, elems,
+                      [&](int, int, int, int w) { ++pairs[lo + neighbour_position(nbr, lo, hi, w)]; });
+}
+
+// One thread per node v, with P the scanned pair counts (P[p] contributions
+// before pair p): the rows (v, c) and their entries (v, c; w, d). Row (v, c)
+// starts at dpn (dpn nbr_ptr[v] + c deg); entry (pos, d) of it has column w dpn
+// + d and its contributions start at dpn^2 S + c dpn T + dpn (P[p] - S) + d
+// cnt (S, T: node v's first and total pair contributions, cnt = P[p+1] -
+// P[p]). Its j-th contribution (e, a, b) is packed entry (a dpn + c, b dpn
+// + d) of element e: from = packed * ne + e. `cursor` (zeroed) counts each
+// pair's contributions written so far.
+extern "C" __global__ void __launch_bounds__(128) map_rows(i64 nodes, int nn, int dpn, i64 ne,
+    const int* __restrict__ conn, const int* __restrict__ elem_ptr, const int* __restrict__ elems,
+    const int* __restrict__ nbr_ptr, const int* __restrict__ nbr, const int* __restrict__ P, int* __restrict__ cursor,
+    int* __restrict__ row_ptr, int* __restrict__ col, int* __restrict__ diag, int* __restrict__ ptr,
+    int* __restrict__ from) {
+    const i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= nodes) return;
+    const int lo = nbr_ptr[v], hi = nbr_ptr[v + 1], deg = hi - lo;
+    const int S = P[lo], T = P[hi] - S, nd = nn * dpn;
+    const i64 entries = (i64)dpn * dpn * lo;  // node v's first entry
+    for (int c = 0; c < dpn; ++c) {
+        const i64 row = v * dpn + c, start = entries + (i64)c * dpn * deg;
+        row_ptr[row] = (int)start;
+        for (int pos = 0; pos < deg; ++pos) {
+            const int p = lo + pos, w = nbr[p], cnt = P[p + 1] - P[p];
+            for (int d = 0; d < dpn; ++d) {
+                const i64 k = start + pos * dpn + d;
+                col[k] = w * dpn + d;
+                ptr[k] = dpn * dpn * S + c * dpn * T + dpn * (P[p] - S) + d * cnt;
+                if (w == v && d == c) diag[row] = (int)k;
+            }
+        }
+    }
+    if (v == nodes - 1) {
+        row_ptr[nodes * dpn] = dpn * dpn * hi;
+        ptr[(i64)dpn * dpn * hi] = dpn * dpn * P[hi];
+    }
+    each_contribution((int)v, nn, conn, elem_ptr, elems, [&](int e, int a, int b, int w) {
+        const int pos = neighbour_position(nbr, lo, hi, w), p = lo + pos, j = cursor[p]++;
+        for (int c = 0; c < dpn; ++c) {
+            const i64 start = entries + (i64)c * dpn * deg;
+            for (int d = 0; d < dpn; ++d) {
+                const int i = min(a * dpn + c, b * dpn + d), jj = max(a * dpn + c, b * dpn + d);
+                const i64 packed = (i64)i * nd - (i64)i * (i - 1) / 2 + (jj - i);
+                // ptr[k] + j, with ptr[k] as written above (this thread wrote it)
+                from[ptr[start + pos * dpn + d] + j] = (int)(packed * ne + e);
+            }
+        }
+    });
+}

@@ -122,3 +122,45 @@ extern "C" __global__ void __launch_bounds__(256) multi_subtract_norm(i64 n, int
     double t1, t2;
     if (last_block_sums(block_sum(ss), 0.0, partial, counter, t1, t2)) out[0] = t1;
 }
+
+// Exclusive prefix sum of int counts, in place, 1024 a block (4 a thread):
+// each block scans its tile and leaves the tile's total in sums[block];
+// scan_add then adds the scanned totals back (src/array/cuda.rs `exclusive_scan`
+// recurses on sums). Counts and their total fit int (the caller checks).
+#define SCAN_TILE 1024
+extern "C" __global__ void __launch_bounds__(256) scan_tiles(i64 n, int* __restrict__ x, int* __restrict__ sums) {
+    __shared__ int warp_totals[8];
+    const i64 base = (i64)blockIdx.x * SCAN_TILE + 4 * threadIdx.x;
+    int v[4], total = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        v[k] = base + k < n ? x[base + k] : 0;
+        total += v[k];
+    }
+    // inclusive scan of the threads' totals: within the warp, then across warps
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int inclusive = total;
+    for (int off = 1; off < 32; off <<= 1) {
+        const int o = __shfl_up_sync(0xffffffffu, inclusive, off);
+        if (lane >= off) inclusive += o;
+    }
+    if (lane == 31) warp_totals[warp] = inclusive;
+    __syncthreads();
+    int before = 0;
+    for (int w = 0; w < warp; ++w) before += warp_totals[w];
+    int run = before + inclusive - total;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        if (base + k < n) x[base + k] = run;
+        run += v[k];
+    }
+    if (threadIdx.x == blockDim.x - 1) sums[blockIdx.x] = run;
+}
+
+extern "C" __global__ void __launch_bounds__(256) scan_add(i64 n, int* __restrict__ x, const int* __restrict__ sums) {
+    const int add = sums[blockIdx.x];
+    const i64 base = (i64)blockIdx.x * SCAN_TILE + 4 * threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+        if (base + k < n) x[base + k] += add;
+}

@@ -1097,3 +1097,419 @@ fn suddenly_loaded_bar_rings_with_the_wave_period() {
     expect_err(unsafe { fegpu_fem_set_density(s.h, 1, [-1.0].as_ptr()) }, FEGPU_ERR_INVALID_ARGUMENT, &["rho(1) = -1"]);
     ok(fegpu_context_destroy(ctx));
 }
+
+/// The mesh with its nodes renumbered and its elements reordered at random,
+/// and one node that no element uses appended.
+fn shuffled(coords: &[f64], conn: &[i64], dim: usize, nn: usize, rng: &mut Rng) -> (Vec<f64>, Vec<i64>) {
+    let permutation = |n: usize, rng: &mut Rng| {
+        let mut p: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            let j = ((rng.next_f64() + 1.0) * 0.5 * (i + 1) as f64) as usize;
+            p.swap(i, j.min(i));
+        }
+        p
+    };
+    let nodes = coords.len() / dim;
+    let new_of = permutation(nodes, rng); // old node -> new node
+    let mut out = vec![0.0; coords.len() + dim];
+    for v in 0..nodes {
+        out[dim * new_of[v]..dim * new_of[v] + dim].copy_from_slice(&coords[dim * v..dim * v + dim]);
+    }
+    out[coords.len()..].iter_mut().for_each(|x| *x = -5.0);
+    let order = permutation(conn.len() / nn, rng);
+    let conn = order.iter().flat_map(|&e| conn[e * nn..(e + 1) * nn].iter().map(|&v| new_of[v as usize - 1] as i64 + 1)).collect();
+    (out, conn)
+}
+
+/// Each hex8 split into six tet4 (around its 0-6 diagonal), each numbered
+/// so that its volume is positive.
+fn tets_of(coords: &[f64], hexes: &[i64]) -> Vec<i64> {
+    let x = |v: i64, c: usize| coords[3 * (v as usize - 1) + c];
+    let mut tets = Vec::new();
+    for h in hexes.chunks(8) {
+        for path in [[1, 2], [2, 3], [3, 7], [7, 4], [4, 5], [5, 1]] {
+            let mut t = [h[0], h[path[0]], h[path[1]], h[6]];
+            let d = |a: usize, c: usize| x(t[a], c) - x(t[0], c);
+            let volume = d(1, 0) * (d(2, 1) * d(3, 2) - d(2, 2) * d(3, 1)) - d(1, 1) * (d(2, 0) * d(3, 2) - d(2, 2) * d(3, 0))
+                + d(1, 2) * (d(2, 0) * d(3, 1) - d(2, 1) * d(3, 0));
+            if volume < 0.0 {
+                t.swap(1, 2);
+            }
+            tets.extend(t);
+        }
+    }
+    tets
+}
+
+/// The assembly pattern built where the set lives (on the device for CUDA)
+/// is the host reference's, row for row, and the assembled values agree:
+/// every element type, heat and elasticity, on meshes renumbered and
+/// reordered at random with a node no element uses (an empty row).
+#[test]
+fn assembly_pattern_and_map_match_the_host_build() {
+    use fegpu::ffi::array::*;
+    use fegpu::ffi::sparse::*;
+    let (ctx, reference) = (context(), reference_context());
+    let mut rng = Rng::new(seed() ^ 23);
+    let (hex_coords, hexes) = hex_mesh([4, 3, 3], &mut rng);
+    let (quad_coords, quads) = quad_mesh(5, 4, 2.0, 1.5, 0.2, &mut rng);
+    let tris: Vec<i64> = quads.chunks(4).flat_map(|q| [q[0], q[1], q[2], q[0], q[2], q[3]]).collect();
+    let tets = tets_of(&hex_coords, &hexes);
+    let meshes = [
+        (FEGPU_ELEMENT_TRI3, 2, &quad_coords, &tris),
+        (FEGPU_ELEMENT_QUAD4, 2, &quad_coords, &quads),
+        (FEGPU_ELEMENT_TET4, 3, &hex_coords, &tets),
+        (FEGPU_ELEMENT_HEX8, 3, &hex_coords, &hexes),
+    ];
+    let download = |a: fegpu_csr_t| {
+        let (mut n, mut m, mut nnz) = (0, 0, 0);
+        ok(unsafe { fegpu_csr_info(a, &mut n, &mut m, &mut nnz) });
+        let (mut rp, mut ci, mut v) = (vec![-1i64; n as usize + 1], vec![-1i64; nnz as usize], vec![f64::NAN; nnz as usize]);
+        ok(unsafe { fegpu_csr_download(a, rp.as_mut_ptr(), ci.as_mut_ptr(), v.as_mut_ptr(), 0) });
+        (rp, ci, v)
+    };
+    for (element, dim, coords, conn) in meshes {
+        let nn = TYPES.iter().find(|t| t.0 == element).unwrap().2;
+        let (coords, conn) = shuffled(coords, conn, dim, nn, &mut rng);
+        let material: Vec<i64> = (0..conn.len() / nn).map(|e| (e % 2 + 1) as i64).collect();
+        for problem in problems(dim) {
+            let on = |c| create(c, element, problem, &coords, dim, &conn, &[5.0, 0.3, 9.0, 0.2], &material, 2);
+            let (s, r) = (on(ctx), on(reference));
+            let (mut a, mut b) = (0, 0);
+            for (set, csr) in [(&s, &mut a), (&r, &mut b)] {
+                ok(fegpu_fem_integrate(set.h));
+                ok(unsafe { fegpu_fem_assemble(set.h, csr) });
+            }
+            let ((rp, ci, v), (want_rp, want_ci, want_v)) = (download(a), download(b));
+            assert_eq!(rp, want_rp, "element {element} problem {problem}: row pointers");
+            assert_eq!(ci, want_ci, "element {element} problem {problem}: columns");
+            let n = rp.len() - 1;
+            let dofs_per_node = if problem == FEGPU_PROBLEM_HEAT { 1 } else { dim };
+            assert_eq!(rp[n], rp[n - dofs_per_node], "the unused node's rows are empty");
+            let scale = want_v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            for (k, (x, y)) in v.iter().zip(&want_v).enumerate() {
+                assert!((x - y).abs() <= 1e-13 * scale, "element {element} problem {problem}: entry {k}: {x} vs {y}");
+            }
+            // the device's copy of the pattern: A x against the host matrix's product
+            let x: Vec<f64> = (0..n).map(|_| rng.next_f64()).collect();
+            let mut want = vec![0.0; n];
+            for i in 0..n {
+                for k in want_rp[i] as usize..want_rp[i + 1] as usize {
+                    want[i] += want_v[k] * x[want_ci[k] as usize];
+                }
+            }
+            let (xa, ya) = (create_f64(ctx, n, 1, &x), create_f64(ctx, n, 1, &vec![f64::NAN; n]));
+            ok(fegpu_csr_spmv(a, 1.0, xa, 0.0, ya));
+            let got = download_f64(ya, n);
+            for i in 0..n {
+                assert!((got[i] - want[i]).abs() <= 1e-12 * scale, "element {element} problem {problem}: (A x)[{i}] = {} vs {}", got[i], want[i]);
+            }
+            for h in [xa, ya] {
+                ok(fegpu_array_destroy(h));
+            }
+            for set in [s, r] {
+                ok(fegpu_fem_destroy(set.h));
+            }
+        }
+    }
+    ok(fegpu_context_destroy(ctx));
+    ok(fegpu_context_destroy(reference));
+}
+
+/// The dense global matrix from a set's packed element matrices (conn 1-based).
+fn dense_global(s: &Set, ke: &[f64], conn: &[i64], dofs_per_node: usize, n: usize) -> Vec<Vec<f64>> {
+    let nn = conn.len() / s.elements;
+    let mut a = vec![vec![0.0; n]; n];
+    for e in 0..s.elements {
+        let k = unpack(ke, s.packed, e);
+        let dof = |p: usize| (conn[e * nn + p / dofs_per_node] as usize - 1) * dofs_per_node + p % dofs_per_node;
+        for p in 0..k.len() {
+            for q in 0..k.len() {
+                a[dof(p)][dof(q)] += k[p][q];
+            }
+        }
+    }
+    a
+}
+
+/// The lower Cholesky factor of an SPD matrix.
+fn cholesky(b: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let n = b.len();
+    let mut l = vec![vec![0.0; n]; n];
+    for j in 0..n {
+        let d = b[j][j] - (0..j).map(|k| l[j][k] * l[j][k]).sum::<f64>();
+        l[j][j] = d.sqrt();
+        for i in j + 1..n {
+            l[i][j] = (b[i][j] - (0..j).map(|k| l[i][k] * l[j][k]).sum::<f64>()) / l[j][j];
+        }
+    }
+    l
+}
+
+/// x = B^-1 y with B = L L^T.
+fn cholesky_solve(l: &[Vec<f64>], y: &[f64]) -> Vec<f64> {
+    let n = l.len();
+    let mut z = y.to_vec();
+    for i in 0..n {
+        z[i] = (z[i] - (0..i).map(|k| l[i][k] * z[k]).sum::<f64>()) / l[i][i];
+    }
+    for i in (0..n).rev() {
+        z[i] = (z[i] - (i + 1..n).map(|k| l[k][i] * z[k]).sum::<f64>()) / l[i][i];
+    }
+    z
+}
+
+/// The lowest eigenpair of A phi = lambda B phi (A, B symmetric, B SPD):
+/// Cholesky of B, then cyclic Jacobi rotations on L^-1 A L^-T.
+fn lowest_mode(a: &[Vec<f64>], b: &[Vec<f64>]) -> (f64, Vec<f64>) {
+    let n = a.len();
+    let l = cholesky(b);
+    // C = L^-1 A L^-T, column by column
+    let lower = |y: &[f64]| {
+        let mut z = y.to_vec();
+        for i in 0..n {
+            z[i] = (z[i] - (0..i).map(|k| l[i][k] * z[k]).sum::<f64>()) / l[i][i];
+        }
+        z
+    };
+    let x: Vec<Vec<f64>> = (0..n).map(|j| lower(&(0..n).map(|i| a[i][j]).collect::<Vec<_>>())).collect(); // column j of L^-1 A
+    let mut c: Vec<Vec<f64>> = (0..n).map(|j| lower(&(0..n).map(|i| x[i][j]).collect::<Vec<_>>())).collect();
+    let mut v: Vec<Vec<f64>> = (0..n).map(|i| (0..n).map(|j| (i == j) as i32 as f64).collect()).collect();
+    for _sweep in 0..100 {
+        let off: f64 = (0..n).flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j))).map(|(i, j)| c[i][j] * c[i][j]).sum();
+        if off < 1e-30 {
+            break;
+        }
+        for p in 0..n {
+            for q in p + 1..n {
+                if c[p][q].abs() < 1e-300 {
+                    continue;
+                }
+                let theta = (c[q][q] - c[p][p]) / (2.0 * c[p][q]);
+                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+                let t = if theta == 0.0 { 1.0 } else { t };
+                let (cs, sn) = (1.0 / (t * t + 1.0).sqrt(), t / (t * t + 1.0).sqrt());
+                for k in 0..n {
+                    let (ckp, ckq) = (c[k][p], c[k][q]);
+                    c[k][p] = cs * ckp - sn * ckq;
+                    c[k][q] = sn * ckp + cs * ckq;
+                }
+                for k in 0..n {
+                    let (cpk, cqk) = (c[p][k], c[q][k]);
+                    c[p][k] = cs * cpk - sn * cqk;
+                    c[q][k] = sn * cpk + cs * cqk;
+                }
+                for k in 0..n {
+                    let (vkp, vkq) = (v[k][p], v[k][q]);
+                    v[k][p] = cs * vkp - sn * vkq;
+                    v[k][q] = sn * vkp + cs * vkq;
+                }
+            }
+        }
+    }
+    let j = (0..n).min_by(|&x, &y| c[x][x].partial_cmp(&c[y][y]).unwrap()).unwrap();
+    // phi = L^-T y
+    let mut phi: Vec<f64> = (0..n).map(|i| v[i][j]).collect();
+    for i in (0..n).rev() {
+        phi[i] = (phi[i] - (i + 1..n).map(|k| l[k][i] * phi[k]).sum::<f64>()) / l[i][i];
+    }
+    let top = phi.iter().fold(0.0f64, |m, x| if x.abs() > m.abs() { *x } else { m });
+    (c[j][j], phi.iter().map(|x| x / top).collect())
+}
+
+/// A quad4 strip (plane stress, nu = 0) clamped at x = 0 with every lateral
+/// dof held: 1-D axial motion, as the ringing bar. Returns the set, its
+/// connectivity, the constrained dofs (1-based: x at the end first), the
+/// free dofs (0-based), and the dense K, M and lumped (row-sum) mass.
+#[allow(clippy::type_complexity)]
+fn axial_strip(ctx: fegpu_context_t, nx: usize) -> (Set, Vec<i64>, Vec<usize>, Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<f64>) {
+    let mut rng = Rng::new(5);
+    let (coords, conn) = quad_mesh(nx, 1, nx as f64, 1.0, 0.0, &mut rng);
+    let nodes = coords.len() / 2;
+    let s = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRESS, &coords, 2, &conn, &[1.0, 0.0], &vec![1; nx], 2);
+    ok(unsafe { fegpu_fem_set_density(s.h, 1, [1.0].as_ptr()) });
+    let (k, m) = (dense_global(&s, &stiffness(&s), &conn, 2, 2 * nodes), dense_global(&s, &capacity_of(&s), &conn, 2, 2 * nodes));
+    let mut a = 0;
+    ok(unsafe { fegpu_fem_assemble(s.h, &mut a) });
+    let mut constrained: Vec<i64> = vec![1, 2 * (nx + 1) as i64 + 1];
+    constrained.extend((0..nodes).map(|n| 2 * n as i64 + 2));
+    let free: Vec<usize> = (0..2 * nodes).filter(|d| !constrained.contains(&(*d as i64 + 1))).collect();
+    let lumped = m.iter().map(|row| row.iter().sum()).collect();
+    (s, constrained, free, k, m, lumped)
+}
+
+/// Runs `steps` steps of a stepper from u0 (the free dofs' values, 0 on the
+/// others), `before(step)` called before each; the free dofs' displacements
+/// after every step and the whole vector after the last.
+fn run_steps(
+    ctx: fegpu_context_t,
+    dynamics: fegpu_dynamics_t,
+    n: usize,
+    u0: &[f64],
+    steps: usize,
+    mut before: impl FnMut(usize),
+) -> Vec<Vec<f64>> {
+    use fegpu::ffi::array::*;
+    let mut u = 0;
+    ok(unsafe { fegpu_array_create_f64(ctx, n as i64, 1, u0.as_ptr(), &mut u) });
+    let mut out = Vec::with_capacity(steps);
+    for step in 0..steps {
+        before(step);
+        let st = fegpu_fem_dynamics_step(dynamics, u, 0, 1e-13, 5000);
+        assert_eq!(st, FEGPU_OK, "{}", last_message());
+        out.push(download_f64(u, n));
+    }
+    ok(fegpu_array_destroy(u));
+    out
+}
+
+/// Damped free vibration from the lowest mode at rest: the exact decay
+/// phi e^(-zeta w t) (cos w_d t + zeta w / w_d sin w_d t), with Rayleigh's
+/// zeta = alpha / (2 w) + beta w / 2 for Newmark (K, M consistent) and
+/// alpha / (2 w) for central differences (the mode of K and the lumped mass).
+#[test]
+fn damped_free_vibration_decays_as_the_exact_mode() {
+    let ctx = context();
+    let nx = 8;
+    let (s, constrained, free, k, m, lumped) = axial_strip(ctx, nx);
+    let n = k.len();
+    let restrict = |a: &Vec<Vec<f64>>| free.iter().map(|&i| free.iter().map(|&j| a[i][j]).collect()).collect::<Vec<Vec<f64>>>();
+    let lumped_ff: Vec<Vec<f64>> =
+        free.iter().map(|&i| free.iter().map(|&j| if i == j { lumped[i] } else { 0.0 }).collect()).collect();
+    for (scheme, mass) in [(FEGPU_SCHEME_NEWMARK, restrict(&m)), (FEGPU_SCHEME_CENTRAL_DIFFERENCE, lumped_ff)] {
+        let (w2, phi) = lowest_mode(&restrict(&k), &mass);
+        let (kf, nf) = (restrict(&k), free.len());
+        let residual = (0..nf).map(|i| (0..nf).map(|j| (kf[i][j] - w2 * mass[i][j]) * phi[j]).sum::<f64>().abs()).fold(0.0, f64::max);
+        assert!(residual < 1e-12, "the reference mode's residual {residual:.2e}");
+        let w = w2.sqrt();
+        let (alpha, beta) = if scheme == FEGPU_SCHEME_NEWMARK { (0.04 * w, 0.06 / w) } else { (0.1 * w, 0.0) };
+        let zeta = alpha / (2.0 * w) + beta * w / 2.0;
+        let wd = w * (1.0 - zeta * zeta).sqrt();
+        let dt = 2.0 * std::f64::consts::PI / w / 400.0;
+        let mut dynamics = 0;
+        let st = unsafe {
+            fegpu_fem_dynamics_create(s.h, scheme, dt, 0.25, 0.5, constrained.len() as i64, constrained.as_ptr(), 1, &mut dynamics)
+        };
+        assert_eq!(st, FEGPU_OK, "{}", last_message());
+        ok(fegpu_fem_dynamics_set_damping(dynamics, alpha, beta));
+        let mut u0 = vec![0.0; n];
+        free.iter().zip(&phi).for_each(|(&d, &p)| u0[d] = p);
+        let history = run_steps(ctx, dynamics, n, &u0, 1200, |_| {});
+        let mut worst = 0.0f64;
+        for (step, u) in history.iter().enumerate() {
+            let t = (step + 1) as f64 * dt;
+            let exact = (-zeta * w * t).exp() * ((wd * t).cos() + zeta * w / wd * (wd * t).sin());
+            for (&d, &p) in free.iter().zip(&phi) {
+                worst = worst.max((u[d] - p * exact).abs());
+            }
+        }
+        let end = (-zeta * w * 1200.0 * dt).exp();
+        eprintln!("scheme {scheme}: w {w:.4}, zeta {zeta:.3}: amplitude after 3 periods {end:.4}; worst error {worst:.2e}");
+        assert!(worst < 1e-3, "scheme {scheme}: the damped mode strays from the exact decay by {worst:.2e}");
+        if scheme == FEGPU_SCHEME_CENTRAL_DIFFERENCE {
+            expect_err(fegpu_fem_dynamics_set_damping(dynamics, 0.1, 0.01), FEGPU_ERR_INVALID_ARGUMENT, &["beta = 0.01", "explicit"]);
+        }
+        expect_err(fegpu_fem_dynamics_set_damping(dynamics, -1.0, 0.0), FEGPU_ERR_INVALID_ARGUMENT, &["alpha = -1"]);
+        expect_err(fegpu_fem_dynamics_set_damping(dynamics, 0.0, f64::NAN), FEGPU_ERR_INVALID_ARGUMENT, &["beta = NaN"]);
+        ok(fegpu_fem_dynamics_destroy(dynamics));
+    }
+    ok(fegpu_fem_destroy(s.h));
+    ok(fegpu_context_destroy(ctx));
+}
+
+/// The clamped end driven by g(t) = A (t - sin(W t) / W) (starting at rest:
+/// g, g' and g'' are 0 at t = 0), with Rayleigh damping: the free dofs
+/// against classical RK4 on M_ff u'' + C_ff u' + K_ff u = -(M_fc g'' + C_fc g'
+/// + K_fc g) at a tenth of the step (M the lumped mass for central
+/// differences); the driven dofs hold g exactly.
+#[test]
+fn prescribed_end_motion_drives_the_bar_as_the_reference_integration() {
+    let ctx = context();
+    let nx = 6;
+    let (s, constrained, free, k, m, lumped) = axial_strip(ctx, nx);
+    let n = k.len();
+    let driven = [0usize, 2 * (nx + 1)]; // the x dofs at x = 0
+    let (amp, big_w) = (0.1, 0.15);
+    let g = |t: f64| [amp * (t - (big_w * t).sin() / big_w), amp * (1.0 - (big_w * t).cos()), amp * big_w * (big_w * t).sin()];
+    for scheme in [FEGPU_SCHEME_NEWMARK, FEGPU_SCHEME_CENTRAL_DIFFERENCE] {
+        let mass: Vec<Vec<f64>> = if scheme == FEGPU_SCHEME_NEWMARK {
+            m.clone()
+        } else {
+            (0..n).map(|i| (0..n).map(|j| if i == j { lumped[i] } else { 0.0 }).collect()).collect()
+        };
+        let (alpha, beta) = if scheme == FEGPU_SCHEME_NEWMARK { (0.02, 0.3) } else { (0.05, 0.0) };
+        let c: Vec<Vec<f64>> = (0..n).map(|i| (0..n).map(|j| alpha * mass[i][j] + beta * k[i][j]).collect()).collect();
+        let ff = |a: &Vec<Vec<f64>>| free.iter().map(|&i| free.iter().map(|&j| a[i][j]).collect()).collect::<Vec<Vec<f64>>>();
+        let (m_ff, c_ff, k_ff) = (ff(&mass), ff(&c), ff(&k));
+        let l = cholesky(&m_ff);
+        // the reference: y = (u_f, v_f), RK4
+        let accel = |t: f64, u: &[f64], v: &[f64]| -> Vec<f64> {
+            let gt = g(t);
+            let rhs: Vec<f64> = free
+                .iter()
+                .enumerate()
+                .map(|(a, &i)| {
+                    let inner: f64 = (0..free.len()).map(|b| c_ff[a][b] * v[b] + k_ff[a][b] * u[b]).sum();
+                    let outer: f64 = driven.iter().map(|&j| mass[i][j] * gt[2] + c[i][j] * gt[1] + k[i][j] * gt[0]).sum();
+                    -inner - outer
+                })
+                .collect();
+            cholesky_solve(&l, &rhs)
+        };
+        let dt = 0.05;
+        let steps = (2.0 * std::f64::consts::PI / big_w / dt) as usize;
+        let (mut u, mut v) = (vec![0.0; free.len()], vec![0.0; free.len()]);
+        let mut reference = Vec::with_capacity(steps);
+        let h = dt / 10.0;
+        for step in 0..steps * 10 {
+            let t = step as f64 * h;
+            let shift = |x: &[f64], d: &[f64], s: f64| x.iter().zip(d).map(|(x, d)| x + s * d).collect::<Vec<f64>>();
+            let (k1u, k1v) = (v.clone(), accel(t, &u, &v));
+            let (u2, v2) = (shift(&u, &k1u, h / 2.0), shift(&v, &k1v, h / 2.0));
+            let (k2u, k2v) = (v2.clone(), accel(t + h / 2.0, &u2, &v2));
+            let (u3, v3) = (shift(&u, &k2u, h / 2.0), shift(&v, &k2v, h / 2.0));
+            let (k3u, k3v) = (v3.clone(), accel(t + h / 2.0, &u3, &v3));
+            let (u4, v4) = (shift(&u, &k3u, h), shift(&v, &k3v, h));
+            let (k4u, k4v) = (v4.clone(), accel(t + h, &u4, &v4));
+            for i in 0..u.len() {
+                u[i] += h / 6.0 * (k1u[i] + 2.0 * k2u[i] + 2.0 * k3u[i] + k4u[i]);
+                v[i] += h / 6.0 * (k1v[i] + 2.0 * k2v[i] + 2.0 * k3v[i] + k4v[i]);
+            }
+            if (step + 1) % 10 == 0 {
+                reference.push(u.clone());
+            }
+        }
+        let mut dynamics = 0;
+        let st = unsafe {
+            fegpu_fem_dynamics_create(s.h, scheme, dt, 0.25, 0.5, constrained.len() as i64, constrained.as_ptr(), 1, &mut dynamics)
+        };
+        assert_eq!(st, FEGPU_OK, "{}", last_message());
+        ok(fegpu_fem_dynamics_set_damping(dynamics, alpha, beta));
+        let history = run_steps(ctx, dynamics, n, &vec![0.0; n], steps, |step| {
+            let mut values = vec![0.0; constrained.len()];
+            values[..2].fill(g((step + 1) as f64 * dt)[0]);
+            ok(unsafe { fegpu_fem_dynamics_set_displacements(dynamics, values.as_ptr(), values.len() as i64) });
+        });
+        let scale = reference.iter().flatten().fold(0.0f64, |m, x| m.max(x.abs()));
+        let mut worst = 0.0f64;
+        for (step, (got, want)) in history.iter().zip(&reference).enumerate() {
+            for (&d, w) in free.iter().zip(want) {
+                worst = worst.max((got[d] - w).abs());
+            }
+            for &d in &driven {
+                let want = g((step + 1) as f64 * dt)[0];
+                assert!((got[d] - want).abs() <= 1e-14 * want.abs(), "scheme {scheme}: the driven dof {d} at step {step}: {} vs {want}", got[d]);
+            }
+        }
+        eprintln!("scheme {scheme}: {steps} steps, displacements up to {scale:.3}, worst difference {worst:.2e}");
+        assert!(worst < 1e-4 * scale, "scheme {scheme}: {worst:.2e} from the reference (scale {scale:.3})");
+        expect_err(
+            unsafe { fegpu_fem_dynamics_set_displacements(dynamics, [0.0].as_ptr(), 1) },
+            FEGPU_ERR_SIZE_MISMATCH,
+            &["values has 1 entries", &format!("{} constrained", constrained.len())],
+        );
+        ok(fegpu_fem_dynamics_destroy(dynamics));
+    }
+    ok(fegpu_fem_destroy(s.h));
+    ok(fegpu_context_destroy(ctx));
+}

@@ -121,6 +121,28 @@ pub fn gather(g: &Gpu, n: usize, x: &DeviceBuffer<f64>, from: &DeviceBuffer<i32>
     g.launch("gather", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
 }
 
+/// x[0..n) <- its exclusive prefix sum, in place (int counts whose total
+/// fits int: the caller checks). Give x one entry more than the counts, that
+/// entry 0, and it receives the total.
+pub fn exclusive_scan(g: &Gpu, n: usize, x: &DeviceBuffer<i32>) -> Result<()> {
+    const TILE: usize = 1024; // kernels/vector.cu SCAN_TILE
+    let tiles = n.div_ceil(TILE).max(1);
+    let sums = g.alloc::<i32>(tiles)?;
+    let n64 = n as i64;
+    let f = g.kernel("vector", SOURCE, "scan_tiles")?;
+    let mut l = g.launcher(&f);
+    l.arg(&n64).arg(x).arg(&sums);
+    g.launch("scan_tiles", l, (tiles as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+    if tiles > 1 {
+        exclusive_scan(g, tiles, &sums)?;
+        let f = g.kernel("vector", SOURCE, "scan_add")?;
+        let mut l = g.launcher(&f);
+        l.arg(&n64).arg(x).arg(&sums);
+        g.launch("scan_add", l, (tiles as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+    }
+    Ok(())
+}
+
 /// Row blocks of `multi_dot` (its partial sums: that many per vector).
 const BASIS_BLOCKS: usize = 264;
 /// Vectors per `multi_dot` block (kernels/vector.cu BASIS_GROUP).

@@ -212,3 +212,71 @@ pub fn ebe_otf(
     arg_or_null(&mut l, sc);
     g.launch(&name, l, element_grid(set), (BLOCK, 1, 1), 0)
 }
+
+/// The assembly pattern and gather map built on the device (kernels/fem.cu
+/// `map_*`): the same entries as the host's `build_assembly`.
+pub struct Map {
+    pub row_ptr: DeviceBuffer<i32>,
+    pub col: DeviceBuffer<i32>,
+    pub diag: DeviceBuffer<i32>,
+    pub ptr: DeviceBuffer<i32>,
+    pub from: DeviceBuffer<i32>,
+}
+
+/// Builds the map for `set` (sizes checked by the caller: every count and
+/// total fits int).
+pub fn assembly_map(g: &Gpu, set: &ElementSet, d: &DeviceSet) -> crate::error::Result<Map> {
+    use crate::array::cuda::exclusive_scan;
+    let (nodes, nn, ne) = (set.nodes, set.element.nodes(), set.elements);
+    let dpn = set.problem.dofs_per_node(set.element.dim());
+    let total = (nn * ne) as i64;
+    let (nodes64, nn32, dpn32, ne64) = (nodes as i64, nn as i32, dpn as i32, ne as i64);
+    let node_grid = ((nodes as u32).div_ceil(BLOCK), 1, 1);
+    macro_rules! launch {
+        ($name:expr, $grid:expr, $threads:expr, $($arg:expr),+) => {{
+            let f = g.kernel("fem", SOURCE, $name)?;
+            let mut l = g.launcher(&f);
+            $(l.arg($arg);)+
+            g.launch($name, l, $grid, ($threads, 1, 1), 0)?;
+        }};
+    }
+    let read_last = |x: &DeviceBuffer<i32>, at: usize| -> crate::error::Result<usize> {
+        let mut v = [0i32];
+        g.download(x, at, &mut v)?;
+        Ok(v[0] as usize)
+    };
+    // each node's elements
+    let elem_ptr = g.zeros::<i32>(nodes + 1)?;
+    launch!("map_count", vector_grid(total as usize), 256, &total, &d.conn, &elem_ptr);
+    exclusive_scan(g, nodes + 1, &elem_ptr)?;
+    let (cursor, elems) = (g.zeros::<i32>(nodes)?, g.alloc::<i32>(total as usize)?);
+    launch!("map_fill", vector_grid(total as usize), 256, &total, &nn32, &d.conn, &elem_ptr, &cursor, &elems);
+    drop(cursor);
+    // each node's neighbours
+    let scratch = g.alloc::<i32>(total as usize * nn)?;
+    let nbr_ptr = g.zeros::<i32>(nodes + 1)?;
+    launch!("map_neighbours", node_grid, BLOCK, &nodes64, &nn32, &d.conn, &elem_ptr, &elems, &scratch, &nbr_ptr);
+    exclusive_scan(g, nodes + 1, &nbr_ptr)?;
+    let pairs = read_last(&nbr_ptr, nodes)?;
+    let nbr = g.alloc::<i32>(pairs.max(1))?;
+    launch!("map_neighbour_list", node_grid, BLOCK, &nodes64, &nn32, &elem_ptr, &scratch, &nbr_ptr, &nbr);
+    drop(scratch);
+    // contributions per pair, scanned
+    let counts = g.zeros::<i32>(pairs + 1)?;
+    launch!("map_pair_count", node_grid, BLOCK, &nodes64, &nn32, &d.conn, &elem_ptr, &elems, &nbr_ptr, &nbr, &counts);
+    exclusive_scan(g, pairs + 1, &counts)?;
+    let (nnz, contributions) = (pairs * dpn * dpn, read_last(&counts, pairs)? * dpn * dpn);
+    let ndof = nodes * dpn;
+    let mut diag = g.alloc::<i32>(ndof.max(1))?;
+    g.fill_bytes(&mut diag, 0xff)?; // -1: a node of no element has no diagonal
+    let map = Map {
+        row_ptr: g.alloc::<i32>(ndof + 1)?,
+        col: g.alloc::<i32>(nnz.max(1))?,
+        diag,
+        ptr: g.alloc::<i32>(nnz + 1)?,
+        from: g.alloc::<i32>(contributions.max(1))?,
+    };
+    let cursor = g.zeros::<i32>(pairs.max(1))?;
+    launch!("map_rows", node_grid, BLOCK, &nodes64, &nn32, &dpn32, &ne64, &d.conn, &elem_ptr, &elems, &nbr_ptr, &nbr, &counts, &cursor, &map.row_ptr, &map.col, &map.diag, &map.ptr, &map.from);
+    Ok(map)
+}

@@ -1,10 +1,15 @@
-//! Elastodynamics M u'' + K u = F with the state on the device across steps,
-//! built from the sparse operations (SpMV, axpby, CG): implicit Newmark
+//! Elastodynamics M u'' + C u' + K u = F with the state on the device across
+//! steps, built from the sparse operations (SpMV, axpby, CG): implicit Newmark
 //! (beta, gamma; average acceleration 1/4, 1/2 by default) on the effective
-//! stiffness K + M / (beta dt^2), and the explicit central-difference scheme
-//! with the lumped (row-sum) mass. Clamped dofs stay at zero.
+//! stiffness K + M / (beta dt^2) + gamma C / (beta dt), and the explicit
+//! central-difference scheme with the lumped (row-sum) mass. Damping is
+//! Rayleigh's, C = alpha M + beta K (Newmark), or the diagonal C = alpha M_L
+//! (central differences, which then stays explicit). The constrained dofs
+//! follow prescribed displacements (zero until set); each step takes them at
+//! its end time, and Newmark carries their velocity and acceleration.
 
 use super::{ElementSet, Problem};
+use crate::array::vector::vector_axpby;
 use crate::array::{Array, Buffer};
 use crate::error::{Error, Result};
 use crate::sparse::solver::{outcome_status, Method, Precond, Solver};
@@ -21,21 +26,29 @@ pub struct DynamicsStepper {
     pub set: Arc<ElementSet>,
     dt: f64,
     scheme: Scheme,
-    /// K with the clamped rows and columns (for K u).
+    /// K and M as assembled, every row and column (the products, prescribed
+    /// displacements included).
     k: Arc<Csr>,
-    /// M with the clamped rows and columns (for M x).
     m: Arc<Csr>,
-    /// Newmark: CG on K + M / (beta dt^2). Central difference: none.
-    solver: Option<Solver>,
-    /// 1 on free dofs, 0 on clamped ones.
+    /// The constrained dofs, 0-based, in the caller's order.
+    constrained: Vec<usize>,
+    /// 1 on free dofs, 0 on constrained ones.
     free: Buffer<f64>,
-    /// Central difference: 1 / the lumped mass (0 on clamped dofs).
+    /// Central difference: 1 / the lumped mass (0 on constrained dofs).
     lumped_inverse: Buffer<f64>,
-    state: Mutex<State>,
+    inner: Mutex<Inner>,
 }
 
-/// Velocity, acceleration and the previous displacement, on the device.
-struct State {
+/// What a step changes or `set_damping` / `set_displacements` replace.
+struct Inner {
+    /// Rayleigh's alpha (mass) and beta (stiffness).
+    damping: (f64, f64),
+    /// Newmark: CG on the effective stiffness with the constrained rows, and
+    /// that matrix's diagonal on the constrained dofs (0 on free ones).
+    solver: Option<(Solver, Buffer<f64>)>,
+    /// The prescribed displacements on the constrained dofs, 0 on free ones.
+    prescribed: Array,
+    /// Velocity, acceleration and the previous displacement.
     v: Array,
     a: Array,
     u_prev: Array,
@@ -59,9 +72,10 @@ fn scale(set: &ElementSet, d: &Buffer<f64>, x: &Array) -> Result<()> {
 }
 
 impl DynamicsStepper {
-    /// For an elasticity set integrated (with densities) and assembled;
-    /// `clamped` dofs (counted from `base`) stay at zero.
-    pub fn new(set: Arc<ElementSet>, dt: f64, scheme: Scheme, clamped: &[i64], base: i64) -> Result<DynamicsStepper> {
+    /// For an elasticity set integrated (with densities) and assembled; the
+    /// `constrained` dofs (counted from `base`) stay at zero until
+    /// `set_displacements` prescribes them; no damping until `set_damping`.
+    pub fn new(set: Arc<ElementSet>, dt: f64, scheme: Scheme, constrained: &[i64], base: i64) -> Result<DynamicsStepper> {
         set.check_nodes_used("the dynamics stepper")?;
         if set.problem == Problem::Heat {
             return Err(Error::invalid("the set is a heat problem: use the heat stepper"));
@@ -78,60 +92,50 @@ impl DynamicsStepper {
         }
         let (kv, mv) = set.global_matrices()?;
         let assembled = set.assembled().expect("global_matrices checked the assembly");
-        let p = &assembled.pattern;
-        let (n, nnz) = (p.nrows, p.nnz());
-        let copy = |values: &Buffer<f64>, scale_m: f64, with_k: bool| -> Result<Arc<Csr>> {
-            let a = Arc::new(assembled.with_values(&vec![0.0; nnz])?);
-            a.rewrite_values(|v| match (v, values, &kv) {
-                (Buffer::Host(v), Buffer::Host(x), Buffer::Host(k)) => {
-                    v.iter_mut().zip(x).zip(k).for_each(|((v, x), k)| *v = scale_m * x + if with_k { *k } else { 0.0 });
-                    Ok(())
-                }
-                (Buffer::Device(v), Buffer::Device(x), Buffer::Device(k)) => {
-                    let g = set.ctx.device()?;
-                    crate::array::cuda::update(g, nnz, v, scale_m, x, if with_k { 1.0 } else { 0.0 }, Some(k), 0.0)
-                }
-                _ => Err(crate::array::mixed_backends()),
+        let n = assembled.pattern.nrows;
+        let matrix = |values: Buffer<f64>| -> Result<Arc<Csr>> {
+            let a = Arc::new(assembled.with_values(&vec![0.0; assembled.pattern.nnz()])?);
+            a.rewrite_values(|v| {
+                *v = values;
+                Ok(())
             })?;
             Ok(a)
         };
-        let k = copy(&mv, 0.0, true)?;
-        let m = copy(&mv, 1.0, false)?;
-        let zeros = vec![0.0; clamped.len()];
-        let scratch = Array::new(set.ctx.clone(), n, 1, Some(&vec![0.0; n]))?;
-        for a in [&k, &m] {
-            sparse::apply_dirichlet(a, clamped, base, &zeros, &scratch)?;
-        }
+        let (k, m) = (matrix(kv)?, matrix(mv)?);
         let mut free = vec![1.0; n];
-        clamped.iter().for_each(|&d| free[(d - base) as usize] = 0.0);
-        // the lumped mass: row sums of M (clamped rows excluded)
-        let m_host = m.download_values()?;
-        let lumped: Vec<f64> =
-            (0..n)
-                .map(|r| {
-                    if free[r] == 0.0 {
-                        0.0
-                    } else {
-                        m_host[p.row_ptr[r] as usize..p.row_ptr[r + 1] as usize].iter().sum::<f64>()
-                    }
-                })
-                .collect();
+        for (i, &caller) in constrained.iter().enumerate() {
+            let at = crate::error::at("constrained", i);
+            match usize::try_from(caller - base).ok().filter(|&d| d < n) {
+                None => return Err(Error::invalid(format!("{at} = {caller}: outside dofs {base}..{}", n as i64 - 1 + base))),
+                Some(d) if free[d] == 0.0 => return Err(Error::invalid(format!("{at} = {caller} is constrained twice"))),
+                Some(d) => free[d] = 0.0,
+            }
+        }
+        let constrained: Vec<usize> = constrained.iter().map(|&d| (d - base) as usize).collect();
+        // the lumped mass: M's row sums on the free dofs
+        let (p, m_host) = (&m.pattern, m.download_values()?);
+        let lumped: Vec<f64> = (0..n)
+            .map(|r| if free[r] == 0.0 { 0.0 } else { m_host[p.row_ptr[r] as usize..p.row_ptr[r + 1] as usize].iter().sum() })
+            .collect();
         if let Some(r) = (0..n).find(|&r| free[r] != 0.0 && (lumped[r].is_nan() || lumped[r] <= 0.0)) {
             return Err(Error::invalid(format!(
-                "dof {} (0-based) has no mass: set the densities (fegpu_fem_set_density) and integrate",
-                r
+                "dof {r} (0-based) has no mass: set the densities (fegpu_fem_set_density) and integrate"
             )));
         }
         let lumped_inverse: Vec<f64> = lumped.iter().map(|&l| if l > 0.0 { 1.0 / l } else { 0.0 }).collect();
-        let solver = match scheme {
-            Scheme::Newmark { beta, .. } => {
-                Some(Solver::new(copy_effective(&k, &m, 1.0 / (beta * dt * dt))?, Method::Cg, Precond::Jacobi)?)
-            }
-            Scheme::CentralDifference => None,
-        };
         let zero = || Array::new(set.ctx.clone(), n, 1, Some(&vec![0.0; n]));
-        let state = State { v: zero()?, a: zero()?, u_prev: zero()?, work: zero()?, work2: zero()?, started: false };
-        Ok(DynamicsStepper {
+        let inner = Inner {
+            damping: (0.0, 0.0),
+            solver: None,
+            prescribed: zero()?,
+            v: zero()?,
+            a: zero()?,
+            u_prev: zero()?,
+            work: zero()?,
+            work2: zero()?,
+            started: false,
+        };
+        let stepper = DynamicsStepper {
             free: set.resident(free)?,
             lumped_inverse: set.resident(lumped_inverse)?,
             set,
@@ -139,9 +143,75 @@ impl DynamicsStepper {
             scheme,
             k,
             m,
-            solver,
-            state: Mutex::new(state),
-        })
+            constrained,
+            inner: Mutex::new(inner),
+        };
+        stepper.set_damping(0.0, 0.0)?;
+        Ok(stepper)
+    }
+
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Rayleigh damping C = alpha M + beta K from the next step on (Newmark);
+    /// central differences keep C diagonal, alpha M_L, so beta must be 0 there.
+    pub fn set_damping(&self, alpha: f64, beta: f64) -> Result<()> {
+        for (name, v) in [("alpha", alpha), ("beta", beta)] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(Error::invalid(format!("{name} = {v}: damping coefficients must be >= 0 and finite")));
+            }
+        }
+        let solver = match self.scheme {
+            Scheme::CentralDifference if beta != 0.0 => {
+                return Err(Error::invalid(format!(
+                    "beta = {beta}: the central-difference scheme keeps its damping diagonal (C = alpha M_L, explicit); \
+                     stiffness-proportional damping needs FEGPU_SCHEME_NEWMARK"
+                )))
+            }
+            Scheme::CentralDifference => None,
+            Scheme::Newmark { beta: nb, gamma } => Some(self.effective(nb, gamma, alpha, beta)?),
+        };
+        let mut inner = self.inner();
+        (inner.damping, inner.solver) = ((alpha, beta), solver);
+        Ok(())
+    }
+
+    /// Newmark's effective stiffness (1 + a1 beta_r) K + (a0 + a1 alpha) M with
+    /// the constrained rows and columns, its CG solver, and its diagonal on
+    /// the constrained dofs.
+    fn effective(&self, nb: f64, gamma: f64, alpha: f64, beta_r: f64) -> Result<(Solver, Buffer<f64>)> {
+        let dt = self.dt;
+        let (a0, a1) = (1.0 / (nb * dt * dt), gamma / (nb * dt));
+        let (kv, mv) = (self.k.download_values()?, self.m.download_values()?);
+        let (sk, sm) = (1.0 + a1 * beta_r, a0 + a1 * alpha);
+        let values: Vec<f64> = kv.iter().zip(&mv).map(|(k, m)| sk * k + sm * m).collect();
+        let p = &self.k.pattern;
+        let mut diag = vec![0.0; p.nrows];
+        self.constrained.iter().for_each(|&d| diag[d] = values[p.diag[d] as usize]);
+        let eff = Arc::new(self.k.with_values(&values)?);
+        let dofs: Vec<i64> = self.constrained.iter().map(|&d| d as i64).collect();
+        let scratch = Array::new(self.set.ctx.clone(), p.nrows, 1, Some(&vec![0.0; p.nrows]))?;
+        sparse::apply_dirichlet(&eff, &dofs, 0, &vec![0.0; dofs.len()], &scratch)?;
+        Ok((Solver::new(eff, Method::Cg, Precond::Jacobi)?, self.set.resident(diag)?))
+    }
+
+    /// The constrained dofs' displacements (in the order given at creation)
+    /// from the end of the next step on.
+    pub fn set_displacements(&self, values: &[f64]) -> Result<()> {
+        if values.len() != self.constrained.len() {
+            return Err(Error::size(format!(
+                "values has {} entries; the stepper has {} constrained dofs",
+                values.len(),
+                self.constrained.len()
+            )));
+        }
+        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+            return Err(Error::invalid(format!("values({}) = {}: must be finite", i + 1, values[i])));
+        }
+        let mut g = vec![0.0; self.k.pattern.nrows];
+        self.constrained.iter().zip(values).for_each(|(&d, &v)| g[d] = v);
+        self.inner().prescribed.upload(0, &g, "values")
     }
 
     /// One step: `u` (the displacements, device-resident) advances by dt in
@@ -154,32 +224,34 @@ impl DynamicsStepper {
             sparse::check_vector(&self.k, f, n, "F")?;
             crate::array::distinct(&[(u, "u"), (f, "F")])?;
         }
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.inner();
         let st = &mut *st;
-        let dt = self.dt;
-        // work = F - K u (clamped entries zero)
-        let residual_force = |work: &Array| -> Result<()> {
+        let (dt, (alpha, beta_r)) = (self.dt, st.damping);
+        // out = F + s K x (F = 0 without a load)
+        let load_plus = |s: f64, x: &Array, out: &Array| -> Result<()> {
             match f {
-                Some(f) => crate::array::vector::vector_axpby(1.0, f, 0.0, work)?,
-                None => crate::array::vector::vector_axpby(0.0, u, 0.0, work)?,
+                Some(f) => vector_axpby(1.0, f, 0.0, out)?,
+                None => vector_axpby(0.0, u, 0.0, out)?,
             }
-            sparse::spmv(&self.k, -1.0, u, 1.0, work)?;
-            scale(&self.set, &self.free, work)
+            sparse::spmv(&self.k, s, x, 1.0, out)
         };
         if !st.started {
-            // a0 = M^-1 (F - K u0): the lumped inverse for central differences, CG on M for Newmark
-            residual_force(&st.work)?;
+            // a0 = M^-1 (F - K u0) on the free dofs (at rest: no damping force)
+            load_plus(-1.0, u, &st.work)?;
+            scale(&self.set, &self.free, &st.work)?;
             match self.scheme {
                 Scheme::CentralDifference => {
-                    crate::array::vector::vector_axpby(1.0, &st.work, 0.0, &st.a)?;
+                    vector_axpby(1.0, &st.work, 0.0, &st.a)?;
                     scale(&self.set, &self.lumped_inverse, &st.a)?;
                     // u_prev = u - dt v0 + dt^2 / 2 a0 (v0 = 0)
-                    crate::array::vector::vector_axpby(1.0, u, 0.0, &st.u_prev)?;
-                    crate::array::vector::vector_axpby(0.5 * dt * dt, &st.a, 1.0, &st.u_prev)?;
+                    vector_axpby(1.0, u, 0.0, &st.u_prev)?;
+                    vector_axpby(0.5 * dt * dt, &st.a, 1.0, &st.u_prev)?;
                 }
                 Scheme::Newmark { .. } => {
-                    let mass_solver = Solver::new(self.m.clone(), Method::Cg, Precond::Jacobi)?;
-                    let (o, _, _) = mass_solver.solve(&st.work, &st.a, tol, maxit)?;
+                    let m = Arc::new(self.m.with_values(&self.m.download_values()?)?);
+                    let dofs: Vec<i64> = self.constrained.iter().map(|&d| d as i64).collect();
+                    sparse::apply_dirichlet(&m, &dofs, 0, &vec![0.0; dofs.len()], &st.work2)?;
+                    let (o, _, _) = Solver::new(m, Method::Cg, Precond::Jacobi)?.solve(&st.work, &st.a, tol, maxit)?;
                     outcome_status(&o)?;
                 }
             }
@@ -187,50 +259,56 @@ impl DynamicsStepper {
         }
         match self.scheme {
             Scheme::CentralDifference => {
-                // u_next = 2 u - u_prev + dt^2 M_L^-1 (F - K u)
-                residual_force(&st.work)?;
+                // (1 + alpha dt / 2) u' = 2 u - (1 - alpha dt / 2) u_prev + dt^2 M_L^-1 (F - K u)
+                let c = 1.0 / (1.0 + 0.5 * alpha * dt);
+                load_plus(-1.0, u, &st.work)?;
                 scale(&self.set, &self.lumped_inverse, &st.work)?;
-                crate::array::vector::vector_axpby(2.0, u, -1.0, &st.u_prev)?; // u_prev <- 2 u - u_prev
-                crate::array::vector::vector_axpby(dt * dt, &st.work, 1.0, &st.u_prev)?; // u_prev <- u_next
-                crate::array::vector::vector_axpby(1.0, u, 0.0, &st.work2)?;
-                crate::array::vector::vector_axpby(1.0, &st.u_prev, 0.0, u)?;
-                crate::array::vector::vector_axpby(1.0, &st.work2, 0.0, &st.u_prev)?;
+                vector_axpby(2.0 * c, u, -c * (1.0 - 0.5 * alpha * dt), &st.u_prev)?;
+                vector_axpby(c * dt * dt, &st.work, 1.0, &st.u_prev)?; // u_prev <- u'
+                vector_axpby(1.0, u, 0.0, &st.work2)?;
+                vector_axpby(1.0, &st.u_prev, 0.0, u)?;
+                vector_axpby(1.0, &st.work2, 0.0, &st.u_prev)?;
                 scale(&self.set, &self.free, u)?;
+                vector_axpby(1.0, &st.prescribed, 1.0, u)?;
             }
             Scheme::Newmark { beta, gamma } => {
-                let (a0, a2, a3) = (1.0 / (beta * dt * dt), 1.0 / (beta * dt), 1.0 / (2.0 * beta) - 1.0);
-                // work2 = a0 u + a2 v + a3 a; work = F + M work2
-                crate::array::vector::vector_axpby(a0, u, 0.0, &st.work2)?;
-                crate::array::vector::vector_axpby(a2, &st.v, 1.0, &st.work2)?;
-                crate::array::vector::vector_axpby(a3, &st.a, 1.0, &st.work2)?;
-                match f {
-                    Some(f) => crate::array::vector::vector_axpby(1.0, f, 0.0, &st.work)?,
-                    None => crate::array::vector::vector_axpby(0.0, u, 0.0, &st.work)?,
-                }
+                let (a0, a1, a2, a3) = (1.0 / (beta * dt * dt), gamma / (beta * dt), 1.0 / (beta * dt), 0.5 / beta - 1.0);
+                let (a4, a5) = (gamma / beta - 1.0, 0.5 * dt * (gamma / beta - 2.0));
+                let (solver, diag) = st.solver.as_ref().expect("Newmark has a solver");
+                // work = F + M ((a0 + alpha a1) u + (a2 + alpha a4) v + (a3 + alpha a5) a)
+                //          + beta_r K (a1 u + a4 v + a5 a) - (the effective stiffness) g
+                load_plus(-(1.0 + a1 * beta_r), &st.prescribed, &st.work)?;
+                sparse::spmv(&self.m, -(a0 + a1 * alpha), &st.prescribed, 1.0, &st.work)?;
+                vector_axpby(a0 + alpha * a1, u, 0.0, &st.work2)?;
+                vector_axpby(a2 + alpha * a4, &st.v, 1.0, &st.work2)?;
+                vector_axpby(a3 + alpha * a5, &st.a, 1.0, &st.work2)?;
                 sparse::spmv(&self.m, 1.0, &st.work2, 1.0, &st.work)?;
+                if beta_r != 0.0 {
+                    vector_axpby(beta_r * a1, u, 0.0, &st.work2)?;
+                    vector_axpby(beta_r * a4, &st.v, 1.0, &st.work2)?;
+                    vector_axpby(beta_r * a5, &st.a, 1.0, &st.work2)?;
+                    sparse::spmv(&self.k, 1.0, &st.work2, 1.0, &st.work)?;
+                }
+                // free rows keep it; constrained rows diag g (the solve gives u' = g there)
                 scale(&self.set, &self.free, &st.work)?;
+                vector_axpby(1.0, &st.prescribed, 0.0, &st.work2)?;
+                scale(&self.set, diag, &st.work2)?;
+                vector_axpby(1.0, &st.work2, 1.0, &st.work)?;
                 // u_prev <- u, then solve for the new u (warm start)
-                crate::array::vector::vector_axpby(1.0, u, 0.0, &st.u_prev)?;
-                let (o, _, _) = self.solver.as_ref().expect("Newmark has a solver").solve(&st.work, u, tol, maxit)?;
+                vector_axpby(1.0, u, 0.0, &st.u_prev)?;
+                let (o, _, _) = solver.solve(&st.work, u, tol, maxit)?;
                 outcome_status(&o)?;
                 // a' = a0 (u' - u) - a2 v - a3 a (from the old v and a), then
                 // v' = v + dt ((1 - gamma) a + gamma a')
-                crate::array::vector::vector_axpby(a0, u, 0.0, &st.work2)?;
-                crate::array::vector::vector_axpby(-a0, &st.u_prev, 1.0, &st.work2)?;
-                crate::array::vector::vector_axpby(-a2, &st.v, 1.0, &st.work2)?;
-                crate::array::vector::vector_axpby(-a3, &st.a, 1.0, &st.work2)?;
-                crate::array::vector::vector_axpby(dt * (1.0 - gamma), &st.a, 1.0, &st.v)?;
-                crate::array::vector::vector_axpby(1.0, &st.work2, 0.0, &st.a)?;
-                crate::array::vector::vector_axpby(dt * gamma, &st.a, 1.0, &st.v)?;
+                vector_axpby(a0, u, 0.0, &st.work2)?;
+                vector_axpby(-a0, &st.u_prev, 1.0, &st.work2)?;
+                vector_axpby(-a2, &st.v, 1.0, &st.work2)?;
+                vector_axpby(-a3, &st.a, 1.0, &st.work2)?;
+                vector_axpby(dt * (1.0 - gamma), &st.a, 1.0, &st.v)?;
+                vector_axpby(1.0, &st.work2, 0.0, &st.a)?;
+                vector_axpby(dt * gamma, &st.a, 1.0, &st.v)?;
             }
         }
         Ok(())
     }
-}
-
-/// A matrix with K's pattern and values K + s M (both with the clamped rows).
-fn copy_effective(k: &Csr, m: &Csr, s: f64) -> Result<Arc<Csr>> {
-    let (kv, mv) = (k.download_values()?, m.download_values()?);
-    let values: Vec<f64> = kv.iter().zip(&mv).map(|(k, m)| k + s * m).collect();
-    Ok(Arc::new(k.with_values(&values)?))
 }

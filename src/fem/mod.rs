@@ -394,12 +394,23 @@ impl ElementSet {
         let mut r = self.results();
         let r = &mut *r;
         let ke = r.stiffness.as_ref().ok_or_else(|| Error::invalid("no element matrices yet: call fegpu_fem_integrate first"))?;
-        if r.assembly.is_none() {
-            r.assembly = Some(self.build_assembly()?);
-        }
-        let a = r.assembly.as_mut().expect("just built");
+        let a = Self::built(&mut r.assembly, || self.build_assembly())?;
         a.csr.rewrite_values(|values| self.gather(&a.ptr, &a.from, ke, values))?;
         Ok(a.csr.clone())
+    }
+
+    /// The global matrix's pattern and the assembly map, built now if not
+    /// yet (where the set lives); `assemble` fills in the values.
+    pub fn assembly_pattern(&self) -> Result<Arc<Csr>> {
+        let mut r = self.results();
+        Ok(Self::built(&mut r.assembly, || self.build_assembly())?.csr.clone())
+    }
+
+    fn built(assembly: &mut Option<Assembly>, build: impl FnOnce() -> Result<Assembly>) -> Result<&mut Assembly> {
+        if assembly.is_none() {
+            *assembly = Some(build()?);
+        }
+        Ok(assembly.as_mut().expect("just built"))
     }
 
     /// Global values (on the assembled pattern) from element matrices `ke`
@@ -500,6 +511,9 @@ impl ElementSet {
                 format!("{contributions} element contributions: assembly maps hold int32 indices"),
             ));
         }
+        if let (Some(g), Some(d)) = (self.ctx.gpu(), &self.device) {
+            return self.device_assembly(g, d);
+        }
         // Node level first: the elements of each node, then each node's
         // neighbours (the nodes it shares an element with), sorted. A dof row
         // (node i, component c) holds every component of every neighbour.
@@ -589,6 +603,24 @@ impl ElementSet {
         let csr = Arc::new(Csr::new(self.ctx.clone(), pattern, &vec![0.0; nnz])?);
         let (ptr, from) = (self.resident(ptr)?, self.resident(from)?);
         Ok(Assembly { csr, ptr, from })
+    }
+
+    /// The same pattern and map built on the device (kernels/fem.cu `map_*`);
+    /// the host keeps a download of the pattern.
+    fn device_assembly(&self, g: &crate::gpu::Gpu, d: &DeviceSet) -> Result<Assembly> {
+        let map = cuda::assembly_map(g, self, d)?;
+        let ndof = self.dofs();
+        let nnz = map.ptr.len() - 1;
+        let mut row_ptr = crate::error::host_vec(ndof + 1, 0i32, "the pattern's row pointers")?;
+        let mut col = crate::error::host_vec(nnz, 0i32, "the pattern's columns")?;
+        let mut diag = crate::error::host_vec(ndof, 0i32, "the pattern's diagonals")?;
+        g.download(&map.row_ptr, 0, &mut row_ptr)?;
+        g.download(&map.col, 0, &mut col)?;
+        g.download(&map.diag, 0, &mut diag)?;
+        let pattern =
+            crate::sparse::Pattern { nrows: ndof, ncols: ndof, row_ptr, col, diag, slot_of: None, caller_nnz: nnz };
+        let csr = Arc::new(Csr::on_device(self.ctx.clone(), pattern, map.row_ptr, map.col, map.diag)?);
+        Ok(Assembly { csr, ptr: Buffer::Device(map.ptr), from: Buffer::Device(map.from) })
     }
 
     /// The packed element matrices (packed_len x elements, element after

@@ -454,6 +454,32 @@ pub extern "C" fn fegpu_fem_dynamics_step(
     })
 }
 
+/// Rayleigh damping from the next step on: C = alpha M + beta K (Newmark:
+/// its effective stiffness is rebuilt), or for central differences the
+/// diagonal C = alpha M_L (beta must be 0 there: the scheme stays explicit).
+/// Both >= 0; 0, 0 (the default) is undamped.
+#[no_mangle]
+pub extern "C" fn fegpu_fem_dynamics_set_damping(dynamics: fegpu_dynamics_t, alpha: f64, beta: f64) -> fegpu_status {
+    guard(|| registry::get::<DynamicsStepper>(dynamics, "dynamics")?.set_damping(alpha, beta))
+}
+
+/// Prescribed displacements: values[i] for the stepper's clamped[i] (n =
+/// n_clamped, the order given at creation), taken at the end of every
+/// following step until set again (time-dependent motion: set it before
+/// each step). Host values; 0 until set.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_dynamics_set_displacements(
+    dynamics: fegpu_dynamics_t,
+    values: *const f64,
+    n: i64,
+) -> fegpu_status {
+    guard(|| {
+        let s = registry::get::<DynamicsStepper>(dynamics, "dynamics")?;
+        let n = usize::try_from(n).map_err(|_| crate::error::Error::invalid(format!("n = {n}: must be >= 0")))?;
+        s.set_displacements(host_in(values, n, "values")?)
+    })
+}
+
 /// Destroys an elastodynamics stepper.
 #[no_mangle]
 pub extern "C" fn fegpu_fem_dynamics_destroy(dynamics: fegpu_dynamics_t) -> fegpu_status {

@@ -230,6 +230,16 @@ impl Csr {
         Ok(Csr { ctx, pattern, block, device, values: Mutex::new(Values { data, version: 0 }) })
     }
 
+    /// A scalar matrix over a pattern already on the device (built there: the
+    /// host copy is its download), its values zero.
+    pub fn on_device(ctx: Arc<Context>, pattern: Pattern, row_ptr: DeviceBuffer<i32>, col: DeviceBuffer<i32>, diag: DeviceBuffer<i32>) -> Result<Csr> {
+        let g = ctx.device()?;
+        let threads_per_row = cuda::threads_per_row(pattern.nnz(), pattern.nrows);
+        let values = g.zeros::<f64>(pattern.nnz().max(1))?;
+        let device = Some(DevicePattern { row_ptr, col, diag, threads_per_row });
+        Ok(Csr { ctx, pattern, block: 1, device, values: Mutex::new(Values { data: Buffer::Device(values), version: 0 }) })
+    }
+
     /// Rows of the matrix in values (block rows times the block size).
     pub fn rows(&self) -> usize {
         self.pattern.nrows * self.block
