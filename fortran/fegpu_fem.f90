@@ -15,7 +15,8 @@ module fegpu_fem_m
   public :: fegpu_fem_ebe_create, fegpu_fem_ebe_solve, fegpu_fem_ebe_destroy, fegpu_fem_heat_create &
        , fegpu_fem_heat_step, fegpu_fem_heat_set_convection, fegpu_fem_heat_destroy, fegpu_fem_dynamics_create &
        , fegpu_fem_dynamics_step, fegpu_fem_dynamics_destroy, fegpu_fem_stiffness_download, fegpu_fem_mass_download
-  public :: fegpu_fem_dynamics_set_damping, fegpu_fem_dynamics_set_displacements
+  public :: fegpu_fem_dynamics_set_damping, fegpu_fem_dynamics_set_displacements, fegpu_fem_heat_set_fixed
+  public :: fegpu_fem_heat_set_dt
 
   !> The C names (fegpu.h); the shorter names are the older ones.
   interface fegpu_fem_ebe_create
@@ -151,6 +152,18 @@ module fegpu_fem_m
       integer(c_int32_t), value :: base
       integer(c_int64_t), intent(in) :: nodes(*)
       real(c_double), intent(in) :: h_area(*), t_env(*)
+    end function
+    integer(c_int32_t) function c_heat_set_fixed(heat, n, dofs, base, values) bind(C, name='fegpu_fem_heat_set_fixed')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: heat, n
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(in) :: dofs(*)
+      real(c_double), intent(in) :: values(*)
+    end function
+    integer(c_int32_t) function c_heat_set_dt(heat, dt) bind(C, name='fegpu_fem_heat_set_dt')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: heat
+      real(c_double), value :: dt
     end function
     integer(c_int32_t) function c_heat_destroy(heat) bind(C, name='fegpu_fem_heat_destroy')
       import :: c_int32_t, c_int64_t
@@ -401,6 +414,34 @@ contains
     if (present(index_base)) base = i32(index_base)
     call check(c_heat_set_convection(heat%handle, size(nodes, kind=c_int64_t), i64(nodes), base, h_area, t_env), &
          'fegpu_heat_set_convection', stat, errmsg)
+  end subroutine
+
+  !> New fixed temperatures for the following steps (dofs not listed are free).
+  subroutine fegpu_fem_heat_set_fixed(heat, dofs, values, index_base, stat, errmsg)
+    type(fegpu_heat), intent(in) :: heat
+    class(*), intent(in) :: dofs(:)
+    real(real64), intent(in) :: values(:)
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: base
+    if (size(values) /= size(dofs)) then
+      call size_error('fegpu_fem_heat_set_fixed: dofs and values differ in size', stat, errmsg)
+      return
+    end if
+    base = 1
+    if (present(index_base)) base = i32(index_base)
+    call check(c_heat_set_fixed(heat%handle, size(dofs, kind=c_int64_t), i64(dofs), base, values), &
+         'fegpu_fem_heat_set_fixed', stat, errmsg)
+  end subroutine
+
+  !> A new time step for the following steps.
+  subroutine fegpu_fem_heat_set_dt(heat, dt, stat, errmsg)
+    type(fegpu_heat), intent(in) :: heat
+    real(real64), intent(in) :: dt
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_heat_set_dt(heat%handle, dt), 'fegpu_fem_heat_set_dt', stat, errmsg)
   end subroutine
 
   subroutine fegpu_heat_destroy(heat, stat, errmsg)

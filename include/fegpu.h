@@ -693,13 +693,26 @@ fegpu_status fegpu_fem_heat_step(fegpu_heat_t heat,
 // node nodes[i] (i < n, counted from `index_base`) exchanges h_area[i] *
 // (t_env[i] - T) with its surroundings (h_area: the film coefficient times
 // the boundary area the node stands for). A new call replaces the previous
-// set; n = 0 removes them. The step's matrices are rebuilt once here.
+// set; n = 0 removes them. The step's values are recomputed here on the
+// device, over the same matrix and solver.
 fegpu_status fegpu_fem_heat_set_convection(fegpu_heat_t heat,
                                            int64_t n,
                                            const int64_t *nodes,
                                            int32_t index_base,
                                            const double *h_area,
                                            const double *t_env);
+
+// New fixed temperatures for the following steps: T[dofs[i]] = values[i]
+// (i < n_fixed, counted from index_base); dofs fixed before and not listed
+// are free again. Recomputed on the device, as fegpu_fem_heat_set_convection.
+fegpu_status fegpu_fem_heat_set_fixed(fegpu_heat_t heat,
+                                      int64_t n_fixed,
+                                      const int64_t *dofs,
+                                      int32_t index_base,
+                                      const double *values);
+
+// A new time step dt (> 0) for the following steps.
+fegpu_status fegpu_fem_heat_set_dt(fegpu_heat_t heat, double dt);
 
 // Destroys a heat stepper.
 fegpu_status fegpu_fem_heat_destroy(fegpu_heat_t heat);

@@ -742,3 +742,11 @@ extern "C" __global__ void __launch_bounds__(128) map_rows(i64 nodes, int nn, in
         }
     });
 }
+
+// values[at[i]] += s h[i]: the heat stepper's convection h A on the diagonal
+// (each dof's own diagonal entry, so no two threads meet).
+extern "C" __global__ void __launch_bounds__(256) diagonal_add(i64 n, const int* __restrict__ at, double s,
+    const double* __restrict__ h, double* __restrict__ values) {
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+        values[at[i]] += s * h[i];
+}

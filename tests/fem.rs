@@ -1117,7 +1117,8 @@ fn shuffled(coords: &[f64], conn: &[i64], dim: usize, nn: usize, rng: &mut Rng) 
     }
     out[coords.len()..].iter_mut().for_each(|x| *x = -5.0);
     let order = permutation(conn.len() / nn, rng);
-    let conn = order.iter().flat_map(|&e| conn[e * nn..(e + 1) * nn].iter().map(|&v| new_of[v as usize - 1] as i64 + 1)).collect();
+    let conn =
+        order.iter().flat_map(|&e| conn[e * nn..(e + 1) * nn].iter().map(|&v| new_of[v as usize - 1] as i64 + 1)).collect();
     (out, conn)
 }
 
@@ -1202,7 +1203,12 @@ fn assembly_pattern_and_map_match_the_host_build() {
             ok(fegpu_csr_spmv(a, 1.0, xa, 0.0, ya));
             let got = download_f64(ya, n);
             for i in 0..n {
-                assert!((got[i] - want[i]).abs() <= 1e-12 * scale, "element {element} problem {problem}: (A x)[{i}] = {} vs {}", got[i], want[i]);
+                assert!(
+                    (got[i] - want[i]).abs() <= 1e-12 * scale,
+                    "element {element} problem {problem}: (A x)[{i}] = {} vs {}",
+                    got[i],
+                    want[i]
+                );
             }
             for h in [xa, ya] {
                 ok(fegpu_array_destroy(h));
@@ -1276,7 +1282,8 @@ fn lowest_mode(a: &[Vec<f64>], b: &[Vec<f64>]) -> (f64, Vec<f64>) {
     let mut c: Vec<Vec<f64>> = (0..n).map(|j| lower(&(0..n).map(|i| x[i][j]).collect::<Vec<_>>())).collect();
     let mut v: Vec<Vec<f64>> = (0..n).map(|i| (0..n).map(|j| (i == j) as i32 as f64).collect()).collect();
     for _sweep in 0..100 {
-        let off: f64 = (0..n).flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j))).map(|(i, j)| c[i][j] * c[i][j]).sum();
+        let off: f64 =
+            (0..n).flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j))).map(|(i, j)| c[i][j] * c[i][j]).sum();
         if off < 1e-30 {
             break;
         }
@@ -1379,7 +1386,8 @@ fn damped_free_vibration_decays_as_the_exact_mode() {
     for (scheme, mass) in [(FEGPU_SCHEME_NEWMARK, restrict(&m)), (FEGPU_SCHEME_CENTRAL_DIFFERENCE, lumped_ff)] {
         let (w2, phi) = lowest_mode(&restrict(&k), &mass);
         let (kf, nf) = (restrict(&k), free.len());
-        let residual = (0..nf).map(|i| (0..nf).map(|j| (kf[i][j] - w2 * mass[i][j]) * phi[j]).sum::<f64>().abs()).fold(0.0, f64::max);
+        let residual =
+            (0..nf).map(|i| (0..nf).map(|j| (kf[i][j] - w2 * mass[i][j]) * phi[j]).sum::<f64>().abs()).fold(0.0, f64::max);
         assert!(residual < 1e-12, "the reference mode's residual {residual:.2e}");
         let w = w2.sqrt();
         let (alpha, beta) = if scheme == FEGPU_SCHEME_NEWMARK { (0.04 * w, 0.06 / w) } else { (0.1 * w, 0.0) };
@@ -1388,7 +1396,17 @@ fn damped_free_vibration_decays_as_the_exact_mode() {
         let dt = 2.0 * std::f64::consts::PI / w / 400.0;
         let mut dynamics = 0;
         let st = unsafe {
-            fegpu_fem_dynamics_create(s.h, scheme, dt, 0.25, 0.5, constrained.len() as i64, constrained.as_ptr(), 1, &mut dynamics)
+            fegpu_fem_dynamics_create(
+                s.h,
+                scheme,
+                dt,
+                0.25,
+                0.5,
+                constrained.len() as i64,
+                constrained.as_ptr(),
+                1,
+                &mut dynamics,
+            )
         };
         assert_eq!(st, FEGPU_OK, "{}", last_message());
         ok(fegpu_fem_dynamics_set_damping(dynamics, alpha, beta));
@@ -1407,7 +1425,11 @@ fn damped_free_vibration_decays_as_the_exact_mode() {
         eprintln!("scheme {scheme}: w {w:.4}, zeta {zeta:.3}: amplitude after 3 periods {end:.4}; worst error {worst:.2e}");
         assert!(worst < 1e-3, "scheme {scheme}: the damped mode strays from the exact decay by {worst:.2e}");
         if scheme == FEGPU_SCHEME_CENTRAL_DIFFERENCE {
-            expect_err(fegpu_fem_dynamics_set_damping(dynamics, 0.1, 0.01), FEGPU_ERR_INVALID_ARGUMENT, &["beta = 0.01", "explicit"]);
+            expect_err(
+                fegpu_fem_dynamics_set_damping(dynamics, 0.1, 0.01),
+                FEGPU_ERR_INVALID_ARGUMENT,
+                &["beta = 0.01", "explicit"],
+            );
         }
         expect_err(fegpu_fem_dynamics_set_damping(dynamics, -1.0, 0.0), FEGPU_ERR_INVALID_ARGUMENT, &["alpha = -1"]);
         expect_err(fegpu_fem_dynamics_set_damping(dynamics, 0.0, f64::NAN), FEGPU_ERR_INVALID_ARGUMENT, &["beta = NaN"]);
@@ -1419,8 +1441,8 @@ fn damped_free_vibration_decays_as_the_exact_mode() {
 
 /// The clamped end driven by g(t) = A (t - sin(W t) / W) (starting at rest:
 /// g, g' and g'' are 0 at t = 0), with Rayleigh damping: the free dofs
-/// against classical RK4 on M_ff u'' + C_ff u' + K_ff u = -(M_fc g'' + C_fc g'
-/// + K_fc g) at a tenth of the step (M the lumped mass for central
+/// against classical RK4 on M_ff u'' + C_ff u' + K_ff u = -(M_fc g'' +
+/// C_fc g' + K_fc g) at a tenth of the step (M the lumped mass for central
 /// differences); the driven dofs hold g exactly.
 #[test]
 fn prescribed_end_motion_drives_the_bar_as_the_reference_integration() {
@@ -1481,7 +1503,17 @@ fn prescribed_end_motion_drives_the_bar_as_the_reference_integration() {
         }
         let mut dynamics = 0;
         let st = unsafe {
-            fegpu_fem_dynamics_create(s.h, scheme, dt, 0.25, 0.5, constrained.len() as i64, constrained.as_ptr(), 1, &mut dynamics)
+            fegpu_fem_dynamics_create(
+                s.h,
+                scheme,
+                dt,
+                0.25,
+                0.5,
+                constrained.len() as i64,
+                constrained.as_ptr(),
+                1,
+                &mut dynamics,
+            )
         };
         assert_eq!(st, FEGPU_OK, "{}", last_message());
         ok(fegpu_fem_dynamics_set_damping(dynamics, alpha, beta));
@@ -1498,7 +1530,11 @@ fn prescribed_end_motion_drives_the_bar_as_the_reference_integration() {
             }
             for &d in &driven {
                 let want = g((step + 1) as f64 * dt)[0];
-                assert!((got[d] - want).abs() <= 1e-14 * want.abs(), "scheme {scheme}: the driven dof {d} at step {step}: {} vs {want}", got[d]);
+                assert!(
+                    (got[d] - want).abs() <= 1e-14 * want.abs(),
+                    "scheme {scheme}: the driven dof {d} at step {step}: {} vs {want}",
+                    got[d]
+                );
             }
         }
         eprintln!("scheme {scheme}: {steps} steps, displacements up to {scale:.3}, worst difference {worst:.2e}");
@@ -1511,5 +1547,92 @@ fn prescribed_end_motion_drives_the_bar_as_the_reference_integration() {
         ok(fegpu_fem_dynamics_destroy(dynamics));
     }
     ok(fegpu_fem_destroy(s.h));
+    ok(fegpu_context_destroy(ctx));
+}
+
+/// A heat stepper changed in place (new fixed temperatures that free a dof,
+/// a convection, a new dt) steps as a stepper made with those settings
+/// from the start, and reaches the changed problem's steady state: a
+/// conducting strip cooled at x = 0 (h into T_env) and held at T_L at x = L
+/// has the linear profile with k (T_L - T0) / L = h (T0 - T_env).
+#[test]
+fn heat_stepper_changes_settings_in_place() {
+    use fegpu::ffi::array::*;
+    let ctx = context();
+    let mut rng = Rng::new(6);
+    let (nx, length, height, k, h, t_env, t_l) = (20usize, 2.0, 0.5, 1.5, 4.0, -1.0, 3.0);
+    let (coords, conn) = quad_mesh(nx, 1, length, height, 0.0, &mut rng);
+    let nodes = coords.len() / 2;
+    let s = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_HEAT, &coords, 2, &conn, &[k, 1.0], &vec![1; nx], 2);
+    ok(fegpu_fem_integrate(s.h));
+    let mut a = 0;
+    ok(unsafe { fegpu_fem_assemble(s.h, &mut a) });
+    let (left, right) = ([1i64, nx as i64 + 2], [nx as i64 + 1, 2 * (nx as i64 + 1)]);
+    let stepper = |dt: f64, dofs: &[i64], values: &[f64]| {
+        let mut heat = 0;
+        let st = unsafe { fegpu_fem_heat_create(s.h, dt, 1.0, dofs.len() as i64, dofs.as_ptr(), 1, values.as_ptr(), &mut heat) };
+        assert_eq!(st, FEGPU_OK, "{}", last_message());
+        heat
+    };
+    let step = |heat, t, count: usize| {
+        for _ in 0..count {
+            let st = unsafe { fegpu_fem_heat_step(heat, t, 0, 1e-14, 1000, std::ptr::null_mut()) };
+            assert_eq!(st, FEGPU_OK, "{}", last_message());
+        }
+    };
+    let cooled = |heat| {
+        let half = [h * height / 2.0; 2];
+        ok(unsafe { fegpu_fem_heat_set_convection(heat, 2, left.as_ptr(), 1, half.as_ptr(), [t_env; 2].as_ptr()) });
+    };
+    // held at 0 and 1 for a while, then changed in place
+    let changed = stepper(0.01, &[left[0], left[1], right[0], right[1]], &[0.0, 0.0, 1.0, 1.0]);
+    let mut t = 0;
+    ok(unsafe { fegpu_array_create_f64(ctx, nodes as i64, 1, vec![0.5; nodes].as_ptr(), &mut t) });
+    step(changed, t, 30);
+    let midway = download_f64(t, nodes);
+    ok(unsafe { fegpu_fem_heat_set_fixed(changed, 2, right.as_ptr(), 1, [t_l; 2].as_ptr()) });
+    cooled(changed);
+    ok(fegpu_fem_heat_set_dt(changed, 0.02));
+    // the same settings from the start, from the same temperatures
+    let fresh = stepper(0.02, &right, &[t_l; 2]);
+    cooled(fresh);
+    let mut t2 = 0;
+    ok(unsafe { fegpu_array_create_f64(ctx, nodes as i64, 1, midway.as_ptr(), &mut t2) });
+    for _ in 0..5 {
+        step(changed, t, 6);
+        step(fresh, t2, 6);
+        let (x, y) = (download_f64(t, nodes), download_f64(t2, nodes));
+        for i in 0..nodes {
+            assert!((x[i] - y[i]).abs() <= 1e-11, "node {}: changed in place {} vs made so {}", i + 1, x[i], y[i]);
+        }
+    }
+    // the steady state (long backward-Euler steps)
+    ok(fegpu_fem_heat_set_dt(changed, 1e4));
+    step(changed, t, 5);
+    let got = download_f64(t, nodes);
+    let t0 = (k * t_l / length + h * t_env) / (k / length + h);
+    for i in 0..nodes {
+        let x = coords[2 * i];
+        let want = t0 + (t_l - t0) * x / length;
+        assert!((got[i] - want).abs() < 1e-9, "steady T at x = {x}: {} vs {want}", got[i]);
+    }
+    expect_err(fegpu_fem_heat_set_dt(changed, 0.0), FEGPU_ERR_INVALID_ARGUMENT, &["dt = 0"]);
+    expect_err(
+        unsafe { fegpu_fem_heat_set_fixed(changed, 2, [3i64, 3].as_ptr(), 1, [0.0, 1.0].as_ptr()) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["dofs[1] = 3", "twice"],
+    );
+    // a refused change leaves the stepper as it was: still at the steady state
+    step(changed, t, 1);
+    let again = download_f64(t, nodes);
+    for i in 0..nodes {
+        assert!((again[i] - got[i]).abs() < 1e-9, "node {} moved after a refused change", i + 1);
+    }
+    for heat in [changed, fresh] {
+        ok(fegpu_fem_heat_destroy(heat));
+    }
+    for x in [t, t2] {
+        ok(fegpu_array_destroy(x));
+    }
     ok(fegpu_context_destroy(ctx));
 }

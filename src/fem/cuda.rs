@@ -216,6 +216,9 @@ pub fn ebe_otf(
 /// The assembly pattern and gather map built on the device (kernels/fem.cu
 /// `map_*`): the same entries as the host's `build_assembly`.
 pub struct Map {
+    /// Each node's sorted neighbours (the nodes it shares an element with).
+    pub nbr_ptr: DeviceBuffer<i32>,
+    pub nbr: DeviceBuffer<i32>,
     pub row_ptr: DeviceBuffer<i32>,
     pub col: DeviceBuffer<i32>,
     pub diag: DeviceBuffer<i32>,
@@ -269,14 +272,28 @@ pub fn assembly_map(g: &Gpu, set: &ElementSet, d: &DeviceSet) -> crate::error::R
     let ndof = nodes * dpn;
     let mut diag = g.alloc::<i32>(ndof.max(1))?;
     g.fill_bytes(&mut diag, 0xff)?; // -1: a node of no element has no diagonal
-    let map = Map {
-        row_ptr: g.alloc::<i32>(ndof + 1)?,
-        col: g.alloc::<i32>(nnz.max(1))?,
-        diag,
-        ptr: g.alloc::<i32>(nnz + 1)?,
-        from: g.alloc::<i32>(contributions.max(1))?,
-    };
+    let (row_ptr, col) = (g.alloc::<i32>(ndof + 1)?, g.alloc::<i32>(nnz.max(1))?);
+    let (ptr, from) = (g.alloc::<i32>(nnz + 1)?, g.alloc::<i32>(contributions.max(1))?);
     let cursor = g.zeros::<i32>(pairs.max(1))?;
-    launch!("map_rows", node_grid, BLOCK, &nodes64, &nn32, &dpn32, &ne64, &d.conn, &elem_ptr, &elems, &nbr_ptr, &nbr, &counts, &cursor, &map.row_ptr, &map.col, &map.diag, &map.ptr, &map.from);
-    Ok(map)
+    launch!(
+        "map_rows", node_grid, BLOCK, &nodes64, &nn32, &dpn32, &ne64, &d.conn, &elem_ptr, &elems, &nbr_ptr, &nbr, &counts,
+        &cursor, &row_ptr, &col, &diag, &ptr, &from
+    );
+    Ok(Map { nbr_ptr, nbr, row_ptr, col, diag, ptr, from })
+}
+
+/// values[at[i]] += s h[i] for each dof i (convection on the diagonal).
+pub fn diagonal_add(
+    g: &Gpu,
+    n: usize,
+    at: &DeviceBuffer<i32>,
+    s: f64,
+    h: &DeviceBuffer<f64>,
+    values: &DeviceBuffer<f64>,
+) -> crate::error::Result<()> {
+    let f = g.kernel("fem", SOURCE, "diagonal_add")?;
+    let n64 = n as i64;
+    let mut l = g.launcher(&f);
+    l.arg(&n64).arg(at).arg(&s).arg(h).arg(values);
+    g.launch("diagonal_add", l, vector_grid(n), (256, 1, 1), 0)
 }

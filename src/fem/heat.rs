@@ -5,7 +5,9 @@
 //! assembled matrix's Dirichlet rows, CG with Jacobi warm-started from T.
 //! Convective (Robin) boundaries h (T_env - T) enter in the lumped nodal form
 //! legacy codes use: h A per boundary node added to K's diagonal, h A T_env
-//! to the load.
+//! to the load. K and C are gathered once; a new convection, new fixed
+//! temperatures or a new dt recompute the step's values on the device over
+//! the same matrix and solver (nothing is rebuilt).
 
 use super::ElementSet;
 use crate::array::{Array, Buffer};
@@ -16,26 +18,36 @@ use std::sync::{Arc, Mutex};
 
 pub struct HeatStepper {
     pub set: Arc<ElementSet>,
+    /// The assembled K and C (values on the set's pattern), kept for changes.
+    k: Buffer<f64>,
+    c: Buffer<f64>,
+    /// Each dof's diagonal entry in the pattern.
+    diag_at: Buffer<i32>,
+    built: Mutex<Built>,
+}
+
+/// The step's settings and what they give: matrices over the same pattern
+/// and solver, recomputed in place by `refresh`.
+struct Built {
     dt: f64,
     theta: f64,
     /// The fixed dofs (0-based) and their temperatures.
     dofs: Vec<i64>,
     values: Vec<f64>,
-    built: Mutex<Built>,
-}
-
-/// The step's matrices and vectors, rebuilt when the convection changes.
-struct Built {
-    /// C/dt + theta (K + H) with the Dirichlet rows, the solver's matrix.
+    /// Convection per dof: h A (0 elsewhere) and the load h A T_env.
+    h: Buffer<f64>,
+    load: Buffer<f64>,
+    /// C/dt + theta (K + H) with the Dirichlet rows, the solver's matrix
+    /// (the solver made once the first refresh has written it).
     left: Arc<Csr>,
-    solver: Solver,
+    solver: Option<Solver>,
     /// C/dt - (1 - theta) (K + H) on the same pattern.
     right: Buffer<f64>,
     /// The fixed dofs' pull on the free rows, (C/dt + theta (K + H)) g, less
     /// the convective load H T_env.
-    lift: Buffer<f64>,
+    lift: Array,
     fixed: Buffer<u8>,
-    values: Buffer<f64>,
+    prescribed: Buffer<f64>,
     /// The kept diagonal of the left matrix (b = diag g on fixed rows).
     diag: Buffer<f64>,
     rhs: Array,
@@ -48,21 +60,60 @@ pub struct Convection {
     pub t_env: Vec<f64>,
 }
 
+fn check_dt(dt: f64) -> Result<()> {
+    if !(dt > 0.0 && dt.is_finite()) {
+        return Err(Error::invalid(format!("dt = {dt}: must be positive and finite")));
+    }
+    Ok(())
+}
+
 impl HeatStepper {
     /// For a heat set already integrated and assembled; the fixed dofs
     /// `dofs` (counted from `base`) hold `values` at every step.
     pub fn new(set: Arc<ElementSet>, dt: f64, theta: f64, dofs: &[i64], base: i64, values: &[f64]) -> Result<HeatStepper> {
-        if !(dt > 0.0 && dt.is_finite()) {
-            return Err(Error::invalid(format!("dt = {dt}: must be positive and finite")));
-        }
+        check_dt(dt)?;
         if !(0.5..=1.0).contains(&theta) {
             return Err(Error::invalid(format!(
                 "theta = {theta}: 1/2 (Crank-Nicolson) to 1 (backward Euler) are unconditionally stable"
             )));
         }
-        let built = build(&set, dt, theta, dofs, base, values, None)?;
-        let dofs = dofs.iter().map(|d| d - base).collect();
-        Ok(HeatStepper { set, dt, theta, dofs, values: values.to_vec(), built: Mutex::new(built) })
+        if set.problem != super::Problem::Heat {
+            return Err(Error::invalid(format!("the set is a {:?} problem: this stepper is for heat conduction", set.problem)));
+        }
+        let (k, c) = set.global_matrices()?;
+        let assembled = set.assembled().expect("global_matrices checked the assembly");
+        let n = assembled.pattern.nrows;
+        let dofs = fixed_dofs(n, dofs, base, values)?;
+        set.check_nodes_used("the heat stepper")?;
+        let left = Arc::new(assembled.with_values(&vec![0.0; assembled.pattern.nnz()])?);
+        let zero = || Array::new(set.ctx.clone(), n, 1, Some(&vec![0.0; n]));
+        let built = Built {
+            dt,
+            theta,
+            dofs,
+            values: values.to_vec(),
+            h: set.resident(vec![0.0; n])?,
+            load: set.resident(vec![0.0; n])?,
+            solver: None,
+            right: set.resident(vec![0.0; assembled.pattern.nnz()])?,
+            left,
+            lift: zero()?,
+            fixed: set.resident(vec![0u8; n])?,
+            prescribed: set.resident(vec![0.0; n])?,
+            diag: set.resident(vec![0.0; n])?,
+            rhs: zero()?,
+        };
+        let stepper = HeatStepper { diag_at: set.resident(assembled.pattern.diag.clone())?, set, k, c, built: Mutex::new(built) };
+        {
+            let mut b = stepper.built();
+            stepper.refresh(&mut b)?;
+            b.solver = Some(Solver::new(b.left.clone(), Method::Cg, Precond::Jacobi)?);
+        }
+        Ok(stepper)
+    }
+
+    fn built(&self) -> std::sync::MutexGuard<'_, Built> {
+        self.built.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Convective boundaries from now on: node `nodes[i]` (counted from
@@ -70,7 +121,7 @@ impl HeatStepper {
     /// new call replaces the previous set (an empty one removes them).
     pub fn set_convection(&self, nodes: &[i64], base: i64, h_area: &[f64], t_env: &[f64]) -> Result<()> {
         let n = self.set.dofs();
-        let mut conv = Convection { dofs: Vec::new(), h_area: h_area.to_vec(), t_env: t_env.to_vec() };
+        let (mut h, mut load) = (vec![0.0; n], vec![0.0; n]);
         for (i, &node) in nodes.iter().enumerate() {
             let d = node - base;
             if d < 0 || d >= n as i64 {
@@ -89,17 +140,87 @@ impl HeatStepper {
                     at_t_env_i = crate::error::at("t_env", i)
                 )));
             }
-            conv.dofs.push(d as usize);
+            h[d as usize] += h_area[i];
+            load[d as usize] += h_area[i] * t_env[i];
         }
-        let fresh = build(&self.set, self.dt, self.theta, &self.dofs, 0, &self.values, Some(&conv))?;
-        *self.built.lock().unwrap_or_else(|p| p.into_inner()) = fresh;
+        let (h, load) = (self.set.resident(h)?, self.set.resident(load)?);
+        let mut b = self.built();
+        (b.h, b.load) = (h, load);
+        self.refresh(&mut b)
+    }
+
+    /// New fixed temperatures from the next step on: `dofs` (counted from
+    /// `base`) hold `values`; the dofs fixed before and not listed are free again.
+    pub fn set_fixed(&self, dofs: &[i64], base: i64, values: &[f64]) -> Result<()> {
+        let dofs = fixed_dofs(self.set.dofs(), dofs, base, values)?;
+        let mut b = self.built();
+        (b.dofs, b.values) = (dofs, values.to_vec());
+        self.refresh(&mut b)
+    }
+
+    /// A new time step from the next step on.
+    pub fn set_dt(&self, dt: f64) -> Result<()> {
+        check_dt(dt)?;
+        let mut b = self.built();
+        b.dt = dt;
+        self.refresh(&mut b)
+    }
+
+    /// The step's values from K, C and the settings, where the set lives:
+    /// left and right, the lift of the fixed values, their rows.
+    fn refresh(&self, b: &mut Built) -> Result<()> {
+        let (dt, theta) = (b.dt, b.theta);
+        let p = &b.left.pattern;
+        let (n, nnz) = (p.nrows, p.nnz());
+        // left = C/dt + theta (K + H), right = C/dt - (1 - theta) (K + H)
+        let combine = |out: &mut Buffer<f64>, s: f64| -> Result<()> {
+            match (out, &self.c, &self.k, &b.h, &self.diag_at) {
+                (Buffer::Host(v), Buffer::Host(c), Buffer::Host(k), Buffer::Host(h), Buffer::Host(at)) => {
+                    crate::array::vector::update(v, 1.0 / dt, c, s, Some(k), 0.0);
+                    at.iter().zip(h).for_each(|(&at, h)| v[at as usize] += s * h);
+                    Ok(())
+                }
+                (Buffer::Device(v), Buffer::Device(c), Buffer::Device(k), Buffer::Device(h), Buffer::Device(at)) => {
+                    let g = self.set.ctx.device()?;
+                    crate::array::cuda::update(g, nnz, v, 1.0 / dt, c, s, Some(k), 0.0)?;
+                    super::cuda::diagonal_add(g, n, at, s, h, v)
+                }
+                _ => Err(crate::array::mixed_backends()),
+            }
+        };
+        b.left.rewrite_values(|v| combine(v, theta))?;
+        combine(&mut b.right, theta - 1.0)?;
+        // the fixed values' pull on the free rows, less the convective load
+        let mut g = vec![0.0; n];
+        let mut fixed = vec![0u8; n];
+        b.dofs.iter().zip(&b.values).for_each(|(&d, &v)| (fixed[d as usize], g[d as usize]) = (1, v));
+        let g_array = Array::new(self.set.ctx.clone(), n, 1, Some(&g))?;
+        sparse::spmv(&b.left, 1.0, &g_array, 0.0, &b.lift)?;
+        {
+            let mut gl = b.lift.lock();
+            let left = b.left.values();
+            match (f64_buf(&mut gl), &b.load, &mut b.diag, &self.diag_at, &left.data) {
+                (Buffer::Host(lift), Buffer::Host(load), Buffer::Host(diag), Buffer::Host(at), Buffer::Host(v)) => {
+                    lift.iter_mut().zip(load).for_each(|(l, h)| *l -= h);
+                    diag.iter_mut().zip(at).for_each(|(d, &at)| *d = v[at as usize]);
+                }
+                (Buffer::Device(lift), Buffer::Device(load), Buffer::Device(diag), Buffer::Device(at), Buffer::Device(v)) => {
+                    let gpu = self.set.ctx.device()?;
+                    crate::array::cuda::update(gpu, n, lift, -1.0, load, 0.0, None, 1.0)?;
+                    crate::array::cuda::gather(gpu, n, v, at, diag)?;
+                }
+                _ => return Err(crate::array::mixed_backends()),
+            }
+        }
+        sparse::apply_dirichlet(&b.left, &b.dofs, 0, &b.values, &b.rhs)?; // rhs is scratch
+        (b.fixed, b.prescribed) = (self.set.resident(fixed)?, self.set.resident(g)?);
         Ok(())
     }
 
     /// One step: T (in: this step's temperatures, out: the next) with the
     /// nodal heat load `f` over the step (None: no source).
     pub fn step(&self, t: &Array, f: Option<&Array>, tol: f64, maxit: i64) -> Result<(Outcome, f64)> {
-        let built = self.built.lock().unwrap_or_else(|p| p.into_inner());
+        let built = self.built();
         let b = &*built;
         let n = b.left.pattern.nrows;
         sparse::check_vector(&b.left, t, n, "T")?;
@@ -122,7 +243,8 @@ impl HeatStepper {
             let tb = f64_buf(&mut gt);
             let fb = gf.as_mut().map(|g| f64_buf(g));
             let p = &b.left.pattern;
-            match (rhs, tb, &b.right, &b.lift, &b.fixed, &b.values, &b.diag) {
+            let mut gl = b.lift.lock();
+            match (rhs, tb, &b.right, f64_buf(&mut gl), &b.fixed, &b.prescribed, &b.diag) {
                 (
                     Buffer::Host(rv),
                     Buffer::Host(tv),
@@ -160,117 +282,26 @@ impl HeatStepper {
                 _ => return Err(crate::array::mixed_backends()),
             }
         }
-        let (outcome, true_rel, _) = b.solver.solve(&b.rhs, t, tol, maxit)?;
+        let solver = b.solver.as_ref().expect("made in new");
+        let (outcome, true_rel, _) = solver.solve(&b.rhs, t, tol, maxit)?;
         Ok((outcome, true_rel))
     }
 }
 
-/// The step's matrices from the set's assembled K and C: left = C/dt +
-/// theta (K + H) with the Dirichlet rows, right = C/dt - (1 - theta) (K + H),
-/// and the constant part of the right-hand side.
-fn build(
-    set: &ElementSet,
-    dt: f64,
-    theta: f64,
-    dofs: &[i64],
-    base: i64,
-    values: &[f64],
-    convection: Option<&Convection>,
-) -> Result<Built> {
-    if set.problem != super::Problem::Heat {
-        return Err(Error::invalid(format!("the set is a {:?} problem: this stepper is for heat conduction", set.problem)));
-    }
-    let (mut k, c) = set.global_matrices()?;
-    let assembled = set.assembled().expect("global_matrices checked the assembly");
-    let p = &assembled.pattern;
-    let (n, nnz) = (p.nrows, p.nnz());
-    // convection: h A on the diagonal of K
-    if let Some(conv) = convection {
-        let mut h = vec![0.0; nnz];
-        for (&d, &ha) in conv.dofs.iter().zip(&conv.h_area) {
-            if p.diag[d] < 0 {
-                return Err(Error::invalid(format!(
-                    "node {} (1-based; {d} 0-based) has no element: no diagonal for its convection",
-                    d + 1
-                )));
-            }
-            h[p.diag[d] as usize] += ha;
-        }
-        match &mut k {
-            Buffer::Host(kv) => kv.iter_mut().zip(&h).for_each(|(k, h)| *k += h),
-            Buffer::Device(kv) => {
-                let g = set.ctx.device()?;
-                let hd = sparse_cuda::upload(g, &h)?;
-                crate::array::cuda::update(g, nnz, kv, 1.0, &hd, 0.0, None, 1.0)?;
-            }
-        }
-    }
-    let left = Arc::new(assembled.with_values(&vec![0.0; nnz])?);
-    // left = C/dt + theta K, right = C/dt - (1 - theta) K
-    let right = match (&k, &c) {
-        (Buffer::Host(k), Buffer::Host(c)) => {
-            let mut l = vec![0.0; nnz];
-            crate::array::vector::update(&mut l, 1.0 / dt, c, theta, Some(k), 0.0);
-            left.rewrite_values(|v| {
-                if let Buffer::Host(v) = v {
-                    v.copy_from_slice(&l);
-                }
-                Ok(())
-            })?;
-            crate::array::vector::update(&mut l, 1.0 / dt, c, theta - 1.0, Some(k), 0.0);
-            Buffer::Host(l)
-        }
-        (Buffer::Device(k), Buffer::Device(c)) => {
-            let g = set.ctx.device()?;
-            left.rewrite_values(|v| match v {
-                Buffer::Device(v) => crate::array::cuda::update(g, nnz, v, 1.0 / dt, c, theta, Some(k), 0.0),
-                Buffer::Host(_) => Err(crate::array::mixed_backends()),
-            })?;
-            let r = g.alloc::<f64>(nnz.max(1))?;
-            crate::array::cuda::update(g, nnz, &r, 1.0 / dt, c, theta - 1.0, Some(k), 0.0)?;
-            Buffer::Device(r)
-        }
-        _ => return Err(crate::array::mixed_backends()),
-    };
-    // the fixed values' pull on the free rows, then the Dirichlet rows
-    let mut g = vec![0.0; n];
-    let mut fixed = vec![0u8; n];
+/// The fixed dofs, 0-based, checked: inside 0..n, each once, a finite value each.
+fn fixed_dofs(n: usize, dofs: &[i64], base: i64, values: &[f64]) -> Result<Vec<i64>> {
+    let mut seen = vec![false; n];
     for (i, (&d, &v)) in dofs.iter().zip(values).enumerate() {
-        let d0 = d - base;
-        if d0 < 0 || d0 >= n as i64 {
-            return Err(Error::invalid(format!(
-                "{at_dofs_i} = {d}: outside dofs {base}..{} (index base {base})",
-                n as i64 - 1 + base,
-                at_dofs_i = crate::error::at("dofs", i)
-            )));
+        let at = crate::error::at("dofs", i);
+        let d0 = usize::try_from(d - base).ok().filter(|&d0| d0 < n).ok_or_else(|| {
+            Error::invalid(format!("{at} = {d}: outside dofs {base}..{} (index base {base})", n as i64 - 1 + base))
+        })?;
+        if std::mem::replace(&mut seen[d0], true) {
+            return Err(Error::invalid(format!("{at} = {d} is fixed twice")));
         }
-        (fixed[d0 as usize], g[d0 as usize]) = (1, v);
-    }
-    let rhs = Array::new(set.ctx.clone(), n, 1, Some(&vec![0.0; n]))?;
-    let lift_array = Array::new(set.ctx.clone(), n, 1, Some(&vec![0.0; n]))?;
-    let g_array = Array::new(set.ctx.clone(), n, 1, Some(&g))?;
-    sparse::spmv(&left, 1.0, &g_array, 0.0, &lift_array)?;
-    sparse::apply_dirichlet(&left, dofs, base, values, &rhs)?; // checks the dofs; rhs is scratch
-    let stored = left.download_values()?;
-    let diag: Vec<f64> = (0..n).map(|r| if p.diag[r] >= 0 { stored[p.diag[r] as usize] } else { 0.0 }).collect();
-    let mut lift_host = vec![0.0; n];
-    lift_array.download(0, &mut lift_host, "lift")?;
-    if let Some(conv) = convection {
-        // the convective load h A T_env is constant: it comes off the lift
-        for ((&d, &ha), &te) in conv.dofs.iter().zip(&conv.h_area).zip(&conv.t_env) {
-            lift_host[d] -= ha * te;
+        if !v.is_finite() {
+            return Err(Error::invalid(format!("{} = {v}: must be finite", crate::error::at("values", i))));
         }
     }
-    set.check_nodes_used("the heat stepper")?;
-    let solver = Solver::new(left.clone(), Method::Cg, Precond::Jacobi)?;
-    Ok(Built {
-        lift: set.resident(lift_host)?,
-        fixed: set.resident(fixed)?,
-        values: set.resident(g)?,
-        diag: set.resident(diag)?,
-        left,
-        solver,
-        right,
-        rhs,
-    })
+    Ok(dofs.iter().map(|d| d - base).collect())
 }

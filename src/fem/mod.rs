@@ -197,6 +197,52 @@ fn indices(name: &str, caller: &[i64], base: i64, limit: usize, per: usize, what
         .collect()
 }
 
+/// The global matrix's pattern from each node's sorted neighbours (nbr
+/// from nbr_ptr[v] to nbr_ptr[v + 1]): row (node v, component c) holds
+/// every component d of every neighbour w, column w dpn + d, and starts at
+/// dpn (dpn nbr_ptr[v] + c deg(v)), the rows of node v one after the other.
+/// Written node by node on rayon's threads (the device build downloads only
+/// the neighbours, a ninth of the columns of 3-D elasticity).
+fn pattern_of_neighbours(dpn: usize, nbr_ptr: &[i32], nbr: &[i32]) -> Result<crate::sparse::Pattern> {
+    use rayon::prelude::*;
+    let nodes = nbr_ptr.len() - 1;
+    let (ndof, nnz) = (nodes * dpn, nbr.len() * dpn * dpn);
+    let mut row_ptr = crate::error::host_vec(ndof + 1, 0i32, "the pattern's row pointers")?;
+    let mut col: Vec<i32> = crate::error::host_with_capacity(nnz, "the pattern's columns")?;
+    let mut diag = crate::error::host_vec(ndof, -1i32, "the pattern's diagonals")?;
+    // each node's stretch of the columns, then every stretch filled in
+    // parallel (unwritten memory: its first touch, too, is spread over the threads)
+    let mut stretches = Vec::with_capacity(nodes);
+    let mut rest = &mut col.spare_capacity_mut()[..nnz];
+    for v in 0..nodes {
+        let (mine, after) = rest.split_at_mut(dpn * dpn * (nbr_ptr[v + 1] - nbr_ptr[v]) as usize);
+        stretches.push(mine);
+        rest = after;
+    }
+    stretches.into_par_iter().zip(row_ptr.par_chunks_mut(dpn)).zip(diag.par_chunks_mut(dpn)).enumerate().for_each(
+        |(v, ((cols, rows), diags))| {
+            let (lo, hi) = (nbr_ptr[v] as usize, nbr_ptr[v + 1] as usize);
+            let at_v = nbr[lo..hi].binary_search(&(v as i32)).ok();
+            for c in 0..dpn {
+                let start = dpn * (dpn * lo + c * (hi - lo));
+                rows[c] = start as i32;
+                if let Some(p) = at_v {
+                    diags[c] = (start + p * dpn + c) as i32;
+                }
+                for (k, &w) in nbr[lo..hi].iter().enumerate() {
+                    for d in 0..dpn {
+                        cols[c * dpn * (hi - lo) + k * dpn + d].write(w * dpn as i32 + d as i32);
+                    }
+                }
+            }
+        },
+    );
+    // SAFETY: the stretches cover the nnz entries, and each wrote all of its own
+    unsafe { col.set_len(nnz) };
+    row_ptr[ndof] = nnz as i32;
+    Ok(crate::sparse::Pattern { nrows: ndof, ncols: ndof, row_ptr, col, diag, slot_of: None, caller_nnz: nnz })
+}
+
 impl ElementSet {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -503,7 +549,6 @@ impl ElementSet {
         let (nn, ne, nodes) = (self.element.nodes(), self.elements, self.nodes);
         let dpn = self.problem.dofs_per_node(self.element.dim());
         let nd = nn * dpn;
-        let ndof = nodes * dpn;
         let contributions = ne * nd * nd;
         if contributions >= i32::MAX as usize || ne * self.packed_len() >= i32::MAX as usize {
             return Err(Error::new(
@@ -550,20 +595,7 @@ impl ElementSet {
         }
         drop(elems);
         let nnz = nbr.len() * dpn * dpn;
-        // row (v, c) starts at dpn (dpn nbr_ptr[v] + c deg(v)): the rows of node v
-        // come one after the other, each deg(v) dpn long
         let row_start = |v: usize, c: usize| dpn * (dpn * nbr_ptr[v] + c * (nbr_ptr[v + 1] - nbr_ptr[v]));
-        let mut row_ptr = Vec::with_capacity(ndof + 1);
-        let mut col = Vec::with_capacity(nnz);
-        for v in 0..nodes {
-            for c in 0..dpn {
-                row_ptr.push(row_start(v, c) as i64);
-                for &w in &nbr[nbr_ptr[v]..nbr_ptr[v + 1]] {
-                    col.extend((0..dpn).map(|d| (w * dpn + d) as i64));
-                }
-            }
-        }
-        row_ptr.push(nnz as i64);
         // the entry of (node v, component c; node w, component d)
         let position =
             |v: usize, w: usize| nbr[nbr_ptr[v]..nbr_ptr[v + 1]].binary_search(&w).expect("neighbours hold every element pair");
@@ -599,26 +631,23 @@ impl ElementSet {
             from[next[k] as usize] = (q * ne + e) as i32;
             next[k] += 1;
         }));
-        let pattern = crate::sparse::build_pattern(ndof, ndof, &row_ptr, &col, 0)?;
+        let nbr_ptr: Vec<i32> = nbr_ptr.iter().map(|&p| p as i32).collect();
+        let nbr: Vec<i32> = nbr.iter().map(|&w| w as i32).collect();
+        let pattern = pattern_of_neighbours(dpn, &nbr_ptr, &nbr)?;
         let csr = Arc::new(Csr::new(self.ctx.clone(), pattern, &vec![0.0; nnz])?);
         let (ptr, from) = (self.resident(ptr)?, self.resident(from)?);
         Ok(Assembly { csr, ptr, from })
     }
 
     /// The same pattern and map built on the device (kernels/fem.cu `map_*`);
-    /// the host keeps a download of the pattern.
+    /// the host's copy of the pattern is expanded from the downloaded neighbours.
     fn device_assembly(&self, g: &crate::gpu::Gpu, d: &DeviceSet) -> Result<Assembly> {
         let map = cuda::assembly_map(g, self, d)?;
-        let ndof = self.dofs();
-        let nnz = map.ptr.len() - 1;
-        let mut row_ptr = crate::error::host_vec(ndof + 1, 0i32, "the pattern's row pointers")?;
-        let mut col = crate::error::host_vec(nnz, 0i32, "the pattern's columns")?;
-        let mut diag = crate::error::host_vec(ndof, 0i32, "the pattern's diagonals")?;
-        g.download(&map.row_ptr, 0, &mut row_ptr)?;
-        g.download(&map.col, 0, &mut col)?;
-        g.download(&map.diag, 0, &mut diag)?;
-        let pattern =
-            crate::sparse::Pattern { nrows: ndof, ncols: ndof, row_ptr, col, diag, slot_of: None, caller_nnz: nnz };
+        let mut nbr_ptr = crate::error::host_vec(self.nodes + 1, 0i32, "the nodes' neighbour pointers")?;
+        g.download(&map.nbr_ptr, 0, &mut nbr_ptr)?;
+        let mut nbr = crate::error::host_vec(nbr_ptr[self.nodes] as usize, 0i32, "the nodes' neighbours")?;
+        g.download(&map.nbr, 0, &mut nbr)?;
+        let pattern = pattern_of_neighbours(self.problem.dofs_per_node(self.element.dim()), &nbr_ptr, &nbr)?;
         let csr = Arc::new(Csr::on_device(self.ctx.clone(), pattern, map.row_ptr, map.col, map.diag)?);
         Ok(Assembly { csr, ptr: Buffer::Device(map.ptr), from: Buffer::Device(map.from) })
     }

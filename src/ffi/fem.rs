@@ -353,7 +353,8 @@ pub unsafe extern "C" fn fegpu_fem_heat_step(
 /// node nodes[i] (i < n, counted from `index_base`) exchanges h_area[i] *
 /// (t_env[i] - T) with its surroundings (h_area: the film coefficient times
 /// the boundary area the node stands for). A new call replaces the previous
-/// set; n = 0 removes them. The step's matrices are rebuilt once here.
+/// set; n = 0 removes them. The step's values are recomputed here on the
+/// device, over the same matrix and solver.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_fem_heat_set_convection(
     heat: fegpu_heat_t,
@@ -369,6 +370,30 @@ pub unsafe extern "C" fn fegpu_fem_heat_set_convection(
         let n = nodes.len();
         s.set_convection(nodes, index_base as i64, host_in(h_area, n, "h_area")?, host_in(t_env, n, "t_env")?)
     })
+}
+
+/// New fixed temperatures for the following steps: T[dofs[i]] = values[i]
+/// (i < n_fixed, counted from index_base); dofs fixed before and not listed
+/// are free again. Recomputed on the device, as fegpu_fem_heat_set_convection.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_heat_set_fixed(
+    heat: fegpu_heat_t,
+    n_fixed: i64,
+    dofs: *const i64,
+    index_base: i32,
+    values: *const f64,
+) -> fegpu_status {
+    guard(|| {
+        let s = registry::get::<HeatStepper>(heat, "heat")?;
+        let dofs = index_list(n_fixed, dofs, index_base, "n_fixed", "dofs")?;
+        s.set_fixed(dofs, index_base as i64, host_in(values, dofs.len(), "values")?)
+    })
+}
+
+/// A new time step dt (> 0) for the following steps.
+#[no_mangle]
+pub extern "C" fn fegpu_fem_heat_set_dt(heat: fegpu_heat_t, dt: f64) -> fegpu_status {
+    guard(|| registry::get::<HeatStepper>(heat, "heat")?.set_dt(dt))
 }
 
 /// Destroys a heat stepper.

@@ -232,7 +232,13 @@ impl Csr {
 
     /// A scalar matrix over a pattern already on the device (built there: the
     /// host copy is its download), its values zero.
-    pub fn on_device(ctx: Arc<Context>, pattern: Pattern, row_ptr: DeviceBuffer<i32>, col: DeviceBuffer<i32>, diag: DeviceBuffer<i32>) -> Result<Csr> {
+    pub fn on_device(
+        ctx: Arc<Context>,
+        pattern: Pattern,
+        row_ptr: DeviceBuffer<i32>,
+        col: DeviceBuffer<i32>,
+        diag: DeviceBuffer<i32>,
+    ) -> Result<Csr> {
         let g = ctx.device()?;
         let threads_per_row = cuda::threads_per_row(pattern.nnz(), pattern.nrows);
         let values = g.zeros::<f64>(pattern.nnz().max(1))?;
