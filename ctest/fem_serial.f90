@@ -191,6 +191,22 @@ contains
     print '(a, f8.4, a)', 'suddenly loaded bar: peak tip displacement ', peak, ' (2 P L / (E A) = 20)'
     call expect(abs(peak - 20d0) < 1.6d0, 'elastodynamics from Fortran: the bar rings to 2 P L / (E A)')
     call fegpu_dynamics_destroy(dyn)
+    ! damped (alpha M: every mode decays as e^(-alpha t / 2)) with the end x = 0 moved
+    ! to 1: the bar settles at the static tip P L / (E A) + 1 = 11
+    u = 0
+    call fegpu_array_upload(du, u)
+    call fegpu_dynamics_create(bar, FEGPU_SCHEME_NEWMARK, 0.05d0, clamped, dyn)
+    call fegpu_fem_dynamics_set_damping(dyn, 0.3d0, 0d0)
+    call fegpu_fem_dynamics_set_displacements(dyn, [(0d0, k = 1, nn), 1d0, 1d0])
+    do k = 1, 2000
+      call fegpu_dynamics_step(dyn, du, f=df)
+    end do
+    call fegpu_array_download(du, u)
+    tip = 0.5d0 * (u(2 * (m + 1) - 1) + u(2 * nn - 1))
+    print '(a, f10.6, a)', 'damped bar, end moved by 1: tip at rest ', tip, ' (P L / (E A) + 1 = 11)'
+    call expect(abs(tip - 11d0) < 1d-4 .and. abs(u(1) - 1d0) < 1d-12, &
+         'damping and prescribed displacements from Fortran: the bar settles at the static tip')
+    call fegpu_dynamics_destroy(dyn)
     call fegpu_fem_destroy(bar)
   end subroutine
 end program fem_serial

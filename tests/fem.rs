@@ -1370,6 +1370,17 @@ fn run_steps(
     out
 }
 
+/// A stepper (Newmark: average acceleration) on `constrained` (1-based)
+/// with Rayleigh damping alpha, beta.
+fn damped_stepper(s: &Set, scheme: i32, dt: f64, constrained: &[i64], alpha: f64, beta: f64) -> fegpu_dynamics_t {
+    let mut dynamics = 0;
+    let n = constrained.len() as i64;
+    let st = unsafe { fegpu_fem_dynamics_create(s.h, scheme, dt, 0.25, 0.5, n, constrained.as_ptr(), 1, &mut dynamics) };
+    assert_eq!(st, FEGPU_OK, "{}", last_message());
+    ok(fegpu_fem_dynamics_set_damping(dynamics, alpha, beta));
+    dynamics
+}
+
 /// Damped free vibration from the lowest mode at rest: the exact decay
 /// phi e^(-zeta w t) (cos w_d t + zeta w / w_d sin w_d t), with Rayleigh's
 /// zeta = alpha / (2 w) + beta w / 2 for Newmark (K, M consistent) and
@@ -1394,22 +1405,7 @@ fn damped_free_vibration_decays_as_the_exact_mode() {
         let zeta = alpha / (2.0 * w) + beta * w / 2.0;
         let wd = w * (1.0 - zeta * zeta).sqrt();
         let dt = 2.0 * std::f64::consts::PI / w / 400.0;
-        let mut dynamics = 0;
-        let st = unsafe {
-            fegpu_fem_dynamics_create(
-                s.h,
-                scheme,
-                dt,
-                0.25,
-                0.5,
-                constrained.len() as i64,
-                constrained.as_ptr(),
-                1,
-                &mut dynamics,
-            )
-        };
-        assert_eq!(st, FEGPU_OK, "{}", last_message());
-        ok(fegpu_fem_dynamics_set_damping(dynamics, alpha, beta));
+        let dynamics = damped_stepper(&s, scheme, dt, &constrained, alpha, beta);
         let mut u0 = vec![0.0; n];
         free.iter().zip(&phi).for_each(|(&d, &p)| u0[d] = p);
         let history = run_steps(ctx, dynamics, n, &u0, 1200, |_| {});
@@ -1501,22 +1497,7 @@ fn prescribed_end_motion_drives_the_bar_as_the_reference_integration() {
                 reference.push(u.clone());
             }
         }
-        let mut dynamics = 0;
-        let st = unsafe {
-            fegpu_fem_dynamics_create(
-                s.h,
-                scheme,
-                dt,
-                0.25,
-                0.5,
-                constrained.len() as i64,
-                constrained.as_ptr(),
-                1,
-                &mut dynamics,
-            )
-        };
-        assert_eq!(st, FEGPU_OK, "{}", last_message());
-        ok(fegpu_fem_dynamics_set_damping(dynamics, alpha, beta));
+        let dynamics = damped_stepper(&s, scheme, dt, &constrained, alpha, beta);
         let history = run_steps(ctx, dynamics, n, &vec![0.0; n], steps, |step| {
             let mut values = vec![0.0; constrained.len()];
             values[..2].fill(g((step + 1) as f64 * dt)[0]);
