@@ -1252,17 +1252,28 @@ fn cholesky(b: &[Vec<f64>]) -> Vec<Vec<f64>> {
     l
 }
 
-/// x = B^-1 y with B = L L^T.
-fn cholesky_solve(l: &[Vec<f64>], y: &[f64]) -> Vec<f64> {
-    let n = l.len();
+/// L^-1 y (forward substitution).
+fn forward(l: &[Vec<f64>], y: &[f64]) -> Vec<f64> {
     let mut z = y.to_vec();
-    for i in 0..n {
+    for i in 0..l.len() {
         z[i] = (z[i] - (0..i).map(|k| l[i][k] * z[k]).sum::<f64>()) / l[i][i];
     }
+    z
+}
+
+/// L^-T y (back substitution).
+fn backward(l: &[Vec<f64>], y: &[f64]) -> Vec<f64> {
+    let n = l.len();
+    let mut z = y.to_vec();
     for i in (0..n).rev() {
         z[i] = (z[i] - (i + 1..n).map(|k| l[k][i] * z[k]).sum::<f64>()) / l[i][i];
     }
     z
+}
+
+/// x = B^-1 y with B = L L^T.
+fn cholesky_solve(l: &[Vec<f64>], y: &[f64]) -> Vec<f64> {
+    backward(l, &forward(l, y))
 }
 
 /// The lowest eigenpair of A phi = lambda B phi (A, B symmetric, B SPD):
@@ -1271,15 +1282,9 @@ fn lowest_mode(a: &[Vec<f64>], b: &[Vec<f64>]) -> (f64, Vec<f64>) {
     let n = a.len();
     let l = cholesky(b);
     // C = L^-1 A L^-T, column by column
-    let lower = |y: &[f64]| {
-        let mut z = y.to_vec();
-        for i in 0..n {
-            z[i] = (z[i] - (0..i).map(|k| l[i][k] * z[k]).sum::<f64>()) / l[i][i];
-        }
-        z
-    };
-    let x: Vec<Vec<f64>> = (0..n).map(|j| lower(&(0..n).map(|i| a[i][j]).collect::<Vec<_>>())).collect(); // column j of L^-1 A
-    let mut c: Vec<Vec<f64>> = (0..n).map(|j| lower(&(0..n).map(|i| x[i][j]).collect::<Vec<_>>())).collect();
+    let column = |m: &[Vec<f64>], j: usize| (0..n).map(|i| m[i][j]).collect::<Vec<_>>();
+    let x: Vec<Vec<f64>> = (0..n).map(|j| forward(&l, &column(a, j))).collect(); // column j of L^-1 A
+    let mut c: Vec<Vec<f64>> = (0..n).map(|j| forward(&l, &column(&x, j))).collect();
     let mut v: Vec<Vec<f64>> = (0..n).map(|i| (0..n).map(|j| (i == j) as i32 as f64).collect()).collect();
     for _sweep in 0..100 {
         let off: f64 =
@@ -1315,11 +1320,7 @@ fn lowest_mode(a: &[Vec<f64>], b: &[Vec<f64>]) -> (f64, Vec<f64>) {
         }
     }
     let j = (0..n).min_by(|&x, &y| c[x][x].partial_cmp(&c[y][y]).unwrap()).unwrap();
-    // phi = L^-T y
-    let mut phi: Vec<f64> = (0..n).map(|i| v[i][j]).collect();
-    for i in (0..n).rev() {
-        phi[i] = (phi[i] - (i + 1..n).map(|k| l[k][i] * phi[k]).sum::<f64>()) / l[i][i];
-    }
+    let phi = backward(&l, &column(&v, j)); // L^-T y
     let top = phi.iter().fold(0.0f64, |m, x| if x.abs() > m.abs() { *x } else { m });
     (c[j][j], phi.iter().map(|x| x / top).collect())
 }

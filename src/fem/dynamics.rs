@@ -80,9 +80,7 @@ impl DynamicsStepper {
         if set.problem == Problem::Heat {
             return Err(Error::invalid("the set is a heat problem: use the heat stepper"));
         }
-        if !(dt > 0.0 && dt.is_finite()) {
-            return Err(Error::invalid(format!("dt = {dt}: must be positive and finite")));
-        }
+        super::check_dt(dt)?;
         if let Scheme::Newmark { beta, gamma } = scheme {
             if !(gamma >= 0.5 && beta >= 0.25 * (gamma + 0.5).powi(2) && beta.is_finite() && gamma.is_finite()) {
                 return Err(Error::invalid(format!(
@@ -102,16 +100,9 @@ impl DynamicsStepper {
             Ok(a)
         };
         let (k, m) = (matrix(kv)?, matrix(mv)?);
+        let constrained = super::dof_list(n, constrained, base, "constrained")?;
         let mut free = vec![1.0; n];
-        for (i, &caller) in constrained.iter().enumerate() {
-            let at = crate::error::at("constrained", i);
-            match usize::try_from(caller - base).ok().filter(|&d| d < n) {
-                None => return Err(Error::invalid(format!("{at} = {caller}: outside dofs {base}..{}", n as i64 - 1 + base))),
-                Some(d) if free[d] == 0.0 => return Err(Error::invalid(format!("{at} = {caller} is constrained twice"))),
-                Some(d) => free[d] = 0.0,
-            }
-        }
-        let constrained: Vec<usize> = constrained.iter().map(|&d| (d - base) as usize).collect();
+        constrained.iter().for_each(|&d| free[d] = 0.0);
         // the lumped mass: M's row sums on the free dofs
         let (p, m_host) = (&m.pattern, m.download_values()?);
         let lumped: Vec<f64> = (0..n)
@@ -207,7 +198,7 @@ impl DynamicsStepper {
             )));
         }
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
-            return Err(Error::invalid(format!("values({}) = {}: must be finite", i + 1, values[i])));
+            return Err(Error::invalid(format!("{} = {}: must be finite", crate::error::at("values", i), values[i])));
         }
         let mut g = vec![0.0; self.k.pattern.nrows];
         self.constrained.iter().zip(values).for_each(|(&d, &v)| g[d] = v);

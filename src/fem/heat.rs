@@ -53,25 +53,11 @@ struct Built {
     rhs: Array,
 }
 
-/// Lumped convection: for each boundary dof (0-based), h A and T_env.
-pub struct Convection {
-    pub dofs: Vec<usize>,
-    pub h_area: Vec<f64>,
-    pub t_env: Vec<f64>,
-}
-
-fn check_dt(dt: f64) -> Result<()> {
-    if !(dt > 0.0 && dt.is_finite()) {
-        return Err(Error::invalid(format!("dt = {dt}: must be positive and finite")));
-    }
-    Ok(())
-}
-
 impl HeatStepper {
     /// For a heat set already integrated and assembled; the fixed dofs
     /// `dofs` (counted from `base`) hold `values` at every step.
     pub fn new(set: Arc<ElementSet>, dt: f64, theta: f64, dofs: &[i64], base: i64, values: &[f64]) -> Result<HeatStepper> {
-        check_dt(dt)?;
+        super::check_dt(dt)?;
         if !(0.5..=1.0).contains(&theta) {
             return Err(Error::invalid(format!(
                 "theta = {theta}: 1/2 (Crank-Nicolson) to 1 (backward Euler) are unconditionally stable"
@@ -160,7 +146,7 @@ impl HeatStepper {
 
     /// A new time step from the next step on.
     pub fn set_dt(&self, dt: f64) -> Result<()> {
-        check_dt(dt)?;
+        super::check_dt(dt)?;
         let mut b = self.built();
         b.dt = dt;
         self.refresh(&mut b)
@@ -288,20 +274,10 @@ impl HeatStepper {
     }
 }
 
-/// The fixed dofs, 0-based, checked: inside 0..n, each once, a finite value each.
+/// The fixed dofs, 0-based, checked (inside 0..n, each once), with a finite value each.
 fn fixed_dofs(n: usize, dofs: &[i64], base: i64, values: &[f64]) -> Result<Vec<i64>> {
-    let mut seen = vec![false; n];
-    for (i, (&d, &v)) in dofs.iter().zip(values).enumerate() {
-        let at = crate::error::at("dofs", i);
-        let d0 = usize::try_from(d - base).ok().filter(|&d0| d0 < n).ok_or_else(|| {
-            Error::invalid(format!("{at} = {d}: outside dofs {base}..{} (index base {base})", n as i64 - 1 + base))
-        })?;
-        if std::mem::replace(&mut seen[d0], true) {
-            return Err(Error::invalid(format!("{at} = {d} is fixed twice")));
-        }
-        if !v.is_finite() {
-            return Err(Error::invalid(format!("{} = {v}: must be finite", crate::error::at("values", i))));
-        }
+    if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+        return Err(Error::invalid(format!("{} = {}: must be finite", crate::error::at("values", i), values[i])));
     }
-    Ok(dofs.iter().map(|d| d - base).collect())
+    Ok(super::dof_list(n, dofs, base, "dofs")?.into_iter().map(|d| d as i64).collect())
 }

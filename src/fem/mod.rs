@@ -197,6 +197,33 @@ fn indices(name: &str, caller: &[i64], base: i64, limit: usize, per: usize, what
         .collect()
 }
 
+/// A stepper's time step: positive and finite.
+fn check_dt(dt: f64) -> Result<()> {
+    if !(dt > 0.0 && dt.is_finite()) {
+        return Err(Error::invalid(format!("dt = {dt}: must be positive and finite")));
+    }
+    Ok(())
+}
+
+/// A caller's list of dofs counted from `base` as 0-based indices below n,
+/// each listed once (`arg` names the list in messages).
+fn dof_list(n: usize, dofs: &[i64], base: i64, arg: &str) -> Result<Vec<usize>> {
+    let mut seen = vec![false; n];
+    dofs.iter()
+        .enumerate()
+        .map(|(i, &d)| {
+            let at = crate::error::at(arg, i);
+            let d0 = usize::try_from(d - base).ok().filter(|&d0| d0 < n).ok_or_else(|| {
+                Error::invalid(format!("{at} = {d}: outside dofs {base}..{} (index base {base})", n as i64 - 1 + base))
+            })?;
+            if std::mem::replace(&mut seen[d0], true) {
+                return Err(Error::invalid(format!("{at} = {d} is listed twice")));
+            }
+            Ok(d0)
+        })
+        .collect()
+}
+
 /// The global matrix's pattern from each node's sorted neighbours (nbr
 /// from nbr_ptr[v] to nbr_ptr[v + 1]): row (node v, component c) holds
 /// every component d of every neighbour w, column w dpn + d, and starts at
