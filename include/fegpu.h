@@ -70,11 +70,25 @@
 // 3-D linear elasticity: material (E, nu).
 #define FEGPU_PROBLEM_ELASTIC_3D 4
 
+// Face loads (fegpu_fem_face_load): a traction vector per face (dim values).
+#define FEGPU_FACE_TRACTION 1
+
+// A pressure per face (1 value), pushing against the outward normal.
+#define FEGPU_FACE_PRESSURE 2
+
+// A heat flux into the body per face (1 value, heat sets).
+#define FEGPU_FACE_FLUX 3
+
 // Newmark's implicit scheme (average acceleration: beta 1/4, gamma 1/2).
 #define FEGPU_SCHEME_NEWMARK 1
 
 // The explicit central-difference scheme with the lumped (row-sum) mass.
 #define FEGPU_SCHEME_CENTRAL_DIFFERENCE 2
+
+// Central differences with nonlinear total Lagrangian internal forces (St
+// Venant-Kirchhoff: large rotations and strains; FEStudio's Algorithm 1),
+// element by element: needs the densities, neither integration nor assembly.
+#define FEGPU_SCHEME_TOTAL_LAGRANGIAN 3
 
 // Lattice storage only: populations in IEEE half precision (f_i − w_i kept,
 // arithmetic in f32).
@@ -605,6 +619,41 @@ fegpu_status fegpu_fem_integrate(fegpu_fem_t fem);
 // matrices; call fegpu_fem_integrate again after.
 fegpu_status fegpu_fem_set_density(fegpu_fem_t fem, int64_t n_materials, const double *rho);
 
+// F += the integral of N^T b over every element, b constant on each:
+// `values` holds the dofs per node of each element in turn (n_values =
+// dpn x n_elements: a body force per unit volume, components x elements,
+// or a heat source per unit volume). F is the set's load vector on the
+// device (dofs elements); a failed call leaves it as it was.
+fegpu_status fegpu_fem_body_load(fegpu_fem_t fem,
+                                 int64_t n_values,
+                                 const double *values,
+                                 fegpu_array_t f);
+
+// F += the face integrals of `kind` (FEGPU_FACE_*) over n_faces faces:
+// `faces` holds each face's nodes (counted from index_base): 2 per edge of
+// a 2-D element (ordered with the body on the left: outward normal on the
+// right), 3 per triangle of tet4 and 4 per quadrilateral of hex8
+// (counter-clockwise seen from outside); `values` their loads, dim per
+// face for tractions, 1 for pressures and fluxes. A failed call leaves F
+// as it was. Convection: fegpu_fem_heat_set_convection_faces.
+fegpu_status fegpu_fem_face_load(fegpu_fem_t fem,
+                                 int32_t kind,
+                                 int64_t n_faces,
+                                 const int64_t *faces,
+                                 int32_t index_base,
+                                 const double *values,
+                                 fegpu_array_t f);
+
+// F += alpha f_int(u): the total Lagrangian internal forces of St
+// Venant-Kirchhoff material (E, nu) at the displacements u (large
+// rotations and strains; 2-D sets in plane strain), element by element
+// with no global matrix (FEStudio's Algorithm 1): a Newton residual is
+// F_ext with alpha = -1. u and F on the device, dofs elements each.
+fegpu_status fegpu_fem_internal_force(fegpu_fem_t fem,
+                                      double alpha,
+                                      fegpu_array_t u,
+                                      fegpu_array_t f);
+
 // New material parameters `props` (2 x n_materials, as at creation, the
 // same number of materials); call fegpu_fem_integrate and
 // fegpu_fem_assemble again for the new matrices.
@@ -702,6 +751,19 @@ fegpu_status fegpu_fem_heat_set_convection(fegpu_heat_t heat,
                                            const double *h_area,
                                            const double *t_env);
 
+// Convection on element faces for the following steps: face i (its
+// nodes in `faces`, ordered as for fegpu_fem_face_load, counted from
+// index_base) exchanges h[i] (T_env[i] - T) per unit area, integrated over
+// the face (consistent face matrices h N_a N_b added to K, h T_env N_a to
+// the load). Replaces the previous faces (n_faces 0 removes them); the
+// nodal form of fegpu_fem_heat_set_convection stays beside it.
+fegpu_status fegpu_fem_heat_set_convection_faces(fegpu_heat_t heat,
+                                                 int64_t n_faces,
+                                                 const int64_t *faces,
+                                                 int32_t index_base,
+                                                 const double *h,
+                                                 const double *t_env);
+
 // New fixed temperatures for the following steps: T[dofs[i]] = values[i]
 // (i < n_fixed, counted from index_base); dofs fixed before and not listed
 // are free again. Recomputed on the device, as fegpu_fem_heat_set_convection.
@@ -721,8 +783,9 @@ fegpu_status fegpu_fem_heat_destroy(fegpu_heat_t heat);
 // integrated with its densities (fegpu_fem_set_density) and assembled:
 // `scheme` FEGPU_SCHEME_NEWMARK with `beta`, `gamma` (unconditionally stable
 // for gamma >= 1/2, beta >= (gamma + 1/2)^2 / 4) or
-// FEGPU_SCHEME_CENTRAL_DIFFERENCE (explicit: dt below the critical step;
-// beta and gamma ignored). The dofs clamped[i] (i < n_clamped, counted from
+// FEGPU_SCHEME_CENTRAL_DIFFERENCE or FEGPU_SCHEME_TOTAL_LAGRANGIAN
+// (explicit: dt below the critical step; beta and gamma ignored; the
+// latter needs no integration or assembly, 2-D sets in plane strain). The dofs clamped[i] (i < n_clamped, counted from
 // index_base) stay at zero. The state (velocity, acceleration) stays on the
 // device; the first step starts from rest.
 fegpu_status fegpu_fem_dynamics_create(fegpu_fem_t fem,

@@ -750,3 +750,276 @@ extern "C" __global__ void __launch_bounds__(256) diagonal_add(i64 n, const int*
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
         values[at[i]] += s * h[i];
 }
+
+// ---- Load vectors ----
+
+// f += the integral of N_a b over each element, b constant on it (DPN values
+// per element: a body force, a heat source, or the density, whose integral
+// against N_a is the row sum of the consistent mass, sum_b N_b being 1: the
+// lumped mass), at the stiffness's Gauss points (the centroid of a linear
+// simplex, exact for N_a). One thread per element; elements sharing a node
+// add into it by atomics.
+template <int NN, int DIM, int DPN>
+__device__ void body_load(i64 ne, const double* __restrict__ x, const int* __restrict__ conn,
+                          const double* __restrict__ b, int order, double* f, int* bad) {
+    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= ne) return;
+    double xe[NN][3], fe[NN];
+    element_nodes<NN, DIM>(x, conn, e, xe);
+#pragma unroll
+    for (int a = 0; a < NN; ++a) fe[a] = 0.0;
+    const int points = gauss_points<NN, DIM>(order);
+    for (int gp = 0; gp < points; ++gp) {
+        double g[NN][3], n[NN], wdet;
+        if (!gauss_point<NN, DIM>(xe, order, gp, g, wdet, n)) {
+            atomicMin(bad, (int)e);
+            return;
+        }
+#pragma unroll
+        for (int a = 0; a < NN; ++a) fe[a] += wdet * n[a];
+    }
+#pragma unroll
+    for (int a = 0; a < NN; ++a)
+#pragma unroll
+        for (int c = 0; c < DPN; ++c) atomicAdd(&f[(i64)conn[e * NN + a] * DPN + c], fe[a] * b[e * DPN + c]);
+}
+
+#define BODY_LOAD(NAME, NN, DIM, DPN)                                                                            \
+    extern "C" __global__ void __launch_bounds__(128) body_load_##NAME(i64 ne, const double* x, const int* conn, \
+        const double* b, int order, double* f, int* bad) {                                                       \
+        body_load<NN, DIM, DPN>(ne, x, conn, b, order, f, bad);                                                 \
+    }
+BODY_LOAD(tri3_heat, 3, 2, 1)
+BODY_LOAD(quad4_heat, 4, 2, 1)
+BODY_LOAD(tet4_heat, 4, 3, 1)
+BODY_LOAD(hex8_heat, 8, 3, 1)
+BODY_LOAD(tri3_elastic, 3, 2, 2)
+BODY_LOAD(quad4_elastic, 4, 2, 2)
+BODY_LOAD(tet4_elastic, 4, 3, 3)
+BODY_LOAD(hex8_elastic, 8, 3, 3)
+
+// Face integrals, one thread per face of FN nodes in DIM dimensions: an edge
+// (FN 2, in 2-D, per unit thickness), a triangle (3) or a quadrilateral (4),
+// its nodes ordered so that the outward normal is on the right of an edge
+// (the element counter-clockwise) and counter-clockwise seen from outside a
+// face. Rules exact for N_a N_b on flat faces: 2 Gauss points per direction,
+// the 3-point edge-midpoint rule on triangles (points (1/6, 1/6), (2/3,
+// 1/6), (1/6, 2/3), weight 1/6 each). With values v of face i (NV each):
+//   TRACTION (NV = DIM):    f_(a,c) += v_c * integral N_a dA
+//   PRESSURE (NV = 1):      f_(a,c) -= v * integral N_a n_c dA
+//   FLUX (NV = 1, heat):    f_a += v * integral N_a dA (heat flowing in)
+//   CONVECTION (NV = 2: h, T_env): f_a += h T_env integral N_a dA, and the
+//     face matrix h integral N_a N_b dA, packed upper triangle, into
+//     hf[k * nf + i] (entry-major).
+enum FaceKind { TRACTION = 1, PRESSURE = 2, FLUX = 3, CONVECTION = 4 };
+
+template <int FN, int DIM>
+__device__ __forceinline__ int face_points() {
+    return FN == 2 ? 2 : FN == 3 ? 3 : 4;
+}
+
+// At face point q: the shape values and the area vector n dA / (dxi deta)
+// (2-D: the edge's right-hand normal times its length element), weight included.
+template <int FN, int DIM>
+__device__ __forceinline__ void face_point(const double (*xf)[3], int q, double* n, double* area) {
+    const double gx = 0.57735026918962576451;
+    double dn[FN][2], w;
+    if (FN == 2) {
+        const double s = q == 0 ? -gx : gx;
+        n[0] = 0.5 * (1 - s);
+        n[1] = 0.5 * (1 + s);
+        dn[0][0] = -0.5;
+        dn[1][0] = 0.5;
+        w = 1.0;
+    } else if (FN == 3) {
+        const double s = q == 1 ? 2.0 / 3.0 : 1.0 / 6.0, t = q == 2 ? 2.0 / 3.0 : 1.0 / 6.0;
+        n[0] = 1 - s - t;
+        n[1] = s;
+        n[2] = t;
+        dn[0][0] = dn[0][1] = -1.0;
+        dn[1][0] = dn[2][1] = 1.0;
+        dn[1][1] = dn[2][0] = 0.0;
+        w = 1.0 / 6.0;
+    } else {
+        const double s = (q & 1) ? gx : -gx, t = (q & 2) ? gx : -gx;
+        const double cs[4] = {-1, 1, 1, -1}, ct[4] = {-1, -1, 1, 1};
+#pragma unroll
+        for (int a = 0; a < FN; ++a) {
+            n[a] = 0.25 * (1 + cs[a] * s) * (1 + ct[a] * t);
+            dn[a][0] = 0.25 * cs[a] * (1 + ct[a] * t);
+            dn[a][1] = 0.25 * ct[a] * (1 + cs[a] * s);
+        }
+        w = 1.0;
+    }
+    double t1[3] = {0, 0, 0}, t2[3] = {0, 0, 0};
+#pragma unroll
+    for (int a = 0; a < FN; ++a)
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) {
+            t1[c] += dn[a][0] * xf[a][c];
+            if (FN > 2) t2[c] += dn[a][1] * xf[a][c];
+        }
+    if (DIM == 2) {
+        area[0] = w * t1[1];
+        area[1] = -w * t1[0];
+        area[2] = 0.0;
+    } else {
+        area[0] = w * (t1[1] * t2[2] - t1[2] * t2[1]);
+        area[1] = w * (t1[2] * t2[0] - t1[0] * t2[2]);
+        area[2] = w * (t1[0] * t2[1] - t1[1] * t2[0]);
+    }
+}
+
+template <int FN, int DIM>
+__device__ void face_load(i64 nf, const double* __restrict__ x, const int* __restrict__ faces, int kind,
+                          const double* __restrict__ values, double* f, double* __restrict__ hf) {
+    constexpr int NP = FN * (FN + 1) / 2;
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nf) return;
+    double xf[FN][3];
+    element_nodes<FN, DIM>(x, faces, i, xf);
+    const int dpn = (kind == TRACTION || kind == PRESSURE) ? DIM : 1;
+    double fe[FN][DIM], h[NP];
+#pragma unroll
+    for (int a = 0; a < FN; ++a)
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) fe[a][c] = 0.0;
+#pragma unroll
+    for (int k = 0; k < NP; ++k) h[k] = 0.0;
+    for (int q = 0; q < face_points<FN, DIM>(); ++q) {
+        double n[FN], area[3];
+        face_point<FN, DIM>(xf, q, n, area);
+        double da = 0.0;
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) da += area[c] * area[c];
+        da = sqrt(da);
+#pragma unroll
+        for (int a = 0; a < FN; ++a) {
+            if (kind == TRACTION) {
+#pragma unroll
+                for (int c = 0; c < DIM; ++c) fe[a][c] += values[i * DIM + c] * n[a] * da;
+            } else if (kind == PRESSURE) {
+#pragma unroll
+                for (int c = 0; c < DIM; ++c) fe[a][c] -= values[i] * n[a] * area[c];
+            } else if (kind == FLUX) {
+                fe[a][0] += values[i] * n[a] * da;
+            } else {
+                fe[a][0] += values[2 * i] * values[2 * i + 1] * n[a] * da;
+            }
+        }
+        if (kind == CONVECTION) {
+            int k = 0;
+#pragma unroll
+            for (int a = 0; a < FN; ++a)
+#pragma unroll
+                for (int b = a; b < FN; ++b, ++k) h[k] += values[2 * i] * n[a] * n[b] * da;
+        }
+    }
+#pragma unroll
+    for (int a = 0; a < FN; ++a)
+        for (int c = 0; c < dpn; ++c) atomicAdd(&f[(i64)faces[i * FN + a] * dpn + c], fe[a][c]);
+    if (kind == CONVECTION)
+#pragma unroll
+        for (int k = 0; k < NP; ++k) hf[(i64)k * nf + i] = h[k];
+}
+
+#define FACE_LOAD(NAME, FN, DIM)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(128) face_load_##NAME(i64 nf, const double* x, const int* faces, \
+        int kind, const double* values, double* f, double* hf) {                                                   \
+        face_load<FN, DIM>(nf, x, faces, kind, values, f, hf);                                                    \
+    }
+FACE_LOAD(edge, 2, 2)
+FACE_LOAD(tri, 3, 3)
+FACE_LOAD(quad, 4, 3)
+
+// values[at[k * nf + i]] += s hf[k * nf + i]: face matrices into the global
+// matrix's values (positions found on the host). Faces sharing nodes meet
+// in an entry: atomics.
+extern "C" __global__ void __launch_bounds__(256) face_matrix_add(i64 total, const int* __restrict__ at, double s,
+    const double* __restrict__ hf, double* values) {
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x)
+        atomicAdd(&values[at[i]], s * hf[i]);
+}
+
+// ---- Nonlinear explicit dynamics (FEStudio's Algorithm 1) ----
+
+// f += s f_int(u), the total Lagrangian internal forces, one thread per
+// element and no global matrix: at each Gauss point of the reference
+// configuration, the deformation gradient F = I + du/dX, the Green-Lagrange
+// strain E = (F^T F - I) / 2, St Venant-Kirchhoff's second Piola-Kirchhoff
+// stress S = lambda tr(E) I + 2 mu E (props: E, nu; in 2-D plane strain),
+// and f_(a,i) += (F S)_iJ dN_a/dX_J w det J0. A rigid rotation gives E = 0
+// and no force, however large.
+template <int NN, int DIM>
+__device__ void tl_force(i64 ne, const double* __restrict__ x, const int* __restrict__ conn,
+                         const int* __restrict__ material, const double* __restrict__ props, int order,
+                         const double* __restrict__ u, double s, double* f) {
+    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= ne) return;
+    double xe[NN][3], ue[NN][DIM], fe[NN][DIM];
+    element_nodes<NN, DIM>(x, conn, e, xe);
+#pragma unroll
+    for (int a = 0; a < NN; ++a)
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) {
+            ue[a][c] = u[(i64)conn[e * NN + a] * DIM + c];
+            fe[a][c] = 0.0;
+        }
+    const int m = material[e];
+    const double young = props[2 * m], nu = props[2 * m + 1];
+    const double lambda = young * nu / ((1 + nu) * (1 - 2 * nu)), mu = young / (2 * (1 + nu));
+    const int points = gauss_points<NN, DIM>(order);
+    for (int gp = 0; gp < points; ++gp) {
+        double g[NN][3], wdet;
+        gauss_point<NN, DIM>(xe, order, gp, g, wdet, nullptr);  // the stepper checked the elements
+        double F[DIM][DIM], S[DIM][DIM];
+#pragma unroll
+        for (int i = 0; i < DIM; ++i)
+#pragma unroll
+            for (int j = 0; j < DIM; ++j) {
+                F[i][j] = i == j ? 1.0 : 0.0;
+#pragma unroll
+                for (int a = 0; a < NN; ++a) F[i][j] += ue[a][i] * g[a][j];
+            }
+        double trace = 0.0;
+#pragma unroll
+        for (int i = 0; i < DIM; ++i)
+#pragma unroll
+            for (int j = 0; j < DIM; ++j) {
+                double c = 0.0;
+#pragma unroll
+                for (int k = 0; k < DIM; ++k) c += F[k][i] * F[k][j];
+                S[i][j] = 0.5 * (c - (i == j ? 1.0 : 0.0));  // E for now
+                if (i == j) trace += S[i][j];
+            }
+#pragma unroll
+        for (int i = 0; i < DIM; ++i)
+#pragma unroll
+            for (int j = 0; j < DIM; ++j) S[i][j] = 2 * mu * S[i][j] + (i == j ? lambda * trace : 0.0);
+#pragma unroll
+        for (int i = 0; i < DIM; ++i)
+#pragma unroll
+            for (int j = 0; j < DIM; ++j) {
+                double p = 0.0;  // P_ij = (F S)_ij
+#pragma unroll
+                for (int k = 0; k < DIM; ++k) p += F[i][k] * S[k][j];
+                p *= wdet;
+#pragma unroll
+                for (int a = 0; a < NN; ++a) fe[a][i] += p * g[a][j];
+            }
+    }
+#pragma unroll
+    for (int a = 0; a < NN; ++a)
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) atomicAdd(&f[(i64)conn[e * NN + a] * DIM + c], s * fe[a][c]);
+}
+
+#define TL_FORCE(NAME, NN, DIM)                                                                                  \
+    extern "C" __global__ void __launch_bounds__(128) tl_force_##NAME(i64 ne, const double* x, const int* conn,  \
+        const int* material, const double* props, int order, const double* u, double s, double* f) {            \
+        tl_force<NN, DIM>(ne, x, conn, material, props, order, u, s, f);                                        \
+    }
+TL_FORCE(tri3_elastic, 3, 2)
+TL_FORCE(quad4_elastic, 4, 2)
+TL_FORCE(tet4_elastic, 4, 3)
+TL_FORCE(hex8_elastic, 8, 3)

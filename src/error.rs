@@ -84,6 +84,11 @@ pub fn positive(name: &str, value: i64) -> Result<usize> {
     usize::try_from(value).map_err(|_| Error::invalid(format!("{name} = {value}: too large")))
 }
 
+/// A caller's count, 0 allowed.
+pub fn non_negative(name: &str, value: i64) -> Result<usize> {
+    usize::try_from(value).map_err(|_| Error::invalid(format!("{name} = {value}: must be >= 0")))
+}
+
 /// rows * cols without overflow.
 pub fn element_count(rows: usize, cols: usize) -> Result<usize> {
     rows.checked_mul(cols)

@@ -7,8 +7,8 @@
 mod common;
 use common::*;
 use fegpu::ffi::context::fegpu_context_destroy;
-use fegpu::ffi::fegpu_context_t;
 use fegpu::ffi::fem::*;
+use fegpu::ffi::{fegpu_array_t, fegpu_context_t};
 use fegpu::*;
 
 const TYPES: [(i32, usize, usize); 4] =
@@ -1617,4 +1617,469 @@ fn heat_stepper_changes_settings_in_place() {
         ok(fegpu_array_destroy(x));
     }
     ok(fegpu_context_destroy(ctx));
+}
+
+/// Each element type's faces as local nodes, ordered outward (kernels/fem.cu
+/// `face_load`: an edge with the body on its left, a face counter-clockwise
+/// seen from outside).
+fn local_faces(element: i32) -> Vec<Vec<usize>> {
+    let lists: &[&[usize]] = match element {
+        FEGPU_ELEMENT_TRI3 => &[&[0, 1], &[1, 2], &[2, 0]],
+        FEGPU_ELEMENT_QUAD4 => &[&[0, 1], &[1, 2], &[2, 3], &[3, 0]],
+        FEGPU_ELEMENT_TET4 => &[&[0, 2, 1], &[0, 1, 3], &[0, 3, 2], &[1, 2, 3]],
+        _ => &[&[0, 3, 2, 1], &[4, 5, 6, 7], &[0, 1, 5, 4], &[1, 2, 6, 5], &[2, 3, 7, 6], &[3, 0, 4, 7]],
+    };
+    lists.iter().map(|l| l.to_vec()).collect()
+}
+
+/// The faces (1-based nodes, outward) of the elements in `conn` whose nodes all satisfy `on`.
+fn faces_where(element: i32, conn: &[i64], nn: usize, on: impl Fn(usize) -> bool) -> Vec<i64> {
+    let mut faces = Vec::new();
+    for e in conn.chunks(nn) {
+        for f in local_faces(element) {
+            if f.iter().all(|&a| on(e[a] as usize - 1)) {
+                faces.extend(f.iter().map(|&a| e[a]));
+            }
+        }
+    }
+    faces
+}
+
+/// A face's vector area, the integral of n dA: exact for any bilinear
+/// face (it depends on the boundary only); in 2-D the edge's right normal
+/// times its length.
+fn vector_area(x: &dyn Fn(usize, usize) -> f64, face: &[usize], dim: usize) -> [f64; 3] {
+    let d = |a: usize, b: usize| [x(b, 0) - x(a, 0), x(b, 1) - x(a, 1), if dim == 3 { x(b, 2) - x(a, 2) } else { 0.0 }];
+    let cross = |u: [f64; 3], v: [f64; 3]| [u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]];
+    match face.len() {
+        2 => {
+            let t = d(face[0], face[1]);
+            [t[1], -t[0], 0.0]
+        }
+        3 => cross(d(face[0], face[1]), d(face[0], face[2])).map(|v| 0.5 * v),
+        _ => cross(d(face[0], face[2]), d(face[1], face[3])).map(|v| 0.5 * v),
+    }
+}
+
+/// Load integrals: on the reference elements the hand-integrated nodal
+/// shares (q V / nodes); on random distorted elements the totals a body load
+/// and face loads must carry (b V, t A, -p times the vector area, which sums
+/// to zero over a closed surface), pressure pushing inward, and the backend
+/// equal to the CPU reference. F is added into, and left as it was by a bad call.
+#[test]
+fn load_integrals_match_hand_integration_and_the_totals() {
+    let (ctx, reference) = (context(), reference_context());
+    let mut rng = Rng::new(seed());
+    for (element, dim, nn) in TYPES {
+        let refn = reference_nodes(element);
+        let ref_coords: Vec<f64> = refn.iter().flat_map(|x| x[..dim].to_vec()).collect();
+        let conn1: Vec<i64> = (1..=nn as i64).collect();
+        let share = match element {
+            FEGPU_ELEMENT_TRI3 => 1.0 / 6.0,  // area 1/2 over 3 nodes
+            FEGPU_ELEMENT_QUAD4 => 1.0,       // area 4 over 4
+            FEGPU_ELEMENT_TET4 => 1.0 / 24.0, // volume 1/6 over 4
+            _ => 1.0,                         // volume 8 over 8
+        };
+        let s = create(ctx, element, FEGPU_PROBLEM_HEAT, &ref_coords, dim, &conn1, &[1.0, 1.0], &[1], 2);
+        let f = create_f64(ctx, nn, 1, &vec![1.0; nn]);
+        ok(unsafe { fegpu_fem_body_load(s.h, 1, [3.0].as_ptr(), f) });
+        let got = download_f64(f, nn);
+        assert!(got.iter().all(|&v| (v - 1.0 - 3.0 * share).abs() < 1e-14), "{element}: {got:?}");
+        expect_err(unsafe { fegpu_fem_body_load(s.h, 2, [3.0, 1.0].as_ptr(), f) }, FEGPU_ERR_SIZE_MISMATCH, &["values has 2"]);
+        expect_err(unsafe { fegpu_fem_body_load(s.h, 1, [f64::NAN].as_ptr(), f) }, FEGPU_ERR_INVALID_ARGUMENT, &["values"]);
+        expect_err(
+            unsafe { fegpu_fem_face_load(s.h, FEGPU_FACE_TRACTION, 0, [0i64; 0].as_ptr(), 1, [0.0f64; 0].as_ptr(), f) },
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["heat set takes fluxes"],
+        );
+        assert_eq!(download_f64(f, nn), got, "a refused call changed F");
+        ok(fegpu::ffi::array::fegpu_array_destroy(f));
+
+        // random distorted elements, elasticity and heat, on the backend and the reference
+        let count = 40;
+        let (coords, conn) = random_elements(&mut rng, element, dim, count);
+        let (cr, nr) = (&coords, &conn);
+        let x = |e: usize| move |a: usize, c: usize| cr[dim * (nr[e * nn + a] as usize - 1) + c];
+        let elastic = if dim == 2 { FEGPU_PROBLEM_PLANE_STRAIN } else { FEGPU_PROBLEM_ELASTIC_3D };
+        let faces: Vec<i64> = conn.chunks(nn).flat_map(|e| local_faces(element).into_iter().flatten().map(|a| e[a])).collect();
+        let fnodes = local_faces(element)[0].len();
+        let nf = faces.len() / fnodes;
+        let per_element = nf / count;
+        let mut results = Vec::new();
+        for c in [ctx, reference] {
+            let es = create(c, element, elastic, &coords, dim, &conn, &[1.0, 0.3], &vec![1; count], 2);
+            let hs = create(c, element, FEGPU_PROBLEM_HEAT, &coords, dim, &conn, &[1.0, 1.0], &vec![1; count], 2);
+            let n = coords.len();
+            let mut r = Rng::new(11);
+            let (b, q) = (r.vec_f64(dim * count), r.vec_f64(count));
+            // a pressure constant over each element's closed surface
+            let p: Vec<f64> = r.vec_f64(count).iter().flat_map(|&v| std::iter::repeat_n(v, per_element)).collect();
+            let (t, flux) = (r.vec_f64(dim * nf), r.vec_f64(nf));
+            let run = |len: usize, load: &dyn Fn(fegpu_array_t) -> fegpu_status| {
+                let f = create_f64(c, len, 1, &vec![0.0; len]);
+                ok(load(f));
+                let out = download_f64(f, len);
+                ok(fegpu::ffi::array::fegpu_array_destroy(f));
+                out
+            };
+            let body = run(n, &|f| unsafe { fegpu_fem_body_load(es.h, b.len() as i64, b.as_ptr(), f) });
+            let source = run(n / dim, &|f| unsafe { fegpu_fem_body_load(hs.h, count as i64, q.as_ptr(), f) });
+            let face = |kind: i32, values: &[f64], set: &Set, len: usize| {
+                run(len, &|f| unsafe { fegpu_fem_face_load(set.h, kind, nf as i64, faces.as_ptr(), 1, values.as_ptr(), f) })
+            };
+            let traction = face(FEGPU_FACE_TRACTION, &t, &es, n);
+            let pressure = face(FEGPU_FACE_PRESSURE, &p, &es, n);
+            let fluxes = face(FEGPU_FACE_FLUX, &flux, &hs, n / dim);
+            // totals, element by element (each element has its own nodes)
+            for e in 0..count {
+                let xe = x(e);
+                let volume = element_volume(element, &xe);
+                let node_sum = |v: &[f64], dpn: usize, comp: usize| (0..nn).map(|a| v[dpn * (e * nn + a) + comp]).sum::<f64>();
+                for comp in 0..dim {
+                    assert!((node_sum(&body, dim, comp) - b[dim * e + comp] * volume).abs() < 1e-12 * volume.max(1.0));
+                    assert!(node_sum(&pressure, dim, comp).abs() < 1e-12, "closed surface: {}", node_sum(&pressure, dim, comp));
+                }
+                assert!((node_sum(&source, 1, 0) - q[e] * volume).abs() < 1e-12 * volume.max(1.0));
+                for (k, lf) in local_faces(element).iter().enumerate() {
+                    let i = e * per_element + k;
+                    let va = vector_area(&xe, lf, dim);
+                    let area = va.iter().map(|v| v * v).sum::<f64>().sqrt();
+                    // the face's nodes receive what it carries (flux and traction: planar faces only are exact;
+                    // the random hexes' faces are not planar, so their sums are compared to 2% there)
+                    let tol = if element == FEGPU_ELEMENT_HEX8 { 2e-2 * area } else { 1e-12 * area.max(1.0) };
+                    let face_sum =
+                        |v: &[f64], dpn: usize, comp: usize| lf.iter().map(|&a| v[dpn * (e * nn + a) + comp]).sum::<f64>();
+                    let alone = |kind: i32, values: &[f64], set: &Set, len: usize| {
+                        let one: Vec<i64> = lf.iter().map(|&a| conn[e * nn + a]).collect();
+                        run(len, &|f| unsafe { fegpu_fem_face_load(set.h, kind, 1, one.as_ptr(), 1, values.as_ptr(), f) })
+                    };
+                    let pv = alone(FEGPU_FACE_PRESSURE, &[p[i]], &es, n);
+                    let centroid: Vec<f64> = (0..dim).map(|c| (0..nn).map(|a| xe(a, c)).sum::<f64>() / nn as f64).collect();
+                    let mid: Vec<f64> = (0..dim).map(|c| lf.iter().map(|&a| xe(a, c)).sum::<f64>() / lf.len() as f64).collect();
+                    let outward: f64 = (0..dim).map(|c| va[c] * (mid[c] - centroid[c])).sum();
+                    assert!(outward > 0.0, "{element}: face {lf:?} is not outward");
+                    let tv = alone(FEGPU_FACE_TRACTION, &t[dim * i..dim * i + dim], &es, n);
+                    for comp in 0..dim {
+                        assert!((face_sum(&pv, dim, comp) + p[i] * va[comp]).abs() < 1e-12 * area.max(1.0), "pressure");
+                        assert!((face_sum(&tv, dim, comp) - t[dim * i + comp] * area).abs() < tol, "traction");
+                    }
+                    let qv = alone(FEGPU_FACE_FLUX, &[flux[i]], &hs, n / dim);
+                    assert!((face_sum(&qv, 1, 0) - flux[i] * area).abs() < tol, "flux");
+                }
+            }
+            results.push([body, source, traction, pressure, fluxes]);
+            for set in [es, hs] {
+                ok(fegpu_fem_destroy(set.h));
+            }
+        }
+        for (got, want) in results[0].iter().zip(&results[1]) {
+            let scale = want.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+            for (g, w) in got.iter().zip(want) {
+                assert!((g - w).abs() < 1e-12 * scale, "{element}: {g} vs the reference {w}");
+            }
+        }
+        let bad = create(ctx, element, elastic, &coords, dim, &conn, &[1.0, 0.3], &vec![1; count], 2);
+        let f = create_f64(ctx, coords.len(), 1, &vec![0.0; coords.len()]);
+        expect_err(
+            unsafe { fegpu_fem_face_load(bad.h, FEGPU_FACE_PRESSURE, 1, [0i64, 1, 2, 3].as_ptr(), 1, [1.0].as_ptr(), f) },
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["faces(1, 1) = 0"],
+        );
+        expect_err(
+            unsafe { fegpu_fem_face_load(bad.h, 9, 1, faces.as_ptr(), 1, [1.0].as_ptr(), f) },
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["kind = 9"],
+        );
+        assert!(download_f64(f, coords.len()).iter().all(|&v| v == 0.0));
+        ok(fegpu::ffi::array::fegpu_array_destroy(f));
+        ok(fegpu_fem_destroy(bad.h));
+    }
+    ok(fegpu_context_destroy(ctx));
+    ok(fegpu_context_destroy(reference));
+}
+
+/// Face convection and face flux against the analytic 1-D slab: a bar held
+/// at T0 at x = 0 whose end x = L exchanges h (T_env - T) per unit area
+/// settles at T0 + (T_env - T0) h x / (k + h L); with a flux q into the end
+/// instead, at T0 + q x / k. Linear in x, so every element type (quad4
+/// edges, hex8 quadrilaterals, tet4 triangles) has it exactly at the nodes.
+#[test]
+fn face_convection_and_flux_give_the_analytic_slab() {
+    use fegpu::ffi::array::*;
+    let ctx = context();
+    let mut rng = Rng::new(9);
+    let (k, h, t0, t_env, q) = (4.0, 5.0, 50.0, 10.0, 7.0);
+    let (hex_coords, hexes) = hex_mesh([6, 2, 2], &mut rng);
+    let (quad_coords, quads) = quad_mesh(6, 2, 6.0, 2.0, 0.0, &mut rng);
+    let meshes = [
+        (FEGPU_ELEMENT_QUAD4, 2, 4, quad_coords, quads),
+        (FEGPU_ELEMENT_HEX8, 3, 8, hex_coords.clone(), hexes.clone()),
+        (FEGPU_ELEMENT_TET4, 3, 4, hex_coords.clone(), tets_of(&hex_coords, &hexes)),
+    ];
+    for (element, dim, nn, coords, conn) in meshes {
+        let (nodes, ne, length) = (coords.len() / dim, conn.len() / nn, 6.0);
+        let s = create(ctx, element, FEGPU_PROBLEM_HEAT, &coords, dim, &conn, &[k, 1.0], &vec![1; ne], 2);
+        ok(fegpu_fem_integrate(s.h));
+        let mut a = 0;
+        ok(unsafe { fegpu_fem_assemble(s.h, &mut a) });
+        let held: Vec<i64> = (0..nodes).filter(|&v| coords[dim * v] == 0.0).map(|v| v as i64 + 1).collect();
+        let end = faces_where(element, &conn, nn, |v| coords[dim * v] == length);
+        let fnodes = local_faces(element)[0].len();
+        let nf = (end.len() / fnodes) as i64;
+        let mut heat = 0;
+        let values = vec![t0; held.len()];
+        ok(unsafe { fegpu_fem_heat_create(s.h, 1e9, 1.0, held.len() as i64, held.as_ptr(), 1, values.as_ptr(), &mut heat) });
+        let steady = |f: fegpu_array_t, exact: &dyn Fn(f64) -> f64| {
+            let mut t = 0;
+            ok(unsafe { fegpu_array_create_f64(ctx, nodes as i64, 1, vec![t0; nodes].as_ptr(), &mut t) });
+            for _ in 0..3 {
+                ok(unsafe { fegpu_fem_heat_step(heat, t, f, 1e-13, 1000, std::ptr::null_mut()) });
+            }
+            let temp = download_f64(t, nodes);
+            for v in 0..nodes {
+                let want = exact(coords[dim * v]);
+                assert!((temp[v] - want).abs() < 1e-7 * t0, "element {element}, x = {}: {} vs {want}", coords[dim * v], temp[v]);
+            }
+            ok(fegpu_array_destroy(t));
+        };
+        let (hv, tv) = (vec![h; nf as usize], vec![t_env; nf as usize]);
+        ok(unsafe { fegpu_fem_heat_set_convection_faces(heat, nf, end.as_ptr(), 1, hv.as_ptr(), tv.as_ptr()) });
+        steady(0, &|x| t0 + (t_env - t0) * h * x / (k + h * length));
+        // a face off the mesh is refused, and the faces stay
+        let mut stray = end[..fnodes].to_vec();
+        stray[1] = held[0];
+        expect_err(
+            unsafe { fegpu_fem_heat_set_convection_faces(heat, 1, stray.as_ptr(), 1, [h].as_ptr(), [t_env].as_ptr()) },
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["share no element"],
+        );
+        steady(0, &|x| t0 + (t_env - t0) * h * x / (k + h * length));
+        // no faces: the flux through the end instead
+        ok(unsafe { fegpu_fem_heat_set_convection_faces(heat, 0, end.as_ptr(), 1, hv.as_ptr(), tv.as_ptr()) });
+        let mut f = 0;
+        ok(unsafe { fegpu_array_create_f64(ctx, nodes as i64, 1, vec![0.0; nodes].as_ptr(), &mut f) });
+        ok(unsafe { fegpu_fem_face_load(s.h, FEGPU_FACE_FLUX, nf, end.as_ptr(), 1, vec![q; nf as usize].as_ptr(), f) });
+        steady(f, &|x| t0 + q * x / k);
+        ok(fegpu_array_destroy(f));
+        ok(fegpu_fem_heat_destroy(heat));
+        ok(fegpu_fem_destroy(s.h));
+    }
+    ok(fegpu_context_destroy(ctx));
+}
+
+/// F = f_int(u) through fegpu_fem_internal_force (F starts at zero).
+fn internal_force(ctx: fegpu_context_t, s: &Set, u: &[f64]) -> Vec<f64> {
+    let (ua, fa) = (create_f64(ctx, u.len(), 1, u), create_f64(ctx, u.len(), 1, &vec![0.0; u.len()]));
+    ok(fegpu_fem_internal_force(s.h, 1.0, ua, fa));
+    let f = download_f64(fa, u.len());
+    for a in [ua, fa] {
+        ok(fegpu::ffi::array::fegpu_array_destroy(a));
+    }
+    f
+}
+
+/// St Venant-Kirchhoff's first Piola-Kirchhoff stress P = F S(E(F)), from the formulas.
+fn svk_stress(f: &[[f64; 3]; 3], dim: usize, young: f64, nu: f64) -> [[f64; 3]; 3] {
+    let (lambda, mu) = (young * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)), young / (2.0 * (1.0 + nu)));
+    let mut e = [[0.0; 3]; 3];
+    for i in 0..dim {
+        for j in 0..dim {
+            e[i][j] = 0.5 * ((0..dim).map(|k| f[k][i] * f[k][j]).sum::<f64>() - if i == j { 1.0 } else { 0.0 });
+        }
+    }
+    let trace: f64 = (0..dim).map(|i| e[i][i]).sum();
+    let mut p = [[0.0; 3]; 3];
+    for i in 0..dim {
+        for j in 0..dim {
+            p[i][j] = (0..dim).map(|k| f[i][k] * (2.0 * mu * e[k][j] + if k == j { lambda * trace } else { 0.0 })).sum();
+        }
+    }
+    p
+}
+
+/// The total Lagrangian internal forces (FEStudio's Algorithm 1) on every
+/// element type: none under a rigid rotation of 70 degrees (where the
+/// linear K u is large); the linear K u in the small-strain limit; under a
+/// homogeneous deformation gradient none at interior nodes of a distorted
+/// mesh and P N A in total on a face; the backend equal to the CPU reference
+/// on random displacements. Plane stress and heat sets are refused.
+#[test]
+fn total_lagrangian_forces_are_objective_linear_in_the_limit_and_match_the_reference() {
+    let (ctx, reference) = (context(), reference_context());
+    let mut rng = Rng::new(seed());
+    let (young, nu) = (200.0, 0.3);
+    let (hex_coords, hexes) = hex_mesh([3, 2, 2], &mut rng);
+    let (quad_coords, quads) = quad_mesh(3, 2, 3.0, 2.0, 0.2, &mut rng);
+    let tris: Vec<i64> = quads.chunks(4).flat_map(|q| [q[0], q[1], q[2], q[0], q[2], q[3]]).collect();
+    let meshes = [
+        (FEGPU_ELEMENT_TRI3, 2, 3, quad_coords.clone(), tris),
+        (FEGPU_ELEMENT_QUAD4, 2, 4, quad_coords, quads),
+        (FEGPU_ELEMENT_TET4, 3, 4, hex_coords.clone(), tets_of(&hex_coords, &hexes)),
+        (FEGPU_ELEMENT_HEX8, 3, 8, hex_coords, hexes),
+    ];
+    for (element, dim, nn, coords, conn) in meshes {
+        let (nodes, ne) = (coords.len() / dim, conn.len() / nn);
+        let problem = if dim == 2 { FEGPU_PROBLEM_PLANE_STRAIN } else { FEGPU_PROBLEM_ELASTIC_3D };
+        let s = create(ctx, element, problem, &coords, dim, &conn, &[young, nu], &vec![1; ne], 2);
+        let x = |v: usize, c: usize| coords[dim * v + c];
+        let displacement = |g: &[[f64; 3]; 3]| -> Vec<f64> {
+            (0..nodes)
+                .flat_map(|v| (0..dim).map(move |i| (0..dim).map(|j| g[i][j] * x(v, j)).sum::<f64>() + 0.1 * i as f64))
+                .collect()
+        };
+        // a rigid rotation (and a translation): u = (R - I) X + c
+        let (th, ph) = (70f64.to_radians(), 25f64.to_radians());
+        let rz = [[th.cos(), -th.sin(), 0.0], [th.sin(), th.cos(), 0.0], [0.0, 0.0, 1.0]];
+        let rx = [[1.0, 0.0, 0.0], [0.0, ph.cos(), -ph.sin()], [0.0, ph.sin(), ph.cos()]];
+        let mut r_minus_i = [[0.0; 3]; 3];
+        for i in 0..3 {
+            for j in 0..3 {
+                let r: f64 = if dim == 2 { rz[i][j] } else { (0..3).map(|k| rz[i][k] * rx[k][j]).sum() };
+                r_minus_i[i][j] = r - if i == j { 1.0 } else { 0.0 };
+            }
+        }
+        let u = displacement(&r_minus_i);
+        let f = internal_force(ctx, &s, &u);
+        let ke = stiffness(&s);
+        let linear = |u: &[f64]| {
+            let mut y = vec![0.0; u.len()];
+            for e in 0..ne {
+                let k = unpack(&ke, s.packed, e);
+                let dof = |p: usize| (conn[e * nn + p / dim] as usize - 1) * dim + p % dim;
+                for p in 0..nn * dim {
+                    y[dof(p)] += (0..nn * dim).map(|q| k[p][q] * u[dof(q)]).sum::<f64>();
+                }
+            }
+            y
+        };
+        let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let ku = linear(&u);
+        assert!(norm(&f) < 1e-12 * norm(&ku), "element {element}: rotation gives {} (linear: {})", norm(&f), norm(&ku));
+        // small strain: f_int = K u + O(|grad u|^2)
+        let small: Vec<f64> = rng.vec_f64(nodes * dim).iter().map(|v| 1e-6 * v).collect();
+        let (f, ku) = (internal_force(ctx, &s, &small), linear(&small));
+        let diff: Vec<f64> = f.iter().zip(&ku).map(|(a, b)| a - b).collect();
+        assert!(norm(&diff) < 1e-4 * norm(&ku), "element {element}: small strain {} of {}", norm(&diff), norm(&ku));
+        // homogeneous deformation: equilibrium inside, P N A on the face x = max
+        let mut grad = [[0.0; 3]; 3];
+        for (i, row) in grad.iter_mut().enumerate().take(dim) {
+            for (j, g) in row.iter_mut().enumerate().take(dim) {
+                *g = 0.2 * rng.next_f64() + if i == j { 0.1 } else { 0.0 };
+            }
+        }
+        let f = internal_force(ctx, &s, &displacement(&grad));
+        let mut def = grad;
+        (0..dim).for_each(|i| def[i][i] += 1.0);
+        let p = svk_stress(&def, dim, young, nu);
+        let xmax = (0..nodes).map(|v| x(v, 0)).fold(f64::MIN, f64::max);
+        let boundary = |v: usize| {
+            (0..dim).any(|c| {
+                let (lo, hi) = (0..nodes).map(|w| x(w, c)).fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
+                x(v, c) == lo || x(v, c) == hi
+            })
+        };
+        let area = if dim == 2 { 2.0 } else { 4.0 };
+        for i in 0..dim {
+            let face: f64 = (0..nodes).filter(|&v| x(v, 0) == xmax).map(|v| f[v * dim + i]).sum();
+            assert!((face - p[i][0] * area).abs() < 1e-9 * young, "element {element}: face force {face} vs {}", p[i][0] * area);
+        }
+        for v in (0..nodes).filter(|&v| !boundary(v)) {
+            assert!(f[v * dim..v * dim + dim].iter().all(|g| g.abs() < 1e-10 * young), "interior node {v}: {:?}", &f[v * dim..]);
+        }
+        // the backend against the reference on random displacements
+        let r = create(reference, element, problem, &coords, dim, &conn, &[young, nu], &vec![1; ne], 2);
+        let u: Vec<f64> = rng.vec_f64(nodes * dim).iter().map(|v| 0.3 * v).collect();
+        let (got, want) = (internal_force(ctx, &s, &u), internal_force(reference, &r, &u));
+        let scale = norm(&want);
+        assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-12 * scale), "element {element}: backend vs reference");
+        ok(fegpu_fem_destroy(r.h));
+        ok(fegpu_fem_destroy(s.h));
+    }
+    // refusals
+    let (coords, conn) = quad_mesh(2, 1, 2.0, 1.0, 0.0, &mut rng);
+    let stress = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRESS, &coords, 2, &conn, &[1.0, 0.3], &[1, 1], 2);
+    let (ua, fa) = (create_f64(ctx, coords.len(), 1, &coords), create_f64(ctx, coords.len(), 1, &coords));
+    expect_err(fegpu_fem_internal_force(stress.h, 1.0, ua, fa), FEGPU_ERR_UNSUPPORTED, &["plane strain"]);
+    let strain = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRAIN, &coords, 2, &conn, &[1.0, 0.3], &[1, 1], 2);
+    expect_err(fegpu_fem_internal_force(strain.h, 1.0, ua, ua), FEGPU_ERR_INVALID_ARGUMENT, &["same array"]);
+    expect_err(fegpu_fem_internal_force(strain.h, f64::NAN, ua, fa), FEGPU_ERR_INVALID_ARGUMENT, &["alpha"]);
+    let mut d = 0;
+    let st = unsafe {
+        fegpu_fem_dynamics_create(stress.h, FEGPU_SCHEME_TOTAL_LAGRANGIAN, 1e-3, 0.0, 0.0, 0, [0i64; 0].as_ptr(), 1, &mut d)
+    };
+    expect_err(st, FEGPU_ERR_UNSUPPORTED, &["plane strain"]);
+    assert_eq!(download_f64(fa, coords.len()), coords, "a refused call changed F");
+    ok(fegpu_context_destroy(ctx));
+    ok(fegpu_context_destroy(reference));
+}
+
+/// The total Lagrangian explicit stepper: a bar turned rigidly by 70
+/// degrees and released at rest stays where it is (the linear central
+/// differences shake it); at small amplitude it follows the linear scheme
+/// (the difference is second order in the amplitude); the backend follows
+/// the CPU reference's steps.
+#[test]
+fn total_lagrangian_stepper_keeps_a_rotated_bar_still_and_is_linear_when_small() {
+    let (ctx, reference) = (context(), reference_context());
+    let mut rng = Rng::new(4);
+    let (coords, conn) = hex_mesh([4, 1, 1], &mut rng);
+    let (nodes, ne, dt) = (coords.len() / 3, conn.len() / 8, 0.005);
+    let clamped: Vec<i64> =
+        (0..nodes).filter(|&v| coords[3 * v] == 0.0).flat_map(|v| (1..=3).map(move |c| 3 * v as i64 + c)).collect();
+    let stepper = |c: fegpu_context_t, scheme: i32, clamped: &[i64]| {
+        let s = create(c, FEGPU_ELEMENT_HEX8, FEGPU_PROBLEM_ELASTIC_3D, &coords, 3, &conn, &[200.0, 0.3], &vec![1; ne], 2);
+        ok(unsafe { fegpu_fem_set_density(s.h, 1, [1.0].as_ptr()) });
+        if scheme != FEGPU_SCHEME_TOTAL_LAGRANGIAN {
+            ok(fegpu_fem_integrate(s.h));
+            let mut a = 0;
+            ok(unsafe { fegpu_fem_assemble(s.h, &mut a) });
+        }
+        let d = damped_stepper(&s, scheme, dt, clamped, 0.0, 0.0);
+        (s, d)
+    };
+    let th = 70f64.to_radians();
+    let rotated: Vec<f64> = (0..nodes)
+        .flat_map(|v| {
+            let (x, y) = (coords[3 * v], coords[3 * v + 1]);
+            [x * th.cos() - y * th.sin() - x, x * th.sin() + y * th.cos() - y, 0.0]
+        })
+        .collect();
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let moved = |scheme: i32| {
+        let (s, d) = stepper(ctx, scheme, &[]);
+        let after = run_steps(ctx, d, 3 * nodes, &rotated, 20, |_| {}).pop().unwrap();
+        ok(fegpu_fem_dynamics_destroy(d));
+        ok(fegpu_fem_destroy(s.h));
+        after.iter().zip(&rotated).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max)
+    };
+    let (tl, linear) = (moved(FEGPU_SCHEME_TOTAL_LAGRANGIAN), moved(FEGPU_SCHEME_CENTRAL_DIFFERENCE));
+    assert!(tl < 1e-12 * norm(&rotated), "the rotated bar moved by {tl}");
+    assert!(linear > 1e-2, "the linear scheme should feel spurious strain, moved {linear}");
+    // small amplitude: a bending start from the clamped end, then free vibration
+    let start = |amp: f64| -> Vec<f64> { (0..nodes).flat_map(|v| [0.0, 0.0, amp * (coords[3 * v] / 4.0).powi(2)]).collect() };
+    let trajectory = |c: fegpu_context_t, scheme: i32, amp: f64| {
+        let (s, d) = stepper(c, scheme, &clamped);
+        let out = run_steps(c, d, 3 * nodes, &start(amp), 200, |_| {});
+        ok(fegpu_fem_dynamics_destroy(d));
+        ok(fegpu_fem_destroy(s.h));
+        out
+    };
+    for amp in [1e-3, 1e-2] {
+        let (tl, linear) =
+            (trajectory(ctx, FEGPU_SCHEME_TOTAL_LAGRANGIAN, amp), trajectory(ctx, FEGPU_SCHEME_CENTRAL_DIFFERENCE, amp));
+        let worst = tl
+            .iter()
+            .zip(&linear)
+            .map(|(a, b)| norm(&a.iter().zip(b).map(|(x, y)| x - y).collect::<Vec<_>>()))
+            .fold(0.0, f64::max);
+        let size = linear.iter().map(|v| norm(v)).fold(0.0, f64::max);
+        // the nonlinear terms are of order amp^2 against amp
+        assert!(worst < 2.0 * amp * size && worst > 0.0, "amplitude {amp}: {worst} of {size}");
+    }
+    let (got, want) =
+        (trajectory(ctx, FEGPU_SCHEME_TOTAL_LAGRANGIAN, 0.5), trajectory(reference, FEGPU_SCHEME_TOTAL_LAGRANGIAN, 0.5));
+    let scale = norm(want.last().unwrap());
+    assert!(norm(&got.last().unwrap().iter().zip(want.last().unwrap()).map(|(a, b)| a - b).collect::<Vec<_>>()) < 1e-10 * scale);
+    ok(fegpu_context_destroy(ctx));
+    ok(fegpu_context_destroy(reference));
 }

@@ -1,6 +1,7 @@
 //! The host reference of `kernels/fem.cu`: the same quadrature, point for
 //! point, in plain loops.
 
+use super::loads::FaceKind;
 use super::{Element, ElementSet, Problem};
 
 /// Gauss-Legendre points and weights on [-1, 1] of `order` (1..=4).
@@ -343,4 +344,153 @@ pub fn element_mass(set: &ElementSet, coef: &[f64], e: usize) -> Result<Vec<f64>
 /// Every mass matrix, entry-major; Err(first bad element).
 pub fn mass(set: &ElementSet, coef: &[f64], ce: &mut [f64]) -> Result<(), usize> {
     every_element(set, ce, |e| element_mass(set, coef, e))
+}
+
+/// f += the integral of N_a b_e over each element e (b: dpn values per
+/// element) at the stiffness's points, as kernels/fem.cu `body_load`;
+/// Err(first bad element) before anything is added.
+pub fn body_load(set: &ElementSet, b: &[f64], f: &mut [f64]) -> Result<(), usize> {
+    let (t, nn) = (set.element, set.element.nodes());
+    let dpn = set.problem.dofs_per_node(t.dim());
+    let mut out = f.to_vec();
+    for e in 0..set.elements {
+        let xe = element_nodes(set, e);
+        let mut fe = vec![0.0; nn];
+        for (xi, w) in points(t, set.order) {
+            let det = gauss_point(t, &xe, xi).ok_or(e)?.1;
+            shape_values(t, xi).iter().zip(&mut fe).for_each(|(n, fa)| *fa += w * det * n);
+        }
+        for (a, fa) in fe.iter().enumerate() {
+            for c in 0..dpn {
+                out[set.conn[e * nn + a] as usize * dpn + c] += fa * b[e * dpn + c];
+            }
+        }
+    }
+    f.copy_from_slice(&out);
+    Ok(())
+}
+
+/// The face points of an fn-node face (kernels/fem.cu `face_point`): shape
+/// values and the area vector (weight included).
+fn face_points(fnodes: usize, dim: usize, xf: &[[f64; 3]]) -> Vec<(Vec<f64>, [f64; 3])> {
+    let gx = 0.577_350_269_189_625_8;
+    (0..[0, 0, 2, 3, 4][fnodes])
+        .map(|q| {
+            let (n, dn, w): (Vec<f64>, Vec<[f64; 2]>, f64) = match fnodes {
+                2 => {
+                    let s = if q == 0 { -gx } else { gx };
+                    (vec![0.5 * (1.0 - s), 0.5 * (1.0 + s)], vec![[-0.5, 0.0], [0.5, 0.0]], 1.0)
+                }
+                3 => {
+                    let s = if q == 1 { 2.0 / 3.0 } else { 1.0 / 6.0 };
+                    let t = if q == 2 { 2.0 / 3.0 } else { 1.0 / 6.0 };
+                    (vec![1.0 - s - t, s, t], vec![[-1.0, -1.0], [1.0, 0.0], [0.0, 1.0]], 1.0 / 6.0)
+                }
+                _ => {
+                    let s = if q & 1 != 0 { gx } else { -gx };
+                    let t = if q & 2 != 0 { gx } else { -gx };
+                    let (cs, ct) = ([-1.0, 1.0, 1.0, -1.0], [-1.0, -1.0, 1.0, 1.0]);
+                    let n = (0..4).map(|a| 0.25 * (1.0 + cs[a] * s) * (1.0 + ct[a] * t)).collect();
+                    let dn = (0..4).map(|a| [0.25 * cs[a] * (1.0 + ct[a] * t), 0.25 * ct[a] * (1.0 + cs[a] * s)]).collect();
+                    (n, dn, 1.0)
+                }
+            };
+            let tangent = |r: usize| -> [f64; 3] { std::array::from_fn(|c| (0..fnodes).map(|a| dn[a][r] * xf[a][c]).sum()) };
+            let (t1, t2) = (tangent(0), tangent(1));
+            let area = if dim == 2 {
+                [w * t1[1], -w * t1[0], 0.0]
+            } else {
+                [w * (t1[1] * t2[2] - t1[2] * t2[1]), w * (t1[2] * t2[0] - t1[0] * t2[2]), w * (t1[0] * t2[1] - t1[1] * t2[0])]
+            };
+            (n, area)
+        })
+        .collect()
+}
+
+/// f += the face integrals of `kind` over `faces` (fnodes 0-based nodes per
+/// face) with `values` per face, and for convection the packed face
+/// matrices into `hf` (entry-major), as kernels/fem.cu `face_load`.
+pub fn face_load(set: &ElementSet, fnodes: usize, faces: &[i32], kind: FaceKind, values: &[f64], f: &mut [f64], hf: &mut [f64]) {
+    let dim = set.element.dim();
+    let dpn = if matches!(kind, FaceKind::Traction | FaceKind::Pressure) { dim } else { 1 };
+    let nf = faces.len() / fnodes;
+    for i in 0..nf {
+        let nodes = &faces[i * fnodes..(i + 1) * fnodes];
+        let xf: Vec<[f64; 3]> = nodes
+            .iter()
+            .map(|&v| std::array::from_fn(|c| if c < dim { set.coords[dim * v as usize + c] } else { 0.0 }))
+            .collect();
+        let mut fe = vec![0.0; fnodes * dpn];
+        let mut h = vec![0.0; fnodes * (fnodes + 1) / 2];
+        for (n, area) in face_points(fnodes, dim, &xf) {
+            let da = area[..dim].iter().map(|a| a * a).sum::<f64>().sqrt();
+            for a in 0..fnodes {
+                match kind {
+                    FaceKind::Traction => (0..dim).for_each(|c| fe[a * dpn + c] += values[i * dim + c] * n[a] * da),
+                    FaceKind::Pressure => (0..dim).for_each(|c| fe[a * dpn + c] -= values[i] * n[a] * area[c]),
+                    FaceKind::Flux => fe[a] += values[i] * n[a] * da,
+                    FaceKind::Convection => fe[a] += values[2 * i] * values[2 * i + 1] * n[a] * da,
+                }
+            }
+            if kind == FaceKind::Convection {
+                let mut k = 0;
+                for a in 0..fnodes {
+                    for b in a..fnodes {
+                        h[k] += values[2 * i] * n[a] * n[b] * da;
+                        k += 1;
+                    }
+                }
+            }
+        }
+        for (a, &v) in nodes.iter().enumerate() {
+            for c in 0..dpn {
+                f[v as usize * dpn + c] += fe[a * dpn + c];
+            }
+        }
+        if kind == FaceKind::Convection {
+            h.iter().enumerate().for_each(|(k, &v)| hf[k * nf + i] = v);
+        }
+    }
+}
+
+/// f += s f_int(u), the total Lagrangian internal forces of St Venant-Kirchhoff
+/// material (kernels/fem.cu `tl_force`: FEStudio's Algorithm 1).
+pub fn tl_force(set: &ElementSet, props: &[f64], u: &[f64], s: f64, f: &mut [f64]) {
+    let (t, dim, nn) = (set.element, set.element.dim(), set.element.nodes());
+    for e in 0..set.elements {
+        let xe = element_nodes(set, e);
+        let node = |a: usize| set.conn[e * nn + a] as usize;
+        let m = set.material[e] as usize;
+        let (young, nu) = (props[2 * m], props[2 * m + 1]);
+        let (lambda, mu) = (young * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)), young / (2.0 * (1.0 + nu)));
+        let mut fe = vec![[0.0; 3]; nn];
+        for (xi, w) in points(t, set.order) {
+            let (g, det) = gauss_point(t, &xe, xi).expect("the stepper checked the elements");
+            let mut ff = [[0.0; 3]; 3];
+            for i in 0..dim {
+                for j in 0..dim {
+                    ff[i][j] = if i == j { 1.0 } else { 0.0 } + (0..nn).map(|a| u[node(a) * dim + i] * g[a][j]).sum::<f64>();
+                }
+            }
+            let mut strain = [[0.0; 3]; 3];
+            for i in 0..dim {
+                for j in 0..dim {
+                    strain[i][j] = 0.5 * ((0..dim).map(|k| ff[k][i] * ff[k][j]).sum::<f64>() - if i == j { 1.0 } else { 0.0 });
+                }
+            }
+            let trace: f64 = (0..dim).map(|i| strain[i][i]).sum();
+            let stress = |i: usize, j: usize| 2.0 * mu * strain[i][j] + if i == j { lambda * trace } else { 0.0 };
+            for i in 0..dim {
+                for j in 0..dim {
+                    let p = w * det * (0..dim).map(|k| ff[i][k] * stress(k, j)).sum::<f64>();
+                    (0..nn).for_each(|a| fe[a][i] += p * g[a][j]);
+                }
+            }
+        }
+        for (a, fa) in fe.iter().enumerate() {
+            for c in 0..dim {
+                f[node(a) * dim + c] += s * fa[c];
+            }
+        }
+    }
 }

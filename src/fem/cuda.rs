@@ -297,3 +297,78 @@ pub fn diagonal_add(
     l.arg(&n64).arg(at).arg(&s).arg(h).arg(values);
     g.launch("diagonal_add", l, vector_grid(n), (256, 1, 1), 0)
 }
+
+/// f += the body load (b: dpn values per element) into a zeroed `f`; Err(first
+/// bad element) as `stiffness`.
+pub fn body_load(g: &Gpu, set: &ElementSet, d: &DeviceSet, b: &DeviceBuffer<f64>, f: &DeviceBuffer<f64>) -> Result<(), Failure> {
+    let name = format!("body_load_{}", suffix(set));
+    let func = g.kernel("fem", SOURCE, &name)?;
+    let bad = crate::sparse::cuda::upload(g, &[i32::MAX])?;
+    let (ne, order) = (set.elements as i64, set.order as i32);
+    let mut l = g.launcher(&func);
+    l.arg(&ne).arg(&d.coords).arg(&d.conn).arg(b).arg(&order).arg(f).arg(&bad);
+    g.launch(&name, l, element_grid(set), (BLOCK, 1, 1), 0)?;
+    let mut first_bad = [0i32];
+    g.download(&bad, 0, &mut first_bad)?;
+    match first_bad[0] {
+        i32::MAX => Ok(()),
+        e => Err(Failure::Element(e as usize)),
+    }
+}
+
+/// f += the face integrals (kernels/fem.cu `face_load`); convection's face
+/// matrices into `hf`.
+#[allow(clippy::too_many_arguments)]
+pub fn face_load(
+    g: &Gpu,
+    d: &DeviceSet,
+    fnodes: usize,
+    faces: &DeviceBuffer<i32>,
+    nf: usize,
+    kind: super::loads::FaceKind,
+    values: &DeviceBuffer<f64>,
+    f: &DeviceBuffer<f64>,
+    hf: Option<&DeviceBuffer<f64>>,
+) -> crate::error::Result<()> {
+    let name = format!("face_load_{}", ["", "", "edge", "tri", "quad"][fnodes]);
+    let func = g.kernel("fem", SOURCE, &name)?;
+    let (nf64, kind) = (nf as i64, kind as i32);
+    let mut l = g.launcher(&func);
+    l.arg(&nf64).arg(&d.coords).arg(faces).arg(&kind).arg(values).arg(f);
+    arg_or_null(&mut l, hf);
+    g.launch(&name, l, ((nf as u32).div_ceil(BLOCK).max(1), 1, 1), (BLOCK, 1, 1), 0)
+}
+
+/// values[at[i]] += s hf[i] for every packed face-matrix entry i.
+pub fn face_matrix_add(
+    g: &Gpu,
+    total: usize,
+    at: &DeviceBuffer<i32>,
+    s: f64,
+    hf: &DeviceBuffer<f64>,
+    values: &DeviceBuffer<f64>,
+) -> crate::error::Result<()> {
+    let f = g.kernel("fem", SOURCE, "face_matrix_add")?;
+    let n64 = total as i64;
+    let mut l = g.launcher(&f);
+    l.arg(&n64).arg(at).arg(&s).arg(hf).arg(values);
+    g.launch("face_matrix_add", l, vector_grid(total), (256, 1, 1), 0)
+}
+
+/// f += s f_int(u), the total Lagrangian internal forces (kernels/fem.cu `tl_force`).
+pub fn tl_force(
+    g: &Gpu,
+    set: &ElementSet,
+    d: &DeviceSet,
+    props: &DeviceBuffer<f64>,
+    u: &DeviceBuffer<f64>,
+    s: f64,
+    f: &DeviceBuffer<f64>,
+) -> crate::error::Result<()> {
+    let name = format!("tl_force_{}", suffix(set));
+    let func = g.kernel("fem", SOURCE, &name)?;
+    let (ne, order) = (set.elements as i64, set.order as i32);
+    let mut l = g.launcher(&func);
+    l.arg(&ne).arg(&d.coords).arg(&d.conn).arg(&d.material).arg(props).arg(&order).arg(u).arg(&s).arg(f);
+    g.launch(&name, l, element_grid(set), (BLOCK, 1, 1), 0)
+}

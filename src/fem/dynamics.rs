@@ -2,7 +2,10 @@
 //! steps, built from the sparse operations (SpMV, axpby, CG): implicit Newmark
 //! (beta, gamma; average acceleration 1/4, 1/2 by default) on the effective
 //! stiffness K + M / (beta dt^2) + gamma C / (beta dt), and the explicit
-//! central-difference scheme with the lumped (row-sum) mass. Damping is
+//! central-difference scheme with the lumped mass (the integrals of rho N_a,
+//! M's row sums), and that scheme with the total Lagrangian internal forces
+//! of St Venant-Kirchhoff material (FEStudio's Algorithm 1: large rotations
+//! and strains, element by element, no global matrix). Damping is
 //! Rayleigh's, C = alpha M + beta K (Newmark), or the diagonal C = alpha M_L
 //! (central differences, which then stays explicit). The constrained dofs
 //! follow prescribed displacements (zero until set); each step takes them at
@@ -18,23 +21,35 @@ use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Scheme {
-    Newmark { beta: f64, gamma: f64 },
+    Newmark {
+        beta: f64,
+        gamma: f64,
+    },
     CentralDifference,
+    /// Central differences with the nonlinear internal forces.
+    TotalLagrangian,
+}
+
+impl Scheme {
+    fn explicit(self) -> bool {
+        !matches!(self, Scheme::Newmark { .. })
+    }
 }
 
 pub struct DynamicsStepper {
     pub set: Arc<ElementSet>,
     dt: f64,
     scheme: Scheme,
+    /// Dofs.
+    n: usize,
     /// K and M as assembled, every row and column (the products, prescribed
-    /// displacements included).
-    k: Arc<Csr>,
-    m: Arc<Csr>,
+    /// displacements included); none for the total Lagrangian scheme.
+    matrices: Option<(Arc<Csr>, Arc<Csr>)>,
     /// The constrained dofs, 0-based, in the caller's order.
     constrained: Vec<usize>,
     /// 1 on free dofs, 0 on constrained ones.
     free: Buffer<f64>,
-    /// Central difference: 1 / the lumped mass (0 on constrained dofs).
+    /// The explicit schemes: 1 / the lumped mass (0 on constrained dofs).
     lumped_inverse: Buffer<f64>,
     inner: Mutex<Inner>,
 }
@@ -72,13 +87,20 @@ fn scale(set: &ElementSet, d: &Buffer<f64>, x: &Array) -> Result<()> {
 }
 
 impl DynamicsStepper {
-    /// For an elasticity set integrated (with densities) and assembled; the
+    /// For an elasticity set with its densities, integrated and assembled
+    /// (the linear schemes; the total Lagrangian one needs neither); the
     /// `constrained` dofs (counted from `base`) stay at zero until
     /// `set_displacements` prescribes them; no damping until `set_damping`.
     pub fn new(set: Arc<ElementSet>, dt: f64, scheme: Scheme, constrained: &[i64], base: i64) -> Result<DynamicsStepper> {
         set.check_nodes_used("the dynamics stepper")?;
         if set.problem == Problem::Heat {
             return Err(Error::invalid("the set is a heat problem: use the heat stepper"));
+        }
+        if scheme == Scheme::TotalLagrangian && set.problem == Problem::PlaneStress {
+            return Err(Error::new(
+                crate::error::ErrorKind::Unsupported,
+                "the total Lagrangian scheme in 2-D is plane strain (plane stress's thickness strain is not a displacement)",
+            ));
         }
         super::check_dt(dt)?;
         if let Scheme::Newmark { beta, gamma } = scheme {
@@ -88,26 +110,36 @@ impl DynamicsStepper {
                 )));
             }
         }
-        let (kv, mv) = set.global_matrices()?;
-        let assembled = set.assembled().expect("global_matrices checked the assembly");
-        let n = assembled.pattern.nrows;
-        let matrix = |values: Buffer<f64>| -> Result<Arc<Csr>> {
-            let a = Arc::new(assembled.with_values(&vec![0.0; assembled.pattern.nnz()])?);
-            a.rewrite_values(|v| {
-                *v = values;
-                Ok(())
-            })?;
-            Ok(a)
+        let matrices = match scheme {
+            Scheme::TotalLagrangian => None,
+            _ => {
+                let (kv, mv) = set.global_matrices()?;
+                let assembled = set.assembled().expect("global_matrices checked the assembly");
+                let matrix = |values: Buffer<f64>| -> Result<Arc<Csr>> {
+                    let a = Arc::new(assembled.with_values(&vec![0.0; assembled.pattern.nnz()])?);
+                    a.rewrite_values(|v| {
+                        *v = values;
+                        Ok(())
+                    })?;
+                    Ok(a)
+                };
+                Some((matrix(kv)?, matrix(mv)?))
+            }
         };
-        let (k, m) = (matrix(kv)?, matrix(mv)?);
+        let n = set.dofs();
         let constrained = super::dof_list(n, constrained, base, "constrained")?;
         let mut free = vec![1.0; n];
         constrained.iter().for_each(|&d| free[d] = 0.0);
-        // the lumped mass: M's row sums on the free dofs
-        let (p, m_host) = (&m.pattern, m.download_values()?);
-        let lumped: Vec<f64> = (0..n)
-            .map(|r| if free[r] == 0.0 { 0.0 } else { m_host[p.row_ptr[r] as usize..p.row_ptr[r + 1] as usize].iter().sum() })
-            .collect();
+        // the lumped mass on the free dofs: the integrals of rho N_a (M's row sums)
+        let dpn = set.problem.dofs_per_node(set.element.dim());
+        let density = set.materials().density.clone();
+        let rho: Vec<f64> = set.material.iter().flat_map(|&m| std::iter::repeat_n(density[m as usize], dpn)).collect();
+        let mut lumped = vec![0.0; n];
+        match set.element_integrals(&rho)? {
+            Buffer::Host(h) => lumped = h,
+            Buffer::Device(d) => set.ctx.device()?.download(&d, 0, &mut lumped)?,
+        }
+        lumped.iter_mut().zip(&free).for_each(|(l, f)| *l *= f);
         if let Some(r) = (0..n).find(|&r| free[r] != 0.0 && (lumped[r].is_nan() || lumped[r] <= 0.0)) {
             return Err(Error::invalid(format!(
                 "dof {r} (0-based) has no mass: set the densities (fegpu_fem_set_density) and integrate"
@@ -132,8 +164,8 @@ impl DynamicsStepper {
             set,
             dt,
             scheme,
-            k,
-            m,
+            n,
+            matrices,
             constrained,
             inner: Mutex::new(inner),
         };
@@ -154,13 +186,13 @@ impl DynamicsStepper {
             }
         }
         let solver = match self.scheme {
-            Scheme::CentralDifference if beta != 0.0 => {
+            s if s.explicit() && beta != 0.0 => {
                 return Err(Error::invalid(format!(
-                    "beta = {beta}: the central-difference scheme keeps its damping diagonal (C = alpha M_L, explicit); \
+                    "beta = {beta}: the explicit schemes keep their damping diagonal (C = alpha M_L); \
                      stiffness-proportional damping needs FEGPU_SCHEME_NEWMARK"
                 )))
             }
-            Scheme::CentralDifference => None,
+            Scheme::CentralDifference | Scheme::TotalLagrangian => None,
             Scheme::Newmark { beta: nb, gamma } => Some(self.effective(nb, gamma, alpha, beta)?),
         };
         let mut inner = self.inner();
@@ -174,13 +206,14 @@ impl DynamicsStepper {
     fn effective(&self, nb: f64, gamma: f64, alpha: f64, beta_r: f64) -> Result<(Solver, Buffer<f64>)> {
         let dt = self.dt;
         let (a0, a1) = (1.0 / (nb * dt * dt), gamma / (nb * dt));
-        let (kv, mv) = (self.k.download_values()?, self.m.download_values()?);
+        let (k, m) = self.matrices.as_ref().expect("Newmark assembles K and M");
+        let (kv, mv) = (k.download_values()?, m.download_values()?);
         let (sk, sm) = (1.0 + a1 * beta_r, a0 + a1 * alpha);
         let values: Vec<f64> = kv.iter().zip(&mv).map(|(k, m)| sk * k + sm * m).collect();
-        let p = &self.k.pattern;
+        let p = &k.pattern;
         let mut diag = vec![0.0; p.nrows];
         self.constrained.iter().for_each(|&d| diag[d] = values[p.diag[d] as usize]);
-        let eff = Arc::new(self.k.with_values(&values)?);
+        let eff = Arc::new(k.with_values(&values)?);
         let dofs: Vec<i64> = self.constrained.iter().map(|&d| d as i64).collect();
         let scratch = Array::new(self.set.ctx.clone(), p.nrows, 1, Some(&vec![0.0; p.nrows]))?;
         sparse::apply_dirichlet(&eff, &dofs, 0, &vec![0.0; dofs.len()], &scratch)?;
@@ -200,7 +233,7 @@ impl DynamicsStepper {
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
             return Err(Error::invalid(format!("{} = {}: must be finite", crate::error::at("values", i), values[i])));
         }
-        let mut g = vec![0.0; self.k.pattern.nrows];
+        let mut g = vec![0.0; self.n];
         self.constrained.iter().zip(values).for_each(|(&d, &v)| g[d] = v);
         self.inner().prescribed.upload(0, &g, "values")
     }
@@ -209,29 +242,29 @@ impl DynamicsStepper {
     /// place under the nodal load `f` (None: free vibration). The first step
     /// starts from rest at `u` with the acceleration M^-1 (f - K u).
     pub fn step(&self, u: &Array, f: Option<&Array>, tol: f64, maxit: i64) -> Result<()> {
-        let n = self.k.pattern.nrows;
-        sparse::check_vector(&self.k, u, n, "u")?;
+        let n = self.n;
+        sparse::check_array(&self.set.ctx, u, n, "u")?;
         if let Some(f) = f {
-            sparse::check_vector(&self.k, f, n, "F")?;
+            sparse::check_array(&self.set.ctx, f, n, "F")?;
             crate::array::distinct(&[(u, "u"), (f, "F")])?;
         }
         let mut st = self.inner();
         let st = &mut *st;
         let (dt, (alpha, beta_r)) = (self.dt, st.damping);
-        // out = F + s K x (F = 0 without a load)
+        // out = F + s f_int(x) (F = 0 without a load)
         let load_plus = |s: f64, x: &Array, out: &Array| -> Result<()> {
             match f {
                 Some(f) => vector_axpby(1.0, f, 0.0, out)?,
                 None => vector_axpby(0.0, u, 0.0, out)?,
             }
-            sparse::spmv(&self.k, s, x, 1.0, out)
+            self.internal_force(s, x, out)
         };
         if !st.started {
             // a0 = M^-1 (F - K u0) on the free dofs (at rest: no damping force)
             load_plus(-1.0, u, &st.work)?;
             scale(&self.set, &self.free, &st.work)?;
             match self.scheme {
-                Scheme::CentralDifference => {
+                Scheme::CentralDifference | Scheme::TotalLagrangian => {
                     vector_axpby(1.0, &st.work, 0.0, &st.a)?;
                     scale(&self.set, &self.lumped_inverse, &st.a)?;
                     // u_prev = u - dt v0 + dt^2 / 2 a0 (v0 = 0)
@@ -239,7 +272,8 @@ impl DynamicsStepper {
                     vector_axpby(0.5 * dt * dt, &st.a, 1.0, &st.u_prev)?;
                 }
                 Scheme::Newmark { .. } => {
-                    let m = Arc::new(self.m.with_values(&self.m.download_values()?)?);
+                    let m = &self.matrices.as_ref().expect("Newmark assembles K and M").1;
+                    let m = Arc::new(m.with_values(&m.download_values()?)?);
                     let dofs: Vec<i64> = self.constrained.iter().map(|&d| d as i64).collect();
                     sparse::apply_dirichlet(&m, &dofs, 0, &vec![0.0; dofs.len()], &st.work2)?;
                     let (o, _, _) = Solver::new(m, Method::Cg, Precond::Jacobi)?.solve(&st.work, &st.a, tol, maxit)?;
@@ -249,7 +283,7 @@ impl DynamicsStepper {
             st.started = true;
         }
         match self.scheme {
-            Scheme::CentralDifference => {
+            Scheme::CentralDifference | Scheme::TotalLagrangian => {
                 // (1 + alpha dt / 2) u' = 2 u - (1 - alpha dt / 2) u_prev + dt^2 M_L^-1 (F - K u)
                 let c = 1.0 / (1.0 + 0.5 * alpha * dt);
                 load_plus(-1.0, u, &st.work)?;
@@ -266,19 +300,20 @@ impl DynamicsStepper {
                 let (a0, a1, a2, a3) = (1.0 / (beta * dt * dt), gamma / (beta * dt), 1.0 / (beta * dt), 0.5 / beta - 1.0);
                 let (a4, a5) = (gamma / beta - 1.0, 0.5 * dt * (gamma / beta - 2.0));
                 let (solver, diag) = st.solver.as_ref().expect("Newmark has a solver");
+                let (k, m) = self.matrices.as_ref().expect("Newmark assembles K and M");
                 // work = F + M ((a0 + alpha a1) u + (a2 + alpha a4) v + (a3 + alpha a5) a)
                 //          + beta_r K (a1 u + a4 v + a5 a) - (the effective stiffness) g
                 load_plus(-(1.0 + a1 * beta_r), &st.prescribed, &st.work)?;
-                sparse::spmv(&self.m, -(a0 + a1 * alpha), &st.prescribed, 1.0, &st.work)?;
+                sparse::spmv(m, -(a0 + a1 * alpha), &st.prescribed, 1.0, &st.work)?;
                 vector_axpby(a0 + alpha * a1, u, 0.0, &st.work2)?;
                 vector_axpby(a2 + alpha * a4, &st.v, 1.0, &st.work2)?;
                 vector_axpby(a3 + alpha * a5, &st.a, 1.0, &st.work2)?;
-                sparse::spmv(&self.m, 1.0, &st.work2, 1.0, &st.work)?;
+                sparse::spmv(m, 1.0, &st.work2, 1.0, &st.work)?;
                 if beta_r != 0.0 {
                     vector_axpby(beta_r * a1, u, 0.0, &st.work2)?;
                     vector_axpby(beta_r * a4, &st.v, 1.0, &st.work2)?;
                     vector_axpby(beta_r * a5, &st.a, 1.0, &st.work2)?;
-                    sparse::spmv(&self.k, 1.0, &st.work2, 1.0, &st.work)?;
+                    sparse::spmv(k, 1.0, &st.work2, 1.0, &st.work)?;
                 }
                 // free rows keep it; constrained rows diag g (the solve gives u' = g there)
                 scale(&self.set, &self.free, &st.work)?;
@@ -301,5 +336,14 @@ impl DynamicsStepper {
             }
         }
         Ok(())
+    }
+
+    /// out += s f_int(x): K x (the linear schemes), or the total Lagrangian
+    /// internal forces element by element.
+    fn internal_force(&self, s: f64, x: &Array, out: &Array) -> Result<()> {
+        match &self.matrices {
+            Some((k, _)) => sparse::spmv(k, s, x, 1.0, out),
+            None => self.set.internal_force(s, x, out),
+        }
     }
 }

@@ -4,8 +4,9 @@
 //! backward Euler, 1/2 Crank-Nicolson), fixed temperatures applied as the
 //! assembled matrix's Dirichlet rows, CG with Jacobi warm-started from T.
 //! Convective (Robin) boundaries h (T_env - T) enter in the lumped nodal form
-//! legacy codes use: h A per boundary node added to K's diagonal, h A T_env
-//! to the load. K and C are gathered once; a new convection, new fixed
+//! legacy codes use (h A per boundary node added to K's diagonal, h A T_env
+//! to the load), or as face integrals (the face matrices h N_a N_b added to
+//! K's entries, h T_env N_a to the load), or both. K and C are gathered once; a new convection, new fixed
 //! temperatures or a new dt recompute the step's values on the device over
 //! the same matrix and solver (nothing is rebuilt).
 
@@ -34,9 +35,12 @@ struct Built {
     /// The fixed dofs (0-based) and their temperatures.
     dofs: Vec<i64>,
     values: Vec<f64>,
-    /// Convection per dof: h A (0 elsewhere) and the load h A T_env.
+    /// Nodal convection per dof: h A (0 elsewhere) and the load h A T_env.
     h: Buffer<f64>,
     load: Buffer<f64>,
+    /// Face convection: the face matrices summed on the pattern (H's
+    /// values) and their load.
+    faces: Option<(Buffer<f64>, Buffer<f64>)>,
     /// C/dt + theta (K + H) with the Dirichlet rows, the solver's matrix
     /// (the solver made once the first refresh has written it).
     left: Arc<Csr>,
@@ -80,6 +84,7 @@ impl HeatStepper {
             values: values.to_vec(),
             h: set.resident(vec![0.0; n])?,
             load: set.resident(vec![0.0; n])?,
+            faces: None,
             solver: None,
             right: set.resident(vec![0.0; assembled.pattern.nnz()])?,
             left,
@@ -135,6 +140,78 @@ impl HeatStepper {
         self.refresh(&mut b)
     }
 
+    /// Convection on element faces from now on: face i (the set's
+    /// face_nodes() nodes in `faces`, counted from `base`) exchanges
+    /// h[i] (T_env[i] - T) per unit area, integrated over the face. A new
+    /// call replaces the previous faces (none removes them); the nodal
+    /// convection of `set_convection` stays beside it.
+    pub fn set_convection_faces(&self, faces: &[i64], base: i64, h: &[f64], t_env: &[f64]) -> Result<()> {
+        if h.len() != t_env.len() {
+            return Err(Error::size(format!("h has {} entries, T_env {}", h.len(), t_env.len())));
+        }
+        let values: Vec<f64> = h.iter().zip(t_env).flat_map(|(&h, &t)| [h, t]).collect();
+        let integrals = self.set.face_integrals(super::loads::FaceKind::Convection, faces, base, &values)?;
+        let (fnodes, nf) = (self.set.face_nodes(), h.len());
+        if nf == 0 {
+            let mut b = self.built();
+            b.faces = None;
+            return self.refresh(&mut b);
+        }
+        // each packed face-matrix entry's place in the pattern, upper and lower (-1: the diagonal's twin)
+        let pattern = &self.set.assembled().expect("the stepper has the assembled pattern").pattern;
+        let np = fnodes * (fnodes + 1) / 2;
+        let (mut upper, mut lower) = (vec![0i32; np * nf], vec![-1i32; np * nf]);
+        let place = |i: usize, r: i32, c: i32| -> Result<i32> {
+            let (start, end) = (pattern.row_ptr[r as usize] as usize, pattern.row_ptr[r as usize + 1] as usize);
+            match pattern.col[start..end].binary_search(&c) {
+                Ok(k) => Ok((start + k) as i32),
+                Err(_) => Err(Error::invalid(format!(
+                    "faces(:, {}): nodes {} and {} share no element, so the face is not on the mesh",
+                    i + 1,
+                    r as i64 + base,
+                    c as i64 + base
+                ))),
+            }
+        };
+        for i in 0..nf {
+            let nodes = &integrals.faces[i * fnodes..(i + 1) * fnodes];
+            let mut k = 0;
+            for a in 0..fnodes {
+                for b in a..fnodes {
+                    upper[k * nf + i] = place(i, nodes[a], nodes[b])?;
+                    if a != b {
+                        lower[k * nf + i] = place(i, nodes[b], nodes[a])?;
+                    }
+                    k += 1;
+                }
+            }
+        }
+        let mut matrix = vec![0.0; pattern.nnz()];
+        let summed = match integrals.matrices.expect("convection has face matrices") {
+            Buffer::Host(hf) => {
+                for (k, &v) in hf.iter().enumerate() {
+                    matrix[upper[k] as usize] += v;
+                    if lower[k] >= 0 {
+                        matrix[lower[k] as usize] += v;
+                    }
+                }
+                Buffer::Host(matrix)
+            }
+            Buffer::Device(hf) => {
+                let g = self.set.ctx.device()?;
+                let out = crate::sparse::cuda::upload(g, &matrix)?;
+                for at in [upper, lower] {
+                    let at = crate::sparse::cuda::upload(g, &at)?;
+                    super::cuda::face_matrix_add(g, np * nf, &at, 1.0, &hf, &out)?;
+                }
+                Buffer::Device(out)
+            }
+        };
+        let mut b = self.built();
+        b.faces = Some((summed, integrals.load));
+        self.refresh(&mut b)
+    }
+
     /// New fixed temperatures from the next step on: `dofs` (counted from
     /// `base`) hold `values`; the dofs fixed before and not listed are free again.
     pub fn set_fixed(&self, dofs: &[i64], base: i64, values: &[f64]) -> Result<()> {
@@ -159,16 +236,23 @@ impl HeatStepper {
         let p = &b.left.pattern;
         let (n, nnz) = (p.nrows, p.nnz());
         // left = C/dt + theta (K + H), right = C/dt - (1 - theta) (K + H)
+        let face_matrix = b.faces.as_ref().map(|f| &f.0);
         let combine = |out: &mut Buffer<f64>, s: f64| -> Result<()> {
-            match (out, &self.c, &self.k, &b.h, &self.diag_at) {
-                (Buffer::Host(v), Buffer::Host(c), Buffer::Host(k), Buffer::Host(h), Buffer::Host(at)) => {
+            match (out, &self.c, &self.k, &b.h, &self.diag_at, face_matrix) {
+                (Buffer::Host(v), Buffer::Host(c), Buffer::Host(k), Buffer::Host(h), Buffer::Host(at), faces) => {
                     crate::array::vector::update(v, 1.0 / dt, c, s, Some(k), 0.0);
                     at.iter().zip(h).for_each(|(&at, h)| v[at as usize] += s * h);
+                    if let Some(Buffer::Host(hf)) = faces {
+                        v.iter_mut().zip(hf).for_each(|(v, h)| *v += s * h);
+                    }
                     Ok(())
                 }
-                (Buffer::Device(v), Buffer::Device(c), Buffer::Device(k), Buffer::Device(h), Buffer::Device(at)) => {
+                (Buffer::Device(v), Buffer::Device(c), Buffer::Device(k), Buffer::Device(h), Buffer::Device(at), faces) => {
                     let g = self.set.ctx.device()?;
                     crate::array::cuda::update(g, nnz, v, 1.0 / dt, c, s, Some(k), 0.0)?;
+                    if let Some(Buffer::Device(hf)) = faces {
+                        crate::array::cuda::update(g, nnz, v, s, hf, 0.0, None, 1.0)?;
+                    }
                     super::cuda::diagonal_add(g, n, at, s, h, v)
                 }
                 _ => Err(crate::array::mixed_backends()),
@@ -188,11 +272,17 @@ impl HeatStepper {
             match (f64_buf(&mut gl), &b.load, &mut b.diag, &self.diag_at, &left.data) {
                 (Buffer::Host(lift), Buffer::Host(load), Buffer::Host(diag), Buffer::Host(at), Buffer::Host(v)) => {
                     lift.iter_mut().zip(load).for_each(|(l, h)| *l -= h);
+                    if let Some((_, Buffer::Host(face_load))) = &b.faces {
+                        lift.iter_mut().zip(face_load).for_each(|(l, h)| *l -= h);
+                    }
                     diag.iter_mut().zip(at).for_each(|(d, &at)| *d = v[at as usize]);
                 }
                 (Buffer::Device(lift), Buffer::Device(load), Buffer::Device(diag), Buffer::Device(at), Buffer::Device(v)) => {
                     let gpu = self.set.ctx.device()?;
                     crate::array::cuda::update(gpu, n, lift, -1.0, load, 0.0, None, 1.0)?;
+                    if let Some((_, Buffer::Device(face_load))) = &b.faces {
+                        crate::array::cuda::update(gpu, n, lift, -1.0, face_load, 0.0, None, 1.0)?;
+                    }
                     crate::array::cuda::gather(gpu, n, v, at, diag)?;
                 }
                 _ => return Err(crate::array::mixed_backends()),

@@ -12,6 +12,7 @@ pub mod dynamics;
 pub mod ebe;
 pub mod gallery;
 pub mod heat;
+pub mod loads;
 
 use crate::array::Buffer;
 use crate::context::Context;
@@ -159,6 +160,8 @@ pub struct ElementSet {
     pub device: Option<DeviceSet>,
     /// The integration level the caller chose (None: the fastest measured).
     pub level: Mutex<Option<Level>>,
+    /// Set once every element's Jacobian determinant was found positive.
+    geometry_checked: std::sync::atomic::AtomicBool,
     materials: Mutex<Materials>,
     results: Mutex<Results>,
 }
@@ -335,6 +338,7 @@ impl ElementSet {
             material,
             device,
             level: Mutex::new(None),
+            geometry_checked: Default::default(),
             materials: Mutex::new(materials),
             results: Mutex::new(Results::default()),
         })
@@ -378,7 +382,7 @@ impl ElementSet {
         nd * (nd + 1) / 2
     }
 
-    fn bad_element(&self, e: usize) -> Error {
+    pub(crate) fn bad_element(&self, e: usize) -> Error {
         let nodes: Vec<String> =
             self.conn[e * self.element.nodes()..(e + 1) * self.element.nodes()].iter().map(|n| (n + 1).to_string()).collect();
         Error::invalid(format!(
@@ -394,6 +398,7 @@ impl ElementSet {
     /// fails the call and leaves the previous matrices as they were.
     pub fn integrate(&self) -> Result<()> {
         let stiffness = self.integrate_one(false)?;
+        self.geometry_checked.store(true, std::sync::atomic::Ordering::Relaxed);
         let mass = self.integrate_one(true)?;
         let mut r = self.results();
         (r.stiffness, r.mass) = (Some(stiffness), Some(mass));
@@ -534,6 +539,16 @@ impl ElementSet {
     /// The assembled matrix, if `assemble` has run (no re-gathering).
     pub fn assembled(&self) -> Option<Arc<Csr>> {
         self.results().assembly.as_ref().map(|a| a.csr.clone())
+    }
+
+    /// Refuses the set if an element's Jacobian determinant is not positive
+    /// (checked once, by integration or here).
+    pub fn check_geometry(&self) -> Result<()> {
+        if !self.geometry_checked.load(std::sync::atomic::Ordering::Relaxed) {
+            self.element_integrals(&vec![0.0; self.dofs() / self.nodes * self.elements])?;
+            self.geometry_checked.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// Total dofs: nodes x dofs per node.

@@ -154,6 +154,83 @@ pub unsafe extern "C" fn fegpu_fem_set_density(fem: fegpu_fem_t, n_materials: i6
     })
 }
 
+/// Face loads (fegpu_fem_face_load): a traction vector per face (dim values).
+pub const FEGPU_FACE_TRACTION: i32 = 1;
+/// A pressure per face (1 value), pushing against the outward normal.
+pub const FEGPU_FACE_PRESSURE: i32 = 2;
+/// A heat flux into the body per face (1 value, heat sets).
+pub const FEGPU_FACE_FLUX: i32 = 3;
+
+/// F += the integral of N^T b over every element, b constant on each:
+/// `values` holds the dofs per node of each element in turn (n_values =
+/// dpn x n_elements: a body force per unit volume, components x elements,
+/// or a heat source per unit volume). F is the set's load vector on the
+/// device (dofs elements); a failed call leaves it as it was.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_body_load(
+    fem: fegpu_fem_t,
+    n_values: i64,
+    values: *const f64,
+    f: fegpu_array_t,
+) -> fegpu_status {
+    guard(|| {
+        let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
+        let n = crate::error::non_negative("n_values", n_values)?;
+        set.body_load(host_in(values, n, "values")?, &*registry::get::<crate::array::Array>(f, "F")?)
+    })
+}
+
+/// F += the face integrals of `kind` (FEGPU_FACE_*) over n_faces faces:
+/// `faces` holds each face's nodes (counted from index_base): 2 per edge of
+/// a 2-D element (ordered with the body on the left: outward normal on the
+/// right), 3 per triangle of tet4 and 4 per quadrilateral of hex8
+/// (counter-clockwise seen from outside); `values` their loads, dim per
+/// face for tractions, 1 for pressures and fluxes. A failed call leaves F
+/// as it was. Convection: fegpu_fem_heat_set_convection_faces.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_face_load(
+    fem: fegpu_fem_t,
+    kind: i32,
+    n_faces: i64,
+    faces: *const i64,
+    index_base: i32,
+    values: *const f64,
+    f: fegpu_array_t,
+) -> fegpu_status {
+    guard(|| {
+        use crate::fem::loads::FaceKind;
+        let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
+        let kind = match kind {
+            FEGPU_FACE_TRACTION => FaceKind::Traction,
+            FEGPU_FACE_PRESSURE => FaceKind::Pressure,
+            FEGPU_FACE_FLUX => FaceKind::Flux,
+            k => {
+                return Err(Error::invalid(format!(
+                    "kind = {k}: expected FEGPU_FACE_TRACTION (1), FEGPU_FACE_PRESSURE (2) or FEGPU_FACE_FLUX (3)"
+                )))
+            }
+        };
+        let nf = crate::error::non_negative("n_faces", n_faces)?;
+        let faces = index_list(items(set.face_nodes(), nf, "faces")? as i64, faces, index_base, "n_faces", "faces")?;
+        let values = host_in(values, items(kind.values(set.element.dim()), nf, "values")?, "values")?;
+        set.face_load(kind, faces, index_base as i64, values, &*registry::get::<crate::array::Array>(f, "F")?)
+    })
+}
+
+/// F += alpha f_int(u): the total Lagrangian internal forces of St
+/// Venant-Kirchhoff material (E, nu) at the displacements u (large
+/// rotations and strains; 2-D sets in plane strain), element by element
+/// with no global matrix (FEStudio's Algorithm 1): a Newton residual is
+/// F_ext with alpha = -1. u and F on the device, dofs elements each.
+#[no_mangle]
+pub extern "C" fn fegpu_fem_internal_force(fem: fegpu_fem_t, alpha: f64, u: fegpu_array_t, f: fegpu_array_t) -> fegpu_status {
+    guard(|| {
+        let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
+        let (u, f) = (registry::get::<crate::array::Array>(u, "u")?, registry::get::<crate::array::Array>(f, "F")?);
+        set.internal_force(alpha, &u, &f)
+    })
+}
+
 /// New material parameters `props` (2 x n_materials, as at creation, the
 /// same number of materials); call fegpu_fem_integrate and
 /// fegpu_fem_assemble again for the new matrices.
@@ -372,6 +449,29 @@ pub unsafe extern "C" fn fegpu_fem_heat_set_convection(
     })
 }
 
+/// Convection on element faces for the following steps: face i (its
+/// nodes in `faces`, ordered as for fegpu_fem_face_load, counted from
+/// index_base) exchanges h[i] (T_env[i] - T) per unit area, integrated over
+/// the face (consistent face matrices h N_a N_b added to K, h T_env N_a to
+/// the load). Replaces the previous faces (n_faces 0 removes them); the
+/// nodal form of fegpu_fem_heat_set_convection stays beside it.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_heat_set_convection_faces(
+    heat: fegpu_heat_t,
+    n_faces: i64,
+    faces: *const i64,
+    index_base: i32,
+    h: *const f64,
+    t_env: *const f64,
+) -> fegpu_status {
+    guard(|| {
+        let s = registry::get::<HeatStepper>(heat, "heat")?;
+        let nf = crate::error::non_negative("n_faces", n_faces)?;
+        let faces = index_list(items(s.set.face_nodes(), nf, "faces")? as i64, faces, index_base, "n_faces", "faces")?;
+        s.set_convection_faces(faces, index_base as i64, host_in(h, nf, "h")?, host_in(t_env, nf, "t_env")?)
+    })
+}
+
 /// New fixed temperatures for the following steps: T[dofs[i]] = values[i]
 /// (i < n_fixed, counted from index_base); dofs fixed before and not listed
 /// are free again. Recomputed on the device, as fegpu_fem_heat_set_convection.
@@ -410,13 +510,18 @@ pub type fegpu_dynamics_t = u64;
 pub const FEGPU_SCHEME_NEWMARK: i32 = 1;
 /// The explicit central-difference scheme with the lumped (row-sum) mass.
 pub const FEGPU_SCHEME_CENTRAL_DIFFERENCE: i32 = 2;
+/// Central differences with nonlinear total Lagrangian internal forces (St
+/// Venant-Kirchhoff: large rotations and strains; FEStudio's Algorithm 1),
+/// element by element: needs the densities, neither integration nor assembly.
+pub const FEGPU_SCHEME_TOTAL_LAGRANGIAN: i32 = 3;
 
 /// Creates an elastodynamics stepper (M u'' + K u = F) for an elasticity set
 /// integrated with its densities (fegpu_fem_set_density) and assembled:
 /// `scheme` FEGPU_SCHEME_NEWMARK with `beta`, `gamma` (unconditionally stable
 /// for gamma >= 1/2, beta >= (gamma + 1/2)^2 / 4) or
-/// FEGPU_SCHEME_CENTRAL_DIFFERENCE (explicit: dt below the critical step;
-/// beta and gamma ignored). The dofs clamped[i] (i < n_clamped, counted from
+/// FEGPU_SCHEME_CENTRAL_DIFFERENCE or FEGPU_SCHEME_TOTAL_LAGRANGIAN
+/// (explicit: dt below the critical step; beta and gamma ignored; the
+/// latter needs no integration or assembly, 2-D sets in plane strain). The dofs clamped[i] (i < n_clamped, counted from
 /// index_base) stay at zero. The state (velocity, acceleration) stays on the
 /// device; the first step starts from rest.
 #[no_mangle]
@@ -437,9 +542,11 @@ pub unsafe extern "C" fn fegpu_fem_dynamics_create(
         let scheme = match scheme {
             FEGPU_SCHEME_NEWMARK => Scheme::Newmark { beta, gamma },
             FEGPU_SCHEME_CENTRAL_DIFFERENCE => Scheme::CentralDifference,
+            FEGPU_SCHEME_TOTAL_LAGRANGIAN => Scheme::TotalLagrangian,
             s => {
                 return Err(crate::error::Error::invalid(format!(
-                    "scheme = {s}: expected FEGPU_SCHEME_NEWMARK (1) or FEGPU_SCHEME_CENTRAL_DIFFERENCE (2)"
+                    "scheme = {s}: expected FEGPU_SCHEME_NEWMARK (1), FEGPU_SCHEME_CENTRAL_DIFFERENCE (2) \
+                     or FEGPU_SCHEME_TOTAL_LAGRANGIAN (3)"
                 )))
             }
         };
@@ -500,7 +607,7 @@ pub unsafe extern "C" fn fegpu_fem_dynamics_set_displacements(
 ) -> fegpu_status {
     guard(|| {
         let s = registry::get::<DynamicsStepper>(dynamics, "dynamics")?;
-        let n = usize::try_from(n).map_err(|_| crate::error::Error::invalid(format!("n = {n}: must be >= 0")))?;
+        let n = crate::error::non_negative("n", n)?;
         s.set_displacements(host_in(values, n, "values")?)
     })
 }

@@ -56,9 +56,7 @@ pub struct fegpu_op_profile {
     pub serial_seconds: f64,
 }
 
-fn count(name: &str, v: i64) -> Result<usize> {
-    usize::try_from(v).map_err(|_| Error::invalid(format!("{name} = {v}: must be >= 0")))
-}
+use crate::error::non_negative as count;
 
 /// y = a x + b y on host arrays of n elements, pipelined through the device
 /// in chunks: `strategy` FEGPU_PIPELINE_AUTO (0), _SERIAL, _PER_CHUNK or

@@ -357,8 +357,13 @@ pub fn stored_values(p: &Pattern, block: usize, caller: &[f64]) -> Result<Vec<f6
 
 /// Checks a vector argument: an f64 array of `len` elements in A's context.
 pub fn check_vector(a: &Csr, v: &Array, len: usize, arg: &str) -> Result<()> {
-    if !Arc::ptr_eq(&v.ctx, &a.ctx) {
-        return Err(Error::invalid(format!("{arg} belongs to another context than the matrix")));
+    check_array(&a.ctx, v, len, arg)
+}
+
+/// As `check_vector` for an operation of context `ctx` without a matrix.
+pub fn check_array(ctx: &Arc<crate::context::Context>, v: &Array, len: usize, arg: &str) -> Result<()> {
+    if !Arc::ptr_eq(&v.ctx, ctx) {
+        return Err(Error::invalid(format!("{arg} belongs to another context than the object it is used with")));
     }
     if v.dtype != crate::array::Dtype::F64 {
         return Err(Error::invalid(format!("{arg} holds {} elements; sparse operations use f64", v.dtype.name())));
