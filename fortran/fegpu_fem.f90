@@ -16,7 +16,8 @@ module fegpu_fem_m
        , fegpu_fem_heat_step, fegpu_fem_heat_set_convection, fegpu_fem_heat_destroy, fegpu_fem_dynamics_create &
        , fegpu_fem_dynamics_step, fegpu_fem_dynamics_destroy, fegpu_fem_stiffness_download, fegpu_fem_mass_download
   public :: fegpu_fem_dynamics_set_damping, fegpu_fem_dynamics_set_displacements, fegpu_fem_heat_set_fixed
-  public :: fegpu_fem_heat_set_dt
+  public :: fegpu_fem_heat_set_dt, fegpu_fem_body_load, fegpu_fem_face_load, fegpu_fem_internal_force
+  public :: fegpu_fem_heat_set_convection_faces
 
   !> The C names (fegpu.h); the shorter names are the older ones.
   interface fegpu_fem_ebe_create
@@ -159,6 +160,31 @@ module fegpu_fem_m
       integer(c_int32_t), value :: base
       integer(c_int64_t), intent(in) :: dofs(*)
       real(c_double), intent(in) :: values(*)
+    end function
+    integer(c_int32_t) function c_heat_set_convection_faces(heat, n, faces, base, h, t_env) &
+         bind(C, name='fegpu_fem_heat_set_convection_faces')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: heat, n
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), intent(in) :: faces(*)
+      real(c_double), intent(in) :: h(*), t_env(*)
+    end function
+    integer(c_int32_t) function c_body_load(fem, n, values, f) bind(C, name='fegpu_fem_body_load')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n, f
+      real(c_double), intent(in) :: values(*)
+    end function
+    integer(c_int32_t) function c_face_load(fem, kind, n, faces, base, values, f) bind(C, name='fegpu_fem_face_load')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n, f
+      integer(c_int32_t), value :: kind, base
+      integer(c_int64_t), intent(in) :: faces(*)
+      real(c_double), intent(in) :: values(*)
+    end function
+    integer(c_int32_t) function c_internal_force(fem, alpha, u, f) bind(C, name='fegpu_fem_internal_force')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, u, f
+      real(c_double), value :: alpha
     end function
     integer(c_int32_t) function c_heat_set_dt(heat, dt) bind(C, name='fegpu_fem_heat_set_dt')
       import :: c_int32_t, c_int64_t, c_double
@@ -435,6 +461,77 @@ contains
          'fegpu_fem_heat_set_fixed', stat, errmsg)
   end subroutine
 
+  !> Convection on element faces from the next step on: face i (its nodes
+  !> faces(:, i), ordered as for fegpu_fem_face_load) exchanges
+  !> h(i) * (t_env(i) - T) per unit area, integrated over the face. A new call
+  !> replaces the previous faces (none removes them); the nodal form stays.
+  subroutine fegpu_fem_heat_set_convection_faces(heat, faces, h, t_env, index_base, stat, errmsg)
+    type(fegpu_heat), intent(in) :: heat
+    class(*), intent(in) :: faces(:, :)
+    real(real64), intent(in) :: h(:), t_env(:)
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: base
+    if (size(h) /= size(faces, 2) .or. size(t_env) /= size(faces, 2)) then
+      call size_error('fegpu_fem_heat_set_convection_faces: faces(:, i), h and t_env differ in count', stat, errmsg)
+      return
+    end if
+    base = 1
+    if (present(index_base)) base = i32(index_base)
+    call check(c_heat_set_convection_faces(heat%handle, size(faces, 2, kind=c_int64_t), i64(faces), &
+         base, h, t_env), 'fegpu_fem_heat_set_convection_faces', stat, errmsg)
+  end subroutine
+
+  !> f = f + the integral of N^T b over every element: values(:, e) is element
+  !> e's body force per unit volume (dofs per node values; a heat source for
+  !> heat sets). f: the set's load vector on the device.
+  subroutine fegpu_fem_body_load(fem, values, f, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    real(real64), intent(in) :: values(:, :)
+    type(fegpu_array), intent(in) :: f
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_body_load(fem%handle, size(values, kind=c_int64_t), values, f%handle), 'fegpu_fem_body_load', &
+         stat, errmsg)
+  end subroutine
+
+  !> f = f + face integrals of kind FEGPU_FACE_TRACTION (values(1:dim, i)),
+  !> FEGPU_FACE_PRESSURE or FEGPU_FACE_FLUX (values(1, i)) over the faces
+  !> faces(:, i): 2 nodes per edge of a 2-D element (the body on the left),
+  !> 3 per triangle of tet4, 4 per quadrilateral of hex8 (counter-clockwise
+  !> seen from outside).
+  subroutine fegpu_fem_face_load(fem, kind, faces, values, f, index_base, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    class(*), intent(in) :: kind
+    class(*), intent(in) :: faces(:, :)
+    real(real64), intent(in) :: values(:, :)
+    type(fegpu_array), intent(in) :: f
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: base
+    if (size(values, 2) /= size(faces, 2)) then
+      call size_error('fegpu_fem_face_load: faces(:, i) and values(:, i) differ in count', stat, errmsg)
+      return
+    end if
+    base = 1
+    if (present(index_base)) base = i32(index_base)
+    call check(c_face_load(fem%handle, i32(kind), size(faces, 2, kind=c_int64_t), i64(faces), &
+         base, values, f%handle), 'fegpu_fem_face_load', stat, errmsg)
+  end subroutine
+
+  !> f = f + alpha * f_int(u): the total Lagrangian internal forces (St
+  !> Venant-Kirchhoff, large rotations and strains) at the displacements u.
+  subroutine fegpu_fem_internal_force(fem, alpha, u, f, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    real(real64), intent(in) :: alpha
+    type(fegpu_array), intent(in) :: u, f
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_internal_force(fem%handle, alpha, u%handle, f%handle), 'fegpu_fem_internal_force', stat, errmsg)
+  end subroutine
+
   !> A new time step for the following steps.
   subroutine fegpu_fem_heat_set_dt(heat, dt, stat, errmsg)
     type(fegpu_heat), intent(in) :: heat
@@ -455,7 +552,8 @@ contains
   end subroutine
 
   !> An elastodynamics stepper: scheme FEGPU_SCHEME_NEWMARK (beta, gamma:
-  !> default 1/4, 1/2) or FEGPU_SCHEME_CENTRAL_DIFFERENCE (lumped mass); the
+  !> default 1/4, 1/2), FEGPU_SCHEME_CENTRAL_DIFFERENCE (lumped mass) or
+  !> FEGPU_SCHEME_TOTAL_LAGRANGIAN (explicit, nonlinear, no assembly); the
   !> clamped dofs stay at zero; the first step starts from rest.
   subroutine fegpu_dynamics_create(fem, scheme, dt, clamped, dyn, beta, gamma, index_base, stat, errmsg)
     type(fegpu_fem), intent(in) :: fem

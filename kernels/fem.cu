@@ -933,12 +933,12 @@ FACE_LOAD(tri, 3, 3)
 FACE_LOAD(quad, 4, 3)
 
 // values[at[k * nf + i]] += s hf[k * nf + i]: face matrices into the global
-// matrix's values (positions found on the host). Faces sharing nodes meet
-// in an entry: atomics.
+// matrix's values (positions found on the host; -1: none, the lower twin of
+// a diagonal entry). Faces sharing nodes meet in an entry: atomics.
 extern "C" __global__ void __launch_bounds__(256) face_matrix_add(i64 total, const int* __restrict__ at, double s,
     const double* __restrict__ hf, double* values) {
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x)
-        atomicAdd(&values[at[i]], s * hf[i]);
+        if (at[i] >= 0) atomicAdd(&values[at[i]], s * hf[i]);
 }
 
 // ---- Nonlinear explicit dynamics (FEStudio's Algorithm 1) ----

@@ -199,5 +199,89 @@ pub fn run() -> Result<()> {
     println!("  set_convection ({} nodes), recomputed in place: {:.1} ms", top.len(), convection_s * 1e3);
     println!("  set_dt, recomputed in place: {:.1} ms", dt_s * 1e3);
     println!("  one step ({} CG iterations): {:.1} ms", outcome.iterations, step_s * 1e3);
+    drop((heat, heat_set));
+    nonlinear_explicit(&ctx, &cpu_ctx, &set, &coords, &conn)
+}
+
+/// The total Lagrangian explicit step (FEStudio's Algorithm 1) on the CG
+/// bench's hex8 mesh: its internal forces in elements per second against
+/// the serial loop (the CPU reference, one thread) and the linear step's
+/// SpMV, and whole steps of both schemes.
+fn nonlinear_explicit(
+    ctx: &Arc<Context>,
+    cpu_ctx: &Arc<Context>,
+    set: &Arc<ElementSet>,
+    coords: &[f64],
+    conn: &[i64],
+) -> Result<()> {
+    use fegpu::fem::dynamics::{DynamicsStepper, Scheme};
+    // flops per hex8 element, 8 Gauss points: J and its inverse (~350), F (144), E and S (~80), P (54), forces (144)
+    const FLOPS: f64 = 8.0 * 770.0;
+    let (dofs, ne) = (set.dofs(), set.elements);
+    set.set_density(&[2.4e-9])?;
+    set.integrate()?;
+    let csr = set.assemble()?;
+    let sync = || ctx.gpu().map(|g| g.synchronize("tl")).transpose();
+    let u0: Vec<f64> = (0..dofs).map(|i| 1e-3 * (((i * 7919) % 1000) as f64 / 1000.0 - 0.5)).collect();
+    let u = Array::new(ctx.clone(), dofs, 1, Some(&u0))?;
+    let f = Array::new(ctx.clone(), dofs, 1, Some(&vec![0.0; dofs]))?;
+    let reps = if ctx.gpu().is_some() { 50 } else { 2 };
+    let timed = |run: &dyn Fn() -> Result<()>| -> Result<f64> {
+        run()?;
+        sync()?;
+        let clock = Instant::now();
+        for _ in 0..reps {
+            run()?;
+        }
+        sync()?;
+        Ok(clock.elapsed().as_secs_f64() / reps as f64)
+    };
+    let force_s = timed(&|| set.internal_force(-1.0, &u, &f))?;
+    let spmv_s = timed(&|| fegpu::sparse::spmv(&csr, -1.0, &u, 1.0, &f))?;
+    let host = set_of(cpu_ctx, Element::Hex8, Problem::Elastic3d, coords, conn, 2)?;
+    let (hu, hf) =
+        (Array::new(cpu_ctx.clone(), dofs, 1, Some(&u0))?, Array::new(cpu_ctx.clone(), dofs, 1, Some(&vec![0.0; dofs]))?);
+    host.internal_force(-1.0, &hu, &hf)?; // the geometry checked
+    let clock = Instant::now();
+    host.internal_force(-1.0, &hu, &hf)?;
+    let serial_s = clock.elapsed().as_secs_f64();
+    let clamped: Vec<i64> =
+        (0..set.nodes).filter(|&v| coords[3 * v] == 0.0).flat_map(|v| (0..3).map(move |c| (3 * v + c) as i64)).collect();
+    let step_of = |scheme: Scheme| -> Result<f64> {
+        let stepper = DynamicsStepper::new(set.clone(), 1e-7, scheme, &clamped, 0)?;
+        u.upload(0, &u0, "u")?;
+        timed(&|| stepper.step(&u, None, 0.0, 0))
+    };
+    let (tl_step_s, linear_step_s) = (step_of(Scheme::TotalLagrangian)?, step_of(Scheme::CentralDifference)?);
+    let rate = |s: f64| ne as f64 / s / 1e6;
+    println!(
+        "
+nonlinear explicit dynamics (total Lagrangian, St Venant-Kirchhoff), hex8 on {ne} elements ({dofs} dofs):"
+    );
+    println!("  {:<44} {:>9} {:>16} {:>9}", "", "ms", "Melements/s", "GFLOP/s");
+    println!(
+        "  {:<44} {:>9.3} {:>16.1} {:>9.0}",
+        "internal forces, element by element",
+        force_s * 1e3,
+        rate(force_s),
+        ne as f64 * FLOPS / force_s / 1e9
+    );
+    println!(
+        "  {:<44} {:>9.1} {:>16.2} {:>9.1}",
+        "the same, serial loop (CPU reference, 1 thread)",
+        serial_s * 1e3,
+        rate(serial_s),
+        ne as f64 * FLOPS / serial_s / 1e9
+    );
+    println!(
+        "  {:<44} {:>9.3} {:>16.1} {:>9}",
+        format!("linear K u by SpMV ({} entries)", csr.pattern.nnz()),
+        spmv_s * 1e3,
+        rate(spmv_s),
+        ""
+    );
+    println!("  {:<44} {:>9.3}", "one step, total Lagrangian", tl_step_s * 1e3);
+    println!("  {:<44} {:>9.3}", "one step, linear central differences", linear_step_s * 1e3);
+    println!("  forces: {:.0}x the serial loop, {:.2}x the SpMV's time", serial_s / force_s, force_s / spmv_s);
     Ok(())
 }
