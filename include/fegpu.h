@@ -90,6 +90,12 @@
 // element by element: needs the densities, neither integration nor assembly.
 #define FEGPU_SCHEME_TOTAL_LAGRANGIAN 3
 
+// Values per material in `laws` before the creep terms.
+#define FEGPU_STRESS_LAW_HEAD 8
+
+// Values per creep term.
+#define FEGPU_STRESS_LAW_TERM 4
+
 // Lattice storage only: populations in IEEE half precision (f_i − w_i kept,
 // arithmetic in f32).
 // Site flag: a fluid site, collided and streamed every step.
@@ -220,6 +226,9 @@ typedef uint64_t fegpu_heat_t;
 
 // An elastodynamics stepper handle (0 is never valid).
 typedef uint64_t fegpu_dynamics_t;
+
+// A thermal-stress handle (0 is never valid).
+typedef uint64_t fegpu_stress_t;
 
 // A lattice handle (0 is never valid).
 typedef uint64_t fegpu_lattice_t;
@@ -823,6 +832,53 @@ fegpu_status fegpu_fem_dynamics_set_displacements(fegpu_dynamics_t dynamics,
 
 // Destroys an elastodynamics stepper.
 fegpu_status fegpu_fem_dynamics_destroy(fegpu_dynamics_t dynamics);
+
+// Creates an incremental thermal-stress solve (concrete dams) on a 3-D
+// elasticity set (tet4, hex8; props (E, nu): nu is used, the moduli come
+// from the laws). `laws` holds, per material, 8 + 4 n_terms values: the
+// modulus law (0: E0 (1 - exp(-a tau^b)), 1: E0 tau / (a + tau), 2: E0),
+// E0, a, b; alpha (thermal expansion); g_inf, c, d of the autogenous
+// volume strain g_inf (1 - exp(-c tau^d)); then per creep term f, g, q, r of
+// C(t, tau) = sum (f + g tau^-q) (1 - exp(-r (t - tau))), tau the age
+// (time - cast[e], cast per element). The solve starts at t0 with the
+// nodes' `temperature` (host values); the dofs fixed[i] (i < n_fixed,
+// counted from index_base) stay at zero displacement.
+fegpu_status fegpu_fem_stress_create(fegpu_fem_t fem,
+                                     int32_t n_terms,
+                                     const double *laws,
+                                     const double *cast,
+                                     double t0,
+                                     const double *temperature,
+                                     int64_t n_fixed,
+                                     const int64_t *fixed,
+                                     int32_t index_base,
+                                     fegpu_stress_t *stress);
+
+// One step of dt to the temperatures `t` (an array of the set's nodes on
+// the device: the heat stepper's), with `load` an increment of nodal loads
+// (0: none). CG with Jacobi to `tol` in at most `maxit` iterations (`info`
+// may be NULL); a failed step leaves the state as it was.
+fegpu_status fegpu_fem_stress_step(fegpu_stress_t stress,
+                                   double dt,
+                                   fegpu_array_t t,
+                                   fegpu_array_t load,
+                                   double tol,
+                                   int64_t maxit,
+                                   struct fegpu_solve_info *info);
+
+// The stresses (xx yy zz xy yz zx) into `out` (n values): with `nodal` 1
+// the nodes' averages of the element means (6 x nodes), with 0 every Gauss
+// point's (6 x points per element x elements, element after element).
+fegpu_status fegpu_fem_stress_download(fegpu_stress_t stress,
+                                       int32_t nodal,
+                                       double *out,
+                                       int64_t n);
+
+// The displacements accumulated since t0 (n = dofs values) into `out`.
+fegpu_status fegpu_fem_stress_displacements(fegpu_stress_t stress, double *out, int64_t n);
+
+// Destroys a thermal-stress solve.
+fegpu_status fegpu_fem_stress_destroy(fegpu_stress_t stress);
 
 // Creates an nx x ny x nz D3Q19 lattice storing populations as `dtype`
 // (FEGPU_DTYPE_F16, FEGPU_DTYPE_F32 or FEGPU_DTYPE_F64; f16 and f32 compute in f32), BGK relaxation time `tau` (> 0.5),

@@ -1023,3 +1023,169 @@ TL_FORCE(tri3_elastic, 3, 2)
 TL_FORCE(quad4_elastic, 4, 2)
 TL_FORCE(tet4_elastic, 4, 3)
 TL_FORCE(hex8_elastic, 8, 3)
+
+// Global entry i = sum over its contributions of scale[e] ke[from[k]], e the
+// contribution's element (from = packed entry * ne + e): the matrix of
+// per-element moduli from unit-modulus element matrices (thermal stress).
+extern "C" __global__ void __launch_bounds__(256) assemble_scaled(i64 nnz, i64 ne, const int* __restrict__ ptr,
+    const int* __restrict__ from, const double* __restrict__ ke, const double* __restrict__ scale,
+    double* __restrict__ values) {
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nnz) return;
+    double s = 0.0;
+    for (int k = ptr[i]; k < ptr[i + 1]; ++k) s += scale[from[k] % ne] * ke[from[k]];
+    values[i] = s;
+}
+
+// ---- Thermal stress with age and creep (the concrete-dam codes) ----
+// Material law row p (src/fem/stress.rs `Law`): p[0] the modulus law (0:
+// E0 (1 - exp(-a tau^b)), 1: E0 tau / (a + tau), 2: E0), p[1..4) E0, a, b,
+// p[4] alpha, p[5..8) the autogenous volume strain G(tau) = g_inf (1 -
+// exp(-c tau^d)), then per creep term j p[8 + 4j ..] = f, g, q, r of the
+// Dirichlet series C(t, tau) = sum_j (f + g tau^-q) (1 - exp(-r (t - tau))).
+// Over a step (t, t + dt), tau_m the age at its middle: the stress
+// increment acts at tau_m, so with D1 the unit-modulus D,
+//   eta  = sum_j (1 - e^(-r dt)) w_j            (the creep the past stresses add)
+//   Ebar = E(tau_m) / (1 + E(tau_m) sum_j psi_j(tau_m) (1 - e^(-r dt / 2)))
+//   e0   = alpha dT + dG on the normal strains  (dT at the Gauss point from N)
+//   ds   = Ebar D1 (B du - eta - e0),  w_j <- e^(-r dt) w_j + psi_j e^(-r dt / 2) D1^-1 ds
+// and the step's load is the integral of B^T Ebar D1 (eta + e0). State per
+// Gauss point, entry-major (k * ne + e): the stress (6), w_j (6 per term).
+__device__ double law_modulus(const double* p, double tau) {
+    const int kind = (int)p[0];
+    if (kind == 0) return p[1] * (1.0 - exp(-p[2] * pow(tau, p[3])));
+    if (kind == 1) return p[1] * tau / (p[2] + tau);
+    return p[1];
+}
+
+__device__ double law_autogenous(const double* p, double tau) {
+    return tau > 0.0 ? p[5] * (1.0 - exp(-p[6] * pow(tau, p[7]))) : 0.0;
+}
+
+template <int NN>
+__device__ void thermal_stress(i64 ne, const double* __restrict__ x, const int* __restrict__ conn,
+                               const int* __restrict__ material, const double* __restrict__ laws, int stride,
+                               int terms, const double* __restrict__ nu_of, const double* __restrict__ cast, double t,
+                               double dt, int order, const double* __restrict__ t_new, const double* __restrict__ t_old,
+                               double* __restrict__ stress, double* __restrict__ w, double* __restrict__ ebar_out,
+                               double* f, const double* __restrict__ du) {
+    constexpr int DIM = 3, NS = 6;
+    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= ne) return;
+    const int m = material[e];
+    const double* p = laws + (i64)m * stride;
+    const double tau = t + 0.5 * dt - cast[e];
+    const double em = law_modulus(p, tau);
+    double q = 0.0;
+    for (int j = 0; j < terms; ++j) {
+        const double* c = p + 8 + 4 * j;
+        q += (c[0] + c[1] * pow(tau, -c[2])) * (1.0 - exp(-c[3] * 0.5 * dt));
+    }
+    const double ebar = em / (1.0 + em * q);
+    if (!du) ebar_out[e] = ebar;
+    const double dg = law_autogenous(p, t + dt - cast[e]) - law_autogenous(p, t - cast[e]);
+    double d[6][6];
+    material_matrix<DIM, DIM>(1.0, nu_of[m], 0, d);
+    double xe[NN][3], dte[NN], fe[NN][3], ue[NN][3];
+    element_nodes<NN, DIM>(x, conn, e, xe);
+#pragma unroll
+    for (int a = 0; a < NN; ++a) {
+        const i64 v = conn[e * NN + a];
+        dte[a] = t_new[v] - t_old[v];
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+            fe[a][c] = 0.0;
+            ue[a][c] = du ? du[3 * v + c] : 0.0;
+        }
+    }
+    const int points = gauss_points<NN, DIM>(order);
+    for (int gp = 0; gp < points; ++gp) {
+        double g[NN][3], n[NN], wdet;
+        gauss_point<NN, DIM>(xe, order, gp, g, wdet, n);  // the set's integration checked the elements
+        double dtemp = 0.0;
+#pragma unroll
+        for (int a = 0; a < NN; ++a) dtemp += n[a] * dte[a];
+        double v[NS];  // eta + e0, then (with du) B du - eta - e0
+#pragma unroll
+        for (int s = 0; s < NS; ++s) {
+            double eta = 0.0;
+            for (int j = 0; j < terms; ++j)
+                eta += (1.0 - exp(-p[8 + 4 * j + 3] * dt)) * w[((i64)(j * points + gp) * NS + s) * ne + e];
+            v[s] = eta + (s < 3 ? p[4] * dtemp + dg : 0.0);
+        }
+        if (du) {
+#pragma unroll
+            for (int s = 0; s < NS; ++s) {
+                double strain = 0.0;
+#pragma unroll
+                for (int a = 0; a < NN; ++a)
+#pragma unroll
+                    for (int c = 0; c < 3; ++c) strain += b_entry<DIM, DIM>(s, c, g[a]) * ue[a][c];
+                v[s] = strain - v[s];
+            }
+        }
+        double sv[NS];  // Ebar D1 v
+#pragma unroll
+        for (int s = 0; s < NS; ++s) {
+            sv[s] = 0.0;
+#pragma unroll
+            for (int r = 0; r < NS; ++r) sv[s] += ebar * d[s][r] * v[r];
+        }
+        if (!du) {
+#pragma unroll
+            for (int a = 0; a < NN; ++a)
+#pragma unroll
+                for (int c = 0; c < 3; ++c) {
+                    double b = 0.0;
+#pragma unroll
+                    for (int s = 0; s < NS; ++s) b += b_entry<DIM, DIM>(s, c, g[a]) * sv[s];
+                    fe[a][c] += wdet * b;
+                }
+            continue;
+        }
+#pragma unroll
+        for (int s = 0; s < NS; ++s) {
+            stress[((i64)gp * NS + s) * ne + e] += sv[s];
+            for (int j = 0; j < terms; ++j) {
+                const double* c = p + 8 + 4 * j;
+                double& wj = w[((i64)(j * points + gp) * NS + s) * ne + e];
+                wj = exp(-c[3] * dt) * wj + (c[0] + c[1] * pow(tau, -c[2])) * exp(-c[3] * 0.5 * dt) * ebar * v[s];
+            }
+        }
+    }
+    if (!du)
+#pragma unroll
+        for (int a = 0; a < NN; ++a)
+#pragma unroll
+            for (int c = 0; c < 3; ++c) atomicAdd(&f[(i64)conn[e * NN + a] * 3 + c], fe[a][c]);
+}
+
+#define THERMAL_STRESS(NAME, NN)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(128) thermal_stress_##NAME(i64 ne, const double* x,               \
+        const int* conn, const int* material, const double* laws, int stride, int terms, const double* nu,        \
+        const double* cast, double t, double dt, int order, const double* t_new, const double* t_old,             \
+        double* stress, double* w, double* ebar, double* f, const double* du) {                                   \
+        thermal_stress<NN>(ne, x, conn, material, laws, stride, terms, nu, cast, t, dt, order, t_new, t_old,      \
+                           stress, w, ebar, f, du);                                                               \
+    }
+THERMAL_STRESS(tet4, 4)
+THERMAL_STRESS(hex8, 8)
+
+// sums[6 v + s] += the element mean of stress s, count[v] += 1, for each
+// node v of each element: the nodal averages once divided.
+extern "C" __global__ void __launch_bounds__(128) stress_to_nodes(i64 ne, int nn, int points,
+    const int* __restrict__ conn, const double* __restrict__ stress, double* sums, double* count) {
+    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= ne) return;
+    double mean[6];
+    for (int s = 0; s < 6; ++s) {
+        mean[s] = 0.0;
+        for (int gp = 0; gp < points; ++gp) mean[s] += stress[((i64)gp * 6 + s) * ne + e];
+        mean[s] /= points;
+    }
+    for (int a = 0; a < nn; ++a) {
+        const i64 v = conn[e * nn + a];
+        for (int s = 0; s < 6; ++s) atomicAdd(&sums[6 * v + s], mean[s]);
+        atomicAdd(&count[v], 1.0);
+    }
+}

@@ -2083,3 +2083,227 @@ fn total_lagrangian_stepper_keeps_a_rotated_bar_still_and_is_linear_when_small()
     ok(fegpu_context_destroy(ctx));
     ok(fegpu_context_destroy(reference));
 }
+
+/// A thermal-stress solve on `s` through the C API.
+fn stress_solve(s: &Set, terms: i32, laws: &[f64], cast: &[f64], t0: f64, temperature: &[f64], fixed: &[i64]) -> fegpu_stress_t {
+    let mut h = 0;
+    let st = unsafe {
+        fegpu_fem_stress_create(
+            s.h,
+            terms,
+            laws.as_ptr(),
+            cast.as_ptr(),
+            t0,
+            temperature.as_ptr(),
+            fixed.len() as i64,
+            fixed.as_ptr(),
+            1,
+            &mut h,
+        )
+    };
+    assert_eq!(st, FEGPU_OK, "{}", last_message());
+    h
+}
+
+/// Steps `stress` to each temperature field in turn (dt each); the Gauss-point stresses after each.
+fn stress_steps(ctx: fegpu_context_t, stress: fegpu_stress_t, dt: f64, fields: &[Vec<f64>], points: usize) -> Vec<Vec<f64>> {
+    let mut out = Vec::new();
+    for field in fields {
+        let t = create_f64(ctx, field.len(), 1, field);
+        let st = unsafe { fegpu_fem_stress_step(stress, dt, t, 0, 1e-13, 5000, std::ptr::null_mut()) };
+        assert_eq!(st, FEGPU_OK, "{}", last_message());
+        ok(fegpu::ffi::array::fegpu_array_destroy(t));
+        let mut sigma = vec![f64::NAN; points]; // poisoned
+        ok(unsafe { fegpu_fem_stress_download(stress, 0, sigma.as_mut_ptr(), points as i64) });
+        out.push(sigma);
+    }
+    out
+}
+
+/// A constant-modulus law without creep or autogenous strain (E, alpha).
+fn elastic_law(young: f64, alpha: f64) -> Vec<f64> {
+    vec![2.0, young, 0.0, 0.0, alpha, 0.0, 0.0, 0.0]
+}
+
+/// Thermal stress against closed forms on a hex8 bar (and its tet4 split):
+/// heated uniformly while free it expands by alpha dT x without stress;
+/// held at both ends it carries -E alpha dT along the bar and nothing
+/// across; held so while its creep (one Dirichlet term, compliance psi)
+/// relaxes the stress, it follows the standard solid's relaxation
+/// sigma(t) = -E alpha dT (1 - E psi / (1 + E psi) (1 - e^(-r (1 + E psi) t))),
+/// the incremental method converging to it at second order in dt.
+#[test]
+fn thermal_stress_matches_the_closed_forms_of_a_bar() {
+    let ctx = context();
+    let mut rng = Rng::new(2);
+    let (young, nu, alpha, heat) = (20e3, 0.2, 1e-5, 10.0);
+    let (coords, hexes) = hex_mesh([6, 1, 1], &mut rng);
+    let nodes = coords.len() / 3;
+    let x = |v: usize, c: usize| coords[3 * v + c];
+    let node_at = |p: [f64; 3]| (0..nodes).find(|&v| (0..3).all(|c| x(v, c) == p[c])).unwrap();
+    let dof = |v: usize, c: usize| (3 * v + c + 1) as i64;
+    let (o, ox, oy) = (node_at([0.0, 0.0, 0.0]), node_at([6.0, 0.0, 0.0]), node_at([0.0, 1.0, 0.0]));
+    let rigid = vec![dof(o, 0), dof(o, 1), dof(o, 2), dof(ox, 1), dof(ox, 2), dof(oy, 2)];
+    let mut held = vec![dof(o, 1), dof(o, 2), dof(oy, 2)];
+    held.extend((0..nodes).filter(|&v| x(v, 0) == 0.0 || x(v, 0) == 6.0).map(|v| dof(v, 0)));
+    let tets = tets_of(&coords, &hexes);
+    for (element, nn, conn) in [(FEGPU_ELEMENT_HEX8, 8, hexes.clone()), (FEGPU_ELEMENT_TET4, 4, tets)] {
+        let ne = conn.len() / nn;
+        let s = create(ctx, element, FEGPU_PROBLEM_ELASTIC_3D, &coords, 3, &conn, &[young, nu], &vec![1; ne], 2);
+        let points = if nn == 8 { 8 } else { 1 } * 6 * ne;
+        let (cold, warm) = (vec![0.0; nodes], vec![heat; nodes]);
+        // free: no stress, u = alpha dT x
+        let free = stress_solve(&s, 0, &elastic_law(young, alpha), &vec![0.0; ne], 1.0, &cold, &rigid);
+        let sigma = stress_steps(ctx, free, 1.0, std::slice::from_ref(&warm), points).pop().unwrap();
+        assert!(sigma.iter().all(|v| v.abs() < 1e-9 * young * alpha * heat), "element {element}: a free bar is stressed");
+        let mut u = vec![f64::NAN; 3 * nodes];
+        ok(unsafe { fegpu_fem_stress_displacements(free, u.as_mut_ptr(), u.len() as i64) });
+        for v in 0..nodes {
+            for c in 0..3 {
+                assert!(
+                    (u[3 * v + c] - alpha * heat * x(v, c)).abs() < 1e-12,
+                    "element {element}: u({v}, {c}) = {}",
+                    u[3 * v + c]
+                );
+            }
+        }
+        ok(fegpu_fem_stress_destroy(free));
+        // held at both ends: -E alpha dT along, nothing across, at every point and node
+        let held_solve = stress_solve(&s, 0, &elastic_law(young, alpha), &vec![0.0; ne], 1.0, &cold, &held);
+        let sigma = stress_steps(ctx, held_solve, 1.0, std::slice::from_ref(&warm), points).pop().unwrap();
+        for p in sigma.chunks(6) {
+            assert!((p[0] + young * alpha * heat).abs() < 1e-9 * young * alpha * heat, "element {element}: {p:?}");
+            assert!(p[1..].iter().all(|v| v.abs() < 1e-9 * young * alpha * heat), "element {element}: {p:?}");
+        }
+        let mut nodal = vec![f64::NAN; 6 * nodes];
+        ok(unsafe { fegpu_fem_stress_download(held_solve, 1, nodal.as_mut_ptr(), nodal.len() as i64) });
+        assert!(nodal.chunks(6).all(|p| (p[0] + young * alpha * heat).abs() < 1e-9 * young * alpha * heat));
+        ok(fegpu_fem_stress_destroy(held_solve));
+        // creep relaxation under the held strain
+        let (psi, r, end) = (2.0 / young, 0.3, 10.0);
+        let mut law = elastic_law(young, alpha);
+        law.extend([psi, 0.0, 0.0, r]);
+        let exact = |t: f64| {
+            -young * alpha * heat * (1.0 - young * psi / (1.0 + young * psi) * (1.0 - (-r * (1.0 + young * psi) * t).exp()))
+        };
+        let mut errors = Vec::new();
+        for steps in [20usize, 80] {
+            let dt = end / steps as f64;
+            let creep = stress_solve(&s, 1, &law, &vec![0.0; ne], 0.0, &cold, &held);
+            let fields = vec![warm.clone(); steps];
+            let sigma = stress_steps(ctx, creep, dt, &fields, points).pop().unwrap();
+            // the first step's stress acts from its middle
+            errors.push((sigma[0] - exact(end - 0.5 * dt)).abs() / exact(end - 0.5 * dt).abs());
+            assert!(sigma.chunks(6).all(|p| (p[0] - sigma[0]).abs() < 1e-9 * sigma[0].abs()), "uniform along the bar");
+            ok(fegpu_fem_stress_destroy(creep));
+        }
+        // second order in dt (seen: 2.0e-5, then 1.1e-6 at a quarter of the step)
+        assert!(errors[1] < 1e-5 && errors[1] < errors[0] / 8.0, "element {element}: relaxation errors {errors:?}");
+        ok(fegpu_fem_destroy(s.h));
+    }
+    ok(fegpu_context_destroy(ctx));
+}
+
+/// The backend against the CPU reference with every ingredient: aging
+/// moduli (exponential and hyperbolic laws), two aging creep terms,
+/// autogenous strain, elements cast at different times, random temperature
+/// fields over several steps; and bad input refused with the state kept.
+#[test]
+fn thermal_stress_backend_matches_the_reference_and_refuses_bad_input() {
+    let (ctx, reference) = (context(), reference_context());
+    let mut rng = Rng::new(seed());
+    let (coords, hexes) = hex_mesh([3, 2, 2], &mut rng);
+    let nodes = coords.len() / 3;
+    let fixed: Vec<i64> =
+        (0..nodes).filter(|&v| coords[3 * v + 2] == 0.0).flat_map(|v| (1..=3).map(move |c| 3 * v as i64 + c)).collect();
+    let laws = [
+        vec![0.0, 30e3, 0.4, 0.34, 1e-5, -50e-6, 0.4, 0.5, 0.4e-4, 0.6e-4, 0.45, 0.3, 0.2e-4, 0.3e-4, 0.45, 0.005],
+        vec![1.0, 25e3, 4.0, 0.0, 0.8e-5, 30e-6, 0.1, 1.0, 0.3e-4, 0.5e-4, 0.4, 0.5, 0.1e-4, 0.2e-4, 0.3, 0.01],
+    ]
+    .concat();
+    let tets = tets_of(&coords, &hexes);
+    for (element, nn, conn) in [(FEGPU_ELEMENT_HEX8, 8, hexes.clone()), (FEGPU_ELEMENT_TET4, 4, tets)] {
+        let ne = conn.len() / nn;
+        let material: Vec<i64> = (0..ne).map(|e| 1 + (e % 2) as i64).collect();
+        let cast: Vec<f64> = (0..ne).map(|e| if e < ne / 2 { 0.0 } else { 2.0 }).collect();
+        let points = if nn == 8 { 8 } else { 1 } * 6 * ne;
+        let start: Vec<f64> = (0..nodes).map(|_| 20.0 + rng.next_f64()).collect();
+        let fields: Vec<Vec<f64>> =
+            (1..=5).map(|k| (0..nodes).map(|_| 20.0 + 3.0 * k as f64 + 2.0 * rng.next_f64()).collect()).collect();
+        let mut runs = Vec::new();
+        for c in [ctx, reference] {
+            let s = create(c, element, FEGPU_PROBLEM_ELASTIC_3D, &coords, 3, &conn, &[30e3, 0.17, 25e3, 0.2], &material, 2);
+            let h = stress_solve(&s, 2, &laws, &cast, 3.0, &start, &fixed);
+            runs.push(stress_steps(c, h, 0.5, &fields, points));
+            ok(fegpu_fem_stress_destroy(h));
+            ok(fegpu_fem_destroy(s.h));
+        }
+        for (got, want) in runs[0].iter().zip(&runs[1]) {
+            let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            assert!(scale > 0.1, "the fields load the structure");
+            for (g, w) in got.iter().zip(want) {
+                assert!((g - w).abs() < 1e-9 * scale, "element {element}: {g} vs the reference {w}");
+            }
+        }
+    }
+    // bad input
+    let ne = hexes.len() / 8;
+    let s = create(ctx, FEGPU_ELEMENT_HEX8, FEGPU_PROBLEM_ELASTIC_3D, &coords, 3, &hexes, &[30e3, 0.17], &vec![1; ne], 2);
+    let mut h = 0;
+    let mut bad = elastic_law(30e3, 1e-5);
+    bad[1] = -1.0;
+    let temps = vec![0.0; nodes];
+    let st = unsafe {
+        fegpu_fem_stress_create(
+            s.h,
+            0,
+            bad.as_ptr(),
+            vec![0.0; ne].as_ptr(),
+            1.0,
+            temps.as_ptr(),
+            0,
+            [0i64; 0].as_ptr(),
+            1,
+            &mut h,
+        )
+    };
+    expect_err(st, FEGPU_ERR_INVALID_ARGUMENT, &["laws(:, 1)", "E0"]);
+    let mut cast = vec![0.0; ne];
+    cast[3] = 5.0;
+    h = stress_solve(&s, 0, &elastic_law(30e3, 1e-5), &cast, 1.0, &temps, &fixed);
+    let t = create_f64(ctx, nodes, 1, &vec![1.0; nodes]);
+    expect_err(
+        unsafe { fegpu_fem_stress_step(h, 1.0, t, 0, 1e-10, 100, std::ptr::null_mut()) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["element 4"],
+    );
+    expect_err(
+        unsafe { fegpu_fem_stress_step(h, -1.0, t, 0, 1e-10, 100, std::ptr::null_mut()) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["dt"],
+    );
+    let mut u = vec![f64::NAN; 3 * nodes];
+    ok(unsafe { fegpu_fem_stress_displacements(h, u.as_mut_ptr(), u.len() as i64) });
+    assert!(u.iter().all(|&v| v == 0.0), "a refused step changed the state");
+    ok(fegpu_fem_stress_destroy(h));
+    let (qc, qn) = quad_mesh(2, 1, 2.0, 1.0, 0.0, &mut rng);
+    let plane = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRAIN, &qc, 2, &qn, &[1.0, 0.2], &[1, 1], 2);
+    let st = unsafe {
+        fegpu_fem_stress_create(
+            plane.h,
+            0,
+            elastic_law(1.0, 1.0).as_ptr(),
+            [0.0; 2].as_ptr(),
+            1.0,
+            [0.0; 6].as_ptr(),
+            0,
+            [0i64; 0].as_ptr(),
+            1,
+            &mut h,
+        )
+    };
+    expect_err(st, FEGPU_ERR_UNSUPPORTED, &["3-D"]);
+    ok(fegpu::ffi::array::fegpu_array_destroy(t));
+    ok(fegpu_context_destroy(ctx));
+    ok(fegpu_context_destroy(reference));
+}

@@ -164,6 +164,18 @@ impl Array {
         })
     }
 
+    /// Sets every element to zero where the array lives.
+    pub fn zero(&self) -> Result<()> {
+        let mut s = self.lock();
+        match &mut *s {
+            Storage::F64(Buffer::Host(h)) => h.fill(0.0),
+            Storage::F32(Buffer::Host(h)) => h.fill(0.0),
+            Storage::F64(Buffer::Device(d)) => self.ctx.device()?.fill_bytes(d, 0)?,
+            Storage::F32(Buffer::Device(d)) => self.ctx.device()?.fill_bytes(d, 0)?,
+        }
+        Ok(())
+    }
+
     /// Checks that `first..first+count` (0-based) lies inside the array.
     fn check_range(&self, first: usize, count: usize, arg: &str) -> Result<()> {
         match first.checked_add(count) {

@@ -494,3 +494,136 @@ pub fn tl_force(set: &ElementSet, props: &[f64], u: &[f64], s: f64, f: &mut [f64
         }
     }
 }
+
+/// Global entry i = sum of scale[e] ke[k] over its contributions k (kernels/fem.cu `assemble_scaled`).
+pub fn assemble_scaled(ptr: &[i32], from: &[i32], ke: &[f64], scale: &[f64], values: &mut [f64]) {
+    let ne = scale.len();
+    for (i, v) in values.iter_mut().enumerate() {
+        *v = from[ptr[i] as usize..ptr[i + 1] as usize].iter().map(|&k| scale[k as usize % ne] * ke[k as usize]).sum();
+    }
+}
+
+/// What a thermal-stress pass reads and writes (kernels/fem.cu `thermal_stress`).
+pub struct StressPass<'a> {
+    pub laws: &'a [f64],
+    pub stride: usize,
+    pub terms: usize,
+    pub nu: &'a [f64],
+    pub cast: &'a [f64],
+    pub t: f64,
+    pub dt: f64,
+    pub t_new: &'a [f64],
+    pub t_old: &'a [f64],
+}
+
+pub fn law_modulus(p: &[f64], tau: f64) -> f64 {
+    match p[0] as i32 {
+        0 => p[1] * (1.0 - (-p[2] * tau.powf(p[3])).exp()),
+        1 => p[1] * tau / (p[2] + tau),
+        _ => p[1],
+    }
+}
+
+fn law_autogenous(p: &[f64], tau: f64) -> f64 {
+    if tau > 0.0 {
+        p[5] * (1.0 - (-p[6] * tau.powf(p[7])).exp())
+    } else {
+        0.0
+    }
+}
+
+/// One thermal-stress pass as kernels/fem.cu `thermal_stress`: without `du`
+/// the step's load into f and each element's modulus into ebar; with `du`
+/// the stresses and creep state advanced (entry-major state).
+pub fn thermal_stress(
+    set: &ElementSet,
+    s: &StressPass,
+    stress: &mut [f64],
+    w: &mut [f64],
+    ebar: &mut [f64],
+    f: &mut [f64],
+    du: Option<&[f64]>,
+) {
+    let (t, nn, ne) = (set.element, set.element.nodes(), set.elements);
+    let pts = points(t, set.order);
+    let np = pts.len();
+    for e in 0..ne {
+        let m = set.material[e] as usize;
+        let p = &s.laws[m * s.stride..(m + 1) * s.stride];
+        let tau = s.t + 0.5 * s.dt - s.cast[e];
+        let em = law_modulus(p, tau);
+        let term = |j: usize| &p[8 + 4 * j..12 + 4 * j];
+        let psi = |c: &[f64]| c[0] + c[1] * tau.powf(-c[2]);
+        let q: f64 = (0..s.terms).map(|j| psi(term(j)) * (1.0 - (-term(j)[3] * 0.5 * s.dt).exp())).sum();
+        let eb = em / (1.0 + em * q);
+        if du.is_none() {
+            ebar[e] = eb;
+        }
+        let dg = law_autogenous(p, s.t + s.dt - s.cast[e]) - law_autogenous(p, s.t - s.cast[e]);
+        let d = material_matrix(Problem::Elastic3d, 3, [1.0, s.nu[m]]);
+        let xe = element_nodes(set, e);
+        let node = |a: usize| set.conn[e * nn + a] as usize;
+        let mut fe = vec![[0.0; 3]; nn];
+        for (gp, &(xi, wt)) in pts.iter().enumerate() {
+            let (g, det) = gauss_point(t, &xe, xi).expect("the set's integration checked the elements");
+            let n = shape_values(t, xi);
+            let dtemp: f64 = (0..nn).map(|a| n[a] * (s.t_new[node(a)] - s.t_old[node(a)])).sum();
+            let at = |j: usize, k: usize| ((j * np + gp) * 6 + k) * ne + e;
+            let mut v: Vec<f64> = (0..6)
+                .map(|k| {
+                    let eta: f64 = (0..s.terms).map(|j| (1.0 - (-term(j)[3] * s.dt).exp()) * w[at(j, k)]).sum();
+                    eta + if k < 3 { p[4] * dtemp + dg } else { 0.0 }
+                })
+                .collect();
+            if let Some(du) = du {
+                for (k, vk) in v.iter_mut().enumerate() {
+                    let strain: f64 = (0..nn)
+                        .flat_map(|a| (0..3).map(move |c| (a, c)))
+                        .map(|(a, c)| b_entry(Problem::Elastic3d, 3, k, c, &g[a]) * du[3 * node(a) + c])
+                        .sum();
+                    *vk = strain - *vk;
+                }
+            }
+            let sv: Vec<f64> = (0..6).map(|k| (0..6).map(|r| eb * d[k][r] * v[r]).sum()).collect();
+            match du {
+                None => {
+                    for (a, fa) in fe.iter_mut().enumerate() {
+                        for (c, fc) in fa.iter_mut().enumerate() {
+                            *fc += wt * det * (0..6).map(|k| b_entry(Problem::Elastic3d, 3, k, c, &g[a]) * sv[k]).sum::<f64>();
+                        }
+                    }
+                }
+                Some(_) => {
+                    for k in 0..6 {
+                        stress[(gp * 6 + k) * ne + e] += sv[k];
+                        for j in 0..s.terms {
+                            let c = term(j);
+                            w[at(j, k)] = (-c[3] * s.dt).exp() * w[at(j, k)] + psi(c) * (-c[3] * 0.5 * s.dt).exp() * eb * v[k];
+                        }
+                    }
+                }
+            }
+        }
+        if du.is_none() {
+            for (a, fa) in fe.iter().enumerate() {
+                for c in 0..3 {
+                    f[3 * node(a) + c] += fa[c];
+                }
+            }
+        }
+    }
+}
+
+/// Node averages of the element-mean stresses (kernels/fem.cu `stress_to_nodes`, then divided): 6 per node.
+pub fn stress_to_nodes(set: &ElementSet, points: usize, stress: &[f64], sums: &mut [f64], count: &mut [f64]) {
+    let (nn, ne) = (set.element.nodes(), set.elements);
+    for e in 0..ne {
+        let mean: Vec<f64> =
+            (0..6).map(|k| (0..points).map(|gp| stress[(gp * 6 + k) * ne + e]).sum::<f64>() / points as f64).collect();
+        for a in 0..nn {
+            let v = set.conn[e * nn + a] as usize;
+            (0..6).for_each(|k| sums[6 * v + k] += mean[k]);
+            count[v] += 1.0;
+        }
+    }
+}

@@ -372,3 +372,76 @@ pub fn tl_force(
     l.arg(&ne).arg(&d.coords).arg(&d.conn).arg(&d.material).arg(props).arg(&order).arg(u).arg(&s).arg(f);
     g.launch(&name, l, element_grid(set), (BLOCK, 1, 1), 0)
 }
+
+/// Global values from unit-modulus element matrices scaled per element.
+#[allow(clippy::too_many_arguments)]
+pub fn assemble_scaled(
+    g: &Gpu,
+    nnz: usize,
+    ne: usize,
+    ptr: &DeviceBuffer<i32>,
+    from: &DeviceBuffer<i32>,
+    ke: &DeviceBuffer<f64>,
+    scale: &DeviceBuffer<f64>,
+    values: &DeviceBuffer<f64>,
+) -> crate::error::Result<()> {
+    let f = g.kernel("fem", SOURCE, "assemble_scaled")?;
+    let (n, ne) = (nnz as i64, ne as i64);
+    let mut l = g.launcher(&f);
+    l.arg(&n).arg(&ne).arg(ptr).arg(from).arg(ke).arg(scale).arg(values);
+    g.launch("assemble_scaled", l, ((nnz as u32).div_ceil(256).max(1), 1, 1), (256, 1, 1), 0)
+}
+
+/// The device side of a thermal-stress pass (kernels/fem.cu `thermal_stress`).
+pub struct StressBuffers<'a> {
+    pub laws: &'a DeviceBuffer<f64>,
+    pub stride: usize,
+    pub terms: usize,
+    pub nu: &'a DeviceBuffer<f64>,
+    pub cast: &'a DeviceBuffer<f64>,
+    pub t: f64,
+    pub dt: f64,
+    pub t_new: &'a DeviceBuffer<f64>,
+    pub t_old: &'a DeviceBuffer<f64>,
+    pub stress: &'a DeviceBuffer<f64>,
+    pub w: &'a DeviceBuffer<f64>,
+    pub ebar: &'a DeviceBuffer<f64>,
+}
+
+/// Without `du`: the step's load into `f` and the moduli; with it: the
+/// stresses and creep state advanced.
+pub fn thermal_stress(
+    g: &Gpu,
+    set: &ElementSet,
+    d: &DeviceSet,
+    s: &StressBuffers,
+    f: Option<&DeviceBuffer<f64>>,
+    du: Option<&DeviceBuffer<f64>>,
+) -> crate::error::Result<()> {
+    let name = format!("thermal_stress_{}", set.element.name());
+    let func = g.kernel("fem", SOURCE, &name)?;
+    let (ne, stride, terms, order) = (set.elements as i64, s.stride as i32, s.terms as i32, set.order as i32);
+    let mut l = g.launcher(&func);
+    l.arg(&ne).arg(&d.coords).arg(&d.conn).arg(&d.material).arg(s.laws).arg(&stride).arg(&terms).arg(s.nu).arg(s.cast);
+    l.arg(&s.t).arg(&s.dt).arg(&order).arg(s.t_new).arg(s.t_old).arg(s.stress).arg(s.w).arg(s.ebar);
+    arg_or_null(&mut l, f);
+    arg_or_null(&mut l, du);
+    g.launch(&name, l, element_grid(set), (BLOCK, 1, 1), 0)
+}
+
+/// Sums of the element-mean stresses and element counts per node.
+pub fn stress_to_nodes(
+    g: &Gpu,
+    set: &ElementSet,
+    d: &DeviceSet,
+    points: usize,
+    stress: &DeviceBuffer<f64>,
+    sums: &DeviceBuffer<f64>,
+    count: &DeviceBuffer<f64>,
+) -> crate::error::Result<()> {
+    let func = g.kernel("fem", SOURCE, "stress_to_nodes")?;
+    let (ne, nn, pts) = (set.elements as i64, set.element.nodes() as i32, points as i32);
+    let mut l = g.launcher(&func);
+    l.arg(&ne).arg(&nn).arg(&pts).arg(&d.conn).arg(stress).arg(sums).arg(count);
+    g.launch("stress_to_nodes", l, element_grid(set), (BLOCK, 1, 1), 0)
+}

@@ -13,6 +13,7 @@ pub mod ebe;
 pub mod gallery;
 pub mod heat;
 pub mod loads;
+pub mod stress;
 
 use crate::array::Buffer;
 use crate::context::Context;
@@ -397,23 +398,35 @@ impl ElementSet {
     /// consistent mass with the densities) where the set lives. A bad element
     /// fails the call and leaves the previous matrices as they were.
     pub fn integrate(&self) -> Result<()> {
-        let stiffness = self.integrate_one(false)?;
+        let stiffness = self.integrate_one(false, None)?;
         self.geometry_checked.store(true, std::sync::atomic::Ordering::Relaxed);
-        let mass = self.integrate_one(true)?;
+        let mass = self.integrate_one(true, None)?;
         let mut r = self.results();
         (r.stiffness, r.mass) = (Some(stiffness), Some(mass));
         r.version += 1;
         Ok(())
     }
 
-    fn integrate_one(&self, mass: bool) -> Result<Buffer<f64>> {
+    /// The element stiffness matrices with material parameters `props`
+    /// (2 per material) instead of the set's, not kept by the set.
+    pub(crate) fn stiffness_with(&self, props: &[f64]) -> Result<Buffer<f64>> {
+        self.integrate_one(false, Some(props))
+    }
+
+    fn integrate_one(&self, mass: bool, props: Option<&[f64]>) -> Result<Buffer<f64>> {
         let total = self.packed_len() * self.elements;
         let m = self.materials();
         let coef = m.mass_coefficients(self.problem);
-        Ok(match (self.ctx.gpu(), &self.device, &m.device) {
+        let props_d = match (props, self.ctx.gpu()) {
+            (Some(p), Some(g)) => Some(crate::sparse::cuda::upload(g, p)?),
+            _ => None,
+        };
+        let device_props = props_d.as_ref().or(m.device.as_ref());
+        let host_props = props.unwrap_or(&m.props);
+        Ok(match (self.ctx.gpu(), &self.device, device_props) {
             (None, _, _) => {
                 let mut ke = vec![f64::NAN; total];
-                let done = if mass { cpu::mass(self, &coef, &mut ke) } else { cpu::stiffness(self, &m.props, &mut ke) };
+                let done = if mass { cpu::mass(self, &coef, &mut ke) } else { cpu::stiffness(self, host_props, &mut ke) };
                 done.map_err(|e| self.bad_element(e))?;
                 Buffer::Host(ke)
             }
@@ -501,6 +514,23 @@ impl ElementSet {
             }
             (Buffer::Device(v), Buffer::Device(ke), Buffer::Device(ptr), Buffer::Device(from)) => {
                 cuda::assemble(self.ctx.device()?, v.len(), ptr, from, ke, v)
+            }
+            _ => Err(crate::array::mixed_backends()),
+        }
+    }
+
+    /// Global values on the assembled pattern from element matrices `ke`
+    /// scaled by `scale[e]` per element (`assembly_pattern` first).
+    pub(crate) fn gather_scaled(&self, ke: &Buffer<f64>, scale: &Buffer<f64>, values: &mut Buffer<f64>) -> Result<()> {
+        let r = self.results();
+        let a = r.assembly.as_ref().ok_or_else(|| Error::invalid("no assembly pattern yet"))?;
+        match (values, ke, scale, &a.ptr, &a.from) {
+            (Buffer::Host(v), Buffer::Host(ke), Buffer::Host(sc), Buffer::Host(ptr), Buffer::Host(from)) => {
+                cpu::assemble_scaled(ptr, from, ke, sc, v);
+                Ok(())
+            }
+            (Buffer::Device(v), Buffer::Device(ke), Buffer::Device(sc), Buffer::Device(ptr), Buffer::Device(from)) => {
+                cuda::assemble_scaled(self.ctx.device()?, v.len(), self.elements, ptr, from, ke, sc, v)
             }
             _ => Err(crate::array::mixed_backends()),
         }

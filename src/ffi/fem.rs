@@ -617,3 +617,101 @@ pub unsafe extern "C" fn fegpu_fem_dynamics_set_displacements(
 pub extern "C" fn fegpu_fem_dynamics_destroy(dynamics: fegpu_dynamics_t) -> fegpu_status {
     guard(|| registry::remove::<DynamicsStepper>(dynamics, "dynamics"))
 }
+
+/// A thermal-stress handle (0 is never valid).
+#[allow(non_camel_case_types)]
+pub type fegpu_stress_t = u64;
+
+/// Values per material in `laws` before the creep terms.
+pub const FEGPU_STRESS_LAW_HEAD: i32 = 8;
+/// Values per creep term.
+pub const FEGPU_STRESS_LAW_TERM: i32 = 4;
+
+/// Creates an incremental thermal-stress solve (concrete dams) on a 3-D
+/// elasticity set (tet4, hex8; props (E, nu): nu is used, the moduli come
+/// from the laws). `laws` holds, per material, 8 + 4 n_terms values: the
+/// modulus law (0: E0 (1 - exp(-a tau^b)), 1: E0 tau / (a + tau), 2: E0),
+/// E0, a, b; alpha (thermal expansion); g_inf, c, d of the autogenous
+/// volume strain g_inf (1 - exp(-c tau^d)); then per creep term f, g, q, r of
+/// C(t, tau) = sum (f + g tau^-q) (1 - exp(-r (t - tau))), tau the age
+/// (time - cast[e], cast per element). The solve starts at t0 with the
+/// nodes' `temperature` (host values); the dofs fixed[i] (i < n_fixed,
+/// counted from index_base) stay at zero displacement.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_stress_create(
+    fem: fegpu_fem_t,
+    n_terms: i32,
+    laws: *const f64,
+    cast: *const f64,
+    t0: f64,
+    temperature: *const f64,
+    n_fixed: i64,
+    fixed: *const i64,
+    index_base: i32,
+    stress: *mut fegpu_stress_t,
+) -> fegpu_status {
+    guard(|| {
+        use crate::fem::stress::{ThermalStress, LAW_HEAD, LAW_TERM};
+        let out = out_param(stress, "stress")?;
+        let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
+        let terms = usize::try_from(n_terms).map_err(|_| Error::invalid(format!("n_terms = {n_terms}: must be >= 0")))?;
+        let materials = set.materials().props.len() / 2;
+        let laws = host_in(laws, items(LAW_HEAD + LAW_TERM * terms.min(8), materials, "laws")?, "laws")?;
+        let (cast, temperature) = (host_in(cast, set.elements, "cast")?, host_in(temperature, set.nodes, "temperature")?);
+        let fixed = index_list(n_fixed, fixed, index_base, "n_fixed", "fixed")?;
+        let owner = registry::owner_of(fem).unwrap_or(0);
+        let s = ThermalStress::new(set, laws, terms, cast, t0, temperature, fixed, index_base as i64)?;
+        *out = registry::insert(Arc::new(s), owner);
+        Ok(())
+    })
+}
+
+/// One step of dt to the temperatures `t` (an array of the set's nodes on
+/// the device: the heat stepper's), with `load` an increment of nodal loads
+/// (0: none). CG with Jacobi to `tol` in at most `maxit` iterations (`info`
+/// may be NULL); a failed step leaves the state as it was.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_stress_step(
+    stress: fegpu_stress_t,
+    dt: f64,
+    t: fegpu_array_t,
+    load: fegpu_array_t,
+    tol: f64,
+    maxit: i64,
+    info: *mut fegpu_solve_info,
+) -> fegpu_status {
+    guard(|| {
+        let clock = std::time::Instant::now();
+        let s = registry::get::<crate::fem::stress::ThermalStress>(stress, "stress")?;
+        let load = if load == 0 { None } else { Some(registry::get::<crate::array::Array>(load, "load")?) };
+        let outcome = s.step(dt, &*registry::get::<crate::array::Array>(t, "T")?, load.as_deref(), tol, maxit)?;
+        write_info(info, &outcome, outcome.relative_residual, 0.0, clock);
+        Ok(())
+    })
+}
+
+/// The stresses (xx yy zz xy yz zx) into `out` (n values): with `nodal` 1
+/// the nodes' averages of the element means (6 x nodes), with 0 every Gauss
+/// point's (6 x points per element x elements, element after element).
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_stress_download(stress: fegpu_stress_t, nodal: i32, out: *mut f64, n: i64) -> fegpu_status {
+    guard(|| {
+        let s = registry::get::<crate::fem::stress::ThermalStress>(stress, "stress")?;
+        s.stresses(nodal != 0, host_out(out, crate::error::non_negative("n", n)?, "out")?)
+    })
+}
+
+/// The displacements accumulated since t0 (n = dofs values) into `out`.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_stress_displacements(stress: fegpu_stress_t, out: *mut f64, n: i64) -> fegpu_status {
+    guard(|| {
+        let s = registry::get::<crate::fem::stress::ThermalStress>(stress, "stress")?;
+        s.displacements(host_out(out, crate::error::non_negative("n", n)?, "out")?)
+    })
+}
+
+/// Destroys a thermal-stress solve.
+#[no_mangle]
+pub extern "C" fn fegpu_fem_stress_destroy(stress: fegpu_stress_t) -> fegpu_status {
+    guard(|| registry::remove::<crate::fem::stress::ThermalStress>(stress, "stress"))
+}

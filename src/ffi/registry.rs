@@ -29,6 +29,7 @@ pub enum Kind {
     DynamicsStepper = 10,
     DistCsr = 11,
     DistSolver = 12,
+    ThermalStress = 13,
 }
 
 impl Kind {
@@ -46,6 +47,7 @@ impl Kind {
             10 => Some(Kind::DynamicsStepper),
             11 => Some(Kind::DistCsr),
             12 => Some(Kind::DistSolver),
+            13 => Some(Kind::ThermalStress),
             _ => None,
         }
     }
@@ -63,6 +65,7 @@ impl Kind {
             Kind::DynamicsStepper => "fegpu_dynamics_t",
             Kind::DistCsr => "fegpu_dist_csr_t",
             Kind::DistSolver => "fegpu_dist_solver_t",
+            Kind::ThermalStress => "fegpu_stress_t",
         }
     }
 }
@@ -162,6 +165,9 @@ impl Object for crate::fem::heat::HeatStepper {
 }
 impl Object for crate::fem::dynamics::DynamicsStepper {
     const KIND: Kind = Kind::DynamicsStepper;
+}
+impl Object for crate::fem::stress::ThermalStress {
+    const KIND: Kind = Kind::ThermalStress;
 }
 impl Object for crate::fem::ElementSet {
     const KIND: Kind = Kind::ElementSet;
