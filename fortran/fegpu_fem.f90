@@ -18,6 +18,8 @@ module fegpu_fem_m
   public :: fegpu_fem_dynamics_set_damping, fegpu_fem_dynamics_set_displacements, fegpu_fem_heat_set_fixed
   public :: fegpu_fem_heat_set_dt, fegpu_fem_body_load, fegpu_fem_face_load, fegpu_fem_internal_force
   public :: fegpu_fem_heat_set_convection_faces
+  public :: fegpu_fem_stress_create, fegpu_fem_stress_step, fegpu_fem_stress_download, fegpu_fem_stress_displacements
+  public :: fegpu_fem_stress_destroy
 
   !> The C names (fegpu.h); the shorter names are the older ones.
   interface fegpu_fem_ebe_create
@@ -185,6 +187,37 @@ module fegpu_fem_m
       import :: c_int32_t, c_int64_t, c_double
       integer(c_int64_t), value :: fem, u, f
       real(c_double), value :: alpha
+    end function
+    integer(c_int32_t) function c_stress_create(fem, terms, laws, cast, t0, temperature, n, fixed, base, stress) &
+         bind(C, name='fegpu_fem_stress_create')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem, n
+      integer(c_int32_t), value :: terms, base
+      real(c_double), intent(in) :: laws(*), cast(*), temperature(*)
+      real(c_double), value :: t0
+      integer(c_int64_t), intent(in) :: fixed(*)
+      integer(c_int64_t), intent(out) :: stress
+    end function
+    integer(c_int32_t) function c_stress_step(stress, dt, t, load, tol, maxit, info) bind(C, name='fegpu_fem_stress_step')
+      import :: c_int32_t, c_int64_t, c_double, solve_info
+      integer(c_int64_t), value :: stress, t, load, maxit
+      real(c_double), value :: dt, tol
+      type(solve_info), intent(out) :: info
+    end function
+    integer(c_int32_t) function c_stress_download(stress, nodal, out, n) bind(C, name='fegpu_fem_stress_download')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: stress, n
+      integer(c_int32_t), value :: nodal
+      real(c_double), intent(out) :: out(*)
+    end function
+    integer(c_int32_t) function c_stress_displacements(stress, out, n) bind(C, name='fegpu_fem_stress_displacements')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: stress, n
+      real(c_double), intent(out) :: out(*)
+    end function
+    integer(c_int32_t) function c_stress_destroy(stress) bind(C, name='fegpu_fem_stress_destroy')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: stress
     end function
     integer(c_int32_t) function c_heat_set_dt(heat, dt) bind(C, name='fegpu_fem_heat_set_dt')
       import :: c_int32_t, c_int64_t, c_double
@@ -530,6 +563,90 @@ contains
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call check(c_internal_force(fem%handle, alpha, u%handle, f%handle), 'fegpu_fem_internal_force', stat, errmsg)
+  end subroutine
+
+  !> An incremental thermal-stress solve on a 3-D elasticity set: laws(:, m)
+  !> = [law, E0, a, b, alpha, g_inf, c, d, (f, g, q, r) per creep term] (law 0:
+  !> E0 (1 - exp(-a tau^b)), 1: E0 tau / (a + tau), 2: E0; autogenous strain
+  !> g_inf (1 - exp(-c tau^d)); creep (f + g tau^-q) (1 - exp(-r (t - tau)))),
+  !> cast(e) each element's casting time, from t0 and the nodes' temperature;
+  !> the dofs fixed stay at zero displacement.
+  subroutine fegpu_fem_stress_create(fem, laws, cast, t0, temperature, fixed, stress, index_base, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    real(real64), intent(in) :: laws(:, :), cast(:), t0, temperature(:)
+    class(*), intent(in) :: fixed(:)
+    type(fegpu_stress), intent(out) :: stress
+    class(*), intent(in), optional :: index_base
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: base
+    base = 1
+    if (present(index_base)) base = i32(index_base)
+    if (size(laws, 1) < 8 .or. mod(size(laws, 1) - 8, 4) /= 0) then
+      call size_error('fegpu_fem_stress_create: laws(:, m) holds 8 + 4 x (creep terms) values', stat, errmsg)
+      return
+    end if
+    call check(c_stress_create(fem%handle, int((size(laws, 1) - 8) / 4, c_int32_t), laws, cast, t0, temperature, &
+         size(fixed, kind=c_int64_t), i64(fixed), base, stress%handle), 'fegpu_fem_stress_create', stat, errmsg)
+  end subroutine
+
+  !> One step of dt to the temperatures t (the heat stepper's device array),
+  !> with an optional increment of nodal loads.
+  subroutine fegpu_fem_stress_step(stress, dt, t, load, tol, maxit, iterations, stat, errmsg)
+    type(fegpu_stress), intent(in) :: stress
+    real(real64), intent(in) :: dt
+    type(fegpu_array), intent(in) :: t
+    type(fegpu_array), intent(in), optional :: load
+    real(real64), intent(in), optional :: tol
+    class(*), intent(in), optional :: maxit
+    class(*), intent(out), optional :: iterations
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(solve_info) :: info
+    integer(c_int64_t) :: lh, its
+    real(c_double) :: tl
+    integer(c_int32_t) :: st
+    lh = 0
+    if (present(load)) lh = load%handle
+    tl = 1d-10
+    if (present(tol)) tl = tol
+    its = 10000
+    if (present(maxit)) its = i64(maxit)
+    st = c_stress_step(stress%handle, dt, t%handle, lh, tl, its, info)
+    if (present(iterations)) call put(iterations, info%iterations)
+    call check(st, 'fegpu_fem_stress_step', stat, errmsg)
+  end subroutine
+
+  !> The stresses (xx yy zz xy yz zx): nodal = .true. the nodes' averages
+  !> (out(6, nodes)), else every Gauss point's (out(6, points x elements)).
+  subroutine fegpu_fem_stress_download(stress, nodal, out, stat, errmsg)
+    type(fegpu_stress), intent(in) :: stress
+    logical, intent(in) :: nodal
+    real(real64), intent(out) :: out(:, :)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_stress_download(stress%handle, merge(1_c_int32_t, 0_c_int32_t, nodal), out, size(out, kind=c_int64_t)), &
+         'fegpu_fem_stress_download', stat, errmsg)
+  end subroutine
+
+  !> The displacements accumulated since t0.
+  subroutine fegpu_fem_stress_displacements(stress, out, stat, errmsg)
+    type(fegpu_stress), intent(in) :: stress
+    real(real64), intent(out) :: out(:)
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call check(c_stress_displacements(stress%handle, out, size(out, kind=c_int64_t)), 'fegpu_fem_stress_displacements', &
+         stat, errmsg)
+  end subroutine
+
+  subroutine fegpu_fem_stress_destroy(stress, stat, errmsg)
+    type(fegpu_stress), intent(inout) :: stress
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: st
+    st = c_stress_destroy(stress%handle)
+    if (st == FEGPU_OK) stress%handle = 0
+    call check(st, 'fegpu_fem_stress_destroy', stat, errmsg)
   end subroutine
 
   !> A new time step for the following steps.

@@ -58,6 +58,11 @@ module fegpu_types
     integer(c_int64_t) :: handle
   end type fegpu_dynamics
 
+  !> An incremental thermal-stress solve (age, creep) with its state on the device.
+  type, bind(C), public :: fegpu_stress
+    integer(c_int64_t) :: handle
+  end type fegpu_stress
+
   !> A transient heat-conduction stepper (theta method) with its matrices on the device.
   type, bind(C), public :: fegpu_heat
     integer(c_int64_t) :: handle
