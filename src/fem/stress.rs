@@ -30,6 +30,8 @@ pub struct ThermalStress {
     laws: Vec<f64>,
     terms: usize,
     cast: Vec<f64>,
+    /// Each material's youngest element (the latest cast).
+    youngest: Vec<usize>,
     laws_d: Buffer<f64>,
     nu: Buffer<f64>,
     cast_d: Buffer<f64>,
@@ -110,6 +112,13 @@ impl ThermalStress {
         let unit: Vec<f64> = nu.iter().flat_map(|&n| [1.0, n]).collect();
         let ke = set.stiffness_with(&unit)?;
         let points = cpu::points(set.element, set.order).len();
+        let mut youngest: Vec<Option<usize>> = vec![None; materials];
+        for (e, &m) in set.material.iter().enumerate() {
+            let slot = &mut youngest[m as usize];
+            if slot.is_none_or(|y| cast[e] > cast[y]) {
+                *slot = Some(e);
+            }
+        }
         let n = set.dofs();
         let zeros = |len: usize| set.resident(vec![0.0; len]);
         let array = || Array::new(set.ctx.clone(), n, 1, Some(&vec![0.0; n]));
@@ -133,6 +142,7 @@ impl ThermalStress {
             laws: laws.to_vec(),
             terms,
             cast: cast.to_vec(),
+            youngest: youngest.into_iter().flatten().collect(),
             ke,
             fixed,
             points,
@@ -157,10 +167,11 @@ impl ThermalStress {
         let mut st = self.state();
         let st = &mut *st;
         let stride = LAW_HEAD + LAW_TERM * self.terms;
-        // every element cast, with a positive modulus, at the step's middle
+        // every element cast, with a positive modulus, at the step's middle:
+        // each material's youngest element decides (the laws grow with age)
         let middle = st.t + 0.5 * dt;
-        for (e, &c) in self.cast.iter().enumerate() {
-            let m = self.set.material[e] as usize;
+        for &e in &self.youngest {
+            let (m, c) = (self.set.material[e] as usize, self.cast[e]);
             let modulus = cpu::law_modulus(&self.laws[m * stride..], middle - c);
             if middle - c <= 0.0 || modulus.is_nan() || modulus <= 0.0 {
                 return Err(Error::invalid(format!(

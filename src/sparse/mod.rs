@@ -314,6 +314,25 @@ impl Csr {
         self.values_on_host(&self.values().data)
     }
 
+    /// The diagonal's values on the host (0 where a row stores none), from
+    /// `data` (the values, under the caller's lock): on the device gathered
+    /// there first, so n values cross rather than the matrix.
+    pub fn diagonal_of(&self, data: &Buffer<f64>) -> Result<Vec<f64>> {
+        let p = &self.pattern;
+        let pick = |v: &[f64]| p.diag.iter().map(|&k| if k < 0 { 0.0 } else { v[k as usize] }).collect();
+        match (data, &self.device) {
+            (Buffer::Device(v), Some(d)) if self.block == 1 && p.diag.iter().all(|&k| k >= 0) && p.nrows > 0 => {
+                let g = self.ctx.device()?;
+                let out = g.alloc::<f64>(p.nrows)?;
+                crate::array::cuda::gather(g, p.nrows, v, &d.diag, &out)?;
+                let mut host = vec![0.0; p.nrows];
+                g.download(&out, 0, &mut host)?;
+                Ok(host)
+            }
+            _ => Ok(pick(&self.values_on_host(data)?)),
+        }
+    }
+
     /// A host copy of the values in `data` (for callers holding the values lock).
     pub fn values_on_host(&self, data: &Buffer<f64>) -> Result<Vec<f64>> {
         match data {

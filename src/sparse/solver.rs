@@ -471,8 +471,8 @@ impl Solver {
             Precond::None => {}
             Precond::Jacobi if self.csr.block > 1 => self.block_jacobi(&mut st.factors, &vals.data)?,
             Precond::Jacobi => {
-                // the diagonal comes back once per refresh to be checked and inverted
-                let d = jacobi_inverse(p, &self.csr.values_on_host(&vals.data)?)?;
+                // the diagonal alone comes back once per refresh to be checked and inverted
+                let d = jacobi_inverse(&self.csr.diagonal_of(&vals.data)?)?;
                 match &mut st.factors {
                     Buffer::Host(f) => *f = d,
                     Buffer::Device(f) => self.csr.ctx.gpu().ok_or_else(crate::array::mixed_backends)?.upload(&d, f, 0)?,
@@ -821,10 +821,11 @@ fn split_refresh(a: &Csr, levels: Option<&(cuda::DeviceLevels, cuda::DeviceSweep
     }
 }
 
-fn jacobi_inverse(p: &super::Pattern, v: &[f64]) -> Result<Vec<f64>> {
-    (0..p.nrows)
-        .map(|r| {
-            let d = v[p.diag[r] as usize];
+fn jacobi_inverse(diagonal: &[f64]) -> Result<Vec<f64>> {
+    diagonal
+        .iter()
+        .enumerate()
+        .map(|(r, &d)| {
             if d == 0.0 {
                 Err(Error::new(ErrorKind::Breakdown, format!("Jacobi: zero diagonal at {}", cpu::row_name(r))))
             } else {
