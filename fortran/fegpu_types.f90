@@ -111,6 +111,7 @@ module fegpu_types
   end type fegpu_amg_options
 
   integer, parameter, public :: FEGPU_ELEMENT_TRI3 = 1, FEGPU_ELEMENT_QUAD4 = 2, FEGPU_ELEMENT_TET4 = 3, FEGPU_ELEMENT_HEX8 = 4
+  integer, parameter, public :: FEGPU_ELEMENT_TRI6 = 5, FEGPU_ELEMENT_QUAD8 = 6, FEGPU_ELEMENT_TET10 = 7, FEGPU_ELEMENT_HEX20 = 8
   integer, parameter, public :: FEGPU_PROBLEM_HEAT = 1, FEGPU_PROBLEM_PLANE_STRESS = 2, FEGPU_PROBLEM_PLANE_STRAIN = 3, &
        FEGPU_PROBLEM_ELASTIC_3D = 4
   integer, parameter, public :: FEGPU_SCHEME_NEWMARK = 1, FEGPU_SCHEME_CENTRAL_DIFFERENCE = 2, FEGPU_SCHEME_TOTAL_LAGRANGIAN = 3

@@ -58,6 +58,18 @@
 
 #define FEGPU_ELEMENT_HEX8 4
 
+// Quadratic elements (order raised to 3 at least): the corners, then the
+// edges' midpoints (tri6: 0-1 1-2 2-0; quad8: 0-1 1-2 2-3 3-0; tet10: 0-1
+// 1-2 2-0 0-3 1-3 2-3; hex20: the bottom's 0-1 1-2 2-3 3-0, the top's 4-5
+// 5-6 6-7 7-4, then 0-4 1-5 2-6 3-7).
+#define FEGPU_ELEMENT_TRI6 5
+
+#define FEGPU_ELEMENT_QUAD8 6
+
+#define FEGPU_ELEMENT_TET10 7
+
+#define FEGPU_ELEMENT_HEX20 8
+
 // Heat conduction: one dof per node, material (k, unused).
 #define FEGPU_PROBLEM_HEAT 1
 

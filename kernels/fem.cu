@@ -14,6 +14,11 @@
 // volumetric heat capacity) or nu (elasticity); the mass kernels take their
 // coefficient per material separately (rho c, or the density rho).
 
+// Compiled twice (src/fem/cuda.rs): as it is, and with FEM_QUADRATIC defined
+// for the quadratic elements' kernels alone (tri6, quad8, tet10, hex20), which
+// take NVRTC longer than all the rest, so a program of linear elements never
+// waits for them.
+
 typedef long long i64;
 
 // Gauss-Legendre points and weights on [-1, 1], orders 1..4, by order.
@@ -36,9 +41,98 @@ __device__ __forceinline__ double corner(int a, int c) {
     return plus ? 1.0 : -1.0;
 }
 
+// Quadratic elements: tri6 and tet10 (corners, then the edges' midpoints:
+// tri6 0-1 1-2 2-0; tet10 0-1 1-2 2-0 0-3 1-3 2-3) from the barycentric
+// L_0 = 1 - sum xi, L_i = xi_(i-1): N = L_a (2 L_a - 1) at a corner, 4 L_i L_j
+// on edge (i, j); quad8 and hex20 serendipity (corners as quad4 and hex8,
+// then the edges' midpoints: quad8 0-1 1-2 2-3 3-0; hex20 the bottom's four,
+// the top's four, then the verticals 0-4 1-5 2-6 3-7), from each node's
+// natural coordinates s (one of them 0 at a midpoint).
+template <int NN, int DIM>
+__device__ __forceinline__ constexpr bool quadratic_simplex() {
+    return (DIM == 2 && NN == 6) || (DIM == 3 && NN == 10);
+}
+template <int NN, int DIM>
+__device__ __forceinline__ constexpr bool serendipity() {
+    return (DIM == 2 && NN == 8) || (DIM == 3 && NN == 20);
+}
+__constant__ signed char SERENDIPITY_2[8][2] = {{-1, -1}, {1, -1}, {1, 1}, {-1, 1}, {0, -1}, {1, 0}, {0, 1}, {-1, 0}};
+__constant__ signed char SERENDIPITY_3[20][3] = {
+    {-1, -1, -1}, {1, -1, -1}, {1, 1, -1}, {-1, 1, -1}, {-1, -1, 1}, {1, -1, 1}, {1, 1, 1}, {-1, 1, 1},
+    {0, -1, -1},  {1, 0, -1},  {0, 1, -1}, {-1, 0, -1}, {0, -1, 1},  {1, 0, 1},  {0, 1, 1}, {-1, 0, 1},
+    {-1, -1, 0},  {1, -1, 0},  {1, 1, 0},  {-1, 1, 0}};
+__constant__ unsigned char SIMPLEX_EDGES[6][2] = {{0, 1}, {1, 2}, {2, 0}, {0, 3}, {1, 3}, {2, 3}};
+
+// N_a (and with dn its gradients) of the quadratic elements at xi.
+template <int NN, int DIM>
+__device__ void quadratic_shapes(const double* xi, double* n, double (*dn)[3]) {
+    if (quadratic_simplex<NN, DIM>()) {
+        double l[DIM + 1], dl[DIM + 1][3];
+        l[0] = 1.0;
+        for (int c = 0; c < DIM; ++c) {
+            l[0] -= xi[c];
+            l[c + 1] = xi[c];
+            dl[0][c] = -1.0;
+            for (int i = 1; i <= DIM; ++i) dl[i][c] = (i - 1 == c) ? 1.0 : 0.0;
+        }
+        for (int a = 0; a < NN; ++a) {
+            const int i = a <= DIM ? a : SIMPLEX_EDGES[a - DIM - 1][0], j = a <= DIM ? a : SIMPLEX_EDGES[a - DIM - 1][1];
+            if (n) n[a] = a <= DIM ? l[a] * (2 * l[a] - 1) : 4 * l[i] * l[j];
+            if (dn)
+                for (int c = 0; c < DIM; ++c)
+                    dn[a][c] = a <= DIM ? (4 * l[a] - 1) * dl[a][c] : 4 * (dl[i][c] * l[j] + l[i] * dl[j][c]);
+        }
+        return;
+    }
+    for (int a = 0; a < NN; ++a) {
+        double sa[3];
+        int zero = -1;
+        for (int c = 0; c < DIM; ++c) {
+            sa[c] = DIM == 2 ? SERENDIPITY_2[a][c] : SERENDIPITY_3[a][c];
+            if (sa[c] == 0.0) zero = c;
+        }
+        if (zero < 0) {  // corner: prod (1 + s xi) (sum s xi - (DIM - 1)) / 2^DIM
+            double prod = 1.0, sum = -(DIM - 1);
+            for (int c = 0; c < DIM; ++c) {
+                prod *= 1 + sa[c] * xi[c];
+                sum += sa[c] * xi[c];
+            }
+            if (n) n[a] = prod * sum / (1 << DIM);
+            if (dn)
+                for (int k = 0; k < DIM; ++k) {
+                    double others = 1.0;
+                    for (int c = 0; c < DIM; ++c)
+                        if (c != k) others *= 1 + sa[c] * xi[c];
+                    dn[a][k] = (sa[k] * others * sum + prod * sa[k]) / (1 << DIM);
+                }
+        } else {  // midpoint: (1 - xi_z^2) prod_(c != z) (1 + s xi) / 2^(DIM - 1)
+            double prod = 1.0;
+            for (int c = 0; c < DIM; ++c)
+                if (c != zero) prod *= 1 + sa[c] * xi[c];
+            const double bubble = 1 - xi[zero] * xi[zero];
+            if (n) n[a] = bubble * prod / (1 << (DIM - 1));
+            if (dn)
+                for (int k = 0; k < DIM; ++k) {
+                    if (k == zero) {
+                        dn[a][k] = -2 * xi[zero] * prod / (1 << (DIM - 1));
+                        continue;
+                    }
+                    double others = 1.0;
+                    for (int c = 0; c < DIM; ++c)
+                        if (c != k && c != zero) others *= 1 + sa[c] * xi[c];
+                    dn[a][k] = bubble * sa[k] * others / (1 << (DIM - 1));
+                }
+        }
+    }
+}
+
 // dN_a/dxi_c at natural point xi, for NN nodes in DIM dimensions.
 template <int NN, int DIM>
 __device__ void shape_gradients(const double* xi, double (*dn)[3]) {
+    if (quadratic_simplex<NN, DIM>() || serendipity<NN, DIM>()) {
+        quadratic_shapes<NN, DIM>(xi, nullptr, dn);
+        return;
+    }
     if (NN == DIM + 1) {  // linear simplex: N_0 = 1 - sum xi, N_a = xi_(a-1)
         for (int c = 0; c < DIM; ++c) {
             dn[0][c] = -1.0;
@@ -62,6 +156,10 @@ __device__ void shape_gradients(const double* xi, double (*dn)[3]) {
 // N_a at natural point xi.
 template <int NN, int DIM>
 __device__ void shape_values(const double* xi, double* n) {
+    if (quadratic_simplex<NN, DIM>() || serendipity<NN, DIM>()) {
+        quadratic_shapes<NN, DIM>(xi, n, nullptr);
+        return;
+    }
     if (NN == DIM + 1) {
         n[0] = 1.0;
         for (int c = 0; c < DIM; ++c) {
@@ -129,8 +227,10 @@ __device__ __forceinline__ void element_nodes(const double* __restrict__ x, cons
         for (int c = 0; c < DIM; ++c) xe[a][c] = x[(i64)DIM * conn[e * NN + a] + c];
 }
 
-// Gauss points of an element: q^DIM for quad4/hex8 (q = the order), the
-// centroid alone for linear simplices (constant gradients: exact for K^e).
+// Gauss points of an element: q^DIM for quad4/hex8 and the quadratic
+// elements (q = the order; quadratic simplices by the collapsed (Duffy)
+// square or cube), the centroid alone for linear simplices (constant
+// gradients: exact for K^e).
 template <int NN, int DIM>
 __device__ __forceinline__ int gauss_points(int order) {
     if (NN == DIM + 1) return 1;
@@ -154,6 +254,13 @@ __device__ __forceinline__ bool gauss_point(const double (*xe)[3], int order, in
         xi[1] = GL_X[q - 1][i1];
         xi[2] = DIM == 3 ? GL_X[q - 1][i2] : 0.0;
         w = GL_W[q - 1][i0] * GL_W[q - 1][i1] * (DIM == 3 ? GL_W[q - 1][i2] : 1.0);
+        if (quadratic_simplex<NN, DIM>()) {  // the unit square or cube collapsed onto the simplex
+            const double u = 0.5 * (1 + xi[0]), v = 0.5 * (1 + xi[1]), t = 0.5 * (1 + xi[2]);
+            xi[0] = u;
+            xi[1] = v * (1 - u);
+            xi[2] = DIM == 3 ? t * (1 - u) * (1 - v) : 0.0;
+            w *= DIM == 2 ? 0.25 * (1 - u) : 0.125 * (1 - u) * (1 - u) * (1 - v);
+        }
     }
     double dn[NN][3];
     shape_gradients<NN, DIM>(xi, dn);
@@ -319,6 +426,7 @@ __device__ void stiffness_blocked(i64 ne, const double* __restrict__ x, const in
         const int* material, const double* props, int plane_strain, int order, double* ke, int* bad) {          \
         stiffness<NN, DIM, DPN>(ne, x, conn, material, props, plane_strain, order, ke, bad);                    \
     }
+#ifndef FEM_QUADRATIC
 STIFFNESS(stiffness_tri3_heat, 3, 2, 1)
 STIFFNESS(stiffness_quad4_heat, 4, 2, 1)
 STIFFNESS(stiffness_tet4_heat, 4, 3, 1)
@@ -327,12 +435,23 @@ STIFFNESS(stiffness_tri3_elastic, 3, 2, 2)
 STIFFNESS(stiffness_quad4_elastic, 4, 2, 2)
 STIFFNESS(stiffness_tet4_elastic, 4, 3, 3)
 STIFFNESS(stiffness_hex8_elastic, 8, 3, 3)
+#else  // FEM_QUADRATIC
+STIFFNESS(stiffness_tri6_heat, 6, 2, 1)
+STIFFNESS(stiffness_quad8_heat, 8, 2, 1)
+STIFFNESS(stiffness_tet10_heat, 10, 3, 1)
+STIFFNESS(stiffness_hex20_heat, 20, 3, 1)
+STIFFNESS(stiffness_tri6_elastic, 6, 2, 2)
+STIFFNESS(stiffness_quad8_elastic, 8, 2, 2)
+#endif
+// tet10 and hex20 elasticity (465 and 1,830 packed entries) are integrated by
+// the blocked kernels only: a thread per element cannot hold them
 
 #define STIFFNESS_BLOCKED(NAME, NN, DIM, DPN)                                                                    \
     extern "C" __global__ void __launch_bounds__(256) NAME##_blocked(i64 ne, const double* x, const int* conn,   \
         const int* material, const double* props, int plane_strain, int order, double* ke, int* bad, int epb) {  \
         stiffness_blocked<NN, DIM, DPN>(ne, x, conn, material, props, plane_strain, order, ke, bad, epb);       \
     }
+#ifndef FEM_QUADRATIC
 STIFFNESS_BLOCKED(stiffness_tri3_heat, 3, 2, 1)
 STIFFNESS_BLOCKED(stiffness_quad4_heat, 4, 2, 1)
 STIFFNESS_BLOCKED(stiffness_tet4_heat, 4, 3, 1)
@@ -341,6 +460,16 @@ STIFFNESS_BLOCKED(stiffness_tri3_elastic, 3, 2, 2)
 STIFFNESS_BLOCKED(stiffness_quad4_elastic, 4, 2, 2)
 STIFFNESS_BLOCKED(stiffness_tet4_elastic, 4, 3, 3)
 STIFFNESS_BLOCKED(stiffness_hex8_elastic, 8, 3, 3)
+#else  // FEM_QUADRATIC
+STIFFNESS_BLOCKED(stiffness_tri6_heat, 6, 2, 1)
+STIFFNESS_BLOCKED(stiffness_quad8_heat, 8, 2, 1)
+STIFFNESS_BLOCKED(stiffness_tet10_heat, 10, 3, 1)
+STIFFNESS_BLOCKED(stiffness_hex20_heat, 20, 3, 1)
+STIFFNESS_BLOCKED(stiffness_tri6_elastic, 6, 2, 2)
+STIFFNESS_BLOCKED(stiffness_quad8_elastic, 8, 2, 2)
+STIFFNESS_BLOCKED(stiffness_tet10_elastic, 10, 3, 3)
+STIFFNESS_BLOCKED(stiffness_hex20_elastic, 20, 3, 3)
+#endif
 
 // Assembly as a gather: global entry i = the sum of the packed element entries
 // ke[from[ptr[i] .. ptr[i + 1])], in element order (src/fem/mod.rs builds the
@@ -379,6 +508,7 @@ __device__ void ebe_apply(i64 ne, const int* __restrict__ conn, const double* __
                           const double* __restrict__ x, double* y, const unsigned char* __restrict__ fixed,
                           const double* sc) {
     constexpr int ND = NN * DPN;
+    constexpr int UNROLL = ND <= 24 ? ND : 1;  // tet10 and hex20 elasticity: loops (unrolled, they take NVRTC long)
     if (ebe_stopped(sc)) return;
     const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= ne) return;
@@ -386,25 +516,25 @@ __device__ void ebe_apply(i64 ne, const int* __restrict__ conn, const double* __
     // index would put them in local memory).
     int dof[ND];
     double xe[ND], ye[ND];
-#pragma unroll
+#pragma unroll UNROLL
     for (int p = 0; p < ND; ++p) {
         dof[p] = conn[e * NN + p / DPN] * DPN + p % DPN;
         xe[p] = (fixed && fixed[dof[p]]) ? 0.0 : x[dof[p]];
         ye[p] = 0.0;
     }
     const double* k = ke + e;  // entry idx at k[idx * ne]
-#pragma unroll
+#pragma unroll UNROLL
     for (int i = 0; i < ND; ++i) {
         const int row = i * ND - i * (i - 1) / 2;  // packed row i starts here
         ye[i] += k[(i64)row * ne] * xe[i];
-#pragma unroll
+#pragma unroll UNROLL
         for (int j = i + 1; j < ND; ++j) {
             const double kij = k[(i64)(row + j - i) * ne];
             ye[i] += kij * xe[j];
             ye[j] += kij * xe[i];
         }
     }
-#pragma unroll
+#pragma unroll UNROLL
     for (int p = 0; p < ND; ++p)
         if (!(fixed && fixed[dof[p]])) atomicAdd(&y[dof[p]], ye[p]);
 }
@@ -431,6 +561,7 @@ __device__ void ebe_diagonal(i64 ne, const int* __restrict__ conn, const double*
         const double* ke, double* diag) {                                                                       \
         ebe_diagonal<NN, DPN>(ne, conn, ke, diag);                                                              \
     }
+#ifndef FEM_QUADRATIC
 EBE(tri3_heat, 3, 1)
 EBE(quad4_heat, 4, 1)
 EBE(tet4_heat, 4, 1)
@@ -439,6 +570,16 @@ EBE(tri3_elastic, 3, 2)
 EBE(quad4_elastic, 4, 2)
 EBE(tet4_elastic, 4, 3)
 EBE(hex8_elastic, 8, 3)
+#else  // FEM_QUADRATIC
+EBE(tri6_heat, 6, 1)
+EBE(quad8_heat, 8, 1)
+EBE(tet10_heat, 10, 1)
+EBE(hex20_heat, 20, 1)
+EBE(tri6_elastic, 6, 2)
+EBE(quad8_elastic, 8, 2)
+EBE(tet10_elastic, 10, 3)
+EBE(hex20_elastic, 20, 3)
+#endif
 
 // Dirichlet right-hand side (EBE solves and heat steps): with t = K g (g the
 // prescribed values, 0 on free dofs), free rows b -= t and constrained rows
@@ -491,6 +632,7 @@ __device__ void mass(i64 ne, const double* __restrict__ x, const int* __restrict
         const int* material, const double* coef, int order, double* ce, int* bad) {                             \
         mass<NN, DIM, DPN>(ne, x, conn, material, coef, order, ce, bad);                                        \
     }
+#ifndef FEM_QUADRATIC
 MASS(tri3_heat, 3, 2, 1)
 MASS(quad4_heat, 4, 2, 1)
 MASS(tet4_heat, 4, 3, 1)
@@ -499,6 +641,16 @@ MASS(tri3_elastic, 3, 2, 2)
 MASS(quad4_elastic, 4, 2, 2)
 MASS(tet4_elastic, 4, 3, 3)
 MASS(hex8_elastic, 8, 3, 3)
+#else  // FEM_QUADRATIC
+MASS(tri6_heat, 6, 2, 1)
+MASS(quad8_heat, 8, 2, 1)
+MASS(tet10_heat, 10, 3, 1)
+MASS(hex20_heat, 20, 3, 1)
+MASS(tri6_elastic, 6, 2, 2)
+MASS(quad8_elastic, 8, 2, 2)
+MASS(tet10_elastic, 10, 3, 3)
+MASS(hex20_elastic, 20, 3, 3)
+#endif
 
 // ---- Element-by-element products with K^e recomputed (on the fly) ----
 
@@ -583,6 +735,7 @@ __device__ void ebe_otf(i64 ne, const double* __restrict__ x_nodes, const int* _
         const unsigned char* fixed, double* diag_out, const double* sc) {                                         \
         ebe_otf<NN, DIM, DPN>(ne, x, conn, material, props, plane_strain, order, u, y, fixed, diag_out, sc);      \
     }
+#ifndef FEM_QUADRATIC
 EBE_OTF(tri3_heat, 3, 2, 1)
 EBE_OTF(quad4_heat, 4, 2, 1)
 EBE_OTF(tet4_heat, 4, 3, 1)
@@ -591,6 +744,7 @@ EBE_OTF(tri3_elastic, 3, 2, 2)
 EBE_OTF(quad4_elastic, 4, 2, 2)
 EBE_OTF(tet4_elastic, 4, 3, 3)
 EBE_OTF(hex8_elastic, 8, 3, 3)
+#endif
 
 // ---- The assembly pattern and map, built on the device ----
 // The same CSR pattern and gather map as src/fem/mod.rs `build_assembly` (the
@@ -789,6 +943,7 @@ __device__ void body_load(i64 ne, const double* __restrict__ x, const int* __res
         const double* b, int order, double* f, int* bad) {                                                       \
         body_load<NN, DIM, DPN>(ne, x, conn, b, order, f, bad);                                                 \
     }
+#ifndef FEM_QUADRATIC
 BODY_LOAD(tri3_heat, 3, 2, 1)
 BODY_LOAD(quad4_heat, 4, 2, 1)
 BODY_LOAD(tet4_heat, 4, 3, 1)
@@ -797,6 +952,16 @@ BODY_LOAD(tri3_elastic, 3, 2, 2)
 BODY_LOAD(quad4_elastic, 4, 2, 2)
 BODY_LOAD(tet4_elastic, 4, 3, 3)
 BODY_LOAD(hex8_elastic, 8, 3, 3)
+#else  // FEM_QUADRATIC
+BODY_LOAD(tri6_heat, 6, 2, 1)
+BODY_LOAD(quad8_heat, 8, 2, 1)
+BODY_LOAD(tet10_heat, 10, 3, 1)
+BODY_LOAD(hex20_heat, 20, 3, 1)
+BODY_LOAD(tri6_elastic, 6, 2, 2)
+BODY_LOAD(quad8_elastic, 8, 2, 2)
+BODY_LOAD(tet10_elastic, 10, 3, 3)
+BODY_LOAD(hex20_elastic, 20, 3, 3)
+#endif
 
 // Face integrals, one thread per face of FN nodes in DIM dimensions: an edge
 // (FN 2, in 2-D, per unit thickness), a triangle (3) or a quadrilateral (4),
@@ -1019,10 +1184,12 @@ __device__ void tl_force(i64 ne, const double* __restrict__ x, const int* __rest
         const int* material, const double* props, int order, const double* u, double s, double* f) {            \
         tl_force<NN, DIM>(ne, x, conn, material, props, order, u, s, f);                                        \
     }
+#ifndef FEM_QUADRATIC
 TL_FORCE(tri3_elastic, 3, 2)
 TL_FORCE(quad4_elastic, 4, 2)
 TL_FORCE(tet4_elastic, 4, 3)
 TL_FORCE(hex8_elastic, 8, 3)
+#endif
 
 // Global entry i = sum over its contributions of scale[e] ke[from[k]], e the
 // contribution's element (from = packed entry * ne + e): the matrix of
@@ -1168,8 +1335,10 @@ __device__ void thermal_stress(i64 ne, const double* __restrict__ x, const int* 
         thermal_stress<NN>(ne, x, conn, material, laws, stride, terms, nu, cast, t, dt, order, t_new, t_old,      \
                            stress, w, ebar, f, du);                                                               \
     }
+#ifndef FEM_QUADRATIC
 THERMAL_STRESS(tet4, 4)
 THERMAL_STRESS(hex8, 8)
+#endif
 
 // sums[6 v + s] += the element mean of stress s, count[v] += 1, for each
 // node v of each element: the nodal averages once divided.

@@ -31,19 +31,35 @@ fn ptx(module: &str, source: &str) -> Option<String> {
 /// time, so a missing instantiation would only show on a GPU.
 #[test]
 fn every_fem_kernel_name_is_defined() {
-    let Some(ptx) = ptx("fem", fegpu::fem::cuda::SOURCE) else { return };
+    let Some(linear) = ptx("fem", fegpu::fem::cuda::SOURCE) else { return };
     for element in ["tri3", "quad4", "tet4", "hex8"] {
         for physics in ["heat", "elastic"] {
             for kind in ["stiffness", "mass", "ebe_apply", "ebe_diagonal", "ebe_otf"] {
                 let name = format!("{kind}_{element}_{physics}");
-                assert!(ptx.contains(&format!(".entry {name}(")), "kernels/fem.cu defines no {name}");
+                assert!(linear.contains(&format!(".entry {name}(")), "kernels/fem.cu defines no {name}");
             }
             let blocked = format!("stiffness_{element}_{physics}_blocked");
-            assert!(ptx.contains(&format!(".entry {blocked}(")), "kernels/fem.cu defines no {blocked}");
+            assert!(linear.contains(&format!(".entry {blocked}(")), "kernels/fem.cu defines no {blocked}");
         }
     }
     for name in ["ebe_init", "dirichlet_rhs", "assemble"] {
-        assert!(ptx.contains(&format!(".entry {name}(")), "kernels/fem.cu defines no {name}");
+        assert!(linear.contains(&format!(".entry {name}(")), "kernels/fem.cu defines no {name}");
+    }
+    // the quadratic elements' module (kernels/fem.cu with FEM_QUADRATIC)
+    let Some(quadratic) = ptx("fem_quadratic", fegpu::fem::cuda::quadratic_source()) else { return };
+    for element in ["tri6", "quad8", "tet10", "hex20"] {
+        for physics in ["heat", "elastic"] {
+            let mut kinds = vec!["mass", "ebe_apply", "ebe_diagonal", "body_load", "stiffness"];
+            if physics == "elastic" && matches!(element, "tet10" | "hex20") {
+                kinds.pop(); // blocked only
+            }
+            for kind in kinds {
+                let name = format!("{kind}_{element}_{physics}");
+                assert!(quadratic.contains(&format!(".entry {name}(")), "the quadratic module defines no {name}");
+            }
+            let blocked = format!("stiffness_{element}_{physics}_blocked");
+            assert!(quadratic.contains(&format!(".entry {blocked}(")), "the quadratic module defines no {blocked}");
+        }
     }
 }
 

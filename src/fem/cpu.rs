@@ -38,9 +38,119 @@ fn corner(a: usize, c: usize) -> f64 {
     }
 }
 
+/// Edges of the quadratic simplices whose midpoints follow the corners.
+const SIMPLEX_EDGES: [[usize; 2]; 6] = [[0, 1], [1, 2], [2, 0], [0, 3], [1, 3], [2, 3]];
+
+/// Natural coordinates of serendipity node a (quad8, hex20: kernels/fem.cu `SERENDIPITY_*`).
+fn serendipity_node(dim: usize, a: usize) -> [f64; 3] {
+    const MIDS_2: [[f64; 2]; 4] = [[0.0, -1.0], [1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]];
+    const MIDS_3: [[f64; 3]; 12] = [
+        [0.0, -1.0, -1.0],
+        [1.0, 0.0, -1.0],
+        [0.0, 1.0, -1.0],
+        [-1.0, 0.0, -1.0],
+        [0.0, -1.0, 1.0],
+        [1.0, 0.0, 1.0],
+        [0.0, 1.0, 1.0],
+        [-1.0, 0.0, 1.0],
+        [-1.0, -1.0, 0.0],
+        [1.0, -1.0, 0.0],
+        [1.0, 1.0, 0.0],
+        [-1.0, 1.0, 0.0],
+    ];
+    let corners = 1 << dim;
+    if a < corners {
+        std::array::from_fn(|c| if c < dim { corner(a, c) } else { 0.0 })
+    } else if dim == 2 {
+        let m = MIDS_2[a - corners];
+        [m[0], m[1], 0.0]
+    } else {
+        MIDS_3[a - corners]
+    }
+}
+
+/// N_a and dN_a/dxi of a quadratic element at `xi` (kernels/fem.cu `quadratic_shapes`).
+fn quadratic_shapes(t: Element, xi: [f64; 3]) -> (Vec<f64>, Vec<[f64; 3]>) {
+    let (dim, nn) = (t.dim(), t.nodes());
+    let (mut n, mut dn) = (vec![0.0; nn], vec![[0.0; 3]; nn]);
+    if matches!(t, Element::Tri6 | Element::Tet10) {
+        let l: Vec<f64> = std::iter::once(1.0 - xi[..dim].iter().sum::<f64>()).chain(xi[..dim].iter().copied()).collect();
+        let dl = |i: usize, c: usize| {
+            if i == 0 {
+                -1.0
+            } else if i - 1 == c {
+                1.0
+            } else {
+                0.0
+            }
+        };
+        for a in 0..nn {
+            if a <= dim {
+                n[a] = l[a] * (2.0 * l[a] - 1.0);
+                (0..dim).for_each(|c| dn[a][c] = (4.0 * l[a] - 1.0) * dl(a, c));
+            } else {
+                let [i, j] = SIMPLEX_EDGES[a - dim - 1];
+                n[a] = 4.0 * l[i] * l[j];
+                (0..dim).for_each(|c| dn[a][c] = 4.0 * (dl(i, c) * l[j] + l[i] * dl(j, c)));
+            }
+        }
+        return (n, dn);
+    }
+    for a in 0..nn {
+        let s = serendipity_node(dim, a);
+        let factor = |c: usize| 1.0 + s[c] * xi[c];
+        match (0..dim).find(|&c| s[c] == 0.0) {
+            None => {
+                let prod: f64 = (0..dim).map(factor).product();
+                let sum: f64 = (0..dim).map(|c| s[c] * xi[c]).sum::<f64>() - (dim - 1) as f64;
+                let scale = 1.0 / (1 << dim) as f64;
+                n[a] = prod * sum * scale;
+                for k in 0..dim {
+                    let others: f64 = (0..dim).filter(|&c| c != k).map(factor).product();
+                    dn[a][k] = (s[k] * others * sum + prod * s[k]) * scale;
+                }
+            }
+            Some(z) => {
+                let prod: f64 = (0..dim).filter(|&c| c != z).map(factor).product();
+                let bubble = 1.0 - xi[z] * xi[z];
+                let scale = 1.0 / (1 << (dim - 1)) as f64;
+                n[a] = bubble * prod * scale;
+                for k in 0..dim {
+                    dn[a][k] = if k == z {
+                        -2.0 * xi[z] * prod * scale
+                    } else {
+                        bubble * s[k] * (0..dim).filter(|&c| c != k && c != z).map(factor).product::<f64>() * scale
+                    };
+                }
+            }
+        }
+    }
+    (n, dn)
+}
+
+/// The reference element's nodes in natural coordinates (simplices: the
+/// unit simplex; quadrilaterals and hexahedra: [-1, 1]^dim), midpoints after
+/// the corners for the quadratic elements.
+pub fn reference_nodes(t: Element) -> Vec<[f64; 3]> {
+    let dim = t.dim();
+    if matches!(t, Element::Tri3 | Element::Tet4 | Element::Tri6 | Element::Tet10) {
+        let mut x: Vec<[f64; 3]> =
+            (0..=dim).map(|a| std::array::from_fn(|c| if a > 0 && a - 1 == c { 1.0 } else { 0.0 })).collect();
+        for [i, j] in SIMPLEX_EDGES.iter().take(t.nodes() - dim - 1) {
+            let mid = std::array::from_fn(|c| 0.5 * (x[*i][c] + x[*j][c]));
+            x.push(mid);
+        }
+        return x;
+    }
+    (0..t.nodes()).map(|a| serendipity_node(dim, a)).collect()
+}
+
 /// dN_a/dxi at natural point `xi`.
 pub fn shape_gradients(t: Element, xi: [f64; 3]) -> Vec<[f64; 3]> {
     let (dim, nn) = (t.dim(), t.nodes());
+    if t.is_quadratic() {
+        return quadratic_shapes(t, xi).1;
+    }
     if t.is_simplex() {
         // N_0 = 1 - sum xi, N_a = xi_(a-1)
         let mut dn = vec![[0.0; 3]; nn];
@@ -67,6 +177,9 @@ pub fn shape_gradients(t: Element, xi: [f64; 3]) -> Vec<[f64; 3]> {
 /// N_a at natural point `xi`.
 pub fn shape_values(t: Element, xi: [f64; 3]) -> Vec<f64> {
     let (dim, nn) = (t.dim(), t.nodes());
+    if t.is_quadratic() {
+        return quadratic_shapes(t, xi).0;
+    }
     if t.is_simplex() {
         let mut n = vec![1.0 - xi[..dim].iter().sum::<f64>()];
         n.extend_from_slice(&xi[..dim]);
@@ -92,7 +205,15 @@ pub fn points(t: Element, order: usize) -> Vec<([f64; 3], f64)> {
         .map(|gp| {
             let (i0, i1, i2) = (gp % q, (gp / q) % q, gp / (q * q));
             let xi = [x[i0], x[i1], if dim == 3 { x[i2] } else { 0.0 }];
-            (xi, w[i0] * w[i1] * if dim == 3 { w[i2] } else { 1.0 })
+            let weight = w[i0] * w[i1] * if dim == 3 { w[i2] } else { 1.0 };
+            if !matches!(t, Element::Tri6 | Element::Tet10) {
+                return (xi, weight);
+            }
+            // the unit square or cube collapsed onto the simplex (kernels/fem.cu `gauss_point`)
+            let (u, v, s) = (0.5 * (1.0 + xi[0]), 0.5 * (1.0 + xi[1]), 0.5 * (1.0 + xi[2]));
+            let collapsed = [u, v * (1.0 - u), if dim == 3 { s * (1.0 - u) * (1.0 - v) } else { 0.0 }];
+            let jacobian = if dim == 2 { 0.25 * (1.0 - u) } else { 0.125 * (1.0 - u) * (1.0 - u) * (1.0 - v) };
+            (collapsed, weight * jacobian)
         })
         .collect()
 }

@@ -6,6 +6,24 @@ use crate::gpu::{arg_or_null, DeviceBuffer, Gpu, KernelArg};
 
 pub const SOURCE: &str = include_str!("../../kernels/fem.cu");
 
+/// kernels/fem.cu with FEM_QUADRATIC defined: the quadratic elements'
+/// kernels, a module of their own (NVRTC takes longer over them than over
+/// the rest of the file, so linear elements never wait for them).
+pub fn quadratic_source() -> &'static str {
+    static SOURCE_Q: once_cell::sync::Lazy<String> = once_cell::sync::Lazy::new(|| format!("#define FEM_QUADRATIC 1\n{SOURCE}"));
+    SOURCE_Q.as_str()
+}
+
+/// A kernel of the set's element type: from the quadratic module for
+/// quadratic elements.
+fn element_kernel(g: &Gpu, set: &ElementSet, name: &str) -> crate::error::Result<crate::gpu::Kernel> {
+    if set.element.is_quadratic() {
+        g.kernel("fem_quadratic", quadratic_source(), name)
+    } else {
+        g.kernel("fem", SOURCE, name)
+    }
+}
+
 const BLOCK: u32 = 128;
 
 pub enum Failure {
@@ -28,7 +46,7 @@ fn suffix(set: &ElementSet) -> String {
 /// Elements per block of level IIa: as many as fit 48 KB of Gauss-point
 /// quantities, at most 32 (level II: 1).
 fn elements_per_block(set: &ElementSet, level: super::Level) -> (u32, u32, u32) {
-    let points = if set.element.is_simplex() { 1 } else { set.order.pow(set.element.dim() as u32) };
+    let points = super::cpu::points(set.element, set.order).len();
     let per_element = points * (set.element.nodes() * set.element.dim() + 1) * 8;
     let epb = if level == super::Level::Point { 1 } else { ((48 << 10) / per_element).clamp(1, 32) };
     let threads = if epb == 1 { 64 } else { 256 };
@@ -49,7 +67,7 @@ pub fn stiffness(
     let level = if mass { super::Level::Element } else { set.integration_level() };
     let blocked = level != super::Level::Element;
     let name = format!("{}_{}{}", if mass { "mass" } else { "stiffness" }, suffix(set), if blocked { "_blocked" } else { "" });
-    let f = g.kernel("fem", SOURCE, &name)?;
+    let f = element_kernel(g, set, &name)?;
     let ke = g.alloc::<f64>(total.max(1))?;
     let bad = crate::sparse::cuda::upload(g, &[i32::MAX])?;
     let (ne, plane_strain, order) = (set.elements as i64, (set.problem == Problem::PlaneStrain) as i32, set.order as i32);
@@ -134,7 +152,7 @@ pub fn ebe_apply(
 ) -> crate::error::Result<()> {
     ebe_init(g, set, fixed, x, y, sc)?;
     let name = format!("ebe_apply_{}", suffix(set));
-    let f = g.kernel("fem", SOURCE, &name)?;
+    let f = element_kernel(g, set, &name)?;
     let ne = set.elements as i64;
     let mut l = g.launcher(&f);
     l.arg(&ne).arg(&d.conn).arg(ke).arg(x).arg(y);
@@ -153,7 +171,7 @@ pub fn ebe_diagonal(
 ) -> crate::error::Result<()> {
     g.fill_bytes(diag, 0)?;
     let name = format!("ebe_diagonal_{}", suffix(set));
-    let f = g.kernel("fem", SOURCE, &name)?;
+    let f = element_kernel(g, set, &name)?;
     let ne = set.elements as i64;
     let mut l = g.launcher(&f);
     l.arg(&ne).arg(&d.conn).arg(ke).arg(&*diag);
@@ -302,7 +320,7 @@ pub fn diagonal_add(
 /// bad element) as `stiffness`.
 pub fn body_load(g: &Gpu, set: &ElementSet, d: &DeviceSet, b: &DeviceBuffer<f64>, f: &DeviceBuffer<f64>) -> Result<(), Failure> {
     let name = format!("body_load_{}", suffix(set));
-    let func = g.kernel("fem", SOURCE, &name)?;
+    let func = element_kernel(g, set, &name)?;
     let bad = crate::sparse::cuda::upload(g, &[i32::MAX])?;
     let (ne, order) = (set.elements as i64, set.order as i32);
     let mut l = g.launcher(&func);

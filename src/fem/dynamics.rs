@@ -96,6 +96,9 @@ impl DynamicsStepper {
         if set.problem == Problem::Heat {
             return Err(Error::invalid("the set is a heat problem: use the heat stepper"));
         }
+        if scheme == Scheme::TotalLagrangian {
+            set.element.linear_only("the total Lagrangian scheme")?;
+        }
         if scheme == Scheme::TotalLagrangian && set.problem == Problem::PlaneStress {
             return Err(Error::new(
                 crate::error::ErrorKind::Unsupported,

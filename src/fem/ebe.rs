@@ -96,6 +96,9 @@ impl EbeSolver {
     /// (dofs counted from `base`, distinct); `on_the_fly`: recompute K^e in
     /// every product (no stored matrices needed).
     pub fn new(set: Arc<ElementSet>, dofs: &[i64], base: i64, values: &[f64], on_the_fly: bool) -> Result<EbeSolver> {
+        if on_the_fly {
+            set.element.linear_only("element-by-element CG with K^e on the fly")?;
+        }
         set.check_nodes_used("element-by-element CG")?;
         let n = set.dofs();
         let (mut fixed, mut g) = (vec![0u8; n], vec![0.0; n]);

@@ -51,6 +51,9 @@ impl ElementSet {
             super::Element::Tri3 | super::Element::Quad4 => 2,
             super::Element::Tet4 => 3,
             super::Element::Hex8 => 4,
+            super::Element::Tri6 | super::Element::Quad8 => 3,
+            super::Element::Tet10 => 6,
+            super::Element::Hex20 => 8,
         }
     }
 
@@ -117,6 +120,7 @@ impl ElementSet {
 
     /// The face integrals of `kind`, checked as `face_load` says.
     pub fn face_integrals(&self, kind: FaceKind, faces: &[i64], base: i64, values: &[f64]) -> Result<FaceIntegrals> {
+        self.element.linear_only("face loads")?;
         let heat = self.problem == Problem::Heat;
         if heat != matches!(kind, FaceKind::Flux | FaceKind::Convection) {
             return Err(Error::invalid(format!(
@@ -186,6 +190,7 @@ impl ElementSet {
             }
             _ => {}
         }
+        self.element.linear_only("the total Lagrangian internal force")?;
         if !alpha.is_finite() {
             return Err(Error::invalid(format!("alpha = {alpha}: must be finite")));
         }

@@ -39,6 +39,10 @@ pub enum Element {
     Quad4,
     Tet4,
     Hex8,
+    Tri6,
+    Quad8,
+    Tet10,
+    Hex20,
 }
 
 impl Element {
@@ -48,23 +52,45 @@ impl Element {
             Element::Quad4 => "quad4",
             Element::Tet4 => "tet4",
             Element::Hex8 => "hex8",
+            Element::Tri6 => "tri6",
+            Element::Quad8 => "quad8",
+            Element::Tet10 => "tet10",
+            Element::Hex20 => "hex20",
         }
     }
     pub fn dim(self) -> usize {
         match self {
-            Element::Tri3 | Element::Quad4 => 2,
-            Element::Tet4 | Element::Hex8 => 3,
+            Element::Tri3 | Element::Quad4 | Element::Tri6 | Element::Quad8 => 2,
+            _ => 3,
         }
     }
     pub fn nodes(self) -> usize {
         match self {
             Element::Tri3 => 3,
             Element::Quad4 | Element::Tet4 => 4,
-            Element::Hex8 => 8,
+            Element::Tri6 => 6,
+            Element::Hex8 | Element::Quad8 => 8,
+            Element::Tet10 => 10,
+            Element::Hex20 => 20,
         }
     }
+    /// A linear simplex (tri3, tet4): constant gradients, one point.
     pub fn is_simplex(self) -> bool {
         self.nodes() == self.dim() + 1
+    }
+    /// tri6, quad8, tet10, hex20 (integrated at order 3 or more).
+    pub fn is_quadratic(self) -> bool {
+        matches!(self, Element::Tri6 | Element::Quad8 | Element::Tet10 | Element::Hex20)
+    }
+    /// Refuses a capability not yet written for quadratic elements.
+    pub fn linear_only(self, what: &str) -> Result<()> {
+        if self.is_quadratic() {
+            return Err(Error::new(
+                crate::error::ErrorKind::Unsupported,
+                format!("{what} is not yet available for {} elements (linear elements only)", self.name()),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -297,6 +323,8 @@ impl ElementSet {
         if !(1..=4).contains(&order) {
             return Err(Error::invalid(format!("order = {order}: Gauss-Legendre orders 1 to 4 are available")));
         }
+        // the degree chooses at least: quadratic elements need 3 points a direction
+        let order = if element.is_quadratic() { order.max(3) } else { order };
         if index_base != 0 && index_base != 1 {
             return Err(Error::invalid(format!("index_base = {index_base}: expected 0 or 1")));
         }
@@ -458,7 +486,12 @@ impl ElementSet {
     /// (BENCHMARKS.md: its accumulation sits in registers, while levels II
     /// and IIa re-form B^T D B per entry and Gauss point from shared memory).
     pub fn integration_level(&self) -> Level {
-        self.level.lock().unwrap_or_else(|p| p.into_inner()).unwrap_or(Level::Element)
+        let chosen = self.level.lock().unwrap_or_else(|p| p.into_inner()).unwrap_or(Level::Element);
+        if chosen == Level::Element && self.element_dofs() > 24 {
+            Level::Blocked // tet10 and hex20 elasticity: a thread cannot hold K^e (no level-I kernel)
+        } else {
+            chosen
+        }
     }
 
     /// Each material's density (elasticity, for the mass matrices); the next

@@ -75,6 +75,7 @@ impl ThermalStress {
         fixed: &[i64],
         base: i64,
     ) -> Result<ThermalStress> {
+        set.element.linear_only("thermal stress")?;
         if set.problem != Problem::Elastic3d {
             return Err(Error::new(ErrorKind::Unsupported, "thermal stress is computed on 3-D elasticity sets (tet4, hex8)"));
         }

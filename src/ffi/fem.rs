@@ -25,6 +25,14 @@ pub const FEGPU_ELEMENT_TRI3: i32 = 1;
 pub const FEGPU_ELEMENT_QUAD4: i32 = 2;
 pub const FEGPU_ELEMENT_TET4: i32 = 3;
 pub const FEGPU_ELEMENT_HEX8: i32 = 4;
+/// Quadratic elements (order raised to 3 at least): the corners, then the
+/// edges' midpoints (tri6: 0-1 1-2 2-0; quad8: 0-1 1-2 2-3 3-0; tet10: 0-1
+/// 1-2 2-0 0-3 1-3 2-3; hex20: the bottom's 0-1 1-2 2-3 3-0, the top's 4-5
+/// 5-6 6-7 7-4, then 0-4 1-5 2-6 3-7).
+pub const FEGPU_ELEMENT_TRI6: i32 = 5;
+pub const FEGPU_ELEMENT_QUAD8: i32 = 6;
+pub const FEGPU_ELEMENT_TET10: i32 = 7;
+pub const FEGPU_ELEMENT_HEX20: i32 = 8;
 /// Heat conduction: one dof per node, material (k, unused).
 pub const FEGPU_PROBLEM_HEAT: i32 = 1;
 /// 2-D elasticity in plane stress: material (E, nu).
@@ -40,9 +48,14 @@ fn element_of(c: i32) -> Result<Element> {
         FEGPU_ELEMENT_QUAD4 => Element::Quad4,
         FEGPU_ELEMENT_TET4 => Element::Tet4,
         FEGPU_ELEMENT_HEX8 => Element::Hex8,
+        FEGPU_ELEMENT_TRI6 => Element::Tri6,
+        FEGPU_ELEMENT_QUAD8 => Element::Quad8,
+        FEGPU_ELEMENT_TET10 => Element::Tet10,
+        FEGPU_ELEMENT_HEX20 => Element::Hex20,
         _ => {
             return Err(Error::invalid(format!(
-                "element = {c}: expected FEGPU_ELEMENT_TRI3 (1), _QUAD4 (2), _TET4 (3) or _HEX8 (4)"
+                "element = {c}: expected FEGPU_ELEMENT_TRI3 (1), _QUAD4 (2), _TET4 (3), _HEX8 (4), _TRI6 (5), \
+                 _QUAD8 (6), _TET10 (7) or _HEX20 (8)"
             )))
         }
     })

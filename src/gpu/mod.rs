@@ -14,6 +14,8 @@ mod lanes;
 mod launch;
 mod memory;
 
+/// A compiled kernel, as `Gpu::kernel` gives it.
+pub use cudarc::driver::CudaFunction as Kernel;
 pub use graph::Graph;
 use lanes::LaneParts;
 pub use lanes::{Lane, Mark};

@@ -18,12 +18,7 @@ use std::time::Instant;
 /// `count` separate elements of type `t`, each its reference shape shifted
 /// and distorted a little (nodes not shared: integration reads every node).
 fn loose_elements(t: Element, count: usize) -> (Vec<f64>, Vec<i64>) {
-    let reference: Vec<[f64; 3]> = match t {
-        Element::Tri3 => vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
-        Element::Quad4 => vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0]],
-        Element::Tet4 => vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
-        Element::Hex8 => (0..8).map(|a| [((a & 1) ^ ((a >> 1) & 1)) as f64, ((a >> 1) & 1) as f64, (a >> 2) as f64]).collect(),
-    };
+    let reference = cpu::reference_nodes(t);
     let dim = t.dim();
     let (mut coords, mut conn) = (Vec::with_capacity(count * reference.len() * dim), Vec::with_capacity(count * reference.len()));
     for e in 0..count {
@@ -105,6 +100,8 @@ pub fn run() -> Result<()> {
             );
         }
     }
+
+    quadratic_integration(&ctx, &cpu_ctx)?;
 
     let n = if on_gpu { 68 } else { 12 };
     let (coords, conn) = fegpu::fem::gallery::hex_block(n);
@@ -290,6 +287,59 @@ thermal stress with age and creep (2 terms), hex8 dam-like block {n}^3: {ne} ele
         per(serial_s, serial_ne) / per(passes_s, ne)
     );
     println!("  a whole step, CG with Jacobi to 1e-6: {:.1} ms ({} iterations)", step_s * 1e3, outcome.iterations);
+    Ok(())
+}
+
+/// Quadratic elements' K^e (order 3; tet10 and hex20 elasticity by the
+/// blocked kernel) in elements per second and in model flops (at each
+/// point: the Jacobian, its inverse and the gradients, 4 NN DIM^2; row p's
+/// B^T D, 2 NS^2 for each of ND rows; the packed entries, 2 NS each)
+/// against the FP64 FMA rate measured in the same run, and the serial loop.
+fn quadratic_integration(ctx: &Arc<Context>, cpu_ctx: &Arc<Context>) -> Result<()> {
+    let peak = match ctx.gpu() {
+        Some(g) => {
+            let (s, flops) = fegpu::radfields::cuda::fp64_peak(g)?;
+            flops / s
+        }
+        None => f64::NAN,
+    };
+    println!("\nquadratic elements, every K^e at order 3 (FP64 FMA ceiling in the same run: {:.1} TFLOP/s):", peak / 1e12);
+    println!(
+        "  {:<6} {:<8} {:>9} {:>10} {:>13} {:>10} {:>8} {:>13} {:>10}",
+        "element", "problem", "elements", "ms", "elements/s", "GFLOP/s", "of FP64", "serial el/s", "vs serial"
+    );
+    for t in [Element::Tri6, Element::Quad8, Element::Tet10, Element::Hex20] {
+        for problem in [Problem::Heat, if t.dim() == 2 { Problem::PlaneStrain } else { Problem::Elastic3d }] {
+            let dim = t.dim();
+            let (nn, dpn) = (t.nodes(), problem.dofs_per_node(dim));
+            let (nd, ns) = (nn * dpn, problem.stress_components(dim));
+            let np = nd * (nd + 1) / 2;
+            let points = cpu::points(t, 3).len();
+            let flops = (points * (4 * nn * dim * dim + nd * 2 * ns * ns + np * 2 * ns)) as f64;
+            let count = if ctx.gpu().is_some() { ((1usize << 30) / (8 * np)).min(1 << 20) } else { 2_000 };
+            let (coords, conn) = loose_elements(t, count);
+            let set = set_of(ctx, t, problem, &coords, &conn, 3)?;
+            let seconds = time(ctx, 5, || set.integrate())?;
+            let serial_count = count.min(2_000);
+            let (sc, sn) = loose_elements(t, serial_count);
+            let serial_set = set_of(cpu_ctx, t, problem, &sc, &sn, 3)?;
+            let props = serial_set.materials().props.clone();
+            let mut ke = vec![0.0; np * serial_count];
+            let clock = Instant::now();
+            cpu::stiffness(&serial_set, &props, &mut ke).expect("valid elements");
+            let serial_rate = serial_count as f64 / clock.elapsed().as_secs_f64();
+            let rate = count as f64 / seconds;
+            let gflops = rate * flops / 1e9;
+            println!(
+                "  {:<7} {:<8} {count:>9} {:>10.3} {rate:>13.3e} {gflops:>10.0} {:>7.1}% {serial_rate:>13.3e} {:>9.0}x",
+                t.name(),
+                format!("{problem:?}").chars().take(8).collect::<String>(),
+                seconds * 1e3,
+                100.0 * gflops * 1e9 / peak,
+                rate / serial_rate
+            );
+        }
+    }
     Ok(())
 }
 
