@@ -23,7 +23,7 @@ program dam_stress
   real(real64), allocatable :: t_old(:), t_new(:), cast(:), ebar(:), sig_gpu(:, :), source(:, :), u_gpu(:), nodal(:, :)
   integer, allocatable :: conn(:, :), mat(:), fixed(:)
   real(real64) :: laws(stride, 2), props_e(2, 2), props_h(2, 2), d1(6, 6), bmat(6, 24), n8(8), wdet, worst, worst_u
-  real(real64) :: t, tau, em, qsum, dg, dtemp, v(6), sv(6), eta(6), envelope(2)
+  real(real64) :: t, tau, em, qsum, dg, v(6), sv(6), envelope(2)
   type(fegpu_context) :: ctx
   type(fegpu_fem) :: heat_set, solid
   type(fegpu_csr) :: kh
@@ -141,13 +141,7 @@ program dam_stress
       call add_block(e, ebar(e) * kunit(:, :, e))
       do p = 1, 8
         call gauss_point(e, p, bmat, n8, wdet)
-        dtemp = dot_product(n8, t_new(conn(:, e)) - t_old(conn(:, e)))
-        eta = 0
-        do q = 1, terms
-          eta = eta + (1 - exp(-laws(12 + 4 * (q - 1), m) * dt)) * w(:, p, q, e)
-        end do
-        v = eta
-        v(1:3) = v(1:3) + laws(5, m) * dtemp + dg
+        v = past_and_initial(e, m, p, n8, dg)
         call add_load(e, wdet * matmul(transpose(bmat), ebar(e) * matmul(d1, v)))
       end do
     end do
@@ -165,13 +159,7 @@ program dam_stress
       d1 = unit_d(props_e(2, m))
       do p = 1, 8
         call gauss_point(e, p, bmat, n8, wdet)
-        dtemp = dot_product(n8, t_new(conn(:, e)) - t_old(conn(:, e)))
-        eta = 0
-        do q = 1, terms
-          eta = eta + (1 - exp(-laws(12 + 4 * (q - 1), m) * dt)) * w(:, p, q, e)
-        end do
-        v = eta
-        v(1:3) = v(1:3) + laws(5, m) * dtemp + dg
+        v = past_and_initial(e, m, p, n8, dg)
         v = matmul(bmat, [(du(3 * conn((b - 1) / 3 + 1, e) - 2 + mod(b - 1, 3)), b = 1, 24)]) - v
         sv = ebar(e) * matmul(d1, v)
         sig(:, p, e) = sig(:, p, e) + sv
@@ -233,6 +221,21 @@ contains
     real(real64), intent(in) :: law(:), tau
     integer, intent(in) :: q
     psi = law(9 + 4 * (q - 1)) + law(10 + 4 * (q - 1)) * tau**(-law(11 + 4 * (q - 1)))
+  end function
+
+  !> The strains the step imposes at Gauss point p of element e: the creep
+  !> the past stresses add (eta), the thermal and the autogenous strain.
+  function past_and_initial(e, m, p, n, dg) result(v)
+    integer, intent(in) :: e, m, p
+    real(real64), intent(in) :: n(8), dg
+    real(real64) :: v(6), dtemp
+    integer :: j
+    dtemp = dot_product(n, t_new(conn(:, e)) - t_old(conn(:, e)))
+    v = 0
+    do j = 1, terms
+      v = v + (1 - exp(-laws(12 + 4 * (j - 1), m) * dt)) * w(:, p, j, e)
+    end do
+    v(1:3) = v(1:3) + laws(5, m) * dtemp + dg
   end function
 
   !> The unit-modulus isotropic D (Voigt xx yy zz xy yz zx, engineering shears).

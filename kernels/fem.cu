@@ -422,54 +422,16 @@ __device__ void stiffness_blocked(i64 ne, const double* __restrict__ x, const in
 }
 
 #define STIFFNESS(NAME, NN, DIM, DPN)                                                                            \
-    extern "C" __global__ void __launch_bounds__(128) NAME(i64 ne, const double* x, const int* conn,             \
+    extern "C" __global__ void __launch_bounds__(128) stiffness_##NAME(i64 ne, const double* x, const int* conn,             \
         const int* material, const double* props, int plane_strain, int order, double* ke, int* bad) {          \
         stiffness<NN, DIM, DPN>(ne, x, conn, material, props, plane_strain, order, ke, bad);                    \
     }
-#ifndef FEM_QUADRATIC
-STIFFNESS(stiffness_tri3_heat, 3, 2, 1)
-STIFFNESS(stiffness_quad4_heat, 4, 2, 1)
-STIFFNESS(stiffness_tet4_heat, 4, 3, 1)
-STIFFNESS(stiffness_hex8_heat, 8, 3, 1)
-STIFFNESS(stiffness_tri3_elastic, 3, 2, 2)
-STIFFNESS(stiffness_quad4_elastic, 4, 2, 2)
-STIFFNESS(stiffness_tet4_elastic, 4, 3, 3)
-STIFFNESS(stiffness_hex8_elastic, 8, 3, 3)
-#else  // FEM_QUADRATIC
-STIFFNESS(stiffness_tri6_heat, 6, 2, 1)
-STIFFNESS(stiffness_quad8_heat, 8, 2, 1)
-STIFFNESS(stiffness_tet10_heat, 10, 3, 1)
-STIFFNESS(stiffness_hex20_heat, 20, 3, 1)
-STIFFNESS(stiffness_tri6_elastic, 6, 2, 2)
-STIFFNESS(stiffness_quad8_elastic, 8, 2, 2)
-#endif
-// tet10 and hex20 elasticity (465 and 1,830 packed entries) are integrated by
-// the blocked kernels only: a thread per element cannot hold them
 
 #define STIFFNESS_BLOCKED(NAME, NN, DIM, DPN)                                                                    \
-    extern "C" __global__ void __launch_bounds__(256) NAME##_blocked(i64 ne, const double* x, const int* conn,   \
+    extern "C" __global__ void __launch_bounds__(256) stiffness_##NAME##_blocked(i64 ne, const double* x, const int* conn,   \
         const int* material, const double* props, int plane_strain, int order, double* ke, int* bad, int epb) {  \
         stiffness_blocked<NN, DIM, DPN>(ne, x, conn, material, props, plane_strain, order, ke, bad, epb);       \
     }
-#ifndef FEM_QUADRATIC
-STIFFNESS_BLOCKED(stiffness_tri3_heat, 3, 2, 1)
-STIFFNESS_BLOCKED(stiffness_quad4_heat, 4, 2, 1)
-STIFFNESS_BLOCKED(stiffness_tet4_heat, 4, 3, 1)
-STIFFNESS_BLOCKED(stiffness_hex8_heat, 8, 3, 1)
-STIFFNESS_BLOCKED(stiffness_tri3_elastic, 3, 2, 2)
-STIFFNESS_BLOCKED(stiffness_quad4_elastic, 4, 2, 2)
-STIFFNESS_BLOCKED(stiffness_tet4_elastic, 4, 3, 3)
-STIFFNESS_BLOCKED(stiffness_hex8_elastic, 8, 3, 3)
-#else  // FEM_QUADRATIC
-STIFFNESS_BLOCKED(stiffness_tri6_heat, 6, 2, 1)
-STIFFNESS_BLOCKED(stiffness_quad8_heat, 8, 2, 1)
-STIFFNESS_BLOCKED(stiffness_tet10_heat, 10, 3, 1)
-STIFFNESS_BLOCKED(stiffness_hex20_heat, 20, 3, 1)
-STIFFNESS_BLOCKED(stiffness_tri6_elastic, 6, 2, 2)
-STIFFNESS_BLOCKED(stiffness_quad8_elastic, 8, 2, 2)
-STIFFNESS_BLOCKED(stiffness_tet10_elastic, 10, 3, 3)
-STIFFNESS_BLOCKED(stiffness_hex20_elastic, 20, 3, 3)
-#endif
 
 // Assembly as a gather: global entry i = the sum of the packed element entries
 // ke[from[ptr[i] .. ptr[i + 1])], in element order (src/fem/mod.rs builds the
@@ -552,7 +514,7 @@ __device__ void ebe_diagonal(i64 ne, const int* __restrict__ conn, const double*
     }
 }
 
-#define EBE(NAME, NN, DPN)                                                                                      \
+#define EBE(NAME, NN, DIM, DPN)                                                                                     \
     extern "C" __global__ void __launch_bounds__(128) ebe_apply_##NAME(i64 ne, const int* conn, const double* ke, \
         const double* x, double* y, const unsigned char* fixed, const double* sc) {                              \
         ebe_apply<NN, DPN>(ne, conn, ke, x, y, fixed, sc);                                                      \
@@ -561,25 +523,6 @@ __device__ void ebe_diagonal(i64 ne, const int* __restrict__ conn, const double*
         const double* ke, double* diag) {                                                                       \
         ebe_diagonal<NN, DPN>(ne, conn, ke, diag);                                                              \
     }
-#ifndef FEM_QUADRATIC
-EBE(tri3_heat, 3, 1)
-EBE(quad4_heat, 4, 1)
-EBE(tet4_heat, 4, 1)
-EBE(hex8_heat, 8, 1)
-EBE(tri3_elastic, 3, 2)
-EBE(quad4_elastic, 4, 2)
-EBE(tet4_elastic, 4, 3)
-EBE(hex8_elastic, 8, 3)
-#else  // FEM_QUADRATIC
-EBE(tri6_heat, 6, 1)
-EBE(quad8_heat, 8, 1)
-EBE(tet10_heat, 10, 1)
-EBE(hex20_heat, 20, 1)
-EBE(tri6_elastic, 6, 2)
-EBE(quad8_elastic, 8, 2)
-EBE(tet10_elastic, 10, 3)
-EBE(hex20_elastic, 20, 3)
-#endif
 
 // Dirichlet right-hand side (EBE solves and heat steps): with t = K g (g the
 // prescribed values, 0 on free dofs), free rows b -= t and constrained rows
@@ -632,25 +575,6 @@ __device__ void mass(i64 ne, const double* __restrict__ x, const int* __restrict
         const int* material, const double* coef, int order, double* ce, int* bad) {                             \
         mass<NN, DIM, DPN>(ne, x, conn, material, coef, order, ce, bad);                                        \
     }
-#ifndef FEM_QUADRATIC
-MASS(tri3_heat, 3, 2, 1)
-MASS(quad4_heat, 4, 2, 1)
-MASS(tet4_heat, 4, 3, 1)
-MASS(hex8_heat, 8, 3, 1)
-MASS(tri3_elastic, 3, 2, 2)
-MASS(quad4_elastic, 4, 2, 2)
-MASS(tet4_elastic, 4, 3, 3)
-MASS(hex8_elastic, 8, 3, 3)
-#else  // FEM_QUADRATIC
-MASS(tri6_heat, 6, 2, 1)
-MASS(quad8_heat, 8, 2, 1)
-MASS(tet10_heat, 10, 3, 1)
-MASS(hex20_heat, 20, 3, 1)
-MASS(tri6_elastic, 6, 2, 2)
-MASS(quad8_elastic, 8, 2, 2)
-MASS(tet10_elastic, 10, 3, 3)
-MASS(hex20_elastic, 20, 3, 3)
-#endif
 
 // ---- Element-by-element products with K^e recomputed (on the fly) ----
 
@@ -735,16 +659,6 @@ __device__ void ebe_otf(i64 ne, const double* __restrict__ x_nodes, const int* _
         const unsigned char* fixed, double* diag_out, const double* sc) {                                         \
         ebe_otf<NN, DIM, DPN>(ne, x, conn, material, props, plane_strain, order, u, y, fixed, diag_out, sc);      \
     }
-#ifndef FEM_QUADRATIC
-EBE_OTF(tri3_heat, 3, 2, 1)
-EBE_OTF(quad4_heat, 4, 2, 1)
-EBE_OTF(tet4_heat, 4, 3, 1)
-EBE_OTF(hex8_heat, 8, 3, 1)
-EBE_OTF(tri3_elastic, 3, 2, 2)
-EBE_OTF(quad4_elastic, 4, 2, 2)
-EBE_OTF(tet4_elastic, 4, 3, 3)
-EBE_OTF(hex8_elastic, 8, 3, 3)
-#endif
 
 // ---- The assembly pattern and map, built on the device ----
 // The same CSR pattern and gather map as src/fem/mod.rs `build_assembly` (the
@@ -943,25 +857,6 @@ __device__ void body_load(i64 ne, const double* __restrict__ x, const int* __res
         const double* b, int order, double* f, int* bad) {                                                       \
         body_load<NN, DIM, DPN>(ne, x, conn, b, order, f, bad);                                                 \
     }
-#ifndef FEM_QUADRATIC
-BODY_LOAD(tri3_heat, 3, 2, 1)
-BODY_LOAD(quad4_heat, 4, 2, 1)
-BODY_LOAD(tet4_heat, 4, 3, 1)
-BODY_LOAD(hex8_heat, 8, 3, 1)
-BODY_LOAD(tri3_elastic, 3, 2, 2)
-BODY_LOAD(quad4_elastic, 4, 2, 2)
-BODY_LOAD(tet4_elastic, 4, 3, 3)
-BODY_LOAD(hex8_elastic, 8, 3, 3)
-#else  // FEM_QUADRATIC
-BODY_LOAD(tri6_heat, 6, 2, 1)
-BODY_LOAD(quad8_heat, 8, 2, 1)
-BODY_LOAD(tet10_heat, 10, 3, 1)
-BODY_LOAD(hex20_heat, 20, 3, 1)
-BODY_LOAD(tri6_elastic, 6, 2, 2)
-BODY_LOAD(quad8_elastic, 8, 2, 2)
-BODY_LOAD(tet10_elastic, 10, 3, 3)
-BODY_LOAD(hex20_elastic, 20, 3, 3)
-#endif
 
 // Face integrals, one thread per face of FN nodes in DIM dimensions: an edge
 // (FN 2, in 2-D, per unit thickness), a triangle (3) or a quadrilateral (4),
@@ -1184,12 +1079,6 @@ __device__ void tl_force(i64 ne, const double* __restrict__ x, const int* __rest
         const int* material, const double* props, int order, const double* u, double s, double* f) {            \
         tl_force<NN, DIM>(ne, x, conn, material, props, order, u, s, f);                                        \
     }
-#ifndef FEM_QUADRATIC
-TL_FORCE(tri3_elastic, 3, 2)
-TL_FORCE(quad4_elastic, 4, 2)
-TL_FORCE(tet4_elastic, 4, 3)
-TL_FORCE(hex8_elastic, 8, 3)
-#endif
 
 // Global entry i = sum over its contributions of scale[e] ke[from[k]], e the
 // contribution's element (from = packed entry * ne + e): the matrix of
@@ -1335,10 +1224,6 @@ __device__ void thermal_stress(i64 ne, const double* __restrict__ x, const int* 
         thermal_stress<NN>(ne, x, conn, material, laws, stride, terms, nu, cast, t, dt, order, t_new, t_old,      \
                            stress, w, ebar, f, du);                                                               \
     }
-#ifndef FEM_QUADRATIC
-THERMAL_STRESS(tet4, 4)
-THERMAL_STRESS(hex8, 8)
-#endif
 
 // sums[6 v + s] += the element mean of stress s, count[v] += 1, for each
 // node v of each element: the nodal averages once divided.
@@ -1358,3 +1243,32 @@ extern "C" __global__ void __launch_bounds__(128) stress_to_nodes(i64 ne, int nn
         atomicAdd(&count[v], 1.0);
     }
 }
+
+// ---- The kernels of each element type ----
+// X(element, NN, DIM) for each type; every kind of kernel is made for heat
+// (one dof per node) and elasticity (DIM). Without FEM_QUADRATIC the linear
+// types with everything written for them; with it the quadratic types (a
+// thread per element integrates only the small ones: tet10 and hex20
+// elasticity, 465 and 1,830 packed entries, by the blocked kernels alone).
+#define LINEAR_ELEMENTS(X) X(tri3, 3, 2) X(quad4, 4, 2) X(tet4, 4, 3) X(hex8, 8, 3)
+#define BOTH_PHYSICS(KIND, E, NN, DIM) KIND(E##_heat, NN, DIM, 1) KIND(E##_elastic, NN, DIM, DIM)
+#define EVERY_ELEMENT_KIND(E, NN, DIM)                                                                          \
+    BOTH_PHYSICS(STIFFNESS_BLOCKED, E, NN, DIM)                                                                 \
+    BOTH_PHYSICS(EBE, E, NN, DIM) BOTH_PHYSICS(MASS, E, NN, DIM) BOTH_PHYSICS(BODY_LOAD, E, NN, DIM)
+#ifndef FEM_QUADRATIC
+#define LINEAR_KINDS(E, NN, DIM)                                                                                \
+    EVERY_ELEMENT_KIND(E, NN, DIM) BOTH_PHYSICS(STIFFNESS, E, NN, DIM) BOTH_PHYSICS(EBE_OTF, E, NN, DIM)        \
+    TL_FORCE(E##_elastic, NN, DIM)
+LINEAR_ELEMENTS(LINEAR_KINDS)
+THERMAL_STRESS(tet4, 4)
+THERMAL_STRESS(hex8, 8)
+#else
+#define QUADRATIC_ELEMENTS(X) X(tri6, 6, 2) X(quad8, 8, 2) X(tet10, 10, 3) X(hex20, 20, 3)
+QUADRATIC_ELEMENTS(EVERY_ELEMENT_KIND)
+STIFFNESS(tri6_heat, 6, 2, 1)
+STIFFNESS(quad8_heat, 8, 2, 1)
+STIFFNESS(tet10_heat, 10, 3, 1)
+STIFFNESS(hex20_heat, 20, 3, 1)
+STIFFNESS(tri6_elastic, 6, 2, 2)
+STIFFNESS(quad8_elastic, 8, 2, 2)
+#endif

@@ -34,7 +34,7 @@ fn every_fem_kernel_name_is_defined() {
     let Some(linear) = ptx("fem", fegpu::fem::cuda::SOURCE) else { return };
     for element in ["tri3", "quad4", "tet4", "hex8"] {
         for physics in ["heat", "elastic"] {
-            for kind in ["stiffness", "mass", "ebe_apply", "ebe_diagonal", "ebe_otf"] {
+            for kind in ["stiffness", "mass", "ebe_apply", "ebe_diagonal", "ebe_otf", "body_load"] {
                 let name = format!("{kind}_{element}_{physics}");
                 assert!(linear.contains(&format!(".entry {name}(")), "kernels/fem.cu defines no {name}");
             }
@@ -42,7 +42,19 @@ fn every_fem_kernel_name_is_defined() {
             assert!(linear.contains(&format!(".entry {blocked}(")), "kernels/fem.cu defines no {blocked}");
         }
     }
-    for name in ["ebe_init", "dirichlet_rhs", "assemble"] {
+    for name in [
+        "ebe_init",
+        "dirichlet_rhs",
+        "assemble",
+        "assemble_scaled",
+        "tl_force_tri3_elastic",
+        "tl_force_hex8_elastic",
+        "thermal_stress_tet4",
+        "thermal_stress_hex8",
+        "face_load_quad",
+        "face_matrix_add",
+        "stress_to_nodes",
+    ] {
         assert!(linear.contains(&format!(".entry {name}(")), "kernels/fem.cu defines no {name}");
     }
     // the quadratic elements' module (kernels/fem.cu with FEM_QUADRATIC)

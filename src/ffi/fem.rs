@@ -534,8 +534,8 @@ pub const FEGPU_SCHEME_TOTAL_LAGRANGIAN: i32 = 3;
 /// for gamma >= 1/2, beta >= (gamma + 1/2)^2 / 4) or
 /// FEGPU_SCHEME_CENTRAL_DIFFERENCE or FEGPU_SCHEME_TOTAL_LAGRANGIAN
 /// (explicit: dt below the critical step; beta and gamma ignored; the
-/// latter needs no integration or assembly, 2-D sets in plane strain). The dofs clamped[i] (i < n_clamped, counted from
-/// index_base) stay at zero. The state (velocity, acceleration) stays on the
+/// latter needs no integration or assembly, 2-D sets in plane strain). The
+/// dofs clamped[i] (i < n_clamped, counted from index_base) stay at zero. The state (velocity, acceleration) stays on the
 /// device; the first step starts from rest.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_fem_dynamics_create(
