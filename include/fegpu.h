@@ -654,7 +654,9 @@ fegpu_status fegpu_fem_body_load(fegpu_fem_t fem,
 // `faces` holds each face's nodes (counted from index_base): 2 per edge of
 // a 2-D element (ordered with the body on the left: outward normal on the
 // right), 3 per triangle of tet4 and 4 per quadrilateral of hex8
-// (counter-clockwise seen from outside); `values` their loads, dim per
+// (counter-clockwise seen from outside); quadratic elements' faces add
+// their midpoints after the corners in the same turn (3 per edge, 6 per
+// tet10 triangle, 8 per hex20 quadrilateral); `values` their loads, dim per
 // face for tractions, 1 for pressures and fluxes. A failed call leaves F
 // as it was. Convection: fegpu_fem_heat_set_convection_faces.
 fegpu_status fegpu_fem_face_load(fegpu_fem_t fem,

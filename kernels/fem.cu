@@ -859,12 +859,15 @@ __device__ void body_load(i64 ne, const double* __restrict__ x, const int* __res
     }
 
 // Face integrals, one thread per face of FN nodes in DIM dimensions: an edge
-// (FN 2, in 2-D, per unit thickness), a triangle (3) or a quadrilateral (4),
-// its nodes ordered so that the outward normal is on the right of an edge
-// (the element counter-clockwise) and counter-clockwise seen from outside a
-// face. Rules exact for N_a N_b on flat faces: 2 Gauss points per direction,
-// the 3-point edge-midpoint rule on triangles (points (1/6, 1/6), (2/3,
-// 1/6), (1/6, 2/3), weight 1/6 each). With values v of face i (NV each):
+// in 2-D (FN 2, or 3 for quadratic elements: the ends, then the midpoint;
+// per unit thickness), a triangle (3, or 6: corners, then the midpoints of
+// 0-1 1-2 2-0) or a quadrilateral (4, or 8 likewise) in 3-D, its nodes
+// ordered so that the outward normal is on the right of an edge (the
+// element counter-clockwise) and counter-clockwise seen from outside a
+// face. Rules exact for N_a N_b on flat faces: 2 Gauss points per direction
+// (linear), 3 (quadratic; on triangles the collapsed 3 x 3), the 3-point
+// edge-midpoint rule on linear triangles (points (1/6, 1/6), (2/3, 1/6),
+// (1/6, 2/3), weight 1/6 each). With values v of face i (NV each):
 //   TRACTION (NV = DIM):    f_(a,c) += v_c * integral N_a dA
 //   PRESSURE (NV = 1):      f_(a,c) -= v * integral N_a n_c dA
 //   FLUX (NV = 1, heat):    f_a += v * integral N_a dA (heat flowing in)
@@ -875,7 +878,7 @@ enum FaceKind { TRACTION = 1, PRESSURE = 2, FLUX = 3, CONVECTION = 4 };
 
 template <int FN, int DIM>
 __device__ __forceinline__ int face_points() {
-    return FN == 2 ? 2 : FN == 3 ? 3 : 4;
+    return FN == 2 ? 2 : FN == 3 ? 3 : FN == 4 ? 4 : 9;
 }
 
 // At face point q: the shape values and the area vector n dA / (dxi deta)
@@ -883,8 +886,27 @@ __device__ __forceinline__ int face_points() {
 template <int FN, int DIM>
 __device__ __forceinline__ void face_point(const double (*xf)[3], int q, double* n, double* area) {
     const double gx = 0.57735026918962576451;
-    double dn[FN][2], w;
-    if (FN == 2) {
+    double dn[FN][3], w;
+    if (DIM == 2 && FN == 3) {  // edge3: the ends, then the midpoint
+        const double s = GL_X[2][q];
+        n[0] = 0.5 * s * (s - 1);
+        n[1] = 0.5 * s * (s + 1);
+        n[2] = 1 - s * s;
+        dn[0][0] = s - 0.5;
+        dn[1][0] = s + 0.5;
+        dn[2][0] = -2 * s;
+        w = GL_W[2][q];
+    } else if (FN == 6 || FN == 8) {  // tri6 and quad8 faces: the 2-D quadratic shapes
+        double xi[3] = {GL_X[2][q % 3], GL_X[2][q / 3], 0.0};
+        w = GL_W[2][q % 3] * GL_W[2][q / 3];
+        if (FN == 6) {  // the square collapsed onto the triangle
+            const double u = 0.5 * (1 + xi[0]), v = 0.5 * (1 + xi[1]);
+            xi[0] = u;
+            xi[1] = v * (1 - u);
+            w *= 0.25 * (1 - u);
+        }
+        quadratic_shapes<FN, 2>(xi, n, dn);
+    } else if (FN == 2) {
         const double s = q == 0 ? -gx : gx;
         n[0] = 0.5 * (1 - s);
         n[1] = 0.5 * (1 + s);
@@ -917,7 +939,7 @@ __device__ __forceinline__ void face_point(const double (*xf)[3], int q, double*
 #pragma unroll
         for (int c = 0; c < DIM; ++c) {
             t1[c] += dn[a][0] * xf[a][c];
-            if (FN > 2) t2[c] += dn[a][1] * xf[a][c];
+            if (DIM == 3) t2[c] += dn[a][1] * xf[a][c];
         }
     if (DIM == 2) {
         area[0] = w * t1[1];
@@ -988,9 +1010,6 @@ __device__ void face_load(i64 nf, const double* __restrict__ x, const int* __res
         int kind, const double* values, double* f, double* hf) {                                                   \
         face_load<FN, DIM>(nf, x, faces, kind, values, f, hf);                                                    \
     }
-FACE_LOAD(edge, 2, 2)
-FACE_LOAD(tri, 3, 3)
-FACE_LOAD(quad, 4, 3)
 
 // values[at[k * nf + i]] += s hf[k * nf + i]: face matrices into the global
 // matrix's values (positions found on the host; -1: none, the lower twin of
@@ -1262,7 +1281,13 @@ extern "C" __global__ void __launch_bounds__(128) stress_to_nodes(i64 ne, int nn
 LINEAR_ELEMENTS(LINEAR_KINDS)
 THERMAL_STRESS(tet4, 4)
 THERMAL_STRESS(hex8, 8)
+FACE_LOAD(edge, 2, 2)
+FACE_LOAD(tri, 3, 3)
+FACE_LOAD(quad, 4, 3)
 #else
+FACE_LOAD(edge3, 3, 2)
+FACE_LOAD(tri6, 6, 3)
+FACE_LOAD(quad8, 8, 3)
 #define QUADRATIC_ELEMENTS(X) X(tri6, 6, 2) X(quad8, 8, 2) X(tet10, 10, 3) X(hex20, 20, 3)
 QUADRATIC_ELEMENTS(EVERY_ELEMENT_KIND)
 STIFFNESS(tri6_heat, 6, 2, 1)

@@ -73,6 +73,9 @@ fn every_fem_kernel_name_is_defined() {
             assert!(quadratic.contains(&format!(".entry {blocked}(")), "the quadratic module defines no {blocked}");
         }
     }
+    for face in ["edge3", "tri6", "quad8"] {
+        assert!(quadratic.contains(&format!(".entry face_load_{face}(")), "the quadratic module defines no face_load_{face}");
+    }
 }
 
 /// Every LBM kernel a pass asks for by name (scheme, collision, forcing,

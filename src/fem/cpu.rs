@@ -495,25 +495,51 @@ pub fn body_load(set: &ElementSet, b: &[f64], f: &mut [f64]) -> Result<(), usize
 /// values and the area vector (weight included).
 fn face_points(fnodes: usize, dim: usize, xf: &[[f64; 3]]) -> Vec<(Vec<f64>, [f64; 3])> {
     let gx = 0.577_350_269_189_625_8;
-    (0..[0, 0, 2, 3, 4][fnodes])
+    let (g3, w3) = gauss_legendre(3);
+    let count = match (dim, fnodes) {
+        (2, 2) => 2,
+        (2, _) | (_, 3) => 3,
+        (_, 4) => 4,
+        _ => 9,
+    };
+    (0..count)
         .map(|q| {
-            let (n, dn, w): (Vec<f64>, Vec<[f64; 2]>, f64) = match fnodes {
-                2 => {
+            let (n, dn, w): (Vec<f64>, Vec<[f64; 3]>, f64) = match (dim, fnodes) {
+                (2, 2) => {
                     let s = if q == 0 { -gx } else { gx };
-                    (vec![0.5 * (1.0 - s), 0.5 * (1.0 + s)], vec![[-0.5, 0.0], [0.5, 0.0]], 1.0)
+                    (vec![0.5 * (1.0 - s), 0.5 * (1.0 + s)], vec![[-0.5, 0.0, 0.0], [0.5, 0.0, 0.0]], 1.0)
                 }
-                3 => {
+                (2, _) => {
+                    // edge3: the ends, then the midpoint
+                    let s = g3[q];
+                    let n = vec![0.5 * s * (s - 1.0), 0.5 * s * (s + 1.0), 1.0 - s * s];
+                    (n, vec![[s - 0.5, 0.0, 0.0], [s + 0.5, 0.0, 0.0], [-2.0 * s, 0.0, 0.0]], w3[q])
+                }
+                (_, 3) => {
                     let s = if q == 1 { 2.0 / 3.0 } else { 1.0 / 6.0 };
                     let t = if q == 2 { 2.0 / 3.0 } else { 1.0 / 6.0 };
-                    (vec![1.0 - s - t, s, t], vec![[-1.0, -1.0], [1.0, 0.0], [0.0, 1.0]], 1.0 / 6.0)
+                    (vec![1.0 - s - t, s, t], vec![[-1.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], 1.0 / 6.0)
                 }
-                _ => {
+                (_, 4) => {
                     let s = if q & 1 != 0 { gx } else { -gx };
                     let t = if q & 2 != 0 { gx } else { -gx };
                     let (cs, ct) = ([-1.0, 1.0, 1.0, -1.0], [-1.0, -1.0, 1.0, 1.0]);
                     let n = (0..4).map(|a| 0.25 * (1.0 + cs[a] * s) * (1.0 + ct[a] * t)).collect();
-                    let dn = (0..4).map(|a| [0.25 * cs[a] * (1.0 + ct[a] * t), 0.25 * ct[a] * (1.0 + cs[a] * s)]).collect();
+                    let dn = (0..4).map(|a| [0.25 * cs[a] * (1.0 + ct[a] * t), 0.25 * ct[a] * (1.0 + cs[a] * s), 0.0]).collect();
                     (n, dn, 1.0)
+                }
+                _ => {
+                    // tri6 and quad8 faces: the 2-D quadratic shapes (the triangle by the collapsed square)
+                    let (mut xi, mut w) = ([g3[q % 3], g3[q / 3], 0.0], w3[q % 3] * w3[q / 3]);
+                    let t = if fnodes == 6 {
+                        let (u, v) = (0.5 * (1.0 + xi[0]), 0.5 * (1.0 + xi[1]));
+                        (xi, w) = ([u, v * (1.0 - u), 0.0], w * 0.25 * (1.0 - u));
+                        Element::Tri6
+                    } else {
+                        Element::Quad8
+                    };
+                    let (n, dn) = quadratic_shapes(t, xi);
+                    (n, dn, w)
                 }
             };
             let tangent = |r: usize| -> [f64; 3] { std::array::from_fn(|c| (0..fnodes).map(|a| dn[a][r] * xf[a][c]).sum()) };

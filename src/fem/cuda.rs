@@ -339,6 +339,7 @@ pub fn body_load(g: &Gpu, set: &ElementSet, d: &DeviceSet, b: &DeviceBuffer<f64>
 #[allow(clippy::too_many_arguments)]
 pub fn face_load(
     g: &Gpu,
+    set: &ElementSet,
     d: &DeviceSet,
     fnodes: usize,
     faces: &DeviceBuffer<i32>,
@@ -348,8 +349,16 @@ pub fn face_load(
     f: &DeviceBuffer<f64>,
     hf: Option<&DeviceBuffer<f64>>,
 ) -> crate::error::Result<()> {
-    let name = format!("face_load_{}", ["", "", "edge", "tri", "quad"][fnodes]);
-    let func = g.kernel("fem", SOURCE, &name)?;
+    let face = match (set.element.dim(), fnodes) {
+        (2, 2) => "edge",
+        (2, _) => "edge3",
+        (_, 3) => "tri",
+        (_, 4) => "quad",
+        (_, 6) => "tri6",
+        _ => "quad8",
+    };
+    let name = format!("face_load_{face}");
+    let func = element_kernel(g, set, &name)?;
     let (nf64, kind) = (nf as i64, kind as i32);
     let mut l = g.launcher(&func);
     l.arg(&nf64).arg(&d.coords).arg(faces).arg(&kind).arg(values).arg(f);

@@ -120,7 +120,6 @@ impl ElementSet {
 
     /// The face integrals of `kind`, checked as `face_load` says.
     pub fn face_integrals(&self, kind: FaceKind, faces: &[i64], base: i64, values: &[f64]) -> Result<FaceIntegrals> {
-        self.element.linear_only("face loads")?;
         let heat = self.problem == Problem::Heat;
         if heat != matches!(kind, FaceKind::Flux | FaceKind::Convection) {
             return Err(Error::invalid(format!(
@@ -169,7 +168,7 @@ impl ElementSet {
                     Some(Buffer::Device(h)) => Some(&*h),
                     _ => None,
                 };
-                cuda::face_load(g, d, fnodes, &fd, nf, kind, &vd, f, hf)?
+                cuda::face_load(g, self, d, fnodes, &fd, nf, kind, &vd, f, hf)?
             }
             _ => return Err(crate::array::mixed_backends()),
         }
