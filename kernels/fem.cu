@@ -1263,6 +1263,38 @@ extern "C" __global__ void __launch_bounds__(128) stress_to_nodes(i64 ne, int nn
     }
 }
 
+// The lumped mass of quadratic elements by HRZ (Hinton, Rock, Zienkiewicz):
+// their row sums are not all positive (serendipity and quadratic-simplex
+// corners take negative ones), so each element's diagonal M_aa, scaled so
+// that it sums to the element's mass, is added at its dofs: out[dof] +=
+// M_aa sum_ab M_ab / sum_a M_aa (one component's block; the others equal).
+template <int NN, int DIM, int DPN>
+__device__ void hrz_lump(i64 ne, const int* __restrict__ conn, const double* __restrict__ ce, double* out) {
+    constexpr int ND = NN * DPN;
+    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= ne) return;
+    double total = 0.0, diag = 0.0;
+    int k = 0;
+    for (int p = 0; p < ND; ++p)
+        for (int r = p; r < ND; ++r, ++k) {
+            if (p % DPN != 0 || r % DPN != 0) continue;
+            const double m = ce[(i64)k * ne + e];
+            total += p == r ? m : 2 * m;
+            if (p == r) diag += m;
+        }
+    k = 0;
+    for (int p = 0; p < ND; ++p) {
+        atomicAdd(&out[(i64)conn[e * NN + p / DPN] * DPN + p % DPN], ce[(i64)k * ne + e] * total / diag);
+        k += ND - p;
+    }
+}
+
+#define HRZ_LUMP(NAME, NN, DIM, DPN)                                                                             \
+    extern "C" __global__ void __launch_bounds__(128) hrz_lump_##NAME(i64 ne, const int* conn, const double* ce, \
+        double* out) {                                                                                           \
+        hrz_lump<NN, DIM, DPN>(ne, conn, ce, out);                                                              \
+    }
+
 // ---- The kernels of each element type ----
 // X(element, NN, DIM) for each type; every kind of kernel is made for heat
 // (one dof per node) and elasticity (DIM). Without FEM_QUADRATIC the linear
@@ -1290,6 +1322,8 @@ FACE_LOAD(tri6, 6, 3)
 FACE_LOAD(quad8, 8, 3)
 #define QUADRATIC_ELEMENTS(X) X(tri6, 6, 2) X(quad8, 8, 2) X(tet10, 10, 3) X(hex20, 20, 3)
 QUADRATIC_ELEMENTS(EVERY_ELEMENT_KIND)
+#define HRZ_ELASTIC(E, NN, DIM) HRZ_LUMP(E##_elastic, NN, DIM, DIM)
+QUADRATIC_ELEMENTS(HRZ_ELASTIC)
 STIFFNESS(tri6_heat, 6, 2, 1)
 STIFFNESS(quad8_heat, 8, 2, 1)
 STIFFNESS(tet10_heat, 10, 3, 1)

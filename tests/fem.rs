@@ -249,7 +249,8 @@ fn rigid_body_modes_are_in_the_null_space() {
     ok(fegpu_context_destroy(ctx));
 }
 
-/// Patch test: on a 2 x 2 (x 2) patch whose centre node is moved off centre,
+/// Patch test for every linear type (quad4, hex8, and tri3 and tet4 from
+/// their squares and cubes): on a 2 x 2 (x 2) patch whose centre node is moved off centre,
 /// the assembled K times a linear field has no force at the centre node.
 #[test]
 fn distorted_patches_reproduce_linear_fields() {
@@ -259,6 +260,8 @@ fn distorted_patches_reproduce_linear_fields() {
         (FEGPU_ELEMENT_QUAD4, 2, FEGPU_PROBLEM_HEAT),
         (FEGPU_ELEMENT_HEX8, 3, FEGPU_PROBLEM_ELASTIC_3D),
         (FEGPU_ELEMENT_HEX8, 3, FEGPU_PROBLEM_HEAT),
+        (FEGPU_ELEMENT_TRI3, 2, FEGPU_PROBLEM_PLANE_STRAIN),
+        (FEGPU_ELEMENT_TET4, 3, FEGPU_PROBLEM_ELASTIC_3D),
     ] {
         let per = if dim == 2 { [3, 3, 1] } else { [3, 3, 3] };
         let node = |i: usize, j: usize, k: usize| i + 3 * (j + 3 * k);
@@ -288,7 +291,13 @@ fn distorted_patches_reproduce_linear_fields() {
                 }
             }
         }
-        let elements = conn.len() / if dim == 2 { 4 } else { 8 };
+        // the simplices: each square in two triangles, each cube in six tets
+        let conn = match element {
+            FEGPU_ELEMENT_TRI3 => conn.chunks(4).flat_map(|q| [q[0], q[1], q[2], q[0], q[2], q[3]]).collect(),
+            FEGPU_ELEMENT_TET4 => tets_of(&coords, &conn),
+            _ => conn,
+        };
+        let elements = conn.len() / TYPES.iter().find(|t| t.0 == element).unwrap().2;
         let s = create(ctx, element, problem, &coords, dim, &conn, &[3.0, 0.25], &vec![1; elements], 2);
         let ke = stiffness(&s);
         let dpn = if problem == FEGPU_PROBLEM_HEAT { 1 } else { dim };
@@ -717,14 +726,22 @@ fn element_by_element_cg_matches_assembled_cg() {
     let mut rng = Rng::new(seed() ^ 23);
     let (hc, hn) = hex_mesh([6, 4, 3], &mut rng);
     let (qc, qn) = quad_mesh(12, 5, 3.0, 1.0, 0.2, &mut rng);
+    // quadratic: stored K^e only (on the fly is refused for them)
+    let bend = |x: [f64; 3]| [x[0] * (1.0 + 0.05 * (x[1] * 2.0).sin()), x[1] + 0.04 * x[0].cos(), x[2]]; // x = 0 kept
+    let (q8c, q8n) = quadratic_mesh(FEGPU_ELEMENT_QUAD8, [6, 3, 1], &bend);
+    let (q8c, q8n) = compact(&q8c, &q8n, 2);
+    let (h20c, h20n) = quadratic_mesh(FEGPU_ELEMENT_HEX20, [3, 2, 2], &bend);
+    let (h20c, h20n) = compact(&h20c, &h20n, 3);
     let cases = [
-        (FEGPU_ELEMENT_HEX8, FEGPU_PROBLEM_ELASTIC_3D, 3usize, hc.clone(), hn.clone()),
-        (FEGPU_ELEMENT_HEX8, FEGPU_PROBLEM_HEAT, 3, hc, hn),
-        (FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRAIN, 2, qc, qn),
+        (FEGPU_ELEMENT_HEX8, FEGPU_PROBLEM_ELASTIC_3D, 3usize, 8usize, hc.clone(), hn.clone()),
+        (FEGPU_ELEMENT_HEX8, FEGPU_PROBLEM_HEAT, 3, 8, hc, hn),
+        (FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRAIN, 2, 4, qc, qn),
+        (FEGPU_ELEMENT_QUAD8, FEGPU_PROBLEM_PLANE_STRAIN, 2, 8, q8c, q8n),
+        (FEGPU_ELEMENT_HEX20, FEGPU_PROBLEM_ELASTIC_3D, 3, 20, h20c, h20n),
     ];
-    for (element, problem, dim, coords, conn) in cases {
+    for (element, problem, dim, nn, coords, conn) in cases {
         let nodes = coords.len() / dim;
-        let elements = conn.len() / if dim == 2 { 4 } else { 8 };
+        let elements = conn.len() / nn;
         let material: Vec<i64> = (0..elements).map(|e| (e % 2 + 1) as i64).collect();
         let s = create(ctx, element, problem, &coords, dim, &conn, &[10.0, 0.3, 2.0, 0.25], &material, 2);
         ok(fegpu_fem_integrate(s.h));
@@ -750,8 +767,16 @@ fn element_by_element_cg_matches_assembled_cg() {
         let mut info1 = fegpu_solve_info::default();
         ok(unsafe { fegpu_solver_solve(solver, b1, x1, 1e-10, 5000, &mut info1) });
         // element by element, from the untouched right-hand side: stored K^e, then recomputed
+        let quadratic = nn > 8 || (dim == 2 && nn == 8);
         for on_the_fly in [0, 1] {
             let mut ebe = 0;
+            if quadratic && on_the_fly == 1 {
+                let st = unsafe {
+                    fegpu_fem_ebe_create(s.h, fixed.len() as i64, fixed.as_ptr(), 0, values.as_ptr(), on_the_fly, &mut ebe)
+                };
+                expect_err(st, FEGPU_ERR_UNSUPPORTED, &["on the fly"]);
+                continue;
+            }
             ok(unsafe {
                 fegpu_fem_ebe_create(s.h, fixed.len() as i64, fixed.as_ptr(), 0, values.as_ptr(), on_the_fly, &mut ebe)
             });
@@ -2767,5 +2792,53 @@ fn quad8_cantilever_matches_beam_theory() {
         ok(fegpu_fem_destroy(s.h));
     }
     assert!(errors[0] < 1.5e-2 && errors[1] < 5e-3 && errors[1] < errors[0], "quad8 cantilever errors {errors:?}");
+    ok(fegpu_context_destroy(ctx));
+}
+
+/// Quadratic elements in the elastodynamics steppers: a quad8 strip (plane
+/// stress, nu = 0, lateral motion clamped) fixed at x = 0 and pulled
+/// suddenly at x = L rings to 2 P L / (E A) in both schemes; central
+/// differences take HRZ's lumped mass (the row sums of serendipity mass
+/// matrices are negative at the corners, which the stepper would refuse).
+#[test]
+fn quad8_bar_rings_to_twice_the_static_tip_in_both_schemes() {
+    use fegpu::ffi::array::*;
+    let ctx = context();
+    let (nx, l) = (10, 10.0);
+    let scale = |x: [f64; 3]| [x[0] * l / nx as f64, x[1], 0.0];
+    let (coords, conn) = quadratic_mesh(FEGPU_ELEMENT_QUAD8, [nx, 1, 1], &scale);
+    let (coords, conn) = compact(&coords, &conn, 2);
+    let nodes = coords.len() / 2;
+    let s = create(ctx, FEGPU_ELEMENT_QUAD8, FEGPU_PROBLEM_PLANE_STRESS, &coords, 2, &conn, &[1.0, 0.0], &vec![1; nx], 3);
+    ok(unsafe { fegpu_fem_set_density(s.h, 1, [1.0].as_ptr()) });
+    ok(fegpu_fem_integrate(s.h));
+    let mut a = 0;
+    ok(unsafe { fegpu_fem_assemble(s.h, &mut a) });
+    let mut clamped: Vec<i64> = (0..nodes).map(|v| 2 * v as i64 + 2).collect();
+    clamped.extend((0..nodes).filter(|&v| coords[2 * v] == 0.0).map(|v| 2 * v as i64 + 1));
+    // P = 1 over the end edge: 1/6, 2/3, 1/6 at its ends and midpoint
+    let end: Vec<usize> = (0..nodes).filter(|&v| coords[2 * v] == l).collect();
+    let mut f = vec![0.0; 2 * nodes];
+    for &v in &end {
+        f[2 * v] = if coords[2 * v + 1] == 0.5 { 2.0 / 3.0 } else { 1.0 / 6.0 };
+    }
+    let tip = |u: &[f64]| end.iter().map(|&v| u[2 * v]).sum::<f64>() / end.len() as f64;
+    for scheme in [FEGPU_SCHEME_NEWMARK, FEGPU_SCHEME_CENTRAL_DIFFERENCE] {
+        let dynamics = damped_stepper(&s, scheme, 0.02, &clamped, 0.0, 0.0);
+        let (mut u, mut load) = (0, 0);
+        ok(unsafe { fegpu_array_create_f64(ctx, f.len() as i64, 1, vec![0.0; f.len()].as_ptr(), &mut u) });
+        ok(unsafe { fegpu_array_create_f64(ctx, f.len() as i64, 1, f.as_ptr(), &mut load) });
+        let mut peak = 0.0f64;
+        for _ in 0..1250 {
+            // to t = 25, past the peak at 2 L / c = 20
+            ok(fegpu_fem_dynamics_step(dynamics, u, load, 1e-12, 5000));
+            peak = peak.max(tip(&download_f64(u, f.len())));
+        }
+        assert!((peak - 20.0).abs() < 1.0, "scheme {scheme}: peak tip {peak} (2 P L / (E A) = 20)");
+        for h in [u, load] {
+            ok(fegpu_array_destroy(h));
+        }
+        ok(fegpu_fem_dynamics_destroy(dynamics));
+    }
     ok(fegpu_context_destroy(ctx));
 }

@@ -73,6 +73,9 @@ fn every_fem_kernel_name_is_defined() {
             assert!(quadratic.contains(&format!(".entry {blocked}(")), "the quadratic module defines no {blocked}");
         }
     }
+    for element in ["tri6", "quad8", "tet10", "hex20"] {
+        assert!(quadratic.contains(&format!(".entry hrz_lump_{element}_elastic(")), "no hrz_lump_{element}_elastic");
+    }
     for face in ["edge3", "tri6", "quad8"] {
         assert!(quadratic.contains(&format!(".entry face_load_{face}(")), "the quadratic module defines no face_load_{face}");
     }

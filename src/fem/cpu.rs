@@ -774,3 +774,30 @@ pub fn stress_to_nodes(set: &ElementSet, points: usize, stress: &[f64], sums: &m
         }
     }
 }
+
+/// The HRZ lumped mass of the quadratic elements from their packed mass
+/// matrices `ce` (entry-major), added into `out` (kernels/fem.cu `hrz_lump`).
+pub fn hrz_lump(set: &ElementSet, ce: &[f64], out: &mut [f64]) {
+    let (ne, nd) = (set.elements, set.element_dofs());
+    let dpn = set.problem.dofs_per_node(set.element.dim());
+    for e in 0..ne {
+        let (mut total, mut diag, mut k) = (0.0, 0.0, 0);
+        for p in 0..nd {
+            for r in p..nd {
+                if p % dpn == 0 && r % dpn == 0 {
+                    let m = ce[k * ne + e];
+                    total += if p == r { m } else { 2.0 * m };
+                    if p == r {
+                        diag += m;
+                    }
+                }
+                k += 1;
+            }
+        }
+        let mut k = 0;
+        for p in 0..nd {
+            out[set.global_dof(e, p)] += ce[k * ne + e] * total / diag;
+            k += nd - p;
+        }
+    }
+}

@@ -472,3 +472,19 @@ pub fn stress_to_nodes(
     l.arg(&ne).arg(&nn).arg(&pts).arg(&d.conn).arg(stress).arg(sums).arg(count);
     g.launch("stress_to_nodes", l, element_grid(set), (BLOCK, 1, 1), 0)
 }
+
+/// out += the HRZ lumped mass of quadratic elements from their mass matrices.
+pub fn hrz_lump(
+    g: &Gpu,
+    set: &ElementSet,
+    d: &DeviceSet,
+    ce: &DeviceBuffer<f64>,
+    out: &DeviceBuffer<f64>,
+) -> crate::error::Result<()> {
+    let name = format!("hrz_lump_{}", suffix(set));
+    let func = element_kernel(g, set, &name)?;
+    let ne = set.elements as i64;
+    let mut l = g.launcher(&func);
+    l.arg(&ne).arg(&d.conn).arg(ce).arg(out);
+    g.launch(&name, l, element_grid(set), (BLOCK, 1, 1), 0)
+}

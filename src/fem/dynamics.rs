@@ -3,7 +3,7 @@
 //! (beta, gamma; average acceleration 1/4, 1/2 by default) on the effective
 //! stiffness K + M / (beta dt^2) + gamma C / (beta dt), and the explicit
 //! central-difference scheme with the lumped mass (the integrals of rho N_a,
-//! M's row sums), and that scheme with the total Lagrangian internal forces
+//! M's row sums; HRZ's for quadratic elements), and that scheme with the total Lagrangian internal forces
 //! of St Venant-Kirchhoff material (FEStudio's Algorithm 1: large rotations
 //! and strains, element by element, no global matrix). Damping is
 //! Rayleigh's, C = alpha M + beta K (Newmark), or the diagonal C = alpha M_L
@@ -133,12 +133,9 @@ impl DynamicsStepper {
         let constrained = super::dof_list(n, constrained, base, "constrained")?;
         let mut free = vec![1.0; n];
         constrained.iter().for_each(|&d| free[d] = 0.0);
-        // the lumped mass on the free dofs: the integrals of rho N_a (M's row sums)
-        let dpn = set.problem.dofs_per_node(set.element.dim());
-        let density = set.materials().density.clone();
-        let rho: Vec<f64> = set.material.iter().flat_map(|&m| std::iter::repeat_n(density[m as usize], dpn)).collect();
+        // the lumped mass on the free dofs
         let mut lumped = vec![0.0; n];
-        match set.element_integrals(&rho)? {
+        match set.lumped_mass()? {
             Buffer::Host(h) => lumped = h,
             Buffer::Device(d) => set.ctx.device()?.download(&d, 0, &mut lumped)?,
         }

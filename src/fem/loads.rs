@@ -58,7 +58,7 @@ impl ElementSet {
     }
 
     /// A zeroed vector of `n` values where the set lives.
-    fn zeroed(&self, n: usize) -> Result<Buffer<f64>> {
+    pub(crate) fn zeroed(&self, n: usize) -> Result<Buffer<f64>> {
         Ok(match self.ctx.gpu() {
             None => Buffer::Host(crate::error::host_vec(n, 0.0, "a load vector")?),
             Some(g) => Buffer::Device(g.zeros::<f64>(n.max(1))?),

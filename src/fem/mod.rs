@@ -644,6 +644,28 @@ impl ElementSet {
         }
     }
 
+    /// The lumped (diagonal) mass with the densities: the integrals of rho
+    /// N_a (M's row sums) for linear elements; for quadratic ones, whose row
+    /// sums are not all positive, HRZ's scaled diagonal of the integrated
+    /// mass matrices (`integrate` first).
+    pub fn lumped_mass(&self) -> Result<Buffer<f64>> {
+        if !self.element.is_quadratic() {
+            let dpn = self.problem.dofs_per_node(self.element.dim());
+            let coef = self.materials().mass_coefficients(self.problem);
+            let rho: Vec<f64> = self.material.iter().flat_map(|&m| std::iter::repeat_n(coef[m as usize], dpn)).collect();
+            return self.element_integrals(&rho);
+        }
+        let mut out = self.zeroed(self.dofs())?;
+        let r = self.results();
+        let ce = r.mass.as_ref().ok_or_else(|| Error::invalid("no mass matrices yet: call fegpu_fem_integrate first"))?;
+        match (&mut out, ce, &self.device) {
+            (Buffer::Host(o), Buffer::Host(ce), _) => cpu::hrz_lump(self, ce, o),
+            (Buffer::Device(o), Buffer::Device(ce), Some(d)) => cuda::hrz_lump(self.ctx.device()?, self, d, ce, o)?,
+            _ => return Err(crate::array::mixed_backends()),
+        }
+        Ok(out)
+    }
+
     /// Global dof of element e's local dof p (node-major).
     pub fn global_dof(&self, e: usize, p: usize) -> usize {
         let dpn = self.problem.dofs_per_node(self.element.dim());
