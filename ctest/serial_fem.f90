@@ -1,12 +1,13 @@
 !> The serial FEM routines of the legacy heat-conduction codes the CTest
 !> drivers replicate: bilinear quad4 element conductivity and capacity by
 !> 2 x 2 Gauss points, dense assembly, fixed temperatures kept symmetric,
-!> and Jacobi-preconditioned CG, written as such codes are.
+!> and Jacobi-preconditioned CG, written as such codes are; and the hex8
+!> Gauss point the serial thermal-stress and nonlinear-dynamics codes share.
 module serial_fem
   use iso_fortran_env, only: real64
   implicit none
   private
-  public :: element_conductivity, element_capacity, element_area, fix_rows, jacobi_cg
+  public :: element_conductivity, element_capacity, element_area, fix_rows, jacobi_cg, hex8_point
 
   real(real64), parameter :: g = 0.577350269189625764d0
   real(real64), parameter :: sx(4) = [-1d0, 1d0, 1d0, -1d0], sy(4) = [-1d0, -1d0, 1d0, 1d0]
@@ -120,4 +121,37 @@ contains
       rz = rz_new
     end do
   end subroutine
+  !> At Gauss point p (1..8, x fastest, -g first) of the hex8 with nodes x:
+  !> N, the physical gradients dN/dx (grad(c, a)) and det J (the weights are 1).
+  subroutine hex8_point(x, p, n, grad, det)
+    real(real64), intent(in) :: x(3, 8)
+    integer, intent(in) :: p
+    real(real64), intent(out) :: n(8), grad(3, 8), det
+    real(real64) :: xi(3), s(3), dn(3, 8), jac(3, 3), inv(3, 3)
+    integer :: a, c, r, r1, r2, c1, c2
+    xi = [merge(g, -g, btest(p - 1, 0)), merge(g, -g, btest(p - 1, 1)), merge(g, -g, btest(p - 1, 2))]
+    do a = 1, 8
+      s = [merge(1d0, -1d0, mod(a - 1, 4) == 1 .or. mod(a - 1, 4) == 2), merge(1d0, -1d0, mod(a - 1, 4) >= 2), &
+           merge(1d0, -1d0, a >= 5)]
+      n(a) = 0.125d0 * (1 + s(1) * xi(1)) * (1 + s(2) * xi(2)) * (1 + s(3) * xi(3))
+      dn(1, a) = 0.125d0 * s(1) * (1 + s(2) * xi(2)) * (1 + s(3) * xi(3))
+      dn(2, a) = 0.125d0 * s(2) * (1 + s(1) * xi(1)) * (1 + s(3) * xi(3))
+      dn(3, a) = 0.125d0 * s(3) * (1 + s(1) * xi(1)) * (1 + s(2) * xi(2))
+    end do
+    jac = matmul(dn, transpose(x))   ! jac(r, c) = dx_c / dxi_r
+    det = jac(1, 1) * (jac(2, 2) * jac(3, 3) - jac(2, 3) * jac(3, 2)) &
+        - jac(1, 2) * (jac(2, 1) * jac(3, 3) - jac(2, 3) * jac(3, 1)) &
+        + jac(1, 3) * (jac(2, 1) * jac(3, 2) - jac(2, 2) * jac(3, 1))
+    do r = 1, 3
+      do c = 1, 3
+        r1 = mod(r, 3) + 1
+        r2 = mod(r + 1, 3) + 1
+        c1 = mod(c, 3) + 1
+        c2 = mod(c + 1, 3) + 1
+        inv(c, r) = (jac(r1, c1) * jac(r2, c2) - jac(r1, c2) * jac(r2, c1)) / det
+      end do
+    end do
+    grad = matmul(inv, dn)
+  end subroutine
+
 end module serial_fem

@@ -13,6 +13,7 @@
 program tl_serial
   use fegpu
   use checks, only: expect, finish
+  use serial_fem, only: hex8_point
   use iso_fortran_env, only: real64
   implicit none
   integer, parameter :: nx = 6, nnode = 4 * (nx + 1), nel = nx, ndof = 3 * nnode, steps = 8000
@@ -164,35 +165,9 @@ contains
 
   !> dN/dX and w det J0 at the 2 x 2 x 2 Gauss points of every element, and N there.
   subroutine reference_geometry()
-    real(real64), parameter :: g = 0.577350269189625764d0
-    real(real64) :: xi(3), dn(3, 8), jac(3, 3), inv(3, 3), det, s(3)
-    integer :: p, q, r, r1, r2, c1, c2
     do e = 1, nel
       do k = 1, 8
-        xi = [merge(g, -g, btest(k - 1, 0)), merge(g, -g, btest(k - 1, 1)), merge(g, -g, btest(k - 1, 2))]
-        do p = 1, 8
-          s = [merge(1d0, -1d0, mod(p - 1, 4) == 1 .or. mod(p - 1, 4) == 2), merge(1d0, -1d0, mod(p - 1, 4) >= 2), &
-               merge(1d0, -1d0, p >= 5)]
-          shape(p, k) = 0.125d0 * (1 + s(1) * xi(1)) * (1 + s(2) * xi(2)) * (1 + s(3) * xi(3))
-          dn(1, p) = 0.125d0 * s(1) * (1 + s(2) * xi(2)) * (1 + s(3) * xi(3))
-          dn(2, p) = 0.125d0 * s(2) * (1 + s(1) * xi(1)) * (1 + s(3) * xi(3))
-          dn(3, p) = 0.125d0 * s(3) * (1 + s(1) * xi(1)) * (1 + s(2) * xi(2))
-        end do
-        jac = matmul(dn, transpose(xyz(:, conn(:, e))))   ! jac(r, c) = dx_c / dxi_r
-        det = jac(1, 1) * (jac(2, 2) * jac(3, 3) - jac(2, 3) * jac(3, 2)) &
-            - jac(1, 2) * (jac(2, 1) * jac(3, 3) - jac(2, 3) * jac(3, 1)) &
-            + jac(1, 3) * (jac(2, 1) * jac(3, 2) - jac(2, 2) * jac(3, 1))
-        do r = 1, 3
-          do q = 1, 3
-            r1 = mod(r, 3) + 1
-            r2 = mod(r + 1, 3) + 1
-            c1 = mod(q, 3) + 1
-            c2 = mod(q + 1, 3) + 1
-            inv(q, r) = (jac(r1, c1) * jac(r2, c2) - jac(r1, c2) * jac(r2, c1)) / det
-          end do
-        end do
-        grad(:, :, k, e) = matmul(inv, dn)
-        wdet(k, e) = det                               ! the weights are 1
+        call hex8_point(xyz(:, conn(:, e)), k, shape(:, k), grad(:, :, k, e), wdet(k, e))   ! the weights are 1
       end do
     end do
   end subroutine
