@@ -809,8 +809,9 @@ fegpu_status fegpu_fem_heat_destroy(fegpu_heat_t heat);
 // FEGPU_SCHEME_CENTRAL_DIFFERENCE or FEGPU_SCHEME_TOTAL_LAGRANGIAN
 // (explicit: dt below the critical step; beta and gamma ignored; the
 // latter needs no integration or assembly, 2-D sets in plane strain). The
-// dofs clamped[i] (i < n_clamped, counted from index_base) stay at zero. The state (velocity, acceleration) stays on the
-// device; the first step starts from rest.
+// dofs clamped[i] (i < n_clamped, counted from index_base) stay at zero.
+// The state (velocity, acceleration) stays on the device; the first step
+// starts from rest.
 fegpu_status fegpu_fem_dynamics_create(fegpu_fem_t fem,
                                        int32_t scheme,
                                        double dt,

@@ -885,7 +885,7 @@ __device__ __forceinline__ int face_points() {
 // (2-D: the edge's right-hand normal times its length element), weight included.
 template <int FN, int DIM>
 __device__ __forceinline__ void face_point(const double (*xf)[3], int q, double* n, double* area) {
-    const double gx = 0.57735026918962576451;
+    const double gx = GL_X[1][1];  // the 2-point rule's abscissa
     double dn[FN][3], w;
     if (DIM == 2 && FN == 3) {  // edge3: the ends, then the midpoint
         const double s = GL_X[2][q];

@@ -494,7 +494,7 @@ pub fn body_load(set: &ElementSet, b: &[f64], f: &mut [f64]) -> Result<(), usize
 /// The face points of an fn-node face (kernels/fem.cu `face_point`): shape
 /// values and the area vector (weight included).
 fn face_points(fnodes: usize, dim: usize, xf: &[[f64; 3]]) -> Vec<(Vec<f64>, [f64; 3])> {
-    let gx = 0.577_350_269_189_625_8;
+    let gx = gauss_legendre(2).0[1];
     let (g3, w3) = gauss_legendre(3);
     let count = match (dim, fnodes) {
         (2, 2) => 2,

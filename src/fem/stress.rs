@@ -25,6 +25,11 @@ pub const LAW_HEAD: usize = 8;
 /// Values per creep term: f, g, q, r.
 pub const LAW_TERM: usize = 4;
 
+/// Values per material law with `terms` creep terms.
+pub fn law_stride(terms: usize) -> usize {
+    LAW_HEAD + LAW_TERM * terms
+}
+
 pub struct ThermalStress {
     pub set: Arc<ElementSet>,
     laws: Vec<f64>,
@@ -80,7 +85,7 @@ impl ThermalStress {
             return Err(Error::new(ErrorKind::Unsupported, "thermal stress is computed on 3-D elasticity sets (tet4, hex8)"));
         }
         let materials = set.materials().props.len() / 2;
-        let stride = LAW_HEAD + LAW_TERM * terms;
+        let stride = law_stride(terms);
         if terms > 8 {
             return Err(Error::invalid(format!("n_terms = {terms}: at most 8 creep terms")));
         }
@@ -167,7 +172,7 @@ impl ThermalStress {
         }
         let mut st = self.state();
         let st = &mut *st;
-        let stride = LAW_HEAD + LAW_TERM * self.terms;
+        let stride = law_stride(self.terms);
         // every element cast, with a positive modulus, at the step's middle:
         // each material's youngest element decides (the laws grow with age)
         let middle = st.t + 0.5 * dt;
@@ -212,7 +217,7 @@ impl ThermalStress {
     /// (stresses and creep state from du).
     fn pass(&self, st: &mut State, dt: f64, temperature: &Array, update: bool) -> Result<()> {
         let set = &self.set;
-        let stride = LAW_HEAD + LAW_TERM * self.terms;
+        let stride = law_stride(self.terms);
         let mut gt = temperature.lock();
         let (mut gf, mut gd) = (st.f.lock(), st.du.lock());
         match (f64_buf(&mut gt), f64_buf(&mut gf), f64_buf(&mut gd), &mut st.stress, &mut st.w, &mut st.ebar, &st.t_old) {

@@ -537,8 +537,9 @@ pub const FEGPU_SCHEME_TOTAL_LAGRANGIAN: i32 = 3;
 /// FEGPU_SCHEME_CENTRAL_DIFFERENCE or FEGPU_SCHEME_TOTAL_LAGRANGIAN
 /// (explicit: dt below the critical step; beta and gamma ignored; the
 /// latter needs no integration or assembly, 2-D sets in plane strain). The
-/// dofs clamped[i] (i < n_clamped, counted from index_base) stay at zero. The state (velocity, acceleration) stays on the
-/// device; the first step starts from rest.
+/// dofs clamped[i] (i < n_clamped, counted from index_base) stay at zero.
+/// The state (velocity, acceleration) stays on the device; the first step
+/// starts from rest.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_fem_dynamics_create(
     fem: fegpu_fem_t,
@@ -666,12 +667,12 @@ pub unsafe extern "C" fn fegpu_fem_stress_create(
     stress: *mut fegpu_stress_t,
 ) -> fegpu_status {
     guard(|| {
-        use crate::fem::stress::{ThermalStress, LAW_HEAD, LAW_TERM};
+        use crate::fem::stress::{law_stride, ThermalStress};
         let out = out_param(stress, "stress")?;
         let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
         let terms = usize::try_from(n_terms).map_err(|_| Error::invalid(format!("n_terms = {n_terms}: must be >= 0")))?;
         let materials = set.materials().props.len() / 2;
-        let laws = host_in(laws, items(LAW_HEAD + LAW_TERM * terms.min(8), materials, "laws")?, "laws")?;
+        let laws = host_in(laws, items(law_stride(terms.min(8)), materials, "laws")?, "laws")?;
         let (cast, temperature) = (host_in(cast, set.elements, "cast")?, host_in(temperature, set.nodes, "temperature")?);
         let fixed = index_list(n_fixed, fixed, index_base, "n_fixed", "fixed")?;
         let owner = registry::owner_of(fem).unwrap_or(0);
