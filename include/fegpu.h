@@ -224,6 +224,9 @@ typedef struct fegpu_solve_info {
   double solve_seconds;
 } fegpu_solve_info;
 
+// A lattice handle (0 is never valid).
+typedef uint64_t fegpu_lattice_t;
+
 // An element-set handle (0 is never valid).
 typedef uint64_t fegpu_fem_t;
 
@@ -241,9 +244,6 @@ typedef uint64_t fegpu_dynamics_t;
 
 // A thermal-stress handle (0 is never valid).
 typedef uint64_t fegpu_stress_t;
-
-// A lattice handle (0 is never valid).
-typedef uint64_t fegpu_lattice_t;
 
 // One operation's profile (fegpu_profile_op).
 typedef struct fegpu_op_profile {
@@ -596,6 +596,40 @@ fegpu_status fegpu_dist_solver_history(fegpu_dist_solver_t s,
 #if defined(FEGPU_MPI)
 // Destroys a distributed solver (this rank's part; not collective).
 fegpu_status fegpu_dist_solver_destroy(fegpu_dist_solver_t s);
+#endif
+
+#if defined(FEGPU_MPI)
+// Creates this rank's part of an nx x ny x nz D3Q19 lattice split over the
+// ranks in z-slabs: the rank owns the `nz_own` planes from plane `z_first`
+// (1-based; the slabs, in rank order, must tile 1..nz, each at least one
+// plane). The other arguments are `fegpu_lattice_create`'s, the same on
+// every rank. Collective. The handle is a `fegpu_lattice_t`: every
+// fegpu_lattice_* call takes it, collectively where it changes the
+// populations or settings (set_*, init_equilibrium, step, body_force),
+// on this rank alone where it reads (get_populations, fields), and the
+// arrays are this rank's planes (flags nx*ny*nz_own, fields of planes
+// within z_first..z_first+nz_own-1). Each step swaps the boundary planes
+// with the neighbouring ranks.
+fegpu_status fegpu_dist_lattice_create(fegpu_context_t ctx,
+                                       int32_t comm,
+                                       int64_t nx,
+                                       int64_t ny,
+                                       int64_t nz,
+                                       int64_t z_first,
+                                       int64_t nz_own,
+                                       int32_t dtype,
+                                       double tau,
+                                       int32_t periodic,
+                                       fegpu_lattice_t *lat);
+#endif
+
+#if defined(FEGPU_MPI)
+// A description of a split lattice into `buf` (as `fegpu_solver_describe`):
+// the ranks, this rank's planes, the bytes swapped and the exchange path.
+fegpu_status fegpu_dist_lattice_describe(fegpu_lattice_t lat,
+                                         char *buf,
+                                         int64_t len,
+                                         int64_t *needed);
 #endif
 
 // Creates an element set of one element type (FEGPU_ELEMENT_TRI3, _QUAD4,
@@ -974,7 +1008,7 @@ fegpu_status fegpu_lattice_set_body(fegpu_lattice_t lat, const uint8_t *body, in
 // across it). Waits for the queued steps.
 fegpu_status fegpu_lattice_body_force(fegpu_lattice_t lat, double *force);
 
-// Destroys a lattice.
+// Destroys a lattice (a split lattice: this rank's part; not collective).
 fegpu_status fegpu_lattice_destroy(fegpu_lattice_t lat);
 
 // Directions per site (19), for sizing population arrays.

@@ -486,7 +486,7 @@ __device__ void fields(const T* __restrict__ f, const unsigned char* __restrict_
 template <typename T, typename R>
 __device__ void body_force(const T* __restrict__ f, const unsigned char* __restrict__ flags, int nx, int ny, int nz,
                            int periodic, double uwx, double uwy, double uwz, const unsigned* __restrict__ body, int count,
-                           double* __restrict__ partial) {
+                           i64 own_first, i64 own_end, double* __restrict__ partial) {
     D3Q19_TABLES(R)
     __shared__ double sum[3][256];
     const i64 n = (i64)nx * ny * nz;
@@ -499,7 +499,8 @@ __device__ void body_force(const T* __restrict__ f, const unsigned char* __restr
         for (int i = 1; i < 19; ++i) {
             const int o = i <= 9 ? i + 9 : i - 9;
             const i64 from = site_towards<R>(i, -1, x, y, z, nx, ny, nz, periodic);  // the fluid site linked by c_i
-            if (from < 0 || KIND(flags[from]) != FLUID) continue;
+            // links from fluid sites outside own_first..own_end-1 are counted by the rank that owns them
+            if (from < own_first || from >= own_end || KIND(flags[from]) != FLUID) continue;
             const double back = load_pop(f[o * n + from], w[o]);
             double ladd = 0;
             if (kind == MOVING_WALL) {
@@ -521,6 +522,24 @@ __device__ void body_force(const T* __restrict__ f, const unsigned char* __restr
     }
     if (t == 0)
         for (int a = 0; a < 3; ++a) partial[3 * blockIdx.x + a] = sum[a][0];
+}
+
+// Sites first..first+count-1 of the directions in the bit mask `dirs` to
+// or from `packed` (one run of count a direction, in increasing order):
+// the planes a lattice split over ranks sends to its neighbours and
+// receives from them, in storage form.
+template <typename T>
+__device__ void planes(T* __restrict__ f, T* __restrict__ packed, i64 n, i64 first, i64 count, unsigned dirs,
+                       int unpack) {
+    const i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= __popc(dirs) * count) return;
+    unsigned rest = dirs;
+    for (i64 run = k / count; run > 0; --run) rest &= rest - 1;  // drop the runs before this one
+    const i64 at = (i64)(__ffs(rest) - 1) * n + first + k % count;
+    if (unpack)
+        f[at] = packed[k];
+    else
+        packed[k] = f[at];
 }
 
 #define LBM_STEP(T, R, NAME, COLLISION, TRT)                                                                     \
@@ -583,8 +602,12 @@ __device__ void body_force(const T* __restrict__ f, const unsigned char* __restr
     }                                                                                                             \
     extern "C" __global__ void __launch_bounds__(256) lbm_body_force_##NAME(const T* f, const unsigned char* flags, \
         int nx, int ny, int nz, int periodic, double uwx, double uwy, double uwz, const unsigned* body, int count,  \
-        double* partial) {                                                                                        \
-        body_force<T, R>(f, flags, nx, ny, nz, periodic, uwx, uwy, uwz, body, count, partial);                    \
+        i64 own_first, i64 own_end, double* partial) {                                                            \
+        body_force<T, R>(f, flags, nx, ny, nz, periodic, uwx, uwy, uwz, body, count, own_first, own_end, partial); \
+    }                                                                                                             \
+    extern "C" __global__ void lbm_planes_##NAME(T* f, T* packed, i64 n, i64 first, i64 count, unsigned dirs,     \
+        int unpack) {                                                                                             \
+        planes<T>(f, packed, n, first, count, dirs, unpack);                                                      \
     }
 LBM_KERNELS(half_bits, float, f16, 3)
 LBM_KERNELS(float, float, f32, 3)

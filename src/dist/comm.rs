@@ -136,6 +136,55 @@ impl Comm {
         })
     }
 
+    /// The nearest-neighbour swap of a split lattice: sends `down` to rank
+    /// `below` and `up` to rank `above`, and receives into `from_below`
+    /// what `below` sent up and into `from_above` what `above` sent down
+    /// (None: no neighbour that side). One tag a direction, so a rank that
+    /// is both neighbours (two ranks, or one, around a periodic axis) gets
+    /// each plane in its place.
+    pub(super) fn swap_planes<T: Equivalence>(
+        &self,
+        (below, above): (Option<usize>, Option<usize>),
+        (down, up): (&[T], &[T]),
+        (from_below, from_above): (&mut [T], &mut [T]),
+    ) {
+        const UP: i32 = 7302;
+        const DOWN: i32 = 7303;
+        mpi::request::scope(|scope| {
+            let mut pending = Vec::with_capacity(4);
+            if let Some(r) = below {
+                let p = self.comm.process_at_rank(r as i32);
+                pending.push(mpi::request::WaitGuard::from(p.immediate_receive_into_with_tag(scope, from_below, UP)));
+                pending.push(mpi::request::WaitGuard::from(p.immediate_send_with_tag(scope, down, DOWN)));
+            }
+            if let Some(r) = above {
+                let p = self.comm.process_at_rank(r as i32);
+                pending.push(mpi::request::WaitGuard::from(p.immediate_receive_into_with_tag(scope, from_above, DOWN)));
+                pending.push(mpi::request::WaitGuard::from(p.immediate_send_with_tag(scope, up, UP)));
+            }
+        });
+    }
+
+    /// Refuses, on every rank, values that differ between ranks (a
+    /// collective call's scalars must be the same everywhere): `what`
+    /// names them.
+    pub fn same_everywhere(&self, what: &str, values: &[f64]) -> Result<()> {
+        let mine: Vec<u64> = values.iter().map(|v| v.to_bits()).collect();
+        let mut all = vec![0u64; mine.len() * self.size];
+        self.comm.all_gather_into(&mine[..], &mut all[..]);
+        match all.chunks(mine.len().max(1)).position(|theirs| theirs != &all[..mine.len()]) {
+            Some(r) if !mine.is_empty() => {
+                let show = |c: &[u64]| c.iter().map(|&b| f64::from_bits(b)).collect::<Vec<_>>();
+                Err(Error::invalid(format!(
+                    "{what} = {:?} on rank {r} but {:?} on rank 0: a collective call takes the same values on every rank",
+                    show(&all[r * mine.len()..(r + 1) * mine.len()]),
+                    show(&all[..mine.len()])
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Each rank sends `counts[r]` items of `send` to rank r (in rank
     /// order) and gets back what every rank sent it, with the counts.
     pub(super) fn all_to_all(&self, send: &[i64], counts: &[i32]) -> (Vec<i64>, Vec<i32>) {

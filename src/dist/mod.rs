@@ -9,10 +9,13 @@
 //! - `matrix.rs`: the distributed CSR matrix (owned-column and halo-column
 //!   blocks, the exchange plan), its product as a Krylov `Operator`;
 //! - `solver.rs`: CG / BiCGSTAB over it, the preconditioner built from each
-//!   rank's diagonal block (Jacobi, block-Jacobi ILU(0), per-rank AMG).
+//!   rank's diagonal block (Jacobi, block-Jacobi ILU(0), per-rank AMG);
+//! - `lattice.rs`: the D3Q19 lattice in z-slabs with ghost planes.
 
 #[cfg(feature = "mpi")]
 mod comm;
+#[cfg(feature = "mpi")]
+pub mod lattice;
 #[cfg(feature = "mpi")]
 pub mod matrix;
 #[cfg(feature = "mpi")]
@@ -20,6 +23,8 @@ pub mod solver;
 
 #[cfg(feature = "mpi")]
 pub use comm::{device_for, Comm};
+#[cfg(feature = "mpi")]
+pub use lattice::DistLattice;
 #[cfg(feature = "mpi")]
 pub use matrix::DistCsr;
 #[cfg(feature = "mpi")]

@@ -14,7 +14,7 @@ use super::sparse::{fegpu_solve_info, gmres_of, method_of, precond_of, write_inf
 use super::status::fegpu_status;
 use super::{fegpu_array_t, fegpu_context_t, guard, host_in, out_param, write_text};
 use crate::context::Context;
-use crate::dist::{matrix::Rows, Comm, DistCsr, DistSolver};
+use crate::dist::{matrix::Rows, Comm, DistCsr, DistLattice, DistSolver};
 use crate::error::{Error, Result};
 use crate::sparse::solver::{outcome_status, Method, Precond, Settings};
 use crate::sparse::Index;
@@ -32,6 +32,9 @@ impl Object for DistCsr {
 }
 impl Object for DistSolver {
     const KIND: Kind = Kind::DistSolver;
+}
+impl Object for DistLattice {
+    const KIND: Kind = Kind::DistLattice;
 }
 
 /// Creates this rank's context. Collective. `device` < 0 picks the rank's
@@ -288,4 +291,51 @@ fn optional_array(h: fegpu_array_t, arg: &str) -> Result<Option<Arc<crate::array
         return Ok(None);
     }
     registry::get::<crate::array::Array>(h, arg).map(Some)
+}
+
+/// Creates this rank's part of an nx x ny x nz D3Q19 lattice split over the
+/// ranks in z-slabs: the rank owns the `nz_own` planes from plane `z_first`
+/// (1-based; the slabs, in rank order, must tile 1..nz, each at least one
+/// plane). The other arguments are `fegpu_lattice_create`'s, the same on
+/// every rank. Collective. The handle is a `fegpu_lattice_t`: every
+/// fegpu_lattice_* call takes it, collectively where it changes the
+/// populations or settings (set_*, init_equilibrium, step, body_force),
+/// on this rank alone where it reads (get_populations, fields), and the
+/// arrays are this rank's planes (flags nx*ny*nz_own, fields of planes
+/// within z_first..z_first+nz_own-1). Each step swaps the boundary planes
+/// with the neighbouring ranks.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_dist_lattice_create(
+    ctx: fegpu_context_t,
+    comm: i32,
+    nx: i64,
+    ny: i64,
+    nz: i64,
+    z_first: i64,
+    nz_own: i64,
+    dtype: i32,
+    tau: f64,
+    periodic: i32,
+    lat: *mut super::lbm::fegpu_lattice_t,
+) -> fegpu_status {
+    guard(|| {
+        let c = Arc::new(Comm::from_fortran(comm)?);
+        let args = (|| Ok((out_param(lat, "lat")?, registry::get::<Context>(ctx, "ctx")?, super::lbm::storage_of(dtype)?)))();
+        let (out, context, storage) = c.agree(args)?;
+        let l = DistLattice::new(c, context, [nx, ny, nz], (z_first - 1, nz_own), storage, tau, periodic)?;
+        *out = registry::insert(Arc::new(l), ctx);
+        Ok(())
+    })
+}
+
+/// A description of a split lattice into `buf` (as `fegpu_solver_describe`):
+/// the ranks, this rank's planes, the bytes swapped and the exchange path.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_dist_lattice_describe(
+    lat: super::lbm::fegpu_lattice_t,
+    buf: *mut libc::c_char,
+    len: i64,
+    needed: *mut i64,
+) -> fegpu_status {
+    guard(|| write_text(&registry::get::<DistLattice>(lat, "lat")?.describe(), buf, len, needed))
 }

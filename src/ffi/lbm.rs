@@ -5,7 +5,7 @@ use super::registry;
 use super::status::fegpu_status;
 use super::{fegpu_context_t, guard, host_in, host_out, items, no_overlap, out_param, span};
 use crate::error::Error;
-use crate::lbm::{Lattice, Precision, Q};
+use crate::lbm::{Lattice, LatticeApi, Precision, Q};
 use std::sync::Arc;
 
 /// Lattice storage only: populations in IEEE half precision (f_i − w_i kept,
@@ -46,8 +46,26 @@ pub const FEGPU_DTYPE_F16: i32 = 3;
 #[allow(non_camel_case_types)]
 pub type fegpu_lattice_t = u64;
 
-fn lattice(h: fegpu_lattice_t) -> crate::error::Result<Arc<Lattice>> {
-    registry::get::<Lattice>(h, "lat")
+/// The lattice behind a handle: one process's, or (in the MPI build) one
+/// split over ranks by fegpu_dist_lattice_create, whose calls are collective.
+fn lattice(h: fegpu_lattice_t) -> crate::error::Result<Arc<dyn LatticeApi>> {
+    #[cfg(feature = "mpi")]
+    if registry::Kind::from_handle(h) == Some(registry::Kind::DistLattice) {
+        return Ok(registry::get::<crate::dist::DistLattice>(h, "lat")?);
+    }
+    Ok(registry::get::<Lattice>(h, "lat")?)
+}
+
+/// The lattice storage a dtype names.
+pub(super) fn storage_of(dtype: i32) -> crate::error::Result<Precision> {
+    match dtype {
+        FEGPU_DTYPE_F16 => Ok(Precision::F16),
+        FEGPU_DTYPE_F32 => Ok(Precision::F32),
+        FEGPU_DTYPE_F64 => Ok(Precision::F64),
+        d => {
+            Err(Error::invalid(format!("dtype = {d}: expected FEGPU_DTYPE_F16 (3), FEGPU_DTYPE_F32 (1) or FEGPU_DTYPE_F64 (2)")))
+        }
+    }
 }
 
 /// Creates an nx x ny x nz D3Q19 lattice storing populations as `dtype`
@@ -68,17 +86,7 @@ pub unsafe extern "C" fn fegpu_lattice_create(
     guard(|| {
         let out = out_param(lat, "lat")?;
         let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
-        let dtype = match dtype {
-            FEGPU_DTYPE_F16 => Precision::F16,
-            FEGPU_DTYPE_F32 => Precision::F32,
-            FEGPU_DTYPE_F64 => Precision::F64,
-            d => {
-                return Err(Error::invalid(format!(
-                    "dtype = {d}: expected FEGPU_DTYPE_F16 (3), FEGPU_DTYPE_F32 (1) or FEGPU_DTYPE_F64 (2)"
-                )))
-            }
-        };
-        let l = Lattice::new(c, [nx, ny, nz], dtype, tau, periodic)?;
+        let l = Lattice::new(c, [nx, ny, nz], storage_of(dtype)?, tau, periodic)?;
         *out = registry::insert(Arc::new(l), ctx);
         Ok(())
     })
@@ -220,10 +228,16 @@ pub unsafe extern "C" fn fegpu_lattice_body_force(lat: fegpu_lattice_t, force: *
     })
 }
 
-/// Destroys a lattice.
+/// Destroys a lattice (a split lattice: this rank's part; not collective).
 #[no_mangle]
 pub extern "C" fn fegpu_lattice_destroy(lat: fegpu_lattice_t) -> fegpu_status {
-    guard(|| registry::remove::<Lattice>(lat, "lat"))
+    guard(|| {
+        #[cfg(feature = "mpi")]
+        if registry::Kind::from_handle(lat) == Some(registry::Kind::DistLattice) {
+            return registry::remove::<crate::dist::DistLattice>(lat, "lat");
+        }
+        registry::remove::<Lattice>(lat, "lat")
+    })
 }
 
 /// Directions per site (19), for sizing population arrays.

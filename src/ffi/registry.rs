@@ -30,10 +30,11 @@ pub enum Kind {
     DistCsr = 11,
     DistSolver = 12,
     ThermalStress = 13,
+    DistLattice = 14,
 }
 
 impl Kind {
-    fn from_handle(h: Handle) -> Option<Kind> {
+    pub fn from_handle(h: Handle) -> Option<Kind> {
         match (h >> 56) as u8 {
             1 => Some(Kind::Context),
             2 => Some(Kind::Array),
@@ -48,6 +49,7 @@ impl Kind {
             11 => Some(Kind::DistCsr),
             12 => Some(Kind::DistSolver),
             13 => Some(Kind::ThermalStress),
+            14 => Some(Kind::DistLattice),
             _ => None,
         }
     }
@@ -66,6 +68,7 @@ impl Kind {
             Kind::DistCsr => "fegpu_dist_csr_t",
             Kind::DistSolver => "fegpu_dist_solver_t",
             Kind::ThermalStress => "fegpu_stress_t",
+            Kind::DistLattice => "fegpu_lattice_t (split over ranks)",
         }
     }
 }

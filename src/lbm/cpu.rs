@@ -113,8 +113,9 @@ pub fn fields<T: Stored>(p: &Params, flags: &[u8], f: &[T], first: usize, rho_ou
 /// momentum exchange on populations after streaming: along each link from
 /// a fluid site x into a body wall site, c_i (post_i(x) + f_opp(i)(x)), where
 /// the bounced-back f_opp(i)(x) is post_i(x) less Ladd's term at a moving
-/// wall (taken with x's present density).
-pub fn body_force<T: Stored>(p: &Params, flags: &[u8], f: &[T], body: &[u32]) -> [f64; 3] {
+/// wall (taken with x's present density). Only links from the fluid sites
+/// own.0..own.1 count (a lattice split over ranks counts each link once).
+pub fn body_force<T: Stored>(p: &Params, flags: &[u8], f: &[T], body: &[u32], own: (usize, usize)) -> [f64; 3] {
     let n = p.sites();
     let mut force = [0.0; 3];
     for &b in body {
@@ -126,7 +127,7 @@ pub fn body_force<T: Stored>(p: &Params, flags: &[u8], f: &[T], body: &[u32]) ->
         for i in 1..Q {
             let o = opposite(i);
             // the fluid site x with x + c_i = b
-            let Some(x) = p.neighbour(b, o).filter(|&x| flags[x] == FLUID) else { continue };
+            let Some(x) = p.neighbour(b, o).filter(|&x| flags[x] == FLUID && (own.0..own.1).contains(&x)) else { continue };
             let back = f[o * n + x].load(W[o]);
             let c = C[i].map(|v| v as f64);
             let ladd = if kind == MOVING_WALL {

@@ -148,14 +148,15 @@ pub fn fields<T: Stored>(
 }
 
 /// The momentum-exchange force on the `count` body sites listed in `body`
-/// (src/lbm/cpu.rs body_force), from populations after streaming.
+/// (src/lbm/cpu.rs body_force), from populations after streaming, over the
+/// links from the fluid sites `own` (first, end).
 pub fn body_force<T: Stored>(
     g: &Gpu,
     p: &Params,
     flags: &DeviceBuffer<u8>,
     f: &DeviceBuffer<T>,
-    body: &DeviceBuffer<u32>,
-    count: usize,
+    (body, count): (&DeviceBuffer<u32>, usize),
+    own: (usize, usize),
 ) -> Result<[f64; 3]> {
     let name = format!("lbm_body_force_{}", T::NAME);
     let k = g.kernel("lbm", SOURCE, &name)?;
@@ -166,9 +167,30 @@ pub fn body_force<T: Stored>(
     let count32 = count as i32;
     let mut l = g.launcher(&k);
     l.arg(f).arg(flags).arg(&nx).arg(&ny).arg(&nz).arg(&p.periodic).arg(&uw[0]).arg(&uw[1]).arg(&uw[2]);
-    l.arg(body).arg(&count32).arg(&mut partial);
+    let (own_first, own_end) = (own.0 as i64, own.1 as i64);
+    l.arg(body).arg(&count32).arg(&own_first).arg(&own_end).arg(&mut partial);
     g.launch(&name, l, (blocks as u32, 1, 1), (BLOCK, 1, 1), 0)?;
     let mut sums = vec![0.0; 3 * blocks];
     g.download(&partial, 0, &mut sums)?;
     Ok(sums.chunks(3).fold([0.0; 3], |acc, b| [acc[0] + b[0], acc[1] + b[1], acc[2] + b[2]]))
+}
+
+/// Sites first..first+count-1 of the directions in the bit mask `dirs` (a
+/// run of count each, in increasing direction) copied out of `f` into
+/// `packed`, or from `packed` into `f` (`unpack`).
+pub fn planes<T: Stored>(
+    g: &Gpu,
+    f: &mut DeviceBuffer<T>,
+    packed: &mut DeviceBuffer<T>,
+    (first, count): (usize, usize),
+    dirs: u32,
+    unpack: bool,
+) -> Result<()> {
+    let name = format!("lbm_planes_{}", T::NAME);
+    let k = g.kernel("lbm", SOURCE, &name)?;
+    let n = (f.len() / super::Q) as i64;
+    let (first, count64, unpack) = (first as i64, count as i64, unpack as i32);
+    let mut l = g.launcher(&k);
+    l.arg(f).arg(packed).arg(&n).arg(&first).arg(&count64).arg(&dirs).arg(&unpack);
+    g.launch(&name, l, grid(dirs.count_ones() as usize * count), (BLOCK, 1, 1), 0)
 }

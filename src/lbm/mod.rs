@@ -49,6 +49,19 @@ const W1: f64 = 1.0 / 18.0;
 const W2: f64 = 1.0 / 36.0;
 pub const W: [f64; Q] = [W0, W1, W1, W1, W2, W2, W2, W2, W2, W2, W1, W1, W1, W2, W2, W2, W2, W2, W2];
 
+/// Every direction, as a bit mask (bit i: direction i).
+pub const ALL_DIRECTIONS: u32 = (1 << Q) - 1;
+
+/// The directions whose velocity has z component `cz`, as a bit mask.
+pub fn directions_along_z(cz: i32) -> u32 {
+    (0..Q).filter(|&i| C[i][2] == cz).fold(0, |m, i| m | 1 << i)
+}
+
+/// The directions of a bit mask, increasing.
+pub fn directions(mask: u32) -> impl Iterator<Item = usize> {
+    (0..Q).filter(move |&i| mask & (1 << i) != 0)
+}
+
 pub fn opposite(i: usize) -> usize {
     match i {
         0 => 0,
@@ -321,12 +334,72 @@ pub struct Lattice {
     state: Mutex<State>,
 }
 
-fn finite3(name: &str, v: [f64; 3]) -> Result<[f64; 3]> {
+/// Populations in the caller's layout for `n` sites: the size, all finite.
+pub(crate) fn check_populations(f: &[f64], n: usize) -> Result<()> {
+    if f.len() != n * Q {
+        return Err(Error::size(format!("f: {} values for {n} sites x 19 directions", f.len())));
+    }
+    if let Some(k) = f.iter().position(|v| !v.is_finite()) {
+        return Err(Error::invalid(format!("f({}, site {}) = {}: populations must be finite", k % Q, k / Q + 1, f[k])));
+    }
+    Ok(())
+}
+
+/// Site flags: the size, every value a known flag.
+pub(crate) fn check_flags(flags: &[u8], n: usize) -> Result<()> {
+    if flags.len() != n {
+        return Err(Error::size(format!("flags: {} values for {n} sites", flags.len())));
+    }
+    if let Some(s) = flags.iter().position(|&f| f > PRESSURE_BC) {
+        return Err(Error::invalid(format!(
+            "flags({}) = {}: unknown flag (0 fluid, 1 wall, 2 moving wall, 3 velocity boundary, 4 pressure boundary)",
+            s + 1,
+            flags[s]
+        )));
+    }
+    Ok(())
+}
+
+/// Prescribed (rho, ux, uy, uz) of `m` open boundary sites: the count, finite, densities > 0.
+pub(crate) fn check_boundary_values(values: &[f64], m: usize) -> Result<()> {
+    if values.len() != 4 * m {
+        return Err(Error::size(format!(
+            "values: {} numbers for the lattice's {m} open boundary sites (4 a site: rho, ux, uy, uz)",
+            values.len()
+        )));
+    }
+    if let Some(k) = values.iter().position(|v| !v.is_finite()) {
+        return Err(Error::invalid(format!("values({}) = {}: must be finite", k + 1, values[k])));
+    }
+    if let Some(k) = (0..m).find(|&k| values[4 * k] <= 0.0) {
+        return Err(Error::invalid(format!("values({}) = {}: a density must be > 0", 4 * k + 1, values[4 * k])));
+    }
+    Ok(())
+}
+
+pub(crate) fn finite3(name: &str, v: [f64; 3]) -> Result<[f64; 3]> {
     if v.iter().all(|x| x.is_finite()) {
         Ok(v)
     } else {
         Err(Error::invalid(format!("{name} = {v:?}: must be finite")))
     }
+}
+
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
+fn as_bytes<T: Stored>(v: &[T]) -> &[u8] {
+    // SAFETY: the storage types are plain numbers (no padding, any bits valid).
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
+fn from_bytes<T: Stored>(raw: &[u8], count: usize) -> Result<Vec<T>> {
+    if raw.len() != count * std::mem::size_of::<T>() {
+        return Err(Error::internal(format!("{} bytes for {count} stored populations", raw.len())));
+    }
+    let mut v = vec![T::POISON; count];
+    // SAFETY: v holds exactly raw.len() bytes of plain numbers.
+    unsafe { std::ptr::copy_nonoverlapping(raw.as_ptr(), v.as_mut_ptr().cast::<u8>(), raw.len()) };
+    Ok(v)
 }
 
 fn alloc<T: Stored>(gpu: Option<&Gpu>, n: usize) -> Result<Buffer<T>> {
@@ -444,50 +517,90 @@ impl<T: Stored> Populations<T> {
         }
     }
 
-    /// The caller's layout (direction fastest, f64) to or from the storage.
-    fn upload(&mut self, gpu: Option<&Gpu>, n: usize, caller: &[f64]) -> Result<()> {
-        let mut soa = host_vec(n * Q, T::POISON, "lattice populations (staging)")?;
-        for s in 0..n {
+    /// The caller's layout (direction fastest, f64) into the storage of
+    /// the sites first..first+count-1 (the lattice settled first).
+    fn upload(&mut self, s: &Setting, (first, count): (usize, usize), caller: &[f64]) -> Result<()> {
+        self.settle(s)?;
+        let mut soa = host_vec(count * Q, T::POISON, "lattice populations (staging)")?;
+        for site in 0..count {
             for i in 0..Q {
-                soa[i * n + s] = T::store(caller[s * Q + i], W[i]);
+                soa[i * count + site] = T::store(caller[site * Q + i], W[i]);
             }
         }
-        match (&mut self.current, gpu) {
-            (Buffer::Host(f), _) => *f = soa,
-            (Buffer::Device(f), Some(g)) => {
-                g.upload(&soa, f, 0)?;
-                self.stream_pending = false;
-            }
-            _ => return Err(crate::array::mixed_backends()),
-        }
-        Ok(())
+        self.set_raw_sites(s.gpu, (first, count), ALL_DIRECTIONS, &soa)
     }
 
-    fn download(&mut self, s: &Setting, caller: &mut [f64]) -> Result<()> {
+    /// The populations after streaming of the sites first..first+count-1 in the caller's layout.
+    fn download(&mut self, s: &Setting, (first, count): (usize, usize), caller: &mut [f64]) -> Result<()> {
         let n = s.p.sites();
         let fetched;
-        let soa: &[T] = match (self.streamed(s, (0, n))?, s.gpu) {
-            (Buffer::Host(f), _) => f,
+        let (soa, stride, at): (&[T], usize, usize) = match (self.streamed(s, (first, count))?, s.gpu) {
+            (Buffer::Host(f), _) => (f, n, first),
             (Buffer::Device(f), Some(g)) => {
                 let mut h = host_vec(n * Q, T::POISON, "lattice populations (staging)")?;
                 g.download(f, 0, &mut h)?;
                 fetched = h;
-                &fetched
+                (&fetched, n, first)
             }
             _ => return Err(crate::array::mixed_backends()),
         };
-        for site in 0..n {
+        for site in 0..count {
             for i in 0..Q {
-                caller[site * Q + i] = soa[i * n + site].load(W[i]);
+                caller[site * Q + i] = soa[i * stride + at + site].load(W[i]);
             }
         }
         Ok(())
     }
 
-    fn body_force(&mut self, s: &Setting, body: &SiteList) -> Result<[f64; 3]> {
+    fn body_force(&mut self, s: &Setting, body: &SiteList, own: (usize, usize)) -> Result<[f64; 3]> {
         match (self.streamed(s, (0, s.p.sites()))?, s.flags, s.gpu, &body.device) {
-            (Buffer::Host(f), Buffer::Host(fl), _, _) => Ok(cpu::body_force(s.p, fl, f, &body.sites)),
-            (Buffer::Device(f), Buffer::Device(fl), Some(g), Some(b)) => cuda::body_force(g, s.p, fl, f, b, body.sites.len()),
+            (Buffer::Host(f), Buffer::Host(fl), _, _) => Ok(cpu::body_force(s.p, fl, f, &body.sites, own)),
+            (Buffer::Device(f), Buffer::Device(fl), Some(g), Some(b)) => {
+                cuda::body_force(g, s.p, fl, f, (b, body.sites.len()), own)
+            }
+            _ => Err(crate::array::mixed_backends()),
+        }
+    }
+
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
+    /// The stored populations of sites first..first+count-1 in the
+    /// directions of the bit mask `dirs`, a run of count each (in increasing
+    /// direction), as they stand: after streaming, or post-collision while a
+    /// streaming is pending.
+    fn raw_sites(&mut self, gpu: Option<&Gpu>, (first, count): (usize, usize), dirs: u32) -> Result<Vec<T>> {
+        let runs = dirs.count_ones() as usize;
+        match (&mut self.current, gpu) {
+            (Buffer::Host(f), _) => {
+                let n = f.len() / Q;
+                Ok(directions(dirs).flat_map(|i| f[i * n + first..i * n + first + count].iter().copied()).collect())
+            }
+            (Buffer::Device(f), Some(g)) => {
+                let mut packed = g.alloc::<T>((runs * count).max(1))?;
+                cuda::planes(g, f, &mut packed, (first, count), dirs, false)?;
+                let mut h = host_vec(runs * count, T::POISON, "lattice planes (staging)")?;
+                g.download(&packed, 0, &mut h)?;
+                Ok(h)
+            }
+            _ => Err(crate::array::mixed_backends()),
+        }
+    }
+
+    /// Overwrites the stored populations of sites first..first+count-1 in
+    /// the directions of `dirs` with `raw` (the layout of `raw_sites`).
+    fn set_raw_sites(&mut self, gpu: Option<&Gpu>, (first, count): (usize, usize), dirs: u32, raw: &[T]) -> Result<()> {
+        match (&mut self.current, gpu) {
+            (Buffer::Host(f), _) => {
+                let n = f.len() / Q;
+                for (run, i) in directions(dirs).enumerate() {
+                    f[i * n + first..i * n + first + count].copy_from_slice(&raw[run * count..(run + 1) * count]);
+                }
+                Ok(())
+            }
+            (Buffer::Device(f), Some(g)) => {
+                let mut packed = g.alloc::<T>(raw.len().max(1))?;
+                g.upload(raw, &mut packed, 0)?;
+                cuda::planes(g, f, &mut packed, (first, count), dirs, true)
+            }
             _ => Err(crate::array::mixed_backends()),
         }
     }
@@ -583,17 +696,7 @@ impl Lattice {
     /// u 0 (`set_boundary_values` prescribes theirs).
     pub fn set_flags(&self, flags: &[u8]) -> Result<()> {
         let mut st = self.state();
-        let n = st.params.sites();
-        if flags.len() != n {
-            return Err(Error::size(format!("flags: {} values for {n} sites", flags.len())));
-        }
-        if let Some(s) = flags.iter().position(|&f| f > PRESSURE_BC) {
-            return Err(Error::invalid(format!(
-                "flags({}) = {}: unknown flag (0 fluid, 1 wall, 2 moving wall, 3 velocity boundary, 4 pressure boundary)",
-                s + 1,
-                flags[s]
-            )));
-        }
+        check_flags(flags, st.params.sites())?;
         let gpu = self.ctx.gpu();
         st.settle(gpu)?;
         let open = Open::new(gpu, flags)?;
@@ -616,19 +719,7 @@ impl Lattice {
     /// rho (its pressure is rho / 3).
     pub fn set_boundary_values(&self, values: &[f64]) -> Result<()> {
         let mut st = self.state();
-        let m = st.open.list.sites.len();
-        if values.len() != 4 * m {
-            return Err(Error::size(format!(
-                "values: {} numbers for the lattice's {m} open boundary sites (4 a site: rho, ux, uy, uz)",
-                values.len()
-            )));
-        }
-        if let Some(k) = values.iter().position(|v| !v.is_finite()) {
-            return Err(Error::invalid(format!("values({}) = {}: must be finite", k + 1, values[k])));
-        }
-        if let Some(k) = (0..m).find(|&k| values[4 * k] <= 0.0) {
-            return Err(Error::invalid(format!("values({}) = {}: a density must be > 0", 4 * k + 1, values[4 * k])));
-        }
+        check_boundary_values(values, st.open.list.sites.len())?;
         let gpu = self.ctx.gpu();
         st.settle(gpu)?;
         st.open.table.copy_from_slice(values);
@@ -676,27 +767,33 @@ impl Lattice {
 
     /// The caller's populations, f(0:18, nx, ny, nz), direction fastest.
     pub fn set_populations(&self, f: &[f64]) -> Result<()> {
+        check_populations(f, self.params().sites())?;
+        self.set_populations_of(0, f)
+    }
+
+    /// The populations of the sites from `first` on (f.len() / 19 of
+    /// them), checked by the caller.
+    pub(crate) fn set_populations_of(&self, first: usize, f: &[f64]) -> Result<()> {
         let gpu = self.ctx.gpu();
         let mut st = self.state();
-        let n = st.params.sites();
-        if f.len() != n * Q {
-            return Err(Error::size(format!("f: {} values for {n} sites x 19 directions", f.len())));
-        }
-        if let Some(k) = f.iter().position(|v| !v.is_finite()) {
-            return Err(Error::invalid(format!("f({}, site {}) = {}: populations must be finite", k % Q, k / Q + 1, f[k])));
-        }
-        with_populations!(&mut st.storage, p => p.upload(gpu, n, f))
+        let (s, storage) = st.split(gpu);
+        with_populations!(storage, p => p.upload(&s, (first, f.len() / Q), f))
     }
 
     pub fn populations(&self, f: &mut [f64]) -> Result<()> {
-        let gpu = self.ctx.gpu();
-        let mut st = self.state();
-        let n = st.params.sites();
+        let n = self.params().sites();
         if f.len() != n * Q {
             return Err(Error::size(format!("f: room for {} values, the lattice has {n} sites x 19 directions", f.len())));
         }
+        self.populations_of(0, f)
+    }
+
+    /// The populations after streaming of the sites from `first` on (f.len() / 19 of them).
+    pub(crate) fn populations_of(&self, first: usize, f: &mut [f64]) -> Result<()> {
+        let gpu = self.ctx.gpu();
+        let mut st = self.state();
         let (s, storage) = st.split(gpu);
-        with_populations!(storage, p => p.download(&s, f))
+        with_populations!(storage, p => p.download(&s, (first, f.len() / Q), f))
     }
 
     /// `count` collide-and-stream steps, queued without waiting for the device.
@@ -727,13 +824,52 @@ impl Lattice {
     /// fluid site's present density. In lattice units (mass 1 = density 1
     /// in one site; force per step).
     pub fn body_force(&self) -> Result<[f64; 3]> {
+        self.body_force_from(0, self.params().sites())
+    }
+
+    /// `body_force` over the links from the fluid sites first..end-1 only.
+    pub(crate) fn body_force_from(&self, first: usize, end: usize) -> Result<[f64; 3]> {
         let gpu = self.ctx.gpu();
         let mut st = self.state();
         let body = st.body.take().ok_or_else(|| Error::invalid("no body: give its sites with set_body first"))?;
         let (s, storage) = st.split(gpu);
-        let force = with_populations!(storage, p => p.body_force(&s, &body));
+        let force = with_populations!(storage, p => p.body_force(&s, &body, (first, end)));
         st.body = Some(body);
         force
+    }
+
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
+    /// The stored populations of `count` sites from `first` in the
+    /// directions of the bit mask `dirs`, as bytes (a run of count a
+    /// direction), in the storage type and the state they stand in (a split
+    /// lattice's planes, sent to the neighbouring rank).
+    pub(crate) fn raw_sites(&self, first: usize, count: usize, dirs: u32) -> Result<Vec<u8>> {
+        let gpu = self.ctx.gpu();
+        let mut st = self.state();
+        with_populations!(&mut st.storage, p => p.raw_sites(gpu, (first, count), dirs).map(|v| as_bytes(&v).to_vec()))
+    }
+
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
+    /// Bytes a stored population takes.
+    pub(crate) fn population_bytes(&self) -> usize {
+        match &self.state().storage {
+            Storage::F16(_) => Precision::F16,
+            Storage::F32(_) => Precision::F32,
+            Storage::F64(_) => Precision::F64,
+        }
+        .bytes()
+    }
+
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
+    /// Overwrites `count` sites from `first` with bytes from `raw_sites` of
+    /// a lattice of the same storage and state.
+    pub(crate) fn set_raw_sites(&self, first: usize, count: usize, dirs: u32, raw: &[u8]) -> Result<()> {
+        let gpu = self.ctx.gpu();
+        let mut st = self.state();
+        with_populations!(&mut st.storage, p => {
+            let typed = from_bytes(raw, dirs.count_ones() as usize * count)?;
+            p.set_raw_sites(gpu, (first, count), dirs, &typed)
+        })
     }
 
     /// The sites (first, count) of the z-slab z_first..z_first+z_count-1 (0-based planes).
@@ -761,5 +897,52 @@ impl Lattice {
         let mut st = self.state();
         let (s, storage) = st.split(gpu);
         with_populations!(storage, p => p.fields(&s, first, rho, u))
+    }
+}
+
+/// What the C and Fortran surfaces call on a lattice: one process's
+/// (`Lattice`), or one split over MPI ranks in z-slabs
+/// (`dist::DistLattice`), whose calls are collective and whose sites,
+/// flags, populations and fields are the rank's own planes.
+pub trait LatticeApi: Send + Sync {
+    /// The sites (first, count) of planes z_first..z_first+z_count-1
+    /// (0-based, global), checked against the planes this process holds.
+    fn slab(&self, z_first: i64, z_count: i64) -> Result<(usize, usize)>;
+    fn set_flags(&self, flags: &[u8]) -> Result<()>;
+    fn set_boundary_values(&self, values: &[f64]) -> Result<()>;
+    fn set_force(&self, force: [f64; 3]) -> Result<()>;
+    fn set_trt(&self, magic: f64) -> Result<()>;
+    fn set_wall_velocity(&self, u: [f64; 3]) -> Result<()>;
+    fn init_equilibrium(&self, rho: f64, u: [f64; 3]) -> Result<()>;
+    fn set_populations(&self, f: &[f64]) -> Result<()>;
+    fn populations(&self, f: &mut [f64]) -> Result<()>;
+    fn step(&self, count: u64) -> Result<()>;
+    fn fields(&self, z_first: i64, z_count: i64, rho: &mut [f64], u: &mut [f64]) -> Result<()>;
+    fn set_body(&self, body: &[u8]) -> Result<()>;
+    fn body_force(&self) -> Result<[f64; 3]>;
+}
+
+/// The trait's methods, each the inherent method of the same name.
+macro_rules! inherent {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        $(fn $name(&self, $($arg: $ty),*) -> $ret { Lattice::$name(self, $($arg),*) })*
+    };
+}
+
+impl LatticeApi for Lattice {
+    inherent! {
+        slab(z_first: i64, z_count: i64) -> Result<(usize, usize)>;
+        set_flags(flags: &[u8]) -> Result<()>;
+        set_boundary_values(values: &[f64]) -> Result<()>;
+        set_force(force: [f64; 3]) -> Result<()>;
+        set_trt(magic: f64) -> Result<()>;
+        set_wall_velocity(u: [f64; 3]) -> Result<()>;
+        init_equilibrium(rho: f64, u: [f64; 3]) -> Result<()>;
+        set_populations(f: &[f64]) -> Result<()>;
+        populations(f: &mut [f64]) -> Result<()>;
+        step(count: u64) -> Result<()>;
+        fields(z_first: i64, z_count: i64, rho: &mut [f64], u: &mut [f64]) -> Result<()>;
+        set_body(body: &[u8]) -> Result<()>;
+        body_force() -> Result<[f64; 3]>;
     }
 }

@@ -32,8 +32,9 @@ const USAGE: &str = "usage:
   fegpu bench ilu [A.mtx]    ILU(0) on the device: sync-free vs level-by-level vs Jacobi-swept triangles: apply, factor, solve
   fegpu bench block          block CSR (2, 3, 4 unknowns a cell): SpMV vs the copy ceiling and CSR, block Jacobi / ILU(0)
   fegpu bench amg            AMG against Jacobi-CG and ILU(0)-BiCGSTAB: iterations, setup, re-setup, time to solution
-  mpiexec -n N fegpu bench dist [--grid n] [--iterations k]
-                             (MPI builds) a distributed CG iteration on the 7-point n^3 Laplacian against one process
+  mpiexec -n N fegpu bench dist [--grid n] [--iterations k] [--lattice m] [--steps s]
+                             (MPI builds) a distributed CG iteration on the 7-point n^3 Laplacian, and a D3Q19
+                             step of an m^3 lattice split in z-slabs, against one process
   fegpu bench fem            element integration throughput; EBE vs assembled CG per iteration (hex8, ~1M dofs)
   fegpu bench lbm            D3Q19 MLUPS (128^3..512^3 f32, 128^3/256^3 f64) against the copy roofline
   fegpu bench radfields      rad_fields GFLOP/s (N_S 10k..200k, n_RHS 1/10/100) against the FP64 ceiling

@@ -1,13 +1,17 @@
-//! `mpiexec -n N fegpu bench dist [--grid n] [--iterations k]`: a
-//! distributed CG iteration (Jacobi) on the 7-point n^3 Laplacian, the rows
-//! split into contiguous slabs over the ranks, beside what it is made of
-//! (the distributed product, a global reduction) and, on rank 0, the
-//! one-process iteration on the whole matrix in the same run.
+//! `mpiexec -n N fegpu bench dist [--grid n] [--iterations k] [--lattice m] [--steps s]`:
+//! a distributed CG iteration (Jacobi) on the 7-point n^3 Laplacian, the
+//! rows split into contiguous slabs over the ranks, beside what it is made
+//! of (the distributed product, a global reduction) and, on rank 0, the
+//! one-process iteration on the whole matrix in the same run; then a D3Q19
+//! step (f32) of an m^3 lattice split in z-slabs, beside its ghost-plane
+//! swap and, on rank 0, the one-process step.
 
 use fegpu::array::Array;
-use fegpu::dist::{matrix::Rows, Comm, DistCsr, DistSolver};
+use fegpu::context::Context;
+use fegpu::dist::{matrix::Rows, Comm, DistCsr, DistLattice, DistSolver};
 use fegpu::error::Result;
 use fegpu::krylov::GlobalSum;
+use fegpu::lbm::{Lattice, LatticeApi, Precision, Scheme};
 use fegpu::sparse::solver::{Method, Precond, Settings, Solver};
 use fegpu::sparse::{build_pattern, gallery, Csr};
 use mpi::traits::*;
@@ -15,13 +19,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub fn run(args: &[String]) -> Result<()> {
-    let (mut n, mut iterations) = (128usize, 200i64);
+    let (mut n, mut iterations, mut lattice, mut steps) = (128usize, 200i64, 256usize, 50usize);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().and_then(|v| v.parse::<usize>().ok());
         match a.as_str() {
             "--grid" => n = value().unwrap_or(n),
             "--iterations" => iterations = value().map_or(iterations, |v| v as i64),
+            "--lattice" => lattice = value().unwrap_or(lattice),
+            "--steps" => steps = value().unwrap_or(steps),
             other => return Err(fegpu::Error::invalid(format!("bench dist: unknown option {other}"))),
         }
     }
@@ -82,6 +88,50 @@ pub fn run(args: &[String]) -> Result<()> {
         one.solve(&b, &x, 1e-300, iterations)?;
         let single = t.elapsed().as_secs_f64() * 1e3 / iterations as f64;
         println!("one process: CG (Jacobi) {single:.4} ms/iteration; distributed / one process = {:.2}", cg / single);
+    }
+    world.barrier();
+    lattice_step(&world, &comm, &ctx, lattice, steps, &per_iteration)
+}
+
+/// Milliseconds a call of the closure takes, over the given repetitions, all ranks together.
+type Timer<'a> = &'a dyn Fn(&dyn Fn() -> Result<()>, usize) -> Result<f64>;
+
+/// The split lattice's step against the one-process step, MLUPS over the
+/// whole lattice.
+fn lattice_step(
+    world: &mpi::topology::SimpleCommunicator,
+    comm: &Arc<Comm>,
+    ctx: &Arc<Context>,
+    n: usize,
+    steps: usize,
+    per_step: Timer,
+) -> Result<()> {
+    let (rank, size) = (comm.rank, comm.size);
+    let (z_first, z_end) = (n * rank / size, n * (rank + 1) / size);
+    let dims = [n as i64; 3];
+    let split =
+        DistLattice::new(comm.clone(), ctx.clone(), dims, ((z_first) as i64, (z_end - z_first) as i64), Precision::F32, 0.6, 7)?;
+    let mlups = |ms: f64| (n * n * n) as f64 / (ms * 1e3);
+    let sync = || ctx.gpu().map_or(Ok(()), |g| g.synchronize("bench dist"));
+    let step = per_step(&|| split.step(1).and_then(|()| sync()), steps)?;
+    let swap = per_step(&|| split.exchange(), steps)?;
+    if rank == 0 {
+        println!("{}", split.describe());
+        println!(
+            "split lattice, {size} ranks: {step:.3} ms/step ({:.0} MLUPS over the {n}^3 lattice), of which the ghost-plane swap {swap:.3} ms",
+            mlups(step)
+        );
+        let one = Lattice::new(ctx.clone(), dims, Precision::F32, 0.6, 7)?;
+        for scheme in [Scheme::InPlace, Scheme::Pull] {
+            one.set_scheme(scheme)?;
+            one.step(2)?;
+            sync()?;
+            let t = Instant::now();
+            one.step(steps as u64)?;
+            sync()?;
+            let ms = t.elapsed().as_secs_f64() * 1e3 / steps as f64;
+            println!("one process, {scheme:?}: {ms:.3} ms/step ({:.0} MLUPS); split / one process = {:.2}", mlups(ms), step / ms);
+        }
     }
     world.barrier();
     Ok(())

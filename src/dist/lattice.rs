@@ -1,0 +1,330 @@
+//! A D3Q19 lattice split over ranks in z-slabs, as a legacy MPI code
+//! splits its grid: each rank owns the planes z_first..z_first+planes-1 of
+//! the nx x ny x nz lattice and holds them in a local lattice with one
+//! ghost plane below and one above. After every call that changes the
+//! populations (a step, new flags, boundary values, populations) each rank
+//! copies its lowest and highest owned planes, in storage form and in the
+//! state they stand in, into its neighbours' ghost planes: all 19
+//! populations on the CPU, whose step pushes, and on CUDA, whose step
+//! pulls, the 5 that stream across. A site's step
+//! reads only its own plane and the next ones, so every owned site steps
+//! exactly as in the one-process lattice (bit for bit on the CPU backend);
+//! what the local step writes into the ghost planes is overwritten by the
+//! next swap. Where the z axis is not periodic, the ghost planes beyond the
+//! end ranks are resting walls, which bounce back as the lattice's end
+//! faces do.
+//!
+//! The local lattice streams by pull on CUDA (push on the CPU): its state
+//! between calls depends only on the calls made, all collective, so every
+//! rank's ghost planes hold their neighbour's state in the same form. (The
+//! in-place scheme settles on a read, which a rank may make alone.)
+
+use super::Comm;
+use crate::context::Context;
+use crate::error::{positive, Error, Result};
+use crate::lbm::{
+    check_boundary_values, check_flags, check_populations, directions_along_z, finite3, Lattice, LatticeApi, Precision, Scheme,
+    ALL_DIRECTIONS, PERIODIC_Z, Q, VELOCITY_BC, WALL,
+};
+use std::sync::{Arc, Mutex};
+
+/// How the ghost planes travel between ranks (reported to the caller).
+pub const EXCHANGE_PATH: &str = "MPI point-to-point through host buffers";
+
+pub struct DistLattice {
+    pub comm: Arc<Comm>,
+    local: Lattice,
+    /// nx, ny, nz of the whole lattice.
+    pub dims: [usize; 3],
+    /// This rank's first owned plane (0-based) and how many it owns.
+    pub z_first: usize,
+    pub planes: usize,
+    /// The ranks whose planes border this rank's below and above (None: an
+    /// end of a non-periodic z axis).
+    neighbours: (Option<usize>, Option<usize>),
+    /// The local flags, ghost planes included (to count the open boundary
+    /// sites of each plane).
+    flags: Mutex<Vec<u8>>,
+}
+
+impl DistLattice {
+    /// Collective: every rank passes the same lattice and its own slab; the
+    /// slabs, in rank order, must tile the nz planes.
+    #[allow(clippy::too_many_arguments)] // the C signature's arguments
+    pub fn new(
+        comm: Arc<Comm>,
+        ctx: Arc<Context>,
+        dims: [i64; 3],
+        (z_first, planes): (i64, i64),
+        precision: Precision,
+        tau: f64,
+        periodic: i32,
+    ) -> Result<DistLattice> {
+        let mine = [dims[0], dims[1], dims[2], z_first, planes];
+        let same = [dims[0] as f64, dims[1] as f64, dims[2] as f64, tau, periodic as f64, precision.bytes() as f64];
+        comm.same_everywhere("(nx, ny, nz, tau, periodic, storage bytes)", &same)?;
+        let [_, _, _, firsts, counts] = comm.gather_all(mine);
+        comm.agree(tiles(&firsts, &counts, dims[2], comm.rank))?;
+        let dims = [positive("nx", dims[0])?, positive("ny", dims[1])?, positive("nz", dims[2])?];
+        let (z_first, planes) = (z_first as usize, planes as usize);
+        let (rank, size) = (comm.rank, comm.size);
+        let wraps = periodic & PERIODIC_Z != 0;
+        let below = if rank > 0 { Some(rank - 1) } else { wraps.then_some(size - 1) };
+        let above = if rank + 1 < size { Some(rank + 1) } else { wraps.then_some(0) };
+        let local = comm.agree((|| {
+            let local_dims = [dims[0] as i64, dims[1] as i64, planes as i64 + 2];
+            let l = Lattice::new(ctx.clone(), local_dims, precision, tau, periodic & !PERIODIC_Z)?;
+            if ctx.gpu().is_some() {
+                l.set_scheme(Scheme::Pull)?;
+            }
+            Ok(l)
+        })())?;
+        let plane = dims[0] * dims[1];
+        let d = DistLattice {
+            comm,
+            local,
+            dims,
+            z_first,
+            planes,
+            neighbours: (below, above),
+            flags: Mutex::new(vec![0; plane * (planes + 2)]),
+        };
+        d.set_flags(&vec![0; plane * planes])?;
+        Ok(d)
+    }
+
+    fn plane(&self) -> usize {
+        self.dims[0] * self.dims[1]
+    }
+
+    /// This rank's own sites in the local lattice: (first, count).
+    fn own(&self) -> (usize, usize) {
+        (self.plane(), self.plane() * self.planes)
+    }
+
+    /// Swaps boundary planes with the neighbours: `lowest` and `highest`
+    /// are this rank's own first and last planes; returns what the
+    /// neighbours sent, for the ghost planes below and above (None: no
+    /// neighbour there).
+    fn swap<T: mpi::traits::Equivalence + Clone + Default>(
+        &self,
+        lowest: &[T],
+        highest: &[T],
+        lengths: (usize, usize),
+    ) -> (Option<Vec<T>>, Option<Vec<T>>) {
+        let (below, above) = self.neighbours;
+        let mut from_below = vec![T::default(); if below.is_some() { lengths.0 } else { 0 }];
+        let mut from_above = vec![T::default(); if above.is_some() { lengths.1 } else { 0 }];
+        self.comm.swap_planes(self.neighbours, (lowest, highest), (&mut from_below, &mut from_above));
+        (below.map(|_| from_below), above.map(|_| from_above))
+    }
+
+    /// The directions of the populations a ghost plane needs from the
+    /// neighbour beyond it, for a neighbour lying `side` (-1 below, +1
+    /// above): on the CPU, whose step pushes, all 19 (the ghost site
+    /// collides and pushes into the owned plane); on CUDA, whose step pulls,
+    /// only the 5 that stream from the ghost plane into the owned one.
+    fn directions_from(&self, side: i32) -> u32 {
+        match self.local.ctx.gpu() {
+            None => ALL_DIRECTIONS,
+            Some(_) => directions_along_z(-side),
+        }
+    }
+
+    /// Copies the lowest and highest owned planes' populations (those the
+    /// neighbours' ghost planes need) into the neighbours' ghost planes.
+    /// Collective.
+    pub fn exchange(&self) -> Result<()> {
+        let (plane, top) = (self.plane(), self.plane() * self.planes);
+        let (downward, upward) = (self.directions_from(1), self.directions_from(-1));
+        let ends = self
+            .comm
+            .agree((|| Ok((self.local.raw_sites(plane, plane, downward)?, self.local.raw_sites(top, plane, upward)?)))())?;
+        let (below, above) = self.swap(&ends.0, &ends.1, (ends.1.len(), ends.0.len()));
+        let stored = (|| {
+            if let Some(b) = below {
+                self.local.set_raw_sites(0, plane, upward, &b)?;
+            }
+            if let Some(a) = above {
+                self.local.set_raw_sites(top + plane, plane, downward, &a)?;
+            }
+            Ok(())
+        })();
+        self.comm.agree(stored)
+    }
+
+    /// A per-site byte array of the own planes (flags, a body mask) with
+    /// the neighbours' bordering planes around it; `beyond` fills a ghost
+    /// plane with no neighbour.
+    fn with_ghosts(&self, own: &[u8], beyond: u8) -> Vec<u8> {
+        let plane = self.plane();
+        let (below, above) = self.swap(&own[..plane], &own[own.len() - plane..], (plane, plane));
+        let mut local = below.unwrap_or_else(|| vec![beyond; plane]);
+        local.extend_from_slice(own);
+        local.extend(above.unwrap_or_else(|| vec![beyond; plane]));
+        local
+    }
+
+    /// A description: the ranks, this rank's planes and the exchange path.
+    pub fn describe(&self) -> String {
+        let [nx, ny, nz] = self.dims;
+        format!(
+            "{nx} x {ny} x {nz} lattice over {} ranks; rank {} owns planes {}..{} ({} planes), swaps {} bytes a plane with \
+             {} below and {} above, each way; exchange: {EXCHANGE_PATH}",
+            self.comm.size,
+            self.comm.rank,
+            self.z_first + 1,
+            self.z_first + self.planes,
+            self.planes,
+            self.local.population_bytes() * self.plane() * self.directions_from(1).count_ones() as usize,
+            side(self.neighbours.0),
+            side(self.neighbours.1),
+        )
+    }
+}
+
+fn side(neighbour: Option<usize>) -> String {
+    neighbour.map_or("the wall".into(), |r| format!("rank {r}"))
+}
+
+/// The slabs (first planes, counts, in rank order) tile 0..nz.
+fn tiles(firsts: &[i64], counts: &[i64], nz: i64, rank: usize) -> Result<()> {
+    let mut next = 0;
+    for (r, (&f, &c)) in firsts.iter().zip(counts).enumerate() {
+        if c < 1 {
+            return Err(Error::invalid(format!("rank {r} owns {c} planes: every rank owns at least one (nz_own >= 1)")));
+        }
+        if f != next {
+            let mine = if r == rank { " (this rank)" } else { "" };
+            return Err(Error::invalid(format!(
+                "rank {r}{mine} starts at plane {} but the ranks before it end at plane {next}: the slabs, in rank order, \
+                 must tile planes 1..nz with no gap or overlap",
+                f + 1
+            )));
+        }
+        next = f + c;
+    }
+    if next != nz {
+        return Err(Error::invalid(format!("the slabs cover planes 1..{next}, the lattice has nz = {nz}")));
+    }
+    Ok(())
+}
+
+impl LatticeApi for DistLattice {
+    fn slab(&self, z_first: i64, z_count: i64) -> Result<(usize, usize)> {
+        let (first, last) = (self.z_first as i64, (self.z_first + self.planes) as i64);
+        if z_first < first || z_count < 1 || z_first.saturating_add(z_count) > last {
+            return Err(Error::invalid(format!(
+                "z_first = {}, z_count = {z_count}: the slab must lie within this rank's planes {}..{last}",
+                z_first + 1,
+                first + 1
+            )));
+        }
+        Ok((self.plane() * (z_first - first) as usize, self.plane() * z_count as usize))
+    }
+
+    fn set_flags(&self, flags: &[u8]) -> Result<()> {
+        self.comm.agree(check_flags(flags, self.own().1))?;
+        let local = self.with_ghosts(flags, WALL);
+        self.comm.agree(self.local.set_flags(&local))?;
+        *self.flags.lock().unwrap_or_else(|p| p.into_inner()) = local;
+        self.exchange()
+    }
+
+    fn set_boundary_values(&self, values: &[f64]) -> Result<()> {
+        let plane = self.plane();
+        let flags = self.flags.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let open = |sites: &[u8]| sites.iter().filter(|&&f| f >= VELOCITY_BC).count();
+        let (ghost_below, own_count) = (open(&flags[..plane]), open(&flags[plane..flags.len() - plane]));
+        let ghost_above = open(&flags[flags.len() - plane..]);
+        self.comm.agree(check_boundary_values(values, own_count))?;
+        // the open sites of the lowest and highest owned planes, 4 values each
+        let lowest = 4 * open(&flags[plane..2 * plane]);
+        let highest = 4 * open(&flags[flags.len() - 2 * plane..flags.len() - plane]);
+        let (below, above) = self.swap(&values[..lowest], &values[values.len() - highest..], (4 * ghost_below, 4 * ghost_above));
+        let mut table = below.unwrap_or_default();
+        table.extend_from_slice(values);
+        table.extend(above.unwrap_or_default());
+        self.comm.agree(self.local.set_boundary_values(&table))?;
+        self.exchange()
+    }
+
+    fn set_force(&self, force: [f64; 3]) -> Result<()> {
+        self.comm.agree(finite3("force", force).map(|_| ()))?;
+        self.comm.same_everywhere("force", &force)?;
+        self.local.set_force(force)
+    }
+
+    fn set_trt(&self, magic: f64) -> Result<()> {
+        self.comm.same_everywhere("magic", &[magic])?;
+        self.comm.agree(self.local.set_trt(magic))
+    }
+
+    fn set_wall_velocity(&self, u: [f64; 3]) -> Result<()> {
+        self.comm.agree(finite3("wall_velocity", u).map(|_| ()))?;
+        self.comm.same_everywhere("wall_velocity", &u)?;
+        self.comm.agree(self.local.set_wall_velocity(u))?;
+        self.exchange()
+    }
+
+    fn init_equilibrium(&self, rho: f64, u: [f64; 3]) -> Result<()> {
+        self.comm.same_everywhere("(rho, u)", &[rho, u[0], u[1], u[2]])?;
+        self.comm.agree(self.local.init_equilibrium(rho, u))?;
+        self.exchange()
+    }
+
+    fn set_populations(&self, f: &[f64]) -> Result<()> {
+        self.comm.agree(check_populations(f, self.own().1))?;
+        self.comm.agree(self.local.set_populations_of(self.own().0, f))?;
+        self.exchange()
+    }
+
+    fn populations(&self, f: &mut [f64]) -> Result<()> {
+        let n = self.own().1;
+        if f.len() != n * Q {
+            return Err(Error::size(format!(
+                "f: room for {} values, this rank's planes have {n} sites x 19 directions",
+                f.len()
+            )));
+        }
+        self.local.populations_of(self.own().0, f)
+    }
+
+    fn step(&self, count: u64) -> Result<()> {
+        self.comm.same_everywhere("steps", &[count as f64])?;
+        for _ in 0..count {
+            self.comm.agree(self.local.step(1))?;
+            self.exchange()?;
+        }
+        Ok(())
+    }
+
+    fn fields(&self, z_first: i64, z_count: i64, rho: &mut [f64], u: &mut [f64]) -> Result<()> {
+        let (_, count) = self.slab(z_first, z_count)?;
+        if rho.len() != count || u.len() != 3 * count {
+            return Err(Error::size(format!(
+                "rho/u: room for {}/{} values, the slab has {count} sites (rho {count}, u 3 x {count})",
+                rho.len(),
+                u.len()
+            )));
+        }
+        // the local lattice's planes start one ghost plane below
+        self.local.fields(z_first - self.z_first as i64 + 1, z_count, rho, u)
+    }
+
+    fn set_body(&self, body: &[u8]) -> Result<()> {
+        let n = self.own().1;
+        let size = if body.len() == n { Ok(()) } else { Err(Error::size(format!("body: {} values for {n} sites", body.len()))) };
+        self.comm.agree(size)?;
+        // the ghost planes' body sites too: a link from an owned fluid site may end there
+        let local = self.with_ghosts(body, 0);
+        self.comm.agree(self.local.set_body(&local))
+    }
+
+    fn body_force(&self) -> Result<[f64; 3]> {
+        let (first, count) = self.own();
+        let mut force = self.comm.agree(self.local.body_force_from(first, first + count))?;
+        crate::krylov::GlobalSum::sum(&*self.comm, &mut force)?;
+        Ok(force)
+    }
+}
