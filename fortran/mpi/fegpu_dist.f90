@@ -16,6 +16,14 @@
 !>     call fegpu_dist_solver_solve(s, b, x, 1d-8, 1000, iterations=its)
 !>   end do
 !>
+!> A lattice-Boltzmann code split in z-slabs creates its part of the lattice
+!> and then calls the fegpu_lbm procedures with its own planes:
+!>
+!>   call fegpu_dist_lattice_create(ctx, MPI_COMM_WORLD, nx, ny, nz, z_first, nz_own, tau, lat)
+!>   call fegpu_lattice_set_flags(lat, flags)          ! flags(nx, ny, nz_own)
+!>   call fegpu_lattice_step(lat, nsteps)              ! swaps the bordering planes each step
+!>   call fegpu_lattice_fields(lat, rho, u, z_first=z_first)
+!>
 !> The communicator is `type(MPI_Comm)` of mpi_f08 or the integer handle of
 !> `use mpi` / mpif.h. Every procedure here is collective: all ranks call it
 !> and all get the same status (a rank's refused argument is named on every
@@ -33,6 +41,7 @@ module fegpu_dist
   public :: fegpu_dist_csr_info, fegpu_dist_csr_describe, fegpu_dist_csr_destroy
   public :: fegpu_dist_solver_create, fegpu_dist_solver_create_gmres, fegpu_dist_solver_solve, fegpu_dist_solver_history, &
        fegpu_dist_solver_destroy
+  public :: fegpu_dist_lattice_create, fegpu_dist_lattice_describe
 
   !> A matrix whose rows are spread over the ranks of a communicator.
   type, bind(C), public :: fegpu_dist_csr
@@ -49,6 +58,9 @@ module fegpu_dist
   end interface
   interface fegpu_dist_csr_create
     module procedure csr_create_f08_i32, csr_create_f08_i64, csr_create_int_i32, csr_create_int_i64
+  end interface
+  interface fegpu_dist_lattice_create
+    module procedure lattice_create_f08, lattice_create_int
   end interface
 
   interface
@@ -136,6 +148,24 @@ module fegpu_dist
     integer(c_int32_t) function c_dist_solver_destroy(s) bind(C, name='fegpu_dist_solver_destroy')
       import :: c_int32_t, c_int64_t
       integer(c_int64_t), value :: s
+    end function
+    integer(c_int32_t) function c_dist_lattice_create(ctx, comm, nx, ny, nz, z_first, nz_own, dtype, tau, periodic, lat) &
+         bind(C, name='fegpu_dist_lattice_create')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: ctx
+      integer(c_int32_t), value :: comm
+      integer(c_int64_t), value :: nx, ny, nz, z_first, nz_own
+      integer(c_int32_t), value :: dtype
+      real(c_double), value :: tau
+      integer(c_int32_t), value :: periodic
+      integer(c_int64_t), intent(out) :: lat
+    end function
+    integer(c_int32_t) function c_dist_lattice_describe(lat, buf, len, needed) bind(C, name='fegpu_dist_lattice_describe')
+      import :: c_int32_t, c_int64_t, c_char
+      integer(c_int64_t), value :: lat
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_int64_t), value :: len
+      integer(c_int64_t), intent(out) :: needed
     end function
   end interface
 
@@ -343,4 +373,58 @@ contains
     call check(c_dist_solver_destroy(s%handle), 'fegpu_dist_solver_destroy', stat, errmsg)
     s%handle = 0
   end subroutine
+  !> This rank's part of an nx x ny x nz D3Q19 lattice split over the ranks
+  !> in z-slabs: planes z_first .. z_first + nz_own - 1 (1-based; the slabs,
+  !> in rank order, tile 1 .. nz). tau, periodic and storage as for
+  !> fegpu_lattice_create, the same on every rank. The result is a
+  !> fegpu_lattice that every fegpu_lattice_* procedure takes with this
+  !> rank's planes: flags(nx, ny, nz_own), f(0:18, nx, ny, nz_own), the
+  !> boundary values of its own open sites, fields of planes within its
+  !> slab (z_first= global). Calls that change the lattice (set_*,
+  !> init_equilibrium, step, body_force) are collective; reads are not.
+  !> Each step swaps the bordering planes with the neighbouring ranks.
+  subroutine lattice_create_f08(ctx, comm, nx, ny, nz, z_first, nz_own, tau, lat, periodic, storage, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    type(MPI_Comm), intent(in) :: comm
+    class(*), intent(in) :: nx, ny, nz, z_first, nz_own
+    real(real64), intent(in) :: tau
+    type(fegpu_lattice), intent(inout) :: lat
+    class(*), intent(in), optional :: periodic, storage
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call lattice_create_int(ctx, comm%MPI_VAL, nx, ny, nz, z_first, nz_own, tau, lat, periodic, storage, stat, errmsg)
+  end subroutine
+
+  subroutine lattice_create_int(ctx, comm, nx, ny, nz, z_first, nz_own, tau, lat, periodic, storage, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    integer, intent(in) :: comm
+    class(*), intent(in) :: nx, ny, nz, z_first, nz_own
+    real(real64), intent(in) :: tau
+    type(fegpu_lattice), intent(inout) :: lat
+    class(*), intent(in), optional :: periodic, storage
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: bits, dtype
+    bits = 0
+    if (present(periodic)) bits = i32(periodic)
+    dtype = FEGPU_DTYPE_F64
+    if (present(storage)) dtype = i32(storage)
+    call check(c_dist_lattice_create(ctx%handle, int(comm, c_int32_t), i64(nx), i64(ny), i64(nz), i64(z_first), i64(nz_own), &
+         dtype, real(tau, c_double), bits, lat%handle), 'fegpu_dist_lattice_create', stat, errmsg)
+  end subroutine
+
+  !> The ranks, this rank's planes, the bytes swapped and the exchange path.
+  subroutine fegpu_dist_lattice_describe(lat, text, stat, errmsg)
+    type(fegpu_lattice), intent(in) :: lat
+    character(*), intent(out) :: text
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    character(kind=c_char) :: buf(len(text) + 1)
+    integer(c_int64_t) :: needed
+    buf = c_null_char                                               ! a refused call leaves text blank
+    call check(c_dist_lattice_describe(lat%handle, buf, size(buf, kind=c_int64_t), needed), 'fegpu_dist_lattice_describe', &
+         stat, errmsg)
+    call text_from_c(buf, text)
+  end subroutine
+
 end module fegpu_dist
