@@ -22,6 +22,7 @@
 use super::Comm;
 use crate::context::Context;
 use crate::error::{positive, Error, Result};
+use crate::gpu::{Gpu, Pinned};
 use crate::lbm::{
     check_boundary_values, check_flags, check_populations, directions_along_z, finite3, Lattice, LatticeApi, Precision, Scheme,
     ALL_DIRECTIONS, PERIODIC_Z, Q, VELOCITY_BC, WALL,
@@ -45,6 +46,45 @@ pub struct DistLattice {
     /// The local flags, ghost planes included (to count the open boundary
     /// sites of each plane).
     flags: Mutex<Vec<u8>>,
+    /// Host buffers of the population swap.
+    staging: Mutex<Staging>,
+}
+
+/// The host side of the population swap: the planes sent down and up and
+/// those received from below and above, `bytes` each; page-locked on CUDA
+/// so the copies run at full speed. Whole 8-byte words, so they hold any
+/// storage type aligned.
+struct Staging {
+    bytes: usize,
+    words: [HostWords; 4],
+}
+
+enum HostWords {
+    Pinned(Pinned<u64>),
+    Plain(Vec<u64>),
+}
+
+impl HostWords {
+    fn new(gpu: Option<&Gpu>, bytes: usize) -> Result<HostWords> {
+        let words = bytes.div_ceil(8).max(1);
+        Ok(match gpu {
+            Some(g) => HostWords::Pinned(g.pinned::<u64>(words)?),
+            None => HostWords::Plain(vec![0; words]),
+        })
+    }
+
+    /// The first `bytes` bytes.
+    fn bytes(&mut self, bytes: usize) -> Result<&mut [u8]> {
+        let words: &mut [u64] = match self {
+            HostWords::Pinned(p) => p.as_mut_slice()?,
+            HostWords::Plain(v) => v,
+        };
+        if bytes > 8 * words.len() {
+            return Err(Error::internal(format!("{bytes} bytes asked of a {}-word staging buffer", words.len())));
+        }
+        // SAFETY: u64 words viewed as their bytes, `bytes` of them within.
+        Ok(unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), bytes) })
+    }
 }
 
 impl DistLattice {
@@ -80,6 +120,11 @@ impl DistLattice {
             Ok(l)
         })())?;
         let plane = dims[0] * dims[1];
+        let bytes = plane * local.population_bytes() * swapped_directions(ctx.gpu().is_some(), 1).count_ones() as usize;
+        let words = comm.agree((|| {
+            let w = |_| HostWords::new(ctx.gpu(), bytes);
+            Ok([w(0)?, w(1)?, w(2)?, w(3)?])
+        })())?;
         let d = DistLattice {
             comm,
             local,
@@ -88,6 +133,7 @@ impl DistLattice {
             planes,
             neighbours: (below, above),
             flags: Mutex::new(vec![0; plane * (planes + 2)]),
+            staging: Mutex::new(Staging { bytes, words }),
         };
         d.set_flags(&vec![0; plane * planes])?;
         Ok(d)
@@ -125,28 +171,40 @@ impl DistLattice {
     /// collides and pushes into the owned plane); on CUDA, whose step pulls,
     /// only the 5 that stream from the ghost plane into the owned one.
     fn directions_from(&self, side: i32) -> u32 {
-        match self.local.ctx.gpu() {
-            None => ALL_DIRECTIONS,
-            Some(_) => directions_along_z(-side),
-        }
+        swapped_directions(self.local.ctx.gpu().is_some(), side)
     }
 
     /// Copies the lowest and highest owned planes' populations (those the
     /// neighbours' ghost planes need) into the neighbours' ghost planes.
     /// Collective.
     pub fn exchange(&self) -> Result<()> {
+        self.exchange_after(Ok(()))
+    }
+
+    /// `exchange` after a local step whose outcome is `done`, agreed on
+    /// with the packing in one reduction.
+    fn exchange_after(&self, done: Result<()>) -> Result<()> {
         let (plane, top) = (self.plane(), self.plane() * self.planes);
         let (downward, upward) = (self.directions_from(1), self.directions_from(-1));
-        let ends = self
-            .comm
-            .agree((|| Ok((self.local.raw_sites(plane, plane, downward)?, self.local.raw_sites(top, plane, upward)?)))())?;
-        let (below, above) = self.swap(&ends.0, &ends.1, (ends.1.len(), ends.0.len()));
+        let mut staging = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        let bytes = staging.bytes;
+        let views = staging.words.each_mut().map(|w| w.bytes(bytes));
+        let packed = done.and_then(|()| {
+            let [down, up, from_below, from_above] = views;
+            let (down, up) = (down?, up?);
+            self.local.pack_sites((plane, plane), downward, down)?;
+            self.local.pack_sites((top, plane), upward, up)?;
+            Ok([down, up, from_below?, from_above?])
+        });
+        let [down, up, from_below, from_above] = self.comm.agree(packed)?;
+        self.comm.swap_planes(self.neighbours, (&*down, &*up), (&mut *from_below, &mut *from_above));
+        let (below, above) = self.neighbours;
         let stored = (|| {
-            if let Some(b) = below {
-                self.local.set_raw_sites(0, plane, upward, &b)?;
+            if below.is_some() {
+                self.local.unpack_sites((0, plane), upward, from_below)?;
             }
-            if let Some(a) = above {
-                self.local.set_raw_sites(top + plane, plane, downward, &a)?;
+            if above.is_some() {
+                self.local.unpack_sites((top + plane, plane), downward, from_above)?;
             }
             Ok(())
         })();
@@ -180,6 +238,15 @@ impl DistLattice {
             side(self.neighbours.0),
             side(self.neighbours.1),
         )
+    }
+}
+
+/// `DistLattice::directions_from`, on CUDA or not.
+fn swapped_directions(cuda: bool, side: i32) -> u32 {
+    if cuda {
+        directions_along_z(-side)
+    } else {
+        ALL_DIRECTIONS
     }
 }
 
@@ -293,8 +360,7 @@ impl LatticeApi for DistLattice {
     fn step(&self, count: u64) -> Result<()> {
         self.comm.same_everywhere("steps", &[count as f64])?;
         for _ in 0..count {
-            self.comm.agree(self.local.step(1))?;
-            self.exchange()?;
+            self.exchange_after(self.local.step(1))?;
         }
         Ok(())
     }

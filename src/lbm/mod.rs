@@ -385,21 +385,32 @@ pub(crate) fn finite3(name: &str, v: [f64; 3]) -> Result<[f64; 3]> {
     }
 }
 
+/// A buffer of `len` populations holds a run of `count` for each direction of `dirs`.
+fn check_runs(len: usize, count: usize, dirs: u32) -> Result<()> {
+    if len != dirs.count_ones() as usize * count {
+        return Err(Error::internal(format!("{len} populations for {} runs of {count} sites", dirs.count_ones())));
+    }
+    Ok(())
+}
+
+/// Bytes of populations seen as the storage type (8-byte aligned, a whole number of them).
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
-fn as_bytes<T: Stored>(v: &[T]) -> &[u8] {
-    // SAFETY: the storage types are plain numbers (no padding, any bits valid).
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+fn typed<T: Stored>(raw: &[u8]) -> Result<&[T]> {
+    // SAFETY: the storage types are plain numbers: any bits are a value.
+    match unsafe { raw.align_to::<T>() } {
+        (&[], typed, &[]) => Ok(typed),
+        _ => Err(Error::internal(format!("{} bytes of populations, not aligned to their type", raw.len()))),
+    }
 }
 
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
-fn from_bytes<T: Stored>(raw: &[u8], count: usize) -> Result<Vec<T>> {
-    if raw.len() != count * std::mem::size_of::<T>() {
-        return Err(Error::internal(format!("{} bytes for {count} stored populations", raw.len())));
+fn typed_mut<T: Stored>(raw: &mut [u8]) -> Result<&mut [T]> {
+    let len = raw.len();
+    // SAFETY: as in `typed`.
+    match unsafe { raw.align_to_mut::<T>() } {
+        (&mut [], typed, &mut []) => Ok(typed),
+        _ => Err(Error::internal(format!("{len} bytes of populations, not aligned to their type"))),
     }
-    let mut v = vec![T::POISON; count];
-    // SAFETY: v holds exactly raw.len() bytes of plain numbers.
-    unsafe { std::ptr::copy_nonoverlapping(raw.as_ptr(), v.as_mut_ptr().cast::<u8>(), raw.len()) };
-    Ok(v)
 }
 
 fn alloc<T: Stored>(gpu: Option<&Gpu>, n: usize) -> Result<Buffer<T>> {
@@ -562,24 +573,25 @@ impl<T: Stored> Populations<T> {
         }
     }
 
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
     /// The stored populations of sites first..first+count-1 in the
     /// directions of the bit mask `dirs`, a run of count each (in increasing
-    /// direction), as they stand: after streaming, or post-collision while a
-    /// streaming is pending.
-    fn raw_sites(&mut self, gpu: Option<&Gpu>, (first, count): (usize, usize), dirs: u32) -> Result<Vec<T>> {
-        let runs = dirs.count_ones() as usize;
+    /// direction), into `out`, as they stand: after streaming, or
+    /// post-collision while a streaming is pending.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
+    fn raw_sites(&mut self, gpu: Option<&Gpu>, (first, count): (usize, usize), dirs: u32, out: &mut [T]) -> Result<()> {
+        check_runs(out.len(), count, dirs)?;
         match (&mut self.current, gpu) {
             (Buffer::Host(f), _) => {
                 let n = f.len() / Q;
-                Ok(directions(dirs).flat_map(|i| f[i * n + first..i * n + first + count].iter().copied()).collect())
+                for (run, i) in directions(dirs).enumerate() {
+                    out[run * count..(run + 1) * count].copy_from_slice(&f[i * n + first..i * n + first + count]);
+                }
+                Ok(())
             }
             (Buffer::Device(f), Some(g)) => {
-                let mut packed = g.alloc::<T>((runs * count).max(1))?;
+                let mut packed = g.alloc::<T>(out.len().max(1))?;
                 cuda::planes(g, f, &mut packed, (first, count), dirs, false)?;
-                let mut h = host_vec(runs * count, T::POISON, "lattice planes (staging)")?;
-                g.download(&packed, 0, &mut h)?;
-                Ok(h)
+                g.download(&packed, 0, out)
             }
             _ => Err(crate::array::mixed_backends()),
         }
@@ -588,6 +600,7 @@ impl<T: Stored> Populations<T> {
     /// Overwrites the stored populations of sites first..first+count-1 in
     /// the directions of `dirs` with `raw` (the layout of `raw_sites`).
     fn set_raw_sites(&mut self, gpu: Option<&Gpu>, (first, count): (usize, usize), dirs: u32, raw: &[T]) -> Result<()> {
+        check_runs(raw.len(), count, dirs)?;
         match (&mut self.current, gpu) {
             (Buffer::Host(f), _) => {
                 let n = f.len() / Q;
@@ -838,19 +851,28 @@ impl Lattice {
         force
     }
 
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
     /// The stored populations of `count` sites from `first` in the
-    /// directions of the bit mask `dirs`, as bytes (a run of count a
-    /// direction), in the storage type and the state they stand in (a split
-    /// lattice's planes, sent to the neighbouring rank).
-    pub(crate) fn raw_sites(&self, first: usize, count: usize, dirs: u32) -> Result<Vec<u8>> {
+    /// directions of the bit mask `dirs` into `out` (a run of count a
+    /// direction; bytes of the storage type, 8-byte aligned), in the state
+    /// they stand in: a split lattice's planes, sent to the neighbouring rank.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
+    pub(crate) fn pack_sites(&self, (first, count): (usize, usize), dirs: u32, out: &mut [u8]) -> Result<()> {
         let gpu = self.ctx.gpu();
         let mut st = self.state();
-        with_populations!(&mut st.storage, p => p.raw_sites(gpu, (first, count), dirs).map(|v| as_bytes(&v).to_vec()))
+        with_populations!(&mut st.storage, p => p.raw_sites(gpu, (first, count), dirs, typed_mut(out)?))
     }
 
+    /// Overwrites `count` sites from `first` in the directions of `dirs`
+    /// with what `pack_sites` of a lattice of the same storage and state gave.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
+    pub(crate) fn unpack_sites(&self, (first, count): (usize, usize), dirs: u32, raw: &[u8]) -> Result<()> {
+        let gpu = self.ctx.gpu();
+        let mut st = self.state();
+        with_populations!(&mut st.storage, p => p.set_raw_sites(gpu, (first, count), dirs, typed(raw)?))
+    }
+
     /// Bytes a stored population takes.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
     pub(crate) fn population_bytes(&self) -> usize {
         match &self.state().storage {
             Storage::F16(_) => Precision::F16,
@@ -858,18 +880,6 @@ impl Lattice {
             Storage::F64(_) => Precision::F64,
         }
         .bytes()
-    }
-
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
-    /// Overwrites `count` sites from `first` with bytes from `raw_sites` of
-    /// a lattice of the same storage and state.
-    pub(crate) fn set_raw_sites(&self, first: usize, count: usize, dirs: u32, raw: &[u8]) -> Result<()> {
-        let gpu = self.ctx.gpu();
-        let mut st = self.state();
-        with_populations!(&mut st.storage, p => {
-            let typed = from_bytes(raw, dirs.count_ones() as usize * count)?;
-            p.set_raw_sites(gpu, (first, count), dirs, &typed)
-        })
     }
 
     /// The sites (first, count) of the z-slab z_first..z_first+z_count-1 (0-based planes).
