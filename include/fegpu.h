@@ -227,6 +227,9 @@ typedef struct fegpu_solve_info {
 // A lattice handle (0 is never valid).
 typedef uint64_t fegpu_lattice_t;
 
+// A rad_fields accumulator handle (0 is never valid).
+typedef uint64_t fegpu_radfields_t;
+
 // An element-set handle (0 is never valid).
 typedef uint64_t fegpu_fem_t;
 
@@ -257,9 +260,6 @@ typedef struct fegpu_op_profile {
   // The serial host loop's time for the same work.
   double serial_seconds;
 } fegpu_op_profile;
-
-// A rad_fields accumulator handle (0 is never valid).
-typedef uint64_t fegpu_radfields_t;
 
 // What a user tunes in the AMG preconditioner; fill it with
 // `fegpu_amg_options_default` and change fields.
@@ -630,6 +630,34 @@ fegpu_status fegpu_dist_lattice_describe(fegpu_lattice_t lat,
                                          char *buf,
                                          int64_t len,
                                          int64_t *needed);
+#endif
+
+#if defined(FEGPU_MPI)
+// Creates this rank's part of a rad_fields accumulator whose S points are
+// split over the ranks: every rank passes all n_s S points `points`
+// (3, n_s), n_rhs, `k` and `omega_mu` (the same on every rank) and
+// accumulates a contiguous slice of them (its rank's share) on its own
+// device. Collective. The handle is a `fegpu_radfields_t`: every
+// fegpu_radfields_* call takes it; each rank passes every batch of S'
+// sources to fegpu_radfields_accumulate (not collective), and
+// fegpu_radfields_download (collective) gives every rank the fields of
+// all n_s points, as fegpu_radfields_excluded gives every rank's count.
+fegpu_status fegpu_dist_radfields_create(fegpu_context_t ctx,
+                                         int32_t comm,
+                                         int64_t n_s,
+                                         const double *points,
+                                         int64_t n_rhs,
+                                         const double *k,
+                                         const double *omega_mu,
+                                         fegpu_radfields_t *acc);
+#endif
+
+#if defined(FEGPU_MPI)
+// A description of a split accumulator into `buf` (as `fegpu_solver_describe`).
+fegpu_status fegpu_dist_radfields_describe(fegpu_radfields_t acc,
+                                           char *buf,
+                                           int64_t len,
+                                           int64_t *needed);
 #endif
 
 // Creates an element set of one element type (FEGPU_ELEMENT_TRI3, _QUAD4,

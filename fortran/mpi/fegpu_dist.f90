@@ -30,7 +30,7 @@
 !> rank). A rank owning no rows passes empty arrays and, for b and x,
 !> fegpu_array handles left at 0.
 module fegpu_dist
-  use, intrinsic :: iso_c_binding, only: c_int32_t, c_int64_t, c_double, c_char, c_null_char
+  use, intrinsic :: iso_c_binding, only: c_int32_t, c_int64_t, c_double, c_double_complex, c_char, c_null_char
   use, intrinsic :: iso_fortran_env, only: real64
   use mpi_f08, only: MPI_Comm
   use fegpu_types
@@ -41,7 +41,7 @@ module fegpu_dist
   public :: fegpu_dist_csr_info, fegpu_dist_csr_describe, fegpu_dist_csr_destroy
   public :: fegpu_dist_solver_create, fegpu_dist_solver_create_gmres, fegpu_dist_solver_solve, fegpu_dist_solver_history, &
        fegpu_dist_solver_destroy
-  public :: fegpu_dist_lattice_create, fegpu_dist_lattice_describe
+  public :: fegpu_dist_lattice_create, fegpu_dist_lattice_describe, fegpu_dist_radfields_create, fegpu_dist_radfields_describe
 
   !> A matrix whose rows are spread over the ranks of a communicator.
   type, bind(C), public :: fegpu_dist_csr
@@ -61,6 +61,9 @@ module fegpu_dist
   end interface
   interface fegpu_dist_lattice_create
     module procedure lattice_create_f08, lattice_create_int
+  end interface
+  interface fegpu_dist_radfields_create
+    module procedure radfields_create_f08, radfields_create_int
   end interface
 
   interface
@@ -159,6 +162,24 @@ module fegpu_dist
       real(c_double), value :: tau
       integer(c_int32_t), value :: periodic
       integer(c_int64_t), intent(out) :: lat
+    end function
+    integer(c_int32_t) function c_dist_radfields_create(ctx, comm, n_s, points, n_rhs, k, omega_mu, acc) &
+         bind(C, name='fegpu_dist_radfields_create')
+      import :: c_int32_t, c_int64_t, c_double, c_double_complex
+      integer(c_int64_t), value :: ctx
+      integer(c_int32_t), value :: comm
+      integer(c_int64_t), value :: n_s
+      real(c_double), intent(in) :: points(*)
+      integer(c_int64_t), value :: n_rhs
+      complex(c_double_complex), intent(in) :: k, omega_mu
+      integer(c_int64_t), intent(out) :: acc
+    end function
+    integer(c_int32_t) function c_dist_radfields_describe(acc, buf, len, needed) bind(C, name='fegpu_dist_radfields_describe')
+      import :: c_int32_t, c_int64_t, c_char
+      integer(c_int64_t), value :: acc
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_int64_t), value :: len
+      integer(c_int64_t), intent(out) :: needed
     end function
     integer(c_int32_t) function c_dist_lattice_describe(lat, buf, len, needed) bind(C, name='fegpu_dist_lattice_describe')
       import :: c_int32_t, c_int64_t, c_char
@@ -423,6 +444,54 @@ contains
     integer(c_int64_t) :: needed
     buf = c_null_char                                               ! a refused call leaves text blank
     call check(c_dist_lattice_describe(lat%handle, buf, size(buf, kind=c_int64_t), needed), 'fegpu_dist_lattice_describe', &
+         stat, errmsg)
+    call text_from_c(buf, text)
+  end subroutine
+
+  !> rad_fields with the S points split over the ranks: every rank passes all
+  !> the S points points(3, n_s), n_rhs, k and omega_mu (the same everywhere)
+  !> and accumulates its slice on its own device. The result is a
+  !> fegpu_radfields: every rank passes every batch of S' sources to
+  !> fegpu_radfields_accumulate; fegpu_radfields_download (collective) gives
+  !> every rank the fields of all the points. Collective.
+  subroutine radfields_create_f08(ctx, comm, points, n_rhs, k, omega_mu, acc, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    type(MPI_Comm), intent(in) :: comm
+    real(real64), intent(in) :: points(:, :)
+    class(*), intent(in) :: n_rhs
+    complex(c_double_complex), intent(in) :: k, omega_mu
+    type(fegpu_radfields), intent(inout) :: acc
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call radfields_create_int(ctx, comm%MPI_VAL, points, n_rhs, k, omega_mu, acc, stat, errmsg)
+  end subroutine
+
+  subroutine radfields_create_int(ctx, comm, points, n_rhs, k, omega_mu, acc, stat, errmsg)
+    type(fegpu_context), intent(in) :: ctx
+    integer, intent(in) :: comm
+    real(real64), intent(in) :: points(:, :)
+    class(*), intent(in) :: n_rhs
+    complex(c_double_complex), intent(in) :: k, omega_mu
+    type(fegpu_radfields), intent(inout) :: acc
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: n_s
+    ! points not (3, n_s): n_s = -1, refused on every rank (the call is collective)
+    n_s = merge(size(points, 2, kind=c_int64_t), -1_c_int64_t, size(points, 1) == 3)
+    call check(c_dist_radfields_create(ctx%handle, int(comm, c_int32_t), n_s, points, i64(n_rhs), k, omega_mu, acc%handle), &
+         'fegpu_dist_radfields_create', stat, errmsg)
+  end subroutine
+
+  !> The ranks and this rank's S points.
+  subroutine fegpu_dist_radfields_describe(acc, text, stat, errmsg)
+    type(fegpu_radfields), intent(in) :: acc
+    character(*), intent(out) :: text
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    character(kind=c_char) :: buf(len(text) + 1)
+    integer(c_int64_t) :: needed
+    buf = c_null_char                                               ! a refused call leaves text blank
+    call check(c_dist_radfields_describe(acc%handle, buf, size(buf, kind=c_int64_t), needed), 'fegpu_dist_radfields_describe', &
          stat, errmsg)
     call text_from_c(buf, text)
   end subroutine

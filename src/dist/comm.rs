@@ -185,6 +185,19 @@ impl Comm {
         }
     }
 
+    /// Every rank's `mine`, one after another in rank order (the lengths may differ).
+    pub(super) fn gather_all_varcount(&self, mine: &[f64]) -> Vec<f64> {
+        let [counts] = self.gather_all([mine.len() as i64]);
+        let counts: Vec<i32> = counts.iter().map(|&c| c as i32).collect();
+        let at: Vec<i32> = counts.iter().scan(0, |s, &n| Some(std::mem::replace(s, *s + n))).collect();
+        let mut all = vec![0.0; counts.iter().map(|&c| c as usize).sum()];
+        {
+            let mut into = mpi::datatype::PartitionMut::new(&mut all[..], &counts[..], &at[..]);
+            self.comm.all_gather_varcount_into(mine, &mut into);
+        }
+        all
+    }
+
     /// Each rank sends `counts[r]` items of `send` to rank r (in rank
     /// order) and gets back what every rank sent it, with the counts.
     pub(super) fn all_to_all(&self, send: &[i64], counts: &[i32]) -> (Vec<i64>, Vec<i32>) {

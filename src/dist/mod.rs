@@ -10,7 +10,8 @@
 //!   blocks, the exchange plan), its product as a Krylov `Operator`;
 //! - `solver.rs`: CG / BiCGSTAB over it, the preconditioner built from each
 //!   rank's diagonal block (Jacobi, block-Jacobi ILU(0), per-rank AMG);
-//! - `lattice.rs`: the D3Q19 lattice in z-slabs with ghost planes.
+//! - `lattice.rs`: the D3Q19 lattice in z-slabs with ghost planes;
+//! - `radfields.rs`: rad_fields with the S points split over the ranks.
 
 #[cfg(feature = "mpi")]
 mod comm;
@@ -18,6 +19,8 @@ mod comm;
 pub mod lattice;
 #[cfg(feature = "mpi")]
 pub mod matrix;
+#[cfg(feature = "mpi")]
+pub mod radfields;
 #[cfg(feature = "mpi")]
 pub mod solver;
 
@@ -27,5 +30,7 @@ pub use comm::{device_for, Comm};
 pub use lattice::DistLattice;
 #[cfg(feature = "mpi")]
 pub use matrix::DistCsr;
+#[cfg(feature = "mpi")]
+pub use radfields::DistRadFields;
 #[cfg(feature = "mpi")]
 pub use solver::DistSolver;

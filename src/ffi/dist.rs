@@ -36,6 +36,9 @@ impl Object for DistSolver {
 impl Object for DistLattice {
     const KIND: Kind = Kind::DistLattice;
 }
+impl Object for crate::dist::DistRadFields {
+    const KIND: Kind = Kind::DistRadFields;
+}
 
 /// Creates this rank's context. Collective. `device` < 0 picks the rank's
 /// index on its node modulo the visible devices (ranks spread over a
@@ -338,4 +341,53 @@ pub unsafe extern "C" fn fegpu_dist_lattice_describe(
     needed: *mut i64,
 ) -> fegpu_status {
     guard(|| write_text(&registry::get::<DistLattice>(lat, "lat")?.describe(), buf, len, needed))
+}
+
+/// Creates this rank's part of a rad_fields accumulator whose S points are
+/// split over the ranks: every rank passes all n_s S points `points`
+/// (3, n_s), n_rhs, `k` and `omega_mu` (the same on every rank) and
+/// accumulates a contiguous slice of them (its rank's share) on its own
+/// device. Collective. The handle is a `fegpu_radfields_t`: every
+/// fegpu_radfields_* call takes it; each rank passes every batch of S'
+/// sources to fegpu_radfields_accumulate (not collective), and
+/// fegpu_radfields_download (collective) gives every rank the fields of
+/// all n_s points, as fegpu_radfields_excluded gives every rank's count.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the C signature's arguments
+pub unsafe extern "C" fn fegpu_dist_radfields_create(
+    ctx: fegpu_context_t,
+    comm: i32,
+    n_s: i64,
+    points: *const f64,
+    n_rhs: i64,
+    k: *const f64,
+    omega_mu: *const f64,
+    acc: *mut super::radfields::fegpu_radfields_t,
+) -> fegpu_status {
+    guard(|| {
+        let c = Arc::new(Comm::from_fortran(comm)?);
+        let args = (|| {
+            let out = out_param(acc, "acc")?;
+            let context = registry::get::<Context>(ctx, "ctx")?;
+            let (n_s, n_rhs) = (crate::error::positive("n_s", n_s)?, crate::error::positive("n_rhs", n_rhs)?);
+            crate::error::checked_product(&[12, n_s, n_rhs], "n_s x n_rhs (the fields)")?;
+            let p = host_in(points, super::items(3, n_s, "points")?, "points")?;
+            Ok((out, context, p, n_rhs, super::radfields::medium(k, omega_mu)?))
+        })();
+        let (out, context, p, n_rhs, medium) = c.agree(args)?;
+        let a = crate::dist::DistRadFields::new(c, context, p, n_rhs, medium)?;
+        *out = registry::insert(Arc::new(a), ctx);
+        Ok(())
+    })
+}
+
+/// A description of a split accumulator into `buf` (as `fegpu_solver_describe`).
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_dist_radfields_describe(
+    acc: super::radfields::fegpu_radfields_t,
+    buf: *mut libc::c_char,
+    len: i64,
+    needed: *mut i64,
+) -> fegpu_status {
+    guard(|| write_text(&registry::get::<crate::dist::DistRadFields>(acc, "acc")?.describe(), buf, len, needed))
 }

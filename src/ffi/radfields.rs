@@ -5,7 +5,7 @@ use super::registry;
 use super::status::fegpu_status;
 use super::{fegpu_context_t, guard, host_in, host_out, items, no_overlap, out_param, span};
 use crate::error::{element_count, positive, Error, Result};
-use crate::radfields::{Accumulator, Kernel, Medium, Sources};
+use crate::radfields::{Accumulator, Kernel, Medium, RadFieldsApi, Sources};
 use num_complex::Complex64;
 use std::sync::Arc;
 
@@ -20,8 +20,14 @@ pub const FEGPU_RADFIELDS_TILED: i32 = 2;
 #[allow(non_camel_case_types)]
 pub type fegpu_radfields_t = u64;
 
-fn accumulator(h: fegpu_radfields_t) -> Result<Arc<Accumulator>> {
-    registry::get::<Accumulator>(h, "acc")
+/// The accumulator behind a handle: one process's, or (in the MPI build)
+/// one whose S points are split over ranks by fegpu_dist_radfields_create.
+fn accumulator(h: fegpu_radfields_t) -> Result<Arc<dyn RadFieldsApi>> {
+    #[cfg(feature = "mpi")]
+    if registry::Kind::from_handle(h) == Some(registry::Kind::DistRadFields) {
+        return Ok(registry::get::<crate::dist::DistRadFields>(h, "acc")?);
+    }
+    Ok(registry::get::<Accumulator>(h, "acc")?)
 }
 
 unsafe fn complex_in<'a>(ptr: *const f64, len: usize, arg: &str) -> Result<&'a [Complex64]> {
@@ -36,7 +42,7 @@ unsafe fn complex_out<'a>(ptr: *mut f64, len: usize, arg: &str) -> Result<&'a mu
     Ok(std::slice::from_raw_parts_mut(flat.as_mut_ptr() as *mut Complex64, len))
 }
 
-unsafe fn medium(k: *const f64, omega_mu: *const f64) -> Result<Medium> {
+pub(super) unsafe fn medium(k: *const f64, omega_mu: *const f64) -> Result<Medium> {
     let (k, omega_mu) = (complex_in(k, 1, "k")?[0], complex_in(omega_mu, 1, "omega_mu")?[0]);
     Medium::new(k, omega_mu)
 }
@@ -124,10 +130,11 @@ pub unsafe extern "C" fn fegpu_radfields_accumulate(
     guard(|| {
         let a = accumulator(acc)?;
         let n_p = positive("n_p", n_p)?;
-        let n_currents = element_count(element_count(n_p, 12)? / 2, a.n_rhs)?;
+        let n_rhs = a.sizes().1;
+        let n_currents = element_count(element_count(n_p, 12)? / 2, n_rhs)?;
         let src = Sources::new(
             n_p,
-            a.n_rhs,
+            n_rhs,
             host_in(points, items(3, n_p, "points")?, "points")?,
             host_in(weights, n_p, "weights")?,
             complex_in(currents, n_currents, "currents")?,
@@ -142,14 +149,14 @@ pub unsafe extern "C" fn fegpu_radfields_accumulate(
 pub unsafe extern "C" fn fegpu_radfields_download(acc: fegpu_radfields_t, fields: *mut f64, n: i64) -> fegpu_status {
     guard(|| {
         let a = accumulator(acc)?;
-        let want = 6 * a.n_s * a.n_rhs;
-        if n != want as i64 {
-            return Err(Error::size(format!(
-                "n = {n}: fields of n_s = {} and n_rhs = {} hold {want} complex elements",
-                a.n_s, a.n_rhs
-            )));
-        }
-        a.download(complex_out(fields, want, "fields")?)
+        let (n_s, n_rhs) = a.sizes();
+        let want = 6 * n_s * n_rhs;
+        let out = if n != want as i64 {
+            Err(Error::size(format!("n = {n}: fields of n_s = {n_s} and n_rhs = {n_rhs} hold {want} complex elements")))
+        } else {
+            complex_out(fields, want, "fields")
+        };
+        a.download(out)
     })
 }
 
@@ -193,7 +200,13 @@ pub extern "C" fn fegpu_radfields_set_variant(acc: fegpu_radfields_t, variant: i
 /// Destroys an accumulator (waiting for nothing: queued work is discarded with it).
 #[no_mangle]
 pub extern "C" fn fegpu_radfields_destroy(acc: fegpu_radfields_t) -> fegpu_status {
-    guard(|| registry::remove::<Accumulator>(acc, "acc"))
+    guard(|| {
+        #[cfg(feature = "mpi")]
+        if registry::Kind::from_handle(acc) == Some(registry::Kind::DistRadFields) {
+            return registry::remove::<crate::dist::DistRadFields>(acc, "acc");
+        }
+        registry::remove::<Accumulator>(acc, "acc")
+    })
 }
 
 /// The one-call form: the fields (3, 2, n_s, n_rhs) radiated by all of S'

@@ -31,6 +31,7 @@ pub enum Kind {
     DistSolver = 12,
     ThermalStress = 13,
     DistLattice = 14,
+    DistRadFields = 15,
 }
 
 impl Kind {
@@ -50,6 +51,7 @@ impl Kind {
             12 => Some(Kind::DistSolver),
             13 => Some(Kind::ThermalStress),
             14 => Some(Kind::DistLattice),
+            15 => Some(Kind::DistRadFields),
             _ => None,
         }
     }
@@ -69,6 +71,7 @@ impl Kind {
             Kind::DistSolver => "fegpu_dist_solver_t",
             Kind::ThermalStress => "fegpu_stress_t",
             Kind::DistLattice => "fegpu_lattice_t (split over ranks)",
+            Kind::DistRadFields => "fegpu_radfields_t (split over ranks)",
         }
     }
 }

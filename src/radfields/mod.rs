@@ -314,3 +314,41 @@ fn check_devices(ctxs: &[Arc<Context>]) -> Result<()> {
     }
     Ok(())
 }
+
+/// What the C and Fortran surfaces call on an accumulator: one process's
+/// (`Accumulator`, over one or several devices), or one whose S points are
+/// split over MPI ranks (`dist::DistRadFields`: `download` and `excluded`
+/// are collective there and cover every rank's points).
+pub trait RadFieldsApi: Send + Sync {
+    /// S points and right-hand sides of the whole accumulator.
+    fn sizes(&self) -> (usize, usize);
+    fn set_variant(&self, variant: Option<Kernel>);
+    fn accumulate(&self, src: &Sources) -> Result<()>;
+    /// The fields (3, 2, n_s, n_rhs) of every S point into the caller's
+    /// array, or why the caller's array was refused (a split accumulator
+    /// tells every rank).
+    fn download(&self, out: Result<&mut [Complex64]>) -> Result<()>;
+    fn reset(&self) -> Result<()>;
+    fn excluded(&self) -> Result<u64>;
+}
+
+impl RadFieldsApi for Accumulator {
+    fn sizes(&self) -> (usize, usize) {
+        (self.n_s, self.n_rhs)
+    }
+    fn set_variant(&self, variant: Option<Kernel>) {
+        Accumulator::set_variant(self, variant)
+    }
+    fn accumulate(&self, src: &Sources) -> Result<()> {
+        Accumulator::accumulate(self, src)
+    }
+    fn download(&self, out: Result<&mut [Complex64]>) -> Result<()> {
+        Accumulator::download(self, out?)
+    }
+    fn reset(&self) -> Result<()> {
+        Accumulator::reset(self)
+    }
+    fn excluded(&self) -> Result<u64> {
+        Accumulator::excluded(self)
+    }
+}
