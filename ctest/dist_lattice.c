@@ -13,7 +13,7 @@
  * plane, a tau that differs between ranks and flags of the wrong size on
  * one rank are refused on every rank.
  * Runs under mpiexec -n 1..4 on whatever backend FEGPU_BACKEND selects. */
-#include "fegpu_mpi.h"
+#include "dist_checks.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,21 +24,6 @@
 #define NZ 14
 #define PLANE (NX * NY)
 #define Q 19
-
-static int rank, size, failures;
-
-static const char *last_error(void) {
-    static char buf[1024];
-    fegpu_last_error_message(buf, sizeof buf);
-    return buf;
-}
-
-static void expect(int ok, const char *what) {
-    if (!ok) {
-        failures++;
-        fprintf(stderr, "rank %d: FAILED: %s (%s)\n", rank, what, last_error());
-    }
-}
 
 /* This rank's planes: r + 1 shares of NZ, each rank at least one. */
 static void my_slab(int64_t *first, int64_t *count) {
@@ -198,9 +183,7 @@ int main(int argc, char **argv) {
         }
         fegpu_lattice_destroy(part), fegpu_lattice_destroy(whole);
     }
-    int total = 0;
-    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) printf("dist_lattice on %d ranks: %s\n", size, total ? "FAILED" : "all checks passed");
+    int total = failures_everywhere("dist_lattice");
     free(f), free(rho), free(u), free(f_all), free(rho_all), free(u_all);
     fegpu_context_destroy(ctx);
     MPI_Finalize();

@@ -9,7 +9,7 @@
  * differs between ranks, a point that is not finite and a download of the
  * wrong size on one rank are refused on every rank.
  * Runs under mpiexec -n 1..4 on whatever backend FEGPU_BACKEND selects. */
-#include "fegpu_mpi.h"
+#include "dist_checks.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,21 +17,6 @@
 
 #define NS 203
 #define NRHS 3
-
-static int rank, size, failures;
-
-static const char *last_error(void) {
-    static char buf[1024];
-    fegpu_last_error_message(buf, sizeof buf);
-    return buf;
-}
-
-static void expect(int ok, const char *what) {
-    if (!ok) {
-        failures++;
-        fprintf(stderr, "rank %d: FAILED: %s (%s)\n", rank, what, last_error());
-    }
-}
 
 /* Point i of n on a sphere of radius r (golden-angle spiral, turned by `turn`). */
 static void sphere_point(int i, int n, double r, double turn, double *p) {
@@ -122,9 +107,7 @@ int main(int argc, char **argv) {
     expect(st == FEGPU_ERR_INVALID_ARGUMENT && bad == 0 && strstr(last_error(), "points(2, 151)") != NULL,
            "a point that is not finite named by its global number");
 
-    int total = 0;
-    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) printf("dist_radfields on %d ranks: %s\n", size, total ? "FAILED" : "all checks passed");
+    int total = failures_everywhere("dist_radfields");
     free(split_fields), free(whole_fields), free(cur);
     fegpu_context_destroy(ctx);
     MPI_Finalize();

@@ -13,7 +13,7 @@
  *     null pointer on one rank, a tolerance that differs between ranks and
  *     MPI_COMM_NULL are refused on every rank, with nothing created.
  * Runs under mpiexec -n 1..4 on whatever backend FEGPU_BACKEND selects. */
-#include "fegpu_mpi.h"
+#include "dist_checks.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,21 +23,6 @@
 #define NY 10
 #define NZ 9
 #define N (NX * NY * NZ)
-
-static int rank, size, failures;
-
-static const char *last_error(void) {
-    static char buf[1024];
-    fegpu_last_error_message(buf, sizeof buf);
-    return buf;
-}
-
-static void expect(int ok, const char *what) {
-    if (!ok) {
-        failures++;
-        fprintf(stderr, "rank %d: FAILED: %s (%s)\n", rank, what, last_error());
-    }
-}
 
 /* Global row i of the 7-point operator: diagonal 6 + c, west -1 - c, the
  * other neighbours -1 (c = 0: the symmetric Laplacian; c > 0: upwind
@@ -282,9 +267,7 @@ int main(int argc, char **argv) {
         fegpu_dist_solver_destroy(s), fegpu_dist_csr_destroy(a);
         if (count > 0) fegpu_array_destroy(db), fegpu_array_destroy(dx), fegpu_array_destroy(dy);
     }
-    int total = 0;
-    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) printf("dist_solve on %d ranks: %s\n", size, total ? "FAILED" : "all checks passed");
+    int total = failures_everywhere("dist_solve");
     release(&sym), release(&conv);
     free(b), free(x_ref), free(h_ref), free(h), free(x), free(y);
     fegpu_context_destroy(ctx);

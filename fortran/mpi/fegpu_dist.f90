@@ -66,6 +66,20 @@ module fegpu_dist
     module procedure radfields_create_f08, radfields_create_int
   end interface
 
+  !> The C describe calls: a handle's text into buf(len), needed its length.
+  abstract interface
+    integer(c_int32_t) function c_describe(handle, buf, len, needed) bind(C)
+      import :: c_int32_t, c_int64_t, c_char
+      integer(c_int64_t), value :: handle
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_int64_t), value :: len
+      integer(c_int64_t), intent(out) :: needed
+    end function
+  end interface
+  procedure(c_describe), bind(C, name='fegpu_dist_csr_describe') :: c_dist_csr_describe
+  procedure(c_describe), bind(C, name='fegpu_dist_lattice_describe') :: c_dist_lattice_describe
+  procedure(c_describe), bind(C, name='fegpu_dist_radfields_describe') :: c_dist_radfields_describe
+
   interface
     integer(c_int32_t) function c_dist_context_create(comm, backend, device, ctx) bind(C, name='fegpu_dist_context_create')
       import :: c_int32_t, c_int64_t
@@ -109,13 +123,6 @@ module fegpu_dist
       import :: c_int32_t, c_int64_t
       integer(c_int64_t), value :: a
       integer(c_int64_t), intent(out) :: n, first, nrows, neighbours
-    end function
-    integer(c_int32_t) function c_dist_csr_describe(a, buf, len, needed) bind(C, name='fegpu_dist_csr_describe')
-      import :: c_int32_t, c_int64_t, c_char
-      integer(c_int64_t), value :: a
-      character(kind=c_char), intent(out) :: buf(*)
-      integer(c_int64_t), value :: len
-      integer(c_int64_t), intent(out) :: needed
     end function
     integer(c_int32_t) function c_dist_csr_destroy(a) bind(C, name='fegpu_dist_csr_destroy')
       import :: c_int32_t, c_int64_t
@@ -173,20 +180,6 @@ module fegpu_dist
       integer(c_int64_t), value :: n_rhs
       complex(c_double_complex), intent(in) :: k, omega_mu
       integer(c_int64_t), intent(out) :: acc
-    end function
-    integer(c_int32_t) function c_dist_radfields_describe(acc, buf, len, needed) bind(C, name='fegpu_dist_radfields_describe')
-      import :: c_int32_t, c_int64_t, c_char
-      integer(c_int64_t), value :: acc
-      character(kind=c_char), intent(out) :: buf(*)
-      integer(c_int64_t), value :: len
-      integer(c_int64_t), intent(out) :: needed
-    end function
-    integer(c_int32_t) function c_dist_lattice_describe(lat, buf, len, needed) bind(C, name='fegpu_dist_lattice_describe')
-      import :: c_int32_t, c_int64_t, c_char
-      integer(c_int64_t), value :: lat
-      character(kind=c_char), intent(out) :: buf(*)
-      integer(c_int64_t), value :: len
-      integer(c_int64_t), intent(out) :: needed
     end function
   end interface
 
@@ -317,11 +310,7 @@ contains
     character(*), intent(out) :: text
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    character(kind=c_char) :: buf(len(text) + 1)
-    integer(c_int64_t) :: needed
-    buf = c_null_char                                               ! a refused call leaves text blank
-    call check(c_dist_csr_describe(a%handle, buf, size(buf, kind=c_int64_t), needed), 'fegpu_dist_csr_describe', stat, errmsg)
-    call text_from_c(buf, text)
+    call describe(c_dist_csr_describe, a%handle, 'fegpu_dist_csr_describe', text, stat, errmsg)
   end subroutine
 
   subroutine fegpu_dist_csr_destroy(a, stat, errmsg)
@@ -440,12 +429,7 @@ contains
     character(*), intent(out) :: text
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    character(kind=c_char) :: buf(len(text) + 1)
-    integer(c_int64_t) :: needed
-    buf = c_null_char                                               ! a refused call leaves text blank
-    call check(c_dist_lattice_describe(lat%handle, buf, size(buf, kind=c_int64_t), needed), 'fegpu_dist_lattice_describe', &
-         stat, errmsg)
-    call text_from_c(buf, text)
+    call describe(c_dist_lattice_describe, lat%handle, 'fegpu_dist_lattice_describe', text, stat, errmsg)
   end subroutine
 
   !> rad_fields with the S points split over the ranks: every rank passes all
@@ -488,11 +472,21 @@ contains
     character(*), intent(out) :: text
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
+    call describe(c_dist_radfields_describe, acc%handle, 'fegpu_dist_radfields_describe', text, stat, errmsg)
+  end subroutine
+
+  !> A handle's description into text (blank when refused).
+  subroutine describe(c_fn, handle, name, text, stat, errmsg)
+    procedure(c_describe) :: c_fn
+    integer(c_int64_t), intent(in) :: handle
+    character(*), intent(in) :: name
+    character(*), intent(out) :: text
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
     character(kind=c_char) :: buf(len(text) + 1)
     integer(c_int64_t) :: needed
-    buf = c_null_char                                               ! a refused call leaves text blank
-    call check(c_dist_radfields_describe(acc%handle, buf, size(buf, kind=c_int64_t), needed), 'fegpu_dist_radfields_describe', &
-         stat, errmsg)
+    buf = c_null_char
+    call check(c_fn(handle, buf, size(buf, kind=c_int64_t), needed), name, stat, errmsg)
     call text_from_c(buf, text)
   end subroutine
 

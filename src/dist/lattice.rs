@@ -366,15 +366,8 @@ impl LatticeApi for DistLattice {
     }
 
     fn fields(&self, z_first: i64, z_count: i64, rho: &mut [f64], u: &mut [f64]) -> Result<()> {
-        let (_, count) = self.slab(z_first, z_count)?;
-        if rho.len() != count || u.len() != 3 * count {
-            return Err(Error::size(format!(
-                "rho/u: room for {}/{} values, the slab has {count} sites (rho {count}, u 3 x {count})",
-                rho.len(),
-                u.len()
-            )));
-        }
-        // the local lattice's planes start one ghost plane below
+        self.slab(z_first, z_count)?;
+        // the local lattice's planes start one ghost plane below; it checks rho's and u's sizes
         self.local.fields(z_first - self.z_first as i64 + 1, z_count, rho, u)
     }
 
