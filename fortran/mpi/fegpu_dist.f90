@@ -76,11 +76,29 @@ module fegpu_dist
       integer(c_int64_t), intent(out) :: needed
     end function
   end interface
-  procedure(c_describe), bind(C, name='fegpu_dist_csr_describe') :: c_dist_csr_describe
-  procedure(c_describe), bind(C, name='fegpu_dist_lattice_describe') :: c_dist_lattice_describe
-  procedure(c_describe), bind(C, name='fegpu_dist_radfields_describe') :: c_dist_radfields_describe
 
   interface
+    integer(c_int32_t) function c_dist_csr_describe(handle, buf, len, needed) bind(C, name='fegpu_dist_csr_describe')
+      import :: c_int32_t, c_int64_t, c_char
+      integer(c_int64_t), value :: handle
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_int64_t), value :: len
+      integer(c_int64_t), intent(out) :: needed
+    end function
+    integer(c_int32_t) function c_dist_lattice_describe(handle, buf, len, needed) bind(C, name='fegpu_dist_lattice_describe')
+      import :: c_int32_t, c_int64_t, c_char
+      integer(c_int64_t), value :: handle
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_int64_t), value :: len
+      integer(c_int64_t), intent(out) :: needed
+    end function
+    integer(c_int32_t) function c_dist_radfields_describe(handle, buf, len, needed) bind(C, name='fegpu_dist_radfields_describe')
+      import :: c_int32_t, c_int64_t, c_char
+      integer(c_int64_t), value :: handle
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_int64_t), value :: len
+      integer(c_int64_t), intent(out) :: needed
+    end function
     integer(c_int32_t) function c_dist_context_create(comm, backend, device, ctx) bind(C, name='fegpu_dist_context_create')
       import :: c_int32_t, c_int64_t
       integer(c_int32_t), value :: comm, backend
