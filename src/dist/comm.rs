@@ -186,7 +186,7 @@ impl Comm {
     }
 
     /// Every rank's `mine`, one after another in rank order (the lengths may differ).
-    pub(super) fn gather_all_varcount(&self, mine: &[f64]) -> Vec<f64> {
+    pub fn gather_all_varcount(&self, mine: &[f64]) -> Vec<f64> {
         let [counts] = self.gather_all([mine.len() as i64]);
         let counts: Vec<i32> = counts.iter().map(|&c| c as i32).collect();
         let at: Vec<i32> = counts.iter().scan(0, |s, &n| Some(std::mem::replace(s, *s + n))).collect();

@@ -22,7 +22,9 @@ const USAGE: &str = "usage:
                              blocks (block CSR: jacobi and ilu0 become block Jacobi and block
                              ILU(0)), for amg aggregated node by node; the AMG options tune
                              --precond amg; exit status 0 only when
-                             ||b - Ax||/||b|| <= tol
+                             ||b - Ax||/||b|| <= tol. Under mpiexec (MPI builds) rank 0 reads
+                             the system, the rows are split over the ranks and solved there
+                             (jacobi of the whole matrix, ilu0 and amg per rank's block)
   fegpu bench transpose [--size MxN]... [--reps R]
                              transpose and copy kernels: time, GB/s, fraction of the
                              device-to-device copy measured in the same run, speedup
@@ -201,6 +203,12 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
             o.rhs = Some(b.into());
         }
         _ => return Err(bad("solve wants A.mtx and optionally b.mtx".into())),
+    }
+    if bench::solve::under_mpi_launcher() {
+        #[cfg(feature = "mpi")]
+        return bench::solve::run_distributed(&o);
+        #[cfg(not(feature = "mpi"))]
+        eprintln!("fegpu: this fegpu was built without MPI (cargo feature mpi): every rank solves the whole system alone");
     }
     bench::solve::run(&o)
 }

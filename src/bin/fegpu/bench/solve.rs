@@ -100,3 +100,148 @@ pub fn run(o: &Options) -> Result<bool> {
     }
     Ok(true_rel <= o.tol)
 }
+
+/// Whether this process was started by an MPI launcher (mpiexec, srun):
+/// then `fegpu solve` in an MPI build solves over the job's ranks.
+pub fn under_mpi_launcher() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"].iter().any(|v| std::env::var_os(v).is_some())
+}
+
+/// `mpiexec -n N fegpu solve ...`: rank 0 reads the system and sends each
+/// rank its contiguous block of rows; the ranks solve with the distributed
+/// solver and rank 0 prints what the one-process solve prints, with the
+/// ranks and the exchange path. Every rank returns the same verdict.
+#[cfg(feature = "mpi")]
+pub fn run_distributed(o: &Options) -> Result<bool> {
+    use fegpu::dist::{matrix::Rows, Comm, DistCsr, DistSolver};
+    use mpi::traits::*;
+    let universe = mpi::initialize().ok_or_else(|| Error::invalid("MPI was initialised already"))?;
+    let world = universe.world();
+    let comm = Arc::new(Comm::world(&world));
+    let (rank, size) = (comm.rank, comm.size);
+    let root = world.process_at_rank(0);
+    if o.block != 1 {
+        return Err(Error::unsupported("--block-size is not offered over the ranks yet: run fegpu solve in one process"));
+    }
+    // rank 0 reads; a failure there is every rank's (agree), and the sizes travel by broadcast
+    let read = comm.agree(if rank == 0 { read_system(o).map(Some) } else { Ok(None) })?;
+    let mut n = read.as_ref().map_or(0, |(rp, _, _, _)| rp.len() as i64 - 1);
+    root.broadcast_into(&mut n);
+    let n = n as usize;
+    let (first, end) = (n * rank / size, n * (rank + 1) / size);
+    let (mut rp, mut ci, mut v, mut b) = (vec![0i64; end - first + 1], Vec::new(), Vec::new(), vec![0.0; end - first]);
+    if let Some((all_rp, all_ci, all_v, all_b)) = &read {
+        for r in (0..size).rev() {
+            let (f, e) = (n * r / size, n * (r + 1) / size);
+            let (s, t) = (all_rp[f] as usize, all_rp[e] as usize);
+            let my_rp: Vec<i64> = all_rp[f..=e].iter().map(|&p| p - all_rp[f]).collect();
+            if r == 0 {
+                (rp, ci, v, b) = (my_rp, all_ci[s..t].to_vec(), all_v[s..t].to_vec(), all_b[f..e].to_vec());
+            } else {
+                let p = world.process_at_rank(r as i32);
+                p.send(&my_rp[..]);
+                p.send(&all_ci[s..t]);
+                p.send(&all_v[s..t]);
+                p.send(&all_b[f..e]);
+            }
+        }
+    } else {
+        world.process_at_rank(0).receive_into(&mut rp[..]);
+        let nnz = rp[end - first] as usize;
+        (ci, v) = (vec![0i64; nnz], vec![0.0; nnz]);
+        root.receive_into(&mut ci[..]);
+        root.receive_into(&mut v[..]);
+        root.receive_into(&mut b[..]);
+    }
+    let device = fegpu::dist::device_for(&comm, -1);
+    let ctx = comm.agree(fegpu::context::Context::new(fegpu::context::Request::Auto, device).map(Arc::new))?;
+    if rank == 0 {
+        println!("fegpu solve over {size} ranks; rank 0 on {}", super::describe(&ctx));
+        println!("{}: {n} x {n}, read on rank 0 and split into {size} blocks of rows", o.matrix.display());
+    }
+    let clock = Instant::now();
+    let rows = Rows { n_global: n as i64, first_row: first as i64, row_ptr: &rp, col: &ci, values: &v, base: 0 };
+    let a = Arc::new(DistCsr::new(comm.clone(), ctx.clone(), &rows)?);
+    let arrays = comm.agree((|| {
+        if end == first {
+            return Ok(None); // a rank owning no rows passes no vectors
+        }
+        Ok(Some((
+            Array::new(ctx.clone(), end - first, 1, Some(&b))?,
+            Array::new(ctx.clone(), end - first, 1, Some(&vec![0.0; end - first]))?,
+        )))
+    })())?;
+    let upload_s = clock.elapsed().as_secs_f64();
+    let clock = Instant::now();
+    let s = DistSolver::new(a.clone(), o.method, o.precond, Settings { amg: o.amg.clone(), ..Settings::from_env() })?;
+    let setup_s = clock.elapsed().as_secs_f64();
+    let clock = Instant::now();
+    let (bx, xx) = (arrays.as_ref().map(|(b, _)| b), arrays.as_ref().map(|(_, x)| x));
+    let (outcome, true_rel, _) = s.solve(bx, xx, o.tol, o.maxit)?;
+    let solve_s = clock.elapsed().as_secs_f64();
+    let mut x = vec![0.0; end - first];
+    if let Some(xa) = xx {
+        comm.agree(xa.download(0, &mut x, "x"))?;
+    } else {
+        comm.agree(Ok(()))?;
+    }
+    // every rank's x on rank 0, for the error and the output file
+    let x_all = comm.gather_all_varcount(&x);
+    if rank == 0 {
+        let status = match outcome_status(&outcome) {
+            Ok(()) => "converged".to_string(),
+            Err(e) => format!("{} ({})", fegpu::ffi::status::status_name(e.kind.into()), e.message),
+        };
+        println!("{}", a.describe());
+        println!("method {:?}, preconditioner {:?} (over the ranks), tol {:e}, maxit {}", o.method, o.precond, o.tol, o.maxit);
+        println!("status: {status}");
+        println!("iterations: {}", outcome.iterations);
+        println!("relative residual (iteration): {:e}", outcome.relative_residual);
+        println!("true relative residual ||b - Ax||/||b||: {true_rel:e}");
+        if o.rhs.is_none() {
+            let err = x_all.iter().map(|x: &f64| (x - 1.0).powi(2)).sum::<f64>().sqrt() / (n as f64).sqrt();
+            println!("error ||x - 1||/||1||: {err:e}");
+        }
+        println!("times: upload {:.3} ms, setup {:.3} ms, solve {:.3} ms", upload_s * 1e3, setup_s * 1e3, solve_s * 1e3);
+    }
+    let written = match (&o.output, rank) {
+        (Some(p), 0) => mm::write_vector(p, &x_all).map(|()| println!("solution written to {}", p.display())),
+        _ => Ok(()),
+    };
+    comm.agree(written)?;
+    Ok(true_rel <= o.tol)
+}
+
+/// Row pointers, columns and values (0-based CSR), and b.
+#[cfg(feature = "mpi")]
+type System = (Vec<i64>, Vec<i64>, Vec<f64>, Vec<f64>);
+
+/// The system as rank 0 reads it: CSR arrays in stored order and b (A*1 when no b.mtx).
+#[cfg(feature = "mpi")]
+fn read_system(o: &Options) -> Result<System> {
+    let t = mm::read_matrix(&o.matrix)?;
+    if t.nrows != t.ncols {
+        return Err(Error::size(format!("{}: {} x {}: a square matrix is solved", o.matrix.display(), t.nrows, t.ncols)));
+    }
+    let (rp, ci, v) = t.to_csr()?;
+    let pattern = sparse::build_pattern(t.nrows, t.ncols, &rp, &ci, 0)?;
+    let (v, pattern) = (sparse::stored_values(&pattern, 1, &v)?, pattern.in_stored_order());
+    let n = pattern.nrows;
+    let b = match &o.rhs {
+        Some(p) => {
+            let b = mm::read_vector(p)?;
+            if b.len() != n {
+                return Err(Error::size(format!("{}: {} values for {n} rows", p.display(), b.len())));
+            }
+            b
+        }
+        None => {
+            let mut ones_product = vec![0.0; n];
+            sparse::cpu::spmv(&pattern, &v, 1.0, &vec![1.0; n], 0.0, &mut ones_product);
+            ones_product
+        }
+    };
+    let rp: Vec<i64> = pattern.row_ptr.iter().map(|&p| p as i64).collect();
+    let ci: Vec<i64> = pattern.col.iter().map(|&c| c as i64).collect();
+    Ok((rp, ci, v, b))
+}
