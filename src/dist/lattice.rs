@@ -90,7 +90,6 @@ impl HostWords {
 impl DistLattice {
     /// Collective: every rank passes the same lattice and its own slab; the
     /// slabs, in rank order, must tile the nz planes.
-    #[allow(clippy::too_many_arguments)] // the C signature's arguments
     pub fn new(
         comm: Arc<Comm>,
         ctx: Arc<Context>,
@@ -100,10 +99,9 @@ impl DistLattice {
         tau: f64,
         periodic: i32,
     ) -> Result<DistLattice> {
-        let mine = [dims[0], dims[1], dims[2], z_first, planes];
         let same = [dims[0] as f64, dims[1] as f64, dims[2] as f64, tau, periodic as f64, precision.bytes() as f64];
         comm.same_everywhere("(nx, ny, nz, tau, periodic, storage bytes)", &same)?;
-        let [_, _, _, firsts, counts] = comm.gather_all(mine);
+        let [firsts, counts] = comm.gather_all([z_first, planes]);
         comm.agree(tiles(&firsts, &counts, dims[2], comm.rank))?;
         let dims = [positive("nx", dims[0])?, positive("ny", dims[1])?, positive("nz", dims[2])?];
         let (z_first, planes) = (z_first as usize, planes as usize);

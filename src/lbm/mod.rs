@@ -545,19 +545,19 @@ impl<T: Stored> Populations<T> {
     fn download(&mut self, s: &Setting, (first, count): (usize, usize), caller: &mut [f64]) -> Result<()> {
         let n = s.p.sites();
         let fetched;
-        let (soa, stride, at): (&[T], usize, usize) = match (self.streamed(s, (first, count))?, s.gpu) {
-            (Buffer::Host(f), _) => (f, n, first),
+        let soa: &[T] = match (self.streamed(s, (first, count))?, s.gpu) {
+            (Buffer::Host(f), _) => f,
             (Buffer::Device(f), Some(g)) => {
                 let mut h = host_vec(n * Q, T::POISON, "lattice populations (staging)")?;
                 g.download(f, 0, &mut h)?;
                 fetched = h;
-                (&fetched, n, first)
+                &fetched
             }
             _ => return Err(crate::array::mixed_backends()),
         };
         for site in 0..count {
             for i in 0..Q {
-                caller[site * Q + i] = soa[i * stride + at + site].load(W[i]);
+                caller[site * Q + i] = soa[i * n + first + site].load(W[i]);
             }
         }
         Ok(())
