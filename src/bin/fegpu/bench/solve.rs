@@ -80,25 +80,31 @@ pub fn run(o: &Options) -> Result<bool> {
     let solve_s = clock.elapsed().as_secs_f64();
     let mut xh = vec![0.0; n];
     x.download(0, &mut xh, "x")?;
-    let status = match outcome_status(&outcome) {
-        Ok(()) => "converged".to_string(),
-        Err(e) => format!("{} ({})", fegpu::ffi::status::status_name(e.kind.into()), e.message),
-    };
     println!("method {:?}, preconditioner {:?}, tol {:e}, maxit {}", o.method, o.precond, o.tol, o.maxit);
-    println!("status: {status}");
-    println!("iterations: {}", outcome.iterations);
-    println!("relative residual (iteration): {:e}", outcome.relative_residual);
-    println!("true relative residual ||b - Ax||/||b||: {true_rel:e}");
-    if o.rhs.is_none() {
-        let err = xh.iter().map(|x: &f64| (x - 1.0).powi(2)).sum::<f64>().sqrt() / (n as f64).sqrt();
-        println!("error ||x - 1||/||1||: {err:e}");
-    }
-    println!("times: upload {:.3} ms, setup {:.3} ms, solve {:.3} ms", upload_s * 1e3, setup_s * 1e3, solve_s * 1e3);
+    report(o, &outcome, true_rel, &xh, [upload_s, setup_s, solve_s]);
     if let Some(p) = &o.output {
         mm::write_vector(p, &xh)?;
         println!("solution written to {}", p.display());
     }
     Ok(true_rel <= o.tol)
+}
+
+/// The outcome as `fegpu solve` prints it: status, iterations, residuals,
+/// the error against x = 1 when b was A*1, and the times (s).
+fn report(o: &Options, outcome: &fegpu::sparse::solver::Outcome, true_rel: f64, x: &[f64], [upload, setup, solve]: [f64; 3]) {
+    let status = match outcome_status(outcome) {
+        Ok(()) => "converged".to_string(),
+        Err(e) => format!("{} ({})", fegpu::ffi::status::status_name(e.kind.into()), e.message),
+    };
+    println!("status: {status}");
+    println!("iterations: {}", outcome.iterations);
+    println!("relative residual (iteration): {:e}", outcome.relative_residual);
+    println!("true relative residual ||b - Ax||/||b||: {true_rel:e}");
+    if o.rhs.is_none() {
+        let err = x.iter().map(|x: &f64| (x - 1.0).powi(2)).sum::<f64>().sqrt() / (x.len() as f64).sqrt();
+        println!("error ||x - 1||/||1||: {err:e}");
+    }
+    println!("times: upload {:.3} ms, setup {:.3} ms, solve {:.3} ms", upload * 1e3, setup * 1e3, solve * 1e3);
 }
 
 /// Whether this process was started by an MPI launcher (mpiexec, srun):
@@ -188,21 +194,9 @@ pub fn run_distributed(o: &Options) -> Result<bool> {
     // every rank's x on rank 0, for the error and the output file
     let x_all = comm.gather_all_varcount(&x);
     if rank == 0 {
-        let status = match outcome_status(&outcome) {
-            Ok(()) => "converged".to_string(),
-            Err(e) => format!("{} ({})", fegpu::ffi::status::status_name(e.kind.into()), e.message),
-        };
         println!("{}", a.describe());
         println!("method {:?}, preconditioner {:?} (over the ranks), tol {:e}, maxit {}", o.method, o.precond, o.tol, o.maxit);
-        println!("status: {status}");
-        println!("iterations: {}", outcome.iterations);
-        println!("relative residual (iteration): {:e}", outcome.relative_residual);
-        println!("true relative residual ||b - Ax||/||b||: {true_rel:e}");
-        if o.rhs.is_none() {
-            let err = x_all.iter().map(|x: &f64| (x - 1.0).powi(2)).sum::<f64>().sqrt() / (n as f64).sqrt();
-            println!("error ||x - 1||/||1||: {err:e}");
-        }
-        println!("times: upload {:.3} ms, setup {:.3} ms, solve {:.3} ms", upload_s * 1e3, setup_s * 1e3, solve_s * 1e3);
+        report(o, &outcome, true_rel, &x_all, [upload_s, setup_s, solve_s]);
     }
     let written = match (&o.output, rank) {
         (Some(p), 0) => mm::write_vector(p, &x_all).map(|()| println!("solution written to {}", p.display())),
