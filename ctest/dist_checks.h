@@ -21,6 +21,17 @@ static void expect(int ok, const char *what) {
     }
 }
 
+/* MPI started, this rank's number and the job's size set, and the rank's
+ * context created (on the GPU of its node-local rank). */
+static fegpu_context_t start(int *argc, char ***argv) {
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    fegpu_context_t ctx = 0;
+    expect(fegpu_dist_context_create(fegpu_comm(MPI_COMM_WORLD), FEGPU_BACKEND_AUTO, -1, &ctx) == FEGPU_OK, "context");
+    return ctx;
+}
+
 /* The failures of every rank, summed, with the verdict printed on rank 0. Collective. */
 static int failures_everywhere(const char *program) {
     int total = 0;

@@ -132,11 +132,7 @@ static void bad_slabs(fegpu_context_t ctx, int64_t first, int64_t count) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    fegpu_context_t ctx = 0;
-    expect(fegpu_dist_context_create(fegpu_comm(MPI_COMM_WORLD), FEGPU_BACKEND_AUTO, -1, &ctx) == FEGPU_OK, "context");
+    fegpu_context_t ctx = start(&argc, &argv);
     int32_t backend = 0;
     fegpu_context_backend(ctx, &backend);
     /* the two schemes on CUDA round differently; on the CPU the step is one code */

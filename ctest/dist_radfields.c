@@ -46,12 +46,8 @@ static double differ(const double *a, const double *b, int n) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    fegpu_context_t ctx = start(&argc, &argv);
     int32_t comm = fegpu_comm(MPI_COMM_WORLD);
-    fegpu_context_t ctx = 0;
-    expect(fegpu_dist_context_create(comm, FEGPU_BACKEND_AUTO, -1, &ctx) == FEGPU_OK, "context");
     int32_t backend = 0;
     fegpu_context_backend(ctx, &backend);
     double tol = backend == FEGPU_BACKEND_CPU ? 0.0 : 1e-12;

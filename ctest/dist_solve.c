@@ -155,11 +155,7 @@ static void bad_inputs(fegpu_context_t ctx, int64_t first, Rows *r) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    fegpu_context_t ctx = 0;
-    expect(fegpu_dist_context_create(fegpu_comm(MPI_COMM_WORLD), FEGPU_BACKEND_AUTO, -1, &ctx) == FEGPU_OK, "context");
+    fegpu_context_t ctx = start(&argc, &argv);
     int64_t first, count;
     my_range(&first, &count);
     double *b = malloc(N * 8), *x_ref = malloc(N * 8), *h_ref = malloc(4096 * 8), *h = malloc(4096 * 8);

@@ -189,7 +189,7 @@ impl Comm {
     pub fn gather_all_varcount(&self, mine: &[f64]) -> Vec<f64> {
         let [counts] = self.gather_all([mine.len() as i64]);
         let counts: Vec<i32> = counts.iter().map(|&c| c as i32).collect();
-        let at: Vec<i32> = counts.iter().scan(0, |s, &n| Some(std::mem::replace(s, *s + n))).collect();
+        let at = offsets(&counts);
         let mut all = vec![0.0; counts.iter().map(|&c| c as usize).sum()];
         {
             let mut into = mpi::datatype::PartitionMut::new(&mut all[..], &counts[..], &at[..]);
@@ -203,7 +203,6 @@ impl Comm {
     pub(super) fn all_to_all(&self, send: &[i64], counts: &[i32]) -> (Vec<i64>, Vec<i32>) {
         let mut recv_counts = vec![0i32; self.size];
         self.comm.all_to_all_into(counts, &mut recv_counts[..]);
-        let offsets = |c: &[i32]| c.iter().scan(0, |s, &n| Some(std::mem::replace(s, *s + n))).collect::<Vec<i32>>();
         let (send_at, recv_at) = (offsets(counts), offsets(&recv_counts));
         let mut recv = vec![0i64; recv_counts.iter().map(|&c| c as usize).sum()];
         {
@@ -226,6 +225,11 @@ impl crate::krylov::GlobalSum for Comm {
         self.comm.all_reduce_into(&local[..], v, SystemOperation::max());
         Ok(())
     }
+}
+
+/// Where each run starts when runs of these lengths follow one another.
+fn offsets(counts: &[i32]) -> Vec<i32> {
+    counts.iter().scan(0, |s, &n| Some(std::mem::replace(s, *s + n))).collect()
 }
 
 /// Error kinds in the order `agree` sends them.

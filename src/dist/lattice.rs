@@ -25,7 +25,7 @@ use crate::error::{positive, Error, Result};
 use crate::gpu::{Gpu, Pinned};
 use crate::lbm::{
     check_boundary_values, check_flags, check_populations, directions_along_z, finite3, Lattice, LatticeApi, Precision, Scheme,
-    ALL_DIRECTIONS, PERIODIC_Z, Q, VELOCITY_BC, WALL,
+    ALL_DIRECTIONS, PERIODIC_Z, Q, WALL,
 };
 use std::sync::{Arc, Mutex};
 
@@ -43,9 +43,6 @@ pub struct DistLattice {
     /// The ranks whose planes border this rank's below and above (None: an
     /// end of a non-periodic z axis).
     neighbours: (Option<usize>, Option<usize>),
-    /// The local flags, ghost planes included (to count the open boundary
-    /// sites of each plane).
-    flags: Mutex<Vec<u8>>,
     /// Host buffers of the population swap.
     staging: Mutex<Staging>,
 }
@@ -130,7 +127,6 @@ impl DistLattice {
             z_first,
             planes,
             neighbours: (below, above),
-            flags: Mutex::new(vec![0; plane * (planes + 2)]),
             staging: Mutex::new(Staging { bytes, words }),
         };
         d.set_flags(&vec![0; plane * planes])?;
@@ -292,20 +288,18 @@ impl LatticeApi for DistLattice {
         self.comm.agree(check_flags(flags, self.own().1))?;
         let local = self.with_ghosts(flags, WALL);
         self.comm.agree(self.local.set_flags(&local))?;
-        *self.flags.lock().unwrap_or_else(|p| p.into_inner()) = local;
         self.exchange()
     }
 
     fn set_boundary_values(&self, values: &[f64]) -> Result<()> {
-        let plane = self.plane();
-        let flags = self.flags.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let open = |sites: &[u8]| sites.iter().filter(|&&f| f >= VELOCITY_BC).count();
-        let (ghost_below, own_count) = (open(&flags[..plane]), open(&flags[plane..flags.len() - plane]));
-        let ghost_above = open(&flags[flags.len() - plane..]);
-        self.comm.agree(check_boundary_values(values, own_count))?;
+        // the local lattice's open sites, plane by plane: ghost, own planes, ghost
+        let (plane, (first, count)) = (self.plane(), self.own());
+        let open = |from: usize, to: usize| self.local.open_sites_between(from, to);
+        let (ghost_below, ghost_above) = (open(0, plane), open(first + count, first + count + plane));
+        self.comm.agree(check_boundary_values(values, open(first, first + count)))?;
         // the open sites of the lowest and highest owned planes, 4 values each
-        let lowest = 4 * open(&flags[plane..2 * plane]);
-        let highest = 4 * open(&flags[flags.len() - 2 * plane..flags.len() - plane]);
+        let lowest = 4 * open(first, first + plane);
+        let highest = 4 * open(first + count - plane, first + count);
         let (below, above) = self.swap(&values[..lowest], &values[values.len() - highest..], (4 * ghost_below, 4 * ghost_above));
         let mut table = below.unwrap_or_default();
         table.extend_from_slice(values);

@@ -8,7 +8,7 @@
 use super::Comm;
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::radfields::{Accumulator, Kernel, Medium, RadFieldsApi, Sources};
+use crate::radfields::{place_slice, Accumulator, Kernel, Medium, RadFieldsApi, Sources};
 use num_complex::Complex64;
 use std::sync::Arc;
 
@@ -89,18 +89,15 @@ impl RadFieldsApi for DistRadFields {
         let mut mine = vec![Complex64::default(); 6 * (end - first) * self.n_rhs];
         self.comm.agree(self.local.as_ref().map_or(Ok(()), |a| a.download(&mut mine)))?;
         let flat: Vec<f64> = mine.iter().flat_map(|c| [c.re, c.im]).collect();
-        let all = self.comm.gather_all_varcount(&flat);
-        // rank r's slice holds (3, 2, count_r, n_rhs): place each right-hand side's run
-        let mut at_rank = 0;
+        let all: Vec<Complex64> =
+            self.comm.gather_all_varcount(&flat).chunks_exact(2).map(|c| Complex64::new(c[0], c[1])).collect();
+        // the ranks' slices one after another, each (3, 2, count_r, n_rhs)
+        let mut at = 0;
         for r in 0..self.comm.size {
             let (first, count) = (self.starts[r], self.starts[r + 1] - self.starts[r]);
-            for rhs in 0..self.n_rhs {
-                for k in 0..6 * count {
-                    let from = at_rank + 2 * (6 * count * rhs + k);
-                    out[6 * (first + self.n_s * rhs) + k] = Complex64::new(all[from], all[from + 1]);
-                }
-            }
-            at_rank += 2 * 6 * count * self.n_rhs;
+            let len = 6 * count * self.n_rhs;
+            place_slice(out, &all[at..at + len], (first, count), self.n_s);
+            at += len;
         }
         Ok(())
     }

@@ -369,10 +369,8 @@ pub unsafe extern "C" fn fegpu_dist_radfields_create(
         let args = (|| {
             let out = out_param(acc, "acc")?;
             let context = registry::get::<Context>(ctx, "ctx")?;
-            let (n_s, n_rhs) = (crate::error::positive("n_s", n_s)?, crate::error::positive("n_rhs", n_rhs)?);
-            crate::error::checked_product(&[12, n_s, n_rhs], "n_s x n_rhs (the fields)")?;
-            let p = host_in(points, super::items(3, n_s, "points")?, "points")?;
-            Ok((out, context, p, n_rhs, super::radfields::medium(k, omega_mu)?))
+            let (p, n_rhs, medium) = super::radfields::accumulator_args(n_s, points, n_rhs, k, omega_mu)?;
+            Ok((out, context, p, n_rhs, medium))
         })();
         let (out, context, p, n_rhs, medium) = c.agree(args)?;
         let a = crate::dist::DistRadFields::new(c, context, p, n_rhs, medium)?;

@@ -42,9 +42,23 @@ unsafe fn complex_out<'a>(ptr: *mut f64, len: usize, arg: &str) -> Result<&'a mu
     Ok(std::slice::from_raw_parts_mut(flat.as_mut_ptr() as *mut Complex64, len))
 }
 
-pub(super) unsafe fn medium(k: *const f64, omega_mu: *const f64) -> Result<Medium> {
+unsafe fn medium(k: *const f64, omega_mu: *const f64) -> Result<Medium> {
     let (k, omega_mu) = (complex_in(k, 1, "k")?[0], complex_in(omega_mu, 1, "omega_mu")?[0]);
     Medium::new(k, omega_mu)
+}
+
+/// An accumulator's arguments, checked: the S points (3, n_s), n_rhs and the medium.
+pub(super) unsafe fn accumulator_args<'a>(
+    n_s: i64,
+    points: *const f64,
+    n_rhs: i64,
+    k: *const f64,
+    omega_mu: *const f64,
+) -> Result<(&'a [f64], usize, Medium)> {
+    let (n_s, n_rhs) = (positive("n_s", n_s)?, positive("n_rhs", n_rhs)?);
+    crate::error::checked_product(&[12, n_s, n_rhs], "n_s x n_rhs (the fields)")?;
+    let m = medium(k, omega_mu)?;
+    Ok((host_in(points, items(3, n_s, "points")?, "points")?, n_rhs, m))
 }
 
 #[allow(clippy::too_many_arguments)] // the C signature's arguments
@@ -68,10 +82,8 @@ unsafe fn create(
             )
         })
         .collect::<Result<Vec<_>>>()?;
-    let (n_s, n_rhs) = (positive("n_s", n_s)?, positive("n_rhs", n_rhs)?);
-    crate::error::checked_product(&[12, n_s, n_rhs], "n_s x n_rhs (the fields)")?;
-    let m = medium(k, omega_mu)?;
-    let a = Accumulator::new(contexts, host_in(points, items(3, n_s, "points")?, "points")?, n_rhs, m)?;
+    let (points, n_rhs, m) = accumulator_args(n_s, points, n_rhs, k, omega_mu)?;
+    let a = Accumulator::new(contexts, points, n_rhs, m)?;
     *out = registry::insert(Arc::new(a), ctxs[0]);
     Ok(())
 }

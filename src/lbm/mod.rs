@@ -529,16 +529,24 @@ impl<T: Stored> Populations<T> {
     }
 
     /// The caller's layout (direction fastest, f64) into the storage of
-    /// the sites first..first+count-1 (the lattice settled first).
+    /// the sites first..first+count-1: populations after streaming, so the
+    /// other sites are settled first (all of them overwritten: no pass).
     fn upload(&mut self, s: &Setting, (first, count): (usize, usize), caller: &[f64]) -> Result<()> {
-        self.settle(s)?;
+        let whole = count == s.p.sites();
+        if !whole {
+            self.settle(s)?;
+        }
         let mut soa = host_vec(count * Q, T::POISON, "lattice populations (staging)")?;
         for site in 0..count {
             for i in 0..Q {
                 soa[i * count + site] = T::store(caller[site * Q + i], W[i]);
             }
         }
-        self.set_raw_sites(s.gpu, (first, count), ALL_DIRECTIONS, &soa)
+        self.set_raw_sites(s.gpu, (first, count), ALL_DIRECTIONS, &soa)?;
+        if whole {
+            self.stream_pending = false;
+        }
+        Ok(())
     }
 
     /// The populations after streaming of the sites first..first+count-1 in the caller's layout.
@@ -869,6 +877,15 @@ impl Lattice {
         let gpu = self.ctx.gpu();
         let mut st = self.state();
         with_populations!(&mut st.storage, p => p.set_raw_sites(gpu, (first, count), dirs, typed(raw)?))
+    }
+
+    /// How many open boundary sites (VELOCITY_BC, PRESSURE_BC) lie in sites
+    /// first..end-1: how many of `set_boundary_values`' sites they hold.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
+    pub(crate) fn open_sites_between(&self, first: usize, end: usize) -> usize {
+        let st = self.state();
+        let sites = &st.open.list.sites;
+        sites.partition_point(|&s| (s as usize) < end) - sites.partition_point(|&s| (s as usize) < first)
     }
 
     /// Bytes a stored population takes.

@@ -229,12 +229,7 @@ impl Accumulator {
                 (Part::Device(p), Backend::Cuda(g)) => p.fields(g)?,
                 _ => return Err(crate::array::mixed_backends()),
             };
-            // The share holds (3, 2, count, n_rhs); place each right-hand side's run.
-            let run = 6 * sh.count;
-            for r in 0..self.n_rhs {
-                let at = 6 * (sh.first + self.n_s * r);
-                out[at..at + run].copy_from_slice(&slice[run * r..run * (r + 1)]);
-            }
+            place_slice(out, &slice, (sh.first, sh.count), self.n_s);
         }
         Ok(())
     }
@@ -287,6 +282,17 @@ impl Accumulator {
             }
         }
         Ok(())
+    }
+}
+
+/// Copies the fields of S points first..first+count-1, held as (3, 2,
+/// count, n_rhs), into their places in the fields (3, 2, n_s, n_rhs) of
+/// all the points: a right-hand side's run at a time.
+pub fn place_slice(out: &mut [Complex64], slice: &[Complex64], (first, count): (usize, usize), n_s: usize) {
+    let run = 6 * count;
+    for (r, part) in slice.chunks_exact(run.max(1)).enumerate() {
+        let at = 6 * (first + n_s * r);
+        out[at..at + run].copy_from_slice(part);
     }
 }
 

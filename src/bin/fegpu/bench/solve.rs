@@ -27,16 +27,9 @@ pub struct Options {
 pub fn run(o: &Options) -> Result<bool> {
     let ctx = super::open_context()?;
     println!("fegpu solve on {}", super::describe(&ctx));
-    let t = mm::read_matrix(&o.matrix)?;
-    let (rp, ci, v) = t.to_csr()?;
-    let pattern = sparse::build_pattern(t.nrows, t.ncols, &rp, &ci, 0)?;
+    let (pattern, v, b_host) = read_system(o)?;
     let n = pattern.nrows;
     println!("{}: {} x {}, {} stored entries", o.matrix.display(), n, pattern.ncols, pattern.nnz());
-    // the values in stored order (sorted, duplicates summed), the pattern taking them so
-    let (v, pattern) = (sparse::stored_values(&pattern, 1, &v)?, pattern.in_stored_order());
-    let ones = vec![1.0; n];
-    let mut a_times_ones = vec![0.0; n];
-    sparse::cpu::spmv(&pattern, &v, 1.0, &ones, 0.0, &mut a_times_ones);
     let mut amg = o.amg.clone();
     let (pattern, v, block) = match (o.block, o.precond) {
         (1, _) => (pattern, v, 1),
@@ -52,17 +45,6 @@ pub fn run(o: &Options) -> Result<bool> {
     };
     let clock = Instant::now();
     let a = Arc::new(Csr::with_blocks(ctx.clone(), pattern, block, &v)?);
-    let b_host = match &o.rhs {
-        Some(p) => {
-            let b = mm::read_vector(p)?;
-            if b.len() != n {
-                return Err(Error::size(format!("{}: {} values for {n} rows", p.display(), b.len())));
-            }
-            b
-        }
-        // b = A*1: the exact solution is all ones
-        None => a_times_ones,
-    };
     let b = Array::new(ctx.clone(), n, 1, Some(&b_host))?;
     let x = Array::new(ctx.clone(), n, 1, Some(&vec![0.0; n]))?;
     if let Some(g) = ctx.gpu() {
@@ -130,7 +112,7 @@ pub fn run_distributed(o: &Options) -> Result<bool> {
         return Err(Error::unsupported("--block-size is not offered over the ranks yet: run fegpu solve in one process"));
     }
     // rank 0 reads; a failure there is every rank's (agree), and the sizes travel by broadcast
-    let read = comm.agree(if rank == 0 { read_system(o).map(Some) } else { Ok(None) })?;
+    let read = comm.agree(if rank == 0 { read_square_system(o).map(Some) } else { Ok(None) })?;
     let mut n = read.as_ref().map_or(0, |(rp, _, _, _)| rp.len() as i64 - 1);
     root.broadcast_into(&mut n);
     let n = n as usize;
@@ -206,17 +188,11 @@ pub fn run_distributed(o: &Options) -> Result<bool> {
     Ok(true_rel <= o.tol)
 }
 
-/// Row pointers, columns and values (0-based CSR), and b.
-#[cfg(feature = "mpi")]
-type System = (Vec<i64>, Vec<i64>, Vec<f64>, Vec<f64>);
-
-/// The system as rank 0 reads it: CSR arrays in stored order and b (A*1 when no b.mtx).
-#[cfg(feature = "mpi")]
-fn read_system(o: &Options) -> Result<System> {
+/// The system as `fegpu solve` reads it: the matrix's pattern and values
+/// in stored order (rows sorted, duplicates summed), and b (A*1 when no
+/// b.mtx is given: the exact solution is then all ones).
+fn read_system(o: &Options) -> Result<(sparse::Pattern, Vec<f64>, Vec<f64>)> {
     let t = mm::read_matrix(&o.matrix)?;
-    if t.nrows != t.ncols {
-        return Err(Error::size(format!("{}: {} x {}: a square matrix is solved", o.matrix.display(), t.nrows, t.ncols)));
-    }
     let (rp, ci, v) = t.to_csr()?;
     let pattern = sparse::build_pattern(t.nrows, t.ncols, &rp, &ci, 0)?;
     let (v, pattern) = (sparse::stored_values(&pattern, 1, &v)?, pattern.in_stored_order());
@@ -230,11 +206,30 @@ fn read_system(o: &Options) -> Result<System> {
             b
         }
         None => {
-            let mut ones_product = vec![0.0; n];
-            sparse::cpu::spmv(&pattern, &v, 1.0, &vec![1.0; n], 0.0, &mut ones_product);
-            ones_product
+            let mut a_times_ones = vec![0.0; n];
+            sparse::cpu::spmv(&pattern, &v, 1.0, &vec![1.0; n], 0.0, &mut a_times_ones);
+            a_times_ones
         }
     };
+    Ok((pattern, v, b))
+}
+
+/// Row pointers, columns and values (0-based CSR), and b, as rank 0 sends them.
+#[cfg(feature = "mpi")]
+type System = (Vec<i64>, Vec<i64>, Vec<f64>, Vec<f64>);
+
+/// The square system `read_system` gives, as int64 CSR arrays.
+#[cfg(feature = "mpi")]
+fn read_square_system(o: &Options) -> Result<System> {
+    let (pattern, v, b) = read_system(o)?;
+    if pattern.nrows != pattern.ncols {
+        return Err(Error::size(format!(
+            "{}: {} x {}: a square matrix is solved",
+            o.matrix.display(),
+            pattern.nrows,
+            pattern.ncols
+        )));
+    }
     let rp: Vec<i64> = pattern.row_ptr.iter().map(|&p| p as i64).collect();
     let ci: Vec<i64> = pattern.col.iter().map(|&c| c as i64).collect();
     Ok((rp, ci, v, b))
