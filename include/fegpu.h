@@ -233,11 +233,11 @@ typedef uint64_t fegpu_radfields_t;
 // An element-set handle (0 is never valid).
 typedef uint64_t fegpu_fem_t;
 
-// A CSR matrix handle (0 is never valid).
-typedef uint64_t fegpu_csr_t;
-
 // An element-by-element solver handle (0 is never valid).
 typedef uint64_t fegpu_ebe_t;
+
+// A CSR matrix handle (0 is never valid).
+typedef uint64_t fegpu_csr_t;
 
 // A transient heat-conduction stepper handle (0 is never valid).
 typedef uint64_t fegpu_heat_t;
@@ -658,6 +658,42 @@ fegpu_status fegpu_dist_radfields_describe(fegpu_radfields_t acc,
                                            char *buf,
                                            int64_t len,
                                            int64_t *needed);
+#endif
+
+#if defined(FEGPU_MPI)
+// Creates this rank's part of an element-by-element CG over the ranks, as
+// a multi-GPU FEM code partitions its mesh: `fem` is the element set of
+// this rank's elements over its own (local) nodes, `global_node` the
+// global number of each of its n_nodes nodes (counted from index_base),
+// and x[dofs[i]] = values[i] (i < n_fixed; local dofs, dof = local node *
+// dofs per node + component, counted from index_base) the Dirichlet
+// conditions on this rank's dofs. A node several ranks hold is summed
+// over them: a condition given on one of them holds on all (two different
+// values are refused). Collective. The handle is a `fegpu_ebe_t`:
+// fegpu_fem_ebe_solve(ebe, b, x, ...) is then collective too, b holding
+// this rank's load contributions (what its own elements and loads give;
+// the ranks' contributions at a shared node are summed, so a point load
+// on a shared node is added on one rank) and x the initial guess (the
+// lowest rank holding a node gives its value) and, on return, the
+// solution at every one of this rank's nodes. Every rank needs at least
+// one element.
+fegpu_status fegpu_dist_ebe_create(fegpu_fem_t fem,
+                                   int32_t comm,
+                                   int64_t n_nodes,
+                                   const int64_t *global_node,
+                                   int32_t index_base,
+                                   int64_t n_fixed,
+                                   const int64_t *dofs,
+                                   const double *values,
+                                   int32_t on_the_fly,
+                                   fegpu_ebe_t *ebe);
+#endif
+
+#if defined(FEGPU_MPI)
+// A description of a distributed element-by-element solver into `buf`
+// (as `fegpu_solver_describe`): the ranks, this rank's owned and shared
+// dofs, the values exchanged per product and the exchange path.
+fegpu_status fegpu_dist_ebe_describe(fegpu_ebe_t ebe, char *buf, int64_t len, int64_t *needed);
 #endif
 
 // Creates an element set of one element type (FEGPU_ELEMENT_TRI3, _QUAD4,

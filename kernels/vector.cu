@@ -60,6 +60,17 @@ extern "C" __global__ void __launch_bounds__(256) gather(i64 n, const double* __
     GRID_STRIDE(i, n) out[i] = x[from[i]];
 }
 
+// y[to[i]] = v[i], or += with add (v null: 0): received values put in place,
+// partial sums added to the owners', a rank's ghost dofs cleared. The
+// entries of `to` are distinct, so no two threads touch one y[j].
+extern "C" __global__ void __launch_bounds__(256) scatter(i64 n, const double* __restrict__ v, const int* __restrict__ to,
+    double* __restrict__ y, int add) {
+    GRID_STRIDE(i, n) {
+        double x = v ? v[i] : 0.0;
+        y[to[i]] = add ? y[to[i]] + x : x;
+    }
+}
+
 // GMRES's Gram-Schmidt over a table V of k vector addresses. multi_dot:
 // blocks over (row ranges, groups of BASIS_GROUP vectors), each thread
 // reading w[i] once for its group; the block sums go to partial[j][block],

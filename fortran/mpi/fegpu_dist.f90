@@ -24,6 +24,16 @@
 !>   call fegpu_lattice_step(lat, nsteps)              ! swaps the bordering planes each step
 !>   call fegpu_lattice_fields(lat, rho, u, z_first=z_first)
 !>
+!> A FEM code that partitions its mesh by elements creates, on each rank,
+!> the element set of its own elements over its own nodes, then one solver
+!> over all ranks from the global number of each local node:
+!>
+!>   call fegpu_fem_create(ctx, FEGPU_ELEMENT_HEX8, FEGPU_PROBLEM_ELASTIC_3D, &
+!>                         coords, conn, props, material, fem)   ! local nodes
+!>   call fegpu_fem_integrate(fem)
+!>   call fegpu_dist_ebe_create(fem, MPI_COMM_WORLD, global_node, dofs, values, ebe)
+!>   call fegpu_ebe_solve(ebe, b, x, 1d-8, 1000)   ! b: this rank's loads; x at every local node
+!>
 !> The communicator is `type(MPI_Comm)` of mpi_f08 or the integer handle of
 !> `use mpi` / mpif.h. Every procedure here is collective: all ranks call it
 !> and all get the same status (a rank's refused argument is named on every
@@ -42,6 +52,7 @@ module fegpu_dist
   public :: fegpu_dist_solver_create, fegpu_dist_solver_create_gmres, fegpu_dist_solver_solve, fegpu_dist_solver_history, &
        fegpu_dist_solver_destroy
   public :: fegpu_dist_lattice_create, fegpu_dist_lattice_describe, fegpu_dist_radfields_create, fegpu_dist_radfields_describe
+  public :: fegpu_dist_ebe_create, fegpu_dist_ebe_describe
 
   !> A matrix whose rows are spread over the ranks of a communicator.
   type, bind(C), public :: fegpu_dist_csr
@@ -64,6 +75,9 @@ module fegpu_dist
   end interface
   interface fegpu_dist_radfields_create
     module procedure radfields_create_f08, radfields_create_int
+  end interface
+  interface fegpu_dist_ebe_create
+    module procedure ebe_create_f08, ebe_create_int
   end interface
 
   !> The C describe calls: a handle's text into buf(len), needed its length.
@@ -93,6 +107,13 @@ module fegpu_dist
       integer(c_int64_t), intent(out) :: needed
     end function
     integer(c_int32_t) function c_dist_radfields_describe(handle, buf, len, needed) bind(C, name='fegpu_dist_radfields_describe')
+      import :: c_int32_t, c_int64_t, c_char
+      integer(c_int64_t), value :: handle
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_int64_t), value :: len
+      integer(c_int64_t), intent(out) :: needed
+    end function
+    integer(c_int32_t) function c_dist_ebe_describe(handle, buf, len, needed) bind(C, name='fegpu_dist_ebe_describe')
       import :: c_int32_t, c_int64_t, c_char
       integer(c_int64_t), value :: handle
       character(kind=c_char), intent(out) :: buf(*)
@@ -187,6 +208,20 @@ module fegpu_dist
       real(c_double), value :: tau
       integer(c_int32_t), value :: periodic
       integer(c_int64_t), intent(out) :: lat
+    end function
+    integer(c_int32_t) function c_dist_ebe_create(fem, comm, n_nodes, global_node, base, n_fixed, dofs, values, otf, ebe) &
+         bind(C, name='fegpu_dist_ebe_create')
+      import :: c_int32_t, c_int64_t, c_double
+      integer(c_int64_t), value :: fem
+      integer(c_int32_t), value :: comm
+      integer(c_int64_t), value :: n_nodes
+      integer(c_int64_t), intent(in) :: global_node(*)
+      integer(c_int32_t), value :: base
+      integer(c_int64_t), value :: n_fixed
+      integer(c_int64_t), intent(in) :: dofs(*)
+      real(c_double), intent(in) :: values(*)
+      integer(c_int32_t), value :: otf
+      integer(c_int64_t), intent(out) :: ebe
     end function
     integer(c_int32_t) function c_dist_radfields_create(ctx, comm, n_s, points, n_rhs, k, omega_mu, acc) &
          bind(C, name='fegpu_dist_radfields_create')
@@ -491,6 +526,58 @@ contains
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     call describe(c_dist_radfields_describe, acc%handle, 'fegpu_dist_radfields_describe', text, stat, errmsg)
+  end subroutine
+
+  !> This rank's part of an element-by-element CG over the ranks: fem holds
+  !> this rank's elements over its own nodes, global_node(i) the global
+  !> number of its node i, x(dofs(i)) = values(i) the conditions on its
+  !> dofs (dof = (node - 1) * dofs per node + component with index_base 1,
+  !> the default). A condition given on one rank holding a node holds on
+  !> all. fegpu_ebe_solve(ebe, b, x, ...) is then collective: b holds this
+  !> rank's load contributions (summed at shared nodes), x the initial
+  !> guess and, on return, the solution at every local node. Collective.
+  subroutine ebe_create_f08(fem, comm, global_node, dofs, values, ebe, index_base, on_the_fly, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    type(MPI_Comm), intent(in) :: comm
+    class(*), intent(in) :: global_node(:), dofs(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_ebe), intent(out) :: ebe
+    class(*), intent(in), optional :: index_base
+    logical, intent(in), optional :: on_the_fly
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call ebe_create_int(fem, comm%MPI_VAL, global_node, dofs, values, ebe, index_base, on_the_fly, stat, errmsg)
+  end subroutine
+
+  subroutine ebe_create_int(fem, comm, global_node, dofs, values, ebe, index_base, on_the_fly, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    integer, intent(in) :: comm
+    class(*), intent(in) :: global_node(:), dofs(:)
+    real(real64), intent(in) :: values(:)
+    type(fegpu_ebe), intent(out) :: ebe
+    class(*), intent(in), optional :: index_base
+    logical, intent(in), optional :: on_the_fly
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: base, otf
+    integer(c_int64_t) :: n_fixed
+    base = 1
+    if (present(index_base)) base = i32(index_base)
+    otf = 0
+    if (present(on_the_fly)) otf = merge(1_c_int32_t, 0_c_int32_t, on_the_fly)
+    ! dofs and values of different sizes: n_fixed = -1, refused on every rank (the call is collective)
+    n_fixed = merge(size(dofs, kind=c_int64_t), -1_c_int64_t, size(dofs) == size(values))
+    call check(c_dist_ebe_create(fem%handle, int(comm, c_int32_t), size(global_node, kind=c_int64_t), i64(global_node), base, &
+         n_fixed, i64(dofs), values, otf, ebe%handle), 'fegpu_dist_ebe_create', stat, errmsg)
+  end subroutine
+
+  !> The ranks, this rank's owned and shared dofs, the values exchanged per product.
+  subroutine fegpu_dist_ebe_describe(ebe, text, stat, errmsg)
+    type(fegpu_ebe), intent(in) :: ebe
+    character(*), intent(out) :: text
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    call describe(c_dist_ebe_describe, ebe%handle, 'fegpu_dist_ebe_describe', text, stat, errmsg)
   end subroutine
 
   !> A handle's description into text (blank when refused).

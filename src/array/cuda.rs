@@ -121,6 +121,28 @@ pub fn gather(g: &Gpu, n: usize, x: &DeviceBuffer<f64>, from: &DeviceBuffer<i32>
     g.launch("gather", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
 }
 
+/// y[to[i]] = v[i] for i < n, or y[to[i]] += v[i] with `add`; v None: 0.
+/// The entries of `to` must be distinct.
+pub fn scatter(
+    g: &Gpu,
+    n: usize,
+    v: Option<&DeviceBuffer<f64>>,
+    to: &DeviceBuffer<i32>,
+    y: &DeviceBuffer<f64>,
+    add: bool,
+) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    let f = g.kernel("vector", SOURCE, "scatter")?;
+    let (n64, add) = (n as i64, i32::from(add));
+    let mut l = g.launcher(&f);
+    l.arg(&n64);
+    arg_or_null(&mut l, v);
+    l.arg(to).arg(y).arg(&add);
+    g.launch("scatter", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
+}
+
 /// x[0..n) <- its exclusive prefix sum, in place (int counts whose total
 /// fits int: the caller checks). Give x one entry more than the counts, that
 /// entry 0, and it receives the total.

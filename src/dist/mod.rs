@@ -11,10 +11,13 @@
 //! - `solver.rs`: CG / BiCGSTAB over it, the preconditioner built from each
 //!   rank's diagonal block (Jacobi, block-Jacobi ILU(0), per-rank AMG);
 //! - `lattice.rs`: the D3Q19 lattice in z-slabs with ghost planes;
-//! - `radfields.rs`: rad_fields with the S points split over the ranks.
+//! - `radfields.rs`: rad_fields with the S points split over the ranks;
+//! - `ebe.rs`: element-by-element CG over the ranks' elements.
 
 #[cfg(feature = "mpi")]
 mod comm;
+#[cfg(feature = "mpi")]
+pub mod ebe;
 #[cfg(feature = "mpi")]
 pub mod lattice;
 #[cfg(feature = "mpi")]

@@ -389,3 +389,69 @@ pub unsafe extern "C" fn fegpu_dist_radfields_describe(
 ) -> fegpu_status {
     guard(|| write_text(&registry::get::<crate::dist::DistRadFields>(acc, "acc")?.describe(), buf, len, needed))
 }
+
+/// Creates this rank's part of an element-by-element CG over the ranks, as
+/// a multi-GPU FEM code partitions its mesh: `fem` is the element set of
+/// this rank's elements over its own (local) nodes, `global_node` the
+/// global number of each of its n_nodes nodes (counted from index_base),
+/// and x[dofs[i]] = values[i] (i < n_fixed; local dofs, dof = local node *
+/// dofs per node + component, counted from index_base) the Dirichlet
+/// conditions on this rank's dofs. A node several ranks hold is summed
+/// over them: a condition given on one of them holds on all (two different
+/// values are refused). Collective. The handle is a `fegpu_ebe_t`:
+/// fegpu_fem_ebe_solve(ebe, b, x, ...) is then collective too, b holding
+/// this rank's load contributions (what its own elements and loads give;
+/// the ranks' contributions at a shared node are summed, so a point load
+/// on a shared node is added on one rank) and x the initial guess (the
+/// lowest rank holding a node gives its value) and, on return, the
+/// solution at every one of this rank's nodes. Every rank needs at least
+/// one element.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the C signature's arguments
+pub unsafe extern "C" fn fegpu_dist_ebe_create(
+    fem: super::fem::fegpu_fem_t,
+    comm: i32,
+    n_nodes: i64,
+    global_node: *const i64,
+    index_base: i32,
+    n_fixed: i64,
+    dofs: *const i64,
+    values: *const f64,
+    on_the_fly: i32,
+    ebe: *mut super::fem::fegpu_ebe_t,
+) -> fegpu_status {
+    guard(|| {
+        let c = Arc::new(Comm::from_fortran(comm)?);
+        let args = (|| {
+            let out = out_param(ebe, "ebe")?;
+            let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
+            let nodes = crate::error::positive("n_nodes", n_nodes)?;
+            let global_node = host_in(global_node, nodes, "global_node")?;
+            let dofs = super::index_list(n_fixed, dofs, index_base, "n_fixed", "dofs")?;
+            let values = host_in(values, dofs.len(), "values")?;
+            Ok((out, set, global_node, dofs, values))
+        })();
+        let (out, set, global_node, dofs, values) = c.agree(args)?;
+        let conditions = (dofs, index_base as i64, values);
+        let solver = crate::dist::ebe::create(c, set, global_node, index_base as i64, conditions, on_the_fly != 0)?;
+        *out = registry::insert(Arc::new(solver), registry::owner_of(fem).unwrap_or(0));
+        Ok(())
+    })
+}
+
+/// A description of a distributed element-by-element solver into `buf`
+/// (as `fegpu_solver_describe`): the ranks, this rank's owned and shared
+/// dofs, the values exchanged per product and the exchange path.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_dist_ebe_describe(
+    ebe: super::fem::fegpu_ebe_t,
+    buf: *mut libc::c_char,
+    len: i64,
+    needed: *mut i64,
+) -> fegpu_status {
+    guard(|| {
+        let s = registry::get::<crate::fem::ebe::EbeSolver>(ebe, "ebe")?;
+        let shared = s.shared.as_ref().ok_or_else(|| Error::invalid("ebe is a one-process solver (fegpu_fem_ebe_create)"))?;
+        write_text(&shared.describe(), buf, len, needed)
+    })
+}

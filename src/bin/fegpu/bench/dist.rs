@@ -1,10 +1,12 @@
-//! `mpiexec -n N fegpu bench dist [--grid n] [--iterations k] [--lattice m] [--steps s]`:
+//! `mpiexec -n N fegpu bench dist [--grid n] [--iterations k] [--lattice m] [--steps s] [--ebe e]`:
 //! a distributed CG iteration (Jacobi) on the 7-point n^3 Laplacian, the
 //! rows split into contiguous slabs over the ranks, beside what it is made
 //! of (the distributed product, a global reduction) and, on rank 0, the
 //! one-process iteration on the whole matrix in the same run; then a D3Q19
 //! step (f32) of an m^3 lattice split in z-slabs, beside its ghost-plane
-//! swap and, on rank 0, the one-process step.
+//! swap and, on rank 0, the one-process step; then an element-by-element
+//! CG iteration (hex8 elasticity, an e^3 block split in layers of elements)
+//! beside the one-process EBE iteration.
 
 use fegpu::array::Array;
 use fegpu::context::Context;
@@ -19,7 +21,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub fn run(args: &[String]) -> Result<()> {
-    let (mut n, mut iterations, mut lattice, mut steps) = (128usize, 200i64, 256usize, 50usize);
+    let (mut n, mut iterations, mut lattice, mut steps, mut ebe) = (128usize, 200i64, 256usize, 50usize, 48usize);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().and_then(|v| v.parse::<usize>().ok());
@@ -28,6 +30,7 @@ pub fn run(args: &[String]) -> Result<()> {
             "--iterations" => iterations = value().map_or(iterations, |v| v as i64),
             "--lattice" => lattice = value().unwrap_or(lattice),
             "--steps" => steps = value().unwrap_or(steps),
+            "--ebe" => ebe = value().unwrap_or(ebe),
             other => return Err(fegpu::Error::invalid(format!("bench dist: unknown option {other}"))),
         }
     }
@@ -90,7 +93,8 @@ pub fn run(args: &[String]) -> Result<()> {
         println!("one process: CG (Jacobi) {single:.4} ms/iteration; distributed / one process = {:.2}", cg / single);
     }
     world.barrier();
-    lattice_step(&world, &comm, &ctx, lattice, steps, &per_iteration)
+    lattice_step(&world, &comm, &ctx, lattice, steps, &per_iteration)?;
+    ebe_iteration(&world, &comm, &ctx, ebe, iterations)
 }
 
 /// Milliseconds a call of the closure takes, over the given repetitions, all ranks together.
@@ -132,6 +136,74 @@ fn lattice_step(
             let ms = t.elapsed().as_secs_f64() * 1e3 / steps as f64;
             println!("one process, {scheme:?}: {ms:.3} ms/step ({:.0} MLUPS); split / one process = {:.2}", mlups(ms), step / ms);
         }
+    }
+    world.barrier();
+    Ok(())
+}
+
+/// Element-by-element CG (Jacobi) on an m^3 hex8 elasticity block clamped
+/// at z = 0, each rank holding a contiguous run of element layers, against
+/// the one-process EBE iteration on rank 0.
+fn ebe_iteration(
+    world: &mpi::topology::SimpleCommunicator,
+    comm: &Arc<Comm>,
+    ctx: &Arc<Context>,
+    m: usize,
+    iterations: i64,
+) -> Result<()> {
+    use fegpu::fem::{ebe::EbeSolver, gallery::hex_block, Element, ElementSet, Problem};
+    let (rank, size) = (comm.rank, comm.size);
+    let layer = (m + 1) * (m + 1);
+    let (coords, conn) = hex_block(m);
+    let set_of = |coords: &[f64], conn: &[i64]| -> Result<Arc<ElementSet>> {
+        let (nodes, elements) = (coords.len() / 3, conn.len() / 8);
+        let set = ElementSet::new(
+            ctx.clone(),
+            Element::Hex8,
+            Problem::Elastic3d,
+            nodes as i64,
+            coords,
+            elements as i64,
+            conn,
+            0,
+            &[30e3, 0.2],
+            &vec![0; elements],
+            2,
+        )?;
+        set.integrate()?;
+        Ok(Arc::new(set))
+    };
+    let clamped = |nodes: usize| -> Vec<i64> { (0..3 * layer.min(nodes)).map(|d| d as i64).collect() };
+    // together: every rank times the same solve (the one-process one runs on rank 0 alone)
+    let time = |solve: &dyn Fn(&Array, &Array) -> Result<()>, dofs: usize, together: bool| -> Result<f64> {
+        let load: Vec<f64> = (0..dofs).map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5).collect();
+        let (b, x) = (Array::new(ctx.clone(), dofs, 1, Some(&load))?, Array::new(ctx.clone(), dofs, 1, Some(&vec![0.0; dofs]))?);
+        solve(&b, &x)?;
+        if together {
+            world.barrier();
+        }
+        let t = Instant::now();
+        solve(&b, &x)?;
+        Ok(t.elapsed().as_secs_f64() * 1e3 / iterations as f64)
+    };
+    // this rank's layers k0..k1 of elements and nodes k0..=k1 (global node = local + k0 layers)
+    let (k0, k1) = (m * rank / size, m * (rank + 1) / size);
+    let local_coords = &coords[3 * k0 * layer..3 * (k1 + 1) * layer];
+    let local_conn: Vec<i64> = conn[8 * k0 * m * m..8 * k1 * m * m].iter().map(|&v| v - (k0 * layer) as i64).collect();
+    let global: Vec<i64> = (0..(k1 - k0 + 1) * layer).map(|l| (l + k0 * layer) as i64).collect();
+    let set = set_of(local_coords, &local_conn)?;
+    let fixed = if k0 == 0 { clamped(set.nodes) } else { Vec::new() };
+    let split = fegpu::dist::ebe::create(comm.clone(), set.clone(), &global, 0, (&fixed, 0, &vec![0.0; fixed.len()]), false)?;
+    let dofs = set.dofs();
+    let ms = time(&|b, x| split.solve(b, x, 1e-300, iterations).map(|_| ()), dofs, true)?;
+    if rank == 0 {
+        println!("{}", split.shared.as_ref().map_or(String::new(), |s| s.describe()));
+        println!("element by element, {m}^3 hex8 elasticity, {size} ranks: CG (Jacobi) {ms:.4} ms/iteration");
+        let whole = set_of(&coords, &conn)?;
+        let fixed = clamped(whole.nodes);
+        let one = EbeSolver::new(whole.clone(), &fixed, 0, &vec![0.0; fixed.len()], false)?;
+        let single = time(&|b, x| one.solve(b, x, 1e-300, iterations).map(|_| ()), whole.dofs(), false)?;
+        println!("one process: element by element {single:.4} ms/iteration; distributed / one process = {:.2}", ms / single);
     }
     world.barrier();
     Ok(())
