@@ -216,12 +216,7 @@ impl EbeSolver {
             if std::ptr::eq(b, x) {
                 return Err(Error::invalid("b and x are the same array"));
             }
-            if tol <= 0.0 || !tol.is_finite() {
-                return Err(Error::invalid(format!("tol = {tol}: must be positive and finite")));
-            }
-            if maxit < 0 {
-                return Err(Error::invalid(format!("maxit = {maxit}: must be >= 0")));
-            }
+            crate::krylov::check_stopping(tol, maxit)?;
             if !self.on_the_fly {
                 self.set.with_stiffness(|_, _| Ok(()))?;
             }
@@ -441,32 +436,7 @@ impl EbeSolver {
 /// The flags (1: fixed) and values per dof of x[dofs[i]] = values[i]
 /// (dofs counted from `base`, distinct, values finite).
 pub fn constraints(set: &ElementSet, dofs: &[i64], base: i64, values: &[f64]) -> Result<(Vec<u8>, Vec<f64>)> {
-    let n = set.dofs();
-    let (mut fixed, mut g) = (vec![0u8; n], vec![0.0; n]);
-    for (i, (&caller, &v)) in dofs.iter().zip(values).enumerate() {
-        let d = caller - base;
-        if d < 0 || d >= n as i64 {
-            return Err(Error::invalid(format!(
-                "{at_dofs_i} = {caller}: outside dofs {base}..{} (index base {base})",
-                n as i64 - 1 + base,
-                at_dofs_i = crate::error::at("dofs", i)
-            )));
-        }
-        if !v.is_finite() {
-            return Err(Error::invalid(format!(
-                "{at_values_i} = {v}: must be finite",
-                at_values_i = crate::error::at("values", i)
-            )));
-        }
-        if fixed[d as usize] != 0 {
-            return Err(Error::invalid(format!(
-                "{at_dofs_i} = {caller} is constrained twice",
-                at_dofs_i = crate::error::at("dofs", i)
-            )));
-        }
-        (fixed[d as usize], g[d as usize]) = (1, v);
-    }
-    Ok((fixed, g))
+    crate::sparse::dirichlet_conditions(set.dofs(), "dofs", dofs, base, values)
 }
 
 /// 1 / diag, refusing a zero (a dof no element touches, or a singular set);

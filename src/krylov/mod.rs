@@ -259,6 +259,17 @@ pub trait Ops {
     }
 }
 
+/// A solve's stopping arguments, checked: tol positive and finite, maxit >= 0.
+pub fn check_stopping(tol: f64, maxit: i64) -> Result<()> {
+    if tol <= 0.0 || !tol.is_finite() {
+        return Err(Error::invalid(format!("tol = {tol}: must be positive and finite")));
+    }
+    if maxit < 0 {
+        return Err(Error::invalid(format!("maxit = {maxit}: must be >= 0")));
+    }
+    Ok(())
+}
+
 fn no_transpose() -> Error {
     Error::unsupported("BiCG needs A^T and M^-T, which this solve does not have: use BiCGSTAB, CGS or GMRES")
 }

@@ -424,26 +424,17 @@ pub fn spmv(a: &Csr, alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> 
     Ok(())
 }
 
-/// Dirichlet conditions x[dofs[i]] = values[i] on A x = b, symmetrically:
-/// b -= A[:, d] g_d for the free rows, then the rows and columns of the
-/// constrained dofs are zeroed with their diagonals kept and b[d] = A[d, d] g_d,
-/// so a symmetric A stays symmetric (and SPD for CG). `dofs` are distinct and
-/// counted from `base`. Checked first: a refused call changes nothing.
-pub fn apply_dirichlet(a: &Csr, dofs: &[i64], base: i64, values: &[f64], b: &Array) -> Result<()> {
-    a.require_scalar("fegpu_csr_apply_dirichlet")?;
-    let p = &a.pattern;
-    if p.nrows != p.ncols {
-        return Err(Error::size(format!("A is {} x {}: Dirichlet conditions need a square matrix", p.nrows, p.ncols)));
-    }
-    check_vector(a, b, p.nrows, "b")?;
-    let mut fixed = vec![0u8; p.nrows];
-    let mut g = vec![0.0; p.nrows];
+/// The flags (1: fixed) and values of x[dofs[i]] = values[i] over n
+/// unknowns (`what` names them in a refusal): dofs counted from `base`,
+/// inside 0..n and distinct; values finite.
+pub fn dirichlet_conditions(n: usize, what: &str, dofs: &[i64], base: i64, values: &[f64]) -> Result<(Vec<u8>, Vec<f64>)> {
+    let (mut fixed, mut g) = (vec![0u8; n], vec![0.0; n]);
     for (i, (&caller, &v)) in dofs.iter().zip(values).enumerate() {
         let d = caller - base;
-        if d < 0 || d >= p.nrows as i64 {
+        if d < 0 || d >= n as i64 {
             return Err(Error::invalid(format!(
-                "{at_dofs_i} = {caller}: outside rows {base}..{} (index base {base})",
-                p.nrows as i64 - 1 + base,
+                "{at_dofs_i} = {caller}: outside {what} {base}..{} (index base {base})",
+                n as i64 - 1 + base,
                 at_dofs_i = crate::error::at("dofs", i)
             )));
         }
@@ -459,14 +450,30 @@ pub fn apply_dirichlet(a: &Csr, dofs: &[i64], base: i64, values: &[f64], b: &Arr
                 at_dofs_i = crate::error::at("dofs", i)
             )));
         }
-        if p.diag[d as usize] < 0 {
-            return Err(Error::invalid(format!(
-                "{at_dofs_i} = {caller}: its row has no stored diagonal to keep",
-                at_dofs_i = crate::error::at("dofs", i)
-            )));
-        }
-        fixed[d as usize] = 1;
-        g[d as usize] = v;
+        (fixed[d as usize], g[d as usize]) = (1, v);
+    }
+    Ok((fixed, g))
+}
+
+/// Dirichlet conditions x[dofs[i]] = values[i] on A x = b, symmetrically:
+/// b -= A[:, d] g_d for the free rows, then the rows and columns of the
+/// constrained dofs are zeroed with their diagonals kept and b[d] = A[d, d] g_d,
+/// so a symmetric A stays symmetric (and SPD for CG). `dofs` are distinct and
+/// counted from `base`. Checked first: a refused call changes nothing.
+pub fn apply_dirichlet(a: &Csr, dofs: &[i64], base: i64, values: &[f64], b: &Array) -> Result<()> {
+    a.require_scalar("fegpu_csr_apply_dirichlet")?;
+    let p = &a.pattern;
+    if p.nrows != p.ncols {
+        return Err(Error::size(format!("A is {} x {}: Dirichlet conditions need a square matrix", p.nrows, p.ncols)));
+    }
+    check_vector(a, b, p.nrows, "b")?;
+    let (fixed, g) = dirichlet_conditions(p.nrows, "rows", dofs, base, values)?;
+    if let Some(i) = dofs.iter().take(values.len()).position(|&caller| p.diag[(caller - base) as usize] < 0) {
+        return Err(Error::invalid(format!(
+            "{} = {}: its row has no stored diagonal to keep",
+            crate::error::at("dofs", i),
+            dofs[i]
+        )));
     }
     let mut vals = a.values();
     let mut gb = b.lock();

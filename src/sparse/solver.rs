@@ -544,12 +544,7 @@ impl Solver {
         if std::ptr::eq(b, x) {
             return Err(Error::invalid("b and x are the same array"));
         }
-        if tol <= 0.0 || !tol.is_finite() {
-            return Err(Error::invalid(format!("tol = {tol}: must be positive and finite")));
-        }
-        if maxit < 0 {
-            return Err(Error::invalid(format!("maxit = {maxit}: must be >= 0")));
-        }
+        crate::krylov::check_stopping(tol, maxit)?;
         let mut st = self.lock();
         let setup = self.refresh(&mut st)?;
         let vals = self.csr.values();

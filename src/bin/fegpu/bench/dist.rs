@@ -156,20 +156,7 @@ fn ebe_iteration(
     let layer = (m + 1) * (m + 1);
     let (coords, conn) = hex_block(m);
     let set_of = |coords: &[f64], conn: &[i64]| -> Result<Arc<ElementSet>> {
-        let (nodes, elements) = (coords.len() / 3, conn.len() / 8);
-        let set = ElementSet::new(
-            ctx.clone(),
-            Element::Hex8,
-            Problem::Elastic3d,
-            nodes as i64,
-            coords,
-            elements as i64,
-            conn,
-            0,
-            &[30e3, 0.2],
-            &vec![0; elements],
-            2,
-        )?;
+        let set = super::fem::set_of(ctx, Element::Hex8, Problem::Elastic3d, coords, conn, 2)?;
         set.integrate()?;
         Ok(Arc::new(set))
     };

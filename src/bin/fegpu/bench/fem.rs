@@ -33,7 +33,14 @@ fn loose_elements(t: Element, count: usize) -> (Vec<f64>, Vec<i64>) {
     (coords, conn)
 }
 
-fn set_of(ctx: &Arc<Context>, t: Element, problem: Problem, coords: &[f64], conn: &[i64], order: i32) -> Result<ElementSet> {
+pub(super) fn set_of(
+    ctx: &Arc<Context>,
+    t: Element,
+    problem: Problem,
+    coords: &[f64],
+    conn: &[i64],
+    order: i32,
+) -> Result<ElementSet> {
     let (nodes, elements) = (coords.len() / t.dim(), conn.len() / t.nodes());
     ElementSet::new(
         ctx.clone(),
