@@ -254,7 +254,13 @@ impl EbeSolver {
         maxit: i64,
     ) -> Result<(Outcome, f64)> {
         st.history.clear();
-        let stale = version.is_none() || st.built_for != version;
+        let mut stale = version.is_none() || st.built_for != version;
+        if let Some(s) = &self.shared {
+            // the diagonal's rebuild exchanges values: every rank rebuilds when one must
+            let mut any = [f64::from(u8::from(stale))];
+            s.max(&mut any)?;
+            stale = any[0] > 0.0;
+        }
         let State { work, built_for, history } = st;
         let out = match (work, b, x) {
             (Work::Cpu(w), Buffer::Host(b), Buffer::Host(x)) => {
