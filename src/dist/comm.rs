@@ -227,6 +227,12 @@ impl crate::krylov::GlobalSum for Comm {
     }
 }
 
+/// The (rank, length) runs of an exchange from per-rank item counts (what
+/// `all_to_all` sent or received), each item `per` values; ranks with none left out.
+pub(super) fn runs(counts: &[i32], per: usize) -> Vec<(usize, usize)> {
+    counts.iter().enumerate().filter(|(_, &n)| n > 0).map(|(r, &n)| (r, n as usize * per)).collect()
+}
+
 /// Where each run starts when runs of these lengths follow one another.
 fn offsets(counts: &[i32]) -> Vec<i32> {
     counts.iter().scan(0, |s, &n| Some(std::mem::replace(s, *s + n))).collect()

@@ -7,7 +7,7 @@
 //! the values back to the ghosts. The solve is `fem::ebe`'s, through
 //! `SharedDofs`.
 
-use super::Comm;
+use super::comm::{runs, Comm};
 use crate::error::{Error, Result};
 use crate::fem::ebe::{constraints, EbeSolver, SharedDofs};
 use crate::fem::ElementSet;
@@ -110,7 +110,6 @@ impl SharedNodes {
         // a rank asks only the lowest holder, which is this rank: the node is here
         let holder_nodes: Vec<usize> = held.iter().map(|g| local[g]).collect();
         let dofs_of = |nodes: &[usize]| nodes.iter().flat_map(|&n| (0..dpn).map(move |c| n * dpn + c)).collect::<Vec<_>>();
-        let runs = |c: &[i32]| c.iter().enumerate().filter(|(_, &n)| n > 0).map(|(r, &n)| (r, n as usize * dpn)).collect();
         let ghost_dofs = dofs_of(&ghosts);
         let holder_dofs = dofs_of(&holder_nodes);
         let mut shared_owned = holder_dofs.clone();
@@ -125,8 +124,8 @@ impl SharedNodes {
         };
         let staging = Mutex::new((vec![0.0; shared_owned.len()], vec![0.0; holder_dofs.len()], vec![0.0; ghost_dofs.len()]));
         Ok(SharedNodes {
-            owner_runs: runs(&ghost_counts),
-            holder_runs: runs(&held_counts),
+            owner_runs: runs(&ghost_counts, dpn),
+            holder_runs: runs(&held_counts, dpn),
             ghost_dofs,
             slot,
             shared_owned,
@@ -152,10 +151,8 @@ impl SharedNodes {
         let ghost_side = |v: &dyn Fn(usize) -> f64| self.ghost_dofs.iter().map(|&d| v(d)).collect::<Vec<_>>();
         let n_held = self.slot.len();
         let (mut flags_in, mut values_in) = (vec![0.0; n_held], vec![0.0; n_held]);
-        let to_owners =
-            |send: &[f64], recv: &mut [f64]| comm.exchange(send, &self.owner_runs, recv, &self.holder_runs, || Ok(()));
-        to_owners(&ghost_side(&|d| f64::from(fixed[d])), &mut flags_in)?;
-        to_owners(&ghost_side(&|d| g[d]), &mut values_in)?;
+        self.to_owners(&ghost_side(&|d| f64::from(fixed[d])), &mut flags_in)?;
+        self.to_owners(&ghost_side(&|d| g[d]), &mut values_in)?;
         let mut conflict = Ok(());
         let from = self.holder_runs.iter().flat_map(|&(r, c)| std::iter::repeat_n(r, c));
         for ((k, r), &s) in (0..n_held).zip(from).zip(&self.slot) {
@@ -178,10 +175,8 @@ impl SharedNodes {
         }
         let holders = |v: &dyn Fn(usize) -> f64| self.slot.iter().map(|&s| v(self.shared_owned[s])).collect::<Vec<_>>();
         let (mut flags_out, mut values_out) = (vec![0.0; self.ghost_dofs.len()], vec![0.0; self.ghost_dofs.len()]);
-        let to_ghosts =
-            |send: &[f64], recv: &mut [f64]| comm.exchange(send, &self.holder_runs, recv, &self.owner_runs, || Ok(()));
-        to_ghosts(&holders(&|d| f64::from(fixed[d])), &mut flags_out)?;
-        to_ghosts(&holders(&|d| g[d]), &mut values_out)?;
+        self.to_holders(&holders(&|d| f64::from(fixed[d])), &mut flags_out)?;
+        self.to_holders(&holders(&|d| g[d]), &mut values_out)?;
         for (k, &d) in self.ghost_dofs.iter().enumerate() {
             (fixed[d], g[d]) = (u8::from(flags_out[k] != 0.0), values_out[k]);
         }
@@ -189,19 +184,30 @@ impl SharedNodes {
         Ok((fixed, g))
     }
 
+    /// Sends values of the ghost dofs (in `ghost_dofs` order) to their
+    /// owners, receiving the holders' values of owned dofs (holder order).
+    fn to_owners(&self, ghosts: &[f64], held: &mut [f64]) -> Result<()> {
+        self.comm.exchange(ghosts, &self.owner_runs, held, &self.holder_runs, || Ok(()))
+    }
+
+    /// The reverse of `to_owners`: owned values in holder order out, ghost values in.
+    fn to_holders(&self, held: &[f64], ghosts: &mut [f64]) -> Result<()> {
+        self.comm.exchange(held, &self.holder_runs, ghosts, &self.owner_runs, || Ok(()))
+    }
+
     /// Sends the owned shared values (`owned`, in `shared_owned` order) to
     /// the ghosts' holders, receiving this rank's ghost values.
     fn forward(&self, st: &mut (Vec<f64>, Vec<f64>, Vec<f64>)) -> Result<()> {
         let (owned, held, ghosts) = st;
         held.iter_mut().zip(&self.slot).for_each(|(h, &s)| *h = owned[s]);
-        self.comm.exchange(held, &self.holder_runs, ghosts, &self.owner_runs, || Ok(()))
+        self.to_holders(held, ghosts)
     }
 
     /// Sends the ghost values to their owners, leaving in `owned` the sum
     /// of what every holder sent for each owned shared dof (in rank order).
     fn backward(&self, st: &mut (Vec<f64>, Vec<f64>, Vec<f64>)) -> Result<()> {
         let (owned, held, ghosts) = st;
-        self.comm.exchange(ghosts, &self.owner_runs, held, &self.holder_runs, || Ok(()))?;
+        self.to_owners(ghosts, held)?;
         owned.fill(0.0);
         held.iter().zip(&self.slot).for_each(|(&h, &s)| owned[s] += h);
         Ok(())

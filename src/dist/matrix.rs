@@ -12,7 +12,7 @@
 //! to send are gathered on the device (kernels/vector.cu `gather`), staged through the
 //! host for MPI, and the halo uploaded for the second product.
 
-use super::Comm;
+use super::comm::{runs, Comm};
 use crate::array::{mixed_backends, Array, Buffer};
 use crate::context::Context;
 use crate::error::{at, Error, Result};
@@ -79,8 +79,7 @@ impl DistCsr {
         split.halo_cols.iter().for_each(|&g| counts[owner(g)] += 1);
         let wanted: Vec<i64> = split.halo_cols.iter().map(|&g| g as i64).collect();
         let (asked, asked_counts) = comm.all_to_all(&wanted, &counts);
-        let runs = |c: &[i32]| c.iter().enumerate().filter(|(_, &n)| n > 0).map(|(r, &n)| (r, n as usize)).collect::<Vec<_>>();
-        let (recv_from, send_to) = (runs(&counts), runs(&asked_counts));
+        let (recv_from, send_to) = (runs(&counts, 1), runs(&asked_counts, 1));
         let send_rows: Vec<i32> = asked.iter().map(|&g| (g as usize - first) as i32).collect();
         let built = (|| {
             let own = Arc::new(Csr::new(ctx.clone(), split.own, &pick(rows.values, &split.own_entries))?);
