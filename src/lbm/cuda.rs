@@ -9,10 +9,12 @@ pub const SOURCE: &str = include_str!("../../kernels/lbm.cu");
 
 pub const BLOCK: u32 = 256;
 
-/// Threads per block of the steps: 128 for f16 storage, where it measured
-/// 3% faster than 256 on the H100 (BENCHMARKS.md), 256 otherwise.
-pub fn step_block(precision: super::Precision) -> u32 {
-    if precision == super::Precision::F16 {
+/// Threads per block of a step: 128 for f16 storage's collisions without
+/// streaming (the in-place even step and the pull halves: 3% faster than
+/// 256 on the H100) and its pull step, 256 otherwise (the f16 odd step ran
+/// 31% faster with 256 than with 128; BENCHMARKS.md).
+pub fn step_block(name: &str, pass: Pass) -> u32 {
+    if name == "f16" && pass != Pass::Odd {
         128
     } else {
         BLOCK
@@ -47,13 +49,13 @@ pub enum Buffers<'a, T> {
 }
 
 /// One pass over sites first..first+count-1 (one site per thread, `block`
-/// threads per block: <= 256; 256 unless `fegpu bench lbm` compares).
+/// threads per block, <= 256, where `fegpu bench lbm` compares; else `step_block`).
 #[allow(clippy::too_many_arguments)]
 pub fn pass<T: Stored>(
     g: &Gpu,
     p: &Params,
     pass: Pass,
-    block: u32,
+    block: Option<u32>,
     (flags, (open_sites, open_table), open_count): (&DeviceBuffer<u8>, (&DeviceBuffer<u32>, &DeviceBuffer<f64>), usize),
     f: Buffers<T>,
     first: usize,
@@ -92,6 +94,7 @@ pub fn pass<T: Stored>(
     if pass != Pass::Settle {
         l.arg(open_sites).arg(open_table).arg(&open_count);
     }
+    let block = block.unwrap_or_else(|| step_block(T::NAME, pass));
     g.launch(&name, l, (count.div_ceil(block as usize) as u32, 1, 1), (block, 1, 1), 0)
 }
 

@@ -183,7 +183,7 @@ struct Setting<'a> {
     gpu: Option<&'a Gpu>,
     p: &'a Params,
     scheme: Scheme,
-    block: u32,
+    block: Option<u32>,
     flags: &'a Buffer<u8>,
     open: &'a Open,
 }
@@ -309,8 +309,8 @@ struct State {
     /// The sites whose force `Lattice::body_force` sums.
     body: Option<SiteList>,
     storage: Storage,
-    /// Threads per block of the CUDA step.
-    block: u32,
+    /// Threads per block of the CUDA steps where `fegpu bench lbm` sets them.
+    block: Option<u32>,
     scheme: Scheme,
 }
 
@@ -673,15 +673,7 @@ impl Lattice {
         with_populations!(&mut storage, p => p.equilibrium(gpu, n, 1.0, [0.0; 3]))?;
         Ok(Lattice {
             ctx,
-            state: Mutex::new(State {
-                params,
-                flags,
-                open,
-                body: None,
-                storage,
-                block: cuda::step_block(precision),
-                scheme: Scheme::InPlace,
-            }),
+            state: Mutex::new(State { params, flags, open, body: None, storage, block: None, scheme: Scheme::InPlace }),
         })
     }
 
@@ -698,7 +690,7 @@ impl Lattice {
         if !(32..=256).contains(&block) || !block.is_multiple_of(32) {
             return Err(Error::invalid(format!("block = {block}: a multiple of 32 up to 256")));
         }
-        self.state().block = block;
+        self.state().block = Some(block);
         Ok(())
     }
 
