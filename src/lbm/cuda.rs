@@ -9,10 +9,9 @@ pub const SOURCE: &str = include_str!("../../kernels/lbm.cu");
 
 pub const BLOCK: u32 = 256;
 
-/// Threads per block of a step: 128 for f16 storage's collisions without
-/// streaming (the in-place even step and the pull halves: 3% faster than
-/// 256 on the H100) and its pull step, 256 otherwise (the f16 odd step ran
-/// 31% faster with 256 than with 128; BENCHMARKS.md).
+/// Threads per block of a step: 256, but 128 for f16 storage's steps other
+/// than the in-place odd step (on the H100 the f16 even and pull steps ran
+/// 3% faster with 128, the odd step 6% faster with 256; BENCHMARKS.md).
 pub fn step_block(name: &str, pass: Pass) -> u32 {
     if name == "f16" && pass != Pass::Odd {
         128
