@@ -71,8 +71,8 @@ __device__ __forceinline__ int neighbour(int c, int d, int n, bool periodic) {
 // same way). Written over the nine pairs (i, opp(i)): c_opp(i) = -c_i, so a
 // pair shares its equilibrium's even part and negates its odd part, and the
 // force's terms exist only where FORCE (x * 0 does not fold away in IEEE
-// arithmetic): about half the instructions of direction by direction, which
-// the f16 steps, bound by instructions, need.
+// arithmetic). Fewer instructions than direction by direction: the f16
+// in-place step, bound by them, ran 16% faster on the H100 (BENCHMARKS.md).
 template <bool TRT, typename R, bool FORCE = true>
 __device__ __forceinline__ R collide(const R* f, R* post, R omega, R omega_minus, R fx, R fy, R fz, R* u = nullptr) {
     D3Q19_TABLES(R)
