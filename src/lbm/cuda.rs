@@ -12,7 +12,7 @@ pub const BLOCK: u32 = 256;
 /// Threads per block of a step: 256, but 128 for f16 storage's steps other
 /// than the in-place odd step (on the H100 the f16 even and pull steps ran
 /// 3% faster with 128, the odd step 6% faster with 256; BENCHMARKS.md).
-pub fn step_block(name: &str, pass: Pass) -> u32 {
+fn step_block(name: &str, pass: Pass) -> u32 {
     if name == "f16" && pass != Pass::Odd {
         128
     } else {
