@@ -4,13 +4,16 @@
 // device-driven iteration, and the block reductions.
 
 typedef long long i64;
+typedef unsigned long long u64;
 
 // The scalars of a device-driven CG or BiCGSTAB iteration (src/krylov/cuda.rs
 // `Scalar` mirrors this layout). They stay on the device, so an iteration
 // needs no host round-trip and replays as a CUDA graph; the host reads them
 // back every few iterations. Each kernel of an iteration does nothing unless
 // the status is RUNNING, so iterations queued past the end change nothing.
-enum Scalar { BNORM, TOL, MAXIT, STATUS, ITER, RR, RZ, PQ, BETA, RHO, RHO_PREV, ALPHA, OMEGA, VALUE, HIST = 16 };
+// TEAM: the address of a distributed solve's team table (below), as the
+// double with the same bits; 0 in a one-process solve.
+enum Scalar { BNORM, TOL, MAXIT, STATUS, ITER, RR, RZ, PQ, BETA, RHO, RHO_PREV, ALPHA, OMEGA, VALUE, TEAM, HIST = 16 };
 #define HIST_LEN 64  // relative residuals of the last HIST_LEN iterations, by iteration modulo HIST_LEN
 enum Status { RUNNING, CONVERGED, MAXITER, HALF_STEP, BREAK_NAN, BREAK_PQ, BREAK_RHO, BREAK_RV, BREAK_TT, BREAK_OMEGA };
 
@@ -58,6 +61,66 @@ __device__ bool last_block_sums(double s1, double s2, double* partial, unsigned 
     t2 = block_sum(t2);
     if (threadIdx.x != 0) return false;
     *counter = 0;
+    return true;
+}
+
+// ---- Teams: the ranks of a distributed solve on one node (src/dist/team.rs) ----
+// Each rank owns a region of device memory that the others map (CUDA IPC):
+// a ring of mailboxes, one per reduction in flight and rank, then a flag
+// per rank counting the halos it has sent here, then the halo values. The
+// team table (u64 words, TeamWord) holds the rank's counters and the
+// regions' addresses as mapped in its own context.
+enum TeamWord { T_RANK, T_SIZE, T_REDUCED, T_SENT, T_RECEIVED, T_DESTS, T_SOURCES, T_FLAGS, T_REGION };
+#define TEAM_RING 4  // reductions a rank may run ahead of a mailbox's reader: 1 suffices, more is margin
+struct TeamMail {
+    double s1, s2;
+    unsigned long long stamp, unused;
+};
+__device__ __forceinline__ void store_release(u64* p, u64 v) {
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ u64 load_acquire(const u64* p) {
+    u64 v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void wait_for(const u64* stamp, u64 at_least) {
+    while (load_acquire(stamp) < at_least) __nanosleep(100);
+}
+
+// One thread: sends the rank's sums to every rank's mailbox of this
+// reduction, waits for every rank's, and adds them in rank order, so every
+// rank holds the same totals, bit for bit, and takes the same decisions.
+__device__ void team_sums(u64* t, double& s1, double& s2) {
+    const int rank = (int)t[T_RANK], size = (int)t[T_SIZE];
+    const u64 seq = t[T_REDUCED] + 1;
+    t[T_REDUCED] = seq;
+    const int slot = (int)(seq % TEAM_RING);
+    for (int r = 0; r < size; r++) {
+        TeamMail* m = (TeamMail*)t[T_REGION + r] + slot * size + rank;
+        m->s1 = s1;
+        m->s2 = s2;
+    }
+    __threadfence_system();
+    for (int r = 0; r < size; r++) store_release(&((TeamMail*)t[T_REGION + r] + slot * size + rank)->stamp, seq);
+    const TeamMail* mine = (const TeamMail*)t[T_REGION + rank] + slot * size;
+    double a = 0.0, b = 0.0;
+    for (int r = 0; r < size; r++) {
+        wait_for(&mine[r].stamp, seq);
+        a += __ldcv(&mine[r].s1);
+        b += __ldcv(&mine[r].s2);
+    }
+    s1 = a;
+    s2 = b;
+}
+
+// last_block_sums for an iteration's reductions: in a distributed solve
+// (sc[TEAM] set) the totals are then summed over the team's ranks.
+__device__ bool iteration_sums(double s1, double s2, double* partial, unsigned int* counter, const double* sc, double& t1,
+    double& t2) {
+    if (!last_block_sums(s1, s2, partial, counter, t1, t2)) return false;
+    const u64 team = (u64)__double_as_longlong(sc[TEAM]);
+    if (team) team_sums((u64*)team, t1, t2);
     return true;
 }
 

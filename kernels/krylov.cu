@@ -33,7 +33,7 @@ extern "C" __global__ void __launch_bounds__(256) cg_pq(i64 n, const double* __r
     double s = 0.0;
     GRID_STRIDE(i, n) s += p[i] * q[i];
     double pq, unused;
-    if (last_block_sums(block_sum(s), 0.0, partial, counter, pq, unused)) {
+    if (iteration_sums(block_sum(s), 0.0, partial, counter, sc, pq, unused)) {
         set_pq(sc, pq);
     }
 }
@@ -62,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(256) cg_step(i64 n, const double* _
         s2 += ri * ri;
     }
     double rz, rr;
-    if (last_block_sums(block_sum(s1), block_sum(s2), partial, counter, rz, rr)) {
+    if (iteration_sums(block_sum(s1), block_sum(s2), partial, counter, sc, rz, rr)) {
         if (rz_follows) {
             sc[RR] = rr;
             return;
@@ -80,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(256) cg_rz(i64 n, const double* __r
     double s = 0.0;
     GRID_STRIDE(i, n) s += r[i] * z[i];
     double rz, unused;
-    if (last_block_sums(block_sum(s), 0.0, partial, counter, rz, unused)) {
+    if (iteration_sums(block_sum(s), 0.0, partial, counter, sc, rz, unused)) {
         sc[BETA] = rz / sc[RZ];
         sc[RZ] = rz;
         if (end_iteration(sc, sc[RR])) stop_at_maxit(sc);
@@ -116,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(256) bicg_alpha(i64 n, const double
     double s = 0.0;
     GRID_STRIDE(i, n) s += rhat[i] * v[i];
     double rv, unused;
-    if (last_block_sums(block_sum(s), 0.0, partial, counter, rv, unused)) {
+    if (iteration_sums(block_sum(s), 0.0, partial, counter, sc, rv, unused)) {
         if (rv == 0.0 || !isfinite(rv)) {
             sc[VALUE] = rv;
             sc[STATUS] = BREAK_RV;
@@ -139,7 +139,7 @@ extern "C" __global__ void __launch_bounds__(256) bicg_s(i64 n, const double* __
         ss += si * si;
     }
     double total, unused;
-    if (last_block_sums(block_sum(ss), 0.0, partial, counter, total, unused)) {
+    if (iteration_sums(block_sum(ss), 0.0, partial, counter, sc, total, unused)) {
         const double snorm = sqrt(total) / sc[BNORM];
         if (snorm <= sc[TOL]) {
             const double it = sc[ITER] + 1;
@@ -160,7 +160,7 @@ extern "C" __global__ void __launch_bounds__(256) bicg_omega(i64 n, const double
         tt += t[i] * t[i];
     }
     double ts_total, tt_total;
-    if (last_block_sums(block_sum(ts), block_sum(tt), partial, counter, ts_total, tt_total)) {
+    if (iteration_sums(block_sum(ts), block_sum(tt), partial, counter, sc, ts_total, tt_total)) {
         if (tt_total == 0.0 || !isfinite(tt_total)) {
             sc[VALUE] = tt_total;
             sc[STATUS] = BREAK_TT;
@@ -194,7 +194,7 @@ extern "C" __global__ void __launch_bounds__(256) bicg_update(i64 n, const doubl
         rho += ri * rhat[i];
     }
     double rr_total, rho_total;
-    if (last_block_sums(block_sum(rr), block_sum(rho), partial, counter, rr_total, rho_total)) {
+    if (iteration_sums(block_sum(rr), block_sum(rho), partial, counter, sc, rr_total, rho_total)) {
         if (half) {
             sc[STATUS] = CONVERGED;
             return;
@@ -350,4 +350,58 @@ extern "C" __global__ void __launch_bounds__(1024) bicgstab_block(int n, const i
         sc[VALUE] = rho_next;
         sc[STATUS] = BREAK_RHO;
     }
+}
+
+// ---- A distributed product's halo, device to device between the ranks of
+// one node (src/dist/team.rs) ----
+// The owner writes the values a neighbour needs straight into the
+// neighbour's halo, then counts the message in the neighbour's flag for it;
+// the neighbour waits for the count before its halo product.
+//
+// Why no rank overwrites a halo still being read: these run only inside a
+// device-driven iteration, where a global reduction (team_sums) follows
+// every product, and a rank sends its sum only after its own halo product.
+
+// The team table after its regions: per destination (T_DESTS of them) the
+// address of this rank's run in its halo, the address of its flag for this
+// rank, and where the run starts in `rows` and how long it is; then the
+// source ranks (T_SOURCES of them).
+__device__ __forceinline__ const u64* team_dests(const u64* t) { return t + T_REGION + t[T_SIZE]; }
+__device__ __forceinline__ const u64* team_sources(const u64* t) { return team_dests(t) + 4 * t[T_DESTS]; }
+
+// Gathers x[rows] into every destination's halo; the last block to finish
+// counts the message in each destination's flag.
+extern "C" __global__ void __launch_bounds__(256) halo_send(u64* t, const double* __restrict__ x,
+    const int* __restrict__ rows, unsigned int* counter, const double* sc) {
+    if (stopped(sc)) return;
+    const u64* d = team_dests(t);
+    const int dests = (int)t[T_DESTS];
+    for (int j = 0; j < dests; j++) {
+        double* out = (double*)d[4 * j];
+        const i64 start = (i64)d[4 * j + 2], count = (i64)d[4 * j + 3];
+        GRID_STRIDE(i, count) out[i] = x[rows[start + i]];
+    }
+    __shared__ bool last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence_system();  // this block's values reach the neighbours before the count does
+        last = (atomicAdd(counter, 1u) == gridDim.x - 1);
+    }
+    __syncthreads();
+    if (!last || threadIdx.x != 0) return;
+    *counter = 0;
+    const u64 seq = t[T_SENT] + 1;
+    t[T_SENT] = seq;
+    __threadfence_system();
+    for (int j = 0; j < dests; j++) store_release((u64*)d[4 * j + 1], seq);
+}
+
+// One thread: waits until every source has sent this product's halo.
+extern "C" __global__ void halo_wait(u64* t, const double* sc) {
+    if (stopped(sc)) return;
+    const u64 seq = t[T_RECEIVED] + 1;
+    t[T_RECEIVED] = seq;
+    const u64* flags = (const u64*)t[T_FLAGS];
+    const u64* s = team_sources(t);
+    for (int j = 0; j < (int)t[T_SOURCES]; j++) wait_for(&flags[s[j]], seq);
 }

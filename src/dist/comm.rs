@@ -68,6 +68,11 @@ impl Comm {
         self.comm.split_shared(self.rank as i32).rank() as usize
     }
 
+    /// The number of ranks on this rank's node.
+    pub fn node_size(&self) -> usize {
+        self.comm.split_shared(self.rank as i32).size() as usize
+    }
+
     /// Every rank's `values`, each in rank order, in one collective.
     pub fn gather_all<const K: usize>(&self, values: [i64; K]) -> [Vec<i64>; K] {
         let mut all = vec![0i64; self.size * K];

@@ -8,20 +8,23 @@
 //!
 //! The product y = A x posts the halo exchange, runs the diagonal block's
 //! product while the messages travel, then adds the halo block's. On the
-//! CPU backend the vectors are the rank's host arrays; on CUDA the values
-//! to send are gathered on the device (kernels/vector.cu `gather`), staged through the
-//! host for MPI, and the halo uploaded for the second product.
+//! CPU backend the vectors are the rank's host arrays. On CUDA, where the
+//! ranks share one node, a device-driven iteration's products go device to
+//! device (`team.rs`); otherwise, and for a product called alone, the values
+//! to send are gathered on the device (kernels/vector.cu `gather`), staged
+//! through the host for MPI, and the halo uploaded for the second product.
 
 use super::comm::{runs, Comm};
+use super::team::{self, Team};
 use crate::array::{mixed_backends, Array, Buffer};
 use crate::context::Context;
 use crate::error::{at, Error, Result};
-use crate::gpu::{DeviceBuffer, Gpu};
+use crate::gpu::{Borrowed, DeviceBuffer, Gpu};
 use crate::krylov::Operator;
 use crate::sparse::{build_pattern, check_vector, cpu, cuda, f64_buf, Csr, Index};
 use std::sync::{Arc, Mutex};
 
-/// How the halo values travel between ranks (reported to the caller).
+/// How the halo values travel between ranks where no team is built.
 pub const EXCHANGE_PATH: &str = "MPI point-to-point through host buffers";
 
 pub struct DistCsr {
@@ -54,7 +57,26 @@ pub struct DistCsr {
 struct DeviceExchange {
     send_rows: DeviceBuffer<i32>,
     send: DeviceBuffer<f64>,
-    halo: Mutex<DeviceBuffer<f64>>,
+    halo: Mutex<Halo>,
+    /// The device-direct path (declared after `halo`, which may live in its region, so dropped after it).
+    team: Option<Team>,
+    /// Why there is no team.
+    why_not: Option<String>,
+}
+
+/// The halo on the device: the rank's own buffer, or part of its team region.
+enum Halo {
+    Own(DeviceBuffer<f64>),
+    Shared(Borrowed<f64>),
+}
+
+impl Halo {
+    fn buffer(&mut self) -> &mut DeviceBuffer<f64> {
+        match self {
+            Halo::Own(b) => b,
+            Halo::Shared(b) => b,
+        }
+    }
 }
 
 /// The caller's rows, as its index type gave them.
@@ -89,15 +111,15 @@ impl DistCsr {
             };
             let device = match ctx.gpu() {
                 None => None,
-                Some(g) => Some(DeviceExchange {
-                    send_rows: cuda::upload(g, &send_rows)?,
-                    send: g.alloc(send_rows.len().max(1))?,
-                    halo: Mutex::new(g.alloc(split.halo_cols.len().max(1))?),
-                }),
+                Some(g) => Some((cuda::upload(g, &send_rows)?, g.alloc(send_rows.len().max(1))?)),
             };
             Ok((own, halo, device))
         })();
         let (own, halo, device) = comm.agree(built)?;
+        let device = match device {
+            None => None,
+            Some((rows, send)) => Some(device_exchange(&comm, &ctx, rows, send, &recv_from, &send_to, split.halo_cols.len())?),
+        };
         let staging = Mutex::new((vec![0.0; send_rows.len()], vec![0.0; split.halo_cols.len()]));
         Ok(DistCsr {
             comm,
@@ -194,7 +216,7 @@ impl DistCsr {
         let (first, n) = (self.first_row(), self.local_rows());
         format!(
             "{} rows over {} ranks; rank {} owns rows {first}..{} ({n}, {} entries), receives {} halo values from {} ranks, \
-             sends {} to {}; exchange: {EXCHANGE_PATH}",
+             sends {} to {}; exchange: {}",
             self.n_global,
             self.comm.size,
             self.comm.rank,
@@ -203,8 +225,22 @@ impl DistCsr {
             self.halo_cols.len(),
             self.recv_from.len(),
             self.send_rows.len(),
-            self.send_to.len()
+            self.send_to.len(),
+            self.exchange_path()
         )
+    }
+
+    /// How the halo and the reductions of a device-driven solve travel.
+    pub fn exchange_path(&self) -> String {
+        match &self.device {
+            Some(DeviceExchange { team: Some(_), .. }) => {
+                "device to device through CUDA IPC within the node (reductions summed on the device); \
+                 a product called alone: MPI through host buffers"
+                    .into()
+            }
+            Some(DeviceExchange { why_not: Some(why), .. }) => format!("{EXCHANGE_PATH} (no device-direct path: {why})"),
+            _ => EXCHANGE_PATH.into(),
+        }
     }
 
     /// Sends the owned values others need (`send`, gathered), receives the
@@ -242,6 +278,9 @@ impl Operator for Product<'_> {
     fn apply_device(&self, g: &Gpu, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
         let a = self.a;
         let dx = a.device.as_ref().ok_or_else(mixed_backends)?;
+        if let (Some(team), Some(sc)) = (&dx.team, sc) {
+            return self.apply_in_team(g, team, x, y, sc);
+        }
         let n = a.local_rows();
         let mut staging = a.staging.lock().unwrap_or_else(|p| p.into_inner());
         if !a.send_rows.is_empty() {
@@ -256,12 +295,71 @@ impl Operator for Product<'_> {
         a.exchange(&mut staging, || Ok(()))?;
         if let Some(h) = &a.halo {
             let mut halo = dx.halo.lock().unwrap_or_else(|p| p.into_inner());
-            g.upload(&staging.1, &mut halo, 0)?;
+            let halo = halo.buffer();
+            g.upload(&staging.1, halo, 0)?;
             let dp = h.device.as_ref().ok_or_else(mixed_backends)?;
-            cuda::spmv_with(g, dp, dp.threads_per_row, n, h.values().data.device()?, 1.0, &halo, 1.0, y, sc)?;
+            cuda::spmv_with(g, dp, dp.threads_per_row, n, h.values().data.device()?, 1.0, halo, 1.0, y, sc)?;
         }
         Ok(())
     }
+
+    fn device_team(&self, g: &Gpu) -> u64 {
+        self.a.device.as_ref().and_then(|dx| dx.team.as_ref()).map_or(0, |t| t.address(g))
+    }
+}
+
+impl Product<'_> {
+    /// The product inside a device-driven iteration whose ranks form a team:
+    /// the halo sent device to device while the diagonal block's product runs.
+    fn apply_in_team(
+        &self,
+        g: &Gpu,
+        team: &Team,
+        x: &DeviceBuffer<f64>,
+        y: &DeviceBuffer<f64>,
+        sc: &DeviceBuffer<f64>,
+    ) -> Result<()> {
+        let a = self.a;
+        let dx = a.device.as_ref().ok_or_else(mixed_backends)?;
+        let n = a.local_rows();
+        if !a.send_rows.is_empty() {
+            team.send(g, x, &dx.send_rows, a.send_rows.len(), sc)?;
+        }
+        if n > 0 {
+            let dp = a.own.device.as_ref().ok_or_else(mixed_backends)?;
+            cuda::spmv_with(g, dp, dp.threads_per_row, n, self.own.device()?, 1.0, x, 0.0, y, Some(sc))?;
+        }
+        if let Some(h) = &a.halo {
+            team.wait(g, sc)?;
+            let mut halo = dx.halo.lock().unwrap_or_else(|p| p.into_inner());
+            let dp = h.device.as_ref().ok_or_else(mixed_backends)?;
+            cuda::spmv_with(g, dp, dp.threads_per_row, n, h.values().data.device()?, 1.0, halo.buffer(), 1.0, y, Some(sc))?;
+        }
+        Ok(())
+    }
+}
+
+/// The device side of the exchange: with a team where the ranks allow one
+/// (every rank agrees), else the host-staged path, saying why.
+fn device_exchange(
+    comm: &Comm,
+    ctx: &Context,
+    send_rows: DeviceBuffer<i32>,
+    send: DeviceBuffer<f64>,
+    recv_from: &[(usize, usize)],
+    send_to: &[(usize, usize)],
+    halo_len: usize,
+) -> Result<DeviceExchange> {
+    let g = ctx.device()?;
+    let why_not = team::unsuitable(comm, Some(g));
+    let (halo, team, why_not) = match why_not {
+        Some(why) => (Halo::Own(comm.agree(g.alloc(halo_len.max(1)))?), None, Some(why)),
+        None => match Team::new(comm, g, recv_from, send_to, halo_len) {
+            Ok((team, halo)) => (Halo::Shared(halo), Some(team), None),
+            Err(e) => (Halo::Own(comm.agree(g.alloc(halo_len.max(1)))?), None, Some(format!("CUDA IPC: {}", e.message))),
+        },
+    };
+    Ok(DeviceExchange { send_rows, send, halo: Mutex::new(halo), team, why_not })
 }
 
 fn pick(values: &[f64], entries: &[usize]) -> Vec<f64> {

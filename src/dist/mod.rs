@@ -11,6 +11,8 @@
 //! - `solver.rs`: CG / BiCGSTAB over it, the preconditioner built from each
 //!   rank's diagonal block (Jacobi, block-Jacobi ILU(0), per-rank AMG);
 //! - `lattice.rs`: the D3Q19 lattice in z-slabs with ghost planes;
+//! - `team.rs`: the matrix's device-direct path between the ranks of one
+//!   node (CUDA IPC), its reductions summed on the device;
 //! - `radfields.rs`: rad_fields with the S points split over the ranks;
 //! - `ebe.rs`: element-by-element CG over the ranks' elements.
 
@@ -26,6 +28,8 @@ pub mod matrix;
 pub mod radfields;
 #[cfg(feature = "mpi")]
 pub mod solver;
+#[cfg(feature = "mpi")]
+mod team;
 
 #[cfg(feature = "mpi")]
 pub use comm::{device_for, Comm};

@@ -5,11 +5,13 @@
 //! compiled on first use for the device's own architecture and cached for the
 //! life of the `Gpu`. Split by concern: `memory` (allocation, copies,
 //! page-locked host memory), `launch` (NVRTC, the module cache, launches),
-//! `graph` (capture and replay), `lanes` (extra streams, events, timing
+//! `graph` (capture and replay), `ipc` (memory
+//! shared with the node's other processes), `lanes` (extra streams, events, timing
 //! marks) and `blas` (cuBLAS on a lane).
 
 mod blas;
 mod graph;
+mod ipc;
 mod lanes;
 mod launch;
 mod memory;
@@ -17,6 +19,7 @@ mod memory;
 /// A compiled kernel, as `Gpu::kernel` gives it.
 pub use cudarc::driver::CudaFunction as Kernel;
 pub use graph::Graph;
+pub use ipc::{Borrowed, PeerRegion, SharedRegion, HANDLE_BYTES};
 use lanes::LaneParts;
 pub use lanes::{Lane, Mark};
 pub use launch::{arg_or_null, compile, Queue};

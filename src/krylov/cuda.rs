@@ -30,6 +30,8 @@ impl Scalar {
     pub const ALPHA: usize = 11;
     pub const OMEGA: usize = 12;
     pub const VALUE: usize = 13;
+    /// A distributed solve's team table address, as the f64 of the same bits (0: none).
+    pub const TEAM: usize = 14;
     /// Relative residuals of the last HIST_LEN iterations, at HIST + iteration % HIST_LEN.
     pub const HIST: usize = 16;
     pub const HIST_LEN: usize = 64;
@@ -237,14 +239,15 @@ impl CudaOps<'_> {
 /// Runs `method` from `start` on the device: its scalars go to `scalars`,
 /// `queue` queues one iteration (captured into `graph` on the first
 /// solve, replayed after), and the host reads the scalars every few
-/// iterations. Any operator whose iteration `queue` can queue uses it.
+/// iterations. Any operator whose iteration `queue` can queue uses it;
+/// `team` (nonzero: a distributed solve's team table) sums the reductions over the ranks.
 pub fn device_loop(
     g: &Gpu,
-    scalars: &mut DeviceBuffer<f64>,
-    graph: &mut Option<Graph>,
+    (scalars, graph): (&mut DeviceBuffer<f64>, &mut Option<Graph>),
     method: Method,
     start: &Start,
     history: &mut Vec<f64>,
+    team: u64,
     queue: &dyn Fn(&DeviceBuffer<f64>) -> Result<()>,
 ) -> Result<Outcome> {
     use self::{Scalar as S, Status as status};
@@ -257,6 +260,7 @@ pub fn device_loop(
     (sc[S::BNORM], sc[S::TOL], sc[S::MAXIT]) = (start.bnorm, start.tol, start.maxit as f64);
     (sc[S::STATUS], sc[S::ITER], sc[S::RR], sc[S::RZ]) = (status::RUNNING, 0.0, start.rr, start.rz);
     (sc[S::RHO], sc[S::RHO_PREV], sc[S::ALPHA], sc[S::OMEGA]) = (start.rz, 1.0, 1.0, 1.0);
+    sc[S::TEAM] = f64::from_bits(team);
     g.upload(&sc, scalars, 0)?;
     let replayed = match graph.take() {
         Some(graph) => graph,
@@ -318,8 +322,11 @@ fn next_batch(history: &[f64], tol: f64, per_iteration: f64) -> usize {
 
 impl Ops for CudaOps<'_> {
     fn iterate_on_device(&mut self, method: Method, start: &Start, history: &mut Vec<f64>) -> Option<Result<Outcome>> {
-        let (scalars, graph) = self.looping.take().expect("the device loop runs once per solve");
-        let out = device_loop(self.g, &mut *scalars, &mut *graph, method, start, history, &|sc| self.queue_iteration(method, sc));
+        // None: the iterations run on the host (a distributed solve whose ranks form no team)
+        let (scalars, graph) = self.looping.take()?;
+        let team = self.op.device_team(self.g);
+        let queue = |sc: &DeviceBuffer<f64>| self.queue_iteration(method, sc);
+        let out = device_loop(self.g, (&mut *scalars, &mut *graph), method, start, history, team, &queue);
         self.looping = Some((scalars, graph));
         Some(out)
     }

@@ -87,6 +87,11 @@ pub trait Operator {
     fn block_csr(&self) -> Option<cuda::BlockCsr<'_>> {
         None
     }
+    /// A distributed operator's team table (kernels/common.cuh), whose ranks
+    /// sum a device-driven iteration's reductions on the device; 0: none.
+    fn device_team(&self, _g: &Gpu) -> u64 {
+        0
+    }
 }
 
 /// z = M^-1 r where the vectors live.
@@ -285,7 +290,9 @@ pub trait GlobalSum {
 
 /// The operations of a distributed solve: the rank's own `inner` operations
 /// on its rows, each reduction then summed over the ranks (a dot pair in one
-/// call). The iterations run on the host, which holds the global scalars.
+/// call). The iterations run on the host, which holds the global scalars,
+/// unless the ranks form a team (`crate::dist`), whose device-driven
+/// iterations sum their reductions on the device.
 pub struct Reduced<'a> {
     pub inner: &'a mut dyn Ops,
     pub global: &'a dyn GlobalSum,
@@ -332,6 +339,10 @@ impl Ops for Reduced<'_> {
     }
     fn fetch(&mut self, v: Slot) -> Result<Vec<f64>> {
         self.inner.fetch(v)
+    }
+    // only where the ranks form a team, which sums the reductions on the device
+    fn iterate_on_device(&mut self, method: Method, start: &Start, history: &mut Vec<f64>) -> Option<Result<Outcome>> {
+        self.inner.iterate_on_device(method, start, history)
     }
     fn update_dots(&mut self, w: Slot, a: f64, x: Slot, b: f64, y: Option<Slot>, c: f64, u: Option<Slot>) -> Result<(f64, f64)> {
         let (ww, wu) = self.inner.update_dots(w, a, x, b, y, c, u)?;

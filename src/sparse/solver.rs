@@ -600,8 +600,9 @@ impl Solver {
                 g.copy(bd, &mut vecs[Slot::B.index()])?;
                 g.copy(xd, &mut vecs[Slot::X.index()])?;
                 let DeviceWork { reduce, scalars, iteration } = dw;
-                // a distributed solve iterates on the host, which holds the global scalars
-                let looping = if distributed.is_none() { Some((scalars, iteration)) } else { None };
+                // a distributed solve iterates on the host, which holds the global
+                // scalars, unless its ranks form a team that sums them on the device
+                let looping = (distributed.is_none() || op.device_team(g) != 0).then_some((scalars, iteration));
                 let small_rows = self.settings.small_system_rows;
                 let mut ops = CudaOps { g, op, pc, transposed, n, vecs, reduce, looping, basis: None, small_rows };
                 let result = run(&mut ops)?;
