@@ -15,7 +15,9 @@ typedef unsigned long long u64;
 // double with the same bits; 0 in a one-process solve.
 enum Scalar { BNORM, TOL, MAXIT, STATUS, ITER, RR, RZ, PQ, BETA, RHO, RHO_PREV, ALPHA, OMEGA, VALUE, TEAM, HIST = 16 };
 #define HIST_LEN 64  // relative residuals of the last HIST_LEN iterations, by iteration modulo HIST_LEN
-enum Status { RUNNING, CONVERGED, MAXITER, HALF_STEP, BREAK_NAN, BREAK_PQ, BREAK_RHO, BREAK_RV, BREAK_TT, BREAK_OMEGA };
+// TEAM_LOST: a distributed solve's rank waited TEAM_PATIENCE_NS for another
+// rank that never answered (VALUE: that rank), and gave up rather than hang.
+enum Status { RUNNING, CONVERGED, MAXITER, HALF_STEP, BREAK_NAN, BREAK_PQ, BREAK_RHO, BREAK_RV, BREAK_TT, BREAK_OMEGA, TEAM_LOST };
 
 __device__ __forceinline__ bool stopped(const double* sc) { return sc && sc[STATUS] != RUNNING; }
 
@@ -84,14 +86,31 @@ __device__ __forceinline__ u64 load_acquire(const u64* p) {
     asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
-__device__ __forceinline__ void wait_for(const u64* stamp, u64 at_least) {
-    while (load_acquire(stamp) < at_least) __nanosleep(100);
+#define TEAM_PATIENCE_NS 60000000000ull  // 60 s: far beyond any step of a live rank
+__device__ __forceinline__ u64 global_ns() {
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+// Waits until *stamp >= at_least; false (and the solve stopped as
+// TEAM_LOST, blaming `rank`) if that takes longer than TEAM_PATIENCE_NS.
+__device__ bool wait_for(const u64* stamp, u64 at_least, double* sc, int rank) {
+    const u64 start = global_ns();
+    while (load_acquire(stamp) < at_least) {
+        if (global_ns() - start > TEAM_PATIENCE_NS) {
+            sc[VALUE] = rank;
+            sc[STATUS] = TEAM_LOST;
+            return false;
+        }
+        __nanosleep(100);
+    }
+    return true;
 }
 
 // One thread: sends the rank's sums to every rank's mailbox of this
 // reduction, waits for every rank's, and adds them in rank order, so every
 // rank holds the same totals, bit for bit, and takes the same decisions.
-__device__ void team_sums(u64* t, double& s1, double& s2) {
+__device__ void team_sums(u64* t, double& s1, double& s2, double* sc) {
     const int rank = (int)t[T_RANK], size = (int)t[T_SIZE];
     const u64 seq = t[T_REDUCED] + 1;
     t[T_REDUCED] = seq;
@@ -106,7 +125,7 @@ __device__ void team_sums(u64* t, double& s1, double& s2) {
     const TeamMail* mine = (const TeamMail*)t[T_REGION + rank] + slot * size;
     double a = 0.0, b = 0.0;
     for (int r = 0; r < size; r++) {
-        wait_for(&mine[r].stamp, seq);
+        if (!wait_for(&mine[r].stamp, seq, sc, r)) return;
         a += __ldcv(&mine[r].s1);
         b += __ldcv(&mine[r].s2);
     }
@@ -116,12 +135,13 @@ __device__ void team_sums(u64* t, double& s1, double& s2) {
 
 // last_block_sums for an iteration's reductions: in a distributed solve
 // (sc[TEAM] set) the totals are then summed over the team's ranks.
-__device__ bool iteration_sums(double s1, double s2, double* partial, unsigned int* counter, const double* sc, double& t1,
+// (false too when a rank of the team never answered: the solve then stops).
+__device__ bool iteration_sums(double s1, double s2, double* partial, unsigned int* counter, double* sc, double& t1,
     double& t2) {
     if (!last_block_sums(s1, s2, partial, counter, t1, t2)) return false;
     const u64 team = (u64)__double_as_longlong(sc[TEAM]);
-    if (team) team_sums((u64*)team, t1, t2);
-    return true;
+    if (team) team_sums((u64*)team, t1, t2, sc);
+    return sc[STATUS] != TEAM_LOST;
 }
 
 // CG's p.Ap into PQ; not positive: breakdown.

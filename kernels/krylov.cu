@@ -397,11 +397,12 @@ extern "C" __global__ void __launch_bounds__(256) halo_send(u64* t, const double
 }
 
 // One thread: waits until every source has sent this product's halo.
-extern "C" __global__ void halo_wait(u64* t, const double* sc) {
+extern "C" __global__ void halo_wait(u64* t, double* sc) {
     if (stopped(sc)) return;
     const u64 seq = t[T_RECEIVED] + 1;
     t[T_RECEIVED] = seq;
     const u64* flags = (const u64*)t[T_FLAGS];
     const u64* s = team_sources(t);
-    for (int j = 0; j < (int)t[T_SOURCES]; j++) wait_for(&flags[s[j]], seq);
+    for (int j = 0; j < (int)t[T_SOURCES]; j++)
+        if (!wait_for(&flags[s[j]], seq, sc, (int)s[j])) return;
 }

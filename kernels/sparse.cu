@@ -177,11 +177,6 @@ extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const 
 #define ILU_WAIT_NS 2000000000ull
 #define SWEEP_REG 8
 
-__device__ __forceinline__ unsigned long long global_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 
 __device__ __forceinline__ bool pending(double v) { return __double_as_longlong(v) == ILU_PENDING; }
 

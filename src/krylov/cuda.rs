@@ -52,6 +52,7 @@ impl Status {
     pub const BREAK_RV: f64 = 7.0;
     pub const BREAK_TT: f64 = 8.0;
     pub const BREAK_OMEGA: f64 = 9.0;
+    pub const TEAM_LOST: f64 = 10.0;
 }
 
 /// A CSR matrix on the device as the small-system iteration reads it.
@@ -299,6 +300,13 @@ pub fn device_loop(
             status::BREAK_RV => broke(it, relres, format!("BiCGSTAB: (r0, v) = {value:e} at iteration {next}")),
             status::BREAK_TT => broke(it, relres, format!("BiCGSTAB: (t, t) = {value:e} at iteration {next}")),
             status::BREAK_OMEGA => broke(it, relres, format!("BiCGSTAB: omega = (t, s)/(t, t) = 0 at iteration {it}")),
+            status::TEAM_LOST => {
+                let why = format!(
+                    "{name}: rank {value} of the distributed solve did not answer for a minute at iteration {next}; \
+                     the solve gave up (has that rank failed or left the solve?)"
+                );
+                return Err(Error::new(crate::error::ErrorKind::Device, why));
+            }
             other => return Err(Error::new(crate::error::ErrorKind::Internal, format!("{name}: unknown device status {other}"))),
         };
         return Ok(outcome);
