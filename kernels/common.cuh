@@ -92,19 +92,22 @@ __device__ __forceinline__ u64 global_ns() {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
-// Waits until *stamp >= at_least; false (and the solve stopped as
-// TEAM_LOST, blaming `rank`) if that takes longer than TEAM_PATIENCE_NS.
-__device__ bool wait_for(const u64* stamp, u64 at_least, double* sc, int rank) {
+// Waits until *stamp >= at_least; false if that takes longer than TEAM_PATIENCE_NS.
+__device__ bool wait_for(const u64* stamp, u64 at_least) {
     const u64 start = global_ns();
     while (load_acquire(stamp) < at_least) {
-        if (global_ns() - start > TEAM_PATIENCE_NS) {
-            sc[VALUE] = rank;
-            sc[STATUS] = TEAM_LOST;
-            return false;
-        }
+        if (global_ns() - start > TEAM_PATIENCE_NS) return false;
         __nanosleep(100);
     }
     return true;
+}
+
+// An iteration's wait for `rank`; on timeout the solve stops as TEAM_LOST.
+__device__ bool wait_for_rank(const u64* stamp, u64 at_least, double* sc, int rank) {
+    if (wait_for(stamp, at_least)) return true;
+    sc[VALUE] = rank;
+    sc[STATUS] = TEAM_LOST;
+    return false;
 }
 
 // One thread: sends the rank's sums to every rank's mailbox of this
@@ -125,7 +128,7 @@ __device__ void team_sums(u64* t, double& s1, double& s2, double* sc) {
     const TeamMail* mine = (const TeamMail*)t[T_REGION + rank] + slot * size;
     double a = 0.0, b = 0.0;
     for (int r = 0; r < size; r++) {
-        if (!wait_for(&mine[r].stamp, seq, sc, r)) return;
+        if (!wait_for_rank(&mine[r].stamp, seq, sc, r)) return;
         a += __ldcv(&mine[r].s1);
         b += __ldcv(&mine[r].s2);
     }

@@ -404,5 +404,32 @@ extern "C" __global__ void halo_wait(u64* t, double* sc) {
     const u64* flags = (const u64*)t[T_FLAGS];
     const u64* s = team_sources(t);
     for (int j = 0; j < (int)t[T_SOURCES]; j++)
-        if (!wait_for(&flags[s[j]], seq, sc, (int)s[j])) return;
+        if (!wait_for_rank(&flags[s[j]], seq, sc, (int)s[j])) return;
+}
+
+// ---- Channels: messages counted in flags, for exchanges outside an
+// iteration (the split lattice's planes, src/dist/team.rs `Channel`) ----
+// A channel table: [count, n, lag, lost, flag address x n]. team_post
+// counts one more message in each flag (after the data it announces);
+// team_wait counts one more and waits until every flag has reached
+// count - lag, or gives up on a flag that does not within
+// TEAM_PATIENCE_NS, noting its index + 1 in `lost` (later waits then pass).
+enum ChannelWord { C_COUNT, C_FLAGS, C_LAG, C_LOST, C_ADDRESS };
+
+extern "C" __global__ void team_post(u64* ch) {
+    const u64 count = ch[C_COUNT] + 1;
+    ch[C_COUNT] = count;
+    __threadfence_system();
+    for (int j = 0; j < (int)ch[C_FLAGS]; j++) store_release((u64*)ch[C_ADDRESS + j], count);
+}
+
+extern "C" __global__ void team_wait(u64* ch) {
+    const u64 count = ch[C_COUNT] + 1;
+    ch[C_COUNT] = count;
+    if (ch[C_LOST]) return;
+    for (int j = 0; j < (int)ch[C_FLAGS]; j++)
+        if (!wait_for((const u64*)ch[C_ADDRESS + j], count - ch[C_LAG])) {
+            ch[C_LOST] = j + 1;
+            return;
+        }
 }

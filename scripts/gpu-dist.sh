@@ -32,7 +32,9 @@ if [ -z "$quick" ]; then
   echo "##### without MPS"
   drivers
   echo "##### memcheck, one rank (a team of one)"
-  mpi 1 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 9 .gpu/drivers/dist_solve_c
+  for d in dist_solve_c dist_lattice_c; do
+    mpi 1 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 9 .gpu/drivers/$d
+  done
 fi
 echo "##### with MPS"
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
@@ -41,9 +43,9 @@ nvidia-cuda-mps-control -d && echo "MPS started"
 drivers
 for n in 1 2 4; do
   echo "##### bench dist, np $n, device-direct where the ranks allow"
-  timeout 240 mpiexec -x FEGPU_BACKEND -x LD_LIBRARY_PATH -n $n .gpu/bin/fegpu bench dist --grid 128 --iterations 200 --lattice 64 --steps 5 --ebe 8 2>&1 | head -5
+  timeout 240 mpiexec -x FEGPU_BACKEND -x LD_LIBRARY_PATH -n $n .gpu/bin/fegpu bench dist --grid 128 --iterations 200 --lattice 256 --steps 20 --ebe 16 2>&1 | head -9
   echo "##### bench dist, np $n, FEGPU_DIST_EXCHANGE=host"
-  FEGPU_DIST_EXCHANGE=host timeout 240 mpiexec -x FEGPU_BACKEND -x LD_LIBRARY_PATH -x FEGPU_DIST_EXCHANGE -n $n .gpu/bin/fegpu bench dist --grid 128 --iterations 200 --lattice 64 --steps 5 --ebe 8 2>&1 | head -5
+  FEGPU_DIST_EXCHANGE=host timeout 240 mpiexec -x FEGPU_BACKEND -x LD_LIBRARY_PATH -x FEGPU_DIST_EXCHANGE -n $n .gpu/bin/fegpu bench dist --grid 128 --iterations 200 --lattice 256 --steps 20 --ebe 16 2>&1 | head -9
 done
 echo quit | nvidia-cuda-mps-control
 echo "failures: $fails"

@@ -14,11 +14,16 @@
 //! end ranks are resting walls, which bounce back as the lattice's end
 //! faces do.
 //!
+//! On CUDA, where the ranks share one node, the swap goes device to device
+//! (`team.rs` `PlaneSwap`, CUDA IPC): queued after the step, so the host
+//! never waits for it; elsewhere through page-locked host buffers and MPI.
+//!
 //! The local lattice streams by pull on CUDA (push on the CPU): its state
 //! between calls depends only on the calls made, all collective, so every
 //! rank's ghost planes hold their neighbour's state in the same form. (The
 //! in-place scheme settles on a read, which a rank may make alone.)
 
+use super::team::{self, PlaneSwap};
 use super::Comm;
 use crate::context::Context;
 use crate::error::{positive, Error, Result};
@@ -45,6 +50,8 @@ pub struct DistLattice {
     neighbours: (Option<usize>, Option<usize>),
     /// Host buffers of the population swap.
     staging: Mutex<Staging>,
+    /// The swap device to device (CUDA, the ranks on one node), or why not.
+    device_swap: std::result::Result<PlaneSwap, String>,
 }
 
 /// The host side of the population swap: the planes sent down and up and
@@ -120,6 +127,11 @@ impl DistLattice {
             let w = |_| HostWords::new(ctx.gpu(), bytes);
             Ok([w(0)?, w(1)?, w(2)?, w(3)?])
         })())?;
+        let device_swap = match (team::unsuitable(&comm, ctx.gpu()), ctx.gpu()) {
+            (None, Some(g)) => PlaneSwap::new(&comm, g, (below, above), bytes).map_err(|e| format!("CUDA IPC: {}", e.message)),
+            (Some(why), Some(_)) => Err(why),
+            (_, None) => Err(String::new()), // the CPU backend: host arrays and MPI
+        };
         let d = DistLattice {
             comm,
             local,
@@ -128,6 +140,7 @@ impl DistLattice {
             planes,
             neighbours: (below, above),
             staging: Mutex::new(Staging { bytes, words }),
+            device_swap,
         };
         d.set_flags(&vec![0; plane * planes])?;
         Ok(d)
@@ -172,12 +185,26 @@ impl DistLattice {
     /// neighbours' ghost planes need) into the neighbours' ghost planes.
     /// Collective.
     pub fn exchange(&self) -> Result<()> {
-        self.exchange_after(Ok(()))
+        self.exchange_after(Ok(()))?;
+        self.check_swaps()
+    }
+
+    /// An error on every rank if a device-to-device swap gave up waiting
+    /// for a neighbour (waits for the queued swaps).
+    fn check_swaps(&self) -> Result<()> {
+        match &self.device_swap {
+            Ok(swap) => self.comm.agree(self.local.ctx.device().and_then(|g| swap.check(g, self.neighbours))),
+            Err(_) => Ok(()),
+        }
     }
 
     /// `exchange` after a local step whose outcome is `done`, agreed on
-    /// with the packing in one reduction.
+    /// with the packing in one reduction. Device to device, it is queued
+    /// only: nothing waits on the host.
     fn exchange_after(&self, done: Result<()>) -> Result<()> {
+        if let Ok(swap) = &self.device_swap {
+            return self.comm.agree(done.and_then(|()| self.swap_on_device(swap)));
+        }
         let (plane, top) = (self.plane(), self.plane() * self.planes);
         let (downward, upward) = (self.directions_from(1), self.directions_from(-1));
         let mut staging = self.staging.lock().unwrap_or_else(|p| p.into_inner());
@@ -205,6 +232,35 @@ impl DistLattice {
         self.comm.agree(stored)
     }
 
+    /// Queues the swap device to device (`PlaneSwap`): the bordering planes
+    /// written into the neighbours' slots once they have taken the last
+    /// ones, then theirs copied from this rank's slots into the ghost planes.
+    fn swap_on_device(&self, swap: &PlaneSwap) -> Result<()> {
+        let g = self.local.ctx.device()?;
+        let (plane, top) = (self.plane(), self.plane() * self.planes);
+        let (downward, upward) = (self.directions_from(1), self.directions_from(-1));
+        let (below, above) = self.neighbours;
+        swap.wait_taken(g)?;
+        // SAFETY: the slots hold a plane's message of these directions (PlaneSwap::new's `message`).
+        unsafe {
+            if let Some(slot) = swap.send.0 {
+                self.local.planes_at((plane, plane), downward, slot, false)?;
+            }
+            if let Some(slot) = swap.send.1 {
+                self.local.planes_at((top, plane), upward, slot, false)?;
+            }
+            swap.post_sent(g)?;
+            swap.wait_arrived(g)?;
+            if below.is_some() {
+                self.local.planes_at((0, plane), upward, swap.receive.0, true)?;
+            }
+            if above.is_some() {
+                self.local.planes_at((top + plane, plane), downward, swap.receive.1, true)?;
+            }
+        }
+        swap.post_taken(g)
+    }
+
     /// A per-site byte array of the own planes (flags, a body mask) with
     /// the neighbours' bordering planes around it; `beyond` fills a ghost
     /// plane with no neighbour.
@@ -222,7 +278,7 @@ impl DistLattice {
         let [nx, ny, nz] = self.dims;
         format!(
             "{nx} x {ny} x {nz} lattice over {} ranks; rank {} owns planes {}..{} ({} planes), swaps {} bytes a plane with \
-             {} below and {} above, each way; exchange: {EXCHANGE_PATH}",
+             {} below and {} above, each way; exchange: {}",
             self.comm.size,
             self.comm.rank,
             self.z_first + 1,
@@ -231,6 +287,11 @@ impl DistLattice {
             self.local.population_bytes() * self.plane() * self.directions_from(1).count_ones() as usize,
             side(self.neighbours.0),
             side(self.neighbours.1),
+            match &self.device_swap {
+                Ok(_) => "device to device through CUDA IPC within the node".into(),
+                Err(why) if why.is_empty() => EXCHANGE_PATH.to_string(),
+                Err(why) => format!("{EXCHANGE_PATH} (no device-direct path: {why})"),
+            }
         )
     }
 }
@@ -354,7 +415,7 @@ impl LatticeApi for DistLattice {
         for _ in 0..count {
             self.exchange_after(self.local.step(1))?;
         }
-        Ok(())
+        self.check_swaps()
     }
 
     fn fields(&self, z_first: i64, z_count: i64, rho: &mut [f64], u: &mut [f64]) -> Result<()> {

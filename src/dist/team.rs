@@ -66,26 +66,8 @@ impl Team {
         let (rank, size) = (comm.rank, comm.size);
         let flags_at = RING * size * MAIL_BYTES;
         let halo_at = (flags_at + 8 * size).next_multiple_of(256);
-        // every rank builds or none does: a failure anywhere stops every rank before the next collective
-        let region = comm.agree(g.shared_region(halo_at + 8 * halo_len.max(1)))?;
-        let handle = comm.agree(region.handle())?;
-        let words: [i64; HANDLE_BYTES / 8] =
-            std::array::from_fn(|k| i64::from_le_bytes(handle[8 * k..8 * k + 8].try_into().unwrap_or_default()));
-        let handles = comm.gather_all(words);
-        let peers = comm.agree(
-            (0..size)
-                .filter(|&r| r != rank)
-                .map(|r| {
-                    let mut h = [0u8; HANDLE_BYTES];
-                    for (k, w) in handles.iter().enumerate() {
-                        h[8 * k..8 * k + 8].copy_from_slice(&w[r].to_le_bytes());
-                    }
-                    g.open_peer_region(&h)
-                })
-                .collect::<Result<Vec<_>>>(),
-        )?;
-        let mut bases: Vec<u64> = peers.iter().map(PeerRegion::address).collect();
-        bases.insert(rank, region.address());
+        let everyone: Vec<usize> = (0..size).collect();
+        let (region, peers, bases) = regions(comm, g, halo_at + 8 * halo_len.max(1), &everyone)?;
         // each source learns where its run starts in this rank's halo
         let mut counts = vec![0i32; size];
         let mut starts = Vec::with_capacity(recv_from.len());
@@ -142,5 +124,158 @@ impl Team {
         let mut l = g.launcher(&f);
         l.arg(&self.table).arg(sc);
         g.launch("halo_wait", l, (1, 1, 1), (1, 1, 1), 0)
+    }
+}
+
+/// This rank's region of `bytes` (zeroed) and the regions of `ranks`
+/// mapped here, with their addresses in `ranks`' order (this rank's own
+/// where it names itself). Collective: every rank builds or none does, so
+/// a failure anywhere stops every rank before the next collective.
+fn regions(comm: &Comm, g: &Gpu, bytes: usize, ranks: &[usize]) -> Result<(SharedRegion, Vec<PeerRegion>, Vec<u64>)> {
+    let region = comm.agree(g.shared_region(bytes))?;
+    let handle = comm.agree(region.handle())?;
+    let words: [i64; HANDLE_BYTES / 8] =
+        std::array::from_fn(|k| i64::from_le_bytes(handle[8 * k..8 * k + 8].try_into().unwrap_or_default()));
+    let handles = comm.gather_all(words);
+    let mut others: Vec<usize> = ranks.iter().copied().filter(|&r| r != comm.rank).collect();
+    others.sort_unstable();
+    others.dedup();
+    let peers = comm.agree(
+        others
+            .iter()
+            .map(|&r| {
+                let mut h = [0u8; HANDLE_BYTES];
+                for (k, w) in handles.iter().enumerate() {
+                    h[8 * k..8 * k + 8].copy_from_slice(&w[r].to_le_bytes());
+                }
+                g.open_peer_region(&h)
+            })
+            .collect::<Result<Vec<_>>>(),
+    )?;
+    let address = |r: usize| match others.binary_search(&r) {
+        Ok(k) => peers[k].address(),
+        Err(_) => region.address(),
+    };
+    let bases = ranks.iter().map(|&r| address(r)).collect();
+    Ok((region, peers, bases))
+}
+
+/// A channel (kernels/krylov.cu `team_post`, `team_wait`): messages
+/// counted in flags, each flag in the region of the rank it tells.
+struct Channel(DeviceBuffer<u64>);
+
+impl Channel {
+    /// Posts count in `flags`; waits pass when every flag has reached the
+    /// count less `lag`.
+    fn new(g: &Gpu, lag: u64, flags: &[u64]) -> Result<Channel> {
+        let mut table = vec![0, flags.len() as u64, lag, 0];
+        table.extend(flags);
+        Ok(Channel(crate::sparse::cuda::upload(g, &table)?))
+    }
+
+    fn queue(&self, g: &Gpu, name: &'static str) -> Result<()> {
+        let f = g.kernel("krylov", SOURCE, name)?;
+        let mut l = g.launcher(&f);
+        l.arg(&self.0);
+        g.launch(name, l, (1, 1, 1), (1, 1, 1), 0)
+    }
+
+    /// Which flag a wait gave up on (1-based; 0: none), waiting for the device.
+    fn lost(&self, g: &Gpu) -> Result<u64> {
+        let mut word = [0u64];
+        g.download(&self.0, 3, &mut word)?;
+        Ok(word[0])
+    }
+}
+
+/// The split lattice's ghost-plane swap device to device: each rank's
+/// region holds two slots, for the planes its neighbours below and above
+/// send, and four flags: a slot's message arrived (from below, from
+/// above), and a message of its own was taken from the neighbour's slot
+/// (by below, by above). A step's swap: wait until the neighbours have
+/// taken the last planes, write the bordering planes into their slots,
+/// post; wait for theirs, copy them into the ghost planes, post.
+pub struct PlaneSwap {
+    /// (below's slot for this rank's lowest plane, above's slot for its highest).
+    pub send: (Option<u64>, Option<u64>),
+    /// This rank's slots: what below sent, what above sent.
+    pub receive: (u64, u64),
+    arrived: (Channel, Channel),
+    taken: (Channel, Channel),
+    _peers: Vec<PeerRegion>,
+    _region: SharedRegion,
+}
+
+impl PlaneSwap {
+    /// Collective. `neighbours`: the ranks below and above (None: a wall);
+    /// `message`: the bytes of a plane's message.
+    pub fn new(comm: &Comm, g: &Gpu, (below, above): (Option<usize>, Option<usize>), message: usize) -> Result<PlaneSwap> {
+        const SLOTS_AT: usize = 256;
+        let slot = message.next_multiple_of(256);
+        let (mine, b, a) = (comm.rank, below.unwrap_or(comm.rank), above.unwrap_or(comm.rank));
+        let (region, peers, bases) = regions(comm, g, SLOTS_AT + 2 * slot, &[mine, b, a])?;
+        let (here, below_at, above_at) = (bases[0], bases[1], bases[2]);
+        // flags: 0 from below arrived, 1 from above arrived, 2 taken by below, 3 taken by above
+        let flag = |base: u64, k: u64| base + 8 * k;
+        let pick =
+            |pairs: [(Option<usize>, u64); 2]| pairs.iter().filter(|(r, _)| r.is_some()).map(|&(_, f)| f).collect::<Vec<_>>();
+        let built = (|| {
+            let arrived = (
+                Channel::new(g, 0, &pick([(below, flag(below_at, 1)), (above, flag(above_at, 0))]))?,
+                Channel::new(g, 0, &pick([(below, flag(here, 0)), (above, flag(here, 1))]))?,
+            );
+            let taken = (
+                Channel::new(g, 0, &pick([(below, flag(below_at, 3)), (above, flag(above_at, 2))]))?,
+                Channel::new(g, 1, &pick([(below, flag(here, 2)), (above, flag(here, 3))]))?,
+            );
+            Ok((arrived, taken))
+        })();
+        let (arrived, taken) = comm.agree(built)?;
+        let at = SLOTS_AT as u64;
+        Ok(PlaneSwap {
+            send: (below.map(|_| below_at + at + slot as u64), above.map(|_| above_at + at)),
+            receive: (here + at, here + at + slot as u64),
+            arrived,
+            taken,
+            _peers: peers,
+            _region: region,
+        })
+    }
+
+    /// Queues the wait until the neighbours have taken this rank's last planes.
+    pub fn wait_taken(&self, g: &Gpu) -> Result<()> {
+        self.taken.1.queue(g, "team_wait")
+    }
+
+    /// Queues the post that this rank's planes are in the neighbours' slots.
+    pub fn post_sent(&self, g: &Gpu) -> Result<()> {
+        self.arrived.0.queue(g, "team_post")
+    }
+
+    /// Queues the wait for the neighbours' planes in this rank's slots.
+    pub fn wait_arrived(&self, g: &Gpu) -> Result<()> {
+        self.arrived.1.queue(g, "team_wait")
+    }
+
+    /// Queues the post that this rank has taken its neighbours' planes.
+    pub fn post_taken(&self, g: &Gpu) -> Result<()> {
+        self.taken.0.queue(g, "team_post")
+    }
+
+    /// After the queued swaps: an error if a wait gave up on a neighbour
+    /// that did not answer for a minute.
+    pub fn check(&self, g: &Gpu, (below, above): (Option<usize>, Option<usize>)) -> Result<()> {
+        let sides: Vec<usize> = [below, above].into_iter().flatten().collect();
+        for ch in [&self.arrived.1, &self.taken.1] {
+            let lost = ch.lost(g)?;
+            if lost > 0 {
+                let r = sides.get(lost as usize - 1).copied().unwrap_or(usize::MAX);
+                return Err(crate::error::Error::new(
+                    crate::error::ErrorKind::Device,
+                    format!("the ghost-plane swap waited a minute for rank {r}, which never answered (has it failed or left the step?)"),
+                ));
+            }
+        }
+        Ok(())
     }
 }

@@ -71,6 +71,16 @@ impl Gpu {
         Ok(PeerRegion { ctx: self.ctx.clone(), base })
     }
 
+    /// `len` elements at `address` (in a region, this rank's or a mapped
+    /// one) as a buffer kernels take.
+    ///
+    /// # Safety
+    /// The memory must hold `len` elements and outlive the view.
+    pub unsafe fn view_at<T: DeviceScalar>(&self, address: u64, len: usize) -> Borrowed<T> {
+        // SAFETY: as the caller guarantees; Borrowed never frees the memory.
+        Borrowed(std::mem::ManuallyDrop::new(unsafe { self.stream.upgrade_device_ptr::<T>(address, len) }))
+    }
+
     /// Whether the device's contexts run through NVIDIA's Multi-Process
     /// Service, so that several processes' kernels run side by side rather
     /// than taking turns.
@@ -98,9 +108,8 @@ impl SharedRegion {
     /// `len` elements at byte `offset` of the region, as a buffer kernels and
     /// copies take; it must be dropped before the region.
     pub fn view<T: DeviceScalar>(&self, g: &Gpu, offset: usize, len: usize) -> Borrowed<T> {
-        // SAFETY: the caller's layout keeps offset + len elements inside the
-        // region; Borrowed never frees the memory.
-        Borrowed(std::mem::ManuallyDrop::new(unsafe { g.stream.upgrade_device_ptr::<T>(self.base + offset as u64, len) }))
+        // SAFETY: the caller's layout keeps offset + len elements inside the region.
+        unsafe { g.view_at(self.base + offset as u64, len) }
     }
 }
 

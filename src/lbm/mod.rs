@@ -862,6 +862,27 @@ impl Lattice {
         with_populations!(&mut st.storage, p => p.raw_sites(gpu, (first, count), dirs, typed_mut(out)?))
     }
 
+    /// `pack_sites` on the device, into device memory at `address` (a
+    /// neighbouring rank's, mapped), or with `unpack` the reverse: queued,
+    /// not waited for.
+    ///
+    /// # Safety
+    /// `address` must hold count x (directions in `dirs`) stored populations.
+    #[cfg(feature = "mpi")]
+    pub(crate) unsafe fn planes_at(&self, (first, count): (usize, usize), dirs: u32, address: u64, unpack: bool) -> Result<()> {
+        let g = self.ctx.device()?;
+        let mut st = self.state();
+        let len = count * dirs.count_ones() as usize;
+        with_populations!(&mut st.storage, p => match &mut p.current {
+            // SAFETY: as the caller guarantees.
+            Buffer::Device(f) => {
+                let mut there = unsafe { g.view_at(address, len) };
+                cuda::planes(g, f, &mut there, (first, count), dirs, unpack)
+            }
+            Buffer::Host(_) => Err(crate::array::mixed_backends()),
+        })
+    }
+
     /// Overwrites `count` sites from `first` in the directions of `dirs`
     /// with what `pack_sites` of a lattice of the same storage and state gave.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
