@@ -4,6 +4,9 @@
 //! pair fused). The preconditioner is the one of a one-process solver built
 //! on the rank's diagonal block: Jacobi is then exactly Jacobi of the global
 //! matrix, ILU(0) and AMG are their block-Jacobi forms over the ranks.
+//! Where the ranks form a team (`team.rs`: CUDA, one node), CG and
+//! BiCGSTAB iterate on the device as in one process, their sums over the
+//! ranks done there.
 
 use super::matrix::DistCsr;
 use crate::array::{Array, Buffer};
