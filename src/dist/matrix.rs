@@ -116,9 +116,13 @@ impl DistCsr {
             Ok((own, halo, device))
         })();
         let (own, halo, device) = comm.agree(built)?;
+        // asked on every rank, on a GPU or not (a collective)
+        let why_not = team::unsuitable(&comm, ctx.gpu());
         let device = match device {
             None => None,
-            Some((rows, send)) => Some(device_exchange(&comm, &ctx, rows, send, &recv_from, &send_to, split.halo_cols.len())?),
+            Some((rows, send)) => {
+                Some(device_exchange(&comm, &ctx, (rows, send), why_not, &recv_from, &send_to, split.halo_cols.len())?)
+            }
         };
         let staging = Mutex::new((vec![0.0; send_rows.len()], vec![0.0; split.halo_cols.len()]));
         Ok(DistCsr {
@@ -340,18 +344,17 @@ impl Product<'_> {
 }
 
 /// The device side of the exchange: with a team where the ranks allow one
-/// (every rank agrees), else the host-staged path, saying why.
+/// (`why_not` None on every rank), else the host-staged path, saying why.
 fn device_exchange(
     comm: &Comm,
     ctx: &Context,
-    send_rows: DeviceBuffer<i32>,
-    send: DeviceBuffer<f64>,
+    (send_rows, send): (DeviceBuffer<i32>, DeviceBuffer<f64>),
+    why_not: Option<String>,
     recv_from: &[(usize, usize)],
     send_to: &[(usize, usize)],
     halo_len: usize,
 ) -> Result<DeviceExchange> {
     let g = ctx.device()?;
-    let why_not = team::unsuitable(comm, Some(g));
     let (halo, team, why_not) = match why_not {
         Some(why) => (Halo::Own(comm.agree(g.alloc(halo_len.max(1)))?), None, Some(why)),
         None => match Team::new(comm, g, recv_from, send_to, halo_len) {
