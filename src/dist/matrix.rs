@@ -58,10 +58,9 @@ struct DeviceExchange {
     send_rows: DeviceBuffer<i32>,
     send: DeviceBuffer<f64>,
     halo: Mutex<Halo>,
-    /// The device-direct path (declared after `halo`, which may live in its region, so dropped after it).
-    team: Option<Team>,
-    /// Why there is no team.
-    why_not: Option<String>,
+    /// The device-direct path, or why there is none (declared after `halo`,
+    /// which may live in its region, so dropped after it).
+    team: std::result::Result<Team, String>,
 }
 
 /// The halo on the device: the rank's own buffer, or part of its team region.
@@ -237,12 +236,12 @@ impl DistCsr {
     /// How the halo and the reductions of a device-driven solve travel.
     pub fn exchange_path(&self) -> String {
         match &self.device {
-            Some(DeviceExchange { team: Some(_), .. }) => {
+            Some(DeviceExchange { team: Ok(_), .. }) => {
                 "device to device through CUDA IPC within the node (reductions summed on the device); \
                  a product called alone: MPI through host buffers"
                     .into()
             }
-            Some(DeviceExchange { why_not: Some(why), .. }) => format!("{EXCHANGE_PATH} (no device-direct path: {why})"),
+            Some(DeviceExchange { team: Err(why), .. }) => format!("{EXCHANGE_PATH} (no device-direct path: {why})"),
             _ => EXCHANGE_PATH.into(),
         }
     }
@@ -282,7 +281,7 @@ impl Operator for Product<'_> {
     fn apply_device(&self, g: &Gpu, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
         let a = self.a;
         let dx = a.device.as_ref().ok_or_else(mixed_backends)?;
-        if let (Some(team), Some(sc)) = (&dx.team, sc) {
+        if let (Ok(team), Some(sc)) = (&dx.team, sc) {
             return self.apply_in_team(g, team, x, y, sc);
         }
         let n = a.local_rows();
@@ -308,7 +307,7 @@ impl Operator for Product<'_> {
     }
 
     fn device_team(&self, g: &Gpu) -> u64 {
-        self.a.device.as_ref().and_then(|dx| dx.team.as_ref()).map_or(0, |t| t.address(g))
+        self.a.device.as_ref().and_then(|dx| dx.team.as_ref().ok()).map_or(0, |t| t.address(g))
     }
 }
 
@@ -355,14 +354,15 @@ fn device_exchange(
     halo_len: usize,
 ) -> Result<DeviceExchange> {
     let g = ctx.device()?;
-    let (halo, team, why_not) = match why_not {
-        Some(why) => (Halo::Own(comm.agree(g.alloc(halo_len.max(1)))?), None, Some(why)),
-        None => match Team::new(comm, g, recv_from, send_to, halo_len) {
-            Ok((team, halo)) => (Halo::Shared(halo), Some(team), None),
-            Err(e) => (Halo::Own(comm.agree(g.alloc(halo_len.max(1)))?), None, Some(format!("CUDA IPC: {}", e.message))),
-        },
+    let team = match why_not {
+        None => Team::new(comm, g, recv_from, send_to, halo_len).map_err(|e| format!("CUDA IPC: {}", e.message)),
+        Some(why) => Err(why),
     };
-    Ok(DeviceExchange { send_rows, send, halo: Mutex::new(halo), team, why_not })
+    let (halo, team) = match team {
+        Ok((team, halo)) => (Halo::Shared(halo), Ok(team)),
+        Err(why) => (Halo::Own(comm.agree(g.alloc(halo_len.max(1)))?), Err(why)),
+    };
+    Ok(DeviceExchange { send_rows, send, halo: Mutex::new(halo), team })
 }
 
 fn pick(values: &[f64], entries: &[usize]) -> Vec<f64> {
