@@ -15,8 +15,12 @@
 //! faces do.
 //!
 //! On CUDA, where the ranks share one node, the swap goes device to device
-//! (`team.rs` `PlaneSwap`, CUDA IPC): queued after the step, so the host
-//! never waits for it; elsewhere through page-locked host buffers and MPI.
+//! (`team.rs` `PlaneSwap`, CUDA IPC) and overlaps the step: the bordering
+//! planes step first, then the swap runs on a second stream of high
+//! priority while the planes between step, and the host waits for neither.
+//! (The ghost planes are not stepped there: no owned site reads what a
+//! step would write into them.) Elsewhere the swap goes through
+//! page-locked host buffers and MPI after the whole step.
 //!
 //! The local lattice streams by pull on CUDA (push on the CPU): its state
 //! between calls depends only on the calls made, all collective, so every
@@ -153,6 +157,14 @@ impl DistLattice {
     /// This rank's own sites in the local lattice: (first, count).
     fn own(&self) -> (usize, usize) {
         (self.plane(), self.plane() * self.planes)
+    }
+
+    /// The own planes that border the neighbours (the lowest and highest;
+    /// one when the rank owns one) and those between, as (first, count) sites.
+    fn edges_and_inner(&self) -> ([(usize, usize); 2], (usize, usize)) {
+        let plane = self.plane();
+        let highest = if self.planes > 1 { (plane * self.planes, plane) } else { (0, 0) };
+        ([(plane, plane), highest], (2 * plane, plane * self.planes.saturating_sub(2)))
     }
 
     /// Swaps boundary planes with the neighbours: `lowest` and `highest`
@@ -413,7 +425,17 @@ impl LatticeApi for DistLattice {
     fn step(&self, count: u64) -> Result<()> {
         self.comm.same_everywhere("steps", &[count as f64])?;
         for _ in 0..count {
-            self.exchange_after(self.local.step(1))?;
+            match (&self.device_swap, self.local.ctx.gpu()) {
+                // device to device, the swap overlaps the inner planes' step
+                (Ok(swap), Some(g)) => {
+                    let (edges, inner) = self.edges_and_inner();
+                    let stepped = self.local.step_edges_first(&edges, inner);
+                    let swapped = self.comm.agree(stepped.and_then(|()| g.on_side(|| self.swap_on_device(swap))));
+                    g.join_side()?;
+                    swapped?;
+                }
+                _ => self.exchange_after(self.local.step(1))?,
+            }
         }
         self.check_swaps()
     }

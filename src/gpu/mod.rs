@@ -96,6 +96,13 @@ pub struct Gpu {
     capture_stream: Arc<CudaStream>,
     capture_lock: Mutex<()>,
     capture_owner: std::sync::atomic::AtomicU64,
+    /// A second stream, of the highest priority, for short work that
+    /// overlaps the main stream's (`on_side`): this thread's queued work goes
+    /// there while `side_owner` holds its tag; the two events order it
+    /// against the main stream (`fork_side`, `join_side`).
+    side_stream: Arc<CudaStream>,
+    side_owner: std::sync::atomic::AtomicU64,
+    side_events: [CudaEvent; 2],
     pub info: DeviceInfo,
 }
 
@@ -160,12 +167,19 @@ impl Gpu {
             return Err(no_device(format!("device ordinal {ordinal} requested but {count} CUDA device(s) present")));
         }
         let ctx = CudaContext::new(ordinal).map_err(|e| device_error("creating the CUDA context", e))?;
-        // One stream per fegpu context orders all its work, so cudarc's
-        // per-buffer event tracking (for multi-stream safety) is pure overhead.
-        // SAFETY: no buffer of this context is ever used on another stream.
+        // One stream per fegpu context orders its work, so cudarc's per-buffer
+        // event tracking (for multi-stream safety) is pure overhead.
+        // SAFETY: a buffer used on another stream (a lane, the side stream) is
+        // ordered against the main stream by explicit events (`on_side`, `join_side`).
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(|e| device_error("creating a stream", e))?;
         let capture_stream = ctx.new_stream().map_err(|e| device_error("creating a stream", e))?;
+        let (_, highest) =
+            cudarc::driver::result::stream::get_priority_range().map_err(|e| device_error("reading stream priorities", e))?;
+        let side_stream = ctx.new_stream_with_priority(highest).map_err(|e| device_error("creating a stream", e))?;
+        let ordering_event =
+            || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)).map_err(|e| device_error("creating an event", e));
+        let side_events = [ordering_event()?, ordering_event()?];
         let attr = |a| ctx.attribute(a).map_err(|e| device_error("reading a device attribute", e));
         let cc = (
             attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
@@ -205,6 +219,9 @@ impl Gpu {
             capture_stream,
             capture_lock: Mutex::new(()),
             capture_owner: 0.into(),
+            side_stream,
+            side_owner: 0.into(),
+            side_events,
             info,
         })
     }
@@ -214,11 +231,13 @@ impl Gpu {
         self.ctx.mem_get_info().map(|(free, _)| free).unwrap_or(0)
     }
 
-    /// The stream this thread's work goes to: the context's, or the capture
-    /// stream while this thread records a graph.
+    /// The stream this thread's work goes to: the context's, the capture
+    /// stream while this thread records a graph, or the side stream in `on_side`.
     fn stream(&self) -> &Arc<CudaStream> {
         if self.capturing_here() {
             &self.capture_stream
+        } else if self.side_owner.load(std::sync::atomic::Ordering::Acquire) == THREAD_TAG.with(|t| *t) {
+            &self.side_stream
         } else {
             &self.stream
         }
@@ -229,7 +248,39 @@ impl Gpu {
         self.capture_owner.load(std::sync::atomic::Ordering::Acquire) == me
     }
 
+    /// Waits on the host for the work queued on this thread's stream.
     pub fn synchronize(&self, what: &str) -> Result<()> {
-        self.stream.synchronize().map_err(|e| device_error(what, e))
+        self.stream().synchronize().map_err(|e| device_error(what, e))
+    }
+
+    /// Marks the point in the main stream's work after which side work
+    /// (`on_side`) may start.
+    pub fn fork_side(&self) -> Result<()> {
+        self.side_events[0].record(&self.stream).map_err(|e| device_error("marking the side stream's start", e))
+    }
+
+    /// Queues the work `queue` queues on the side stream instead: after the
+    /// main stream's work up to the last `fork_side`, beside what the main
+    /// stream runs after it, until `join_side`. The side stream has the
+    /// highest priority, so its blocks go ahead of a bulk kernel's waiting
+    /// ones. One thread at a time; not while capturing a graph.
+    pub fn on_side<R>(&self, queue: impl FnOnce() -> Result<R>) -> Result<R> {
+        use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+        let me = THREAD_TAG.with(|t| *t);
+        if self.capturing_here() || self.side_owner.compare_exchange(0, me, AcqRel, Acquire).is_err() {
+            return Err(Error::internal("the side stream is taken (another thread, or a graph being captured)"));
+        }
+        let ordered = self.side_stream.wait(&self.side_events[0]).map_err(|e| device_error("ordering the side stream", e));
+        let queued = ordered.and_then(|()| queue());
+        self.side_owner.store(0, Release);
+        queued
+    }
+
+    /// Orders the main stream's later work after everything queued on the side stream.
+    pub fn join_side(&self) -> Result<()> {
+        self.side_events[1]
+            .record(&self.side_stream)
+            .and_then(|()| self.stream.wait(&self.side_events[1]))
+            .map_err(|e| device_error("ordering the main stream after the side one", e))
     }
 }

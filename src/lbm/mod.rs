@@ -485,20 +485,46 @@ impl<T: Stored> Populations<T> {
                     std::mem::swap(&mut self.current, self.spare.as_mut().expect("the host's second buffer"));
                 }
                 (_, _, _, Some(g)) => {
-                    // set_scheme settles, so push never finds a streaming pending.
-                    let (pass, pending) = match (s.scheme, self.stream_pending) {
-                        (Scheme::Push, _) => (Pass::Push, false),
-                        (Scheme::Pull, false) => (Pass::Collide, true),
-                        (Scheme::Pull, true) => (Pass::Pull, true),
-                        (Scheme::InPlace, false) => (Pass::Even, true),
-                        (Scheme::InPlace, true) => (Pass::Odd, false),
-                    };
+                    let (pass, pending) = self.next_pass(s.scheme);
                     self.pass(g, s, pass, all, true)?;
                     self.stream_pending = pending;
                 }
                 _ => return Err(crate::array::mixed_backends()),
             }
         }
+        Ok(())
+    }
+
+    /// The device pass a step makes now, and whether a streaming is pending after it.
+    fn next_pass(&self, scheme: Scheme) -> (Pass, bool) {
+        // set_scheme settles, so push never finds a streaming pending.
+        match (scheme, self.stream_pending) {
+            (Scheme::Push, _) => (Pass::Push, false),
+            (Scheme::Pull, false) => (Pass::Collide, true),
+            (Scheme::Pull, true) => (Pass::Pull, true),
+            (Scheme::InPlace, false) => (Pass::Even, true),
+            (Scheme::InPlace, true) => (Pass::Odd, false),
+        }
+    }
+
+    /// One device step of a two-buffer scheme over the sites `edges`, then
+    /// `Gpu::fork_side`, then the sites `inner`, the other sites left as they
+    /// are: side work (`Gpu::on_side`) the caller queues next overlaps the
+    /// inner sites' step.
+    fn step_edges_first(&mut self, s: &Setting, edges: &[(usize, usize)], inner: (usize, usize)) -> Result<()> {
+        let (Some(g), Some(Buffer::Device(_))) = (s.gpu, &self.spare) else {
+            return Err(Error::internal("stepping the edges first needs a two-buffer scheme on the device"));
+        };
+        let (pass, pending) = self.next_pass(s.scheme);
+        for &range in edges.iter().filter(|r| r.1 > 0) {
+            self.pass(g, s, pass, range, false)?;
+        }
+        g.fork_side()?;
+        if inner.1 > 0 {
+            self.pass(g, s, pass, inner, false)?;
+        }
+        std::mem::swap(&mut self.current, self.spare.as_mut().expect("the second buffer"));
+        self.stream_pending = pending;
         Ok(())
     }
 
@@ -815,6 +841,19 @@ impl Lattice {
         let mut st = self.state();
         let (s, storage) = st.split(gpu);
         with_populations!(storage, p => p.step(&s, count))
+    }
+
+    /// One step of the sites `edges`, then `Gpu::fork_side`, then the sites
+    /// `inner`, the others left as they are: a split lattice's owned planes,
+    /// whose swap (side work the caller queues next, then joins) overwrites
+    /// the ghost planes while the inner planes step. CUDA with a two-buffer
+    /// scheme only.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
+    pub(crate) fn step_edges_first(&self, edges: &[(usize, usize)], inner: (usize, usize)) -> Result<()> {
+        let gpu = self.ctx.gpu();
+        let mut st = self.state();
+        let (s, storage) = st.split(gpu);
+        with_populations!(storage, p => p.step_edges_first(&s, edges, inner))
     }
 
     /// The body whose force `body_force` reports: one value per site (x
