@@ -91,16 +91,18 @@ module fegpu_types
        FEGPU_METHOD_BICG = 4, FEGPU_METHOD_CGS = 5
   integer, parameter, public :: FEGPU_PRECOND_NONE = 0, FEGPU_PRECOND_JACOBI = 1, FEGPU_PRECOND_ILU0 = 2, FEGPU_PRECOND_AMG = 3, &
        FEGPU_PRECOND_ILU0_JACOBI = 4
-  integer, parameter, public :: FEGPU_SMOOTHER_AUTO = 0, FEGPU_SMOOTHER_CHEBYSHEV = 1, FEGPU_SMOOTHER_L1_JACOBI = 2
+  integer, parameter, public :: FEGPU_SMOOTHER_AUTO = 0, FEGPU_SMOOTHER_CHEBYSHEV = 1, FEGPU_SMOOTHER_L1_JACOBI = 2, &
+       FEGPU_SMOOTHER_GAUSS_SEIDEL = 3
 
   !> fegpu_amg_options of fegpu.h, initialised to the defaults: change the
   !> fields you tune and pass it to fegpu_solver_create_amg.
   type, bind(C), public :: fegpu_amg_options
     !> Strength threshold theta in [0, 1] (0: every connection is strong).
     real(c_double) :: strength = 0
-    !> FEGPU_SMOOTHER_AUTO (Chebyshev if A is symmetric, else l1-Jacobi), _CHEBYSHEV, _L1_JACOBI.
+    !> FEGPU_SMOOTHER_AUTO (Chebyshev if A is symmetric, else l1-Jacobi), _CHEBYSHEV, _L1_JACOBI,
+    !> _GAUSS_SEIDEL (symmetric, in the rows' order: fewest iterations on jumps and convection).
     integer(c_int32_t) :: smoother = FEGPU_SMOOTHER_AUTO
-    !> Chebyshev degree or l1-Jacobi sweeps, 1 to 16 (0: 2).
+    !> Chebyshev degree, l1-Jacobi or Gauss-Seidel sweeps, 1 to 16 (0: 2, or 1 for Gauss-Seidel).
     integer(c_int32_t) :: sweeps = 0
     !> Rows at which coarsening stops (the coarsest level is inverted densely); at most this many levels.
     integer(c_int64_t) :: coarsest = 256, max_levels = 20

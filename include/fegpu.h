@@ -191,6 +191,11 @@
 
 #define FEGPU_SMOOTHER_L1_JACOBI 2
 
+// Symmetric Gauss-Seidel in the rows' order (pyamg's smoother): fewest
+// iterations where the material jumps or convection dominates; each sweep
+// is an exact triangular solve, several SpMVs on the device.
+#define FEGPU_SMOOTHER_GAUSS_SEIDEL 3
+
 // Status returned by every C entry point (0 = success).
 typedef int32_t fegpu_status;
 
@@ -267,9 +272,10 @@ typedef struct fegpu_amg_options {
   // Strength threshold theta in [0, 1]: j is a strong neighbour of i when
   // |a_ij| >= theta sqrt(|a_ii a_jj|) (block norms for block_size > 1). Default 0.
   double strength;
-  // FEGPU_SMOOTHER_AUTO (default), _CHEBYSHEV or _L1_JACOBI.
+  // FEGPU_SMOOTHER_AUTO (default), _CHEBYSHEV, _L1_JACOBI or _GAUSS_SEIDEL.
   int32_t smoother;
-  // Chebyshev degree or l1-Jacobi sweeps, 1 to 16 (0: 2).
+  // Chebyshev degree, l1-Jacobi or symmetric Gauss-Seidel sweeps, 1 to 16
+  // (0: 2, or 1 for Gauss-Seidel).
   int32_t sweeps;
   // Rows at which coarsening stops; the coarsest level is inverted densely. Default 256.
   int64_t coarsest;

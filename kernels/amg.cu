@@ -167,3 +167,27 @@ extern "C" __global__ void __launch_bounds__(256) amg_asymmetry(int n, const int
             }
     }
 }
+
+// Symmetric Gauss-Seidel as the ILU(0) sweeps over F: a_ij / a_jj below the
+// diagonal (the unit lower sweep is then (I + L D^-1)^-1 = D (D + L)^-1),
+// a_ij on and above it, so the two sweeps apply (D + U)^-1 D (D + L)^-1.
+// f may be a: only lower entries are written, only diagonals read across rows.
+extern "C" __global__ void __launch_bounds__(256) amg_gs_factor(int n, const int* __restrict__ rp,
+    const int* __restrict__ ci, const int* __restrict__ diag, const double* a, double* f) {
+    GRID_STRIDE(i, n) {
+        for (int k = rp[i]; k < rp[i + 1]; ++k) {
+            const int j = ci[k];
+            if (j < i)
+                f[k] = a[k] / a[diag[j]];
+            else if (f != a)
+                f[k] = a[k];
+        }
+    }
+}
+
+// x_out = x_in + d: a Gauss-Seidel step's correction.
+extern "C" __global__ void __launch_bounds__(256) amg_correct(int n, const double* __restrict__ x_in,
+    const double* __restrict__ d, double* __restrict__ x_out, const double* sc) {
+    if (stopped(sc)) return;
+    GRID_STRIDE(i, n) x_out[i] = x_in[i] + d[i];
+}

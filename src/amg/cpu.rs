@@ -3,7 +3,7 @@
 //! smooths again with the same steps (so the cycle is symmetric for a
 //! symmetric A and serves CG). The device (`cuda.rs`) runs the same steps.
 
-use super::{Hierarchy, Mat};
+use super::{Hierarchy, Mat, Smoother};
 
 /// One smoothing step: d = c1 d + c2 inv (b - A x); x += d (x = 0 and d = 0
 /// before the first step from zero: `from_zero`).
@@ -17,7 +17,27 @@ fn smooth_step(a: &Mat, inv: &[f64], c: [f64; 2], b: &[f64], x: &mut [f64], d: &
     }
 }
 
-fn smooth(a: &Mat, inv: &[f64], coefficients: &[[f64; 2]], b: &[f64], x: &mut [f64], mut from_zero: bool) {
+/// Symmetric Gauss-Seidel in place: rows 0..n, then n-1..0, each
+/// x_i = (b_i - sum_{j != i} a_ij x_j) / a_ii (`inv` holds 1 / a_ii).
+fn gauss_seidel(a: &Mat, inv: &[f64], b: &[f64], x: &mut [f64]) {
+    let mut row = |i: usize| {
+        let off: f64 = a.row(i).filter(|&k| a.ci[k] as usize != i).map(|k| a.v[k] * x[a.ci[k] as usize]).sum();
+        x[i] = (b[i] - off) * inv[i];
+    };
+    (0..a.nrows).for_each(&mut row);
+    (0..a.nrows).rev().for_each(&mut row);
+}
+
+fn smooth(h: &Hierarchy, l: usize, b: &[f64], x: &mut [f64], mut from_zero: bool) {
+    let level = &h.levels[l];
+    let (a, inv, coefficients) = (&level.a, &level.smoother_inverse, &level.coefficients);
+    if let Smoother::GaussSeidel { .. } = h.smoother.on_level(l) {
+        if from_zero {
+            x.fill(0.0);
+        }
+        coefficients.iter().for_each(|_| gauss_seidel(a, inv, b, x));
+        return;
+    }
     let mut d = vec![0.0; a.nrows];
     for &c in coefficients {
         smooth_step(a, inv, c, b, x, &mut d, from_zero);
@@ -36,12 +56,12 @@ fn cycle(h: &Hierarchy, l: usize, b: &[f64], x: &mut [f64]) {
                     x[i] = (0..n).map(|j| inv[i * n + j] * b[j]).sum();
                 }
             }
-            None => smooth(&level.a, &level.smoother_inverse, &level.coefficients, b, x, true),
+            None => smooth(h, l, b, x, true),
         }
         return;
     };
     let a = &level.a;
-    smooth(a, &level.smoother_inverse, &level.coefficients, b, x, true);
+    smooth(h, l, b, x, true);
     let mut r = vec![0.0; a.nrows];
     for i in 0..a.nrows {
         r[i] = b[i] - a.row(i).map(|k| a.v[k] * x[a.ci[k] as usize]).sum::<f64>();
@@ -55,7 +75,7 @@ fn cycle(h: &Hierarchy, l: usize, b: &[f64], x: &mut [f64]) {
     for i in 0..a.nrows {
         x[i] += tr.p.row(i).map(|k| tr.p.v[k] * xc[tr.p.ci[k] as usize]).sum::<f64>();
     }
-    smooth(a, &level.smoother_inverse, &level.coefficients, b, x, false);
+    smooth(h, l, b, x, false);
 }
 
 /// z = one V-cycle applied to r.

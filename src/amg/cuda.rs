@@ -16,7 +16,7 @@ use super::{host, Hierarchy, Mat, Smoother};
 use crate::array::cuda::{amax, gather, grid_for, update, Reduce, BLOCK};
 use crate::error::{Error, Result};
 use crate::gpu::{arg_or_null, DeviceBuffer, Gpu, KernelArg};
-use crate::sparse::cuda::{spmv_blocks, spmv_with, threads_per_row, upload};
+use crate::sparse::cuda::{spmv_blocks, spmv_with, syncfree_apply, threads_per_row, upload, SyncFreeSweeps};
 use crate::sparse::DevicePattern;
 
 /// kernels/amg.cu after the shared prelude and the CSR row product.
@@ -79,6 +79,39 @@ struct DeviceLevel {
     b: DeviceBuffer<f64>,
     d: DeviceBuffer<f64>,
     residual: DeviceBuffer<f64>,
+    gauss_seidel: Option<GaussSeidel>,
+}
+
+/// Symmetric Gauss-Seidel on the device: a step is the ILU(0) sweeps over
+/// the factor F of kernels/amg.cu `amg_gs_factor` (exact forward and
+/// backward substitutions in the rows' order, so the steps equal the
+/// host's in-place sweeps to rounding).
+struct GaussSeidel {
+    factor: DeviceBuffer<f64>,
+    sweeps: SyncFreeSweeps,
+}
+
+impl GaussSeidel {
+    fn new(g: &Gpu, m: &Mat) -> Result<GaussSeidel> {
+        let diag = m.diagonal_positions();
+        if let Some(i) = diag.iter().position(|&k| k < 0) {
+            return Err(Error::invalid(format!("AMG Gauss-Seidel: a level's row {i} has no diagonal entry")));
+        }
+        let (row_ptr, col) = (m.rp.clone(), m.ci.clone());
+        let pattern =
+            crate::sparse::Pattern { nrows: m.nrows, ncols: m.ncols, row_ptr, col, diag, slot_of: None, caller_nnz: m.nnz() };
+        let levels = crate::sparse::solver::levels(&pattern);
+        Ok(GaussSeidel { factor: g.alloc(m.nnz().max(1))?, sweeps: SyncFreeSweeps::new(g, &levels, m.nrows, None)? })
+    }
+
+    /// F from the level matrix's current values.
+    fn refresh(&self, g: &Gpu, n: usize, a: &LevelMatrix) -> Result<()> {
+        let f = g.kernel("amg", SOURCE, "amg_gs_factor")?;
+        let n32 = n as i32;
+        let mut l = g.launcher(&f);
+        l.arg(&n32).arg(&a.pattern.row_ptr).arg(&a.pattern.col).arg(&a.pattern.diag).arg(a.values).arg(&self.factor);
+        g.launch("amg_gs_factor", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
+    }
 }
 
 /// What the re-setup on the device reads of a level beyond the V-cycle's data
@@ -122,7 +155,9 @@ fn coefficient_table(h: &Hierarchy) -> Vec<f64> {
 }
 
 impl DeviceHierarchy {
-    pub fn new(g: &Gpu, h: &Hierarchy) -> Result<DeviceHierarchy> {
+    /// The hierarchy `h` on the device, over the finest matrix already
+    /// there (`pattern`, `values`: the solver's own).
+    pub fn new(g: &Gpu, h: &Hierarchy, pattern: &DevicePattern, values: &DeviceBuffer<f64>) -> Result<DeviceHierarchy> {
         let mut levels = Vec::with_capacity(h.levels.len());
         for (l, level) in h.levels.iter().enumerate() {
             let n = level.a.nrows;
@@ -143,13 +178,22 @@ impl DeviceHierarchy {
                 b: g.zeros(n.max(1))?,
                 d: g.zeros(n.max(1))?,
                 residual: g.zeros(n.max(1))?,
+                gauss_seidel: match h.smoother.on_level(l) {
+                    Smoother::GaussSeidel { .. } => Some(GaussSeidel::new(g, &level.a)?),
+                    _ => None,
+                },
             });
+            let dl = levels.last().expect("just pushed");
+            if let Some(gs) = &dl.gauss_seidel {
+                let a = dl.a.as_ref().map_or(LevelMatrix { pattern, values }, |a| a.matrix());
+                gs.refresh(g, n, &a)?;
+            }
         }
         let smooth = h.options.smooth_prolongator;
         let mut numbers = Vec::with_capacity(h.levels.len());
-        for level in &h.levels {
+        for (l, level) in h.levels.iter().enumerate() {
             let a = &level.a;
-            let rho = needs_rho(h.smoother, smooth, level.transfer.is_some());
+            let rho = needs_rho(h.smoother.on_level(l), smooth, level.transfer.is_some());
             numbers.push(LevelNumbers {
                 dinv: g.zeros(a.nrows.max(1))?,
                 start: upload(g, &if rho { host::lanczos_start(a.nrows) } else { Vec::new() })?,
@@ -212,7 +256,7 @@ impl DeviceHierarchy {
         clock.lap("device checks");
         let (smoother, smooth, symmetric) = (h.smoother, h.options.smooth_prolongator, asym.is_none());
         for l in 0..h.levels.len() {
-            let n = h.levels[l].a.nrows;
+            let (n, smoother) = (h.levels[l].a.nrows, smoother.on_level(l));
             let (dl, numbers) = (&levels[l], &numbers[l]);
             let a = match &dl.a {
                 Some(a) => a.matrix(),
@@ -232,8 +276,13 @@ impl DeviceHierarchy {
                 }
             };
             match smoother {
-                Smoother::Chebyshev { .. } => update(g, n, &dl.inverse, 1.0, &numbers.dinv, 0.0, None, 0.0)?,
+                Smoother::Chebyshev { .. } | Smoother::GaussSeidel { .. } => {
+                    update(g, n, &dl.inverse, 1.0, &numbers.dinv, 0.0, None, 0.0)?
+                }
                 Smoother::L1Jacobi { .. } => row_sums(g, n, &a, None, &dl.inverse)?,
+            }
+            if let Some(gs) = &dl.gauss_seidel {
+                gs.refresh(g, n, &a)?;
             }
             h.levels[l].spectral_radius = rho;
             h.levels[l].coefficients = coefficients(smoother, rho);
@@ -432,6 +481,33 @@ fn smooth_step(
     g.launch(&name, l, (spmv_blocks(n, tpr) as u32, 1, 1), (BLOCK, 1, 1), 0)
 }
 
+/// One symmetric Gauss-Seidel step: x_out = x_in + M^-1 (b - A x_in), or
+/// M^-1 b from zero, M^-1 by the two sweeps over the level's factor.
+#[allow(clippy::too_many_arguments)]
+fn gauss_seidel_step(
+    g: &Gpu,
+    a: &LevelMatrix,
+    n: usize,
+    dl: &DeviceLevel,
+    gs: &GaussSeidel,
+    b: &DeviceBuffer<f64>,
+    x_in: Option<&DeviceBuffer<f64>>,
+    x_out: &DeviceBuffer<f64>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
+    let Some(x_in) = x_in else {
+        return syncfree_apply(g, a.pattern, n, &gs.sweeps, &gs.factor, b, x_out, sc);
+    };
+    residual(g, a, n, b, x_in, &dl.residual, sc)?;
+    syncfree_apply(g, a.pattern, n, &gs.sweeps, &gs.factor, &dl.residual, &dl.d, sc)?;
+    let f = g.kernel("amg", SOURCE, "amg_correct")?;
+    let n32 = n as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&n32).arg(x_in).arg(&dl.d).arg(x_out);
+    arg_or_null(&mut l, sc);
+    g.launch("amg_correct", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
+}
+
 fn residual(
     g: &Gpu,
     a: &LevelMatrix,
@@ -473,7 +549,10 @@ fn cycle<'a>(
         for s in 0..level.coefficients.len() {
             let out = current.map_or(1, |c| 1 - c);
             let coef = (&dh.coefficients, (l * MAX_STEPS + s) as i32);
-            smooth_step(g, &a, n, dl, b, current.map(|c| x[c]), x[out], coef, sc)?;
+            match &dl.gauss_seidel {
+                Some(gs) => gauss_seidel_step(g, &a, n, dl, gs, b, current.map(|c| x[c]), x[out], sc)?,
+                None => smooth_step(g, &a, n, dl, b, current.map(|c| x[c]), x[out], coef, sc)?,
+            }
             *current = Some(out);
         }
         Ok(())

@@ -181,7 +181,7 @@ fn strength(a: &Mat, bs: usize, theta: f64) -> (Vec<usize>, Vec<u32>) {
                 let before = adj.len();
                 adj.extend(
                     row.iter()
-                        .filter(|&&(j, s)| j as usize != i && s > 0.0 && s >= theta2 * (diag[i] * diag[j as usize]).sqrt())
+                        .filter(|&&(j, s)| j as usize != i && s >= theta2 * (diag[i] * diag[j as usize]).sqrt())
                         .map(|e| e.0),
                 );
                 counts.push(adj.len() - before);
@@ -357,7 +357,7 @@ pub(super) fn coefficients(smoother: Smoother, rho: f64) -> Vec<[f64; 2]> {
             }
             coef
         }
-        Smoother::L1Jacobi { sweeps } => vec![[0.0, 1.0]; sweeps],
+        Smoother::L1Jacobi { sweeps } | Smoother::GaussSeidel { sweeps } => vec![[0.0, 1.0]; sweeps],
     }
 }
 
@@ -380,7 +380,7 @@ pub(super) fn omega(rho: f64) -> f64 {
 /// (`rho`) where Chebyshev needs it.
 fn smoother_of(a: &Mat, smoother: Smoother, dinv: &[f64], rho: f64) -> (Vec<f64>, Vec<[f64; 2]>) {
     let inverse = match smoother {
-        Smoother::Chebyshev { .. } => dinv.to_vec(),
+        Smoother::Chebyshev { .. } | Smoother::GaussSeidel { .. } => dinv.to_vec(),
         Smoother::L1Jacobi { .. } => (0..a.nrows)
             .into_par_iter()
             .map(|i| {
@@ -448,7 +448,10 @@ pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
         return Err(Error::invalid(format!("strength = {}: must be in [0, 1]", o.strength)));
     }
     if o.smoother.is_some_and(|s| s.steps() == 0 || s.steps() > 16) {
-        return Err(Error::invalid(format!("smoother {:?}: needs 1 to 16 steps", o.smoother.unwrap())));
+        return Err(Error::invalid(format!(
+            "smoother {:?}: needs 1 to 16 steps (Gauss-Seidel: 1 to 8 sweeps)",
+            o.smoother.unwrap()
+        )));
     }
     if o.max_levels == 0 {
         return Err(Error::invalid("max_levels = 0: must be at least 1"));
@@ -532,7 +535,7 @@ pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
                 clock.lap("patterns");
             }
         }
-        numbers(&mut level, smoother, symmetric, o.smooth_prolongator);
+        numbers(&mut level, smoother.on_level(levels.len()), symmetric, o.smooth_prolongator);
         clock.lap("values");
         let next = level.transfer.as_ref().map(|tr| product(&tr.r, &tr.ap));
         clock.lap("values");
@@ -587,7 +590,7 @@ pub fn refresh(h: &mut Hierarchy, values: &[f64]) -> Result<()> {
     for l in 0..h.levels.len() {
         let (this, rest) = h.levels.split_at_mut(l + 1);
         let level = &mut this[l];
-        numbers(level, smoother, symmetric, smooth);
+        numbers(level, smoother.on_level(l), symmetric, smooth);
         if let (Some(tr), Some(next)) = (&level.transfer, rest.first_mut()) {
             product_values(&tr.r, &tr.ap, &mut next.a);
         }

@@ -31,6 +31,10 @@ pub const FEGPU_PRECOND_ILU0_JACOBI: i32 = 4;
 pub const FEGPU_SMOOTHER_AUTO: i32 = 0;
 pub const FEGPU_SMOOTHER_CHEBYSHEV: i32 = 1;
 pub const FEGPU_SMOOTHER_L1_JACOBI: i32 = 2;
+/// Symmetric Gauss-Seidel in the rows' order (pyamg's smoother): fewest
+/// iterations where the material jumps or convection dominates; each sweep
+/// is an exact triangular solve, several SpMVs on the device.
+pub const FEGPU_SMOOTHER_GAUSS_SEIDEL: i32 = 3;
 
 pub(crate) fn method_of(c: i32) -> Result<Method> {
     match c {
@@ -99,9 +103,10 @@ pub struct fegpu_amg_options {
     /// Strength threshold theta in [0, 1]: j is a strong neighbour of i when
     /// |a_ij| >= theta sqrt(|a_ii a_jj|) (block norms for block_size > 1). Default 0.
     pub strength: f64,
-    /// FEGPU_SMOOTHER_AUTO (default), _CHEBYSHEV or _L1_JACOBI.
+    /// FEGPU_SMOOTHER_AUTO (default), _CHEBYSHEV, _L1_JACOBI or _GAUSS_SEIDEL.
     pub smoother: i32,
-    /// Chebyshev degree or l1-Jacobi sweeps, 1 to 16 (0: 2).
+    /// Chebyshev degree, l1-Jacobi or symmetric Gauss-Seidel sweeps, 1 to 16
+    /// (0: 2, or 1 for Gauss-Seidel).
     pub sweeps: i32,
     /// Rows at which coarsening stops; the coarsest level is inverted densely. Default 256.
     pub coarsest: i64,
@@ -132,6 +137,7 @@ impl fegpu_amg_options {
     fn options(&self) -> Result<crate::amg::Options> {
         use crate::amg::Smoother;
         let steps = match self.sweeps {
+            0 if self.smoother == FEGPU_SMOOTHER_GAUSS_SEIDEL => 1,
             0 => 2,
             s @ 1..=16 => s as usize,
             s => return Err(Error::invalid(format!("options.sweeps = {s}: must be 0 (default) or 1 to 16"))),
@@ -140,10 +146,11 @@ impl fegpu_amg_options {
             FEGPU_SMOOTHER_AUTO => None,
             FEGPU_SMOOTHER_CHEBYSHEV => Some(Smoother::Chebyshev { degree: steps }),
             FEGPU_SMOOTHER_L1_JACOBI => Some(Smoother::L1Jacobi { sweeps: steps }),
+            FEGPU_SMOOTHER_GAUSS_SEIDEL => Some(Smoother::GaussSeidel { sweeps: steps }),
             s => {
                 return Err(Error::invalid(format!(
-                    "options.smoother = {s}: expected FEGPU_SMOOTHER_AUTO (0), _CHEBYSHEV (1) or _L1_JACOBI (2)"
-                )))
+                "options.smoother = {s}: expected FEGPU_SMOOTHER_AUTO (0), _CHEBYSHEV (1), _L1_JACOBI (2) or _GAUSS_SEIDEL (3)"
+            )))
             }
         };
         let count = |name: &str, v: i64| {

@@ -132,6 +132,27 @@ pub struct SyncFreeSweeps {
     pub y: DeviceBuffer<f64>,
 }
 
+impl SyncFreeSweeps {
+    /// Both sweeps over a matrix of n rows whose dependency levels are `lv`,
+    /// in chunks of `rows` (`sweep_chunk`'s when None), y armed pending.
+    pub fn new(g: &Gpu, lv: &super::solver::Levels, n: usize, rows: Option<usize>) -> Result<SyncFreeSweeps> {
+        let chunk = rows.unwrap_or_else(|| sweep_chunk(n)).clamp(1, n.max(1));
+        let most = g.info.shared_per_block / std::mem::size_of::<f64>();
+        if chunk > most {
+            return Err(crate::error::Error::invalid(format!(
+                "ILU(0) sweeps: chunks of {chunk} rows exceed a block's shared memory ({most} rows)"
+            )));
+        }
+        let mut y = g.alloc::<f64>(n.max(1))?;
+        g.fill_bytes(&mut y, 0xff)?; // pending (kernels/sparse.cu)
+        Ok(SyncFreeSweeps {
+            lower: DeviceSweep::new(g, &lv.sweep_order(chunk, false))?,
+            upper: DeviceSweep::new(g, &lv.sweep_order(chunk, true))?,
+            y,
+        })
+    }
+}
+
 /// Rows per chunk of the synchronisation-free sweeps (measured on the H100,
 /// BENCHMARKS.md): up to 8,192 rows the whole matrix is one chunk, one
 /// block, every hand-off in shared memory; larger ones take chunks of 1,024
@@ -324,24 +345,41 @@ pub fn ilu0_apply(
         DeviceSweeps::BlockJacobi { .. } => {
             return Err(crate::error::Error::internal("block ILU(0) sweeps go through sparse::block::cuda"))
         }
-        DeviceSweeps::SyncFree(_) if n == 0 => {}
-        DeviceSweeps::SyncFree(sf) => {
-            let SyncFreeSweeps { lower, upper, y } = &**sf;
-            let n = n as i32;
-            for (s, name) in [(lower, "lsolve_syncfree"), (upper, "usolve_syncfree")] {
-                let shared = s.chunk as usize * std::mem::size_of::<f64>();
-                let f = g.kernel_with_shared("sparse", SOURCE, name, shared)?;
-                let mut l = g.launcher(&f);
-                l.arg(&n).arg(&s.chunk).arg(&s.chunk_level).arg(&s.level_ptr).arg(&s.order);
-                l.arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu);
-                if name == "lsolve_syncfree" {
-                    l.arg(r);
-                }
-                l.arg(y).arg(z).arg(&s.ctl);
-                arg_or_null(&mut l, sc);
-                g.launch(name, l, (s.nchunks, 1, 1), (s.threads, 1, 1), shared as u32)?;
-            }
+        DeviceSweeps::SyncFree(sf) => syncfree_apply(g, dp, n, sf, lu, r, z, sc)?,
+    }
+    Ok(())
+}
+
+/// z = U^-1 L^-1 r by the synchronisation-free sweeps over the factor `lu`
+/// (z may be r; with `sc`: skipped once a device-driven solve has stopped).
+#[allow(clippy::too_many_arguments)]
+pub fn syncfree_apply(
+    g: &Gpu,
+    dp: &DevicePattern,
+    n: usize,
+    sf: &SyncFreeSweeps,
+    lu: &DeviceBuffer<f64>,
+    r: &DeviceBuffer<f64>,
+    z: &DeviceBuffer<f64>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    let SyncFreeSweeps { lower, upper, y } = sf;
+    let n = n as i32;
+    for (s, name) in [(lower, "lsolve_syncfree"), (upper, "usolve_syncfree")] {
+        let shared = s.chunk as usize * std::mem::size_of::<f64>();
+        let f = g.kernel_with_shared("sparse", SOURCE, name, shared)?;
+        let mut l = g.launcher(&f);
+        l.arg(&n).arg(&s.chunk).arg(&s.chunk_level).arg(&s.level_ptr).arg(&s.order);
+        l.arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu);
+        if name == "lsolve_syncfree" {
+            l.arg(r);
         }
+        l.arg(y).arg(z).arg(&s.ctl);
+        arg_or_null(&mut l, sc);
+        g.launch(name, l, (s.nchunks, 1, 1), (s.threads, 1, 1), shared as u32)?;
     }
     Ok(())
 }

@@ -636,15 +636,16 @@ impl Solver {
                 let v = self.csr.values_on_host(values)?;
                 let a = amg::Mat { nrows: p.nrows, ncols: p.ncols, rp: p.row_ptr.clone(), ci: p.col.clone(), v };
                 let h = amg::Hierarchy::new(a, &self.settings.amg)?;
-                let device = match self.csr.ctx.gpu() {
-                    None => None,
-                    Some(g) => {
+                let device = match (self.csr.ctx.gpu(), values) {
+                    (Some(g), Buffer::Device(v)) => {
                         // new buffers: an iteration captured over the old ones is stale
                         if let Some(dw) = &mut st.device {
                             dw.iteration = None;
                         }
-                        Some(amg::cuda::DeviceHierarchy::new(g, &h)?)
+                        let dp = self.csr.device.as_ref().ok_or_else(crate::array::mixed_backends)?;
+                        Some(amg::cuda::DeviceHierarchy::new(g, &h, dp, v)?)
                     }
+                    _ => None,
                 };
                 (h, device)
             }
@@ -786,22 +787,7 @@ fn device_sweeps(
     }
     let sweeps = match sweeps {
         IluSweeps::Levels => cuda::DeviceSweeps::Levels { upper: cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)? },
-        IluSweeps::SyncFree { rows } => {
-            let chunk = rows.unwrap_or_else(|| cuda::sweep_chunk(p.nrows)).clamp(1, p.nrows.max(1));
-            let most = g.info.shared_per_block / std::mem::size_of::<f64>();
-            if chunk > most {
-                return Err(Error::invalid(format!(
-                    "ILU(0) sweeps: chunks of {chunk} rows exceed a block's shared memory ({most} rows)"
-                )));
-            }
-            let mut y = g.alloc::<f64>(p.nrows.max(1))?;
-            g.fill_bytes(&mut y, 0xff)?; // pending (kernels/sparse.cu)
-            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps {
-                lower: cuda::DeviceSweep::new(g, &lv.sweep_order(chunk, false))?,
-                upper: cuda::DeviceSweep::new(g, &lv.sweep_order(chunk, true))?,
-                y,
-            }))
-        }
+        IluSweeps::SyncFree { rows } => cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(g, &lv, p.nrows, rows)?)),
     };
     Ok(Some((factor, sweeps)))
 }

@@ -13,7 +13,7 @@ const USAGE: &str = "usage:
   fegpu info                 backends, devices, compute capability, NVRTC version
   fegpu solve A.mtx [b.mtx] [--method bicgstab|cg|gmres|bicg|cgs] [--restart M]
               [--precond none|jacobi|ilu0|ilu0-jacobi[:SWEEPS]|amg] [--tol T] [--maxit N] [--output x.mtx]
-              [--strength THETA] [--smoother chebyshev:DEGREE|l1jacobi:SWEEPS]
+              [--strength THETA] [--smoother chebyshev:DEGREE|l1jacobi:SWEEPS|gaussseidel:SWEEPS]
               [--coarsest ROWS] [--block-size K] [--unsmoothed]
                              solve A x = b (b = A*1 when omitted: the exact x is all ones);
                              GMRES restarts every M iterations (default 30); ilu0-jacobi:
@@ -176,12 +176,17 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
             "--smoother" => {
                 use fegpu::amg::Smoother;
                 let v = value()?;
-                let (kind, steps) = v.split_once(':').unwrap_or((v.as_str(), "2"));
+                let (kind, steps) = v.split_once(':').unwrap_or((v.as_str(), if v == "gaussseidel" { "1" } else { "2" }));
                 let steps = steps.parse().map_err(|_| bad(format!("--smoother {v}: the steps after ':' must be a count")))?;
                 o.amg.smoother = Some(match kind {
                     "chebyshev" => Smoother::Chebyshev { degree: steps },
                     "l1jacobi" => Smoother::L1Jacobi { sweeps: steps },
-                    _ => return Err(bad(format!("--smoother {v}: expected chebyshev:DEGREE or l1jacobi:SWEEPS"))),
+                    "gaussseidel" => Smoother::GaussSeidel { sweeps: steps },
+                    _ => {
+                        return Err(bad(format!(
+                            "--smoother {v}: expected chebyshev:DEGREE, l1jacobi:SWEEPS or gaussseidel:SWEEPS"
+                        )))
+                    }
                 });
             }
             "--tol" => o.tol = value()?.parse().map_err(|_| bad("--tol wants a number".into()))?,
