@@ -56,6 +56,28 @@ program amg_porous
     call expect(3 * its < its_serial, 'AMG-CG needs a third of the serial iterations or fewer')
   end do
   call rigid_body_modes_check()
+  ! symmetric Gauss-Seidel smoothing (sweeps = 0: one sweep), on the last step's values
+  block
+    type(fegpu_solver) :: gs
+    opts%smoother = FEGPU_SMOOTHER_GAUSS_SEIDEL
+    call fegpu_solver_create_amg(a, FEGPU_METHOD_CG, gs, opts)
+    call fegpu_solver_describe(gs, text)
+    call expect(index(text, 'Gauss-Seidel x1') > 0, 'Gauss-Seidel smoothing takes one sweep by default')
+    x = 0
+    call fegpu_array_create(ctx, x, dx)
+    call fegpu_solve(gs, db, dx, tol, 500, iterations=its)
+    call fegpu_array_download(dx, x)
+    call fegpu_array_destroy(dx)
+    call fegpu_solver_destroy(gs)
+    print '(a,i0,a,es10.3)', 'Gauss-Seidel smoothing: AMG-CG ', its, ' iterations, max |x - x_serial| / max |x| = ', &
+         maxval(abs(x - xs)) / maxval(abs(xs))
+    call expect(maxval(abs(x - xs)) <= 1.0e-6_dp * maxval(abs(xs)), 'AMG-CG with Gauss-Seidel and the serial CG agree')
+    call expect(2 * its < its_serial, 'AMG-CG with Gauss-Seidel needs half the serial iterations or fewer')
+    opts%sweeps = 9
+    call fegpu_solver_create_amg(a, FEGPU_METHOD_CG, gs, opts, stat=st, errmsg=msg)
+    call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, '1 to 8 sweeps') > 0, 'nine Gauss-Seidel sweeps are refused')
+    opts%sweeps = 0
+  end block
   ! bad input: near-null space of the wrong length, a smoother that does not exist
   block
     type(fegpu_solver) :: bad

@@ -2,7 +2,8 @@
 //! scalings and work vectors uploaded once (a values-only re-setup writes
 //! new numbers into the same buffers, so a solver's captured CUDA graph
 //! stays valid), then per level one kernel per smoothing step
-//! (kernels/amg.cu), the residual, restriction and prolongation by SpMV,
+//! (kernels/amg.cu; a Gauss-Seidel step: the residual, the two exact
+//! sweeps and the correction), the residual, restriction and prolongation by SpMV,
 //! and the coarsest solve as a dense product.
 //!
 //! The values-only re-setup also runs here (`refresh`): the finest values

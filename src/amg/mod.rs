@@ -3,7 +3,8 @@
 //! aggregation, a tentative prolongator fitted to the near-null space
 //! (constants, or the rigid-body modes of elasticity), Jacobi-smoothed
 //! prolongation, Galerkin coarse operators and a dense coarsest solve,
-//! applied as a V-cycle with Chebyshev or l1-Jacobi smoothing.
+//! applied as a V-cycle with Chebyshev, l1-Jacobi or symmetric
+//! Gauss-Seidel smoothing.
 //!
 //! The hierarchy is set up on the host (`setup.rs`, over `host.rs`'s sparse
 //! algebra) and kept; a values-only re-setup (`Hierarchy::refresh`, for
