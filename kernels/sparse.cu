@@ -177,7 +177,6 @@ extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const 
 #define ILU_WAIT_NS 2000000000ull
 #define SWEEP_REG 8
 
-
 __device__ __forceinline__ bool pending(double v) { return __double_as_longlong(v) == ILU_PENDING; }
 
 // Another block's value once computed, read from L2 (relaxed, device scope).

@@ -505,7 +505,7 @@ fn sweep_order_respects_every_dependency() {
     }
     for (name, (rp, ci, _), n) in &cases {
         let p = fegpu::sparse::build_pattern(*n, *n, rp, ci, 0).unwrap();
-        let lv = fegpu::sparse::solver::levels(&p);
+        let lv = fegpu::sparse::solver::levels(&p.row_ptr, &p.col, &p.diag);
         for chunk in [1, 7, 64, *n, n + 5] {
             for upper in [false, true] {
                 let so = lv.sweep_order(chunk, upper);

@@ -31,11 +31,11 @@ fn gauss_seidel(a: &Mat, inv: &[f64], b: &[f64], x: &mut [f64]) {
 fn smooth(h: &Hierarchy, l: usize, b: &[f64], x: &mut [f64], mut from_zero: bool) {
     let level = &h.levels[l];
     let (a, inv, coefficients) = (&level.a, &level.smoother_inverse, &level.coefficients);
-    if let Smoother::GaussSeidel { .. } = h.smoother.on_level(l) {
+    if let Smoother::GaussSeidel { sweeps } = h.smoother.on_level(l) {
         if from_zero {
             x.fill(0.0);
         }
-        coefficients.iter().for_each(|_| gauss_seidel(a, inv, b, x));
+        (0..sweeps).for_each(|_| gauss_seidel(a, inv, b, x));
         return;
     }
     let mut d = vec![0.0; a.nrows];

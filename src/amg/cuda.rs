@@ -98,10 +98,7 @@ impl GaussSeidel {
         if let Some(i) = diag.iter().position(|&k| k < 0) {
             return Err(Error::invalid(format!("AMG Gauss-Seidel: a level's row {i} has no diagonal entry")));
         }
-        let (row_ptr, col) = (m.rp.clone(), m.ci.clone());
-        let pattern =
-            crate::sparse::Pattern { nrows: m.nrows, ncols: m.ncols, row_ptr, col, diag, slot_of: None, caller_nnz: m.nnz() };
-        let levels = crate::sparse::solver::levels(&pattern);
+        let levels = crate::sparse::solver::levels(&m.rp, &m.ci, &diag);
         Ok(GaussSeidel { factor: g.alloc(m.nnz().max(1))?, sweeps: SyncFreeSweeps::new(g, &levels, m.nrows, None)? })
     }
 

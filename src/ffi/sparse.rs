@@ -149,8 +149,9 @@ impl fegpu_amg_options {
             FEGPU_SMOOTHER_GAUSS_SEIDEL => Some(Smoother::GaussSeidel { sweeps: steps }),
             s => {
                 return Err(Error::invalid(format!(
-                "options.smoother = {s}: expected FEGPU_SMOOTHER_AUTO (0), _CHEBYSHEV (1), _L1_JACOBI (2) or _GAUSS_SEIDEL (3)"
-            )))
+                    "options.smoother = {s}: expected FEGPU_SMOOTHER_AUTO (0), _CHEBYSHEV (1), _L1_JACOBI (2) \
+                     or _GAUSS_SEIDEL (3)"
+                )))
             }
         };
         let count = |name: &str, v: i64| {

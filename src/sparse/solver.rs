@@ -135,8 +135,11 @@ fn group_by_level(level: &[usize]) -> (Vec<i32>, Vec<usize>) {
     (rows, ptr)
 }
 
-pub fn levels(p: &super::Pattern) -> Levels {
-    let (lower_level, upper_level) = (level_numbers(p, false), level_numbers(p, true));
+/// The dependency levels of a square CSR pattern with sorted columns and
+/// every diagonal present (`diag`: its position in each row).
+pub fn levels(row_ptr: &[i32], col: &[i32], diag: &[i32]) -> Levels {
+    let csr = (row_ptr, col, diag);
+    let (lower_level, upper_level) = (level_numbers(csr, false), level_numbers(csr, true));
     let (lower_rows, lower_ptr) = group_by_level(&lower_level);
     let (upper_rows, upper_ptr) = group_by_level(&upper_level);
     Levels { lower_rows, lower_ptr, upper_rows, upper_ptr, lower_level, upper_level }
@@ -144,13 +147,13 @@ pub fn levels(p: &super::Pattern) -> Levels {
 
 /// Each row's dependency level in the lower (upper) sweep: one past its
 /// deepest lower (upper) neighbour.
-fn level_numbers(p: &super::Pattern, upper: bool) -> Vec<usize> {
-    let n = p.nrows;
+fn level_numbers((row_ptr, col, diag): (&[i32], &[i32], &[i32]), upper: bool) -> Vec<usize> {
+    let n = diag.len();
     let mut level = vec![0usize; n];
     let mut set = |i: usize| {
         let (s, e) =
-            if upper { (p.diag[i] as usize + 1, p.row_ptr[i + 1] as usize) } else { (p.row_ptr[i] as usize, p.diag[i] as usize) };
-        level[i] = p.col[s..e].iter().map(|&k| level[k as usize] + 1).max().unwrap_or(0);
+            if upper { (diag[i] as usize + 1, row_ptr[i + 1] as usize) } else { (row_ptr[i] as usize, diag[i] as usize) };
+        level[i] = col[s..e].iter().map(|&k| level[k as usize] + 1).max().unwrap_or(0);
     };
     if upper {
         (0..n).rev().for_each(&mut set);
@@ -765,7 +768,7 @@ fn device_sweeps(
     if !precond.is_ilu() {
         return Ok(None);
     }
-    let lv = levels(p);
+    let lv = levels(&p.row_ptr, &p.col, &p.diag);
     let factor = cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?;
     if block > 1 {
         // block rows sweep level by level or Jacobi-swept (the synchronisation-free sweeps are the CSR path's)
