@@ -87,16 +87,68 @@ extern "C" __global__ void __launch_bounds__(256) amg_row_sums(int n, const int*
     }
 }
 
-// Lanczos on D^-1/2 A D^-1/2 (s = sqrt(max(dinv, 0))):
-// mode 0: out = s x (the product's operand); mode 1: out = s out - beta x
-// (the product scaled back, less the previous vector); mode 2: out = x where
-// s > 0, 0 elsewhere (the start vector).
-extern "C" __global__ void __launch_bounds__(256) amg_lanczos(int n, int mode, const double* __restrict__ dinv,
-    const double* __restrict__ x, double beta, double* __restrict__ out) {
+// Lanczos on D^-1/2 A D^-1/2 (s = sqrt(max(dinv, 0))) with its scalars left
+// on the device, so the steps queue without a host read between them:
+// t[0] = |start|^2, then step k's alpha at t[2k + 1] and |w|^2 (its beta
+// squared) at t[2k + 2]; the host reads t once, after the last step
+// (src/amg/host.rs spectral_radius_symmetric, step for step). The sums end
+// as kernels/common.cuh last_block_sums, launched on Reduce::blocks(n).
+
+// w = the start vector where s > 0, 0 elsewhere; t[0] = |w|^2.
+extern "C" __global__ void __launch_bounds__(256) amg_lanczos_start(int n, const double* __restrict__ dinv,
+    const double* __restrict__ start, double* __restrict__ w, double* t, double* partial, unsigned int* counter) {
+    double sum = 0.0;
+    GRID_STRIDE(i, n) {
+        const double x = sqrt(fmax(dinv[i], 0.0)) == 0.0 ? 0.0 : start[i];
+        w[i] = x;
+        sum += x * x;
+    }
+    double t1, t2;
+    if (last_block_sums(block_sum(sum), 0.0, partial, counter, t1, t2)) t[0] = t1;
+}
+
+// v = w / sqrt(t[at]) (0 once the norm is 0), and the product's operand sv = s v.
+extern "C" __global__ void __launch_bounds__(256) amg_lanczos_next(int n, const double* __restrict__ dinv,
+    const double* __restrict__ w, const double* __restrict__ t, int at, double* __restrict__ v,
+    double* __restrict__ sv) {
+    const double b = sqrt(t[at]);
+    GRID_STRIDE(i, n) {
+        const double x = b > 0.0 ? w[i] / b : 0.0;
+        // after a breakdown (a tiny beta the host discards) keep the scratch finite
+        v[i] = isfinite(x) ? x : 0.0;
+        sv[i] = sqrt(fmax(dinv[i], 0.0)) * v[i];
+    }
+}
+
+// w = s w - beta prev (beta = sqrt(t[beta_at]); none when beta_at < 0), then
+// alpha = w . v into t[alpha_at].
+extern "C" __global__ void __launch_bounds__(256) amg_lanczos_alpha(int n, const double* __restrict__ dinv,
+    double* __restrict__ w, const double* __restrict__ prev, const double* __restrict__ v, double* t, int beta_at,
+    int alpha_at, double* partial, unsigned int* counter) {
+    const double beta = beta_at < 0 ? 0.0 : sqrt(t[beta_at]);
+    double sum = 0.0;
     GRID_STRIDE(i, n) {
         const double s = sqrt(fmax(dinv[i], 0.0));
-        out[i] = mode == 0 ? s * x[i] : mode == 1 ? s * out[i] - beta * x[i] : (s == 0.0 ? 0.0 : x[i]);
+        const double x = beta_at < 0 ? w[i] * s : w[i] * s - beta * prev[i];
+        w[i] = x;
+        sum += x * v[i];
     }
+    double t1, t2;
+    if (last_block_sums(block_sum(sum), 0.0, partial, counter, t1, t2)) t[alpha_at] = t1;
+}
+
+// w -= alpha v (alpha = t[alpha_at]); |w|^2 into t[alpha_at + 1].
+extern "C" __global__ void __launch_bounds__(256) amg_lanczos_beta(int n, double* __restrict__ w,
+    const double* __restrict__ v, double* t, int alpha_at, double* partial, unsigned int* counter) {
+    const double alpha = t[alpha_at];
+    double sum = 0.0;
+    GRID_STRIDE(i, n) {
+        const double x = w[i] - alpha * v[i];
+        w[i] = x;
+        sum += x * x;
+    }
+    double t1, t2;
+    if (last_block_sums(block_sum(sum), 0.0, partial, counter, t1, t2)) t[alpha_at + 1] = t1;
 }
 
 // C's values = A B on C's kept pattern (sorted columns), a group of G lanes
@@ -154,13 +206,17 @@ extern "C" __global__ void __launch_bounds__(256) amg_prolongator(int n, const i
 
 // *first = the first entry k (in storage order) where A differs from A^T by
 // more than rounding, 1e-10 of row i's largest entry (src/amg/setup.rs
-// asymmetry); mirror[k]: the entry of (j, i).
+// asymmetry); mirror[k]: the entry of (j, i). A warp a row, so the row's
+// entries and their mirrors load side by side.
 extern "C" __global__ void __launch_bounds__(256) amg_asymmetry(int n, const int* __restrict__ rp,
     const double* __restrict__ v, const int* __restrict__ mirror, int* first) {
-    GRID_STRIDE(i, n) {
+    const int lane = threadIdx.x & 31;
+    const i64 warps = ((i64)gridDim.x * blockDim.x) >> 5;
+    for (i64 i = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n; i += warps) {
         double scale = 0.0;
-        for (int k = rp[i]; k < rp[i + 1]; ++k) scale = fmax(scale, fabs(v[k]));
-        for (int k = rp[i]; k < rp[i + 1]; ++k)
+        for (int k = rp[i] + lane; k < rp[i + 1]; k += 32) scale = fmax(scale, fabs(v[k]));
+        for (int off = 16; off > 0; off >>= 1) scale = fmax(scale, __shfl_xor_sync(0xffffffffu, scale, off));
+        for (int k = rp[i] + lane; k < rp[i + 1]; k += 32)
             if (fabs(v[k] - v[mirror[k]]) > 1e-10 * scale) {
                 atomicMin(first, k);
                 break;

@@ -118,6 +118,8 @@ struct LevelNumbers {
     dinv: DeviceBuffer<f64>,
     /// Lanczos' start vector (empty where rho is not needed).
     start: DeviceBuffer<f64>,
+    /// Lanczos' scalars: 2 LANCZOS_STEPS + 1 of them where rho is needed.
+    lanczos: DeviceBuffer<f64>,
     transfer: Option<TransferNumbers>,
 }
 
@@ -195,6 +197,7 @@ impl DeviceHierarchy {
             numbers.push(LevelNumbers {
                 dinv: g.zeros(a.nrows.max(1))?,
                 start: upload(g, &if rho { host::lanczos_start(a.nrows) } else { Vec::new() })?,
+                lanczos: g.zeros(if rho { 2 * LANCZOS_STEPS + 1 } else { 1 })?,
                 transfer: level
                     .transfer
                     .as_ref()
@@ -237,7 +240,7 @@ impl DeviceHierarchy {
         // the values are finite: Csr::update_values checks them on entry
         let asym = match (&*mirror, &h.mirror) {
             (Some(dm), Some(m)) => {
-                let found = first_of(g, first, "amg_asymmetry", fine.nrows, &[&pattern.row_ptr], &[values], Some(dm))?;
+                let found = first_of(g, first, ("amg_asymmetry", 32), fine.nrows, &[&pattern.row_ptr], &[values], Some(dm))?;
                 match found {
                     None => None,
                     Some(k) => {
@@ -260,7 +263,7 @@ impl DeviceHierarchy {
                 Some(a) => a.matrix(),
                 None => LevelMatrix { pattern, values },
             };
-            let bad = first_of(g, first, "amg_inverse_diagonal", n, &[&a.pattern.diag], &[a.values, &numbers.dinv], None)?;
+            let bad = first_of(g, first, ("amg_inverse_diagonal", 1), n, &[&a.pattern.diag], &[a.values, &numbers.dinv], None)?;
             if l == 0 && bad.is_some() {
                 return Err(refused(g, &h.levels[0].a, values));
             }
@@ -296,11 +299,15 @@ impl DeviceHierarchy {
                 g.launch("amg_prolongator", la, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)?;
             }
             gather(g, tn.r_from.len(), &p.values, &tn.r_from, &r.values)?;
+            g.synchronize("AMG re-setup")?;
+            clock.lap("device P");
             product(g, n, &a, (&p.matrix(), p.nrows), &tn.ap.matrix())?;
+            g.synchronize("AMG re-setup")?;
+            clock.lap("device A P");
             let next = levels[l + 1].a.as_ref().expect("coarse levels keep their matrix");
             product(g, r.nrows, &r.matrix(), (&tn.ap.matrix(), n), &next.matrix())?;
             g.synchronize("AMG re-setup")?;
-            clock.lap("device products");
+            clock.lap("device R (A P)");
         }
         g.upload(&coefficient_table(h), table, 0)?;
         if let Some(d) = inverse {
@@ -340,14 +347,14 @@ fn refused(g: &Gpu, fine: &Mat, values: &DeviceBuffer<f64>) -> Error {
     }
 }
 
-/// Launches a kernel over n rows with arguments (n, `ints`..., `reals`...,
-/// `last_int`, first) that
+/// Launches a kernel over n rows, `lanes` threads a row, with arguments
+/// (n, `ints`..., `reals`..., `last_int`, first) that
 /// reports a first failing row or entry through `first` (armed at
 /// i32::MAX here); returns it, if any.
 fn first_of(
     g: &Gpu,
     first: &mut DeviceBuffer<i32>,
-    kernel: &'static str,
+    (kernel, lanes): (&'static str, usize),
     n: usize,
     ints: &[&DeviceBuffer<i32>],
     reals: &[&DeviceBuffer<f64>],
@@ -368,58 +375,70 @@ fn first_of(
         l.arg(a);
     }
     l.arg(&*first);
-    g.launch(kernel, l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)?;
+    g.launch(kernel, l, (grid_for(n * lanes), 1, 1), (BLOCK, 1, 1), 0)?;
     let mut found = [0i32];
     g.download(first, 0, &mut found)?;
     Ok((found[0] != i32::MAX).then_some(found[0] as usize))
 }
 
-/// rho(D^-1 A) of a level by LANCZOS_STEPS Lanczos steps on the
-/// device from the host's start vector: host.rs
-/// `spectral_radius_symmetric`, step for step, over the level's V-cycle
-/// scratch vectors.
+/// rho(D^-1 A) of a level by LANCZOS_STEPS Lanczos steps on the device
+/// from the host's start vector: host.rs `spectral_radius_symmetric`, step
+/// for step, over the level's V-cycle scratch vectors. The steps' scalars
+/// stay on the device (kernels/amg.cu `amg_lanczos_*`), so they queue
+/// without a host read; the host reads them once, at the end.
 fn lanczos(g: &Gpu, reduce: &mut Reduce, dl: &DeviceLevel, numbers: &LevelNumbers, a: &LevelMatrix) -> Result<f64> {
     let n = numbers.start.len();
     if n == 0 {
         return Ok(0.0);
     }
-    let step = |mode: i32, x: &DeviceBuffer<f64>, beta: f64, out: &DeviceBuffer<f64>| -> Result<()> {
-        let f = g.kernel("amg", SOURCE, "amg_lanczos")?;
-        let n32 = n as i32;
-        let mut la = g.launcher(&f);
-        la.arg(&n32).arg(&mode).arg(&numbers.dinv).arg(x).arg(&beta).arg(out);
-        g.launch("amg_lanczos", la, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
-    };
-    // v, the previous v, w and the product's operand
-    let scratch = [&dl.x[0], &dl.x[1], &dl.d, &dl.residual];
-    let (mut v, mut prev, w, sv) = (0, 1, scratch[2], scratch[3]);
-    step(2, &numbers.start, 0.0, w)?;
-    let nv = reduce.dots(g, n, w, w, None)?.0.sqrt();
-    if nv == 0.0 {
+    let steps = LANCZOS_STEPS.min(n);
+    let (n32, blocks) = (n as i32, (Reduce::blocks(n) as u32, 1, 1));
+    let t = &numbers.lanczos;
+    // v and the previous v alternate; w; the product's operand
+    let (mut v, mut prev, w, sv) = (&dl.x[0], &dl.x[1], &dl.d, &dl.residual);
+    let f = g.kernel("amg", SOURCE, "amg_lanczos_start")?;
+    let mut l = g.launcher(&f);
+    l.arg(&n32).arg(&numbers.dinv).arg(&numbers.start).arg(w).arg(t).arg(&reduce.partial).arg(&reduce.counter);
+    g.launch("amg_lanczos_start", l, blocks, (BLOCK, 1, 1), 0)?;
+    let (next, alpha, beta) = (
+        g.kernel("amg", SOURCE, "amg_lanczos_next")?,
+        g.kernel("amg", SOURCE, "amg_lanczos_alpha")?,
+        g.kernel("amg", SOURCE, "amg_lanczos_beta")?,
+    );
+    for k in 0..steps as i32 {
+        // v = w / |w| (t[2k]: the start's norm, then the previous beta), sv = s v
+        let norm_at = 2 * k;
+        let mut l = g.launcher(&next);
+        l.arg(&n32).arg(&numbers.dinv).arg(w).arg(t).arg(&norm_at).arg(v).arg(sv);
+        g.launch("amg_lanczos_next", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)?;
+        spmv_with(g, a.pattern, a.pattern.threads_per_row, n, a.values, 1.0, sv, 0.0, w, None)?;
+        let (beta_at, alpha_at) = (if k == 0 { -1 } else { 2 * k }, 2 * k + 1);
+        let mut l = g.launcher(&alpha);
+        l.arg(&n32).arg(&numbers.dinv).arg(w).arg(prev).arg(v).arg(t).arg(&beta_at).arg(&alpha_at);
+        l.arg(&reduce.partial).arg(&reduce.counter);
+        g.launch("amg_lanczos_alpha", l, blocks, (BLOCK, 1, 1), 0)?;
+        let mut l = g.launcher(&beta);
+        l.arg(&n32).arg(w).arg(v).arg(t).arg(&alpha_at).arg(&reduce.partial).arg(&reduce.counter);
+        g.launch("amg_lanczos_beta", l, blocks, (BLOCK, 1, 1), 0)?;
+        std::mem::swap(&mut prev, &mut v);
+    }
+    let mut scalars = vec![0.0; 2 * steps + 1];
+    g.download(t, 0, &mut scalars)?;
+    if scalars[0].sqrt() == 0.0 {
         return Ok(0.0);
     }
-    update(g, n, scratch[v], 1.0 / nv, w, 0.0, None, 0.0)?;
-    update(g, n, scratch[prev], 0.0, w, 0.0, None, 0.0)?;
-    let (mut alpha, mut beta) = (Vec::new(), Vec::new());
-    let mut beta_prev = 0.0;
-    for _ in 0..LANCZOS_STEPS.min(n) {
-        step(0, scratch[v], 0.0, sv)?;
-        spmv_with(g, a.pattern, a.pattern.threads_per_row, n, a.values, 1.0, sv, 0.0, w, None)?;
-        step(1, scratch[prev], beta_prev, w)?;
-        let al = reduce.dots(g, n, w, scratch[v], None)?.0;
-        update(g, n, w, -al, scratch[v], 0.0, None, 1.0)?;
-        alpha.push(al);
-        let b = reduce.dots(g, n, w, w, None)?.0.sqrt();
+    // the host's loop over the scalars: it stops at the first tiny beta
+    let (mut alphas, mut betas) = (Vec::new(), Vec::new());
+    for k in 0..steps {
+        let (al, b) = (scalars[2 * k + 1], scalars[2 * k + 2].sqrt());
+        alphas.push(al);
         if b <= 1e-12 * al.abs().max(1e-300) {
             break;
         }
-        beta.push(b);
-        beta_prev = b;
-        std::mem::swap(&mut prev, &mut v);
-        update(g, n, scratch[v], 1.0 / b, w, 0.0, None, 0.0)?;
+        betas.push(b);
     }
-    beta.truncate(alpha.len().saturating_sub(1));
-    Ok(host::tridiagonal_max(&alpha, &beta))
+    betas.truncate(alphas.len().saturating_sub(1));
+    Ok(host::tridiagonal_max(&alphas, &betas))
 }
 
 /// out = the l1 inverse (1 / sum_j |a_ij|) or, with `scale`, |scale_i| sum_j |a_ij|.

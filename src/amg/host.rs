@@ -268,6 +268,9 @@ pub fn spectral_bound(a: &Mat, dinv: &[f64]) -> f64 {
     (0..a.nrows).into_par_iter().map(|i| dinv[i].abs() * a.row(i).map(|k| a.v[k].abs()).sum::<f64>()).reduce(|| 0.0, f64::max)
 }
 
+/// Rows from which `dense_inverse` eliminates on every core.
+const PARALLEL_INVERSE_ROWS: usize = 384;
+
 /// The inverse of a small dense matrix (row-major, n x n) by Gauss-Jordan
 /// with partial pivoting. Rows and columns that are entirely zero (from
 /// near-null-space columns dropped as dependent) are left out and get zero
@@ -298,12 +301,19 @@ pub fn dense_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
         let p = 1.0 / t[col * w + col];
         let pivot_row: Vec<f64> = t[col * w..(col + 1) * w].iter().map(|x| x * p).collect();
         t[col * w..(col + 1) * w].copy_from_slice(&pivot_row);
-        t.par_chunks_mut(w).enumerate().filter(|(r, _)| *r != col).for_each(|(_, row)| {
+        let eliminate = |(r, row): (usize, &mut [f64])| {
             let f = row[col];
-            if f != 0.0 {
+            if r != col && f != 0.0 {
                 row.iter_mut().zip(&pivot_row).for_each(|(x, p)| *x -= f * p);
             }
-        });
+        };
+        // below a few hundred rows a step's work (m rows of 2m) is less than
+        // the threads' wake-up: the values-only re-setup pays this per step
+        if m >= PARALLEL_INVERSE_ROWS {
+            t.par_chunks_mut(w).enumerate().for_each(eliminate);
+        } else {
+            t.chunks_mut(w).enumerate().for_each(eliminate);
+        }
     }
     let mut inv = vec![0.0; n * n];
     for (r, &i) in live.iter().enumerate() {
