@@ -424,7 +424,7 @@ fn lanczos(g: &Gpu, reduce: &mut Reduce, dl: &DeviceLevel, numbers: &LevelNumber
     }
     let mut scalars = vec![0.0; 2 * steps + 1];
     g.download(t, 0, &mut scalars)?;
-    if scalars[0].sqrt() == 0.0 {
+    if scalars[0] == 0.0 {
         return Ok(0.0);
     }
     // the host's loop over the scalars: it stops at the first tiny beta

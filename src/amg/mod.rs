@@ -50,6 +50,15 @@ pub enum Smoother {
 }
 
 impl Smoother {
+    /// The steps a smoother takes where the caller names none: one
+    /// symmetric Gauss-Seidel sweep (itself two triangular solves), else two.
+    pub fn default_steps(gauss_seidel: bool) -> usize {
+        if gauss_seidel {
+            1
+        } else {
+            2
+        }
+    }
     /// The most smoothing steps any level takes.
     pub fn steps(self) -> usize {
         match self {

@@ -137,8 +137,7 @@ impl fegpu_amg_options {
     fn options(&self) -> Result<crate::amg::Options> {
         use crate::amg::Smoother;
         let steps = match self.sweeps {
-            0 if self.smoother == FEGPU_SMOOTHER_GAUSS_SEIDEL => 1,
-            0 => 2,
+            0 => Smoother::default_steps(self.smoother == FEGPU_SMOOTHER_GAUSS_SEIDEL),
             s @ 1..=16 => s as usize,
             s => return Err(Error::invalid(format!("options.sweeps = {s}: must be 0 (default) or 1 to 16"))),
         };

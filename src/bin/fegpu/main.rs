@@ -176,8 +176,12 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
             "--smoother" => {
                 use fegpu::amg::Smoother;
                 let v = value()?;
-                let (kind, steps) = v.split_once(':').unwrap_or((v.as_str(), if v == "gaussseidel" { "1" } else { "2" }));
-                let steps = steps.parse().map_err(|_| bad(format!("--smoother {v}: the steps after ':' must be a count")))?;
+                let (kind, steps) = match v.split_once(':') {
+                    Some((kind, steps)) => {
+                        (kind, steps.parse().map_err(|_| bad(format!("--smoother {v}: the steps after ':' must be a count")))?)
+                    }
+                    None => (v.as_str(), Smoother::default_steps(v == "gaussseidel")),
+                };
                 o.amg.smoother = Some(match kind {
                     "chebyshev" => Smoother::Chebyshev { degree: steps },
                     "l1jacobi" => Smoother::L1Jacobi { sweeps: steps },
