@@ -65,6 +65,22 @@ __device__ __forceinline__ int neighbour(int c, int d, int n, bool periodic) {
     return v;
 }
 
+// sum + c v and c . v for lattice velocity components c in {-1, 0, 1}, known
+// at compile time once the direction loops unroll: only the nonzero terms,
+// since 0 * v does not fold away in IEEE arithmetic (an FFMA each). The same
+// roundings as the full products: +-1 * v is exact and adding +-0 changes
+// no finite sum.
+template <typename R>
+__device__ __forceinline__ R c_add(R sum, int c, R v) {
+    return c > 0 ? sum + v : c < 0 ? sum - v : sum;
+}
+template <typename R>
+__device__ __forceinline__ R c_dot(int cx, int cy, int cz, R vx, R vy, R vz) {
+    R sum = cx > 0 ? vx : cx < 0 ? -vx : R(0);
+    sum = cx ? c_add(sum, cy, vy) : cy > 0 ? vy : cy < 0 ? -vy : sum;
+    return cx || cy ? c_add(sum, cz, vz) : cz > 0 ? vz : cz < 0 ? -vz : sum;
+}
+
 // Post-collision populations of one site from its populations f; returns
 // the density. BGK relaxes with omega; TRT relaxes the even part of f - feq
 // with omega and the odd part with omega_minus (the Guo source term split the
@@ -80,9 +96,9 @@ __device__ __forceinline__ R collide(const R* f, R* post, R omega, R omega_minus
 #pragma unroll
     for (int i = 0; i < 19; ++i) {
         rho += f[i];
-        jx += cx[i] * f[i];
-        jy += cy[i] * f[i];
-        jz += cz[i] * f[i];
+        jx = c_add(jx, cx[i], f[i]);
+        jy = c_add(jy, cy[i], f[i]);
+        jz = c_add(jz, cz[i], f[i]);
     }
     // Guo forcing: the velocity carries half the force; the source term the rest.
     if (FORCE) {
@@ -108,11 +124,11 @@ __device__ __forceinline__ R collide(const R* f, R* post, R omega, R omega_minus
 #pragma unroll
     for (int i = 1; i <= 9; ++i) {
         const int o = i + 9;
-        const R cu = cx[i] * ux + cy[i] * uy + cz[i] * uz;
+        const R cu = c_dot(cx[i], cy[i], cz[i], ux, uy, uz);
         const R even_eq = w[i] * (rest + R(4.5) * rho * cu * cu), odd_eq = 3 * w[i] * rho * cu;
         R even_source = 0, odd_source = 0;
         if (FORCE) {
-            const R cf = cx[i] * fx + cy[i] * fy + cz[i] * fz;
+            const R cf = c_dot(cx[i], cy[i], cz[i], fx, fy, fz);
             even_source = even_scale * w[i] * (9 * cu * cf - 3 * uf);
             odd_source = odd_scale * 3 * w[i] * cf;
         }
@@ -188,6 +204,17 @@ __device__ __forceinline__ R open_link(unsigned char kind, const double* b, R ba
     return -back + 2 * w * R(b[0]) * (1 + R(4.5) * cu * cu - R(1.5) * (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]));
 }
 
+// v, hidden from the compiler until `after` is known, so that addresses
+// computed from it are computed afresh (see collide_site).
+__device__ __forceinline__ unsigned opaque(unsigned v, float after) {
+    asm volatile("" : "+r"(v) : "f"(after));
+    return v;
+}
+__device__ __forceinline__ unsigned opaque(unsigned v, double after) {
+    asm volatile("" : "+r"(v) : "d"(after));
+    return v;
+}
+
 // Collides site s (populations f) and sends each post-collision population
 // along its link: to slot i of the neighbour d = s + c_i where d is fluid
 // (push), or, LOCAL, to slot opp(i) of s itself (the in-place scheme's even
@@ -203,8 +230,13 @@ __device__ __forceinline__ void collide_site(const R* f, unsigned s, bool bulk, 
     R post[19], u[3];
     const R rho = collide<TRT, R, FORCE>(f, post, omega, omega_minus, fx, fy, fz, u);
     if (LOCAL && bulk) {
+        // f16 stores to addresses computed afresh: ptxas would otherwise keep
+        // the loads' 19 64-bit addresses through the collision; at 64
+        // registers instead of 80 the f16 even step ran 4% faster on the H100
+        // (f32 0.5% slower; BENCHMARKS.md)
+        const unsigned at = sizeof(T) == 2 ? opaque(s, rho) : s;
 #pragma unroll
-        for (int i = 0; i < 19; ++i) store_pop(&fout[(i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9)) * n + s], post[i], w[i]);
+        for (int i = 0; i < 19; ++i) store_pop(&fout[(i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9)) * n + at], post[i], w[i]);
         return;
     }
     int x, y, z;
