@@ -3,8 +3,10 @@
 // steps (BGK, TRT, forced) at several even/odd block sizes and the pull
 // step, on a periodic 256^3 box, MLUPS against the copy ceiling measured in
 // the same run, even and odd steps also timed apart; and each variant's
-// populations after 4 steps from one random start, dumped so two kernel
-// files can be compared (results/2026-11-24-h100-lbm-lab-collide-blocks.txt):
+// populations after 4 steps from one random start on a 64^3 box, dumped
+// (pops_<tag>_<storage>_<variant>.bin) so two kernel files can be compared
+// (results/2026-11-24-h100-lbm-zero-terms-lab.txt). LAB_QUICK=1 times only
+// the main block sizes:
 //   nvcc -O3 -arch=sm_90 -DLBM_FILE='"../kernels/lbm.cu"' scripts/lbm_lab.cu -o lab && ./lab new [f32only]
 #include LBM_FILE
 #include <cstdio>
