@@ -25,6 +25,20 @@ __device__ void spmv(int n, const int* __restrict__ rp, const int* __restrict__ 
     }
 SPMV(1) SPMV(2) SPMV(4) SPMV(8) SPMV(16) SPMV(32)
 
+// y[rows[q]] += (A x)_q over the listed rows only, a thread a row: the halo
+// block of a distributed matrix, whose few rows with entries would otherwise
+// cost a pass over the whole of y (each row summed in order, as spmv with TPR 1).
+extern "C" __global__ void __launch_bounds__(256) spmv_rows_add(int m, const int* __restrict__ rows,
+    const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
+    const double* __restrict__ x, double* y, const double* sc) {
+    if (stopped(sc)) return;
+    GRID_STRIDE(q, m) {
+        double s = 0.0;
+        for (int k = rp[q]; k < rp[q + 1]; ++k) s += v[k] * x[ci[k]];
+        y[rows[q]] += s;
+    }
+}
+
 // Symmetric Dirichlet conditions, one thread per row i: the free rows move
 // the constrained columns' known values to the right-hand side, constrained
 // rows and columns are zeroed but for the diagonal, and b_i = a_ii g_i on a

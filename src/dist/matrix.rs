@@ -57,10 +57,44 @@ pub struct DistCsr {
 struct DeviceExchange {
     send_rows: DeviceBuffer<i32>,
     send: DeviceBuffer<f64>,
+    /// The halo block's rows that have entries (few of them), for its product.
+    halo_rows: Option<HaloRows>,
     halo: Mutex<Halo>,
     /// The device-direct path, or why there is none (declared after `halo`,
     /// which may live in its region, so dropped after it).
     team: std::result::Result<Team, String>,
+}
+
+/// The halo block's rows with entries and their row pointers (then the
+/// entry count): its columns and values as stored, less the empty rows, so
+/// its product touches those rows of y only (kernels/sparse.cu `spmv_rows_add`).
+struct HaloRows {
+    count: usize,
+    rows: DeviceBuffer<i32>,
+    row_ptr: DeviceBuffer<i32>,
+}
+
+impl HaloRows {
+    fn new(g: &Gpu, h: &Csr) -> Result<HaloRows> {
+        let rp = &h.pattern.row_ptr;
+        let rows: Vec<i32> = (0..h.pattern.nrows).filter(|&r| rp[r + 1] > rp[r]).map(|r| r as i32).collect();
+        let mut row_ptr: Vec<i32> = rows.iter().map(|&r| rp[r as usize]).collect();
+        row_ptr.push(rp[h.pattern.nrows]);
+        Ok(HaloRows { count: rows.len(), rows: cuda::upload(g, &rows)?, row_ptr: cuda::upload(g, &row_ptr)? })
+    }
+
+    /// y += H x_halo over the rows with entries.
+    fn add_product(
+        &self,
+        g: &Gpu,
+        h: &Csr,
+        x: &DeviceBuffer<f64>,
+        y: &DeviceBuffer<f64>,
+        sc: Option<&DeviceBuffer<f64>>,
+    ) -> Result<()> {
+        let dp = h.device.as_ref().ok_or_else(mixed_backends)?;
+        cuda::spmv_rows_add(g, self.count, &self.rows, &self.row_ptr, &dp.col, h.values().data.device()?, x, y, sc)
+    }
 }
 
 /// The halo on the device: the rank's own buffer, or part of its team region.
@@ -110,7 +144,10 @@ impl DistCsr {
             };
             let device = match ctx.gpu() {
                 None => None,
-                Some(g) => Some((cuda::upload(g, &send_rows)?, g.alloc(send_rows.len().max(1))?)),
+                Some(g) => {
+                    let halo_rows = halo.as_ref().map(|h| HaloRows::new(g, h)).transpose()?;
+                    Some((cuda::upload(g, &send_rows)?, g.alloc(send_rows.len().max(1))?, halo_rows))
+                }
             };
             Ok((own, halo, device))
         })();
@@ -119,8 +156,8 @@ impl DistCsr {
         let why_not = team::unsuitable(&comm, ctx.gpu());
         let device = match device {
             None => None,
-            Some((rows, send)) => {
-                Some(device_exchange(&comm, &ctx, (rows, send), why_not, &recv_from, &send_to, split.halo_cols.len())?)
+            Some((rows, send, halo_rows)) => {
+                Some(device_exchange(&comm, &ctx, (rows, send, halo_rows), why_not, &recv_from, &send_to, split.halo_cols.len())?)
             }
         };
         let staging = Mutex::new((vec![0.0; send_rows.len()], vec![0.0; split.halo_cols.len()]));
@@ -296,12 +333,11 @@ impl Operator for Product<'_> {
             cuda::spmv_with(g, dp, dp.threads_per_row, n, self.own.device()?, 1.0, x, 0.0, y, sc)?;
         }
         a.exchange(&mut staging, || Ok(()))?;
-        if let Some(h) = &a.halo {
+        if let (Some(h), Some(hr)) = (&a.halo, &dx.halo_rows) {
             let mut halo = dx.halo.lock().unwrap_or_else(|p| p.into_inner());
             let halo = halo.buffer();
             g.upload(&staging.1, halo, 0)?;
-            let dp = h.device.as_ref().ok_or_else(mixed_backends)?;
-            cuda::spmv_with(g, dp, dp.threads_per_row, n, h.values().data.device()?, 1.0, halo, 1.0, y, sc)?;
+            hr.add_product(g, h, halo, y, sc)?;
         }
         Ok(())
     }
@@ -332,11 +368,10 @@ impl Product<'_> {
             let dp = a.own.device.as_ref().ok_or_else(mixed_backends)?;
             cuda::spmv_with(g, dp, dp.threads_per_row, n, self.own.device()?, 1.0, x, 0.0, y, Some(sc))?;
         }
-        if let Some(h) = &a.halo {
+        if let (Some(h), Some(hr)) = (&a.halo, &dx.halo_rows) {
             team.wait(g, sc)?;
             let mut halo = dx.halo.lock().unwrap_or_else(|p| p.into_inner());
-            let dp = h.device.as_ref().ok_or_else(mixed_backends)?;
-            cuda::spmv_with(g, dp, dp.threads_per_row, n, h.values().data.device()?, 1.0, halo.buffer(), 1.0, y, Some(sc))?;
+            hr.add_product(g, h, halo.buffer(), y, Some(sc))?;
         }
         Ok(())
     }
@@ -347,7 +382,7 @@ impl Product<'_> {
 fn device_exchange(
     comm: &Comm,
     ctx: &Context,
-    (send_rows, send): (DeviceBuffer<i32>, DeviceBuffer<f64>),
+    (send_rows, send, halo_rows): (DeviceBuffer<i32>, DeviceBuffer<f64>, Option<HaloRows>),
     why_not: Option<String>,
     recv_from: &[(usize, usize)],
     send_to: &[(usize, usize)],
@@ -362,7 +397,7 @@ fn device_exchange(
         Ok((team, halo)) => (Halo::Shared(halo), Ok(team)),
         Err(why) => (Halo::Own(comm.agree(g.alloc(halo_len.max(1)))?), Err(why)),
     };
-    Ok(DeviceExchange { send_rows, send, halo: Mutex::new(halo), team })
+    Ok(DeviceExchange { send_rows, send, halo_rows, halo: Mutex::new(halo), team })
 }
 
 fn pick(values: &[f64], entries: &[usize]) -> Vec<f64> {

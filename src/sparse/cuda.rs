@@ -58,6 +58,31 @@ pub fn spmv_with(
     g.launch(&name, l, (spmv_blocks(n, tpr) as u32, 1, 1), (BLOCK, 1, 1), 0)
 }
 
+/// y[rows[q]] += (A x)_q for the `m` listed rows of A (row pointers `row_ptr`,
+/// m + 1 of them; columns and values as stored).
+#[allow(clippy::too_many_arguments)]
+pub fn spmv_rows_add(
+    g: &Gpu,
+    m: usize,
+    rows: &DeviceBuffer<i32>,
+    row_ptr: &DeviceBuffer<i32>,
+    col: &DeviceBuffer<i32>,
+    v: &DeviceBuffer<f64>,
+    x: &DeviceBuffer<f64>,
+    y: &DeviceBuffer<f64>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
+    if m == 0 {
+        return Ok(());
+    }
+    let f = g.kernel("sparse", SOURCE, "spmv_rows_add")?;
+    let m32 = m as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&m32).arg(rows).arg(row_ptr).arg(col).arg(v).arg(x).arg(y);
+    arg_or_null(&mut l, sc);
+    g.launch("spmv_rows_add", l, (m.div_ceil(BLOCK as usize) as u32, 1, 1), (BLOCK, 1, 1), 0)
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn spmv(
     g: &Gpu,
