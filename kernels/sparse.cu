@@ -321,10 +321,12 @@ extern "C" __global__ void __launch_bounds__(512) usolve_syncfree(int n, int chu
 // CG: q = A p fused with PQ = p.q (not positive: breakdown), TPR lanes per
 // row as in spmv. Grid-stride over the rows a warp at a time, so the grid
 // fits the reduction's partials and every lane of a warp reaches the shuffles.
+// With `own_total` (a distributed matrix's diagonal block), p.q over these
+// rows goes there instead, for spmv_rows_add_pq to finish.
 template <int TPR>
 __device__ void spmv_pq(int n, const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
                         const double* __restrict__ p, double* __restrict__ q, double* partial, unsigned int* counter,
-                        double* sc) {
+                        double* sc, double* own_total) {
     if (stopped(sc)) return;
     const int per_warp = 32 / TPR, lane = threadIdx.x & (TPR - 1), group = (threadIdx.x & 31) / TPR;
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -340,6 +342,32 @@ __device__ void spmv_pq(int n, const int* __restrict__ rp, const int* __restrict
     }
     double pq, unused;
     if (last_block_sums(block_sum(dot), 0.0, partial, counter, pq, unused)) {
+        if (own_total) *own_total = pq;
+        else set_pq(sc, pq);
+    }
+}
+
+// A distributed CG's q = A p, second half: q[rows[k]] += (H x_halo)_k over
+// the halo block's rows with entries (as spmv_rows_add), their share of p.q
+// added to the diagonal block's (*own_total, from spmv_pq), then summed over
+// the team's ranks into PQ. m = 0 (a rank without halo) only finishes p.q.
+extern "C" __global__ void __launch_bounds__(256) spmv_rows_add_pq(int m, const int* __restrict__ rows,
+    const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
+    const double* __restrict__ x, const double* __restrict__ p, double* q, const double* own_total, double* partial,
+    unsigned int* counter, double* sc) {
+    if (stopped(sc)) return;
+    double dot = 0.0;
+    GRID_STRIDE(k, m) {
+        double s = 0.0;
+        for (int e = rp[k]; e < rp[k + 1]; ++e) s += v[e] * x[ci[e]];
+        const int r = rows[k];
+        q[r] += s;
+        dot += p[r] * s;
+    }
+    double sum = block_sum(dot);
+    if (blockIdx.x == 0 && threadIdx.x == 0) sum += *own_total;
+    double pq, unused;
+    if (iteration_sums(sum, 0.0, partial, counter, sc, pq, unused)) {
         set_pq(sc, pq);
     }
 }
@@ -348,7 +376,8 @@ __device__ void spmv_pq(int n, const int* __restrict__ rp, const int* __restrict
 // above measured slower: BENCHMARKS.md); not positive: breakdown.
 #define SPMV_PQ(TPR)                                                                                           \
     extern "C" __global__ void __launch_bounds__(256) spmv_pq_tpr##TPR(int n, const int* rp, const int* ci,     \
-        const double* v, const double* p, double* q, double* partial, unsigned int* counter, double* sc) {     \
-        spmv_pq<TPR>(n, rp, ci, v, p, q, partial, counter, sc);                                               \
+        const double* v, const double* p, double* q, double* partial, unsigned int* counter, double* sc,       \
+        double* own_total) {                                                                                   \
+        spmv_pq<TPR>(n, rp, ci, v, p, q, partial, counter, sc, own_total);                                    \
     }
 SPMV_PQ(1) SPMV_PQ(2)

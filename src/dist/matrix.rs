@@ -16,6 +16,7 @@
 
 use super::comm::{runs, Comm};
 use super::team::{self, Team};
+use crate::array::cuda::Reduce;
 use crate::array::{mixed_backends, Array, Buffer};
 use crate::context::Context;
 use crate::error::{at, Error, Result};
@@ -35,8 +36,11 @@ pub struct DistCsr {
     /// Owned rows x owned columns, numbered locally: the diagonal block,
     /// which block-Jacobi preconditioners are built from.
     pub own: Arc<Csr>,
-    /// Owned rows x halo columns (None: the rank needs no other rank's values).
+    /// The halo block: owned rows x halo columns, kept over its rows with
+    /// entries only (the rows next to other ranks), which are `halo_rows`
+    /// (None: the rank needs no other rank's values).
     pub halo: Option<Csr>,
+    halo_rows: Vec<i32>,
     /// The halo columns' global numbers, ascending (so grouped by owner).
     pub halo_cols: Vec<usize>,
     /// Caller's entries, in their order, that belong to each block.
@@ -57,44 +61,13 @@ pub struct DistCsr {
 struct DeviceExchange {
     send_rows: DeviceBuffer<i32>,
     send: DeviceBuffer<f64>,
-    /// The halo block's rows that have entries (few of them), for its product.
-    halo_rows: Option<HaloRows>,
+    halo_rows: DeviceBuffer<i32>,
+    /// CG's p.q over the diagonal block, before the halo block's share.
+    own_pq: DeviceBuffer<f64>,
     halo: Mutex<Halo>,
     /// The device-direct path, or why there is none (declared after `halo`,
     /// which may live in its region, so dropped after it).
     team: std::result::Result<Team, String>,
-}
-
-/// The halo block's rows with entries and their row pointers (then the
-/// entry count): its columns and values as stored, less the empty rows, so
-/// its product touches those rows of y only (kernels/sparse.cu `spmv_rows_add`).
-struct HaloRows {
-    count: usize,
-    rows: DeviceBuffer<i32>,
-    row_ptr: DeviceBuffer<i32>,
-}
-
-impl HaloRows {
-    fn new(g: &Gpu, h: &Csr) -> Result<HaloRows> {
-        let rp = &h.pattern.row_ptr;
-        let rows: Vec<i32> = (0..h.pattern.nrows).filter(|&r| rp[r + 1] > rp[r]).map(|r| r as i32).collect();
-        let mut row_ptr: Vec<i32> = rows.iter().map(|&r| rp[r as usize]).collect();
-        row_ptr.push(rp[h.pattern.nrows]);
-        Ok(HaloRows { count: rows.len(), rows: cuda::upload(g, &rows)?, row_ptr: cuda::upload(g, &row_ptr)? })
-    }
-
-    /// y += H x_halo over the rows with entries.
-    fn add_product(
-        &self,
-        g: &Gpu,
-        h: &Csr,
-        x: &DeviceBuffer<f64>,
-        y: &DeviceBuffer<f64>,
-        sc: Option<&DeviceBuffer<f64>>,
-    ) -> Result<()> {
-        let dp = h.device.as_ref().ok_or_else(mixed_backends)?;
-        cuda::spmv_rows_add(g, self.count, &self.rows, &self.row_ptr, &dp.col, h.values().data.device()?, x, y, sc)
-    }
 }
 
 /// The halo on the device: the rank's own buffer, or part of its team region.
@@ -144,10 +117,12 @@ impl DistCsr {
             };
             let device = match ctx.gpu() {
                 None => None,
-                Some(g) => {
-                    let halo_rows = halo.as_ref().map(|h| HaloRows::new(g, h)).transpose()?;
-                    Some((cuda::upload(g, &send_rows)?, g.alloc(send_rows.len().max(1))?, halo_rows))
-                }
+                Some(g) => Some((
+                    cuda::upload(g, &send_rows)?,
+                    g.alloc(send_rows.len().max(1))?,
+                    cuda::upload(g, &split.halo_rows)?,
+                    g.zeros::<f64>(1)?,
+                )),
             };
             Ok((own, halo, device))
         })();
@@ -156,9 +131,7 @@ impl DistCsr {
         let why_not = team::unsuitable(&comm, ctx.gpu());
         let device = match device {
             None => None,
-            Some((rows, send, halo_rows)) => {
-                Some(device_exchange(&comm, &ctx, (rows, send, halo_rows), why_not, &recv_from, &send_to, split.halo_cols.len())?)
-            }
+            Some(buffers) => Some(device_exchange(&comm, &ctx, buffers, why_not, &recv_from, &send_to, split.halo_cols.len())?),
         };
         let staging = Mutex::new((vec![0.0; send_rows.len()], vec![0.0; split.halo_cols.len()]));
         Ok(DistCsr {
@@ -167,6 +140,7 @@ impl DistCsr {
             starts,
             own,
             halo,
+            halo_rows: split.halo_rows,
             halo_cols: split.halo_cols,
             own_entries: split.own_entries,
             halo_entries: split.halo_entries,
@@ -283,6 +257,17 @@ impl DistCsr {
         }
     }
 
+    /// The halo block `h` (self.halo, its device values `values`) over its
+    /// rows, as the device kernels take it.
+    fn rows_block<'a>(&'a self, h: &'a Csr, values: &'a Buffer<f64>, dx: &'a DeviceExchange) -> Result<cuda::RowsBlock<'a>> {
+        Ok(cuda::RowsBlock {
+            count: self.halo_rows.len(),
+            rows: &dx.halo_rows,
+            dp: h.device.as_ref().ok_or_else(mixed_backends)?,
+            values: values.device()?,
+        })
+    }
+
     /// Sends the owned values others need (`send`, gathered), receives the
     /// halo into the staging buffer, running `meanwhile` as they travel.
     fn exchange(&self, staging: &mut (Vec<f64>, Vec<f64>), meanwhile: impl FnOnce() -> Result<()>) -> Result<()> {
@@ -310,7 +295,7 @@ impl Operator for Product<'_> {
             Ok(())
         })?;
         if let Some(h) = &a.halo {
-            cpu::spmv(&h.pattern, h.values().data.host()?, 1.0, &staging.1, 1.0, y);
+            cpu::spmv_rows_add(&h.pattern, h.values().data.host()?, &a.halo_rows, &staging.1, y);
         }
         Ok(())
     }
@@ -333,17 +318,36 @@ impl Operator for Product<'_> {
             cuda::spmv_with(g, dp, dp.threads_per_row, n, self.own.device()?, 1.0, x, 0.0, y, sc)?;
         }
         a.exchange(&mut staging, || Ok(()))?;
-        if let (Some(h), Some(hr)) = (&a.halo, &dx.halo_rows) {
+        if let Some(h) = &a.halo {
             let mut halo = dx.halo.lock().unwrap_or_else(|p| p.into_inner());
             let halo = halo.buffer();
             g.upload(&staging.1, halo, 0)?;
-            hr.add_product(g, h, halo, y, sc)?;
+            let values = h.values();
+            cuda::spmv_rows_add(g, &a.rows_block(h, &values.data, dx)?, halo, y, sc)?;
         }
         Ok(())
     }
 
     fn device_team(&self, g: &Gpu) -> u64 {
         self.a.device.as_ref().and_then(|dx| dx.team.as_ref().ok()).map_or(0, |t| t.address(g))
+    }
+
+    /// In a team, where the diagonal block's rows are short (as one
+    /// process fuses them: sparse::solver's CsrOperator) and the rank owns rows.
+    fn apply_pq_device(
+        &self,
+        g: &Gpu,
+        p: &DeviceBuffer<f64>,
+        q: &DeviceBuffer<f64>,
+        reduce: &Reduce,
+        sc: &DeviceBuffer<f64>,
+    ) -> Option<Result<()>> {
+        let team = self.a.device.as_ref()?.team.as_ref().ok()?;
+        let dp = self.a.own.device.as_ref()?;
+        if dp.threads_per_row > cuda::FUSED_PQ_MAX_TPR || self.a.local_rows() == 0 {
+            return None;
+        }
+        Some(self.apply_pq_in_team(g, team, p, q, reduce, sc))
     }
 }
 
@@ -368,12 +372,44 @@ impl Product<'_> {
             let dp = a.own.device.as_ref().ok_or_else(mixed_backends)?;
             cuda::spmv_with(g, dp, dp.threads_per_row, n, self.own.device()?, 1.0, x, 0.0, y, Some(sc))?;
         }
-        if let (Some(h), Some(hr)) = (&a.halo, &dx.halo_rows) {
+        if let Some(h) = &a.halo {
             team.wait(g, sc)?;
             let mut halo = dx.halo.lock().unwrap_or_else(|p| p.into_inner());
-            hr.add_product(g, h, halo.buffer(), y, Some(sc))?;
+            let values = h.values();
+            cuda::spmv_rows_add(g, &a.rows_block(h, &values.data, dx)?, halo.buffer(), y, Some(sc))?;
         }
         Ok(())
+    }
+
+    /// apply_in_team with CG's p.q reduced in the same passes: the diagonal
+    /// block's product sums its share, the halo block's adds its own and
+    /// sums over the team.
+    fn apply_pq_in_team(
+        &self,
+        g: &Gpu,
+        team: &Team,
+        p: &DeviceBuffer<f64>,
+        q: &DeviceBuffer<f64>,
+        reduce: &Reduce,
+        sc: &DeviceBuffer<f64>,
+    ) -> Result<()> {
+        let a = self.a;
+        let dx = a.device.as_ref().ok_or_else(mixed_backends)?;
+        let dp = a.own.device.as_ref().ok_or_else(mixed_backends)?;
+        if !a.send_rows.is_empty() {
+            team.send(g, p, &dx.send_rows, a.send_rows.len(), sc)?;
+        }
+        cuda::spmv_pq(g, dp, a.local_rows(), self.own.device()?, p, q, reduce, sc, Some(&dx.own_pq))?;
+        match &a.halo {
+            Some(h) => {
+                team.wait(g, sc)?;
+                let mut halo = dx.halo.lock().unwrap_or_else(|p| p.into_inner());
+                let values = h.values();
+                let block = a.rows_block(h, &values.data, dx)?;
+                cuda::spmv_rows_add_pq(g, Some((&block, halo.buffer())), p, q, &dx.own_pq, reduce, sc)
+            }
+            None => cuda::spmv_rows_add_pq(g, None, p, q, &dx.own_pq, reduce, sc),
+        }
     }
 }
 
@@ -382,7 +418,7 @@ impl Product<'_> {
 fn device_exchange(
     comm: &Comm,
     ctx: &Context,
-    (send_rows, send, halo_rows): (DeviceBuffer<i32>, DeviceBuffer<f64>, Option<HaloRows>),
+    (send_rows, send, halo_rows, own_pq): (DeviceBuffer<i32>, DeviceBuffer<f64>, DeviceBuffer<i32>, DeviceBuffer<f64>),
     why_not: Option<String>,
     recv_from: &[(usize, usize)],
     send_to: &[(usize, usize)],
@@ -397,7 +433,7 @@ fn device_exchange(
         Ok((team, halo)) => (Halo::Shared(halo), Ok(team)),
         Err(why) => (Halo::Own(comm.agree(g.alloc(halo_len.max(1)))?), Err(why)),
     };
-    Ok(DeviceExchange { send_rows, send, halo_rows, halo: Mutex::new(halo), team })
+    Ok(DeviceExchange { send_rows, send, halo_rows, own_pq, halo: Mutex::new(halo), team })
 }
 
 fn pick(values: &[f64], entries: &[usize]) -> Vec<f64> {
@@ -453,6 +489,8 @@ fn layout<I: Index>(comm: &Comm, rows: &Rows<I>) -> Result<Vec<usize>> {
 struct Split {
     own: crate::sparse::Pattern,
     halo: Option<crate::sparse::Pattern>,
+    /// The rows with halo entries, the halo pattern's rows.
+    halo_rows: Vec<i32>,
     halo_cols: Vec<usize>,
     own_entries: Vec<usize>,
     halo_entries: Vec<usize>,
@@ -495,7 +533,7 @@ fn split<I: Index>(rows: &Rows<I>, first: usize, nrows: usize, n_global: usize) 
     halo_cols.sort_unstable();
     halo_cols.dedup();
     let (mut own_rp, mut own_col, mut own_entries) = (vec![0i64], Vec::new(), Vec::new());
-    let (mut halo_rp, mut halo_col, mut halo_entries) = (vec![0i64], Vec::new(), Vec::new());
+    let (mut halo_rp, mut halo_col, mut halo_entries, mut halo_rows) = (vec![0i64], Vec::new(), Vec::new(), Vec::new());
     for r in 0..nrows {
         for k in (rp[r].to_i64() - base) as usize..(rp[r + 1].to_i64() - base) as usize {
             let g = (col[k].to_i64() - base) as usize;
@@ -508,9 +546,15 @@ fn split<I: Index>(rows: &Rows<I>, first: usize, nrows: usize, n_global: usize) 
             }
         }
         own_rp.push(own_col.len() as i64);
-        halo_rp.push(halo_col.len() as i64);
+        if halo_col.len() as i64 > halo_rp[halo_rp.len() - 1] {
+            halo_rp.push(halo_col.len() as i64);
+            halo_rows.push(r as i32);
+        }
     }
     let own = build_pattern(nrows, nrows, &own_rp, &own_col, 0)?;
-    let halo = if halo_cols.is_empty() { None } else { Some(build_pattern(nrows, halo_cols.len(), &halo_rp, &halo_col, 0)?) };
-    Ok(Split { own, halo, halo_cols, own_entries, halo_entries })
+    let halo = match halo_rows.len() {
+        0 => None,
+        m => Some(build_pattern(m, halo_cols.len(), &halo_rp, &halo_col, 0)?),
+    };
+    Ok(Split { own, halo, halo_rows, halo_cols, own_entries, halo_entries })
 }

@@ -12,6 +12,17 @@ pub fn spmv(p: &Pattern, v: &[f64], alpha: f64, x: &[f64], beta: f64, y: &mut [f
     }
 }
 
+/// y[rows[k]] += (A x)_k, row k of A being row rows[k] of y: a distributed
+/// matrix's halo block over its rows with entries (kernels/sparse.cu
+/// `spmv_rows_add`).
+pub fn spmv_rows_add(p: &Pattern, v: &[f64], rows: &[i32], x: &[f64], y: &mut [f64]) {
+    for (k, &r) in rows.iter().enumerate() {
+        let (s, e) = (p.row_ptr[k] as usize, p.row_ptr[k + 1] as usize);
+        let sum: f64 = (s..e).map(|j| v[j] * x[p.col[j] as usize]).sum();
+        y[r as usize] += sum;
+    }
+}
+
 /// Names a pivot row for messages (0-based and the 1-based Fortran index).
 pub fn row_name(r: usize) -> String {
     format!("row {r} (0-based; {} 1-based)", r + 1)

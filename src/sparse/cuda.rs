@@ -58,29 +58,33 @@ pub fn spmv_with(
     g.launch(&name, l, (spmv_blocks(n, tpr) as u32, 1, 1), (BLOCK, 1, 1), 0)
 }
 
-/// y[rows[q]] += (A x)_q for the `m` listed rows of A (row pointers `row_ptr`,
-/// m + 1 of them; columns and values as stored).
-#[allow(clippy::too_many_arguments)]
+/// The rows of a distributed matrix's halo block that have entries: their
+/// numbers among the rank's rows, and the block's pattern (`count` rows) and
+/// values over them alone, so that its product touches those rows of y only.
+pub struct RowsBlock<'a> {
+    pub count: usize,
+    pub rows: &'a DeviceBuffer<i32>,
+    pub dp: &'a DevicePattern,
+    pub values: &'a DeviceBuffer<f64>,
+}
+
+/// y[rows[k]] += (H x)_k over the block's rows (kernels/sparse.cu).
 pub fn spmv_rows_add(
     g: &Gpu,
-    m: usize,
-    rows: &DeviceBuffer<i32>,
-    row_ptr: &DeviceBuffer<i32>,
-    col: &DeviceBuffer<i32>,
-    v: &DeviceBuffer<f64>,
+    h: &RowsBlock,
     x: &DeviceBuffer<f64>,
     y: &DeviceBuffer<f64>,
     sc: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
-    if m == 0 {
+    if h.count == 0 {
         return Ok(());
     }
     let f = g.kernel("sparse", SOURCE, "spmv_rows_add")?;
-    let m32 = m as i32;
+    let m32 = h.count as i32;
     let mut l = g.launcher(&f);
-    l.arg(&m32).arg(rows).arg(row_ptr).arg(col).arg(v).arg(x).arg(y);
+    l.arg(&m32).arg(h.rows).arg(&h.dp.row_ptr).arg(&h.dp.col).arg(h.values).arg(x).arg(y);
     arg_or_null(&mut l, sc);
-    g.launch("spmv_rows_add", l, (m.div_ceil(BLOCK as usize) as u32, 1, 1), (BLOCK, 1, 1), 0)
+    g.launch("spmv_rows_add", l, (h.count.div_ceil(BLOCK as usize) as u32, 1, 1), (BLOCK, 1, 1), 0)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -455,7 +459,9 @@ pub fn ilu_transpose(
 pub(crate) const FUSED_PQ_MAX_TPR: u32 = 2;
 
 /// CG's q = A p fused with p.q into the scalars `sc` (a breakdown when not
-/// positive); for patterns of at most FUSED_PQ_MAX_TPR threads per row.
+/// positive), or with `own_total`, p.q over these rows into it, for
+/// `spmv_rows_add_pq` to finish; for patterns of at most FUSED_PQ_MAX_TPR
+/// threads per row and n > 0.
 #[allow(clippy::too_many_arguments)]
 pub fn spmv_pq(
     g: &Gpu,
@@ -466,6 +472,7 @@ pub fn spmv_pq(
     q: &DeviceBuffer<f64>,
     reduce: &Reduce,
     sc: &DeviceBuffer<f64>,
+    own_total: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
     let tpr = dp.threads_per_row;
     let name = format!("spmv_pq_tpr{tpr}");
@@ -473,6 +480,36 @@ pub fn spmv_pq(
     let n32 = n as i32;
     let mut l = g.launcher(&f);
     l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(p).arg(q).arg(&reduce.partial).arg(&reduce.counter).arg(sc);
+    arg_or_null(&mut l, own_total);
     let blocks = spmv_blocks(n, tpr).min(REDUCE_BLOCKS) as u32;
     g.launch(&name, l, (blocks, 1, 1), (BLOCK, 1, 1), 0)
+}
+
+/// A distributed CG's q = A p after `spmv_pq` with `own_total`: q += H
+/// x_halo over `halo`'s rows, then p.q summed over those rows, the diagonal
+/// block's and the team's ranks into `sc` (None: a rank without halo only
+/// finishes p.q).
+#[allow(clippy::too_many_arguments)]
+pub fn spmv_rows_add_pq(
+    g: &Gpu,
+    halo: Option<(&RowsBlock, &DeviceBuffer<f64>)>,
+    p: &DeviceBuffer<f64>,
+    q: &DeviceBuffer<f64>,
+    own_total: &DeviceBuffer<f64>,
+    reduce: &Reduce,
+    sc: &DeviceBuffer<f64>,
+) -> Result<()> {
+    let f = g.kernel("sparse", SOURCE, "spmv_rows_add_pq")?;
+    let m = halo.map_or(0, |(h, _)| h.count);
+    let m32 = m as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&m32);
+    arg_or_null(&mut l, halo.map(|(h, _)| h.rows));
+    arg_or_null(&mut l, halo.map(|(h, _)| &h.dp.row_ptr));
+    arg_or_null(&mut l, halo.map(|(h, _)| &h.dp.col));
+    arg_or_null(&mut l, halo.map(|(h, _)| h.values));
+    arg_or_null(&mut l, halo.map(|(_, x)| x));
+    l.arg(p).arg(q).arg(own_total).arg(&reduce.partial).arg(&reduce.counter).arg(sc);
+    let blocks = m.div_ceil(BLOCK as usize).clamp(1, REDUCE_BLOCKS) as u32;
+    g.launch("spmv_rows_add_pq", l, (blocks, 1, 1), (BLOCK, 1, 1), 0)
 }

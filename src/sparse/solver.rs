@@ -301,7 +301,7 @@ impl Operator for CsrOperator<'_> {
         sc: &DeviceBuffer<f64>,
     ) -> Option<Result<()>> {
         let dp = self.dp.filter(|dp| self.block == 1 && dp.threads_per_row <= cuda::FUSED_PQ_MAX_TPR)?;
-        Some(self.values.device().and_then(|v| cuda::spmv_pq(g, dp, self.p.nrows, v, p, q, reduce, sc)))
+        Some(self.values.device().and_then(|v| cuda::spmv_pq(g, dp, self.p.nrows, v, p, q, reduce, sc, None)))
     }
 }
 
