@@ -107,6 +107,11 @@ impl Comm {
         }
     }
 
+    /// Rank 0's `bytes` on every rank.
+    pub(super) fn broadcast_from_first(&self, bytes: &mut [u8]) {
+        self.comm.process_at_rank(0).broadcast_into(bytes);
+    }
+
     /// Sends `send` (runs of `send_to` counts, rank by rank) and receives
     /// `recv` (runs of `recv_from`), running `meanwhile` while the messages
     /// are in flight.

@@ -20,6 +20,7 @@ use crate::array::cuda::Reduce;
 use crate::array::{mixed_backends, Array, Buffer};
 use crate::context::Context;
 use crate::error::{at, Error, Result};
+use crate::gpu::nccl::{self, Nccl};
 use crate::gpu::{Borrowed, DeviceBuffer, Gpu};
 use crate::krylov::Operator;
 use crate::sparse::{build_pattern, check_vector, cpu, cuda, f64_buf, Csr, Index};
@@ -65,9 +66,28 @@ struct DeviceExchange {
     /// CG's p.q over the diagonal block, before the halo block's share.
     own_pq: DeviceBuffer<f64>,
     halo: Mutex<Halo>,
-    /// The device-direct path, or why there is none (declared after `halo`,
-    /// which may live in its region, so dropped after it).
-    team: std::result::Result<Team, String>,
+    /// How the halo travels (declared after `halo`, which may live in a
+    /// team's region, so dropped after it).
+    path: Path,
+}
+
+/// A matrix's device-side exchange path.
+enum Path {
+    /// CUDA IPC within the node: device-driven iterations, reductions on the device.
+    Team(Team),
+    /// NCCL between the ranks' GPUs, the iterations driven by the host; why no team.
+    Nccl(Nccl, String),
+    /// Page-locked host buffers and MPI, and why.
+    Host(String),
+}
+
+impl DeviceExchange {
+    fn team(&self) -> Option<&Team> {
+        match &self.path {
+            Path::Team(t) => Some(t),
+            _ => None,
+        }
+    }
 }
 
 /// The halo on the device: the rank's own buffer, or part of its team region.
@@ -128,10 +148,10 @@ impl DistCsr {
         })();
         let (own, halo, device) = comm.agree(built)?;
         // asked on every rank, on a GPU or not (a collective)
-        let why_not = team::unsuitable(&comm, ctx.gpu());
+        let route = team::route(&comm, ctx.gpu());
         let device = match device {
             None => None,
-            Some(buffers) => Some(device_exchange(&comm, &ctx, buffers, why_not, &recv_from, &send_to, split.halo_cols.len())?),
+            Some(buffers) => Some(device_exchange(&comm, &ctx, buffers, route, &recv_from, &send_to, split.halo_cols.len())?),
         };
         let staging = Mutex::new((vec![0.0; send_rows.len()], vec![0.0; split.halo_cols.len()]));
         Ok(DistCsr {
@@ -246,14 +266,15 @@ impl DistCsr {
 
     /// How the halo and the reductions of a device-driven solve travel.
     pub fn exchange_path(&self) -> String {
-        match &self.device {
-            Some(DeviceExchange { team: Ok(_), .. }) => {
-                "device to device through CUDA IPC within the node (reductions summed on the device); \
-                 a product called alone: MPI through host buffers"
-                    .into()
+        match self.device.as_ref().map(|dx| &dx.path) {
+            Some(Path::Team(_)) => "device to device through CUDA IPC within the node (reductions summed on the device); \
+                                    a product called alone: MPI through host buffers"
+                .into(),
+            Some(Path::Nccl(_, why)) => {
+                format!("device to device through NCCL (no CUDA IPC team: {why}); reductions through MPI from the host")
             }
-            Some(DeviceExchange { team: Err(why), .. }) => format!("{EXCHANGE_PATH} (no device-direct path: {why})"),
-            _ => EXCHANGE_PATH.into(),
+            Some(Path::Host(why)) => format!("{EXCHANGE_PATH} (no device-direct path: {why})"),
+            None => EXCHANGE_PATH.into(),
         }
     }
 
@@ -303,8 +324,11 @@ impl Operator for Product<'_> {
     fn apply_device(&self, g: &Gpu, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
         let a = self.a;
         let dx = a.device.as_ref().ok_or_else(mixed_backends)?;
-        if let (Ok(team), Some(sc)) = (&dx.team, sc) {
+        if let (Some(team), Some(sc)) = (dx.team(), sc) {
             return self.apply_in_team(g, team, x, y, sc);
+        }
+        if let Path::Nccl(nccl, _) = &dx.path {
+            return self.apply_through_nccl(g, nccl, x, y, sc);
         }
         let n = a.local_rows();
         let mut staging = a.staging.lock().unwrap_or_else(|p| p.into_inner());
@@ -329,7 +353,7 @@ impl Operator for Product<'_> {
     }
 
     fn device_team(&self, g: &Gpu) -> u64 {
-        self.a.device.as_ref().and_then(|dx| dx.team.as_ref().ok()).map_or(0, |t| t.address(g))
+        self.a.device.as_ref().and_then(|dx| dx.team()).map_or(0, |t| t.address(g))
     }
 
     /// In a team, where the diagonal block's rows are short (as one
@@ -342,7 +366,7 @@ impl Operator for Product<'_> {
         reduce: &Reduce,
         sc: &DeviceBuffer<f64>,
     ) -> Option<Result<()>> {
-        let team = self.a.device.as_ref()?.team.as_ref().ok()?;
+        let team = self.a.device.as_ref()?.team()?;
         let dp = self.a.own.device.as_ref()?;
         if dp.threads_per_row > cuda::FUSED_PQ_MAX_TPR || self.a.local_rows() == 0 {
             return None;
@@ -381,6 +405,37 @@ impl Product<'_> {
         Ok(())
     }
 
+    /// The product with the halo through NCCL on the side stream while the
+    /// diagonal block's product runs on the main one.
+    fn apply_through_nccl(
+        &self,
+        g: &Gpu,
+        nccl: &Nccl,
+        x: &DeviceBuffer<f64>,
+        y: &DeviceBuffer<f64>,
+        sc: Option<&DeviceBuffer<f64>>,
+    ) -> Result<()> {
+        let a = self.a;
+        let dx = a.device.as_ref().ok_or_else(mixed_backends)?;
+        if !a.send_rows.is_empty() {
+            crate::array::cuda::gather(g, a.send_rows.len(), x, &dx.send_rows, &dx.send)?;
+        }
+        let mut halo = dx.halo.lock().unwrap_or_else(|p| p.into_inner());
+        let halo = halo.buffer();
+        g.fork_side()?;
+        g.on_side(|| nccl.exchange(g, &dx.send, &a.send_to, halo, &a.recv_from))?;
+        if a.local_rows() > 0 {
+            let dp = a.own.device.as_ref().ok_or_else(mixed_backends)?;
+            cuda::spmv_with(g, dp, dp.threads_per_row, a.local_rows(), self.own.device()?, 1.0, x, 0.0, y, sc)?;
+        }
+        g.join_side()?;
+        if let Some(h) = &a.halo {
+            let values = h.values();
+            cuda::spmv_rows_add(g, &a.rows_block(h, &values.data, dx)?, halo, y, sc)?;
+        }
+        Ok(())
+    }
+
     /// apply_in_team with CG's p.q reduced in the same passes: the diagonal
     /// block's product sums its share, the halo block's adds its own and
     /// sums over the team.
@@ -413,27 +468,41 @@ impl Product<'_> {
     }
 }
 
-/// The device side of the exchange: with a team where the ranks allow one
-/// (`why_not` None on every rank), else the host-staged path, saying why.
+/// The device side of the exchange on the route the ranks allow: a team,
+/// NCCL, or the host-staged path, saying why (a team or an NCCL
+/// communicator that cannot be built leaves the host path, on every rank).
 fn device_exchange(
     comm: &Comm,
     ctx: &Context,
     (send_rows, send, halo_rows, own_pq): (DeviceBuffer<i32>, DeviceBuffer<f64>, DeviceBuffer<i32>, DeviceBuffer<f64>),
-    why_not: Option<String>,
+    route: team::Route,
     recv_from: &[(usize, usize)],
     send_to: &[(usize, usize)],
     halo_len: usize,
 ) -> Result<DeviceExchange> {
     let g = ctx.device()?;
-    let team = match why_not {
-        None => Team::new(comm, g, recv_from, send_to, halo_len).map_err(|e| format!("CUDA IPC: {}", e.message)),
-        Some(why) => Err(why),
+    let own_halo = || -> Result<Halo> { Ok(Halo::Own(comm.agree(g.alloc(halo_len.max(1)))?)) };
+    let (halo, path) = match route {
+        team::Route::Team => match Team::new(comm, g, recv_from, send_to, halo_len) {
+            Ok((team, halo)) => (Halo::Shared(halo), Path::Team(team)),
+            Err(e) => (own_halo()?, Path::Host(format!("CUDA IPC: {}", e.message))),
+        },
+        team::Route::Nccl(no_team) => match nccl_communicator(comm, g) {
+            Ok(nccl) => (own_halo()?, Path::Nccl(nccl, no_team)),
+            Err(e) => (own_halo()?, Path::Host(format!("{no_team}, and {}", e.message))),
+        },
+        team::Route::Host(why) => (own_halo()?, Path::Host(why)),
     };
-    let (halo, team) = match team {
-        Ok((team, halo)) => (Halo::Shared(halo), Ok(team)),
-        Err(why) => (Halo::Own(comm.agree(g.alloc(halo_len.max(1)))?), Err(why)),
-    };
-    Ok(DeviceExchange { send_rows, send, halo_rows, own_pq, halo: Mutex::new(halo), team })
+    Ok(DeviceExchange { send_rows, send, halo_rows, own_pq, halo: Mutex::new(halo), path })
+}
+
+/// Collective: the ranks' NCCL communicator, from an id rank 0 makes and
+/// broadcasts over MPI; every rank gets one or none does.
+fn nccl_communicator(comm: &Comm, g: &Gpu) -> Result<Nccl> {
+    comm.agree(nccl::present())?;
+    let mut id = comm.agree(if comm.rank == 0 { nccl::unique_id() } else { Ok([0; nccl::ID_BYTES]) })?;
+    comm.broadcast_from_first(&mut id);
+    comm.agree(g.nccl(&id, comm.rank, comm.size))
 }
 
 fn pick(values: &[f64], entries: &[usize]) -> Vec<f64> {

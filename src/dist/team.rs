@@ -18,7 +18,8 @@ const RING: usize = 4;
 const MAIL_BYTES: usize = 32;
 const REGION_WORD: usize = 8;
 
-/// FEGPU_DIST_EXCHANGE=host keeps the halo and the reductions on the host path.
+/// FEGPU_DIST_EXCHANGE=host keeps the halo and the reductions on the host
+/// path; =nccl sends a matrix's halo through NCCL even within a node.
 pub const EXCHANGE_VAR: &str = "FEGPU_DIST_EXCHANGE";
 
 pub struct Team {
@@ -32,23 +33,51 @@ pub struct Team {
     _region: SharedRegion,
 }
 
-/// Why a matrix's ranks cannot go device to device (None: they can try).
-pub fn unsuitable(comm: &Comm, g: Option<&Gpu>) -> Option<String> {
-    if std::env::var(EXCHANGE_VAR).is_ok_and(|v| v == "host") {
-        return Some(format!("{EXCHANGE_VAR}=host"));
+/// How a distributed object's device buffers may travel between its ranks.
+pub enum Route {
+    /// Device to device through CUDA IPC within the node (a team).
+    Team,
+    /// Through NCCL, for objects that have such a path; the reason there is
+    /// no team (the ranks span several nodes, or FEGPU_DIST_EXCHANGE=nccl).
+    Nccl(String),
+    /// Through the host, and why.
+    Host(String),
+}
+
+/// Collective: the route the ranks' placement allows (each may still fail
+/// to build, then the host path is taken).
+pub fn route(comm: &Comm, g: Option<&Gpu>) -> Route {
+    let asked = std::env::var(EXCHANGE_VAR).unwrap_or_default();
+    if asked == "host" {
+        return Route::Host(format!("{EXCHANGE_VAR}=host"));
     }
     let [devices, mps] = comm.gather_all(g.map_or([-1, 0], |g| [g.info.ordinal as i64, i64::from(g.mps_enabled())]));
     if devices.contains(&-1) {
-        return Some("not every rank is on a GPU".into());
+        return Route::Host("not every rank is on a GPU".into());
     }
-    if comm.node_size() != comm.size {
-        return Some("the ranks span several nodes".into());
+    let one_node = comm.node_size() == comm.size;
+    let shared = one_node && (1..devices.len()).any(|r| devices[..r].contains(&devices[r]));
+    if asked == "nccl" {
+        return match shared {
+            true => Route::Host(format!("{EXCHANGE_VAR}=nccl, but ranks share a GPU, which NCCL refuses")),
+            false => Route::Nccl(format!("{EXCHANGE_VAR}=nccl")),
+        };
     }
-    let shared = (1..devices.len()).any(|r| devices[..r].contains(&devices[r]));
+    if !one_node {
+        return Route::Nccl("the ranks span several nodes".into());
+    }
     if shared && mps.contains(&0) {
-        return Some("ranks share a GPU without MPS, so their kernels would take turns".into());
+        return Route::Host("ranks share a GPU without MPS, so their kernels would take turns".into());
     }
-    None
+    Route::Team
+}
+
+/// Why the ranks cannot form a team (None: they can try).
+pub fn unsuitable(comm: &Comm, g: Option<&Gpu>) -> Option<String> {
+    match route(comm, g) {
+        Route::Team => None,
+        Route::Nccl(why) | Route::Host(why) => Some(why),
+    }
 }
 
 impl Team {

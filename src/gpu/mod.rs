@@ -15,6 +15,7 @@ mod ipc;
 mod lanes;
 mod launch;
 mod memory;
+pub mod nccl;
 
 /// A compiled kernel, as `Gpu::kernel` gives it.
 pub use cudarc::driver::CudaFunction as Kernel;
