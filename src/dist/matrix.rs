@@ -330,26 +330,19 @@ impl Operator for Product<'_> {
         if let Path::Nccl(nccl, _) = &dx.path {
             return self.apply_through_nccl(g, nccl, x, y, sc);
         }
-        let n = a.local_rows();
         let mut staging = a.staging.lock().unwrap_or_else(|p| p.into_inner());
         if !a.send_rows.is_empty() {
             crate::array::cuda::gather(g, a.send_rows.len(), x, &dx.send_rows, &dx.send)?;
             g.download(&dx.send, 0, &mut staging.0)?;
         }
         // the diagonal block's product runs on the device while the halo travels
-        if n > 0 {
-            let dp = a.own.device.as_ref().ok_or_else(mixed_backends)?;
-            cuda::spmv_with(g, dp, dp.threads_per_row, n, self.own.device()?, 1.0, x, 0.0, y, sc)?;
-        }
+        self.own_product(g, x, y, sc)?;
         a.exchange(&mut staging, || Ok(()))?;
-        if let Some(h) = &a.halo {
-            let mut halo = dx.halo.lock().unwrap_or_else(|p| p.into_inner());
-            let halo = halo.buffer();
-            g.upload(&staging.1, halo, 0)?;
-            let values = h.values();
-            cuda::spmv_rows_add(g, &a.rows_block(h, &values.data, dx)?, halo, y, sc)?;
+        let mut halo = dx.halo.lock().unwrap_or_else(|p| p.into_inner());
+        if a.halo.is_some() {
+            g.upload(&staging.1, halo.buffer(), 0)?;
         }
-        Ok(())
+        self.halo_product(g, halo.buffer(), y, sc)
     }
 
     fn device_team(&self, g: &Gpu) -> u64 {
@@ -388,21 +381,15 @@ impl Product<'_> {
     ) -> Result<()> {
         let a = self.a;
         let dx = a.device.as_ref().ok_or_else(mixed_backends)?;
-        let n = a.local_rows();
         if !a.send_rows.is_empty() {
             team.send(g, x, &dx.send_rows, a.send_rows.len(), sc)?;
         }
-        if n > 0 {
-            let dp = a.own.device.as_ref().ok_or_else(mixed_backends)?;
-            cuda::spmv_with(g, dp, dp.threads_per_row, n, self.own.device()?, 1.0, x, 0.0, y, Some(sc))?;
-        }
-        if let Some(h) = &a.halo {
+        self.own_product(g, x, y, Some(sc))?;
+        if a.halo.is_some() {
             team.wait(g, sc)?;
-            let mut halo = dx.halo.lock().unwrap_or_else(|p| p.into_inner());
-            let values = h.values();
-            cuda::spmv_rows_add(g, &a.rows_block(h, &values.data, dx)?, halo.buffer(), y, Some(sc))?;
         }
-        Ok(())
+        let mut halo = dx.halo.lock().unwrap_or_else(|p| p.into_inner());
+        self.halo_product(g, halo.buffer(), y, Some(sc))
     }
 
     /// The product with the halo through NCCL on the side stream while the
@@ -424,16 +411,33 @@ impl Product<'_> {
         let halo = halo.buffer();
         g.fork_side()?;
         g.on_side(|| nccl.exchange(g, &dx.send, &a.send_to, halo, &a.recv_from))?;
-        if a.local_rows() > 0 {
-            let dp = a.own.device.as_ref().ok_or_else(mixed_backends)?;
-            cuda::spmv_with(g, dp, dp.threads_per_row, a.local_rows(), self.own.device()?, 1.0, x, 0.0, y, sc)?;
-        }
+        self.own_product(g, x, y, sc)?;
         g.join_side()?;
-        if let Some(h) = &a.halo {
-            let values = h.values();
-            cuda::spmv_rows_add(g, &a.rows_block(h, &values.data, dx)?, halo, y, sc)?;
+        self.halo_product(g, halo, y, sc)
+    }
+
+    /// y = D x, the diagonal block's product over the rank's rows.
+    fn own_product(&self, g: &Gpu, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+        let n = self.a.local_rows();
+        if n == 0 {
+            return Ok(());
         }
-        Ok(())
+        let dp = self.a.own.device.as_ref().ok_or_else(mixed_backends)?;
+        cuda::spmv_with(g, dp, dp.threads_per_row, n, self.own.device()?, 1.0, x, 0.0, y, sc)
+    }
+
+    /// y += H halo over the halo block's rows (nothing without a halo).
+    fn halo_product(
+        &self,
+        g: &Gpu,
+        halo: &DeviceBuffer<f64>,
+        y: &DeviceBuffer<f64>,
+        sc: Option<&DeviceBuffer<f64>>,
+    ) -> Result<()> {
+        let (a, Some(h)) = (self.a, &self.a.halo) else { return Ok(()) };
+        let dx = a.device.as_ref().ok_or_else(mixed_backends)?;
+        let values = h.values();
+        cuda::spmv_rows_add(g, &a.rows_block(h, &values.data, dx)?, halo, y, sc)
     }
 
     /// apply_in_team with CG's p.q reduced in the same passes: the diagonal
