@@ -45,19 +45,28 @@ pub enum Route {
 }
 
 /// Collective: the route the ranks' placement allows (each may still fail
-/// to build, then the host path is taken).
+/// to build, then the host path is taken). FEGPU_DIST_EXCHANGE is read on
+/// every rank and must agree: mpiexec may not pass it to other nodes.
 pub fn route(comm: &Comm, g: Option<&Gpu>) -> Route {
-    let asked = std::env::var(EXCHANGE_VAR).unwrap_or_default();
-    if asked == "host" {
+    let asked = match std::env::var(EXCHANGE_VAR).as_deref() {
+        Ok("host") => 1,
+        Ok("nccl") => 2,
+        _ => 0,
+    };
+    let on_gpu = g.map_or([-1, 0], |g| [g.info.ordinal as i64, i64::from(g.mps_enabled())]);
+    let [devices, mps, asks] = comm.gather_all([on_gpu[0], on_gpu[1], asked]);
+    if let Some(r) = asks.iter().position(|&a| a != asks[0]) {
+        return Route::Host(format!("{EXCHANGE_VAR} differs between rank 0 and rank {r} (pass it to every rank: mpiexec -x)"));
+    }
+    if asked == 1 {
         return Route::Host(format!("{EXCHANGE_VAR}=host"));
     }
-    let [devices, mps] = comm.gather_all(g.map_or([-1, 0], |g| [g.info.ordinal as i64, i64::from(g.mps_enabled())]));
     if devices.contains(&-1) {
         return Route::Host("not every rank is on a GPU".into());
     }
     let one_node = comm.node_size() == comm.size;
     let shared = one_node && (1..devices.len()).any(|r| devices[..r].contains(&devices[r]));
-    if asked == "nccl" {
+    if asked == 2 {
         return match shared {
             true => Route::Host(format!("{EXCHANGE_VAR}=nccl, but ranks share a GPU, which NCCL refuses")),
             false => Route::Nccl(format!("{EXCHANGE_VAR}=nccl")),
