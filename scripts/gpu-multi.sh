@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Two or more GPUs of one host (issue #24): the distributed drivers on 2 ranks (one GPU each), then
-# fegpu bench dist on 2 and 1 ranks, the device-direct and the host paths. Build here first: build/ configured
+# fegpu bench dist on 2 and 1 ranks, the device-direct (CUDA IPC), NCCL and host paths, and the solve driver
+# through NCCL. Build here first: build/ configured
 # -DFEGPU_MPI=ON, then scripts/gpu-stage.sh; run there with carry [".gpu"]. Logs under $OUT.
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export FEGPU_BACKEND=cuda LD_LIBRARY_PATH=$PWD/.gpu/lib FEGPU_DATA=$PWD/tests/data FEGPU_MATRICES=$PWD/tests/data/matrices
@@ -17,6 +18,8 @@ B=".gpu/bin/fegpu bench dist --grid 256 --iterations 50 --lattice 512 --steps 20
 ( timeout 150 bash -c "$(declare -f M); M 2 $hung $B" ) > $OUT/bench-dist-np2.txt 2>&1; echo "rc $?" >> $OUT/bench-dist-np2.txt
 ( timeout 120 bash -c "$(declare -f M); M 1 $B" ) > $OUT/bench-dist-np1.txt 2>&1; echo "rc $?" >> $OUT/bench-dist-np1.txt
 ( timeout 120 bash -c "$(declare -f M); M 2 -x FEGPU_DIST_EXCHANGE=host $B" ) > $OUT/bench-dist-np2-host.txt 2>&1; echo "rc $?" >> $OUT/bench-dist-np2-host.txt
+( timeout 120 bash -c "$(declare -f M); M 2 -x FEGPU_DIST_EXCHANGE=nccl $B" ) > $OUT/bench-dist-np2-nccl.txt 2>&1; echo "rc $?" >> $OUT/bench-dist-np2-nccl.txt
+( timeout 45 bash -c "$(declare -f M); M 2 -x FEGPU_DIST_EXCHANGE=nccl -x FEGPU_CHECK_LAUNCHES=1 .gpu/drivers/dist_solve_c" ) > $OUT/dist_solve_c-np2-nccl.txt 2>&1; echo "rc $?" >> $OUT/dist_solve_c-np2-nccl.txt
 ( timeout 100 bash -c "$(declare -f M); M 2 $hung .gpu/bin/fegpu bench dist --grid 128 --iterations 100 --lattice 256 --steps 40 --ebe 48" ) > $OUT/bench-dist-np2-small.txt 2>&1; echo "rc $?" >> $OUT/bench-dist-np2-small.txt
 cat $OUT/machine.txt | head -8
 for f in $OUT/dist_*; do echo "$(basename $f): $(tail -1 $f) $(grep -ci 'error\|fail' $f)"; done
