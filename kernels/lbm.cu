@@ -392,17 +392,15 @@ __device__ void stream_pull(const T* __restrict__ fin, T* __restrict__ fout, con
 // an odd step, the populations after streaming, as the caller's layout.
 enum InPlacePass { IN_PLACE_EVEN = 0, IN_PLACE_ODD = 1 };
 
+// One site s (flag code) of a step.
 template <int PASS, bool TRT, typename T, typename R, bool FORCE = true>
-__device__ void stream_in_place(T* __restrict__ f, const unsigned char* __restrict__ flags, int nx, int ny, int nz,
-                                int periodic, R omega, R omega_minus, R fx, R fy, R fz, R uwx, R uwy, R uwz, i64 first,
-                                i64 count, const unsigned* __restrict__ open_sites, const double* __restrict__ open_table,
-                                int open_count) {
+__device__ __forceinline__ void in_place_site(T* __restrict__ f, unsigned s, unsigned char code,
+                                              const unsigned char* __restrict__ flags, int nx, int ny, int nz,
+                                              int periodic, R omega, R omega_minus, R fx, R fy, R fz, R uwx, R uwy,
+                                              R uwz, const unsigned* __restrict__ open_sites,
+                                              const double* __restrict__ open_table, int open_count) {
     D3Q19_TABLES(R)
     const i64 n = (i64)nx * ny * nz;
-    const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= count) return;
-    const unsigned s = (unsigned)(first + t);
-    const unsigned char code = flags[s];
     T raw[19];
     unsigned xs[3], ys[3], zs[3];  // (odd step) wrapped_offsets
     if (PASS == IN_PLACE_EVEN) {
@@ -446,6 +444,160 @@ __device__ void stream_in_place(T* __restrict__ f, const unsigned char* __restri
     collide_site<TRT, T, R, PASS == IN_PLACE_EVEN, FORCE>(g, s, code & BULK, f, flags, n, nx, ny, nz, periodic, omega,
                                                            omega_minus, fx, fy, fz, uwx, uwy, uwz, open_sites, open_table,
                                                            open_count);
+}
+
+// One site a thread.
+template <int PASS, bool TRT, typename T, typename R, bool FORCE = true>
+__device__ void stream_in_place(T* __restrict__ f, const unsigned char* __restrict__ flags, int nx, int ny, int nz,
+                                int periodic, R omega, R omega_minus, R fx, R fy, R fz, R uwx, R uwy, R uwz, i64 first,
+                                i64 count, const unsigned* __restrict__ open_sites, const double* __restrict__ open_table,
+                                int open_count) {
+    const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const unsigned s = (unsigned)(first + t);
+    in_place_site<PASS, TRT, T, R, FORCE>(f, s, flags[s], flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz,
+                                          uwx, uwy, uwz, open_sites, open_table, open_count);
+}
+
+// f32 -> f16 storage bits (f - w), as store_pop.
+__device__ __forceinline__ unsigned half_of(float v, float w) {
+    half_bits h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v - w));
+    return h;
+}
+
+// The f16 in-place steps, two adjacent sites a thread (f16 is bound by
+// instructions, and a pair's populations of one direction are one 32-bit
+// word: 24% fewer instructions in the even step). A pair of bulk sites at an
+// even site index, nx even, takes the word path; other pairs take the
+// one-site path for each site (the caller launches these kernels where nx
+// is even). On the H100 at 256^3 they ran the even step 7% and the odd step
+// 9% faster than one site a thread (BENCHMARKS.md).
+template <bool TRT, bool FORCE = true>
+__device__ void even_in_place_pairs(half_bits* __restrict__ f, const unsigned char* __restrict__ flags, int nx, int ny,
+                                    int nz, int periodic, float omega, float omega_minus, float fx, float fy, float fz,
+                                    float uwx, float uwy, float uwz, i64 first, i64 count,
+                                    const unsigned* __restrict__ open_sites, const double* __restrict__ open_table,
+                                    int open_count) {
+    D3Q19_TABLES(float)
+    const i64 n = (i64)nx * ny * nz;
+    const i64 k = 2 * ((i64)blockIdx.x * blockDim.x + threadIdx.x);
+    if (k >= count) return;
+    const unsigned s = (unsigned)(first + k);
+    // a word: s and every direction's start n even
+    const unsigned codes = k + 1 < count && !(s & 1) && !(n & 1) ? *reinterpret_cast<const unsigned short*>(flags + s) : 0;
+    if ((codes & (BULK | BULK << 8)) != (BULK | BULK << 8)) {
+        for (int j = 0; j < 2 && k + j < count; ++j)
+            in_place_site<IN_PLACE_EVEN, TRT, half_bits, float, FORCE>(f, s + j, flags[s + j], flags, nx, ny, nz,
+                                                                       periodic, omega, omega_minus, fx, fy, fz, uwx,
+                                                                       uwy, uwz, open_sites, open_table, open_count);
+        return;
+    }
+    unsigned raw[19];  // lower half the first site's
+#pragma unroll
+    for (int i = 0; i < 19; ++i) raw[i] = *reinterpret_cast<const unsigned*>(f + i * n + s);
+    float g[19], post[19];
+#pragma unroll
+    for (int i = 0; i < 19; ++i) g[i] = load_pop((half_bits)(raw[i] & 0xffff), w[i]);
+    collide<TRT, float, FORCE>(g, post, omega, omega_minus, fx, fy, fz);
+#pragma unroll
+    for (int i = 0; i < 19; ++i) raw[i] = (raw[i] & 0xffff0000u) | half_of(post[i], w[i]);
+#pragma unroll
+    for (int i = 0; i < 19; ++i) g[i] = load_pop((half_bits)(raw[i] >> 16), w[i]);
+    const float rho = collide<TRT, float, FORCE>(g, post, omega, omega_minus, fx, fy, fz);
+    const unsigned at = opaque(s, rho);  // addresses afresh, as the one-site even step
+#pragma unroll
+    for (int i = 0; i < 19; ++i) {
+        const int o = i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9);
+        *reinterpret_cast<unsigned*>(f + o * n + at) = (raw[i] & 0xffffu) | half_of(post[i], w[i]) << 16;
+    }
+}
+
+// The odd step stores post_i of the pair (s, s + 1) in slot i of
+// (s, s + 1) + c_i. Along y and z that is one word. Along x it straddles two
+// words; stored as such (partial sectors) it kept the one-site f16 odd step
+// at 93-96% of the L2's throughput. So each pair hands its x-shifted pairs
+// through shared memory to its neighbour lanes, and each lane stores the
+// aligned word at its own x. Where the neighbour x lies outside the block,
+// in the next row or in a pair that is not bulk, the half goes directly.
+// Every location is still read and written by the thread of its site.
+template <bool TRT, bool FORCE = true>
+__device__ void odd_in_place_pairs(half_bits* __restrict__ f, const unsigned char* __restrict__ flags, int nx, int ny,
+                                   int nz, int periodic, float omega, float omega_minus, float fx, float fy, float fz,
+                                   float uwx, float uwy, float uwz, i64 first, i64 count,
+                                   const unsigned* __restrict__ open_sites, const double* __restrict__ open_table,
+                                   int open_count) {
+    D3Q19_TABLES(float)
+    __shared__ unsigned sent[10][128];  // the 10 directions with c_x != 0, a word a lane (<= 128 lanes)
+    __shared__ bool paired[128];
+    const i64 n = (i64)nx * ny * nz;
+    const int lane = threadIdx.x, width = blockDim.x;
+    const i64 k = 2 * ((i64)blockIdx.x * width + lane);
+    const unsigned s = (unsigned)(first + (k < count ? k : 0));
+    // a word, and the pair on one row: s and nx even
+    const unsigned codes = k + 1 < count && !(s & 1) && !(nx & 1) ? *reinterpret_cast<const unsigned short*>(flags + s) : 0;
+    const bool fast = (codes & (BULK | BULK << 8)) == (BULK | BULK << 8);
+    paired[lane] = fast;
+    int x, y, z;
+    unsigned xs[3], ys[3], zs[3];
+    if (!fast) {
+        for (int j = 0; j < 2 && k + j < count; ++j)
+            in_place_site<IN_PLACE_ODD, TRT, half_bits, float, FORCE>(f, s + j, flags[s + j], flags, nx, ny, nz,
+                                                                      periodic, omega, omega_minus, fx, fy, fz, uwx,
+                                                                      uwy, uwz, open_sites, open_table, open_count);
+    } else {
+        coordinates(s, nx, ny, x, y, z);
+        wrapped_offsets(x, y, z, nx, ny, nz, xs, ys, zs);
+        const unsigned beyond = x + 2 == nx ? 0 : x + 2;  // the site after the pair's second, wrapped
+        unsigned raw[19];  // raw[opp(i)]: slot i of (s, s + 1) + c_i, lower half the first site's
+#pragma unroll
+        for (int i = 0; i < 19; ++i) {
+            const int o = i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9);
+            const unsigned row = ys[1 - cy[i]] + zs[1 - cz[i]];
+            if (cx[i] == 0) raw[o] = *reinterpret_cast<const unsigned*>(f + i * n + xs[1] + row);
+            else raw[o] = f[i * n + (cx[i] > 0 ? xs[0] : xs[2]) + row] | (unsigned)f[i * n + (cx[i] > 0 ? beyond : xs[1]) + row] << 16;
+        }
+        float g[19], post[19];
+#pragma unroll
+        for (int i = 0; i < 19; ++i) g[i] = load_pop((half_bits)(raw[i] & 0xffff), w[i]);
+        collide<TRT, float, FORCE>(g, post, omega, omega_minus, fx, fy, fz);
+#pragma unroll
+        for (int i = 0; i < 19; ++i) raw[i] = (raw[i] & 0xffff0000u) | half_of(post[i], w[i]);
+#pragma unroll
+        for (int i = 0; i < 19; ++i) g[i] = load_pop((half_bits)(raw[i] >> 16), w[i]);
+        const float rho = collide<TRT, float, FORCE>(g, post, omega, omega_minus, fx, fy, fz);
+        const unsigned at_x = opaque(xs[1], rho);  // addresses afresh (registers)
+        int m = 0;
+#pragma unroll
+        for (int i = 0; i < 19; ++i) {
+            raw[i] = (raw[i] & 0xffffu) | half_of(post[i], w[i]) << 16;
+            if (cx[i] == 0) *reinterpret_cast<unsigned*>(f + i * n + at_x + ys[1 - cy[i]] + zs[1 - cz[i]]) = raw[i];
+            else sent[m++][lane] = raw[i];
+        }
+    }
+    __syncthreads();
+    if (!fast) return;
+    // the pair's neighbours along x whose words are in `sent`
+    const bool before = lane > 0 && x > 0 && paired[lane - 1], after = lane + 1 < width && x + 2 < nx && paired[lane + 1];
+    const unsigned beyond = x + 2 == nx ? 0 : x + 2;
+    int m = 0;
+#pragma unroll
+    for (int i = 0; i < 19; ++i) {
+        if (cx[i] == 0) continue;
+        const unsigned row = ys[1 - cy[i]] + zs[1 - cz[i]];
+        half_bits* at = f + i * n + xs[1] + row;
+        const unsigned mine = sent[m][lane];
+        if (cx[i] > 0) {  // (the previous pair's second, my first); my second goes beyond
+            if (before) *reinterpret_cast<unsigned*>(at) = __byte_perm(sent[m][lane - 1], mine, 0x5432);
+            else at[1] = (half_bits)mine;
+            if (!after) f[i * n + beyond + row] = (half_bits)(mine >> 16);
+        } else {  // (my second, the next pair's first); my first goes before
+            if (after) *reinterpret_cast<unsigned*>(at) = __byte_perm(mine, sent[m][lane + 1], 0x5432);
+            else at[0] = (half_bits)(mine >> 16);
+            if (!before) f[i * n + xs[2] + row] = (half_bits)mine;
+        }
+        ++m;
+    }
 }
 
 // Carries out the streaming an even in-place step left pending, in place:
@@ -663,5 +815,28 @@ __device__ void planes(T* __restrict__ f, T* __restrict__ packed, i64 n, i64 fir
         planes<T>(f, packed, n, first, count, dirs, unpack);                                                      \
     }
 LBM_KERNELS(half_bits, float, f16, 3)
+// f16's in-place steps two sites a thread, for lattices whose nx is even:
+// at most 128 threads a block, 5 blocks an SM (96 registers, measured
+// fastest on the H100).
+#define LBM_PAIRS(PASS, PASSNAME, COLLISION, TRT, FORCE)                                                         \
+    extern "C" __global__ void __launch_bounds__(128, 5) lbm_pairs_##PASSNAME##_##COLLISION##f16(                  \
+        half_bits* f, const unsigned char* flags, int nx, int ny, int nz, int periodic, float omega,              \
+        float omega_minus, float fx, float fy, float fz, float uwx, float uwy, float uwz, i64 first, i64 count,   \
+        const unsigned* open_sites, const double* open_table, int open_count) {                                   \
+        if (PASS == IN_PLACE_EVEN)                                                                                \
+            even_in_place_pairs<TRT, FORCE>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx,  \
+                                            uwy, uwz, first, count, open_sites, open_table, open_count);          \
+        else                                                                                                      \
+            odd_in_place_pairs<TRT, FORCE>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx,   \
+                                           uwy, uwz, first, count, open_sites, open_table, open_count);           \
+    }
+LBM_PAIRS(IN_PLACE_EVEN, even, , false, true)
+LBM_PAIRS(IN_PLACE_EVEN, even, trt_, true, true)
+LBM_PAIRS(IN_PLACE_EVEN, even_unforced, , false, false)
+LBM_PAIRS(IN_PLACE_EVEN, even_unforced, trt_, true, false)
+LBM_PAIRS(IN_PLACE_ODD, odd, , false, true)
+LBM_PAIRS(IN_PLACE_ODD, odd, trt_, true, true)
+LBM_PAIRS(IN_PLACE_ODD, odd_unforced, , false, false)
+LBM_PAIRS(IN_PLACE_ODD, odd_unforced, trt_, true, false)
 LBM_KERNELS(float, float, f32, 3)
 LBM_KERNELS(double, double, f64, 2)

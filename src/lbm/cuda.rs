@@ -12,12 +12,24 @@ pub const BLOCK: u32 = 256;
 /// Threads per block of a step: 256, but 128 for f16 storage's steps other
 /// than the in-place odd step (on the H100 the f16 even and pull steps ran
 /// 3% faster with 128, the odd step 6% faster with 256; BENCHMARKS.md).
-fn step_block(name: &str, pass: Pass) -> u32 {
-    if name == "f16" && pass != Pass::Odd {
-        128
-    } else {
-        BLOCK
+/// f16's in-place steps over pairs: 64 (even) and 128 (odd, the most the
+/// kernel's shared memory and launch bounds take), measured fastest.
+fn step_block(name: &str, pass: Pass, pairs: bool) -> u32 {
+    match (pairs, pass) {
+        (true, Pass::Even) => 64,
+        (true, _) => PAIR_BLOCK,
+        _ if name == "f16" && pass != Pass::Odd => 128,
+        _ => BLOCK,
     }
+}
+
+/// The most threads a block of the pair kernels takes.
+const PAIR_BLOCK: u32 = 128;
+
+/// Whether a pass runs two sites a thread: f16's in-place steps where rows
+/// and the range start at even sites (kernels/lbm.cu `lbm_pairs_*`).
+fn over_pairs(name: &str, pass: Pass, nx: usize, first: usize) -> bool {
+    name == "f16" && matches!(pass, Pass::Even | Pass::Odd) && nx.is_multiple_of(2) && first.is_multiple_of(2)
 }
 
 fn grid(n: usize) -> (u32, u32, u32) {
@@ -47,8 +59,9 @@ pub enum Buffers<'a, T> {
     One(&'a mut DeviceBuffer<T>),
 }
 
-/// One pass over sites first..first+count-1 (one site per thread, `block`
-/// threads per block, <= 256, where `fegpu bench lbm` compares; else `step_block`).
+/// One pass over sites first..first+count-1 (one site per thread, or two
+/// where `over_pairs`; `block` threads per block, <= 256 (128 over pairs),
+/// where `fegpu bench lbm` compares; else `step_block`).
 #[allow(clippy::too_many_arguments)]
 pub fn pass<T: Stored>(
     g: &Gpu,
@@ -62,7 +75,10 @@ pub fn pass<T: Stored>(
 ) -> Result<()> {
     // Without a body force the forcing terms are compiled out (fewer instructions: f16 is bound by them).
     let unforced = if p.force == [0.0; 3] { "_unforced" } else { "" };
+    let pairs = over_pairs(T::NAME, pass, p.dims[0], first);
     let kind = match pass {
+        Pass::Even if pairs => &format!("pairs_even{unforced}"),
+        Pass::Odd if pairs => &format!("pairs_odd{unforced}"),
         Pass::Push => "push",
         Pass::Pull => &format!("pull{unforced}"),
         Pass::Collide => "collide",
@@ -93,8 +109,11 @@ pub fn pass<T: Stored>(
     if pass != Pass::Settle {
         l.arg(open_sites).arg(open_table).arg(&open_count);
     }
-    let block = block.unwrap_or_else(|| step_block(T::NAME, pass));
-    g.launch(&name, l, (count.div_ceil(block as usize) as u32, 1, 1), (block, 1, 1), 0)
+    let (threads, block) = match (pairs, block) {
+        (true, b) => (count.div_ceil(2), b.map_or(step_block(T::NAME, pass, true), |b| b.min(PAIR_BLOCK))),
+        (false, b) => (count, b.unwrap_or_else(|| step_block(T::NAME, pass, false))),
+    };
+    g.launch(&name, l, (threads.div_ceil(block as usize) as u32, 1, 1), (block, 1, 1), 0)
 }
 
 /// Marks the fluid sites whose neighbours are all fluid (kernels/lbm.cu BULK),

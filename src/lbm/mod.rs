@@ -711,7 +711,8 @@ impl Lattice {
         self.state().params
     }
 
-    /// Threads per block of the CUDA step (for `fegpu bench lbm`'s comparison).
+    /// Threads per block of the CUDA step (for `fegpu bench lbm`'s comparison;
+    /// f16's in-place steps over pairs of sites take at most 128).
     pub fn set_block(&self, block: u32) -> Result<()> {
         if !(32..=256).contains(&block) || !block.is_multiple_of(32) {
             return Err(Error::invalid(format!("block = {block}: a multiple of 32 up to 256")));

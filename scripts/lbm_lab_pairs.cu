@@ -1,0 +1,162 @@
+// Kernel harness for f16's in-place steps two sites a thread
+// (kernels/lbm.cu lbm_pairs_*) on the GPU machine: checked against the
+// one-site kernels after 4 steps from one random start, on boxes periodic
+// or not, with and without 3% random walls (the one-site fallbacks), at
+// several block sizes, then timed at 256^3 beside them. LAB_PROFILE=1 runs
+// one step pair of each at 256^3, for ncu.
+//   nvcc -O3 -arch=sm_90 -DLBM_FILE='"../kernels/lbm.cu"' scripts/lbm_lab_pairs.cu -o lab && ./lab
+#include LBM_FILE
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#include <algorithm>
+#include <string>
+#include <cmath>
+#include <cuda_fp16.h>
+
+#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA %s at %d\n", cudaGetErrorString(e), __LINE__); exit(1);} } while (0)
+
+struct Lat { int nx, ny, nz, per; unsigned n; unsigned char* flags; void* f; };
+
+template <typename T> Lat make(int nx, int ny, int nz, int per, double walls) {
+    Lat L{nx, ny, nz, per, (unsigned)nx * ny * nz, nullptr, nullptr};
+    CK(cudaMalloc(&L.f, (size_t)19 * L.n * sizeof(T)));
+    CK(cudaMalloc(&L.flags, L.n));
+    std::vector<unsigned char> h(L.n, 0);
+    srand(3);
+    for (auto& c : h) if (rand() < walls * RAND_MAX) c = 1;
+    CK(cudaMemcpy(L.flags, h.data(), L.n, cudaMemcpyHostToDevice));
+    lbm_mark_bulk<<<(L.n + 255) / 256, 256>>>(L.flags, nx, ny, nz, per);
+    CK(cudaDeviceSynchronize());
+    return L;
+}
+void drop(Lat& L) { CK(cudaFree(L.f)); CK(cudaFree(L.flags)); }
+
+template <typename T> void init(Lat& L) {
+    std::vector<T> h((size_t)19 * L.n);
+    srand(7);
+    for (size_t k = 0; k < h.size(); ++k) {
+        float r = (rand() / (float)RAND_MAX - 0.5f) * 0.01f;
+        if (sizeof(T) == 2) { __half hv = __float2half(r); memcpy(&h[k], &hv, 2); }
+        else { int i = k / L.n; float w = i == 0 ? 1.f/3 : (i <= 3 || (i >= 10 && i <= 12)) ? 1.f/18 : 1.f/36; float v = w + r * w; memcpy(&h[k], &v, 4); }
+    }
+    CK(cudaMemcpy(L.f, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+// a step: kernel, threads a block, sites a thread
+struct Step { void* k; int block; int per_thread; };
+struct Variant { std::string name; Step even, odd; };
+
+template <typename T> void launch(Lat& L, const Step& s, cudaStream_t st) {
+    float om = 1.2f, omm = 1.0f, z = 0, fx = 1e-5f;  // (the unforced kernels ignore fx)
+    i64 first = 0, count = L.n;
+    const unsigned* os = nullptr; const double* ot = nullptr; int oc = 0;
+    T* f = (T*)L.f;
+    void* args[] = {&f, &L.flags, &L.nx, &L.ny, &L.nz, &L.per, &om, &omm, &fx, &z, &z, &z, &z, &z, &first, &count, &os, &ot, &oc};
+    const unsigned threads = (L.n + s.per_thread - 1) / s.per_thread;
+    CK(cudaLaunchKernel(s.k, dim3((threads + s.block - 1) / s.block), dim3(s.block), args, 0, st));
+}
+
+template <typename T> std::vector<float> run4(Lat& L, const Variant& v) {
+    init<T>(L);
+    for (int k = 0; k < 4; ++k) launch<T>(L, k & 1 ? v.odd : v.even, 0);
+    CK(cudaDeviceSynchronize());
+    CK(cudaGetLastError());
+    std::vector<T> h((size_t)19 * L.n);
+    CK(cudaMemcpy(h.data(), L.f, h.size() * sizeof(T), cudaMemcpyDeviceToHost));
+    std::vector<float> out(h.size());
+    for (size_t k = 0; k < h.size(); ++k) {
+        if (sizeof(T) == 2) { __half hv; memcpy(&hv, &h[k], 2); out[k] = __half2float(hv); } else memcpy(&out[k], &h[k], 4);
+    }
+    return out;
+}
+
+template <typename T> void check(const std::vector<Variant>& vs, int nx, int ny, int nz, int per, double walls) {
+    Lat L = make<T>(nx, ny, nz, per, walls);
+    auto ref = run4<T>(L, vs[0]);
+    for (size_t j = 1; j < vs.size(); ++j) {
+        auto got = run4<T>(L, vs[j]);
+        size_t differ = 0; double worst = 0;
+        for (size_t k = 0; k < ref.size(); ++k)
+            if (!(got[k] == ref[k])) { ++differ; worst = std::max(worst, (double)std::fabs(got[k] - ref[k])); }
+        printf("check %-28s %dx%dx%d periodic %d walls %.0f%%: %zu of %zu differ, max %.3g  %s\n", vs[j].name.c_str(), nx, ny, nz,
+               per, walls * 100, differ, ref.size(), worst, differ == 0 ? "IDENTICAL" : "DIFFER");
+    }
+    drop(L);
+}
+
+template <typename T> void timing(const std::vector<Variant>& vs, int N, double copy, double bytes_site) {
+    Lat L = make<T>(N, N, N, 7, 0);
+    init<T>(L);
+    cudaStream_t st; CK(cudaStreamCreate(&st));
+    cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+    for (int round = 0; round < 2; ++round)
+        for (auto& v : vs) {
+            for (int k = 0; k < 4; ++k) launch<T>(L, k & 1 ? v.odd : v.even, st);
+            std::vector<double> ts, te, to; float ms;
+            for (int r = 0; r < 5; ++r) {
+                CK(cudaEventRecord(a, st)); for (int k = 0; k < 20; ++k) launch<T>(L, k & 1 ? v.odd : v.even, st); CK(cudaEventRecord(b, st));
+                CK(cudaEventSynchronize(b)); CK(cudaEventElapsedTime(&ms, a, b)); ts.push_back(ms);
+                CK(cudaEventRecord(a, st)); for (int k = 0; k < 10; ++k) launch<T>(L, v.even, st); CK(cudaEventRecord(b, st));
+                CK(cudaEventSynchronize(b)); CK(cudaEventElapsedTime(&ms, a, b)); te.push_back(ms);
+                CK(cudaEventRecord(a, st)); for (int k = 0; k < 10; ++k) launch<T>(L, v.odd, st); CK(cudaEventRecord(b, st));
+                CK(cudaEventSynchronize(b)); CK(cudaEventElapsedTime(&ms, a, b)); to.push_back(ms);
+            }
+            std::sort(ts.begin(), ts.end()); std::sort(te.begin(), te.end()); std::sort(to.begin(), to.end());
+            const double m = 20.0 * L.n / (ts[2] * 1e-3) / 1e6, me = 10.0 * L.n / (te[2] * 1e-3) / 1e6, mo = 10.0 * L.n / (to[2] * 1e-3) / 1e6;
+            printf("round %d %-28s %d^3 %8.0f MLUPS %5.1f%% of copy  (even %8.0f  odd %8.0f)\n", round, v.name.c_str(), N, m,
+                   100 * m * 1e6 * bytes_site / (copy * 1e9), me, mo);
+        }
+    CK(cudaStreamDestroy(st));
+    drop(L);
+}
+
+int main() {
+    const Step e16{(void*)lbm_even_unforced_f16, 128, 1}, o16{(void*)lbm_odd_unforced_f16, 256, 1};
+    const Step pe16{(void*)lbm_pairs_even_unforced_f16, 64, 2}, po16{(void*)lbm_pairs_odd_unforced_f16, 128, 2};
+    if (getenv("LAB_PROFILE")) {
+        Lat L = make<half_bits>(256, 256, 256, 7, 0);
+        init<half_bits>(L);
+        for (auto& v : std::vector<Variant>{{"one site", e16, o16}, {"pairs", pe16, po16}})
+            for (int k = 0; k < 2; ++k) launch<half_bits>(L, k & 1 ? v.odd : v.even, 0);
+        CK(cudaDeviceSynchronize());
+        return 0;
+    }
+    size_t cb = (size_t)1 << 30; void *a, *b; CK(cudaMalloc(&a, cb)); CK(cudaMalloc(&b, cb));
+    cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
+    for (int k = 0; k < 3; ++k) CK(cudaMemcpy(b, a, cb, cudaMemcpyDeviceToDevice));
+    std::vector<double> cs;
+    for (int r = 0; r < 5; ++r) { cudaEventRecord(e0); for (int k = 0; k < 5; ++k) cudaMemcpyAsync(b, a, cb, cudaMemcpyDeviceToDevice); cudaEventRecord(e1); cudaEventSynchronize(e1); float ms; cudaEventElapsedTime(&ms, e0, e1); cs.push_back(2.0 * 5 * cb / (ms * 1e-3) / 1e9); }
+    std::sort(cs.begin(), cs.end()); const double copy = cs[2];
+    printf("copy ceiling %.0f GB/s\n", copy);
+    cudaFree(a); cudaFree(b);
+    const std::vector<Variant> v16 = {
+        {"f16 one site 128/256", e16, o16},
+        {"f16 pairs 64/128", pe16, po16},
+        {"f16 pairs 128/128", {pe16.k, 128, 2}, po16},
+        {"f16 pairs 64/64", pe16, {po16.k, 64, 2}},
+        {"f16 pairs 32/32", {pe16.k, 32, 2}, {po16.k, 32, 2}},
+        {"f16 pairs 32/96", {pe16.k, 32, 2}, {po16.k, 96, 2}},
+    };
+    const std::vector<Variant> v16f = {  // TRT with a force, the widest collision
+        {"f16 TRT+F one site 128/256", {(void*)lbm_even_trt_f16, 128, 1}, {(void*)lbm_odd_trt_f16, 256, 1}},
+        {"f16 TRT+F pairs 64/128", {(void*)lbm_pairs_even_trt_f16, 64, 2}, {(void*)lbm_pairs_odd_trt_f16, 128, 2}},
+        {"f16 TRT+F pairs 32/32", {(void*)lbm_pairs_even_trt_f16, 32, 2}, {(void*)lbm_pairs_odd_trt_f16, 32, 2}},
+    };
+    if (getenv("LAB_SIZE")) {  // timing only, at LAB_SIZE^3
+        const int N = atoi(getenv("LAB_SIZE"));
+        timing<half_bits>({v16[0], v16[1], v16[3], {"f16 pairs 128/64", {pe16.k, 128, 2}, {po16.k, 64, 2}},
+                           {"f16 pairs even only 64/256", pe16, o16}, {"f16 pairs odd only 128/128", e16, po16}}, N, copy, 2.0 * 19 * 2 + 1);
+        return 0;
+    }
+    for (auto shape : {std::vector<int>{64, 64, 64, 7}, std::vector<int>{64, 64, 64, 5}, std::vector<int>{48, 40, 36, 7}, std::vector<int>{37, 20, 18, 6}, std::vector<int>{256, 12, 10, 7}, std::vector<int>{256, 12, 10, 6}}) {
+        for (double walls : {0.0, 0.03}) {
+            check<half_bits>(v16, shape[0], shape[1], shape[2], shape[3], walls);
+            check<half_bits>(v16f, shape[0], shape[1], shape[2], shape[3], walls);
+        }
+    }
+    timing<half_bits>(std::vector<Variant>(v16.begin(), v16.begin() + 4), 256, copy, 2.0 * 19 * 2 + 1);
+    timing<half_bits>(std::vector<Variant>(v16f.begin(), v16f.begin() + 2), 256, copy, 2.0 * 19 * 2 + 1);
+    return 0;
+}
