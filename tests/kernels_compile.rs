@@ -98,6 +98,14 @@ fn every_lbm_kernel_name_is_defined() {
                 names.push(format!("lbm_{kind}_{trt}{dtype}"));
             }
         }
+        if dtype == "f16" {
+            // two sites a thread (src/lbm/cuda.rs over_pairs)
+            for kind in ["pairs_even", "pairs_even_unforced", "pairs_odd", "pairs_odd_unforced"] {
+                for trt in ["", "trt_"] {
+                    names.push(format!("lbm_{kind}_{trt}f16"));
+                }
+            }
+        }
         for name in names {
             assert!(ptx.contains(&format!(".entry {name}(")), "kernels/lbm.cu defines no {name}");
         }
