@@ -466,21 +466,41 @@ __device__ __forceinline__ unsigned half_of(float v, float w) {
     return h;
 }
 
+// Collides a pair of sites from words (each direction's f16 populations,
+// the first site's in the lower half) and leaves in each word the pair's
+// post-collision populations; returns the second site's density.
+template <bool TRT, bool FORCE>
+__device__ __forceinline__ float collide_pair(unsigned* words, float omega, float omega_minus, float fx, float fy,
+                                              float fz) {
+    D3Q19_TABLES(float)
+    float g[19], post[19];
+#pragma unroll
+    for (int i = 0; i < 19; ++i) g[i] = load_pop((half_bits)(words[i] & 0xffff), w[i]);
+    collide<TRT, float, FORCE>(g, post, omega, omega_minus, fx, fy, fz);
+#pragma unroll
+    for (int i = 0; i < 19; ++i) words[i] = (words[i] & 0xffff0000u) | half_of(post[i], w[i]);
+#pragma unroll
+    for (int i = 0; i < 19; ++i) g[i] = load_pop((half_bits)(words[i] >> 16), w[i]);
+    const float rho = collide<TRT, float, FORCE>(g, post, omega, omega_minus, fx, fy, fz);
+#pragma unroll
+    for (int i = 0; i < 19; ++i) words[i] = (words[i] & 0xffffu) | half_of(post[i], w[i]) << 16;
+    return rho;
+}
+
 // The f16 in-place steps, two adjacent sites a thread (f16 is bound by
 // instructions, and a pair's populations of one direction are one 32-bit
 // word: 24% fewer instructions in the even step). A pair of bulk sites at an
 // even site index, nx even, takes the word path; other pairs take the
 // one-site path for each site (the caller launches these kernels where nx
 // is even). On the H100 at 256^3 they ran the even step 7% and the odd step
-// 9% faster than one site a thread (BENCHMARKS.md).
-template <bool TRT, bool FORCE = true>
+// 13% faster than one site a thread (BENCHMARKS.md).
+template <bool TRT, bool FORCE = true, typename Index = i64>
 __device__ void even_in_place_pairs(half_bits* __restrict__ f, const unsigned char* __restrict__ flags, int nx, int ny,
                                     int nz, int periodic, float omega, float omega_minus, float fx, float fy, float fz,
                                     float uwx, float uwy, float uwz, i64 first, i64 count,
                                     const unsigned* __restrict__ open_sites, const double* __restrict__ open_table,
                                     int open_count) {
-    D3Q19_TABLES(float)
-    const i64 n = (i64)nx * ny * nz;
+    const Index n = (Index)nx * ny * nz;  // Index: 19 n must fit it
     const i64 k = 2 * ((i64)blockIdx.x * blockDim.x + threadIdx.x);
     if (k >= count) return;
     const unsigned s = (unsigned)(first + k);
@@ -493,23 +513,15 @@ __device__ void even_in_place_pairs(half_bits* __restrict__ f, const unsigned ch
                                                                        uwy, uwz, open_sites, open_table, open_count);
         return;
     }
-    unsigned raw[19];  // lower half the first site's
+    unsigned words[19];
 #pragma unroll
-    for (int i = 0; i < 19; ++i) raw[i] = *reinterpret_cast<const unsigned*>(f + i * n + s);
-    float g[19], post[19];
-#pragma unroll
-    for (int i = 0; i < 19; ++i) g[i] = load_pop((half_bits)(raw[i] & 0xffff), w[i]);
-    collide<TRT, float, FORCE>(g, post, omega, omega_minus, fx, fy, fz);
-#pragma unroll
-    for (int i = 0; i < 19; ++i) raw[i] = (raw[i] & 0xffff0000u) | half_of(post[i], w[i]);
-#pragma unroll
-    for (int i = 0; i < 19; ++i) g[i] = load_pop((half_bits)(raw[i] >> 16), w[i]);
-    const float rho = collide<TRT, float, FORCE>(g, post, omega, omega_minus, fx, fy, fz);
+    for (int i = 0; i < 19; ++i) words[i] = *reinterpret_cast<const unsigned*>(f + i * n + s);
+    const float rho = collide_pair<TRT, FORCE>(words, omega, omega_minus, fx, fy, fz);
     const unsigned at = opaque(s, rho);  // addresses afresh, as the one-site even step
 #pragma unroll
     for (int i = 0; i < 19; ++i) {
         const int o = i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9);
-        *reinterpret_cast<unsigned*>(f + o * n + at) = (raw[i] & 0xffffu) | half_of(post[i], w[i]) << 16;
+        *reinterpret_cast<unsigned*>(f + o * n + at) = words[i];
     }
 }
 
@@ -521,7 +533,7 @@ __device__ void even_in_place_pairs(half_bits* __restrict__ f, const unsigned ch
 // aligned word at its own x. Where the neighbour x lies outside the block,
 // in the next row or in a pair that is not bulk, the half goes directly.
 // Every location is still read and written by the thread of its site.
-template <bool TRT, bool FORCE = true>
+template <bool TRT, bool FORCE = true, typename Index = i64>
 __device__ void odd_in_place_pairs(half_bits* __restrict__ f, const unsigned char* __restrict__ flags, int nx, int ny,
                                    int nz, int periodic, float omega, float omega_minus, float fx, float fy, float fz,
                                    float uwx, float uwy, float uwz, i64 first, i64 count,
@@ -530,7 +542,7 @@ __device__ void odd_in_place_pairs(half_bits* __restrict__ f, const unsigned cha
     D3Q19_TABLES(float)
     __shared__ unsigned sent[10][128];  // the 10 directions with c_x != 0, a word a lane (<= 128 lanes)
     __shared__ bool paired[128];
-    const i64 n = (i64)nx * ny * nz;
+    const Index n = (Index)nx * ny * nz;  // Index: 19 n must fit it
     const int lane = threadIdx.x, width = blockDim.x;
     const i64 k = 2 * ((i64)blockIdx.x * width + lane);
     const unsigned s = (unsigned)(first + (k < count ? k : 0));
@@ -549,30 +561,21 @@ __device__ void odd_in_place_pairs(half_bits* __restrict__ f, const unsigned cha
         coordinates(s, nx, ny, x, y, z);
         wrapped_offsets(x, y, z, nx, ny, nz, xs, ys, zs);
         const unsigned beyond = x + 2 == nx ? 0 : x + 2;  // the site after the pair's second, wrapped
-        unsigned raw[19];  // raw[opp(i)]: slot i of (s, s + 1) + c_i, lower half the first site's
+        unsigned words[19];  // words[opp(i)]: slot i of (s, s + 1) + c_i
 #pragma unroll
         for (int i = 0; i < 19; ++i) {
             const int o = i == 0 ? 0 : (i <= 9 ? i + 9 : i - 9);
             const unsigned row = ys[1 - cy[i]] + zs[1 - cz[i]];
-            if (cx[i] == 0) raw[o] = *reinterpret_cast<const unsigned*>(f + i * n + xs[1] + row);
-            else raw[o] = f[i * n + (cx[i] > 0 ? xs[0] : xs[2]) + row] | (unsigned)f[i * n + (cx[i] > 0 ? beyond : xs[1]) + row] << 16;
+            if (cx[i] == 0) words[o] = *reinterpret_cast<const unsigned*>(f + i * n + xs[1] + row);
+            else words[o] = f[i * n + (cx[i] > 0 ? xs[0] : xs[2]) + row] | (unsigned)f[i * n + (cx[i] > 0 ? beyond : xs[1]) + row] << 16;
         }
-        float g[19], post[19];
-#pragma unroll
-        for (int i = 0; i < 19; ++i) g[i] = load_pop((half_bits)(raw[i] & 0xffff), w[i]);
-        collide<TRT, float, FORCE>(g, post, omega, omega_minus, fx, fy, fz);
-#pragma unroll
-        for (int i = 0; i < 19; ++i) raw[i] = (raw[i] & 0xffff0000u) | half_of(post[i], w[i]);
-#pragma unroll
-        for (int i = 0; i < 19; ++i) g[i] = load_pop((half_bits)(raw[i] >> 16), w[i]);
-        const float rho = collide<TRT, float, FORCE>(g, post, omega, omega_minus, fx, fy, fz);
+        const float rho = collide_pair<TRT, FORCE>(words, omega, omega_minus, fx, fy, fz);
         const unsigned at_x = opaque(xs[1], rho);  // addresses afresh (registers)
         int m = 0;
 #pragma unroll
         for (int i = 0; i < 19; ++i) {
-            raw[i] = (raw[i] & 0xffffu) | half_of(post[i], w[i]) << 16;
-            if (cx[i] == 0) *reinterpret_cast<unsigned*>(f + i * n + at_x + ys[1 - cy[i]] + zs[1 - cz[i]]) = raw[i];
-            else sent[m++][lane] = raw[i];
+            if (cx[i] == 0) *reinterpret_cast<unsigned*>(f + i * n + at_x + ys[1 - cy[i]] + zs[1 - cz[i]]) = words[i];
+            else sent[m++][lane] = words[i];
         }
     }
     __syncthreads();
@@ -815,28 +818,36 @@ __device__ void planes(T* __restrict__ f, T* __restrict__ packed, i64 n, i64 fir
         planes<T>(f, packed, n, first, count, dirs, unpack);                                                      \
     }
 LBM_KERNELS(half_bits, float, f16, 3)
-// f16's in-place steps two sites a thread, for lattices whose nx is even:
-// at most 128 threads a block, 5 blocks an SM (96 registers, measured
-// fastest on the H100).
-#define LBM_PAIRS(PASS, PASSNAME, COLLISION, TRT, FORCE)                                                         \
-    extern "C" __global__ void __launch_bounds__(128, 5) lbm_pairs_##PASSNAME##_##COLLISION##f16(                  \
+// f16's in-place steps two sites a thread, for lattices whose nx is even,
+// at most 128 threads a block. Resident blocks an SM (the register budget),
+// each measured fastest on the H100 (BENCHMARKS.md): 5 for the even steps
+// and the forced odd steps (about 96 registers), 6 for the unforced odd
+// steps (80 registers: some spilled, yet 4% faster than 5 blocks). The odd
+// steps come twice: with 64-bit indices and, for lattices where 19 n < 2^32,
+// 32-bit ones (pairs32_*: fewer instructions, 1% faster).
+#define LBM_PAIRS(PASS, PASSNAME, COLLISION, TRT, FORCE, MIN_BLOCKS, INDEX, PREFIX)                              \
+    extern "C" __global__ void __launch_bounds__(128, MIN_BLOCKS) lbm_##PREFIX##_##PASSNAME##_##COLLISION##f16(    \
         half_bits* f, const unsigned char* flags, int nx, int ny, int nz, int periodic, float omega,              \
         float omega_minus, float fx, float fy, float fz, float uwx, float uwy, float uwz, i64 first, i64 count,   \
         const unsigned* open_sites, const double* open_table, int open_count) {                                   \
         if (PASS == IN_PLACE_EVEN)                                                                                \
-            even_in_place_pairs<TRT, FORCE>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx,  \
-                                            uwy, uwz, first, count, open_sites, open_table, open_count);          \
+            even_in_place_pairs<TRT, FORCE, INDEX>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy,    \
+                                                   fz, uwx, uwy, uwz, first, count, open_sites, open_table,      \
+                                                   open_count);                                                   \
         else                                                                                                      \
-            odd_in_place_pairs<TRT, FORCE>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx,   \
-                                           uwy, uwz, first, count, open_sites, open_table, open_count);           \
+            odd_in_place_pairs<TRT, FORCE, INDEX>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, \
+                                                  uwx, uwy, uwz, first, count, open_sites, open_table, open_count); \
     }
-LBM_PAIRS(IN_PLACE_EVEN, even, , false, true)
-LBM_PAIRS(IN_PLACE_EVEN, even, trt_, true, true)
-LBM_PAIRS(IN_PLACE_EVEN, even_unforced, , false, false)
-LBM_PAIRS(IN_PLACE_EVEN, even_unforced, trt_, true, false)
-LBM_PAIRS(IN_PLACE_ODD, odd, , false, true)
-LBM_PAIRS(IN_PLACE_ODD, odd, trt_, true, true)
-LBM_PAIRS(IN_PLACE_ODD, odd_unforced, , false, false)
-LBM_PAIRS(IN_PLACE_ODD, odd_unforced, trt_, true, false)
+#define LBM_PAIRS_ODD(INDEX, PREFIX)                                                                              \
+    LBM_PAIRS(IN_PLACE_ODD, odd, , false, true, 5, INDEX, PREFIX)                                                 \
+    LBM_PAIRS(IN_PLACE_ODD, odd, trt_, true, true, 5, INDEX, PREFIX)                                              \
+    LBM_PAIRS(IN_PLACE_ODD, odd_unforced, , false, false, 6, INDEX, PREFIX)                                       \
+    LBM_PAIRS(IN_PLACE_ODD, odd_unforced, trt_, true, false, 6, INDEX, PREFIX)
+LBM_PAIRS(IN_PLACE_EVEN, even, , false, true, 5, i64, pairs)
+LBM_PAIRS(IN_PLACE_EVEN, even, trt_, true, true, 5, i64, pairs)
+LBM_PAIRS(IN_PLACE_EVEN, even_unforced, , false, false, 5, i64, pairs)
+LBM_PAIRS(IN_PLACE_EVEN, even_unforced, trt_, true, false, 5, i64, pairs)
+LBM_PAIRS_ODD(i64, pairs)
+LBM_PAIRS_ODD(unsigned, pairs32)
 LBM_KERNELS(float, float, f32, 3)
 LBM_KERNELS(double, double, f64, 2)

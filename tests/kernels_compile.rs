@@ -100,7 +100,7 @@ fn every_lbm_kernel_name_is_defined() {
         }
         if dtype == "f16" {
             // two sites a thread (src/lbm/cuda.rs over_pairs)
-            for kind in ["pairs_even", "pairs_even_unforced", "pairs_odd", "pairs_odd_unforced"] {
+            for kind in ["pairs_even", "pairs_even_unforced", "pairs_odd", "pairs_odd_unforced", "pairs32_odd", "pairs32_odd_unforced"] {
                 for trt in ["", "trt_"] {
                     names.push(format!("lbm_{kind}_{trt}f16"));
                 }
