@@ -221,9 +221,9 @@ __device__ __forceinline__ unsigned opaque(unsigned v, double after) {
 // step, whose next step gathers it from there). A link to a non-fluid site
 // bounces back at once, with the collision's density and velocity, into
 // slot opp(i) of s, where the next step reads it in every scheme.
-template <bool TRT, typename T, typename R, bool LOCAL = false, bool FORCE = true>
+template <bool TRT, typename T, typename R, bool LOCAL = false, bool FORCE = true, typename Index = i64>
 __device__ __forceinline__ void collide_site(const R* f, unsigned s, bool bulk, T* __restrict__ fout, const unsigned char* __restrict__ flags,
-                                             i64 n, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy,
+                                             Index n, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy,
                                              R fz, R uwx, R uwy, R uwz, const unsigned* __restrict__ open_sites,
                                              const double* __restrict__ open_table, int open_count) {
     D3Q19_TABLES(R)
@@ -247,7 +247,7 @@ __device__ __forceinline__ void collide_site(const R* f, unsigned s, bool bulk, 
         const i64 d = site_towards<R>(i, 1, x, y, z, nx, ny, nz, periodic);
         const unsigned char dflag = bulk ? FLUID : d >= 0 ? KIND(flags[d]) : WALL;
         if (dflag == FLUID) {
-            store_pop(LOCAL ? &fout[o * n + s] : &fout[i * n + d], post[i], w[i]);
+            store_pop(LOCAL ? &fout[o * n + s] : &fout[i * n + (Index)d], post[i], w[i]);
         } else if (dflag >= VELOCITY_BC) {
             const double* b = open_values(open_sites, open_table, open_count, (unsigned)d);
             store_pop(&fout[o * n + s], open_link<R>(dflag, b, post[i], w[o], cx[o], cy[o], cz[o], rho, u), w[o]);
@@ -392,15 +392,15 @@ __device__ void stream_pull(const T* __restrict__ fin, T* __restrict__ fout, con
 // an odd step, the populations after streaming, as the caller's layout.
 enum InPlacePass { IN_PLACE_EVEN = 0, IN_PLACE_ODD = 1 };
 
-// One site s (flag code) of a step.
-template <int PASS, bool TRT, typename T, typename R, bool FORCE = true>
+// One site s (flag code) of a step. Index: i64, or unsigned where 19 n fits it.
+template <int PASS, bool TRT, typename T, typename R, bool FORCE = true, typename Index = i64>
 __device__ __forceinline__ void in_place_site(T* __restrict__ f, unsigned s, unsigned char code,
                                               const unsigned char* __restrict__ flags, int nx, int ny, int nz,
                                               int periodic, R omega, R omega_minus, R fx, R fy, R fz, R uwx, R uwy,
                                               R uwz, const unsigned* __restrict__ open_sites,
                                               const double* __restrict__ open_table, int open_count) {
     D3Q19_TABLES(R)
-    const i64 n = (i64)nx * ny * nz;
+    const Index n = (Index)nx * ny * nz;
     T raw[19];
     unsigned xs[3], ys[3], zs[3];  // (odd step) wrapped_offsets
     if (PASS == IN_PLACE_EVEN) {
@@ -441,13 +441,13 @@ __device__ __forceinline__ void in_place_site(T* __restrict__ f, unsigned s, uns
         for (int i = 0; i < 19; ++i) store_pop(&f[i * n + xs[1 - cx[i]] + ys[1 - cy[i]] + zs[1 - cz[i]]], post[i], w[i]);
         return;
     }
-    collide_site<TRT, T, R, PASS == IN_PLACE_EVEN, FORCE>(g, s, code & BULK, f, flags, n, nx, ny, nz, periodic, omega,
+    collide_site<TRT, T, R, PASS == IN_PLACE_EVEN, FORCE, Index>(g, s, code & BULK, f, flags, n, nx, ny, nz, periodic, omega,
                                                            omega_minus, fx, fy, fz, uwx, uwy, uwz, open_sites, open_table,
                                                            open_count);
 }
 
 // One site a thread.
-template <int PASS, bool TRT, typename T, typename R, bool FORCE = true>
+template <int PASS, bool TRT, typename T, typename R, bool FORCE = true, typename Index = i64>
 __device__ void stream_in_place(T* __restrict__ f, const unsigned char* __restrict__ flags, int nx, int ny, int nz,
                                 int periodic, R omega, R omega_minus, R fx, R fy, R fz, R uwx, R uwy, R uwz, i64 first,
                                 i64 count, const unsigned* __restrict__ open_sites, const double* __restrict__ open_table,
@@ -455,8 +455,8 @@ __device__ void stream_in_place(T* __restrict__ f, const unsigned char* __restri
     const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
     const unsigned s = (unsigned)(first + t);
-    in_place_site<PASS, TRT, T, R, FORCE>(f, s, flags[s], flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz,
-                                          uwx, uwy, uwz, open_sites, open_table, open_count);
+    in_place_site<PASS, TRT, T, R, FORCE, Index>(f, s, flags[s], flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy,
+                                                 fz, uwx, uwy, uwz, open_sites, open_table, open_count);
 }
 
 // f32 -> f16 storage bits (f - w), as store_pop.
@@ -771,14 +771,17 @@ __device__ void planes(T* __restrict__ f, T* __restrict__ packed, i64 n, i64 fir
                                             fz, uwx, uwy, uwz, first, count, open_sites, open_table, open_count); \
     }
 // The in-place steps: one buffer, otherwise the pull steps' arguments.
-#define LBM_IN_PLACE(T, R, NAME, MIN_BLOCKS, PASS, PASSNAME, COLLISION, TRT, FORCE)                              \
+#define LBM_IN_PLACE_INDEX(T, R, NAME, MIN_BLOCKS, PASS, PASSNAME, COLLISION, TRT, FORCE, INDEX)                \
     extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS) lbm_##PASSNAME##_##COLLISION##NAME(            \
         T* f, const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx,     \
         R fy, R fz, R uwx, R uwy, R uwz, i64 first, i64 count, const unsigned* open_sites,                        \
         const double* open_table, int open_count) {                                                               \
-        stream_in_place<PASS, TRT, T, R, FORCE>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz,   \
-                                                uwx, uwy, uwz, first, count, open_sites, open_table, open_count); \
+        stream_in_place<PASS, TRT, T, R, FORCE, INDEX>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, \
+                                                       fz, uwx, uwy, uwz, first, count, open_sites, open_table,   \
+                                                       open_count);                                               \
     }
+#define LBM_IN_PLACE(T, R, NAME, MIN_BLOCKS, PASS, PASSNAME, COLLISION, TRT, FORCE)                              \
+    LBM_IN_PLACE_INDEX(T, R, NAME, MIN_BLOCKS, PASS, PASSNAME, COLLISION, TRT, FORCE, i64)
 #define LBM_KERNELS(T, R, NAME, MIN_BLOCKS)                                                                      \
     LBM_STEP(T, R, NAME, , false)                                                                                 \
     LBM_STEP(T, R, NAME, trt_, true)                                                                              \
@@ -850,4 +853,16 @@ LBM_PAIRS(IN_PLACE_EVEN, even_unforced, trt_, true, false, 5, i64, pairs)
 LBM_PAIRS_ODD(i64, pairs)
 LBM_PAIRS_ODD(unsigned, pairs32)
 LBM_KERNELS(float, float, f32, 3)
+// f32's in-place steps with 32-bit indices, for lattices where 19 n < 2^32
+// (even32_*, odd32_*: fewer instructions).
+#define LBM_IN_PLACE_32(PASS, PASSNAME)                                                                           \
+    LBM_IN_PLACE_INDEX(float, float, f32, 3, PASS, PASSNAME, , false, true, unsigned)                             \
+    LBM_IN_PLACE_INDEX(float, float, f32, 3, PASS, PASSNAME, trt_, true, true, unsigned)
+LBM_IN_PLACE_32(IN_PLACE_EVEN, even32)
+LBM_IN_PLACE_32(IN_PLACE_ODD, odd32)
+#define LBM_IN_PLACE_32_UNFORCED(PASS, PASSNAME)                                                                  \
+    LBM_IN_PLACE_INDEX(float, float, f32, 3, PASS, PASSNAME, , false, false, unsigned)                            \
+    LBM_IN_PLACE_INDEX(float, float, f32, 3, PASS, PASSNAME, trt_, true, false, unsigned)
+LBM_IN_PLACE_32_UNFORCED(IN_PLACE_EVEN, even32_unforced)
+LBM_IN_PLACE_32_UNFORCED(IN_PLACE_ODD, odd32_unforced)
 LBM_KERNELS(double, double, f64, 2)

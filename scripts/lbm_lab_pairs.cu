@@ -151,6 +151,25 @@ int main() {
         timing<half_bits>({v16[0], v16[1], v16[2], v16[3]}, N, copy, 2.0 * 19 * 2 + 1);
         return 0;
     }
+    const std::vector<Variant> v32 = {  // f32: 64-bit against 32-bit indices
+        {"f32 one site 256/256", {(void*)lbm_even_unforced_f32, 256, 1}, {(void*)lbm_odd_unforced_f32, 256, 1}},
+        {"f32 32-bit indices 256/256", {(void*)lbm_even32_unforced_f32, 256, 1}, {(void*)lbm_odd32_unforced_f32, 256, 1}},
+        {"f32 TRT+F 32-bit indices", {(void*)lbm_even32_trt_f32, 256, 1}, {(void*)lbm_odd32_trt_f32, 256, 1}},
+    };
+    const std::vector<Variant> v32f = {
+        {"f32 TRT+F one site", {(void*)lbm_even_trt_f32, 256, 1}, {(void*)lbm_odd_trt_f32, 256, 1}},
+        {"f32 TRT+F 32-bit indices", {(void*)lbm_even32_trt_f32, 256, 1}, {(void*)lbm_odd32_trt_f32, 256, 1}},
+    };
+    if (getenv("LAB_F32")) {
+        for (auto shape : {std::vector<int>{64, 64, 64, 7}, std::vector<int>{37, 20, 18, 6}})
+            for (double walls : {0.0, 0.03}) {
+                check<float>({v32[0], v32[1]}, shape[0], shape[1], shape[2], shape[3], walls);
+                check<float>(v32f, shape[0], shape[1], shape[2], shape[3], walls);
+            }
+        timing<float>({v32[0], v32[1]}, 256, copy, 2.0 * 19 * 4 + 1);
+        timing<float>({v32[0], v32[1]}, 128, copy, 2.0 * 19 * 4 + 1);
+        return 0;
+    }
     for (auto shape : {std::vector<int>{64, 64, 64, 7}, std::vector<int>{64, 64, 64, 5}, std::vector<int>{48, 40, 36, 7}, std::vector<int>{37, 20, 18, 6}, std::vector<int>{256, 12, 10, 7}, std::vector<int>{256, 12, 10, 6}}) {
         for (double walls : {0.0, 0.03}) {
             check<half_bits>(v16, shape[0], shape[1], shape[2], shape[3], walls);

@@ -98,9 +98,19 @@ fn every_lbm_kernel_name_is_defined() {
                 names.push(format!("lbm_{kind}_{trt}{dtype}"));
             }
         }
+        if dtype == "f32" {
+            // 32-bit indices (src/lbm/cuda.rs)
+            for kind in ["even32", "even32_unforced", "odd32", "odd32_unforced"] {
+                for trt in ["", "trt_"] {
+                    names.push(format!("lbm_{kind}_{trt}f32"));
+                }
+            }
+        }
         if dtype == "f16" {
             // two sites a thread (src/lbm/cuda.rs over_pairs)
-            for kind in ["pairs_even", "pairs_even_unforced", "pairs_odd", "pairs_odd_unforced", "pairs32_odd", "pairs32_odd_unforced"] {
+            for kind in
+                ["pairs_even", "pairs_even_unforced", "pairs_odd", "pairs_odd_unforced", "pairs32_odd", "pairs32_odd_unforced"]
+            {
                 for trt in ["", "trt_"] {
                     names.push(format!("lbm_{kind}_{trt}f16"));
                 }

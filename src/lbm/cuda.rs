@@ -76,11 +76,15 @@ pub fn pass<T: Stored>(
     // Without a body force the forcing terms are compiled out (fewer instructions: f16 is bound by them).
     let unforced = if p.force == [0.0; 3] { "_unforced" } else { "" };
     let pairs = over_pairs(T::NAME, pass, p.dims[0], first);
-    // the odd pair step with 32-bit indices where they reach every population
-    let indices = if 19 * p.sites() < 1 << 32 { "pairs32" } else { "pairs" };
+    // 32-bit indices where they reach every population: f16's odd pair step
+    // and f32's in-place steps (fewer instructions; BENCHMARKS.md)
+    let small = 19 * p.sites() < 1 << 32;
     let kind = match pass {
         Pass::Even if pairs => &format!("pairs_even{unforced}"),
-        Pass::Odd if pairs => &format!("{indices}_odd{unforced}"),
+        Pass::Odd if pairs && small => &format!("pairs32_odd{unforced}"),
+        Pass::Odd if pairs => &format!("pairs_odd{unforced}"),
+        Pass::Even if small && T::NAME == "f32" => &format!("even32{unforced}"),
+        Pass::Odd if small && T::NAME == "f32" => &format!("odd32{unforced}"),
         Pass::Push => "push",
         Pass::Pull => &format!("pull{unforced}"),
         Pass::Collide => "collide",
