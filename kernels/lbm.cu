@@ -493,7 +493,7 @@ __device__ __forceinline__ float collide_pair(unsigned* words, float omega, floa
 // even site index, nx even, takes the word path; other pairs take the
 // one-site path for each site (the caller launches these kernels where nx
 // is even). On the H100 at 256^3 they ran the even step 7% and the odd step
-// 13% faster than one site a thread (BENCHMARKS.md).
+// 14% faster than one site a thread (BENCHMARKS.md).
 template <bool TRT, bool FORCE = true, typename Index = i64>
 __device__ void even_in_place_pairs(half_bits* __restrict__ f, const unsigned char* __restrict__ flags, int nx, int ny,
                                     int nz, int periodic, float omega, float omega_minus, float fx, float fy, float fz,
