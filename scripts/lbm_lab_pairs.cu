@@ -15,6 +15,22 @@
 #include <cmath>
 #include <cuda_fp16.h>
 
+// Launch-bound experiments for f32's steps (LAB_F32_BOUNDS=1).
+#define LAB_ARGS32 float* f, const unsigned char* flags, int nx, int ny, int nz, int periodic, float omega,      \
+    float omega_minus, float fx, float fy, float fz, float uwx, float uwy, float uwz, i64 first, i64 count,      \
+    const unsigned* open_sites, const double* open_table, int open_count
+#define LAB_PASS32 f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx, uwy, uwz, first, count,    \
+    open_sites, open_table, open_count
+extern "C" __global__ void __launch_bounds__(256, 4) lab_even32_b4(LAB_ARGS32) {
+    stream_in_place<IN_PLACE_EVEN, false, float, float, false, unsigned>(LAB_PASS32);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) lab_odd32_b2(LAB_ARGS32) {
+    stream_in_place<IN_PLACE_ODD, false, float, float, false, unsigned>(LAB_PASS32);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) lab_even32_b2(LAB_ARGS32) {
+    stream_in_place<IN_PLACE_EVEN, false, float, float, false, unsigned>(LAB_PASS32);
+}
+
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA %s at %d\n", cudaGetErrorString(e), __LINE__); exit(1);} } while (0)
 
 struct Lat { int nx, ny, nz, per; unsigned n; unsigned char* flags; void* f; };
@@ -160,6 +176,17 @@ int main() {
         {"f32 TRT+F one site", {(void*)lbm_even_trt_f32, 256, 1}, {(void*)lbm_odd_trt_f32, 256, 1}},
         {"f32 TRT+F 32-bit indices", {(void*)lbm_even32_trt_f32, 256, 1}, {(void*)lbm_odd32_trt_f32, 256, 1}},
     };
+    if (getenv("LAB_F32_BOUNDS")) {
+        const Step e32{(void*)lbm_even32_unforced_f32, 256, 1}, o32{(void*)lbm_odd32_unforced_f32, 256, 1};
+        timing<float>({{"f32 32-bit (256,3)/(256,3)", e32, o32},
+                       {"f32 even (256,4)", {(void*)lab_even32_b4, 256, 1}, o32},
+                       {"f32 even (256,2)", {(void*)lab_even32_b2, 256, 1}, o32},
+                       {"f32 odd (256,2)", e32, {(void*)lab_odd32_b2, 256, 1}},
+                       {"f32 even 64-bit", {(void*)lbm_even_unforced_f32, 256, 1}, o32},
+                       {"f32 odd 128 threads", e32, {o32.k, 128, 1}},
+                       {"f32 even 128 threads", {e32.k, 128, 1}, o32}}, 256, copy, 2.0 * 19 * 4 + 1);
+        return 0;
+    }
     if (getenv("LAB_F32")) {
         for (auto shape : {std::vector<int>{64, 64, 64, 7}, std::vector<int>{37, 20, 18, 6}})
             for (double walls : {0.0, 0.03}) {
