@@ -855,14 +855,11 @@ LBM_PAIRS_ODD(unsigned, pairs32)
 LBM_KERNELS(float, float, f32, 3)
 // f32's in-place steps with 32-bit indices, for lattices where 19 n < 2^32
 // (even32_*, odd32_*: fewer instructions).
-#define LBM_IN_PLACE_32(PASS, PASSNAME)                                                                           \
-    LBM_IN_PLACE_INDEX(float, float, f32, 3, PASS, PASSNAME, , false, true, unsigned)                             \
-    LBM_IN_PLACE_INDEX(float, float, f32, 3, PASS, PASSNAME, trt_, true, true, unsigned)
-LBM_IN_PLACE_32(IN_PLACE_EVEN, even32)
-LBM_IN_PLACE_32(IN_PLACE_ODD, odd32)
-#define LBM_IN_PLACE_32_UNFORCED(PASS, PASSNAME)                                                                  \
-    LBM_IN_PLACE_INDEX(float, float, f32, 3, PASS, PASSNAME, , false, false, unsigned)                            \
-    LBM_IN_PLACE_INDEX(float, float, f32, 3, PASS, PASSNAME, trt_, true, false, unsigned)
-LBM_IN_PLACE_32_UNFORCED(IN_PLACE_EVEN, even32_unforced)
-LBM_IN_PLACE_32_UNFORCED(IN_PLACE_ODD, odd32_unforced)
+#define LBM_IN_PLACE_32(PASS, PASSNAME, FORCE)                                                                    \
+    LBM_IN_PLACE_INDEX(float, float, f32, 3, PASS, PASSNAME, , false, FORCE, unsigned)                            \
+    LBM_IN_PLACE_INDEX(float, float, f32, 3, PASS, PASSNAME, trt_, true, FORCE, unsigned)
+LBM_IN_PLACE_32(IN_PLACE_EVEN, even32, true)
+LBM_IN_PLACE_32(IN_PLACE_ODD, odd32, true)
+LBM_IN_PLACE_32(IN_PLACE_EVEN, even32_unforced, false)
+LBM_IN_PLACE_32(IN_PLACE_ODD, odd32_unforced, false)
 LBM_KERNELS(double, double, f64, 2)

@@ -115,9 +115,11 @@ pub fn pass<T: Stored>(
     if pass != Pass::Settle {
         l.arg(open_sites).arg(open_table).arg(&open_count);
     }
-    let (threads, block) = match (pairs, block) {
-        (true, b) => (count.div_ceil(2), b.map_or(step_block(T::NAME, pass, true), |b| b.min(PAIR_BLOCK))),
-        (false, b) => (count, b.unwrap_or_else(|| step_block(T::NAME, pass, false))),
+    let threads = if pairs { count.div_ceil(2) } else { count };
+    let block = match block {
+        Some(b) if pairs => b.min(PAIR_BLOCK),
+        Some(b) => b,
+        None => step_block(T::NAME, pass, pairs),
     };
     g.launch(&name, l, (threads.div_ceil(block as usize) as u32, 1, 1), (block, 1, 1), 0)
 }
