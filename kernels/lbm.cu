@@ -487,6 +487,21 @@ __device__ __forceinline__ float collide_pair(unsigned* words, float omega, floa
     return rho;
 }
 
+// A pair's sites (or the range's last site alone) through the one-site
+// step: pairs that are not both bulk.
+template <int PASS, bool TRT, bool FORCE>
+__device__ __forceinline__ void sites_one_by_one(half_bits* __restrict__ f, unsigned s, int sites,
+                                                 const unsigned char* __restrict__ flags, int nx, int ny, int nz,
+                                                 int periodic, float omega, float omega_minus, float fx, float fy,
+                                                 float fz, float uwx, float uwy, float uwz,
+                                                 const unsigned* __restrict__ open_sites,
+                                                 const double* __restrict__ open_table, int open_count) {
+    for (int j = 0; j < sites; ++j)
+        in_place_site<PASS, TRT, half_bits, float, FORCE>(f, s + j, flags[s + j], flags, nx, ny, nz, periodic, omega,
+                                                          omega_minus, fx, fy, fz, uwx, uwy, uwz, open_sites,
+                                                          open_table, open_count);
+}
+
 // The f16 in-place steps, two adjacent sites a thread (f16 is bound by
 // instructions, and a pair's populations of one direction are one 32-bit
 // word: 24% fewer instructions in the even step). A pair of bulk sites at an
@@ -507,10 +522,9 @@ __device__ void even_in_place_pairs(half_bits* __restrict__ f, const unsigned ch
     // a word: s and every direction's start n even
     const unsigned codes = k + 1 < count && !(s & 1) && !(n & 1) ? *reinterpret_cast<const unsigned short*>(flags + s) : 0;
     if ((codes & (BULK | BULK << 8)) != (BULK | BULK << 8)) {
-        for (int j = 0; j < 2 && k + j < count; ++j)
-            in_place_site<IN_PLACE_EVEN, TRT, half_bits, float, FORCE>(f, s + j, flags[s + j], flags, nx, ny, nz,
-                                                                       periodic, omega, omega_minus, fx, fy, fz, uwx,
-                                                                       uwy, uwz, open_sites, open_table, open_count);
+        sites_one_by_one<IN_PLACE_EVEN, TRT, FORCE>(f, s, k + 1 < count ? 2 : 1, flags, nx, ny, nz, periodic, omega,
+                                                    omega_minus, fx, fy, fz, uwx, uwy, uwz, open_sites, open_table,
+                                                    open_count);
         return;
     }
     unsigned words[19];
@@ -553,10 +567,10 @@ __device__ void odd_in_place_pairs(half_bits* __restrict__ f, const unsigned cha
     int x, y, z;
     unsigned xs[3], ys[3], zs[3];
     if (!fast) {
-        for (int j = 0; j < 2 && k + j < count; ++j)
-            in_place_site<IN_PLACE_ODD, TRT, half_bits, float, FORCE>(f, s + j, flags[s + j], flags, nx, ny, nz,
-                                                                      periodic, omega, omega_minus, fx, fy, fz, uwx,
-                                                                      uwy, uwz, open_sites, open_table, open_count);
+        if (k < count)
+            sites_one_by_one<IN_PLACE_ODD, TRT, FORCE>(f, s, k + 1 < count ? 2 : 1, flags, nx, ny, nz, periodic, omega,
+                                                      omega_minus, fx, fy, fz, uwx, uwy, uwz, open_sites, open_table,
+                                                      open_count);
     } else {
         coordinates(s, nx, ny, x, y, z);
         wrapped_offsets(x, y, z, nx, ny, nz, xs, ys, zs);
@@ -582,7 +596,7 @@ __device__ void odd_in_place_pairs(half_bits* __restrict__ f, const unsigned cha
     if (!fast) return;
     // the pair's neighbours along x whose words are in `sent`
     const bool before = lane > 0 && x > 0 && paired[lane - 1], after = lane + 1 < width && x + 2 < nx && paired[lane + 1];
-    const unsigned beyond = x + 2 == nx ? 0 : x + 2;
+    const unsigned beyond = x + 2 == nx ? 0 : x + 2;  // (again: cheaper than a register held across the barrier)
     int m = 0;
 #pragma unroll
     for (int i = 0; i < 19; ++i) {
@@ -750,11 +764,26 @@ __device__ void planes(T* __restrict__ f, T* __restrict__ packed, i64 n, i64 fir
         packed[k] = f[at];
 }
 
+// Every step kernel starts here: fegpu launches the steps overlapped with
+// the kernel before them on the stream (programmatic dependent launch,
+// sm_90 on; src/gpu/launch.rs), so a step's blocks may be resident before
+// that kernel ends. They wait for it, and its memory, here; then let the
+// next step launch, so its blocks take the SMs this grid's tail leaves
+// idle (H100: 2% at 128^3, 0.2% at 256^3; BENCHMARKS.md). Launched plainly,
+// both are no-ops.
+__device__ __forceinline__ void follow_previous_kernel() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 #define LBM_STEP(T, R, NAME, COLLISION, TRT)                                                                     \
     extern "C" __global__ void __launch_bounds__(256) lbm_push_##COLLISION##NAME(const T* fin, T* fout,           \
         const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy,      \
         R fz, R uwx, R uwy, R uwz, i64 first, i64 count, const unsigned* open_sites, const double* open_table,     \
         int open_count) {                                                                                         \
+        follow_previous_kernel();                                                                                 \
         collide_push<TRT, T, R>(fin, fout, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx, uwy, \
                                 uwz, first, count, open_sites, open_table, open_count);                           \
     }
@@ -767,6 +796,7 @@ __device__ void planes(T* __restrict__ f, T* __restrict__ packed, i64 n, i64 fir
         const T* fin, T* fout, const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega,         \
         R omega_minus, R fx, R fy, R fz, R uwx, R uwy, R uwz, i64 first, i64 count, const unsigned* open_sites,    \
         const double* open_table, int open_count) {                                                               \
+        follow_previous_kernel();                                                                                 \
         stream_pull<MODE, TRT, T, R, FORCE>(fin, fout, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy,   \
                                             fz, uwx, uwy, uwz, first, count, open_sites, open_table, open_count); \
     }
@@ -776,6 +806,7 @@ __device__ void planes(T* __restrict__ f, T* __restrict__ packed, i64 n, i64 fir
         T* f, const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx,     \
         R fy, R fz, R uwx, R uwy, R uwz, i64 first, i64 count, const unsigned* open_sites,                        \
         const double* open_table, int open_count) {                                                               \
+        follow_previous_kernel();                                                                                 \
         stream_in_place<PASS, TRT, T, R, FORCE, INDEX>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, \
                                                        fz, uwx, uwy, uwz, first, count, open_sites, open_table,   \
                                                        open_count);                                               \
@@ -802,6 +833,7 @@ __device__ void planes(T* __restrict__ f, T* __restrict__ packed, i64 n, i64 fir
     LBM_IN_PLACE(T, R, NAME, MIN_BLOCKS, IN_PLACE_ODD, odd_unforced, trt_, true, false)                           \
     extern "C" __global__ void lbm_settle_##NAME(T* f, const unsigned char* flags, int nx, int ny, int nz,        \
         int periodic, i64 first, i64 count) {                                                                     \
+        follow_previous_kernel();                                                                                 \
         settle_in_place<T>(f, flags, nx, ny, nz, periodic, first, count);                                        \
     }                                                                                                             \
     extern "C" __global__ void lbm_equilibrium_##NAME(T* f, i64 n, R rho, R ux, R uy, R uz) {                    \
@@ -833,6 +865,7 @@ LBM_KERNELS(half_bits, float, f16, 3)
         half_bits* f, const unsigned char* flags, int nx, int ny, int nz, int periodic, float omega,              \
         float omega_minus, float fx, float fy, float fz, float uwx, float uwy, float uwz, i64 first, i64 count,   \
         const unsigned* open_sites, const double* open_table, int open_count) {                                   \
+        follow_previous_kernel();                                                                                 \
         if (PASS == IN_PLACE_EVEN)                                                                                \
             even_in_place_pairs<TRT, FORCE, INDEX>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy,    \
                                                    fz, uwx, uwy, uwz, first, count, open_sites, open_table,      \

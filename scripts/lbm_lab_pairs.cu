@@ -3,7 +3,12 @@
 // one-site kernels after 4 steps from one random start, on boxes periodic
 // or not, with and without 3% random walls (the one-site fallbacks), at
 // several block sizes, then timed at 256^3 beside them. LAB_PROFILE=1 runs
-// one step pair of each at 256^3, for ncu.
+// one step pair of each at 256^3, for ncu. LAB_F32=1 and LAB_F32_BOUNDS=1:
+// f32's index widths and launch bounds. LAB_PDL=1: overlapped (programmatic
+// dependent) launches against plain ones, f16, f32 and f64, checked and
+// timed at 128^3 to 512^3; built with -DLAB_PAD=P against a copy of the
+// kernel file whose n is patched to nx ny nz + P, the directions' stride
+// padded (results/2026-11-25-h100-lbm-overlapped-launches.txt).
 //   nvcc -O3 -arch=sm_90 -DLBM_FILE='"../kernels/lbm.cu"' scripts/lbm_lab_pairs.cu -o lab && ./lab
 #include LBM_FILE
 #include <cstdio>
@@ -14,6 +19,7 @@
 #include <string>
 #include <cmath>
 #include <cuda_fp16.h>
+#include <type_traits>
 
 // Launch-bound experiments for f32's steps (LAB_F32_BOUNDS=1).
 #define LAB_ARGS32 float* f, const unsigned char* flags, int nx, int ny, int nz, int periodic, float omega,      \
@@ -31,13 +37,56 @@ extern "C" __global__ void __launch_bounds__(256, 2) lab_even32_b2(LAB_ARGS32) {
     stream_in_place<IN_PLACE_EVEN, false, float, float, false, unsigned>(LAB_PASS32);
 }
 
+// Programmatic dependent launch (LAB_PDL=1): each step waits for the one
+// before it (griddepcontrol.wait) and lets the next launch once all its
+// blocks have started, so the next grid's blocks are resident when the tail
+// of this one drains.
+__device__ __forceinline__ void lab_pdl_enter() {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+extern "C" __global__ void __launch_bounds__(256, 3) lab_pdl_even32(LAB_ARGS32) {
+    lab_pdl_enter();
+    stream_in_place<IN_PLACE_EVEN, false, float, float, false, unsigned>(LAB_PASS32);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) lab_pdl_odd32(LAB_ARGS32) {
+    lab_pdl_enter();
+    stream_in_place<IN_PLACE_ODD, false, float, float, false, unsigned>(LAB_PASS32);
+}
+#define LAB_ARGS16 half_bits* f, const unsigned char* flags, int nx, int ny, int nz, int periodic, float omega,   \
+    float omega_minus, float fx, float fy, float fz, float uwx, float uwy, float uwz, i64 first, i64 count,      \
+    const unsigned* open_sites, const double* open_table, int open_count
+extern "C" __global__ void __launch_bounds__(128, 5) lab_pdl_pairs_even16(LAB_ARGS16) {
+    lab_pdl_enter();
+    even_in_place_pairs<false, false, i64>(LAB_PASS32);
+}
+extern "C" __global__ void __launch_bounds__(128, 6) lab_pdl_pairs_odd16(LAB_ARGS16) {
+    lab_pdl_enter();
+    odd_in_place_pairs<false, false, unsigned>(LAB_PASS32);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) lab_pdl_even64(double* f, const unsigned char* flags, int nx,
+    int ny, int nz, int periodic, double omega, double omega_minus, double fx, double fy, double fz, double uwx,
+    double uwy, double uwz, i64 first, i64 count, const unsigned* open_sites, const double* open_table, int open_count) {
+    lab_pdl_enter();
+    stream_in_place<IN_PLACE_EVEN, false, double, double, false, i64>(LAB_PASS32);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) lab_pdl_odd64(double* f, const unsigned char* flags, int nx,
+    int ny, int nz, int periodic, double omega, double omega_minus, double fx, double fy, double fz, double uwx,
+    double uwy, double uwz, i64 first, i64 count, const unsigned* open_sites, const double* open_table, int open_count) {
+    lab_pdl_enter();
+    stream_in_place<IN_PLACE_ODD, false, double, double, false, i64>(LAB_PASS32);
+}
+#ifndef LAB_PAD
+#define LAB_PAD 0  // elements between directions (the kernel file's n patched to match: LAB_PAD runs only)
+#endif
+
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA %s at %d\n", cudaGetErrorString(e), __LINE__); exit(1);} } while (0)
 
 struct Lat { int nx, ny, nz, per; unsigned n; unsigned char* flags; void* f; };
 
 template <typename T> Lat make(int nx, int ny, int nz, int per, double walls) {
     Lat L{nx, ny, nz, per, (unsigned)nx * ny * nz, nullptr, nullptr};
-    CK(cudaMalloc(&L.f, (size_t)19 * L.n * sizeof(T)));
+    CK(cudaMalloc(&L.f, (size_t)19 * (L.n + LAB_PAD) * sizeof(T)));
     CK(cudaMalloc(&L.flags, L.n));
     std::vector<unsigned char> h(L.n, 0);
     srand(3);
@@ -55,23 +104,40 @@ template <typename T> void init(Lat& L) {
     for (size_t k = 0; k < h.size(); ++k) {
         float r = (rand() / (float)RAND_MAX - 0.5f) * 0.01f;
         if (sizeof(T) == 2) { __half hv = __float2half(r); memcpy(&h[k], &hv, 2); }
-        else { int i = k / L.n; float w = i == 0 ? 1.f/3 : (i <= 3 || (i >= 10 && i <= 12)) ? 1.f/18 : 1.f/36; float v = w + r * w; memcpy(&h[k], &v, 4); }
+        else {
+            int i = k / L.n; float w = i == 0 ? 1.f/3 : (i <= 3 || (i >= 10 && i <= 12)) ? 1.f/18 : 1.f/36; float v = w + r * w;
+            if (sizeof(T) == 8) { double d = v; memcpy(&h[k], &d, 8); } else memcpy(&h[k], &v, 4);
+        }
     }
     CK(cudaMemcpy(L.f, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
 }
 
 // a step: kernel, threads a block, sites a thread
-struct Step { void* k; int block; int per_thread; };
+struct Step { void* k; int block; int per_thread; bool pdl = false; };
 struct Variant { std::string name; Step even, odd; };
 
 template <typename T> void launch(Lat& L, const Step& s, cudaStream_t st) {
-    float om = 1.2f, omm = 1.0f, z = 0, fx = 1e-5f;  // (the unforced kernels ignore fx)
+    typedef typename std::conditional<sizeof(T) == 8, double, float>::type R;
+    R om = 1.2f, omm = 1.0f, z = 0, fx = 1e-5f;  // (the unforced kernels ignore fx)
     i64 first = 0, count = L.n;
     const unsigned* os = nullptr; const double* ot = nullptr; int oc = 0;
     T* f = (T*)L.f;
     void* args[] = {&f, &L.flags, &L.nx, &L.ny, &L.nz, &L.per, &om, &omm, &fx, &z, &z, &z, &z, &z, &first, &count, &os, &ot, &oc};
     const unsigned threads = (L.n + s.per_thread - 1) / s.per_thread;
-    CK(cudaLaunchKernel(s.k, dim3((threads + s.block - 1) / s.block), dim3(s.block), args, 0, st));
+    if (!s.pdl) {
+        CK(cudaLaunchKernel(s.k, dim3((threads + s.block - 1) / s.block), dim3(s.block), args, 0, st));
+        return;
+    }
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((threads + s.block - 1) / s.block);
+    cfg.blockDim = dim3(s.block);
+    cfg.stream = st;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    CK(cudaLaunchKernelExC(&cfg, s.k, args));
 }
 
 template <typename T> std::vector<float> run4(Lat& L, const Variant& v) {
@@ -83,7 +149,9 @@ template <typename T> std::vector<float> run4(Lat& L, const Variant& v) {
     CK(cudaMemcpy(h.data(), L.f, h.size() * sizeof(T), cudaMemcpyDeviceToHost));
     std::vector<float> out(h.size());
     for (size_t k = 0; k < h.size(); ++k) {
-        if (sizeof(T) == 2) { __half hv; memcpy(&hv, &h[k], 2); out[k] = __half2float(hv); } else memcpy(&out[k], &h[k], 4);
+        if (sizeof(T) == 2) { __half hv; memcpy(&hv, &h[k], 2); out[k] = __half2float(hv); }
+        else if (sizeof(T) == 8) { double d; memcpy(&d, &h[k], 8); out[k] = (float)d; }
+        else memcpy(&out[k], &h[k], 4);
     }
     return out;
 }
@@ -176,6 +244,32 @@ int main() {
         {"f32 TRT+F one site", {(void*)lbm_even_trt_f32, 256, 1}, {(void*)lbm_odd_trt_f32, 256, 1}},
         {"f32 TRT+F 32-bit indices", {(void*)lbm_even32_trt_f32, 256, 1}, {(void*)lbm_odd32_trt_f32, 256, 1}},
     };
+    if (getenv("LAB_PDL")) {  // programmatic dependent launch against plain launches; LAB_PAD: f32 only
+        const Step e32{(void*)lbm_even32_unforced_f32, 256, 1}, o32{(void*)lbm_odd32_unforced_f32, 256, 1};
+        const Variant f32{"f32 32-bit", e32, o32}, f32p{"f32 32-bit PDL", {(void*)lab_pdl_even32, 256, 1, true}, {(void*)lab_pdl_odd32, 256, 1, true}};
+        if (LAB_PAD) {
+            printf("directions LAB_PAD = %d elements apart beyond n\n", LAB_PAD);
+            for (int N : {256, 128}) timing<float>({f32, f32p}, N, copy, 2.0 * 19 * 4 + 1);
+            return 0;
+        }
+        const Variant f16{"f16 pairs 64/128", pe16, {(void*)lbm_pairs32_odd_unforced_f16, 128, 2}};
+        const Variant f16p{"f16 pairs PDL", {(void*)lab_pdl_pairs_even16, 64, 2, true}, {(void*)lab_pdl_pairs_odd16, 128, 2, true}};
+        const Variant f64{"f64", {(void*)lbm_even_unforced_f64, 256, 1}, {(void*)lbm_odd_unforced_f64, 256, 1}};
+        const Variant f64p{"f64 PDL", {(void*)lab_pdl_even64, 256, 1, true}, {(void*)lab_pdl_odd64, 256, 1, true}};
+        for (auto shape : {std::vector<int>{128, 128, 128, 7}, std::vector<int>{37, 20, 18, 6}})
+            for (double walls : {0.0, 0.03}) {
+                check<float>({f32, f32p}, shape[0], shape[1], shape[2], shape[3], walls);
+                if (shape[0] % 2 == 0) check<half_bits>({f16, f16p}, shape[0], shape[1], shape[2], shape[3], walls);
+                check<double>({f64, f64p}, shape[0], shape[1], shape[2], shape[3], walls);
+            }
+        for (int N : {256, 128}) {
+            timing<float>({f32, f32p}, N, copy, 2.0 * 19 * 4 + 1);
+            timing<half_bits>({f16, f16p}, N, copy, 2.0 * 19 * 2 + 1);
+            timing<double>({f64, f64p}, N, copy, 2.0 * 19 * 8 + 1);
+        }
+        timing<float>({f32, f32p}, 512, copy, 2.0 * 19 * 4 + 1);
+        return 0;
+    }
     if (getenv("LAB_F32_BOUNDS")) {
         const Step e32{(void*)lbm_even32_unforced_f32, 256, 1}, o32{(void*)lbm_odd32_unforced_f32, 256, 1};
         timing<float>({{"f32 32-bit (256,3)/(256,3)", e32, o32},

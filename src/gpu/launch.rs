@@ -82,10 +82,89 @@ impl Gpu {
         shared_bytes: u32,
     ) -> Result<()> {
         enqueue(what, args, grid, block, shared_bytes)?;
+        self.checked_launch(what)
+    }
+
+    fn checked_launch(&self, what: &str) -> Result<()> {
         if self.check_launches && !self.capturing_here() {
             self.synchronize(what)?;
         }
         Ok(())
+    }
+
+    /// Starts an overlapped launch of `f`: push its arguments, then `launch_overlapped`.
+    pub fn overlapped<'a>(&'a self, f: &'a CudaFunction) -> Overlapped<'a> {
+        Overlapped { gpu: self, kernel: f, args: Vec::new() }
+    }
+
+    /// Launches a kernel that may start before the kernel queued before it
+    /// ends (programmatic dependent launch, sm_90 on): the kernel must wait
+    /// for it (`griddepcontrol.wait`) before it touches memory. Back-to-back
+    /// steps then lose no time between grids. A plain launch on older
+    /// devices and while a graph is recorded.
+    pub fn launch_overlapped(&self, what: &str, l: &Overlapped<'_>, grid: (u32, u32, u32), block: (u32, u32, u32)) -> Result<()> {
+        let mut params: Vec<*mut std::ffi::c_void> = l
+            .args
+            .iter()
+            .map(|a| match a {
+                Arg::Address(address) => address as *const u64 as *mut std::ffi::c_void,
+                Arg::Value(v) => *v as *mut std::ffi::c_void,
+            })
+            .collect();
+        // SAFETY: a zeroed attribute is valid plain data; the id and the union member set go together.
+        let mut overlap: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        overlap.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        overlap.value.programmaticStreamSerializationAllowed = 1;
+        let overlapping = self.info.compute_capability.0 >= 9 && !self.capturing_here();
+        let config = sys::CUlaunchConfig {
+            gridDimX: grid.0,
+            gridDimY: grid.1,
+            gridDimZ: grid.2,
+            blockDimX: block.0,
+            blockDimY: block.1,
+            blockDimZ: block.2,
+            sharedMemBytes: 0,
+            hStream: self.stream().cu_stream(),
+            attrs: &mut overlap,
+            numAttrs: overlapping as u32,
+        };
+        self.ctx.bind_to_thread().map_err(|e| device_error(&format!("launching {what}"), e))?;
+        // SAFETY: `params` points at one live argument per kernel parameter,
+        // in order (the caller's contract, checked by the CUDA-vs-CPU tests);
+        // the buffers and values outlive the call, which copies them.
+        unsafe { sys::cuLaunchKernelEx(&config, l.kernel.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }
+            .result()
+            .map_err(|e| device_error(&format!("launching {what}"), e))?;
+        self.checked_launch(what)
+    }
+}
+
+/// The arguments of an overlapped launch (`Gpu::launch_overlapped`),
+/// pushed in the kernel's order: buffers by their device address, values
+/// by reference (cudarc's `Launch` has no way to add launch attributes).
+pub struct Overlapped<'a> {
+    gpu: &'a Gpu,
+    kernel: &'a CudaFunction,
+    /// (values by address: `value` borrows them for 'a)
+    args: Vec<Arg>,
+}
+
+enum Arg {
+    Address(u64),
+    Value(*const std::ffi::c_void),
+}
+
+impl<'a> Overlapped<'a> {
+    /// A device buffer the kernel reads or writes.
+    pub fn buffer<T: DeviceScalar>(&mut self, b: &'a DeviceBuffer<T>) -> &mut Self {
+        self.args.push(Arg::Address(self.gpu.address(b)));
+        self
+    }
+
+    /// A value passed by copy; it must match the kernel parameter's type.
+    pub fn value<T: KernelValue>(&mut self, v: &'a T) -> &mut Self {
+        self.args.push(Arg::Value(v as *const T as *const std::ffi::c_void));
+        self
     }
 }
 

@@ -23,7 +23,7 @@ pub use graph::Graph;
 pub use ipc::{Borrowed, PeerRegion, SharedRegion, HANDLE_BYTES};
 use lanes::LaneParts;
 pub use lanes::{Lane, Mark};
-pub use launch::{arg_or_null, compile, Queue};
+pub use launch::{arg_or_null, compile, Overlapped, Queue};
 pub use memory::Pinned;
 
 use crate::error::{Error, ErrorKind, Result};

@@ -102,18 +102,20 @@ pub fn pass<T: Stored>(
     let wall = p.wall_velocity.map(T::arith);
     let (first, count64) = (first as i64, count as i64);
     let open_count = open_count as i32;
-    let mut l = g.launcher(&k);
-    match f {
-        Buffers::Two(fin, fout) => l.arg(fin).arg(fout),
-        Buffers::One(f) => l.arg(f),
+    // (each step waits for the kernel before it: kernels/lbm.cu follow_previous_kernel)
+    let mut l = g.overlapped(&k);
+    match &f {
+        Buffers::Two(fin, fout) => l.buffer(fin).buffer(fout),
+        Buffers::One(f) => l.buffer(f),
     };
-    l.arg(flags).arg(&nx).arg(&ny).arg(&nz).arg(&p.periodic);
+    l.buffer(flags).value(&nx).value(&ny).value(&nz).value(&p.periodic);
     if pass != Pass::Settle {
-        l.arg(&omega).arg(&omega_minus).arg(&force[0]).arg(&force[1]).arg(&force[2]).arg(&wall[0]).arg(&wall[1]).arg(&wall[2]);
+        l.value(&omega).value(&omega_minus).value(&force[0]).value(&force[1]).value(&force[2]);
+        l.value(&wall[0]).value(&wall[1]).value(&wall[2]);
     }
-    l.arg(&first).arg(&count64);
+    l.value(&first).value(&count64);
     if pass != Pass::Settle {
-        l.arg(open_sites).arg(open_table).arg(&open_count);
+        l.buffer(open_sites).buffer(open_table).value(&open_count);
     }
     let threads = if pairs { count.div_ceil(2) } else { count };
     let block = match block {
@@ -121,7 +123,7 @@ pub fn pass<T: Stored>(
         Some(b) => b,
         None => step_block(T::NAME, pass, pairs),
     };
-    g.launch(&name, l, (threads.div_ceil(block as usize) as u32, 1, 1), (block, 1, 1), 0)
+    g.launch_overlapped(&name, &l, (threads.div_ceil(block as usize) as u32, 1, 1), (block, 1, 1))
 }
 
 /// Marks the fluid sites whose neighbours are all fluid (kernels/lbm.cu BULK),
