@@ -158,14 +158,11 @@ extern "C" __global__ void __launch_bounds__(256) amg_lanczos_beta(int n, double
 // __syncwarp orders the entries, so every sum runs in the host's order
 // (src/amg/host.rs product_values) without atomics.
 template <int G>
-__device__ void product(int n, const int* __restrict__ arp, const int* __restrict__ aci, const double* __restrict__ av,
-                        const int* __restrict__ brp, const int* __restrict__ bci, const double* __restrict__ bv,
-                        const int* __restrict__ crp, const int* __restrict__ cci, double* cv) {
-    const i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / G;
-    const int lane = threadIdx.x & (G - 1);
-    // the group's lanes: G consecutive lanes of the warp, the same row
-    const unsigned group = G == 32 ? 0xffffffffu : ((1u << G) - 1) << (threadIdx.x & 31 & ~(G - 1));
-    if (row >= n) return;
+__device__ __forceinline__ void product_row(int row, int lane, unsigned group, const int* __restrict__ arp,
+                                            const int* __restrict__ aci, const double* __restrict__ av,
+                                            const int* __restrict__ brp, const int* __restrict__ bci,
+                                            const double* __restrict__ bv, const int* __restrict__ crp,
+                                            const int* __restrict__ cci, double* cv) {
     const int c0 = crp[row], c1 = crp[row + 1];
     for (int k = c0 + lane; k < c1; k += G) cv[k] = 0.0;
     if (G > 1) __syncwarp(group);
@@ -186,11 +183,82 @@ __device__ void product(int n, const int* __restrict__ arp, const int* __restric
     }
 }
 
+// The group's lanes: G consecutive lanes of the warp.
+template <int G>
+__device__ __forceinline__ unsigned group_mask() {
+    return G == 32 ? 0xffffffffu : ((1u << G) - 1) << (threadIdx.x & 31 & ~(G - 1));
+}
+
+template <int G>
+__device__ void product(int n, const int* __restrict__ arp, const int* __restrict__ aci, const double* __restrict__ av,
+                        const int* __restrict__ brp, const int* __restrict__ bci, const double* __restrict__ bv,
+                        const int* __restrict__ crp, const int* __restrict__ cci, double* cv) {
+    const i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / G;
+    if (row >= n) return;
+    product_row<G>((int)row, threadIdx.x & (G - 1), group_mask<G>(), arp, aci, av, brp, bci, bv, crp, cci, cv);
+}
+
+// The same over blocks of S consecutive rows (a node's dofs, an aggregate's
+// modes), n / S of them. Where a block's rows share one column pattern in A
+// and one in C (`alike`: src/amg/host.rs row_blocks), B's entries and their
+// search serve its S rows at once: S times fewer loads of B, which bound
+// the row product. Other blocks (a clamped node's rows) go row by row.
+// Each sum still runs in the host's order.
+template <int G, int S>
+__device__ void block_product(int blocks, const unsigned char* __restrict__ alike, const int* __restrict__ arp,
+                              const int* __restrict__ aci, const double* __restrict__ av, const int* __restrict__ brp,
+                              const int* __restrict__ bci, const double* __restrict__ bv, const int* __restrict__ crp,
+                              const int* __restrict__ cci, double* cv) {
+    const i64 block = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / G;
+    const int lane = threadIdx.x & (G - 1);
+    const unsigned group = group_mask<G>();
+    if (block >= blocks) return;
+    const int row = (int)block * S;
+    if (!alike[block]) {
+        for (int s = 0; s < S; ++s) product_row<G>(row + s, lane, group, arp, aci, av, brp, bci, bv, crp, cci, cv);
+        return;
+    }
+    // the S rows are consecutive, each as long as the first: row s at s * length
+    const int a0 = arp[row], a_len = arp[row + 1] - a0, c0 = crp[row], c_len = crp[row + 1] - c0;
+    for (int k = c0 + lane; k < c0 + S * c_len; k += G) cv[k] = 0.0;
+    if (G > 1) __syncwarp(group);
+    for (int t = 0; t < a_len; ++t) {
+        double a[S];
+#pragma unroll
+        for (int s = 0; s < S; ++s) a[s] = av[a0 + s * a_len + t];
+        const int r = aci[a0 + t];
+        for (int kb = brp[r] + lane; kb < brp[r + 1]; kb += G) {
+            const int j = bci[kb];
+            int lo = c0, hi = c0 + c_len - 1;
+            while (lo < hi) {
+                const int mid = (lo + hi) >> 1;
+                if (cci[mid] < j) lo = mid + 1;
+                else hi = mid;
+            }
+            // the S sums loaded together, then stored: one latency, not S in a row
+            const double b = bv[kb];
+            double c[S];
+#pragma unroll
+            for (int s = 0; s < S; ++s) c[s] = cv[lo + s * c_len];
+#pragma unroll
+            for (int s = 0; s < S; ++s) cv[lo + s * c_len] = c[s] + a[s] * b;
+        }
+        if (G > 1) __syncwarp(group);
+    }
+}
+
 #define PRODUCT(G)                                                                                                \
     extern "C" __global__ void __launch_bounds__(256) amg_product_g##G(int n, const int* arp, const int* aci,     \
         const double* av, const int* brp, const int* bci, const double* bv, const int* crp, const int* cci,        \
         double* cv) {                                                                                              \
         product<G>(n, arp, aci, av, brp, bci, bv, crp, cci, cv);                                                   \
+    }                                                                                                             \
+    BLOCK_PRODUCT(G, 2) BLOCK_PRODUCT(G, 3) BLOCK_PRODUCT(G, 4)
+#define BLOCK_PRODUCT(G, S)                                                                                       \
+    extern "C" __global__ void __launch_bounds__(256) amg_product_g##G##_s##S(int blocks,                         \
+        const unsigned char* alike, const int* arp, const int* aci, const double* av, const int* brp,              \
+        const int* bci, const double* bv, const int* crp, const int* cci, double* cv) {                            \
+        block_product<G, S>(blocks, alike, arp, aci, av, brp, bci, bv, crp, cci, cv);                              \
     }
 PRODUCT(1) PRODUCT(2) PRODUCT(4) PRODUCT(8) PRODUCT(16) PRODUCT(32)
 

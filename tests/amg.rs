@@ -10,6 +10,7 @@
 mod common;
 
 use common::{seed, Rng};
+use fegpu::amg::host::{product, row_blocks};
 use fegpu::amg::{rigid_body_modes, Hierarchy, Mat, Options, Smoother};
 use fegpu::array::Array;
 use fegpu::context::{Context, Request};
@@ -224,6 +225,60 @@ fn coarse_operators_are_galerkin_and_p_fits_the_near_null_space() {
     }
 }
 
+/// The arrays of `a` with the clamped dofs' couplings (rows whose entries
+/// off the diagonal are all zero, and those columns) no longer stored: each
+/// clamped row then holds only its diagonal, and the three rows of a
+/// clamped node share no pattern (the block products take them one by one).
+fn clamped_couplings_dropped(a: &Csr) -> CsrArrays {
+    let (p, v) = (&a.pattern, a.download_values().unwrap());
+    let entries = |i: usize| p.row_ptr[i] as usize..p.row_ptr[i + 1] as usize;
+    let clamped: Vec<bool> = (0..p.nrows).map(|i| entries(i).all(|k| v[k] == 0.0 || p.col[k] as usize == i)).collect();
+    let mut arrays: CsrArrays = (vec![0], Vec::new(), Vec::new());
+    for i in 0..p.nrows {
+        for k in entries(i) {
+            let j = p.col[k] as usize;
+            if i == j || !(clamped[i] || clamped[j]) {
+                arrays.1.push(j as i64);
+                arrays.2.push(v[k]);
+            }
+        }
+        arrays.0.push(arrays.1.len() as i64);
+    }
+    arrays
+}
+
+/// host::row_blocks, which picks the device re-setup's block products
+/// (kernels/amg.cu block_product; the device re-setup test below checks
+/// their values): a node's three rows at once in A P, but a clamped node's
+/// one by one where its couplings are not stored; an aggregate's six
+/// modes by threes in R (A P); nothing in a scalar problem.
+#[test]
+fn products_take_a_nodes_dofs_and_an_aggregates_modes_at_once() {
+    let ctx = Arc::new(Context::cpu_reference());
+    let (a, _, coords) = elasticity(&ctx, 5, true);
+    let options = Options { block_size: 3, near_null_space: Some(rigid_body_modes(3, &coords).unwrap()), ..Options::default() };
+    for stored in [true, false] {
+        let m = if stored { host_mat(&a) } else { mat(a.pattern.nrows, &clamped_couplings_dropped(&a)) };
+        let h = Hierarchy::new(m, &options).unwrap();
+        let (fine, coarse) = (&h.levels[0], &h.levels[1]);
+        let tr = fine.transfer.as_ref().unwrap();
+        let (s, alike) = row_blocks(&fine.a, &product(&fine.a, &tr.p));
+        assert_eq!(s, 3, "A P");
+        for (node, &f) in alike.iter().enumerate() {
+            let clamped = (0..3).all(|o| fine.a.row(3 * node + o).len() == 1);
+            assert_eq!(f == 1, !clamped, "A P, node {node}");
+        }
+        assert_eq!(alike.contains(&0), !stored, "A P: nodes taken row by row");
+        let (s, alike) = row_blocks(&tr.r, &coarse.a);
+        assert_eq!(s, 3, "R (A P)");
+        assert!(alike.iter().all(|&f| f == 1), "R (A P): an aggregate's modes share their pattern");
+    }
+    let porous = gallery::porous_flow(8, &gallery::lognormal_permeability(8, 1e3, 1));
+    let h = Hierarchy::new(mat(512, &porous), &Options::default()).unwrap();
+    let tr = h.levels[0].transfer.as_ref().unwrap();
+    assert_eq!(row_blocks(&h.levels[0].a, &product(&h.levels[0].a, &tr.p)), (1, Vec::new()), "a scalar problem");
+}
+
 fn solve(ctx: &Arc<Context>, a: &Arc<Csr>, b: &[f64], method: Method, precond: Precond, amg: Options) -> (i64, Vec<f64>) {
     let n = b.len();
     let s = Solver::with_settings(a.clone(), method, precond, Settings { amg, ..Settings::from_env() }).unwrap();
@@ -353,7 +408,8 @@ fn values_only_resetup_and_the_device_match_a_fresh_reference() {
     let cases = [
         ("porous flow 14^3", Method::Cg, porous.clone(), Options::default()),
         ("porous flow 14^3, plain aggregation", Method::Cg, porous, Options { smooth_prolongator: false, ..Options::default() }),
-        ("hex8 elasticity 5^3, E ratio 1000, rigid-body modes", Method::Cg, elastic_arrays.clone(), modes),
+        ("hex8 elasticity 5^3, E ratio 1000, rigid-body modes", Method::Cg, elastic_arrays.clone(), modes.clone()),
+        ("the same, the clamped dofs' couplings not stored", Method::Cg, clamped_couplings_dropped(&elastic), modes),
         ("convection-diffusion 14^3", Method::Bicgstab, gallery::convection_diffusion(n, 3.0), Options::default()),
         (
             "convection-diffusion 14^3, Gauss-Seidel",
