@@ -101,7 +101,7 @@ impl Gpu {
     /// ends (programmatic dependent launch, sm_90 on): the kernel must wait
     /// for it (`griddepcontrol.wait`) before it touches memory. Back-to-back
     /// steps then lose no time between grids. A plain launch on older
-    /// devices and while a graph is recorded.
+    /// devices or drivers and while a graph is recorded.
     pub fn launch_overlapped(&self, what: &str, l: &Overlapped<'_>, grid: (u32, u32, u32), block: (u32, u32, u32)) -> Result<()> {
         let mut params: Vec<*mut std::ffi::c_void> = l
             .args
@@ -111,30 +111,35 @@ impl Gpu {
                 Arg::Value(v) => *v as *mut std::ffi::c_void,
             })
             .collect();
-        // SAFETY: a zeroed attribute is valid plain data; the id and the union member set go together.
-        let mut overlap: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-        overlap.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        overlap.value.programmaticStreamSerializationAllowed = 1;
-        let overlapping = self.info.compute_capability.0 >= 9 && !self.capturing_here();
-        let config = sys::CUlaunchConfig {
-            gridDimX: grid.0,
-            gridDimY: grid.1,
-            gridDimZ: grid.2,
-            blockDimX: block.0,
-            blockDimY: block.1,
-            blockDimZ: block.2,
-            sharedMemBytes: 0,
-            hStream: self.stream().cu_stream(),
-            attrs: &mut overlap,
-            numAttrs: overlapping as u32,
-        };
+        let (stream, kernel) = (self.stream().cu_stream(), l.kernel.cu_function());
         self.ctx.bind_to_thread().map_err(|e| device_error(&format!("launching {what}"), e))?;
+        // (cuLaunchKernelEx needs a CUDA 12 driver; programmatic launches, sm_90)
+        let overlapping = self.info.compute_capability.0 >= 9 && self.info.driver_version >= 12000 && !self.capturing_here();
         // SAFETY: `params` points at one live argument per kernel parameter,
         // in order (the caller's contract, checked by the CUDA-vs-CPU tests);
         // the buffers and values outlive the call, which copies them.
-        unsafe { sys::cuLaunchKernelEx(&config, l.kernel.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }
-            .result()
-            .map_err(|e| device_error(&format!("launching {what}"), e))?;
+        let launched = if overlapping {
+            // SAFETY: a zeroed attribute is plain data; the id and the union member set go together.
+            let mut overlap: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            overlap.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            overlap.value.programmaticStreamSerializationAllowed = 1;
+            let config = sys::CUlaunchConfig {
+                gridDimX: grid.0,
+                gridDimY: grid.1,
+                gridDimZ: grid.2,
+                blockDimX: block.0,
+                blockDimY: block.1,
+                blockDimZ: block.2,
+                sharedMemBytes: 0,
+                hStream: stream,
+                attrs: &mut overlap,
+                numAttrs: 1,
+            };
+            unsafe { sys::cuLaunchKernelEx(&config, kernel, params.as_mut_ptr(), std::ptr::null_mut()) }.result()
+        } else {
+            unsafe { cudarc::driver::result::launch_kernel(kernel, grid, block, 0, stream, &mut params) }
+        };
+        launched.map_err(|e| device_error(&format!("launching {what}"), e))?;
         self.checked_launch(what)
     }
 }
