@@ -101,7 +101,8 @@ impl Gpu {
     /// ends (programmatic dependent launch, sm_90 on): the kernel must wait
     /// for it (`griddepcontrol.wait`) before it touches memory. Back-to-back
     /// steps then lose no time between grids. A plain launch on older
-    /// devices or drivers and while a graph is recorded.
+    /// devices or drivers, while a graph is recorded, and with
+    /// FEGPU_OVERLAP_LAUNCHES=0.
     pub fn launch_overlapped(&self, what: &str, l: &Overlapped<'_>, grid: (u32, u32, u32), block: (u32, u32, u32)) -> Result<()> {
         let mut params: Vec<*mut std::ffi::c_void> = l
             .args
@@ -114,7 +115,10 @@ impl Gpu {
         let (stream, kernel) = (self.stream().cu_stream(), l.kernel.cu_function());
         self.ctx.bind_to_thread().map_err(|e| device_error(&format!("launching {what}"), e))?;
         // (cuLaunchKernelEx needs a CUDA 12 driver; programmatic launches, sm_90)
-        let overlapping = self.info.compute_capability.0 >= 9 && self.info.driver_version >= 12000 && !self.capturing_here();
+        let overlapping = self.overlap_launches
+            && self.info.compute_capability.0 >= 9
+            && self.info.driver_version >= 12000
+            && !self.capturing_here();
         // SAFETY: `params` points at one live argument per kernel parameter,
         // in order (the caller's contract, checked by the CUDA-vs-CPU tests);
         // the buffers and values outlive the call, which copies them.

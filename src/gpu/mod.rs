@@ -90,6 +90,9 @@ pub struct Gpu {
     /// FEGPU_CHECK_LAUNCHES=1: synchronise after every launch so a kernel
     /// fault is reported against the kernel that caused it.
     check_launches: bool,
+    /// `launch_overlapped` may overlap a step with the kernel before it
+    /// (FEGPU_OVERLAP_LAUNCHES=0: never).
+    overlap_launches: bool,
     /// A private stream that graphs are captured on, so that work other
     /// threads queue on `stream` meanwhile is neither captured nor breaks the
     /// capture; one capture at a time (`capture_lock`), by the thread in
@@ -217,6 +220,7 @@ impl Gpu {
             modules: Mutex::new(HashMap::new()),
             lanes: Mutex::new(Vec::new()),
             check_launches: std::env::var("FEGPU_CHECK_LAUNCHES").map(|v| v == "1").unwrap_or(false),
+            overlap_launches: std::env::var("FEGPU_OVERLAP_LAUNCHES").map(|v| v != "0").unwrap_or(true),
             capture_stream,
             capture_lock: Mutex::new(()),
             capture_owner: 0.into(),
