@@ -151,6 +151,17 @@ extern "C" __global__ void __launch_bounds__(256) amg_lanczos_beta(int n, double
     if (last_block_sums(block_sum(sum), 0.0, partial, counter, t1, t2)) t[alpha_at + 1] = t1;
 }
 
+// Where column `col` sits among a row's sorted columns cci[begin..end) (it is there).
+__device__ __forceinline__ int find_column(const int* __restrict__ cci, int begin, int end, int col) {
+    int lo = begin, hi = end - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (cci[mid] < col) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
 // C's values = A B on C's kept pattern (sorted columns), a group of G lanes
 // per row of C (G about B's row length): A's entries in order, the group's
 // lanes over B's row, each product added where a binary search finds its
@@ -170,14 +181,7 @@ __device__ __forceinline__ void product_row(int row, int lane, unsigned group, c
         const double aik = av[ka];
         const int r = aci[ka];
         for (int kb = brp[r] + lane; kb < brp[r + 1]; kb += G) {
-            const int j = bci[kb];
-            int lo = c0, hi = c1 - 1;
-            while (lo < hi) {
-                const int mid = (lo + hi) >> 1;
-                if (cci[mid] < j) lo = mid + 1;
-                else hi = mid;
-            }
-            cv[lo] += aik * bv[kb];
+            cv[find_column(cci, c0, c1, bci[kb])] += aik * bv[kb];
         }
         if (G > 1) __syncwarp(group);
     }
@@ -228,13 +232,7 @@ __device__ void block_product(int blocks, const unsigned char* __restrict__ alik
         for (int s = 0; s < S; ++s) a[s] = av[a0 + s * a_len + t];
         const int r = aci[a0 + t];
         for (int kb = brp[r] + lane; kb < brp[r + 1]; kb += G) {
-            const int j = bci[kb];
-            int lo = c0, hi = c0 + c_len - 1;
-            while (lo < hi) {
-                const int mid = (lo + hi) >> 1;
-                if (cci[mid] < j) lo = mid + 1;
-                else hi = mid;
-            }
+            const int lo = find_column(cci, c0, c0 + c_len, bci[kb]);
             // the S sums loaded together, then stored: one latency, not S in a row
             const double b = bv[kb];
             double c[S];
@@ -247,18 +245,78 @@ __device__ void block_product(int blocks, const unsigned char* __restrict__ alik
     }
 }
 
+// The same over dense tiles, where A, B and C are block matrices stored as
+// CSR: A's rows in blocks of S alike, each row's columns in aligned runs of
+// K; B's rows in blocks of K alike, their columns in aligned runs of J; C
+// likewise (host::tiles checks it). A group of G lanes per block of S rows;
+// per S x K tile of A, the lanes go over B's K x J tiles: one search per
+// tile, S x J sums, each in the host's order (the fma chain runs over A's
+// columns in order). R (A P) of an elasticity level: S = J = 6 (an
+// aggregate's rigid-body modes), K = 3 (a node's dofs).
+template <int G, int S, int K, int J>
+__device__ void tile_product(int blocks, const int* __restrict__ arp, const int* __restrict__ aci,
+                             const double* __restrict__ av, const int* __restrict__ brp, const int* __restrict__ bci,
+                             const double* __restrict__ bv, const int* __restrict__ crp, const int* __restrict__ cci,
+                             double* cv) {
+    const i64 block = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / G;
+    const int lane = threadIdx.x & (G - 1);
+    const unsigned group = group_mask<G>();
+    if (block >= blocks) return;
+    const int row = (int)block * S;
+    const int a0 = arp[row], a_len = arp[row + 1] - a0, c0 = crp[row], c_len = crp[row + 1] - c0;
+    for (int k = c0 + lane; k < c0 + S * c_len; k += G) cv[k] = 0.0;
+    if (G > 1) __syncwarp(group);
+    for (int t = 0; t < a_len; t += K) {
+        double a[S][K];
+#pragma unroll
+        for (int s = 0; s < S; ++s)
+#pragma unroll
+            for (int k = 0; k < K; ++k) a[s][k] = av[a0 + s * a_len + t + k];
+        const int r = aci[a0 + t];  // B's tile rows r..r+K-1
+        const int b0 = brp[r], b_len = brp[r + 1] - b0;
+        for (int u = lane * J; u < b_len; u += G * J) {
+            double b[K][J];
+#pragma unroll
+            for (int k = 0; k < K; ++k)
+#pragma unroll
+                for (int j = 0; j < J; ++j) b[k][j] = bv[b0 + k * b_len + u + j];
+            const int lo = find_column(cci, c0, c0 + c_len, bci[b0 + u]);
+#pragma unroll
+            for (int s = 0; s < S; ++s) {
+                double c[J];
+#pragma unroll
+                for (int j = 0; j < J; ++j) c[j] = cv[lo + s * c_len + j];
+#pragma unroll
+                for (int j = 0; j < J; ++j) {
+#pragma unroll
+                    for (int k = 0; k < K; ++k) c[j] += a[s][k] * b[k][j];
+                    cv[lo + s * c_len + j] = c[j];
+                }
+            }
+        }
+        if (G > 1) __syncwarp(group);
+    }
+}
+
 #define PRODUCT(G)                                                                                                \
     extern "C" __global__ void __launch_bounds__(256) amg_product_g##G(int n, const int* arp, const int* aci,     \
         const double* av, const int* brp, const int* bci, const double* bv, const int* crp, const int* cci,        \
         double* cv) {                                                                                              \
         product<G>(n, arp, aci, av, brp, bci, bv, crp, cci, cv);                                                   \
     }                                                                                                             \
-    BLOCK_PRODUCT(G, 2) BLOCK_PRODUCT(G, 3) BLOCK_PRODUCT(G, 4)
+    BLOCK_PRODUCT(G, 2) BLOCK_PRODUCT(G, 3) BLOCK_PRODUCT(G, 4)                                                     \
+    TILE_PRODUCT(G, 6, 3, 6)
 #define BLOCK_PRODUCT(G, S)                                                                                       \
     extern "C" __global__ void __launch_bounds__(256) amg_product_g##G##_s##S(int blocks,                         \
         const unsigned char* alike, const int* arp, const int* aci, const double* av, const int* brp,              \
         const int* bci, const double* bv, const int* crp, const int* cci, double* cv) {                            \
         block_product<G, S>(blocks, alike, arp, aci, av, brp, bci, bv, crp, cci, cv);                              \
+    }
+#define TILE_PRODUCT(G, S, K, J)                                                                                  \
+    extern "C" __global__ void __launch_bounds__(256) amg_product_g##G##_t##S##x##K##x##J(int blocks,              \
+        const int* arp, const int* aci, const double* av, const int* brp, const int* bci, const double* bv,        \
+        const int* crp, const int* cci, double* cv) {                                                              \
+        tile_product<G, S, K, J>(blocks, arp, aci, av, brp, bci, bv, crp, cci, cv);                                \
     }
 PRODUCT(1) PRODUCT(2) PRODUCT(4) PRODUCT(8) PRODUCT(16) PRODUCT(32)
 

@@ -10,7 +10,7 @@
 mod common;
 
 use common::{seed, Rng};
-use fegpu::amg::host::{product, row_blocks};
+use fegpu::amg::host::{product, row_blocks, tiles};
 use fegpu::amg::{rigid_body_modes, Hierarchy, Mat, Options, Smoother};
 use fegpu::array::Array;
 use fegpu::context::{Context, Request};
@@ -247,11 +247,11 @@ fn clamped_couplings_dropped(a: &Csr) -> CsrArrays {
     arrays
 }
 
-/// host::row_blocks, which picks the device re-setup's block products
-/// (kernels/amg.cu block_product; the device re-setup test below checks
-/// their values): a node's three rows at once in A P, but a clamped node's
-/// one by one where its couplings are not stored; an aggregate's six
-/// modes by threes in R (A P); nothing in a scalar problem.
+/// host::tiles and host::row_blocks, which pick the device re-setup's tile
+/// and block products (kernels/amg.cu tile_product, block_product; the
+/// device re-setup test below checks their values): in A P, a node's three
+/// rows at once (a clamped node's one by one where its couplings are not
+/// stored); in R (A P), 6 x 3 by 3 x 6 tiles; in a scalar problem, nothing.
 #[test]
 fn products_take_a_nodes_dofs_and_an_aggregates_modes_at_once() {
     let ctx = Arc::new(Context::cpu_reference());
@@ -262,7 +262,13 @@ fn products_take_a_nodes_dofs_and_an_aggregates_modes_at_once() {
         let h = Hierarchy::new(m, &options).unwrap();
         let (fine, coarse) = (&h.levels[0], &h.levels[1]);
         let tr = fine.transfer.as_ref().unwrap();
-        let (s, alike) = row_blocks(&fine.a, &product(&fine.a, &tr.p));
+        let ap = product(&fine.a, &tr.p);
+        // A P in blocks of alike rows; R (A P) over dense 6 x 3 blocks of R
+        // by 3 x 6 blocks of A P, whether the clamped dofs' couplings are
+        // stored or not (a clamped node is in no aggregate)
+        assert_eq!(tiles(&fine.a, &tr.p, &ap), None, "A P");
+        assert_eq!(tiles(&tr.r, &ap, &coarse.a), Some((6, 3, 6)), "R (A P)");
+        let (s, alike) = row_blocks(&fine.a, &ap);
         assert_eq!(s, 3, "A P");
         for (node, &f) in alike.iter().enumerate() {
             let clamped = (0..3).all(|o| fine.a.row(3 * node + o).len() == 1);
@@ -276,7 +282,9 @@ fn products_take_a_nodes_dofs_and_an_aggregates_modes_at_once() {
     let porous = gallery::porous_flow(8, &gallery::lognormal_permeability(8, 1e3, 1));
     let h = Hierarchy::new(mat(512, &porous), &Options::default()).unwrap();
     let tr = h.levels[0].transfer.as_ref().unwrap();
-    assert_eq!(row_blocks(&h.levels[0].a, &product(&h.levels[0].a, &tr.p)), (1, Vec::new()), "a scalar problem");
+    let (a, ap) = (&h.levels[0].a, product(&h.levels[0].a, &tr.p));
+    assert_eq!(row_blocks(a, &ap), (1, Vec::new()), "a scalar problem");
+    assert_eq!(tiles(a, &tr.p, &ap), None, "a scalar problem");
 }
 
 fn solve(ctx: &Arc<Context>, a: &Arc<Csr>, b: &[f64], method: Method, precond: Precond, amg: Options) -> (i64, Vec<f64>) {

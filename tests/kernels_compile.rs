@@ -148,6 +148,7 @@ fn every_amg_product_kernel_name_is_defined() {
     for group in [1, 2, 4, 8, 16, 32] {
         let mut names = vec![format!("amg_product_g{group}")];
         names.extend(fegpu::amg::host::ROW_BLOCKS.iter().map(|s| format!("amg_product_g{group}_s{s}")));
+        names.extend(fegpu::amg::host::TILES.iter().map(|(s, k, j)| format!("amg_product_g{group}_t{s}x{k}x{j}")));
         for name in names {
             assert!(ptx.contains(&format!(".entry {name}(")), "kernels/amg.cu defines no {name}");
         }

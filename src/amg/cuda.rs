@@ -129,23 +129,32 @@ struct TransferNumbers {
     smoothing: Option<(DeviceCsr, DeviceCsr, DeviceBuffer<f64>)>,
     r_from: DeviceBuffer<i32>,
     ap: DeviceCsr,
-    /// The row blocks of A P and R (A P) (host::row_blocks). A T takes its
-    /// rows one by one: T's rows hold a few entries, too few loads of B to
-    /// save for the block's own (on the H100, 5.5 against 8.7 ms at bench
-    /// fem's 985k dofs).
-    row_blocks: [RowBlocks; 2],
+    /// How A P and R (A P) are summed. A T takes its rows one by one: T's
+    /// rows hold a few entries, too few loads of B to save for a block's
+    /// own (on the H100, 5.5 against 8.7 ms at bench fem's 985k dofs).
+    plans: [Plan; 2],
 }
 
-/// Blocks of rows a product sums at once, and which of them are alike.
-struct RowBlocks {
-    rows: usize,
-    alike: DeviceBuffer<u8>,
+/// How the rows of a product C = A B are summed (kernels/amg.cu): one by
+/// one, in blocks of rows whose patterns are alike (`alike` flags each
+/// block; the others go row by row), or over dense tiles (S, K, J).
+enum Plan {
+    Rows,
+    Blocks { rows: usize, alike: DeviceBuffer<u8> },
+    Tiles(usize, usize, usize),
 }
 
-impl RowBlocks {
-    fn new(g: &Gpu, a: &Mat, c: &Mat) -> Result<RowBlocks> {
-        let (rows, alike) = host::row_blocks(a, c);
-        Ok(RowBlocks { rows, alike: upload(g, &alike)? })
+impl Plan {
+    /// Over tiles only where `tiled` (R (A P): A P over tiles measured
+    /// slower than in blocks of rows on every level, host::TILES).
+    fn new(g: &Gpu, a: &Mat, b: &Mat, c: &Mat, tiled: bool) -> Result<Plan> {
+        if let Some(t) = host::tiles(a, b, c).filter(|_| tiled) {
+            return Ok(Plan::Tiles(t.0, t.1, t.2));
+        }
+        Ok(match host::row_blocks(a, c) {
+            (1, _) => Plan::Rows,
+            (rows, alike) => Plan::Blocks { rows, alike: upload(g, &alike)? },
+        })
     }
 }
 
@@ -227,8 +236,8 @@ impl DeviceHierarchy {
                         };
                         let r_from: Vec<i32> = tr.r_from.iter().map(|&k| k as i32).collect();
                         let coarse = &h.levels[l + 1].a;
-                        let row_blocks = [RowBlocks::new(g, a, &tr.ap)?, RowBlocks::new(g, &tr.r, coarse)?];
-                        Ok(TransferNumbers { smoothing, r_from: upload(g, &r_from)?, ap: DeviceCsr::new(g, &tr.ap)?, row_blocks })
+                        let plans = [Plan::new(g, a, &tr.p, &tr.ap, false)?, Plan::new(g, &tr.r, &tr.ap, coarse, true)?];
+                        Ok(TransferNumbers { smoothing, r_from: upload(g, &r_from)?, ap: DeviceCsr::new(g, &tr.ap)?, plans })
                     })
                     .transpose()?,
             });
@@ -311,7 +320,7 @@ impl DeviceHierarchy {
             clock.lap("device diagonal and rho");
             let (Some(tn), Some(p), Some(r)) = (&numbers.transfer, &dl.p, &dl.r) else { continue };
             if let Some((t, at, t_at)) = &tn.smoothing {
-                product(g, n, &a, (&t.matrix(), t.nrows), &at.matrix(), None)?;
+                product(g, n, &a, (&t.matrix(), t.nrows), &at.matrix(), &Plan::Rows)?;
                 let f = g.kernel("amg", SOURCE, "amg_prolongator")?;
                 let (n32, w) = (n as i32, omega(rho));
                 let mut la = g.launcher(&f);
@@ -321,11 +330,11 @@ impl DeviceHierarchy {
             gather(g, tn.r_from.len(), &p.values, &tn.r_from, &r.values)?;
             g.synchronize("AMG re-setup")?;
             clock.lap("device P");
-            product(g, n, &a, (&p.matrix(), p.nrows), &tn.ap.matrix(), Some(&tn.row_blocks[0]))?;
+            product(g, n, &a, (&p.matrix(), p.nrows), &tn.ap.matrix(), &tn.plans[0])?;
             g.synchronize("AMG re-setup")?;
             clock.lap("device A P");
             let next = levels[l + 1].a.as_ref().expect("coarse levels keep their matrix");
-            product(g, r.nrows, &r.matrix(), (&tn.ap.matrix(), n), &next.matrix(), Some(&tn.row_blocks[1]))?;
+            product(g, r.nrows, &r.matrix(), (&tn.ap.matrix(), n), &next.matrix(), &tn.plans[1])?;
             g.synchronize("AMG re-setup")?;
             clock.lap("device R (A P)");
         }
@@ -476,29 +485,27 @@ fn row_sums(g: &Gpu, n: usize, a: &LevelMatrix, scale: Option<&DeviceBuffer<f64>
 /// rows. A row of C takes a group of lanes about as wide as B's rows: a
 /// warp per row idles most lanes where B has a few entries a row (T, P of a
 /// scalar problem), a lane per row serialises long ones.
-/// With `blocks` of more than one row, a group takes a block's rows of C at
-/// once (host::row_blocks), loading B's entries once for them where they are alike.
-fn product(
-    g: &Gpu,
-    n: usize,
-    a: &LevelMatrix,
-    (b, b_rows): (&LevelMatrix, usize),
-    c: &LevelMatrix,
-    blocks: Option<&RowBlocks>,
-) -> Result<()> {
-    let group = (b.values.len().div_ceil(b_rows.max(1))).next_power_of_two().clamp(1, 32);
-    let blocks = blocks.filter(|b| b.rows > 1);
-    let name = match blocks {
-        None => format!("amg_product_g{group}"),
-        Some(b) => format!("amg_product_g{group}_s{}", b.rows),
+/// Over blocks of rows or tiles as `plan` says, a group takes a block's
+/// rows of C at once, loading B's entries once for them.
+fn product(g: &Gpu, n: usize, a: &LevelMatrix, (b, b_rows): (&LevelMatrix, usize), c: &LevelMatrix, plan: &Plan) -> Result<()> {
+    // lanes over B's entries, or over its column runs of J
+    let per_row = b.values.len().div_ceil(b_rows.max(1));
+    let lanes = |items: usize| items.next_power_of_two().clamp(1, 32);
+    let (name, rows, group) = match *plan {
+        Plan::Rows => (format!("amg_product_g{}", lanes(per_row)), 1, lanes(per_row)),
+        Plan::Blocks { rows, .. } => (format!("amg_product_g{}_s{rows}", lanes(per_row)), rows, lanes(per_row)),
+        Plan::Tiles(s, k, j) => {
+            let group = lanes(per_row.div_ceil(j));
+            (format!("amg_product_g{group}_t{s}x{k}x{j}"), s, group)
+        }
     };
     let f = g.kernel("amg", SOURCE, &name)?;
-    let units = n / blocks.map_or(1, |b| b.rows);
+    let units = n / rows;
     let units32 = units as i32;
     let mut l = g.launcher(&f);
     l.arg(&units32);
-    if let Some(b) = blocks {
-        l.arg(&b.alike);
+    if let Plan::Blocks { alike, .. } = plan {
+        l.arg(alike);
     }
     l.arg(&a.pattern.row_ptr).arg(&a.pattern.col).arg(a.values);
     l.arg(&b.pattern.row_ptr).arg(&b.pattern.col).arg(b.values);

@@ -194,6 +194,37 @@ pub fn row_blocks(a: &Mat, c: &Mat) -> (usize, Vec<u8>) {
     (best.1, best.2)
 }
 
+/// Tile shapes (S, K, J) the device's products take (kernels/amg.cu
+/// `tile_product`): R (A P) of 3-D elasticity, an aggregate's six modes by
+/// a node's three dofs. On the H100 at bench fem's 985k dofs, R (A P) took
+/// 5.7 ms so against 10.1 in blocks of three rows; A P over 3 x 3 x 6 tiles
+/// took 14.2 against 8.2 in blocks of rows (and 6 x 3 x 6 on the coarse
+/// levels a little longer too), so A P keeps those.
+pub const TILES: [(usize, usize, usize); 1] = [(6, 3, 6)];
+
+/// Whether `m`'s rows come in blocks of `rows` with one column pattern,
+/// and each row's columns in aligned runs of `run` (a block matrix stored
+/// as CSR, its blocks dense).
+fn tiled(m: &Mat, rows: usize, run: usize) -> bool {
+    m.nrows.is_multiple_of(rows)
+        && (0..m.nrows).into_par_iter().all(|i| {
+            let cols = &m.ci[m.row(i)];
+            let lead = i - i % rows;
+            (i == lead || *cols == m.ci[m.row(lead)])
+                && cols.len().is_multiple_of(run)
+                && cols.chunks(run).all(|c| (c[0] as usize).is_multiple_of(run) && (1..run).all(|o| c[o] == c[0] + o as i32))
+        })
+}
+
+/// The tile (S, K, J) of `TILES` over which C = A B can be summed: A in
+/// S x K blocks, B in K x J, C in S x J, each dense; None where none fits.
+pub fn tiles(a: &Mat, b: &Mat, c: &Mat) -> Option<(usize, usize, usize)> {
+    if a.nrows == 0 || b.nrows == 0 {
+        return None;
+    }
+    TILES.into_iter().find(|&(s, k, j)| tiled(a, s, k) && tiled(b, k, j) && tiled(c, s, j))
+}
+
 /// A B with its pattern.
 pub fn product(a: &Mat, b: &Mat) -> Mat {
     let mut c = product_pattern(a, b);
