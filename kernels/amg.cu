@@ -373,3 +373,91 @@ extern "C" __global__ void __launch_bounds__(256) amg_correct(int n, const doubl
     if (stopped(sc)) return;
     GRID_STRIDE(i, n) x_out[i] = x_in[i] + d[i];
 }
+
+// The coarsest matrix's dense inverse, one block of 1024 threads (n <= 1024:
+// src/amg/cuda.rs DEVICE_INVERSE_ROWS): Gauss-Jordan with partial pivoting on
+// [A | I] in `t` (n x 2n), as src/amg/host.rs dense_inverse. A row and column
+// with no nonzero entry takes an identity pivot and comes out zero, as the
+// host leaves it out. *status: -1, or the first column whose pivot is not
+// above 1e-14 of the largest entry (singular).
+extern "C" __global__ void __launch_bounds__(1024) amg_dense_inverse(int n, const int* __restrict__ rp,
+    const int* __restrict__ ci, const double* __restrict__ v, double* __restrict__ t, double* __restrict__ inv,
+    int* __restrict__ status) {
+    __shared__ double factor[1024], best[32];
+    __shared__ int live[1024], best_row[32], pivot_row, failed;
+    const int tid = threadIdx.x, threads = blockDim.x, w = 2 * n;
+    for (int i = 0; i < n; ++i)
+        for (int c = tid; c < w; c += threads) t[(i64)i * w + c] = c == n + i ? 1.0 : 0.0;
+    for (int i = tid; i < n; i += threads) live[i] = 0;
+    if (tid == 0) failed = -1;
+    __syncthreads();
+    double largest = 1.0;  // the identity's entries count, as on the host
+    for (int i = tid; i < n; i += threads)
+        for (int k = rp[i]; k < rp[i + 1]; ++k) {
+            t[(i64)i * w + ci[k]] = v[k];
+            if (v[k] != 0.0) live[i] = live[ci[k]] = 1;
+            largest = fmax(largest, fabs(v[k]));
+        }
+    // the largest entry, over the block
+    for (int o = 16; o > 0; o >>= 1) largest = fmax(largest, __shfl_xor_sync(0xffffffffu, largest, o));
+    if ((tid & 31) == 0) best[tid >> 5] = largest;
+    __syncthreads();
+    double scale = 0.0;
+    for (int k = 0; k < (threads + 31) / 32; ++k) scale = fmax(scale, best[k]);
+    for (int i = tid; i < n; i += threads)
+        if (!live[i]) t[(i64)i * w + i] = 1.0;
+    __syncthreads();
+    for (int col = 0; col < n; ++col) {
+        // the pivot: the largest |t[r][col]|, r >= col; on ties the last row (Rust's max_by)
+        double m = -1.0;
+        int at = col;
+        for (int r = col + tid; r < n; r += threads) {
+            const double x = fabs(t[(i64)r * w + col]);
+            if (x >= m || x != x) m = x != x ? __longlong_as_double(0x7ff0000000000000LL) : x, at = r;
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            const double m2 = __shfl_xor_sync(0xffffffffu, m, o);
+            const int at2 = __shfl_xor_sync(0xffffffffu, at, o);
+            if (m2 > m || (m2 == m && at2 > at)) m = m2, at = at2;
+        }
+        if ((tid & 31) == 0) best[tid >> 5] = m, best_row[tid >> 5] = at;
+        __syncthreads();
+        if (tid == 0) {
+            double bm = -1.0;
+            int bat = col;
+            for (int k = 0; k < (threads + 31) / 32; ++k)
+                if (best[k] > bm || (best[k] == bm && best_row[k] > bat)) bm = best[k], bat = best_row[k];
+            const double pivot = fabs(t[(i64)bat * w + col]);
+            if (!(pivot > 1e-14 * scale)) failed = col;  // (NaN too)
+            pivot_row = bat;
+        }
+        __syncthreads();
+        if (failed >= 0) break;
+        const int piv = pivot_row;
+        if (piv != col)
+            for (int c = tid; c < w; c += threads) {
+                const double x = t[(i64)piv * w + c];
+                t[(i64)piv * w + c] = t[(i64)col * w + c];
+                t[(i64)col * w + c] = x;
+            }
+        __syncthreads();
+        const double p = 1.0 / t[(i64)col * w + col];
+        __syncthreads();
+        for (int c = tid; c < w; c += threads) t[(i64)col * w + c] *= p;
+        for (int r = tid; r < n; r += threads) factor[r] = r == col ? 0.0 : t[(i64)r * w + col];
+        __syncthreads();
+        // every other row less factor x the pivot row, a warp a row (its columns before col are zero)
+        for (int r = tid >> 5; r < n; r += threads >> 5) {
+            const double f = factor[r];
+            if (f != 0.0)
+                for (int c = col + (tid & 31); c < w; c += 32) t[(i64)r * w + c] -= f * t[(i64)col * w + c];
+        }
+        __syncthreads();
+    }
+    if (tid == 0) *status = failed;
+    if (failed >= 0) return;
+    for (int k = tid; k < n * n; k += threads) {
+        const int i = k / n, j = k % n;
+        inv[k] = live[i] && live[j] ? t[(i64)i * w + n + j] : 0.0;
+    }
+}

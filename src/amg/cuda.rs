@@ -12,7 +12,9 @@
 //! Galerkin products a warp per row); only the coarsest matrix, a few
 //! thousand rows at most, comes to the host to be inverted.
 
-use super::setup::{asymmetry, check_finest, coarse_inverse, coefficients, needs_rho, omega, Phases, LANCZOS_STEPS};
+use super::setup::{
+    asymmetry, check_finest, coarse_inverse, coefficients, needs_rho, omega, singular_coarsest, Phases, LANCZOS_STEPS,
+};
 use super::{host, Hierarchy, Mat, Smoother};
 use crate::array::cuda::{amax, gather, grid_for, update, Reduce, BLOCK};
 use crate::error::{Error, Result};
@@ -26,6 +28,10 @@ pub const SOURCE: &str = concat!(
     include_str!("../../kernels/csr.cuh"),
     include_str!("../../kernels/amg.cu")
 );
+
+/// The largest coarsest matrix the re-setup inverts on the device (one block
+/// of kernels/amg.cu amg_dense_inverse); above, the host does.
+const DEVICE_INVERSE_ROWS: usize = 1024;
 
 /// The most smoothing steps a level takes (the coefficient table's stride).
 const MAX_STEPS: usize = 16;
@@ -163,6 +169,8 @@ pub struct DeviceHierarchy {
     /// Every level's (c1, c2) per step, MAX_STEPS pairs a level.
     coefficients: DeviceBuffer<f64>,
     coarse_inverse: Option<DeviceBuffer<f64>>,
+    /// [A | I] of the coarsest matrix, where the re-setup inverts it on the device.
+    inverse_scratch: DeviceBuffer<f64>,
     numbers: Vec<LevelNumbers>,
     /// The finest matrix's transposed entry of each entry (symmetric pattern).
     mirror: Option<DeviceBuffer<i32>>,
@@ -247,6 +255,10 @@ impl DeviceHierarchy {
             levels,
             coefficients: upload(g, &coefficient_table(h))?,
             coarse_inverse: h.coarse_inverse.as_ref().map(|inv| upload(g, inv)).transpose()?,
+            inverse_scratch: g.alloc(match h.levels.last() {
+                Some(c) if h.coarse_inverse.is_some() && c.a.nrows <= DEVICE_INVERSE_ROWS => 2 * c.a.nrows * c.a.nrows,
+                _ => 1,
+            })?,
             numbers,
             mirror: mirror.map(|m| upload(g, &m)).transpose()?,
             reduce: Reduce::new(g)?,
@@ -259,12 +271,22 @@ impl DeviceHierarchy {
     /// setup.rs `refresh`, computed here and written into the same buffers,
     /// so a captured graph stays valid. The host hierarchy keeps the
     /// structure and takes the new scalars (rho, the smoother's
-    /// coefficients, the asymmetry, the coarsest inverse); its other
-    /// numbers are those of its last host setup. A matrix the setup would
-    /// refuse is refused with the host's message.
+    /// coefficients, the asymmetry; the coarsest inverse where the host
+    /// computes it, above DEVICE_INVERSE_ROWS); its other numbers are those
+    /// of its last host setup. A matrix the setup would refuse is refused
+    /// with the host's message.
     pub fn refresh(&mut self, g: &Gpu, h: &mut Hierarchy, pattern: &DevicePattern, values: &DeviceBuffer<f64>) -> Result<()> {
         let mut clock = Phases::start();
-        let DeviceHierarchy { levels, coefficients: table, coarse_inverse: inverse, numbers, mirror, reduce, first } = self;
+        let DeviceHierarchy {
+            levels,
+            coefficients: table,
+            coarse_inverse: inverse,
+            inverse_scratch: scratch,
+            numbers,
+            mirror,
+            reduce,
+            first,
+        } = self;
         let fine = &h.levels[0].a;
         // the values are finite: Csr::update_values checks them on entry
         let asym = match (&*mirror, &h.mirror) {
@@ -340,18 +362,34 @@ impl DeviceHierarchy {
         }
         g.upload(&coefficient_table(h), table, 0)?;
         if let Some(d) = inverse {
-            // the coarsest matrix (a few thousand rows at most) is inverted on the host
             let last = h.levels.len() - 1;
             let coarsest = match &levels[last].a {
-                Some(a) => &a.values,
-                None => values,
+                Some(a) => a.matrix(),
+                None => LevelMatrix { pattern, values },
             };
-            let mut v = std::mem::take(&mut h.levels[last].a.v);
-            g.download(coarsest, 0, &mut v)?;
-            h.levels[last].a.v = v;
-            let inv = coarse_inverse(h)?.expect("the coarsest level is inverted densely");
-            g.upload(&inv, d, 0)?;
-            h.coarse_inverse = Some(inv);
+            let rows = h.levels[last].a.nrows;
+            if rows <= DEVICE_INVERSE_ROWS {
+                // on the device (one block), the host keeping its last setup's inverse
+                let f = g.kernel("amg", SOURCE, "amg_dense_inverse")?;
+                let rows32 = rows as i32;
+                let mut l = g.launcher(&f);
+                l.arg(&rows32).arg(&coarsest.pattern.row_ptr).arg(&coarsest.pattern.col).arg(coarsest.values);
+                l.arg(scratch).arg(d).arg(&*first);
+                g.launch("amg_dense_inverse", l, (1, 1, 1), (1024, 1, 1), 0)?;
+                let mut failed = [0i32];
+                g.download(first, 0, &mut failed)?;
+                if failed[0] >= 0 {
+                    return Err(singular_coarsest(rows, last));
+                }
+            } else {
+                // a few thousand rows: on the host
+                let mut v = std::mem::take(&mut h.levels[last].a.v);
+                g.download(coarsest.values, 0, &mut v)?;
+                h.levels[last].a.v = v;
+                let inv = coarse_inverse(h)?.expect("the coarsest level is inverted densely");
+                g.upload(&inv, d, 0)?;
+                h.coarse_inverse = Some(inv);
+            }
         }
         g.synchronize("AMG re-setup")?;
         clock.lap("coarsest inverse");

@@ -566,9 +566,12 @@ pub(super) fn coarse_inverse(h: &Hierarchy) -> Result<Option<Vec<f64>>> {
             dense[i * n + a.ci[k] as usize] = a.v[k];
         }
     }
-    dense_inverse(&dense, n)
-        .map(Some)
-        .ok_or_else(|| breakdown(format!("the coarsest matrix ({n} rows, level {}) is singular", h.levels.len() - 1)))
+    dense_inverse(&dense, n).map(Some).ok_or_else(|| singular_coarsest(n, h.levels.len() - 1))
+}
+
+/// The error for a coarsest matrix of `n` rows, on `level`, that has no inverse.
+pub(super) fn singular_coarsest(n: usize, level: usize) -> Error {
+    breakdown(format!("the coarsest matrix ({n} rows, level {level}) is singular"))
 }
 
 /// New values of the finest matrix, same pattern: every level's numbers
