@@ -9,8 +9,9 @@
 //! The values-only re-setup also runs here (`refresh`): the finest values
 //! stay on the device, and every level's numbers are redone on the kept
 //! patterns by kernels (the diagonal, Lanczos through the device SpMV, the
-//! Galerkin products a warp per row); only the coarsest matrix, a few
-//! thousand rows at most, comes to the host to be inverted.
+//! Galerkin products by rows, blocks of rows or dense tiles, the coarsest
+//! inverse); only a coarsest matrix above DEVICE_INVERSE_ROWS (a few
+//! thousand rows at most) comes to the host to be inverted.
 
 use super::setup::{
     asymmetry, check_finest, coarse_inverse, coefficients, needs_rho, omega, singular_coarsest, Phases, LANCZOS_STEPS,
