@@ -141,10 +141,11 @@ fn every_block_kernel_name_is_defined() {
 }
 
 /// Every AMG product a re-setup asks for by name (lanes a row, rows at
-/// once: src/amg/cuda.rs product) exists.
+/// once, tiles: src/amg/cuda.rs product) exists, and the coarsest inverse.
 #[test]
 fn every_amg_product_kernel_name_is_defined() {
     let Some(ptx) = ptx("amg", fegpu::amg::cuda::SOURCE) else { return };
+    assert!(ptx.contains(".entry amg_dense_inverse("), "kernels/amg.cu defines no amg_dense_inverse");
     for group in [1, 2, 4, 8, 16, 32] {
         let mut names = vec![format!("amg_product_g{group}")];
         names.extend(fegpu::amg::host::ROW_BLOCKS.iter().map(|s| format!("amg_product_g{group}_s{s}")));
