@@ -155,8 +155,8 @@ impl Plan {
     /// Over tiles only where `tiled` (R (A P): A P over tiles measured
     /// slower than in blocks of rows on every level, host::TILES).
     fn new(g: &Gpu, a: &Mat, b: &Mat, c: &Mat, tiled: bool) -> Result<Plan> {
-        if let Some(t) = host::tiles(a, b, c).filter(|_| tiled) {
-            return Ok(Plan::Tiles(t.0, t.1, t.2));
+        if let Some((s, k, j)) = if tiled { host::tiles(a, b, c) } else { None } {
+            return Ok(Plan::Tiles(s, k, j));
         }
         Ok(match host::row_blocks(a, c) {
             (1, _) => Plan::Rows,
