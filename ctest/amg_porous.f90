@@ -7,7 +7,8 @@
 !> the values (the hierarchy kept) and solves again. Required each time:
 !> the two solutions agree, AMG takes a fraction of the serial code's
 !> iterations, and the hierarchy has several levels. Also: the rigid-body
-!> modes of a few nodes against their formulas, and bad input refused.
+!> modes of a few nodes against their formulas, the V-cycle over f32 values,
+!> and bad input refused.
 program amg_porous
   use, intrinsic :: iso_fortran_env, only: real64
   use fegpu
@@ -77,6 +78,29 @@ program amg_porous
     call fegpu_solver_create_amg(a, FEGPU_METHOD_CG, gs, opts, stat=st, errmsg=msg)
     call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, '1 to 8 sweeps') > 0, 'nine Gauss-Seidel sweeps are refused')
     opts%sweeps = 0
+  end block
+  ! the V-cycle over f32 copies of the matrices: the serial solution still, to 1e-6
+  block
+    type(fegpu_solver) :: single
+    opts%smoother = FEGPU_SMOOTHER_AUTO
+    opts%f32_cycle = 1
+    call fegpu_solver_create_amg(a, FEGPU_METHOD_CG, single, opts)
+    call fegpu_solver_describe(single, text)
+    call expect(index(text, 'f32 values') > 0, 'the summary names the f32 cycle')
+    x = 0
+    call fegpu_array_create(ctx, x, dx)
+    call fegpu_solve(single, db, dx, tol, 500, iterations=its)
+    call fegpu_array_download(dx, x)
+    call fegpu_array_destroy(dx)
+    call fegpu_solver_destroy(single)
+    print '(a,i0,a,es10.3)', 'f32 cycle: AMG-CG ', its, ' iterations, max |x - x_serial| / max |x| = ', &
+         maxval(abs(x - xs)) / maxval(abs(xs))
+    call expect(maxval(abs(x - xs)) <= 1.0e-6_dp * maxval(abs(xs)), 'AMG-CG with the f32 cycle and the serial CG agree')
+    call expect(3 * its < its_serial, 'AMG-CG with the f32 cycle needs a third of the serial iterations or fewer')
+    opts%f32_cycle = 2
+    call fegpu_solver_create_amg(a, FEGPU_METHOD_CG, single, opts, stat=st, errmsg=msg)
+    call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'f32_cycle = 2') > 0, 'f32_cycle = 2 is refused')
+    opts%f32_cycle = 0
   end block
   ! bad input: near-null space of the wrong length, a smoother that does not exist
   block

@@ -110,6 +110,8 @@ module fegpu_types
     integer(c_int32_t) :: smooth_prolongator = 1
     !> Unknowns per node, numbered node by node (3 for 3-D elasticity).
     integer(c_int32_t) :: block_size = 1
+    !> 1: the V-cycle reads its matrices' values rounded to f32 (a third fewer bytes a nonzero).
+    integer(c_int32_t) :: f32_cycle = 0
   end type fegpu_amg_options
 
   integer, parameter, public :: FEGPU_ELEMENT_TRI3 = 1, FEGPU_ELEMENT_QUAD4 = 2, FEGPU_ELEMENT_TET4 = 3, FEGPU_ELEMENT_HEX8 = 4

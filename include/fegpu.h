@@ -285,6 +285,9 @@ typedef struct fegpu_amg_options {
   int32_t smooth_prolongator;
   // Unknowns per node, numbered node by node (3 for 3-D elasticity). Default 1.
   int32_t block_size;
+  // 1: the V-cycle reads its matrices' values rounded to f32 (a third fewer
+  // bytes a nonzero; vectors, setup and the Krylov method stay f64); 0 (default): f64.
+  int32_t f32_cycle;
 } fegpu_amg_options;
 
 // A solver handle (0 is never valid).

@@ -1,14 +1,16 @@
 // The AMG V-cycle's own kernels (src/amg/cuda.rs); restriction and
-// prolongation are sparse.cu's SpMV. One thread group of TPR lanes per row,
-// as SpMV. `sc` (may be null): the solver scalars of a device-driven
-// iteration; every kernel does nothing once they say stop.
-// (kernels/common.cuh and csr.cuh are prepended.)
+// prolongation are sparse.cu's SpMV, or amg_spmv_f32 for f32 values. One
+// thread group of TPR lanes per row, as SpMV. `sc` (may be null): the solver
+// scalars of a device-driven iteration; every kernel does nothing once they
+// say stop. The cycle's kernels come twice: V = double, and V = float for a
+// cycle over f32 copies of its matrices' values (Options::f32_cycle; the
+// vectors and sums stay double). (kernels/common.cuh and csr.cuh are prepended.)
 
 // One smoothing step: d = c1 d + c2 inv (b - A x_in); x_out = x_in + d, with
 // (c1, c2) = coef[2 step], coef[2 step + 1]. x_in == null: the first step from
 // x = 0 (no product, d not read). x_in and x_out are different buffers.
-template <int TPR>
-__device__ void smooth(int n, const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
+template <int TPR, typename V>
+__device__ void smooth(int n, const int* __restrict__ rp, const int* __restrict__ ci, const V* __restrict__ v,
                        const double* __restrict__ inv, const double* __restrict__ b, const double* __restrict__ x_in,
                        double* __restrict__ x_out, double* __restrict__ d, const double* __restrict__ coef, int step,
                        const double* sc) {
@@ -25,8 +27,8 @@ __device__ void smooth(int n, const int* __restrict__ rp, const int* __restrict_
 }
 
 // r = b - A x.
-template <int TPR>
-__device__ void residual(int n, const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
+template <int TPR, typename V>
+__device__ void residual(int n, const int* __restrict__ rp, const int* __restrict__ ci, const V* __restrict__ v,
                          const double* __restrict__ b, const double* __restrict__ x, double* __restrict__ r,
                          const double* sc) {
     if (stopped(sc)) return;
@@ -36,17 +38,41 @@ __device__ void residual(int n, const int* __restrict__ rp, const int* __restric
     if (row < n && lane == 0) r[row] = b[row] - ax;
 }
 
-#define AMG(TPR)                                                                                                  \
-    extern "C" __global__ void __launch_bounds__(256) amg_smooth_tpr##TPR(int n, const int* rp, const int* ci,     \
-        const double* v, const double* inv, const double* b, const double* x_in, double* x_out, double* d,         \
-        const double* coef, int step, const double* sc) {                                                          \
-        smooth<TPR>(n, rp, ci, v, inv, b, x_in, x_out, d, coef, step, sc);                                        \
-    }                                                                                                              \
-    extern "C" __global__ void __launch_bounds__(256) amg_residual_tpr##TPR(int n, const int* rp, const int* ci,   \
-        const double* v, const double* b, const double* x, double* r, const double* sc) {                          \
-        residual<TPR>(n, rp, ci, v, b, x, r, sc);                                                                  \
+// y = A x + beta y (beta 0: y not read), f32 values: the cycle's transfers.
+template <int TPR>
+__device__ void spmv_single(int n, const int* __restrict__ rp, const int* __restrict__ ci, const float* __restrict__ v,
+                            const double* __restrict__ x, double* __restrict__ y, double beta, const double* sc) {
+    if (stopped(sc)) return;
+    const i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / TPR;
+    const int lane = threadIdx.x & (TPR - 1);
+    const double sum = row_times<TPR>(row, n, lane, rp, ci, v, x);
+    if (row < n && lane == 0) y[row] = beta == 0.0 ? sum : sum + beta * y[row];
+}
+
+#define AMG(TPR, V, SUFFIX)                                                                                           \
+    extern "C" __global__ void __launch_bounds__(256) amg_smooth##SUFFIX##_tpr##TPR(int n, const int* rp,             \
+        const int* ci, const V* v, const double* inv, const double* b, const double* x_in, double* x_out, double* d,  \
+        const double* coef, int step, const double* sc) {                                                             \
+        smooth<TPR, V>(n, rp, ci, v, inv, b, x_in, x_out, d, coef, step, sc);                                         \
+    }                                                                                                                 \
+    extern "C" __global__ void __launch_bounds__(256) amg_residual##SUFFIX##_tpr##TPR(int n, const int* rp,           \
+        const int* ci, const V* v, const double* b, const double* x, double* r, const double* sc) {                   \
+        residual<TPR, V>(n, rp, ci, v, b, x, r, sc);                                                                  \
     }
-AMG(1) AMG(2) AMG(4) AMG(8) AMG(16) AMG(32)
+#define AMG_SINGLE(TPR)                                                                                               \
+    AMG(TPR, float, _f32)                                                                                             \
+    extern "C" __global__ void __launch_bounds__(256) amg_spmv_f32_tpr##TPR(int n, const int* rp, const int* ci,      \
+        const float* v, const double* x, double* y, double beta, const double* sc) {                                  \
+        spmv_single<TPR>(n, rp, ci, v, x, y, beta, sc);                                                               \
+    }
+AMG(1, double, ) AMG(2, double, ) AMG(4, double, ) AMG(8, double, ) AMG(16, double, ) AMG(32, double, )
+AMG_SINGLE(1) AMG_SINGLE(2) AMG_SINGLE(4) AMG_SINGLE(8) AMG_SINGLE(16) AMG_SINGLE(32)
+
+// dst = src rounded to f32 (the cycle's copies of the values).
+extern "C" __global__ void __launch_bounds__(256) amg_round_to_f32(i64 n, const double* __restrict__ src,
+                                                                   float* __restrict__ dst) {
+    GRID_STRIDE(i, n) dst[i] = (float)src[i];
+}
 
 // The coarsest solve x = inv b with the dense inverse (row-major n x n),
 // a warp per row, the row's sum in a fixed order.
@@ -375,89 +401,109 @@ extern "C" __global__ void __launch_bounds__(256) amg_correct(int n, const doubl
 }
 
 // The coarsest matrix's dense inverse, one block of 1024 threads (n <= 1024:
-// src/amg/cuda.rs DEVICE_INVERSE_ROWS): Gauss-Jordan with partial pivoting on
-// [A | I] in `t` (n x 2n), as src/amg/host.rs dense_inverse. A row and column
+// src/amg/cuda.rs DEVICE_INVERSE_ROWS): Gauss-Jordan with partial pivoting in
+// place on the n x n matrix m, the columns unswapped at the end, which does
+// the arithmetic of src/amg/host.rs dense_inverse on [A | I] with half the
+// storage. m is the dynamic shared memory where the launch gives it n^2
+// doubles (`in_shared`), else `scratch` in global memory: every pivot step
+// passes over m, so in shared memory it costs a fraction. A row and column
 // with no nonzero entry takes an identity pivot and comes out zero, as the
 // host leaves it out. *status: -1, or the first column whose pivot is not
 // above 1e-14 of the largest entry (singular).
 extern "C" __global__ void __launch_bounds__(1024) amg_dense_inverse(int n, const int* __restrict__ rp,
-    const int* __restrict__ ci, const double* __restrict__ v, double* __restrict__ t, double* __restrict__ inv,
-    int* __restrict__ status) {
+    const int* __restrict__ ci, const double* __restrict__ v, double* scratch, int in_shared,
+    double* __restrict__ inv, int* __restrict__ status) {
+    extern __shared__ double dynamic[];
     __shared__ double factor[1024], best[32];
-    __shared__ int live[1024], best_row[32], pivot_row, failed;
-    const int tid = threadIdx.x, threads = blockDim.x, w = 2 * n;
-    for (int i = 0; i < n; ++i)
-        for (int c = tid; c < w; c += threads) t[(i64)i * w + c] = c == n + i ? 1.0 : 0.0;
+    __shared__ int live[1024], swapped[1024], best_row[32], pivot_row, failed;
+    double* m = in_shared ? dynamic : scratch;
+    const int tid = threadIdx.x, threads = blockDim.x, warp = tid >> 5, lane = tid & 31, warps = threads >> 5;
+    for (int k = tid; k < n * n; k += threads) m[k] = 0.0;
     for (int i = tid; i < n; i += threads) live[i] = 0;
     if (tid == 0) failed = -1;
     __syncthreads();
     double largest = 1.0;  // the identity's entries count, as on the host
     for (int i = tid; i < n; i += threads)
         for (int k = rp[i]; k < rp[i + 1]; ++k) {
-            t[(i64)i * w + ci[k]] = v[k];
+            m[i * n + ci[k]] = v[k];
             if (v[k] != 0.0) live[i] = live[ci[k]] = 1;
             largest = fmax(largest, fabs(v[k]));
         }
     // the largest entry, over the block
     for (int o = 16; o > 0; o >>= 1) largest = fmax(largest, __shfl_xor_sync(0xffffffffu, largest, o));
-    if ((tid & 31) == 0) best[tid >> 5] = largest;
+    if (lane == 0) best[warp] = largest;
     __syncthreads();
     double scale = 0.0;
-    for (int k = 0; k < (threads + 31) / 32; ++k) scale = fmax(scale, best[k]);
+    for (int k = 0; k < warps; ++k) scale = fmax(scale, best[k]);
     for (int i = tid; i < n; i += threads)
-        if (!live[i]) t[(i64)i * w + i] = 1.0;
+        if (!live[i]) m[i * n + i] = 1.0;
     __syncthreads();
     for (int col = 0; col < n; ++col) {
-        // the pivot: the largest |t[r][col]|, r >= col; on ties the last row (Rust's max_by)
-        double m = -1.0;
+        // the pivot: the largest |m[r][col]|, r >= col; on ties the last row (Rust's max_by)
+        double mx = -1.0;
         int at = col;
         for (int r = col + tid; r < n; r += threads) {
-            const double x = fabs(t[(i64)r * w + col]);
-            if (x >= m || x != x) m = x != x ? __longlong_as_double(0x7ff0000000000000LL) : x, at = r;
+            const double x = fabs(m[r * n + col]);
+            if (x >= mx || x != x) mx = x != x ? __longlong_as_double(0x7ff0000000000000LL) : x, at = r;
         }
         for (int o = 16; o > 0; o >>= 1) {
-            const double m2 = __shfl_xor_sync(0xffffffffu, m, o);
+            const double m2 = __shfl_xor_sync(0xffffffffu, mx, o);
             const int at2 = __shfl_xor_sync(0xffffffffu, at, o);
-            if (m2 > m || (m2 == m && at2 > at)) m = m2, at = at2;
+            if (m2 > mx || (m2 == mx && at2 > at)) mx = m2, at = at2;
         }
-        if ((tid & 31) == 0) best[tid >> 5] = m, best_row[tid >> 5] = at;
+        if (lane == 0) best[warp] = mx, best_row[warp] = at;
         __syncthreads();
         if (tid == 0) {
             double bm = -1.0;
             int bat = col;
-            for (int k = 0; k < (threads + 31) / 32; ++k)
+            for (int k = 0; k < warps; ++k)
                 if (best[k] > bm || (best[k] == bm && best_row[k] > bat)) bm = best[k], bat = best_row[k];
-            const double pivot = fabs(t[(i64)bat * w + col]);
+            const double pivot = fabs(m[bat * n + col]);
             if (!(pivot > 1e-14 * scale)) failed = col;  // (NaN too)
             pivot_row = bat;
+            swapped[col] = bat;
         }
         __syncthreads();
         if (failed >= 0) break;
         const int piv = pivot_row;
-        if (piv != col)
-            for (int c = tid; c < w; c += threads) {
-                const double x = t[(i64)piv * w + c];
-                t[(i64)piv * w + c] = t[(i64)col * w + c];
-                t[(i64)col * w + c] = x;
-            }
+        const double p = 1.0 / m[piv * n + col];
+        // the factors, read before the swap (row col moves to the pivot's place)
+        for (int r = tid; r < n; r += threads) factor[r] = r == col ? 0.0 : m[(r == piv ? col : r) * n + col];
         __syncthreads();
-        const double p = 1.0 / t[(i64)col * w + col];
+        // the pivot row swapped into place and scaled; at column col it holds
+        // the identity's 1 (the column becomes the inverse's)
+        for (int c = tid; c < n; c += threads) {
+            const double x = m[piv * n + c];
+            if (piv != col) m[piv * n + c] = m[col * n + c];
+            m[col * n + c] = (c == col ? 1.0 : x) * p;
+        }
         __syncthreads();
-        for (int c = tid; c < w; c += threads) t[(i64)col * w + c] *= p;
-        for (int r = tid; r < n; r += threads) factor[r] = r == col ? 0.0 : t[(i64)r * w + col];
-        __syncthreads();
-        // every other row less factor x the pivot row, a warp a row (its columns before col are zero)
-        for (int r = tid >> 5; r < n; r += threads >> 5) {
+        // every other row less factor x the pivot row, a warp a row; at
+        // column col the identity's 0 less factor x p (a row whose factor is
+        // 0 holds 0 there already)
+        for (int r = warp; r < n; r += warps) {
             const double f = factor[r];
             if (f != 0.0)
-                for (int c = col + (tid & 31); c < w; c += 32) t[(i64)r * w + c] -= f * t[(i64)col * w + c];
+                for (int c = lane; c < n; c += 32) m[r * n + c] = (c == col ? 0.0 : m[r * n + c]) - f * m[col * n + c];
         }
         __syncthreads();
     }
     if (tid == 0) *status = failed;
     if (failed >= 0) return;
+    // the columns unswapped, last swap first: column j of the inverse is m's
+    // column `column[j]` (the factors' room, no longer needed)
+    int* column = (int*)factor;
+    if (tid == 0) {
+        for (int j = 0; j < n; ++j) column[j] = j;
+        for (int k = n - 1; k >= 0; --k) {
+            const int t = column[k];
+            column[k] = column[swapped[k]];
+            column[swapped[k]] = t;
+        }
+    }
+    __syncthreads();
     for (int k = tid; k < n * n; k += threads) {
         const int i = k / n, j = k % n;
-        inv[k] = live[i] && live[j] ? t[(i64)i * w + n + j] : 0.0;
+        inv[k] = live[i] && live[j] ? m[i * n + column[j]] : 0.0;
     }
 }

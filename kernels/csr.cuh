@@ -11,13 +11,15 @@ __device__ __forceinline__ double group_sum(double sum) {
 
 // Row `row` of A times x by the TPR lanes of its group, summed into lane 0.
 // Every lane of the warp must call it (the shuffles); rows past n give 0.
-template <int TPR>
+// The values V are double, or float where only they are single (the AMG
+// cycle's f32 matrices): the products and sums stay double.
+template <int TPR, typename V>
 __device__ double row_times(i64 row, int n, int lane, const int* __restrict__ rp, const int* __restrict__ ci,
-                            const double* __restrict__ v, const double* __restrict__ x) {
+                            const V* __restrict__ v, const double* __restrict__ x) {
     double sum = 0.0;
     if (row < n) {
         const int e = rp[row + 1];
-        for (int k = rp[row] + lane; k < e; k += TPR) sum += v[k] * __ldg(&x[ci[k]]);
+        for (int k = rp[row] + lane; k < e; k += TPR) sum += (double)v[k] * __ldg(&x[ci[k]]);
     }
     return group_sum<TPR>(sum);
 }

@@ -172,6 +172,90 @@ fn the_vcycle_equals_a_dense_serial_reference() {
     }
 }
 
+/// An f32 cycle is the exact V-cycle of the rounded matrices: the dense
+/// reference over a hierarchy whose level matrices and prolongators hold
+/// f32-rounded values (the coarsest inverse and the smoother scalings
+/// unchanged, as the f32 cycle keeps them) gives the f32 cycle's result.
+#[test]
+fn an_f32_cycle_is_the_vcycle_of_the_rounded_matrices() {
+    let mut rng = Rng::new(seed());
+    let n = 9usize;
+    let k = gallery::lognormal_permeability(n, 1e4, 3);
+    let (elastic, _, coords) = elasticity(&Arc::new(Context::cpu_reference()), 4, true);
+    let modes = Options { block_size: 3, near_null_space: Some(rigid_body_modes(3, &coords).unwrap()), ..Options::default() };
+    let cases = [
+        ("laplacian7 9^3, Chebyshev", mat(n * n * n, &gallery::laplacian7(n)), Options::default()),
+        (
+            "porous flow 9^3, l1-Jacobi x3",
+            mat(n * n * n, &gallery::porous_flow(n, &k)),
+            Options { smoother: Some(Smoother::L1Jacobi { sweeps: 3 }), ..Options::default() },
+        ),
+        ("hex8 elasticity 4^3, E ratio 1000, rigid-body modes", host_mat(&elastic), Options { coarsest: 40, ..modes }),
+    ];
+    let round = |v: &mut Vec<f64>| v.iter_mut().for_each(|x| *x = *x as f32 as f64);
+    for (name, a, options) in cases {
+        let options = Options { coarsest: options.coarsest.min(20), ..options };
+        let single = Hierarchy::new(a.clone(), &Options { f32_cycle: true, ..options.clone() }).unwrap();
+        let mut rounded = Hierarchy::new(a, &options).unwrap();
+        assert!(rounded.levels.len() >= 3, "{name}: {} levels", rounded.levels.len());
+        let r = rng.vec_f64(single.levels[0].a.nrows);
+        let (mut z, mut exact) = (vec![f64::NAN; r.len()], vec![f64::NAN; r.len()]);
+        fegpu::amg::cpu::vcycle(&single, &r, &mut z);
+        fegpu::amg::cpu::vcycle(&rounded, &r, &mut exact);
+        let last = rounded.levels.len() - 1;
+        for level in &mut rounded.levels[..last] {
+            round(&mut level.a.v);
+            let tr = level.transfer.as_mut().unwrap();
+            round(&mut tr.p.v);
+        }
+        let want = dense_vcycle(&rounded, 0, &r);
+        let err = max_diff(&z, &want);
+        assert!(err <= 1e-10 * max_abs(&want), "{name}: max |z - z_dense| = {err:e} (max {:e})", max_abs(&want));
+        // and the rounding did move it, by about f32's precision
+        let moved = max_diff(&z, &exact) / max_abs(&exact);
+        assert!(moved > 0.0 && moved < 1e-4, "{name}: the f32 cycle moved z by {moved:e} of the f64 cycle's");
+    }
+}
+
+/// CG with an f32 cycle takes the f64 cycle's iterations (within one) and
+/// still reaches a relative residual of 1e-11, far below f32's rounding:
+/// the Krylov method and its residuals stay f64.
+#[test]
+fn an_f32_cycle_keeps_the_iterations_and_the_accuracy() {
+    let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
+    let n = 16usize;
+    let k = gallery::layered_permeability(n, 1e6, 9);
+    let (laplacian, lb) = scalar_system(&ctx, n * n * n, &gallery::laplacian7(n));
+    let (porous, pb) = scalar_system(&ctx, n * n * n, &gallery::porous_flow(n, &k));
+    let (elastic, eb, coords) = elasticity(&ctx, 8, true);
+    let modes = Options { block_size: 3, near_null_space: Some(rigid_body_modes(3, &coords).unwrap()), ..Options::default() };
+    let cases = [
+        ("laplacian7 16^3", laplacian, lb, Options::default()),
+        ("porous flow 16^3 layered 1e6", porous, pb, Options::default()),
+        ("hex8 elasticity 8^3, E ratio 1000, rigid-body modes", elastic, eb, modes),
+    ];
+    for (name, a, b, options) in cases {
+        let rows = b.len();
+        let run = |f32_cycle: bool, tol: f64| {
+            let settings = Settings { amg: Options { f32_cycle, ..options.clone() }, ..Settings::from_env() };
+            let s = Solver::with_settings(a.clone(), Method::Cg, Precond::Amg, settings).unwrap();
+            let (ba, xa) = (
+                Array::new(ctx.clone(), rows, 1, Some(&b)).unwrap(),
+                Array::new(ctx.clone(), rows, 1, Some(&vec![0.0; rows])).unwrap(),
+            );
+            let (out, true_rel, _) = s.solve(&ba, &xa, tol, 500).unwrap();
+            assert!(
+                out.converged && true_rel <= 10.0 * tol,
+                "{name}, f32 cycle {f32_cycle}: {out:?}, true residual {true_rel:e}"
+            );
+            out.iterations
+        };
+        let (double, single) = (run(false, 1e-8), run(true, 1e-8));
+        assert!((single - double).abs() <= 1, "{name}: {single} iterations with the f32 cycle, {double} with f64");
+        run(true, 1e-11);
+    }
+}
+
 #[test]
 fn coarse_operators_are_galerkin_and_p_fits_the_near_null_space() {
     let ctx = Arc::new(Context::cpu_reference());
@@ -417,7 +501,7 @@ fn values_only_resetup_and_the_device_match_a_fresh_reference() {
         ("porous flow 14^3", Method::Cg, porous.clone(), Options::default()),
         ("porous flow 14^3, plain aggregation", Method::Cg, porous, Options { smooth_prolongator: false, ..Options::default() }),
         ("hex8 elasticity 5^3, E ratio 1000, rigid-body modes", Method::Cg, elastic_arrays.clone(), modes.clone()),
-        ("the same, the clamped dofs' couplings not stored", Method::Cg, clamped_couplings_dropped(&elastic), modes),
+        ("the same, the clamped dofs' couplings not stored", Method::Cg, clamped_couplings_dropped(&elastic), modes.clone()),
         ("convection-diffusion 14^3", Method::Bicgstab, gallery::convection_diffusion(n, 3.0), Options::default()),
         (
             "convection-diffusion 14^3, Gauss-Seidel",
@@ -425,13 +509,43 @@ fn values_only_resetup_and_the_device_match_a_fresh_reference() {
             gallery::convection_diffusion(n, 30.0),
             gauss_seidel.clone(),
         ),
-        ("hex8 elasticity 5^3, E ratio 1000, Gauss-Seidel x2", Method::Cg, elastic_arrays.clone(), gs_modes),
+        ("hex8 elasticity 5^3, E ratio 1000, Gauss-Seidel x2", Method::Cg, elastic_arrays.clone(), gs_modes.clone()),
+        (
+            "hex8 elasticity 5^3, E ratio 1000, f32 cycle",
+            Method::Cg,
+            elastic_arrays.clone(),
+            Options { f32_cycle: true, ..modes.clone() },
+        ),
+        (
+            "the same, Gauss-Seidel x2 (its finest A stays f64)",
+            Method::Cg,
+            elastic_arrays.clone(),
+            Options { f32_cycle: true, ..gs_modes },
+        ),
+        // above the shared memory's 160-odd rows: the device inverts it in global memory
+        (
+            "laplacian7 14^3, a coarsest level of a few hundred rows",
+            Method::Cg,
+            gallery::laplacian7(n),
+            Options { coarsest: 400, ..Options::default() },
+        ),
+        (
+            "convection-diffusion 14^3, f32 cycle",
+            Method::Bicgstab,
+            gallery::convection_diffusion(n, 3.0),
+            Options { f32_cycle: true, ..Options::default() },
+        ),
     ];
     for (name, method, arrays, options) in cases {
         let rows = arrays.0.len() - 1;
         let (a, b) = scalar_system(&ctx, rows, &arrays);
         let settings = Settings { amg: options, ..Settings::from_env() };
         let s = Solver::with_settings(a.clone(), method, Precond::Amg, settings.clone()).unwrap();
+        if name.contains("few hundred") {
+            let summary = s.amg_summary().unwrap();
+            let coarsest: usize = summary.lines().last().unwrap().split_whitespace().nth(2).unwrap().parse().unwrap();
+            assert!((200..=1024).contains(&coarsest), "{name}: {coarsest} rows on the coarsest level\n{summary}");
+        }
         for round in 0..2 {
             // new values: every entry scaled by a random factor kept symmetric for CG (a_ij = a_ji)
             let p = &a.pattern;
@@ -534,6 +648,21 @@ fn bad_input_is_refused_with_a_message() {
     let e = s.solve(&b, &x, 1e-8, 100).map(|_| ()).expect_err("asymmetry refused");
     let entry = format!("A({},{})", i.min(j), i.max(j));
     assert!(e.message.contains("symmetric") && e.message.contains(&entry), "{} (want {entry})", e.message);
+    a.update_values(&lap.2).unwrap();
+    let (out, _, _) = s.solve(&b, &x, 1e-8, 100).unwrap();
+    assert!(out.converged, "{out:?}");
+    // a singular coarsest matrix (here the finest itself, 64 rows): the
+    // Neumann Laplacian's, whose rows sum to zero, refused by the re-setup
+    // (its inverse on the device when the solver runs there), then the old values again
+    let mut v = lap.2.clone();
+    for i in 0..64 {
+        let row = lap.0[i] as usize..lap.0[i + 1] as usize;
+        let neighbours = row.clone().filter(|&k| lap.1[k] != i as i64).count() as f64;
+        row.filter(|&k| lap.1[k] == i as i64).for_each(|k| v[k] = neighbours);
+    }
+    a.update_values(&v).unwrap();
+    let e = s.solve(&b, &x, 1e-8, 100).map(|_| ()).expect_err("a singular coarsest matrix refused");
+    assert!(e.kind == ErrorKind::Breakdown && e.message.contains("singular"), "{}", e.message);
     a.update_values(&lap.2).unwrap();
     let (out, _, _) = s.solve(&b, &x, 1e-8, 100).unwrap();
     assert!(out.converged, "{out:?}");

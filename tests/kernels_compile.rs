@@ -141,13 +141,19 @@ fn every_block_kernel_name_is_defined() {
 }
 
 /// Every AMG product a re-setup asks for by name (lanes a row, rows at
-/// once, tiles: src/amg/cuda.rs product) exists, and the coarsest inverse.
+/// once, tiles: src/amg/cuda.rs product) exists, the coarsest inverse, and
+/// the cycle's kernels over f64 and f32 values (LevelMatrix::kernel_name).
 #[test]
 fn every_amg_product_kernel_name_is_defined() {
     let Some(ptx) = ptx("amg", fegpu::amg::cuda::SOURCE) else { return };
-    assert!(ptx.contains(".entry amg_dense_inverse("), "kernels/amg.cu defines no amg_dense_inverse");
+    for name in ["amg_dense_inverse", "amg_round_to_f32"] {
+        assert!(ptx.contains(&format!(".entry {name}(")), "kernels/amg.cu defines no {name}");
+    }
     for group in [1, 2, 4, 8, 16, 32] {
         let mut names = vec![format!("amg_product_g{group}")];
+        for stem in ["amg_smooth", "amg_residual", "amg_smooth_f32", "amg_residual_f32", "amg_spmv_f32"] {
+            names.push(format!("{stem}_tpr{group}"));
+        }
         names.extend(fegpu::amg::host::ROW_BLOCKS.iter().map(|s| format!("amg_product_g{group}_s{s}")));
         names.extend(fegpu::amg::host::TILES.iter().map(|(s, k, j)| format!("amg_product_g{group}_t{s}x{k}x{j}")));
         for name in names {

@@ -2,15 +2,27 @@
 //! zero, restricts its residual, adds the prolongated coarse correction and
 //! smooths again with the same steps (so the cycle is symmetric for a
 //! symmetric A and serves CG). The device (`cuda.rs`) runs the same steps.
+//! An f32 cycle (Options::f32_cycle) reads each value rounded to f32, as
+//! the device's f32 copies hold it.
 
 use super::{Hierarchy, Mat, Smoother};
 
+/// Row i of m times x, the values rounded to f32 where `single`.
+fn row_times(m: &Mat, i: usize, x: &[f64], single: bool) -> f64 {
+    if single {
+        m.row(i).map(|k| m.v[k] as f32 as f64 * x[m.ci[k] as usize]).sum()
+    } else {
+        m.row(i).map(|k| m.v[k] * x[m.ci[k] as usize]).sum()
+    }
+}
+
 /// One smoothing step: d = c1 d + c2 inv (b - A x); x += d (x = 0 and d = 0
 /// before the first step from zero: `from_zero`).
-fn smooth_step(a: &Mat, inv: &[f64], c: [f64; 2], b: &[f64], x: &mut [f64], d: &mut [f64], from_zero: bool) {
+#[allow(clippy::too_many_arguments)]
+fn smooth_step(a: &Mat, single: bool, inv: &[f64], c: [f64; 2], b: &[f64], x: &mut [f64], d: &mut [f64], from_zero: bool) {
     let old = if from_zero { None } else { Some(x.to_vec()) };
     for i in 0..a.nrows {
-        let ax: f64 = old.as_ref().map_or(0.0, |x| a.row(i).map(|k| a.v[k] * x[a.ci[k] as usize]).sum());
+        let ax = old.as_ref().map_or(0.0, |x| row_times(a, i, x, single));
         let di = c[1] * inv[i] * (b[i] - ax) + if c[0] != 0.0 { c[0] * d[i] } else { 0.0 };
         d[i] = di;
         x[i] = old.as_ref().map_or(0.0, |x| x[i]) + di;
@@ -40,7 +52,7 @@ fn smooth(h: &Hierarchy, l: usize, b: &[f64], x: &mut [f64], mut from_zero: bool
     }
     let mut d = vec![0.0; a.nrows];
     for &c in coefficients {
-        smooth_step(a, inv, c, b, x, &mut d, from_zero);
+        smooth_step(a, h.single_on_level(l), inv, c, b, x, &mut d, from_zero);
         from_zero = false;
     }
 }
@@ -64,16 +76,16 @@ fn cycle(h: &Hierarchy, l: usize, b: &[f64], x: &mut [f64]) {
     smooth(h, l, b, x, true);
     let mut r = vec![0.0; a.nrows];
     for i in 0..a.nrows {
-        r[i] = b[i] - a.row(i).map(|k| a.v[k] * x[a.ci[k] as usize]).sum::<f64>();
+        r[i] = b[i] - row_times(a, i, x, h.single_on_level(l));
     }
-    let nc = tr.r.nrows;
+    let (nc, single) = (tr.r.nrows, h.options.f32_cycle);
     let (mut bc, mut xc) = (vec![0.0; nc], vec![0.0; nc]);
     for j in 0..nc {
-        bc[j] = tr.r.row(j).map(|k| tr.r.v[k] * r[tr.r.ci[k] as usize]).sum();
+        bc[j] = row_times(&tr.r, j, &r, single);
     }
     cycle(h, l + 1, &bc, &mut xc);
     for i in 0..a.nrows {
-        x[i] += tr.p.row(i).map(|k| tr.p.v[k] * xc[tr.p.ci[k] as usize]).sum::<f64>();
+        x[i] += row_times(&tr.p, i, &xc, single);
     }
     smooth(h, l, b, x, false);
 }

@@ -12,6 +12,10 @@
 //! Galerkin products by rows, blocks of rows or dense tiles, the coarsest
 //! inverse); only a coarsest matrix above DEVICE_INVERSE_ROWS (a few
 //! thousand rows at most) comes to the host to be inverted.
+//!
+//! An f32 cycle (Options::f32_cycle) reads f32 copies of the cycle's
+//! matrices (`single`), rounded from the f64 values after each (re-)setup;
+//! the re-setup itself computes in f64.
 
 use super::setup::{
     asymmetry, check_finest, coarse_inverse, coefficients, needs_rho, omega, singular_coarsest, Phases, LANCZOS_STEPS,
@@ -19,7 +23,7 @@ use super::setup::{
 use super::{host, Hierarchy, Mat, Smoother};
 use crate::array::cuda::{amax, gather, grid_for, update, Reduce, BLOCK};
 use crate::error::{Error, Result};
-use crate::gpu::{arg_or_null, DeviceBuffer, Gpu, KernelArg};
+use crate::gpu::{arg_or_null, DeviceBuffer, Gpu, KernelArg, Launch};
 use crate::sparse::cuda::{spmv_blocks, spmv_with, syncfree_apply, threads_per_row, upload, SyncFreeSweeps};
 use crate::sparse::DevicePattern;
 
@@ -34,6 +38,15 @@ pub const SOURCE: &str = concat!(
 /// of kernels/amg.cu amg_dense_inverse); above, the host does.
 const DEVICE_INVERSE_ROWS: usize = 1024;
 
+/// amg_dense_inverse's own shared arrays (a little over 16 KiB): the matrix
+/// goes to shared memory where it fits beside them.
+const INVERSE_STATIC_SHARED: usize = 17 * 1024;
+
+/// Whether amg_dense_inverse keeps an n x n matrix in shared memory.
+fn inverse_in_shared(g: &Gpu, n: usize) -> bool {
+    n * n * std::mem::size_of::<f64>() + INVERSE_STATIC_SHARED <= g.info.shared_per_block
+}
+
 /// The most smoothing steps a level takes (the coefficient table's stride).
 const MAX_STEPS: usize = 16;
 
@@ -41,6 +54,8 @@ const MAX_STEPS: usize = 16;
 pub struct DeviceCsr {
     pattern: DevicePattern,
     values: DeviceBuffer<f64>,
+    /// The values rounded to f32, where an f32 cycle reads the matrix.
+    single: Option<DeviceBuffer<f32>>,
     nrows: usize,
 }
 
@@ -54,12 +69,21 @@ impl DeviceCsr {
                 threads_per_row: threads_per_row(m.nnz(), m.nrows),
             },
             values: upload(g, &m.v)?,
+            single: None,
             nrows: m.nrows,
         })
     }
 
+    /// The matrix with room for its f32 copy where `single` (filled by `round_for_cycle`).
+    fn cycled(mut self, g: &Gpu, single: bool) -> Result<DeviceCsr> {
+        if single {
+            self.single = Some(g.alloc(self.values.len())?);
+        }
+        Ok(self)
+    }
+
     fn matrix(&self) -> LevelMatrix<'_> {
-        LevelMatrix { pattern: &self.pattern, values: &self.values }
+        LevelMatrix { pattern: &self.pattern, values: &self.values, single: self.single.as_ref() }
     }
 
     /// y = alpha M x + beta y.
@@ -71,7 +95,19 @@ impl DeviceCsr {
         y: &DeviceBuffer<f64>,
         sc: Option<&DeviceBuffer<f64>>,
     ) -> Result<()> {
-        spmv_with(g, &self.pattern, self.pattern.threads_per_row, self.nrows, &self.values, 1.0, x, beta, y, sc)
+        let m = self.matrix();
+        if m.single.is_none() {
+            return spmv_with(g, &self.pattern, self.pattern.threads_per_row, self.nrows, &self.values, 1.0, x, beta, y, sc);
+        }
+        let name = m.kernel_name("amg_spmv");
+        let f = g.kernel("amg", SOURCE, &name)?;
+        let n32 = self.nrows as i32;
+        let mut l = g.launcher(&f);
+        l.arg(&n32);
+        m.push(&mut l);
+        l.arg(x).arg(y).arg(&beta);
+        arg_or_null(&mut l, sc);
+        g.launch(&name, l, (spmv_blocks(self.nrows, self.pattern.threads_per_row) as u32, 1, 1), (BLOCK, 1, 1), 0)
     }
 }
 
@@ -167,10 +203,12 @@ impl Plan {
 
 pub struct DeviceHierarchy {
     levels: Vec<DeviceLevel>,
+    /// The finest values rounded to f32, for an f32 cycle.
+    finest_single: Option<DeviceBuffer<f32>>,
     /// Every level's (c1, c2) per step, MAX_STEPS pairs a level.
     coefficients: DeviceBuffer<f64>,
     coarse_inverse: Option<DeviceBuffer<f64>>,
-    /// [A | I] of the coarsest matrix, where the re-setup inverts it on the device.
+    /// The coarsest matrix, where the re-setup inverts it on the device in global memory.
     inverse_scratch: DeviceBuffer<f64>,
     numbers: Vec<LevelNumbers>,
     /// The finest matrix's transposed entry of each entry (symmetric pattern).
@@ -203,12 +241,12 @@ impl DeviceHierarchy {
                     None
                 } else {
                     // the re-setup inverts the diagonal (level 0: the solver's pattern has it)
-                    let mut a = DeviceCsr::new(g, &level.a)?;
+                    let mut a = DeviceCsr::new(g, &level.a)?.cycled(g, h.single_on_level(l))?;
                     a.pattern.diag = upload(g, &level.a.diagonal_positions())?;
                     Some(a)
                 },
-                p: tr.map(|t| DeviceCsr::new(g, &t.p)).transpose()?,
-                r: tr.map(|t| DeviceCsr::new(g, &t.r)).transpose()?,
+                p: tr.map(|t| DeviceCsr::new(g, &t.p)?.cycled(g, h.options.f32_cycle)).transpose()?,
+                r: tr.map(|t| DeviceCsr::new(g, &t.r)?.cycled(g, h.options.f32_cycle)).transpose()?,
                 inverse: upload(g, &level.smoother_inverse)?,
                 x: [g.zeros(n.max(1))?, g.zeros(n.max(1))?],
                 b: g.zeros(n.max(1))?,
@@ -221,7 +259,7 @@ impl DeviceHierarchy {
             });
             let dl = levels.last().expect("just pushed");
             if let Some(gs) = &dl.gauss_seidel {
-                let a = dl.a.as_ref().map_or(LevelMatrix { pattern, values }, |a| a.matrix());
+                let a = dl.a.as_ref().map_or(LevelMatrix { pattern, values, single: None }, |a| a.matrix());
                 gs.refresh(g, n, &a)?;
             }
         }
@@ -252,12 +290,17 @@ impl DeviceHierarchy {
             });
         }
         let mirror: Option<Vec<i32>> = h.mirror.as_ref().map(|m| m.iter().map(|&k| k as i32).collect());
+        let finest_single = if h.single_on_level(0) { Some(g.alloc(values.len())?) } else { None };
+        round_for_cycle(g, &levels, finest_single.as_ref(), values)?;
         Ok(DeviceHierarchy {
             levels,
+            finest_single,
             coefficients: upload(g, &coefficient_table(h))?,
             coarse_inverse: h.coarse_inverse.as_ref().map(|inv| upload(g, inv)).transpose()?,
             inverse_scratch: g.alloc(match h.levels.last() {
-                Some(c) if h.coarse_inverse.is_some() && c.a.nrows <= DEVICE_INVERSE_ROWS => 2 * c.a.nrows * c.a.nrows,
+                Some(c) if h.coarse_inverse.is_some() && c.a.nrows <= DEVICE_INVERSE_ROWS && !inverse_in_shared(g, c.a.nrows) => {
+                    c.a.nrows * c.a.nrows
+                }
                 _ => 1,
             })?,
             numbers,
@@ -280,6 +323,7 @@ impl DeviceHierarchy {
         let mut clock = Phases::start();
         let DeviceHierarchy {
             levels,
+            finest_single,
             coefficients: table,
             coarse_inverse: inverse,
             inverse_scratch: scratch,
@@ -313,7 +357,7 @@ impl DeviceHierarchy {
             let (dl, numbers) = (&levels[l], &numbers[l]);
             let a = match &dl.a {
                 Some(a) => a.matrix(),
-                None => LevelMatrix { pattern, values },
+                None => LevelMatrix { pattern, values, single: None },
             };
             let bad = first_of(g, first, ("amg_inverse_diagonal", 1), n, &[&a.pattern.diag], &[a.values, &numbers.dinv], None)?;
             if l == 0 && bad.is_some() {
@@ -366,17 +410,18 @@ impl DeviceHierarchy {
             let last = h.levels.len() - 1;
             let coarsest = match &levels[last].a {
                 Some(a) => a.matrix(),
-                None => LevelMatrix { pattern, values },
+                None => LevelMatrix { pattern, values, single: None },
             };
             let rows = h.levels[last].a.nrows;
             if rows <= DEVICE_INVERSE_ROWS {
                 // on the device (one block), the host keeping its last setup's inverse
-                let f = g.kernel("amg", SOURCE, "amg_dense_inverse")?;
-                let rows32 = rows as i32;
+                let shared = if inverse_in_shared(g, rows) { rows * rows * std::mem::size_of::<f64>() } else { 0 };
+                let f = g.kernel_with_shared("amg", SOURCE, "amg_dense_inverse", shared)?;
+                let (rows32, in_shared) = (rows as i32, (shared > 0) as i32);
                 let mut l = g.launcher(&f);
                 l.arg(&rows32).arg(&coarsest.pattern.row_ptr).arg(&coarsest.pattern.col).arg(coarsest.values);
-                l.arg(scratch).arg(d).arg(&*first);
-                g.launch("amg_dense_inverse", l, (1, 1, 1), (1024, 1, 1), 0)?;
+                l.arg(scratch).arg(&in_shared).arg(d).arg(&*first);
+                g.launch("amg_dense_inverse", l, (1, 1, 1), (1024, 1, 1), shared as u32)?;
                 let mut failed = [0i32];
                 g.download(first, 0, &mut failed)?;
                 if failed[0] >= 0 {
@@ -394,10 +439,41 @@ impl DeviceHierarchy {
         }
         g.synchronize("AMG re-setup")?;
         clock.lap("coarsest inverse");
+        if h.options.f32_cycle {
+            round_for_cycle(g, levels, finest_single.as_ref(), values)?;
+            g.synchronize("AMG re-setup")?;
+            clock.lap("f32 copies");
+        }
         h.asymmetry = asym;
         h.phases = clock.0;
         Ok(())
     }
+}
+
+/// The f32 copies an f32 cycle reads, rounded from the current values
+/// (`finest`: level 0's, from the solver's `values`).
+fn round_for_cycle(
+    g: &Gpu,
+    levels: &[DeviceLevel],
+    finest: Option<&DeviceBuffer<f32>>,
+    values: &DeviceBuffer<f64>,
+) -> Result<()> {
+    let f = g.kernel("amg", SOURCE, "amg_round_to_f32")?;
+    let round = |from: &DeviceBuffer<f64>, to: &DeviceBuffer<f32>| -> Result<()> {
+        let n = from.len() as i64;
+        let mut l = g.launcher(&f);
+        l.arg(&n).arg(from).arg(to);
+        g.launch("amg_round_to_f32", l, (grid_for(from.len()), 1, 1), (BLOCK, 1, 1), 0)
+    };
+    if let Some(to) = finest {
+        round(values, to)?;
+    }
+    for m in levels.iter().flat_map(|dl| [&dl.a, &dl.p, &dl.r]).flatten() {
+        if let Some(to) = &m.single {
+            round(&m.values, to)?;
+        }
+    }
+    Ok(())
 }
 
 /// The finest matrix with its values from the device.
@@ -552,10 +628,30 @@ fn product(g: &Gpu, n: usize, a: &LevelMatrix, (b, b_rows): (&LevelMatrix, usize
     g.launch(&name, l, ((units * group).div_ceil(BLOCK as usize).max(1) as u32, 1, 1), (BLOCK, 1, 1), 0)
 }
 
-/// The matrix of a level: the solver's own on level 0.
+/// The matrix of a level: the solver's own on level 0. `single`: its f32
+/// copy, which the cycle's kernels read instead where present.
 struct LevelMatrix<'a> {
     pattern: &'a DevicePattern,
     values: &'a DeviceBuffer<f64>,
+    single: Option<&'a DeviceBuffer<f32>>,
+}
+
+impl<'a> LevelMatrix<'a> {
+    /// The cycle's kernel `stem` for this matrix's values and row width.
+    fn kernel_name(&self, stem: &str) -> String {
+        let single = if self.single.is_some() { "_f32" } else { "" };
+        format!("{stem}{single}_tpr{}", self.pattern.threads_per_row)
+    }
+
+    /// Pushes the row pointers, columns and the values the cycle reads.
+    fn push(&self, l: &mut Launch<'a>) {
+        let pattern: &'a DevicePattern = self.pattern;
+        l.arg(&pattern.row_ptr).arg(&pattern.col);
+        match self.single {
+            Some(v) => l.arg(v),
+            None => l.arg(self.values),
+        };
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -571,11 +667,13 @@ fn smooth_step(
     sc: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
     let tpr = a.pattern.threads_per_row;
-    let name = format!("amg_smooth_tpr{tpr}");
+    let name = a.kernel_name("amg_smooth");
     let f = g.kernel("amg", SOURCE, &name)?;
     let n32 = n as i32;
     let mut l = g.launcher(&f);
-    l.arg(&n32).arg(&a.pattern.row_ptr).arg(&a.pattern.col).arg(a.values).arg(&dl.inverse).arg(b);
+    l.arg(&n32);
+    a.push(&mut l);
+    l.arg(&dl.inverse).arg(b);
     arg_or_null(&mut l, x_in);
     l.arg(x_out).arg(&dl.d).arg(coef.0).arg(&coef.1);
     arg_or_null(&mut l, sc);
@@ -619,11 +717,13 @@ fn residual(
     sc: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
     let tpr = a.pattern.threads_per_row;
-    let name = format!("amg_residual_tpr{tpr}");
+    let name = a.kernel_name("amg_residual");
     let f = g.kernel("amg", SOURCE, &name)?;
     let n32 = n as i32;
     let mut l = g.launcher(&f);
-    l.arg(&n32).arg(&a.pattern.row_ptr).arg(&a.pattern.col).arg(a.values).arg(b).arg(x).arg(r);
+    l.arg(&n32);
+    a.push(&mut l);
+    l.arg(b).arg(x).arg(r);
     arg_or_null(&mut l, sc);
     g.launch(&name, l, (spmv_blocks(n, tpr) as u32, 1, 1), (BLOCK, 1, 1), 0)
 }
@@ -677,8 +777,7 @@ fn cycle<'a>(
     let next = &dh.levels[l + 1];
     r.spmv(g, &dl.residual, 0.0, &next.b, sc)?;
     let na = next.a.as_ref().expect("coarse levels keep their matrix");
-    let coarse =
-        cycle(g, h, dh, l + 1, LevelMatrix { pattern: &na.pattern, values: &na.values }, &next.b, [&next.x[0], &next.x[1]], sc)?;
+    let coarse = cycle(g, h, dh, l + 1, na.matrix(), &next.b, [&next.x[0], &next.x[1]], sc)?;
     p.spmv(g, coarse, 1.0, xc, sc)?;
     smooth(&mut current)?;
     Ok(x[current.expect("at least one smoothing step")])
@@ -697,7 +796,8 @@ pub fn vcycle(
     sc: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
     let finest = &dh.levels[0];
-    let out = cycle(g, h, dh, 0, LevelMatrix { pattern, values }, r, [z, &finest.x[1]], sc)?;
+    let a = LevelMatrix { pattern, values, single: dh.finest_single.as_ref() };
+    let out = cycle(g, h, dh, 0, a, r, [z, &finest.x[1]], sc)?;
     if !std::ptr::eq(out, z) {
         // a smoothed coarsest level alone with an odd number of steps
         crate::array::cuda::update(g, r.len(), z, 1.0, out, 0.0, None, 0.0)?;

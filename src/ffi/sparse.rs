@@ -116,6 +116,9 @@ pub struct fegpu_amg_options {
     pub smooth_prolongator: i32,
     /// Unknowns per node, numbered node by node (3 for 3-D elasticity). Default 1.
     pub block_size: i32,
+    /// 1: the V-cycle reads its matrices' values rounded to f32 (a third fewer
+    /// bytes a nonzero; vectors, setup and the Krylov method stay f64); 0 (default): f64.
+    pub f32_cycle: i32,
 }
 
 impl Default for fegpu_amg_options {
@@ -129,6 +132,7 @@ impl Default for fegpu_amg_options {
             max_levels: o.max_levels as i64,
             smooth_prolongator: 1,
             block_size: 1,
+            f32_cycle: 0,
         }
     }
 }
@@ -159,8 +163,10 @@ impl fegpu_amg_options {
                 .filter(|&v| v >= 1)
                 .ok_or_else(|| Error::invalid(format!("options.{name} = {v}: must be >= 1")))
         };
-        if self.smooth_prolongator != 0 && self.smooth_prolongator != 1 {
-            return Err(Error::invalid(format!("options.smooth_prolongator = {}: must be 0 or 1", self.smooth_prolongator)));
+        for (name, v) in [("smooth_prolongator", self.smooth_prolongator), ("f32_cycle", self.f32_cycle)] {
+            if v != 0 && v != 1 {
+                return Err(Error::invalid(format!("options.{name} = {v}: must be 0 or 1")));
+            }
         }
         Ok(crate::amg::Options {
             strength: self.strength,
@@ -170,6 +176,7 @@ impl fegpu_amg_options {
             smooth_prolongator: self.smooth_prolongator == 1,
             block_size: count("block_size", self.block_size as i64)?,
             near_null_space: None,
+            f32_cycle: self.f32_cycle == 1,
         })
     }
 }

@@ -14,7 +14,7 @@ const USAGE: &str = "usage:
   fegpu solve A.mtx [b.mtx] [--method bicgstab|cg|gmres|bicg|cgs] [--restart M]
               [--precond none|jacobi|ilu0|ilu0-jacobi[:SWEEPS]|amg] [--tol T] [--maxit N] [--output x.mtx]
               [--strength THETA] [--smoother chebyshev:DEGREE|l1jacobi:SWEEPS|gaussseidel:SWEEPS]
-              [--coarsest ROWS] [--block-size K] [--unsmoothed]
+              [--coarsest ROWS] [--block-size K] [--unsmoothed] [--f32-cycle]
                              solve A x = b (b = A*1 when omitted: the exact x is all ones);
                              GMRES restarts every M iterations (default 30); ilu0-jacobi:
                              ILU(0)'s factors, each triangular solve by SWEEPS Jacobi sweeps (2);
@@ -173,6 +173,7 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
             "--coarsest" => o.amg.coarsest = value()?.parse().map_err(|_| bad("--coarsest wants a count".into()))?,
             "--block-size" => o.block = value()?.parse().map_err(|_| bad("--block-size wants a count".into()))?,
             "--unsmoothed" => o.amg.smooth_prolongator = false,
+            "--f32-cycle" => o.amg.f32_cycle = true,
             "--smoother" => {
                 use fegpu::amg::Smoother;
                 let v = value()?;
