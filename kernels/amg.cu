@@ -68,6 +68,16 @@ __device__ void spmv_single(int n, const int* __restrict__ rp, const int* __rest
 AMG(1, double, ) AMG(2, double, ) AMG(4, double, ) AMG(8, double, ) AMG(16, double, ) AMG(32, double, )
 AMG_SINGLE(1) AMG_SINGLE(2) AMG_SINGLE(4) AMG_SINGLE(8) AMG_SINGLE(16) AMG_SINGLE(32)
 
+// *first = the first of the n values that f32 cannot hold as a normal number
+// (nonzero, and overflowing or underflowing when rounded): the f32 cycle's
+// check of the finest values (src/amg/setup.rs check_finest).
+extern "C" __global__ void __launch_bounds__(256) amg_outside_f32(int n, const double* __restrict__ v, int* first) {
+    GRID_STRIDE(k, n) {
+        const float s = fabsf((float)v[k]);
+        if (v[k] != 0.0 && !(s >= 1.17549435e-38f && s <= 3.40282347e38f)) atomicMin(first, (int)k);
+    }
+}
+
 // dst = src rounded to f32 (the cycle's copies of the values).
 extern "C" __global__ void __launch_bounds__(256) amg_round_to_f32(i64 n, const double* __restrict__ src,
                                                                    float* __restrict__ dst) {
@@ -422,7 +432,7 @@ extern "C" __global__ void __launch_bounds__(1024) amg_dense_inverse(int n, cons
     for (int i = tid; i < n; i += threads) live[i] = 0;
     if (tid == 0) failed = -1;
     __syncthreads();
-    double largest = 1.0;  // the identity's entries count, as on the host
+    double largest = 0.0;  // A's largest entry, as on the host
     for (int i = tid; i < n; i += threads)
         for (int k = rp[i]; k < rp[i + 1]; ++k) {
             m[i * n + ci[k]] = v[k];

@@ -666,6 +666,22 @@ fn bad_input_is_refused_with_a_message() {
     a.update_values(&lap.2).unwrap();
     let (out, _, _) = s.solve(&b, &x, 1e-8, 100).unwrap();
     assert!(out.converged, "{out:?}");
+    // values an f32 cycle cannot round (they underflow f32's normal range):
+    // refused at setup and by the re-setup (on the device when the solver
+    // runs there), named; the f64 cycle takes them
+    let tiny: Vec<f64> = lap.2.iter().map(|v| v * 1e-39).collect();
+    let single = Options { f32_cycle: true, ..Options::default() };
+    a.update_values(&tiny).unwrap();
+    expect(amg(&a, Method::Cg, single.clone()), ErrorKind::InvalidArgument, &["values[0]", "f32_cycle"]);
+    assert!(amg(&a, Method::Cg, Options::default()).is_ok());
+    a.update_values(&lap.2).unwrap();
+    let s = amg(&a, Method::Cg, single).unwrap();
+    a.update_values(&tiny).unwrap();
+    let e = s.solve(&b, &x, 1e-8, 100).map(|_| ()).expect_err("values outside f32's range refused");
+    assert!(e.message.contains("values[0]") && e.message.contains("f32"), "{}", e.message);
+    a.update_values(&lap.2).unwrap();
+    let (out, _, _) = s.solve(&b, &x, 1e-8, 100).unwrap();
+    assert!(out.converged, "{out:?}");
     // rigid-body modes: a dimension that has none, coordinates that do not fit
     assert_eq!(rigid_body_modes(4, &[0.0; 8]).unwrap_err().kind, ErrorKind::InvalidArgument);
     assert_eq!(rigid_body_modes(3, &[0.0; 7]).unwrap_err().kind, ErrorKind::SizeMismatch);

@@ -20,7 +20,7 @@
 use super::setup::{
     asymmetry, check_finest, coarse_inverse, coefficients, needs_rho, omega, singular_coarsest, Phases, LANCZOS_STEPS,
 };
-use super::{host, Hierarchy, Mat, Smoother};
+use super::{host, Hierarchy, Mat, Options, Smoother};
 use crate::array::cuda::{amax, gather, grid_for, update, Reduce, BLOCK};
 use crate::error::{Error, Result};
 use crate::gpu::{arg_or_null, DeviceBuffer, Gpu, KernelArg, Launch};
@@ -37,15 +37,6 @@ pub const SOURCE: &str = concat!(
 /// The largest coarsest matrix the re-setup inverts on the device (one block
 /// of kernels/amg.cu amg_dense_inverse); above, the host does.
 const DEVICE_INVERSE_ROWS: usize = 1024;
-
-/// amg_dense_inverse's own shared arrays (a little over 16 KiB): the matrix
-/// goes to shared memory where it fits beside them.
-const INVERSE_STATIC_SHARED: usize = 17 * 1024;
-
-/// Whether amg_dense_inverse keeps an n x n matrix in shared memory.
-fn inverse_in_shared(g: &Gpu, n: usize) -> bool {
-    n * n * std::mem::size_of::<f64>() + INVERSE_STATIC_SHARED <= g.info.shared_per_block
-}
 
 /// The most smoothing steps a level takes (the coefficient table's stride).
 const MAX_STEPS: usize = 16;
@@ -208,7 +199,8 @@ pub struct DeviceHierarchy {
     /// Every level's (c1, c2) per step, MAX_STEPS pairs a level.
     coefficients: DeviceBuffer<f64>,
     coarse_inverse: Option<DeviceBuffer<f64>>,
-    /// The coarsest matrix, where the re-setup inverts it on the device in global memory.
+    /// The coarsest matrix, where the re-setup inverts it on the device and
+    /// it does not fit in shared memory.
     inverse_scratch: DeviceBuffer<f64>,
     numbers: Vec<LevelNumbers>,
     /// The finest matrix's transposed entry of each entry (symmetric pattern).
@@ -298,9 +290,7 @@ impl DeviceHierarchy {
             coefficients: upload(g, &coefficient_table(h))?,
             coarse_inverse: h.coarse_inverse.as_ref().map(|inv| upload(g, inv)).transpose()?,
             inverse_scratch: g.alloc(match h.levels.last() {
-                Some(c) if h.coarse_inverse.is_some() && c.a.nrows <= DEVICE_INVERSE_ROWS && !inverse_in_shared(g, c.a.nrows) => {
-                    c.a.nrows * c.a.nrows
-                }
+                Some(c) if h.coarse_inverse.is_some() && c.a.nrows <= DEVICE_INVERSE_ROWS => c.a.nrows * c.a.nrows,
                 _ => 1,
             })?,
             numbers,
@@ -350,6 +340,12 @@ impl DeviceHierarchy {
             }
             _ => asymmetry(&on_host(g, fine, values)?, None),
         };
+        if h.options.f32_cycle {
+            let nnz = fine.nnz();
+            if first_of(g, first, ("amg_outside_f32", 1), nnz, &[], &[values], None)?.is_some() {
+                return Err(refused(g, fine, &h.options, values));
+            }
+        }
         clock.lap("device checks");
         let (smoother, smooth, symmetric) = (h.smoother, h.options.smooth_prolongator, asym.is_none());
         for l in 0..h.levels.len() {
@@ -361,7 +357,7 @@ impl DeviceHierarchy {
             };
             let bad = first_of(g, first, ("amg_inverse_diagonal", 1), n, &[&a.pattern.diag], &[a.values, &numbers.dinv], None)?;
             if l == 0 && bad.is_some() {
-                return Err(refused(g, &h.levels[0].a, values));
+                return Err(refused(g, &h.levels[0].a, &h.options, values));
             }
             let has_transfer = numbers.transfer.is_some();
             let rho = match (needs_rho(smoother, smooth, has_transfer), symmetric) {
@@ -415,8 +411,10 @@ impl DeviceHierarchy {
             let rows = h.levels[last].a.nrows;
             if rows <= DEVICE_INVERSE_ROWS {
                 // on the device (one block), the host keeping its last setup's inverse
-                let shared = if inverse_in_shared(g, rows) { rows * rows * std::mem::size_of::<f64>() } else { 0 };
-                let f = g.kernel_with_shared("amg", SOURCE, "amg_dense_inverse", shared)?;
+                let name = "amg_dense_inverse";
+                let bytes = rows * rows * std::mem::size_of::<f64>();
+                let shared = if bytes <= g.shared_room(&g.kernel("amg", SOURCE, name)?, name)? { bytes } else { 0 };
+                let f = g.kernel_with_shared("amg", SOURCE, name, shared)?;
                 let (rows32, in_shared) = (rows as i32, (shared > 0) as i32);
                 let mut l = g.launcher(&f);
                 l.arg(&rows32).arg(&coarsest.pattern.row_ptr).arg(&coarsest.pattern.col).arg(coarsest.values);
@@ -484,9 +482,11 @@ fn on_host(g: &Gpu, fine: &Mat, values: &DeviceBuffer<f64>) -> Result<Mat> {
 }
 
 /// The host setup's message for finest values a device check refused.
-fn refused(g: &Gpu, fine: &Mat, values: &DeviceBuffer<f64>) -> Error {
+fn refused(g: &Gpu, fine: &Mat, options: &Options, values: &DeviceBuffer<f64>) -> Error {
     match on_host(g, fine, values) {
-        Ok(a) => check_finest(&a).err().unwrap_or_else(|| Error::internal("AMG: a device check refused what the host's passes")),
+        Ok(a) => check_finest(&a, options)
+            .err()
+            .unwrap_or_else(|| Error::internal("AMG: a device check refused what the host's passes")),
         Err(e) => e,
     }
 }

@@ -344,7 +344,9 @@ pub fn dense_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
         }
         t[r * w + m + r] = 1.0;
     }
-    let scale = t.iter().fold(0.0f64, |s, x| s.max(x.abs()));
+    // singular relative to A's own size (not the identity's 1: a matrix of
+    // small values, SI units say, is not singular for it)
+    let scale = t.chunks(w).flat_map(|row| &row[..m]).fold(0.0f64, |s, x| s.max(x.abs()));
     for col in 0..m {
         let piv = (col..m).max_by(|&x, &y| t[x * w + col].abs().total_cmp(&t[y * w + col].abs()))?;
         let pivot = t[piv * w + col].abs();

@@ -120,12 +120,21 @@ pub fn asymmetry(a: &Mat, mirror: Option<&[u32]>) -> Option<(usize, usize, f64, 
 
 /// Refuses a finest matrix AMG cannot work on: not square, an empty row,
 /// a missing or zero diagonal, a value that is not finite.
-pub(super) fn check_finest(a: &Mat) -> Result<()> {
+pub(super) fn check_finest(a: &Mat, options: &Options) -> Result<()> {
     if a.nrows != a.ncols {
         return Err(Error::size(format!("A is {} x {}: AMG needs a square matrix", a.nrows, a.ncols)));
     }
     if let Some(k) = a.v.iter().position(|v| !v.is_finite()) {
         return Err(Error::invalid(format!("values[{k}] = {}: matrix values must be finite", a.v[k])));
+    }
+    // an f32 cycle rounds them: none may overflow, or underflow to zero or a subnormal
+    let single = |v: f64| v == 0.0 || ((v as f32).is_finite() && (v as f32).abs() >= f32::MIN_POSITIVE);
+    if let Some(k) = a.v.iter().position(|&v| options.f32_cycle && !single(v)) {
+        return Err(Error::invalid(format!(
+            "values[{k}] = {:e}: outside f32's normal range, which the f32 cycle (f32_cycle) rounds to; \
+             scale the system or take the f64 cycle",
+            a.v[k]
+        )));
     }
     let d = a.diagonal();
     if let Some(i) = (0..a.nrows).find(|&i| a.row(i).is_empty()) {
@@ -439,7 +448,7 @@ fn numbers(level: &mut Level, smoother: Smoother, symmetric: bool, smooth: bool)
 
 /// Sets up the hierarchy of `a`.
 pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
-    check_finest(&a)?;
+    check_finest(&a, o)?;
     let n = a.nrows;
     if o.block_size == 0 || !n.is_multiple_of(o.block_size) {
         return Err(Error::invalid(format!("block_size = {}: must divide the {n} rows", o.block_size)));
@@ -583,7 +592,7 @@ pub fn refresh(h: &mut Hierarchy, values: &[f64]) -> Result<()> {
     }
     let mut clock = Phases::start();
     let old = std::mem::replace(&mut finest.v, values.to_vec());
-    if let Err(e) = check_finest(&h.levels[0].a) {
+    if let Err(e) = check_finest(&h.levels[0].a, &h.options) {
         h.levels[0].a.v = old;
         return Err(e);
     }

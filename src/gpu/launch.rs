@@ -51,7 +51,8 @@ impl Gpu {
     }
 
     /// The kernel `name`, allowed `bytes` of dynamic shared memory a block
-    /// (above 48 KiB a kernel must opt in; at most `info.shared_per_block`).
+    /// (above 48 KiB with its static arrays a kernel must opt in; at most
+    /// `shared_room`).
     pub fn kernel_with_shared(
         &self,
         module: &'static str,
@@ -60,12 +61,17 @@ impl Gpu {
         bytes: usize,
     ) -> Result<CudaFunction> {
         let f = self.kernel(module, source, name)?;
-        if bytes > 48 * 1024 {
+        if bytes + static_shared(&f, name)? > 48 * 1024 {
             let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
             f.set_attribute(attr, bytes as i32)
                 .map_err(|e| device_error(&format!("giving {name} {bytes} bytes of shared memory"), e))?;
         }
         Ok(f)
+    }
+
+    /// The dynamic shared memory a block of `f` may take beside its static arrays.
+    pub fn shared_room(&self, f: &CudaFunction, name: &str) -> Result<usize> {
+        Ok(self.info.shared_per_block.saturating_sub(static_shared(f, name)?))
     }
 
     /// Starts a kernel launch: push arguments with `KernelArg::arg`, then `launch`.
@@ -230,4 +236,9 @@ impl Queue for Lane {
         enqueue(what, args, grid, block, shared_bytes)?;
         self.checked(what)
     }
+}
+
+/// The bytes of `f`'s static shared arrays.
+fn static_shared(f: &CudaFunction, name: &str) -> Result<usize> {
+    f.shared_size_bytes().map(|b| b.max(0) as usize).map_err(|e| device_error(&format!("reading {name}'s shared memory size"), e))
 }

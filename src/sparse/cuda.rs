@@ -166,7 +166,9 @@ impl SyncFreeSweeps {
     /// in chunks of `rows` (`sweep_chunk`'s when None), y armed pending.
     pub fn new(g: &Gpu, lv: &super::solver::Levels, n: usize, rows: Option<usize>) -> Result<SyncFreeSweeps> {
         let chunk = rows.unwrap_or_else(|| sweep_chunk(n)).clamp(1, n.max(1));
-        let most = g.info.shared_per_block / std::mem::size_of::<f64>();
+        // beside the sweeps' own shared arrays (kernels/sparse.cu lsolve_syncfree, usolve_syncfree alike)
+        let name = "lsolve_syncfree";
+        let most = g.shared_room(&g.kernel("sparse", SOURCE, name)?, name)? / std::mem::size_of::<f64>();
         if chunk > most {
             return Err(crate::error::Error::invalid(format!(
                 "ILU(0) sweeps: chunks of {chunk} rows exceed a block's shared memory ({most} rows)"
