@@ -68,20 +68,16 @@ __device__ void spmv_single(int n, const int* __restrict__ rp, const int* __rest
 AMG(1, double, ) AMG(2, double, ) AMG(4, double, ) AMG(8, double, ) AMG(16, double, ) AMG(32, double, )
 AMG_SINGLE(1) AMG_SINGLE(2) AMG_SINGLE(4) AMG_SINGLE(8) AMG_SINGLE(16) AMG_SINGLE(32)
 
-// *first = the first of the n values that f32 cannot hold as a normal number
-// (nonzero, and overflowing or underflowing when rounded): the f32 cycle's
-// check of the finest values (src/amg/setup.rs check_finest).
-extern "C" __global__ void __launch_bounds__(256) amg_outside_f32(int n, const double* __restrict__ v, int* first) {
-    GRID_STRIDE(k, n) {
-        const float s = fabsf((float)v[k]);
-        if (v[k] != 0.0 && !(s >= 1.17549435e-38f && s <= 3.40282347e38f)) atomicMin(first, (int)k);
-    }
-}
-
-// dst = src rounded to f32 (the cycle's copies of the values).
+// dst = src rounded to f32 (the cycle's copies of the values). With `first`
+// (the finest values: src/amg/setup.rs check_finest's f32 check), *first =
+// the first nonzero value that f32 cannot hold as a normal number.
 extern "C" __global__ void __launch_bounds__(256) amg_round_to_f32(i64 n, const double* __restrict__ src,
-                                                                   float* __restrict__ dst) {
-    GRID_STRIDE(i, n) dst[i] = (float)src[i];
+                                                                   float* __restrict__ dst, int* first) {
+    GRID_STRIDE(i, n) {
+        const float s = (float)src[i];
+        dst[i] = s;
+        if (first && src[i] != 0.0 && !(fabsf(s) >= 1.17549435e-38f && fabsf(s) <= 3.40282347e38f)) atomicMin(first, (int)i);
+    }
 }
 
 // The coarsest solve x = inv b with the dense inverse (row-major n x n),

@@ -65,7 +65,7 @@ impl DeviceCsr {
         })
     }
 
-    /// The matrix with room for its f32 copy where `single` (filled by `round_for_cycle`).
+    /// The matrix with room for its f32 copy where `single` (filled by `round_levels`).
     fn cycled(mut self, g: &Gpu, single: bool) -> Result<DeviceCsr> {
         if single {
             self.single = Some(g.alloc(self.values.len())?);
@@ -283,7 +283,10 @@ impl DeviceHierarchy {
         }
         let mirror: Option<Vec<i32>> = h.mirror.as_ref().map(|m| m.iter().map(|&k| k as i32).collect());
         let finest_single = if h.single_on_level(0) { Some(g.alloc(values.len())?) } else { None };
-        round_for_cycle(g, &levels, finest_single.as_ref(), values)?;
+        if let Some(single) = &finest_single {
+            round_to_f32(g, values, single, None)?;
+        }
+        round_levels(g, &levels)?;
         Ok(DeviceHierarchy {
             levels,
             finest_single,
@@ -340,9 +343,13 @@ impl DeviceHierarchy {
             }
             _ => asymmetry(&on_host(g, fine, values)?, None),
         };
-        if h.options.f32_cycle {
-            let nnz = fine.nnz();
-            if first_of(g, first, ("amg_outside_f32", 1), nnz, &[], &[values], None)?.is_some() {
+        if let Some(single) = &*finest_single {
+            // the f32 copy of the finest values, checked as it is made
+            g.upload(&[i32::MAX], first, 0)?;
+            round_to_f32(g, values, single, Some(first))?;
+            let mut found = [0i32];
+            g.download(first, 0, &mut found)?;
+            if found[0] != i32::MAX {
                 return Err(refused(g, fine, &h.options, values));
             }
         }
@@ -438,7 +445,7 @@ impl DeviceHierarchy {
         g.synchronize("AMG re-setup")?;
         clock.lap("coarsest inverse");
         if h.options.f32_cycle {
-            round_for_cycle(g, levels, finest_single.as_ref(), values)?;
+            round_levels(g, levels)?;
             g.synchronize("AMG re-setup")?;
             clock.lap("f32 copies");
         }
@@ -448,27 +455,23 @@ impl DeviceHierarchy {
     }
 }
 
-/// The f32 copies an f32 cycle reads, rounded from the current values
-/// (`finest`: level 0's, from the solver's `values`).
-fn round_for_cycle(
-    g: &Gpu,
-    levels: &[DeviceLevel],
-    finest: Option<&DeviceBuffer<f32>>,
-    values: &DeviceBuffer<f64>,
-) -> Result<()> {
+/// `to` = `from` rounded to f32; with `first`, the first value f32 cannot
+/// hold is reported there (kernels/amg.cu amg_round_to_f32).
+fn round_to_f32(g: &Gpu, from: &DeviceBuffer<f64>, to: &DeviceBuffer<f32>, first: Option<&DeviceBuffer<i32>>) -> Result<()> {
     let f = g.kernel("amg", SOURCE, "amg_round_to_f32")?;
-    let round = |from: &DeviceBuffer<f64>, to: &DeviceBuffer<f32>| -> Result<()> {
-        let n = from.len() as i64;
-        let mut l = g.launcher(&f);
-        l.arg(&n).arg(from).arg(to);
-        g.launch("amg_round_to_f32", l, (grid_for(from.len()), 1, 1), (BLOCK, 1, 1), 0)
-    };
-    if let Some(to) = finest {
-        round(values, to)?;
-    }
+    let n = from.len() as i64;
+    let mut l = g.launcher(&f);
+    l.arg(&n).arg(from).arg(to);
+    arg_or_null(&mut l, first);
+    g.launch("amg_round_to_f32", l, (grid_for(from.len()), 1, 1), (BLOCK, 1, 1), 0)
+}
+
+/// The f32 copies of the coarse levels' matrices and the transfers that an
+/// f32 cycle reads, rounded from their current values.
+fn round_levels(g: &Gpu, levels: &[DeviceLevel]) -> Result<()> {
     for m in levels.iter().flat_map(|dl| [&dl.a, &dl.p, &dl.r]).flatten() {
         if let Some(to) = &m.single {
-            round(&m.values, to)?;
+            round_to_f32(g, &m.values, to, None)?;
         }
     }
     Ok(())
