@@ -118,3 +118,27 @@ fn solve_reports_and_writes_the_solution() {
     assert!(!ok && out.contains("does not split into 5 x 5 blocks"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--precond amg` prints the hierarchy; `--f32-cycle` runs the cycle over
+/// f32 values (the summary says so) to the same tolerance in about as many
+/// iterations; a smoother that does not exist is refused by name.
+#[test]
+fn solve_with_amg_prints_the_hierarchy_and_takes_the_f32_cycle() {
+    let its = |out: &str| -> i64 {
+        let line = out.lines().find(|l| l.trim_start().starts_with("iterations:")).expect("an iterations line");
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    let run = |extra: &[&str]| {
+        let path = matrix("gr_30_30");
+        let mut args = vec!["solve", path.as_str(), "--method", "cg", "--precond", "amg", "--tol", "1e-10"];
+        args.extend_from_slice(extra);
+        fegpu(&args)
+    };
+    let (ok, double) = run(&[]);
+    assert!(ok && double.contains("status: converged") && double.contains("levels"), "{double}");
+    let (ok, single) = run(&["--f32-cycle"]);
+    assert!(ok && single.contains("status: converged") && single.contains("cycle over f32 values"), "{single}");
+    assert!((its(&single) - its(&double)).abs() <= 1, "f32 cycle:\n{single}\nf64 cycle:\n{double}");
+    let (ok, out) = run(&["--smoother", "sor"]);
+    assert!(!ok && out.contains("sor"), "{out}");
+}
