@@ -406,6 +406,15 @@ extern "C" __global__ void __launch_bounds__(256) amg_correct(int n, const doubl
     GRID_STRIDE(i, n) x_out[i] = x_in[i] + d[i];
 }
 
+// The largest (mx, at) over a warp's lanes, ties to the last row (Rust's max_by).
+__device__ __forceinline__ void largest_over_warp(double& mx, int& at) {
+    for (int o = 16; o > 0; o >>= 1) {
+        const double m2 = __shfl_xor_sync(0xffffffffu, mx, o);
+        const int at2 = __shfl_xor_sync(0xffffffffu, at, o);
+        if (m2 > mx || (m2 == mx && at2 > at)) mx = m2, at = at2;
+    }
+}
+
 // The coarsest matrix's dense inverse, one block of 1024 threads (n <= 1024:
 // src/amg/cuda.rs DEVICE_INVERSE_ROWS): Gauss-Jordan with partial pivoting in
 // place on the n x n matrix m, the columns unswapped at the end, which does
@@ -452,22 +461,19 @@ extern "C" __global__ void __launch_bounds__(1024) amg_dense_inverse(int n, cons
             const double x = fabs(m[r * n + col]);
             if (x >= mx || x != x) mx = x != x ? __longlong_as_double(0x7ff0000000000000LL) : x, at = r;
         }
-        for (int o = 16; o > 0; o >>= 1) {
-            const double m2 = __shfl_xor_sync(0xffffffffu, mx, o);
-            const int at2 = __shfl_xor_sync(0xffffffffu, at, o);
-            if (m2 > mx || (m2 == mx && at2 > at)) mx = m2, at = at2;
-        }
+        largest_over_warp(mx, at);
         if (lane == 0) best[warp] = mx, best_row[warp] = at;
         __syncthreads();
-        if (tid == 0) {
-            double bm = -1.0;
-            int bat = col;
-            for (int k = 0; k < warps; ++k)
-                if (best[k] > bm || (best[k] == bm && best_row[k] > bat)) bm = best[k], bat = best_row[k];
-            const double pivot = fabs(m[bat * n + col]);
-            if (!(pivot > 1e-14 * scale)) failed = col;  // (NaN too)
-            pivot_row = bat;
-            swapped[col] = bat;
+        if (warp == 0) {  // the warps' bests, by the same rule
+            mx = lane < warps ? best[lane] : -1.0;
+            at = lane < warps ? best_row[lane] : col;
+            largest_over_warp(mx, at);
+            if (lane == 0) {
+                const double pivot = fabs(m[at * n + col]);
+                if (!(pivot > 1e-14 * scale)) failed = col;  // (NaN too)
+                pivot_row = at;
+                swapped[col] = at;
+            }
         }
         __syncthreads();
         if (failed >= 0) break;
