@@ -1,5 +1,5 @@
 // The AMG V-cycle's own kernels (src/amg/cuda.rs); restriction and
-// prolongation are sparse.cu's SpMV, or amg_spmv_f32 for f32 values. One
+// prolongation are sparse.cu's SpMV (spmv_f32 for f32 values). One
 // thread group of TPR lanes per row, as SpMV. `sc` (may be null): the solver
 // scalars of a device-driven iteration; every kernel does nothing once they
 // say stop. The cycle's kernels come twice: V = double, and V = float for a
@@ -38,17 +38,6 @@ __device__ void residual(int n, const int* __restrict__ rp, const int* __restric
     if (row < n && lane == 0) r[row] = b[row] - ax;
 }
 
-// y = A x + beta y (beta 0: y not read), f32 values: the cycle's transfers.
-template <int TPR>
-__device__ void spmv_single(int n, const int* __restrict__ rp, const int* __restrict__ ci, const float* __restrict__ v,
-                            const double* __restrict__ x, double* __restrict__ y, double beta, const double* sc) {
-    if (stopped(sc)) return;
-    const i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / TPR;
-    const int lane = threadIdx.x & (TPR - 1);
-    const double sum = row_times<TPR>(row, n, lane, rp, ci, v, x);
-    if (row < n && lane == 0) y[row] = beta == 0.0 ? sum : sum + beta * y[row];
-}
-
 #define AMG(TPR, V, SUFFIX)                                                                                           \
     extern "C" __global__ void __launch_bounds__(256) amg_smooth##SUFFIX##_tpr##TPR(int n, const int* rp,             \
         const int* ci, const V* v, const double* inv, const double* b, const double* x_in, double* x_out, double* d,  \
@@ -59,14 +48,8 @@ __device__ void spmv_single(int n, const int* __restrict__ rp, const int* __rest
         const int* ci, const V* v, const double* b, const double* x, double* r, const double* sc) {                   \
         residual<TPR, V>(n, rp, ci, v, b, x, r, sc);                                                                  \
     }
-#define AMG_SINGLE(TPR)                                                                                               \
-    AMG(TPR, float, _f32)                                                                                             \
-    extern "C" __global__ void __launch_bounds__(256) amg_spmv_f32_tpr##TPR(int n, const int* rp, const int* ci,      \
-        const float* v, const double* x, double* y, double beta, const double* sc) {                                  \
-        spmv_single<TPR>(n, rp, ci, v, x, y, beta, sc);                                                               \
-    }
 AMG(1, double, ) AMG(2, double, ) AMG(4, double, ) AMG(8, double, ) AMG(16, double, ) AMG(32, double, )
-AMG_SINGLE(1) AMG_SINGLE(2) AMG_SINGLE(4) AMG_SINGLE(8) AMG_SINGLE(16) AMG_SINGLE(32)
+AMG(1, float, _f32) AMG(2, float, _f32) AMG(4, float, _f32) AMG(8, float, _f32) AMG(16, float, _f32) AMG(32, float, _f32)
 
 // dst = src rounded to f32 (the cycle's copies of the values). With `first`
 // (the finest values: src/amg/setup.rs check_finest's f32 check), *first =

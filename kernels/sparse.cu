@@ -8,8 +8,10 @@
 // y is not read (it may hold anything). Every lane reaches the shuffles, so
 // rows past the end are masked, not skipped. `sc` (may be null): the solver
 // scalars of a device-driven iteration; the kernel does nothing once they say stop.
-template <int TPR>
-__device__ void spmv(int n, const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
+// V: the values' type, double, or float for f32 copies (spmv_f32_*: the AMG
+// cycle's, src/amg/cuda.rs); x, y and the sums stay double.
+template <int TPR, typename V>
+__device__ void spmv(int n, const int* __restrict__ rp, const int* __restrict__ ci, const V* __restrict__ v,
                      const double* __restrict__ x, double* __restrict__ y, double alpha, double beta, const double* sc) {
     if (stopped(sc)) return;
     const i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / TPR;
@@ -21,7 +23,11 @@ __device__ void spmv(int n, const int* __restrict__ rp, const int* __restrict__ 
 #define SPMV(TPR)                                                                                              \
     extern "C" __global__ void __launch_bounds__(256) spmv_tpr##TPR(int n, const int* rp, const int* ci,        \
         const double* v, const double* x, double* y, double alpha, double beta, const double* sc) {            \
-        spmv<TPR>(n, rp, ci, v, x, y, alpha, beta, sc);                                                       \
+        spmv<TPR, double>(n, rp, ci, v, x, y, alpha, beta, sc);                                               \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(256) spmv_f32_tpr##TPR(int n, const int* rp, const int* ci,    \
+        const float* v, const double* x, double* y, double alpha, double beta, const double* sc) {             \
+        spmv<TPR, float>(n, rp, ci, v, x, y, alpha, beta, sc);                                                \
     }
 SPMV(1) SPMV(2) SPMV(4) SPMV(8) SPMV(16) SPMV(32)
 

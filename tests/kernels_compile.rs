@@ -142,22 +142,30 @@ fn every_block_kernel_name_is_defined() {
 
 /// Every AMG product a re-setup asks for by name (lanes a row, rows at
 /// once, tiles: src/amg/cuda.rs product) exists, the coarsest inverse, and
-/// the cycle's kernels over f64 and f32 values (LevelMatrix::kernel_name).
+/// the cycle's kernels over f64 and f32 values (LevelMatrix::kernel_name,
+/// sparse::cuda::spmv_with).
 #[test]
 fn every_amg_product_kernel_name_is_defined() {
-    let Some(ptx) = ptx("amg", fegpu::amg::cuda::SOURCE) else { return };
+    let Some(amg) = ptx("amg", fegpu::amg::cuda::SOURCE) else { return };
     for name in ["amg_dense_inverse", "amg_round_to_f32"] {
-        assert!(ptx.contains(&format!(".entry {name}(")), "kernels/amg.cu defines no {name}");
+        assert!(amg.contains(&format!(".entry {name}(")), "kernels/amg.cu defines no {name}");
     }
     for group in [1, 2, 4, 8, 16, 32] {
         let mut names = vec![format!("amg_product_g{group}")];
-        for stem in ["amg_smooth", "amg_residual", "amg_smooth_f32", "amg_residual_f32", "amg_spmv_f32"] {
+        for stem in ["amg_smooth", "amg_residual", "amg_smooth_f32", "amg_residual_f32"] {
             names.push(format!("{stem}_tpr{group}"));
         }
         names.extend(fegpu::amg::host::ROW_BLOCKS.iter().map(|s| format!("amg_product_g{group}_s{s}")));
         names.extend(fegpu::amg::host::TILES.iter().map(|(s, k, j)| format!("amg_product_g{group}_t{s}x{k}x{j}")));
         for name in names {
-            assert!(ptx.contains(&format!(".entry {name}(")), "kernels/amg.cu defines no {name}");
+            assert!(amg.contains(&format!(".entry {name}(")), "kernels/amg.cu defines no {name}");
+        }
+    }
+    // the cycle's transfers: sparse.cu's SpMV over f64 or f32 values (sparse::cuda::SpmvValues)
+    let Some(sparse) = ptx("sparse", fegpu::sparse::cuda::SOURCE) else { return };
+    for group in [1, 2, 4, 8, 16, 32] {
+        for name in [format!("spmv_tpr{group}"), format!("spmv_f32_tpr{group}")] {
+            assert!(sparse.contains(&format!(".entry {name}(")), "kernels/sparse.cu defines no {name}");
         }
     }
 }

@@ -86,19 +86,11 @@ impl DeviceCsr {
         y: &DeviceBuffer<f64>,
         sc: Option<&DeviceBuffer<f64>>,
     ) -> Result<()> {
-        let m = self.matrix();
-        if m.single.is_none() {
-            return spmv_with(g, &self.pattern, self.pattern.threads_per_row, self.nrows, &self.values, 1.0, x, beta, y, sc);
+        let (p, tpr, n) = (&self.pattern, self.pattern.threads_per_row, self.nrows);
+        match &self.single {
+            Some(v) => spmv_with(g, p, tpr, n, v, 1.0, x, beta, y, sc),
+            None => spmv_with(g, p, tpr, n, &self.values, 1.0, x, beta, y, sc),
         }
-        let name = m.kernel_name("amg_spmv");
-        let f = g.kernel("amg", SOURCE, &name)?;
-        let n32 = self.nrows as i32;
-        let mut l = g.launcher(&f);
-        l.arg(&n32);
-        m.push(&mut l);
-        l.arg(x).arg(y).arg(&beta);
-        arg_or_null(&mut l, sc);
-        g.launch(&name, l, (spmv_blocks(self.nrows, self.pattern.threads_per_row) as u32, 1, 1), (BLOCK, 1, 1), 0)
     }
 }
 

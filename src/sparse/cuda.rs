@@ -35,21 +35,35 @@ pub fn threads_per_row(nnz: usize, nrows: usize) -> u32 {
     t
 }
 
+/// The values an SpMV reads: f64, or f32 copies (the AMG cycle's), each
+/// with its kernels (kernels/sparse.cu `spmv_tpr*`, `spmv_f32_tpr*`).
+pub trait SpmvValues: DeviceScalar {
+    const KERNEL: &'static str;
+}
+
+impl SpmvValues for f64 {
+    const KERNEL: &'static str = "spmv";
+}
+
+impl SpmvValues for f32 {
+    const KERNEL: &'static str = "spmv_f32";
+}
+
 /// y = alpha A x + beta y; with `sc`, skipped once a device-driven solve has stopped.
 #[allow(clippy::too_many_arguments)]
-pub fn spmv_with(
+pub fn spmv_with<V: SpmvValues>(
     g: &Gpu,
     dp: &DevicePattern,
     tpr: u32,
     n: usize,
-    v: &DeviceBuffer<f64>,
+    v: &DeviceBuffer<V>,
     alpha: f64,
     x: &DeviceBuffer<f64>,
     beta: f64,
     y: &DeviceBuffer<f64>,
     sc: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
-    let name = format!("spmv_tpr{tpr}");
+    let name = format!("{}_tpr{tpr}", V::KERNEL);
     let f = g.kernel("sparse", SOURCE, &name)?;
     let n32 = n as i32;
     let mut l = g.launcher(&f);
