@@ -129,12 +129,14 @@ pub(super) fn check_finest(a: &Mat, options: &Options) -> Result<()> {
     }
     // an f32 cycle rounds them: none may overflow, or underflow to zero or a subnormal
     let single = |v: f64| v == 0.0 || ((v as f32).is_finite() && (v as f32).abs() >= f32::MIN_POSITIVE);
-    if let Some(k) = a.v.iter().position(|&v| options.f32_cycle && !single(v)) {
-        return Err(Error::invalid(format!(
-            "values[{k}] = {:e}: outside f32's normal range, which the f32 cycle (f32_cycle) rounds to; \
-             scale the system or take the f64 cycle",
-            a.v[k]
-        )));
+    if options.f32_cycle {
+        if let Some(k) = a.v.iter().position(|&v| !single(v)) {
+            return Err(Error::invalid(format!(
+                "values[{k}] = {:e}: outside f32's normal range, which the f32 cycle (f32_cycle) rounds to; \
+                 scale the system or take the f64 cycle",
+                a.v[k]
+            )));
+        }
     }
     let d = a.diagonal();
     if let Some(i) = (0..a.nrows).find(|&i| a.row(i).is_empty()) {
