@@ -1,26 +1,61 @@
 #!/usr/bin/env bash
-# Two or more GPUs of one host (issue #24): the distributed drivers on 2 ranks (one GPU each), then
-# fegpu bench dist on 2 and 1 ranks, the device-direct (CUDA IPC), NCCL and host paths, and the solve driver
-# through NCCL. Build here first: build/ configured
-# -DFEGPU_MPI=ON, then scripts/gpu-stage.sh; run there with carry [".gpu"]. Logs under $OUT.
+# Several GPUs of one host (issue #24), one rank a GPU. Build here first:
+# build/ configured -DFEGPU_MPI=ON, then `scripts/gpu-stage.sh --dist`; run
+# there with carry [".gpu"]: `bash scripts/gpu-multi.sh PART...`, PART one of
+#   checks   the distributed drivers on 2 and 4 ranks (FEGPU_CHECK_LAUNCHES=1),
+#            the solve drivers through NCCL on 2 and 4 ranks
+#   cg       CG (Jacobi) on the 7-point 256^3 operator on 1, 2, 4 GPUs through
+#            CUDA IPC, NCCL and the host; weak scaling at 128^3 a GPU
+#   solvers  BiCGSTAB (Jacobi), block-Jacobi ILU(0) and AMG over the ranks;
+#            the ~10M-dof hex8 elasticity system
+#   lattice  the split lattice: 512^3 strong, 256^3 a GPU weak; EBE CG
+#   radfields  N_S 200k, n_RHS 1, 10, 100 on 1, 2, 4 GPUs
+# Every command's output goes to $OUT/PART.txt (one file a part: the device
+# tool returns few files), a line "rc N" after each.
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export FEGPU_BACKEND=cuda LD_LIBRARY_PATH=$PWD/.gpu/lib FEGPU_DATA=$PWD/tests/data FEGPU_MATRICES=$PWD/tests/data/matrices
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-{ nvidia-smi --query-gpu=index,name,memory.total,driver_version,pci.bus_id --format=csv; nvidia-smi topo -m; lscpu | grep -E 'Model name|^CPU\(s\)|NUMA'; } > $OUT/machine.txt 2>&1
-M() { local np=$1; shift; mpiexec -n $np --bind-to none -x FEGPU_BACKEND -x LD_LIBRARY_PATH -x FEGPU_DATA -x FEGPU_MATRICES "$@"; }
-hung=""
-for d in .gpu/drivers/dist_*; do
-  [ -n "$hung" ] && break
-  ( timeout 45 bash -c "$(declare -f M); M 2 -x FEGPU_CHECK_LAUNCHES=1 $d" ) > $OUT/$(basename $d)-np2.txt 2>&1; rc=$?; echo "rc $rc" >> $OUT/$(basename $d)-np2.txt
-  [ $rc -eq 124 ] && hung="-x FEGPU_DIST_EXCHANGE=host"
+export NCCL_NVLS_ENABLE=0  # never NVLink multicast on a shared host
+gpus=$(nvidia-smi -L | wc -l)
+M() { local np=$1; shift; mpiexec -n $np --bind-to none -x FEGPU_BACKEND -x LD_LIBRARY_PATH -x FEGPU_DATA -x FEGPU_MATRICES -x NCCL_NVLS_ENABLE "$@"; }
+# run LOG LIMIT NP ARGS...: one mpiexec, its output and status appended to the part's log
+run() {
+  local log=$1 limit=$2; shift 2
+  echo "== np $1: ${*:2}" >> $log
+  local t0=$(date +%s%N)
+  timeout $limit bash -c "$(declare -f M); M $*" >> $log 2>&1
+  echo "rc $? ($(( ($(date +%s%N) - t0) / 1000000 )) ms)" >> $log
+}
+B=.gpu/bin/fegpu
+ranks=(1 2 4); [ $gpus -lt 4 ] && ranks=(1 2)
+for part in "$@"; do
+  log=$OUT/$part.txt
+  case $part in
+  checks)
+    { nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv; nvidia-smi topo -m; mpiexec --version | head -1; } > $log 2>&1
+    for np in "${ranks[@]:1}"; do
+      for d in .gpu/drivers/dist_*; do run $log 60 $np -x FEGPU_CHECK_LAUNCHES=1 $d; done
+      for d in .gpu/drivers/dist_solve_*; do run $log 60 $np -x FEGPU_CHECK_LAUNCHES=1 -x FEGPU_DIST_EXCHANGE=nccl $d; done
+    done ;;
+  cg)
+    for np in "${ranks[@]}"; do run $log 120 $np $B bench dist --only solve --grid 256 --iterations 200 --tol 1e-8; done
+    for path in nccl host; do
+      for np in "${ranks[@]:1}"; do run $log 120 $np -x FEGPU_DIST_EXCHANGE=$path $B bench dist --only solve --grid 256 --iterations 200; done
+    done
+    for np in "${ranks[@]}"; do run $log 90 $np $B bench dist --only solve --weak --grid 128 --iterations 200 --tol 1e-8; done ;;
+  solvers)
+    for np in "${ranks[@]}"; do run $log 120 $np $B bench dist --only solve --grid 256 --method bicgstab --iterations 100 --tol 1e-8; done
+    for np in "${ranks[@]}"; do run $log 120 $np $B bench dist --only solve --grid 256 --precond ilu0 --iterations 50 --tol 1e-8; done
+    for np in "${ranks[@]}"; do run $log 120 $np $B bench dist --only solve --weak --grid 128 --precond amg --iterations 20 --tol 1e-8; done
+    for np in "${ranks[@]}"; do run $log 150 $np $B bench dist --only solve --system elasticity --grid 149 --iterations 100; done ;;
+  lattice)
+    for np in "${ranks[@]}"; do run $log 90 $np $B bench dist --only lattice --lattice 512 --steps 20; done
+    for np in "${ranks[@]:1}"; do run $log 90 $np $B bench dist --only lattice --lattice-weak --lattice 256 --steps 50; done
+    for np in "${ranks[@]}"; do run $log 120 $np $B bench dist --only ebe --ebe 128 --iterations 100; done ;;
+  radfields)
+    echo "== fegpu bench radfields --devices" > $log
+    timeout 240 $B bench radfields --devices >> $log 2>&1; echo "rc $?" >> $log ;;
+  *) echo "unknown part $part" >&2 ;;
+  esac
+  grep -E "^(==|rc|.*ms/iteration|.*ms/step|.*speed-up|.*efficiency|.*TFLOP|.*passed|.*FAIL|.*rror)" $log | cut -c1-260
 done
-B=".gpu/bin/fegpu bench dist --grid 256 --iterations 50 --lattice 512 --steps 20 --ebe 64"
-( timeout 150 bash -c "$(declare -f M); M 2 $hung $B" ) > $OUT/bench-dist-np2.txt 2>&1; echo "rc $?" >> $OUT/bench-dist-np2.txt
-( timeout 120 bash -c "$(declare -f M); M 1 $B" ) > $OUT/bench-dist-np1.txt 2>&1; echo "rc $?" >> $OUT/bench-dist-np1.txt
-( timeout 120 bash -c "$(declare -f M); M 2 -x FEGPU_DIST_EXCHANGE=host $B" ) > $OUT/bench-dist-np2-host.txt 2>&1; echo "rc $?" >> $OUT/bench-dist-np2-host.txt
-( timeout 120 bash -c "$(declare -f M); M 2 -x FEGPU_DIST_EXCHANGE=nccl $B" ) > $OUT/bench-dist-np2-nccl.txt 2>&1; echo "rc $?" >> $OUT/bench-dist-np2-nccl.txt
-( timeout 45 bash -c "$(declare -f M); M 2 -x FEGPU_DIST_EXCHANGE=nccl -x FEGPU_CHECK_LAUNCHES=1 .gpu/drivers/dist_solve_c" ) > $OUT/dist_solve_c-np2-nccl.txt 2>&1; echo "rc $?" >> $OUT/dist_solve_c-np2-nccl.txt
-( timeout 100 bash -c "$(declare -f M); M 2 $hung .gpu/bin/fegpu bench dist --grid 128 --iterations 100 --lattice 256 --steps 40 --ebe 48" ) > $OUT/bench-dist-np2-small.txt 2>&1; echo "rc $?" >> $OUT/bench-dist-np2-small.txt
-cat $OUT/machine.txt | head -8
-for f in $OUT/dist_*; do echo "$(basename $f): $(tail -1 $f) $(grep -ci 'error\|fail' $f)"; done
-cat $OUT/bench-dist-*.txt

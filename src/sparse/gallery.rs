@@ -4,14 +4,20 @@
 pub type CsrArrays = (Vec<i64>, Vec<i64>, Vec<f64>);
 
 fn stencil(n: usize, offsets: &[(i64, i64, i64, f64)]) -> CsrArrays {
-    let idx = |i: i64, j: i64, k: i64| i + n as i64 * (j + n as i64 * k);
+    stencil_box([n; 3], offsets)
+}
+
+/// The stencil on an nx x ny x nz grid, x fastest.
+fn stencil_box([nx, ny, nz]: [usize; 3], offsets: &[(i64, i64, i64, f64)]) -> CsrArrays {
+    let (nx, ny, nz) = (nx as i64, ny as i64, nz as i64);
+    let idx = |i: i64, j: i64, k: i64| i + nx * (j + ny * k);
     let (mut rp, mut ci, mut v) = (vec![0i64], Vec::new(), Vec::new());
-    for k in 0..n as i64 {
-        for j in 0..n as i64 {
-            for i in 0..n as i64 {
+    for k in 0..nz {
+        for j in 0..ny {
+            for i in 0..nx {
                 for &(di, dj, dk, w) in offsets {
                     let (a, b, c) = (i + di, j + dj, k + dk);
-                    if (0..n as i64).contains(&a) && (0..n as i64).contains(&b) && (0..n as i64).contains(&c) {
+                    if (0..nx).contains(&a) && (0..ny).contains(&b) && (0..nz).contains(&c) {
                         ci.push(idx(a, b, c));
                         v.push(w);
                     }
@@ -25,9 +31,15 @@ fn stencil(n: usize, offsets: &[(i64, i64, i64, f64)]) -> CsrArrays {
 
 /// The 7-point Laplacian on an n^3 grid with Dirichlet boundaries (SPD).
 pub fn laplacian7(n: usize) -> CsrArrays {
+    laplacian7_box([n; 3])
+}
+
+/// The 7-point Laplacian on an nx x ny x nz grid (x fastest), Dirichlet
+/// boundaries: weak-scaling runs stack one n^3 cube a rank along z.
+pub fn laplacian7_box(dims: [usize; 3]) -> CsrArrays {
     let mut o = vec![(0, 0, -1, -1.0), (0, -1, 0, -1.0), (-1, 0, 0, -1.0), (0, 0, 0, 6.0)];
     o.extend([(1, 0, 0, -1.0), (0, 1, 0, -1.0), (0, 0, 1, -1.0)]);
-    stencil(n, &o)
+    stencil_box(dims, &o)
 }
 
 /// A 27-point operator on an n^3 grid: 26 on the diagonal, -1 to every

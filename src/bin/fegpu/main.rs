@@ -34,12 +34,15 @@ const USAGE: &str = "usage:
   fegpu bench ilu [A.mtx]    ILU(0) on the device: sync-free vs level-by-level vs Jacobi-swept triangles: apply, factor, solve
   fegpu bench block          block CSR (2, 3, 4 unknowns a cell): SpMV vs the copy ceiling and CSR, block Jacobi / ILU(0)
   fegpu bench amg            AMG against Jacobi-CG and ILU(0)-BiCGSTAB: iterations, setup, re-setup, time to solution
-  mpiexec -n N fegpu bench dist [--grid n] [--iterations k] [--lattice m] [--steps s]
-                             (MPI builds) a distributed CG iteration on the 7-point n^3 Laplacian, and a D3Q19
-                             step of an m^3 lattice split in z-slabs, against one process
+  mpiexec -n N fegpu bench dist [--only solve,lattice,ebe] [--system laplacian|elasticity] [--grid n] [--weak]
+      [--method M] [--precond P] [--iterations k] [--tol t] [--lattice m] [--lattice-weak] [--steps s] [--ebe e]
+                             (MPI builds) a distributed Krylov solve (7-point n^3 Laplacian or hex8 elasticity),
+                             a D3Q19 step split in z-slabs and an EBE CG iteration, each against one process
   fegpu bench fem            element integration throughput; EBE vs assembled CG per iteration (hex8, ~1M dofs)
   fegpu bench lbm            D3Q19 MLUPS (128^3..512^3 f32, 128^3/256^3 f64) against the copy roofline
-  fegpu bench radfields      rad_fields GFLOP/s (N_S 10k..200k, n_RHS 1/10/100) against the FP64 ceiling
+  fegpu bench radfields [--devices]
+                             rad_fields GFLOP/s (N_S 10k..200k, n_RHS 1/10/100) against the FP64 ceiling;
+                             --devices: N_S 200k on 1, 2, 4, .. of the machine's GPUs alone
   fegpu bench pipeline       host-array pipelines: versions 1/2/3 at 1..16 streams, measured vs the overlap model
 environment: FEGPU_BACKEND=auto|cpu|cuda, FEGPU_DEVICE=N";
 
@@ -112,7 +115,7 @@ fn bench(args: &[String]) -> fegpu::Result<()> {
         Some("amg") => bench::amg::run_all(),
         #[cfg(feature = "mpi")]
         Some("dist") => bench::dist::run(&args[1..]),
-        Some("radfields") => bench::radfields::run(),
+        Some("radfields") => bench::radfields::run(&args[1..]),
         Some("pipeline") => bench::pipeline::run(),
         other => Err(bad(format!("unknown benchmark {other:?}"))),
     }

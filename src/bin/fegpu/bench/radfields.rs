@@ -1,8 +1,8 @@
 //! `fegpu bench radfields`: GFLOP/s of the rad_fields convolution (flops
 //! counted as `radfields::flops`, the seed's weights) for N_S 10k..200k and
 //! n_RHS 1, 10, 100, with the FP64 FMA ceiling measured in the same run and the
-//! serial loop's rate beside it; on a machine with several GPUs, the largest
-//! case split across all of them.
+//! serial loop's rate beside it; on a machine with several GPUs, N_S 200k
+//! split across 1, 2, 4, .. of them (`--devices`: that part alone).
 
 use super::{describe, open_context, time};
 use fegpu::context::{Context, Request};
@@ -80,9 +80,18 @@ fn accumulate_all(acc: &Accumulator, pr: &Problem, n_p: usize, n_rhs: usize) -> 
     Ok(())
 }
 
-pub fn run() -> Result<()> {
+pub fn run(args: &[String]) -> Result<()> {
+    let devices_only = match args {
+        [] => false,
+        [a] if a == "--devices" => true,
+        _ => return Err(fegpu::Error::invalid(format!("bench radfields: unknown options {args:?} (expected --devices)"))),
+    };
     let ctx = open_context()?;
     println!("fegpu bench radfields on {}", describe(&ctx));
+    let devices = fegpu::gpu::Gpu::device_count()?;
+    if devices_only {
+        return several_devices(&ctx, devices);
+    }
     let Some(g) = ctx.gpu() else {
         println!("(no GPU: the serial rate only)");
         for n_rhs in [1, 10] {
@@ -104,12 +113,10 @@ pub fn run() -> Result<()> {
         "{:>7} {:>5} {:>10} {:>7} {:>8} {:>10} {:>8} {:>10}",
         "N_S", "n_rhs", "calls x n_p", "kernel", "ms", "TFLOP/s", "of FP64", "vs serial"
     );
-    let mut largest = None;
     for &n_s in &[10_000usize, 50_000, 200_000] {
         for (ri, &n_rhs) in [1usize, 10, 100].iter().enumerate() {
             // Batches: all of S' in calls of 256 points, then element by element (8 points per call).
-            let per_pair = fegpu::radfields::FLOPS_PER_PAIR + fegpu::radfields::FLOPS_PER_PAIR_RHS * n_rhs as f64;
-            let total = ((4e11 / (n_s as f64 * per_pair)) as usize).clamp(256, 4096) / 256 * 256;
+            let total = batches(n_s, n_rhs);
             let pr = problem(n_s, total, n_rhs);
             for n_p in [256, 8] {
                 for variant in [Kernel::Direct, Kernel::Tiled] {
@@ -128,40 +135,53 @@ pub fn run() -> Result<()> {
                     );
                 }
             }
-            if n_s == 200_000 && n_rhs == 100 {
-                largest = Some(pr);
-            }
         }
     }
-    let devices = fegpu::gpu::Gpu::device_count()?;
-    if let (Some(pr), true) = (largest, devices >= 2) {
-        several_devices(&ctx, &pr, devices)?;
+    if devices >= 2 {
+        several_devices(&ctx, devices)?;
     }
     Ok(())
 }
 
-/// The largest case on one device and split across `devices`, wall clock
-/// (queue everything, then wait on every device).
-fn several_devices(ctx: &Arc<Context>, pr: &Problem, devices: usize) -> Result<()> {
-    let (n_s, n_rhs, total) = (pr.s.len() / 3, 100, pr.w.len());
+/// S' batches of the size the table uses for N_S and n_rhs.
+fn batches(n_s: usize, n_rhs: usize) -> usize {
+    let per_pair = fegpu::radfields::FLOPS_PER_PAIR + fegpu::radfields::FLOPS_PER_PAIR_RHS * n_rhs as f64;
+    ((4e11 / (n_s as f64 * per_pair)) as usize).clamp(256, 4096) / 256 * 256
+}
+
+/// N_S 200k for n_rhs 1, 10, 100 on one device and split across 2, 4, ..
+/// `devices`, wall clock (queue everything, then wait on every device).
+fn several_devices(ctx: &Arc<Context>, devices: usize) -> Result<()> {
     let mut contexts = vec![ctx.clone()];
     for d in 1..devices {
         contexts.push(Arc::new(Context::new(Request::Cuda, d as i64)?));
     }
-    let mut rates = Vec::new();
-    for n in [1, devices] {
-        let acc = Accumulator::new(contexts[..n].to_vec(), &pr.s, n_rhs, medium())?;
-        let mut best = f64::INFINITY;
-        for _ in 0..4 {
-            let t = Instant::now();
-            accumulate_all(&acc, pr, 256, n_rhs)?;
-            acc.synchronize()?;
-            best = best.min(t.elapsed().as_secs_f64());
+    let counts: Vec<usize> = (0..).map(|k| 1 << k).take_while(|&n| n < devices).chain([devices]).collect();
+    let n_s = 200_000;
+    for n_rhs in [1, 10, 100] {
+        let total = batches(n_s, n_rhs);
+        let pr = problem(n_s, total, n_rhs);
+        let mut one = 0.0;
+        for &n in &counts {
+            let acc = Accumulator::new(contexts[..n].to_vec(), &pr.s, n_rhs, medium())?;
+            let mut best = f64::INFINITY;
+            for _ in 0..4 {
+                let t = Instant::now();
+                accumulate_all(&acc, &pr, 256, n_rhs)?;
+                acc.synchronize()?;
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            let rate = flops(n_s, total, n_rhs) / best;
+            if n == 1 {
+                one = rate;
+            }
+            println!(
+                "{n} device(s), N_S {n_s}, n_rhs {n_rhs}, {total} S' points: {:.2} ms, {:.2} TFLOP/s (wall clock), speed-up {:.2}x",
+                best * 1e3,
+                rate / 1e12,
+                rate / one
+            );
         }
-        let rate = flops(n_s, total, n_rhs) / best;
-        println!("{n} device(s), N_S {n_s}, n_rhs {n_rhs}: {:.2} TFLOP/s (wall clock)", rate / 1e12);
-        rates.push(rate);
     }
-    println!("speedup on {devices} devices: {:.2}x", rates[1] / rates[0]);
     Ok(())
 }
