@@ -8,8 +8,13 @@
 #            CUDA IPC, NCCL and the host; weak scaling at 128^3 a GPU
 #   solvers  BiCGSTAB (Jacobi), block-Jacobi ILU(0) and AMG over the ranks;
 #            the ~10M-dof hex8 elasticity system
+#   amgel    per-rank AMG (rigid-body modes) on the 3M-dof elasticity block, 2 and 4 GPUs
 #   lattice  the split lattice: 512^3 strong, 256^3 a GPU weak; EBE CG
 #   radfields  N_S 200k, n_RHS 1, 10, 100 on 1, 2, 4 GPUs
+#   ab       with .gpu/old/fegpu (an earlier build) beside: the split lattice
+#            and rad_fields over GPUs, old and new alternated twice
+#   cold     first on a fresh machine: dist_lattice_c on 2 ranks twice, timed
+#            (the driver's cold JIT of kernels/lbm.cu's PTX, then cached)
 # Every command's output goes to $OUT/PART.txt (one file a part: the device
 # tool returns few files), a line "rc N" after each.
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
@@ -34,8 +39,9 @@ for part in "$@"; do
   checks)
     { nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv; nvidia-smi topo -m; mpiexec --version | head -1; } > $log 2>&1
     for np in "${ranks[@]:1}"; do
-      for d in .gpu/drivers/dist_*; do run $log 60 $np -x FEGPU_CHECK_LAUNCHES=1 $d; done
-      for d in .gpu/drivers/dist_solve_*; do run $log 60 $np -x FEGPU_CHECK_LAUNCHES=1 -x FEGPU_DIST_EXCHANGE=nccl $d; done
+      # 180 s: a fresh machine's first runs JIT-compile the kernels' PTX (cached after)
+      for d in .gpu/drivers/dist_*; do run $log 180 $np -x FEGPU_CHECK_LAUNCHES=1 $d; done
+      for d in .gpu/drivers/dist_solve_*; do run $log 180 $np -x FEGPU_CHECK_LAUNCHES=1 -x FEGPU_DIST_EXCHANGE=nccl $d; done
     done ;;
   cg)
     for np in "${ranks[@]}"; do run $log 120 $np $B bench dist --only solve --grid 256 --iterations 200 --tol 1e-8; done
@@ -48,14 +54,32 @@ for part in "$@"; do
     for np in "${ranks[@]}"; do run $log 120 $np $B bench dist --only solve --grid 256 --precond ilu0 --iterations 50 --tol 1e-8; done
     for np in "${ranks[@]}"; do run $log 120 $np $B bench dist --only solve --weak --grid 128 --precond amg --iterations 20 --tol 1e-8; done
     for np in "${ranks[@]}"; do run $log 150 $np $B bench dist --only solve --system elasticity --grid 149 --iterations 100; done ;;
+  amgel)
+    for np in "${ranks[@]:1}"; do run $log 200 $np $B bench dist --only solve --system elasticity --grid 100 --precond amg --iterations 20 --tol 1e-8; done ;;
   lattice)
     for np in "${ranks[@]}"; do run $log 90 $np $B bench dist --only lattice --lattice 512 --steps 20; done
-    for np in "${ranks[@]:1}"; do run $log 90 $np $B bench dist --only lattice --lattice-weak --lattice 256 --steps 50; done
+    for np in "${ranks[@]}"; do run $log 90 $np $B bench dist --only lattice --lattice-weak --lattice 256 --steps 50; done
     for np in "${ranks[@]}"; do run $log 120 $np $B bench dist --only ebe --ebe 128 --iterations 100; done ;;
   radfields)
     echo "== fegpu bench radfields --devices" > $log
     timeout 240 $B bench radfields --devices >> $log 2>&1; echo "rc $?" >> $log ;;
+  ab)
+    : > $log
+    for round in 1 2; do
+      for b in .gpu/old/fegpu $B; do
+        for np in "${ranks[@]:1}"; do run $log 60 $np $b bench dist --only lattice --lattice-weak --lattice 256 --steps 50; done
+        run $log 60 ${ranks[-1]} $b bench dist --only lattice --lattice 512 --steps 20
+      done
+    done
+    for b in .gpu/old/fegpu $B; do
+      echo "== $b bench radfields --devices" >> $log; timeout 240 $b bench radfields --devices >> $log 2>&1; echo "rc $?" >> $log
+    done ;;
+  cold)
+    : > $log
+    du -sh ~/.nv/ComputeCache >> $log 2>&1
+    for k in 1 2; do run $log 150 2 -x FEGPU_CHECK_LAUNCHES=1 .gpu/drivers/dist_lattice_c; done
+    du -sh ~/.nv/ComputeCache >> $log 2>&1 ;;
   *) echo "unknown part $part" >&2 ;;
   esac
-  grep -E "^(==|rc|.*ms/iteration|.*ms/step|.*speed-up|.*efficiency|.*TFLOP|.*passed|.*FAIL|.*rror)" $log | cut -c1-260
+  grep -E "^(==|rc|.*device\(s\)|.*ms/iteration|.*ms/step|.*speed-up|.*efficiency|.*TFLOP|.*passed|.*FAIL|.*rror)" $log | cut -c1-260
 done

@@ -170,7 +170,7 @@ impl Team {
 /// where it names itself). Collective: every rank builds or none does, so
 /// a failure anywhere stops every rank before the next collective.
 fn regions(comm: &Comm, g: &Gpu, bytes: usize, ranks: &[usize]) -> Result<(SharedRegion, Vec<PeerRegion>, Vec<u64>)> {
-    let region = comm.agree(g.shared_region(bytes))?;
+    let mut region = comm.agree(g.shared_region(bytes))?;
     let handle = comm.agree(region.handle())?;
     let words: [i64; HANDLE_BYTES / 8] =
         std::array::from_fn(|k| i64::from_le_bytes(handle[8 * k..8 * k + 8].try_into().unwrap_or_default()));
@@ -186,10 +186,12 @@ fn regions(comm: &Comm, g: &Gpu, bytes: usize, ranks: &[usize]) -> Result<(Share
                 for (k, w) in handles.iter().enumerate() {
                     h[8 * k..8 * k + 8].copy_from_slice(&w[r].to_le_bytes());
                 }
-                g.open_peer_region(&h)
+                g.open_peer_region(&h, comm.rank)
             })
             .collect::<Result<Vec<_>>>(),
     )?;
+    // the ranks this one maps map it too (every rank, or both neighbours)
+    region.mapped_by(&others);
     let address = |r: usize| match others.binary_search(&r) {
         Ok(k) => peers[k].address(),
         Err(_) => region.address(),

@@ -201,14 +201,24 @@ impl Accumulator {
                 p.reserve(g, src.n_p)?;
             }
         }
-        for sh in shares.iter_mut() {
-            match (&mut sh.part, &sh.ctx.backend) {
-                (Part::Host(p), _) => p.accumulate(&self.medium.consts(), src, self.n_rhs),
-                (Part::Device(p), Backend::Cuda(g)) => p.accumulate(g, src, variant)?,
-                _ => return Err(crate::array::mixed_backends()),
+        let add = |sh: &mut Share| match (&mut sh.part, &sh.ctx.backend) {
+            (Part::Host(p), _) => {
+                p.accumulate(&self.medium.consts(), src, self.n_rhs);
+                Ok(())
+            }
+            (Part::Device(p), Backend::Cuda(g)) => p.accumulate(g, src, variant),
+            _ => Err(crate::array::mixed_backends()),
+        };
+        match shares.as_mut_slice() {
+            [one] => add(one),
+            // each device's batch packed and queued on its own thread: one
+            // after another, the last device's kernel started a packing per
+            // device later (a large batch's packing takes a millisecond or more)
+            several => {
+                use rayon::prelude::*;
+                several.par_iter_mut().try_for_each(add)
             }
         }
-        Ok(())
     }
 
     /// Copies the fields (3, 2, n_s, n_rhs) into `out`, waiting for queued work.

@@ -198,18 +198,17 @@ fn elasticity(ctx: &Arc<Context>, m: usize) -> Result<System> {
     Ok(System { rp, ci, v, b, coords: Some(coords), name: format!("hex8 elasticity {m}^3 elements") })
 }
 
+/// A solve from the given x to a tolerance within maxit: (iterations, setup s).
+type SolveFn<'a> = &'a dyn Fn(&Array, f64, i64) -> Result<(i64, f64)>;
+
+/// ms an iteration; with a tolerance, (iterations, setup s, solve ms).
+type Timings = (f64, Option<(i64, f64, f64)>);
+
 /// Per iteration (an unreachable tolerance) and, with a tolerance, the
 /// solve from x = 0: (ms an iteration, Some((iterations, setup s, solve ms))).
 /// `built`: the seconds the solver's construction took (its preconditioner's
 /// setup), to which a first solve's own setup is added.
-fn timings(
-    solve: &dyn Fn(&Array, f64, i64) -> Result<(i64, f64)>,
-    built: f64,
-    x: &Array,
-    zero: &[f64],
-    o: &Options,
-    together: &dyn Fn(),
-) -> Result<(f64, Option<(i64, f64, f64)>)> {
+fn timings(solve: SolveFn, built: f64, x: &Array, zero: &[f64], o: &Options, together: &dyn Fn()) -> Result<Timings> {
     let to_tol = match o.tol {
         Some(tol) => {
             x.upload(0, zero, "x")?;
@@ -232,7 +231,7 @@ fn timings(
     Ok((t.elapsed().as_secs_f64() * 1e3 / o.iterations as f64, to_tol))
 }
 
-fn print_timings(who: &str, (per_it, to_tol): (f64, Option<(i64, f64, f64)>)) {
+fn print_timings(who: &str, (per_it, to_tol): Timings) {
     print!("{who}: {per_it:.4} ms/iteration");
     if let Some((its, setup, ms)) = to_tol {
         print!(
@@ -354,7 +353,9 @@ fn lattice_step(
         DistLattice::new(comm.clone(), ctx.clone(), dims, ((z_first) as i64, (z_end - z_first) as i64), Precision::F32, 0.6, 7)?;
     let mlups = |ms: f64, z: usize| (n * n * z) as f64 / (ms * 1e3);
     let sync = || ctx.gpu().map_or(Ok(()), |g| g.synchronize("bench dist"));
-    let step = per_step(&|| split.step(1).and_then(|()| sync()), steps)?;
+    // the steps queued in one call, as the one-process steps below (a call
+    // waits for its swaps at the end: step by step, that wait would count too)
+    let step = per_step(&|| split.step(steps as u64).and_then(|()| sync()), 1)? / steps as f64;
     let swap = per_step(&|| split.exchange(), steps)?;
     if rank == 0 {
         println!("{}", split.describe());

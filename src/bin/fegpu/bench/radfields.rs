@@ -158,8 +158,17 @@ fn several_devices(ctx: &Arc<Context>, devices: usize) -> Result<()> {
     }
     let counts: Vec<usize> = (0..).map(|k| 1 << k).take_while(|&n| n < devices).chain([devices]).collect();
     let n_s = 200_000;
+    // the table's S' count for n_rhs, then 4096 points: a whole surface's
+    // sources in one FE-IIEE iteration, in calls of 256
+    let mut cases = Vec::new();
     for n_rhs in [1, 10, 100] {
-        let total = batches(n_s, n_rhs);
+        for case in [(n_rhs, batches(n_s, n_rhs)), (n_rhs, 4096)] {
+            if !cases.contains(&case) {
+                cases.push(case);
+            }
+        }
+    }
+    for (n_rhs, total) in cases {
         let pr = problem(n_s, total, n_rhs);
         let mut one = 0.0;
         for &n in &counts {
