@@ -157,3 +157,35 @@ pub fn layered_permeability(n: usize, contrast: f64, seed: u64) -> Vec<f64> {
     }
     (0..n * n * n).map(|c| layers[c / (n * n) / 2]).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The box operator against the grid it stands for: a row per point (x
+    /// fastest), 6 on the diagonal, -1 at each of the point's neighbours
+    /// inside the box and nowhere else; so 7 n less one entry per point and
+    /// missing neighbour (two a line of points along each axis).
+    #[test]
+    fn the_box_laplacian_couples_each_point_to_its_grid_neighbours() {
+        let [nx, ny, nz] = [3usize, 4, 5];
+        let (rp, ci, v) = laplacian7_box([nx, ny, nz]);
+        let n = nx * ny * nz;
+        assert_eq!(rp.len(), n + 1);
+        assert_eq!(ci.len(), 7 * n - 2 * (ny * nz + nx * nz + nx * ny));
+        for (r, w) in rp.windows(2).enumerate() {
+            let (i, j, k) = ((r % nx) as i64, ((r / nx) % ny) as i64, (r / (nx * ny)) as i64);
+            let mut want: Vec<(i64, f64)> = [(0, 0, 0), (1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)]
+                .iter()
+                .map(|&(a, b, c)| (i + a, j + b, k + c, if (a, b, c) == (0, 0, 0) { 6.0 } else { -1.0 }))
+                .filter(|&(a, b, c, _)| a >= 0 && b >= 0 && c >= 0 && a < nx as i64 && b < ny as i64 && c < nz as i64)
+                .map(|(a, b, c, x)| (a + nx as i64 * (b + ny as i64 * c), x))
+                .collect();
+            let mut got: Vec<(i64, f64)> = (w[0] as usize..w[1] as usize).map(|e| (ci[e], v[e])).collect();
+            want.sort_by_key(|p| p.0);
+            got.sort_by_key(|p| p.0);
+            assert_eq!(got, want, "row {r}");
+        }
+        assert_eq!(laplacian7_box([4; 3]), laplacian7(4));
+    }
+}
