@@ -2,15 +2,16 @@
 # Several GPUs of one host (issue #24), one rank a GPU. Build here first:
 # build/ configured -DFEGPU_MPI=ON, then `scripts/gpu-stage.sh --dist`; run
 # there with carry [".gpu"]: `bash scripts/gpu-multi.sh PART...`, PART one of
-#   checks   the distributed drivers on 2 and 4 ranks (FEGPU_CHECK_LAUNCHES=1),
-#            the solve drivers through NCCL on 2 and 4 ranks
-#   cg       CG (Jacobi) on the 7-point 256^3 operator on 1, 2, 4 GPUs through
+#   checks   the distributed drivers on 2, 4 (and 8) ranks (FEGPU_CHECK_LAUNCHES=1),
+#            the solve drivers through NCCL on as many
+# Every part runs on 1, 2, 4 and 8 GPUs, as many as the machine has.
+#   cg       CG (Jacobi) on the 7-point 256^3 operator through
 #            CUDA IPC, NCCL and the host; weak scaling at 128^3 a GPU
 #   solvers  BiCGSTAB (Jacobi), block-Jacobi ILU(0) and AMG over the ranks;
 #            the ~10M-dof hex8 elasticity system
-#   amgel    per-rank AMG (rigid-body modes) on the 3M-dof elasticity block, 2 and 4 GPUs
+#   amgel    per-rank AMG (rigid-body modes) on the 3M-dof elasticity block
 #   lattice  the split lattice: 512^3 strong, 256^3 a GPU weak; EBE CG
-#   radfields  N_S 200k, n_RHS 1, 10, 100 on 1, 2, 4 GPUs
+#   radfields  N_S 200k, n_RHS 1, 10, 100 (one process, all the GPUs)
 #   ab       with .gpu/old/fegpu (an earlier build) beside: the split lattice
 #            and rad_fields over GPUs, old and new alternated twice
 #   cold     first on a fresh machine: dist_lattice_c on 2 ranks twice, timed
@@ -32,7 +33,7 @@ run() {
   echo "rc $? ($(( ($(date +%s%N) - t0) / 1000000 )) ms)" >> $log
 }
 B=.gpu/bin/fegpu
-ranks=(1 2 4); [ $gpus -lt 4 ] && ranks=(1 2)
+ranks=(1); for n in 2 4 8; do [ $gpus -ge $n ] && ranks+=($n); done  # 1, 2, 4, 8 as the machine has them
 for part in "$@"; do
   log=$OUT/$part.txt
   case $part in
