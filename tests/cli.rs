@@ -6,9 +6,14 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn fegpu(args: &[&str]) -> (bool, String) {
+    fegpu_with(&[], args)
+}
+
+/// `fegpu args` with the environment variables `env` set.
+fn fegpu_with(env: &[(&str, &str)], args: &[&str]) -> (bool, String) {
     // FEGPU_EXE: the staged binary on the GPU machine (scripts/gpu-round.sh)
     let exe = std::env::var("FEGPU_EXE").unwrap_or_else(|_| env!("CARGO_BIN_EXE_fegpu").to_string());
-    let out = Command::new(exe).args(args).output().expect("run fegpu");
+    let out = Command::new(exe).envs(env.iter().copied()).args(args).output().expect("run fegpu");
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.success(), text)
 }
@@ -36,6 +41,14 @@ fn info_lists_the_backends() {
     let (ok, out) = fegpu(&["info"]);
     assert!(ok, "{out}");
     assert!(out.contains("backend cpu: available") && out.contains("AUTO selects"), "{out}");
+}
+
+#[test]
+fn bench_radfields_refuses_an_unknown_option_and_devices_without_a_gpu() {
+    let (ok, out) = fegpu(&["bench", "radfields", "--bogus"]);
+    assert!(!ok && out.contains("unknown options") && out.contains("--devices"), "{out}");
+    let (ok, out) = fegpu_with(&[("FEGPU_BACKEND", "cpu")], &["bench", "radfields", "--devices"]);
+    assert!(!ok && out.contains("no CUDA device"), "{out}");
 }
 
 #[test]

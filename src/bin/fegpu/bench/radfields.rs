@@ -88,9 +88,12 @@ pub fn run(args: &[String]) -> Result<()> {
     };
     let ctx = open_context()?;
     println!("fegpu bench radfields on {}", describe(&ctx));
-    let devices = fegpu::gpu::Gpu::device_count()?;
+    let devices = if ctx.gpu().is_some() { fegpu::gpu::Gpu::device_count()? } else { 0 };
     if devices_only {
-        return several_devices(&ctx, devices);
+        return match devices {
+            0 => Err(fegpu::Error::new(fegpu::error::ErrorKind::NoDevice, "bench radfields --devices: no CUDA device")),
+            _ => several_devices(&ctx, devices),
+        };
     }
     let Some(g) = ctx.gpu() else {
         println!("(no GPU: the serial rate only)");
