@@ -142,35 +142,14 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
         let mut value = || it.next().cloned().ok_or_else(|| bad(format!("{a} wants a value")));
         match a.as_str() {
             "--method" => {
-                o.method = match value()?.as_str() {
-                    "cg" => Method::Cg,
-                    "bicgstab" => Method::Bicgstab,
-                    "gmres" => Method::Gmres { restart: restart.unwrap_or(Method::DEFAULT_RESTART) },
-                    "bicg" => Method::Bicg,
-                    "cgs" => Method::Cgs,
-                    m => return Err(bad(format!("--method {m}: expected cg, bicgstab, gmres, bicg or cgs"))),
-                }
+                o.method = bench::method_named(&value()?, restart.unwrap_or(Method::DEFAULT_RESTART)).map_err(bad)?;
             }
             "--restart" => {
                 let m = value()?.parse().ok().filter(|&m: &usize| m >= 1);
                 restart = Some(m.ok_or_else(|| bad("--restart wants a count of at least 1".into()))?);
             }
             "--precond" => {
-                let v = value()?;
-                o.precond = match v.split_once(':').unwrap_or((v.as_str(), "")) {
-                    ("none", "") => Precond::None,
-                    ("jacobi", "") => Precond::Jacobi,
-                    ("ilu0", "") => Precond::Ilu0,
-                    ("amg", "") => Precond::Amg,
-                    ("ilu0-jacobi", k) => Precond::Ilu0Jacobi {
-                        sweeps: if k.is_empty() {
-                            Precond::DEFAULT_JACOBI_SWEEPS
-                        } else {
-                            k.parse().map_err(|_| bad(format!("--precond {v}: the sweeps after ':' must be a count")))?
-                        },
-                    },
-                    _ => return Err(bad(format!("--precond {v}: expected none, jacobi, ilu0, ilu0-jacobi[:SWEEPS] or amg"))),
-                }
+                o.precond = bench::precond_named(&value()?).map_err(bad)?;
             }
             "--strength" => o.amg.strength = value()?.parse().map_err(|_| bad("--strength wants a number".into()))?,
             "--coarsest" => o.amg.coarsest = value()?.parse().map_err(|_| bad("--coarsest wants a count".into()))?,

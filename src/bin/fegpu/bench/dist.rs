@@ -77,24 +77,8 @@ fn options(args: &[String]) -> Result<Options> {
             }
             "--grid" => o.n = count(text()?)?,
             "--weak" => o.weak = true,
-            "--method" => {
-                o.method = match text()?.as_str() {
-                    "cg" => Method::Cg,
-                    "bicgstab" => Method::Bicgstab,
-                    "gmres" => Method::Gmres { restart: Method::DEFAULT_RESTART },
-                    "cgs" => Method::Cgs,
-                    m => return Err(bad(format!("--method {m}: expected cg, bicgstab, gmres or cgs"))),
-                }
-            }
-            "--precond" => {
-                o.precond = match text()?.as_str() {
-                    "none" => Precond::None,
-                    "jacobi" => Precond::Jacobi,
-                    "ilu0" => Precond::Ilu0,
-                    "amg" => Precond::Amg,
-                    p => return Err(bad(format!("--precond {p}: expected none, jacobi, ilu0 or amg"))),
-                }
-            }
+            "--method" => o.method = super::method_named(&text()?, Method::DEFAULT_RESTART).map_err(bad)?,
+            "--precond" => o.precond = super::precond_named(&text()?).map_err(bad)?,
             "--iterations" => o.iterations = count(text()?)? as i64,
             "--tol" => o.tol = Some(text()?.parse().map_err(|_| bad("--tol wants a number".into()))?),
             "--only" => o.sections = text()?.split(',').map(String::from).collect(),

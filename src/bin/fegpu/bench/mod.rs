@@ -16,6 +16,7 @@ use fegpu::array::{Array, Real};
 use fegpu::context::{Backend, Context};
 use fegpu::dense::{self, cpu, cuda::Shape, cuda::SHAPES, Variant};
 use fegpu::error::Result;
+use fegpu::sparse::solver::{Method, Precond};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -236,4 +237,36 @@ pub fn showcase() -> Result<()> {
         return Err(fegpu::error::Error::new(fegpu::error::ErrorKind::Internal, "showcase result differs from the serial loop"));
     }
     Ok(())
+}
+
+/// The Krylov method `--method NAME` names (`restart` for GMRES), or the
+/// message that says what is expected.
+pub fn method_named(name: &str, restart: usize) -> std::result::Result<Method, String> {
+    Ok(match name {
+        "cg" => Method::Cg,
+        "bicgstab" => Method::Bicgstab,
+        "gmres" => Method::Gmres { restart },
+        "bicg" => Method::Bicg,
+        "cgs" => Method::Cgs,
+        m => return Err(format!("--method {m}: expected cg, bicgstab, gmres, bicg or cgs")),
+    })
+}
+
+/// The preconditioner `--precond NAME` names (`ilu0-jacobi[:SWEEPS]`), or
+/// the message that says what is expected.
+pub fn precond_named(v: &str) -> std::result::Result<Precond, String> {
+    Ok(match v.split_once(':').unwrap_or((v, "")) {
+        ("none", "") => Precond::None,
+        ("jacobi", "") => Precond::Jacobi,
+        ("ilu0", "") => Precond::Ilu0,
+        ("amg", "") => Precond::Amg,
+        ("ilu0-jacobi", k) => Precond::Ilu0Jacobi {
+            sweeps: if k.is_empty() {
+                Precond::DEFAULT_JACOBI_SWEEPS
+            } else {
+                k.parse().map_err(|_| format!("--precond {v}: the sweeps after ':' must be a count"))?
+            },
+        },
+        _ => return Err(format!("--precond {v}: expected none, jacobi, ilu0, ilu0-jacobi[:SWEEPS] or amg")),
+    })
 }
