@@ -544,9 +544,10 @@ fn sweep_order_respects_every_dependency() {
 }
 
 /// ILU(0) applied on the backend FEGPU_BACKEND selects (the
-/// synchronisation-free sweeps at many chunk sizes, and the level-by-level sweeps) against the CPU
-/// reference's serial sweeps, on fresh random matrices, a 3-D Laplacian
-/// larger than one chunk and sherman5; outputs poisoned first, each apply
+/// synchronisation-free sweeps at many chunk sizes, the grid walk where the
+/// matrix is a box stencil's, and the level-by-level sweeps) against the CPU
+/// reference's serial sweeps, on fresh random matrices, box stencils larger
+/// than one chunk (7- and 27-point, nonsymmetric, one plane) and sherman5; outputs poisoned first, each apply
 /// done three times (the sweeps re-arm themselves between launches). On the
 /// device every schedule gives the same bits (the sums run in CSR order).
 #[test]
@@ -565,6 +566,10 @@ fn ilu0_sweeps_equal_the_serial_sweeps() {
         ("sherman5".to_string(), t.nrows, t.to_csr().unwrap()),
     ];
     cases.push(("random 9000".to_string(), 9000, random_dominant(&mut rng, 9000, 3)));
+    // box stencils past one chunk, which the grid walk takes (sparse::grid_walk)
+    cases.push(("laplacian27 26^3".to_string(), 26usize.pow(3), fegpu::sparse::gallery::laplacian27(26)));
+    cases.push(("convdiff 23^3".to_string(), 23usize.pow(3), fegpu::sparse::gallery::convection_diffusion(23, 50.0)));
+    cases.push(("laplacian 130x70 plane".to_string(), 9100, fegpu::sparse::gallery::laplacian7_box([130, 70, 1])));
     for (name, n, (rp, ci, v)) in &cases {
         let r = rng.vec_f64(*n);
         let make = |c: &Arc<fegpu::context::Context>| {
@@ -584,8 +589,13 @@ fn ilu0_sweeps_equal_the_serial_sweeps() {
         let scale = want.iter().fold(0.0f64, |m, z| m.max(z.abs()));
         let a = make(&ctx);
         let mut first: Option<Vec<f64>> = None;
+        let p = build_pattern(*n, *n, rp, ci, 0).unwrap();
+        let walk = fegpu::sparse::grid_walk::GridWalk::find(&p.row_ptr, &p.col, &p.diag);
+        // every box stencil is walked (sherman5 is too, as 2 x 2 x 828: a real matrix through the walk)
+        assert!(walk.is_some() || name.starts_with("random"), "{name}: no grid walk");
         // the factorisation on the host (these sizes' default) and, last, on the device
-        for (sweeps, host_factor_rows) in [
+        let walked = walk.map(|_| (IluSweeps::GridWalk, usize::MAX));
+        for (sweeps, host_factor_rows) in walked.into_iter().chain([
             (IluSweeps::SyncFree { rows: None }, usize::MAX),
             (IluSweeps::SyncFree { rows: Some(1) }, usize::MAX),
             (IluSweeps::SyncFree { rows: Some(37) }, usize::MAX),
@@ -593,7 +603,7 @@ fn ilu0_sweeps_equal_the_serial_sweeps() {
             (IluSweeps::SyncFree { rows: Some(1000) }, 0),
             (IluSweeps::Levels, usize::MAX),
             (IluSweeps::Levels, 0),
-        ] {
+        ]) {
             let s = Solver::with_settings(
                 a.clone(),
                 Method::Bicgstab,

@@ -125,7 +125,8 @@ impl GaussSeidel {
             return Err(Error::invalid(format!("AMG Gauss-Seidel: a level's row {i} has no diagonal entry")));
         }
         let levels = crate::sparse::solver::levels(&m.rp, &m.ci, &diag);
-        Ok(GaussSeidel { factor: g.alloc(m.nnz().max(1))?, sweeps: SyncFreeSweeps::new(g, &levels, m.nrows, None)? })
+        let walk = crate::sparse::grid_walk::GridWalk::pick(&m.rp, &m.ci, &diag);
+        Ok(GaussSeidel { factor: g.alloc(m.nnz().max(1))?, sweeps: SyncFreeSweeps::new(g, &levels, m.nrows, None, walk)? })
     }
 
     /// F from the level matrix's current values.

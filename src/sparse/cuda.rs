@@ -169,32 +169,51 @@ pub struct DeviceSweep {
 
 /// Both synchronisation-free sweeps and the scratch vector y between them.
 pub struct SyncFreeSweeps {
-    pub lower: DeviceSweep,
-    pub upper: DeviceSweep,
+    pub schedule: SweepSchedule,
     /// Kept pending between applies (kernels/sparse.cu).
     pub y: DeviceBuffer<f64>,
 }
 
+/// How the synchronisation-free sweeps walk the rows: chunks of consecutive
+/// rows by dependency level, or a box stencil's planes and lines
+/// (sparse::grid_walk), with the walk's ticket/done words.
+pub enum SweepSchedule {
+    Chunks { lower: DeviceSweep, upper: DeviceSweep },
+    Grid { walk: super::grid_walk::GridWalk, ctl: [DeviceBuffer<u32>; 2] },
+}
+
 impl SyncFreeSweeps {
-    /// Both sweeps over a matrix of n rows whose dependency levels are `lv`,
-    /// in chunks of `rows` (`sweep_chunk`'s when None), y armed pending.
-    pub fn new(g: &Gpu, lv: &super::solver::Levels, n: usize, rows: Option<usize>) -> Result<SyncFreeSweeps> {
-        let chunk = rows.unwrap_or_else(|| sweep_chunk(n)).clamp(1, n.max(1));
-        // beside the sweeps' own shared arrays (kernels/sparse.cu lsolve_syncfree, usolve_syncfree alike)
-        let name = "lsolve_syncfree";
-        let most = g.shared_room(&g.kernel("sparse", SOURCE, name)?, name)? / std::mem::size_of::<f64>();
-        if chunk > most {
-            return Err(crate::error::Error::invalid(format!(
-                "ILU(0) sweeps: chunks of {chunk} rows exceed a block's shared memory ({most} rows)"
-            )));
-        }
+    /// Both sweeps over a matrix of n rows: the grid walk `walk` when given,
+    /// else chunks of `rows` (`sweep_chunk`'s when None) over the dependency
+    /// levels `lv`; y armed pending.
+    pub fn new(
+        g: &Gpu,
+        lv: &super::solver::Levels,
+        n: usize,
+        rows: Option<usize>,
+        walk: Option<super::grid_walk::GridWalk>,
+    ) -> Result<SyncFreeSweeps> {
+        let schedule = match walk {
+            Some(walk) => SweepSchedule::Grid { walk, ctl: [upload(g, &[0u32, 0])?, upload(g, &[0u32, 0])?] },
+            None => {
+                let chunk = rows.unwrap_or_else(|| sweep_chunk(n)).clamp(1, n.max(1));
+                // beside the sweeps' own shared arrays (kernels/sparse.cu lsolve_syncfree, usolve_syncfree alike)
+                let name = "lsolve_syncfree";
+                let most = g.shared_room(&g.kernel("sparse", SOURCE, name)?, name)? / std::mem::size_of::<f64>();
+                if chunk > most {
+                    return Err(crate::error::Error::invalid(format!(
+                        "ILU(0) sweeps: chunks of {chunk} rows exceed a block's shared memory ({most} rows)"
+                    )));
+                }
+                SweepSchedule::Chunks {
+                    lower: DeviceSweep::new(g, &lv.sweep_order(chunk, false))?,
+                    upper: DeviceSweep::new(g, &lv.sweep_order(chunk, true))?,
+                }
+            }
+        };
         let mut y = g.alloc::<f64>(n.max(1))?;
         g.fill_bytes(&mut y, 0xff)?; // pending (kernels/sparse.cu)
-        Ok(SyncFreeSweeps {
-            lower: DeviceSweep::new(g, &lv.sweep_order(chunk, false))?,
-            upper: DeviceSweep::new(g, &lv.sweep_order(chunk, true))?,
-            y,
-        })
+        Ok(SyncFreeSweeps { schedule, y })
     }
 }
 
@@ -411,20 +430,43 @@ pub fn syncfree_apply(
     if n == 0 {
         return Ok(());
     }
-    let SyncFreeSweeps { lower, upper, y } = sf;
+    let y = &sf.y;
     let n = n as i32;
-    for (s, name) in [(lower, "lsolve_syncfree"), (upper, "usolve_syncfree")] {
-        let shared = s.chunk as usize * std::mem::size_of::<f64>();
-        let f = g.kernel_with_shared("sparse", SOURCE, name, shared)?;
-        let mut l = g.launcher(&f);
-        l.arg(&n).arg(&s.chunk).arg(&s.chunk_level).arg(&s.level_ptr).arg(&s.order);
-        l.arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu);
-        if name == "lsolve_syncfree" {
-            l.arg(r);
+    match &sf.schedule {
+        SweepSchedule::Chunks { lower, upper } => {
+            for (s, name) in [(lower, "lsolve_syncfree"), (upper, "usolve_syncfree")] {
+                let shared = s.chunk as usize * std::mem::size_of::<f64>();
+                let f = g.kernel_with_shared("sparse", SOURCE, name, shared)?;
+                let mut l = g.launcher(&f);
+                l.arg(&n).arg(&s.chunk).arg(&s.chunk_level).arg(&s.level_ptr).arg(&s.order);
+                l.arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu);
+                if name == "lsolve_syncfree" {
+                    l.arg(r);
+                }
+                l.arg(y).arg(z).arg(&s.ctl);
+                arg_or_null(&mut l, sc);
+                g.launch(name, l, (s.nchunks, 1, 1), (s.threads, 1, 1), shared as u32)?;
+            }
         }
-        l.arg(y).arg(z).arg(&s.ctl);
-        arg_or_null(&mut l, sc);
-        g.launch(name, l, (s.nchunks, 1, 1), (s.threads, 1, 1), shared as u32)?;
+        SweepSchedule::Grid { walk, ctl } => {
+            // a ring of points a line in shared memory (kernels/sparse.cu GRID_RING)
+            let shared = walk.ny * 8 * std::mem::size_of::<f64>();
+            let threads = walk.ny.next_multiple_of(32) as u32;
+            let (nx, ny) = (walk.nx as i32, walk.ny as i32);
+            for (upper, name) in [(false, "lsolve_grid"), (true, "usolve_grid")] {
+                let f = g.kernel_with_shared("sparse", SOURCE, name, shared)?;
+                let mut l = g.launcher(&f);
+                let skew = walk.skew[upper as usize] as i32;
+                l.arg(&n).arg(&nx).arg(&ny).arg(&skew);
+                l.arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu);
+                if !upper {
+                    l.arg(r);
+                }
+                l.arg(y).arg(z).arg(&ctl[upper as usize]);
+                arg_or_null(&mut l, sc);
+                g.launch(name, l, (walk.nz as u32, 1, 1), (threads, 1, 1), shared as u32)?;
+            }
+        }
     }
     Ok(())
 }

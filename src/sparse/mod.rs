@@ -11,6 +11,7 @@ pub mod block;
 pub mod cpu;
 pub mod cuda;
 pub mod gallery;
+pub mod grid_walk;
 pub mod mm;
 pub mod solver;
 pub mod transpose;

@@ -5,6 +5,7 @@
 //! AMG is `crate::amg`'s). The preconditioner is rebuilt when the matrix
 //! values change (AMG: a values-only re-setup of the kept hierarchy).
 
+use super::grid_walk::GridWalk;
 use super::transpose::Transposed;
 use super::{block, cpu, cuda, f64_buf, Csr, DevicePattern, Pattern};
 use crate::amg;
@@ -83,7 +84,12 @@ pub enum IluSweeps {
     /// One launch per sweep, synchronisation-free, chunks of `rows`
     /// consecutive rows a block (None: cuda::sweep_chunk). The default:
     /// measured faster than a launch per level on every matrix benched.
+    /// With `rows` None the grid walk is taken where sparse::grid_walk finds
+    /// the matrix a box stencil's and picks it.
     SyncFree { rows: Option<usize> },
+    /// The grid walk (sparse::grid_walk); refused where the pattern is not a
+    /// box stencil's in natural order.
+    GridWalk,
     /// One launch per dependency level.
     Levels,
 }
@@ -96,10 +102,12 @@ impl Default for IluSweeps {
 
 impl IluSweeps {
     /// The default, FEGPU_ILU_CHUNK rows a chunk when set, or
-    /// FEGPU_ILU_SWEEP=levels for a launch per level.
+    /// FEGPU_ILU_SWEEP=levels for a launch per level, =grid for the grid walk.
     pub fn from_env() -> IluSweeps {
-        if std::env::var("FEGPU_ILU_SWEEP").is_ok_and(|v| v == "levels") {
-            return IluSweeps::Levels;
+        match std::env::var("FEGPU_ILU_SWEEP").as_deref() {
+            Ok("levels") => return IluSweeps::Levels,
+            Ok("grid") => return IluSweeps::GridWalk,
+            _ => {}
         }
         IluSweeps::SyncFree { rows: std::env::var("FEGPU_ILU_CHUNK").ok().and_then(|v| v.parse().ok()) }
     }
@@ -790,7 +798,18 @@ fn device_sweeps(
     }
     let sweeps = match sweeps {
         IluSweeps::Levels => cuda::DeviceSweeps::Levels { upper: cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)? },
-        IluSweeps::SyncFree { rows } => cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(g, &lv, p.nrows, rows)?)),
+        IluSweeps::SyncFree { rows } => {
+            let walk = rows.is_none().then(|| GridWalk::pick(&p.row_ptr, &p.col, &p.diag)).flatten();
+            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(g, &lv, p.nrows, rows, walk)?))
+        }
+        IluSweeps::GridWalk => {
+            let walk = GridWalk::find(&p.row_ptr, &p.col, &p.diag).ok_or_else(|| {
+                crate::error::Error::invalid(
+                    "ILU(0) sweeps: the grid walk needs a stencil on a box, rows numbered x fastest (sparse::grid_walk)",
+                )
+            })?;
+            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(g, &lv, p.nrows, None, Some(walk))?))
+        }
     };
     Ok(Some((factor, sweeps)))
 }

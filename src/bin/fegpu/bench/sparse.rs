@@ -213,10 +213,17 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
         let r: Vec<f64> = (0..n).map(|i| 1.0 + ((i * 31) % 17) as f64 / 17.0).collect();
         let ra = Array::new(ctx.clone(), n, 1, Some(&r))?;
         let mut zs: Vec<Vec<f64>> = Vec::new();
-        let mut variants = vec![
-            ("sync-free".to_string(), Precond::Ilu0, IluSweeps::SyncFree { rows: None }),
-            ("levels".to_string(), Precond::Ilu0, IluSweeps::Levels),
-        ];
+        // the grid walk where the matrix is a box stencil's (the default there), the chunks, the levels
+        let p = &a.pattern;
+        let walk = fegpu::sparse::grid_walk::GridWalk::find(&p.row_ptr, &p.col, &p.diag);
+        let mut variants: Vec<_> =
+            walk.map(|w| (format!("walk {}x{}x{}", w.nx, w.ny, w.nz), Precond::Ilu0, IluSweeps::GridWalk)).into_iter().collect();
+        variants.push((
+            "chunks".to_string(),
+            Precond::Ilu0,
+            IluSweeps::SyncFree { rows: Some(fegpu::sparse::cuda::sweep_chunk(n)) },
+        ));
+        variants.push(("levels".to_string(), Precond::Ilu0, IluSweeps::Levels));
         // FEGPU_BENCH_CHUNKS=4096,16384: the sync-free sweeps at those chunk sizes too
         for rows in std::env::var("FEGPU_BENCH_CHUNKS").unwrap_or_default().split(',').filter_map(|c| c.parse().ok()) {
             variants.push((format!("sync-free {rows}"), Precond::Ilu0, IluSweeps::SyncFree { rows: Some(rows) }));

@@ -1,0 +1,169 @@
+//! The grid walk of ILU(0)'s triangular sweeps (kernels/sparse.cu
+//! `sweep_grid`): where a matrix is a stencil on an nx x ny x nz box with
+//! its rows numbered x fastest (finite differences and volumes on
+//! structured grids: TOUGHREACT's, the porous-flow and heat codes'), a
+//! block walks a z-plane and a thread an x-line, so a sweep costs about
+//! nx + skew ny barrier steps plus nz hand-offs between blocks instead of
+//! nx + ny + nz dependency levels with a hand-off at each. The box is read
+//! from the pattern alone and checked entry by entry here; the walk does the
+//! same sums in the same order as every other schedule (same bits).
+
+/// A box the sweeps can walk: every row's neighbours in each triangle lie
+/// where `sweep_grid` finds them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GridWalk {
+    pub nx: usize,
+    pub ny: usize,
+    pub nz: usize,
+    /// Steps between a line and the next, in the lower and the upper sweep:
+    /// one more than the furthest point ahead a row reads on the previous line.
+    pub skew: [usize; 2],
+}
+
+/// Points of each line the kernel keeps in shared memory (kernels/sparse.cu GRID_RING).
+const RING: i64 = 8;
+
+impl GridWalk {
+    /// Lines a plane may have (a thread each; kernels/sparse.cu's launch bounds).
+    pub const MOST_LINES: usize = 512;
+
+    /// The cheapest box this pattern (square, sorted columns, every diagonal
+    /// present at `diag`) can be walked as, if any. Candidate line and plane
+    /// lengths come from the distances between rows and their neighbours;
+    /// a pattern with more than 64 distinct distances is not a stencil's.
+    pub fn find(row_ptr: &[i32], col: &[i32], diag: &[i32]) -> Option<GridWalk> {
+        let n = diag.len();
+        let mut offsets = std::collections::BTreeSet::new();
+        for r in 0..n {
+            for &c in &col[row_ptr[r] as usize..diag[r] as usize] {
+                offsets.insert(r - c as usize);
+                if offsets.len() > 64 {
+                    return None;
+                }
+            }
+        }
+        if offsets.is_empty() {
+            return None; // diagonal: nothing to walk
+        }
+        let near = |q: usize| [q.saturating_sub(1), q, q + 1];
+        let mut boxes = Vec::new();
+        for nx in offsets.iter().flat_map(|&o| near(o)).chain([n]) {
+            if nx == 0 || n % nx != 0 {
+                continue;
+            }
+            for ny in offsets.iter().flat_map(|&o| near(o / nx)).chain([n / nx]) {
+                if ny == 0 || ny > Self::MOST_LINES || n % (nx * ny) != 0 {
+                    continue;
+                }
+                boxes.push((nx, ny, n / (nx * ny)));
+            }
+        }
+        boxes.sort_by_key(|&(nx, ny, nz)| (nx + ny + 8 * nz, nx));
+        boxes.dedup();
+        boxes.into_iter().find_map(|(nx, ny, nz)| {
+            let skew = [Self::skew(row_ptr, col, diag, nx, ny, false)?, Self::skew(row_ptr, col, diag, nx, ny, true)?];
+            Some(GridWalk { nx, ny, nz, skew })
+        })
+    }
+
+    /// The walk where it measured faster than the chunked schedule (H100,
+    /// BENCHMARKS.md): past one chunk's rows (sparse::cuda::sweep_chunk), on
+    /// stencils whose rows read the previous line a point ahead (27-point:
+    /// 6.2 against 7.4 ms an apply at 96^3). On 7-point stencils the chunks
+    /// stay faster (1.6 against 1.9 ms at 128^3) and keep them.
+    pub fn pick(row_ptr: &[i32], col: &[i32], diag: &[i32]) -> Option<GridWalk> {
+        if diag.len() <= 8192 {
+            return None;
+        }
+        Self::find(row_ptr, col, diag).filter(|w| w.skew[0] > 1 && w.nz > 1)
+    }
+
+    /// The lower (upper) sweep's skew on box nx x ny, or None where a row
+    /// reads a neighbour the walk does not have by then: in its own plane,
+    /// only points of its own line up to RING behind, or of the previous
+    /// line within the ring's reach. The upper sweep is checked as the
+    /// kernel walks it, from the last row (row -> n - 1 - row).
+    fn skew(row_ptr: &[i32], col: &[i32], diag: &[i32], nx: usize, ny: usize, upper: bool) -> Option<usize> {
+        let n = diag.len() as i64;
+        let (nx, area) = (nx as i64, (nx * ny) as i64);
+        let walk = |k: i64| if upper { n - 1 - k } else { k };
+        let (mut lo, mut hi) = (i64::MAX, i64::MIN); // previous-line reach, relative to the row's point
+        for r in 0..n as usize {
+            let range = if upper { diag[r] as usize + 1..row_ptr[r + 1] as usize } else { row_ptr[r] as usize..diag[r] as usize };
+            let w = walk(r as i64);
+            let (plane, j, i) = (w / area, w % area / nx, w % nx);
+            for &c in &col[range] {
+                let wc = walk(c as i64);
+                if wc / area != plane {
+                    continue; // an earlier plane: polled in global memory
+                }
+                let (jc, ic) = (wc % area / nx, wc % nx);
+                if jc == j && ic < i && i - ic <= RING {
+                    continue;
+                }
+                if jc + 1 != j {
+                    return None;
+                }
+                lo = lo.min(ic - i);
+                hi = hi.max(ic - i);
+            }
+        }
+        let skew = (hi + 1).max(1);
+        // the ring holds the previous line's points skew - RING .. skew - 1 ahead
+        (lo == i64::MAX || lo >= skew - RING).then_some(skew as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sparse::{build_pattern, gallery};
+
+    fn walk_of((rp, ci, _): &gallery::CsrArrays) -> Option<GridWalk> {
+        let p = build_pattern(rp.len() - 1, rp.len() - 1, rp, ci, 0).unwrap();
+        GridWalk::find(&p.row_ptr, &p.col, &p.diag)
+    }
+
+    #[test]
+    fn finds_the_box_of_generated_stencils() {
+        assert_eq!(walk_of(&gallery::laplacian7(12)), Some(GridWalk { nx: 12, ny: 12, nz: 12, skew: [1, 1] }));
+        assert_eq!(walk_of(&gallery::laplacian7_box([20, 9, 5])), Some(GridWalk { nx: 20, ny: 9, nz: 5, skew: [1, 1] }));
+        // 27 points: a row reads the previous line one point ahead
+        assert_eq!(walk_of(&gallery::laplacian27(10)), Some(GridWalk { nx: 10, ny: 10, nz: 10, skew: [2, 2] }));
+        assert_eq!(walk_of(&gallery::convection_diffusion(11, 3.0)).map(|w| (w.nx, w.ny, w.nz)), Some((11, 11, 11)));
+        // a plane of 5 points: one block walks it all
+        assert_eq!(walk_of(&gallery::laplacian7_box([40, 30, 1])), Some(GridWalk { nx: 40, ny: 30, nz: 1, skew: [1, 1] }));
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_walk() {
+        // a diagonal matrix: nothing to walk
+        let n = 64i64;
+        assert_eq!(walk_of(&((0..=n).collect(), (0..n).collect(), vec![1.0; n as usize])), None);
+        // the 7-point pattern with one far entry added in a plane
+        let (mut rp, mut ci, mut v) = gallery::laplacian7(8);
+        let row = 8 * 8 * 3 + 8 * 5 + 4; // (4, 5, 3) reads (4, 2, 3): three lines back
+        let at = rp[row] as usize;
+        ci.insert(at, row as i64 - 24);
+        v.insert(at, -0.1);
+        for p in rp.iter_mut().skip(row + 1) {
+            *p += 1;
+        }
+        // build_pattern sorts its columns; the box of 8 x 8 planes no longer
+        // holds it, the next cheapest (planes of 4 lines) puts it a plane back
+        assert_eq!(walk_of(&(rp, ci, v)).map(|w| (w.nx, w.ny, w.nz)), Some((8, 4, 16)));
+        // an unstructured pattern: more distances than a stencil has
+        let n = 500usize;
+        let (mut rp, mut ci) = (vec![0i64], Vec::new());
+        for r in 0..n {
+            let mut cols: Vec<i64> = vec![r as i64];
+            cols.extend((1..4).map(|t| ((r * 7919 + t * 104729) % n) as i64));
+            cols.sort();
+            cols.dedup();
+            ci.extend(&cols);
+            rp.push(ci.len() as i64);
+        }
+        let v = vec![1.0; ci.len()];
+        assert_eq!(walk_of(&(rp, ci, v)), None);
+    }
+}
