@@ -178,7 +178,7 @@ pub struct SyncFreeSweeps {
 /// rows by dependency level, or a box stencil's planes and lines
 /// (sparse::grid_walk), with the walk's ticket/done words.
 pub enum SweepSchedule {
-    Chunks { lower: DeviceSweep, upper: DeviceSweep },
+    Chunks { lower: Box<DeviceSweep>, upper: Box<DeviceSweep> },
     Grid { walk: super::grid_walk::GridWalk, ctl: [DeviceBuffer<u32>; 2] },
 }
 
@@ -206,8 +206,8 @@ impl SyncFreeSweeps {
                     )));
                 }
                 SweepSchedule::Chunks {
-                    lower: DeviceSweep::new(g, &lv.sweep_order(chunk, false))?,
-                    upper: DeviceSweep::new(g, &lv.sweep_order(chunk, true))?,
+                    lower: Box::new(DeviceSweep::new(g, &lv.sweep_order(chunk, false))?),
+                    upper: Box::new(DeviceSweep::new(g, &lv.sweep_order(chunk, true))?),
                 }
             }
         };

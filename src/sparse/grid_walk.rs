@@ -48,11 +48,11 @@ impl GridWalk {
         let near = |q: usize| [q.saturating_sub(1), q, q + 1];
         let mut boxes = Vec::new();
         for nx in offsets.iter().flat_map(|&o| near(o)).chain([n]) {
-            if nx == 0 || n % nx != 0 {
+            if nx == 0 || !n.is_multiple_of(nx) {
                 continue;
             }
             for ny in offsets.iter().flat_map(|&o| near(o / nx)).chain([n / nx]) {
-                if ny == 0 || ny > Self::MOST_LINES || n % (nx * ny) != 0 {
+                if ny == 0 || ny > Self::MOST_LINES || !n.is_multiple_of(nx * ny) {
                     continue;
                 }
                 boxes.push((nx, ny, n / (nx * ny)));

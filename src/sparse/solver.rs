@@ -804,7 +804,9 @@ fn device_sweeps(
         }
         IluSweeps::GridWalk => {
             let walk = GridWalk::find(&p.row_ptr, &p.col, &p.diag).ok_or_else(|| {
-                Error::invalid("ILU(0) sweeps: the grid walk needs a stencil on a box, rows numbered x fastest (sparse::grid_walk)")
+                Error::invalid(
+                    "ILU(0) sweeps: the grid walk needs a stencil on a box, rows numbered x fastest (sparse::grid_walk)",
+                )
             })?;
             cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(g, &lv, p.nrows, None, Some(walk))?))
         }
