@@ -356,84 +356,110 @@ extern "C" __global__ void __launch_bounds__(512) usolve_syncfree(int n, int chu
 // runs a hand-off behind the previous one instead of a hand-off behind at
 // every level: nx + skew (ny - 1) steps a plane plus nz hand-offs, against
 // nx + ny + nz levels with a hand-off at each. The upper sweep walks the box
-// from its last point (walk index n - 1 - row). Same sums in the same order
-// as every other schedule, so the same bits; the same pending protocol, so
-// the schedules may follow one another on the same vectors. A line's rows
-// are consecutive: its data GRID_AHEAD steps on is fetched into L1 as it
-// goes (its entries a row stride per step on), so the loads a step ahead
-// hit there (3.3 -> 1.9 ms on the 7-point 128^3 operator; 4 and 8 steps
-// measured alike).
+// from its last point (walk index w = n - 1 - row).
+//
+// The walk reads the factors in its own layout, gathered after each
+// factorisation (sparse::grid_walk::GridWalk::layout): the sweep's stencil as K distances in walk
+// index (`off`, in the rows' CSR order), a bit per entry a point has
+// (`mask`), the entries by distance then point (vals[e n + w]) and, upper,
+// U's diagonal after them. So a row's loads wait on nothing (no row
+// pointers, no columns), its neighbours' addresses are known in advance,
+// and each line's data GRID_AHEAD steps on is fetched into L1 as it goes.
+// Same sums in the same order as every other schedule, so the same bits;
+// the same pending protocol, so the schedules may follow one another on the
+// same vectors.
 #define GRID_RING 8
 #define GRID_AHEAD 4
 
+template <int K>
 struct GridRow {
-    SweepRow w;
-    double g[SWEEP_REG];  // neighbours in earlier planes, loaded a step ahead (pending if not there yet)
+    int w, row;
+    unsigned int m;
+    double s, d;
+    double v[K];
+    double g[K];  // neighbours in earlier planes, loaded a step ahead (pending if not there yet)
 };
 
-template <bool UPPER>
-__device__ void sweep_grid(int n, int nx, int ny, int skew, const int* __restrict__ rp, const int* __restrict__ ci,
-                           const int* __restrict__ diag, const double* __restrict__ lu, const double* rhs, double* x,
-                           double* pend, unsigned int* ctl, const double* sc) {
+template <bool UPPER, int K>
+__device__ void sweep_grid(int n, int nx, int ny, int skew, int k, const int* __restrict__ off_g,
+                           const unsigned int* __restrict__ mask, const double* __restrict__ vals,
+                           const double* rhs, double* x, double* pend, unsigned int* ctl, const double* sc) {
     extern __shared__ double ring[];  // ring[GRID_RING j + i % GRID_RING]: point i of line j
-    __shared__ int plane;
+    __shared__ int plane, off[K];
     if (stopped(sc)) return;
     if (threadIdx.x == 0) plane = (int)atomicAdd(&ctl[0], 1u);
+    if (threadIdx.x < K) off[threadIdx.x] = threadIdx.x < k ? off_g[threadIdx.x] : 0;
     __syncthreads();
     const int base = plane * nx * ny, j = threadIdx.x, steps = nx + skew * (ny - 1), first = base + j * nx;
-    auto walk = [n](int k) { return UPPER ? n - 1 - k : k; };  // row <-> walk index (its own inverse)
-    auto load = [&](GridRow& r, int s) {
+    auto row_of = [n](int w) { return UPPER ? n - 1 - w : w; };  // walk index <-> row (its own inverse)
+    auto load = [&](GridRow<K>& r, int s) {
         const int i = s - skew * j;
         if (j >= ny || i < 0 || i >= nx) return false;
-        sweep_load<UPPER>(r.w, walk(first + i), rp, ci, diag, lu, rhs, pend);
+        r.w = first + i;
+        r.row = row_of(r.w);
+        r.m = mask[r.w];
+        r.s = rhs[r.row];
+        if (UPPER) r.d = vals[(i64)k * n + r.w];
 #pragma unroll
-        for (int e = 0; e < SWEEP_REG; ++e)
-            if (r.w.b + e < r.w.e && walk(r.w.k[e]) < base)
-                asm volatile("ld.relaxed.gpu.global.f64 %0, [%1];" : "=d"(r.g[e]) : "l"(&x[r.w.k[e]]) : "memory");
+        for (int e = 0; e < K; ++e) {
+            if (!((r.m >> e) & 1u)) continue;
+            r.v[e] = vals[(i64)e * n + r.w];
+            const int wc = r.w - off[e];
+            if (wc < base)
+                asm volatile("ld.relaxed.gpu.global.f64 %0, [%1];" : "=d"(r.g[e]) : "l"(&x[row_of(wc)]) : "memory");
+        }
+        pend[r.row] = __longlong_as_double(ILU_PENDING);  // after rhs is read: pend may be rhs
         return true;
     };
-    const int last_entry = rp[n] - 1;
     auto prefetch = [](const void* a) { asm volatile("prefetch.global.L1 [%0];" ::"l"(a)); };
-    GridRow cur, next;
+    GridRow<K> cur, next;
     bool have = load(cur, 0);
-    int stride = 0;  // entries from one row of the line to the next
     for (int s = 0; s < steps; ++s) {
         if (have) {
-            const int row = walk(first + min(s - skew * j + GRID_AHEAD, nx - 1));
-            prefetch(&rp[row]);
-            prefetch(&diag[row]);
-            prefetch(&rhs[row]);
-            const int e = min(max(cur.w.b + GRID_AHEAD * stride, 0), last_entry);
-            prefetch(&ci[e]);
-            prefetch(&lu[e]);
-            const double v = sweep_value<UPPER>(cur.w, ci, lu, [&](int e, int k) {
-                const int wk = walk(k) - base;
-                if (wk >= 0) return ring[GRID_RING * (wk / nx) + (wk % nx) % GRID_RING];
-                if (e < SWEEP_REG && !pending(cur.g[e])) return cur.g[e];
-                return await_global(&x[k]);
-            });
+            const int ahead = first + min(s - skew * j + GRID_AHEAD, nx - 1);
+            prefetch(&mask[ahead]);
+            prefetch(&rhs[row_of(ahead)]);
+            for (int e = 0; e < k + UPPER; ++e) prefetch(&vals[(i64)e * n + ahead]);
+            double v = cur.s;
+#pragma unroll
+            for (int e = 0; e < K; ++e) {
+                if (!((cur.m >> e) & 1u)) continue;
+                const int wc = cur.w - off[e];
+                double xc;
+                if (wc >= base) {
+                    const int p = wc - base;
+                    xc = ring[GRID_RING * (p / nx) + (p % nx) % GRID_RING];
+                } else {
+                    xc = pending(cur.g[e]) ? await_global(&x[row_of(wc)]) : cur.g[e];
+                }
+                v -= cur.v[e] * xc;
+            }
+            if (UPPER) v /= cur.d;
+            if (pending(v)) v = __longlong_as_double(0x7ff8000000000000LL);
             ring[GRID_RING * j + (s - skew * j) % GRID_RING] = v;
-            publish(x, cur.w.i, v);
+            publish(x, cur.row, v);
         }
         const bool more = load(next, s + 1);
         __syncthreads();
-        if (have && more) stride = next.w.b - cur.w.b;
         cur = next;
         have = more;
     }
     sweep_rearm(ctl);
 }
 
-extern "C" __global__ void __launch_bounds__(512) lsolve_grid(int n, int nx, int ny, int skew, const int* rp,
-    const int* ci, const int* diag, const double* lu, const double* r, double* y, double* z, unsigned int* ctl,
-    const double* sc) {
-    sweep_grid<false>(n, nx, ny, skew, rp, ci, diag, lu, r, y, z, ctl, sc);
-}
-
-extern "C" __global__ void __launch_bounds__(512) usolve_grid(int n, int nx, int ny, int skew, const int* rp,
-    const int* ci, const int* diag, const double* lu, double* y, double* z, unsigned int* ctl, const double* sc) {
-    sweep_grid<true>(n, nx, ny, skew, rp, ci, diag, lu, y, z, y, ctl, sc);
-}
+#define GRID_SWEEPS(K)                                                                                            \
+    extern "C" __global__ void __launch_bounds__(512) lsolve_grid##K(int n, int nx, int ny, int skew, int k,       \
+        const int* off, const unsigned int* mask, const double* vals, const double* r, double* y, double* z,      \
+        unsigned int* ctl, const double* sc) {                                                                     \
+        sweep_grid<false, K>(n, nx, ny, skew, k, off, mask, vals, r, y, z, ctl, sc);                              \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(512) usolve_grid##K(int n, int nx, int ny, int skew, int k,       \
+        const int* off, const unsigned int* mask, const double* vals, double* y, double* z, unsigned int* ctl,    \
+        const double* sc) {                                                                                        \
+        sweep_grid<true, K>(n, nx, ny, skew, k, off, mask, vals, y, z, y, ctl, sc);                               \
+    }
+GRID_SWEEPS(4)
+GRID_SWEEPS(16)
 
 // ---- CG's q = A p fused with p.q (device-driven iterations) ----
 

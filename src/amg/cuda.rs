@@ -125,8 +125,7 @@ impl GaussSeidel {
             return Err(Error::invalid(format!("AMG Gauss-Seidel: a level's row {i} has no diagonal entry")));
         }
         let levels = crate::sparse::solver::levels(&m.rp, &m.ci, &diag);
-        let walk = crate::sparse::grid_walk::GridWalk::pick(&m.rp, &m.ci, &diag);
-        Ok(GaussSeidel { factor: g.alloc(m.nnz().max(1))?, sweeps: SyncFreeSweeps::new(g, &levels, m.nrows, None, walk)? })
+        Ok(GaussSeidel { factor: g.alloc(m.nnz().max(1))?, sweeps: SyncFreeSweeps::new(g, &levels, m.nrows, None, None)? })
     }
 
     /// F from the level matrix's current values.

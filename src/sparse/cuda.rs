@@ -179,7 +179,49 @@ pub struct SyncFreeSweeps {
 /// (sparse::grid_walk), with the walk's ticket/done words.
 pub enum SweepSchedule {
     Chunks { lower: Box<DeviceSweep>, upper: Box<DeviceSweep> },
-    Grid { walk: super::grid_walk::GridWalk, ctl: [DeviceBuffer<u32>; 2] },
+    Grid { walk: super::grid_walk::GridWalk, sweeps: Box<[WalkSweep; 2]> },
+}
+
+/// One sweep of the grid walk: its stencil (distances in walk index, CSR
+/// order), a bit per distance each point has, the factor's entries in that
+/// layout (gathered by `SyncFreeSweeps::refresh` through `from`), the
+/// ticket/done words.
+pub struct WalkSweep {
+    k: i32,
+    off: DeviceBuffer<i32>,
+    mask: DeviceBuffer<u32>,
+    from: DeviceBuffer<i32>,
+    vals: DeviceBuffer<f64>,
+    ctl: DeviceBuffer<u32>,
+}
+
+/// Entries a row of the walk holds in registers at most (kernels/sparse.cu
+/// GRID_SWEEPS: 4 or 16).
+const WALK_ENTRIES: usize = 16;
+
+impl WalkSweep {
+    fn new(g: &Gpu, p: &super::Pattern, upper: bool) -> Result<WalkSweep> {
+        let layout = super::grid_walk::GridWalk::layout(&p.row_ptr, &p.col, &p.diag, upper, WALK_ENTRIES).ok_or_else(|| {
+            crate::error::Error::invalid(format!("ILU(0) grid walk: more than {WALK_ENTRIES} distances in a triangle"))
+        })?;
+        Ok(WalkSweep {
+            k: layout.off.len() as i32,
+            off: upload(g, &layout.off)?,
+            mask: upload(g, &layout.mask)?,
+            vals: g.alloc(layout.from.len().max(1))?,
+            from: upload(g, &layout.from)?,
+            ctl: upload(g, &[0u32, 0])?,
+        })
+    }
+
+    /// The kernels' register width for this stencil.
+    fn width(&self) -> usize {
+        if self.k <= 4 {
+            4
+        } else {
+            16
+        }
+    }
 }
 
 impl SyncFreeSweeps {
@@ -191,10 +233,12 @@ impl SyncFreeSweeps {
         lv: &super::solver::Levels,
         n: usize,
         rows: Option<usize>,
-        walk: Option<super::grid_walk::GridWalk>,
+        walk: Option<(super::grid_walk::GridWalk, &super::Pattern)>,
     ) -> Result<SyncFreeSweeps> {
         let schedule = match walk {
-            Some(walk) => SweepSchedule::Grid { walk, ctl: [upload(g, &[0u32, 0])?, upload(g, &[0u32, 0])?] },
+            Some((walk, p)) => {
+                SweepSchedule::Grid { walk, sweeps: Box::new([WalkSweep::new(g, p, false)?, WalkSweep::new(g, p, true)?]) }
+            }
             None => {
                 let chunk = rows.unwrap_or_else(|| sweep_chunk(n)).clamp(1, n.max(1));
                 // beside the sweeps' own shared arrays (kernels/sparse.cu lsolve_syncfree, usolve_syncfree alike)
@@ -214,6 +258,16 @@ impl SyncFreeSweeps {
         let mut y = g.alloc::<f64>(n.max(1))?;
         g.fill_bytes(&mut y, 0xff)?; // pending (kernels/sparse.cu)
         Ok(SyncFreeSweeps { schedule, y })
+    }
+
+    /// The grid walk's factor entries from freshly built factors `lu`;
+    /// nothing for the chunks, which read `lu` itself.
+    pub fn refresh(&self, g: &Gpu, lu: &DeviceBuffer<f64>) -> Result<()> {
+        let SweepSchedule::Grid { sweeps, .. } = &self.schedule else { return Ok(()) };
+        for s in sweeps.iter() {
+            crate::array::cuda::gather(g, s.from.len(), lu, &s.from, &s.vals)?;
+        }
+        Ok(())
     }
 }
 
@@ -448,21 +502,26 @@ pub fn syncfree_apply(
                 g.launch(name, l, (s.nchunks, 1, 1), (s.threads, 1, 1), shared as u32)?;
             }
         }
-        SweepSchedule::Grid { walk, ctl } => {
+        SweepSchedule::Grid { walk, sweeps } => {
             // a ring of points a line in shared memory (kernels/sparse.cu GRID_RING)
             let shared = walk.ny * 8 * std::mem::size_of::<f64>();
             let threads = walk.ny.next_multiple_of(32) as u32;
             let (nx, ny) = (walk.nx as i32, walk.ny as i32);
-            for (upper, name) in [(false, "lsolve_grid"), (true, "usolve_grid")] {
+            for (upper, s) in sweeps.iter().enumerate() {
+                let name = match (upper, s.width()) {
+                    (0, 4) => "lsolve_grid4",
+                    (0, _) => "lsolve_grid16",
+                    (_, 4) => "usolve_grid4",
+                    _ => "usolve_grid16",
+                };
                 let f = g.kernel_with_shared("sparse", SOURCE, name, shared)?;
                 let mut l = g.launcher(&f);
-                let skew = walk.skew[upper as usize] as i32;
-                l.arg(&n).arg(&nx).arg(&ny).arg(&skew);
-                l.arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu);
-                if !upper {
+                let skew = walk.skew[upper] as i32;
+                l.arg(&n).arg(&nx).arg(&ny).arg(&skew).arg(&s.k).arg(&s.off).arg(&s.mask).arg(&s.vals);
+                if upper == 0 {
                     l.arg(r);
                 }
-                l.arg(y).arg(z).arg(&ctl[upper as usize]);
+                l.arg(y).arg(z).arg(&s.ctl);
                 arg_or_null(&mut l, sc);
                 g.launch(name, l, (walk.nz as u32, 1, 1), (threads, 1, 1), shared as u32)?;
             }

@@ -20,6 +20,13 @@ pub struct GridWalk {
     pub skew: [usize; 2],
 }
 
+/// One sweep's factor as the walk reads it (`GridWalk::layout`).
+pub struct WalkLayout {
+    pub off: Vec<i32>,
+    pub mask: Vec<u32>,
+    pub from: Vec<i32>,
+}
+
 /// Points of each line the kernel keeps in shared memory (kernels/sparse.cu GRID_RING).
 const RING: i64 = 8;
 
@@ -68,14 +75,54 @@ impl GridWalk {
 
     /// The walk where it measured faster than the chunked schedule (H100,
     /// BENCHMARKS.md): past one chunk's rows (sparse::cuda::sweep_chunk), on
-    /// stencils whose rows read the previous line a point ahead (27-point:
-    /// 6.2 against 7.4 ms an apply at 96^3). On 7-point stencils the chunks
-    /// stay faster (1.6 against 1.9 ms at 128^3) and keep them.
+    /// boxes of several planes (7-point 128^3: 1.38 against 1.61 ms an
+    /// apply; 27-point 96^3: 4.8 against 7.4 ms).
     pub fn pick(row_ptr: &[i32], col: &[i32], diag: &[i32]) -> Option<GridWalk> {
         if diag.len() <= 8192 {
             return None;
         }
-        Self::find(row_ptr, col, diag).filter(|w| w.skew[0] > 1 && w.nz > 1)
+        Self::find(row_ptr, col, diag).filter(|w| w.nz > 1)
+    }
+
+    /// The lower (upper) sweep's factor in the walk's layout
+    /// (kernels/sparse.cu sweep_grid): its distinct distances in walk index
+    /// in the rows' CSR order (descending for the lower sweep, ascending for
+    /// the upper, which walks from the last row); a bit per distance a point
+    /// has, by walk index; and where each entry comes from in the CSR
+    /// values, by distance then walk index (0 where a point lacks it), then,
+    /// upper, U's diagonal. None past `most` distances.
+    pub fn layout(row_ptr: &[i32], col: &[i32], diag: &[i32], upper: bool, most: usize) -> Option<WalkLayout> {
+        let n = diag.len();
+        let walk = |k: usize| if upper { n - 1 - k } else { k };
+        let range =
+            |r: usize| if upper { diag[r] as usize + 1..row_ptr[r + 1] as usize } else { row_ptr[r] as usize..diag[r] as usize };
+        let mut off: Vec<i32> = Vec::new();
+        for r in 0..n {
+            for &c in &col[range(r)] {
+                let d = (walk(r) - walk(c as usize)) as i32;
+                if !off.contains(&d) {
+                    off.push(d);
+                    if off.len() > most {
+                        return None;
+                    }
+                }
+            }
+        }
+        off.sort_unstable_by_key(|&d| if upper { d } else { -d });
+        let mut mask = vec![0u32; n];
+        let mut from = vec![0i32; (off.len() + upper as usize) * n];
+        for r in 0..n {
+            let w = walk(r);
+            for k in range(r) {
+                let e = off.iter().position(|&o| o as usize == w - walk(col[k] as usize)).expect("counted above");
+                mask[w] |= 1 << e;
+                from[e * n + w] = k as i32;
+            }
+            if upper {
+                from[off.len() * n + w] = diag[r];
+            }
+        }
+        Some(WalkLayout { off, mask, from })
     }
 
     /// The lower (upper) sweep's skew on box nx x ny, or None where a row

@@ -800,7 +800,7 @@ fn device_sweeps(
         IluSweeps::Levels => cuda::DeviceSweeps::Levels { upper: cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)? },
         IluSweeps::SyncFree { rows } => {
             let walk = rows.is_none().then(|| GridWalk::pick(&p.row_ptr, &p.col, &p.diag)).flatten();
-            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(g, &lv, p.nrows, rows, walk)?))
+            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(g, &lv, p.nrows, rows, walk.map(|w| (w, p)))?))
         }
         IluSweeps::GridWalk => {
             let walk = GridWalk::find(&p.row_ptr, &p.col, &p.diag).ok_or_else(|| {
@@ -808,19 +808,21 @@ fn device_sweeps(
                     "ILU(0) sweeps: the grid walk needs a stencil on a box, rows numbered x fastest (sparse::grid_walk)",
                 )
             })?;
-            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(g, &lv, p.nrows, None, Some(walk))?))
+            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(g, &lv, p.nrows, None, Some((walk, p)))?))
         }
     };
     Ok(Some((factor, sweeps)))
 }
 
-/// The Jacobi-swept sweeps' split triangles from freshly built `factors`
-/// (nothing for the other preconditioners and the CPU backend).
+/// The Jacobi-swept sweeps' split triangles, or the grid walk's layout, from
+/// freshly built `factors` (nothing for the other preconditioners and the
+/// CPU backend).
 fn split_refresh(a: &Csr, levels: Option<&(cuda::DeviceLevels, cuda::DeviceSweeps)>, factors: &Buffer<f64>) -> Result<()> {
     match (levels, factors) {
         (Some((_, cuda::DeviceSweeps::Jacobi { split, .. })), Buffer::Device(lu)) => {
             split.refresh(a.ctx.device()?, a.pattern.nrows, lu)
         }
+        (Some((_, cuda::DeviceSweeps::SyncFree(sf))), Buffer::Device(lu)) => sf.refresh(a.ctx.device()?, lu),
         _ => Ok(()),
     }
 }
