@@ -380,15 +380,22 @@ struct GridRow {
     double g[K];  // neighbours in earlier planes, loaded a step ahead (pending if not there yet)
 };
 
+#define GRID_EARLIER (-2147483647 - 1)  // an entry's line step where it lies in an earlier plane
+
 template <bool UPPER, int K>
-__device__ void sweep_grid(int n, int nx, int ny, int skew, int k, const int* __restrict__ off_g,
+__device__ void sweep_grid(int n, int nx, int ny, int skew, int k, const int* __restrict__ stencil,
                            const unsigned int* __restrict__ mask, const double* __restrict__ vals,
                            const double* rhs, double* x, double* pend, unsigned int* ctl, const double* sc) {
     extern __shared__ double ring[];  // ring[GRID_RING j + i % GRID_RING]: point i of line j
-    __shared__ int plane, off[K];
+    __shared__ int plane, off[K], dj[K], di[K];  // stencil: k distances, then their line and point steps
     if (stopped(sc)) return;
     if (threadIdx.x == 0) plane = (int)atomicAdd(&ctl[0], 1u);
-    if (threadIdx.x < K) off[threadIdx.x] = threadIdx.x < k ? off_g[threadIdx.x] : 0;
+    if (threadIdx.x < K) {
+        const bool used = threadIdx.x < k;
+        off[threadIdx.x] = used ? stencil[threadIdx.x] : 0;
+        dj[threadIdx.x] = used ? stencil[k + threadIdx.x] : 0;
+        di[threadIdx.x] = used ? stencil[2 * k + threadIdx.x] : 0;
+    }
     __syncthreads();
     const int base = plane * nx * ny, j = threadIdx.x, steps = nx + skew * (ny - 1), first = base + j * nx;
     auto row_of = [n](int w) { return UPPER ? n - 1 - w : w; };  // walk index <-> row (its own inverse)
@@ -404,59 +411,79 @@ __device__ void sweep_grid(int n, int nx, int ny, int skew, int k, const int* __
         for (int e = 0; e < K; ++e) {
             if (!((r.m >> e) & 1u)) continue;
             r.v[e] = vals[(i64)e * n + r.w];
-            const int wc = r.w - off[e];
-            if (wc < base)
-                asm volatile("ld.relaxed.gpu.global.f64 %0, [%1];" : "=d"(r.g[e]) : "l"(&x[row_of(wc)]) : "memory");
+            if (dj[e] == GRID_EARLIER)
+                asm volatile("ld.relaxed.gpu.global.f64 %0, [%1];" : "=d"(r.g[e]) : "l"(&x[row_of(r.w - off[e])]) : "memory");
         }
         pend[r.row] = __longlong_as_double(ILU_PENDING);  // after rhs is read: pend may be rhs
         return true;
     };
     auto prefetch = [](const void* a) { asm volatile("prefetch.global.L1 [%0];" ::"l"(a)); };
-    GridRow<K> cur, next;
-    bool have = load(cur, 0);
-    for (int s = 0; s < steps; ++s) {
-        if (have) {
-            const int ahead = first + min(s - skew * j + GRID_AHEAD, nx - 1);
-            prefetch(&mask[ahead]);
-            prefetch(&rhs[row_of(ahead)]);
-            for (int e = 0; e < k + UPPER; ++e) prefetch(&vals[(i64)e * n + ahead]);
-            double v = cur.s;
+    auto compute = [&](int s, const GridRow<K>& cur) {
+        const int i = s - skew * j;
+        const int ahead = first + min(i + GRID_AHEAD, nx - 1);
+        prefetch(&mask[ahead]);
+        prefetch(&rhs[row_of(ahead)]);
+        for (int e = 0; e < k + UPPER; ++e) prefetch(&vals[(i64)e * n + ahead]);
+        double v = cur.s;
 #pragma unroll
-            for (int e = 0; e < K; ++e) {
-                if (!((cur.m >> e) & 1u)) continue;
-                const int wc = cur.w - off[e];
-                double xc;
-                if (wc >= base) {
-                    const int p = wc - base;
-                    xc = ring[GRID_RING * (p / nx) + (p % nx) % GRID_RING];
-                } else {
-                    xc = pending(cur.g[e]) ? await_global(&x[row_of(wc)]) : cur.g[e];
-                }
-                v -= cur.v[e] * xc;
+        for (int e = 0; e < K; ++e) {
+            if (!((cur.m >> e) & 1u)) continue;
+            double xc;
+            if (dj[e] != GRID_EARLIER) {
+                xc = ring[GRID_RING * (j + dj[e]) + ((i + di[e]) & (GRID_RING - 1))];
+            } else {
+                xc = pending(cur.g[e]) ? await_global(&x[row_of(cur.w - off[e])]) : cur.g[e];
             }
-            if (UPPER) v /= cur.d;
-            if (pending(v)) v = __longlong_as_double(0x7ff8000000000000LL);
-            ring[GRID_RING * j + (s - skew * j) % GRID_RING] = v;
-            publish(x, cur.row, v);
+            v -= cur.v[e] * xc;
         }
-        const bool more = load(next, s + 1);
-        __syncthreads();
-        cur = next;
-        have = more;
+        if (UPPER) v /= cur.d;
+        if (pending(v)) v = __longlong_as_double(0x7ff8000000000000LL);
+        ring[GRID_RING * j + (i & (GRID_RING - 1))] = v;
+        publish(x, cur.row, v);
+    };
+    if (K <= 4) {
+        // three rows in turn, each loaded two steps before it is computed
+        // (the plane before's values too), none copied while loads are in flight
+        GridRow<K> a, b, c;
+        bool ha = load(a, 0), hb = load(b, 1), hc = false;
+        for (int s = 0; s < steps; s += 3) {
+            hc = load(c, s + 2);
+            if (ha) compute(s, a);
+            __syncthreads();
+            if (s + 1 >= steps) break;
+            ha = load(a, s + 3);
+            if (hb) compute(s + 1, b);
+            __syncthreads();
+            if (s + 2 >= steps) break;
+            hb = load(b, s + 4);
+            if (hc) compute(s + 2, c);
+            __syncthreads();
+        }
+    } else {
+        // wide stencils: a row loaded a step ahead (registers for three would spill)
+        GridRow<K> cur, next;
+        bool have = load(cur, 0);
+        for (int s = 0; s < steps; ++s) {
+            if (have) compute(s, cur);
+            const bool more = load(next, s + 1);
+            __syncthreads();
+            cur = next;
+            have = more;
+        }
     }
     sweep_rearm(ctl);
 }
 
 #define GRID_SWEEPS(K)                                                                                            \
     extern "C" __global__ void __launch_bounds__(512) lsolve_grid##K(int n, int nx, int ny, int skew, int k,       \
-        const int* off, const unsigned int* mask, const double* vals, const double* r, double* y, double* z,      \
+        const int* stencil, const unsigned int* mask, const double* vals, const double* r, double* y, double* z,  \
         unsigned int* ctl, const double* sc) {                                                                     \
-        sweep_grid<false, K>(n, nx, ny, skew, k, off, mask, vals, r, y, z, ctl, sc);                              \
+        sweep_grid<false, K>(n, nx, ny, skew, k, stencil, mask, vals, r, y, z, ctl, sc);                          \
     }                                                                                                              \
     extern "C" __global__ void __launch_bounds__(512) usolve_grid##K(int n, int nx, int ny, int skew, int k,       \
-        const int* off, const unsigned int* mask, const double* vals, double* y, double* z, unsigned int* ctl,    \
-        const double* sc) {                                                                                        \
-        sweep_grid<true, K>(n, nx, ny, skew, k, off, mask, vals, y, z, y, ctl, sc);                               \
+        const int* stencil, const unsigned int* mask, const double* vals, double* y, double* z,                  \
+        unsigned int* ctl, const double* sc) {                                                                     \
+        sweep_grid<true, K>(n, nx, ny, skew, k, stencil, mask, vals, y, z, y, ctl, sc);                           \
     }
 GRID_SWEEPS(4)
 GRID_SWEEPS(16)

@@ -188,7 +188,8 @@ pub enum SweepSchedule {
 /// ticket/done words.
 pub struct WalkSweep {
     k: i32,
-    off: DeviceBuffer<i32>,
+    /// The k distances, then their line steps, then their point steps.
+    stencil: DeviceBuffer<i32>,
     mask: DeviceBuffer<u32>,
     from: DeviceBuffer<i32>,
     vals: DeviceBuffer<f64>,
@@ -197,16 +198,18 @@ pub struct WalkSweep {
 
 /// Entries a row of the walk holds in registers at most (kernels/sparse.cu
 /// GRID_SWEEPS: 4 or 16).
-const WALK_ENTRIES: usize = 16;
+const WALK_ENTRIES: usize = super::grid_walk::GridWalk::MOST_ENTRIES;
 
 impl WalkSweep {
-    fn new(g: &Gpu, p: &super::Pattern, upper: bool) -> Result<WalkSweep> {
-        let layout = super::grid_walk::GridWalk::layout(&p.row_ptr, &p.col, &p.diag, upper, WALK_ENTRIES).ok_or_else(|| {
-            crate::error::Error::invalid(format!("ILU(0) grid walk: more than {WALK_ENTRIES} distances in a triangle"))
+    fn new(g: &Gpu, walk: &super::grid_walk::GridWalk, p: &super::Pattern, upper: bool) -> Result<WalkSweep> {
+        let layout = walk.layout(&p.row_ptr, &p.col, &p.diag, upper, WALK_ENTRIES).ok_or_else(|| {
+            crate::error::Error::invalid(format!(
+                "ILU(0) grid walk: more than {WALK_ENTRIES} distances in a triangle, or a distance that is not one step of the box"
+            ))
         })?;
         Ok(WalkSweep {
             k: layout.off.len() as i32,
-            off: upload(g, &layout.off)?,
+            stencil: upload(g, &[layout.off, layout.dj, layout.di].concat())?,
             mask: upload(g, &layout.mask)?,
             vals: g.alloc(layout.from.len().max(1))?,
             from: upload(g, &layout.from)?,
@@ -236,9 +239,10 @@ impl SyncFreeSweeps {
         walk: Option<(super::grid_walk::GridWalk, &super::Pattern)>,
     ) -> Result<SyncFreeSweeps> {
         let schedule = match walk {
-            Some((walk, p)) => {
-                SweepSchedule::Grid { walk, sweeps: Box::new([WalkSweep::new(g, p, false)?, WalkSweep::new(g, p, true)?]) }
-            }
+            Some((walk, p)) => SweepSchedule::Grid {
+                walk,
+                sweeps: Box::new([WalkSweep::new(g, &walk, p, false)?, WalkSweep::new(g, &walk, p, true)?]),
+            },
             None => {
                 let chunk = rows.unwrap_or_else(|| sweep_chunk(n)).clamp(1, n.max(1));
                 // beside the sweeps' own shared arrays (kernels/sparse.cu lsolve_syncfree, usolve_syncfree alike)
@@ -517,7 +521,7 @@ pub fn syncfree_apply(
                 let f = g.kernel_with_shared("sparse", SOURCE, name, shared)?;
                 let mut l = g.launcher(&f);
                 let skew = walk.skew[upper] as i32;
-                l.arg(&n).arg(&nx).arg(&ny).arg(&skew).arg(&s.k).arg(&s.off).arg(&s.mask).arg(&s.vals);
+                l.arg(&n).arg(&nx).arg(&ny).arg(&skew).arg(&s.k).arg(&s.stencil).arg(&s.mask).arg(&s.vals);
                 if upper == 0 {
                     l.arg(r);
                 }

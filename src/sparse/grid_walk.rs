@@ -23,6 +23,9 @@ pub struct GridWalk {
 /// One sweep's factor as the walk reads it (`GridWalk::layout`).
 pub struct WalkLayout {
     pub off: Vec<i32>,
+    /// Each distance's line and point step in its plane (i32::MIN for an earlier plane).
+    pub dj: Vec<i32>,
+    pub di: Vec<i32>,
     pub mask: Vec<u32>,
     pub from: Vec<i32>,
 }
@@ -33,6 +36,8 @@ const RING: i64 = 8;
 impl GridWalk {
     /// Lines a plane may have (a thread each; kernels/sparse.cu's launch bounds).
     pub const MOST_LINES: usize = 512;
+    /// Distances a triangle's rows may have (the kernel's widest registers).
+    pub const MOST_ENTRIES: usize = 16;
 
     /// The cheapest box this pattern (square, sorted columns, every diagonal
     /// present at `diag`) can be walked as, if any. Candidate line and plane
@@ -87,28 +92,40 @@ impl GridWalk {
     /// The lower (upper) sweep's factor in the walk's layout
     /// (kernels/sparse.cu sweep_grid): its distinct distances in walk index
     /// in the rows' CSR order (descending for the lower sweep, ascending for
-    /// the upper, which walks from the last row); a bit per distance a point
-    /// has, by walk index; and where each entry comes from in the CSR
-    /// values, by distance then walk index (0 where a point lacks it), then,
-    /// upper, U's diagonal. None past `most` distances.
-    pub fn layout(row_ptr: &[i32], col: &[i32], diag: &[i32], upper: bool, most: usize) -> Option<WalkLayout> {
+    /// the upper, which walks from the last row), each one's step in the
+    /// box, a bit per distance a point has, by walk index, and where each
+    /// entry comes from in the CSR values, by distance then walk index (0
+    /// where a point lacks it), then, upper, U's diagonal. None past `most`
+    /// distances, or where a distance is not the same step at every point
+    /// (which `find` has checked already).
+    pub fn layout(&self, row_ptr: &[i32], col: &[i32], diag: &[i32], upper: bool, most: usize) -> Option<WalkLayout> {
         let n = diag.len();
+        let (nx, area) = (self.nx as i64, (self.nx * self.ny) as i64);
         let walk = |k: usize| if upper { n - 1 - k } else { k };
         let range =
             |r: usize| if upper { diag[r] as usize + 1..row_ptr[r + 1] as usize } else { row_ptr[r] as usize..diag[r] as usize };
+        let at = |w: usize| ((w as i64) / area, (w as i64) % area / nx, (w as i64) % nx);
         let mut off: Vec<i32> = Vec::new();
+        let mut step: Vec<[i64; 3]> = Vec::new();
         for r in 0..n {
+            let (w, (k, j, i)) = (walk(r), at(walk(r)));
             for &c in &col[range(r)] {
-                let d = (walk(r) - walk(c as usize)) as i32;
-                if !off.contains(&d) {
-                    off.push(d);
-                    if off.len() > most {
-                        return None;
+                let (kc, jc, ic) = at(walk(c as usize));
+                let (d, s) = ((w - walk(c as usize)) as i32, [kc - k, jc - j, ic - i]);
+                match off.iter().position(|&o| o == d) {
+                    Some(e) if step[e] != s => return None,
+                    Some(_) => {}
+                    None if off.len() == most => return None,
+                    None => {
+                        off.push(d);
+                        step.push(s);
                     }
                 }
             }
         }
-        off.sort_unstable_by_key(|&d| if upper { d } else { -d });
+        let mut order: Vec<usize> = (0..off.len()).collect();
+        order.sort_unstable_by_key(|&e| if upper { off[e] } else { -off[e] });
+        let (off, step): (Vec<i32>, Vec<[i64; 3]>) = order.iter().map(|&e| (off[e], step[e])).unzip();
         let mut mask = vec![0u32; n];
         let mut from = vec![0i32; (off.len() + upper as usize) * n];
         for r in 0..n {
@@ -122,25 +139,42 @@ impl GridWalk {
                 from[off.len() * n + w] = diag[r];
             }
         }
-        Some(WalkLayout { off, mask, from })
+        // in its own plane an entry is read from the ring at (line + dj, point + di); elsewhere dj = di = 0 marks it
+        let ring = |s: &[i64; 3], m: usize| if s[0] == 0 { s[m] as i32 } else { i32::MIN };
+        Some(WalkLayout {
+            dj: step.iter().map(|s| ring(s, 1)).collect(),
+            di: step.iter().map(|s| ring(s, 2)).collect(),
+            off,
+            mask,
+            from,
+        })
     }
 
     /// The lower (upper) sweep's skew on box nx x ny, or None where a row
-    /// reads a neighbour the walk does not have by then: in its own plane,
+    /// reads a neighbour the walk does not have by then (in its own plane,
     /// only points of its own line up to RING behind, or of the previous
-    /// line within the ring's reach. The upper sweep is checked as the
+    /// line within the ring's reach), or where the rows' distances are more
+    /// than MOST_ENTRIES or one is not the same step of the box everywhere. The upper sweep is checked as the
     /// kernel walks it, from the last row (row -> n - 1 - row).
     fn skew(row_ptr: &[i32], col: &[i32], diag: &[i32], nx: usize, ny: usize, upper: bool) -> Option<usize> {
         let n = diag.len() as i64;
         let (nx, area) = (nx as i64, (nx * ny) as i64);
         let walk = |k: i64| if upper { n - 1 - k } else { k };
         let (mut lo, mut hi) = (i64::MAX, i64::MIN); // previous-line reach, relative to the row's point
+        let mut steps: Vec<(i64, [i64; 3])> = Vec::new(); // each distance's step in the box: one, at most MOST_ENTRIES
         for r in 0..n as usize {
             let range = if upper { diag[r] as usize + 1..row_ptr[r + 1] as usize } else { row_ptr[r] as usize..diag[r] as usize };
             let w = walk(r as i64);
             let (plane, j, i) = (w / area, w % area / nx, w % nx);
             for &c in &col[range] {
                 let wc = walk(c as i64);
+                let step = [wc / area - plane, wc % area / nx - j, wc % nx - i];
+                match steps.iter().find(|(d, _)| *d == w - wc) {
+                    Some((_, s)) if *s != step => return None,
+                    Some(_) => {}
+                    None if steps.len() == Self::MOST_ENTRIES => return None,
+                    None => steps.push((w - wc, step)),
+                }
                 if wc / area != plane {
                     continue; // an earlier plane: polled in global memory
                 }
@@ -165,6 +199,12 @@ impl GridWalk {
 mod tests {
     use super::*;
     use crate::sparse::{build_pattern, gallery};
+
+    impl GridWalk {
+        fn sweep_skew(p: &crate::sparse::Pattern, nx: usize, ny: usize) -> Option<usize> {
+            GridWalk::skew(&p.row_ptr, &p.col, &p.diag, nx, ny, false)
+        }
+    }
 
     fn walk_of((rp, ci, _): &gallery::CsrArrays) -> Option<GridWalk> {
         let p = build_pattern(rp.len() - 1, rp.len() - 1, rp, ci, 0).unwrap();
@@ -197,8 +237,13 @@ mod tests {
             *p += 1;
         }
         // build_pattern sorts its columns; the box of 8 x 8 planes no longer
-        // holds it, the next cheapest (planes of 4 lines) puts it a plane back
-        assert_eq!(walk_of(&(rp, ci, v)).map(|w| (w.nx, w.ny, w.nz)), Some((8, 4, 16)));
+        // holds it (some box of one-point lines still does, slowly)
+        let found = walk_of(&(rp, ci, v)).map(|w| (w.nx, w.ny, w.nz));
+        assert!(found.is_some() && found != Some((8, 8, 8)), "{found:?}");
+        // a box whose distances are not one step everywhere: the 8^3 stencil as 8 x 4 planes
+        let (rp, ci, _) = gallery::laplacian7(8);
+        let p = build_pattern(512, 512, &rp, &ci, 0).unwrap();
+        assert_eq!(GridWalk::sweep_skew(&p, 8, 4), None);
         // an unstructured pattern: more distances than a stencil has
         let n = 500usize;
         let (mut rp, mut ci) = (vec![0i64], Vec::new());

@@ -196,7 +196,8 @@ fn ilu_solve(ctx: &Arc<Context>, a: &Arc<Csr>, precond: Precond, settings: Setti
 /// ceiling, the factorisation, and ILU(0)-BiCGSTAB per iteration and to 1e-8
 /// beside unpreconditioned BiCGSTAB. The exact schedules' z must agree
 /// bit for bit. FEGPU_BENCH_CHUNKS=1024,4096 adds the synchronisation-free
-/// sweeps at those chunk sizes; FEGPU_BENCH_QUICK=1 times the applies only.
+/// sweeps at those chunk sizes, FEGPU_BENCH_BOXES=128x128x8,... 7-point
+/// Laplacians on those boxes; FEGPU_BENCH_QUICK=1 times the applies only.
 pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
     let (ctx, ceiling) = start("ilu")?;
     println!("apply bytes = 12 nnz (factors and columns) + 4 (n+1) + 4 n (diagonal) + 8 n (r) + 16 n (z out, in, out): the floor at the copy ceiling");
@@ -206,6 +207,13 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
     );
     let mut list = matrices(real)?;
     list.insert(1, ("convdiff 128^3".into(), 128usize.pow(3), gallery::convection_diffusion(128, 1.0)));
+    // FEGPU_BENCH_BOXES=128x128x1,128x128x32: 7-point Laplacians on those boxes too (the walk's cost a plane)
+    for b in std::env::var("FEGPU_BENCH_BOXES").unwrap_or_default().split(',').filter(|b| !b.is_empty()) {
+        let d: Vec<usize> = b.split('x').filter_map(|v| v.parse().ok()).collect();
+        if let [nx, ny, nz] = d[..] {
+            list.push((format!("laplacian7 {b}"), nx * ny * nz, gallery::laplacian7_box([nx, ny, nz])));
+        }
+    }
     for (name, n, arrays) in list {
         let a = make(&ctx, n, &arrays)?;
         let nnz = a.pattern.nnz();
