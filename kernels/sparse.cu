@@ -352,19 +352,23 @@ extern "C" __global__ void __launch_bounds__(512) usolve_syncfree(int n, int chu
 // a barrier between steps. A neighbour in the plane was computed at an
 // earlier step and is read from shared memory, which keeps the last
 // GRID_RING points of each line; a neighbour in an earlier plane is polled
-// in global memory as by the chunks, its load issued a step ahead. A plane
+// in global memory as by the chunks, its load issued with the row's (a
+// step ahead; two on 7-point-class stencils, whose rows fit three in
+// registers). A plane
 // runs a hand-off behind the previous one instead of a hand-off behind at
 // every level: nx + skew (ny - 1) steps a plane plus nz hand-offs, against
 // nx + ny + nz levels with a hand-off at each. The upper sweep walks the box
 // from its last point (walk index w = n - 1 - row).
 //
 // The walk reads the factors in its own layout, gathered after each
-// factorisation (sparse::grid_walk::GridWalk::layout): the sweep's stencil as K distances in walk
-// index (`off`, in the rows' CSR order), a bit per entry a point has
-// (`mask`), the entries by distance then point (vals[e n + w]) and, upper,
-// U's diagonal after them. So a row's loads wait on nothing (no row
-// pointers, no columns), its neighbours' addresses are known in advance,
-// and each line's data GRID_AHEAD steps on is fetched into L1 as it goes.
+// factorisation (sparse::grid_walk::GridWalk::layout): the sweep's stencil
+// as k distances in walk index (in the rows' CSR order) with each one's
+// line and point step in the plane (the ring's slot without a division), a
+// bit per entry a point has (`mask`), the entries by distance then point
+// (vals[e n + w]) and, upper, U's diagonal after them. So a row's loads
+// wait on nothing (no row pointers, no columns), its neighbours' addresses
+// are known in advance, and each line's data GRID_AHEAD steps on is
+// fetched into L1 as it goes.
 // Same sums in the same order as every other schedule, so the same bits;
 // the same pending protocol, so the schedules may follow one another on the
 // same vectors.

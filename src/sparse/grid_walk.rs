@@ -80,8 +80,8 @@ impl GridWalk {
 
     /// The walk where it measured faster than the chunked schedule (H100,
     /// BENCHMARKS.md): past one chunk's rows (sparse::cuda::sweep_chunk), on
-    /// boxes of several planes (7-point 128^3: 1.38 against 1.61 ms an
-    /// apply; 27-point 96^3: 4.8 against 7.4 ms).
+    /// boxes of several planes (7-point 128^3: 1.27 against 1.62 ms an
+    /// apply; 27-point 96^3: 5.8 against 7.4 ms).
     pub fn pick(row_ptr: &[i32], col: &[i32], diag: &[i32]) -> Option<GridWalk> {
         if diag.len() <= 8192 {
             return None;
@@ -220,6 +220,32 @@ mod tests {
         assert_eq!(walk_of(&gallery::convection_diffusion(11, 3.0)).map(|w| (w.nx, w.ny, w.nz)), Some((11, 11, 11)));
         // a plane of 5 points: one block walks it all
         assert_eq!(walk_of(&gallery::laplacian7_box([40, 30, 1])), Some(GridWalk { nx: 40, ny: 30, nz: 1, skew: [1, 1] }));
+    }
+
+    #[test]
+    fn lays_out_each_triangle_by_distance_in_csr_order() {
+        let (rp, ci, _) = gallery::laplacian7_box([10, 4, 3]);
+        let p = build_pattern(120, 120, &rp, &ci, 0).unwrap();
+        let w = GridWalk::find(&p.row_ptr, &p.col, &p.diag).unwrap();
+        assert_eq!((w.nx, w.ny, w.nz), (10, 4, 3));
+        let lower = w.layout(&p.row_ptr, &p.col, &p.diag, false, 16).unwrap();
+        // (0, 0, -1), (0, -1, 0), (-1, 0, 0): the first in an earlier plane
+        assert_eq!(
+            (lower.off.clone(), lower.dj.clone(), lower.di.clone()),
+            (vec![40, 10, 1], vec![i32::MIN, -1, 0], vec![i32::MIN, 0, -1])
+        );
+        let upper = w.layout(&p.row_ptr, &p.col, &p.diag, true, 16).unwrap();
+        assert_eq!(upper.off, vec![1, 10, 40]); // walked from the last row: the nearest column first
+        for (r, bits) in [(0usize, 0u32), (1, 0b100), (10, 0b010), (40, 0b001), (51, 0b111)] {
+            assert_eq!(lower.mask[r], bits, "row {r}");
+            for e in (0..3).filter(|e| bits >> e & 1 == 1) {
+                // each entry comes from that row's CSR entry at that distance
+                assert_eq!(r as i32 - p.col[lower.from[e * 120 + r] as usize], lower.off[e], "row {r}");
+            }
+        }
+        // upper, by walk index: row 0 (walked last) reads all three, row 119 (first) none; U's diagonal after
+        assert_eq!((upper.mask[119], upper.mask[0]), (0b111, 0));
+        assert_eq!(upper.from[3 * 120 + 119], p.diag[0]);
     }
 
     #[test]
