@@ -125,7 +125,9 @@ impl GaussSeidel {
             return Err(Error::invalid(format!("AMG Gauss-Seidel: a level's row {i} has no diagonal entry")));
         }
         let levels = crate::sparse::solver::levels(&m.rp, &m.ci, &diag);
-        Ok(GaussSeidel { factor: g.alloc(m.nnz().max(1))?, sweeps: SyncFreeSweeps::new(g, &levels, m.nrows, None, None)? })
+        // the grid walk where the level is a box stencil's (the finest, on structured grids)
+        let walk = crate::sparse::grid_walk::GridWalk::pick(&m.rp, &m.ci, &diag).map(|w| (w, (&m.rp[..], &m.ci[..], &diag[..])));
+        Ok(GaussSeidel { factor: g.alloc(m.nnz().max(1))?, sweeps: SyncFreeSweeps::new(g, &levels, m.nrows, None, walk)? })
     }
 
     /// F from the level matrix's current values.
@@ -134,7 +136,8 @@ impl GaussSeidel {
         let n32 = n as i32;
         let mut l = g.launcher(&f);
         l.arg(&n32).arg(&a.pattern.row_ptr).arg(&a.pattern.col).arg(&a.pattern.diag).arg(a.values).arg(&self.factor);
-        g.launch("amg_gs_factor", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
+        g.launch("amg_gs_factor", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)?;
+        self.sweeps.refresh(g, &self.factor) // the grid walk's layout of F
     }
 }
 

@@ -196,13 +196,16 @@ pub struct WalkSweep {
     ctl: DeviceBuffer<u32>,
 }
 
+/// A square CSR pattern on the host: row pointers, columns, each row's diagonal position.
+pub type CsrPattern<'a> = (&'a [i32], &'a [i32], &'a [i32]);
+
 /// Entries a row of the walk holds in registers at most (kernels/sparse.cu
 /// GRID_SWEEPS: 4 or 16).
 const WALK_ENTRIES: usize = super::grid_walk::GridWalk::MOST_ENTRIES;
 
 impl WalkSweep {
-    fn new(g: &Gpu, walk: &super::grid_walk::GridWalk, p: &super::Pattern, upper: bool) -> Result<WalkSweep> {
-        let layout = walk.layout(&p.row_ptr, &p.col, &p.diag, upper, WALK_ENTRIES).ok_or_else(|| {
+    fn new(g: &Gpu, walk: &super::grid_walk::GridWalk, (row_ptr, col, diag): CsrPattern<'_>, upper: bool) -> Result<WalkSweep> {
+        let layout = walk.layout(row_ptr, col, diag, upper, WALK_ENTRIES).ok_or_else(|| {
             crate::error::Error::invalid(format!(
                 "ILU(0) grid walk: more than {WALK_ENTRIES} distances in a triangle, or a distance that is not one step of the box"
             ))
@@ -236,7 +239,7 @@ impl SyncFreeSweeps {
         lv: &super::solver::Levels,
         n: usize,
         rows: Option<usize>,
-        walk: Option<(super::grid_walk::GridWalk, &super::Pattern)>,
+        walk: Option<(super::grid_walk::GridWalk, CsrPattern<'_>)>,
     ) -> Result<SyncFreeSweeps> {
         let schedule = match walk {
             Some((walk, p)) => SweepSchedule::Grid {

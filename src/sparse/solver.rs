@@ -800,7 +800,13 @@ fn device_sweeps(
         IluSweeps::Levels => cuda::DeviceSweeps::Levels { upper: cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)? },
         IluSweeps::SyncFree { rows } => {
             let walk = rows.is_none().then(|| GridWalk::pick(&p.row_ptr, &p.col, &p.diag)).flatten();
-            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(g, &lv, p.nrows, rows, walk.map(|w| (w, p)))?))
+            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(
+                g,
+                &lv,
+                p.nrows,
+                rows,
+                walk.map(|w| (w, (&p.row_ptr[..], &p.col[..], &p.diag[..]))),
+            )?))
         }
         IluSweeps::GridWalk => {
             let walk = GridWalk::find(&p.row_ptr, &p.col, &p.diag).ok_or_else(|| {
@@ -808,7 +814,13 @@ fn device_sweeps(
                     "ILU(0) sweeps: the grid walk needs a stencil on a box, rows numbered x fastest (sparse::grid_walk)",
                 )
             })?;
-            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(g, &lv, p.nrows, None, Some((walk, p)))?))
+            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(
+                g,
+                &lv,
+                p.nrows,
+                None,
+                Some((walk, (&p.row_ptr[..], &p.col[..], &p.diag[..]))),
+            )?))
         }
     };
     Ok(Some((factor, sweeps)))
