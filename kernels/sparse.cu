@@ -258,24 +258,9 @@ __device__ __forceinline__ double sweep_x(int k, int lo, int hi, const double* x
     return (k >= lo && k < hi) ? xs[k - lo] : await_global(&x[k]);
 }
 
-// Row w's value from its dependencies' values x_of(j, k) (entry j, column
-// k), summed in CSR order as the CPU reference does; a computed value with
-// the pending bits becomes the canonical NaN.
-template <bool UPPER, class X>
-__device__ __forceinline__ double sweep_value(const SweepRow& w, const int* __restrict__ ci,
-                                              const double* __restrict__ lu, X x_of) {
-    double xv[SWEEP_REG];
-#pragma unroll
-    for (int j = 0; j < SWEEP_REG; ++j)  // every load issued before the first is used
-        if (w.b + j < w.e) xv[j] = x_of(j, w.k[j]);
-    double s = w.s;
-#pragma unroll
-    for (int j = 0; j < SWEEP_REG; ++j)
-        if (w.b + j < w.e) s -= w.l[j] * xv[j];
-    for (int kk = w.b + SWEEP_REG; kk < w.e; ++kk) s -= lu[kk] * x_of(SWEEP_REG, ci[kk]);
-    if (UPPER) s /= w.d;
-    if (pending(s)) s = __longlong_as_double(0x7ff8000000000000LL);
-    return s;
+// A computed value as stored: one with the pending bits becomes the canonical NaN.
+__device__ __forceinline__ double settled(double s) {
+    return pending(s) ? __longlong_as_double(0x7ff8000000000000LL) : s;
 }
 
 // Makes x_i visible to the other blocks' polls.
@@ -286,7 +271,17 @@ __device__ __forceinline__ void publish(double* x, int i, double s) {
 template <bool UPPER>
 __device__ __forceinline__ void sweep_finish(const SweepRow& w, int lo, int hi, const int* __restrict__ ci,
                                              const double* __restrict__ lu, double* xs, double* x) {
-    const double s = sweep_value<UPPER>(w, ci, lu, [&](int, int k) { return sweep_x(k, lo, hi, xs, x); });
+    double xv[SWEEP_REG];
+#pragma unroll
+    for (int j = 0; j < SWEEP_REG; ++j)  // every load issued before the first is used
+        if (w.b + j < w.e) xv[j] = sweep_x(w.k[j], lo, hi, xs, x);
+    double s = w.s;
+#pragma unroll
+    for (int j = 0; j < SWEEP_REG; ++j)
+        if (w.b + j < w.e) s -= w.l[j] * xv[j];
+    for (int kk = w.b + SWEEP_REG; kk < w.e; ++kk) s -= lu[kk] * sweep_x(ci[kk], lo, hi, xs, x);
+    if (UPPER) s /= w.d;
+    s = settled(s);
     xs[w.i - lo] = s;
     publish(x, w.i, s);
 }
@@ -354,11 +349,10 @@ extern "C" __global__ void __launch_bounds__(512) usolve_syncfree(int n, int chu
 // GRID_RING points of each line; a neighbour in an earlier plane is polled
 // in global memory as by the chunks, its load issued with the row's (a
 // step ahead; two on 7-point-class stencils, whose rows fit three in
-// registers). A plane
-// runs a hand-off behind the previous one instead of a hand-off behind at
-// every level: nx + skew (ny - 1) steps a plane plus nz hand-offs, against
-// nx + ny + nz levels with a hand-off at each. The upper sweep walks the box
-// from its last point (walk index w = n - 1 - row).
+// registers). A plane runs a hand-off behind the previous one instead of a
+// hand-off behind at every level: nx + skew (ny - 1) steps a plane plus nz
+// hand-offs, against nx + ny + nz levels with a hand-off at each. The upper
+// sweep walks the box from its last point (walk index w = n - 1 - row).
 //
 // The walk reads the factors in its own layout, gathered after each
 // factorisation (sparse::grid_walk::GridWalk::layout): the sweep's stencil
@@ -368,10 +362,9 @@ extern "C" __global__ void __launch_bounds__(512) usolve_syncfree(int n, int chu
 // (vals[e n + w]) and, upper, U's diagonal after them. So a row's loads
 // wait on nothing (no row pointers, no columns), its neighbours' addresses
 // are known in advance, and each line's data GRID_AHEAD steps on is
-// fetched into L1 as it goes.
-// Same sums in the same order as every other schedule, so the same bits;
-// the same pending protocol, so the schedules may follow one another on the
-// same vectors.
+// fetched into L1 as it goes. Same sums in the same order as every other
+// schedule, so the same bits; the same pending protocol, so the schedules
+// may follow one another on the same vectors.
 #define GRID_RING 8
 #define GRID_AHEAD 4
 
@@ -441,7 +434,7 @@ __device__ void sweep_grid(int n, int nx, int ny, int skew, int k, const int* __
             v -= cur.v[e] * xc;
         }
         if (UPPER) v /= cur.d;
-        if (pending(v)) v = __longlong_as_double(0x7ff8000000000000LL);
+        v = settled(v);
         ring[GRID_RING * j + (i & (GRID_RING - 1))] = v;
         publish(x, cur.row, v);
     };

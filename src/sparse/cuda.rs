@@ -199,15 +199,12 @@ pub struct WalkSweep {
 /// A square CSR pattern on the host: row pointers, columns, each row's diagonal position.
 pub type CsrPattern<'a> = (&'a [i32], &'a [i32], &'a [i32]);
 
-/// Entries a row of the walk holds in registers at most (kernels/sparse.cu
-/// GRID_SWEEPS: 4 or 16).
-const WALK_ENTRIES: usize = super::grid_walk::GridWalk::MOST_ENTRIES;
-
 impl WalkSweep {
     fn new(g: &Gpu, walk: &super::grid_walk::GridWalk, (row_ptr, col, diag): CsrPattern<'_>, upper: bool) -> Result<WalkSweep> {
-        let layout = walk.layout(row_ptr, col, diag, upper, WALK_ENTRIES).ok_or_else(|| {
+        let layout = walk.layout(row_ptr, col, diag, upper).ok_or_else(|| {
             crate::error::Error::invalid(format!(
-                "ILU(0) grid walk: more than {WALK_ENTRIES} distances in a triangle, or a distance that is not one step of the box"
+                "ILU(0) grid walk: more than {} distances in a triangle, or a distance that is not one step of the box",
+                super::grid_walk::GridWalk::MOST_ENTRIES
             ))
         })?;
         Ok(WalkSweep {
@@ -220,7 +217,7 @@ impl WalkSweep {
         })
     }
 
-    /// The kernels' register width for this stencil.
+    /// The kernels' register width for this stencil (kernels/sparse.cu GRID_SWEEPS: 4 or 16).
     fn width(&self) -> usize {
         if self.k <= 4 {
             4

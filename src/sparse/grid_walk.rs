@@ -47,7 +47,7 @@ impl GridWalk {
         let n = diag.len();
         let mut offsets = std::collections::BTreeSet::new();
         for r in 0..n {
-            for &c in &col[row_ptr[r] as usize..diag[r] as usize] {
+            for &c in &col[triangle(row_ptr, diag, r, false)] {
                 offsets.insert(r - c as usize);
                 if offsets.len() > 64 {
                     return None;
@@ -95,103 +95,89 @@ impl GridWalk {
     /// the upper, which walks from the last row), each one's step in the
     /// box, a bit per distance a point has, by walk index, and where each
     /// entry comes from in the CSR values, by distance then walk index (0
-    /// where a point lacks it), then, upper, U's diagonal. None past `most`
-    /// distances, or where a distance is not the same step at every point
-    /// (which `find` has checked already).
-    pub fn layout(&self, row_ptr: &[i32], col: &[i32], diag: &[i32], upper: bool, most: usize) -> Option<WalkLayout> {
+    /// where a point lacks it), then, upper, U's diagonal. None where the
+    /// box does not hold the stencil (`steps`; `find` has checked it).
+    pub fn layout(&self, row_ptr: &[i32], col: &[i32], diag: &[i32], upper: bool) -> Option<WalkLayout> {
         let n = diag.len();
-        let (nx, area) = (self.nx as i64, (self.nx * self.ny) as i64);
+        let mut steps = Self::steps(row_ptr, col, diag, self.nx, self.ny, upper)?;
+        steps.sort_unstable_by_key(|&(d, _)| if upper { d } else { -d });
         let walk = |k: usize| if upper { n - 1 - k } else { k };
-        let range =
-            |r: usize| if upper { diag[r] as usize + 1..row_ptr[r + 1] as usize } else { row_ptr[r] as usize..diag[r] as usize };
-        let at = |w: usize| ((w as i64) / area, (w as i64) % area / nx, (w as i64) % nx);
-        let mut off: Vec<i32> = Vec::new();
-        let mut step: Vec<[i64; 3]> = Vec::new();
-        for r in 0..n {
-            let (w, (k, j, i)) = (walk(r), at(walk(r)));
-            for &c in &col[range(r)] {
-                let (kc, jc, ic) = at(walk(c as usize));
-                let (d, s) = ((w - walk(c as usize)) as i32, [kc - k, jc - j, ic - i]);
-                match off.iter().position(|&o| o == d) {
-                    Some(e) if step[e] != s => return None,
-                    Some(_) => {}
-                    None if off.len() == most => return None,
-                    None => {
-                        off.push(d);
-                        step.push(s);
-                    }
-                }
-            }
-        }
-        let mut order: Vec<usize> = (0..off.len()).collect();
-        order.sort_unstable_by_key(|&e| if upper { off[e] } else { -off[e] });
-        let (off, step): (Vec<i32>, Vec<[i64; 3]>) = order.iter().map(|&e| (off[e], step[e])).unzip();
         let mut mask = vec![0u32; n];
-        let mut from = vec![0i32; (off.len() + upper as usize) * n];
+        let mut from = vec![0i32; (steps.len() + upper as usize) * n];
         for r in 0..n {
             let w = walk(r);
-            for k in range(r) {
-                let e = off.iter().position(|&o| o as usize == w - walk(col[k] as usize)).expect("counted above");
+            for k in triangle(row_ptr, diag, r, upper) {
+                let d = (w - walk(col[k] as usize)) as i64;
+                let e = steps.iter().position(|&(o, _)| o == d).expect("a distance steps() counted");
                 mask[w] |= 1 << e;
                 from[e * n + w] = k as i32;
             }
             if upper {
-                from[off.len() * n + w] = diag[r];
+                from[steps.len() * n + w] = diag[r];
             }
         }
-        // in its own plane an entry is read from the ring at (line + dj, point + di); elsewhere dj = di = 0 marks it
-        let ring = |s: &[i64; 3], m: usize| if s[0] == 0 { s[m] as i32 } else { i32::MIN };
-        Some(WalkLayout {
-            dj: step.iter().map(|s| ring(s, 1)).collect(),
-            di: step.iter().map(|s| ring(s, 2)).collect(),
-            off,
-            mask,
-            from,
-        })
+        // in its own plane an entry is read from the ring at (line + dj, point + di); elsewhere dj = di = i32::MIN marks it
+        let ring = |&(_, [dk, dj, di]): &(i64, [i64; 3])| if dk == 0 { (dj as i32, di as i32) } else { (i32::MIN, i32::MIN) };
+        let (dj, di) = steps.iter().map(ring).unzip();
+        Some(WalkLayout { off: steps.iter().map(|&(d, _)| d as i32).collect(), dj, di, mask, from })
     }
 
-    /// The lower (upper) sweep's skew on box nx x ny, or None where a row
-    /// reads a neighbour the walk does not have by then (in its own plane,
-    /// only points of its own line up to RING behind, or of the previous
-    /// line within the ring's reach), or where the rows' distances are more
-    /// than MOST_ENTRIES or one is not the same step of the box everywhere. The upper sweep is checked as the
-    /// kernel walks it, from the last row (row -> n - 1 - row).
-    fn skew(row_ptr: &[i32], col: &[i32], diag: &[i32], nx: usize, ny: usize, upper: bool) -> Option<usize> {
+    /// The distances in walk index that the lower (upper) sweep's rows read
+    /// on box nx x ny, each with its step in the box (planes, lines, points),
+    /// in the order first met; None where a distance is not the same step
+    /// at every point, or past MOST_ENTRIES of them. The upper sweep is read
+    /// as the kernel walks it, from the last row (row -> n - 1 - row).
+    fn steps(row_ptr: &[i32], col: &[i32], diag: &[i32], nx: usize, ny: usize, upper: bool) -> Option<Vec<(i64, [i64; 3])>> {
         let n = diag.len() as i64;
         let (nx, area) = (nx as i64, (nx * ny) as i64);
         let walk = |k: i64| if upper { n - 1 - k } else { k };
-        let (mut lo, mut hi) = (i64::MAX, i64::MIN); // previous-line reach, relative to the row's point
-        let mut steps: Vec<(i64, [i64; 3])> = Vec::new(); // each distance's step in the box: one, at most MOST_ENTRIES
+        let at = |w: i64| [w / area, w % area / nx, w % nx];
+        let mut steps: Vec<(i64, [i64; 3])> = Vec::new();
         for r in 0..n as usize {
-            let range = if upper { diag[r] as usize + 1..row_ptr[r + 1] as usize } else { row_ptr[r] as usize..diag[r] as usize };
-            let w = walk(r as i64);
-            let (plane, j, i) = (w / area, w % area / nx, w % nx);
-            for &c in &col[range] {
-                let wc = walk(c as i64);
-                let step = [wc / area - plane, wc % area / nx - j, wc % nx - i];
+            let (w, [k, j, i]) = (walk(r as i64), at(walk(r as i64)));
+            for &c in &col[triangle(row_ptr, diag, r, upper)] {
+                let (wc, [kc, jc, ic]) = (walk(c as i64), at(walk(c as i64)));
+                let step = [kc - k, jc - j, ic - i];
                 match steps.iter().find(|(d, _)| *d == w - wc) {
                     Some((_, s)) if *s != step => return None,
                     Some(_) => {}
                     None if steps.len() == Self::MOST_ENTRIES => return None,
                     None => steps.push((w - wc, step)),
                 }
-                if wc / area != plane {
-                    continue; // an earlier plane: polled in global memory
-                }
-                let (jc, ic) = (wc % area / nx, wc % nx);
-                if jc == j && ic < i && i - ic <= RING {
-                    continue;
-                }
-                if jc + 1 != j {
-                    return None;
-                }
-                lo = lo.min(ic - i);
-                hi = hi.max(ic - i);
             }
+        }
+        Some(steps)
+    }
+
+    /// The lower (upper) sweep's skew on box nx x ny, or None where the box
+    /// does not hold the stencil (`steps`) or a row reads a neighbour the
+    /// walk does not have by then: in its own plane, only points of its own
+    /// line up to RING behind, or of the previous line within the ring's
+    /// reach.
+    fn skew(row_ptr: &[i32], col: &[i32], diag: &[i32], nx: usize, ny: usize, upper: bool) -> Option<usize> {
+        let (mut lo, mut hi) = (i64::MAX, i64::MIN); // previous-line reach, relative to the row's point
+        for (_, [dk, dj, di]) in Self::steps(row_ptr, col, diag, nx, ny, upper)? {
+            if dk != 0 || (dj == 0 && di < 0 && -di <= RING) {
+                continue; // an earlier plane (polled in global memory), or its own line
+            }
+            if dj != -1 {
+                return None;
+            }
+            lo = lo.min(di);
+            hi = hi.max(di);
         }
         let skew = (hi + 1).max(1);
         // the ring holds the previous line's points skew - RING .. skew - 1 ahead
         (lo == i64::MAX || lo >= skew - RING).then_some(skew as usize)
+    }
+}
+
+/// Row r's entries in the lower (upper) strict triangle.
+fn triangle(row_ptr: &[i32], diag: &[i32], r: usize, upper: bool) -> std::ops::Range<usize> {
+    if upper {
+        diag[r] as usize + 1..row_ptr[r + 1] as usize
+    } else {
+        row_ptr[r] as usize..diag[r] as usize
     }
 }
 
@@ -228,13 +214,13 @@ mod tests {
         let p = build_pattern(120, 120, &rp, &ci, 0).unwrap();
         let w = GridWalk::find(&p.row_ptr, &p.col, &p.diag).unwrap();
         assert_eq!((w.nx, w.ny, w.nz), (10, 4, 3));
-        let lower = w.layout(&p.row_ptr, &p.col, &p.diag, false, 16).unwrap();
+        let lower = w.layout(&p.row_ptr, &p.col, &p.diag, false).unwrap();
         // (0, 0, -1), (0, -1, 0), (-1, 0, 0): the first in an earlier plane
         assert_eq!(
             (lower.off.clone(), lower.dj.clone(), lower.di.clone()),
             (vec![40, 10, 1], vec![i32::MIN, -1, 0], vec![i32::MIN, 0, -1])
         );
-        let upper = w.layout(&p.row_ptr, &p.col, &p.diag, true, 16).unwrap();
+        let upper = w.layout(&p.row_ptr, &p.col, &p.diag, true).unwrap();
         assert_eq!(upper.off, vec![1, 10, 40]); // walked from the last row: the nearest column first
         for (r, bits) in [(0usize, 0u32), (1, 0b100), (10, 0b010), (40, 0b001), (51, 0b111)] {
             assert_eq!(lower.mask[r], bits, "row {r}");

@@ -798,29 +798,23 @@ fn device_sweeps(
     }
     let sweeps = match sweeps {
         IluSweeps::Levels => cuda::DeviceSweeps::Levels { upper: cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)? },
-        IluSweeps::SyncFree { rows } => {
-            let walk = rows.is_none().then(|| GridWalk::pick(&p.row_ptr, &p.col, &p.diag)).flatten();
-            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(
-                g,
-                &lv,
-                p.nrows,
-                rows,
-                walk.map(|w| (w, (&p.row_ptr[..], &p.col[..], &p.diag[..]))),
-            )?))
-        }
-        IluSweeps::GridWalk => {
-            let walk = GridWalk::find(&p.row_ptr, &p.col, &p.diag).ok_or_else(|| {
-                Error::invalid(
-                    "ILU(0) sweeps: the grid walk needs a stencil on a box, rows numbered x fastest (sparse::grid_walk)",
-                )
-            })?;
-            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(
-                g,
-                &lv,
-                p.nrows,
-                None,
-                Some((walk, (&p.row_ptr[..], &p.col[..], &p.diag[..]))),
-            )?))
+        IluSweeps::SyncFree { .. } | IluSweeps::GridWalk => {
+            // the walk where it is picked (rows unset), or asked for
+            let (rows, walk) = match sweeps {
+                IluSweeps::SyncFree { rows } => {
+                    (rows, rows.is_none().then(|| GridWalk::pick(&p.row_ptr, &p.col, &p.diag)).flatten())
+                }
+                _ => (
+                    None,
+                    Some(GridWalk::find(&p.row_ptr, &p.col, &p.diag).ok_or_else(|| {
+                        Error::invalid(
+                            "ILU(0) sweeps: the grid walk needs a stencil on a box, rows numbered x fastest (sparse::grid_walk)",
+                        )
+                    })?),
+                ),
+            };
+            let csr = (&p.row_ptr[..], &p.col[..], &p.diag[..]);
+            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(g, &lv, p.nrows, rows, walk.map(|w| (w, csr)))?))
         }
     };
     Ok(Some((factor, sweeps)))
