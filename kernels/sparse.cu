@@ -199,18 +199,34 @@ extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const 
 
 __device__ __forceinline__ bool pending(double v) { return __double_as_longlong(v) == ILU_PENDING; }
 
-// Another block's value once computed, read from L2 (relaxed, device scope).
-__device__ __forceinline__ double await_global(const double* p) {
+// A value another block publishes, read once (relaxed, device scope).
+__device__ __forceinline__ double ld_relaxed(const double* p) {
     double v;
     asm volatile("ld.relaxed.gpu.global.f64 %0, [%1];" : "=d"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// Another block's value once computed, read from L2.
+__device__ __forceinline__ double await_global(const double* p) {
+    double v = ld_relaxed(p);
     if (!pending(v)) return v;
     const unsigned long long start = global_ns();
     for (unsigned int spins = 1;; ++spins) {
-        asm volatile("ld.relaxed.gpu.global.f64 %0, [%1];" : "=d"(v) : "l"(p) : "memory");
+        v = ld_relaxed(p);
         if (!pending(v)) return v;
         if ((spins & 255u) == 0 && global_ns() - start > ILU_WAIT_NS) return __longlong_as_double(0x7ff8000000000000LL);
     }
 }
+
+// 8 bytes from global to shared memory, asynchronously (cp.async groups:
+// committed a step at a time, waited for PIPE_LEAD steps later).
+__device__ __forceinline__ void cp_async8(double* dst, const double* src) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
 // A row of a sweep with its x-independent data in registers (loaded ahead,
 // while the block waits at the previous level's barrier): the row, its
@@ -409,7 +425,7 @@ __device__ void sweep_grid(int n, int nx, int ny, int skew, int k, const int* __
             if (!((r.m >> e) & 1u)) continue;
             r.v[e] = vals[(i64)e * n + r.w];
             if (dj[e] == GRID_EARLIER)
-                asm volatile("ld.relaxed.gpu.global.f64 %0, [%1];" : "=d"(r.g[e]) : "l"(&x[row_of(r.w - off[e])]) : "memory");
+                r.g[e] = ld_relaxed(&x[row_of(r.w - off[e])]);
         }
         pend[r.row] = __longlong_as_double(ILU_PENDING);  // after rhs is read: pend may be rhs
         return true;
@@ -484,6 +500,141 @@ __device__ void sweep_grid(int n, int nx, int ny, int skew, int k, const int* __
     }
 GRID_SWEEPS(4)
 GRID_SWEEPS(16)
+
+// ---- ILU(0) triangular solves of a 7-point stencil: the plane pipeline ----
+//
+// Where each triangle reads at most the point before on its line, the line
+// before and the plane before (sparse::grid_walk::GridWalk::pipeline), a
+// block walks P consecutive planes of the box, a thread an x-line of each,
+// plane q of the block a step behind plane q - 1 (its values through shared
+// memory); the first plane of a block polls the block before's last plane
+// in global memory, and starts once that plane is PIPE_LAG steps on, so the
+// values it loads a step ahead are mostly there. The measured costs that
+// shaped it (H100, BENCHMARKS.md "The plane pipeline"): a step is bound by
+// one warp's chain of dependent instructions, so the step carries no
+// address arithmetic beyond one index, and every load is issued
+// PIPE_LEAD steps ahead by cp.async into shared memory (register loads
+// share the warp's six scoreboards, which cut their lead to a step or two);
+// a hand-off between blocks costs a global round trip, so P planes a block
+// cut them P-fold.
+//
+// The factors and the vectors between the sweeps are stored plane by plane,
+// step by step (the lines a step holds, in order: pos below), so a step's
+// loads are contiguous; the upper sweep's order is the lower's reversed, so
+// it reads y where the lower sweep stored it. Each entry is a kind (0: the
+// point before on the line, 1: the line before, 2: the plane before; upper:
+// 3: U's diagonal), an absent one the pending bits. Same sums in the same
+// order as every other schedule (the rows' CSR order), so the same bits.
+//
+// lower: rhs = r (rows), mine = y (steps), other = z steps (marked pending);
+// upper: rhs = y (steps, reversed, marked pending once read), mine = z steps,
+// out = z (rows).
+#define PIPE_LEAD 6
+#define PIPE_LAG 3
+#define PIPE_THREADS 512
+
+template <bool UPPER>
+__device__ void sweep_pipe(int n, int nx, int ny, int lines, const int* __restrict__ step_off,
+                           const double* __restrict__ vals, const double* rhs, double* mine, double* other, double* out,
+                           unsigned int* ctl, const double* sc) {
+    constexpr int A = UPPER ? 5 : 4;                    // staged a point: its entries, then the right-hand side
+    extern __shared__ double stage[];                  // stage[(u A + a) T + t], then the step offsets
+    __shared__ double ring[2][PIPE_THREADS + 1];       // [step parity][1 + thread]: each thread's last value
+    __shared__ int ticket;
+    if (stopped(sc)) return;
+    const int T = blockDim.x, t = threadIdx.x, P = T / lines, q = t / lines, j = t - q * lines;
+    const int area = nx * ny, S = nx + ny - 1, nz = n / area;
+    int* off = (int*)(stage + PIPE_LEAD * A * T);
+    for (int k = t; k <= S; k += T) off[k] = step_off[k];
+    if (t == 0) ticket = (int)atomicAdd(&ctl[0], 1u);
+    __syncthreads();
+    const int plane = ticket * P + q, pbase = plane * area;
+    const bool live = plane < nz && j < ny;
+    // where this thread's point at plane step sp lies, and whether it has one
+    auto pos = [&](int sp) { return pbase + off[sp] + j - max(0, sp - nx + 1); };
+    auto valid = [&](int sp) { return live && (unsigned)(sp - j) < (unsigned)nx; };
+    auto load = [&](int u, int s) {
+        const int sp = s - q;
+        if (valid(sp)) {
+            const int k = pos(sp);
+            double* d = stage + u * A * T + t;
+#pragma unroll
+            for (int a = 0; a < A - 1; ++a) cp_async8(d + a * T, &vals[(i64)a * n + k]);
+            cp_async8(d + (A - 1) * T, UPPER ? &rhs[n - 1 - k] : &rhs[pbase + j * nx + sp - j]);
+        }
+        cp_commit();
+    };
+    double gz[PIPE_LEAD];  // the plane before's values (first plane of a block), loaded a step ahead
+    auto load_back = [&](int u, int s) {
+        const int sp = s - q;
+        if (q == 0 && plane > 0 && valid(sp)) gz[u] = ld_relaxed(&mine[pos(sp) - area]);
+    };
+#pragma unroll
+    for (int u = 0; u < PIPE_LEAD; ++u) load(u, u);
+    if (t == 0 && plane > 0 && plane < nz) (void)await_global(&mine[pbase - area + off[min(PIPE_LAG, S - 1)]]);
+    __syncthreads();
+    load_back(0, 0);
+    double left = 0.0;
+    const int steps = S + P - 1;
+    for (int s0 = 0; s0 < steps; s0 += PIPE_LEAD) {
+#pragma unroll
+        for (int u = 0; u < PIPE_LEAD; ++u) {
+            const int s = s0 + u, sp = s - q;
+            cp_wait<PIPE_LEAD - 1>();
+            if (valid(sp)) {
+                const double* d = stage + u * A * T + t;
+                const int k = pos(sp);
+                const double f_left = d[0], f_down = d[T], f_back = d[2 * T];
+                const double down = ring[(s - 1) & 1][t];  // thread t - 1's
+                double back = 0.0;
+                if (!pending(f_back))
+                    back = q > 0 ? ring[(s - 1) & 1][1 + t - lines] : pending(gz[u]) ? await_global(&mine[k - area]) : gz[u];
+                double v = d[(A - 1) * T];
+                if (UPPER) {
+                    if (!pending(f_left)) v -= f_left * left;
+                    if (!pending(f_down)) v -= f_down * down;
+                    if (!pending(f_back)) v -= f_back * back;
+                    v /= d[3 * T];
+                } else {
+                    if (!pending(f_back)) v -= f_back * back;
+                    if (!pending(f_down)) v -= f_down * down;
+                    if (!pending(f_left)) v -= f_left * left;
+                }
+                v = settled(v);
+                ring[s & 1][1 + t] = v;
+                left = v;
+                publish(mine, k, v);
+                if (UPPER) {
+                    other[n - 1 - k] = __longlong_as_double(ILU_PENDING);  // y read (staged above)
+                    out[n - 1 - (pbase + j * nx + sp - j)] = v;
+                } else {
+                    other[k] = __longlong_as_double(ILU_PENDING);
+                }
+            }
+            load_back((u + 1) % PIPE_LEAD, s + 1);
+            load(u, s + PIPE_LEAD);
+            __syncthreads();
+        }
+    }
+    cp_wait<0>();
+    sweep_rearm(ctl);
+}
+
+extern "C" __global__ void __launch_bounds__(PIPE_THREADS) lsolve_pipe(int n, int nx, int ny, int lines,
+    const int* step_off, const double* vals, const double* r, double* y, double* zs, unsigned int* ctl, const double* sc) {
+    sweep_pipe<false>(n, nx, ny, lines, step_off, vals, r, y, zs, nullptr, ctl, sc);
+}
+
+extern "C" __global__ void __launch_bounds__(PIPE_THREADS) usolve_pipe(int n, int nx, int ny, int lines,
+    const int* step_off, const double* vals, double* y, double* zs, double* z, unsigned int* ctl, const double* sc) {
+    sweep_pipe<true>(n, nx, ny, lines, step_off, vals, y, zs, y, z, ctl, sc);
+}
+
+// vals[i] = lu[from[i]], or the pending bits where from[i] < 0 (an entry a point lacks).
+extern "C" __global__ void __launch_bounds__(256) pipe_gather(i64 m, const int* __restrict__ from,
+    const double* __restrict__ lu, double* __restrict__ vals) {
+    GRID_STRIDE(i, m) vals[i] = from[i] < 0 ? __longlong_as_double(ILU_PENDING) : lu[from[i]];
+}
 
 // ---- CG's q = A p fused with p.q (device-driven iterations) ----
 

@@ -570,6 +570,8 @@ fn ilu0_sweeps_equal_the_serial_sweeps() {
     cases.push(("laplacian27 26^3".to_string(), 26usize.pow(3), fegpu::sparse::gallery::laplacian27(26)));
     cases.push(("convdiff 23^3".to_string(), 23usize.pow(3), fegpu::sparse::gallery::convection_diffusion(23, 50.0)));
     cases.push(("laplacian 130x70 plane".to_string(), 9100, fegpu::sparse::gallery::laplacian7_box([130, 70, 1])));
+    // lines of 150 points (3 planes a block in the pipeline, the last block short), a plane of 186 steps
+    cases.push(("laplacian 37x150x7".to_string(), 37 * 150 * 7, fegpu::sparse::gallery::laplacian7_box([37, 150, 7])));
     for (name, n, (rp, ci, v)) in &cases {
         let r = rng.vec_f64(*n);
         let make = |c: &Arc<fegpu::context::Context>| {
@@ -603,9 +605,24 @@ fn ilu0_sweeps_equal_the_serial_sweeps() {
                 .expect_err("the grid walk on a matrix without a box");
             assert!(err.message.contains("grid walk"), "{name}: {}", err.message);
         }
+        // the plane pipeline where the stencil is 7-point; asked for elsewhere, refused by name
+        let csr = (&p.row_ptr[..], &p.col[..], &p.diag[..]);
+        let piped = walk.filter(|w| w.pipeline(csr.0, csr.1, csr.2, false).is_some());
+        let seven = name.starts_with("laplacian7") || name.starts_with("convdiff") || name.starts_with("laplacian ");
+        assert_eq!(piped.is_some(), seven, "{name}: the pipeline takes exactly the 7-point stencils");
+        if piped.is_none() && walk.is_some() && ctx.backend_name() == "cuda" {
+            let settings = fegpu::sparse::solver::Settings { ilu_sweeps: IluSweeps::Pipeline, ..Default::default() };
+            let (ra, za) =
+                (Array::new(ctx.clone(), *n, 1, Some(&r)).unwrap(), Array::new::<f64>(ctx.clone(), *n, 1, None).unwrap());
+            let err = Solver::with_settings(a.clone(), Method::Bicgstab, Precond::Ilu0, settings)
+                .and_then(|s| s.precondition(&ra, &za))
+                .expect_err("the plane pipeline on a stencil that is not 7-point");
+            assert!(err.message.contains("plane pipeline"), "{name}: {}", err.message);
+        }
         // the factorisation on the host (these sizes' default) and, last, on the device
         let walked = walk.map(|_| (IluSweeps::GridWalk, usize::MAX));
-        for (sweeps, host_factor_rows) in walked.into_iter().chain([
+        let piped = piped.map(|_| (IluSweeps::Pipeline, usize::MAX));
+        for (sweeps, host_factor_rows) in walked.into_iter().chain(piped).chain([
             (IluSweeps::SyncFree { rows: None }, usize::MAX),
             (IluSweeps::SyncFree { rows: Some(1) }, usize::MAX),
             (IluSweeps::SyncFree { rows: Some(37) }, usize::MAX),

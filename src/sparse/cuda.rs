@@ -178,8 +178,61 @@ pub struct SyncFreeSweeps {
 /// rows by dependency level, or a box stencil's planes and lines
 /// (sparse::grid_walk), with the walk's ticket/done words.
 pub enum SweepSchedule {
-    Chunks { lower: Box<DeviceSweep>, upper: Box<DeviceSweep> },
-    Grid { walk: super::grid_walk::GridWalk, sweeps: Box<[WalkSweep; 2]> },
+    Chunks {
+        lower: Box<DeviceSweep>,
+        upper: Box<DeviceSweep>,
+    },
+    Grid {
+        walk: super::grid_walk::GridWalk,
+        sweeps: Box<[WalkSweep; 2]>,
+    },
+    /// A 7-point stencil's planes in a pipeline; `zs` the upper sweep's
+    /// values in its own order, read by the plane after (kept pending).
+    Pipeline {
+        walk: super::grid_walk::GridWalk,
+        sweeps: Box<[PipeSweep; 2]>,
+        zs: DeviceBuffer<f64>,
+    },
+}
+
+/// One sweep of the plane pipeline (sparse::grid_walk::GridWalk::pipeline):
+/// where each step of a plane starts, the factor's entries in that order
+/// (gathered by `SyncFreeSweeps::refresh` through `from`), the ticket/done words.
+pub struct PipeSweep {
+    step_off: DeviceBuffer<i32>,
+    from: DeviceBuffer<i32>,
+    vals: DeviceBuffer<f64>,
+    ctl: DeviceBuffer<u32>,
+}
+
+impl PipeSweep {
+    fn new(g: &Gpu, walk: &super::grid_walk::GridWalk, (row_ptr, col, diag): CsrPattern<'_>, upper: bool) -> Result<PipeSweep> {
+        let layout = walk.pipeline(row_ptr, col, diag, upper).ok_or_else(|| {
+            crate::error::Error::invalid(
+                "ILU(0) plane pipeline: needs a 7-point stencil on a box (the point, line and plane before; lines of at most 512 points)",
+            )
+        })?;
+        Ok(PipeSweep {
+            step_off: upload(g, &layout.step_off)?,
+            vals: g.alloc(layout.from.len().max(1))?,
+            from: upload(g, &layout.from)?,
+            ctl: upload(g, &[0u32, 0])?,
+        })
+    }
+}
+
+/// The plane pipeline's launch (kernels/sparse.cu sweep_pipe): threads a
+/// line (a warp's multiple), planes a block (up to 4 in PIPE_THREADS),
+/// and shared memory for PIPE_LEAD steps of staged loads and the step offsets.
+fn pipe_launch(walk: &super::grid_walk::GridWalk, upper: bool) -> (u32, u32, u32, i32) {
+    const PIPE_THREADS: usize = 512;
+    const PIPE_LEAD: usize = 6;
+    let lines = walk.ny.next_multiple_of(32);
+    let planes = (PIPE_THREADS / lines).clamp(1, 4).min(walk.nz);
+    let threads = planes * lines;
+    let staged = PIPE_LEAD * (4 + upper as usize) * threads * std::mem::size_of::<f64>();
+    let shared = staged + (walk.nx + walk.ny) * std::mem::size_of::<i32>();
+    (walk.nz.div_ceil(planes) as u32, threads as u32, shared as u32, lines as i32)
 }
 
 /// One sweep of the grid walk: its stencil (distances in walk index, CSR
@@ -237,8 +290,15 @@ impl SyncFreeSweeps {
         n: usize,
         rows: Option<usize>,
         walk: Option<(super::grid_walk::GridWalk, CsrPattern<'_>)>,
+        pipeline: bool,
     ) -> Result<SyncFreeSweeps> {
         let schedule = match walk {
+            Some((walk, p)) if pipeline => {
+                let mut zs = g.alloc::<f64>(n.max(1))?;
+                g.fill_bytes(&mut zs, 0xff)?; // pending (kernels/sparse.cu)
+                let sweeps = Box::new([PipeSweep::new(g, &walk, p, false)?, PipeSweep::new(g, &walk, p, true)?]);
+                SweepSchedule::Pipeline { walk, sweeps, zs }
+            }
             Some((walk, p)) => SweepSchedule::Grid {
                 walk,
                 sweeps: Box::new([WalkSweep::new(g, &walk, p, false)?, WalkSweep::new(g, &walk, p, true)?]),
@@ -267,9 +327,22 @@ impl SyncFreeSweeps {
     /// The grid walk's factor entries from freshly built factors `lu`;
     /// nothing for the chunks, which read `lu` itself.
     pub fn refresh(&self, g: &Gpu, lu: &DeviceBuffer<f64>) -> Result<()> {
-        let SweepSchedule::Grid { sweeps, .. } = &self.schedule else { return Ok(()) };
-        for s in sweeps.iter() {
-            crate::array::cuda::gather(g, s.from.len(), lu, &s.from, &s.vals)?;
+        match &self.schedule {
+            SweepSchedule::Grid { sweeps, .. } => {
+                for s in sweeps.iter() {
+                    crate::array::cuda::gather(g, s.from.len(), lu, &s.from, &s.vals)?;
+                }
+            }
+            SweepSchedule::Pipeline { sweeps, .. } => {
+                for s in sweeps.iter() {
+                    let f = g.kernel("sparse", SOURCE, "pipe_gather")?;
+                    let m = s.from.len() as i64;
+                    let mut l = g.launcher(&f);
+                    l.arg(&m).arg(&s.from).arg(lu).arg(&s.vals);
+                    g.launch("pipe_gather", l, (s.from.len().div_ceil(256).clamp(1, 4096) as u32, 1, 1), (256, 1, 1), 0)?;
+                }
+            }
+            SweepSchedule::Chunks { .. } => {}
         }
         Ok(())
     }
@@ -528,6 +601,24 @@ pub fn syncfree_apply(
                 l.arg(y).arg(z).arg(&s.ctl);
                 arg_or_null(&mut l, sc);
                 g.launch(name, l, (walk.nz as u32, 1, 1), (threads, 1, 1), shared as u32)?;
+            }
+        }
+        SweepSchedule::Pipeline { walk, sweeps, zs } => {
+            let (nx, ny) = (walk.nx as i32, walk.ny as i32);
+            for (upper, s) in sweeps.iter().enumerate() {
+                let name = if upper == 0 { "lsolve_pipe" } else { "usolve_pipe" };
+                let (blocks, threads, shared, lines) = pipe_launch(walk, upper == 1);
+                let f = g.kernel_with_shared("sparse", SOURCE, name, shared as usize)?;
+                let mut l = g.launcher(&f);
+                l.arg(&n).arg(&nx).arg(&ny).arg(&lines).arg(&s.step_off).arg(&s.vals);
+                if upper == 0 {
+                    l.arg(r).arg(y).arg(zs);
+                } else {
+                    l.arg(y).arg(zs).arg(z);
+                }
+                l.arg(&s.ctl);
+                arg_or_null(&mut l, sc);
+                g.launch(name, l, (blocks, 1, 1), (threads, 1, 1), shared)?;
             }
         }
     }

@@ -30,6 +30,27 @@ pub struct WalkLayout {
     pub from: Vec<i32>,
 }
 
+/// One sweep of the plane pipeline (`GridWalk::pipeline`): where each step
+/// of a plane starts, and each entry's place in the CSR values.
+pub struct PipeLayout {
+    pub step_off: Vec<i32>,
+    pub from: Vec<i32>,
+}
+
+/// Steps a plane may have in the plane pipeline (its offsets sit in shared memory).
+const PIPE_STEPS: usize = 2048;
+
+/// Where each step of an nx x ny plane starts in the pipeline's order
+/// (lines max(0, s - nx + 1) ..= min(s, ny - 1) at step s), and the plane's end.
+fn pipe_step_offsets(nx: usize, ny: usize) -> Vec<i32> {
+    let mut off = vec![0i32; nx + ny];
+    for s in 0..nx + ny - 1 {
+        let count = s.min(ny - 1) + 1 - (s + 1).saturating_sub(nx);
+        off[s + 1] = off[s] + count as i32;
+    }
+    off
+}
+
 /// Points of each line the kernel keeps in shared memory (kernels/sparse.cu GRID_RING).
 const RING: i64 = 8;
 
@@ -120,6 +141,47 @@ impl GridWalk {
         let ring = |&(_, [dk, dj, di]): &(i64, [i64; 3])| if dk == 0 { (dj as i32, di as i32) } else { (i32::MIN, i32::MIN) };
         let (dj, di) = steps.iter().map(ring).unzip();
         Some(WalkLayout { off: steps.iter().map(|&(d, _)| d as i32).collect(), dj, di, mask, from })
+    }
+
+    /// The plane pipeline's layout of the lower (upper) sweep
+    /// (kernels/sparse.cu sweep_pipe), where the box takes it: each
+    /// triangle reads at most the point before on its line, the line before
+    /// and the plane before, lines of at most `MOST_LINES` points, and a
+    /// plane of at most PIPE_STEPS steps. The points are stored plane by
+    /// plane, step by step (a point (i, j) at step i + j), a step's lines in
+    /// order; `from` gives each entry's place in the CSR values by kind
+    /// (the point before, the line before, the plane before, then, upper,
+    /// U's diagonal), -1 where a point lacks it.
+    pub fn pipeline(&self, row_ptr: &[i32], col: &[i32], diag: &[i32], upper: bool) -> Option<PipeLayout> {
+        let (nx, ny, n) = (self.nx, self.ny, diag.len());
+        if self.skew != [1, 1] || nx + ny > PIPE_STEPS || ny > Self::MOST_LINES {
+            return None;
+        }
+        let kinds = [[0, 0, -1], [0, -1, 0], [-1, 0, 0]];
+        let steps = Self::steps(row_ptr, col, diag, nx, ny, upper)?;
+        let kind_of: Vec<(i64, usize)> =
+            steps.iter().map(|&(d, st)| kinds.iter().position(|&k| k == st).map(|e| (d, e))).collect::<Option<_>>()?;
+        let step_off = pipe_step_offsets(nx, ny);
+        let area = nx * ny;
+        let pos = |w: usize| {
+            let (j, i) = (w % area / nx, w % nx);
+            let s = i + j;
+            (w / area * area) as i32 + step_off[s] + (j - (s + 1).saturating_sub(nx)) as i32
+        };
+        let walk = |k: usize| if upper { n - 1 - k } else { k };
+        let mut from = vec![-1i32; (3 + upper as usize) * n];
+        for r in 0..n {
+            let (w, p) = (walk(r), pos(walk(r)) as usize);
+            for k in triangle(row_ptr, diag, r, upper) {
+                let d = (w - walk(col[k] as usize)) as i64;
+                let e = kind_of.iter().find(|&&(o, _)| o == d).expect("a distance steps() counted").1;
+                from[e * n + p] = k as i32;
+            }
+            if upper {
+                from[3 * n + p] = diag[r];
+            }
+        }
+        Some(PipeLayout { step_off, from })
     }
 
     /// The distances in walk index that the lower (upper) sweep's rows read
@@ -232,6 +294,52 @@ mod tests {
         // upper, by walk index: row 0 (walked last) reads all three, row 119 (first) none; U's diagonal after
         assert_eq!((upper.mask[119], upper.mask[0]), (0b111, 0));
         assert_eq!(upper.from[3 * 120 + 119], p.diag[0]);
+    }
+
+    #[test]
+    fn lays_out_the_pipeline_step_by_step_and_reversed_for_the_upper_sweep() {
+        let (nx, ny, nz) = (5, 3, 2);
+        let n = nx * ny * nz;
+        let (rp, ci, _) = gallery::laplacian7_box([nx, ny, nz]);
+        let p = build_pattern(n, n, &rp, &ci, 0).unwrap();
+        let w = GridWalk::find(&p.row_ptr, &p.col, &p.diag).unwrap();
+        let (lower, upper) =
+            (w.pipeline(&p.row_ptr, &p.col, &p.diag, false).unwrap(), w.pipeline(&p.row_ptr, &p.col, &p.diag, true).unwrap());
+        // a 5 x 3 plane: steps hold 1, 2, 3, 3, 3, 2, 1 points
+        assert_eq!(lower.step_off, vec![0, 1, 3, 6, 9, 12, 14, 15]);
+        // the lower sweep's position of each row (plane by plane, step by step, a step's lines in order)
+        let pos = |r: usize| {
+            let (k, j, i) = (r / 15, r % 15 / 5, r % 5);
+            let s = i + j;
+            k * 15 + lower.step_off[s] as usize + j - (s + 1).saturating_sub(5)
+        };
+        for r in 0..n {
+            let (k, j, i) = (r / 15, r % 15 / 5, r % 5);
+            // each kind comes from the row's CSR entry at that neighbour, or is absent on the box's faces
+            for (e, has, c) in [(0, i > 0, r.wrapping_sub(1)), (1, j > 0, r.wrapping_sub(5)), (2, k > 0, r.wrapping_sub(15))] {
+                let f = lower.from[e * n + pos(r)];
+                assert_eq!(f >= 0, has, "row {r}, kind {e}");
+                if has {
+                    assert_eq!(p.col[f as usize] as usize, c, "row {r}, kind {e}");
+                }
+            }
+            // the upper sweep's order is the lower's reversed: row r sits at n - 1 - pos(r), its diagonal there
+            assert_eq!(upper.from[3 * n + n - 1 - pos(r)], p.diag[r], "row {r}");
+            let f = upper.from[n - 1 - pos(r)];
+            assert_eq!(f >= 0, i + 1 < nx, "row {r}: the point after");
+            if f >= 0 {
+                assert_eq!(p.col[f as usize] as usize, r + 1);
+            }
+        }
+        // positions are a permutation
+        let mut seen: Vec<usize> = (0..n).map(pos).collect();
+        seen.sort();
+        assert!(seen.iter().enumerate().all(|(a, &b)| a == b));
+        // 27 points (skew 2) and the 27-point plane's diagonals are not the pipeline's
+        let (rp, ci, _) = gallery::laplacian27(6);
+        let p = build_pattern(216, 216, &rp, &ci, 0).unwrap();
+        let w = GridWalk::find(&p.row_ptr, &p.col, &p.diag).unwrap();
+        assert!(w.pipeline(&p.row_ptr, &p.col, &p.diag, false).is_none());
     }
 
     #[test]

@@ -90,6 +90,10 @@ pub enum IluSweeps {
     /// The grid walk (sparse::grid_walk); refused where the pattern is not a
     /// box stencil's in natural order.
     GridWalk,
+    /// The plane pipeline (sparse::grid_walk::GridWalk::pipeline): the
+    /// grid walk's planes, several a block, for 7-point stencils; refused
+    /// on other patterns.
+    Pipeline,
     /// One launch per dependency level.
     Levels,
 }
@@ -102,11 +106,13 @@ impl Default for IluSweeps {
 
 impl IluSweeps {
     /// The default, FEGPU_ILU_CHUNK rows a chunk when set, or
-    /// FEGPU_ILU_SWEEP=levels for a launch per level, =grid for the grid walk.
+    /// FEGPU_ILU_SWEEP=levels for a launch per level, =grid for the grid
+    /// walk, =pipe for the plane pipeline.
     pub fn from_env() -> IluSweeps {
         match std::env::var("FEGPU_ILU_SWEEP").as_deref() {
             Ok("levels") => return IluSweeps::Levels,
             Ok("grid") => return IluSweeps::GridWalk,
+            Ok("pipe") => return IluSweeps::Pipeline,
             _ => {}
         }
         IluSweeps::SyncFree { rows: std::env::var("FEGPU_ILU_CHUNK").ok().and_then(|v| v.parse().ok()) }
@@ -798,11 +804,14 @@ fn device_sweeps(
     }
     let sweeps = match sweeps {
         IluSweeps::Levels => cuda::DeviceSweeps::Levels { upper: cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)? },
-        IluSweeps::SyncFree { .. } | IluSweeps::GridWalk => {
-            // the walk where it is picked (rows unset), or asked for
-            let (rows, walk) = match sweeps {
+        IluSweeps::SyncFree { .. } | IluSweeps::GridWalk | IluSweeps::Pipeline => {
+            // the walk (the pipeline on 7-point stencils) where it is picked (rows unset), or asked for
+            let csr = (&p.row_ptr[..], &p.col[..], &p.diag[..]);
+            let (rows, walk, pipeline) = match sweeps {
                 IluSweeps::SyncFree { rows } => {
-                    (rows, rows.is_none().then(|| GridWalk::pick(&p.row_ptr, &p.col, &p.diag)).flatten())
+                    let walk = rows.is_none().then(|| GridWalk::pick(&p.row_ptr, &p.col, &p.diag)).flatten();
+                    let pipeline = walk.is_some_and(|w| w.pipeline(csr.0, csr.1, csr.2, false).is_some());
+                    (rows, walk, pipeline)
                 }
                 _ => (
                     None,
@@ -811,10 +820,17 @@ fn device_sweeps(
                             "ILU(0) sweeps: the grid walk needs a stencil on a box, rows numbered x fastest (sparse::grid_walk)",
                         )
                     })?),
+                    sweeps == IluSweeps::Pipeline,
                 ),
             };
-            let csr = (&p.row_ptr[..], &p.col[..], &p.diag[..]);
-            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(g, &lv, p.nrows, rows, walk.map(|w| (w, csr)))?))
+            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(
+                g,
+                &lv,
+                p.nrows,
+                rows,
+                walk.map(|w| (w, csr)),
+                pipeline,
+            )?))
         }
     };
     Ok(Some((factor, sweeps)))

@@ -221,11 +221,15 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
         let r: Vec<f64> = (0..n).map(|i| 1.0 + ((i * 31) % 17) as f64 / 17.0).collect();
         let ra = Array::new(ctx.clone(), n, 1, Some(&r))?;
         let mut zs: Vec<Vec<f64>> = Vec::new();
-        // the grid walk where the matrix is a box stencil's (the default there), the chunks, the levels
+        // the plane pipeline (7-point) and the grid walk where the matrix is a box stencil's (the default there), the chunks, the levels
         let p = &a.pattern;
         let walk = fegpu::sparse::grid_walk::GridWalk::find(&p.row_ptr, &p.col, &p.diag);
-        let mut variants: Vec<_> =
-            walk.map(|w| (format!("walk {}x{}x{}", w.nx, w.ny, w.nz), Precond::Ilu0, IluSweeps::GridWalk)).into_iter().collect();
+        let piped = walk.filter(|w| w.pipeline(&p.row_ptr, &p.col, &p.diag, false).is_some());
+        let mut variants: Vec<_> = piped
+            .map(|w| (format!("pipeline {}x{}x{}", w.nx, w.ny, w.nz), Precond::Ilu0, IluSweeps::Pipeline))
+            .into_iter()
+            .chain(walk.map(|w| (format!("walk {}x{}x{}", w.nx, w.ny, w.nz), Precond::Ilu0, IluSweeps::GridWalk)))
+            .collect();
         variants.push((
             "chunks".to_string(),
             Precond::Ilu0,
