@@ -508,38 +508,38 @@ GRID_SWEEPS(16)
 // block walks P consecutive planes of the box, a thread an x-line of each,
 // plane q of the block a step behind plane q - 1 (its values through shared
 // memory); the first plane of a block polls the block before's last plane
-// in global memory, and starts once that plane is PIPE_LAG steps on, so the
-// values it loads a step ahead are mostly there. The measured costs that
+// in global memory, its values loaded a step ahead, once that plane has begun. The measured costs that
 // shaped it (H100, BENCHMARKS.md "The plane pipeline"): a step is bound by
 // one warp's chain of dependent instructions, so the step carries no
-// address arithmetic beyond one index, and every load is issued
-// PIPE_LEAD steps ahead by cp.async into shared memory (register loads
-// share the warp's six scoreboards, which cut their lead to a step or two);
-// a hand-off between blocks costs a global round trip, so P planes a block
-// cut them P-fold.
+// address arithmetic beyond one index, found when its loads are issued,
+// and every load is issued PIPE_LEAD steps ahead by cp.async into shared
+// memory (register loads share the warp's six scoreboards, which cut their
+// lead to a step or two); a hand-off between blocks costs a global round
+// trip, so P planes a block cut them P-fold.
 //
 // The factors and the vectors between the sweeps are stored plane by plane,
-// step by step (the lines a step holds, in order: pos below), so a step's
-// loads are contiguous; the upper sweep's order is the lower's reversed, so
-// it reads y where the lower sweep stored it. Each entry is a kind (0: the
-// point before on the line, 1: the line before, 2: the plane before; upper:
-// 3: U's diagonal), an absent one the pending bits. Same sums in the same
-// order as every other schedule (the rows' CSR order), so the same bits.
+// step by step (the lines a step holds, in order), so a step's loads are
+// contiguous; the upper sweep's order is the lower's reversed, so it reads
+// y where the lower sweep stored it. Each entry is a kind (0: the point
+// before on the line, 1: the line before, 2: the plane before; upper: 3: U's
+// diagonal), an absent one the pending bits. Same sums in the same order as
+// every other schedule (the rows' CSR order), so the same bits. (The four
+// entries of a point side by side, copied 16 bytes at a time, measured
+// slower: 0.65 against 0.51 ms an apply.)
 //
 // lower: rhs = r (rows), mine = y (steps), other = z steps (marked pending);
 // upper: rhs = y (steps, reversed, marked pending once read), mine = z steps,
 // out = z (rows).
 #define PIPE_LEAD 6
-#define PIPE_LAG 3
 #define PIPE_THREADS 512
 
 template <bool UPPER>
 __device__ void sweep_pipe(int n, int nx, int ny, int lines, const int* __restrict__ step_off,
                            const double* __restrict__ vals, const double* rhs, double* mine, double* other, double* out,
                            unsigned int* ctl, const double* sc) {
-    constexpr int A = UPPER ? 5 : 4;                    // staged a point: its entries, then the right-hand side
-    extern __shared__ double stage[];                  // stage[(u A + a) T + t], then the step offsets
-    __shared__ double ring[2][PIPE_THREADS + 1];       // [step parity][1 + thread]: each thread's last value
+    constexpr int A = UPPER ? 5 : 4;                 // staged a point: its entries, then the right-hand side
+    extern __shared__ double stage[];               // stage[(u A + a) T + t], then the step offsets
+    __shared__ double ring[2][PIPE_THREADS + 1];     // [step parity][1 + thread]: each thread's last value
     __shared__ int ticket;
     if (stopped(sc)) return;
     const int T = blockDim.x, t = threadIdx.x, P = T / lines, q = t / lines, j = t - q * lines;
@@ -550,45 +550,47 @@ __device__ void sweep_pipe(int n, int nx, int ny, int lines, const int* __restri
     __syncthreads();
     const int plane = ticket * P + q, pbase = plane * area;
     const bool live = plane < nz && j < ny;
-    // where this thread's point at plane step sp lies, and whether it has one
-    auto pos = [&](int sp) { return pbase + off[sp] + j - max(0, sp - nx + 1); };
-    auto valid = [&](int sp) { return live && (unsigned)(sp - j) < (unsigned)nx; };
+    // each staged step's point: its place (-1: none at that step), found once when its loads are issued
+    int at[PIPE_LEAD];
     auto load = [&](int u, int s) {
         const int sp = s - q;
-        if (valid(sp)) {
-            const int k = pos(sp);
+        at[u] = -1;
+        if (live && (unsigned)(sp - j) < (unsigned)nx) {
+            const int k = pbase + off[sp] + j - max(0, sp - nx + 1);
             double* d = stage + u * A * T + t;
 #pragma unroll
             for (int a = 0; a < A - 1; ++a) cp_async8(d + a * T, &vals[(i64)a * n + k]);
-            cp_async8(d + (A - 1) * T, UPPER ? &rhs[n - 1 - k] : &rhs[pbase + j * nx + sp - j]);
+            cp_async8(d + (A - 1) * T, UPPER ? &rhs[n - 1 - k] : &rhs[pbase + j * (nx - 1) + sp]);
+            at[u] = k;
         }
         cp_commit();
     };
-    double gz[PIPE_LEAD];  // the plane before's values (first plane of a block), loaded a step ahead
-    auto load_back = [&](int u, int s) {
-        const int sp = s - q;
-        if (q == 0 && plane > 0 && valid(sp)) gz[u] = ld_relaxed(&mine[pos(sp) - area]);
+    double back_ahead[PIPE_LEAD];  // the plane before's values (first plane of a block), loaded a step ahead
+    auto load_back = [&](int u) {
+        if (q == 0 && plane > 0 && at[u] >= 0) back_ahead[u] = ld_relaxed(&mine[at[u] - area]);
     };
 #pragma unroll
     for (int u = 0; u < PIPE_LEAD; ++u) load(u, u);
-    if (t == 0 && plane > 0 && plane < nz) (void)await_global(&mine[pbase - area + off[min(PIPE_LAG, S - 1)]]);
+    // a block's threads poll once the plane before has begun (waiting for it
+    // to be 1-3 steps on measured slower, 0.51 -> 0.52-0.55 ms an apply)
+    if (t == 0 && plane > 0 && plane < nz) (void)await_global(&mine[pbase - area]);
     __syncthreads();
-    load_back(0, 0);
+    load_back(0);
     double left = 0.0;
     const int steps = S + P - 1;
-    for (int s0 = 0; s0 < steps; s0 += PIPE_LEAD) {
+    for (int s0 = 0; s0 < steps; s0 += PIPE_LEAD) {  // PIPE_LEAD even: step s's parity is u's
 #pragma unroll
         for (int u = 0; u < PIPE_LEAD; ++u) {
-            const int s = s0 + u, sp = s - q;
+            const int k = at[u];
             cp_wait<PIPE_LEAD - 1>();
-            if (valid(sp)) {
+            if (k >= 0) {
                 const double* d = stage + u * A * T + t;
-                const int k = pos(sp);
                 const double f_left = d[0], f_down = d[T], f_back = d[2 * T];
-                const double down = ring[(s - 1) & 1][t];  // thread t - 1's
+                const double down = ring[(u + 1) & 1][t];  // thread t - 1's, a step ago
                 double back = 0.0;
                 if (!pending(f_back))
-                    back = q > 0 ? ring[(s - 1) & 1][1 + t - lines] : pending(gz[u]) ? await_global(&mine[k - area]) : gz[u];
+                    back = q > 0 ? ring[(u + 1) & 1][1 + t - lines]
+                                 : pending(back_ahead[u]) ? await_global(&mine[k - area]) : back_ahead[u];
                 double v = d[(A - 1) * T];
                 if (UPPER) {
                     if (!pending(f_left)) v -= f_left * left;
@@ -601,18 +603,18 @@ __device__ void sweep_pipe(int n, int nx, int ny, int lines, const int* __restri
                     if (!pending(f_left)) v -= f_left * left;
                 }
                 v = settled(v);
-                ring[s & 1][1 + t] = v;
+                ring[u & 1][1 + t] = v;
                 left = v;
                 publish(mine, k, v);
                 if (UPPER) {
                     other[n - 1 - k] = __longlong_as_double(ILU_PENDING);  // y read (staged above)
-                    out[n - 1 - (pbase + j * nx + sp - j)] = v;
+                    out[n - 1 - (pbase + j * (nx - 1) + s0 + u - q)] = v;
                 } else {
                     other[k] = __longlong_as_double(ILU_PENDING);
                 }
             }
-            load_back((u + 1) % PIPE_LEAD, s + 1);
-            load(u, s + PIPE_LEAD);
+            load_back((u + 1) % PIPE_LEAD);
+            load(u, s0 + u + PIPE_LEAD);
             __syncthreads();
         }
     }

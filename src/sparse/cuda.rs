@@ -222,13 +222,14 @@ impl PipeSweep {
 }
 
 /// The plane pipeline's launch (kernels/sparse.cu sweep_pipe): threads a
-/// line (a warp's multiple), planes a block (up to 4 in PIPE_THREADS),
-/// and shared memory for PIPE_LEAD steps of staged loads and the step offsets.
+/// line (a warp's multiple), planes a block (up to 3 in PIPE_THREADS: 3
+/// measured faster than 2 or 4 at 128³), and shared memory for PIPE_LEAD
+/// steps of staged loads and the step offsets.
 fn pipe_launch(walk: &super::grid_walk::GridWalk, upper: bool) -> (u32, u32, u32, i32) {
     const PIPE_THREADS: usize = 512;
     const PIPE_LEAD: usize = 6;
     let lines = walk.ny.next_multiple_of(32);
-    let planes = (PIPE_THREADS / lines).clamp(1, 4).min(walk.nz);
+    let planes = (PIPE_THREADS / lines).clamp(1, 3).min(walk.nz);
     let threads = planes * lines;
     let staged = PIPE_LEAD * (4 + upper as usize) * threads * std::mem::size_of::<f64>();
     let shared = staged + (walk.nx + walk.ny) * std::mem::size_of::<i32>();
