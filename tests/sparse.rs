@@ -618,8 +618,9 @@ fn ilu0_sweeps_equal_the_serial_sweeps() {
         }
         // the factorisation on the host (these sizes' default) and, last, on the device
         let walked = walk.map(|_| (IluSweeps::GridWalk, usize::MAX));
-        let piped = piped.map(|_| (IluSweeps::Pipeline, usize::MAX));
-        for (sweeps, host_factor_rows) in walked.into_iter().chain(piped).chain([
+        // the pipeline also over device-built factors (its own gather of them after each factorisation)
+        let piped = piped.map(|_| [(IluSweeps::Pipeline, usize::MAX), (IluSweeps::Pipeline, 0)]);
+        for (sweeps, host_factor_rows) in walked.into_iter().chain(piped.into_iter().flatten()).chain([
             (IluSweeps::SyncFree { rows: None }, usize::MAX),
             (IluSweeps::SyncFree { rows: Some(1) }, usize::MAX),
             (IluSweeps::SyncFree { rows: Some(37) }, usize::MAX),
