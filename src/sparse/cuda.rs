@@ -209,7 +209,7 @@ impl PipeSweep {
     fn new(g: &Gpu, walk: &super::grid_walk::GridWalk, (row_ptr, col, diag): CsrPattern<'_>, upper: bool) -> Result<PipeSweep> {
         let layout = walk.pipeline(row_ptr, col, diag, upper).ok_or_else(|| {
             crate::error::Error::invalid(
-                "ILU(0) plane pipeline: needs a 7-point stencil on a box (the point, line and plane before; lines of at most 512 points)",
+                "ILU(0) plane pipeline: needs a 7-point stencil on a box (the point, line and plane before; lines of at most 512 points, nx + ny at most 2048)",
             )
         })?;
         Ok(PipeSweep {
