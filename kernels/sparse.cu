@@ -510,9 +510,9 @@ GRID_SWEEPS(16)
 // memory); the first plane of a block polls the block before's last plane
 // in global memory, its values loaded a step ahead, once that plane has
 // begun. The measured costs that shaped it (H100, BENCHMARKS.md "The plane
-// pipeline"): a step is bound by
-// one warp's chain of dependent instructions, so the step carries no
-// address arithmetic beyond one index, found when its loads are issued,
+// pipeline"): a step is bound by one warp's chain of dependent
+// instructions, so the step carries no address arithmetic beyond one
+// index, found when its loads are issued,
 // and every load is issued PIPE_LEAD steps ahead by cp.async into shared
 // memory (register loads share the warp's six scoreboards, which cut their
 // lead to a step or two); a hand-off between blocks costs a global round

@@ -609,8 +609,7 @@ fn ilu0_sweeps_equal_the_serial_sweeps() {
             refused(IluSweeps::GridWalk, "grid walk");
         }
         // the plane pipeline where the stencil is 7-point; asked for elsewhere, refused by name
-        let csr = (&p.row_ptr[..], &p.col[..], &p.diag[..]);
-        let piped = walk.filter(|w| w.pipeline(csr.0, csr.1, csr.2, false).is_some());
+        let piped = walk.filter(|w| w.pipelines(&p.row_ptr, &p.col, &p.diag).is_some());
         let seven = name.starts_with("laplacian7") || name.starts_with("convdiff") || name.starts_with("laplacian ");
         assert_eq!(piped.is_some(), seven, "{name}: the pipeline takes exactly the 7-point stencils");
         if piped.is_none() && walk.is_some() && ctx.backend_name() == "cuda" {

@@ -126,8 +126,9 @@ impl GaussSeidel {
         }
         let levels = crate::sparse::solver::levels(&m.rp, &m.ci, &diag);
         // the grid walk where the level is a box stencil's (the finest, on structured grids)
-        let walk = crate::sparse::grid_walk::GridWalk::pick(&m.rp, &m.ci, &diag).map(|w| (w, (&m.rp[..], &m.ci[..], &diag[..])));
-        Ok(GaussSeidel { factor: g.alloc(m.nnz().max(1))?, sweeps: SyncFreeSweeps::new(g, &levels, m.nrows, None, walk, false)? })
+        let walk = crate::sparse::grid_walk::GridWalk::pick(&m.rp, &m.ci, &diag)
+            .map(|w| crate::sparse::cuda::BoxSweeps::Walk(w, (&m.rp[..], &m.ci[..], &diag[..])));
+        Ok(GaussSeidel { factor: g.alloc(m.nnz().max(1))?, sweeps: SyncFreeSweeps::new(g, &levels, m.nrows, None, walk)? })
     }
 
     /// F from the level matrix's current values.

@@ -12,7 +12,7 @@ pub const SOURCE: &str = concat!(
     include_str!("../../kernels/sparse.cu")
 );
 
-use crate::array::cuda::{Reduce, BLOCK, REDUCE_BLOCKS};
+use crate::array::cuda::{grid_for, Reduce, BLOCK, REDUCE_BLOCKS};
 
 /// A device copy of `v` (at least one element, so empty matrices still have buffers).
 pub fn upload<T: DeviceScalar>(g: &Gpu, v: &[T]) -> Result<DeviceBuffer<T>> {
@@ -206,12 +206,7 @@ pub struct PipeSweep {
 }
 
 impl PipeSweep {
-    fn new(g: &Gpu, walk: &super::grid_walk::GridWalk, (row_ptr, col, diag): CsrPattern<'_>, upper: bool) -> Result<PipeSweep> {
-        let layout = walk.pipeline(row_ptr, col, diag, upper).ok_or_else(|| {
-            crate::error::Error::invalid(
-                "ILU(0) plane pipeline: needs a 7-point stencil on a box (the point, line and plane before; lines of at most 512 points, nx + ny at most 2048)",
-            )
-        })?;
+    fn new(g: &Gpu, layout: &super::grid_walk::PipeLayout) -> Result<PipeSweep> {
         Ok(PipeSweep {
             step_off: upload(g, &layout.step_off)?,
             vals: g.alloc(layout.from.len().max(1))?,
@@ -253,6 +248,13 @@ pub struct WalkSweep {
 /// A square CSR pattern on the host: row pointers, columns, each row's diagonal position.
 pub type CsrPattern<'a> = (&'a [i32], &'a [i32], &'a [i32]);
 
+/// How the sweeps walk a box stencil: the grid walk over its pattern, or
+/// the plane pipeline with both sweeps' layouts (GridWalk::pipelines).
+pub enum BoxSweeps<'a> {
+    Walk(super::grid_walk::GridWalk, CsrPattern<'a>),
+    Pipeline(super::grid_walk::GridWalk, [super::grid_walk::PipeLayout; 2]),
+}
+
 impl WalkSweep {
     fn new(g: &Gpu, walk: &super::grid_walk::GridWalk, (row_ptr, col, diag): CsrPattern<'_>, upper: bool) -> Result<WalkSweep> {
         let layout = walk.layout(row_ptr, col, diag, upper).ok_or_else(|| {
@@ -282,25 +284,24 @@ impl WalkSweep {
 }
 
 impl SyncFreeSweeps {
-    /// Both sweeps over a matrix of n rows: the grid walk `walk` when given,
-    /// else chunks of `rows` (`sweep_chunk`'s when None) over the dependency
-    /// levels `lv`; y armed pending.
+    /// Both sweeps over a matrix of n rows: a box stencil's walk or pipeline
+    /// when given, else chunks of `rows` (`sweep_chunk`'s when None) over
+    /// the dependency levels `lv`; y armed pending.
     pub fn new(
         g: &Gpu,
         lv: &super::solver::Levels,
         n: usize,
         rows: Option<usize>,
-        walk: Option<(super::grid_walk::GridWalk, CsrPattern<'_>)>,
-        pipeline: bool,
+        boxed: Option<BoxSweeps<'_>>,
     ) -> Result<SyncFreeSweeps> {
-        let schedule = match walk {
-            Some((walk, p)) if pipeline => {
+        let schedule = match boxed {
+            Some(BoxSweeps::Pipeline(walk, [lower, upper])) => {
                 let mut zs = g.alloc::<f64>(n.max(1))?;
                 g.fill_bytes(&mut zs, 0xff)?; // pending (kernels/sparse.cu)
-                let sweeps = Box::new([PipeSweep::new(g, &walk, p, false)?, PipeSweep::new(g, &walk, p, true)?]);
+                let sweeps = Box::new([PipeSweep::new(g, &lower)?, PipeSweep::new(g, &upper)?]);
                 SweepSchedule::Pipeline { walk, sweeps, zs }
             }
-            Some((walk, p)) => SweepSchedule::Grid {
+            Some(BoxSweeps::Walk(walk, p)) => SweepSchedule::Grid {
                 walk,
                 sweeps: Box::new([WalkSweep::new(g, &walk, p, false)?, WalkSweep::new(g, &walk, p, true)?]),
             },
@@ -335,12 +336,12 @@ impl SyncFreeSweeps {
                 }
             }
             SweepSchedule::Pipeline { sweeps, .. } => {
+                let f = g.kernel("sparse", SOURCE, "pipe_gather")?;
                 for s in sweeps.iter() {
-                    let f = g.kernel("sparse", SOURCE, "pipe_gather")?;
                     let m = s.from.len() as i64;
                     let mut l = g.launcher(&f);
                     l.arg(&m).arg(&s.from).arg(lu).arg(&s.vals);
-                    g.launch("pipe_gather", l, (s.from.len().div_ceil(256).clamp(1, 4096) as u32, 1, 1), (256, 1, 1), 0)?;
+                    g.launch("pipe_gather", l, (grid_for(s.from.len()), 1, 1), (BLOCK, 1, 1), 0)?;
                 }
             }
             SweepSchedule::Chunks { .. } => {}

@@ -184,6 +184,12 @@ impl GridWalk {
         Some(PipeLayout { step_off, from })
     }
 
+    /// Both sweeps' plane-pipeline layouts (lower, upper), where the box
+    /// takes the pipeline in both triangles (`pipeline`).
+    pub fn pipelines(&self, row_ptr: &[i32], col: &[i32], diag: &[i32]) -> Option<[PipeLayout; 2]> {
+        Some([self.pipeline(row_ptr, col, diag, false)?, self.pipeline(row_ptr, col, diag, true)?])
+    }
+
     /// The distances in walk index that the lower (upper) sweep's rows read
     /// on box nx x ny, each with its step in the box (planes, lines, points),
     /// in the order first met; None where a distance is not the same step

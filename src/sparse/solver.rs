@@ -805,32 +805,36 @@ fn device_sweeps(
     let sweeps = match sweeps {
         IluSweeps::Levels => cuda::DeviceSweeps::Levels { upper: cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)? },
         IluSweeps::SyncFree { .. } | IluSweeps::GridWalk | IluSweeps::Pipeline => {
-            // the walk (the pipeline on 7-point stencils) where it is picked (rows unset), or asked for
+            // the walk (the pipeline where both triangles take it) where it is picked (rows unset), or asked for
             let csr = (&p.row_ptr[..], &p.col[..], &p.diag[..]);
-            let (rows, walk, pipeline) = match sweeps {
-                IluSweeps::SyncFree { rows } => {
-                    let walk = rows.is_none().then(|| GridWalk::pick(&p.row_ptr, &p.col, &p.diag)).flatten();
-                    let pipeline = walk.is_some_and(|w| w.pipeline(csr.0, csr.1, csr.2, false).is_some());
-                    (rows, walk, pipeline)
-                }
-                _ => (
-                    None,
-                    Some(GridWalk::find(&p.row_ptr, &p.col, &p.diag).ok_or_else(|| {
-                        Error::invalid(
-                            "ILU(0) sweeps: the grid walk needs a stencil on a box, rows numbered x fastest (sparse::grid_walk)",
-                        )
-                    })?),
-                    sweeps == IluSweeps::Pipeline,
-                ),
+            let found = || {
+                GridWalk::find(csr.0, csr.1, csr.2).ok_or_else(|| {
+                    Error::invalid(
+                        "ILU(0) sweeps: the grid walk needs a stencil on a box, rows numbered x fastest (sparse::grid_walk)",
+                    )
+                })
             };
-            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(
-                g,
-                &lv,
-                p.nrows,
-                rows,
-                walk.map(|w| (w, csr)),
-                pipeline,
-            )?))
+            let (rows, boxed) = match sweeps {
+                IluSweeps::SyncFree { rows } => {
+                    let walk = rows.is_none().then(|| GridWalk::pick(csr.0, csr.1, csr.2)).flatten();
+                    let boxed = walk.map(|w| match w.pipelines(csr.0, csr.1, csr.2) {
+                        Some(layouts) => cuda::BoxSweeps::Pipeline(w, layouts),
+                        None => cuda::BoxSweeps::Walk(w, csr),
+                    });
+                    (rows, boxed)
+                }
+                IluSweeps::Pipeline => {
+                    let w = found()?;
+                    let layouts = w.pipelines(csr.0, csr.1, csr.2).ok_or_else(|| {
+                        Error::invalid(
+                            "ILU(0) plane pipeline: needs a 7-point stencil on a box (the point, line and plane before; lines of at most 512 points, nx + ny at most 2048)",
+                        )
+                    })?;
+                    (None, Some(cuda::BoxSweeps::Pipeline(w, layouts)))
+                }
+                _ => (None, Some(cuda::BoxSweeps::Walk(found()?, csr))),
+            };
+            cuda::DeviceSweeps::SyncFree(Box::new(cuda::SyncFreeSweeps::new(g, &lv, p.nrows, rows, boxed)?))
         }
     };
     Ok(Some((factor, sweeps)))

@@ -224,7 +224,7 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
         // the plane pipeline (7-point) and the grid walk where the matrix is a box stencil's (the default there), the chunks, the levels
         let p = &a.pattern;
         let walk = fegpu::sparse::grid_walk::GridWalk::find(&p.row_ptr, &p.col, &p.diag);
-        let piped = walk.filter(|w| w.pipeline(&p.row_ptr, &p.col, &p.diag, false).is_some());
+        let piped = walk.filter(|w| w.pipelines(&p.row_ptr, &p.col, &p.diag).is_some());
         let mut variants: Vec<_> = piped
             .map(|w| (format!("pipeline {}x{}x{}", w.nx, w.ny, w.nz), Precond::Ilu0, IluSweeps::Pipeline))
             .into_iter()
