@@ -51,7 +51,9 @@ pub struct DeviceCsr {
 }
 
 impl DeviceCsr {
-    fn new(g: &Gpu, m: &Mat) -> Result<DeviceCsr> {
+    /// `m` on the device; its values left at zero unless `values` (a
+    /// structure-only setup's, which the re-setup computes).
+    fn new(g: &Gpu, m: &Mat, values: bool) -> Result<DeviceCsr> {
         Ok(DeviceCsr {
             pattern: DevicePattern {
                 row_ptr: upload(g, &m.rp)?,
@@ -59,7 +61,7 @@ impl DeviceCsr {
                 diag: upload::<i32>(g, &[])?,
                 threads_per_row: threads_per_row(m.nnz(), m.nrows),
             },
-            values: upload(g, &m.v)?,
+            values: if values { upload(g, &m.v)? } else { g.zeros(m.nnz().max(1))? },
             single: None,
             nrows: m.nrows,
         })
@@ -219,7 +221,10 @@ fn coefficient_table(h: &Hierarchy) -> Vec<f64> {
 impl DeviceHierarchy {
     /// The hierarchy `h` on the device, over the finest matrix already
     /// there (`pattern`, `values`: the solver's own).
-    pub fn new(g: &Gpu, h: &Hierarchy, pattern: &DevicePattern, values: &DeviceBuffer<f64>) -> Result<DeviceHierarchy> {
+    pub fn new(g: &Gpu, h: &mut Hierarchy, pattern: &DevicePattern, values: &DeviceBuffer<f64>) -> Result<DeviceHierarchy> {
+        let mut clock = Phases::start();
+        // values the host computed (else zeros until the re-setup below)
+        let (computed, smooth) = (!h.needs_numbers, h.options.smooth_prolongator);
         let mut levels = Vec::with_capacity(h.levels.len());
         for (l, level) in h.levels.iter().enumerate() {
             let n = level.a.nrows;
@@ -229,12 +234,13 @@ impl DeviceHierarchy {
                     None
                 } else {
                     // the re-setup inverts the diagonal (level 0: the solver's pattern has it)
-                    let mut a = DeviceCsr::new(g, &level.a)?.cycled(g, h.single_on_level(l))?;
+                    let mut a = DeviceCsr::new(g, &level.a, computed)?.cycled(g, h.single_on_level(l))?;
                     a.pattern.diag = upload(g, &level.a.diagonal_positions())?;
                     Some(a)
                 },
-                p: tr.map(|t| DeviceCsr::new(g, &t.p)?.cycled(g, h.options.f32_cycle)).transpose()?,
-                r: tr.map(|t| DeviceCsr::new(g, &t.r)?.cycled(g, h.options.f32_cycle)).transpose()?,
+                // unsmoothed, P is T and R its transpose: the host's values
+                p: tr.map(|t| DeviceCsr::new(g, &t.p, computed || !smooth)?.cycled(g, h.options.f32_cycle)).transpose()?,
+                r: tr.map(|t| DeviceCsr::new(g, &t.r, computed || !smooth)?.cycled(g, h.options.f32_cycle)).transpose()?,
                 inverse: upload(g, &level.smoother_inverse)?,
                 x: [g.zeros(n.max(1))?, g.zeros(n.max(1))?],
                 b: g.zeros(n.max(1))?,
@@ -251,7 +257,6 @@ impl DeviceHierarchy {
                 gs.refresh(g, n, &a)?;
             }
         }
-        let smooth = h.options.smooth_prolongator;
         let mut numbers = Vec::with_capacity(h.levels.len());
         for (l, level) in h.levels.iter().enumerate() {
             let a = &level.a;
@@ -265,14 +270,23 @@ impl DeviceHierarchy {
                     .as_ref()
                     .map(|tr| -> Result<TransferNumbers> {
                         let smoothing = if smooth {
-                            Some((DeviceCsr::new(g, &tr.tentative)?, DeviceCsr::new(g, &tr.at)?, upload(g, &tr.t_at)?))
+                            Some((
+                                DeviceCsr::new(g, &tr.tentative, true)?,
+                                DeviceCsr::new(g, &tr.at, computed)?,
+                                upload(g, &tr.t_at)?,
+                            ))
                         } else {
                             None
                         };
                         let r_from: Vec<i32> = tr.r_from.iter().map(|&k| k as i32).collect();
                         let coarse = &h.levels[l + 1].a;
                         let plans = [Plan::new(g, a, &tr.p, &tr.ap, false)?, Plan::new(g, &tr.r, &tr.ap, coarse, true)?];
-                        Ok(TransferNumbers { smoothing, r_from: upload(g, &r_from)?, ap: DeviceCsr::new(g, &tr.ap)?, plans })
+                        Ok(TransferNumbers {
+                            smoothing,
+                            r_from: upload(g, &r_from)?,
+                            ap: DeviceCsr::new(g, &tr.ap, computed)?,
+                            plans,
+                        })
                     })
                     .transpose()?,
             });
@@ -283,7 +297,7 @@ impl DeviceHierarchy {
             round_to_f32(g, values, single, None)?;
         }
         round_levels(g, &levels)?;
-        Ok(DeviceHierarchy {
+        let mut dh = DeviceHierarchy {
             levels,
             finest_single,
             coefficients: upload(g, &coefficient_table(h))?,
@@ -296,7 +310,18 @@ impl DeviceHierarchy {
             mirror: mirror.map(|m| upload(g, &m)).transpose()?,
             reduce: Reduce::new(g)?,
             first: g.alloc(1)?,
-        })
+        };
+        if h.needs_numbers {
+            // a structure-only setup: the numbers are the re-setup's, the phases the host's, the upload's and its
+            g.synchronize("AMG setup")?;
+            clock.lap("upload");
+            let mut phases = std::mem::take(&mut h.phases);
+            phases.append(&mut clock.0);
+            dh.refresh(g, h, pattern, values)?;
+            phases.append(&mut h.phases);
+            (h.phases, h.needs_numbers) = (phases, false);
+        }
+        Ok(dh)
     }
 
     /// The values-only re-setup for new finest values `values` (on
@@ -350,6 +375,10 @@ impl DeviceHierarchy {
             }
         }
         clock.lap("device checks");
+        if h.needs_numbers && h.options.smoother.is_none() {
+            // a structure-only setup left the default smoother to this symmetry check
+            h.smoother = Smoother::default_for(asym.is_none());
+        }
         let (smoother, smooth, symmetric) = (h.smoother, h.options.smooth_prolongator, asym.is_none());
         for l in 0..h.levels.len() {
             let (n, smoother) = (h.levels[l].a.nrows, smoother.on_level(l));
@@ -431,6 +460,7 @@ impl DeviceHierarchy {
             } else {
                 // a few thousand rows: on the host
                 let mut v = std::mem::take(&mut h.levels[last].a.v);
+                v.resize(h.levels[last].a.nnz(), 0.0); // a structure-only finest level has none
                 g.download(coarsest.values, 0, &mut v)?;
                 h.levels[last].a.v = v;
                 let inv = coarse_inverse(h)?.expect("the coarsest level is inverted densely");

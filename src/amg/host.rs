@@ -58,6 +58,41 @@ impl Mat {
         (Mat { nrows: self.ncols, ncols: self.nrows, rp, ci, v }, from)
     }
 
+    /// As `transpose`, for a matrix stored as dense `rows` x `run` blocks
+    /// (a prolongator: a node's dofs by an aggregate's modes): the block
+    /// pattern is transposed and written out in parallel.
+    pub fn transpose_tiled(&self, rows: usize, run: usize) -> (Mat, Vec<u32>) {
+        let Some(blocks) = ((rows, run) != (1, 1)).then(|| block_pattern(self, rows, run)).flatten() else {
+            return self.transpose();
+        };
+        let (brp, _, bfrom) = crate::sparse::transpose::transpose_pattern(blocks.nrows, blocks.ncols, &blocks.rp, &blocks.ci);
+        // block entry e of row I of the blocks: self's row I rows + o holds it at rp + (e - blocks.rp[I]) run
+        let block_row: Vec<u32> =
+            (0..blocks.nrows).into_par_iter().flat_map_iter(|b| blocks.row(b).map(move |_| b as u32)).collect();
+        let ncols = self.ncols;
+        let rp: Vec<i32> = std::iter::once(0)
+            .chain((0..ncols).scan(0i32, |at, c| {
+                let b = c / run;
+                *at += (brp[b + 1] - brp[b]) * rows as i32;
+                Some(*at)
+            }))
+            .collect();
+        let entries = |c: usize| {
+            let b = c / run;
+            let (bfrom, block_row, brp, starts) = (&bfrom, &block_row, &brp, &blocks.rp);
+            (brp[b] as usize..brp[b + 1] as usize).flat_map(move |t| {
+                let (e, i) = (bfrom[t] as usize, block_row[bfrom[t] as usize] as usize);
+                (0..rows).map(move |o| {
+                    let row = i * rows + o;
+                    (row as i32, (self.rp[row] as usize + (e - starts[i] as usize) * run + c % run) as u32)
+                })
+            })
+        };
+        let (ci, from): (Vec<i32>, Vec<u32>) = (0..ncols).into_par_iter().flat_map_iter(entries).unzip();
+        let v = from.par_iter().map(|&k| self.v[k as usize]).collect();
+        (Mat { nrows: ncols, ncols: self.nrows, rp, ci, v }, from)
+    }
+
     /// The entry at (i, j), 0 where none is stored.
     pub fn get(&self, i: usize, j: usize) -> f64 {
         let r = self.row(i);
@@ -223,6 +258,53 @@ pub fn tiles(a: &Mat, b: &Mat, c: &Mat) -> Option<(usize, usize, usize)> {
         return None;
     }
     TILES.into_iter().find(|&(s, k, j)| tiled(a, s, k) && tiled(b, k, j) && tiled(c, s, j))
+}
+
+/// The pattern of A B where A is stored as dense `s` x `k` blocks and B as
+/// dense `k` x `j` blocks (a node's dofs by a node's, or an aggregate's
+/// modes): the product of the block patterns, each block written out; the
+/// same pattern as `product_pattern`, which takes the other cases.
+pub fn product_pattern_tiled(a: &Mat, b: &Mat, (s, k, j): (usize, usize, usize)) -> Mat {
+    let tiles = ((s, k, j) != (1, 1, 1)).then(|| block_pattern(a, s, k).zip(block_pattern(b, k, j))).flatten();
+    let Some((ab, bb)) = tiles else {
+        return product_pattern(a, b);
+    };
+    let blocks = product_pattern(&ab, &bb);
+    let rp: Vec<i32> = std::iter::once(0)
+        .chain((0..a.nrows).scan(0i32, |at, i| {
+            *at += blocks.row(i / s).len() as i32 * j as i32;
+            Some(*at)
+        }))
+        .collect();
+    let ci: Vec<i32> = (0..a.nrows)
+        .into_par_iter()
+        .flat_map_iter(|i| blocks.ci[blocks.row(i / s)].iter().flat_map(move |&c| c * j as i32..(c + 1) * j as i32))
+        .collect();
+    let nnz = ci.len();
+    Mat { nrows: a.nrows, ncols: b.ncols, rp, ci, v: vec![0.0; nnz] }
+}
+
+/// The block pattern of `m` when it is stored as dense `rows` x `run`
+/// blocks (each block one entry, no values); None when it is not.
+pub fn block_pattern(m: &Mat, rows: usize, run: usize) -> Option<Mat> {
+    (m.ncols.is_multiple_of(run) && tiled(m, rows, run)).then(|| condensed(m, rows, run))
+}
+
+/// The block pattern of a matrix `tiled` by `rows` x `run`: each block a
+/// single entry.
+fn condensed(m: &Mat, rows: usize, run: usize) -> Mat {
+    let counts: Vec<i32> = (0..m.nrows / rows).map(|b| (m.row(b * rows).len() / run) as i32).collect();
+    let rp: Vec<i32> = std::iter::once(0)
+        .chain(counts.iter().scan(0, |at, c| {
+            *at += c;
+            Some(*at)
+        }))
+        .collect();
+    let ci: Vec<i32> = (0..m.nrows / rows)
+        .into_par_iter()
+        .flat_map_iter(|b| m.ci[m.row(b * rows)].iter().step_by(run).map(move |&c| c / run as i32))
+        .collect();
+    Mat { nrows: m.nrows / rows, ncols: m.ncols / run, rp, ci, v: Vec::new() }
 }
 
 /// A B with its pattern.

@@ -59,6 +59,14 @@ impl Smoother {
             2
         }
     }
+    /// The smoother where the caller names none: Chebyshev for a symmetric
+    /// matrix, l1-Jacobi otherwise.
+    pub fn default_for(symmetric: bool) -> Smoother {
+        match symmetric {
+            true => Smoother::Chebyshev { degree: 2 },
+            false => Smoother::L1Jacobi { sweeps: 2 },
+        }
+    }
     /// The most smoothing steps any level takes.
     pub fn steps(self) -> usize {
         match self {
@@ -183,12 +191,25 @@ pub struct Hierarchy {
     /// Seconds per phase of the last setup or re-setup (on the device when
     /// its solver runs there).
     pub phases: Vec<(&'static str, f64)>,
+    /// Built by `structure`: the numbers are zeros until the device's
+    /// re-setup computes them.
+    pub needs_numbers: bool,
 }
 
 impl Hierarchy {
     /// Sets up the hierarchy of `a` (square, every diagonal present and nonzero).
     pub fn new(a: Mat, options: &Options) -> Result<Hierarchy> {
-        setup::build(a, options)
+        setup::build(a, options, true)
+    }
+
+    /// The hierarchy's structure alone, for a device to compute the numbers
+    /// (`cuda::DeviceHierarchy::new` does, by its re-setup): the host reads
+    /// the pattern only (`a.v` may be empty) and skips the value checks, the
+    /// symmetry check, the products' values, the Lanczos estimates and the
+    /// coarsest inverse. A strength threshold above 0 reads the coarse
+    /// levels' values to coarsen them, so it is refused here: take `new`.
+    pub fn structure(a: Mat, options: &Options) -> Result<Hierarchy> {
+        setup::build(a, options, false)
     }
 
     /// The same aggregates and patterns with new values of the finest

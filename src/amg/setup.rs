@@ -4,7 +4,8 @@
 //! the values-only re-setup that keeps every structure.
 
 use super::host::{
-    dense_inverse, for_each_row_mut, product, product_pattern, product_values, spectral_bound, spectral_radius_symmetric, Mat,
+    block_pattern, dense_inverse, for_each_row_mut, product_pattern_tiled, product_values, spectral_bound,
+    spectral_radius_symmetric, Mat,
 };
 use super::{Hierarchy, Level, NearNullSpace, Options, Smoother, Transfer};
 use crate::error::{Error, ErrorKind, Result};
@@ -118,12 +119,17 @@ pub fn asymmetry(a: &Mat, mirror: Option<&[u32]>) -> Option<(usize, usize, f64, 
     })
 }
 
+fn check_square(a: &Mat) -> Result<()> {
+    match a.nrows == a.ncols {
+        true => Ok(()),
+        false => Err(Error::size(format!("A is {} x {}: AMG needs a square matrix", a.nrows, a.ncols))),
+    }
+}
+
 /// Refuses a finest matrix AMG cannot work on: not square, an empty row,
 /// a missing or zero diagonal, a value that is not finite.
 pub(super) fn check_finest(a: &Mat, options: &Options) -> Result<()> {
-    if a.nrows != a.ncols {
-        return Err(Error::size(format!("A is {} x {}: AMG needs a square matrix", a.nrows, a.ncols)));
-    }
+    check_square(a)?;
     if let Some(k) = a.v.iter().position(|v| !v.is_finite()) {
         return Err(Error::invalid(format!("values[{k}] = {}: matrix values must be finite", a.v[k])));
     }
@@ -155,13 +161,43 @@ fn inverse_diagonal(a: &Mat) -> Vec<f64> {
 
 /// The strong-connection graph between nodes (block_size unknowns each),
 /// symmetrised, without self-loops, as (row pointers, neighbours).
-fn strength(a: &Mat, bs: usize, theta: f64) -> (Vec<usize>, Vec<u32>) {
+fn strength(a: &Mat, bs: usize, theta: f64, symmetric_pattern: bool) -> (Vec<usize>, Vec<u32>) {
+    // theta = 0: every stored connection is strong, so the graph is the node
+    // pattern, symmetric where the pattern is
+    let nodes = match (theta == 0.0, bs) {
+        (true, 1) => Some(off_diagonal(a)),
+        (true, _) => block_pattern(a, bs, bs).map(|m| off_diagonal(&m)),
+        (false, _) => None,
+    };
+    match nodes {
+        Some(graph) if symmetric_pattern => graph,
+        Some(graph) => symmetrised(graph),
+        // blocks not stored dense, or theta > 0
+        None => symmetrised(strong_connections(a, bs, theta)),
+    }
+}
+
+/// A pattern as a graph without self-loops.
+fn off_diagonal(m: &Mat) -> (Vec<usize>, Vec<u32>) {
+    let (mut ptr, mut adj) = (Vec::with_capacity(m.nrows + 1), Vec::with_capacity(m.nnz()));
+    ptr.push(0);
+    for i in 0..m.nrows {
+        adj.extend(m.ci[m.row(i)].iter().filter(|&&j| j as usize != i).map(|&j| j as u32));
+        ptr.push(adj.len());
+    }
+    (ptr, adj)
+}
+
+/// The strong connections between nodes, as stored (not yet symmetric).
+fn strong_connections(a: &Mat, bs: usize, theta: f64) -> (Vec<usize>, Vec<u32>) {
     let nodes = a.nrows / bs;
     // each node row's block norms squared (|a_ij|^2 when bs = 1), sorted by node
+    // theta = 0 keeps every connection: the values are not read (a structure-only setup has none)
+    let weigh = theta > 0.0;
     let node_row = |node: usize, row: &mut Vec<(u32, f64)>| {
         row.clear();
         for i in node * bs..(node + 1) * bs {
-            row.extend(a.row(i).map(|k| ((a.ci[k] as usize / bs) as u32, a.v[k] * a.v[k])));
+            row.extend(a.row(i).map(|k| ((a.ci[k] as usize / bs) as u32, if weigh { a.v[k] * a.v[k] } else { 0.0 })));
         }
         if bs > 1 {
             row.sort_unstable_by_key(|e| e.0);
@@ -174,7 +210,7 @@ fn strength(a: &Mat, bs: usize, theta: f64) -> (Vec<usize>, Vec<u32>) {
             });
         }
     };
-    let diag: Vec<f64> = (0..nodes)
+    let diag: Vec<f64> = (0..nodes * weigh as usize)
         .into_par_iter()
         .map_init(Vec::new, |row, node| {
             node_row(node, row);
@@ -192,7 +228,7 @@ fn strength(a: &Mat, bs: usize, theta: f64) -> (Vec<usize>, Vec<u32>) {
                 let before = adj.len();
                 adj.extend(
                     row.iter()
-                        .filter(|&&(j, s)| j as usize != i && s >= theta2 * (diag[i] * diag[j as usize]).sqrt())
+                        .filter(|&&(j, s)| j as usize != i && (!weigh || s >= theta2 * (diag[i] * diag[j as usize]).sqrt()))
                         .map(|e| e.0),
                 );
                 counts.push(adj.len() - before);
@@ -207,7 +243,12 @@ fn strength(a: &Mat, bs: usize, theta: f64) -> (Vec<usize>, Vec<u32>) {
         counts.iter().for_each(|c| ptr.push(ptr.last().unwrap() + c));
         adj.extend(part);
     }
-    // aggregation needs a symmetric graph: the union with the transpose
+    (ptr, adj)
+}
+
+/// The union of a graph with its transpose: aggregation needs it symmetric.
+fn symmetrised((ptr, adj): (Vec<usize>, Vec<u32>)) -> (Vec<usize>, Vec<u32>) {
+    let nodes = ptr.len() - 1;
     let mut tptr = vec![0usize; nodes + 1];
     adj.iter().for_each(|&j| tptr[j as usize + 1] += 1);
     (0..nodes).for_each(|i| tptr[i + 1] += tptr[i]);
@@ -448,9 +489,24 @@ fn numbers(level: &mut Level, smoother: Smoother, symmetric: bool, smooth: bool)
     }
 }
 
-/// Sets up the hierarchy of `a`.
-pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
-    check_finest(&a, o)?;
+/// Sets up the hierarchy of `a`. With `host_numbers` false the host builds
+/// the structure alone (aggregates, tentative prolongators, patterns) and
+/// leaves the numbers at zero for the device's re-setup to compute
+/// (`Hierarchy::needs_numbers`); a strength threshold above 0 reads the coarse
+/// levels' values, so it takes the numbers on the host regardless.
+pub fn build(a: Mat, o: &Options, host_numbers: bool) -> Result<Hierarchy> {
+    let mut clock = Phases::start();
+    match host_numbers {
+        true => check_finest(&a, o)?,
+        // the values are the device's to check, in its re-setup
+        false => check_square(&a)?,
+    }
+    if !host_numbers && o.strength > 0.0 {
+        return Err(Error::invalid(format!(
+            "strength = {}: above 0 the coarse levels' values set their strong connections, so the host computes the numbers (Hierarchy::new)",
+            o.strength
+        )));
+    }
     let n = a.nrows;
     if o.block_size == 0 || !n.is_multiple_of(o.block_size) {
         return Err(Error::invalid(format!("block_size = {}: must divide the {n} rows", o.block_size)));
@@ -488,20 +544,21 @@ pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
         }
     };
     let mirror = mirror(&a);
-    let asym = asymmetry(&a, mirror.as_deref());
+    // without host numbers the device's re-setup finds the asymmetry (and the default smoother from it)
+    let asym = if host_numbers { asymmetry(&a, mirror.as_deref()) } else { None };
     let symmetric = asym.is_none();
-    let smoother =
-        o.smoother.unwrap_or(if symmetric { Smoother::Chebyshev { degree: 2 } } else { Smoother::L1Jacobi { sweeps: 2 } });
+    clock.lap("checks and symmetry");
+    let smoother = o.smoother.unwrap_or(Smoother::default_for(symmetric));
     let mut levels: Vec<Level> = Vec::new();
     let mut a = a;
     let mut bs = o.block_size;
-    let mut clock = Phases::start();
     loop {
-        let n = a.nrows;
+        let (n, fine_bs) = (a.nrows, bs);
         let mut level = Level { a, smoother_inverse: Vec::new(), coefficients: Vec::new(), spectral_radius: 0.0, transfer: None };
         let last = n <= o.coarsest.max(1) || levels.len() + 1 >= o.max_levels;
         if !last {
-            let (ptr, adj) = strength(&level.a, bs, o.strength);
+            // A's pattern symmetric: so is every Galerkin level's, P^T A P
+            let (ptr, adj) = strength(&level.a, bs, o.strength, mirror.is_some());
             let (agg, naggs) = aggregate(&ptr, &adj);
             clock.lap("strength and aggregation");
             // coarsening that stalls ends the hierarchy, and so does a poor
@@ -511,7 +568,7 @@ pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
                 let (t, coarse) = tentative(&agg, naggs, bs, &b, k);
                 clock.lap("tentative prolongator");
                 // smoothing: P takes A T's pattern, and T's value at each of its entries
-                let at = if o.smooth_prolongator { product_pattern(&level.a, &t) } else { Mat::default() };
+                let at = if o.smooth_prolongator { product_pattern_tiled(&level.a, &t, (bs, bs, k)) } else { Mat::default() };
                 // T's row i holds columns agg k .. agg k + k - 1 in order, or none
                 let t_at: Vec<f64> = (0..at.nrows)
                     .into_par_iter()
@@ -529,8 +586,8 @@ pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
                     })
                     .collect();
                 let p = if o.smooth_prolongator { Mat { v: vec![0.0; at.nnz()], ..at.clone() } } else { t.clone() };
-                let (r, r_from) = p.transpose();
-                let ap = product_pattern(&level.a, &p);
+                let (r, r_from) = p.transpose_tiled(bs, k);
+                let ap = product_pattern_tiled(&level.a, &p, (bs, bs, k));
                 level.transfer = Some(Transfer {
                     aggregate: agg,
                     tentative: t,
@@ -546,9 +603,18 @@ pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
                 clock.lap("patterns");
             }
         }
-        numbers(&mut level, smoother.on_level(levels.len()), symmetric, o.smooth_prolongator);
-        clock.lap("values");
-        let next = level.transfer.as_ref().map(|tr| product(&tr.r, &tr.ap));
+        // R (A P): an aggregate's modes by a node's dofs, times a node's dofs by the modes
+        let mut next = level.transfer.as_ref().map(|tr| product_pattern_tiled(&tr.r, &tr.ap, (k, fine_bs, k)));
+        if host_numbers {
+            numbers(&mut level, smoother.on_level(levels.len()), symmetric, o.smooth_prolongator);
+            if let (Some(c), Some(tr)) = (&mut next, &level.transfer) {
+                product_values(&tr.r, &tr.ap, c);
+            }
+        } else {
+            // the buffers the device's re-setup fills
+            level.smoother_inverse = vec![0.0; n];
+            level.coefficients = coefficients(smoother.on_level(levels.len()), 1.0);
+        }
         clock.lap("values");
         levels.push(level);
         match next {
@@ -556,12 +622,27 @@ pub fn build(a: Mat, o: &Options) -> Result<Hierarchy> {
             None => break,
         }
     }
-    let mut h =
-        Hierarchy { levels, coarse_inverse: None, smoother, asymmetry: asym, mirror, options: o.clone(), phases: Vec::new() };
-    h.coarse_inverse = coarse_inverse(&h)?;
+    let mut h = Hierarchy {
+        levels,
+        coarse_inverse: None,
+        smoother,
+        asymmetry: asym,
+        mirror,
+        options: o.clone(),
+        phases: Vec::new(),
+        needs_numbers: !host_numbers,
+    };
+    h.coarse_inverse = match host_numbers {
+        true => coarse_inverse(&h)?,
+        false => (n_coarsest(&h) <= DENSE_LIMIT).then(|| vec![0.0; n_coarsest(&h).pow(2)]),
+    };
     clock.lap("coarsest inverse");
     h.phases = clock.0;
     Ok(h)
+}
+
+fn n_coarsest(h: &Hierarchy) -> usize {
+    h.levels.last().expect("a hierarchy has a level").a.nrows
 }
 
 /// The dense inverse of the coarsest matrix, when it is small enough.
@@ -599,6 +680,10 @@ pub fn refresh(h: &mut Hierarchy, values: &[f64]) -> Result<()> {
         return Err(e);
     }
     h.asymmetry = asymmetry(&h.levels[0].a, h.mirror.as_deref());
+    if h.needs_numbers && h.options.smoother.is_none() {
+        // a structure-only setup left the default smoother to this symmetry check
+        h.smoother = Smoother::default_for(h.asymmetry.is_none());
+    }
     clock.lap("checks");
     let (smoother, symmetric, smooth) = (h.smoother, h.asymmetry.is_none(), h.options.smooth_prolongator);
     for l in 0..h.levels.len() {
@@ -612,6 +697,6 @@ pub fn refresh(h: &mut Hierarchy, values: &[f64]) -> Result<()> {
     clock.lap("values");
     h.coarse_inverse = coarse_inverse(h)?;
     clock.lap("coarsest inverse");
-    h.phases = clock.0;
+    (h.phases, h.needs_numbers) = (clock.0, false);
     Ok(())
 }

@@ -650,9 +650,16 @@ impl Solver {
             }
             _ => {
                 let p = &self.csr.pattern;
-                let v = self.csr.values_on_host(values)?;
+                // on the device the host builds the structure from the pattern and the
+                // device computes the numbers, unless the coarsening reads values (strength > 0)
+                let on_device = matches!((self.csr.ctx.gpu(), values), (Some(_), Buffer::Device(_)));
+                let structure = on_device && self.settings.amg.strength == 0.0;
+                let v = if structure { Vec::new() } else { self.csr.values_on_host(values)? };
                 let a = amg::Mat { nrows: p.nrows, ncols: p.ncols, rp: p.row_ptr.clone(), ci: p.col.clone(), v };
-                let h = amg::Hierarchy::new(a, &self.settings.amg)?;
+                let mut h = match structure {
+                    true => amg::Hierarchy::structure(a, &self.settings.amg)?,
+                    false => amg::Hierarchy::new(a, &self.settings.amg)?,
+                };
                 let device = match (self.csr.ctx.gpu(), values) {
                     (Some(g), Buffer::Device(v)) => {
                         // new buffers: an iteration captured over the old ones is stale
@@ -660,7 +667,7 @@ impl Solver {
                             dw.iteration = None;
                         }
                         let dp = self.csr.device.as_ref().ok_or_else(crate::array::mixed_backends)?;
-                        Some(amg::cuda::DeviceHierarchy::new(g, &h, dp, v)?)
+                        Some(amg::cuda::DeviceHierarchy::new(g, &mut h, dp, v)?)
                     }
                     _ => None,
                 };

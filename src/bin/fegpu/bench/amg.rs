@@ -158,6 +158,10 @@ fn amg_rows(ctx: &Arc<Context>, sys: &System, t: &Timing, label: &str, amg: Opti
     let variant = System { name: sys.name.clone(), a: sys.a.clone(), b: sys.b.clone(), amg, ..*sys };
     let (amg, solver) = run(ctx, &variant, t.krylov, Precond::Amg)?;
     print_run(&format!("AMG-{}{label}", t.krylov.name()), &amg);
+    // the first setup's phases (the summary below shows the re-setup's)
+    if let Some(line) = solver.amg_summary().and_then(|s| s.lines().find(|l| l.contains("setup:")).map(str::to_owned)) {
+        println!("    first setup:{}", line.split_once(':').map_or("", |p| p.1));
+    }
     let (resetup_s, resolve_s) = resolve(ctx, &variant, &solver)?;
     println!(
         "    {:<24} {:>6} {:>10.1} {:>10.1} {:>12.1}   (re-setup / setup {:.2})",
