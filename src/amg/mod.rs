@@ -10,7 +10,10 @@
 //! algebra) and kept; a values-only re-setup (`Hierarchy::refresh`, for
 //! Newton and time loops) keeps the aggregates, the tentative prolongator
 //! and every sparsity pattern, and redoes only the numbers (on the device,
-//! `cuda::DeviceHierarchy::refresh`, when the solver runs there). The V-cycle runs
+//! `cuda::DeviceHierarchy::refresh`, when the solver runs there). On the
+//! device the first setup is split the same way: the host builds the
+//! structure from the pattern (`Hierarchy::structure`) and the device's
+//! re-setup computes every number, so the values never leave the device. The V-cycle runs
 //! on the host (`cpu.rs`, the reference) or on the device (`cuda.rs`, one
 //! kernel per smoothing step, residual and transfer, replayed in the
 //! solver's CUDA graph).
