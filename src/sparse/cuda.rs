@@ -226,7 +226,7 @@ fn pipe_launch(walk: &super::grid_walk::GridWalk, upper: bool) -> (u32, u32, u32
     let lines = walk.ny.next_multiple_of(32);
     let planes = (PIPE_THREADS / lines).clamp(1, 3).min(walk.nz);
     let threads = planes * lines;
-    let staged = PIPE_LEAD * (4 + upper as usize) * threads * std::mem::size_of::<f64>();
+    let staged = PIPE_LEAD * (4 + 2 * upper as usize) * threads * std::mem::size_of::<f64>();
     let shared = staged + (walk.nx + walk.ny) * std::mem::size_of::<i32>();
     (walk.nz.div_ceil(planes) as u32, threads as u32, shared as u32, lines as i32)
 }
@@ -337,10 +337,12 @@ impl SyncFreeSweeps {
             }
             SweepSchedule::Pipeline { sweeps, .. } => {
                 let f = g.kernel("sparse", SOURCE, "pipe_gather")?;
-                for s in sweeps.iter() {
+                for (upper, s) in sweeps.iter().enumerate() {
+                    // the upper sweep's last n entries: the reciprocals of U's diagonal (kernels/sparse.cu quotient)
                     let m = s.from.len() as i64;
+                    let reciprocals = if upper == 1 { m - m / 5 } else { m };
                     let mut l = g.launcher(&f);
-                    l.arg(&m).arg(&s.from).arg(lu).arg(&s.vals);
+                    l.arg(&m).arg(&reciprocals).arg(&s.from).arg(lu).arg(&s.vals);
                     g.launch("pipe_gather", l, (grid_for(s.from.len()), 1, 1), (BLOCK, 1, 1), 0)?;
                 }
             }

@@ -169,7 +169,8 @@ impl GridWalk {
             (w / area * area) as i32 + step_off[s] + (j - (s + 1).saturating_sub(nx)) as i32
         };
         let walk = |k: usize| if upper { n - 1 - k } else { k };
-        let mut from = vec![-1i32; (3 + upper as usize) * n];
+        // upper: U's diagonal twice, the second for its reciprocal (SyncFreeSweeps::refresh)
+        let mut from = vec![-1i32; (3 + 2 * upper as usize) * n];
         for r in 0..n {
             let (w, p) = (walk(r), pos(walk(r)) as usize);
             for k in triangle(row_ptr, diag, r, upper) {
@@ -179,6 +180,7 @@ impl GridWalk {
             }
             if upper {
                 from[3 * n + p] = diag[r];
+                from[4 * n + p] = diag[r];
             }
         }
         Some(PipeLayout { step_off, from })
