@@ -514,10 +514,10 @@ fn numbers(level: &mut Level, smoother: Smoother, symmetric: bool, smooth: bool)
 }
 
 /// Sets up the hierarchy of `a`. With `host_numbers` false the host builds
-/// the structure alone (aggregates, tentative prolongators, patterns) and
-/// leaves the numbers at zero for the device's re-setup to compute
-/// (`Hierarchy::needs_numbers`); a strength threshold above 0 reads the coarse
-/// levels' values, so it takes the numbers on the host regardless.
+/// the structure alone from the pattern (aggregates, tentative
+/// prolongators, patterns) and leaves the numbers at zero for the device's
+/// re-setup to compute (`Hierarchy::needs_numbers`); a strength threshold
+/// above 0 reads the coarse levels' values, so it is refused there.
 pub fn build(a: Mat, o: &Options, host_numbers: bool) -> Result<Hierarchy> {
     let mut clock = Phases::start();
     match host_numbers {
