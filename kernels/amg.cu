@@ -345,6 +345,28 @@ extern "C" __global__ void __launch_bounds__(256) amg_prolongator(int n, const i
     }
 }
 
+// mirror[k]: the entry (j, i) of entry k = (i, j), by a binary search of row
+// j's sorted columns; *first = the first entry whose transpose A does not
+// store (the pattern is not symmetric). A warp a row.
+extern "C" __global__ void __launch_bounds__(256) amg_mirror(int n, const int* __restrict__ rp,
+    const int* __restrict__ ci, int* __restrict__ mirror, int* first) {
+    const int lane = threadIdx.x & 31;
+    const i64 warps = ((i64)gridDim.x * blockDim.x) >> 5;
+    for (i64 i = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n; i += warps) {
+        for (int k = rp[i] + lane; k < rp[i + 1]; k += 32) {
+            const int j = ci[k], end = rp[j + 1];
+            int lo = rp[j], hi = end;
+            while (lo < hi) {
+                const int mid = (lo + hi) >> 1;
+                if (ci[mid] < i) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo < end && ci[lo] == i) mirror[k] = lo;
+            else atomicMin(first, k);
+        }
+    }
+}
+
 // *first = the first entry k (in storage order) where A differs from A^T by
 // more than rounding, 1e-10 of row i's largest entry (src/amg/setup.rs
 // asymmetry); mirror[k]: the entry of (j, i). A warp a row, so the row's

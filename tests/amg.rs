@@ -377,7 +377,7 @@ fn products_take_a_nodes_dofs_and_an_aggregates_modes_at_once() {
 /// dense blocks (the strength graph, A T, A P, R = P^T, R (A P)) are the
 /// entry-by-entry products and transpose: elasticity with its clamped
 /// couplings stored (dense 3 x 3 blocks) and dropped (not), a scalar and a
-/// nonsymmetric system.
+/// nonsymmetric system, with a symmetric pattern and without.
 #[test]
 fn a_structure_then_its_numbers_equal_the_full_setup() {
     let ctx = Arc::new(Context::cpu_reference());
@@ -394,6 +394,11 @@ fn a_structure_then_its_numbers_equal_the_full_setup() {
             Options::default(),
         ),
         ("convection-diffusion 10^3", mat(1000, &gallery::convection_diffusion(10, 30.0)), Options::default()),
+        (
+            "the same, one coupling stored one way",
+            mat(1000, &one_way(gallery::convection_diffusion(10, 30.0))),
+            Options::default(),
+        ),
     ];
     let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let same = |what: &str, x: &Mat, y: &Mat| {
@@ -402,8 +407,9 @@ fn a_structure_then_its_numbers_equal_the_full_setup() {
     };
     for (name, m, options) in cases {
         let full = Hierarchy::new(m.clone(), &options).unwrap();
-        // the pattern alone, as the solver passes it on the device
-        let mut h = Hierarchy::structure(Mat { v: Vec::new(), ..m.clone() }, &options).unwrap();
+        // the pattern alone, as the solver passes it on the device (which knows whether it is symmetric)
+        let symmetric_pattern = !name.contains("one way");
+        let mut h = Hierarchy::structure(Mat { v: Vec::new(), ..m.clone() }, &options, symmetric_pattern).unwrap();
         assert!(h.needs_numbers && !full.needs_numbers, "{name}");
         h.refresh(&m.v).unwrap();
         assert!(!h.needs_numbers && h.smoother == full.smoother, "{name}: {:?} against {:?}", h.smoother, full.smoother);
@@ -529,6 +535,14 @@ fn rigid_body_modes_cut_elasticity_iterations() {
     }
 }
 
+/// The arrays without row 0's last off-diagonal entry: its transpose stays stored.
+fn one_way((rp, ci, v): CsrArrays) -> CsrArrays {
+    let drop = (rp[0]..rp[1]).rev().find(|&k| ci[k as usize] != 0).expect("row 0 has a neighbour") as usize;
+    let rp = rp.iter().map(|&p| if p as usize > drop { p - 1 } else { p }).collect();
+    let keep = |k: &usize| *k != drop;
+    (rp, (0..ci.len()).filter(keep).map(|k| ci[k]).collect(), (0..v.len()).filter(keep).map(|k| v[k]).collect())
+}
+
 /// The first setup, then new values through the kept hierarchy (a Newton
 /// step's refresh, twice), give what a fresh setup on those values gives,
 /// and the V-cycle on the selected backend (on the device: the numbers of
@@ -589,6 +603,13 @@ fn values_only_resetup_and_the_device_match_a_fresh_reference() {
             Method::Bicgstab,
             gallery::convection_diffusion(n, 3.0),
             Options { f32_cycle: true, ..Options::default() },
+        ),
+        // a pattern that is not symmetric: no mirror, the symmetry checked on the host
+        (
+            "convection-diffusion 14^3, one coupling stored one way",
+            Method::Bicgstab,
+            one_way(gallery::convection_diffusion(n, 3.0)),
+            Options::default(),
         ),
     ];
     for (name, method, arrays, options) in cases {

@@ -221,7 +221,15 @@ fn coefficient_table(h: &Hierarchy) -> Vec<f64> {
 impl DeviceHierarchy {
     /// The hierarchy `h` on the device, over the finest matrix already
     /// there (`pattern`, `values`: the solver's own).
-    pub fn new(g: &Gpu, h: &mut Hierarchy, pattern: &DevicePattern, values: &DeviceBuffer<f64>) -> Result<DeviceHierarchy> {
+    /// `mirror`: the finest pattern's, where the caller found it on the
+    /// device (`finest_mirror`); else the host's, if it has one.
+    pub fn new(
+        g: &Gpu,
+        h: &mut Hierarchy,
+        pattern: &DevicePattern,
+        values: &DeviceBuffer<f64>,
+        mirror: Option<DeviceBuffer<i32>>,
+    ) -> Result<DeviceHierarchy> {
         let mut clock = Phases::start();
         // values the host computed (else zeros until the re-setup below)
         let (computed, smooth) = (!h.needs_numbers, h.options.smooth_prolongator);
@@ -291,7 +299,11 @@ impl DeviceHierarchy {
                     .transpose()?,
             });
         }
-        let mirror: Option<Vec<i32>> = h.mirror.as_ref().map(|m| m.iter().map(|&k| k as i32).collect());
+        let mirror = match (mirror, &h.mirror) {
+            (Some(m), _) => Some(m),
+            (None, Some(m)) => Some(upload(g, &m.iter().map(|&k| k as i32).collect::<Vec<_>>())?),
+            (None, None) => None,
+        };
         let finest_single = if h.single_on_level(0) { Some(g.alloc(values.len())?) } else { None };
         if let Some(single) = &finest_single {
             round_to_f32(g, values, single, None)?;
@@ -307,7 +319,7 @@ impl DeviceHierarchy {
                 _ => 1,
             })?,
             numbers,
-            mirror: mirror.map(|m| upload(g, &m)).transpose()?,
+            mirror,
             reduce: Reduce::new(g)?,
             first: g.alloc(1)?,
         };
@@ -348,21 +360,22 @@ impl DeviceHierarchy {
         } = self;
         let fine = &h.levels[0].a;
         // the values are finite: Csr::update_values checks them on entry
-        let asym = match (&*mirror, &h.mirror) {
-            (Some(dm), Some(m)) => {
+        let asym = match &*mirror {
+            Some(dm) => {
                 let found = first_of(g, first, ("amg_asymmetry", 32), fine.nrows, &[&pattern.row_ptr], &[values], Some(dm))?;
                 match found {
                     None => None,
                     Some(k) => {
-                        let (mut aij, mut aji) = ([0.0], [0.0]);
+                        let (mut aij, mut mk, mut aji) = ([0.0], [0i32], [0.0]);
                         g.download(values, k, &mut aij)?;
-                        g.download(values, m[k] as usize, &mut aji)?;
+                        g.download(dm, k, &mut mk)?;
+                        g.download(values, mk[0] as usize, &mut aji)?;
                         let i = fine.rp.partition_point(|&p| p as usize <= k) - 1;
                         Some((i, fine.ci[k] as usize, aij[0], aji[0]))
                     }
                 }
             }
-            _ => asymmetry(&on_host(g, fine, values)?, None),
+            None => asymmetry(&on_host(g, fine, values)?, None),
         };
         if let Some(single) = &*finest_single {
             // the f32 copy of the finest values, checked as it is made
@@ -479,6 +492,16 @@ impl DeviceHierarchy {
         h.phases = clock.0;
         Ok(())
     }
+}
+
+/// For each entry (i, j) of a square pattern of `n` rows, the entry (j, i),
+/// found on the device (kernels/amg.cu `amg_mirror`); None where the pattern
+/// is not symmetric (the re-setup's symmetry check then reads the values on
+/// the host).
+pub fn finest_mirror(g: &Gpu, n: usize, pattern: &DevicePattern) -> Result<Option<DeviceBuffer<i32>>> {
+    let (mirror, mut first) = (g.alloc::<i32>(pattern.col.len().max(1))?, g.alloc(1)?);
+    let missing = first_of(g, &mut first, ("amg_mirror", 32), n, &[&pattern.row_ptr, &pattern.col], &[], Some(&mirror))?;
+    Ok(missing.is_none().then_some(mirror))
 }
 
 /// `to` = `from` rounded to f32; with `first`, the first value f32 cannot

@@ -202,7 +202,7 @@ pub struct Hierarchy {
 impl Hierarchy {
     /// Sets up the hierarchy of `a` (square, every diagonal present and nonzero).
     pub fn new(a: Mat, options: &Options) -> Result<Hierarchy> {
-        setup::build(a, options, true)
+        setup::build(a, options, None)
     }
 
     /// The hierarchy's structure alone, for a device to compute the numbers
@@ -211,8 +211,11 @@ impl Hierarchy {
     /// symmetry check, the products' values, the Lanczos estimates and the
     /// coarsest inverse. A strength threshold above 0 reads the coarse
     /// levels' values to coarsen them, so it is refused here: take `new`.
-    pub fn structure(a: Mat, options: &Options) -> Result<Hierarchy> {
-        setup::build(a, options, false)
+    /// `symmetric_pattern`: the caller found A's pattern symmetric (on the
+    /// device, `cuda::finest_mirror`), so the strength graphs need no
+    /// symmetrising.
+    pub fn structure(a: Mat, options: &Options, symmetric_pattern: bool) -> Result<Hierarchy> {
+        setup::build(a, options, Some(symmetric_pattern))
     }
 
     /// The same aggregates and patterns with new values of the finest

@@ -513,12 +513,14 @@ fn numbers(level: &mut Level, smoother: Smoother, symmetric: bool, smooth: bool)
     }
 }
 
-/// Sets up the hierarchy of `a`. With `host_numbers` false the host builds
-/// the structure alone from the pattern (aggregates, tentative
-/// prolongators, patterns) and leaves the numbers at zero for the device's
-/// re-setup to compute (`Hierarchy::needs_numbers`); a strength threshold
-/// above 0 reads the coarse levels' values, so it is refused there.
-pub fn build(a: Mat, o: &Options, host_numbers: bool) -> Result<Hierarchy> {
+/// Sets up the hierarchy of `a`. With `structure_only` (whether the
+/// caller found A's pattern symmetric) the host builds the structure alone
+/// from the pattern (aggregates, tentative prolongators, patterns) and
+/// leaves the numbers at zero for the device's re-setup to compute
+/// (`Hierarchy::needs_numbers`); a strength threshold above 0 reads the
+/// coarse levels' values, so it is refused there.
+pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierarchy> {
+    let host_numbers = structure_only.is_none();
     let mut clock = Phases::start();
     match host_numbers {
         true => check_finest(&a, o)?,
@@ -567,8 +569,8 @@ pub fn build(a: Mat, o: &Options, host_numbers: bool) -> Result<Hierarchy> {
             ((0..bs).flat_map(|c| (0..n).map(move |i| if i % bs == c { 1.0 } else { 0.0 })).collect(), bs)
         }
     };
-    let mirror = mirror(&a, o.block_size);
-    // without host numbers the device's re-setup finds the asymmetry (and the default smoother from it)
+    // without host numbers the device finds the mirror and the asymmetry (and the default smoother from it)
+    let mirror = if host_numbers { mirror(&a, o.block_size) } else { None };
     let asym = if host_numbers { asymmetry(&a, mirror.as_deref()) } else { None };
     let symmetric = asym.is_none();
     clock.lap("checks and symmetry");
@@ -582,7 +584,7 @@ pub fn build(a: Mat, o: &Options, host_numbers: bool) -> Result<Hierarchy> {
         let last = n <= o.coarsest.max(1) || levels.len() + 1 >= o.max_levels;
         if !last {
             // A's pattern symmetric: so is every Galerkin level's, P^T A P
-            let (ptr, adj) = strength(&level.a, bs, o.strength, mirror.is_some());
+            let (ptr, adj) = strength(&level.a, bs, o.strength, mirror.is_some() || structure_only == Some(true));
             let (agg, naggs) = aggregate(&ptr, &adj);
             clock.lap("strength and aggregation");
             // coarsening that stalls ends the hierarchy, and so does a poor

@@ -652,13 +652,22 @@ impl Solver {
                 let p = &self.csr.pattern;
                 // on the device the host builds the structure from the pattern and the
                 // device computes the numbers, unless the coarsening reads values (strength > 0)
-                let on_device = matches!((self.csr.ctx.gpu(), values), (Some(_), Buffer::Device(_)));
-                let structure = on_device && self.settings.amg.strength == 0.0;
-                let v = if structure { Vec::new() } else { self.csr.values_on_host(values)? };
+                let structure = match (self.csr.ctx.gpu(), values, &self.csr.device) {
+                    // (not square: the host setup refuses it by name)
+                    (Some(g), Buffer::Device(_), Some(dp)) if self.settings.amg.strength == 0.0 && p.nrows == p.ncols => {
+                        Some((g, dp))
+                    }
+                    _ => None,
+                };
+                let v = if structure.is_some() { Vec::new() } else { self.csr.values_on_host(values)? };
                 let a = amg::Mat { nrows: p.nrows, ncols: p.ncols, rp: p.row_ptr.clone(), ci: p.col.clone(), v };
-                let mut h = match structure {
-                    true => amg::Hierarchy::structure(a, &self.settings.amg)?,
-                    false => amg::Hierarchy::new(a, &self.settings.amg)?,
+                let (mut h, mirror) = match structure {
+                    Some((g, dp)) => {
+                        // the finest pattern's mirror on the device: whether the pattern is symmetric
+                        let mirror = amg::cuda::finest_mirror(g, p.nrows, dp)?;
+                        (amg::Hierarchy::structure(a, &self.settings.amg, mirror.is_some())?, mirror)
+                    }
+                    None => (amg::Hierarchy::new(a, &self.settings.amg)?, None),
                 };
                 let device = match (self.csr.ctx.gpu(), values) {
                     (Some(g), Buffer::Device(v)) => {
@@ -667,7 +676,7 @@ impl Solver {
                             dw.iteration = None;
                         }
                         let dp = self.csr.device.as_ref().ok_or_else(crate::array::mixed_backends)?;
-                        Some(amg::cuda::DeviceHierarchy::new(g, &mut h, dp, v)?)
+                        Some(amg::cuda::DeviceHierarchy::new(g, &mut h, dp, v, mirror)?)
                     }
                     _ => None,
                 };
