@@ -641,7 +641,7 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
             level.smoother_inverse = vec![0.0; n];
             level.coefficients = coefficients(smoother.on_level(levels.len()), 1.0);
         }
-        clock.lap("values");
+        clock.lap(if host_numbers { "values" } else { "coarse pattern" });
         levels.push(level);
         match next {
             Some(ac) => a = ac,
