@@ -67,8 +67,8 @@ impl Mat {
         };
         let (brp, _, bfrom) = crate::sparse::transpose::transpose_pattern(blocks.nrows, blocks.ncols, &blocks.rp, &blocks.ci);
         // block entry e of row I of the blocks: self's row I rows + o holds it at rp + (e - blocks.rp[I]) run
-        let block_row: Vec<u32> =
-            (0..blocks.nrows).into_par_iter().flat_map_iter(|b| blocks.row(b).map(move |_| b as u32)).collect();
+        let mut block_row = vec![0u32; blocks.nnz()];
+        for_each_row_mut(&blocks.rp, &mut block_row, |b, row| row.fill(b as u32));
         let ncols = self.ncols;
         let rp: Vec<i32> = std::iter::once(0)
             .chain((0..ncols).scan(0i32, |at, c| {
@@ -88,7 +88,10 @@ impl Mat {
                 })
             })
         };
-        let (ci, from): (Vec<i32>, Vec<u32>) = (0..ncols).into_par_iter().flat_map_iter(entries).unzip();
+        let nnz = rp[ncols] as usize;
+        let (mut ci, mut from) = (vec![0i32; nnz], vec![0u32; nnz]);
+        for_each_row_mut(&rp, &mut ci, |c, row| row.iter_mut().zip(entries(c)).for_each(|(o, e)| *o = e.0));
+        for_each_row_mut(&rp, &mut from, |c, row| row.iter_mut().zip(entries(c)).for_each(|(o, e)| *o = e.1));
         let v = from.par_iter().map(|&k| self.v[k as usize]).collect();
         (Mat { nrows: ncols, ncols: self.nrows, rp, ci, v }, from)
     }
@@ -108,21 +111,22 @@ fn blocks(n: usize) -> Vec<std::ops::Range<usize>> {
     (0..n.div_ceil(ROWS_PER_TASK)).map(|t| t * ROWS_PER_TASK..((t + 1) * ROWS_PER_TASK).min(n)).collect()
 }
 
-/// Calls `f(i, values of row i)` for every row, rows in parallel blocks
-/// (`v` laid out by the row pointers `rp`).
-pub fn for_each_row_mut(rp: &[i32], v: &mut [f64], f: impl Fn(usize, &mut [f64]) + Sync) {
+/// Calls `f(i, entries of row i)` for every row, rows in parallel blocks
+/// (`v` laid out by the row pointers `rp`: values, or columns being written).
+pub fn for_each_row_mut<T: Send>(rp: &[i32], v: &mut [T], f: impl Fn(usize, &mut [T]) + Sync) {
     for_each_row_init(rp, v, || (), |_, i, row| f(i, row));
 }
 
 /// As `for_each_row_mut`, with scratch from `init` per task.
-fn for_each_row_init<S>(
+fn for_each_row_init<S, T: Send>(
     rp: &[i32],
-    v: &mut [f64],
+    v: &mut [T],
     init: impl Fn() -> S + Sync + Send,
-    f: impl Fn(&mut S, usize, &mut [f64]) + Sync,
+    f: impl Fn(&mut S, usize, &mut [T]) + Sync,
 ) {
-    let ranges = blocks(rp.len() - 1);
-    let mut chunks: Vec<&mut [f64]> = Vec::with_capacity(ranges.len());
+    // (a matrix left empty, Mat::default(), has no row pointers at all)
+    let ranges = blocks(rp.len().saturating_sub(1));
+    let mut chunks: Vec<&mut [T]> = Vec::with_capacity(ranges.len());
     let mut rest = v;
     for r in &ranges {
         let (head, tail) = rest.split_at_mut((rp[r.end] - rp[r.start]) as usize);
@@ -276,10 +280,11 @@ pub fn product_pattern_tiled(a: &Mat, b: &Mat, (s, k, j): (usize, usize, usize))
             Some(*at)
         }))
         .collect();
-    let ci: Vec<i32> = (0..a.nrows)
-        .into_par_iter()
-        .flat_map_iter(|i| blocks.ci[blocks.row(i / s)].iter().flat_map(move |&c| c * j as i32..(c + 1) * j as i32))
-        .collect();
+    let mut ci = vec![0i32; rp[a.nrows] as usize];
+    for_each_row_mut(&rp, &mut ci, |i, row| {
+        let cols = blocks.ci[blocks.row(i / s)].iter().flat_map(|&c| c * j as i32..(c + 1) * j as i32);
+        row.iter_mut().zip(cols).for_each(|(o, c)| *o = c);
+    });
     let nnz = ci.len();
     Mat { nrows: a.nrows, ncols: b.ncols, rp, ci, v: vec![0.0; nnz] }
 }

@@ -596,21 +596,14 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
                 // smoothing: P takes A T's pattern, and T's value at each of its entries
                 let at = if o.smooth_prolongator { product_pattern_tiled(&level.a, &t, (bs, bs, k)) } else { Mat::default() };
                 // T's row i holds columns agg k .. agg k + k - 1 in order, or none
-                let t_at: Vec<f64> = (0..at.nrows)
-                    .into_par_iter()
-                    .flat_map_iter(|i| {
-                        let (t, at) = (&t, &at);
-                        let (start, first) = (t.rp[i] as usize, t.row(i).next().map_or(usize::MAX, |e| t.ci[e] as usize));
-                        at.row(i).map(move |kk| {
-                            let c = at.ci[kk] as usize;
-                            if c >= first && c < first + k {
-                                t.v[start + c - first]
-                            } else {
-                                0.0
-                            }
-                        })
-                    })
-                    .collect();
+                let mut t_at = vec![0.0; at.nnz()];
+                for_each_row_mut(&at.rp, &mut t_at, |i, row| {
+                    let (start, first) = (t.rp[i] as usize, t.row(i).next().map_or(usize::MAX, |e| t.ci[e] as usize));
+                    for (o, &c) in row.iter_mut().zip(&at.ci[at.row(i)]) {
+                        let c = c as usize;
+                        *o = if c >= first && c < first + k { t.v[start + c - first] } else { 0.0 };
+                    }
+                });
                 let p = if o.smooth_prolongator { Mat { v: vec![0.0; at.nnz()], ..at.clone() } } else { t.clone() };
                 let (r, r_from) = p.transpose_tiled(bs, k);
                 let ap = product_pattern_tiled(&level.a, &p, (bs, bs, k));
