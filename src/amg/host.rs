@@ -58,44 +58,6 @@ impl Mat {
         (Mat { nrows: self.ncols, ncols: self.nrows, rp, ci, v }, from)
     }
 
-    /// As `transpose`, for a matrix stored as dense `rows` x `run` blocks
-    /// (a prolongator: a node's dofs by an aggregate's modes): the block
-    /// pattern is transposed and written out in parallel.
-    pub fn transpose_tiled(&self, rows: usize, run: usize) -> (Mat, Vec<u32>) {
-        let Some(blocks) = ((rows, run) != (1, 1)).then(|| block_pattern(self, rows, run)).flatten() else {
-            return self.transpose();
-        };
-        let (brp, _, bfrom) = crate::sparse::transpose::transpose_pattern(blocks.nrows, blocks.ncols, &blocks.rp, &blocks.ci);
-        // block entry e of row I of the blocks: self's row I rows + o holds it at rp + (e - blocks.rp[I]) run
-        let mut block_row = vec![0u32; blocks.nnz()];
-        for_each_row_mut(&blocks.rp, &mut block_row, |b, row| row.fill(b as u32));
-        let ncols = self.ncols;
-        let rp: Vec<i32> = std::iter::once(0)
-            .chain((0..ncols).scan(0i32, |at, c| {
-                let b = c / run;
-                *at += (brp[b + 1] - brp[b]) * rows as i32;
-                Some(*at)
-            }))
-            .collect();
-        let entries = |c: usize| {
-            let b = c / run;
-            let (bfrom, block_row, brp, starts) = (&bfrom, &block_row, &brp, &blocks.rp);
-            (brp[b] as usize..brp[b + 1] as usize).flat_map(move |t| {
-                let (e, i) = (bfrom[t] as usize, block_row[bfrom[t] as usize] as usize);
-                (0..rows).map(move |o| {
-                    let row = i * rows + o;
-                    (row as i32, (self.rp[row] as usize + (e - starts[i] as usize) * run + c % run) as u32)
-                })
-            })
-        };
-        let nnz = rp[ncols] as usize;
-        let (mut ci, mut from) = (vec![0i32; nnz], vec![0u32; nnz]);
-        for_each_row_mut(&rp, &mut ci, |c, row| row.iter_mut().zip(entries(c)).for_each(|(o, e)| *o = e.0));
-        for_each_row_mut(&rp, &mut from, |c, row| row.iter_mut().zip(entries(c)).for_each(|(o, e)| *o = e.1));
-        let v = from.par_iter().map(|&k| self.v[k as usize]).collect();
-        (Mat { nrows: ncols, ncols: self.nrows, rp, ci, v }, from)
-    }
-
     /// The entry at (i, j), 0 where none is stored.
     pub fn get(&self, i: usize, j: usize) -> f64 {
         let r = self.row(i);
@@ -264,29 +226,84 @@ pub fn tiles(a: &Mat, b: &Mat, c: &Mat) -> Option<(usize, usize, usize)> {
     TILES.into_iter().find(|&(s, k, j)| tiled(a, s, k) && tiled(b, k, j) && tiled(c, s, j))
 }
 
-/// The pattern of A B where A is stored as dense `s` x `k` blocks and B as
-/// dense `k` x `j` blocks (a node's dofs by a node's, or an aggregate's
-/// modes): the product of the block patterns, each block written out; the
-/// same pattern as `product_pattern`, which takes the other cases.
-pub fn product_pattern_tiled(a: &Mat, b: &Mat, (s, k, j): (usize, usize, usize)) -> Mat {
-    let tiles = ((s, k, j) != (1, 1, 1)).then(|| block_pattern(a, s, k).zip(block_pattern(b, k, j))).flatten();
-    let Some((ab, bb)) = tiles else {
-        return product_pattern(a, b);
-    };
-    let blocks = product_pattern(&ab, &bb);
-    let rp: Vec<i32> = std::iter::once(0)
-        .chain((0..a.nrows).scan(0i32, |at, i| {
-            *at += blocks.row(i / s).len() as i32 * j as i32;
+/// The row pointers of rows with these entry counts.
+fn row_pointers(counts: impl Iterator<Item = usize>) -> Vec<i32> {
+    std::iter::once(0)
+        .chain(counts.scan(0i32, |at, c| {
+            *at += c as i32;
             Some(*at)
         }))
-        .collect();
-    let mut ci = vec![0i32; rp[a.nrows] as usize];
-    for_each_row_mut(&rp, &mut ci, |i, row| {
-        let cols = blocks.ci[blocks.row(i / s)].iter().flat_map(|&c| c * j as i32..(c + 1) * j as i32);
-        row.iter_mut().zip(cols).for_each(|(o, c)| *o = c);
-    });
-    let nnz = ci.len();
-    Mat { nrows: a.nrows, ncols: b.ncols, rp, ci, v: vec![0.0; nnz] }
+        .collect()
+}
+
+/// A matrix with its block pattern, where it is stored as dense `rows` x
+/// `run` blocks (a node's dofs, an aggregate's modes): found once, for each
+/// product and transpose that reads it.
+pub struct Blocked<'a> {
+    pub m: &'a Mat,
+    pub rows: usize,
+    pub run: usize,
+    /// Each block one entry; None where `m` is not such a block matrix (or
+    /// its blocks are single entries).
+    pub blocks: Option<Mat>,
+}
+
+impl<'a> Blocked<'a> {
+    pub fn new(m: &'a Mat, rows: usize, run: usize) -> Blocked<'a> {
+        let blocks = ((rows, run) != (1, 1)).then(|| block_pattern(m, rows, run)).flatten();
+        Blocked { m, rows, run, blocks }
+    }
+
+    /// The pattern of self times `b` (self's blocks' run = b's blocks'
+    /// rows): the product of the block patterns, each block written out;
+    /// the same pattern as `product_pattern`, which takes the other cases.
+    pub fn product_pattern(&self, b: &Blocked) -> Mat {
+        let (Some(ab), Some(bb)) = (&self.blocks, &b.blocks) else {
+            return product_pattern(self.m, b.m);
+        };
+        let (s, j, nrows) = (self.rows, b.run, self.m.nrows);
+        let blocks = product_pattern(ab, bb);
+        let rp = row_pointers((0..nrows).map(|i| blocks.row(i / s).len() * j));
+        let mut ci = vec![0i32; rp[nrows] as usize];
+        for_each_row_mut(&rp, &mut ci, |i, row| {
+            let cols = blocks.ci[blocks.row(i / s)].iter().flat_map(|&c| c * j as i32..(c + 1) * j as i32);
+            row.iter_mut().zip(cols).for_each(|(o, c)| *o = c);
+        });
+        let nnz = ci.len();
+        Mat { nrows, ncols: b.m.ncols, rp, ci, v: vec![0.0; nnz] }
+    }
+
+    /// As `Mat::transpose`: the block pattern transposed and written out in
+    /// parallel (a prolongator's, its restriction).
+    pub fn transpose(&self) -> (Mat, Vec<u32>) {
+        let Some(blocks) = &self.blocks else {
+            return self.m.transpose();
+        };
+        let (m, rows, run) = (self.m, self.rows, self.run);
+        let (brp, _, bfrom) = crate::sparse::transpose::transpose_pattern(blocks.nrows, blocks.ncols, &blocks.rp, &blocks.ci);
+        // block entry e of row I of the blocks: m's row I rows + o holds it at rp + (e - blocks.rp[I]) run
+        let mut block_row = vec![0u32; blocks.nnz()];
+        for_each_row_mut(&blocks.rp, &mut block_row, |b, row| row.fill(b as u32));
+        let ncols = m.ncols;
+        let rp = row_pointers((0..ncols).map(|c| (brp[c / run + 1] - brp[c / run]) as usize * rows));
+        let entries = |c: usize| {
+            let b = c / run;
+            let (bfrom, block_row, brp, starts) = (&bfrom, &block_row, &brp, &blocks.rp);
+            (brp[b] as usize..brp[b + 1] as usize).flat_map(move |t| {
+                let (e, i) = (bfrom[t] as usize, block_row[bfrom[t] as usize] as usize);
+                (0..rows).map(move |o| {
+                    let row = i * rows + o;
+                    (row as i32, (m.rp[row] as usize + (e - starts[i] as usize) * run + c % run) as u32)
+                })
+            })
+        };
+        let nnz = rp[ncols] as usize;
+        let (mut ci, mut from) = (vec![0i32; nnz], vec![0u32; nnz]);
+        for_each_row_mut(&rp, &mut ci, |c, row| row.iter_mut().zip(entries(c)).for_each(|(o, e)| *o = e.0));
+        for_each_row_mut(&rp, &mut from, |c, row| row.iter_mut().zip(entries(c)).for_each(|(o, e)| *o = e.1));
+        let v = from.par_iter().map(|&k| m.v[k as usize]).collect();
+        (Mat { nrows: ncols, ncols: m.nrows, rp, ci, v }, from)
+    }
 }
 
 /// The block pattern of `m` when it is stored as dense `rows` x `run`
@@ -298,18 +315,14 @@ pub fn block_pattern(m: &Mat, rows: usize, run: usize) -> Option<Mat> {
 /// The block pattern of a matrix `tiled` by `rows` x `run`: each block a
 /// single entry.
 fn condensed(m: &Mat, rows: usize, run: usize) -> Mat {
-    let counts: Vec<i32> = (0..m.nrows / rows).map(|b| (m.row(b * rows).len() / run) as i32).collect();
-    let rp: Vec<i32> = std::iter::once(0)
-        .chain(counts.iter().scan(0, |at, c| {
-            *at += c;
-            Some(*at)
-        }))
-        .collect();
-    let ci: Vec<i32> = (0..m.nrows / rows)
-        .into_par_iter()
-        .flat_map_iter(|b| m.ci[m.row(b * rows)].iter().step_by(run).map(move |&c| c / run as i32))
-        .collect();
-    Mat { nrows: m.nrows / rows, ncols: m.ncols / run, rp, ci, v: Vec::new() }
+    let nrows = m.nrows / rows;
+    let rp = row_pointers((0..nrows).map(|b| m.row(b * rows).len() / run));
+    let mut ci = vec![0i32; rp[nrows] as usize];
+    for_each_row_mut(&rp, &mut ci, |b, row| {
+        let cols = m.ci[m.row(b * rows)].iter().step_by(run).map(|&c| c / run as i32);
+        row.iter_mut().zip(cols).for_each(|(o, c)| *o = c);
+    });
+    Mat { nrows, ncols: m.ncols / run, rp, ci, v: Vec::new() }
 }
 
 /// A B with its pattern.

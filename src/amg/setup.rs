@@ -4,8 +4,7 @@
 //! the values-only re-setup that keeps every structure.
 
 use super::host::{
-    block_pattern, dense_inverse, for_each_row_mut, product_pattern_tiled, product_values, spectral_bound,
-    spectral_radius_symmetric, Mat,
+    block_pattern, dense_inverse, for_each_row_mut, product_values, spectral_bound, spectral_radius_symmetric, Blocked, Mat,
 };
 use super::{Hierarchy, Level, NearNullSpace, Options, Smoother, Transfer};
 use crate::error::{Error, ErrorKind, Result};
@@ -185,14 +184,17 @@ fn inverse_diagonal(a: &Mat) -> Vec<f64> {
 
 /// The strong-connection graph between nodes (block_size unknowns each),
 /// symmetrised, without self-loops, as (row pointers, neighbours).
-fn strength(a: &Mat, bs: usize, theta: f64, symmetric_pattern: bool) -> (Vec<usize>, Vec<u32>) {
+/// `a`: the level's matrix by nodes (bs x bs blocks).
+fn strength(a: &Blocked, theta: f64, symmetric_pattern: bool) -> (Vec<usize>, Vec<u32>) {
+    let bs = a.rows;
     // theta = 0: every stored connection is strong, so the graph is the node
     // pattern, symmetric where the pattern is
     let nodes = match (theta == 0.0, bs) {
-        (true, 1) => Some(off_diagonal(a)),
-        (true, _) => block_pattern(a, bs, bs).map(|m| off_diagonal(&m)),
+        (true, 1) => Some(off_diagonal(a.m)),
+        (true, _) => a.blocks.as_ref().map(off_diagonal),
         (false, _) => None,
     };
+    let a = a.m;
     match nodes {
         Some(graph) if symmetric_pattern => graph,
         Some(graph) => symmetrised(graph),
@@ -584,7 +586,9 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
         let last = n <= o.coarsest.max(1) || levels.len() + 1 >= o.max_levels;
         if !last {
             // A's pattern symmetric: so is every Galerkin level's, P^T A P
-            let (ptr, adj) = strength(&level.a, bs, o.strength, mirror.is_some() || structure_only == Some(true));
+            // A by nodes: its block pattern found once for the strength graph and both products
+            let a_nodes = Blocked::new(&level.a, bs, bs);
+            let (ptr, adj) = strength(&a_nodes, o.strength, mirror.is_some() || structure_only == Some(true));
             let (agg, naggs) = aggregate(&ptr, &adj);
             clock.lap("strength and aggregation");
             // coarsening that stalls ends the hierarchy, and so does a poor
@@ -594,7 +598,7 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
                 let (t, coarse) = tentative(&agg, naggs, bs, &b, k);
                 clock.lap("tentative prolongator");
                 // smoothing: P takes A T's pattern, and T's value at each of its entries
-                let at = if o.smooth_prolongator { product_pattern_tiled(&level.a, &t, (bs, bs, k)) } else { Mat::default() };
+                let at = if o.smooth_prolongator { a_nodes.product_pattern(&Blocked::new(&t, bs, k)) } else { Mat::default() };
                 // T's row i holds columns agg k .. agg k + k - 1 in order, or none
                 let mut t_at = vec![0.0; at.nnz()];
                 for_each_row_mut(&at.rp, &mut t_at, |i, row| {
@@ -605,8 +609,9 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
                     }
                 });
                 let p = if o.smooth_prolongator { Mat { v: vec![0.0; at.nnz()], ..at.clone() } } else { t.clone() };
-                let (r, r_from) = p.transpose_tiled(bs, k);
-                let ap = product_pattern_tiled(&level.a, &p, (bs, bs, k));
+                let p_blocks = Blocked::new(&p, bs, k);
+                let (r, r_from) = p_blocks.transpose();
+                let ap = a_nodes.product_pattern(&p_blocks);
                 level.transfer = Some(Transfer {
                     aggregate: agg,
                     tentative: t,
@@ -623,7 +628,8 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
             }
         }
         // R (A P): an aggregate's modes by a node's dofs, times a node's dofs by the modes
-        let mut next = level.transfer.as_ref().map(|tr| product_pattern_tiled(&tr.r, &tr.ap, (k, fine_bs, k)));
+        let mut next =
+            level.transfer.as_ref().map(|tr| Blocked::new(&tr.r, k, fine_bs).product_pattern(&Blocked::new(&tr.ap, fine_bs, k)));
         if host_numbers {
             numbers(&mut level, smoother.on_level(levels.len()), symmetric, o.smooth_prolongator);
             if let (Some(c), Some(tr)) = (&mut next, &level.transfer) {
