@@ -367,6 +367,61 @@ extern "C" __global__ void __launch_bounds__(256) amg_mirror(int n, const int* _
     }
 }
 
+// The entry pattern of a matrix of dense rows x run blocks from its block
+// pattern (brp, bci over nb block rows): row i = b rows + o holds, for each
+// block (b, c), the columns c run .. c run + run - 1 (src/amg/host.rs
+// BlockPattern::entries). A warp a row; the caller checked that the entries
+// fit an int.
+extern "C" __global__ void __launch_bounds__(256) amg_expand(int nb, int rows, int run, const int* __restrict__ brp,
+    const int* __restrict__ bci, int* __restrict__ rp, int* __restrict__ ci) {
+    const int lane = threadIdx.x & 31;
+    const i64 warps = ((i64)gridDim.x * blockDim.x) >> 5, n = (i64)nb * rows;
+    if (blockIdx.x == 0 && threadIdx.x == 0) rp[n] = brp[nb] * rows * run;
+    for (i64 i = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n; i += warps) {
+        const int b = (int)(i / rows), o = (int)(i % rows), first = brp[b], len = (brp[b + 1] - first) * run;
+        const int start = first * rows * run + o * len;
+        if (lane == 0) rp[i] = start;
+        for (int t = lane; t < len; t += 32) ci[start + t] = bci[first + t / run] * run + t % run;
+    }
+}
+
+// out[k] = T's value at entry k of the pattern (rp, ci) of n rows, 0 where
+// T stores none there (src/amg/setup.rs values_at). A warp a row; T's rows
+// hold a few entries.
+extern "C" __global__ void __launch_bounds__(256) amg_values_at(int n, const int* __restrict__ trp,
+    const int* __restrict__ tci, const double* __restrict__ tv, const int* __restrict__ rp, const int* __restrict__ ci,
+    double* __restrict__ out) {
+    const int lane = threadIdx.x & 31;
+    const i64 warps = ((i64)gridDim.x * blockDim.x) >> 5;
+    for (i64 i = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n; i += warps) {
+        for (int k = rp[i] + lane; k < rp[i + 1]; k += 32) {
+            double v = 0.0;
+            for (int e = trp[i]; e < trp[i + 1]; ++e)
+                if (tci[e] == ci[k]) v = tv[e];
+            out[k] = v;
+        }
+    }
+}
+
+// from[k]: the entry of P that entry k of R = P^T mirrors, R written out from
+// its block pattern (rbrp, rbci; nr rows, blocks run x rows where P's are
+// rows x run): R's block t = (B, I) is P's block bfrom[t] = (I, B), found in
+// row I of P's block pattern (pbrp) and of its entries (prp); rrp: R's
+// entries' row pointers (src/amg/host.rs Blocked::transpose). A warp a row.
+extern "C" __global__ void __launch_bounds__(256) amg_transpose_from(int nr, int rows, int run,
+    const int* __restrict__ rbrp, const int* __restrict__ rbci, const int* __restrict__ bfrom,
+    const int* __restrict__ pbrp, const int* __restrict__ prp, const int* __restrict__ rrp, int* __restrict__ from) {
+    const int lane = threadIdx.x & 31;
+    const i64 warps = ((i64)gridDim.x * blockDim.x) >> 5;
+    for (i64 c = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; c < nr; c += warps) {
+        const int b = (int)(c / run), oc = (int)(c % run), start = rrp[c], len = rrp[c + 1] - start;
+        for (int q = lane; q < len; q += 32) {
+            const int t = rbrp[b] + q / rows, o = q % rows, node = rbci[t];
+            from[start + q] = prp[node * rows + o] + (bfrom[t] - pbrp[node]) * run + oc;
+        }
+    }
+}
+
 // *first = the first entry k (in storage order) where A differs from A^T by
 // more than rounding, 1e-10 of row i's largest entry (src/amg/setup.rs
 // asymmetry); mirror[k]: the entry of (j, i). A warp a row, so the row's

@@ -20,7 +20,7 @@
 use super::setup::{
     asymmetry, check_finest, coarse_inverse, coefficients, needs_rho, omega, singular_coarsest, Phases, LANCZOS_STEPS,
 };
-use super::{host, Hierarchy, Mat, Options, Smoother};
+use super::{host, Hierarchy, Mat, Options, Smoother, TransferBlocks};
 use crate::array::cuda::{amax, gather, grid_for, update, Reduce, BLOCK};
 use crate::error::{Error, Result};
 use crate::gpu::{arg_or_null, DeviceBuffer, Gpu, KernelArg, Launch};
@@ -65,6 +65,36 @@ impl DeviceCsr {
             single: None,
             nrows: m.nrows,
         })
+    }
+
+    /// A block pattern written out on the device (kernels/amg.cu
+    /// `amg_expand`), its values zero.
+    fn expanded(g: &Gpu, bp: &host::BlockPattern) -> Result<DeviceCsr> {
+        let (n, nnz) = (bp.nrows(), bp.nnz());
+        if nnz > i32::MAX as usize {
+            return Err(Error::size(format!(
+                "AMG: a transfer pattern of {nnz} entries, beyond the 2^31 - 1 that 32-bit indices reach"
+            )));
+        }
+        let (brp, bci) = (upload(g, &bp.blocks.rp)?, upload(g, &bp.blocks.ci)?);
+        let (rp, ci) = (g.alloc::<i32>(n + 1)?, g.alloc::<i32>(nnz.max(1))?);
+        let f = g.kernel("amg", SOURCE, "amg_expand")?;
+        let (nb, rows, run) = (bp.blocks.nrows as i32, bp.rows as i32, bp.run as i32);
+        let mut l = g.launcher(&f);
+        l.arg(&nb).arg(&rows).arg(&run).arg(&brp).arg(&bci).arg(&rp).arg(&ci);
+        g.launch("amg_expand", l, (grid_for(n * 32), 1, 1), (BLOCK, 1, 1), 0)?;
+        let pattern =
+            DevicePattern { row_ptr: rp, col: ci, diag: upload::<i32>(g, &[])?, threads_per_row: threads_per_row(nnz, n) };
+        Ok(DeviceCsr { pattern, values: g.zeros(nnz.max(1))?, single: None, nrows: n })
+    }
+
+    /// The transfer pattern `m`, or its block pattern written out on the
+    /// device where a structure-only setup kept that (`kept`).
+    fn of(g: &Gpu, m: &Mat, kept: Option<&host::BlockPattern>, values: bool) -> Result<DeviceCsr> {
+        match kept {
+            Some(bp) => DeviceCsr::expanded(g, bp),
+            None => DeviceCsr::new(g, m, values),
+        }
     }
 
     /// The matrix with room for its f32 copy where `single` (filled by `round_levels`).
@@ -190,6 +220,55 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// The plan for a product whose A and C are block matrices with blocks
+    /// `rows` high (of `n` rows; their rows alike within each block): over
+    /// `tiles` where one fits, else in blocks of the most rows of
+    /// `host::ROW_BLOCKS` that divide `rows`, as `new` would find.
+    fn of_blocks(g: &Gpu, rows: usize, n: usize, tiles: Option<(usize, usize, usize)>) -> Result<Plan> {
+        if let Some((s, k, j)) = tiles {
+            return Ok(Plan::Tiles(s, k, j));
+        }
+        Ok(match host::ROW_BLOCKS.into_iter().filter(|&s| rows.is_multiple_of(s)).max() {
+            Some(s) => Plan::Blocks { rows: s, alike: upload(g, &vec![1u8; n / s])? },
+            None => Plan::Rows,
+        })
+    }
+}
+
+/// T's value at each entry of `pattern` (kernels/amg.cu `amg_values_at`).
+fn values_at(g: &Gpu, t: &DeviceCsr, pattern: &DeviceCsr) -> Result<DeviceBuffer<f64>> {
+    let out = g.alloc::<f64>(pattern.values.len())?;
+    let f = g.kernel("amg", SOURCE, "amg_values_at")?;
+    let n = pattern.nrows as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&n)
+        .arg(&t.pattern.row_ptr)
+        .arg(&t.pattern.col)
+        .arg(&t.values)
+        .arg(&pattern.pattern.row_ptr)
+        .arg(&pattern.pattern.col)
+        .arg(&out);
+    g.launch("amg_values_at", l, (grid_for(pattern.nrows * 32), 1, 1), (BLOCK, 1, 1), 0)?;
+    Ok(out)
+}
+
+/// For each entry of R = P^T, written out from the kept block patterns, the
+/// entry of P it mirrors (kernels/amg.cu `amg_transpose_from`).
+fn transpose_from(g: &Gpu, kept: &TransferBlocks, p: &DeviceCsr, r: &DeviceCsr) -> Result<DeviceBuffer<i32>> {
+    let bfrom: Vec<i32> = kept.r_from.iter().map(|&k| k as i32).collect();
+    let (rb, pb) = (&kept.r.blocks, &kept.p.blocks);
+    let (rbrp, rbci, bfrom, pbrp) = (upload(g, &rb.rp)?, upload(g, &rb.ci)?, upload(g, &bfrom)?, upload(g, &pb.rp)?);
+    let from = g.alloc::<i32>(kept.r.nnz().max(1))?;
+    let f = g.kernel("amg", SOURCE, "amg_transpose_from")?;
+    let (nr, rows, run) = (r.nrows as i32, kept.p.rows as i32, kept.p.run as i32);
+    let mut l = g.launcher(&f);
+    l.arg(&nr).arg(&rows).arg(&run).arg(&rbrp).arg(&rbci).arg(&bfrom).arg(&pbrp).arg(&p.pattern.row_ptr);
+    l.arg(&r.pattern.row_ptr).arg(&from);
+    g.launch("amg_transpose_from", l, (grid_for(r.nrows * 32), 1, 1), (BLOCK, 1, 1), 0)?;
+    Ok(from)
+}
+
 pub struct DeviceHierarchy {
     levels: Vec<DeviceLevel>,
     /// The finest values rounded to f32, for an f32 cycle.
@@ -247,8 +326,18 @@ impl DeviceHierarchy {
                     Some(a)
                 },
                 // unsmoothed, P is T and R its transpose: the host's values
-                p: tr.map(|t| DeviceCsr::new(g, &t.p, computed || !smooth)?.cycled(g, h.options.f32_cycle)).transpose()?,
-                r: tr.map(|t| DeviceCsr::new(g, &t.r, computed || !smooth)?.cycled(g, h.options.f32_cycle)).transpose()?,
+                p: tr
+                    .map(|t| {
+                        DeviceCsr::of(g, &t.p, t.blocks.as_ref().map(|b| &b.p), computed || !smooth)?
+                            .cycled(g, h.options.f32_cycle)
+                    })
+                    .transpose()?,
+                r: tr
+                    .map(|t| {
+                        DeviceCsr::of(g, &t.r, t.blocks.as_ref().map(|b| &b.r), computed || !smooth)?
+                            .cycled(g, h.options.f32_cycle)
+                    })
+                    .transpose()?,
                 inverse: upload(g, &level.smoother_inverse)?,
                 x: [g.zeros(n.max(1))?, g.zeros(n.max(1))?],
                 b: g.zeros(n.max(1))?,
@@ -277,22 +366,41 @@ impl DeviceHierarchy {
                     .transfer
                     .as_ref()
                     .map(|tr| -> Result<TransferNumbers> {
+                        let kept = tr.blocks.as_ref();
                         let smoothing = if smooth {
-                            Some((
-                                DeviceCsr::new(g, &tr.tentative, true)?,
-                                DeviceCsr::new(g, &tr.at, computed)?,
-                                upload(g, &tr.t_at)?,
-                            ))
+                            let t = DeviceCsr::new(g, &tr.tentative, true)?;
+                            let at = DeviceCsr::of(g, &tr.at, kept.map(|b| &b.p), computed)?;
+                            let t_at = match kept {
+                                Some(_) => values_at(g, &t, &at)?,
+                                None => upload(g, &tr.t_at)?,
+                            };
+                            Some((t, at, t_at))
                         } else {
                             None
                         };
-                        let r_from: Vec<i32> = tr.r_from.iter().map(|&k| k as i32).collect();
-                        let coarse = &h.levels[l + 1].a;
-                        let plans = [Plan::new(g, a, &tr.p, &tr.ap, false)?, Plan::new(g, &tr.r, &tr.ap, coarse, true)?];
+                        let dl = &levels[l];
+                        let (p, r) = (dl.p.as_ref().expect("a transfer's P"), dl.r.as_ref().expect("a transfer's R"));
+                        let (r_from, plans) = match kept {
+                            Some(b) => (
+                                transpose_from(g, b, p, r)?,
+                                [
+                                    Plan::of_blocks(g, b.p.rows, a.nrows, None)?,
+                                    Plan::of_blocks(g, b.r.rows, b.r.nrows(), host::block_tiles(&b.r, &b.ap))?,
+                                ],
+                            ),
+                            None => {
+                                let coarse = &h.levels[l + 1].a;
+                                let r_from: Vec<i32> = tr.r_from.iter().map(|&k| k as i32).collect();
+                                (
+                                    upload(g, &r_from)?,
+                                    [Plan::new(g, a, &tr.p, &tr.ap, false)?, Plan::new(g, &tr.r, &tr.ap, coarse, true)?],
+                                )
+                            }
+                        };
                         Ok(TransferNumbers {
                             smoothing,
-                            r_from: upload(g, &r_from)?,
-                            ap: DeviceCsr::new(g, &tr.ap, computed)?,
+                            r_from,
+                            ap: DeviceCsr::of(g, &tr.ap, kept.map(|b| &b.ap), computed)?,
                             plans,
                         })
                     })

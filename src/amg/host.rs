@@ -226,6 +226,13 @@ pub fn tiles(a: &Mat, b: &Mat, c: &Mat) -> Option<(usize, usize, usize)> {
     TILES.into_iter().find(|&(s, k, j)| tiled(a, s, k) && tiled(b, k, j) && tiled(c, s, j))
 }
 
+/// As `tiles`, for C = A B where A and B are kept as block patterns (C's
+/// blocks are A's rows by B's run).
+pub fn block_tiles(a: &BlockPattern, b: &BlockPattern) -> Option<(usize, usize, usize)> {
+    let c = BlockPattern { blocks: Mat::default(), rows: a.rows, run: b.run };
+    TILES.into_iter().find(|&(s, k, j)| a.tiled(s, k) && b.tiled(k, j) && c.tiled(s, j))
+}
+
 /// The row pointers of rows with these entry counts.
 fn row_pointers(counts: impl Iterator<Item = usize>) -> Vec<i32> {
     std::iter::once(0)
@@ -258,19 +265,21 @@ impl<'a> Blocked<'a> {
     /// rows): the product of the block patterns, each block written out;
     /// the same pattern as `product_pattern`, which takes the other cases.
     pub fn product_pattern(&self, b: &Blocked) -> Mat {
-        let (Some(ab), Some(bb)) = (&self.blocks, &b.blocks) else {
-            return product_pattern(self.m, b.m);
-        };
-        let (s, j, nrows) = (self.rows, b.run, self.m.nrows);
-        let blocks = product_pattern(ab, bb);
-        let rp = row_pointers((0..nrows).map(|i| blocks.row(i / s).len() * j));
-        let mut ci = vec![0i32; rp[nrows] as usize];
-        for_each_row_mut(&rp, &mut ci, |i, row| {
-            let cols = blocks.ci[blocks.row(i / s)].iter().flat_map(|&c| c * j as i32..(c + 1) * j as i32);
-            row.iter_mut().zip(cols).for_each(|(o, c)| *o = c);
-        });
-        let nnz = ci.len();
-        Mat { nrows, ncols: b.m.ncols, rp, ci, v: vec![0.0; nnz] }
+        match self.block_product(b) {
+            Some(c) => c.entries(),
+            None => product_pattern(self.m, b.m),
+        }
+    }
+
+    /// The pattern of self times `b` as its block pattern, where both are
+    /// block matrices; None otherwise.
+    pub fn block_product(&self, b: &Blocked) -> Option<BlockPattern> {
+        self.times(b.blocks.as_ref()?, b.run)
+    }
+
+    /// As `block_product`, by the block pattern `b` of blocks `run` wide.
+    pub fn times(&self, b: &Mat, run: usize) -> Option<BlockPattern> {
+        Some(BlockPattern { blocks: product_pattern(self.blocks.as_ref()?, b), rows: self.rows, run })
     }
 
     /// As `Mat::transpose`: the block pattern transposed and written out in
@@ -303,6 +312,66 @@ impl<'a> Blocked<'a> {
         for_each_row_mut(&rp, &mut from, |c, row| row.iter_mut().zip(entries(c)).for_each(|(o, e)| *o = e.1));
         let v = from.par_iter().map(|&k| m.v[k as usize]).collect();
         (Mat { nrows: ncols, ncols: m.nrows, rp, ci, v }, from)
+    }
+}
+
+/// The pattern of a matrix of dense `rows` x `run` blocks kept as its
+/// block pattern (`blocks`, each block one entry), until it is written out:
+/// on the host by `entries`, on the device by cuda.rs `DeviceCsr::expanded`.
+#[derive(Clone, Debug, Default)]
+pub struct BlockPattern {
+    pub blocks: Mat,
+    pub rows: usize,
+    pub run: usize,
+}
+
+impl BlockPattern {
+    pub fn nrows(&self) -> usize {
+        self.blocks.nrows * self.rows
+    }
+
+    pub fn ncols(&self) -> usize {
+        self.blocks.ncols * self.run
+    }
+
+    pub fn nnz(&self) -> usize {
+        self.blocks.nnz() * self.rows * self.run
+    }
+
+    /// Whether the written-out pattern is `tiled` by `rows` x `run` (each
+    /// of its blocks splits into such tiles).
+    pub fn tiled(&self, rows: usize, run: usize) -> bool {
+        self.rows.is_multiple_of(rows) && self.run.is_multiple_of(run)
+    }
+
+    /// The transpose's block pattern, and for each of its blocks the
+    /// block of `self` it mirrors.
+    pub fn transpose(&self) -> (BlockPattern, Vec<u32>) {
+        let b = &self.blocks;
+        let (rp, ci, from) = crate::sparse::transpose::transpose_pattern(b.nrows, b.ncols, &b.rp, &b.ci);
+        let blocks = Mat { nrows: b.ncols, ncols: b.nrows, rp, ci, v: Vec::new() };
+        (BlockPattern { blocks, rows: self.run, run: self.rows }, from)
+    }
+
+    /// A matrix of the written-out pattern's size that stores nothing (the
+    /// device writes the pattern out).
+    pub fn shape(&self) -> Mat {
+        Mat { nrows: self.nrows(), ncols: self.ncols(), ..Mat::default() }
+    }
+
+    /// The pattern written out, values zero: row i holds, for each block
+    /// (i / rows, c), the columns c run .. c run + run - 1.
+    pub fn entries(&self) -> Mat {
+        let (s, j, nrows) = (self.rows, self.run, self.nrows());
+        let blocks = &self.blocks;
+        let rp = row_pointers((0..nrows).map(|i| blocks.row(i / s).len() * j));
+        let mut ci = vec![0i32; rp[nrows] as usize];
+        for_each_row_mut(&rp, &mut ci, |i, row| {
+            let cols = blocks.ci[blocks.row(i / s)].iter().flat_map(|&c| c * j as i32..(c + 1) * j as i32);
+            row.iter_mut().zip(cols).for_each(|(o, c)| *o = c);
+        });
+        let nnz = ci.len();
+        Mat { nrows, ncols: self.ncols(), rp, ci, v: vec![0.0; nnz] }
     }
 }
 

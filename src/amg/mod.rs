@@ -166,6 +166,21 @@ pub struct Transfer {
     r_from: Vec<u32>,
     /// A P (pattern kept).
     ap: Mat,
+    /// Where a structure-only setup left the patterns to the device.
+    blocks: Option<TransferBlocks>,
+}
+
+/// A structure-only setup's smoothed transfer patterns, kept as block
+/// patterns for the device to write out (cuda.rs); `at`, `p`, `r` and `ap`
+/// then hold only their shapes, `t_at` and `r_from` nothing, until a host
+/// re-setup writes them out (setup.rs `write_out`).
+struct TransferBlocks {
+    /// A T's, which is P's.
+    p: host::BlockPattern,
+    r: host::BlockPattern,
+    /// For each block of R, the block of P it mirrors.
+    r_from: Vec<u32>,
+    ap: host::BlockPattern,
 }
 
 pub struct Level {

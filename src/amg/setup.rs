@@ -4,9 +4,10 @@
 //! the values-only re-setup that keeps every structure.
 
 use super::host::{
-    block_pattern, dense_inverse, for_each_row_mut, product_values, spectral_bound, spectral_radius_symmetric, Blocked, Mat,
+    block_pattern, dense_inverse, for_each_row_mut, product_pattern, product_values, spectral_bound, spectral_radius_symmetric,
+    BlockPattern, Blocked, Mat,
 };
-use super::{Hierarchy, Level, NearNullSpace, Options, Smoother, Transfer};
+use super::{Hierarchy, Level, NearNullSpace, Options, Smoother, Transfer, TransferBlocks};
 use crate::error::{Error, ErrorKind, Result};
 use rayon::prelude::*;
 
@@ -419,6 +420,87 @@ fn tentative(agg: &[i32], naggs: usize, bs: usize, b: &[f64], k: usize) -> (Mat,
     (t, coarse)
 }
 
+/// A level's transfer from its aggregates and tentative prolongator `t`:
+/// the patterns of A T (P's, when smoothing), R = P^T and A P. With
+/// `keep_blocks` (a structure-only setup) and A and T block matrices, a
+/// smoothed transfer keeps them as block patterns for the device to write
+/// out (`Transfer::blocks`); otherwise they are written out here.
+fn transfer(
+    a: &Blocked,
+    (aggregate, t, k): (Vec<i32>, Mat, usize),
+    coarse_null_space: Vec<f64>,
+    smooth: bool,
+    keep_blocks: bool,
+) -> Transfer {
+    let t_nodes = Blocked::new(&t, a.rows, k);
+    let mut tr = Transfer {
+        aggregate,
+        coarse_null_space,
+        at: Mat::default(),
+        t_at: Vec::new(),
+        p: Mat::default(),
+        r: Mat::default(),
+        r_from: Vec::new(),
+        ap: Mat::default(),
+        blocks: None,
+        tentative: Mat::default(),
+    };
+    match (smooth, a.block_product(&t_nodes)) {
+        (true, Some(at)) if keep_blocks => {
+            let (r, r_from) = at.transpose();
+            let ap = a.times(&at.blocks, at.run).expect("A is a block matrix");
+            // the written-out shapes, for the device's buffers
+            (tr.at, tr.p) = (at.shape(), at.shape());
+            (tr.r, tr.ap) = (r.shape(), ap.shape());
+            tr.blocks = Some(TransferBlocks { p: at, r, r_from, ap });
+        }
+        (true, at) => {
+            tr.at = at.map_or_else(|| product_pattern(a.m, &t), |at| at.entries());
+            tr.tentative = t;
+            tr.p = Mat { v: vec![0.0; tr.at.nnz()], ..tr.at.clone() };
+            written_out_rest(&mut tr, a, k);
+            return tr;
+        }
+        (false, _) => {
+            tr.p = t.clone();
+            tr.tentative = t;
+            written_out_rest(&mut tr, a, k);
+            return tr;
+        }
+    }
+    tr.tentative = t;
+    tr
+}
+
+/// T's values on A T's pattern, then R = P^T and A P written out, from P's
+/// pattern (`tr.at` when smoothing).
+fn written_out_rest(tr: &mut Transfer, a: &Blocked, k: usize) {
+    tr.t_at = values_at(&tr.tentative, &tr.at);
+    let p_blocks = Blocked::new(&tr.p, a.rows, k);
+    (tr.r, tr.r_from) = p_blocks.transpose();
+    tr.ap = a.product_pattern(&p_blocks);
+}
+
+/// A structure-only transfer's block patterns written out on the host (a
+/// host re-setup of a structure-only hierarchy needs them).
+fn write_out(tr: &mut Transfer, a: &Mat) {
+    let Some(kept) = tr.blocks.take() else { return };
+    tr.at = kept.p.entries();
+    tr.p = Mat { v: vec![0.0; tr.at.nnz()], ..tr.at.clone() };
+    written_out_rest(tr, &Blocked::new(a, kept.p.rows, kept.p.rows), kept.p.run);
+}
+
+/// `t`'s value at each entry of `pattern` (0 where `t` stores none).
+fn values_at(t: &Mat, pattern: &Mat) -> Vec<f64> {
+    let mut out = vec![0.0; pattern.nnz()];
+    for_each_row_mut(&pattern.rp, &mut out, |i, row| {
+        for (o, &c) in row.iter_mut().zip(&pattern.ci[pattern.row(i)]) {
+            *o = t.row(i).find(|&e| t.ci[e] == c).map_or(0.0, |e| t.v[e]);
+        }
+    });
+    out
+}
+
 /// The smoother's step coefficients (c1, c2) for rho(D^-1 A) = `rho`.
 pub(super) fn coefficients(smoother: Smoother, rho: f64) -> Vec<[f64; 2]> {
     match smoother {
@@ -597,39 +679,16 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
             if naggs > 0 && nc < n * 9 / 10 && !(2 * nc > n && n <= DENSE_LIMIT / 2) {
                 let (t, coarse) = tentative(&agg, naggs, bs, &b, k);
                 clock.lap("tentative prolongator");
-                // smoothing: P takes A T's pattern, and T's value at each of its entries
-                let at = if o.smooth_prolongator { a_nodes.product_pattern(&Blocked::new(&t, bs, k)) } else { Mat::default() };
-                // T's row i holds columns agg k .. agg k + k - 1 in order, or none
-                let mut t_at = vec![0.0; at.nnz()];
-                for_each_row_mut(&at.rp, &mut t_at, |i, row| {
-                    let (start, first) = (t.rp[i] as usize, t.row(i).next().map_or(usize::MAX, |e| t.ci[e] as usize));
-                    for (o, &c) in row.iter_mut().zip(&at.ci[at.row(i)]) {
-                        let c = c as usize;
-                        *o = if c >= first && c < first + k { t.v[start + c - first] } else { 0.0 };
-                    }
-                });
-                let p = if o.smooth_prolongator { Mat { v: vec![0.0; at.nnz()], ..at.clone() } } else { t.clone() };
-                let p_blocks = Blocked::new(&p, bs, k);
-                let (r, r_from) = p_blocks.transpose();
-                let ap = a_nodes.product_pattern(&p_blocks);
-                level.transfer = Some(Transfer {
-                    aggregate: agg,
-                    tentative: t,
-                    coarse_null_space: coarse.clone(),
-                    at,
-                    t_at,
-                    p,
-                    r,
-                    r_from,
-                    ap,
-                });
+                level.transfer = Some(transfer(&a_nodes, (agg, t, k), coarse.clone(), o.smooth_prolongator, !host_numbers));
                 (b, k, bs) = (coarse, k, k);
                 clock.lap("patterns");
             }
         }
         // R (A P): an aggregate's modes by a node's dofs, times a node's dofs by the modes
-        let mut next =
-            level.transfer.as_ref().map(|tr| Blocked::new(&tr.r, k, fine_bs).product_pattern(&Blocked::new(&tr.ap, fine_bs, k)));
+        let mut next = level.transfer.as_ref().map(|tr| match &tr.blocks {
+            Some(kept) => BlockPattern { blocks: product_pattern(&kept.r.blocks, &kept.ap.blocks), rows: k, run: k }.entries(),
+            None => Blocked::new(&tr.r, k, fine_bs).product_pattern(&Blocked::new(&tr.ap, fine_bs, k)),
+        });
         if host_numbers {
             numbers(&mut level, smoother.on_level(levels.len()), symmetric, o.smooth_prolongator);
             if let (Some(c), Some(tr)) = (&mut next, &level.transfer) {
@@ -714,6 +773,9 @@ pub fn refresh(h: &mut Hierarchy, values: &[f64]) -> Result<()> {
     for l in 0..h.levels.len() {
         let (this, rest) = h.levels.split_at_mut(l + 1);
         let level = &mut this[l];
+        if let Some(tr) = level.transfer.as_mut() {
+            write_out(tr, &level.a);
+        }
         numbers(level, smoother.on_level(l), symmetric, smooth);
         if let (Some(tr), Some(next)) = (&level.transfer, rest.first_mut()) {
             product_values(&tr.r, &tr.ap, &mut next.a);
