@@ -234,7 +234,7 @@ pub fn block_tiles(a: &BlockPattern, b: &BlockPattern) -> Option<(usize, usize, 
 }
 
 /// The row pointers of rows with these entry counts.
-fn row_pointers(counts: impl Iterator<Item = usize>) -> Vec<i32> {
+pub fn row_pointers(counts: impl Iterator<Item = usize>) -> Vec<i32> {
     std::iter::once(0)
         .chain(counts.scan(0i32, |at, c| {
             *at += c as i32;
@@ -460,7 +460,7 @@ pub fn spectral_radius_symmetric(a: &Mat, dinv: &[f64], steps: usize) -> f64 {
     let s: Vec<f64> = dinv.iter().map(|d| d.max(0.0).sqrt()).collect();
     let mut v = lanczos_start(n);
     v.iter_mut().zip(&s).for_each(|(v, s)| *v = if *s == 0.0 { 0.0 } else { *v });
-    let norm = |v: &[f64]| v.par_iter().map(|x| x * x).sum::<f64>().sqrt();
+    let norm = |v: &[f64]| dot(v, v).sqrt();
     let nv = norm(&v);
     if nv == 0.0 {
         return 0.0;
@@ -473,7 +473,7 @@ pub fn spectral_radius_symmetric(a: &Mat, dinv: &[f64], steps: usize) -> f64 {
         sv.par_iter_mut().zip(&v).zip(&s).for_each(|((o, x), s)| *o = x * s);
         a.spmv(&sv, &mut w);
         w.par_iter_mut().zip(&s).zip(&prev).for_each(|((w, s), p)| *w = *w * s - beta_prev * p);
-        let al: f64 = w.par_iter().zip(&v).map(|(w, v)| w * v).sum();
+        let al = dot(&w, &v);
         w.par_iter_mut().zip(&v).for_each(|(w, v)| *w -= al * v);
         alpha.push(al);
         let b = norm(&w);
@@ -487,6 +487,17 @@ pub fn spectral_radius_symmetric(a: &Mat, dinv: &[f64], steps: usize) -> f64 {
     }
     beta.truncate(alpha.len().saturating_sub(1));
     tridiagonal_max(&alpha, &beta)
+}
+
+/// x . y summed in fixed chunks, in order: the same bits on any number of
+/// threads (rayon's own sum splits by what the threads steal).
+fn dot(x: &[f64], y: &[f64]) -> f64 {
+    let parts: Vec<f64> = x
+        .par_chunks(ROWS_PER_TASK)
+        .zip(y.par_chunks(ROWS_PER_TASK))
+        .map(|(x, y)| x.iter().zip(y).map(|(a, b)| a * b).sum())
+        .collect();
+    parts.iter().sum()
 }
 
 /// An upper bound of the spectral radius of D^-1 A for any A: the largest

@@ -132,6 +132,25 @@ pub struct Options {
     pub f32_cycle: bool,
 }
 
+impl Options {
+    /// The same options less the near-null space's vectors (a hierarchy
+    /// keeps them in its tentative prolongators).
+    fn without_vectors(&self) -> Options {
+        let Options { strength, smoother, coarsest, max_levels, smooth_prolongator, block_size, near_null_space: _, f32_cycle } =
+            self;
+        Options {
+            strength: *strength,
+            smoother: *smoother,
+            coarsest: *coarsest,
+            max_levels: *max_levels,
+            smooth_prolongator: *smooth_prolongator,
+            block_size: *block_size,
+            near_null_space: None,
+            f32_cycle: *f32_cycle,
+        }
+    }
+}
+
 impl Default for Options {
     fn default() -> Options {
         Options {

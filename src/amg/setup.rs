@@ -4,8 +4,8 @@
 //! the values-only re-setup that keeps every structure.
 
 use super::host::{
-    block_pattern, dense_inverse, for_each_row_mut, product_pattern, product_values, spectral_bound, spectral_radius_symmetric,
-    BlockPattern, Blocked, Mat,
+    block_pattern, dense_inverse, for_each_row_mut, product_pattern, product_values, row_pointers, spectral_bound,
+    spectral_radius_symmetric, BlockPattern, Blocked, Mat,
 };
 use super::{Hierarchy, Level, NearNullSpace, Options, Smoother, Transfer, TransferBlocks};
 use crate::error::{Error, ErrorKind, Result};
@@ -206,13 +206,12 @@ fn strength(a: &Blocked, theta: f64, symmetric_pattern: bool) -> (Vec<usize>, Ve
 
 /// A pattern as a graph without self-loops.
 fn off_diagonal(m: &Mat) -> (Vec<usize>, Vec<u32>) {
-    let (mut ptr, mut adj) = (Vec::with_capacity(m.nrows + 1), Vec::with_capacity(m.nnz()));
-    ptr.push(0);
-    for i in 0..m.nrows {
-        adj.extend(m.ci[m.row(i)].iter().filter(|&&j| j as usize != i).map(|&j| j as u32));
-        ptr.push(adj.len());
-    }
-    (ptr, adj)
+    let others = |i: usize| m.ci[m.row(i)].iter().filter(move |&&j| j as usize != i);
+    let counts: Vec<usize> = (0..m.nrows).into_par_iter().map(|i| others(i).count()).collect();
+    let rp = row_pointers(counts.into_iter());
+    let mut adj = vec![0u32; rp[m.nrows] as usize];
+    for_each_row_mut(&rp, &mut adj, |i, row| row.iter_mut().zip(others(i)).for_each(|(o, &j)| *o = j as u32));
+    (rp.into_par_iter().map(|p| p as usize).collect(), adj)
 }
 
 /// The strong connections between nodes, as stored (not yet symmetric).
@@ -363,9 +362,11 @@ fn tentative(agg: &[i32], naggs: usize, bs: usize, b: &[f64], k: usize) -> (Mat,
     agg.iter().filter(|&&a| a >= 0).for_each(|&a| ptr[a as usize + 1] += 1);
     (0..naggs).for_each(|a| ptr[a + 1] += ptr[a]);
     let mut fill = ptr.clone();
-    let mut members = vec![0usize; ptr[naggs]];
+    // and each node's place among its aggregate's
+    let (mut members, mut place) = (vec![0usize; ptr[naggs]], vec![0usize; nodes]);
     for (v, &a) in agg.iter().enumerate().filter(|(_, &a)| a >= 0) {
         members[fill[a as usize]] = v;
+        place[v] = fill[a as usize] - ptr[a as usize];
         fill[a as usize] += 1;
     }
     let fitted: Vec<(Vec<f64>, Vec<f64>)> = (0..naggs)
@@ -393,24 +394,23 @@ fn tentative(agg: &[i32], naggs: usize, bs: usize, b: &[f64], k: usize) -> (Mat,
             (q, r)
         })
         .collect();
-    // k entries on the rows of aggregated nodes, none on the others
-    let mut rp = vec![0i32; n + 1];
-    for i in 0..n {
-        rp[i + 1] = rp[i] + if agg[i / bs] >= 0 { k as i32 } else { 0 };
-    }
+    // k entries on the rows of aggregated nodes (the aggregate's columns), none on the others
+    let rp = row_pointers((0..n).map(|i| if agg[i / bs] >= 0 { k } else { 0 }));
     let nnz = rp[n] as usize;
     let mut t = Mat { nrows: n, ncols: nc, rp, ci: vec![0; nnz], v: vec![0.0; nnz] };
-    let mut coarse = vec![0.0; nc * k];
-    for (a, (q, r)) in fitted.iter().enumerate() {
-        let m = (ptr[a + 1] - ptr[a]) * bs;
-        let rows = members[ptr[a]..ptr[a + 1]].iter().flat_map(|&v| v * bs..(v + 1) * bs);
-        for (t_row, i) in rows.enumerate() {
-            let at = t.rp[i] as usize;
-            for j in 0..k {
-                t.ci[at + j] = (a * k + j) as i32;
-                t.v[at + j] = q[j * m + t_row];
-            }
+    for_each_row_mut(&t.rp, &mut t.ci, |i, row| {
+        row.iter_mut().enumerate().for_each(|(j, c)| *c = (agg[i / bs] as usize * k + j) as i32);
+    });
+    for_each_row_mut(&t.rp, &mut t.v, |i, row| {
+        if row.is_empty() {
+            return; // a node in no aggregate
         }
+        let (node, a) = (i / bs, agg[i / bs] as usize);
+        let (q, m) = (&fitted[a].0, (ptr[a + 1] - ptr[a]) * bs);
+        row.iter_mut().enumerate().for_each(|(j, x)| *x = q[j * m + place[node] * bs + i % bs]);
+    });
+    let mut coarse = vec![0.0; nc * k];
+    for (a, (_, r)) in fitted.iter().enumerate() {
         for i in 0..k {
             for j in 0..k {
                 coarse[j * nc + a * k + i] = r[i * k + j];
@@ -633,7 +633,8 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
     if o.max_levels == 0 {
         return Err(Error::invalid("max_levels = 0: must be at least 1"));
     }
-    let (mut b, mut k) = match &o.near_null_space {
+    // the caller's vectors are read in place: only the coarse levels' are new
+    let (mut b, mut k): (std::borrow::Cow<[f64]>, usize) = match &o.near_null_space {
         Some(ns) => {
             if ns.count == 0 || ns.vectors.len() != n * ns.count {
                 return Err(Error::size(format!(
@@ -642,15 +643,15 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
                     ns.count
                 )));
             }
-            if let Some(i) = ns.vectors.iter().position(|v| !v.is_finite()) {
+            if let Some(i) = ns.vectors.par_iter().position_first(|v| !v.is_finite()) {
                 return Err(Error::invalid(format!("near-null space[{i}] = {}: must be finite", ns.vectors[i])));
             }
-            (ns.vectors.clone(), ns.count)
+            (ns.vectors.as_slice().into(), ns.count)
         }
         // the constant per unknown of a node (the translations of elasticity)
         None => {
             let bs = o.block_size;
-            ((0..bs).flat_map(|c| (0..n).map(move |i| if i % bs == c { 1.0 } else { 0.0 })).collect(), bs)
+            ((0..bs * n).into_par_iter().map(|e| if (e % n) % bs == e / n { 1.0 } else { 0.0 }).collect::<Vec<_>>().into(), bs)
         }
     };
     // without host numbers the device finds the mirror and the asymmetry (and the default smoother from it)
@@ -661,6 +662,8 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
     let smoother = o.smoother.unwrap_or(Smoother::default_for(symmetric));
     let mut levels: Vec<Level> = Vec::new();
     let mut a = a;
+    // the coarse level's block pattern, where its pattern was built from it
+    let mut a_blocks: Option<Mat> = None;
     let mut bs = o.block_size;
     loop {
         let (n, fine_bs) = (a.nrows, bs);
@@ -669,7 +672,10 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
         if !last {
             // A's pattern symmetric: so is every Galerkin level's, P^T A P
             // A by nodes: its block pattern found once for the strength graph and both products
-            let a_nodes = Blocked::new(&level.a, bs, bs);
+            let a_nodes = match a_blocks.take() {
+                Some(blocks) => Blocked { m: &level.a, rows: bs, run: bs, blocks: Some(blocks) },
+                None => Blocked::new(&level.a, bs, bs),
+            };
             let (ptr, adj) = strength(&a_nodes, o.strength, mirror.is_some() || structure_only == Some(true));
             let (agg, naggs) = aggregate(&ptr, &adj);
             clock.lap("strength and aggregation");
@@ -680,13 +686,18 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
                 let (t, coarse) = tentative(&agg, naggs, bs, &b, k);
                 clock.lap("tentative prolongator");
                 level.transfer = Some(transfer(&a_nodes, (agg, t, k), coarse.clone(), o.smooth_prolongator, !host_numbers));
-                (b, k, bs) = (coarse, k, k);
+                (b, k, bs) = (coarse.into(), k, k);
                 clock.lap("patterns");
             }
         }
         // R (A P): an aggregate's modes by a node's dofs, times a node's dofs by the modes
         let mut next = level.transfer.as_ref().map(|tr| match &tr.blocks {
-            Some(kept) => BlockPattern { blocks: product_pattern(&kept.r.blocks, &kept.ap.blocks), rows: k, run: k }.entries(),
+            Some(kept) => {
+                let coarse = BlockPattern { blocks: product_pattern(&kept.r.blocks, &kept.ap.blocks), rows: k, run: k };
+                let entries = coarse.entries();
+                a_blocks = Some(coarse.blocks);
+                entries
+            }
             None => Blocked::new(&tr.r, k, fine_bs).product_pattern(&Blocked::new(&tr.ap, fine_bs, k)),
         });
         if host_numbers {
@@ -712,7 +723,8 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
         smoother,
         asymmetry: asym,
         mirror,
-        options: o.clone(),
+        // the near-null space lives on in the tentative prolongators
+        options: o.without_vectors(),
         phases: Vec::new(),
         needs_numbers: !host_numbers,
     };
