@@ -266,20 +266,28 @@ impl<'a> Blocked<'a> {
     /// the same pattern as `product_pattern`, which takes the other cases.
     pub fn product_pattern(&self, b: &Blocked) -> Mat {
         match self.block_product(b) {
-            Some(c) => c.entries(),
+            Some(c) => c.into_entries(),
             None => product_pattern(self.m, b.m),
+        }
+    }
+
+    /// The block pattern: `m`'s own for single-entry blocks.
+    pub fn pattern(&self) -> Option<&Mat> {
+        match (self.rows, self.run) {
+            (1, 1) => Some(self.m),
+            _ => self.blocks.as_ref(),
         }
     }
 
     /// The pattern of self times `b` as its block pattern, where both are
     /// block matrices; None otherwise.
     pub fn block_product(&self, b: &Blocked) -> Option<BlockPattern> {
-        self.times(b.blocks.as_ref()?, b.run)
+        self.times(b.pattern()?, b.run)
     }
 
     /// As `block_product`, by the block pattern `b` of blocks `run` wide.
     pub fn times(&self, b: &Mat, run: usize) -> Option<BlockPattern> {
-        Some(BlockPattern { blocks: product_pattern(self.blocks.as_ref()?, b), rows: self.rows, run })
+        Some(BlockPattern { blocks: product_pattern(self.pattern()?, b), rows: self.rows, run })
     }
 
     /// As `Mat::transpose`: the block pattern transposed and written out in
@@ -357,6 +365,18 @@ impl BlockPattern {
     /// device writes the pattern out).
     pub fn shape(&self) -> Mat {
         Mat { nrows: self.nrows(), ncols: self.ncols(), ..Mat::default() }
+    }
+
+    /// As `entries`, the block pattern itself where blocks are single entries.
+    pub fn into_entries(self) -> Mat {
+        if (self.rows, self.run) != (1, 1) {
+            return self.entries();
+        }
+        let mut m = self.blocks;
+        if m.v.len() != m.nnz() {
+            m.v = vec![0.0; m.nnz()];
+        }
+        m
     }
 
     /// The pattern written out, values zero: row i holds, for each block

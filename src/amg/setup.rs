@@ -429,10 +429,19 @@ fn transfer(
     a: &Blocked,
     (aggregate, t, k): (Vec<i32>, Mat, usize),
     coarse_null_space: Vec<f64>,
-    smooth: bool,
-    keep_blocks: bool,
+    (smooth, keep_blocks): (bool, bool),
+    clock: &mut Phases,
 ) -> Transfer {
-    let t_nodes = Blocked::new(&t, a.rows, k);
+    // T's block pattern: each aggregated node's one block, in its aggregate's column
+    let nodes = aggregate.len();
+    let t_blocks = Mat {
+        nrows: nodes,
+        ncols: t.ncols / k.max(1),
+        rp: row_pointers(aggregate.iter().map(|&g| (g >= 0) as usize)),
+        ci: aggregate.iter().filter(|&&g| g >= 0).copied().collect(),
+        v: Vec::new(),
+    };
+    let t_nodes = Blocked { m: &t, rows: a.rows, run: k, blocks: Some(t_blocks) };
     let mut tr = Transfer {
         aggregate,
         coarse_null_space,
@@ -445,40 +454,44 @@ fn transfer(
         blocks: None,
         tentative: Mat::default(),
     };
-    match (smooth, a.block_product(&t_nodes)) {
-        (true, Some(at)) if keep_blocks => {
+    let at = smooth.then(|| a.block_product(&t_nodes)).flatten();
+    clock.lap("A T pattern");
+    match at {
+        Some(at) if keep_blocks => {
             let (r, r_from) = at.transpose();
+            clock.lap("R pattern");
             let ap = a.times(&at.blocks, at.run).expect("A is a block matrix");
+            clock.lap("A P pattern");
             // the written-out shapes, for the device's buffers
             (tr.at, tr.p) = (at.shape(), at.shape());
             (tr.r, tr.ap) = (r.shape(), ap.shape());
             tr.blocks = Some(TransferBlocks { p: at, r, r_from, ap });
-        }
-        (true, at) => {
-            tr.at = at.map_or_else(|| product_pattern(a.m, &t), |at| at.entries());
             tr.tentative = t;
-            tr.p = Mat { v: vec![0.0; tr.at.nnz()], ..tr.at.clone() };
-            written_out_rest(&mut tr, a, k);
-            return tr;
         }
-        (false, _) => {
-            tr.p = t.clone();
+        at => {
+            if smooth {
+                tr.at = at.map_or_else(|| product_pattern(a.m, &t), BlockPattern::into_entries);
+                tr.p = Mat { v: vec![0.0; tr.at.nnz()], ..tr.at.clone() };
+            } else {
+                tr.p = t.clone();
+            }
             tr.tentative = t;
-            written_out_rest(&mut tr, a, k);
-            return tr;
+            written_out_rest(&mut tr, a, k, clock);
         }
     }
-    tr.tentative = t;
     tr
 }
 
 /// T's values on A T's pattern, then R = P^T and A P written out, from P's
 /// pattern (`tr.at` when smoothing).
-fn written_out_rest(tr: &mut Transfer, a: &Blocked, k: usize) {
+fn written_out_rest(tr: &mut Transfer, a: &Blocked, k: usize, clock: &mut Phases) {
     tr.t_at = values_at(&tr.tentative, &tr.at);
+    clock.lap("A T pattern");
     let p_blocks = Blocked::new(&tr.p, a.rows, k);
     (tr.r, tr.r_from) = p_blocks.transpose();
+    clock.lap("R pattern");
     tr.ap = a.product_pattern(&p_blocks);
+    clock.lap("A P pattern");
 }
 
 /// A structure-only transfer's block patterns written out on the host (a
@@ -487,7 +500,7 @@ fn write_out(tr: &mut Transfer, a: &Mat) {
     let Some(kept) = tr.blocks.take() else { return };
     tr.at = kept.p.entries();
     tr.p = Mat { v: vec![0.0; tr.at.nnz()], ..tr.at.clone() };
-    written_out_rest(tr, &Blocked::new(a, kept.p.rows, kept.p.rows), kept.p.run);
+    written_out_rest(tr, &Blocked::new(a, kept.p.rows, kept.p.rows), kept.p.run, &mut Phases::start());
 }
 
 /// `t`'s value at each entry of `pattern` (0 where `t` stores none).
@@ -685,15 +698,18 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
             if naggs > 0 && nc < n * 9 / 10 && !(2 * nc > n && n <= DENSE_LIMIT / 2) {
                 let (t, coarse) = tentative(&agg, naggs, bs, &b, k);
                 clock.lap("tentative prolongator");
-                level.transfer = Some(transfer(&a_nodes, (agg, t, k), coarse.clone(), o.smooth_prolongator, !host_numbers));
+                level.transfer =
+                    Some(transfer(&a_nodes, (agg, t, k), coarse.clone(), (o.smooth_prolongator, !host_numbers), &mut clock));
                 (b, k, bs) = (coarse.into(), k, k);
-                clock.lap("patterns");
             }
         }
         // R (A P): an aggregate's modes by a node's dofs, times a node's dofs by the modes
         let mut next = level.transfer.as_ref().map(|tr| match &tr.blocks {
             Some(kept) => {
                 let coarse = BlockPattern { blocks: product_pattern(&kept.r.blocks, &kept.ap.blocks), rows: k, run: k };
+                if k == 1 {
+                    return coarse.into_entries();
+                }
                 let entries = coarse.entries();
                 a_blocks = Some(coarse.blocks);
                 entries
