@@ -73,6 +73,18 @@ fn blocks(n: usize) -> Vec<std::ops::Range<usize>> {
     (0..n.div_ceil(ROWS_PER_TASK)).map(|t| t * ROWS_PER_TASK..((t + 1) * ROWS_PER_TASK).min(n)).collect()
 }
 
+/// `v` cut into consecutive pieces of these sizes, for threads to fill.
+fn pieces<T>(v: &mut [T], sizes: impl Iterator<Item = usize>) -> Vec<&mut [T]> {
+    let mut rest = v;
+    sizes
+        .map(|size| {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(size);
+            rest = tail;
+            head
+        })
+        .collect()
+}
+
 /// Calls `f(i, entries of row i)` for every row, rows in parallel blocks
 /// (`v` laid out by the row pointers `rp`: values, or columns being written).
 pub fn for_each_row_mut<T: Send>(rp: &[i32], v: &mut [T], f: impl Fn(usize, &mut [T]) + Sync) {
@@ -88,13 +100,7 @@ fn for_each_row_init<S, T: Send>(
 ) {
     // (a matrix left empty, Mat::default(), has no row pointers at all)
     let ranges = blocks(rp.len().saturating_sub(1));
-    let mut chunks: Vec<&mut [T]> = Vec::with_capacity(ranges.len());
-    let mut rest = v;
-    for r in &ranges {
-        let (head, tail) = rest.split_at_mut((rp[r.end] - rp[r.start]) as usize);
-        chunks.push(head);
-        rest = tail;
-    }
+    let chunks = pieces(v, ranges.iter().map(|r| (rp[r.end] - rp[r.start]) as usize));
     ranges.into_par_iter().zip(chunks).for_each_init(init, |scratch, (rows, out)| {
         let base = rp[rows.start] as usize;
         for i in rows {
@@ -129,16 +135,20 @@ pub fn product_pattern(a: &Mat, b: &Mat) -> Mat {
             },
         )
         .collect();
-    let mut rp = Vec::with_capacity(a.nrows + 1);
-    rp.push(0i32);
-    let mut ci = Vec::with_capacity(parts.iter().map(|p| p.1.len()).sum());
-    for (counts, cols) in parts {
-        for c in counts {
-            rp.push(rp.last().unwrap() + c);
-        }
-        ci.extend(cols);
-    }
-    let nnz = ci.len();
+    // the blocks' rows laid end to end, in parallel, each from its offset
+    let offsets: Vec<usize> = parts.iter().scan(0, |at, p| Some(std::mem::replace(at, *at + p.1.len()))).collect();
+    let nnz = parts.iter().map(|p| p.1.len()).sum();
+    let (mut rp, mut ci) = (vec![0i32; a.nrows + 1], vec![0i32; nnz]);
+    let ci_pieces = pieces(&mut ci, parts.iter().map(|p| p.1.len()));
+    let rp_pieces = pieces(&mut rp[1..], parts.iter().map(|p| p.0.len()));
+    parts.par_iter().zip(ci_pieces).zip(rp_pieces).zip(offsets).for_each(|(((part, ci), rp), base)| {
+        ci.copy_from_slice(&part.1);
+        let mut at = base as i32;
+        rp.iter_mut().zip(&part.0).for_each(|(o, c)| {
+            at += c;
+            *o = at;
+        });
+    });
     Mat { nrows: a.nrows, ncols: b.ncols, rp, ci, v: vec![0.0; nnz] }
 }
 

@@ -369,31 +369,34 @@ fn tentative(agg: &[i32], naggs: usize, bs: usize, b: &[f64], k: usize) -> (Mat,
         place[v] = fill[a as usize] - ptr[a as usize];
         fill[a as usize] += 1;
     }
-    let fitted: Vec<(Vec<f64>, Vec<f64>)> = (0..naggs)
-        .into_par_iter()
-        .map(|a| {
-            let rows: Vec<usize> = members[ptr[a]..ptr[a + 1]].iter().flat_map(|&v| v * bs..(v + 1) * bs).collect();
-            let m = rows.len();
-            let mut q: Vec<f64> = (0..k).flat_map(|j| rows.iter().map(move |&i| b[j * n + i])).collect();
-            let mut r = vec![0.0; k * k];
-            for j in 0..k {
-                let before = q[j * m..(j + 1) * m].iter().map(|x| x * x).sum::<f64>().sqrt();
-                for i in 0..j {
-                    let dot: f64 = (0..m).map(|t| q[i * m + t] * q[j * m + t]).sum();
-                    r[i * k + j] = dot;
-                    (0..m).for_each(|t| q[j * m + t] -= dot * q[i * m + t]);
-                }
-                let norm = q[j * m..(j + 1) * m].iter().map(|x| x * x).sum::<f64>().sqrt();
-                if norm > 1e-10 * before && norm > 0.0 {
-                    r[j * k + j] = norm;
-                    q[j * m..(j + 1) * m].iter_mut().for_each(|x| *x /= norm);
-                } else {
-                    q[j * m..(j + 1) * m].iter_mut().for_each(|x| *x = 0.0);
-                }
+    // one segment an aggregate: its rows' k columns orthonormalised (column
+    // by column), then their R factor (k x k); no allocation per aggregate
+    let rows_of = |a: usize| (ptr[a + 1] - ptr[a]) * bs;
+    let seg = row_pointers((0..naggs).map(|a| rows_of(a) * k + k * k));
+    let mut fitted = vec![0.0; seg[naggs] as usize];
+    for_each_row_mut(&seg, &mut fitted, |a, segment| {
+        let m = rows_of(a);
+        let (q, r) = segment.split_at_mut(m * k);
+        for j in 0..k {
+            let rows = members[ptr[a]..ptr[a + 1]].iter().flat_map(|&v| v * bs..(v + 1) * bs);
+            q[j * m..(j + 1) * m].iter_mut().zip(rows).for_each(|(x, i)| *x = b[j * n + i]);
+        }
+        for j in 0..k {
+            let before = q[j * m..(j + 1) * m].iter().map(|x| x * x).sum::<f64>().sqrt();
+            for i in 0..j {
+                let dot: f64 = (0..m).map(|t| q[i * m + t] * q[j * m + t]).sum();
+                r[i * k + j] = dot;
+                (0..m).for_each(|t| q[j * m + t] -= dot * q[i * m + t]);
             }
-            (q, r)
-        })
-        .collect();
+            let norm = q[j * m..(j + 1) * m].iter().map(|x| x * x).sum::<f64>().sqrt();
+            if norm > 1e-10 * before && norm > 0.0 {
+                r[j * k + j] = norm;
+                q[j * m..(j + 1) * m].iter_mut().for_each(|x| *x /= norm);
+            } else {
+                q[j * m..(j + 1) * m].iter_mut().for_each(|x| *x = 0.0);
+            }
+        }
+    });
     // k entries on the rows of aggregated nodes (the aggregate's columns), none on the others
     let rp = row_pointers((0..n).map(|i| if agg[i / bs] >= 0 { k } else { 0 }));
     let nnz = rp[n] as usize;
@@ -406,11 +409,12 @@ fn tentative(agg: &[i32], naggs: usize, bs: usize, b: &[f64], k: usize) -> (Mat,
             return; // a node in no aggregate
         }
         let (node, a) = (i / bs, agg[i / bs] as usize);
-        let (q, m) = (&fitted[a].0, (ptr[a + 1] - ptr[a]) * bs);
+        let (q, m) = (&fitted[seg[a] as usize..], rows_of(a));
         row.iter_mut().enumerate().for_each(|(j, x)| *x = q[j * m + place[node] * bs + i % bs]);
     });
     let mut coarse = vec![0.0; nc * k];
-    for (a, (_, r)) in fitted.iter().enumerate() {
+    for a in 0..naggs {
+        let r = &fitted[seg[a] as usize + rows_of(a) * k..];
         for i in 0..k {
             for j in 0..k {
                 coarse[j * nc + a * k + i] = r[i * k + j];
