@@ -68,13 +68,16 @@ impl Mat {
     }
 }
 
-/// Row blocks of `n` rows for the parallel passes.
+/// Row blocks of `n` rows for the parallel passes: at most ROWS_PER_TASK
+/// rows, and fewer where that leaves threads idle (a coarse level's few
+/// thousand rows are long ones). The results never depend on the split.
 fn blocks(n: usize) -> Vec<std::ops::Range<usize>> {
-    (0..n.div_ceil(ROWS_PER_TASK)).map(|t| t * ROWS_PER_TASK..((t + 1) * ROWS_PER_TASK).min(n)).collect()
+    let size = (n / (8 * rayon::current_num_threads())).clamp(64, ROWS_PER_TASK);
+    (0..n.div_ceil(size)).map(|t| t * size..((t + 1) * size).min(n)).collect()
 }
 
 /// `v` cut into consecutive pieces of these sizes, for threads to fill.
-fn pieces<T>(v: &mut [T], sizes: impl Iterator<Item = usize>) -> Vec<&mut [T]> {
+pub fn pieces<T>(v: &mut [T], sizes: impl Iterator<Item = usize>) -> Vec<&mut [T]> {
     let mut rest = v;
     sizes
         .map(|size| {

@@ -4,7 +4,7 @@
 //! the values-only re-setup that keeps every structure.
 
 use super::host::{
-    block_pattern, dense_inverse, for_each_row_mut, product_pattern, product_values, row_pointers, spectral_bound,
+    block_pattern, dense_inverse, for_each_row_mut, pieces, product_pattern, product_values, row_pointers, spectral_bound,
     spectral_radius_symmetric, BlockPattern, Blocked, Mat,
 };
 use super::{Hierarchy, Level, NearNullSpace, Options, Smoother, Transfer, TransferBlocks};
@@ -374,7 +374,8 @@ fn tentative(agg: &[i32], naggs: usize, bs: usize, b: &[f64], k: usize) -> (Mat,
     let rows_of = |a: usize| (ptr[a + 1] - ptr[a]) * bs;
     let seg = row_pointers((0..naggs).map(|a| rows_of(a) * k + k * k));
     let mut fitted = vec![0.0; seg[naggs] as usize];
-    for_each_row_mut(&seg, &mut fitted, |a, segment| {
+    // an aggregate a task: its fit is dozens of rows' work (for_each_row_mut's blocks of rows are too coarse)
+    pieces(&mut fitted, (0..naggs).map(|a| rows_of(a) * k + k * k)).into_par_iter().enumerate().for_each(|(a, segment)| {
         let m = rows_of(a);
         let (q, r) = segment.split_at_mut(m * k);
         for j in 0..k {
