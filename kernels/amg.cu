@@ -109,12 +109,22 @@ extern "C" __global__ void __launch_bounds__(256) amg_row_sums(int n, const int*
 // (src/amg/host.rs spectral_radius_symmetric, step for step). The sums end
 // as kernels/common.cuh last_block_sums, launched on Reduce::blocks(n).
 
+// Entry i of Lanczos' fixed start vector, in [0.5, 1.5): splitmix64 of i
+// to 53 bits (src/amg/host.rs lanczos_entry, bit for bit).
+__device__ double lanczos_entry(i64 i) {
+    unsigned long long z = (unsigned long long)(i + 1) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0 + 0.5;
+}
+
 // w = the start vector where s > 0, 0 elsewhere; t[0] = |w|^2.
 extern "C" __global__ void __launch_bounds__(256) amg_lanczos_start(int n, const double* __restrict__ dinv,
-    const double* __restrict__ start, double* __restrict__ w, double* t, double* partial, unsigned int* counter) {
+    double* __restrict__ w, double* t, double* partial, unsigned int* counter) {
     double sum = 0.0;
     GRID_STRIDE(i, n) {
-        const double x = sqrt(fmax(dinv[i], 0.0)) == 0.0 ? 0.0 : start[i];
+        const double x = sqrt(fmax(dinv[i], 0.0)) == 0.0 ? 0.0 : lanczos_entry(i);
         w[i] = x;
         sum += x * x;
     }

@@ -88,8 +88,18 @@ impl DeviceCsr {
         Ok(DeviceCsr { pattern, values: g.zeros(nnz.max(1))?, single: None, nrows: n })
     }
 
-    /// The transfer pattern `m`, or its block pattern written out on the
-    /// device where a structure-only setup kept that (`kept`).
+    /// A matrix of this one's pattern (copied on the device), values zero.
+    fn same_pattern(&self, g: &Gpu) -> Result<DeviceCsr> {
+        let p = &self.pattern;
+        let (mut row_ptr, mut col) = (g.alloc::<i32>(p.row_ptr.len())?, g.alloc::<i32>(p.col.len())?);
+        g.copy(&p.row_ptr, &mut row_ptr)?;
+        g.copy(&p.col, &mut col)?;
+        let pattern = DevicePattern { row_ptr, col, diag: upload::<i32>(g, &[])?, threads_per_row: p.threads_per_row };
+        Ok(DeviceCsr { pattern, values: g.zeros(self.values.len())?, single: None, nrows: self.nrows })
+    }
+
+    /// The pattern of `m`, or its block pattern written out on the device
+    /// where a structure-only setup kept that (`kept`).
     fn of(g: &Gpu, m: &Mat, kept: Option<&host::BlockPattern>, values: bool) -> Result<DeviceCsr> {
         match kept {
             Some(bp) => DeviceCsr::expanded(g, bp),
@@ -178,8 +188,6 @@ impl GaussSeidel {
 /// (the level matrix's pattern carries its diagonal positions).
 struct LevelNumbers {
     dinv: DeviceBuffer<f64>,
-    /// Lanczos' start vector (empty where rho is not needed).
-    start: DeviceBuffer<f64>,
     /// Lanczos' scalars: 2 LANCZOS_STEPS + 1 of them where rho is needed.
     lanczos: DeviceBuffer<f64>,
     transfer: Option<TransferNumbers>,
@@ -321,7 +329,7 @@ impl DeviceHierarchy {
                     None
                 } else {
                     // the re-setup inverts the diagonal (level 0: the solver's pattern has it)
-                    let mut a = DeviceCsr::new(g, &level.a, computed)?.cycled(g, h.single_on_level(l))?;
+                    let mut a = DeviceCsr::of(g, &level.a, level.blocks.as_ref(), computed)?.cycled(g, h.single_on_level(l))?;
                     a.pattern.diag = upload(g, &level.a.diagonal_positions())?;
                     Some(a)
                 },
@@ -354,32 +362,40 @@ impl DeviceHierarchy {
                 gs.refresh(g, n, &a)?;
             }
         }
+        g.synchronize("AMG setup")?;
+        clock.lap("upload: levels");
         let mut numbers = Vec::with_capacity(h.levels.len());
         for (l, level) in h.levels.iter().enumerate() {
             let a = &level.a;
             let rho = needs_rho(h.smoother.on_level(l), smooth, level.transfer.is_some());
             numbers.push(LevelNumbers {
                 dinv: g.zeros(a.nrows.max(1))?,
-                start: upload(g, &if rho { host::lanczos_start(a.nrows) } else { Vec::new() })?,
                 lanczos: g.zeros(if rho { 2 * LANCZOS_STEPS + 1 } else { 1 })?,
                 transfer: level
                     .transfer
                     .as_ref()
                     .map(|tr| -> Result<TransferNumbers> {
                         let kept = tr.blocks.as_ref();
-                        let smoothing = if smooth {
-                            let t = DeviceCsr::new(g, &tr.tentative, true)?;
-                            let at = DeviceCsr::of(g, &tr.at, kept.map(|b| &b.p), computed)?;
-                            let t_at = match kept {
-                                Some(_) => values_at(g, &t, &at)?,
-                                None => upload(g, &tr.t_at)?,
-                            };
-                            Some((t, at, t_at))
-                        } else {
-                            None
-                        };
                         let dl = &levels[l];
                         let (p, r) = (dl.p.as_ref().expect("a transfer's P"), dl.r.as_ref().expect("a transfer's R"));
+                        let smoothing = match (smooth, kept) {
+                            (false, _) => None,
+                            // T written out from its block pattern, A T's pattern P's
+                            (true, Some(b)) => {
+                                let mut t = DeviceCsr::expanded(g, &b.t)?;
+                                if !tr.tentative.v.is_empty() {
+                                    g.upload(&tr.tentative.v, &mut t.values, 0)?;
+                                }
+                                let at = p.same_pattern(g)?;
+                                let t_at = values_at(g, &t, &at)?;
+                                Some((t, at, t_at))
+                            }
+                            (true, None) => Some((
+                                DeviceCsr::new(g, &tr.tentative, true)?,
+                                DeviceCsr::new(g, &tr.at, computed)?,
+                                upload(g, &tr.t_at)?,
+                            )),
+                        };
                         let (r_from, plans) = match kept {
                             Some(b) => (
                                 transpose_from(g, b, p, r)?,
@@ -434,7 +450,7 @@ impl DeviceHierarchy {
         if h.needs_numbers {
             // a structure-only setup: the numbers are the re-setup's, the phases the host's, the upload's and its
             g.synchronize("AMG setup")?;
-            clock.lap("upload");
+            clock.lap("upload: transfers");
             let mut phases = std::mem::take(&mut h.phases);
             phases.append(&mut clock.0);
             dh.refresh(g, h, pattern, values)?;
@@ -515,7 +531,7 @@ impl DeviceHierarchy {
             let has_transfer = numbers.transfer.is_some();
             let rho = match (needs_rho(smoother, smooth, has_transfer), symmetric) {
                 (false, _) => 0.0,
-                (true, true) => lanczos(g, reduce, dl, numbers, &a)?,
+                (true, true) => lanczos(g, reduce, n, (dl, numbers), &a)?,
                 (true, false) => {
                     row_sums(g, n, &a, Some(&numbers.dinv), &dl.d)?;
                     amax(g, n, &dl.d)?
@@ -685,13 +701,13 @@ fn first_of(
     Ok((found[0] != i32::MAX).then_some(found[0] as usize))
 }
 
-/// rho(D^-1 A) of a level by LANCZOS_STEPS Lanczos steps on the device
-/// from the host's start vector: host.rs `spectral_radius_symmetric`, step
-/// for step, over the level's V-cycle scratch vectors. The steps' scalars
+/// rho(D^-1 A) of a level of `n` rows by LANCZOS_STEPS Lanczos steps on
+/// the device from the host's start vector (made here, the same bits):
+/// host.rs `spectral_radius_symmetric`, step for step, over the level's
+/// V-cycle scratch vectors. The steps' scalars
 /// stay on the device (kernels/amg.cu `amg_lanczos_*`), so they queue
 /// without a host read; the host reads them once, at the end.
-fn lanczos(g: &Gpu, reduce: &mut Reduce, dl: &DeviceLevel, numbers: &LevelNumbers, a: &LevelMatrix) -> Result<f64> {
-    let n = numbers.start.len();
+fn lanczos(g: &Gpu, reduce: &mut Reduce, n: usize, (dl, numbers): (&DeviceLevel, &LevelNumbers), a: &LevelMatrix) -> Result<f64> {
     if n == 0 {
         return Ok(0.0);
     }
@@ -702,7 +718,7 @@ fn lanczos(g: &Gpu, reduce: &mut Reduce, dl: &DeviceLevel, numbers: &LevelNumber
     let (mut v, mut prev, w, sv) = (&dl.x[0], &dl.x[1], &dl.d, &dl.residual);
     let f = g.kernel("amg", SOURCE, "amg_lanczos_start")?;
     let mut l = g.launcher(&f);
-    l.arg(&n32).arg(&numbers.dinv).arg(&numbers.start).arg(w).arg(t).arg(&reduce.partial).arg(&reduce.counter);
+    l.arg(&n32).arg(&numbers.dinv).arg(w).arg(t).arg(&reduce.partial).arg(&reduce.counter);
     g.launch("amg_lanczos_start", l, blocks, (BLOCK, 1, 1), 0)?;
     let (next, alpha, beta) = (
         g.kernel("amg", SOURCE, "amg_lanczos_next")?,

@@ -468,17 +468,19 @@ pub(super) fn tridiagonal_max(alpha: &[f64], beta: &[f64]) -> f64 {
 }
 
 /// Lanczos' fixed start vector, entries in [0.5, 1.5) (zeroed where D^-1
-/// is, by its user): the same on the host and the device.
+/// is, by its user): the same on the host and the device, which makes its
+/// own (kernels/amg.cu `lanczos_entry`).
 pub(super) fn lanczos_start(n: usize) -> Vec<f64> {
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    (0..n)
-        .map(|_| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f64 / (1u64 << 53) as f64 + 0.5
-        })
-        .collect()
+    (0..n).into_par_iter().map(lanczos_entry).collect()
+}
+
+/// Entry i of the start vector: splitmix64 of i, to 53 bits.
+fn lanczos_entry(i: usize) -> f64 {
+    let mut z = (i as u64).wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64 + 0.5
 }
 
 /// The spectral radius of D^-1 A for a symmetric A with positive diagonal

@@ -194,6 +194,8 @@ pub struct Transfer {
 /// then hold only their shapes, `t_at` and `r_from` nothing, until a host
 /// re-setup writes them out (setup.rs `write_out`).
 struct TransferBlocks {
+    /// T's: each aggregated node's block in its aggregate's column.
+    t: host::BlockPattern,
     /// A T's, which is P's.
     p: host::BlockPattern,
     r: host::BlockPattern,
@@ -212,6 +214,9 @@ pub struct Level {
     pub spectral_radius: f64,
     /// None on the coarsest level.
     pub transfer: Option<Transfer>,
+    /// A coarse level's block pattern, where a structure-only setup built
+    /// `a` from it (the device writes its pattern out from this).
+    blocks: Option<host::BlockPattern>,
 }
 
 pub struct Hierarchy {

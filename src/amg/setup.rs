@@ -449,7 +449,7 @@ fn transfer(
         ci: aggregate.iter().filter(|&&g| g >= 0).copied().collect(),
         v: Vec::new(),
     };
-    let t_nodes = Blocked { m: &t, rows: a.rows, run: k, blocks: Some(t_blocks) };
+    let mut t_nodes = Blocked { m: &t, rows: a.rows, run: k, blocks: Some(t_blocks) };
     let mut tr = Transfer {
         aggregate,
         coarse_null_space,
@@ -473,7 +473,9 @@ fn transfer(
             // the written-out shapes, for the device's buffers
             (tr.at, tr.p) = (at.shape(), at.shape());
             (tr.r, tr.ap) = (r.shape(), ap.shape());
-            tr.blocks = Some(TransferBlocks { p: at, r, r_from, ap });
+            let t_blocks = t_nodes.blocks.take().expect("T's block pattern");
+            let t_pattern = BlockPattern { blocks: t_blocks, rows: a.rows, run: k };
+            tr.blocks = Some(TransferBlocks { t: t_pattern, p: at, r, r_from, ap });
             tr.tentative = t;
         }
         at => {
@@ -688,13 +690,15 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
     let mut bs = o.block_size;
     loop {
         let (n, fine_bs) = (a.nrows, bs);
-        let mut level = Level { a, smoother_inverse: Vec::new(), coefficients: Vec::new(), spectral_radius: 0.0, transfer: None };
+        let blocks = a_blocks.take().map(|blocks| BlockPattern { blocks, rows: bs, run: bs });
+        let mut level =
+            Level { a, smoother_inverse: Vec::new(), coefficients: Vec::new(), spectral_radius: 0.0, transfer: None, blocks };
         let last = n <= o.coarsest.max(1) || levels.len() + 1 >= o.max_levels;
         if !last {
             // A's pattern symmetric: so is every Galerkin level's, P^T A P
             // A by nodes: its block pattern found once for the strength graph and both products
-            let a_nodes = match a_blocks.take() {
-                Some(blocks) => Blocked { m: &level.a, rows: bs, run: bs, blocks: Some(blocks) },
+            let a_nodes = match &level.blocks {
+                Some(known) => Blocked { m: &level.a, rows: bs, run: bs, blocks: Some(known.blocks.clone()) },
                 None => Blocked::new(&level.a, bs, bs),
             };
             let (ptr, adj) = strength(&a_nodes, o.strength, mirror.is_some() || structure_only == Some(true));
