@@ -375,10 +375,11 @@ fn tentative(agg: &[i32], naggs: usize, bs: usize, b: &[f64], k: usize) -> (Mat,
     // one segment an aggregate: its rows' k columns orthonormalised (column
     // by column), then their R factor (k x k); no allocation per aggregate
     let rows_of = |a: usize| (ptr[a + 1] - ptr[a]) * bs;
-    let seg = row_pointers((0..naggs).map(|a| rows_of(a) * k + k * k));
+    let size = |a: usize| rows_of(a) * k + k * k;
+    let seg = row_pointers((0..naggs).map(size));
     let mut fitted = vec![0.0; seg[naggs] as usize];
     // an aggregate a task: its fit is dozens of rows' work (for_each_row_mut's blocks of rows are too coarse)
-    pieces(&mut fitted, (0..naggs).map(|a| rows_of(a) * k + k * k)).into_par_iter().enumerate().for_each(|(a, segment)| {
+    pieces(&mut fitted, (0..naggs).map(size)).into_par_iter().enumerate().for_each(|(a, segment)| {
         let m = rows_of(a);
         let (q, r) = segment.split_at_mut(m * k);
         for j in 0..k {
