@@ -73,7 +73,7 @@ impl DeviceCsr {
         let (n, nnz) = (bp.nrows(), bp.nnz());
         if nnz > i32::MAX as usize {
             return Err(Error::size(format!(
-                "AMG: a transfer pattern of {nnz} entries, beyond the 2^31 - 1 that 32-bit indices reach"
+                "AMG: a level's pattern of {nnz} entries, beyond the 2^31 - 1 that 32-bit indices reach"
             )));
         }
         let (brp, bci) = (upload(g, &bp.blocks.rp)?, upload(g, &bp.blocks.ci)?);
@@ -226,9 +226,7 @@ impl Plan {
             (rows, alike) => Plan::Blocks { rows, alike: upload(g, &alike)? },
         })
     }
-}
 
-impl Plan {
     /// The plan for a product whose A and C are block matrices with blocks
     /// `rows` high (of `n` rows; their rows alike within each block): over
     /// `tiles` where one fits, else in blocks of the most rows of
