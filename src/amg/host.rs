@@ -140,7 +140,10 @@ pub fn product_pattern(a: &Mat, b: &Mat) -> Mat {
         .collect();
     // the blocks' rows laid end to end, in parallel, each from its offset
     let offsets: Vec<usize> = parts.iter().scan(0, |at, p| Some(std::mem::replace(at, *at + p.1.len()))).collect();
-    let nnz = parts.iter().map(|p| p.1.len()).sum();
+    let nnz: usize = parts.iter().map(|p| p.1.len()).sum();
+    if nnz > i32::MAX as usize {
+        too_many_entries();
+    }
     let (mut rp, mut ci) = (vec![0i32; a.nrows + 1], vec![0i32; nnz]);
     let ci_pieces = pieces(&mut ci, parts.iter().map(|p| p.1.len()));
     let rp_pieces = pieces(&mut rp[1..], parts.iter().map(|p| p.0.len()));
@@ -250,10 +253,16 @@ pub fn block_tiles(a: &BlockPattern, b: &BlockPattern) -> Option<(usize, usize, 
 pub fn row_pointers(counts: impl Iterator<Item = usize>) -> Vec<i32> {
     std::iter::once(0)
         .chain(counts.scan(0i32, |at, c| {
-            *at += c as i32;
+            *at = i32::try_from(c).ok().and_then(|c| at.checked_add(c)).unwrap_or_else(|| too_many_entries());
             Some(*at)
         }))
         .collect()
+}
+
+/// A pattern past 32-bit indices stops the setup (the ABI reports it as an
+/// internal error with this message) rather than wrapping its row pointers.
+fn too_many_entries() -> ! {
+    panic!("AMG: a pattern of more than 2^31 - 1 entries, beyond fegpu's 32-bit indices")
 }
 
 /// A matrix with its block pattern, where it is stored as dense `rows` x
