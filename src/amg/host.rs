@@ -319,17 +319,16 @@ impl<'a> Blocked<'a> {
             return self.m.transpose();
         };
         let (m, rows, run) = (self.m, self.rows, self.run);
-        let (brp, _, bfrom) = crate::sparse::transpose::transpose_pattern(blocks.nrows, blocks.ncols, &blocks.rp, &blocks.ci);
-        // block entry e of row I of the blocks: m's row I rows + o holds it at rp + (e - blocks.rp[I]) run
-        let mut block_row = vec![0u32; blocks.nnz()];
-        for_each_row_mut(&blocks.rp, &mut block_row, |b, row| row.fill(b as u32));
+        // transposed block t is block entry e = bfrom[t] of block row I = bci[t]:
+        // m's row I rows + o holds it at rp + (e - blocks.rp[I]) run
+        let (brp, bci, bfrom) = crate::sparse::transpose::transpose_pattern(blocks.nrows, blocks.ncols, &blocks.rp, &blocks.ci);
         let ncols = m.ncols;
         let rp = row_pointers((0..ncols).map(|c| (brp[c / run + 1] - brp[c / run]) as usize * rows));
         let entries = |c: usize| {
             let b = c / run;
-            let (bfrom, block_row, brp, starts) = (&bfrom, &block_row, &brp, &blocks.rp);
+            let (bfrom, bci, brp, starts) = (&bfrom, &bci, &brp, &blocks.rp);
             (brp[b] as usize..brp[b + 1] as usize).flat_map(move |t| {
-                let (e, i) = (bfrom[t] as usize, block_row[bfrom[t] as usize] as usize);
+                let (e, i) = (bfrom[t] as usize, bci[t] as usize);
                 (0..rows).map(move |o| {
                     let row = i * rows + o;
                     (row as i32, (m.rp[row] as usize + (e - starts[i] as usize) * run + c % run) as u32)

@@ -148,9 +148,10 @@ impl Transposed {
 mod tests {
     use super::*;
 
-    /// The parallel transpose (rows claimed in no set order, then sorted)
-    /// equals the serial one, entry for entry, on a pattern large enough to
-    /// take it: random rows of a wide matrix, some of them empty.
+    /// The parallel transpose (a chunk of rows a thread, each filling its
+    /// slots from its own offsets) equals the serial one, entry for entry,
+    /// on a pattern large enough to take it in several chunks: random rows
+    /// of a wide matrix, some of them empty.
     #[test]
     fn the_parallel_transpose_is_the_serial_one() {
         let (nrows, ncols) = (60_000usize, 3_001usize);
