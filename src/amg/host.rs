@@ -3,6 +3,7 @@
 //! (the pattern, kept) and a numeric pass (the values, redone by a
 //! values-only re-setup), both parallel over row blocks.
 
+use crate::sparse::Indices;
 use rayon::prelude::*;
 
 /// Rows per parallel task in the products and SpMV.
@@ -13,8 +14,8 @@ const ROWS_PER_TASK: usize = 4096;
 pub struct Mat {
     pub nrows: usize,
     pub ncols: usize,
-    pub rp: Vec<i32>,
-    pub ci: Vec<i32>,
+    pub rp: Indices,
+    pub ci: Indices,
     pub v: Vec<f64>,
 }
 
@@ -55,7 +56,7 @@ impl Mat {
     pub fn transpose(&self) -> (Mat, Vec<u32>) {
         let (rp, ci, from) = crate::sparse::transpose::transpose_pattern(self.nrows, self.ncols, &self.rp, &self.ci);
         let v = from.iter().map(|&k| self.v[k as usize]).collect();
-        (Mat { nrows: self.ncols, ncols: self.nrows, rp, ci, v }, from)
+        (Mat { nrows: self.ncols, ncols: self.nrows, rp: rp.into(), ci: ci.into(), v }, from)
     }
 
     /// The entry at (i, j), 0 where none is stored.
@@ -155,7 +156,7 @@ pub fn product_pattern(a: &Mat, b: &Mat) -> Mat {
             *o = at;
         });
     });
-    Mat { nrows: a.nrows, ncols: b.ncols, rp, ci, v: vec![0.0; nnz] }
+    Mat { nrows: a.nrows, ncols: b.ncols, rp: rp.into(), ci: ci.into(), v: vec![0.0; nnz] }
 }
 
 /// C's values = A B on C's pattern (from `product_pattern`): each row's sums
@@ -340,7 +341,7 @@ impl<'a> Blocked<'a> {
         for_each_row_mut(&rp, &mut ci, |c, row| row.iter_mut().zip(entries(c)).for_each(|(o, e)| *o = e.0));
         for_each_row_mut(&rp, &mut from, |c, row| row.iter_mut().zip(entries(c)).for_each(|(o, e)| *o = e.1));
         let v = from.par_iter().map(|&k| m.v[k as usize]).collect();
-        (Mat { nrows: ncols, ncols: m.nrows, rp, ci, v }, from)
+        (Mat { nrows: ncols, ncols: m.nrows, rp: rp.into(), ci: ci.into(), v }, from)
     }
 }
 
@@ -378,7 +379,7 @@ impl BlockPattern {
     pub fn transpose(&self) -> (BlockPattern, Vec<u32>) {
         let b = &self.blocks;
         let (rp, ci, from) = crate::sparse::transpose::transpose_pattern(b.nrows, b.ncols, &b.rp, &b.ci);
-        let blocks = Mat { nrows: b.ncols, ncols: b.nrows, rp, ci, v: Vec::new() };
+        let blocks = Mat { nrows: b.ncols, ncols: b.nrows, rp: rp.into(), ci: ci.into(), v: Vec::new() };
         (BlockPattern { blocks, rows: self.run, run: self.rows }, from)
     }
 
@@ -412,7 +413,7 @@ impl BlockPattern {
             row.iter_mut().zip(cols).for_each(|(o, c)| *o = c);
         });
         let nnz = ci.len();
-        Mat { nrows, ncols: self.ncols(), rp, ci, v: vec![0.0; nnz] }
+        Mat { nrows, ncols: self.ncols(), rp: rp.into(), ci: ci.into(), v: vec![0.0; nnz] }
     }
 }
 
@@ -432,7 +433,7 @@ fn condensed(m: &Mat, rows: usize, run: usize) -> Mat {
         let cols = m.ci[m.row(b * rows)].iter().step_by(run).map(|&c| c / run as i32);
         row.iter_mut().zip(cols).for_each(|(o, c)| *o = c);
     });
-    Mat { nrows, ncols: m.ncols / run, rp, ci, v: Vec::new() }
+    Mat { nrows, ncols: m.ncols / run, rp: rp.into(), ci: ci.into(), v: Vec::new() }
 }
 
 /// A B with its pattern.

@@ -10,6 +10,7 @@ use super::host::{
 use super::{Hierarchy, Level, NearNullSpace, Options, Smoother, Transfer, TransferBlocks};
 use crate::error::{Error, ErrorKind, Result};
 use rayon::prelude::*;
+use std::sync::Arc;
 
 /// The largest coarsest level inverted densely; above it (coarsening stalled)
 /// the coarsest level is smoothed instead.
@@ -405,10 +406,11 @@ fn tentative(agg: &[i32], naggs: usize, bs: usize, b: &[f64], k: usize) -> (Mat,
     // k entries on the rows of aggregated nodes (the aggregate's columns), none on the others
     let rp = row_pointers((0..n).map(|i| if agg[i / bs] >= 0 { k } else { 0 }));
     let nnz = rp[n] as usize;
-    let mut t = Mat { nrows: n, ncols: nc, rp, ci: vec![0; nnz], v: vec![0.0; nnz] };
-    for_each_row_mut(&t.rp, &mut t.ci, |i, row| {
+    let mut ci = vec![0; nnz];
+    for_each_row_mut(&rp, &mut ci, |i, row| {
         row.iter_mut().enumerate().for_each(|(j, c)| *c = (agg[i / bs] as usize * k + j) as i32);
     });
+    let mut t = Mat { nrows: n, ncols: nc, rp: rp.into(), ci: ci.into(), v: vec![0.0; nnz] };
     for_each_row_mut(&t.rp, &mut t.v, |i, row| {
         if row.is_empty() {
             return; // a node in no aggregate
@@ -446,8 +448,8 @@ fn transfer(
     let t_blocks = Mat {
         nrows: nodes,
         ncols: t.ncols / k.max(1),
-        rp: row_pointers(aggregate.iter().map(|&g| (g >= 0) as usize)),
-        ci: aggregate.iter().filter(|&&g| g >= 0).copied().collect(),
+        rp: row_pointers(aggregate.iter().map(|&g| (g >= 0) as usize)).into(),
+        ci: Arc::new(aggregate.iter().filter(|&&g| g >= 0).copied().collect()),
         v: Vec::new(),
     };
     let mut t_nodes = Blocked { m: &t, rows: a.rows, run: k, blocks: Some(t_blocks) };
@@ -845,12 +847,13 @@ mod tests {
         let want = entry_mirror(&m).expect("a symmetric pattern");
         assert_eq!(mirror(&m, 3), Some(want));
         // drop the last block of the first node's rows: (0, J) has no (J, 0) now
-        let mut cut = Mat { rp: vec![0], ci: Vec::new(), ..m.clone() };
+        let (mut rp, mut ci) = (vec![0], Vec::new());
         for i in 0..m.nrows {
             let row = &m.ci[m.row(i)];
-            cut.ci.extend_from_slice(if i < 3 { &row[..row.len() - 3] } else { row });
-            cut.rp.push(cut.ci.len() as i32);
+            ci.extend_from_slice(if i < 3 { &row[..row.len() - 3] } else { row });
+            rp.push(ci.len() as i32);
         }
+        let cut = Mat { rp: rp.into(), ci: ci.into(), ..m.clone() };
         assert_eq!(mirror(&cut, 3), None);
         assert_eq!(entry_mirror(&cut), None);
     }

@@ -297,7 +297,15 @@ fn pattern_of_neighbours(dpn: usize, nbr_ptr: &[i32], nbr: &[i32]) -> Result<cra
     // SAFETY: the stretches cover the nnz entries, and each wrote all of its own
     unsafe { col.set_len(nnz) };
     row_ptr[ndof] = nnz as i32;
-    Ok(crate::sparse::Pattern { nrows: ndof, ncols: ndof, row_ptr, col, diag, slot_of: None, caller_nnz: nnz })
+    Ok(crate::sparse::Pattern {
+        nrows: ndof,
+        ncols: ndof,
+        row_ptr: row_ptr.into(),
+        col: col.into(),
+        diag,
+        slot_of: None,
+        caller_nnz: nnz,
+    })
 }
 
 impl ElementSet {

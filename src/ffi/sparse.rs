@@ -521,10 +521,10 @@ pub unsafe extern "C" fn fegpu_csr_download(
         if p.nnz() > 0 {
             let ci = host_out(col_ind, p.nnz(), "col_ind")?;
             let vv = host_out(values, p.nnz(), "values")?;
-            ci.iter_mut().zip(&p.col).for_each(|(o, &c)| *o = c as i64 + base);
+            ci.iter_mut().zip(p.col.iter()).for_each(|(o, &c)| *o = c as i64 + base);
             vv.copy_from_slice(&v);
         }
-        rp.iter_mut().zip(&p.row_ptr).for_each(|(o, &r)| *o = r as i64 + base);
+        rp.iter_mut().zip(p.row_ptr.iter()).for_each(|(o, &r)| *o = r as i64 + base);
         Ok(())
     })
 }

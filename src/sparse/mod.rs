@@ -23,14 +23,18 @@ use crate::error::{Error, Result};
 use crate::gpu::DeviceBuffer;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+/// Index arrays shared, not copied, between a pattern and what reads it
+/// (the AMG hierarchy's finest level: 4 bytes a nonzero that need no copy).
+pub type Indices = Arc<Vec<i32>>;
+
 /// The pattern, always kept on the host too (preconditioner analysis uses it).
 pub struct Pattern {
     pub nrows: usize,
     pub ncols: usize,
     /// 0-based row pointers, nrows + 1.
-    pub row_ptr: Vec<i32>,
+    pub row_ptr: Indices,
     /// 0-based column indices, sorted and unique within each row.
-    pub col: Vec<i32>,
+    pub col: Indices,
     /// Position of each row's diagonal entry, or -1 where it has none.
     pub diag: Vec<i32>,
     /// Caller's entry k -> stored slot, when sorting or merging duplicates
@@ -196,11 +200,11 @@ pub fn build_pattern<I: Index>(nrows: usize, ncols: usize, row_ptr: &[I], col: &
     Ok(Pattern {
         nrows,
         ncols,
-        row_ptr: out_rp,
+        row_ptr: Arc::new(out_rp),
         diag,
         slot_of: reordered.then_some(slot_of),
         caller_nnz: col.len(),
-        col: out_col,
+        col: Arc::new(out_col),
     })
 }
 

@@ -15,7 +15,6 @@ use crate::gpu::{DeviceBuffer, Gpu, Graph};
 use crate::krylov::cuda::{BlockCsr, BlockPrecond, CudaOps};
 use crate::krylov::{cpu::CpuOps, GlobalSum, Identity, Jacobi, Operator, Preconditioner, Reduced, Slot, SLOTS};
 pub use crate::krylov::{outcome_status, Method, Outcome};
-use rayon::prelude::*;
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -662,17 +661,15 @@ impl Solver {
                 };
                 let v = if structure.is_some() { Vec::new() } else { self.csr.values_on_host(values)? };
                 let clock = std::time::Instant::now();
-                // the hierarchy keeps its own copy of the finest pattern (copied in parallel: 4 bytes a nonzero)
-                let copy = |x: &Vec<i32>| x.par_iter().copied().collect::<Vec<i32>>();
-                let a = amg::Mat { nrows: p.nrows, ncols: p.ncols, rp: copy(&p.row_ptr), ci: copy(&p.col), v };
-                let copied = clock.elapsed().as_secs_f64();
+                // the hierarchy's finest pattern is the matrix's own (shared, not copied)
+                let a = amg::Mat { nrows: p.nrows, ncols: p.ncols, rp: p.row_ptr.clone(), ci: p.col.clone(), v };
                 let (mut h, mirror) = match structure {
                     Some((g, dp)) => {
                         // the finest pattern's mirror on the device: whether the pattern is symmetric
                         let mirror = amg::cuda::finest_mirror(g, p.nrows, dp)?;
-                        let mirrored = clock.elapsed().as_secs_f64() - copied;
+                        let mirrored = clock.elapsed().as_secs_f64();
                         let mut h = amg::Hierarchy::structure(a, &self.settings.amg, mirror.is_some())?;
-                        h.phases.splice(0..0, [("finest pattern copy", copied), ("device mirror", mirrored)]);
+                        h.phases.insert(0, ("device mirror", mirrored));
                         (h, mirror)
                     }
                     None => (amg::Hierarchy::new(a, &self.settings.amg)?, None),

@@ -97,7 +97,15 @@ impl Transposed {
             })
             .collect();
         let nnz = col.len();
-        let pattern = Pattern { nrows: p.ncols, ncols: p.nrows, row_ptr, col, diag, slot_of: None, caller_nnz: nnz };
+        let pattern = Pattern {
+            nrows: p.ncols,
+            ncols: p.nrows,
+            row_ptr: row_ptr.into(),
+            col: col.into(),
+            diag,
+            slot_of: None,
+            caller_nnz: nnz,
+        };
         // zeros: the solver's first build (`refresh`) gathers A's values before any use
         let csr = Csr::new(a.ctx.clone(), pattern, &vec![0.0; nnz])?;
         let from_device = match a.ctx.gpu() {
