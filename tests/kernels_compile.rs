@@ -169,3 +169,29 @@ fn every_amg_product_kernel_name_is_defined() {
         }
     }
 }
+
+/// The on-disk kernel cache (gpu::kernel_cache) gives back what NVRTC
+/// compiled: a miss compiles and stores, the next lookup loads the same PTX
+/// without compiling, another architecture misses.
+#[test]
+fn a_compiled_file_is_cached_on_disk() {
+    let (module, source) = fegpu::KERNEL_SOURCES[0];
+    if ptx(module, source).is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("fegpu-kernel-cache-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cached = |arch: &str, reuse: bool| {
+        let (p, hit) = fegpu::gpu::compile_cached(module, source, arch, Some(&dir), reuse).unwrap();
+        (p.to_src(), hit)
+    };
+    let (first, hit) = cached("sm_90", true);
+    assert!(!hit, "an empty cache misses");
+    let (again, hit) = cached("sm_90", true);
+    assert!(hit && again == first, "the stored PTX comes back as compiled");
+    assert!(first.contains(".target sm_90"));
+    assert!(!cached("sm_80", true).1, "another architecture is another entry");
+    assert!(!cached("sm_90", false).1, "not looked up: compiled");
+    assert!(cached("sm_80", true).1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -127,7 +127,9 @@ fn mass_is_conserved_in_closed_and_periodic_boxes() {
         flags[s] = 1; // interior obstacles
     }
     let f0 = random_populations(&mut rng, sites);
-    for (dtype, tol) in [(FEGPU_DTYPE_F64, 1e-13), (FEGPU_DTYPE_F32, 1e-5)] {
+    // collisions conserve mass exactly but round it, f32 by up to about an ulp of the mass a step
+    // over the 300 steps (it drifted 1.2e-5 once on the H100, a random lattice, past an older 1e-5)
+    for (dtype, tol) in [(FEGPU_DTYPE_F64, 1e-13), (FEGPU_DTYPE_F32, 300.0 * f32::EPSILON as f64)] {
         for periodic in [0, FEGPU_PERIODIC_X | FEGPU_PERIODIC_Z] {
             let l = lattice(ctx, dims, dtype, 0.9, periodic);
             unsafe {

@@ -10,11 +10,7 @@ pub fn compile(module: &str, source: &str, arch: &str) -> Result<nvrtc::Ptx> {
     if !unsafe { nvrtc::sys::is_culib_present() } {
         return Err(no_device("NVRTC (libnvrtc.so) not found".into()));
     }
-    let opts = nvrtc::CompileOptions {
-        options: vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()],
-        name: Some(format!("{module}.cu")),
-        ..Default::default()
-    };
+    let opts = nvrtc::CompileOptions { options: compile_options(arch), name: Some(format!("{module}.cu")), ..Default::default() };
     nvrtc::compile_ptx_with_opts(source, opts).map_err(|e| {
         let detail = match e {
             nvrtc::CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
@@ -22,6 +18,39 @@ pub fn compile(module: &str, source: &str, arch: &str) -> Result<nvrtc::Ptx> {
         };
         Error::new(crate::error::ErrorKind::Device, format!("NVRTC could not compile kernels/{module}.cu for {arch}:\n{detail}"))
     })
+}
+
+fn compile_options(arch: &str) -> Vec<String> {
+    vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()]
+}
+
+/// A kernel file's PTX from the on-disk cache in `dir` (None: no cache;
+/// `reuse` false: not looked up), else compiled by NVRTC and stored there;
+/// and whether it came from the cache. The key covers the source, the
+/// architecture, the options and NVRTC's version (gpu::kernel_cache).
+pub fn compile_cached(
+    module: &str,
+    source: &str,
+    arch: &str,
+    dir: Option<&std::path::Path>,
+    reuse: bool,
+) -> Result<(nvrtc::Ptx, bool)> {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: probing for the library has no preconditions; the version's are two plain out-parameters.
+    if unsafe { nvrtc::sys::is_culib_present() } {
+        // SAFETY: as above, the library being present.
+        unsafe { nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+    }
+    let version = format!("nvrtc {major}.{minor}, fegpu {}", env!("CARGO_PKG_VERSION"));
+    let key = kernel_cache::key(&[source, arch, &compile_options(arch).join(" "), &version]);
+    if let Some(ptx) = dir.filter(|_| reuse).and_then(|d| kernel_cache::load(d, module, key)) {
+        return Ok((nvrtc::Ptx::from_src(ptx), true));
+    }
+    let ptx = compile(module, source, arch)?;
+    if let Some(d) = dir {
+        let _ = kernel_cache::store(d, module, key, &ptx.to_src()); // a cache that cannot be written is no cache
+    }
+    Ok((ptx, false))
 }
 
 /// Pushes the kernel argument `b`, or a null pointer for an optional one.
@@ -41,8 +70,14 @@ impl Gpu {
         let m = match modules.get(module) {
             Some(m) => m.clone(),
             None => {
-                let ptx = compile(module, source, &self.arch)?;
-                let m = self.ctx.load_module(ptx).map_err(|e| device_error(&format!("loading kernels/{module}.cu"), e))?;
+                let dir = self.kernel_cache.as_deref();
+                let (ptx, cached) = compile_cached(module, source, &self.arch, dir, true)?;
+                let loaded = match self.ctx.load_module(ptx) {
+                    // an entry the driver refuses (damaged, or from a newer toolkit): compiled afresh, stored again
+                    Err(_) if cached => self.ctx.load_module(compile_cached(module, source, &self.arch, dir, false)?.0),
+                    other => other,
+                };
+                let m = loaded.map_err(|e| device_error(&format!("loading kernels/{module}.cu"), e))?;
                 modules.insert(module, m.clone());
                 m
             }

@@ -12,6 +12,7 @@
 mod blas;
 mod graph;
 mod ipc;
+pub mod kernel_cache;
 mod lanes;
 mod launch;
 mod memory;
@@ -23,7 +24,7 @@ pub use graph::Graph;
 pub use ipc::{Borrowed, PeerRegion, SharedRegion, HANDLE_BYTES};
 use lanes::LaneParts;
 pub use lanes::{Lane, Mark};
-pub use launch::{arg_or_null, compile, Overlapped, Queue};
+pub use launch::{arg_or_null, compile, compile_cached, Overlapped, Queue};
 pub use memory::Pinned;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -84,6 +85,8 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
     arch: String,
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    /// Where compiled kernel files are kept between runs (kernel_cache::directory).
+    kernel_cache: Option<std::path::PathBuf>,
     /// Extra streams for pipelines, created on first use and kept, each
     /// with its cuBLAS handle once one is asked for.
     lanes: Mutex<Vec<LaneParts>>,
@@ -218,6 +221,7 @@ impl Gpu {
             stream,
             arch: format!("sm_{}{}", cc.0, cc.1),
             modules: Mutex::new(HashMap::new()),
+            kernel_cache: kernel_cache::directory(),
             lanes: Mutex::new(Vec::new()),
             check_launches: std::env::var("FEGPU_CHECK_LAUNCHES").map(|v| v == "1").unwrap_or(false),
             overlap_launches: std::env::var("FEGPU_OVERLAP_LAUNCHES").map(|v| v != "0").unwrap_or(true),
