@@ -377,6 +377,30 @@ extern "C" __global__ void __launch_bounds__(256) amg_mirror(int n, const int* _
     }
 }
 
+// Whether the rows come in nodes of bs equal rows whose columns run in
+// aligned groups of bs (src/amg/host.rs block_pattern's test): *first = the
+// first node that does not. A warp a node.
+extern "C" __global__ void __launch_bounds__(256) amg_node_blocks(int nodes, int bs, const int* __restrict__ rp,
+    const int* __restrict__ ci, int* first) {
+    const int lane = threadIdx.x & 31;
+    const i64 warps = ((i64)gridDim.x * blockDim.x) >> 5;
+    for (i64 node = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; node < nodes; node += warps) {
+        const i64 lead = node * bs;
+        const int s = rp[lead], len = rp[lead + 1] - s;
+        bool ok = len % bs == 0;
+        for (int t = lane; ok && t < len; t += 32) {
+            const int c = ci[s + t], o = t % bs;
+            ok = o == 0 ? c % bs == 0 : c == ci[s + t - o] + o;
+        }
+        for (int r = 1; ok && r < bs; ++r) {
+            const int sr = rp[lead + r];
+            ok = rp[lead + r + 1] - sr == len;
+            for (int t = lane; ok && t < len; t += 32) ok = ci[sr + t] == ci[s + t];
+        }
+        if (!__all_sync(0xffffffffu, ok) && lane == 0) atomicMin(first, (int)node);
+    }
+}
+
 // The entry pattern of a matrix of dense rows x run blocks from its block
 // pattern (brp, bci over nb block rows): row i = b rows + o holds, for each
 // block (b, c), the columns c run .. c run + run - 1 (src/amg/host.rs

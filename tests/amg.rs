@@ -10,7 +10,7 @@
 mod common;
 
 use common::{seed, Rng};
-use fegpu::amg::host::{product, row_blocks, tiles};
+use fegpu::amg::host::{block_pattern, product, row_blocks, tiles};
 use fegpu::amg::{rigid_body_modes, Hierarchy, Mat, Options, Smoother};
 use fegpu::array::Array;
 use fegpu::context::{Context, Request};
@@ -409,7 +409,11 @@ fn a_structure_then_its_numbers_equal_the_full_setup() {
         let full = Hierarchy::new(m.clone(), &options).unwrap();
         // the pattern alone, as the solver passes it on the device (which knows whether it is symmetric)
         let symmetric_pattern = !name.contains("one way");
-        let mut h = Hierarchy::structure(Mat { v: Vec::new(), ..m.clone() }, &options, symmetric_pattern).unwrap();
+        // and whether its rows are nodes of blocks, checked by the caller (on the device,
+        // cuda::finest_nodes_are_blocks) or, for the plain aggregation, here
+        let bs = options.block_size;
+        let node_blocks = (options.smooth_prolongator).then(|| bs > 1 && block_pattern(&m, bs, bs).is_some());
+        let mut h = Hierarchy::structure(Mat { v: Vec::new(), ..m.clone() }, &options, symmetric_pattern, node_blocks).unwrap();
         assert!(h.needs_numbers && !full.needs_numbers, "{name}");
         h.refresh(&m.v).unwrap();
         assert!(!h.needs_numbers && h.smoother == full.smoother, "{name}: {:?} against {:?}", h.smoother, full.smoother);
@@ -430,6 +434,37 @@ fn a_structure_then_its_numbers_equal_the_full_setup() {
         }
         assert_eq!(h.coarse_inverse.as_deref().map(bits), full.coarse_inverse.as_deref().map(bits), "{name}: coarsest inverse");
     }
+}
+
+/// The device's check that the rows are nodes of blocks
+/// (cuda::finest_nodes_are_blocks, which the solver hands the structure)
+/// agrees with the host's (host::block_pattern).
+#[test]
+fn the_device_finds_the_hosts_node_blocks() {
+    let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
+    let Some(g) = ctx.gpu() else { return };
+    let (a, _, _) = elasticity(&ctx, 5, false);
+    let on_device = |arrays: &CsrArrays| {
+        let m = arrays.0.len() - 1;
+        Arc::new(Csr::new(ctx.clone(), build_pattern(m, m, &arrays.0, &arrays.1, 0).unwrap(), &arrays.2).unwrap())
+    };
+    let cases = [
+        ("elasticity 5^3", a.clone()),
+        ("the same, clamped couplings dropped", on_device(&clamped_couplings_dropped(&a))),
+        ("laplacian 6^3", on_device(&gallery::laplacian7(6))),
+    ];
+    let mut blocked = 0;
+    for (name, csr) in cases {
+        let host = host_mat(&csr);
+        for bs in [1, 2, 3, 5] {
+            let found =
+                fegpu::amg::cuda::finest_nodes_are_blocks(g, csr.pattern.nrows, bs, csr.device.as_ref().unwrap()).unwrap();
+            let want = bs > 1 && block_pattern(&host, bs, bs).is_some();
+            blocked += want as usize;
+            assert_eq!(found, want, "{name}, nodes of {bs}");
+        }
+    }
+    assert!(blocked >= 1, "elasticity's nodes of 3 are blocks");
 }
 
 fn solve(ctx: &Arc<Context>, a: &Arc<Csr>, b: &[f64], method: Method, precond: Precond, amg: Options) -> (i64, Vec<f64>) {

@@ -626,6 +626,24 @@ pub fn finest_mirror(g: &Gpu, n: usize, pattern: &DevicePattern) -> Result<Optio
     Ok(missing.is_none().then_some(mirror))
 }
 
+/// Whether the finest matrix's rows are nodes of `bs` x `bs` blocks
+/// (`host::block_pattern`'s test, which reads every row on the host),
+/// checked on the device (kernels/amg.cu `amg_node_blocks`).
+pub fn finest_nodes_are_blocks(g: &Gpu, n: usize, bs: usize, pattern: &DevicePattern) -> Result<bool> {
+    if bs <= 1 || n == 0 || !n.is_multiple_of(bs) {
+        return Ok(false);
+    }
+    let (nodes, bs32, mut first) = ((n / bs) as i32, bs as i32, g.alloc::<i32>(1)?);
+    g.upload(&[i32::MAX], &mut first, 0)?;
+    let f = g.kernel("amg", SOURCE, "amg_node_blocks")?;
+    let mut l = g.launcher(&f);
+    l.arg(&nodes).arg(&bs32).arg(&pattern.row_ptr).arg(&pattern.col).arg(&first);
+    g.launch("amg_node_blocks", l, (grid_for(n / bs * 32), 1, 1), (BLOCK, 1, 1), 0)?;
+    let mut found = [0i32];
+    g.download(&first, 0, &mut found)?;
+    Ok(found[0] == i32::MAX)
+}
+
 /// `to` = `from` rounded to f32; with `first`, the first value f32 cannot
 /// hold is reported there (kernels/amg.cu amg_round_to_f32).
 fn round_to_f32(g: &Gpu, from: &DeviceBuffer<f64>, to: &DeviceBuffer<f32>, first: Option<&DeviceBuffer<i32>>) -> Result<()> {

@@ -284,6 +284,14 @@ impl<'a> Blocked<'a> {
         Blocked { m, rows, run, blocks }
     }
 
+    /// As `new` for square `bs` x `bs` blocks, where the caller has checked
+    /// whether `m` is tiled by them (`tiles_known`; on the device,
+    /// amg::cuda::finest_nodes_are_blocks): only the block pattern is read.
+    pub fn checked(m: &'a Mat, bs: usize, tiles_known: bool) -> Blocked<'a> {
+        let blocks = (bs > 1 && tiles_known).then(|| condensed(m, bs, bs));
+        Blocked { m, rows: bs, run: bs, blocks }
+    }
+
     /// The pattern of self times `b` (self's blocks' run = b's blocks'
     /// rows): the product of the block patterns, each block written out;
     /// the same pattern as `product_pattern`, which takes the other cases.

@@ -252,9 +252,11 @@ impl Hierarchy {
     /// levels' values to coarsen them, so it is refused here: take `new`.
     /// `symmetric_pattern`: the caller found A's pattern symmetric (on the
     /// device, `cuda::finest_mirror`), so the strength graphs need no
-    /// symmetrising.
-    pub fn structure(a: Mat, options: &Options, symmetric_pattern: bool) -> Result<Hierarchy> {
-        setup::build(a, options, Some(symmetric_pattern))
+    /// symmetrising. `node_blocks`: where the caller checked whether A's
+    /// rows are nodes of `block_size` x `block_size` blocks (on the device,
+    /// `cuda::finest_nodes_are_blocks`), what it found; None: checked here.
+    pub fn structure(a: Mat, options: &Options, symmetric_pattern: bool, node_blocks: Option<bool>) -> Result<Hierarchy> {
+        setup::build(a, options, Some((symmetric_pattern, node_blocks)))
     }
 
     /// The same aggregates and patterns with new values of the finest

@@ -624,13 +624,15 @@ fn numbers(level: &mut Level, smoother: Smoother, symmetric: bool, smooth: bool)
 }
 
 /// Sets up the hierarchy of `a`. With `structure_only` (whether the
-/// caller found A's pattern symmetric) the host builds the structure alone
+/// caller found A's pattern symmetric, and whether its rows are nodes of
+/// blocks where it checked: `Hierarchy::structure`) the host builds the structure alone
 /// from the pattern (aggregates, tentative prolongators, patterns) and
 /// leaves the numbers at zero for the device's re-setup to compute
 /// (`Hierarchy::needs_numbers`); a strength threshold above 0 reads the
 /// coarse levels' values, so it is refused there.
-pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierarchy> {
+pub fn build(a: Mat, o: &Options, structure_only: Option<(bool, Option<bool>)>) -> Result<Hierarchy> {
     let host_numbers = structure_only.is_none();
+    let (symmetric_pattern, mut finest_blocks) = structure_only.map_or((false, None), |(s, b)| (s, b));
     let mut clock = Phases::start();
     match host_numbers {
         true => check_finest(&a, o)?,
@@ -700,11 +702,12 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<bool>) -> Result<Hierar
         if !last {
             // A's pattern symmetric: so is every Galerkin level's, P^T A P
             // A by nodes: its block pattern found once for the strength graph and both products
-            let a_nodes = match &level.blocks {
-                Some(known) => Blocked { m: &level.a, rows: bs, run: bs, blocks: Some(known.blocks.clone()) },
-                None => Blocked::new(&level.a, bs, bs),
+            let a_nodes = match (&level.blocks, finest_blocks.take()) {
+                (Some(known), _) => Blocked { m: &level.a, rows: bs, run: bs, blocks: Some(known.blocks.clone()) },
+                (None, Some(checked)) => Blocked::checked(&level.a, bs, checked),
+                (None, None) => Blocked::new(&level.a, bs, bs),
             };
-            let (ptr, adj) = strength(&a_nodes, o.strength, mirror.is_some() || structure_only == Some(true));
+            let (ptr, adj) = strength(&a_nodes, o.strength, mirror.is_some() || symmetric_pattern);
             let (agg, naggs) = aggregate(&ptr, &adj);
             clock.lap("strength and aggregation");
             // coarsening that stalls ends the hierarchy, and so does a poor

@@ -668,8 +668,11 @@ impl Solver {
                         // the finest pattern's mirror on the device: whether the pattern is symmetric
                         let mirror = amg::cuda::finest_mirror(g, p.nrows, dp)?;
                         let mirrored = clock.elapsed().as_secs_f64();
-                        let mut h = amg::Hierarchy::structure(a, &self.settings.amg, mirror.is_some())?;
-                        h.phases.insert(0, ("device mirror", mirrored));
+                        // and whether its rows are nodes of blocks, which the host reads every row for
+                        let blocks = amg::cuda::finest_nodes_are_blocks(g, p.nrows, self.settings.amg.block_size, dp)?;
+                        let blocked = clock.elapsed().as_secs_f64() - mirrored;
+                        let mut h = amg::Hierarchy::structure(a, &self.settings.amg, mirror.is_some(), Some(blocks))?;
+                        h.phases.splice(0..0, [("device mirror", mirrored), ("device node blocks", blocked)]);
                         (h, mirror)
                     }
                     None => (amg::Hierarchy::new(a, &self.settings.amg)?, None),
