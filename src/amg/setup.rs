@@ -10,7 +10,6 @@ use super::host::{
 use super::{Hierarchy, Level, NearNullSpace, Options, Smoother, Transfer, TransferBlocks};
 use crate::error::{Error, ErrorKind, Result};
 use rayon::prelude::*;
-use std::sync::Arc;
 
 /// The largest coarsest level inverted densely; above it (coarsening stalled)
 /// the coarsest level is smoothed instead.
@@ -449,7 +448,7 @@ fn transfer(
         nrows: nodes,
         ncols: t.ncols / k.max(1),
         rp: row_pointers(aggregate.iter().map(|&g| (g >= 0) as usize)).into(),
-        ci: Arc::new(aggregate.iter().filter(|&&g| g >= 0).copied().collect()),
+        ci: aggregate.iter().filter(|&&g| g >= 0).copied().collect::<Vec<_>>().into(),
         v: Vec::new(),
     };
     let mut t_nodes = Blocked { m: &t, rows: a.rows, run: k, blocks: Some(t_blocks) };
@@ -625,14 +624,14 @@ fn numbers(level: &mut Level, smoother: Smoother, symmetric: bool, smooth: bool)
 
 /// Sets up the hierarchy of `a`. With `structure_only` (whether the
 /// caller found A's pattern symmetric, and whether its rows are nodes of
-/// blocks where it checked: `Hierarchy::structure`) the host builds the structure alone
-/// from the pattern (aggregates, tentative prolongators, patterns) and
+/// blocks where it checked: `Hierarchy::structure`) the host builds the
+/// structure alone from the pattern (aggregates, tentative prolongators, patterns) and
 /// leaves the numbers at zero for the device's re-setup to compute
 /// (`Hierarchy::needs_numbers`); a strength threshold above 0 reads the
 /// coarse levels' values, so it is refused there.
 pub fn build(a: Mat, o: &Options, structure_only: Option<(bool, Option<bool>)>) -> Result<Hierarchy> {
     let host_numbers = structure_only.is_none();
-    let (symmetric_pattern, mut finest_blocks) = structure_only.map_or((false, None), |(s, b)| (s, b));
+    let (symmetric_pattern, mut finest_blocks) = structure_only.unwrap_or((false, None));
     let mut clock = Phases::start();
     match host_numbers {
         true => check_finest(&a, o)?,

@@ -56,9 +56,11 @@ pub fn load(dir: &Path, module: &str, key: u64) -> Option<String> {
 /// then renamed into place, so a reader never sees half an entry and
 /// processes that compile the same file at once leave one whole entry.
 pub fn store(dir: &Path, module: &str, key: u64, ptx: &str) -> std::io::Result<()> {
+    // a name no other writer uses: this process's, and its own count of writes
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     std::fs::create_dir_all(dir)?;
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    let partial = dir.join(format!(".{module}-{key:016x}.{}.{nanos}", std::process::id()));
+    let nth = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let partial = dir.join(format!(".{module}-{key:016x}.{}.{nth}", std::process::id()));
     let written = std::fs::File::create(&partial).and_then(|mut f| {
         f.write_all(header(module, key).as_bytes())?;
         f.write_all(ptx.as_bytes())?;
