@@ -484,7 +484,7 @@ impl DeviceHierarchy {
         // the values are finite: Csr::update_values checks them on entry
         let asym = match &*mirror {
             Some(dm) => {
-                let found = first_of(g, first, ("amg_asymmetry", 32), fine.nrows, &[&pattern.row_ptr], &[values], Some(dm))?;
+                let found = first_of(g, first, ("amg_asymmetry", 32, &[]), fine.nrows, &[&pattern.row_ptr], &[values], Some(dm))?;
                 match found {
                     None => None,
                     Some(k) => {
@@ -522,7 +522,8 @@ impl DeviceHierarchy {
                 Some(a) => a.matrix(),
                 None => LevelMatrix { pattern, values, single: None },
             };
-            let bad = first_of(g, first, ("amg_inverse_diagonal", 1), n, &[&a.pattern.diag], &[a.values, &numbers.dinv], None)?;
+            let bad =
+                first_of(g, first, ("amg_inverse_diagonal", 1, &[]), n, &[&a.pattern.diag], &[a.values, &numbers.dinv], None)?;
             if l == 0 && bad.is_some() {
                 return Err(refused(g, &h.levels[0].a, &h.options, values));
             }
@@ -622,7 +623,7 @@ impl DeviceHierarchy {
 /// the host).
 pub fn finest_mirror(g: &Gpu, n: usize, pattern: &DevicePattern) -> Result<Option<DeviceBuffer<i32>>> {
     let (mirror, mut first) = (g.alloc::<i32>(pattern.col.len().max(1))?, g.alloc(1)?);
-    let missing = first_of(g, &mut first, ("amg_mirror", 32), n, &[&pattern.row_ptr, &pattern.col], &[], Some(&mirror))?;
+    let missing = first_of(g, &mut first, ("amg_mirror", 32, &[]), n, &[&pattern.row_ptr, &pattern.col], &[], Some(&mirror))?;
     Ok(missing.is_none().then_some(mirror))
 }
 
@@ -633,15 +634,10 @@ pub fn finest_nodes_are_blocks(g: &Gpu, n: usize, bs: usize, pattern: &DevicePat
     if bs <= 1 || n == 0 || !n.is_multiple_of(bs) {
         return Ok(false);
     }
-    let (nodes, bs32, mut first) = ((n / bs) as i32, bs as i32, g.alloc::<i32>(1)?);
-    g.upload(&[i32::MAX], &mut first, 0)?;
-    let f = g.kernel("amg", SOURCE, "amg_node_blocks")?;
-    let mut l = g.launcher(&f);
-    l.arg(&nodes).arg(&bs32).arg(&pattern.row_ptr).arg(&pattern.col).arg(&first);
-    g.launch("amg_node_blocks", l, (grid_for(n / bs * 32), 1, 1), (BLOCK, 1, 1), 0)?;
-    let mut found = [0i32];
-    g.download(&first, 0, &mut found)?;
-    Ok(found[0] == i32::MAX)
+    let mut first = g.alloc::<i32>(1)?;
+    let kernel = ("amg_node_blocks", 32, &[bs as i32][..]);
+    let bad = first_of(g, &mut first, kernel, n / bs, &[&pattern.row_ptr, &pattern.col], &[], None)?;
+    Ok(bad.is_none())
 }
 
 /// `to` = `from` rounded to f32; with `first`, the first value f32 cannot
@@ -684,13 +680,13 @@ fn refused(g: &Gpu, fine: &Mat, options: &Options, values: &DeviceBuffer<f64>) -
 }
 
 /// Launches a kernel over n rows, `lanes` threads a row, with arguments
-/// (n, `ints`..., `reals`..., `last_int`, first) that
+/// (n, `scalars`..., `ints`..., `reals`..., `last_int`, first) that
 /// reports a first failing row or entry through `first` (armed at
 /// i32::MAX here); returns it, if any.
 fn first_of(
     g: &Gpu,
     first: &mut DeviceBuffer<i32>,
-    (kernel, lanes): (&'static str, usize),
+    (kernel, lanes, scalars): (&'static str, usize, &[i32]),
     n: usize,
     ints: &[&DeviceBuffer<i32>],
     reals: &[&DeviceBuffer<f64>],
@@ -701,6 +697,9 @@ fn first_of(
     let n32 = n as i32;
     let mut l = g.launcher(&f);
     l.arg(&n32);
+    for s in scalars {
+        l.arg(s);
+    }
     for a in ints {
         l.arg(*a);
     }
