@@ -273,55 +273,86 @@ __device__ void block_product(int blocks, const unsigned char* __restrict__ alik
 // The same over dense tiles, where A, B and C are block matrices stored as
 // CSR: A's rows in blocks of S alike, each row's columns in aligned runs of
 // K; B's rows in blocks of K alike, their columns in aligned runs of J; C
-// likewise (host::tiles checks it). A group of G lanes per block of S rows;
-// per S x K tile of A, the lanes go over B's K x J tiles: one search per
-// tile, S x J sums, each in the host's order (the fma chain runs over A's
-// columns in order). R (A P) of an elasticity level: S = J = 6 (an
-// aggregate's rigid-body modes), K = 3 (a node's dofs).
-template <int G, int S, int K, int J>
+// likewise (src/amg/host.rs tiles checks it). A warp per block of S rows
+// of C and a lane per S x J tile of C, summed in registers: each lane goes
+// over A's tiles of the row in order, finds its tile's column among the
+// tiles of the row of B that A's tile points to (a binary search over that
+// row's tile starts) and adds the S x K by K x J product where it is there.
+// Each sum runs in the host's order; each lane writes its own tile, once.
+// A's tile columns and B's row extents are loaded by the warp's lanes
+// together, then shuffled. Launched in blocks of 128 threads.
+template <int S, int K, int J>
 __device__ void tile_product(int blocks, const int* __restrict__ arp, const int* __restrict__ aci,
-                             const double* __restrict__ av, const int* __restrict__ brp, const int* __restrict__ bci,
-                             const double* __restrict__ bv, const int* __restrict__ crp, const int* __restrict__ cci,
-                             double* cv) {
-    const i64 block = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / G;
-    const int lane = threadIdx.x & (G - 1);
-    const unsigned group = group_mask<G>();
-    if (block >= blocks) return;
+                                    const double* __restrict__ av, const int* __restrict__ brp,
+                                    const int* __restrict__ bci, const double* __restrict__ bv,
+                                    const int* __restrict__ crp, const int* __restrict__ cci, double* cv) {
+    const i64 block = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (block >= blocks) return;  // the whole warp
     const int row = (int)block * S;
     const int a0 = arp[row], a_len = arp[row + 1] - a0, c0 = crp[row], c_len = crp[row + 1] - c0;
-    for (int k = c0 + lane; k < c0 + S * c_len; k += G) cv[k] = 0.0;
-    if (G > 1) __syncwarp(group);
-    for (int t = 0; t < a_len; t += K) {
-        double a[S][K];
+    const int a_tiles = a_len / K, c_tiles = c_len / J;
+    for (int base = 0; base < c_tiles; base += 32) {
+        const bool mine = base + lane < c_tiles;
+        const int col = mine ? cci[c0 + (base + lane) * J] : -1;
+        double c[S][J];
 #pragma unroll
         for (int s = 0; s < S; ++s)
 #pragma unroll
-            for (int k = 0; k < K; ++k) a[s][k] = av[a0 + s * a_len + t + k];
-        const int r = aci[a0 + t];  // B's tile rows r..r+K-1
-        const int b0 = brp[r], b_len = brp[r + 1] - b0;
-        for (int u = lane * J; u < b_len; u += G * J) {
-            double b[K][J];
-#pragma unroll
-            for (int k = 0; k < K; ++k)
-#pragma unroll
-                for (int j = 0; j < J; ++j) b[k][j] = bv[b0 + k * b_len + u + j];
-            const int lo = find_column(cci, c0, c0 + c_len, bci[b0 + u]);
-#pragma unroll
-            for (int s = 0; s < S; ++s) {
-                double c[J];
-#pragma unroll
-                for (int j = 0; j < J; ++j) c[j] = cv[lo + s * c_len + j];
-#pragma unroll
-                for (int j = 0; j < J; ++j) {
-#pragma unroll
-                    for (int k = 0; k < K; ++k) c[j] += a[s][k] * b[k][j];
-                    cv[lo + s * c_len + j] = c[j];
+            for (int j = 0; j < J; ++j) c[s][j] = 0.0;
+        for (int chunk = 0; chunk < a_tiles; chunk += 32) {
+            // lane t: A's tile chunk + t, its column and the extent of B's row there
+            int b0 = 0, b_len = 0;
+            if (chunk + lane < a_tiles) {
+                const int r = aci[a0 + (chunk + lane) * K];
+                b0 = brp[r];
+                b_len = brp[r + 1] - b0;
+            }
+            const int count = min(32, a_tiles - chunk);
+            for (int t = 0; t < count; ++t) {
+                const int tb0 = __shfl_sync(0xffffffffu, b0, t), tb_len = __shfl_sync(0xffffffffu, b_len, t);
+                if (!mine) continue;
+                int lo = 0, hi = tb_len / J;
+                while (lo < hi) {
+                    const int mid = (lo + hi) >> 1;
+                    if (bci[tb0 + mid * J] < col) lo = mid + 1;
+                    else hi = mid;
                 }
+                if (lo == tb_len / J || bci[tb0 + lo * J] != col) continue;
+                const int at = tb0 + lo * J, ta = a0 + (chunk + t) * K;
+                double a[S][K], b[K][J];
+#pragma unroll
+                for (int s = 0; s < S; ++s)
+#pragma unroll
+                    for (int k = 0; k < K; ++k) a[s][k] = av[ta + s * a_len + k];
+#pragma unroll
+                for (int k = 0; k < K; ++k)
+#pragma unroll
+                    for (int j = 0; j < J; ++j) b[k][j] = bv[at + k * tb_len + j];
+#pragma unroll
+                for (int s = 0; s < S; ++s)
+#pragma unroll
+                    for (int j = 0; j < J; ++j)
+#pragma unroll
+                        for (int k = 0; k < K; ++k) c[s][j] += a[s][k] * b[k][j];
             }
         }
-        if (G > 1) __syncwarp(group);
+        if (mine) {
+#pragma unroll
+            for (int s = 0; s < S; ++s)
+#pragma unroll
+                for (int j = 0; j < J; ++j) cv[c0 + s * c_len + (base + lane) * J + j] = c[s][j];
+        }
     }
 }
+
+#define TILE_PRODUCT(S, K, J)                                                                                     \
+    extern "C" __global__ void __launch_bounds__(128) amg_product_t##S##x##K##x##J(int blocks, const int* arp,    \
+        const int* aci, const double* av, const int* brp, const int* bci, const double* bv, const int* crp,        \
+        const int* cci, double* cv) {                                                                              \
+        tile_product<S, K, J>(blocks, arp, aci, av, brp, bci, bv, crp, cci, cv);                                   \
+    }
+TILE_PRODUCT(6, 6, 6) TILE_PRODUCT(6, 3, 6) TILE_PRODUCT(3, 3, 6)
 
 #define PRODUCT(G)                                                                                                \
     extern "C" __global__ void __launch_bounds__(256) amg_product_g##G(int n, const int* arp, const int* aci,     \
@@ -329,21 +360,93 @@ __device__ void tile_product(int blocks, const int* __restrict__ arp, const int*
         double* cv) {                                                                                              \
         product<G>(n, arp, aci, av, brp, bci, bv, crp, cci, cv);                                                   \
     }                                                                                                             \
-    BLOCK_PRODUCT(G, 2) BLOCK_PRODUCT(G, 3) BLOCK_PRODUCT(G, 4)                                                     \
-    TILE_PRODUCT(G, 6, 3, 6)
+    BLOCK_PRODUCT(G, 2) BLOCK_PRODUCT(G, 3) BLOCK_PRODUCT(G, 4)
 #define BLOCK_PRODUCT(G, S)                                                                                       \
     extern "C" __global__ void __launch_bounds__(256) amg_product_g##G##_s##S(int blocks,                         \
         const unsigned char* alike, const int* arp, const int* aci, const double* av, const int* brp,              \
         const int* bci, const double* bv, const int* crp, const int* cci, double* cv) {                            \
         block_product<G, S>(blocks, alike, arp, aci, av, brp, bci, bv, crp, cci, cv);                              \
     }
-#define TILE_PRODUCT(G, S, K, J)                                                                                  \
-    extern "C" __global__ void __launch_bounds__(256) amg_product_g##G##_t##S##x##K##x##J(int blocks,              \
-        const int* arp, const int* aci, const double* av, const int* brp, const int* bci, const double* bv,        \
-        const int* crp, const int* cci, double* cv) {                                                              \
-        tile_product<G, S, K, J>(blocks, arp, aci, av, brp, bci, bv, crp, cci, cv);                                \
-    }
 PRODUCT(1) PRODUCT(2) PRODUCT(4) PRODUCT(8) PRODUCT(16) PRODUCT(32)
+
+// C = A T where T is a tentative prolongator: A and C tiled by S-row blocks
+// (a node's rows, alike), each node's S rows of T one S x K block in its
+// aggregate's K columns, or none (src/amg/host.rs tentative_tiles checks the rest).
+// A warp per node, a lane per neighbour block of A (at most 32): the lane
+// multiplies its S x S block by the neighbour's T block; the first lane
+// holding an aggregate sums that aggregate's partial blocks in the
+// neighbours' order and writes C's S x K block, so no entry is written twice
+// and no atomics are needed. Launched in blocks of 128 threads.
+template <int S, int K>
+__device__ void times_tentative(int nodes, const int* __restrict__ arp, const int* __restrict__ aci,
+                                const double* __restrict__ av, const int* __restrict__ trp,
+                                const int* __restrict__ tci, const double* __restrict__ tv,
+                                const int* __restrict__ crp, const int* __restrict__ cci, double* cv) {
+    __shared__ double part[4][S * K][32];
+    __shared__ int key[4][32];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const i64 node = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (node >= nodes) return;  // the whole warp
+    const int row = (int)node * S;
+    const int a0 = arp[row], a_len = arp[row + 1] - a0, neighbours = a_len / S;
+    int column = -1;  // the lane's aggregate's first column of C
+    if (lane < neighbours) {
+        const int j = aci[a0 + lane * S];  // the neighbour's first row of T
+        if (trp[j + 1] > trp[j]) {
+            column = tci[trp[j]];
+            double p[S][K];
+#pragma unroll
+            for (int s = 0; s < S; ++s)
+#pragma unroll
+                for (int m = 0; m < K; ++m) p[s][m] = 0.0;
+#pragma unroll
+            for (int q = 0; q < S; ++q) {
+                const int t0 = trp[j + q];
+                double t[K];
+#pragma unroll
+                for (int m = 0; m < K; ++m) t[m] = tv[t0 + m];
+#pragma unroll
+                for (int s = 0; s < S; ++s) {
+                    const double a = av[a0 + s * a_len + lane * S + q];
+#pragma unroll
+                    for (int m = 0; m < K; ++m) p[s][m] += a * t[m];
+                }
+            }
+#pragma unroll
+            for (int s = 0; s < S; ++s)
+#pragma unroll
+                for (int m = 0; m < K; ++m) part[warp][s * K + m][lane] = p[s][m];
+        }
+    }
+    key[warp][lane] = column;
+    __syncwarp();
+    if (column < 0) return;
+    for (int u = 0; u < lane; ++u)
+        if (key[warp][u] == column) return;  // not the aggregate's first lane
+    double c[S * K];
+#pragma unroll
+    for (int e = 0; e < S * K; ++e) c[e] = part[warp][e][lane];
+    for (int u = lane + 1; u < neighbours; ++u) {
+        if (key[warp][u] != column) continue;
+#pragma unroll
+        for (int e = 0; e < S * K; ++e) c[e] += part[warp][e][u];
+    }
+    const int c0 = crp[row], c_len = crp[row + 1] - c0;
+    const int at = find_column(cci, c0, c0 + c_len, column);
+#pragma unroll
+    for (int s = 0; s < S; ++s)
+#pragma unroll
+        for (int m = 0; m < K; ++m) cv[at + s * c_len + m] = c[s * K + m];
+}
+
+#define TIMES_TENTATIVE(S, K)                                                                                     \
+    extern "C" __global__ void __launch_bounds__(128) amg_times_tentative_s##S##_k##K(int nodes, const int* arp,  \
+        const int* aci, const double* av, const int* trp, const int* tci, const double* tv, const int* crp,        \
+        const int* cci, double* cv) {                                                                              \
+        times_tentative<S, K>(nodes, arp, aci, av, trp, tci, tv, crp, cci, cv);                                    \
+    }
+TIMES_TENTATIVE(2, 2) TIMES_TENTATIVE(2, 3) TIMES_TENTATIVE(3, 3) TIMES_TENTATIVE(3, 6)
+TIMES_TENTATIVE(6, 6)
 
 // P = T - omega D^-1 A T on A T's pattern (t_at: T's value at each entry).
 extern "C" __global__ void __launch_bounds__(256) amg_prolongator(int n, const int* __restrict__ rp,

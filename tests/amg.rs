@@ -333,9 +333,10 @@ fn clamped_couplings_dropped(a: &Csr) -> CsrArrays {
 
 /// host::tiles and host::row_blocks, which pick the device re-setup's tile
 /// and block products (kernels/amg.cu tile_product, block_product; the
-/// device re-setup test below checks their values): in A P, a node's three
-/// rows at once (a clamped node's one by one where its couplings are not
-/// stored); in R (A P), 6 x 3 by 3 x 6 tiles; in a scalar problem, nothing.
+/// device re-setup test below checks their values): in A P, 3 x 3 by 3 x 6
+/// tiles where the clamped dofs' couplings are stored, else a node's three
+/// rows at once (a clamped node's one by one); in R (A P), 6 x 3 by 3 x 6
+/// tiles; in a scalar problem, nothing.
 #[test]
 fn products_take_a_nodes_dofs_and_an_aggregates_modes_at_once() {
     let ctx = Arc::new(Context::cpu_reference());
@@ -347,10 +348,11 @@ fn products_take_a_nodes_dofs_and_an_aggregates_modes_at_once() {
         let (fine, coarse) = (&h.levels[0], &h.levels[1]);
         let tr = fine.transfer.as_ref().unwrap();
         let ap = product(&fine.a, &tr.p);
-        // A P in blocks of alike rows; R (A P) over dense 6 x 3 blocks of R
-        // by 3 x 6 blocks of A P, whether the clamped dofs' couplings are
-        // stored or not (a clamped node is in no aggregate)
-        assert_eq!(tiles(&fine.a, &tr.p, &ap), None, "A P");
+        // A P over 3 x 3 blocks of A by 3 x 6 of P where A is such a block
+        // matrix, else in blocks of alike rows; R (A P) over dense 6 x 3
+        // blocks of R by 3 x 6 blocks of A P, whether the clamped dofs'
+        // couplings are stored or not (a clamped node is in no aggregate)
+        assert_eq!(tiles(&fine.a, &tr.p, &ap), stored.then_some((3, 3, 6)), "A P");
         assert_eq!(tiles(&tr.r, &ap, &coarse.a), Some((6, 3, 6)), "R (A P)");
         let (s, alike) = row_blocks(&fine.a, &ap);
         assert_eq!(s, 3, "A P");

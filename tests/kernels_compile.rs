@@ -141,13 +141,15 @@ fn every_block_kernel_name_is_defined() {
 }
 
 /// Every AMG product a re-setup asks for by name (lanes a row, rows at
-/// once, tiles: src/amg/cuda.rs product) exists, the coarsest inverse, and
+/// once, tiles, A T a node at once: src/amg/cuda.rs product) exists, the coarsest inverse, and
 /// the cycle's kernels over f64 and f32 values (LevelMatrix::kernel_name,
 /// sparse::cuda::spmv_with).
 #[test]
 fn every_amg_product_kernel_name_is_defined() {
     let Some(amg) = ptx("amg", fegpu::amg::cuda::SOURCE) else { return };
-    for name in ["amg_dense_inverse", "amg_round_to_f32"] {
+    let tiles = fegpu::amg::host::TILES.iter().map(|(s, k, j)| format!("amg_product_t{s}x{k}x{j}"));
+    let tentative = fegpu::amg::host::TENTATIVE_TILES.iter().map(|(s, k)| format!("amg_times_tentative_s{s}_k{k}"));
+    for name in ["amg_dense_inverse".to_string(), "amg_round_to_f32".to_string()].into_iter().chain(tiles).chain(tentative) {
         assert!(amg.contains(&format!(".entry {name}(")), "kernels/amg.cu defines no {name}");
     }
     for group in [1, 2, 4, 8, 16, 32] {
@@ -156,7 +158,6 @@ fn every_amg_product_kernel_name_is_defined() {
             names.push(format!("{stem}_tpr{group}"));
         }
         names.extend(fegpu::amg::host::ROW_BLOCKS.iter().map(|s| format!("amg_product_g{group}_s{s}")));
-        names.extend(fegpu::amg::host::TILES.iter().map(|(s, k, j)| format!("amg_product_g{group}_t{s}x{k}x{j}")));
         for name in names {
             assert!(amg.contains(&format!(".entry {name}(")), "kernels/amg.cu defines no {name}");
         }

@@ -196,13 +196,23 @@ struct LevelNumbers {
 /// A transfer's kept structure: T, A T and T's value at each of its
 /// entries (with prolongator smoothing), R's source entries in P, A P.
 struct TransferNumbers {
-    smoothing: Option<(DeviceCsr, DeviceCsr, DeviceBuffer<f64>)>,
+    smoothing: Option<Smoothing>,
     r_from: DeviceBuffer<i32>,
     ap: DeviceCsr,
-    /// How A P and R (A P) are summed. A T takes its rows one by one: T's
-    /// rows hold a few entries, too few loads of B to save for a block's
-    /// own (on the H100, 5.5 against 8.7 ms at bench fem's 985k dofs).
+    /// How A P and R (A P) are summed (A T: `Smoothing::plan`).
     plans: [Plan; 2],
+}
+
+/// What P = T - omega D^-1 A T is made from: T, A T (P's pattern), T's
+/// values on that pattern, and how A T is summed.
+struct Smoothing {
+    t: DeviceCsr,
+    at: DeviceCsr,
+    t_at: DeviceBuffer<f64>,
+    /// A warp a node where T's blocks allow (`Plan::Tentative`), else row by
+    /// row: T's rows hold a few entries, too few loads of B to save for
+    /// blocks of rows (on the H100, 5.5 against 8.7 ms at bench fem's 985k dofs).
+    plan: Plan,
 }
 
 /// How the rows of a product C = A B are summed (kernels/amg.cu): one by
@@ -210,15 +220,19 @@ struct TransferNumbers {
 /// block; the others go row by row), or over dense tiles (S, K, J).
 enum Plan {
     Rows,
-    Blocks { rows: usize, alike: DeviceBuffer<u8> },
+    Blocks {
+        rows: usize,
+        alike: DeviceBuffer<u8>,
+    },
     Tiles(usize, usize, usize),
+    /// A T, a warp a node of S rows, T in S x K blocks (host::tentative_tiles)
+    Tentative(usize, usize),
 }
 
 impl Plan {
-    /// Over tiles only where `tiled` (R (A P): A P over tiles measured
-    /// slower than in blocks of rows on every level, host::TILES).
-    fn new(g: &Gpu, a: &Mat, b: &Mat, c: &Mat, tiled: bool) -> Result<Plan> {
-        if let Some((s, k, j)) = if tiled { host::tiles(a, b, c) } else { None } {
+    /// Over tiles where A, B and C are such block matrices (host::TILES).
+    fn new(g: &Gpu, a: &Mat, b: &Mat, c: &Mat) -> Result<Plan> {
+        if let Some((s, k, j)) = host::tiles(a, b, c) {
             return Ok(Plan::Tiles(s, k, j));
         }
         Ok(match host::row_blocks(a, c) {
@@ -344,7 +358,8 @@ impl DeviceHierarchy {
                             .cycled(g, h.options.f32_cycle)
                     })
                     .transpose()?,
-                inverse: upload(g, &level.smoother_inverse)?,
+                // (a structure-only setup's are zeros until its re-setup)
+                inverse: if computed { upload(g, &level.smoother_inverse)? } else { g.zeros(n.max(1))? },
                 x: [g.zeros(n.max(1))?, g.zeros(n.max(1))?],
                 b: g.zeros(n.max(1))?,
                 d: g.zeros(n.max(1))?,
@@ -386,37 +401,46 @@ impl DeviceHierarchy {
                                 }
                                 let at = p.same_pattern(g)?;
                                 let t_at = values_at(g, &t, &at)?;
-                                Some((t, at, t_at))
+                                let plan = match host::tentative_tiles(a, &b.t) {
+                                    Some((s, k)) => Plan::Tentative(s, k),
+                                    None => Plan::Rows,
+                                };
+                                Some(Smoothing { t, at, t_at, plan })
                             }
-                            (true, None) => Some((
-                                DeviceCsr::new(g, &tr.tentative, true)?,
-                                DeviceCsr::new(g, &tr.at, computed)?,
-                                upload(g, &tr.t_at)?,
-                            )),
+                            (true, None) => Some(Smoothing {
+                                t: DeviceCsr::new(g, &tr.tentative, true)?,
+                                at: DeviceCsr::new(g, &tr.at, computed)?,
+                                t_at: upload(g, &tr.t_at)?,
+                                plan: Plan::Rows,
+                            }),
                         };
                         let (r_from, plans) = match kept {
                             Some(b) => (
                                 transpose_from(g, b, p, r)?,
                                 [
-                                    Plan::of_blocks(g, b.p.rows, a.nrows, None)?,
-                                    Plan::of_blocks(g, b.r.rows, b.r.nrows(), host::block_tiles(&b.r, &b.ap))?,
+                                    // A's blocks are square, a node's dofs
+                                    Plan::of_blocks(
+                                        g,
+                                        b.p.rows,
+                                        a.nrows,
+                                        host::block_tiles((b.p.rows, b.p.rows), (b.p.rows, b.p.run)),
+                                    )?,
+                                    Plan::of_blocks(
+                                        g,
+                                        b.r.rows,
+                                        b.r.nrows(),
+                                        host::block_tiles((b.r.rows, b.r.run), (b.ap.rows, b.ap.run)),
+                                    )?,
                                 ],
                             ),
                             None => {
                                 let coarse = &h.levels[l + 1].a;
                                 let r_from: Vec<i32> = tr.r_from.iter().map(|&k| k as i32).collect();
-                                (
-                                    upload(g, &r_from)?,
-                                    [Plan::new(g, a, &tr.p, &tr.ap, false)?, Plan::new(g, &tr.r, &tr.ap, coarse, true)?],
-                                )
+                                (upload(g, &r_from)?, [Plan::new(g, a, &tr.p, &tr.ap)?, Plan::new(g, &tr.r, &tr.ap, coarse)?])
                             }
                         };
-                        Ok(TransferNumbers {
-                            smoothing,
-                            r_from,
-                            ap: DeviceCsr::of(g, &tr.ap, kept.map(|b| &b.ap), computed)?,
-                            plans,
-                        })
+                        let ap = DeviceCsr::of(g, &tr.ap, kept.map(|b| &b.ap), computed)?;
+                        Ok(TransferNumbers { smoothing, r_from, ap, plans })
                     })
                     .transpose()?,
             });
@@ -528,8 +552,20 @@ impl DeviceHierarchy {
                 return Err(refused(g, &h.levels[0].a, &h.options, values));
             }
             let has_transfer = numbers.transfer.is_some();
+            // A T needs no rho: the main stream computes it while the side
+            // stream runs Lanczos' chain of short launches, ahead of its blocks
+            let smoothing = numbers.transfer.as_ref().and_then(|tn| tn.smoothing.as_ref());
+            if let Some(sm) = smoothing {
+                g.fork_side()?;
+                product(g, n, &a, (&sm.t.matrix(), sm.t.nrows), &sm.at.matrix(), &sm.plan)?;
+            }
             let rho = match (needs_rho(smoother, smooth, has_transfer), symmetric) {
                 (false, _) => 0.0,
+                (true, true) if smoothing.is_some() => {
+                    let rho = g.on_side(|| lanczos(g, reduce, n, (dl, numbers), &a))?;
+                    g.join_side()?;
+                    rho
+                }
                 (true, true) => lanczos(g, reduce, n, (dl, numbers), &a)?,
                 (true, false) => {
                     row_sums(g, n, &a, Some(&numbers.dinv), &dl.d)?;
@@ -548,10 +584,9 @@ impl DeviceHierarchy {
             h.levels[l].spectral_radius = rho;
             h.levels[l].coefficients = coefficients(smoother, rho);
             g.synchronize("AMG re-setup")?;
-            clock.lap("device diagonal and rho");
+            clock.lap("device diagonal, rho and A T");
             let (Some(tn), Some(p), Some(r)) = (&numbers.transfer, &dl.p, &dl.r) else { continue };
-            if let Some((t, at, t_at)) = &tn.smoothing {
-                product(g, n, &a, (&t.matrix(), t.nrows), &at.matrix(), &Plan::Rows)?;
+            if let Some(Smoothing { at, t_at, .. }) = &tn.smoothing {
                 let f = g.kernel("amg", SOURCE, "amg_prolongator")?;
                 let (n32, w) = (n as i32, omega(rho));
                 let mut la = g.launcher(&f);
@@ -799,11 +834,9 @@ fn product(g: &Gpu, n: usize, a: &LevelMatrix, (b, b_rows): (&LevelMatrix, usize
     let lanes = |items: usize| items.next_power_of_two().clamp(1, 32);
     let (name, rows, group) = match *plan {
         Plan::Rows => (format!("amg_product_g{}", lanes(per_row)), 1, lanes(per_row)),
+        Plan::Tentative(s, k) => (format!("amg_times_tentative_s{s}_k{k}"), s, 32),
         Plan::Blocks { rows, .. } => (format!("amg_product_g{}_s{rows}", lanes(per_row)), rows, lanes(per_row)),
-        Plan::Tiles(s, k, j) => {
-            let group = lanes(per_row.div_ceil(j));
-            (format!("amg_product_g{group}_t{s}x{k}x{j}"), s, group)
-        }
+        Plan::Tiles(s, k, j) => (format!("amg_product_t{s}x{k}x{j}"), s, 32),
     };
     let f = g.kernel("amg", SOURCE, &name)?;
     let units = n / rows;
@@ -816,7 +849,9 @@ fn product(g: &Gpu, n: usize, a: &LevelMatrix, (b, b_rows): (&LevelMatrix, usize
     l.arg(&a.pattern.row_ptr).arg(&a.pattern.col).arg(a.values);
     l.arg(&b.pattern.row_ptr).arg(&b.pattern.col).arg(b.values);
     l.arg(&c.pattern.row_ptr).arg(&c.pattern.col).arg(c.values);
-    g.launch(&name, l, ((units * group).div_ceil(BLOCK as usize).max(1) as u32, 1, 1), (BLOCK, 1, 1), 0)
+    // times_tentative's shared memory holds four warps' partial blocks
+    let block = if matches!(plan, Plan::Tentative(..) | Plan::Tiles(..)) { 128 } else { BLOCK };
+    g.launch(&name, l, ((units * group).div_ceil(block as usize).max(1) as u32, 1, 1), (block, 1, 1), 0)
 }
 
 /// The matrix of a level: the solver's own on level 0. `single`: its f32

@@ -213,12 +213,33 @@ pub fn row_blocks(a: &Mat, c: &Mat) -> (usize, Vec<u8>) {
 }
 
 /// Tile shapes (S, K, J) the device's products take (kernels/amg.cu
-/// `tile_product`): R (A P) of 3-D elasticity, an aggregate's six modes by
-/// a node's three dofs. On the H100 at bench fem's 985k dofs, R (A P) took
-/// 5.7 ms so against 10.1 in blocks of three rows; A P over 3 x 3 x 6 tiles
-/// took 14.2 against 8.2 in blocks of rows (and 6 x 3 x 6 on the coarse
-/// levels a little longer too), so A P keeps those.
-pub const TILES: [(usize, usize, usize); 1] = [(6, 3, 6)];
+/// `tile_product`), the largest first: 3-D elasticity's A P on the finest
+/// level (a node's three dofs by an aggregate's six modes), A P and R (A P)
+/// on the coarse levels (six modes by six), R (A P) on the finest (six
+/// modes by three dofs). On the H200 at 48^3 they took A P 2.9 -> 1.9 ms and
+/// R (A P) 3.1 -> 1.3 ms against blocks of rows and the earlier tiles; a
+/// scalar problem's products stay in rows or blocks of rows (tiles of one
+/// entry: A P 0.9 -> 2.5 ms, R (A P) 1.8 -> 3.2 ms on the Laplacian 128^3).
+pub const TILES: [(usize, usize, usize); 3] = [(6, 6, 6), (6, 3, 6), (3, 3, 6)];
+
+/// Block shapes (S, K) for which A T goes a warp a node (kernels/amg.cu
+/// `times_tentative`): a node's S dofs by an aggregate's K modes. On the
+/// H200 at bench fem's 985k dofs, A T and the finest Lanczos beside it
+/// took 5.6 -> 3.7 ms. A scalar problem's T holds one entry a row: its A T
+/// goes a lane a row (a warp a node left most lanes idle, no faster).
+pub const TENTATIVE_TILES: [(usize, usize); 5] = [(2, 2), (2, 3), (3, 3), (3, 6), (6, 6)];
+
+/// (S, K) where A T can go a warp a node: T in S x K blocks (`t`), A (its
+/// rows alike within each node: a kept transfer's) with at most 32 blocks
+/// a block row, a shape of `TENTATIVE_TILES`; None otherwise.
+pub fn tentative_tiles(a: &Mat, t: &BlockPattern) -> Option<(usize, usize)> {
+    let (s, k) = (t.rows, t.run);
+    if !TENTATIVE_TILES.contains(&(s, k)) || !a.nrows.is_multiple_of(s) {
+        return None;
+    }
+    let widest = (0..a.nrows / s).into_par_iter().map(|b| a.row(b * s).len() / s).max().unwrap_or(0);
+    (widest <= 32).then_some((s, k))
+}
 
 /// Whether `m`'s rows come in blocks of `rows` with one column pattern,
 /// and each row's columns in aligned runs of `run` (a block matrix stored
@@ -243,11 +264,11 @@ pub fn tiles(a: &Mat, b: &Mat, c: &Mat) -> Option<(usize, usize, usize)> {
     TILES.into_iter().find(|&(s, k, j)| tiled(a, s, k) && tiled(b, k, j) && tiled(c, s, j))
 }
 
-/// As `tiles`, for C = A B where A and B are kept as block patterns (C's
-/// blocks are A's rows by B's run).
-pub fn block_tiles(a: &BlockPattern, b: &BlockPattern) -> Option<(usize, usize, usize)> {
-    let c = BlockPattern { blocks: Mat::default(), rows: a.rows, run: b.run };
-    TILES.into_iter().find(|&(s, k, j)| a.tiled(s, k) && b.tiled(k, j) && c.tiled(s, j))
+/// As `tiles`, for C = A B where A and B are block matrices of these
+/// (rows, run) shapes (C's blocks are A's rows by B's run).
+pub fn block_tiles((a_rows, a_run): (usize, usize), (b_rows, b_run): (usize, usize)) -> Option<(usize, usize, usize)> {
+    let tiled = |rows: usize, run: usize, s: usize, k: usize| rows.is_multiple_of(s) && run.is_multiple_of(k);
+    TILES.into_iter().find(|&(s, k, j)| tiled(a_rows, a_run, s, k) && tiled(b_rows, b_run, k, j) && tiled(a_rows, b_run, s, j))
 }
 
 /// The row pointers of rows with these entry counts.
@@ -374,12 +395,6 @@ impl BlockPattern {
 
     pub fn nnz(&self) -> usize {
         self.blocks.nnz() * self.rows * self.run
-    }
-
-    /// Whether the written-out pattern is `tiled` by `rows` x `run` (each
-    /// of its blocks splits into such tiles).
-    pub fn tiled(&self, rows: usize, run: usize) -> bool {
-        self.rows.is_multiple_of(rows) && self.run.is_multiple_of(run)
     }
 
     /// The transpose's block pattern, and for each of its blocks the
