@@ -283,9 +283,9 @@ __device__ void block_product(int blocks, const unsigned char* __restrict__ alik
 // together, then shuffled. Launched in blocks of 128 threads.
 template <int S, int K, int J>
 __device__ void tile_product(int blocks, const int* __restrict__ arp, const int* __restrict__ aci,
-                                    const double* __restrict__ av, const int* __restrict__ brp,
-                                    const int* __restrict__ bci, const double* __restrict__ bv,
-                                    const int* __restrict__ crp, const int* __restrict__ cci, double* cv) {
+                             const double* __restrict__ av, const int* __restrict__ brp, const int* __restrict__ bci,
+                             const double* __restrict__ bv, const int* __restrict__ crp, const int* __restrict__ cci,
+                             double* cv) {
     const i64 block = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const int lane = threadIdx.x & 31;
     if (block >= blocks) return;  // the whole warp

@@ -553,7 +553,9 @@ impl DeviceHierarchy {
             }
             let has_transfer = numbers.transfer.is_some();
             // A T needs no rho: the main stream computes it while the side
-            // stream runs Lanczos' chain of short launches, ahead of its blocks
+            // stream runs Lanczos' chain of short launches, ahead of its
+            // blocks (where another thread holds the side stream, one after
+            // the other)
             let smoothing = numbers.transfer.as_ref().and_then(|tn| tn.smoothing.as_ref());
             if let Some(sm) = smoothing {
                 g.fork_side()?;
@@ -562,7 +564,7 @@ impl DeviceHierarchy {
             let rho = match (needs_rho(smoother, smooth, has_transfer), symmetric) {
                 (false, _) => 0.0,
                 (true, true) if smoothing.is_some() => {
-                    let rho = g.on_side(|| lanczos(g, reduce, n, (dl, numbers), &a))?;
+                    let rho = g.on_side_if_free(|| lanczos(g, reduce, n, (dl, numbers), &a))?;
                     g.join_side()?;
                     rho
                 }

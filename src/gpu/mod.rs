@@ -274,14 +274,36 @@ impl Gpu {
     /// highest priority, so its blocks go ahead of a bulk kernel's waiting
     /// ones. One thread at a time; not while capturing a graph.
     pub fn on_side<R>(&self, queue: impl FnOnce() -> Result<R>) -> Result<R> {
-        use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
-        let me = THREAD_TAG.with(|t| *t);
-        if self.capturing_here() || self.side_owner.compare_exchange(0, me, AcqRel, Acquire).is_err() {
+        if !self.take_side() {
             return Err(Error::internal("the side stream is taken (another thread, or a graph being captured)"));
         }
+        self.queue_on_side(queue)
+    }
+
+    /// As `on_side` where the side stream is free; where it is taken,
+    /// `queue` queues on this thread's stream instead, after the work
+    /// before it: the same results, without the overlap.
+    pub fn on_side_if_free<R>(&self, queue: impl FnOnce() -> Result<R>) -> Result<R> {
+        match self.take_side() {
+            true => self.queue_on_side(queue),
+            false => queue(),
+        }
+    }
+
+    /// Takes the side stream for this thread, if no other thread holds it
+    /// and this thread is not capturing a graph.
+    fn take_side(&self) -> bool {
+        use std::sync::atomic::Ordering::{AcqRel, Acquire};
+        let me = THREAD_TAG.with(|t| *t);
+        !self.capturing_here() && self.side_owner.compare_exchange(0, me, AcqRel, Acquire).is_ok()
+    }
+
+    /// Runs `queue` with this thread's work going to the side stream (taken
+    /// by `take_side`), after the last `fork_side`; then gives it back.
+    fn queue_on_side<R>(&self, queue: impl FnOnce() -> Result<R>) -> Result<R> {
         let ordered = self.side_stream.wait(&self.side_events[0]).map_err(|e| device_error("ordering the side stream", e));
         let queued = ordered.and_then(|()| queue());
-        self.side_owner.store(0, Release);
+        self.side_owner.store(0, std::sync::atomic::Ordering::Release);
         queued
     }
 
