@@ -10,7 +10,7 @@
 mod common;
 
 use common::{seed, Rng};
-use fegpu::amg::host::{block_pattern, product, row_blocks, tiles};
+use fegpu::amg::host::{block_pattern, block_tiles, product, row_blocks, tentative_tiles, tiles};
 use fegpu::amg::{rigid_body_modes, Hierarchy, Mat, Options, Smoother};
 use fegpu::array::Array;
 use fegpu::context::{Context, Request};
@@ -371,6 +371,43 @@ fn products_take_a_nodes_dofs_and_an_aggregates_modes_at_once() {
     let (a, ap) = (&h.levels[0].a, product(&h.levels[0].a, &tr.p));
     assert_eq!(row_blocks(a, &ap), (1, Vec::new()), "a scalar problem");
     assert_eq!(tiles(a, &tr.p, &ap), None, "a scalar problem");
+}
+
+/// host::tentative_tiles and host::block_tiles, which pick the device
+/// re-setup's A T a warp a node and its tile products from the blocks'
+/// shapes (the device re-setup test below checks their values): a node's
+/// three dofs by an aggregate's six modes, six modes by six on the coarse
+/// levels; not for scalar problems, nor for a node row of more than 32
+/// blocks (a lane each).
+#[test]
+fn a_t_goes_a_warp_a_node_where_the_blocks_allow() {
+    let ctx = Arc::new(Context::cpu_reference());
+    let (a, _, coords) = elasticity(&ctx, 5, true);
+    let options = Options { block_size: 3, near_null_space: Some(rigid_body_modes(3, &coords).unwrap()), ..Options::default() };
+    let h = Hierarchy::new(host_mat(&a), &options).unwrap();
+    assert_eq!(tentative_tiles(&h.levels[0].a, (3, 6)), Some((3, 6)), "the finest level");
+    assert_eq!(tentative_tiles(&h.levels[1].a, (6, 6)), Some((6, 6)), "a coarse level");
+    assert_eq!(tentative_tiles(&h.levels[0].a, (1, 1)), None, "no kernel for scalar blocks");
+    // one node row of 32 blocks of 3 x 3, then 33
+    for (nodes, want) in [(32, Some((3, 6))), (33, None)] {
+        let n = 3 * nodes;
+        let (mut rp, mut ci) = (vec![0i32], Vec::new());
+        for i in 0..n {
+            let cols: Vec<i32> =
+                if i < 3 { (0..n as i32).collect() } else { (3 * (i / 3) as i32..3 * (i / 3) as i32 + 3).collect() };
+            ci.extend(cols);
+            rp.push(ci.len() as i32);
+        }
+        let v = vec![1.0; ci.len()];
+        let m = Mat { nrows: n, ncols: n, rp: rp.into(), ci: ci.into(), v };
+        assert_eq!(tentative_tiles(&m, (3, 6)), want, "a node row of {nodes} blocks");
+    }
+    // A P: 3 x 3 by 3 x 6; R (A P): 6 x 3 by 3 x 6; the coarse levels' 6 x 6 by 6 x 6
+    assert_eq!(block_tiles((3, 3), (3, 6)), Some((3, 3, 6)));
+    assert_eq!(block_tiles((6, 3), (3, 6)), Some((6, 3, 6)));
+    assert_eq!(block_tiles((6, 6), (6, 6)), Some((6, 6, 6)));
+    assert_eq!(block_tiles((1, 1), (1, 1)), None, "a scalar problem");
+    assert_eq!(block_tiles((2, 2), (2, 3)), None, "2-D elasticity: no kernel");
 }
 
 /// The structure-only setup (the host's part of a device setup), its

@@ -401,7 +401,7 @@ impl DeviceHierarchy {
                                 }
                                 let at = p.same_pattern(g)?;
                                 let t_at = values_at(g, &t, &at)?;
-                                let plan = match host::tentative_tiles(a, &b.t) {
+                                let plan = match host::tentative_tiles(a, (b.t.rows, b.t.run)) {
                                     Some((s, k)) => Plan::Tentative(s, k),
                                     None => Plan::Rows,
                                 };

@@ -229,11 +229,10 @@ pub const TILES: [(usize, usize, usize); 3] = [(6, 6, 6), (6, 3, 6), (3, 3, 6)];
 /// goes a lane a row (a warp a node left most lanes idle, no faster).
 pub const TENTATIVE_TILES: [(usize, usize); 5] = [(2, 2), (2, 3), (3, 3), (3, 6), (6, 6)];
 
-/// (S, K) where A T can go a warp a node: T in S x K blocks (`t`), A (its
-/// rows alike within each node: a kept transfer's) with at most 32 blocks
-/// a block row, a shape of `TENTATIVE_TILES`; None otherwise.
-pub fn tentative_tiles(a: &Mat, t: &BlockPattern) -> Option<(usize, usize)> {
-    let (s, k) = (t.rows, t.run);
+/// (S, K) where A T can go a warp a node: T in S x K blocks (`(s, k)`), A
+/// (its rows alike within each node: a kept transfer's) with at most 32
+/// blocks a block row, a shape of `TENTATIVE_TILES`; None otherwise.
+pub fn tentative_tiles(a: &Mat, (s, k): (usize, usize)) -> Option<(usize, usize)> {
     if !TENTATIVE_TILES.contains(&(s, k)) || !a.nrows.is_multiple_of(s) {
         return None;
     }
