@@ -133,6 +133,12 @@ fn elasticity(ctx: &Arc<Context>, m: usize, stiff: bool) -> (Arc<Csr>, Vec<f64>,
     fegpu::fem::gallery::clamped_block(ctx, m, stiff).unwrap()
 }
 
+/// Options for 3-D elasticity: nodes of three dofs, the rigid-body modes
+/// of nodes at `coords`.
+fn elasticity_options(coords: &[f64]) -> Options {
+    Options { block_size: 3, near_null_space: Some(rigid_body_modes(3, coords).unwrap()), ..Options::default() }
+}
+
 fn host_mat(a: &Csr) -> Mat {
     let p = &a.pattern;
     Mat { nrows: p.nrows, ncols: p.ncols, rp: p.row_ptr.clone(), ci: p.col.clone(), v: a.download_values().unwrap() }
@@ -182,7 +188,7 @@ fn an_f32_cycle_is_the_vcycle_of_the_rounded_matrices() {
     let n = 9usize;
     let k = gallery::lognormal_permeability(n, 1e4, 3);
     let (elastic, _, coords) = elasticity(&Arc::new(Context::cpu_reference()), 4, true);
-    let modes = Options { block_size: 3, near_null_space: Some(rigid_body_modes(3, &coords).unwrap()), ..Options::default() };
+    let modes = elasticity_options(&coords);
     let cases = [
         ("laplacian7 9^3, Chebyshev", mat(n * n * n, &gallery::laplacian7(n)), Options::default()),
         (
@@ -228,7 +234,7 @@ fn an_f32_cycle_keeps_the_iterations_and_the_accuracy() {
     let (laplacian, lb) = scalar_system(&ctx, n * n * n, &gallery::laplacian7(n));
     let (porous, pb) = scalar_system(&ctx, n * n * n, &gallery::porous_flow(n, &k));
     let (elastic, eb, coords) = elasticity(&ctx, 8, true);
-    let modes = Options { block_size: 3, near_null_space: Some(rigid_body_modes(3, &coords).unwrap()), ..Options::default() };
+    let modes = elasticity_options(&coords);
     let cases = [
         ("laplacian7 16^3", laplacian, lb, Options::default()),
         ("porous flow 16^3 layered 1e6", porous, pb, Options::default()),
@@ -341,7 +347,7 @@ fn clamped_couplings_dropped(a: &Csr) -> CsrArrays {
 fn products_take_a_nodes_dofs_and_an_aggregates_modes_at_once() {
     let ctx = Arc::new(Context::cpu_reference());
     let (a, _, coords) = elasticity(&ctx, 5, true);
-    let options = Options { block_size: 3, near_null_space: Some(rigid_body_modes(3, &coords).unwrap()), ..Options::default() };
+    let options = elasticity_options(&coords);
     for stored in [true, false] {
         let m = if stored { host_mat(&a) } else { mat(a.pattern.nrows, &clamped_couplings_dropped(&a)) };
         let h = Hierarchy::new(m, &options).unwrap();
@@ -383,7 +389,7 @@ fn products_take_a_nodes_dofs_and_an_aggregates_modes_at_once() {
 fn a_t_goes_a_warp_a_node_where_the_blocks_allow() {
     let ctx = Arc::new(Context::cpu_reference());
     let (a, _, coords) = elasticity(&ctx, 5, true);
-    let options = Options { block_size: 3, near_null_space: Some(rigid_body_modes(3, &coords).unwrap()), ..Options::default() };
+    let options = elasticity_options(&coords);
     let h = Hierarchy::new(host_mat(&a), &options).unwrap();
     assert_eq!(tentative_tiles(&h.levels[0].a, (3, 6)), Some((3, 6)), "the finest level");
     assert_eq!(tentative_tiles(&h.levels[1].a, (6, 6)), Some((6, 6)), "a coarse level");
@@ -421,7 +427,7 @@ fn a_t_goes_a_warp_a_node_where_the_blocks_allow() {
 fn a_structure_then_its_numbers_equal_the_full_setup() {
     let ctx = Arc::new(Context::cpu_reference());
     let (a, _, coords) = elasticity(&ctx, 5, true);
-    let modes = Options { block_size: 3, near_null_space: Some(rigid_body_modes(3, &coords).unwrap()), ..Options::default() };
+    let modes = elasticity_options(&coords);
     let n = a.pattern.nrows;
     let cases = [
         ("elasticity 5^3, modes, three levels", host_mat(&a), Options { coarsest: 12, ..modes.clone() }),
@@ -585,7 +591,7 @@ fn gauss_seidel_smoothing_takes_pyamgs_iterations_on_convection() {
 fn aggregates_are_pyamgs_on_the_clamped_block() {
     let reference = Arc::new(Context::cpu_reference());
     let (a, _, coords) = elasticity(&reference, 12, true);
-    let options = Options { block_size: 3, near_null_space: Some(rigid_body_modes(3, &coords).unwrap()), ..Options::default() };
+    let options = elasticity_options(&coords);
     let h = Hierarchy::new(host_mat(&a), &options).unwrap();
     let rows: Vec<usize> = h.levels.iter().map(|l| l.a.nrows).collect();
     assert_eq!(rows, [6591, 750, 48], "level rows against pyamg's");
@@ -637,7 +643,7 @@ fn values_only_resetup_and_the_device_match_a_fresh_reference() {
         p.col.iter().map(|&c| c as i64).collect(),
         elastic.download_values().unwrap(),
     );
-    let modes = Options { block_size: 3, near_null_space: Some(rigid_body_modes(3, &coords).unwrap()), ..Options::default() };
+    let modes = elasticity_options(&coords);
     let gauss_seidel = Options { smoother: Some(Smoother::GaussSeidel { sweeps: 1 }), ..Options::default() };
     let gs_modes = Options { smoother: Some(Smoother::GaussSeidel { sweeps: 2 }), ..modes.clone() };
     let cases = [
