@@ -769,6 +769,16 @@ fn bad_input_is_refused_with_a_message() {
     let wrong =
         Options { near_null_space: Some(fegpu::amg::NearNullSpace { vectors: vec![1.0; 63], count: 1 }), ..Options::default() };
     expect(amg(&a, Method::Cg, wrong), ErrorKind::SizeMismatch, &["near-null space", "63"]);
+    // a value that is not finite, named by its place (past the parallel scan's first chunk of 65,536)
+    let big = gallery::laplacian7(42);
+    let mut nan = vec![1.0; 42 * 42 * 42];
+    nan[70_000] = f64::NAN;
+    let nan = Options { near_null_space: Some(fegpu::amg::NearNullSpace { vectors: nan, count: 1 }), ..Options::default() };
+    expect(
+        amg(&make(42 * 42 * 42, big.0, big.1, big.2), Method::Cg, nan),
+        ErrorKind::InvalidArgument,
+        &["near-null space[70000]", "finite"],
+    );
     expect(amg(&a, Method::Cg, Options { block_size: 5, ..Options::default() }), ErrorKind::InvalidArgument, &["block_size = 5"]);
     expect(amg(&a, Method::Cg, Options { strength: 2.0, ..Options::default() }), ErrorKind::InvalidArgument, &["strength = 2"]);
     let too_many = Options { smoother: Some(Smoother::GaussSeidel { sweeps: 9 }), ..Options::default() };
