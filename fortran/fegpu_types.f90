@@ -102,7 +102,7 @@ module fegpu_types
     !> FEGPU_SMOOTHER_AUTO (Chebyshev if A is symmetric, else l1-Jacobi), _CHEBYSHEV, _L1_JACOBI,
     !> _GAUSS_SEIDEL (symmetric, in the rows' order: fewest iterations on jumps and convection).
     integer(c_int32_t) :: smoother = FEGPU_SMOOTHER_AUTO
-    !> Chebyshev degree, l1-Jacobi or Gauss-Seidel sweeps, 1 to 16 (0: 2, or 1 for Gauss-Seidel).
+    !> Chebyshev degree or l1-Jacobi sweeps, 1 to 16; Gauss-Seidel sweeps, 1 to 8 (0: 2, or 1 for Gauss-Seidel).
     integer(c_int32_t) :: sweeps = 0
     !> Rows at which coarsening stops (the coarsest level is inverted densely); at most this many levels.
     integer(c_int64_t) :: coarsest = 256, max_levels = 20

@@ -274,8 +274,8 @@ typedef struct fegpu_amg_options {
   double strength;
   // FEGPU_SMOOTHER_AUTO (default), _CHEBYSHEV, _L1_JACOBI or _GAUSS_SEIDEL.
   int32_t smoother;
-  // Chebyshev degree, l1-Jacobi or symmetric Gauss-Seidel sweeps, 1 to 16
-  // (0: 2, or 1 for Gauss-Seidel).
+  // Chebyshev degree or l1-Jacobi sweeps, 1 to 16; symmetric Gauss-Seidel
+  // sweeps, 1 to 8 (0: 2, or 1 for Gauss-Seidel).
   int32_t sweeps;
   // Rows at which coarsening stops; the coarsest level is inverted densely. Default 256.
   int64_t coarsest;

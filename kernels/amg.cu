@@ -102,7 +102,7 @@ extern "C" __global__ void __launch_bounds__(256) amg_row_sums(int n, const int*
     }
 }
 
-// Lanczos on D^-1/2 A D^-1/2 (s = sqrt(max(dinv, 0))) with its scalars left
+// Lanczos on S A S (s = sqrt(|dinv|)) with its scalars left
 // on the device, so the steps queue without a host read between them:
 // t[0] = |start|^2, then step k's alpha at t[2k + 1] and |w|^2 (its beta
 // squared) at t[2k + 2]; the host reads t once, after the last step
@@ -124,7 +124,7 @@ extern "C" __global__ void __launch_bounds__(256) amg_lanczos_start(int n, const
     double* __restrict__ w, double* t, double* partial, unsigned int* counter) {
     double sum = 0.0;
     GRID_STRIDE(i, n) {
-        const double x = sqrt(fmax(dinv[i], 0.0)) == 0.0 ? 0.0 : lanczos_entry(i);
+        const double x = sqrt(fabs(dinv[i])) == 0.0 ? 0.0 : lanczos_entry(i);
         w[i] = x;
         sum += x * x;
     }
@@ -141,7 +141,7 @@ extern "C" __global__ void __launch_bounds__(256) amg_lanczos_next(int n, const 
         const double x = b > 0.0 ? w[i] / b : 0.0;
         // after a breakdown (a tiny beta the host discards) keep the scratch finite
         v[i] = isfinite(x) ? x : 0.0;
-        sv[i] = sqrt(fmax(dinv[i], 0.0)) * v[i];
+        sv[i] = sqrt(fabs(dinv[i])) * v[i];
     }
 }
 
@@ -153,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(256) amg_lanczos_alpha(int n, const
     const double beta = beta_at < 0 ? 0.0 : sqrt(t[beta_at]);
     double sum = 0.0;
     GRID_STRIDE(i, n) {
-        const double s = sqrt(fmax(dinv[i], 0.0));
+        const double s = sqrt(fabs(dinv[i]));
         const double x = beta_at < 0 ? w[i] * s : w[i] * s - beta * prev[i];
         w[i] = x;
         sum += x * v[i];

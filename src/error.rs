@@ -114,6 +114,19 @@ fn host_capacity() -> Option<u128> {
         .then(|| (info.totalram as u128 + info.totalswap as u128) * info.mem_unit.max(1) as u128)
 }
 
+/// Refuses, as FEGPU_ERR_OUT_OF_MEMORY naming `what`, a total of `bytes`
+/// (to be allocated piece by piece) beyond the host's memory plus swap.
+pub fn host_fits(bytes: u128, what: &str) -> Result<()> {
+    match host_capacity() {
+        Some(cap) if bytes > cap => Err(Error::out_of_memory(format!(
+            "{what}: {:.1} GiB, more than this host's {:.1} GiB of memory",
+            bytes as f64 / (1u128 << 30) as f64,
+            cap as f64 / (1u128 << 30) as f64
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// An empty host vector with room for `n` elements, allocated fallibly: a
 /// size that overflows, exceeds the machine's memory, or that the allocator
 /// refuses is FEGPU_ERR_OUT_OF_MEMORY naming `what`, never an abort.

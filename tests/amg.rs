@@ -531,6 +531,46 @@ fn scalar_system(ctx: &Arc<Context>, n: usize, arrays: &CsrArrays) -> (Arc<Csr>,
     (a, b)
 }
 
+/// A negative definite matrix (a negated Laplacian) under the default
+/// Chebyshev smoother: Lanczos runs on |D|^-1/2 A |D|^-1/2 and takes the
+/// radius from its most negative Ritz value, so the V-cycle of -A is minus
+/// that of A and BiCGSTAB takes A's iterations to the same x (before, the
+/// radius came out 0 and every solve broke down on NaN).
+#[test]
+fn a_negative_definite_matrix_takes_the_positive_ones_iterations() {
+    let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
+    let n = 12usize.pow(3);
+    let lap = gallery::laplacian7(12);
+    let (a, b) = scalar_system(&ctx, n, &lap);
+    let negated = (lap.0.clone(), lap.1.clone(), lap.2.iter().map(|v| -v).collect::<Vec<_>>());
+    let (na, _) = scalar_system(&ctx, n, &negated);
+    let nb: Vec<f64> = b.iter().map(|v| -v).collect();
+    let (its, x) = solve(&ctx, &a, &b, Method::Bicgstab, Precond::Amg, Options::default());
+    let (nits, nx) = solve(&ctx, &na, &nb, Method::Bicgstab, Precond::Amg, Options::default());
+    assert!(nits <= its + 1, "-A: {nits} iterations, A: {its}");
+    assert!(max_diff(&x, &nx) <= 1e-6 * max_abs(&x), "the same x");
+}
+
+/// A near-null space given near underflow (or overflow) spans what it
+/// spans at any scale: the constants times 1e-300 or 1e250 take the
+/// iterations of the constants themselves (before, the fits' sums of
+/// squares underflowed and dropped every column).
+#[test]
+fn a_near_null_space_far_from_one_is_scaled() {
+    let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
+    let n = 16usize.pow(3);
+    let (a, b) = scalar_system(&ctx, n, &gallery::laplacian7(16));
+    let (want, _) = solve(&ctx, &a, &b, Method::Cg, Precond::Amg, Options::default());
+    for scale in [1e-300, 1e250] {
+        let o = Options {
+            near_null_space: Some(fegpu::amg::NearNullSpace { vectors: vec![scale; n], count: 1 }),
+            ..Options::default()
+        };
+        let (its, _) = solve(&ctx, &a, &b, Method::Cg, Precond::Amg, o);
+        assert_eq!(its, want, "constants times {scale:e}");
+    }
+}
+
 /// AMG-CG's iterations stay within a small band from 8^3 to 32^3 on the
 /// Laplacian and on porous flow of contrast 10^6 (log-normal and layered),
 /// where Jacobi-CG's double with the grid.

@@ -121,3 +121,67 @@ fn context_arguments_and_environment() {
     assert_eq!(unsafe { fegpu::ffi::fegpu_last_error_message(buf.as_mut_ptr(), 4) }, FEGPU_OK);
     assert_eq!(buf[3], 0);
 }
+
+/// Found by a bad-input review: sizes no memory holds, a near-null space
+/// that spans nothing or lies near underflow, a GMRES restart far past
+/// maxit, and the Gauss-Seidel sweeps' own range, each refused or handled
+/// with a status and a message naming the argument (no abort, no crash).
+#[test]
+fn amg_and_gmres_sizes_and_near_null_spaces() {
+    use fegpu::ffi::sparse::*;
+    let ctx = context();
+    let (rp, ci, v) = fegpu::sparse::gallery::laplacian7(6);
+    let n = rp.len() - 1;
+    let mut a = 0;
+    ok(unsafe { fegpu_csr_create_i64(ctx, n as i64, n as i64, v.len() as i64, rp.as_ptr(), ci.as_ptr(), v.as_ptr(), 0, &mut a) });
+    let mut s = 0;
+    let small = vec![1.0f64; 2 * n];
+    unsafe {
+        // counts no host holds: refused before the caller's array is read
+        for count in [1i64 << 40, 1 << 34] {
+            expect_err(
+                fegpu_solver_create_amg(a, FEGPU_METHOD_CG, null(), small.as_ptr(), count, &mut s),
+                FEGPU_ERR_OUT_OF_MEMORY,
+                &["near_null_space", &format!("{count} vectors")],
+            );
+        }
+        // a vector of zeros spans nothing
+        let mut zero = vec![1.0f64; 2 * n];
+        zero[n..].iter_mut().for_each(|x| *x = 0.0);
+        expect_err(
+            fegpu_solver_create_amg(a, FEGPU_METHOD_CG, null(), zero.as_ptr(), 2, &mut s),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["near-null space vector 1", "zero"],
+        );
+        assert_eq!(s, 0, "a refused create leaves the out-parameter alone");
+        // Gauss-Seidel takes 1 to 8 sweeps, the others up to 16
+        let mut o = fegpu_amg_options { smoother: FEGPU_SMOOTHER_GAUSS_SEIDEL, sweeps: 9, ..fegpu_amg_options::default() };
+        expect_err(
+            fegpu_solver_create_amg(a, FEGPU_METHOD_BICGSTAB, &o, null(), 0, &mut s),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["options.sweeps = 9", "Gauss-Seidel: 1 to 8"],
+        );
+        o.smoother = FEGPU_SMOOTHER_L1_JACOBI;
+        ok(fegpu_solver_create_amg(a, FEGPU_METHOD_CG, &o, null(), 0, &mut s));
+        ok(fegpu_solver_destroy(s));
+        // rigid-body modes: `len` refused before the coordinates are read
+        let (coords, mut modes) = ([0.0f64; 12], [0.0f64; 72]);
+        expect_err(
+            fegpu_rigid_body_modes(3, 1 << 40, coords.as_ptr(), modes.as_mut_ptr(), 72),
+            FEGPU_ERR_SIZE_MISMATCH,
+            &["len = 72"],
+        );
+        expect_err(
+            fegpu_rigid_body_modes(3, 4, coords.as_ptr(), modes.as_mut_ptr(), 71),
+            FEGPU_ERR_SIZE_MISMATCH,
+            &["len = 71", "72"],
+        );
+        // GMRES(2^31 - 1) with maxit 10 holds 11 basis vectors, not 2^31
+        ok(fegpu_solver_create_gmres(a, FEGPU_PRECOND_NONE, i32::MAX, &mut s));
+        let (b, x) = (create_f64(ctx, n, 1, &vec![1.0; n]), create_f64(ctx, n, 1, &vec![0.0; n]));
+        let status = fegpu_solver_solve(s, b, x, 1e-30, 10, null_mut());
+        assert_eq!(status, FEGPU_ERR_NOT_CONVERGED, "10 iterations cannot reach 1e-30");
+        ok(fegpu_solver_destroy(s));
+    }
+    ok(fegpu_context_destroy(ctx));
+}

@@ -477,6 +477,35 @@ fn vector_operations_match_the_host() {
     ok(fegpu_context_destroy(ctx));
 }
 
+/// Vectors (a, a, a) far outside the safe range, subnormal ones and ones
+/// near f64::MAX included: nrm2 equals |a| sqrt(3) (inf where that
+/// overflows), and CG solves 2 x = b for such a b (x = b / 2). One power of
+/// two cannot scale them all (powi gives 2^1074 as inf and 2^-1024 as 0).
+#[test]
+fn subnormal_and_huge_vectors_keep_their_norms_and_solves() {
+    let ctx = context();
+    let n = 3usize;
+    let (rp, ci) = ([0i64, 1, 2, 3], [0i64, 1, 2]);
+    let mut a = 0;
+    ok(unsafe { fegpu_csr_create_i64(ctx, 3, 3, 3, rp.as_ptr(), ci.as_ptr(), [2.0; 3].as_ptr(), 0, &mut a) });
+    let mut s = 0;
+    ok(unsafe { fegpu_solver_create(a, FEGPU_METHOD_CG, FEGPU_PRECOND_NONE, &mut s) });
+    for v in [1e-310, 4.9e-324, 1e-300, 1e300, 1.5e308] {
+        let b = create_f64(ctx, n, 1, &[v; 3]);
+        let mut nrm = 0.0;
+        ok(unsafe { fegpu_vector_nrm2(b, &mut nrm) });
+        // a subnormal's own rounding (4.9e-324 is 2^-1074, and 2^-1074 sqrt(3) rounds to 2^-1073)
+        let want = v * 3f64.sqrt();
+        let close = if want.is_finite() { (nrm - want).abs() <= 1e-15 * want + 2.0 * 4.9e-324 } else { nrm == want };
+        assert!(close, "nrm2 of {v:e}: {nrm:e}, want {want:e}");
+        let x = create_f64(ctx, n, 1, &[0.0; 3]);
+        ok(unsafe { fegpu_solver_solve(s, b, x, 1e-8, 10, null_mut()) });
+        let got = download_f64(x, n);
+        assert!(got.iter().all(|g| (g - v / 2.0).abs() <= 1e-14 * (v / 2.0) + 4.9e-324), "2 x = {v:e}: x = {got:?}");
+    }
+    ok(fegpu_context_destroy(ctx));
+}
+
 /// A random nonsymmetric matrix with a dominant diagonal (a stable ILU(0)).
 fn random_dominant(rng: &mut Rng, n: usize, per_row: usize) -> (Vec<i64>, Vec<i64>, Vec<f64>) {
     let (rp, ci, v) = random_csr(rng, n, n, per_row, None);

@@ -810,7 +810,7 @@ fn lanczos(g: &Gpu, reduce: &mut Reduce, n: usize, (dl, numbers): (&DeviceLevel,
         betas.push(b);
     }
     betas.truncate(alphas.len().saturating_sub(1));
-    Ok(host::tridiagonal_max(&alphas, &betas))
+    Ok(host::tridiagonal_radius(&alphas, &betas))
 }
 
 /// out = the l1 inverse (1 / sum_j |a_ij|) or, with `scale`, |scale_i| sum_j |a_ij|.

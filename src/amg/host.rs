@@ -494,7 +494,7 @@ pub fn product(a: &Mat, b: &Mat) -> Mat {
 
 /// The largest eigenvalue of the symmetric tridiagonal matrix (alpha on the
 /// diagonal, beta off it), by bisection on the Sturm sequence count.
-pub(super) fn tridiagonal_max(alpha: &[f64], beta: &[f64]) -> f64 {
+fn tridiagonal_max(alpha: &[f64], beta: &[f64]) -> f64 {
     let m = alpha.len();
     let radius = |i: usize| beta.get(i.wrapping_sub(1)).map_or(0.0, |b| b.abs()) + beta.get(i).map_or(0.0, |b| b.abs());
     let (mut lo, mut hi) =
@@ -541,16 +541,18 @@ fn lanczos_entry(i: usize) -> f64 {
     (z >> 11) as f64 / (1u64 << 53) as f64 + 0.5
 }
 
-/// The spectral radius of D^-1 A for a symmetric A with positive diagonal
-/// (`dinv` = D^-1, 0 on empty rows): the largest Ritz value of `steps`
-/// Lanczos steps on D^-1/2 A D^-1/2, from a fixed start (so a re-setup with
-/// the same values gives the same hierarchy).
+/// The spectral radius of D^-1 A for a symmetric A whose diagonal has one
+/// sign (`dinv` = D^-1, 0 on empty rows): the largest Ritz value in
+/// magnitude of `steps` Lanczos steps on S A S, S = |D|^-1/2, from a fixed
+/// start (so a re-setup with the same values gives the same hierarchy). A
+/// negative definite A (a negated Laplacian) then has D^-1 A's radius too,
+/// where S A S's Ritz values are all negative.
 pub fn spectral_radius_symmetric(a: &Mat, dinv: &[f64], steps: usize) -> f64 {
     let n = a.nrows;
     if n == 0 {
         return 0.0;
     }
-    let s: Vec<f64> = dinv.iter().map(|d| d.max(0.0).sqrt()).collect();
+    let s: Vec<f64> = dinv.iter().map(|d| d.abs().sqrt()).collect();
     let mut v = lanczos_start(n);
     v.iter_mut().zip(&s).for_each(|(v, s)| *v = if *s == 0.0 { 0.0 } else { *v });
     let norm = |v: &[f64]| dot(v, v).sqrt();
@@ -579,7 +581,16 @@ pub fn spectral_radius_symmetric(a: &Mat, dinv: &[f64], steps: usize) -> f64 {
         v.par_iter_mut().zip(&w).for_each(|(v, w)| *v = w / b);
     }
     beta.truncate(alpha.len().saturating_sub(1));
-    tridiagonal_max(&alpha, &beta)
+    tridiagonal_radius(&alpha, &beta)
+}
+
+/// The largest eigenvalue in magnitude of the symmetric tridiagonal matrix
+/// (alpha on the diagonal, beta off it): its largest, or its smallest
+/// negated (the largest of -T) where that is larger.
+pub(super) fn tridiagonal_radius(alpha: &[f64], beta: &[f64]) -> f64 {
+    let top = tridiagonal_max(alpha, beta);
+    let negated: Vec<f64> = alpha.iter().map(|a| -a).collect();
+    top.abs().max(tridiagonal_max(&negated, beta).abs())
 }
 
 /// x . y summed in fixed chunks, in order: the same bits on any number of
@@ -609,6 +620,10 @@ const PARALLEL_INVERSE_ROWS: usize = 384;
 pub fn dense_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
     let live: Vec<usize> = (0..n).filter(|&i| (0..n).any(|j| a[i * n + j] != 0.0 || a[j * n + i] != 0.0)).collect();
     let m = live.len();
+    if m == 0 {
+        // a matrix of zeros: singular, unless it has no rows at all
+        return (n == 0).then(Vec::new);
+    }
     let w = 2 * m;
     let mut t = vec![0.0; m * w];
     for (r, &i) in live.iter().enumerate() {

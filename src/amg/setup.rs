@@ -70,7 +70,7 @@ pub fn rigid_body_modes(dim: usize, coords: &[f64]) -> Result<NearNullSpace> {
         }
     }
     let count = if dim == 3 { 6 } else { 3 };
-    let mut b = vec![0.0; n * count];
+    let mut b = crate::error::host_vec(n * count, 0.0, "rigid-body modes")?;
     for v in 0..nodes {
         let x: Vec<f64> = (0..dim).map(|c| coords[v * dim + c] - centre[c]).collect();
         let row = |c: usize| v * dim + c;
@@ -152,6 +152,31 @@ pub fn asymmetry(a: &Mat, mirror: Option<&[u32]>) -> Option<(usize, usize, f64, 
 fn first_not_finite(v: &[f64]) -> Option<usize> {
     const CHUNK: usize = 1 << 16;
     v.par_chunks(CHUNK).enumerate().find_map_first(|(c, chunk)| chunk.iter().position(|x| !x.is_finite()).map(|i| c * CHUNK + i))
+}
+
+/// The near-null space's vectors (each `n` long) as given, or a copy with
+/// each vector scaled to a largest magnitude of 1 where one is so small or
+/// so large that the fits' sums of squares would underflow or overflow (the
+/// hierarchy depends only on the vectors' spans). A vector of zeros spans
+/// nothing and is refused.
+fn in_range(vectors: &[f64], n: usize) -> Result<std::borrow::Cow<'_, [f64]>> {
+    let largest: Vec<f64> = vectors
+        .chunks(n.max(1))
+        .map(|v| v.par_chunks(1 << 16).map(|c| c.iter().fold(0.0f64, |m, x| m.max(x.abs()))).reduce(|| 0.0, f64::max))
+        .collect();
+    if let Some(j) = largest.iter().position(|&m| m == 0.0) {
+        return Err(Error::invalid(format!(
+            "near-null space vector {j} (values {} to {}) is zero: it spans nothing",
+            j * n,
+            (j + 1) * n - 1
+        )));
+    }
+    if largest.iter().all(|&m| (1e-100..=1e100).contains(&m)) {
+        return Ok(vectors.into());
+    }
+    let mut scaled = crate::error::host_copy(vectors, "near-null space")?;
+    scaled.chunks_mut(n).zip(&largest).for_each(|(v, m)| v.par_iter_mut().for_each(|x| *x /= m));
+    Ok(scaled.into())
 }
 
 fn check_square(a: &Mat) -> Result<()> {
@@ -703,7 +728,7 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<(bool, Option<bool>)>) 
             if let Some(i) = first_not_finite(&ns.vectors) {
                 return Err(Error::invalid(format!("near-null space[{i}] = {}: must be finite", ns.vectors[i])));
             }
-            (ns.vectors.as_slice().into(), ns.count)
+            (in_range(&ns.vectors, n)?, ns.count)
         }
         // the constant per unknown of a node (the translations of elasticity)
         None => {

@@ -38,7 +38,10 @@ pub(crate) fn equilibration(bmax: f64) -> f64 {
         return 1.0;
     }
     let (_, exponent) = frexp(bmax);
-    2f64.powi(-exponent)
+    // within 2^-1022 and 2^1022: a subnormal max needs up to 2^1074 and
+    // one near f64::MAX 2^-1024, which powi gives as inf and 0; the clamped
+    // powers bring even 2^-1074 to 2^-52 and f64::MAX to 4
+    2f64.powi((-exponent).clamp(-1022, 1022))
 }
 
 /// x = m 2^e with 0.5 <= m < 1, for finite positive x.

@@ -105,8 +105,8 @@ pub struct fegpu_amg_options {
     pub strength: f64,
     /// FEGPU_SMOOTHER_AUTO (default), _CHEBYSHEV, _L1_JACOBI or _GAUSS_SEIDEL.
     pub smoother: i32,
-    /// Chebyshev degree, l1-Jacobi or symmetric Gauss-Seidel sweeps, 1 to 16
-    /// (0: 2, or 1 for Gauss-Seidel).
+    /// Chebyshev degree or l1-Jacobi sweeps, 1 to 16; symmetric Gauss-Seidel
+    /// sweeps, 1 to 8 (0: 2, or 1 for Gauss-Seidel).
     pub sweeps: i32,
     /// Rows at which coarsening stops; the coarsest level is inverted densely. Default 256.
     pub coarsest: i64,
@@ -142,8 +142,13 @@ impl fegpu_amg_options {
         use crate::amg::Smoother;
         let steps = match self.sweeps {
             0 => Smoother::default_steps(self.smoother == FEGPU_SMOOTHER_GAUSS_SEIDEL),
-            s @ 1..=16 => s as usize,
-            s => return Err(Error::invalid(format!("options.sweeps = {s}: must be 0 (default) or 1 to 16"))),
+            s @ 1..=8 => s as usize,
+            s @ 9..=16 if self.smoother != FEGPU_SMOOTHER_GAUSS_SEIDEL => s as usize,
+            s => {
+                return Err(Error::invalid(format!(
+                    "options.sweeps = {s}: must be 0 (default) or 1 to 16 (Gauss-Seidel: 1 to 8, each a forward and a backward sweep)"
+                )))
+            }
         };
         let smoother = match self.smoother {
             FEGPU_SMOOTHER_AUTO => None,
@@ -217,8 +222,10 @@ pub unsafe extern "C" fn fegpu_solver_create_amg(
             let k = positive("count", count)?;
             let n = m.rows();
             let len = n.checked_mul(k).ok_or_else(|| Error::invalid(format!("count = {count}: too many vectors")))?;
-            o.near_null_space =
-                Some(crate::amg::NearNullSpace { vectors: host_in(near_null_space, len, "near_null_space")?.to_vec(), count: k });
+            // a count no memory holds is refused before the caller's array is read, not an abort
+            crate::error::host_fits(len as u128 * 8, &format!("near_null_space ({k} vectors of {n})"))?;
+            let vectors = crate::error::host_copy(host_in(near_null_space, len, "near_null_space")?, "near_null_space")?;
+            o.near_null_space = Some(crate::amg::NearNullSpace { vectors, count: k });
         }
         let settings = solver::Settings { amg: o, ..solver::Settings::from_env() };
         let solver = Solver::with_settings(m, method_of(method)?, Precond::Amg, settings)?;
@@ -245,16 +252,14 @@ pub unsafe extern "C" fn fegpu_rigid_body_modes(
         if dim != 2 && dim != 3 {
             return Err(Error::invalid(format!("dim = {dim}: rigid-body modes are for dim 2 or 3")));
         }
-        let d = dim as usize;
-        let b = crate::amg::rigid_body_modes(d, host_in(coords, nodes * d, "coords")?)?;
-        if len < b.vectors.len() as i64 {
-            return Err(Error::size(format!(
-                "len = {len}: the modes need {} values ({} vectors of {})",
-                b.vectors.len(),
-                b.count,
-                nodes * d
-            )));
+        let (d, count) = (dim as usize, if dim == 3 { 6 } else { 3 });
+        // `len` checked before either array is touched
+        let n = nodes.checked_mul(d).ok_or_else(|| Error::invalid(format!("n_nodes = {n_nodes}: too many nodes")))?;
+        let needed = n.checked_mul(count).ok_or_else(|| Error::invalid(format!("n_nodes = {n_nodes}: too many nodes")))?;
+        if len < 0 || (len as u64) < needed as u64 {
+            return Err(Error::size(format!("len = {len}: the modes need {needed} values ({count} vectors of {n})")));
         }
+        let b = crate::amg::rigid_body_modes(d, host_in(coords, n, "coords")?)?;
         host_out(modes, b.vectors.len(), "modes")?.copy_from_slice(&b.vectors);
         Ok(())
     })

@@ -69,6 +69,9 @@ impl Ops for CpuOps<'_> {
     }
     fn reserve(&mut self, count: usize) -> Result<()> {
         let n = self.vecs[0].len();
+        // the whole basis checked before its first vector: one at a time they all fit
+        let missing = (SLOTS + count).saturating_sub(self.vecs.len()) as u128;
+        crate::error::host_fits(missing * n as u128 * 8, &format!("GMRES basis ({count} vectors of {n})"))?;
         while self.vecs.len() < SLOTS + count {
             self.vecs.push(crate::error::host_vec(n, 0.0, "GMRES basis vector")?);
         }

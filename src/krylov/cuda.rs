@@ -374,6 +374,18 @@ impl Ops for CudaOps<'_> {
         pc.apply_device(self.g, &self.vecs[r.index()], &self.vecs[z.index()], None)
     }
     fn reserve(&mut self, count: usize) -> Result<()> {
+        // the whole basis checked before its first vector: one at a time they all fit
+        // (free memory 0: not known, and the allocations below report their own failure)
+        let missing = (SLOTS + count).saturating_sub(self.vecs.len()) as u128 * self.n.max(1) as u128 * 8;
+        let free = self.g.free_memory() as u128;
+        if free > 0 && missing > free {
+            return Err(Error::out_of_memory(format!(
+                "GMRES basis ({count} vectors of {}): {:.1} GiB more, the device has {:.1} GiB free",
+                self.n,
+                missing as f64 / (1u64 << 30) as f64,
+                free as f64 / (1u64 << 30) as f64
+            )));
+        }
         while self.vecs.len() < SLOTS + count {
             self.vecs.push(self.g.zeros::<f64>(self.n.max(1))?);
         }

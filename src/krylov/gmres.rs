@@ -47,7 +47,9 @@ fn back_substitute(columns: &[Vec<f64>], g: &[f64]) -> Vec<f64> {
 }
 
 pub fn gmres(ops: &mut dyn Ops, restart: usize, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<Outcome> {
-    let m = restart.max(1);
+    // a cycle never takes more steps than the solve may: a restart beyond
+    // maxit would only hold basis vectors that are never filled
+    let m = restart.max(1).min(usize::try_from(maxit.max(1)).unwrap_or(usize::MAX));
     ops.reserve(m + 1)?;
     let bnorm = initial_residual(ops)?;
     let identity = ops.identity_precond();
