@@ -89,33 +89,6 @@ pub fn pieces<T>(v: &mut [T], sizes: impl Iterator<Item = usize>) -> Vec<&mut [T
         .collect()
 }
 
-/// Writes into a slice from parallel tasks that each own a disjoint set of
-/// its places (rows scattered by aggregate, which `pieces` cannot split).
-pub struct Scatter<'a, T> {
-    at: *mut T,
-    len: usize,
-    _slice: std::marker::PhantomData<&'a mut [T]>,
-}
-
-// SAFETY: the tasks write disjoint places (`write`'s contract) of a slice borrowed mutably for 'a
-unsafe impl<T: Send> Sync for Scatter<'_, T> {}
-
-impl<'a, T> Scatter<'a, T> {
-    pub fn new(v: &'a mut [T]) -> Scatter<'a, T> {
-        Scatter { at: v.as_mut_ptr(), len: v.len(), _slice: std::marker::PhantomData }
-    }
-
-    /// Stores x at place i.
-    ///
-    /// # Safety
-    /// No other task writes or reads place i while the scatter lives.
-    pub unsafe fn write(&self, i: usize, x: T) {
-        assert!(i < self.len, "Scatter: place {i} of {}", self.len);
-        // SAFETY: in bounds (checked), and the caller owns place i
-        unsafe { self.at.add(i).write(x) }
-    }
-}
-
 /// Calls `f(i, entries of row i)` for every row, rows in parallel blocks
 /// (`v` laid out by the row pointers `rp`: values, or columns being written).
 pub fn for_each_row_mut<T: Send>(rp: &[i32], v: &mut [T], f: impl Fn(usize, &mut [T]) + Sync) {

@@ -4,8 +4,8 @@
 //! the values-only re-setup that keeps every structure.
 
 use super::host::{
-    block_pattern, dense_inverse, for_each_row_mut, product_pattern, product_values, row_pointers, spectral_bound,
-    spectral_radius_symmetric, BlockPattern, Blocked, Mat, Scatter,
+    block_pattern, dense_inverse, for_each_row_mut, pieces, product_pattern, product_values, row_pointers, spectral_bound,
+    spectral_radius_symmetric, BlockPattern, Blocked, Mat,
 };
 use super::{Hierarchy, Level, NearNullSpace, Options, Smoother, Transfer, TransferBlocks};
 use crate::error::{Error, ErrorKind, Result};
@@ -398,46 +398,62 @@ fn tentative(agg: &[i32], naggs: usize, bs: usize, b: &[f64], k: usize) -> (Mat,
     agg.iter().filter(|&&a| a >= 0).for_each(|&a| ptr[a as usize + 1] += 1);
     (0..naggs).for_each(|a| ptr[a + 1] += ptr[a]);
     let mut fill = ptr.clone();
-    let mut members = vec![0usize; ptr[naggs]];
+    // and each node's place among its aggregate's
+    let (mut members, mut place) = (vec![0usize; ptr[naggs]], vec![0usize; nodes]);
     for (v, &a) in agg.iter().enumerate().filter(|(_, &a)| a >= 0) {
         members[fill[a as usize]] = v;
+        place[v] = fill[a as usize] - ptr[a as usize];
         fill[a as usize] += 1;
     }
+    // one segment an aggregate: its rows' k columns orthonormalised (column
+    // by column), then their R factor (k x k); no allocation per aggregate
+    let rows_of = |a: usize| (ptr[a + 1] - ptr[a]) * bs;
+    let size = |a: usize| rows_of(a) * k + k * k;
+    let seg = row_pointers((0..naggs).map(size));
+    let mut fitted = vec![0.0; seg[naggs] as usize];
+    // an aggregate a task: its fit is dozens of rows' work (for_each_row_mut's blocks of rows are too coarse)
+    pieces(&mut fitted, (0..naggs).map(size)).into_par_iter().enumerate().for_each(|(a, segment)| {
+        let m = rows_of(a);
+        let (q, r) = segment.split_at_mut(m * k);
+        for j in 0..k {
+            let rows = members[ptr[a]..ptr[a + 1]].iter().flat_map(|&v| v * bs..(v + 1) * bs);
+            q[j * m..(j + 1) * m].iter_mut().zip(rows).for_each(|(x, i)| *x = b[j * n + i]);
+        }
+        for j in 0..k {
+            let before = q[j * m..(j + 1) * m].iter().map(|x| x * x).sum::<f64>().sqrt();
+            for i in 0..j {
+                let dot: f64 = (0..m).map(|t| q[i * m + t] * q[j * m + t]).sum();
+                r[i * k + j] = dot;
+                (0..m).for_each(|t| q[j * m + t] -= dot * q[i * m + t]);
+            }
+            let norm = q[j * m..(j + 1) * m].iter().map(|x| x * x).sum::<f64>().sqrt();
+            if norm > 1e-10 * before && norm > 0.0 {
+                r[j * k + j] = norm;
+                q[j * m..(j + 1) * m].iter_mut().for_each(|x| *x /= norm);
+            } else {
+                q[j * m..(j + 1) * m].iter_mut().for_each(|x| *x = 0.0);
+            }
+        }
+    });
     // k entries on the rows of aggregated nodes (the aggregate's columns), none on the others
     let rp = row_pointers((0..n).map(|i| if agg[i / bs] >= 0 { k } else { 0 }));
     let nnz = rp[n] as usize;
-    let (mut ci, mut v) = (vec![0; nnz], vec![0.0; nnz]);
-    let mut r_factors = vec![0.0; naggs * k * k];
-    {
-        let (ci_out, v_out) = (Scatter::new(&mut ci), Scatter::new(&mut v));
-        // an aggregate a task, fitted in scratch and written straight into
-        // T's rows (a buffer of every fit, then a pass over T's rows, took
-        // twice as long at bench fem's 985k dofs: 50 MB more to fault in)
-        r_factors.par_chunks_mut(k * k).enumerate().for_each_init(Vec::new, |q, (a, r)| {
-            let nodes = &members[ptr[a]..ptr[a + 1]];
-            let m = nodes.len() * bs;
-            q.clear();
-            for j in 0..k {
-                q.extend(nodes.iter().flat_map(|&v| v * bs..(v + 1) * bs).map(|i| b[j * n + i]));
-            }
-            orthonormalise(q, m, k, r);
-            for (p, &node) in nodes.iter().enumerate() {
-                for d in 0..bs {
-                    let at = rp[node * bs + d] as usize;
-                    for j in 0..k {
-                        // SAFETY: a node is in one aggregate, so its rows of T are this task's alone
-                        unsafe {
-                            v_out.write(at + j, q[j * m + p * bs + d]);
-                            ci_out.write(at + j, (a * k + j) as i32);
-                        }
-                    }
-                }
-            }
-        });
-    }
-    let t = Mat { nrows: n, ncols: nc, rp: rp.into(), ci: ci.into(), v };
+    let mut ci = vec![0; nnz];
+    for_each_row_mut(&rp, &mut ci, |i, row| {
+        row.iter_mut().enumerate().for_each(|(j, c)| *c = (agg[i / bs] as usize * k + j) as i32);
+    });
+    let mut t = Mat { nrows: n, ncols: nc, rp: rp.into(), ci: ci.into(), v: vec![0.0; nnz] };
+    for_each_row_mut(&t.rp, &mut t.v, |i, row| {
+        if row.is_empty() {
+            return; // a node in no aggregate
+        }
+        let (node, a) = (i / bs, agg[i / bs] as usize);
+        let (q, m) = (&fitted[seg[a] as usize..], rows_of(a));
+        row.iter_mut().enumerate().for_each(|(j, x)| *x = q[j * m + place[node] * bs + i % bs]);
+    });
     let mut coarse = vec![0.0; nc * k];
-    for (a, r) in r_factors.chunks(k * k).enumerate() {
+    for a in 0..naggs {
+        let r = &fitted[seg[a] as usize + rows_of(a) * k..];
         for i in 0..k {
             for j in 0..k {
                 coarse[j * nc + a * k + i] = r[i * k + j];
@@ -445,44 +461,6 @@ fn tentative(agg: &[i32], naggs: usize, bs: usize, b: &[f64], k: usize) -> (Mat,
         }
     }
     (t, coarse)
-}
-
-/// Modified Gram-Schmidt on the k columns of `q` (m rows each, column after
-/// column), their R factor into `r` (k x k, row-major; a column dependent on
-/// the earlier ones is dropped to zero, its diagonal entry left 0).
-fn orthonormalise(q: &mut [f64], m: usize, k: usize, r: &mut [f64]) {
-    for j in 0..k {
-        let (done, rest) = q.split_at_mut(j * m);
-        let col = &mut rest[..m];
-        let before = dot(col, col).sqrt();
-        for i in 0..j {
-            let qi = &done[i * m..(i + 1) * m];
-            let d = dot(qi, col);
-            r[i * k + j] = d;
-            col.iter_mut().zip(qi).for_each(|(x, y)| *x -= d * y);
-        }
-        let norm = dot(col, col).sqrt();
-        if norm > 1e-10 * before && norm > 0.0 {
-            r[j * k + j] = norm;
-            col.iter_mut().for_each(|x| *x /= norm);
-        } else {
-            col.fill(0.0);
-        }
-    }
-}
-
-/// x . y over four running sums (one sum waits on each add: the fit's dots
-/// were most of its time).
-fn dot(x: &[f64], y: &[f64]) -> f64 {
-    let (xs, ys) = (x.chunks_exact(4), y.chunks_exact(4));
-    let tail: f64 = xs.remainder().iter().zip(ys.remainder()).map(|(a, b)| a * b).sum();
-    let mut s = [0.0; 4];
-    for (a, b) in xs.zip(ys) {
-        for l in 0..4 {
-            s[l] += a[l] * b[l];
-        }
-    }
-    (s[0] + s[1]) + (s[2] + s[3]) + tail
 }
 
 /// A level's transfer from its aggregates and tentative prolongator `t`:
