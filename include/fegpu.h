@@ -1360,6 +1360,7 @@ fegpu_status fegpu_csr_info(fegpu_csr_t a, int64_t *nrows, int64_t *ncols, int64
 
 // Copies the stored matrix out: row_ptr (nrows+1), col_ind and values
 // (stored nnz, see `fegpu_csr_info`), indices counted from `index_base`.
+// A block matrix (`fegpu_bsr_create_i32`/`_i64`) is FEGPU_ERR_UNSUPPORTED here.
 fegpu_status fegpu_csr_download(fegpu_csr_t a,
                                 int64_t *row_ptr,
                                 int64_t *col_ind,

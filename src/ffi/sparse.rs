@@ -219,7 +219,8 @@ pub unsafe extern "C" fn fegpu_solver_create_amg(
         let owner = registry::owner_of(a).unwrap_or(0);
         let mut o = if options.is_null() { fegpu_amg_options::default() } else { *options }.options()?;
         if count != 0 {
-            let k = positive("count", count)?;
+            let k = usize::try_from(count)
+                .map_err(|_| Error::invalid(format!("count = {count}: must be 0 (no vectors given) or at least 1")))?;
             let n = m.rows();
             let len = n.checked_mul(k).ok_or_else(|| Error::invalid(format!("count = {count}: too many vectors")))?;
             // a count no memory holds is refused before the caller's array is read, not an abort
@@ -501,6 +502,7 @@ pub unsafe extern "C" fn fegpu_csr_info(a: fegpu_csr_t, nrows: *mut i64, ncols: 
 
 /// Copies the stored matrix out: row_ptr (nrows+1), col_ind and values
 /// (stored nnz, see `fegpu_csr_info`), indices counted from `index_base`.
+/// A block matrix (`fegpu_bsr_create_i32`/`_i64`) is FEGPU_ERR_UNSUPPORTED here.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_csr_download(
     a: fegpu_csr_t,
