@@ -146,7 +146,7 @@ impl fegpu_amg_options {
             s @ 9..=16 if self.smoother != FEGPU_SMOOTHER_GAUSS_SEIDEL => s as usize,
             s => {
                 return Err(Error::invalid(format!(
-                    "options.sweeps = {s}: must be 0 (default) or 1 to 16 (Gauss-Seidel: 1 to 8, each a forward and a backward sweep)"
+                    "options.sweeps = {s}: must be 0 (default) or 1 to 16 (Gauss-Seidel: 1 to 8 sweeps, each forward then backward)"
                 )))
             }
         };
