@@ -104,7 +104,8 @@ module fegpu_types
     integer(c_int32_t) :: smoother = FEGPU_SMOOTHER_AUTO
     !> Chebyshev degree or l1-Jacobi sweeps, 1 to 16; Gauss-Seidel sweeps, 1 to 8 (0: 2, or 1 for Gauss-Seidel).
     integer(c_int32_t) :: sweeps = 0
-    !> Rows at which coarsening stops (the coarsest level is inverted densely); at most this many levels.
+    !> Rows at which coarsening stops (the coarsest level, up to 4,096 rows, is inverted densely:
+    !> O(n**3), seconds on the host at thousands); at most this many levels.
     integer(c_int64_t) :: coarsest = 256, max_levels = 20
     !> 1: smoothed aggregation; 0: plain aggregation.
     integer(c_int32_t) :: smooth_prolongator = 1
