@@ -463,6 +463,12 @@ fn bad_element_sets_are_refused_with_the_culprit_named() {
         FEGPU_ERR_INVALID_ARGUMENT,
         &["dofs[0] = 9"],
     );
+    // more fixed dofs than the set has (each is fixed once): refused before the one-entry arrays are read past
+    expect_err(
+        unsafe { fegpu_fem_heat_create(h, 0.1, 1.0, 1 << 40, [1i64].as_ptr(), 1, [0.0].as_ptr(), &mut heat) },
+        FEGPU_ERR_SIZE_MISMATCH,
+        &["n_fixed = 1099511627776", "dofs of the set"],
+    );
     ok(fegpu_context_destroy(ctx));
 }
 
@@ -1829,6 +1835,12 @@ fn load_integrals_match_hand_integration_and_the_totals() {
             FEGPU_ERR_INVALID_ARGUMENT,
             &["kind = 9"],
         );
+        // more faces than the elements have: refused before `faces` is read past its end
+        expect_err(
+            unsafe { fegpu_fem_face_load(bad.h, FEGPU_FACE_PRESSURE, 1 << 40, faces.as_ptr(), 1, [1.0].as_ptr(), f) },
+            FEGPU_ERR_SIZE_MISMATCH,
+            &["n_faces = 1099511627776"],
+        );
         assert!(download_f64(f, coords.len()).iter().all(|&v| v == 0.0));
         ok(fegpu::ffi::array::fegpu_array_destroy(f));
         ok(fegpu_fem_destroy(bad.h));
@@ -2234,6 +2246,13 @@ fn thermal_stress_matches_the_closed_forms_of_a_bar() {
                 );
             }
         }
+        // one value short, and a `nodal` that is neither 0 nor 1: refused, not half copied
+        expect_err(
+            unsafe { fegpu_fem_stress_displacements(free, u.as_mut_ptr(), u.len() as i64 - 1) },
+            FEGPU_ERR_SIZE_MISMATCH,
+            &["are needed"],
+        );
+        expect_err(unsafe { fegpu_fem_stress_download(free, 2, u.as_mut_ptr(), 6) }, FEGPU_ERR_INVALID_ARGUMENT, &["nodal = 2"]);
         ok(fegpu_fem_stress_destroy(free));
         // held at both ends: -E alpha dT along, nothing across, at every point and node
         let held_solve = stress_solve(&s, 0, &elastic_law(young, alpha), &vec![0.0; ne], 1.0, &cold, &held);

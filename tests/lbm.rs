@@ -531,7 +531,12 @@ fn bad_input_is_refused_and_changes_nothing() {
         expect_err(
             fegpu_lattice_fields(lat.0, 2, 2, rho.as_mut_ptr(), u.as_mut_ptr()),
             FEGPU_ERR_INVALID_ARGUMENT,
-            &["z_first", "2 planes"],
+            &["z_first = 2 (counted from 1)", "2 planes"],
+        );
+        expect_err(
+            fegpu_lattice_fields(lat.0, 0, 1, rho.as_mut_ptr(), u.as_mut_ptr()),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["z_first = 0"],
         );
         expect_err(fegpu_lattice_fields(lat.0, 1, 1, null_mut(), u.as_mut_ptr()), FEGPU_ERR_INVALID_ARGUMENT, &["rho"]);
     }

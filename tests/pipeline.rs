@@ -114,6 +114,19 @@ fn column_dots_match_the_serial_loop_and_the_one_chunk_result() {
             ok(column_dots(ctx, m, &a, &b, &mut out, FEGPU_PIPELINE_AUTO, 0, 0));
             assert_eq!(out, one);
         }
+        // AUTO ignores n_streams and n_chunks, but not values outside their ranges
+        let mut out = vec![f64::NAN; ncols];
+        expect_err(
+            column_dots(ctx, m, &a, &b, &mut out, FEGPU_PIPELINE_AUTO, 17, 0),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["n_streams = 17"],
+        );
+        expect_err(
+            column_dots(ctx, m, &a, &b, &mut out, FEGPU_PIPELINE_AUTO, 0, -1),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["n_chunks = -1"],
+        );
+        assert!(out.iter().all(|v| v.is_nan()), "a refused call writes nothing");
     }
 }
 

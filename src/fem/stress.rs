@@ -331,6 +331,10 @@ impl ThermalStress {
 
     /// The displacements accumulated since t0 (dofs).
     pub fn displacements(&self, out: &mut [f64]) -> Result<()> {
+        let want = self.set.dofs();
+        if out.len() != want {
+            return Err(Error::size(format!("the output has {} values; {want} are needed (one a dof)", out.len())));
+        }
         self.state().u.download(0, out, "u")
     }
 }

@@ -3,7 +3,7 @@
 use super::registry;
 use super::sparse::{fegpu_solve_info, write_info};
 use super::status::fegpu_status;
-use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, items, out_param};
+use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, index_list_max, items, out_param};
 use crate::error::{Error, Result};
 use crate::fem::dynamics::{DynamicsStepper, Scheme};
 use crate::fem::ebe::EbeSolver;
@@ -226,6 +226,13 @@ pub unsafe extern "C" fn fegpu_fem_face_load(
             }
         };
         let nf = crate::error::non_negative("n_faces", n_faces)?;
+        // no element has more than 6 faces
+        if nf > 6 * set.elements {
+            return Err(Error::size(format!(
+                "n_faces = {n_faces}: more than the set's elements have (6 each, {})",
+                set.elements
+            )));
+        }
         let faces = index_list(items(set.face_nodes(), nf, "faces")? as i64, faces, index_base, "n_faces", "faces")?;
         let values = host_in(values, items(kind.values(set.element.dim()), nf, "values")?, "values")?;
         set.face_load(kind, faces, index_base as i64, values, &*registry::get::<crate::array::Array>(f, "F")?)
@@ -346,7 +353,7 @@ pub unsafe extern "C" fn fegpu_fem_ebe_create(
     guard(|| {
         let out = out_param(ebe, "ebe")?;
         let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
-        let dofs = index_list(n_fixed, dofs, index_base, "n_fixed", "dofs")?;
+        let dofs = index_list_max(n_fixed, set.dofs(), "dofs of the set", dofs, index_base, ("n_fixed", "dofs"))?;
         let values = host_in(values, dofs.len(), "values")?;
         let owner = registry::owner_of(fem).unwrap_or(0);
         let solver = EbeSolver::new(set, dofs, index_base as i64, values, on_the_fly != 0)?;
@@ -410,7 +417,7 @@ pub unsafe extern "C" fn fegpu_fem_heat_create(
     guard(|| {
         let out = out_param(heat, "heat")?;
         let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
-        let dofs = index_list(n_fixed, dofs, index_base, "n_fixed", "dofs")?;
+        let dofs = index_list_max(n_fixed, set.dofs(), "dofs of the set", dofs, index_base, ("n_fixed", "dofs"))?;
         let values = host_in(values, dofs.len(), "values")?;
         let owner = registry::owner_of(fem).unwrap_or(0);
         let stepper = HeatStepper::new(set, dt, theta, dofs, index_base as i64, values)?;
@@ -458,7 +465,7 @@ pub unsafe extern "C" fn fegpu_fem_heat_set_convection(
 ) -> fegpu_status {
     guard(|| {
         let s = registry::get::<crate::fem::heat::HeatStepper>(heat, "heat")?;
-        let nodes = index_list(n, nodes, index_base, "n", "nodes")?;
+        let nodes = index_list_max(n, s.set.nodes, "nodes of the set", nodes, index_base, ("n", "nodes"))?;
         let n = nodes.len();
         s.set_convection(nodes, index_base as i64, host_in(h_area, n, "h_area")?, host_in(t_env, n, "t_env")?)
     })
@@ -482,6 +489,12 @@ pub unsafe extern "C" fn fegpu_fem_heat_set_convection_faces(
     guard(|| {
         let s = registry::get::<HeatStepper>(heat, "heat")?;
         let nf = crate::error::non_negative("n_faces", n_faces)?;
+        if nf > 6 * s.set.elements {
+            return Err(Error::size(format!(
+                "n_faces = {n_faces}: more than the set's elements have (6 each, {})",
+                s.set.elements
+            )));
+        }
         let faces = index_list(items(s.set.face_nodes(), nf, "faces")? as i64, faces, index_base, "n_faces", "faces")?;
         s.set_convection_faces(faces, index_base as i64, host_in(h, nf, "h")?, host_in(t_env, nf, "t_env")?)
     })
@@ -500,7 +513,7 @@ pub unsafe extern "C" fn fegpu_fem_heat_set_fixed(
 ) -> fegpu_status {
     guard(|| {
         let s = registry::get::<HeatStepper>(heat, "heat")?;
-        let dofs = index_list(n_fixed, dofs, index_base, "n_fixed", "dofs")?;
+        let dofs = index_list_max(n_fixed, s.set.dofs(), "dofs of the set", dofs, index_base, ("n_fixed", "dofs"))?;
         s.set_fixed(dofs, index_base as i64, host_in(values, dofs.len(), "values")?)
     })
 }
@@ -566,7 +579,7 @@ pub unsafe extern "C" fn fegpu_fem_dynamics_create(
                 )))
             }
         };
-        let clamped = index_list(n_clamped, clamped, index_base, "n_clamped", "clamped")?;
+        let clamped = index_list_max(n_clamped, set.dofs(), "dofs of the set", clamped, index_base, ("n_clamped", "clamped"))?;
         let n = set.dofs() as i64;
         if let Some((i, d)) =
             clamped.iter().enumerate().find(|(_, &d)| d - (index_base as i64) < 0 || d - (index_base as i64) >= n)
@@ -674,7 +687,7 @@ pub unsafe extern "C" fn fegpu_fem_stress_create(
         let materials = set.materials().props.len() / 2;
         let laws = host_in(laws, items(law_stride(terms.min(8)), materials, "laws")?, "laws")?;
         let (cast, temperature) = (host_in(cast, set.elements, "cast")?, host_in(temperature, set.nodes, "temperature")?);
-        let fixed = index_list(n_fixed, fixed, index_base, "n_fixed", "fixed")?;
+        let fixed = index_list_max(n_fixed, set.dofs(), "dofs of the set", fixed, index_base, ("n_fixed", "fixed"))?;
         let owner = registry::owner_of(fem).unwrap_or(0);
         let s = ThermalStress::new(set, laws, terms, cast, t0, temperature, fixed, index_base as i64)?;
         *out = registry::insert(Arc::new(s), owner);
@@ -713,7 +726,10 @@ pub unsafe extern "C" fn fegpu_fem_stress_step(
 pub unsafe extern "C" fn fegpu_fem_stress_download(stress: fegpu_stress_t, nodal: i32, out: *mut f64, n: i64) -> fegpu_status {
     guard(|| {
         let s = registry::get::<crate::fem::stress::ThermalStress>(stress, "stress")?;
-        s.stresses(nodal != 0, host_out(out, crate::error::non_negative("n", n)?, "out")?)
+        if nodal != 0 && nodal != 1 {
+            return Err(Error::invalid(format!("nodal = {nodal}: must be 0 (every Gauss point) or 1 (the nodes)")));
+        }
+        s.stresses(nodal == 1, host_out(out, crate::error::non_negative("n", n)?, "out")?)
     })
 }
 

@@ -194,7 +194,11 @@ pub unsafe extern "C" fn fegpu_lattice_fields(
 ) -> fegpu_status {
     guard(|| {
         let l = lattice(lat)?;
-        let (_, count) = l.slab(z_first - 1, z_count)?;
+        // the message names the 1-based plane the caller gave, not the 0-based one checked
+        let (_, count) = l.slab(z_first.saturating_sub(1), z_count).map_err(|e| {
+            let why = e.message.split_once(": ").map_or(e.message.as_str(), |p| p.1);
+            Error::new(e.kind, format!("z_first = {z_first} (counted from 1), z_count = {z_count}: {why}"))
+        })?;
         let nu = items(3, count, "u")?;
         no_overlap(&[span(rho, count, "rho"), span(u, nu, "u")], &[])?;
         let (rho, u) = (host_out(rho, count, "rho")?, host_out(u, nu, "u")?);

@@ -172,6 +172,23 @@ pub(crate) unsafe fn index_list<'a>(n: i64, ptr: *const i64, index_base: i32, n_
     host_in(ptr, n as usize, arg)
 }
 
+/// As `index_list`, for a list that cannot hold more than `max` entries
+/// (`what`: of what, for the message): a larger count is refused before
+/// the caller's array is read, where it would run past its end.
+pub(crate) unsafe fn index_list_max<'a>(
+    n: i64,
+    max: usize,
+    what: &str,
+    ptr: *const i64,
+    index_base: i32,
+    (n_arg, arg): (&str, &str),
+) -> Result<&'a [i64]> {
+    if n > 0 && n as u64 > max as u64 {
+        return Err(Error::size(format!("{n_arg} = {n}: more than the {max} {what}")));
+    }
+    index_list(n, ptr, index_base, n_arg, arg)
+}
+
 /// Converts a caller's (first, count) with an explicit index base to a 0-based range.
 pub(crate) fn range(first: i64, count: i64, index_base: i32, arg: &str) -> Result<(usize, usize)> {
     if index_base != 0 && index_base != 1 {

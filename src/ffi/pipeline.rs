@@ -19,6 +19,13 @@ pub const FEGPU_PIPELINE_STAGED: i32 = 3;
 /// From the C arguments; None for FEGPU_PIPELINE_AUTO. streams 0 with an
 /// explicit strategy: the model's choice; chunks 0: one chunk per stream.
 fn plan_of(strategy: i32, streams: i64, chunks: i64) -> Result<Option<Plan>> {
+    // checked under every strategy, AUTO's too (which then ignores them)
+    if !(0..=MAX_STREAMS as i64).contains(&streams) {
+        return Err(Error::invalid(format!("n_streams = {streams}: expected 0 (automatic) to {MAX_STREAMS}")));
+    }
+    if chunks < 0 {
+        return Err(Error::invalid(format!("n_chunks = {chunks}: expected 0 (one per stream) or more")));
+    }
     let strategy = match strategy {
         FEGPU_PIPELINE_AUTO => return Ok(None),
         FEGPU_PIPELINE_SERIAL => Strategy::Serial,
@@ -30,12 +37,6 @@ fn plan_of(strategy: i32, streams: i64, chunks: i64) -> Result<Option<Plan>> {
             )))
         }
     };
-    if !(0..=MAX_STREAMS as i64).contains(&streams) {
-        return Err(Error::invalid(format!("n_streams = {streams}: expected 0 (automatic) to {MAX_STREAMS}")));
-    }
-    if chunks < 0 {
-        return Err(Error::invalid(format!("n_chunks = {chunks}: expected 0 (one per stream) or more")));
-    }
     let streams = if strategy == Strategy::Serial { 1 } else { streams as usize };
     Ok(Some(Plan { strategy, streams, chunks: chunks as usize }))
 }
