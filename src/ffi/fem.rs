@@ -465,7 +465,8 @@ pub unsafe extern "C" fn fegpu_fem_heat_set_convection(
 ) -> fegpu_status {
     guard(|| {
         let s = registry::get::<crate::fem::heat::HeatStepper>(heat, "heat")?;
-        let nodes = index_list_max(n, s.set.nodes, "nodes of the set", nodes, index_base, ("n", "nodes"))?;
+        // (a node may be listed more than once: its entries add up, so no bound here)
+        let nodes = index_list(n, nodes, index_base, "n", "nodes")?;
         let n = nodes.len();
         s.set_convection(nodes, index_base as i64, host_in(h_area, n, "h_area")?, host_in(t_env, n, "t_env")?)
     })
