@@ -148,7 +148,8 @@ pub fn asymmetry(a: &Mat, mirror: Option<&[u32]>) -> Option<(usize, usize, f64, 
 
 /// The first value that is not finite. A task scans a chunk: rayon's
 /// position_first over single values cost 57 ms for bench fem's 5.9M
-/// near-null-space values on 2 cores, 8 ms sequentially.
+/// near-null-space values on 2 cores, 8 ms sequentially (this ran on every
+/// setup; now only once a value is known not finite).
 fn first_not_finite(v: &[f64]) -> Option<usize> {
     const CHUNK: usize = 1 << 16;
     v.par_chunks(CHUNK).enumerate().find_map_first(|(c, chunk)| chunk.iter().position(|x| !x.is_finite()).map(|i| c * CHUNK + i))
@@ -157,13 +158,20 @@ fn first_not_finite(v: &[f64]) -> Option<usize> {
 /// The near-null space's vectors (each `n` long) as given, or a copy with
 /// each vector scaled to a largest magnitude of 1 where one is so small or
 /// so large that the fits' sums of squares would underflow or overflow (the
-/// hierarchy depends only on the vectors' spans). A vector of zeros spans
-/// nothing and is refused.
-fn in_range(vectors: &[f64], n: usize) -> Result<std::borrow::Cow<'_, [f64]>> {
+/// hierarchy depends only on the vectors' spans). One pass finds each
+/// vector's largest magnitude, NaN and inf carried through it; only then is
+/// the first value that is not finite searched for, to name it. A vector of
+/// zeros spans nothing and is refused.
+fn checked_vectors(vectors: &[f64], n: usize) -> Result<std::borrow::Cow<'_, [f64]>> {
+    let larger = |m: f64, a: f64| if a > m || a.is_nan() { a } else { m };
     let largest: Vec<f64> = vectors
         .chunks(n.max(1))
-        .map(|v| v.par_chunks(1 << 16).map(|c| c.iter().fold(0.0f64, |m, x| m.max(x.abs()))).reduce(|| 0.0, f64::max))
+        .map(|v| v.par_chunks(1 << 16).map(|c| c.iter().fold(0.0, |m, x| larger(m, x.abs()))).reduce(|| 0.0, larger))
         .collect();
+    if largest.iter().any(|m| !m.is_finite()) {
+        let i = first_not_finite(vectors).expect("a vector's largest magnitude is not finite");
+        return Err(Error::invalid(format!("near-null space[{i}] = {}: must be finite", vectors[i])));
+    }
     if let Some(j) = largest.iter().position(|&m| m == 0.0) {
         return Err(Error::invalid(format!(
             "near-null space vector {j} (values {} to {}) is zero: it spans nothing",
@@ -703,10 +711,7 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<(bool, Option<bool>)>) 
                     ns.count
                 )));
             }
-            if let Some(i) = first_not_finite(&ns.vectors) {
-                return Err(Error::invalid(format!("near-null space[{i}] = {}: must be finite", ns.vectors[i])));
-            }
-            (in_range(&ns.vectors, n)?, ns.count)
+            (checked_vectors(&ns.vectors, n)?, ns.count)
         }
         // the constant per unknown of a node (the translations of elasticity)
         None => {
