@@ -114,16 +114,25 @@ fn host_capacity() -> Option<u128> {
         .then(|| (info.totalram as u128 + info.totalswap as u128) * info.mem_unit.max(1) as u128)
 }
 
+fn gib(bytes: u128) -> f64 {
+    bytes as f64 / (1u128 << 30) as f64
+}
+
+/// The host's capacity in bytes where `bytes` exceed it (None: they fit, or it is unknown).
+fn beyond_host(bytes: u128) -> Option<u128> {
+    host_capacity().filter(|&cap| bytes > cap)
+}
+
 /// Refuses, as FEGPU_ERR_OUT_OF_MEMORY naming `what`, a total of `bytes`
 /// (to be allocated piece by piece) beyond the host's memory plus swap.
 pub fn host_fits(bytes: u128, what: &str) -> Result<()> {
-    match host_capacity() {
-        Some(cap) if bytes > cap => Err(Error::out_of_memory(format!(
+    match beyond_host(bytes) {
+        Some(cap) => Err(Error::out_of_memory(format!(
             "{what}: {:.1} GiB, more than this host's {:.1} GiB of memory",
-            bytes as f64 / (1u128 << 30) as f64,
-            cap as f64 / (1u128 << 30) as f64
+            gib(bytes),
+            gib(cap)
         ))),
-        _ => Ok(()),
+        None => Ok(()),
     }
 }
 
@@ -132,24 +141,19 @@ pub fn host_fits(bytes: u128, what: &str) -> Result<()> {
 /// refuses is FEGPU_ERR_OUT_OF_MEMORY naming `what`, never an abort.
 pub fn host_with_capacity<T>(n: usize, what: &str) -> Result<Vec<T>> {
     let bytes = n.checked_mul(std::mem::size_of::<T>().max(1));
-    let gib = |b: u128| b as f64 / (1u128 << 30) as f64;
-    match (bytes, host_capacity()) {
-        (None, _) => return Err(Error::out_of_memory(format!("{what}: {n} elements overflow the address space"))),
-        (Some(b), Some(cap)) if b as u128 > cap => {
-            return Err(Error::out_of_memory(format!(
-                "{what}: {n} elements need {:.1} GiB, more than this host's {:.1} GiB of memory",
-                gib(b as u128),
-                gib(cap)
-            )))
-        }
-        _ => {}
+    let Some(b) = bytes else {
+        return Err(Error::out_of_memory(format!("{what}: {n} elements overflow the address space")));
+    };
+    if let Some(cap) = beyond_host(b as u128) {
+        return Err(Error::out_of_memory(format!(
+            "{what}: {n} elements need {:.1} GiB, more than this host's {:.1} GiB of memory",
+            gib(b as u128),
+            gib(cap)
+        )));
     }
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| {
-        Error::out_of_memory(format!(
-            "{what}: {n} elements ({:.1} GiB) could not be allocated on the host",
-            gib(bytes.unwrap_or(0) as u128)
-        ))
+        Error::out_of_memory(format!("{what}: {n} elements ({:.1} GiB) could not be allocated on the host", gib(b as u128)))
     })?;
     Ok(v)
 }

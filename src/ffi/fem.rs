@@ -193,6 +193,16 @@ pub unsafe extern "C" fn fegpu_fem_body_load(
     })
 }
 
+/// A caller's face count: at least 0, and no more than the set's elements
+/// have (6 each at most), so a wild count is refused before `faces` is read.
+fn face_count(n_faces: i64, elements: usize) -> Result<usize> {
+    let nf = crate::error::non_negative("n_faces", n_faces)?;
+    if nf > 6 * elements {
+        return Err(Error::size(format!("n_faces = {n_faces}: more than the set's elements have (6 each, {elements})")));
+    }
+    Ok(nf)
+}
+
 /// F += the face integrals of `kind` (FEGPU_FACE_*) over n_faces faces:
 /// `faces` holds each face's nodes (counted from index_base): 2 per edge of
 /// a 2-D element (ordered with the body on the left: outward normal on the
@@ -225,14 +235,7 @@ pub unsafe extern "C" fn fegpu_fem_face_load(
                 )))
             }
         };
-        let nf = crate::error::non_negative("n_faces", n_faces)?;
-        // no element has more than 6 faces
-        if nf > 6 * set.elements {
-            return Err(Error::size(format!(
-                "n_faces = {n_faces}: more than the set's elements have (6 each, {})",
-                set.elements
-            )));
-        }
+        let nf = face_count(n_faces, set.elements)?;
         let faces = index_list(items(set.face_nodes(), nf, "faces")? as i64, faces, index_base, "n_faces", "faces")?;
         let values = host_in(values, items(kind.values(set.element.dim()), nf, "values")?, "values")?;
         set.face_load(kind, faces, index_base as i64, values, &*registry::get::<crate::array::Array>(f, "F")?)
@@ -489,13 +492,7 @@ pub unsafe extern "C" fn fegpu_fem_heat_set_convection_faces(
 ) -> fegpu_status {
     guard(|| {
         let s = registry::get::<HeatStepper>(heat, "heat")?;
-        let nf = crate::error::non_negative("n_faces", n_faces)?;
-        if nf > 6 * s.set.elements {
-            return Err(Error::size(format!(
-                "n_faces = {n_faces}: more than the set's elements have (6 each, {})",
-                s.set.elements
-            )));
-        }
+        let nf = face_count(n_faces, s.set.elements)?;
         let faces = index_list(items(s.set.face_nodes(), nf, "faces")? as i64, faces, index_base, "n_faces", "faces")?;
         s.set_convection_faces(faces, index_base as i64, host_in(h, nf, "h")?, host_in(t_env, nf, "t_env")?)
     })
