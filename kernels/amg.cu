@@ -522,6 +522,63 @@ extern "C" __global__ void __launch_bounds__(256) amg_expand(int nb, int rows, i
     }
 }
 
+// The warp's sum of each lane's s, in a fixed order (the same bits every run).
+__device__ __forceinline__ double warp_total(double s) {
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+    return s;
+}
+
+// The tentative prolongator's values (src/amg/setup.rs `tentative`), a warp
+// an aggregate: its rows of the near-null space b (k vectors of n rows,
+// vector j at j n; null: the constants per unknown of a node, b_j(i) =
+// [i % bs == j]), each vector times scale[j] (null: 1), orthonormalised
+// column by column by modified Gram-Schmidt, a column dependent on the
+// earlier ones dropped to zero, in place in T's values (T written out from
+// its block pattern: row i's k values at t_rp[i]); the R factor goes to the
+// coarse level's near-null space (k vectors of naggs k rows: R(c, j) of
+// aggregate a at j naggs k + a k + c). Aggregate a's nodes: nodes[ptr[a] ..].
+extern "C" __global__ void __launch_bounds__(256) amg_fit(int naggs, int bs, int k, int n, const int* __restrict__ ptr,
+    const int* __restrict__ nodes, const double* __restrict__ b, const double* __restrict__ scale,
+    const int* __restrict__ t_rp, double* __restrict__ t, double* __restrict__ coarse) {
+    const int lane = threadIdx.x & 31;
+    const i64 warps = ((i64)gridDim.x * blockDim.x) >> 5, nc = (i64)naggs * k;
+    for (i64 a = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; a < naggs; a += warps) {
+        const int first = ptr[a], m = (ptr[a + 1] - first) * bs;
+        // row r of the aggregate is unknown i of the level, its k values at t + t_rp[i]
+        auto row = [&](int r) { return nodes[first + r / bs] * bs + r % bs; };
+        for (int r = lane; r < m; r += 32) {
+            const int i = row(r);
+            double* q = t + t_rp[i];
+            for (int j = 0; j < k; ++j) q[j] = b ? b[(i64)j * n + i] * (scale ? scale[j] : 1.0) : (double)(i % bs == j);
+        }
+        __syncwarp();
+        double* r_col = coarse + a * k;
+        for (int j = 0; j < k; ++j) {
+            double s = 0.0;
+            for (int r = lane; r < m; r += 32) s += t[t_rp[row(r)] + j] * t[t_rp[row(r)] + j];
+            const double before = sqrt(warp_total(s));
+            for (int c = 0; c < j; ++c) {
+                s = 0.0;
+                for (int r = lane; r < m; r += 32) s += t[t_rp[row(r)] + c] * t[t_rp[row(r)] + j];
+                const double dot = warp_total(s);
+                if (lane == 0) r_col[(i64)j * nc + c] = dot;
+                for (int r = lane; r < m; r += 32) t[t_rp[row(r)] + j] -= dot * t[t_rp[row(r)] + c];
+                __syncwarp();
+            }
+            s = 0.0;
+            for (int r = lane; r < m; r += 32) s += t[t_rp[row(r)] + j] * t[t_rp[row(r)] + j];
+            const double norm = sqrt(warp_total(s));
+            const bool kept = norm > 1e-10 * before && norm > 0.0;
+            for (int r = lane; r < m; r += 32) {
+                double* q = t + t_rp[row(r)] + j;
+                *q = kept ? *q / norm : 0.0;
+            }
+            __syncwarp();
+            for (int c = j + lane; c < k; c += 32) r_col[(i64)j * nc + c] = c == j && kept ? norm : 0.0;
+        }
+    }
+}
+
 // out[k] = T's value at entry k of the pattern (rp, ci) of n rows, 0 where
 // T stores none there (src/amg/setup.rs values_at). A warp a row; T's rows
 // hold a few entries.

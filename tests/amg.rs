@@ -11,7 +11,7 @@ mod common;
 
 use common::{seed, Rng};
 use fegpu::amg::host::{block_pattern, block_tiles, product, row_blocks, tentative_tiles, tiles};
-use fegpu::amg::{rigid_body_modes, Hierarchy, Mat, Options, Smoother};
+use fegpu::amg::{rigid_body_modes, Hierarchy, Mat, NearNullSpace, Options, Smoother, StructureOnly};
 use fegpu::array::Array;
 use fegpu::context::{Context, Request};
 use fegpu::error::ErrorKind;
@@ -458,7 +458,8 @@ fn a_structure_then_its_numbers_equal_the_full_setup() {
         // cuda::finest_nodes_are_blocks) or, for the plain aggregation, here
         let bs = options.block_size;
         let node_blocks = (options.smooth_prolongator).then(|| bs > 1 && block_pattern(&m, bs, bs).is_some());
-        let mut h = Hierarchy::structure(Mat { v: Vec::new(), ..m.clone() }, &options, symmetric_pattern, node_blocks).unwrap();
+        let known = StructureOnly { symmetric_pattern, node_blocks, fit_on_device: false };
+        let mut h = Hierarchy::structure(Mat { v: Vec::new(), ..m.clone() }, &options, known).unwrap();
         assert!(h.needs_numbers && !full.needs_numbers, "{name}");
         h.refresh(&m.v).unwrap();
         assert!(!h.needs_numbers && h.smoother == full.smoother, "{name}: {:?} against {:?}", h.smoother, full.smoother);
@@ -684,11 +685,34 @@ fn values_only_resetup_and_the_device_match_a_fresh_reference() {
         elastic.download_values().unwrap(),
     );
     let modes = elasticity_options(&coords);
+    // the device fits T to the near-null space: as given, scaled where its sums of squares would underflow,
+    // and more vectors than a node's unknowns (a scalar system's constant and x)
+    let tiny = modes
+        .near_null_space
+        .as_ref()
+        .map(|ns| NearNullSpace { vectors: ns.vectors.iter().map(|x| x * 1e-160).collect(), count: 6 });
+    let tiny_modes = Options { near_null_space: tiny, ..modes.clone() };
+    let constant_and_x = NearNullSpace {
+        vectors: (0..2 * n * n * n).map(|e| if e < n * n * n { 1.0 } else { (e % n) as f64 }).collect(),
+        count: 2,
+    };
     let gauss_seidel = Options { smoother: Some(Smoother::GaussSeidel { sweeps: 1 }), ..Options::default() };
     let gs_modes = Options { smoother: Some(Smoother::GaussSeidel { sweeps: 2 }), ..modes.clone() };
     let cases = [
         ("porous flow 14^3", Method::Cg, porous.clone(), Options::default()),
-        ("porous flow 14^3, plain aggregation", Method::Cg, porous, Options { smooth_prolongator: false, ..Options::default() }),
+        (
+            "porous flow 14^3, plain aggregation",
+            Method::Cg,
+            porous.clone(),
+            Options { smooth_prolongator: false, ..Options::default() },
+        ),
+        (
+            "porous flow 14^3, near-null space the constant and x",
+            Method::Cg,
+            porous,
+            Options { near_null_space: Some(constant_and_x), ..Options::default() },
+        ),
+        ("hex8 elasticity 5^3, E ratio 1000, rigid-body modes times 1e-160", Method::Cg, elastic_arrays.clone(), tiny_modes),
         ("hex8 elasticity 5^3, E ratio 1000, rigid-body modes", Method::Cg, elastic_arrays.clone(), modes.clone()),
         ("the same, the clamped dofs' couplings not stored", Method::Cg, clamped_couplings_dropped(&elastic), modes.clone()),
         ("convection-diffusion 14^3", Method::Bicgstab, gallery::convection_diffusion(n, 3.0), Options::default()),

@@ -273,6 +273,31 @@ fn values_at(g: &Gpu, t: &DeviceCsr, pattern: &DeviceCsr) -> Result<DeviceBuffer
     Ok(out)
 }
 
+/// T's values fitted to this level's near-null space `b` (None: the
+/// constants per unknown of a node) times `scale` (None: 1), for the
+/// `(n, bs, k)` of the level (kernels/amg.cu `amg_fit`); returns the coarse
+/// level's near-null space.
+fn fit(
+    g: &Gpu,
+    (ptr, nodes): &(Vec<i32>, Vec<u32>),
+    (n, bs, k): (usize, usize, usize),
+    (b, scale): (Option<&DeviceBuffer<f64>>, Option<&DeviceBuffer<f64>>),
+    t: &DeviceCsr,
+) -> Result<DeviceBuffer<f64>> {
+    let naggs = ptr.len() - 1;
+    let (dptr, dnodes) = (upload(g, ptr)?, upload(g, &nodes.iter().map(|&v| v as i32).collect::<Vec<_>>())?);
+    let coarse = g.alloc::<f64>((naggs * k * k).max(1))?;
+    let f = g.kernel("amg", SOURCE, "amg_fit")?;
+    let (na, bs, k, n) = (naggs as i32, bs as i32, k as i32, n as i32);
+    let mut l = g.launcher(&f);
+    l.arg(&na).arg(&bs).arg(&k).arg(&n).arg(&dptr).arg(&dnodes);
+    arg_or_null(&mut l, b);
+    arg_or_null(&mut l, scale);
+    l.arg(&t.pattern.row_ptr).arg(&t.values).arg(&coarse);
+    g.launch("amg_fit", l, (grid_for(naggs * 32), 1, 1), (BLOCK, 1, 1), 0)?;
+    Ok(coarse)
+}
+
 /// For each entry of R = P^T, written out from the kept block patterns, the
 /// entry of P it mirrors (kernels/amg.cu `amg_transpose_from`).
 fn transpose_from(g: &Gpu, kept: &TransferBlocks, p: &DeviceCsr, r: &DeviceCsr) -> Result<DeviceBuffer<i32>> {
@@ -322,12 +347,15 @@ impl DeviceHierarchy {
     /// there (`pattern`, `values`: the solver's own).
     /// `mirror`: the finest pattern's, where the caller found it on the
     /// device (`finest_mirror`); else the host's, if it has one.
+    /// `near_null_space`: where the host left the tentative prolongators'
+    /// fits to the device (`Hierarchy::fit_scale`), the finest near-null
+    /// space the hierarchy was set up with, uploaded (None: the constants).
     pub fn new(
         g: &Gpu,
         h: &mut Hierarchy,
-        pattern: &DevicePattern,
-        values: &DeviceBuffer<f64>,
+        (pattern, values): (&DevicePattern, &DeviceBuffer<f64>),
         mirror: Option<DeviceBuffer<i32>>,
+        near_null_space: Option<DeviceBuffer<f64>>,
     ) -> Result<DeviceHierarchy> {
         let mut clock = Phases::start();
         // values the host computed (else zeros until the re-setup below)
@@ -377,6 +405,21 @@ impl DeviceHierarchy {
         }
         g.synchronize("AMG setup")?;
         clock.lap("upload: levels");
+        // each level's near-null space for the device's fits: the finest's
+        // uploaded (None: the constants, made by the kernel), a coarse level's the fit above it
+        let finest_rows = h.levels[0].a.nrows;
+        let mut fit_null_space = match (&h.fit_scale, near_null_space) {
+            (Some(scale), Some(b)) if b.len() != scale.len() * finest_rows => {
+                return Err(Error::size(format!(
+                    "near-null space: {} values, where the hierarchy was set up with {} vectors of {finest_rows} rows",
+                    b.len(),
+                    scale.len(),
+                )));
+            }
+            (Some(_), b) => b,
+            (None, _) => None,
+        };
+        let mut fit_scale = h.fit_scale.as_ref().map(|scale| upload(g, scale)).transpose()?;
         let mut numbers = Vec::with_capacity(h.levels.len());
         for (l, level) in h.levels.iter().enumerate() {
             let a = &level.a;
@@ -396,7 +439,17 @@ impl DeviceHierarchy {
                             // T written out from its block pattern, A T's pattern P's
                             (true, Some(b)) => {
                                 let mut t = DeviceCsr::expanded(g, &b.t)?;
-                                if !tr.tentative.v.is_empty() {
+                                if let Some(members) = &b.members {
+                                    let level_null_space = fit_null_space.take();
+                                    let fitted = (a.nrows, b.t.rows, b.t.run);
+                                    fit_null_space = Some(fit(
+                                        g,
+                                        members,
+                                        fitted,
+                                        (level_null_space.as_ref(), fit_scale.take().as_ref()),
+                                        &t,
+                                    )?);
+                                } else if !tr.tentative.v.is_empty() {
                                     g.upload(&tr.tentative.v, &mut t.values, 0)?;
                                 }
                                 let at = p.same_pattern(g)?;

@@ -322,11 +322,13 @@ impl<'a> Blocked<'a> {
         }
     }
 
-    /// The block pattern: `m`'s own for single-entry blocks.
+    /// The block pattern: `m`'s own for single-entry blocks where none is
+    /// kept (a tentative prolongator fitted on the device has only its block pattern).
     pub fn pattern(&self) -> Option<&Mat> {
-        match (self.rows, self.run) {
-            (1, 1) => Some(self.m),
-            _ => self.blocks.as_ref(),
+        match (&self.blocks, (self.rows, self.run)) {
+            (Some(blocks), _) => Some(blocks),
+            (None, (1, 1)) => Some(self.m),
+            (None, _) => None,
         }
     }
 

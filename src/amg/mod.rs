@@ -24,7 +24,7 @@ pub mod host;
 mod setup;
 
 pub use host::Mat;
-pub use setup::rigid_body_modes;
+pub use setup::{rigid_body_modes, StructureOnly};
 
 use crate::array::Buffer;
 use crate::error::Result;
@@ -202,6 +202,9 @@ struct TransferBlocks {
     /// For each block of R, the block of P it mirrors.
     r_from: Vec<u32>,
     ap: host::BlockPattern,
+    /// Each aggregate's nodes (pointers, nodes), where the device fits T's
+    /// values (setup.rs `StructureOnly::fit_on_device`).
+    members: Option<(Vec<i32>, Vec<u32>)>,
 }
 
 pub struct Level {
@@ -236,6 +239,10 @@ pub struct Hierarchy {
     /// Built by `structure`: the numbers are zeros until the device's
     /// re-setup computes them.
     pub needs_numbers: bool,
+    /// Where the device fits the tentative prolongators (the host has their
+    /// patterns only): each finest near-null vector's multiplier (1 unless
+    /// setup.rs `checked_vectors` scaled it).
+    pub fit_scale: Option<Vec<f64>>,
 }
 
 impl Hierarchy {
@@ -250,13 +257,16 @@ impl Hierarchy {
     /// symmetry check, the products' values, the Lanczos estimates and the
     /// coarsest inverse. A strength threshold above 0 reads the coarse
     /// levels' values to coarsen them, so it is refused here: take `new`.
-    /// `symmetric_pattern`: the caller found A's pattern symmetric (on the
-    /// device, `cuda::finest_mirror`), so the strength graphs need no
-    /// symmetrising. `node_blocks`: where the caller checked whether A's
-    /// rows are nodes of `block_size` x `block_size` blocks (on the device,
-    /// `cuda::finest_nodes_are_blocks`), what it found; None: checked here.
-    pub fn structure(a: Mat, options: &Options, symmetric_pattern: bool, node_blocks: Option<bool>) -> Result<Hierarchy> {
-        setup::build(a, options, Some((symmetric_pattern, node_blocks)))
+    /// `known.symmetric_pattern`: the caller found A's pattern symmetric (on
+    /// the device, `cuda::finest_mirror`), so the strength graphs need no
+    /// symmetrising. `known.node_blocks`: where the caller checked whether
+    /// A's rows are nodes of `block_size` x `block_size` blocks (on the
+    /// device, `cuda::finest_nodes_are_blocks`), what it found; None: checked
+    /// here. `known.fit_on_device`: the device fits the tentative
+    /// prolongators where every level keeps block patterns (`fit_scale` says
+    /// whether it does); such a hierarchy re-sets up on the device only.
+    pub fn structure(a: Mat, options: &Options, known: setup::StructureOnly) -> Result<Hierarchy> {
+        setup::build(a, options, Some(known))
     }
 
     /// The same aggregates and patterns with new values of the finest

@@ -162,7 +162,8 @@ fn first_not_finite(v: &[f64]) -> Option<usize> {
 /// vector's largest magnitude, NaN and inf carried through it; only then is
 /// the first value that is not finite searched for, to name it. A vector of
 /// zeros spans nothing and is refused.
-fn checked_vectors(vectors: &[f64], n: usize) -> Result<std::borrow::Cow<'_, [f64]>> {
+/// Also each vector's multiplier in that copy (1 where none is made).
+fn checked_vectors(vectors: &[f64], n: usize) -> Result<(std::borrow::Cow<'_, [f64]>, Vec<f64>)> {
     let larger = |m: f64, a: f64| if a > m || a.is_nan() { a } else { m };
     let largest: Vec<f64> = vectors
         .chunks(n.max(1))
@@ -180,11 +181,11 @@ fn checked_vectors(vectors: &[f64], n: usize) -> Result<std::borrow::Cow<'_, [f6
         )));
     }
     if largest.iter().all(|&m| (1e-100..=1e100).contains(&m)) {
-        return Ok(vectors.into());
+        return Ok((vectors.into(), vec![1.0; largest.len()]));
     }
     let mut scaled = crate::error::host_copy(vectors, "near-null space")?;
     scaled.chunks_mut(n).zip(&largest).for_each(|(v, m)| v.par_iter_mut().for_each(|x| *x /= m));
-    Ok(scaled.into())
+    Ok((scaled.into(), largest.iter().map(|m| 1.0 / m).collect()))
 }
 
 fn check_square(a: &Mat) -> Result<()> {
@@ -394,6 +395,20 @@ fn aggregate(ptr: &[usize], adj: &[u32]) -> (Vec<i32>, usize) {
     (agg, count as usize)
 }
 
+/// Each aggregate's nodes in order: aggregate a's are nodes[ptr[a]..ptr[a + 1]].
+fn members(agg: &[i32], naggs: usize) -> (Vec<usize>, Vec<u32>) {
+    let mut ptr = vec![0usize; naggs + 1];
+    agg.iter().filter(|&&a| a >= 0).for_each(|&a| ptr[a as usize + 1] += 1);
+    (0..naggs).for_each(|a| ptr[a + 1] += ptr[a]);
+    let mut fill = ptr.clone();
+    let mut nodes = vec![0u32; ptr[naggs]];
+    for (v, &a) in agg.iter().enumerate().filter(|(_, &a)| a >= 0) {
+        nodes[fill[a as usize]] = v as u32;
+        fill[a as usize] += 1;
+    }
+    (ptr, nodes)
+}
+
 /// The tentative prolongator: per aggregate, the near-null space's rows
 /// orthonormalised (modified Gram-Schmidt; a column dependent on the earlier
 /// ones is dropped to zero), and the coarse near-null space from the R factors.
@@ -401,17 +416,11 @@ fn tentative(agg: &[i32], naggs: usize, bs: usize, b: &[f64], k: usize) -> (Mat,
     let nodes = agg.len();
     let n = nodes * bs;
     let nc = naggs * k;
-    // the nodes of each aggregate
-    let mut ptr = vec![0usize; naggs + 1];
-    agg.iter().filter(|&&a| a >= 0).for_each(|&a| ptr[a as usize + 1] += 1);
-    (0..naggs).for_each(|a| ptr[a + 1] += ptr[a]);
-    let mut fill = ptr.clone();
-    // and each node's place among its aggregate's
-    let (mut members, mut place) = (vec![0usize; ptr[naggs]], vec![0usize; nodes]);
-    for (v, &a) in agg.iter().enumerate().filter(|(_, &a)| a >= 0) {
-        members[fill[a as usize]] = v;
-        place[v] = fill[a as usize] - ptr[a as usize];
-        fill[a as usize] += 1;
+    let (ptr, members) = members(agg, naggs);
+    // each node's place among its aggregate's
+    let mut place = vec![0usize; nodes];
+    for a in 0..naggs {
+        (ptr[a]..ptr[a + 1]).for_each(|p| place[members[p] as usize] = p - ptr[a]);
     }
     // one segment an aggregate: its rows' k columns orthonormalised (column
     // by column), then their R factor (k x k); no allocation per aggregate
@@ -424,7 +433,7 @@ fn tentative(agg: &[i32], naggs: usize, bs: usize, b: &[f64], k: usize) -> (Mat,
         let m = rows_of(a);
         let (q, r) = segment.split_at_mut(m * k);
         for j in 0..k {
-            let rows = members[ptr[a]..ptr[a + 1]].iter().flat_map(|&v| v * bs..(v + 1) * bs);
+            let rows = members[ptr[a]..ptr[a + 1]].iter().flat_map(|&v| v as usize * bs..(v as usize + 1) * bs);
             q[j * m..(j + 1) * m].iter_mut().zip(rows).for_each(|(x, i)| *x = b[j * n + i]);
         }
         for j in 0..k {
@@ -518,7 +527,7 @@ fn transfer(
             (tr.r, tr.ap) = (r.shape(), ap.shape());
             let t_blocks = t_nodes.blocks.take().expect("T's block pattern");
             let t_pattern = BlockPattern { blocks: t_blocks, rows: a.rows, run: k };
-            tr.blocks = Some(TransferBlocks { t: t_pattern, p: at, r, r_from, ap });
+            tr.blocks = Some(TransferBlocks { t: t_pattern, p: at, r, r_from, ap, members: None });
             tr.tentative = t;
         }
         at => {
@@ -663,16 +672,38 @@ fn numbers(level: &mut Level, smoother: Smoother, symmetric: bool, smooth: bool)
     }
 }
 
-/// Sets up the hierarchy of `a`. With `structure_only` (whether the
-/// caller found A's pattern symmetric, and whether its rows are nodes of
-/// blocks where it checked: `Hierarchy::structure`) the host builds the
+/// What the caller of a structure-only setup knows and wants
+/// (`Hierarchy::structure`).
+#[derive(Clone, Copy, Default)]
+pub struct StructureOnly {
+    /// A's pattern is symmetric.
+    pub symmetric_pattern: bool,
+    /// Where the caller checked whether A's rows are nodes of blocks, what it found.
+    pub node_blocks: Option<bool>,
+    /// The device fits the tentative prolongators (cuda.rs, kernels/amg.cu
+    /// `amg_fit`), where every level keeps block patterns: the host keeps
+    /// T's pattern and each aggregate's nodes, no values.
+    pub fit_on_device: bool,
+}
+
+impl StructureOnly {
+    /// Whether the device fits the tentative prolongators for options `o`:
+    /// where asked to and every level keeps block patterns (smoothing from
+    /// a scalar matrix or one of node blocks).
+    pub fn device_fits(&self, o: &Options) -> bool {
+        self.fit_on_device && o.smooth_prolongator && (o.block_size == 1 || self.node_blocks == Some(true))
+    }
+}
+
+/// Sets up the hierarchy of `a`. With `structure_only` the host builds the
 /// structure alone from the pattern (aggregates, tentative prolongators, patterns) and
 /// leaves the numbers at zero for the device's re-setup to compute
 /// (`Hierarchy::needs_numbers`); a strength threshold above 0 reads the
 /// coarse levels' values, so it is refused there.
-pub fn build(a: Mat, o: &Options, structure_only: Option<(bool, Option<bool>)>) -> Result<Hierarchy> {
+pub fn build(a: Mat, o: &Options, structure_only: Option<StructureOnly>) -> Result<Hierarchy> {
     let host_numbers = structure_only.is_none();
-    let (symmetric_pattern, mut finest_blocks) = structure_only.unwrap_or((false, None));
+    let known = structure_only.unwrap_or_default();
+    let (symmetric_pattern, mut finest_blocks, device_fits) = (known.symmetric_pattern, known.node_blocks, known.device_fits(o));
     let mut clock = Phases::start();
     match host_numbers {
         true => check_finest(&a, o)?,
@@ -702,7 +733,7 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<(bool, Option<bool>)>) 
         return Err(Error::invalid("max_levels = 0: must be at least 1"));
     }
     // the caller's vectors are read in place: only the coarse levels' are new
-    let (mut b, mut k): (std::borrow::Cow<[f64]>, usize) = match &o.near_null_space {
+    let (mut b, mut k, scale): (std::borrow::Cow<[f64]>, usize, Vec<f64>) = match &o.near_null_space {
         Some(ns) => {
             if ns.count == 0 || ns.vectors.len() != n * ns.count {
                 return Err(Error::size(format!(
@@ -711,12 +742,18 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<(bool, Option<bool>)>) 
                     ns.count
                 )));
             }
-            (checked_vectors(&ns.vectors, n)?, ns.count)
+            let (b, scale) = checked_vectors(&ns.vectors, n)?;
+            (b, ns.count, scale)
         }
         // the constant per unknown of a node (the translations of elasticity)
         None => {
             let bs = o.block_size;
-            ((0..bs * n).into_par_iter().map(|e| if (e % n) % bs == e / n { 1.0 } else { 0.0 }).collect::<Vec<_>>().into(), bs)
+            let b = match device_fits {
+                // the device makes them itself
+                true => Vec::new(),
+                false => (0..bs * n).into_par_iter().map(|e| if (e % n) % bs == e / n { 1.0 } else { 0.0 }).collect(),
+            };
+            (b.into(), bs, vec![1.0; bs])
         }
     };
     // without host numbers the device finds the mirror and the asymmetry (and the default smoother from it)
@@ -751,10 +788,21 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<(bool, Option<bool>)>) 
             // ratio on a level small enough to invert densely
             let nc = naggs * k;
             if naggs > 0 && nc < n * 9 / 10 && !(2 * nc > n && n <= DENSE_LIMIT / 2) {
-                let (t, coarse) = tentative(&agg, naggs, bs, &b, k);
+                let (t, coarse) = match device_fits {
+                    // T's shape: its pattern is the block pattern `transfer` keeps
+                    true => (Mat { nrows: n, ncols: nc, ..Mat::default() }, Vec::new()),
+                    false => tentative(&agg, naggs, bs, &b, k),
+                };
                 clock.lap("tentative prolongator");
-                level.transfer =
-                    Some(transfer(&a_nodes, (agg, t, k), coarse.clone(), (o.smooth_prolongator, !host_numbers), &mut clock));
+                let fit_members = device_fits.then(|| members(&agg, naggs));
+                let mut tr = transfer(&a_nodes, (agg, t, k), coarse.clone(), (o.smooth_prolongator, !host_numbers), &mut clock);
+                if let Some((ptr, nodes)) = fit_members {
+                    let kept = tr.blocks.as_mut().ok_or_else(|| {
+                        Error::new(ErrorKind::Internal, format!("AMG level {}: no block patterns to fit T on", levels.len()))
+                    })?;
+                    kept.members = Some((ptr.iter().map(|&p| p as i32).collect(), nodes));
+                }
+                level.transfer = Some(tr);
                 (b, k, bs) = (coarse.into(), k, k);
             }
         }
@@ -798,6 +846,7 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<(bool, Option<bool>)>) 
         options: o.without_vectors(),
         phases: Vec::new(),
         needs_numbers: !host_numbers,
+        fit_scale: device_fits.then_some(scale),
     };
     h.coarse_inverse = match host_numbers {
         true => coarse_inverse(&h)?,
@@ -836,6 +885,12 @@ pub(super) fn singular_coarsest(n: usize, level: usize) -> Error {
 /// New values of the finest matrix, same pattern: every level's numbers
 /// redone on the kept aggregates, tentative prolongators and patterns.
 pub fn refresh(h: &mut Hierarchy, values: &[f64]) -> Result<()> {
+    if h.fit_scale.is_some() {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            "this AMG hierarchy's tentative prolongators were fitted on the device: its re-setup runs there",
+        ));
+    }
     let finest = &mut h.levels[0].a;
     if values.len() != finest.nnz() {
         return Err(Error::size(format!("{} values for a matrix of {} entries", values.len(), finest.nnz())));

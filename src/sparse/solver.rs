@@ -663,7 +663,7 @@ impl Solver {
                 let clock = std::time::Instant::now();
                 // the hierarchy's finest pattern is the matrix's own (shared, not copied)
                 let a = amg::Mat { nrows: p.nrows, ncols: p.ncols, rp: p.row_ptr.clone(), ci: p.col.clone(), v };
-                let (mut h, mirror) = match structure {
+                let (mut h, mirror, near_null_space) = match structure {
                     Some((g, dp)) => {
                         // the finest pattern's mirror on the device: whether the pattern is symmetric
                         let mirror = amg::cuda::finest_mirror(g, p.nrows, dp)?;
@@ -671,11 +671,25 @@ impl Solver {
                         // and whether its rows are nodes of blocks, which the host reads every row for
                         let blocks = amg::cuda::finest_nodes_are_blocks(g, p.nrows, self.settings.amg.block_size, dp)?;
                         let blocked = clock.elapsed().as_secs_f64() - mirrored;
-                        let mut h = amg::Hierarchy::structure(a, &self.settings.amg, mirror.is_some(), Some(blocks))?;
+                        let known = amg::StructureOnly {
+                            symmetric_pattern: mirror.is_some(),
+                            node_blocks: Some(blocks),
+                            fit_on_device: true,
+                        };
+                        let o = &self.settings.amg;
+                        // the near-null space the device fits T to goes up meanwhile (the structure leaves the device alone)
+                        let (h, near_null_space) = std::thread::scope(|s| {
+                            let vectors = o.near_null_space.as_ref().filter(|_| known.device_fits(o));
+                            let up = vectors.map(|ns| s.spawn(move || cuda::upload(g, &ns.vectors)));
+                            let h = amg::Hierarchy::structure(a, o, known);
+                            let panicked = || Err(Error::new(ErrorKind::Internal, "the near-null space's upload panicked"));
+                            (h, up.map(|t| t.join().unwrap_or_else(|_| panicked())).transpose())
+                        });
+                        let mut h = h?;
                         h.phases.splice(0..0, [("device mirror", mirrored), ("device node blocks", blocked)]);
-                        (h, mirror)
+                        (h, mirror, near_null_space?)
                     }
-                    None => (amg::Hierarchy::new(a, &self.settings.amg)?, None),
+                    None => (amg::Hierarchy::new(a, &self.settings.amg)?, None, None),
                 };
                 let device = match (self.csr.ctx.gpu(), values) {
                     (Some(g), Buffer::Device(v)) => {
@@ -684,7 +698,7 @@ impl Solver {
                             dw.iteration = None;
                         }
                         let dp = self.csr.device.as_ref().ok_or_else(crate::array::mixed_backends)?;
-                        Some(amg::cuda::DeviceHierarchy::new(g, &mut h, dp, v, mirror)?)
+                        Some(amg::cuda::DeviceHierarchy::new(g, &mut h, (dp, v), mirror, near_null_space)?)
                     }
                     _ => None,
                 };
