@@ -579,6 +579,55 @@ extern "C" __global__ void __launch_bounds__(256) amg_fit(int naggs, int bs, int
     }
 }
 
+// The pattern of C = A B (src/amg/host.rs product_pattern), a block of 128
+// threads a row: row i's columns, the union of B's rows over A's row, set in
+// a bitmap of B's ncols columns in shared memory (4 ceil(ncols / 32) bytes),
+// so they come out sorted. A's row i is the first of its ra rows, every ra-th
+// entry, each column divided by ra: A's node pattern (host.rs condensed; ra =
+// 1: A's own). crp == null: out[i] = row i's count; else its columns go to
+// out[crp[i] ..].
+extern "C" __global__ void __launch_bounds__(128) amg_product_pattern(int nrows, int ra, const int* __restrict__ arp,
+    const int* __restrict__ aci, const int* __restrict__ brp, const int* __restrict__ bci, int ncols,
+    const int* __restrict__ crp, int* __restrict__ out) {
+    extern __shared__ unsigned int bits[];
+    __shared__ int warp_counts[4];
+    const int words = (ncols + 31) >> 5, t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    // thread t reads its own run of words, so the columns it writes follow the threads' order
+    const int per = (words + 127) / 128, w0 = min(words, t * per), w1 = min(words, w0 + per);
+    for (int i = blockIdx.x; i < nrows; i += gridDim.x) {
+        for (int w = t; w < words; w += 128) bits[w] = 0u;
+        __syncthreads();
+        const int end = arp[(i64)i * ra + 1];
+        for (int e = arp[(i64)i * ra] + t * ra; e < end; e += 128 * ra) {
+            const int j = aci[e] / ra;
+            for (int k = brp[j]; k < brp[j + 1]; ++k) atomicOr(&bits[bci[k] >> 5], 1u << (bci[k] & 31));
+        }
+        __syncthreads();
+        int mine = 0;
+        for (int w = w0; w < w1; ++w) mine += __popc(bits[w]);
+        int upto = mine;  // inclusive prefix over the warp
+        for (int off = 1; off < 32; off <<= 1) {
+            const int v = __shfl_up_sync(0xffffffffu, upto, off);
+            if (lane >= off) upto += v;
+        }
+        if (lane == 31) warp_counts[warp] = upto;
+        __syncthreads();
+        int at = upto - mine, total = 0;
+        for (int w = 0; w < 4; ++w) {
+            at += w < warp ? warp_counts[w] : 0;
+            total += warp_counts[w];
+        }
+        if (!crp) {
+            if (t == 0) out[i] = total;
+        } else {
+            at += crp[i];
+            for (int w = w0; w < w1; ++w)
+                for (unsigned int b = bits[w]; b; b &= b - 1) out[at++] = (w << 5) + __ffs(b) - 1;
+        }
+        __syncthreads();  // the bits and the warps' counts are the next row's
+    }
+}
+
 // out[k] = T's value at entry k of the pattern (rp, ci) of n rows, 0 where
 // T stores none there (src/amg/setup.rs values_at). A warp a row; T's rows
 // hold a few entries.

@@ -459,7 +459,7 @@ fn a_structure_then_its_numbers_equal_the_full_setup() {
         let bs = options.block_size;
         let node_blocks = (options.smooth_prolongator).then(|| bs > 1 && block_pattern(&m, bs, bs).is_some());
         let known = StructureOnly { symmetric_pattern, node_blocks, fit_on_device: false };
-        let mut h = Hierarchy::structure(Mat { v: Vec::new(), ..m.clone() }, &options, known).unwrap();
+        let mut h = Hierarchy::structure(Mat { v: Vec::new(), ..m.clone() }, &options, known, None).unwrap();
         assert!(h.needs_numbers && !full.needs_numbers, "{name}");
         h.refresh(&m.v).unwrap();
         assert!(!h.needs_numbers && h.smoother == full.smoother, "{name}: {:?} against {:?}", h.smoother, full.smoother);
@@ -479,6 +479,44 @@ fn a_structure_then_its_numbers_equal_the_full_setup() {
             }
         }
         assert_eq!(h.coarse_inverse.as_deref().map(bits), full.coarse_inverse.as_deref().map(bits), "{name}: coarsest inverse");
+    }
+}
+
+/// The finest products' patterns found on the device (amg::cuda::FinestProducts,
+/// a bitmap of columns a row) equal the host's: the coarse levels' patterns
+/// of the whole structure, on scalar and block systems.
+#[test]
+fn the_devices_finest_products_are_the_hosts() {
+    let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
+    let Some(g) = ctx.gpu() else { return };
+    let (elastic, _, coords) = elasticity(&ctx, 6, true);
+    let on_device = |arrays: &CsrArrays| {
+        let m = arrays.0.len() - 1;
+        Arc::new(Csr::new(ctx.clone(), build_pattern(m, m, &arrays.0, &arrays.1, 0).unwrap(), &arrays.2).unwrap())
+    };
+    let cases = [
+        ("hex8 elasticity 6^3, rigid-body modes", elastic.clone(), elasticity_options(&coords)),
+        ("the same, the translations", elastic, Options { block_size: 3, ..Options::default() }),
+        (
+            "porous flow 12^3",
+            on_device(&gallery::porous_flow(12, &gallery::lognormal_permeability(12, 1e3, 2))),
+            Options::default(),
+        ),
+        ("laplacian27 11^3", on_device(&gallery::laplacian27(11)), Options::default()),
+    ];
+    for (name, a, options) in cases {
+        let (p, dp) = (&a.pattern, a.device.as_ref().unwrap());
+        let m = Mat { nrows: p.nrows, ncols: p.ncols, rp: p.row_ptr.clone(), ci: p.col.clone(), v: Vec::new() };
+        let known = StructureOnly { symmetric_pattern: true, node_blocks: Some(options.block_size > 1), fit_on_device: true };
+        let host = Hierarchy::structure(m.clone(), &options, known, None).unwrap();
+        let mut products = fegpu::amg::cuda::FinestProducts::new(g, dp, options.block_size);
+        let device = Hierarchy::structure(m, &options, known, Some(&mut products)).unwrap();
+        assert!(products.ap_columns.is_some(), "{name}: the device found A P");
+        assert!(host.levels.len() >= 2, "{name}: {} levels", host.levels.len());
+        assert_eq!(device.levels.len(), host.levels.len(), "{name}: levels");
+        for (l, (x, y)) in device.levels.iter().zip(&host.levels).enumerate() {
+            assert_eq!((x.a.nrows, &x.a.rp, &x.a.ci), (y.a.nrows, &y.a.rp, &y.a.ci), "{name}, level {l}");
+        }
     }
 }
 

@@ -68,15 +68,18 @@ impl DeviceCsr {
     }
 
     /// A block pattern written out on the device (kernels/amg.cu
-    /// `amg_expand`), its values zero.
-    fn expanded(g: &Gpu, bp: &host::BlockPattern) -> Result<DeviceCsr> {
+    /// `amg_expand`), its values zero. `columns`: its block columns where
+    /// the device holds them (the host then has the row pointers alone).
+    fn expanded(g: &Gpu, bp: &host::BlockPattern, columns: Option<DeviceBuffer<i32>>) -> Result<DeviceCsr> {
         let (n, nnz) = (bp.nrows(), bp.nnz());
         if nnz > i32::MAX as usize {
-            return Err(Error::size(format!(
-                "AMG: a level's pattern of {nnz} entries, beyond the 2^31 - 1 that 32-bit indices reach"
-            )));
+            return Err(too_many_entries(nnz));
         }
-        let (brp, bci) = (upload(g, &bp.blocks.rp)?, upload(g, &bp.blocks.ci)?);
+        let brp = upload(g, &bp.blocks.rp)?;
+        let bci = match columns {
+            Some(c) => c,
+            None => upload(g, &bp.blocks.ci)?,
+        };
         let (rp, ci) = (g.alloc::<i32>(n + 1)?, g.alloc::<i32>(nnz.max(1))?);
         let f = g.kernel("amg", SOURCE, "amg_expand")?;
         let (nb, rows, run) = (bp.blocks.nrows as i32, bp.rows as i32, bp.run as i32);
@@ -102,7 +105,7 @@ impl DeviceCsr {
     /// where a structure-only setup kept that (`kept`).
     fn of(g: &Gpu, m: &Mat, kept: Option<&host::BlockPattern>, values: bool) -> Result<DeviceCsr> {
         match kept {
-            Some(bp) => DeviceCsr::expanded(g, bp),
+            Some(bp) => DeviceCsr::expanded(g, bp, None),
             None => DeviceCsr::new(g, m, values),
         }
     }
@@ -273,6 +276,102 @@ fn values_at(g: &Gpu, t: &DeviceCsr, pattern: &DeviceCsr) -> Result<DeviceBuffer
     Ok(out)
 }
 
+/// What the device finds or keeps while the host builds a structure-only
+/// hierarchy, for `DeviceHierarchy::new`.
+#[derive(Default)]
+pub struct FoundOnDevice {
+    /// The finest pattern's mirror (`finest_mirror`), where it is symmetric.
+    pub mirror: Option<DeviceBuffer<i32>>,
+    /// Where the host left the tentative prolongators' fits to the device
+    /// (`Hierarchy::fit_scale`): the finest near-null space the hierarchy
+    /// was set up with, uploaded (None: the constants).
+    pub near_null_space: Option<DeviceBuffer<f64>>,
+    /// The finest A P's block columns (`FinestProducts`).
+    pub ap_columns: Option<DeviceBuffer<i32>>,
+}
+
+/// The finest level's symbolic products A P and R (A P) on the device
+/// (setup.rs `DeviceProducts`), from its A (the solver's pattern, by nodes
+/// of `bs` rows): each row a block of threads, its columns a bitmap in
+/// shared memory (kernels/amg.cu `amg_product_pattern`). The host's
+/// products take a coarse level's rows by the thousand; these, the finest
+/// level's hundreds of thousands of nodes.
+pub struct FinestProducts<'a> {
+    g: &'a Gpu,
+    finest: &'a DevicePattern,
+    bs: usize,
+    /// A P's block columns, once found.
+    pub ap_columns: Option<DeviceBuffer<i32>>,
+}
+
+/// The largest bitmap of columns `amg_product_pattern` keeps in shared memory.
+const BITMAP_BYTES: usize = 48 * 1024;
+
+impl<'a> FinestProducts<'a> {
+    pub fn new(g: &'a Gpu, finest: &'a DevicePattern, bs: usize) -> FinestProducts<'a> {
+        FinestProducts { g, finest, bs, ap_columns: None }
+    }
+}
+
+impl super::DeviceProducts for FinestProducts<'_> {
+    fn products(&mut self, p: &host::BlockPattern, r: &host::BlockPattern) -> Result<Option<(Vec<i32>, Mat)>> {
+        let (g, naggs, nodes) = (self.g, p.blocks.ncols, p.blocks.nrows);
+        if naggs.div_ceil(32) * 4 > BITMAP_BYTES || r.blocks.nrows != naggs {
+            return Ok(None);
+        }
+        let (prp, pci) = (upload(g, &p.blocks.rp)?, upload(g, &p.blocks.ci)?);
+        let finest = (&self.finest.row_ptr, &self.finest.col);
+        let (ap_rp, ap_drp, ap_ci) = product_pattern(g, (nodes, self.bs), finest, (&prp, &pci), naggs)?;
+        let (rrp, rci) = (upload(g, &r.blocks.rp)?, upload(g, &r.blocks.ci)?);
+        let (crp, _, cci) = product_pattern(g, (naggs, 1), (&rrp, &rci), (&ap_drp, &ap_ci), naggs)?;
+        let mut ci = vec![0i32; *crp.last().expect("row pointers") as usize];
+        g.download(&cci, 0, &mut ci)?;
+        self.ap_columns = Some(ap_ci);
+        Ok(Some((ap_rp, Mat { nrows: naggs, ncols: naggs, rp: crp.into(), ci: ci.into(), v: Vec::new() })))
+    }
+}
+
+fn too_many_entries(nnz: usize) -> Error {
+    Error::size(format!("AMG: a level's pattern of {nnz} entries, beyond the 2^31 - 1 that 32-bit indices reach"))
+}
+
+/// The pattern of C = A B of `nrows` rows and `ncols` columns, A's row i
+/// the first of its `ra` rows, every ra-th entry (kernels/amg.cu
+/// `amg_product_pattern`): its row pointers, on the host and the device, and its columns.
+fn product_pattern(
+    g: &Gpu,
+    (nrows, ra): (usize, usize),
+    (arp, aci): (&DeviceBuffer<i32>, &DeviceBuffer<i32>),
+    (brp, bci): (&DeviceBuffer<i32>, &DeviceBuffer<i32>),
+    ncols: usize,
+) -> Result<(Vec<i32>, DeviceBuffer<i32>, DeviceBuffer<i32>)> {
+    let f = g.kernel("amg", SOURCE, "amg_product_pattern")?;
+    let (n, ra32, nc) = (nrows as i32, ra as i32, ncols as i32);
+    let grid = (nrows.clamp(1, 132 * 16) as u32, 1, 1);
+    let shared = (ncols.div_ceil(32) * 4) as u32;
+    let launch = |crp: Option<&DeviceBuffer<i32>>, out: &DeviceBuffer<i32>| -> Result<()> {
+        let mut l = g.launcher(&f);
+        l.arg(&n).arg(&ra32).arg(arp).arg(aci).arg(brp).arg(bci).arg(&nc);
+        arg_or_null(&mut l, crp);
+        l.arg(out);
+        g.launch("amg_product_pattern", l, grid, (128, 1, 1), shared)
+    };
+    // the rows' counts, their running sum here, then the columns
+    let counts = g.alloc::<i32>(nrows.max(1))?;
+    launch(None, &counts)?;
+    let mut rp = vec![0i32; nrows + 1];
+    g.download(&counts, 0, &mut rp[1..])?;
+    let mut total = 0usize;
+    for p in rp.iter_mut().skip(1) {
+        total += *p as usize;
+        *p = i32::try_from(total).map_err(|_| too_many_entries(total))?;
+    }
+    let drp = upload(g, &rp)?;
+    let ci = g.alloc::<i32>(total.max(1))?;
+    launch(Some(&drp), &ci)?;
+    Ok((rp, drp, ci))
+}
+
 /// T's values fitted to this level's near-null space `b` (None: the
 /// constants per unknown of a node) times `scale` (None: 1), for the
 /// `(n, bs, k)` of the level (kernels/amg.cu `amg_fit`); returns the coarse
@@ -347,16 +446,14 @@ impl DeviceHierarchy {
     /// there (`pattern`, `values`: the solver's own).
     /// `mirror`: the finest pattern's, where the caller found it on the
     /// device (`finest_mirror`); else the host's, if it has one.
-    /// `near_null_space`: where the host left the tentative prolongators'
-    /// fits to the device (`Hierarchy::fit_scale`), the finest near-null
-    /// space the hierarchy was set up with, uploaded (None: the constants).
+    /// `found`: what the device found or kept while the host built `h`.
     pub fn new(
         g: &Gpu,
         h: &mut Hierarchy,
         (pattern, values): (&DevicePattern, &DeviceBuffer<f64>),
-        mirror: Option<DeviceBuffer<i32>>,
-        near_null_space: Option<DeviceBuffer<f64>>,
+        found: FoundOnDevice,
     ) -> Result<DeviceHierarchy> {
+        let FoundOnDevice { mirror, near_null_space, mut ap_columns } = found;
         let mut clock = Phases::start();
         // values the host computed (else zeros until the re-setup below)
         let (computed, smooth) = (!h.needs_numbers, h.options.smooth_prolongator);
@@ -438,7 +535,7 @@ impl DeviceHierarchy {
                             (false, _) => None,
                             // T written out from its block pattern, A T's pattern P's
                             (true, Some(b)) => {
-                                let mut t = DeviceCsr::expanded(g, &b.t)?;
+                                let mut t = DeviceCsr::expanded(g, &b.t, None)?;
                                 if let Some(members) = &b.members {
                                     let level_null_space = fit_null_space.take();
                                     let fitted = (a.nrows, b.t.rows, b.t.run);
@@ -492,7 +589,13 @@ impl DeviceHierarchy {
                                 (upload(g, &r_from)?, [Plan::new(g, a, &tr.p, &tr.ap)?, Plan::new(g, &tr.r, &tr.ap, coarse)?])
                             }
                         };
-                        let ap = DeviceCsr::of(g, &tr.ap, kept.map(|b| &b.ap), computed)?;
+                        let ap = match (kept, ap_columns.take()) {
+                            // the finest A P's columns, found by the device's products
+                            (Some(b), Some(columns)) if l == 0 && b.coarse_on_device() => {
+                                DeviceCsr::expanded(g, &b.ap, Some(columns))?
+                            }
+                            _ => DeviceCsr::of(g, &tr.ap, kept.map(|b| &b.ap), computed)?,
+                        };
                         Ok(TransferNumbers { smoothing, r_from, ap, plans })
                     })
                     .transpose()?,

@@ -20,8 +20,10 @@ pub struct Mat {
 }
 
 impl Mat {
+    /// The entries: the last row pointer (a block pattern whose columns a
+    /// device keeps has row pointers alone: setup.rs `DeviceProducts`).
     pub fn nnz(&self) -> usize {
-        self.ci.len()
+        self.rp.last().map_or(self.ci.len(), |&p| p as usize)
     }
 
     pub fn row(&self, i: usize) -> std::ops::Range<usize> {

@@ -24,7 +24,7 @@ pub mod host;
 mod setup;
 
 pub use host::Mat;
-pub use setup::{rigid_body_modes, StructureOnly};
+pub use setup::{rigid_body_modes, DeviceProducts, StructureOnly};
 
 use crate::array::Buffer;
 use crate::error::Result;
@@ -205,6 +205,17 @@ struct TransferBlocks {
     /// Each aggregate's nodes (pointers, nodes), where the device fits T's
     /// values (setup.rs `StructureOnly::fit_on_device`).
     members: Option<(Vec<i32>, Vec<u32>)>,
+    /// The coarse level's block pattern, where the device computed it with
+    /// A P's (setup.rs `DeviceProducts`; `ap` then has row pointers alone).
+    coarse: Option<Mat>,
+}
+
+impl TransferBlocks {
+    /// Whether the device found A P's pattern and the coarse level's (A
+    /// P's block columns are then the device's alone).
+    fn coarse_on_device(&self) -> bool {
+        self.ap.blocks.ci.len() < self.ap.blocks.nnz()
+    }
 }
 
 pub struct Level {
@@ -248,7 +259,7 @@ pub struct Hierarchy {
 impl Hierarchy {
     /// Sets up the hierarchy of `a` (square, every diagonal present and nonzero).
     pub fn new(a: Mat, options: &Options) -> Result<Hierarchy> {
-        setup::build(a, options, None)
+        setup::build(a, options, None, None)
     }
 
     /// The hierarchy's structure alone, for a device to compute the numbers
@@ -265,8 +276,14 @@ impl Hierarchy {
     /// here. `known.fit_on_device`: the device fits the tentative
     /// prolongators where every level keeps block patterns (`fit_scale` says
     /// whether it does); such a hierarchy re-sets up on the device only.
-    pub fn structure(a: Mat, options: &Options, known: setup::StructureOnly) -> Result<Hierarchy> {
-        setup::build(a, options, Some(known))
+    /// `device`: where the device computes the finest level's products' patterns.
+    pub fn structure(
+        a: Mat,
+        options: &Options,
+        known: setup::StructureOnly,
+        device: Option<&mut dyn setup::DeviceProducts>,
+    ) -> Result<Hierarchy> {
+        setup::build(a, options, Some(known), device)
     }
 
     /// The same aggregates and patterns with new values of the finest

@@ -485,13 +485,15 @@ fn tentative(agg: &[i32], naggs: usize, bs: usize, b: &[f64], k: usize) -> (Mat,
 /// `keep_blocks` (a structure-only setup) and A and T block matrices, a
 /// smoothed transfer keeps them as block patterns for the device to write
 /// out (`Transfer::blocks`); otherwise they are written out here.
+/// `device`: where the device computes A P's pattern and the coarse level's.
 fn transfer(
     a: &Blocked,
     (aggregate, t, k): (Vec<i32>, Mat, usize),
     coarse_null_space: Vec<f64>,
     (smooth, keep_blocks): (bool, bool),
+    device: Option<&mut dyn DeviceProducts>,
     clock: &mut Phases,
-) -> Transfer {
+) -> Result<Transfer> {
     // T's block pattern: each aggregated node's one block, in its aggregate's column
     let nodes = aggregate.len();
     let t_blocks = Mat {
@@ -520,14 +522,24 @@ fn transfer(
         Some(at) if keep_blocks => {
             let (r, r_from) = at.transpose();
             clock.lap("R pattern");
-            let ap = a.times(&at.blocks, at.run).expect("A is a block matrix");
-            clock.lap("A P pattern");
+            let on_device = match device {
+                Some(d) => d.products(&at, &r)?,
+                None => None,
+            };
+            let (ap, coarse) = match on_device {
+                Some((rp, coarse)) => {
+                    let blocks = Mat { nrows: at.blocks.nrows, ncols: at.blocks.ncols, rp: rp.into(), ..Mat::default() };
+                    (BlockPattern { blocks, rows: a.rows, run: at.run }, Some(coarse))
+                }
+                None => (a.times(&at.blocks, at.run).expect("A is a block matrix"), None),
+            };
+            clock.lap(if coarse.is_some() { "device A P and coarse patterns" } else { "A P pattern" });
             // the written-out shapes, for the device's buffers
             (tr.at, tr.p) = (at.shape(), at.shape());
             (tr.r, tr.ap) = (r.shape(), ap.shape());
             let t_blocks = t_nodes.blocks.take().expect("T's block pattern");
             let t_pattern = BlockPattern { blocks: t_blocks, rows: a.rows, run: k };
-            tr.blocks = Some(TransferBlocks { t: t_pattern, p: at, r, r_from, ap, members: None });
+            tr.blocks = Some(TransferBlocks { t: t_pattern, p: at, r, r_from, ap, members: None, coarse });
             tr.tentative = t;
         }
         at => {
@@ -541,7 +553,7 @@ fn transfer(
             written_out_rest(&mut tr, a, k, clock);
         }
     }
-    tr
+    Ok(tr)
 }
 
 /// T's values on A T's pattern, then R = P^T and A P written out, from P's
@@ -686,6 +698,14 @@ pub struct StructureOnly {
     pub fit_on_device: bool,
 }
 
+/// The finest transfer's symbolic products where a device computes them
+/// (cuda.rs `FinestProducts`), from P's and R's block patterns: A P's block
+/// pattern (the device keeps its columns; its row pointers here) and the
+/// coarse level's, R (A P)'s. None: the device cannot, the host computes them.
+pub trait DeviceProducts {
+    fn products(&mut self, p: &BlockPattern, r: &BlockPattern) -> Result<Option<(Vec<i32>, Mat)>>;
+}
+
 impl StructureOnly {
     /// Whether the device fits the tentative prolongators for options `o`:
     /// where asked to and every level keeps block patterns (smoothing from
@@ -700,7 +720,13 @@ impl StructureOnly {
 /// leaves the numbers at zero for the device's re-setup to compute
 /// (`Hierarchy::needs_numbers`); a strength threshold above 0 reads the
 /// coarse levels' values, so it is refused there.
-pub fn build(a: Mat, o: &Options, structure_only: Option<StructureOnly>) -> Result<Hierarchy> {
+/// `device`: where a structure-only setup's finest products are the device's.
+pub fn build(
+    a: Mat,
+    o: &Options,
+    structure_only: Option<StructureOnly>,
+    mut device: Option<&mut dyn DeviceProducts>,
+) -> Result<Hierarchy> {
     let host_numbers = structure_only.is_none();
     let known = structure_only.unwrap_or_default();
     let (symmetric_pattern, mut finest_blocks, device_fits) = (known.symmetric_pattern, known.node_blocks, known.device_fits(o));
@@ -795,7 +821,10 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<StructureOnly>) -> Resu
                 };
                 clock.lap("tentative prolongator");
                 let fit_members = device_fits.then(|| members(&agg, naggs));
-                let mut tr = transfer(&a_nodes, (agg, t, k), coarse.clone(), (o.smooth_prolongator, !host_numbers), &mut clock);
+                // the device's products take the finest level, whose A it holds
+                let products = if levels.is_empty() && device_fits { device.take() } else { None };
+                let keep = (o.smooth_prolongator, !host_numbers);
+                let mut tr = transfer(&a_nodes, (agg, t, k), coarse.clone(), keep, products, &mut clock)?;
                 if let Some((ptr, nodes)) = fit_members {
                     let kept = tr.blocks.as_mut().ok_or_else(|| {
                         Error::new(ErrorKind::Internal, format!("AMG level {}: no block patterns to fit T on", levels.len()))
@@ -807,9 +836,10 @@ pub fn build(a: Mat, o: &Options, structure_only: Option<StructureOnly>) -> Resu
             }
         }
         // R (A P): an aggregate's modes by a node's dofs, times a node's dofs by the modes
-        let mut next = level.transfer.as_ref().map(|tr| match &tr.blocks {
+        let mut next = level.transfer.as_mut().map(|tr| match &mut tr.blocks {
             Some(kept) => {
-                let coarse = BlockPattern { blocks: product_pattern(&kept.r.blocks, &kept.ap.blocks), rows: k, run: k };
+                let blocks = kept.coarse.take().unwrap_or_else(|| product_pattern(&kept.r.blocks, &kept.ap.blocks));
+                let coarse = BlockPattern { blocks, rows: k, run: k };
                 if k == 1 {
                     return coarse.into_entries();
                 }

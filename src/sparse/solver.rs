@@ -663,7 +663,7 @@ impl Solver {
                 let clock = std::time::Instant::now();
                 // the hierarchy's finest pattern is the matrix's own (shared, not copied)
                 let a = amg::Mat { nrows: p.nrows, ncols: p.ncols, rp: p.row_ptr.clone(), ci: p.col.clone(), v };
-                let (mut h, mirror, near_null_space) = match structure {
+                let (mut h, found) = match structure {
                     Some((g, dp)) => {
                         // the finest pattern's mirror on the device: whether the pattern is symmetric
                         let mirror = amg::cuda::finest_mirror(g, p.nrows, dp)?;
@@ -677,19 +677,21 @@ impl Solver {
                             fit_on_device: true,
                         };
                         let o = &self.settings.amg;
-                        // the near-null space the device fits T to goes up meanwhile (the structure leaves the device alone)
+                        let mut products = amg::cuda::FinestProducts::new(g, dp, o.block_size);
+                        // the near-null space the device fits T to goes up meanwhile
                         let (h, near_null_space) = std::thread::scope(|s| {
                             let vectors = o.near_null_space.as_ref().filter(|_| known.device_fits(o));
                             let up = vectors.map(|ns| s.spawn(move || cuda::upload(g, &ns.vectors)));
-                            let h = amg::Hierarchy::structure(a, o, known);
+                            let h = amg::Hierarchy::structure(a, o, known, Some(&mut products));
                             let panicked = || Err(Error::new(ErrorKind::Internal, "the near-null space's upload panicked"));
                             (h, up.map(|t| t.join().unwrap_or_else(|_| panicked())).transpose())
                         });
                         let mut h = h?;
                         h.phases.splice(0..0, [("device mirror", mirrored), ("device node blocks", blocked)]);
-                        (h, mirror, near_null_space?)
+                        let (near_null_space, ap_columns) = (near_null_space?, products.ap_columns.take());
+                        (h, amg::cuda::FoundOnDevice { mirror, near_null_space, ap_columns })
                     }
-                    None => (amg::Hierarchy::new(a, &self.settings.amg)?, None, None),
+                    None => (amg::Hierarchy::new(a, &self.settings.amg)?, amg::cuda::FoundOnDevice::default()),
                 };
                 let device = match (self.csr.ctx.gpu(), values) {
                     (Some(g), Buffer::Device(v)) => {
@@ -698,7 +700,7 @@ impl Solver {
                             dw.iteration = None;
                         }
                         let dp = self.csr.device.as_ref().ok_or_else(crate::array::mixed_backends)?;
-                        Some(amg::cuda::DeviceHierarchy::new(g, &mut h, (dp, v), mirror, near_null_space)?)
+                        Some(amg::cuda::DeviceHierarchy::new(g, &mut h, (dp, v), found)?)
                     }
                     _ => None,
                 };
