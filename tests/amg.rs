@@ -511,7 +511,7 @@ fn the_devices_finest_products_are_the_hosts() {
         let host = Hierarchy::structure(m.clone(), &options, known, None).unwrap();
         let mut products = fegpu::amg::cuda::FinestProducts::new(g, dp, options.block_size);
         let device = Hierarchy::structure(m, &options, known, Some(&mut products)).unwrap();
-        assert!(products.ap_columns.is_some(), "{name}: the device found A P");
+        assert!(products.blocks.is_some(), "{name}: the device found A P");
         assert!(host.levels.len() >= 2, "{name}: {} levels", host.levels.len());
         assert_eq!(device.levels.len(), host.levels.len(), "{name}: levels");
         for (l, (x, y)) in device.levels.iter().zip(&host.levels).enumerate() {

@@ -68,23 +68,26 @@ impl DeviceCsr {
     }
 
     /// A block pattern written out on the device (kernels/amg.cu
-    /// `amg_expand`), its values zero. `columns`: its block columns where
-    /// the device holds them (the host then has the row pointers alone).
-    fn expanded(g: &Gpu, bp: &host::BlockPattern, columns: Option<DeviceBuffer<i32>>) -> Result<DeviceCsr> {
+    /// `amg_expand`), its values zero; `on_device`: the block pattern
+    /// (row pointers, columns) where the device holds it.
+    fn expanded(g: &Gpu, bp: &host::BlockPattern, on_device: Option<&DeviceBlocks>) -> Result<DeviceCsr> {
         let (n, nnz) = (bp.nrows(), bp.nnz());
         if nnz > i32::MAX as usize {
             return Err(too_many_entries(nnz));
         }
-        let brp = upload(g, &bp.blocks.rp)?;
-        let bci = match columns {
-            Some(c) => c,
-            None => upload(g, &bp.blocks.ci)?,
+        let uploaded;
+        let (brp, bci) = match on_device {
+            Some(DeviceBlocks(rp, ci)) => (rp, ci),
+            None => {
+                uploaded = (upload(g, &bp.blocks.rp)?, upload(g, &bp.blocks.ci)?);
+                (&uploaded.0, &uploaded.1)
+            }
         };
         let (rp, ci) = (g.alloc::<i32>(n + 1)?, g.alloc::<i32>(nnz.max(1))?);
         let f = g.kernel("amg", SOURCE, "amg_expand")?;
         let (nb, rows, run) = (bp.blocks.nrows as i32, bp.rows as i32, bp.run as i32);
         let mut l = g.launcher(&f);
-        l.arg(&nb).arg(&rows).arg(&run).arg(&brp).arg(&bci).arg(&rp).arg(&ci);
+        l.arg(&nb).arg(&rows).arg(&run).arg(brp).arg(bci).arg(&rp).arg(&ci);
         g.launch("amg_expand", l, (grid_for(n * 32), 1, 1), (BLOCK, 1, 1), 0)?;
         let pattern =
             DevicePattern { row_ptr: rp, col: ci, diag: upload::<i32>(g, &[])?, threads_per_row: threads_per_row(nnz, n) };
@@ -102,10 +105,17 @@ impl DeviceCsr {
     }
 
     /// The pattern of `m`, or its block pattern written out on the device
-    /// where a structure-only setup kept that (`kept`).
-    fn of(g: &Gpu, m: &Mat, kept: Option<&host::BlockPattern>, values: bool) -> Result<DeviceCsr> {
+    /// where a structure-only setup kept that (`kept`; `on_device`: where
+    /// the device holds that block pattern).
+    fn of(
+        g: &Gpu,
+        m: &Mat,
+        kept: Option<&host::BlockPattern>,
+        values: bool,
+        on_device: Option<&DeviceBlocks>,
+    ) -> Result<DeviceCsr> {
         match kept {
-            Some(bp) => DeviceCsr::expanded(g, bp, None),
+            Some(bp) => DeviceCsr::expanded(g, bp, on_device),
             None => DeviceCsr::new(g, m, values),
         }
     }
@@ -286,8 +296,21 @@ pub struct FoundOnDevice {
     /// (`Hierarchy::fit_scale`): the finest near-null space the hierarchy
     /// was set up with, uploaded (None: the constants).
     pub near_null_space: Option<DeviceBuffer<f64>>,
-    /// The finest A P's block columns (`FinestProducts`).
-    pub ap_columns: Option<DeviceBuffer<i32>>,
+    /// The finest level's transfer's block patterns (`FinestProducts`).
+    pub finest_blocks: Option<FinestBlocks>,
+}
+
+/// A block pattern on the device: row pointers, columns.
+pub struct DeviceBlocks(DeviceBuffer<i32>, DeviceBuffer<i32>);
+
+/// The finest transfer's block patterns on the device: P's and R's, which
+/// `FinestProducts` uploaded, A P's and the coarse level's, which it found
+/// (A P's columns are the device's alone).
+pub struct FinestBlocks {
+    p: DeviceBlocks,
+    r: DeviceBlocks,
+    ap: DeviceBlocks,
+    coarse: DeviceBlocks,
 }
 
 /// The finest level's symbolic products A P and R (A P) on the device
@@ -300,16 +323,18 @@ pub struct FinestProducts<'a> {
     g: &'a Gpu,
     finest: &'a DevicePattern,
     bs: usize,
-    /// A P's block columns, once found.
-    pub ap_columns: Option<DeviceBuffer<i32>>,
+    /// The finest transfer's block patterns, once found.
+    pub blocks: Option<FinestBlocks>,
 }
 
-/// The largest bitmap of columns `amg_product_pattern` keeps in shared memory.
-const BITMAP_BYTES: usize = 48 * 1024;
+/// The largest bitmap of columns `amg_product_pattern` keeps in shared
+/// memory: the 48 KiB a block may take without opting in, less its own
+/// four counts.
+const BITMAP_BYTES: usize = 48 * 1024 - 64;
 
 impl<'a> FinestProducts<'a> {
     pub fn new(g: &'a Gpu, finest: &'a DevicePattern, bs: usize) -> FinestProducts<'a> {
-        FinestProducts { g, finest, bs, ap_columns: None }
+        FinestProducts { g, finest, bs, blocks: None }
     }
 }
 
@@ -323,10 +348,11 @@ impl super::DeviceProducts for FinestProducts<'_> {
         let finest = (&self.finest.row_ptr, &self.finest.col);
         let (ap_rp, ap_drp, ap_ci) = product_pattern(g, (nodes, self.bs), finest, (&prp, &pci), naggs)?;
         let (rrp, rci) = (upload(g, &r.blocks.rp)?, upload(g, &r.blocks.ci)?);
-        let (crp, _, cci) = product_pattern(g, (naggs, 1), (&rrp, &rci), (&ap_drp, &ap_ci), naggs)?;
+        let (crp, dcrp, cci) = product_pattern(g, (naggs, 1), (&rrp, &rci), (&ap_drp, &ap_ci), naggs)?;
         let mut ci = vec![0i32; *crp.last().expect("row pointers") as usize];
         g.download(&cci, 0, &mut ci)?;
-        self.ap_columns = Some(ap_ci);
+        let (p, r, ap) = (DeviceBlocks(prp, pci), DeviceBlocks(rrp, rci), DeviceBlocks(ap_drp, ap_ci));
+        self.blocks = Some(FinestBlocks { p, r, ap, coarse: DeviceBlocks(dcrp, cci) });
         Ok(Some((ap_rp, Mat { nrows: naggs, ncols: naggs, rp: crp.into(), ci: ci.into(), v: Vec::new() })))
     }
 }
@@ -399,15 +425,29 @@ fn fit(
 
 /// For each entry of R = P^T, written out from the kept block patterns, the
 /// entry of P it mirrors (kernels/amg.cu `amg_transpose_from`).
-fn transpose_from(g: &Gpu, kept: &TransferBlocks, p: &DeviceCsr, r: &DeviceCsr) -> Result<DeviceBuffer<i32>> {
+/// `on_device`: P's and R's block patterns where the device holds them.
+fn transpose_from(
+    g: &Gpu,
+    kept: &TransferBlocks,
+    (p, r): (&DeviceCsr, &DeviceCsr),
+    on_device: Option<(&DeviceBlocks, &DeviceBlocks)>,
+) -> Result<DeviceBuffer<i32>> {
     let bfrom: Vec<i32> = kept.r_from.iter().map(|&k| k as i32).collect();
-    let (rb, pb) = (&kept.r.blocks, &kept.p.blocks);
-    let (rbrp, rbci, bfrom, pbrp) = (upload(g, &rb.rp)?, upload(g, &rb.ci)?, upload(g, &bfrom)?, upload(g, &pb.rp)?);
+    let bfrom = upload(g, &bfrom)?;
+    let uploaded;
+    let (pbrp, DeviceBlocks(rbrp, rbci)) = match on_device {
+        Some((pb, rb)) => (&pb.0, rb),
+        None => {
+            let (rb, pb) = (&kept.r.blocks, &kept.p.blocks);
+            uploaded = (upload(g, &pb.rp)?, DeviceBlocks(upload(g, &rb.rp)?, upload(g, &rb.ci)?));
+            (&uploaded.0, &uploaded.1)
+        }
+    };
     let from = g.alloc::<i32>(kept.r.nnz().max(1))?;
     let f = g.kernel("amg", SOURCE, "amg_transpose_from")?;
     let (nr, rows, run) = (r.nrows as i32, kept.p.rows as i32, kept.p.run as i32);
     let mut l = g.launcher(&f);
-    l.arg(&nr).arg(&rows).arg(&run).arg(&rbrp).arg(&rbci).arg(&bfrom).arg(&pbrp).arg(&p.pattern.row_ptr);
+    l.arg(&nr).arg(&rows).arg(&run).arg(rbrp).arg(rbci).arg(&bfrom).arg(pbrp).arg(&p.pattern.row_ptr);
     l.arg(&r.pattern.row_ptr).arg(&from);
     g.launch("amg_transpose_from", l, (grid_for(r.nrows * 32), 1, 1), (BLOCK, 1, 1), 0)?;
     Ok(from)
@@ -453,7 +493,9 @@ impl DeviceHierarchy {
         (pattern, values): (&DevicePattern, &DeviceBuffer<f64>),
         found: FoundOnDevice,
     ) -> Result<DeviceHierarchy> {
-        let FoundOnDevice { mirror, near_null_space, mut ap_columns } = found;
+        let FoundOnDevice { mirror, near_null_space, finest_blocks } = found;
+        // level 0's transfer's block patterns, where the device holds them
+        let held = |l: usize, which: fn(&FinestBlocks) -> &DeviceBlocks| finest_blocks.as_ref().filter(|_| l == 0).map(which);
         let mut clock = Phases::start();
         // values the host computed (else zeros until the re-setup below)
         let (computed, smooth) = (!h.needs_numbers, h.options.smooth_prolongator);
@@ -466,20 +508,23 @@ impl DeviceHierarchy {
                     None
                 } else {
                     // the re-setup inverts the diagonal (level 0: the solver's pattern has it)
-                    let mut a = DeviceCsr::of(g, &level.a, level.blocks.as_ref(), computed)?.cycled(g, h.single_on_level(l))?;
+                    // (level 1's block pattern: the device's R (A P))
+                    let held = held(l - 1, |f| &f.coarse);
+                    let mut a =
+                        DeviceCsr::of(g, &level.a, level.blocks.as_ref(), computed, held)?.cycled(g, h.single_on_level(l))?;
                     a.pattern.diag = upload(g, &level.a.diagonal_positions())?;
                     Some(a)
                 },
                 // unsmoothed, P is T and R its transpose: the host's values
                 p: tr
                     .map(|t| {
-                        DeviceCsr::of(g, &t.p, t.blocks.as_ref().map(|b| &b.p), computed || !smooth)?
+                        DeviceCsr::of(g, &t.p, t.blocks.as_ref().map(|b| &b.p), computed || !smooth, held(l, |f| &f.p))?
                             .cycled(g, h.options.f32_cycle)
                     })
                     .transpose()?,
                 r: tr
                     .map(|t| {
-                        DeviceCsr::of(g, &t.r, t.blocks.as_ref().map(|b| &b.r), computed || !smooth)?
+                        DeviceCsr::of(g, &t.r, t.blocks.as_ref().map(|b| &b.r), computed || !smooth, held(l, |f| &f.r))?
                             .cycled(g, h.options.f32_cycle)
                     })
                     .transpose()?,
@@ -566,7 +611,7 @@ impl DeviceHierarchy {
                         };
                         let (r_from, plans) = match kept {
                             Some(b) => (
-                                transpose_from(g, b, p, r)?,
+                                transpose_from(g, b, (p, r), held(l, |f| &f.p).zip(held(l, |f| &f.r)))?,
                                 [
                                     // A's blocks are square, a node's dofs
                                     Plan::of_blocks(
@@ -589,13 +634,7 @@ impl DeviceHierarchy {
                                 (upload(g, &r_from)?, [Plan::new(g, a, &tr.p, &tr.ap)?, Plan::new(g, &tr.r, &tr.ap, coarse)?])
                             }
                         };
-                        let ap = match (kept, ap_columns.take()) {
-                            // the finest A P's columns, found by the device's products
-                            (Some(b), Some(columns)) if l == 0 && b.coarse_on_device() => {
-                                DeviceCsr::expanded(g, &b.ap, Some(columns))?
-                            }
-                            _ => DeviceCsr::of(g, &tr.ap, kept.map(|b| &b.ap), computed)?,
-                        };
+                        let ap = DeviceCsr::of(g, &tr.ap, kept.map(|b| &b.ap), computed, held(l, |f| &f.ap))?;
                         Ok(TransferNumbers { smoothing, r_from, ap, plans })
                     })
                     .transpose()?,

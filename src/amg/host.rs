@@ -117,17 +117,23 @@ fn for_each_row_init<S, T: Send>(
 
 /// The pattern of A B (row pointers and sorted columns), values zero.
 pub fn product_pattern(a: &Mat, b: &Mat) -> Mat {
+    product_pattern_by(a, b.ncols, |j| &b.ci[b.row(j)])
+}
+
+/// As `product_pattern`, B's row j being `b_row(j)` of `ncols` columns (a
+/// tentative prolongator's: a node's aggregate, read straight from the
+/// aggregates, one load where B's pattern takes three).
+pub fn product_pattern_by<'b>(a: &Mat, ncols: usize, b_row: impl Fn(usize) -> &'b [i32] + Sync) -> Mat {
     let parts: Vec<(Vec<i32>, Vec<i32>)> = blocks(a.nrows)
         .into_par_iter()
         .map_init(
-            || vec![u32::MAX; b.ncols],
+            || vec![u32::MAX; ncols],
             |mark, rows| {
                 let (mut counts, mut cols) = (Vec::with_capacity(rows.len()), Vec::new());
                 for i in rows {
                     let start = cols.len();
                     for ka in a.row(i) {
-                        for kb in b.row(a.ci[ka] as usize) {
-                            let c = b.ci[kb];
+                        for &c in b_row(a.ci[ka] as usize) {
                             if mark[c as usize] != i as u32 {
                                 mark[c as usize] = i as u32;
                                 cols.push(c);
@@ -158,7 +164,7 @@ pub fn product_pattern(a: &Mat, b: &Mat) -> Mat {
             *o = at;
         });
     });
-    Mat { nrows: a.nrows, ncols: b.ncols, rp: rp.into(), ci: ci.into(), v: vec![0.0; nnz] }
+    Mat { nrows: a.nrows, ncols, rp: rp.into(), ci: ci.into(), v: vec![0.0; nnz] }
 }
 
 /// C's values = A B on C's pattern (from `product_pattern`): each row's sums
@@ -324,13 +330,11 @@ impl<'a> Blocked<'a> {
         }
     }
 
-    /// The block pattern: `m`'s own for single-entry blocks where none is
-    /// kept (a tentative prolongator fitted on the device has only its block pattern).
+    /// The block pattern: `m`'s own for single-entry blocks.
     pub fn pattern(&self) -> Option<&Mat> {
-        match (&self.blocks, (self.rows, self.run)) {
-            (Some(blocks), _) => Some(blocks),
-            (None, (1, 1)) => Some(self.m),
-            (None, _) => None,
+        match (self.rows, self.run) {
+            (1, 1) => Some(self.m),
+            _ => self.blocks.as_ref(),
         }
     }
 

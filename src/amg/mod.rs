@@ -210,14 +210,6 @@ struct TransferBlocks {
     coarse: Option<Mat>,
 }
 
-impl TransferBlocks {
-    /// Whether the device found A P's pattern and the coarse level's (A
-    /// P's block columns are then the device's alone).
-    fn coarse_on_device(&self) -> bool {
-        self.ap.blocks.ci.len() < self.ap.blocks.nnz()
-    }
-}
-
 pub struct Level {
     pub a: Mat,
     /// The smoother's diagonal scaling (D^-1 or the l1 inverse).

@@ -4,8 +4,8 @@
 //! the values-only re-setup that keeps every structure.
 
 use super::host::{
-    block_pattern, dense_inverse, for_each_row_mut, pieces, product_pattern, product_values, row_pointers, spectral_bound,
-    spectral_radius_symmetric, BlockPattern, Blocked, Mat,
+    block_pattern, dense_inverse, for_each_row_mut, pieces, product_pattern, product_pattern_by, product_values, row_pointers,
+    spectral_bound, spectral_radius_symmetric, BlockPattern, Blocked, Mat,
 };
 use super::{Hierarchy, Level, NearNullSpace, Options, Smoother, Transfer, TransferBlocks};
 use crate::error::{Error, ErrorKind, Result};
@@ -231,22 +231,28 @@ fn inverse_diagonal(a: &Mat) -> Vec<f64> {
 /// The strong-connection graph between nodes (block_size unknowns each),
 /// symmetrised, without self-loops, as (row pointers, neighbours).
 /// `a`: the level's matrix by nodes (bs x bs blocks).
-fn strength(a: &Blocked, theta: f64, symmetric_pattern: bool) -> (Vec<usize>, Vec<u32>) {
+/// As a pattern, a node's row its neighbours; its own entry may be among
+/// them (`aggregate` passes over it).
+fn strength(a: &Blocked, theta: f64, symmetric_pattern: bool) -> Mat {
     let bs = a.rows;
     // theta = 0: every stored connection is strong, so the graph is the node
-    // pattern, symmetric where the pattern is
+    // pattern (shared, not copied), symmetric where the pattern is
     let nodes = match (theta == 0.0, bs) {
-        (true, 1) => Some(off_diagonal(a.m)),
-        (true, _) => a.blocks.as_ref().map(off_diagonal),
+        (true, 1) => Some(a.m),
+        (true, _) => a.blocks.as_ref(),
         (false, _) => None,
     };
-    let a = a.m;
-    match nodes {
-        Some(graph) if symmetric_pattern => graph,
-        Some(graph) => symmetrised(graph),
+    let lists = match nodes {
+        Some(m) if symmetric_pattern => {
+            return Mat { nrows: m.nrows, ncols: m.ncols, rp: m.rp.clone(), ci: m.ci.clone(), v: Vec::new() }
+        }
+        Some(m) => symmetrised(off_diagonal(m)),
         // blocks not stored dense, or theta > 0
-        None => symmetrised(strong_connections(a, bs, theta)),
-    }
+        None => symmetrised(strong_connections(a.m, bs, theta)),
+    };
+    let n = lists.0.len() - 1;
+    let rp = row_pointers(lists.0.windows(2).map(|w| w[1] - w[0]));
+    Mat { nrows: n, ncols: n, rp: rp.into(), ci: lists.1.into_iter().map(|j| j as i32).collect::<Vec<_>>().into(), v: Vec::new() }
 }
 
 /// A pattern as a graph without self-loops.
@@ -357,16 +363,19 @@ fn symmetrised((ptr, adj): (Vec<usize>, Vec<u32>)) -> (Vec<usize>, Vec<u32>) {
 /// aggregate; what is left groups with its free neighbours. A node with no
 /// strong neighbour (a Dirichlet row) stays out of every aggregate (-1): the
 /// smoother alone treats it, and it adds no coarse unknowns.
-fn aggregate(ptr: &[usize], adj: &[u32]) -> (Vec<i32>, usize) {
-    let n = ptr.len() - 1;
+/// `graph`: a node's row its neighbours, its own entry passed over (it
+/// changes no step: a free node's own aggregate is what it takes).
+fn aggregate(graph: &Mat) -> (Vec<i32>, usize) {
+    let n = graph.nrows;
     let mut agg = vec![-1i32; n];
-    let isolated = |i: usize| ptr[i] == ptr[i + 1];
+    let neighbours = |i: usize| &graph.ci[graph.row(i)];
+    let isolated = |i: usize| neighbours(i).iter().all(|&j| j as usize == i);
     let mut count = 0i32;
     for i in 0..n {
         if agg[i] >= 0 || isolated(i) {
             continue;
         }
-        let nb = &adj[ptr[i]..ptr[i + 1]];
+        let nb = neighbours(i);
         if nb.iter().all(|&j| agg[j as usize] < 0) {
             agg[i] = count;
             nb.iter().for_each(|&j| agg[j as usize] = count);
@@ -376,7 +385,7 @@ fn aggregate(ptr: &[usize], adj: &[u32]) -> (Vec<i32>, usize) {
     let first_pass = agg.clone();
     for i in 0..n {
         if agg[i] < 0 {
-            if let Some(&j) = adj[ptr[i]..ptr[i + 1]].iter().find(|&&j| first_pass[j as usize] >= 0) {
+            if let Some(&j) = neighbours(i).iter().find(|&&j| first_pass[j as usize] >= 0) {
                 agg[i] = first_pass[j as usize];
             }
         }
@@ -384,7 +393,7 @@ fn aggregate(ptr: &[usize], adj: &[u32]) -> (Vec<i32>, usize) {
     for i in 0..n {
         if agg[i] < 0 && !isolated(i) {
             agg[i] = count;
-            for &j in &adj[ptr[i]..ptr[i + 1]] {
+            for &j in neighbours(i) {
                 if agg[j as usize] < 0 {
                     agg[j as usize] = count;
                 }
@@ -503,7 +512,6 @@ fn transfer(
         ci: aggregate.iter().filter(|&&g| g >= 0).copied().collect::<Vec<_>>().into(),
         v: Vec::new(),
     };
-    let mut t_nodes = Blocked { m: &t, rows: a.rows, run: k, blocks: Some(t_blocks) };
     let mut tr = Transfer {
         aggregate,
         coarse_null_space,
@@ -516,7 +524,17 @@ fn transfer(
         blocks: None,
         tentative: Mat::default(),
     };
-    let at = smooth.then(|| a.block_product(&t_nodes)).flatten();
+    // A T's block pattern: each node's neighbours' aggregates, read from the aggregates (T's blocks)
+    let aggregate_of = |j: usize| match tr.aggregate[j] >= 0 {
+        true => std::slice::from_ref(&tr.aggregate[j]),
+        false => &[],
+    };
+    let at = match (smooth, a.pattern()) {
+        (true, Some(nodes)) => {
+            Some(BlockPattern { blocks: product_pattern_by(nodes, t_blocks.ncols, aggregate_of), rows: a.rows, run: k })
+        }
+        _ => None,
+    };
     clock.lap("A T pattern");
     match at {
         Some(at) if keep_blocks => {
@@ -537,7 +555,6 @@ fn transfer(
             // the written-out shapes, for the device's buffers
             (tr.at, tr.p) = (at.shape(), at.shape());
             (tr.r, tr.ap) = (r.shape(), ap.shape());
-            let t_blocks = t_nodes.blocks.take().expect("T's block pattern");
             let t_pattern = BlockPattern { blocks: t_blocks, rows: a.rows, run: k };
             tr.blocks = Some(TransferBlocks { t: t_pattern, p: at, r, r_from, ap, members: None, coarse });
             tr.tentative = t;
@@ -807,8 +824,8 @@ pub fn build(
                 (None, Some(checked)) => Blocked::checked(&level.a, bs, checked),
                 (None, None) => Blocked::new(&level.a, bs, bs),
             };
-            let (ptr, adj) = strength(&a_nodes, o.strength, mirror.is_some() || symmetric_pattern);
-            let (agg, naggs) = aggregate(&ptr, &adj);
+            let graph = strength(&a_nodes, o.strength, mirror.is_some() || symmetric_pattern);
+            let (agg, naggs) = aggregate(&graph);
             clock.lap("strength and aggregation");
             // coarsening that stalls ends the hierarchy, and so does a poor
             // ratio on a level small enough to invert densely

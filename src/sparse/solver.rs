@@ -688,8 +688,8 @@ impl Solver {
                         });
                         let mut h = h?;
                         h.phases.splice(0..0, [("device mirror", mirrored), ("device node blocks", blocked)]);
-                        let (near_null_space, ap_columns) = (near_null_space?, products.ap_columns.take());
-                        (h, amg::cuda::FoundOnDevice { mirror, near_null_space, ap_columns })
+                        let (near_null_space, finest_blocks) = (near_null_space?, products.blocks.take());
+                        (h, amg::cuda::FoundOnDevice { mirror, near_null_space, finest_blocks })
                     }
                     None => (amg::Hierarchy::new(a, &self.settings.amg)?, amg::cuda::FoundOnDevice::default()),
                 };
