@@ -13,7 +13,10 @@
 //! `cuda::DeviceHierarchy::refresh`, when the solver runs there). On the
 //! device the first setup is split the same way: the host builds the
 //! structure from the pattern (`Hierarchy::structure`) and the device's
-//! re-setup computes every number, so the values never leave the device. The V-cycle runs
+//! re-setup computes every number, so the values never leave the device;
+//! the device also fits the tentative prolongators to the near-null space
+//! and finds the finest level's product patterns, the largest parts of the
+//! structure (`cuda::FinestProducts`). The V-cycle runs
 //! on the host (`cpu.rs`, the reference) or on the device (`cuda.rs`, one
 //! kernel per smoothing step, residual and transfer, replayed in the
 //! solver's CUDA graph).
