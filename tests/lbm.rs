@@ -514,6 +514,10 @@ fn bad_input_is_refused_and_changes_nothing() {
         ok(fegpu_lattice_set_flags(lat.0, flags.as_ptr(), sites as i64));
         expect_err(fegpu_lattice_set_flags(lat.0, flags.as_ptr(), 23), FEGPU_ERR_SIZE_MISMATCH, &["flags", "24 sites"]);
         expect_err(fegpu_lattice_set_flags(lat.0, null(), 24), FEGPU_ERR_INVALID_ARGUMENT, &["flags"]);
+        // a negative count is named as such, not read as none
+        expect_err(fegpu_lattice_set_flags(lat.0, flags.as_ptr(), -3), FEGPU_ERR_INVALID_ARGUMENT, &["n = -3"]);
+        expect_err(fegpu_lattice_set_boundary_values(lat.0, good.as_ptr(), -4), FEGPU_ERR_INVALID_ARGUMENT, &["n = -4"]);
+        expect_err(fegpu_lattice_set_populations(lat.0, f0.as_ptr(), -1), FEGPU_ERR_INVALID_ARGUMENT, &["n = -1"]);
         let mut bad = f0.clone();
         bad[40] = f64::NAN;
         expect_err(

@@ -4,7 +4,7 @@ use super::array::{FEGPU_DTYPE_F32, FEGPU_DTYPE_F64};
 use super::registry;
 use super::status::fegpu_status;
 use super::{fegpu_context_t, guard, host_in, host_out, items, no_overlap, out_param, span};
-use crate::error::Error;
+use crate::error::{non_negative, Error};
 use crate::lbm::{Lattice, LatticeApi, Precision, Q};
 use std::sync::Arc;
 
@@ -101,7 +101,7 @@ pub unsafe extern "C" fn fegpu_lattice_create(
 pub unsafe extern "C" fn fegpu_lattice_set_flags(lat: fegpu_lattice_t, flags: *const u8, n: i64) -> fegpu_status {
     guard(|| {
         let l = lattice(lat)?;
-        l.set_flags(host_in(flags, n.max(0) as usize, "flags")?)
+        l.set_flags(host_in(flags, non_negative("n", n)?, "flags")?)
     })
 }
 
@@ -113,7 +113,7 @@ pub unsafe extern "C" fn fegpu_lattice_set_flags(lat: fegpu_lattice_t, flags: *c
 pub unsafe extern "C" fn fegpu_lattice_set_boundary_values(lat: fegpu_lattice_t, values: *const f64, n: i64) -> fegpu_status {
     guard(|| {
         let l = lattice(lat)?;
-        l.set_boundary_values(host_in(values, n.max(0) as usize, "values")?)
+        l.set_boundary_values(host_in(values, non_negative("n", n)?, "values")?)
     })
 }
 
@@ -156,7 +156,7 @@ pub unsafe extern "C" fn fegpu_lattice_init_equilibrium(
 pub unsafe extern "C" fn fegpu_lattice_set_populations(lat: fegpu_lattice_t, f: *const f64, n: i64) -> fegpu_status {
     guard(|| {
         let l = lattice(lat)?;
-        l.set_populations(host_in(f, n.max(0) as usize, "f")?)
+        l.set_populations(host_in(f, non_negative("n", n)?, "f")?)
     })
 }
 
@@ -165,7 +165,7 @@ pub unsafe extern "C" fn fegpu_lattice_set_populations(lat: fegpu_lattice_t, f: 
 pub unsafe extern "C" fn fegpu_lattice_get_populations(lat: fegpu_lattice_t, f: *mut f64, n: i64) -> fegpu_status {
     guard(|| {
         let l = lattice(lat)?;
-        l.populations(host_out(f, n.max(0) as usize, "f")?)
+        l.populations(host_out(f, non_negative("n", n)?, "f")?)
     })
 }
 
@@ -214,7 +214,7 @@ pub unsafe extern "C" fn fegpu_lattice_fields(
 pub unsafe extern "C" fn fegpu_lattice_set_body(lat: fegpu_lattice_t, body: *const u8, n: i64) -> fegpu_status {
     guard(|| {
         let l = lattice(lat)?;
-        l.set_body(host_in(body, n.max(0) as usize, "body")?)
+        l.set_body(host_in(body, non_negative("n", n)?, "body")?)
     })
 }
 
