@@ -373,7 +373,8 @@ fn product_pattern(
 ) -> Result<(Vec<i32>, DeviceBuffer<i32>, DeviceBuffer<i32>)> {
     let f = g.kernel("amg", SOURCE, "amg_product_pattern")?;
     let (n, ra32, nc) = (nrows as i32, ra as i32, ncols as i32);
-    let grid = (nrows.clamp(1, 132 * 16) as u32, 1, 1);
+    // enough blocks to fill any GPU a few times over; each strides over the rows
+    let grid = (nrows.clamp(1, 2048) as u32, 1, 1);
     let shared = (ncols.div_ceil(32) * 4) as u32;
     let launch = |crp: Option<&DeviceBuffer<i32>>, out: &DeviceBuffer<i32>| -> Result<()> {
         let mut l = g.launcher(&f);

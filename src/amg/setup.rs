@@ -229,10 +229,9 @@ fn inverse_diagonal(a: &Mat) -> Vec<f64> {
 }
 
 /// The strong-connection graph between nodes (block_size unknowns each),
-/// symmetrised, without self-loops, as (row pointers, neighbours).
+/// symmetric, as a pattern: a node's row its neighbours, its own entry
+/// possibly among them (`aggregate` passes over it).
 /// `a`: the level's matrix by nodes (bs x bs blocks).
-/// As a pattern, a node's row its neighbours; its own entry may be among
-/// them (`aggregate` passes over it).
 fn strength(a: &Blocked, theta: f64, symmetric_pattern: bool) -> Mat {
     let bs = a.rows;
     // theta = 0: every stored connection is strong, so the graph is the node
@@ -715,14 +714,6 @@ pub struct StructureOnly {
     pub fit_on_device: bool,
 }
 
-/// The finest transfer's symbolic products where a device computes them
-/// (cuda.rs `FinestProducts`), from P's and R's block patterns: A P's block
-/// pattern (the device keeps its columns; its row pointers here) and the
-/// coarse level's, R (A P)'s. None: the device cannot, the host computes them.
-pub trait DeviceProducts {
-    fn products(&mut self, p: &BlockPattern, r: &BlockPattern) -> Result<Option<(Vec<i32>, Mat)>>;
-}
-
 impl StructureOnly {
     /// Whether the device fits the tentative prolongators for options `o`:
     /// where asked to and every level keeps block patterns (smoothing from
@@ -730,6 +721,14 @@ impl StructureOnly {
     pub fn device_fits(&self, o: &Options) -> bool {
         self.fit_on_device && o.smooth_prolongator && (o.block_size == 1 || self.node_blocks == Some(true))
     }
+}
+
+/// The finest transfer's symbolic products where a device computes them
+/// (cuda.rs `FinestProducts`), from P's and R's block patterns: A P's block
+/// pattern (the device keeps its columns; its row pointers here) and the
+/// coarse level's, R (A P)'s. None: the device cannot, the host computes them.
+pub trait DeviceProducts {
+    fn products(&mut self, p: &BlockPattern, r: &BlockPattern) -> Result<Option<(Vec<i32>, Mat)>>;
 }
 
 /// Sets up the hierarchy of `a`. With `structure_only` the host builds the
