@@ -490,10 +490,7 @@ fn the_devices_finest_products_are_the_hosts() {
     let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
     let Some(g) = ctx.gpu() else { return };
     let (elastic, _, coords) = elasticity(&ctx, 6, true);
-    let on_device = |arrays: &CsrArrays| {
-        let m = arrays.0.len() - 1;
-        Arc::new(Csr::new(ctx.clone(), build_pattern(m, m, &arrays.0, &arrays.1, 0).unwrap(), &arrays.2).unwrap())
-    };
+    let on_device = |arrays: &CsrArrays| csr(&ctx, arrays);
     let cases = [
         ("hex8 elasticity 6^3, rigid-body modes", elastic.clone(), elasticity_options(&coords)),
         ("the same, the translations", elastic, Options { block_size: 3, ..Options::default() }),
@@ -528,10 +525,7 @@ fn the_device_finds_the_hosts_node_blocks() {
     let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
     let Some(g) = ctx.gpu() else { return };
     let (a, _, _) = elasticity(&ctx, 5, false);
-    let on_device = |arrays: &CsrArrays| {
-        let m = arrays.0.len() - 1;
-        Arc::new(Csr::new(ctx.clone(), build_pattern(m, m, &arrays.0, &arrays.1, 0).unwrap(), &arrays.2).unwrap())
-    };
+    let on_device = |arrays: &CsrArrays| csr(&ctx, arrays);
     let cases = [
         ("elasticity 5^3", a.clone()),
         ("the same, clamped couplings dropped", on_device(&clamped_couplings_dropped(&a))),
@@ -562,8 +556,14 @@ fn solve(ctx: &Arc<Context>, a: &Arc<Csr>, b: &[f64], method: Method, precond: P
     (out.iterations, x)
 }
 
+/// The matrix of `arrays` in `ctx` (on the device where it has one).
+fn csr(ctx: &Arc<Context>, arrays: &CsrArrays) -> Arc<Csr> {
+    let n = arrays.0.len() - 1;
+    Arc::new(Csr::new(ctx.clone(), build_pattern(n, n, &arrays.0, &arrays.1, 0).unwrap(), &arrays.2).unwrap())
+}
+
 fn scalar_system(ctx: &Arc<Context>, n: usize, arrays: &CsrArrays) -> (Arc<Csr>, Vec<f64>) {
-    let a = Arc::new(Csr::new(ctx.clone(), build_pattern(n, n, &arrays.0, &arrays.1, 0).unwrap(), &arrays.2).unwrap());
+    let a = csr(ctx, arrays);
     let x: Vec<f64> = (0..n).map(|i| 1.0 + ((i * 7919) % 1000) as f64 / 1000.0).collect();
     let mut b = vec![0.0; n];
     fegpu::sparse::cpu::spmv(&a.pattern, &a.download_values().unwrap(), 1.0, &x, 0.0, &mut b);
