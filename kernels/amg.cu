@@ -582,27 +582,41 @@ extern "C" __global__ void __launch_bounds__(256) amg_fit(int naggs, int bs, int
 // The pattern of C = A B (src/amg/host.rs product_pattern), a block of 128
 // threads a row: row i's columns, the union of B's rows over A's row, set in
 // a bitmap of B's ncols columns in shared memory (4 ceil(ncols / 32) bytes),
-// so they come out sorted. A's row i is the first of its ra rows, every ra-th
-// entry, each column divided by ra: A's node pattern (host.rs condensed; ra =
-// 1: A's own). crp == null: out[i] = row i's count; else its columns go to
-// out[crp[i] ..].
+// so they come out sorted; only the words between the row's least and
+// greatest column are read and cleared again (the bitmap starts zero and is
+// left zero), so a row costs its own span, not ncols. A's row i is the
+// first of its ra rows, every ra-th entry, each column divided by ra: A's
+// node pattern (host.rs condensed; ra = 1: A's own). crp == null: out[i] =
+// row i's count; else its columns go to out[crp[i] ..].
 extern "C" __global__ void __launch_bounds__(128) amg_product_pattern(int nrows, int ra, const int* __restrict__ arp,
     const int* __restrict__ aci, const int* __restrict__ brp, const int* __restrict__ bci, int ncols,
     const int* __restrict__ crp, int* __restrict__ out) {
     extern __shared__ unsigned int bits[];
-    __shared__ int warp_counts[4];
+    __shared__ int warp_counts[4], span[2];
     const int words = (ncols + 31) >> 5, t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    // thread t reads its own run of words, so the columns it writes follow the threads' order
-    const int per = (words + 127) / 128, w0 = min(words, t * per), w1 = min(words, w0 + per);
+    for (int w = t; w < words; w += 128) bits[w] = 0u;
+    if (t == 0) span[0] = 0x7fffffff, span[1] = -1;
+    __syncthreads();
     for (int i = blockIdx.x; i < nrows; i += gridDim.x) {
-        for (int w = t; w < words; w += 128) bits[w] = 0u;
-        __syncthreads();
+        int lo = 0x7fffffff, hi = -1;
         const int end = arp[(i64)i * ra + 1];
         for (int e = arp[(i64)i * ra] + t * ra; e < end; e += 128 * ra) {
             const int j = aci[e] / ra;
-            for (int k = brp[j]; k < brp[j + 1]; ++k) atomicOr(&bits[bci[k] >> 5], 1u << (bci[k] & 31));
+            for (int k = brp[j]; k < brp[j + 1]; ++k) {
+                const int c = bci[k];
+                atomicOr(&bits[c >> 5], 1u << (c & 31));
+                lo = min(lo, c);
+                hi = max(hi, c);
+            }
+        }
+        if (hi >= 0) {
+            atomicMin(&span[0], lo);
+            atomicMax(&span[1], hi);
         }
         __syncthreads();
+        // thread t reads its own run of the span's words, so the columns it writes follow the threads' order
+        const int first = span[1] < 0 ? 0 : span[0] >> 5, last = span[1] < 0 ? -1 : span[1] >> 5;
+        const int per = (last - first + 128) / 128, w0 = min(last + 1, first + t * per), w1 = min(last + 1, w0 + per);
         int mine = 0;
         for (int w = w0; w < w1; ++w) mine += __popc(bits[w]);
         int upto = mine;  // inclusive prefix over the warp
@@ -624,7 +638,10 @@ extern "C" __global__ void __launch_bounds__(128) amg_product_pattern(int nrows,
             for (int w = w0; w < w1; ++w)
                 for (unsigned int b = bits[w]; b; b &= b - 1) out[at++] = (w << 5) + __ffs(b) - 1;
         }
-        __syncthreads();  // the bits and the warps' counts are the next row's
+        __syncthreads();  // every thread has read the span and the warps' counts
+        for (int w = w0; w < w1; ++w) bits[w] = 0u;
+        if (t == 0) span[0] = 0x7fffffff, span[1] = -1;
+        __syncthreads();  // the bits are clear for the next row
     }
 }
 
