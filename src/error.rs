@@ -114,7 +114,7 @@ fn host_capacity() -> Option<u128> {
         .then(|| (info.totalram as u128 + info.totalswap as u128) * info.mem_unit.max(1) as u128)
 }
 
-fn gib(bytes: u128) -> f64 {
+pub(crate) fn gib(bytes: u128) -> f64 {
     bytes as f64 / (1u128 << 30) as f64
 }
 

@@ -405,13 +405,13 @@ fn product_pattern(
 /// level's near-null space.
 fn fit(
     g: &Gpu,
-    (ptr, nodes): &(Vec<i32>, Vec<u32>),
+    (ptr, nodes): &(Vec<i32>, Vec<i32>),
     (n, bs, k): (usize, usize, usize),
     (b, scale): (Option<&DeviceBuffer<f64>>, Option<&DeviceBuffer<f64>>),
     t: &DeviceCsr,
 ) -> Result<DeviceBuffer<f64>> {
     let naggs = ptr.len() - 1;
-    let (dptr, dnodes) = (upload(g, ptr)?, upload(g, &nodes.iter().map(|&v| v as i32).collect::<Vec<_>>())?);
+    let (dptr, dnodes) = (upload(g, ptr)?, upload(g, nodes)?);
     let coarse = g.alloc::<f64>((naggs * k * k).max(1))?;
     let f = g.kernel("amg", SOURCE, "amg_fit")?;
     let (na, bs, k, n) = (naggs as i32, bs as i32, k as i32, n as i32);

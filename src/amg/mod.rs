@@ -207,7 +207,7 @@ struct TransferBlocks {
     ap: host::BlockPattern,
     /// Each aggregate's nodes (pointers, nodes), where the device fits T's
     /// values (setup.rs `StructureOnly::fit_on_device`).
-    members: Option<(Vec<i32>, Vec<u32>)>,
+    members: Option<(Vec<i32>, Vec<i32>)>,
     /// The coarse level's block pattern, where the device computed it with
     /// A P's (setup.rs `DeviceProducts`; `ap` then has row pointers alone).
     coarse: Option<Mat>,

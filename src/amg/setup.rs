@@ -404,14 +404,14 @@ fn aggregate(graph: &Mat) -> (Vec<i32>, usize) {
 }
 
 /// Each aggregate's nodes in order: aggregate a's are nodes[ptr[a]..ptr[a + 1]].
-fn members(agg: &[i32], naggs: usize) -> (Vec<usize>, Vec<u32>) {
+fn members(agg: &[i32], naggs: usize) -> (Vec<usize>, Vec<i32>) {
     let mut ptr = vec![0usize; naggs + 1];
     agg.iter().filter(|&&a| a >= 0).for_each(|&a| ptr[a as usize + 1] += 1);
     (0..naggs).for_each(|a| ptr[a + 1] += ptr[a]);
     let mut fill = ptr.clone();
-    let mut nodes = vec![0u32; ptr[naggs]];
+    let mut nodes = vec![0i32; ptr[naggs]];
     for (v, &a) in agg.iter().enumerate().filter(|(_, &a)| a >= 0) {
-        nodes[fill[a as usize]] = v as u32;
+        nodes[fill[a as usize]] = v as i32;
         fill[a as usize] += 1;
     }
     (ptr, nodes)

@@ -382,8 +382,8 @@ impl Ops for CudaOps<'_> {
             return Err(Error::out_of_memory(format!(
                 "GMRES basis ({count} vectors of {}): {:.1} GiB more, the device has {:.1} GiB free",
                 self.n,
-                missing as f64 / (1u64 << 30) as f64,
-                free as f64 / (1u64 << 30) as f64
+                crate::error::gib(missing),
+                crate::error::gib(free)
             )));
         }
         while self.vecs.len() < SLOTS + count {
