@@ -834,7 +834,9 @@ fegpu_status fegpu_fem_ebe_create(fegpu_fem_t fem,
 
 // Solves K x = b under the solver's Dirichlet conditions to ||r||/||b|| <=
 // tol in at most maxit CG iterations, as fegpu_solver_solve does (`x` the
-// initial guess and the result, `b` unchanged, `info` may be NULL).
+// initial guess and the result, `b` unchanged, `info` may be NULL). b's
+// entries at the fixed dofs are not read: they take the fixed values, as
+// fegpu_csr_apply_dirichlet does.
 fegpu_status fegpu_fem_ebe_solve(fegpu_ebe_t ebe,
                                  fegpu_array_t b,
                                  fegpu_array_t x,
@@ -915,11 +917,14 @@ fegpu_status fegpu_fem_heat_destroy(fegpu_heat_t heat);
 // `scheme` FEGPU_SCHEME_NEWMARK with `beta`, `gamma` (unconditionally stable
 // for gamma >= 1/2, beta >= (gamma + 1/2)^2 / 4) or
 // FEGPU_SCHEME_CENTRAL_DIFFERENCE or FEGPU_SCHEME_TOTAL_LAGRANGIAN
-// (explicit: dt below the critical step; beta and gamma ignored; the
-// latter needs no integration or assembly, 2-D sets in plane strain). The
-// dofs clamped[i] (i < n_clamped, counted from index_base) stay at zero.
-// The state (velocity, acceleration) stays on the device; the first step
-// starts from rest.
+// (explicit: dt below the critical step 2 / omega_max; beta and gamma
+// ignored; the latter needs no integration or assembly, 2-D sets in plane
+// strain). An explicit dt above the critical step is refused
+// (FEGPU_ERR_INVALID_ARGUMENT, the estimated limit in the message):
+// omega_max is estimated from below by a few products with K, so a dt just
+// above the limit may pass. The dofs clamped[i] (i < n_clamped, counted
+// from index_base) stay at zero. The state (velocity, acceleration) stays
+// on the device; the first step starts from rest.
 fegpu_status fegpu_fem_dynamics_create(fegpu_fem_t fem,
                                        int32_t scheme,
                                        double dt,
@@ -932,7 +937,9 @@ fegpu_status fegpu_fem_dynamics_create(fegpu_fem_t fem,
 
 // One step: the displacements `u` (on the device) advance by dt in place
 // under the nodal load `f` (0: none); Newmark's solves to `tol` in at most
-// `maxit` CG iterations (ignored by central differences).
+// `maxit` CG iterations (ignored by central differences). The first step
+// refuses a `u` or `f` that is not finite (later steps take them as given,
+// without a read back).
 fegpu_status fegpu_fem_dynamics_step(fegpu_dynamics_t dynamics,
                                      fegpu_array_t u,
                                      fegpu_array_t f,
@@ -1026,7 +1033,8 @@ fegpu_status fegpu_lattice_set_flags(fegpu_lattice_t lat, const uint8_t *flags, 
 // The prescribed values of the open boundary sites (flags 3 and 4), 4 a
 // site, (rho, ux, uy, uz), the sites in increasing order (x fastest, as
 // they come in the flag array): a velocity site uses u, a pressure site
-// rho (pressure rho / 3). n = 4 * the number of such sites.
+// rho (pressure rho / 3). n = 4 * the number of such sites. Every site's
+// velocity must lie below the lattice's speed of sound, |u| < 1/sqrt(3).
 fegpu_status fegpu_lattice_set_boundary_values(fegpu_lattice_t lat,
                                                const double *values,
                                                int64_t n);
@@ -1034,7 +1042,8 @@ fegpu_status fegpu_lattice_set_boundary_values(fegpu_lattice_t lat,
 // The body force per unit volume (Guo forcing), applied to every fluid site.
 fegpu_status fegpu_lattice_set_force(fegpu_lattice_t lat, double fx, double fy, double fz);
 
-// The velocity of the moving-wall sites (flag 2).
+// The velocity of the moving-wall sites (flag 2), |u| < 1/sqrt(3) (the
+// lattice's speed of sound; about 0.1 for accuracy).
 fegpu_status fegpu_lattice_set_wall_velocity(fegpu_lattice_t lat, double ux, double uy, double uz);
 
 // Selects the TRT collision with magic parameter `magic` > 0 (3/16: halfway
@@ -1042,7 +1051,8 @@ fegpu_status fegpu_lattice_set_wall_velocity(fegpu_lattice_t lat, double ux, dou
 // 0 returns to BGK (the default).
 fegpu_status fegpu_lattice_set_trt(fegpu_lattice_t lat, double magic);
 
-// Puts every site at the equilibrium of density rho and velocity (ux, uy, uz).
+// Puts every site at the equilibrium of density rho > 0 and velocity
+// (ux, uy, uz), |u| < 1/sqrt(3).
 fegpu_status fegpu_lattice_init_equilibrium(fegpu_lattice_t lat,
                                             double rho,
                                             double ux,

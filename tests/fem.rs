@@ -1131,6 +1131,117 @@ fn suddenly_loaded_bar_rings_with_the_wave_period() {
     ok(fegpu_context_destroy(ctx));
 }
 
+/// The eigenvalues of a symmetric matrix by cyclic Jacobi rotations (the
+/// textbook algorithm, independent of the library's estimate).
+fn symmetric_eigenvalues(mut a: Vec<Vec<f64>>) -> Vec<f64> {
+    let n = a.len();
+    let scale: f64 = a.iter().flatten().map(|x| x * x).sum();
+    for _ in 0..100 {
+        let off: f64 =
+            (0..n).flat_map(|i| (0..n).map(move |j| (i, j))).filter(|(i, j)| i != j).map(|(i, j)| a[i][j] * a[i][j]).sum();
+        if off <= 1e-30 * scale {
+            break;
+        }
+        for p in 0..n {
+            for q in p + 1..n {
+                if a[p][q] == 0.0 {
+                    continue;
+                }
+                let theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q]);
+                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+                let (c, s) = (1.0 / (t * t + 1.0).sqrt(), t / (t * t + 1.0).sqrt());
+                for row in a.iter_mut() {
+                    let (kp, kq) = (row[p], row[q]);
+                    row[p] = c * kp - s * kq;
+                    row[q] = s * kp + c * kq;
+                }
+                for k in 0..n {
+                    let (pk, qk) = (a[p][k], a[q][k]);
+                    a[p][k] = c * pk - s * qk;
+                    a[q][k] = s * pk + c * qk;
+                }
+            }
+        }
+    }
+    (0..n).map(|i| a[i][i]).collect()
+}
+
+/// Central differences are stable for dt omega_max <= 2: omega_max of a
+/// regular quad4 plate (x = 0 clamped, lumped mass rho * area / 4 a node and
+/// element) from the dense eigenvalues of M^-1/2 K M^-1/2 over the free dofs.
+/// A dt 3% above the limit is refused by both explicit schemes; 3% below it
+/// is taken, and free vibration from a random start stays bounded. A start
+/// or load that is not finite is refused at the first step.
+#[test]
+fn explicit_steps_above_the_critical_step_are_refused() {
+    use fegpu::ffi::array::*;
+    let ctx = context();
+    let mut rng = Rng::new(seed() ^ 23);
+    let (nx, ny, lx, ly, rho) = (4usize, 2usize, 2.0, 1.0, 2.0);
+    let (coords, conn) = quad_mesh(nx, ny, lx, ly, 0.0, &mut rng);
+    let (nodes, elements) = (coords.len() / 2, nx * ny);
+    let s = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRAIN, &coords, 2, &conn, &[5.0, 0.3], &vec![1; elements], 2);
+    ok(unsafe { fegpu_fem_set_density(s.h, 1, [rho].as_ptr()) });
+    ok(fegpu_fem_integrate(s.h));
+    let mut a = 0;
+    ok(unsafe { fegpu_fem_assemble(s.h, &mut a) });
+    let k = dense_of(a);
+    let area = lx * ly / elements as f64;
+    let mut mass = vec![0.0; 2 * nodes];
+    for node in conn.iter().map(|&c| c as usize - 1) {
+        mass[2 * node] += rho * area / 4.0;
+        mass[2 * node + 1] += rho * area / 4.0;
+    }
+    // the x = 0 nodes clamped (1-based dofs)
+    let clamped: Vec<i64> = (0..=ny).flat_map(|j| [2 * j * (nx + 1) + 1, 2 * j * (nx + 1) + 2]).map(|d| d as i64).collect();
+    let free: Vec<usize> = (0..2 * nodes).filter(|d| !clamped.contains(&(*d as i64 + 1))).collect();
+    let s_mat: Vec<Vec<f64>> =
+        free.iter().map(|&i| free.iter().map(|&j| k[i][j] / (mass[i] * mass[j]).sqrt()).collect()).collect();
+    let omega2 = symmetric_eigenvalues(s_mat).into_iter().fold(0.0, f64::max);
+    let limit = 2.0 / omega2.sqrt();
+    let start: Vec<f64> = (0..2 * nodes).map(|d| if free.contains(&d) { 1e-4 * rng.next_f64() } else { 0.0 }).collect();
+    for scheme in [FEGPU_SCHEME_CENTRAL_DIFFERENCE, FEGPU_SCHEME_TOTAL_LAGRANGIAN] {
+        let create_at = |dt: f64, d: &mut fegpu_dynamics_t| unsafe {
+            fegpu_fem_dynamics_create(s.h, scheme, dt, 0.0, 0.0, clamped.len() as i64, clamped.as_ptr(), 1, d)
+        };
+        let mut d = 0;
+        expect_err(create_at(1.03 * limit, &mut d), FEGPU_ERR_INVALID_ARGUMENT, &["dt = ", "stability limit"]);
+        assert_eq!(d, 0);
+        ok(create_at(0.97 * limit, &mut d));
+        let mut u = 0;
+        ok(unsafe { fegpu_array_create_f64(ctx, start.len() as i64, 1, start.as_ptr(), &mut u) });
+        for _ in 0..400 {
+            ok(fegpu_fem_dynamics_step(d, u, 0, 0.0, 0));
+        }
+        let mut end = vec![0.0; start.len()];
+        ok(unsafe { fegpu_array_download_f64(u, end.as_mut_ptr(), end.len() as i64) });
+        let (a0, a1) = (start.iter().fold(0.0f64, |m, x| m.max(x.abs())), end.iter().fold(0.0f64, |m, x| m.max(x.abs())));
+        assert!(a1 < 10.0 * a0, "scheme {scheme}: max |u| {a0:e} -> {a1:e} after 400 steps at 0.97 x the limit");
+        ok(fegpu_array_destroy(u));
+        ok(fegpu_fem_dynamics_destroy(d));
+        // a start or load that is not finite, refused before the first step changes anything
+        ok(create_at(0.5 * limit, &mut d));
+        let (mut bad_u, mut bad_f, mut good) = (0, 0, 0);
+        let mut nan_start = start.clone();
+        nan_start[free[3]] = f64::NAN;
+        let mut inf_load = vec![0.0; start.len()];
+        inf_load[free[1]] = f64::INFINITY;
+        ok(unsafe { fegpu_array_create_f64(ctx, start.len() as i64, 1, nan_start.as_ptr(), &mut bad_u) });
+        ok(unsafe { fegpu_array_create_f64(ctx, start.len() as i64, 1, inf_load.as_ptr(), &mut bad_f) });
+        ok(unsafe { fegpu_array_create_f64(ctx, start.len() as i64, 1, start.as_ptr(), &mut good) });
+        expect_err(fegpu_fem_dynamics_step(d, bad_u, 0, 0.0, 0), FEGPU_ERR_INVALID_ARGUMENT, &["u holds NaN"]);
+        expect_err(fegpu_fem_dynamics_step(d, good, bad_f, 0.0, 0), FEGPU_ERR_INVALID_ARGUMENT, &["F holds inf"]);
+        ok(unsafe { fegpu_array_download_f64(good, end.as_mut_ptr(), end.len() as i64) });
+        assert_eq!(end, start, "a refused step leaves u as it was");
+        ok(fegpu_fem_dynamics_step(d, good, 0, 0.0, 0));
+        for h in [bad_u, bad_f, good] {
+            ok(fegpu_array_destroy(h));
+        }
+        ok(fegpu_fem_dynamics_destroy(d));
+    }
+    ok(fegpu_context_destroy(ctx));
+}
+
 /// The mesh with its nodes renumbered and its elements reordered at random,
 /// and one node that no element uses appended.
 fn shuffled(coords: &[f64], conn: &[i64], dim: usize, nn: usize, rng: &mut Rng) -> (Vec<f64>, Vec<i64>) {

@@ -509,6 +509,24 @@ fn bad_input_is_refused_and_changes_nothing() {
             &["values(1)", "density"],
         );
         expect_err(fegpu_lattice_set_boundary_values(lat.0, null(), 4), FEGPU_ERR_INVALID_ARGUMENT, &["values"]);
+        // velocities at or above the lattice's speed of sound 1/sqrt(3)
+        let supersonic = [1.0, 0.0, 0.5, 0.3];
+        expect_err(
+            fegpu_lattice_set_boundary_values(lat.0, supersonic.as_ptr(), 4),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["values(2:4)", "speed of sound"],
+        );
+        expect_err(
+            fegpu_lattice_set_wall_velocity(lat.0, 0.0, -0.6, 0.0),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["wall_velocity", "0.6000"],
+        );
+        expect_err(
+            fegpu_lattice_init_equilibrium(lat.0, 1.0, 0.4, 0.3, 0.3),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["u = ", "speed of sound"],
+        );
+        ok(fegpu_lattice_set_wall_velocity(lat.0, 0.0, -0.57, 0.0));
         ok(fegpu_lattice_set_boundary_values(lat.0, good.as_ptr(), 4));
         flags[5] = 0;
         ok(fegpu_lattice_set_flags(lat.0, flags.as_ptr(), sites as i64));

@@ -503,6 +503,12 @@ fn subnormal_and_huge_vectors_keep_their_norms_and_solves() {
         let got = download_f64(x, n);
         assert!(got.iter().all(|g| (g - v / 2.0).abs() <= 1e-14 * (v / 2.0) + 4.9e-324), "2 x = {v:e}: x = {got:?}");
     }
+    // no scale for 0 and the non-finite (0 once overflowed the stack finding one)
+    for v in [0.0, f64::INFINITY, f64::NAN] {
+        let mut nrm = -1.0;
+        ok(unsafe { fegpu_vector_nrm2(create_f64(ctx, n, 1, &[v, 0.0, v]), &mut nrm) });
+        assert!(nrm == v || (v.is_nan() && nrm.is_nan()), "nrm2 of ({v}, 0, {v}): {nrm}");
+    }
     ok(fegpu_context_destroy(ctx));
 }
 

@@ -34,7 +34,8 @@ pub fn update(w: &mut [f64], a: f64, x: &[f64], b: f64, y: Option<&[f64]>, c: f6
 /// against); 1 otherwise, so ordinary systems are computed unchanged.
 pub(crate) fn equilibration(bmax: f64) -> f64 {
     const SAFE: std::ops::RangeInclusive<f64> = 1.0e-150..=1.0e150;
-    if SAFE.contains(&bmax) {
+    // 0 and non-finite maxima have no scale (frexp needs a finite positive x)
+    if SAFE.contains(&bmax) || bmax == 0.0 || !bmax.is_finite() {
         return 1.0;
     }
     let (_, exponent) = frexp(bmax);

@@ -33,8 +33,8 @@ use crate::context::Context;
 use crate::error::{positive, Error, Result};
 use crate::gpu::{Gpu, Pinned};
 use crate::lbm::{
-    check_boundary_values, check_flags, check_populations, directions_along_z, finite3, Lattice, LatticeApi, Precision, Scheme,
-    ALL_DIRECTIONS, PERIODIC_Z, Q, WALL,
+    check_boundary_values, check_flags, check_populations, directions_along_z, finite3, lattice_velocity, Lattice, LatticeApi,
+    Precision, Scheme, ALL_DIRECTIONS, PERIODIC_Z, Q, WALL,
 };
 use std::sync::{Arc, Mutex};
 
@@ -393,7 +393,7 @@ impl LatticeApi for DistLattice {
     }
 
     fn set_wall_velocity(&self, u: [f64; 3]) -> Result<()> {
-        self.comm.agree(finite3("wall_velocity", u).map(|_| ()))?;
+        self.comm.agree(lattice_velocity("wall_velocity", u).map(|_| ()))?;
         self.comm.same_everywhere("wall_velocity", &u)?;
         self.comm.agree(self.local.set_wall_velocity(u))?;
         self.exchange()

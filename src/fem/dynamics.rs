@@ -12,7 +12,7 @@
 //! its end time, and Newmark carries their velocity and acceleration.
 
 use super::{ElementSet, Problem};
-use crate::array::vector::vector_axpby;
+use crate::array::vector::{vector_axpby, vector_dot, vector_nrm2};
 use crate::array::{Array, Buffer};
 use crate::error::{Error, Result};
 use crate::sparse::solver::{outcome_status, Method, Precond, Solver};
@@ -170,6 +170,9 @@ impl DynamicsStepper {
             inner: Mutex::new(inner),
         };
         stepper.set_damping(0.0, 0.0)?;
+        if scheme.explicit() {
+            stepper.check_stable_step()?;
+        }
         Ok(stepper)
     }
 
@@ -260,6 +263,15 @@ impl DynamicsStepper {
             self.internal_force(s, x, out)
         };
         if !st.started {
+            // the state and load the scheme starts from (a later step's are its own)
+            for (a, name) in [(Some(u), "u"), (f, "F")] {
+                if let Some(a) = a {
+                    let norm = vector_nrm2(a)?;
+                    if !norm.is_finite() {
+                        return Err(Error::invalid(format!("{name} holds {norm}: must be finite")));
+                    }
+                }
+            }
             // a0 = M^-1 (F - K u0) on the free dofs (at rest: no damping force)
             load_plus(-1.0, u, &st.work)?;
             scale(&self.set, &self.free, &st.work)?;
@@ -334,6 +346,57 @@ impl DynamicsStepper {
                 vector_axpby(1.0, &st.work2, 0.0, &st.a)?;
                 vector_axpby(dt * gamma, &st.a, 1.0, &st.v)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Central differences are stable for dt omega_max <= 2, with or without
+    /// the mass-proportional damping. omega_max^2 is approached from below by
+    /// power iteration on M_L^-1 K over the free dofs (every Rayleigh quotient
+    /// x K x / x M_L x is at most omega_max^2), so a dt refused here is
+    /// certainly unstable; the total Lagrangian forces are linearised at rest,
+    /// over a displacement a millionth of the mesh's size.
+    fn check_stable_step(&self) -> Result<()> {
+        const ITERATIONS: usize = 30;
+        let (n, ctx) = (self.n, &self.set.ctx);
+        let dim = self.set.element.dim();
+        let extent = (0..dim)
+            .map(|a| {
+                let c = self.set.coords.iter().skip(a).step_by(dim);
+                let (lo, hi) = c.fold((f64::MAX, f64::MIN), |(l, h), &v| (l.min(v), h.max(v)));
+                (hi - lo).powi(2)
+            })
+            .sum::<f64>()
+            .sqrt();
+        let extent = if extent > 0.0 && extent.is_finite() { extent } else { 1.0 };
+        // a start with every mode in it: x = M_L^-1 w, so x M_L x = x w
+        let w: Vec<f64> = (0..n).map(|i| 0.5 + (i as f64 * 0.618_033_988_749_895).fract()).collect();
+        let (x, y) = (Array::new(ctx.clone(), n, 1, Some(&w))?, Array::new(ctx.clone(), n, 1, Some(&w))?);
+        let t = Array::new(ctx.clone(), n, 1, Some(&vec![0.0; n]))?;
+        scale(&self.set, &self.lumped_inverse, &x)?;
+        let (mut mass, mut omega2) = (vector_dot(&x, &y)?, 0.0f64);
+        for _ in 0..ITERATIONS {
+            if !(mass > 0.0 && mass.is_finite()) {
+                break;
+            }
+            // t = eps x^, x^ = x / ||x||_M
+            let unit = 1.0 / mass.sqrt();
+            let eps = 1e-6 * extent / (unit * vector_nrm2(&x)?);
+            vector_axpby(unit * eps, &x, 0.0, &t)?;
+            vector_axpby(0.0, &t, 0.0, &y)?;
+            self.internal_force(1.0 / eps, &t, &y)?; // y = K x^
+            omega2 = omega2.max(vector_dot(&t, &y)? / eps);
+            vector_axpby(1.0, &y, 0.0, &x)?;
+            scale(&self.set, &self.lumped_inverse, &x)?;
+            mass = vector_dot(&x, &y)?;
+        }
+        if self.dt * omega2.sqrt() > 2.0 * (1.0 + 1e-9) {
+            return Err(Error::invalid(format!(
+                "dt = {:e}: above the central-difference stability limit 2 / omega_max <= {:e} \
+                 (omega_max^2 >= {omega2:e}, from M_L^-1 K over the free dofs): take a smaller dt or FEGPU_SCHEME_NEWMARK",
+                self.dt,
+                2.0 / omega2.sqrt()
+            )));
         }
         Ok(())
     }

@@ -367,7 +367,9 @@ pub unsafe extern "C" fn fegpu_fem_ebe_create(
 
 /// Solves K x = b under the solver's Dirichlet conditions to ||r||/||b|| <=
 /// tol in at most maxit CG iterations, as fegpu_solver_solve does (`x` the
-/// initial guess and the result, `b` unchanged, `info` may be NULL).
+/// initial guess and the result, `b` unchanged, `info` may be NULL). b's
+/// entries at the fixed dofs are not read: they take the fixed values, as
+/// fegpu_csr_apply_dirichlet does.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_fem_ebe_solve(
     ebe: fegpu_ebe_t,
@@ -546,11 +548,14 @@ pub const FEGPU_SCHEME_TOTAL_LAGRANGIAN: i32 = 3;
 /// `scheme` FEGPU_SCHEME_NEWMARK with `beta`, `gamma` (unconditionally stable
 /// for gamma >= 1/2, beta >= (gamma + 1/2)^2 / 4) or
 /// FEGPU_SCHEME_CENTRAL_DIFFERENCE or FEGPU_SCHEME_TOTAL_LAGRANGIAN
-/// (explicit: dt below the critical step; beta and gamma ignored; the
-/// latter needs no integration or assembly, 2-D sets in plane strain). The
-/// dofs clamped[i] (i < n_clamped, counted from index_base) stay at zero.
-/// The state (velocity, acceleration) stays on the device; the first step
-/// starts from rest.
+/// (explicit: dt below the critical step 2 / omega_max; beta and gamma
+/// ignored; the latter needs no integration or assembly, 2-D sets in plane
+/// strain). An explicit dt above the critical step is refused
+/// (FEGPU_ERR_INVALID_ARGUMENT, the estimated limit in the message):
+/// omega_max is estimated from below by a few products with K, so a dt just
+/// above the limit may pass. The dofs clamped[i] (i < n_clamped, counted
+/// from index_base) stay at zero. The state (velocity, acceleration) stays
+/// on the device; the first step starts from rest.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_fem_dynamics_create(
     fem: fegpu_fem_t,
@@ -597,7 +602,9 @@ pub unsafe extern "C" fn fegpu_fem_dynamics_create(
 
 /// One step: the displacements `u` (on the device) advance by dt in place
 /// under the nodal load `f` (0: none); Newmark's solves to `tol` in at most
-/// `maxit` CG iterations (ignored by central differences).
+/// `maxit` CG iterations (ignored by central differences). The first step
+/// refuses a `u` or `f` that is not finite (later steps take them as given,
+/// without a read back).
 #[no_mangle]
 pub extern "C" fn fegpu_fem_dynamics_step(
     dynamics: fegpu_dynamics_t,

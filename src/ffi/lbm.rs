@@ -108,7 +108,8 @@ pub unsafe extern "C" fn fegpu_lattice_set_flags(lat: fegpu_lattice_t, flags: *c
 /// The prescribed values of the open boundary sites (flags 3 and 4), 4 a
 /// site, (rho, ux, uy, uz), the sites in increasing order (x fastest, as
 /// they come in the flag array): a velocity site uses u, a pressure site
-/// rho (pressure rho / 3). n = 4 * the number of such sites.
+/// rho (pressure rho / 3). n = 4 * the number of such sites. Every site's
+/// velocity must lie below the lattice's speed of sound, |u| < 1/sqrt(3).
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_lattice_set_boundary_values(lat: fegpu_lattice_t, values: *const f64, n: i64) -> fegpu_status {
     guard(|| {
@@ -123,7 +124,8 @@ pub unsafe extern "C" fn fegpu_lattice_set_force(lat: fegpu_lattice_t, fx: f64, 
     guard(|| lattice(lat)?.set_force([fx, fy, fz]))
 }
 
-/// The velocity of the moving-wall sites (flag 2).
+/// The velocity of the moving-wall sites (flag 2), |u| < 1/sqrt(3) (the
+/// lattice's speed of sound; about 0.1 for accuracy).
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_lattice_set_wall_velocity(lat: fegpu_lattice_t, ux: f64, uy: f64, uz: f64) -> fegpu_status {
     guard(|| lattice(lat)?.set_wall_velocity([ux, uy, uz]))
@@ -137,7 +139,8 @@ pub extern "C" fn fegpu_lattice_set_trt(lat: fegpu_lattice_t, magic: f64) -> feg
     guard(|| lattice(lat)?.set_trt(magic))
 }
 
-/// Puts every site at the equilibrium of density rho and velocity (ux, uy, uz).
+/// Puts every site at the equilibrium of density rho > 0 and velocity
+/// (ux, uy, uz), |u| < 1/sqrt(3).
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_lattice_init_equilibrium(
     lat: fegpu_lattice_t,

@@ -374,6 +374,9 @@ pub(crate) fn check_boundary_values(values: &[f64], m: usize) -> Result<()> {
     if let Some(k) = (0..m).find(|&k| values[4 * k] <= 0.0) {
         return Err(Error::invalid(format!("values({}) = {}: a density must be > 0", 4 * k + 1, values[4 * k])));
     }
+    for (k, site) in values.chunks_exact(4).enumerate() {
+        lattice_velocity(&format!("values({}:{})", 4 * k + 2, 4 * k + 4), [site[1], site[2], site[3]])?;
+    }
     Ok(())
 }
 
@@ -383,6 +386,22 @@ pub(crate) fn finite3(name: &str, v: [f64; 3]) -> Result<[f64; 3]> {
     } else {
         Err(Error::invalid(format!("{name} = {v:?}: must be finite")))
     }
+}
+
+/// A velocity in lattice units: finite and below the lattice's speed of
+/// sound 1/sqrt(3) (Mach 1), beyond which the equilibria lose positivity and
+/// the scheme its stability; accurate runs stay near Mach 0.1.
+pub(crate) fn lattice_velocity(name: &str, u: [f64; 3]) -> Result<[f64; 3]> {
+    let u = finite3(name, u)?;
+    let speed2: f64 = u.iter().map(|x| x * x).sum();
+    if speed2 >= 1.0 / 3.0 {
+        return Err(Error::invalid(format!(
+            "{name} = {u:?}: |u| = {:.4} is at or above the lattice's speed of sound 1/sqrt(3) = 0.5774 \
+             (lattice Boltzmann needs |u| well below it, about 0.1 for accuracy)",
+            speed2.sqrt()
+        )));
+    }
+    Ok(u)
 }
 
 /// A buffer of `len` populations holds a run of `count` for each direction of `dirs`.
@@ -786,7 +805,7 @@ impl Lattice {
     }
 
     pub fn set_wall_velocity(&self, u: [f64; 3]) -> Result<()> {
-        let u = finite3("wall_velocity", u)?;
+        let u = lattice_velocity("wall_velocity", u)?;
         let mut st = self.state();
         st.settle(self.ctx.gpu())?;
         st.params.wall_velocity = u;
@@ -798,7 +817,7 @@ impl Lattice {
         if !(rho > 0.0 && rho.is_finite()) {
             return Err(Error::invalid(format!("rho = {rho}: must be finite and > 0")));
         }
-        finite3("u", u)?;
+        lattice_velocity("u", u)?;
         let gpu = self.ctx.gpu();
         let mut st = self.state();
         let n = st.params.sites();
