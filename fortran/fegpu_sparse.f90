@@ -416,7 +416,7 @@ contains
     call check(c_solver_create(a%handle, i32(method), i32(precond), s%handle), 'fegpu_solver_create', stat, errmsg)
   end subroutine
 
-  !> A GMRES solver for A restarted every restart iterations (its basis:
+  !> A GMRES solver for A restarted every restart iterations, 1 to 10000 (its basis:
   !> restart + 1 vectors of the rows of A); precond as fegpu_solver_create's.
   subroutine fegpu_solver_create_gmres(a, precond, restart, s, stat, errmsg)
     type(fegpu_csr), intent(in) :: a

@@ -1421,7 +1421,8 @@ fegpu_status fegpu_vector_axpby(double alpha, fegpu_array_t x, double beta, fegp
 fegpu_status fegpu_solver_create(fegpu_csr_t a, int32_t method, int32_t precond, fegpu_solver_t *s);
 
 // As `fegpu_solver_create` with FEGPU_METHOD_GMRES restarted every
-// `restart` iterations (the Krylov basis holds restart + 1 vectors of nrows).
+// `restart` iterations, 1 to 10,000 (the Krylov basis holds restart + 1
+// vectors of nrows, fewer where maxit is smaller).
 fegpu_status fegpu_solver_create_gmres(fegpu_csr_t a,
                                        int32_t precond,
                                        int32_t restart,

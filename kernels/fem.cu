@@ -239,7 +239,8 @@ __device__ __forceinline__ int gauss_points(int order) {
 
 // At Gauss point gp: the physical gradients g[a][c] = dN_a/dx_c (J^-1 maps
 // natural to physical), w det J, and with `n` the shape values. False when
-// det J is not positive (an inverted or degenerate element, or NaN nodes).
+// det J is not positive and finite (an inverted or degenerate element, NaN
+// nodes, or coordinates so large that det J overflows).
 template <int NN, int DIM>
 __device__ __forceinline__ bool gauss_point(const double (*xe)[3], int order, int gp, double (*g)[3], double& wdet,
                                             double* n) {
@@ -301,7 +302,7 @@ __device__ __forceinline__ bool gauss_point(const double (*xe)[3], int order, in
             for (int r = 0; r < DIM; ++r) g[a][c] += inv[c][r] * dn[a][r];
         }
     wdet = w * det;
-    return det > 0.0;
+    return det > 0.0 && det < INFINITY;  // an overflowed det J would make K^e 0 * inf
 }
 
 template <int NN, int DIM, int DPN>

@@ -123,8 +123,8 @@ fn context_arguments_and_environment() {
 }
 
 /// Found by a bad-input review: sizes no memory holds, a near-null space
-/// that spans nothing or lies near underflow, a GMRES restart far past
-/// maxit, and the Gauss-Seidel sweeps' own range, each refused or handled
+/// that spans nothing or lies near underflow (or whose largest value is
+/// subnormal), a GMRES restart far past maxit or past 10,000, and the Gauss-Seidel sweeps' own range, each refused or handled
 /// with a status and a message naming the argument (no abort, no crash).
 #[test]
 fn amg_and_gmres_sizes_and_near_null_spaces() {
@@ -154,6 +154,14 @@ fn amg_and_gmres_sizes_and_near_null_spaces() {
             &["near-null space vector 1", "zero"],
         );
         assert_eq!(s, 0, "a refused create leaves the out-parameter alone");
+        // a vector whose largest magnitude is subnormal: its multiplier would overflow
+        let mut tiny = vec![1.0f64; 2 * n];
+        tiny[n..].iter_mut().for_each(|x| *x = 1e-310);
+        expect_err(
+            fegpu_solver_create_amg(a, FEGPU_METHOD_CG, null(), tiny.as_ptr(), 2, &mut s),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["near-null space vector 1", "subnormal"],
+        );
         // Gauss-Seidel takes 1 to 8 sweeps, the others up to 16
         let mut o = fegpu_amg_options { smoother: FEGPU_SMOOTHER_GAUSS_SEIDEL, sweeps: 9, ..fegpu_amg_options::default() };
         expect_err(
@@ -176,8 +184,17 @@ fn amg_and_gmres_sizes_and_near_null_spaces() {
             FEGPU_ERR_SIZE_MISMATCH,
             &["len = 71", "72"],
         );
-        // GMRES(2^31 - 1) with maxit 10 holds 11 basis vectors, not 2^31
-        ok(fegpu_solver_create_gmres(a, FEGPU_PRECOND_NONE, i32::MAX, &mut s));
+        // restarts past 10,000 are refused (a basis and Hessenberg matrix that
+        // large only ever hung a caller that also passed a huge maxit)
+        for restart in [10_001, i32::MAX] {
+            expect_err(
+                fegpu_solver_create_gmres(a, FEGPU_PRECOND_NONE, restart, &mut s),
+                FEGPU_ERR_INVALID_ARGUMENT,
+                &[&format!("restart = {restart}"), "1 to 10000"],
+            );
+        }
+        // GMRES(10,000) with maxit 10 holds 11 basis vectors, not 10,001
+        ok(fegpu_solver_create_gmres(a, FEGPU_PRECOND_NONE, 10_000, &mut s));
         let (b, x) = (create_f64(ctx, n, 1, &vec![1.0; n]), create_f64(ctx, n, 1, &vec![0.0; n]));
         let status = fegpu_solver_solve(s, b, x, 1e-30, 10, null_mut());
         assert_eq!(status, FEGPU_ERR_NOT_CONVERGED, "10 iterations cannot reach 1e-30");

@@ -372,6 +372,11 @@ fn bad_element_sets_are_refused_with_the_culprit_named() {
     assert_eq!(st, FEGPU_OK);
     expect_err(fegpu_fem_integrate(h), FEGPU_ERR_INVALID_ARGUMENT, &["element 1", "degenerate"]);
     ok(fegpu_fem_destroy(h));
+    // a square 1e160 wide: det J overflows to inf (K^e would be 0 * inf)
+    let huge: Vec<f64> = [0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0].iter().map(|x| x * 1e160).collect();
+    let s = create(ctx, q, FEGPU_PROBLEM_PLANE_STRAIN, &huge, 2, &[1, 2, 3, 4], &[1.0, 0.3], &[1], 2);
+    expect_err(fegpu_fem_integrate(s.h), FEGPU_ERR_INVALID_ARGUMENT, &["element 1", "overflows"]);
+    ok(fegpu_fem_destroy(s.h));
     // connectivity, materials and parameters
     expect_err(
         create_raw(&[1, 2, 3, 7], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 2).0,
@@ -452,6 +457,12 @@ fn bad_element_sets_are_refused_with_the_culprit_named() {
         unsafe { fegpu_fem_heat_create(h, -1.0, 1.0, 0, [0i64; 0].as_ptr(), 1, [0f64; 0].as_ptr(), &mut heat) },
         FEGPU_ERR_INVALID_ARGUMENT,
         &["dt = -1"],
+    );
+    // 1 / dt^2 must not overflow
+    expect_err(
+        unsafe { fegpu_fem_heat_create(h, 1e-200, 1.0, 0, [0i64; 0].as_ptr(), 1, [0f64; 0].as_ptr(), &mut heat) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["dt = 1e-200", "too small"],
     );
     expect_err(
         unsafe { fegpu_fem_heat_create(h, 0.1, 0.3, 0, [0i64; 0].as_ptr(), 1, [0f64; 0].as_ptr(), &mut heat) },

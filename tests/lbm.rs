@@ -527,6 +527,27 @@ fn bad_input_is_refused_and_changes_nothing() {
             &["u = ", "speed of sound"],
         );
         ok(fegpu_lattice_set_wall_velocity(lat.0, 0.0, -0.57, 0.0));
+        // populations beyond what f16 (f - w) and f32 storage hold, refused before they become inf there
+        for (dtype, big) in [(FEGPU_DTYPE_F16, 7e4), (FEGPU_DTYPE_F32, 1e39)] {
+            let mut h = 0;
+            ok(fegpu_lattice_create(ctx, 2, 2, 2, dtype, 0.8, 0, &mut h));
+            let small = Lat(h);
+            let mut f = vec![0.05; 19 * 8];
+            f[19 * 3 + 4] = big;
+            expect_err(
+                fegpu_lattice_set_populations(small.0, f.as_ptr(), f.len() as i64),
+                FEGPU_ERR_INVALID_ARGUMENT,
+                &["f(4, site 4)", "storage holds"],
+            );
+            expect_err(
+                fegpu_lattice_init_equilibrium(small.0, 3.0 * big, 0.0, 0.0, 0.0),
+                FEGPU_ERR_INVALID_ARGUMENT,
+                &["rho = ", "storage holds"],
+            );
+            let mut back = vec![0.0; 19 * 8];
+            ok(fegpu_lattice_get_populations(small.0, back.as_mut_ptr(), back.len() as i64));
+            assert!(back.iter().all(|v| v.is_finite()), "refused calls leave the populations finite");
+        }
         ok(fegpu_lattice_set_boundary_values(lat.0, good.as_ptr(), 4));
         flags[5] = 0;
         ok(fegpu_lattice_set_flags(lat.0, flags.as_ptr(), sites as i64));

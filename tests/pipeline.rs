@@ -126,6 +126,12 @@ fn column_dots_match_the_serial_loop_and_the_one_chunk_result() {
             FEGPU_ERR_INVALID_ARGUMENT,
             &["n_chunks = -1"],
         );
+        // a chunk an element would be a copy and a launch an element
+        expect_err(
+            column_dots(ctx, m, &a, &b, &mut out, FEGPU_PIPELINE_PER_CHUNK, 0, (1 << 16) + 1),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["n_chunks = 65537"],
+        );
         assert!(out.iter().all(|v| v.is_nan()), "a refused call writes nothing");
     }
 }

@@ -402,6 +402,10 @@ fn bad_input_is_refused_with_the_argument_named_and_nothing_changed() {
     expect_err(create(20, c.s.as_ptr(), 0, &k, &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["n_rhs"]);
     expect_err(create(20, null(), 2, &k, &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["points"]);
     expect_err(create(20, c.s.as_ptr(), 2, &Complex64::default(), &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["k"]);
+    // 1 / k^2 and k^2 must not overflow
+    for tiny_or_huge in [Complex64::new(1e-170, 0.0), Complex64::new(0.0, 1e160)] {
+        expect_err(create(20, c.s.as_ptr(), 2, &tiny_or_huge, &mut h), FEGPU_ERR_INVALID_ARGUMENT, &["k = ", "overflows"]);
+    }
     expect_err(
         unsafe { fegpu_radfields_create(ctx, 20, c.s.as_ptr(), 2, as_f64(&k), as_f64(&omega_mu), null_mut()) },
         FEGPU_ERR_INVALID_ARGUMENT,

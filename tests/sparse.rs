@@ -503,6 +503,12 @@ fn subnormal_and_huge_vectors_keep_their_norms_and_solves() {
         let got = download_f64(x, n);
         assert!(got.iter().all(|g| (g - v / 2.0).abs() <= 1e-14 * (v / 2.0) + 4.9e-324), "2 x = {v:e}: x = {got:?}");
     }
+    // a guess of 1 for b = 1e-300: scaled with b it would make A x overflow (a
+    // false breakdown once); the iterations start from 0 instead
+    let (b, x) = (create_f64(ctx, n, 1, &[1e-300; 3]), create_f64(ctx, n, 1, &[1.0; 3]));
+    ok(unsafe { fegpu_solver_solve(s, b, x, 1e-8, 10, null_mut()) });
+    let got = download_f64(x, n);
+    assert!(got.iter().all(|g| (g - 5e-301).abs() <= 1e-14 * 5e-301), "2 x = 1e-300 from x = 1: x = {got:?}");
     // no scale for 0 and the non-finite (0 once overflowed the stack finding one)
     for v in [0.0, f64::INFINITY, f64::NAN] {
         let mut nrm = -1.0;

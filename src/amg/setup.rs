@@ -180,6 +180,15 @@ fn checked_vectors(vectors: &[f64], n: usize) -> Result<(std::borrow::Cow<'_, [f
             (j + 1) * n - 1
         )));
     }
+    // its multiplier 1 / m would overflow
+    if let Some(j) = largest.iter().position(|&m| m < f64::MIN_POSITIVE) {
+        return Err(Error::invalid(format!(
+            "near-null space vector {j} (values {} to {}): its largest magnitude {:e} is subnormal; scale it up",
+            j * n,
+            (j + 1) * n - 1,
+            largest[j]
+        )));
+    }
     if largest.iter().all(|&m| (1e-100..=1e100).contains(&m)) {
         return Ok((vectors.into(), vec![1.0; largest.len()]));
     }

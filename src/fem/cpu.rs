@@ -308,7 +308,7 @@ fn gauss_point(t: Element, xe: &[[f64; 3]], xi: [f64; 3]) -> Option<(Vec<[f64; 3
         }
         det
     };
-    if det.is_nan() || det <= 0.0 {
+    if !(det > 0.0 && det.is_finite()) {
         return None;
     }
     let g = (0..nn).map(|a| std::array::from_fn(|c| (0..dim).map(|r| inv[c][r] * dn[a][r]).sum())).collect();

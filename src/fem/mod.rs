@@ -232,6 +232,10 @@ fn check_dt(dt: f64) -> Result<()> {
     if !(dt > 0.0 && dt.is_finite()) {
         return Err(Error::invalid(format!("dt = {dt}: must be positive and finite")));
     }
+    // the schemes' coefficients hold 1 / dt and 1 / dt^2
+    if !(1.0 / (dt * dt)).is_finite() {
+        return Err(Error::invalid(format!("dt = {dt:e}: too small (1 / dt^2 overflows); rescale time")));
+    }
     Ok(())
 }
 
@@ -423,7 +427,7 @@ impl ElementSet {
         let nodes: Vec<String> =
             self.conn[e * self.element.nodes()..(e + 1) * self.element.nodes()].iter().map(|n| (n + 1).to_string()).collect();
         Error::invalid(format!(
-            "element {} ({}, nodes {} counted from 1): the Jacobian determinant is not positive (inverted or degenerate element)",
+            "element {} ({}, nodes {} counted from 1): the Jacobian determinant is not positive and finite (an inverted or degenerate element, or coordinates whose det J overflows)",
             e + 1,
             self.element.name(),
             nodes.join(" ")

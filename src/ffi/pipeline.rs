@@ -23,8 +23,10 @@ fn plan_of(strategy: i32, streams: i64, chunks: i64) -> Result<Option<Plan>> {
     if !(0..=MAX_STREAMS as i64).contains(&streams) {
         return Err(Error::invalid(format!("n_streams = {streams}: expected 0 (automatic) to {MAX_STREAMS}")));
     }
-    if chunks < 0 {
-        return Err(Error::invalid(format!("n_chunks = {chunks}: expected 0 (one per stream) or more")));
+    // each chunk is a copy and a launch of its own: beyond this many they only add overhead
+    const MAX_CHUNKS: i64 = 1 << 16;
+    if !(0..=MAX_CHUNKS).contains(&chunks) {
+        return Err(Error::invalid(format!("n_chunks = {chunks}: expected 0 (one per stream) to {MAX_CHUNKS}")));
     }
     let strategy = match strategy {
         FEGPU_PIPELINE_AUTO => return Ok(None),

@@ -51,8 +51,10 @@ pub(crate) fn method_of(c: i32) -> Result<Method> {
 
 /// GMRES restarted every `restart` iterations (at least 1).
 pub(crate) fn gmres_of(restart: i32) -> Result<Method> {
-    if restart < 1 {
-        return Err(Error::invalid(format!("restart = {restart}: must be at least 1")));
+    // the basis holds restart + 1 vectors and the Hessenberg matrix restart^2 values
+    const MAX_RESTART: i32 = 10_000;
+    if !(1..=MAX_RESTART).contains(&restart) {
+        return Err(Error::invalid(format!("restart = {restart}: must be 1 to {MAX_RESTART} (20 to 200 are usual)")));
     }
     Ok(Method::Gmres { restart: restart as usize })
 }
@@ -646,7 +648,8 @@ unsafe fn new_solver(a: fegpu_csr_t, method: Result<Method>, precond: i32, s: *m
 }
 
 /// As `fegpu_solver_create` with FEGPU_METHOD_GMRES restarted every
-/// `restart` iterations (the Krylov basis holds restart + 1 vectors of nrows).
+/// `restart` iterations, 1 to 10,000 (the Krylov basis holds restart + 1
+/// vectors of nrows, fewer where maxit is smaller).
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_solver_create_gmres(
     a: fegpu_csr_t,

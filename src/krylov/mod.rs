@@ -517,7 +517,8 @@ fn check_finite(ops: &mut dyn Ops, slot: Slot, max: f64, arg: &str) -> Result<()
 /// The method, then the true residual ||b - A x|| / ||b|| recomputed from
 /// scratch. b and the guess x are checked finite first; b = 0 exactly gives
 /// x = 0; a b whose norm would under- or overflow is scaled by a power of two
-/// (exact) for the iterations and x scaled back.
+/// (exact) for the iterations and x scaled back (a guess the scale would
+/// carry past 1e150 is replaced by 0).
 pub fn run(ops: &mut dyn Ops, method: Method, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<(Outcome, f64)> {
     let bmax = ops.amax(Slot::B)?;
     check_finite(ops, Slot::B, bmax, "b")?;
@@ -532,7 +533,10 @@ pub fn run(ops: &mut dyn Ops, method: Method, tol: f64, maxit: i64, history: &mu
     let scale = crate::array::vector::equilibration(bmax);
     if scale != 1.0 {
         ops.update(Slot::B, 0.0, Slot::X, 0.0, None, scale)?;
-        ops.update(Slot::X, 0.0, Slot::B, 0.0, None, scale)?;
+        // a guess that the scale would carry past the safe range is so far
+        // above b that A x would overflow: the iterations start from 0 instead
+        let keep = xmax * scale <= 1e150;
+        ops.update(Slot::X, 0.0, Slot::B, 0.0, None, if keep { scale } else { 0.0 })?;
     }
     let bnorm = dot(ops, Slot::B, Slot::B)?.sqrt();
     let out = match method {

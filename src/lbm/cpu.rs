@@ -5,7 +5,7 @@
 use super::storage::Stored;
 use super::{opposite, Open, Params, C, FLUID, MOVING_WALL, PRESSURE_BC, Q, VELOCITY_BC, W, WALL};
 
-fn equilibrium_of(i: usize, rho: f64, u: [f64; 3]) -> f64 {
+pub(crate) fn equilibrium_of(i: usize, rho: f64, u: [f64; 3]) -> f64 {
     let cu = C[i][0] as f64 * u[0] + C[i][1] as f64 * u[1] + C[i][2] as f64 * u[2];
     let usq = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
     W[i] * rho * (1.0 + 3.0 * cu + 4.5 * cu * cu - 1.5 * usq)

@@ -228,6 +228,25 @@ impl Precision {
             Precision::F64 => f64::BYTES,
         }
     }
+    /// Whether a population f of weight w fits the storage (f16 keeps
+    /// f - w), rather than becoming inf there.
+    fn holds(self, f: f64, w: f64) -> bool {
+        match self {
+            Precision::F16 => (f - w).abs() <= 65504.0,
+            Precision::F32 => f.abs() <= f32::MAX as f64,
+            Precision::F64 => true,
+        }
+    }
+}
+
+impl Storage {
+    fn precision(&self) -> Precision {
+        match self {
+            Storage::F16(_) => Precision::F16,
+            Storage::F32(_) => Precision::F32,
+            Storage::F64(_) => Precision::F64,
+        }
+    }
 }
 
 /// Runs `$body` with `$p` bound to the populations, whatever their type.
@@ -820,6 +839,14 @@ impl Lattice {
         lattice_velocity("u", u)?;
         let gpu = self.ctx.gpu();
         let mut st = self.state();
+        let p = st.storage.precision();
+        if let Some(i) = (0..Q).find(|&i| !p.holds(cpu::equilibrium_of(i, rho, u), W[i])) {
+            return Err(Error::invalid(format!(
+                "rho = {rho}: its equilibrium population f({i}) = {:e} is beyond what {} storage holds",
+                cpu::equilibrium_of(i, rho, u),
+                p.name()
+            )));
+        }
         let n = st.params.sites();
         with_populations!(&mut st.storage, p => p.equilibrium(gpu, n, rho, u))
     }
@@ -835,6 +862,16 @@ impl Lattice {
     pub(crate) fn set_populations_of(&self, first: usize, f: &[f64]) -> Result<()> {
         let gpu = self.ctx.gpu();
         let mut st = self.state();
+        let p = st.storage.precision();
+        if let Some(k) = (0..f.len()).find(|&k| !p.holds(f[k], W[k % Q])) {
+            return Err(Error::invalid(format!(
+                "f({}, site {}) = {:e}: beyond what {} storage holds",
+                k % Q,
+                first + k / Q + 1,
+                f[k],
+                p.name()
+            )));
+        }
         let (s, storage) = st.split(gpu);
         with_populations!(storage, p => p.upload(&s, (first, f.len() / Q), f))
     }

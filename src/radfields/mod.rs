@@ -66,6 +66,12 @@ impl Medium {
         if !(k.re.is_finite() && k.im.is_finite()) || k.norm() == 0.0 {
             return Err(Error::invalid(format!("k = {k}: must be finite and nonzero")));
         }
+        // the kernels take k^2 and 1 / k^2
+        let k2 = k * k;
+        let inv_k2 = 1.0 / k2;
+        if !(k2.re.is_finite() && k2.im.is_finite() && inv_k2.re.is_finite() && inv_k2.im.is_finite()) {
+            return Err(Error::invalid(format!("k = {k}: k^2 or 1 / k^2 overflows; rescale the units")));
+        }
         if !(omega_mu.re.is_finite() && omega_mu.im.is_finite()) {
             return Err(Error::invalid(format!("omega_mu = {omega_mu}: must be finite")));
         }
