@@ -302,7 +302,7 @@ __device__ __forceinline__ bool gauss_point(const double (*xe)[3], int order, in
             for (int r = 0; r < DIM; ++r) g[a][c] += inv[c][r] * dn[a][r];
         }
     wdet = w * det;
-    return det > 0.0 && det < INFINITY;  // an overflowed det J would make K^e 0 * inf
+    return det > 0.0 && isfinite(det);  // an overflowed det J would make K^e 0 * inf
 }
 
 template <int NN, int DIM, int DPN>
