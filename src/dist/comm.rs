@@ -47,8 +47,15 @@ impl Comm {
                     format!("comm = {handle}: not a communicator (MPI_COMM_NULL or not a Fortran handle from MPI_Comm_c2f)"),
                 ));
             }
+            // under MPI_ERRORS_RETURN a handle f2c let through fails here
+            // (under the default MPI_ERRORS_ARE_FATAL, MPI itself stops)
             let mut dup = ffi::RSMPI_COMM_NULL;
-            ffi::MPI_Comm_dup(raw, &mut dup);
+            if ffi::MPI_Comm_dup(raw, &mut dup) != 0 || dup == ffi::RSMPI_COMM_NULL {
+                return Err(Error::new(
+                    ErrorKind::InvalidHandle,
+                    format!("comm = {handle}: MPI_Comm_dup refused it (not a communicator)"),
+                ));
+            }
             Ok(Comm::own(SimpleCommunicator::from_raw(dup)))
         }
     }
