@@ -377,6 +377,17 @@ fn bad_element_sets_are_refused_with_the_culprit_named() {
     let s = create(ctx, q, FEGPU_PROBLEM_PLANE_STRAIN, &huge, 2, &[1, 2, 3, 4], &[1.0, 0.3], &[1], 2);
     expect_err(fegpu_fem_integrate(s.h), FEGPU_ERR_INVALID_ARGUMENT, &["element 1", "overflows"]);
     ok(fegpu_fem_destroy(s.h));
+    // E = 1e308: D, and so K^e, overflow in the second element's material; nothing is kept
+    let unit: Vec<f64> = [0.0, 0.0, 1.0, 0.0, 2.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.0, 1.0].to_vec();
+    let s = create(ctx, q, FEGPU_PROBLEM_PLANE_STRAIN, &unit, 2, &[1, 2, 5, 4, 2, 3, 6, 5], &[1.0, 0.3, 1e308, 0.3], &[1, 2], 2);
+    expect_err(fegpu_fem_integrate(s.h), FEGPU_ERR_INVALID_ARGUMENT, &["element 2 (material 2", "K^e is not finite"]);
+    let mut ke = vec![0.0; 2 * 36];
+    expect_err(
+        unsafe { fegpu_fem_stiffness_download(s.h, ke.as_mut_ptr(), ke.len() as i64) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["fegpu_fem_integrate"],
+    );
+    ok(fegpu_fem_destroy(s.h));
     // connectivity, materials and parameters
     expect_err(
         create_raw(&[1, 2, 3, 7], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 2).0,

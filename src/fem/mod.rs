@@ -440,11 +440,44 @@ impl ElementSet {
     pub fn integrate(&self) -> Result<()> {
         let stiffness = self.integrate_one(false, None)?;
         self.geometry_checked.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.check_finite(&stiffness, "K^e")?;
         let mass = self.integrate_one(true, None)?;
+        self.check_finite(&mass, "the mass matrix")?;
         let mut r = self.results();
         (r.stiffness, r.mass) = (Some(stiffness), Some(mass));
         r.version += 1;
         Ok(())
+    }
+
+    /// Refuses element matrices with a value that is not finite (material
+    /// parameters, or elements, so large that the products overflow), naming
+    /// the first such element and its material; one pass finds whether any is.
+    fn check_finite(&self, matrices: &Buffer<f64>, what: &str) -> Result<()> {
+        let largest = match matrices {
+            Buffer::Host(v) => crate::array::vector::amax(v),
+            Buffer::Device(d) => crate::array::cuda::amax(self.ctx.device()?, d.len(), d)?,
+        };
+        if largest.is_finite() {
+            return Ok(());
+        }
+        let host = match matrices {
+            Buffer::Host(v) => std::borrow::Cow::Borrowed(v.as_slice()),
+            Buffer::Device(d) => {
+                let mut h = vec![0.0; d.len()];
+                self.ctx.device()?.download(d, 0, &mut h)?;
+                std::borrow::Cow::Owned(h)
+            }
+        };
+        // stored entry-major: entry k of element e at k * elements + e
+        let e = host.iter().position(|x| !x.is_finite()).map_or(0, |k| k % self.elements.max(1));
+        let m = self.material[e] as usize;
+        let props = &self.materials().props;
+        Err(Error::invalid(format!(
+            "element {} (material {}, props {:?}): {what} is not finite: the material's values or the element's size overflow it",
+            e + 1,
+            m + 1,
+            &props[2 * m..2 * m + 2]
+        )))
     }
 
     /// The element stiffness matrices with material parameters `props`
