@@ -587,17 +587,19 @@ extern "C" __global__ void __launch_bounds__(256) amg_fit(int naggs, int bs, int
 // left zero), so a row costs its own span, not ncols. A's row i is the
 // first of its ra rows, every ra-th entry, each column divided by ra: A's
 // node pattern (host.rs condensed; ra = 1: A's own). crp == null: out[i] =
-// row i's count; else its columns go to out[crp[i] ..].
-extern "C" __global__ void __launch_bounds__(128) amg_product_pattern(int nrows, int ra, const int* __restrict__ arp,
-    const int* __restrict__ aci, const int* __restrict__ brp, const int* __restrict__ bci, int ncols,
-    const int* __restrict__ crp, int* __restrict__ out) {
+// row i's count; else its columns go to out[crp[i] ..]. rows != null: only
+// rows[0 .. nrows) (those amg_product_pattern_narrow left).
+extern "C" __global__ void __launch_bounds__(128) amg_product_pattern(int nrows, const int* __restrict__ rows, int ra,
+    const int* __restrict__ arp, const int* __restrict__ aci, const int* __restrict__ brp, const int* __restrict__ bci,
+    int ncols, const int* __restrict__ crp, int* __restrict__ out) {
     extern __shared__ unsigned int bits[];
     __shared__ int warp_counts[4], span[2];
     const int words = (ncols + 31) >> 5, t = threadIdx.x, lane = t & 31, warp = t >> 5;
     for (int w = t; w < words; w += 128) bits[w] = 0u;
     if (t == 0) span[0] = 0x7fffffff, span[1] = -1;
     __syncthreads();
-    for (int i = blockIdx.x; i < nrows; i += gridDim.x) {
+    for (int r = blockIdx.x; r < nrows; r += gridDim.x) {
+        const int i = rows ? rows[r] : r;
         int lo = 0x7fffffff, hi = -1;
         const int end = arp[(i64)i * ra + 1];
         for (int e = arp[(i64)i * ra] + t * ra; e < end; e += 128 * ra) {
@@ -642,6 +644,51 @@ extern "C" __global__ void __launch_bounds__(128) amg_product_pattern(int nrows,
         for (int w = w0; w < w1; ++w) bits[w] = 0u;
         if (t == 0) span[0] = 0x7fffffff, span[1] = -1;
         __syncthreads();  // the bits are clear for the next row
+    }
+}
+
+// The same pattern for rows of at most NARROW_COLUMNS columns (a scalar
+// system's A P rows hold about ten, its R (A P) rows a few dozen), a thread
+// a row: its columns kept sorted and unique in a list of its own, each
+// found by bisection. A block and a bitmap a row cost the narrow rows of
+// the Laplacian 128^3 about 60 ms. A row with more columns is left to
+// amg_product_pattern: counted as -1 (crp == null) and not written.
+#define NARROW_COLUMNS 64
+extern "C" __global__ void __launch_bounds__(256) amg_product_pattern_narrow(int nrows, int ra, const int* __restrict__ arp,
+    const int* __restrict__ aci, const int* __restrict__ brp, const int* __restrict__ bci, const int* __restrict__ crp,
+    int* __restrict__ out) {
+    int cols[NARROW_COLUMNS];
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < nrows; i += stride) {
+        int m = 0;
+        bool wide = false;
+        const int end = arp[i * ra + 1];
+        for (int e = arp[i * ra]; e < end && !wide; e += ra) {
+            const int j = aci[e] / ra;
+            for (int k = brp[j]; k < brp[j + 1]; ++k) {
+                const int c = bci[k];
+                int lo = 0, hi = m;
+                while (lo < hi) {
+                    const int mid = (lo + hi) >> 1;
+                    if (cols[mid] < c) lo = mid + 1;
+                    else hi = mid;
+                }
+                if (lo < m && cols[lo] == c) continue;
+                if (m == NARROW_COLUMNS) {
+                    wide = true;
+                    break;
+                }
+                for (int q = m; q > lo; --q) cols[q] = cols[q - 1];
+                cols[lo] = c;
+                ++m;
+            }
+        }
+        if (!crp) {
+            out[i] = wide ? -1 : m;
+        } else if (!wide) {
+            int* o = out + crp[i];
+            for (int q = 0; q < m; ++q) o[q] = cols[q];
+        }
     }
 }
 

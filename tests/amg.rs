@@ -482,9 +482,11 @@ fn a_structure_then_its_numbers_equal_the_full_setup() {
     }
 }
 
-/// The finest products' patterns found on the device (amg::cuda::FinestProducts,
-/// a bitmap of columns a row) equal the host's: the coarse levels' patterns
-/// of the whole structure, on scalar and block systems.
+/// The finest products' patterns found on the device (amg::cuda::FinestProducts:
+/// a thread a row where the row's columns fit its list, else a bitmap of
+/// columns a row) equal the host's: the coarse levels' patterns of the whole
+/// structure, on scalar and block systems (the elasticity's R (A P) rows and
+/// the 27-point operator's are wide, the porous flow's narrow).
 #[test]
 fn the_devices_finest_products_are_the_hosts() {
     let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());

@@ -315,8 +315,9 @@ pub struct FinestBlocks {
 
 /// The finest level's symbolic products A P and R (A P) on the device
 /// (setup.rs `DeviceProducts`), from its A (the solver's pattern, by nodes
-/// of `bs` rows): each row a block of threads, its columns a bitmap in
-/// shared memory (kernels/amg.cu `amg_product_pattern`). The host's
+/// of `bs` rows): a thread a row where the row's columns fit its list, else
+/// a block of threads and a bitmap in shared memory (kernels/amg.cu
+/// `amg_product_pattern_narrow`, `amg_product_pattern`). The host's
 /// products take a coarse level's rows by the thousand; these, the finest
 /// level's hundreds of thousands of nodes.
 pub struct FinestProducts<'a> {
@@ -341,14 +342,20 @@ impl<'a> FinestProducts<'a> {
 impl super::DeviceProducts for FinestProducts<'_> {
     fn products(&mut self, p: &host::BlockPattern, r: &host::BlockPattern) -> Result<Option<(Vec<i32>, Mat)>> {
         let (g, naggs, nodes) = (self.g, p.blocks.ncols, p.blocks.nrows);
-        if naggs.div_ceil(32) * 4 > BITMAP_BYTES || r.blocks.nrows != naggs {
+        if r.blocks.nrows != naggs {
             return Ok(None);
         }
+        // without room for the bitmap, the products are the device's only where every row is narrow
+        let bitmap = naggs.div_ceil(32) * 4 <= BITMAP_BYTES;
         let (prp, pci) = (upload(g, &p.blocks.rp)?, upload(g, &p.blocks.ci)?);
         let finest = (&self.finest.row_ptr, &self.finest.col);
-        let (ap_rp, ap_drp, ap_ci) = product_pattern(g, (nodes, self.bs), finest, (&prp, &pci), naggs)?;
+        let Some((ap_rp, ap_drp, ap_ci)) = product_pattern(g, (nodes, self.bs), finest, (&prp, &pci), naggs, bitmap)? else {
+            return Ok(None);
+        };
         let (rrp, rci) = (upload(g, &r.blocks.rp)?, upload(g, &r.blocks.ci)?);
-        let (crp, dcrp, cci) = product_pattern(g, (naggs, 1), (&rrp, &rci), (&ap_drp, &ap_ci), naggs)?;
+        let Some((crp, dcrp, cci)) = product_pattern(g, (naggs, 1), (&rrp, &rci), (&ap_drp, &ap_ci), naggs, bitmap)? else {
+            return Ok(None);
+        };
         let mut ci = vec![0i32; *crp.last().expect("row pointers") as usize];
         g.download(&cci, 0, &mut ci)?;
         let (p, r, ap) = (DeviceBlocks(prp, pci), DeviceBlocks(rrp, rci), DeviceBlocks(ap_drp, ap_ci));
@@ -361,33 +368,58 @@ fn too_many_entries(nnz: usize) -> Error {
     Error::size(format!("AMG: a level's pattern of {nnz} entries, beyond the 2^31 - 1 that 32-bit indices reach"))
 }
 
+/// A pattern's row pointers, on the host and the device, and its columns.
+type DevicePatternParts = (Vec<i32>, DeviceBuffer<i32>, DeviceBuffer<i32>);
+
 /// The pattern of C = A B of `nrows` rows and `ncols` columns, A's row i
 /// the first of its `ra` rows, every ra-th entry (kernels/amg.cu
-/// `amg_product_pattern`): its row pointers, on the host and the device, and its columns.
+/// `amg_product_pattern_narrow`, then `amg_product_pattern` for the rows it
+/// leaves, where `bitmap` says their bitmap fits; None where it does not):
+/// its row pointers, on the host and the device, and its columns.
 fn product_pattern(
     g: &Gpu,
     (nrows, ra): (usize, usize),
     (arp, aci): (&DeviceBuffer<i32>, &DeviceBuffer<i32>),
     (brp, bci): (&DeviceBuffer<i32>, &DeviceBuffer<i32>),
     ncols: usize,
-) -> Result<(Vec<i32>, DeviceBuffer<i32>, DeviceBuffer<i32>)> {
-    let f = g.kernel("amg", SOURCE, "amg_product_pattern")?;
+    bitmap: bool,
+) -> Result<Option<DevicePatternParts>> {
+    let (narrow, wide) =
+        (g.kernel("amg", SOURCE, "amg_product_pattern_narrow")?, g.kernel("amg", SOURCE, "amg_product_pattern")?);
     let (n, ra32, nc) = (nrows as i32, ra as i32, ncols as i32);
-    // enough blocks to fill any GPU a few times over; each strides over the rows
-    let grid = (nrows.clamp(1, 2048) as u32, 1, 1);
-    let shared = (ncols.div_ceil(32) * 4) as u32;
-    let launch = |crp: Option<&DeviceBuffer<i32>>, out: &DeviceBuffer<i32>| -> Result<()> {
-        let mut l = g.launcher(&f);
-        l.arg(&n).arg(&ra32).arg(arp).arg(aci).arg(brp).arg(bci).arg(&nc);
+    let launch_narrow = |crp: Option<&DeviceBuffer<i32>>, out: &DeviceBuffer<i32>| -> Result<()> {
+        let mut l = g.launcher(&narrow);
+        l.arg(&n).arg(&ra32).arg(arp).arg(aci).arg(brp).arg(bci);
         arg_or_null(&mut l, crp);
         l.arg(out);
-        g.launch("amg_product_pattern", l, grid, (128, 1, 1), shared)
+        g.launch("amg_product_pattern_narrow", l, (grid_for(nrows), 1, 1), (BLOCK, 1, 1), 0)
     };
-    // the rows' counts, their running sum here, then the columns
+    let launch_wide = |(rows, count): (&DeviceBuffer<i32>, usize), crp: Option<&DeviceBuffer<i32>>, out: &DeviceBuffer<i32>| {
+        let mut l = g.launcher(&wide);
+        let c = count as i32;
+        l.arg(&c).arg(rows).arg(&ra32).arg(arp).arg(aci).arg(brp).arg(bci).arg(&nc);
+        arg_or_null(&mut l, crp);
+        l.arg(out);
+        // enough blocks to fill any GPU a few times over; each strides over the rows
+        let grid = (count.clamp(1, 2048) as u32, 1, 1);
+        g.launch("amg_product_pattern", l, grid, (128, 1, 1), (ncols.div_ceil(32) * 4) as u32)
+    };
+    // the rows' counts (-1: a wide row), the wide rows' counts, their running sum here, then the columns
     let counts = g.alloc::<i32>(nrows.max(1))?;
-    launch(None, &counts)?;
+    launch_narrow(None, &counts)?;
     let mut rp = vec![0i32; nrows + 1];
     g.download(&counts, 0, &mut rp[1..])?;
+    let wide_rows: Vec<i32> = (0..nrows).filter(|&i| rp[i + 1] < 0).map(|i| i as i32).collect();
+    let wide_rows = match (wide_rows.is_empty(), bitmap) {
+        (true, _) => None,
+        (false, false) => return Ok(None),
+        (false, true) => {
+            let rows = (upload(g, &wide_rows)?, wide_rows.len());
+            launch_wide((&rows.0, rows.1), None, &counts)?;
+            g.download(&counts, 0, &mut rp[1..])?;
+            Some(rows)
+        }
+    };
     let mut total = 0usize;
     for p in rp.iter_mut().skip(1) {
         total += *p as usize;
@@ -395,8 +427,11 @@ fn product_pattern(
     }
     let drp = upload(g, &rp)?;
     let ci = g.alloc::<i32>(total.max(1))?;
-    launch(Some(&drp), &ci)?;
-    Ok((rp, drp, ci))
+    launch_narrow(Some(&drp), &ci)?;
+    if let Some((rows, count)) = &wide_rows {
+        launch_wide((rows, *count), Some(&drp), &ci)?;
+    }
+    Ok(Some((rp, drp, ci)))
 }
 
 /// T's values fitted to this level's near-null space `b` (None: the
