@@ -16,6 +16,9 @@ program bad_input
   integer :: st
   integer(int64) :: st8, rows8, cols8
   type(fegpu_csr) :: csr
+  type(fegpu_lattice) :: lat
+  real(real64) :: rho(4, 3, 2), u(3, 4, 3, 2), rho_t(3, 4, 2), u_t(3, 3, 4, 2)
+  integer :: nx, ny, nz
 
   call fegpu_context_create(ctx)
   x = 1; y = 7
@@ -37,6 +40,18 @@ program bad_input
   call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'rows = 0') > 0, 'empty host array')
   call fegpu_array_upload(a, y(1:2, 1), stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'count = 2') > 0, 'upload of the wrong size')
+  ! count= beyond an array of known size: refused before C reads or writes past its end
+  y = 7
+  call fegpu_array_download(a, y(:, 1), count=12, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'count = 12 but a has 4 elements') > 0, &
+       'download count beyond the array')
+  call expect(all(y == 7), 'nothing written past a refused count')
+  call fegpu_array_upload(a, y(:, 1), count=12, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'fegpu_array_upload: count = 12') > 0, &
+       'upload count beyond the array')
+  call fegpu_array_create(ctx, y(:, 1), stale, count=5, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'fegpu_array_create: count = 5') > 0, &
+       'create count beyond the array')
   call fegpu_array_download(a, y(:, 1), first=11, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'outside') > 0, 'slice past the end')
   call fegpu_array_download(a, y(:, 1), first=0, stat=st, errmsg=msg)
@@ -96,6 +111,19 @@ program bad_input
   call fegpu_csr_create(ctx, 2, 2, [1, 2, 3], [1, 2], [1.0_real64, 1.0_real64], csr)
   call fegpu_csr_update_values(csr, [1.0_real64, ieee_value(1.0_real64, ieee_positive_inf)], stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'values(2) = inf') > 0, '1-based position in a message')
+
+  ! lattice fields: the wrapper checks rho(nx, ny, :) and u(3, nx, ny, :) before C writes nx ny z_count values
+  call fegpu_lattice_create(ctx, 4, 3, 2, 0.8d0, lat)
+  call fegpu_lattice_shape(lat, nx, ny, nz)
+  call expect(nx == 4 .and. ny == 3 .and. nz == 2, 'lattice shape')
+  rho_t = -1; u_t = -1
+  call fegpu_lattice_fields(lat, rho_t, u_t, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'rho(4, 3, z_count)') > 0, 'fields of the wrong shape')
+  call expect(all(rho_t == -1) .and. all(u_t == -1), 'nothing written for a refused shape')
+  call fegpu_lattice_fields(lat, rho, u, stat=st, errmsg=msg)
+  call expect(st == FEGPU_OK, 'fields of the right shape')
+  call expect(all(abs(rho - 1) < 1d-12) .and. all(abs(u) < 1d-12), 'fields at rest')
+  call fegpu_lattice_destroy(lat)
 
   call fegpu_context_destroy(ctx)
   call fegpu_array_destroy(b, stat=st, errmsg=msg)

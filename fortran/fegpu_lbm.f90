@@ -10,7 +10,7 @@ module fegpu_lbm
   public :: fegpu_lattice_set_trt, fegpu_lattice_init_equilibrium, fegpu_lattice_set_populations
   public :: fegpu_lattice_get_populations, fegpu_lattice_step, fegpu_lattice_fields, fegpu_lattice_destroy
   public :: fegpu_lattice_directions, fegpu_lattice_set_boundary_values, fegpu_lattice_set_body
-  public :: fegpu_lattice_body_force
+  public :: fegpu_lattice_body_force, fegpu_lattice_shape
 
   interface
     !> The number of directions (19: D3Q19), the first extent of the populations.
@@ -71,6 +71,11 @@ module fegpu_lbm
     integer(c_int32_t) function c_lattice_step(lat, n) bind(C, name='fegpu_lattice_step')
       import :: c_int32_t, c_int64_t
       integer(c_int64_t), value :: lat, n
+    end function
+    integer(c_int32_t) function c_lattice_shape(lat, nx, ny, nz) bind(C, name='fegpu_lattice_shape')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: lat
+      integer(c_int64_t), intent(out) :: nx, ny, nz
     end function
     integer(c_int32_t) function c_lattice_fields(lat, z_first, z_count, rho, u) bind(C, name='fegpu_lattice_fields')
       import :: c_int32_t, c_int64_t, c_double
@@ -244,15 +249,36 @@ contains
     class(*), intent(in), optional :: z_first
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    integer(c_int64_t) :: z0
+    integer(c_int64_t) :: z0, nx, ny, nz
+    character(len=200) :: msg
     z0 = 1
     if (present(z_first)) z0 = i64(z_first)
-    if (size(u) /= 3 * size(rho)) then
-      call check(c_lattice_fields(lat%handle, z0, -1_c_int64_t, rho, u), 'fegpu_lattice_fields (u must be 3 x size(rho))', &
-           stat, errmsg)
+    ! the C side writes nx ny z_count values: the shapes are checked here, where they are known
+    nx = 0; ny = 0; nz = 0
+    call check(c_lattice_shape(lat%handle, nx, ny, nz), 'fegpu_lattice_fields', stat, errmsg)
+    if (nx == 0) return
+    if (size(rho, 1) /= nx .or. size(rho, 2) /= ny .or. size(u, 1) /= 3 .or. size(u, 2) /= nx .or. size(u, 3) /= ny &
+        .or. size(u, 4) /= size(rho, 3)) then
+      write (msg, '(a,i0,a,i0,a,i0,a,i0,a,i0,a,i0,a,i0,a)') 'rho(', nx, ', ', ny, ', z_count) and u(3, ', nx, ', ', ny, &
+           ', z_count) expected; got rho(', size(rho, 1), ', ', size(rho, 2), ', ', size(rho, 3), ')'
+      call size_error('fegpu_lattice_fields: ' // trim(msg), stat, errmsg)
       return
     end if
     call check(c_lattice_fields(lat%handle, z0, size(rho, 3, kind=c_int64_t), rho, u), 'fegpu_lattice_fields', stat, errmsg)
+  end subroutine
+
+  !> The lattice's size (a split lattice's whole size), as integers of any kind.
+  subroutine fegpu_lattice_shape(lat, nx, ny, nz, stat, errmsg)
+    type(fegpu_lattice), intent(in) :: lat
+    class(*), intent(out) :: nx, ny, nz
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: d(3)
+    d = 0
+    call check(c_lattice_shape(lat%handle, d(1), d(2), d(3)), 'fegpu_lattice_shape', stat, errmsg)
+    call put(nx, d(1))
+    call put(ny, d(2))
+    call put(nz, d(3))
   end subroutine
 
   subroutine fegpu_lattice_destroy(lat, stat, errmsg)

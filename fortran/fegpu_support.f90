@@ -8,7 +8,7 @@ module fegpu_support
   use fegpu_types
   implicit none
   private
-  public :: fegpu_last_error, i64, i32, put, check, refuse, elements, assumed_size_error, matrix_shape, shape_error, &
+  public :: fegpu_last_error, i64, i32, put, check, refuse, elements, beyond, assumed_size_error, matrix_shape, shape_error, &
        size_error, variant_code, base_of, opt32, opt64, c_host_register, c_host_unregister, c_messages_set_index_base, &
        text_from_c
   public :: NOT_AN_INTEGER, NOT_AN_INT32, solve_info, solve_result
@@ -182,6 +182,21 @@ contains
     elements = size_a
     if (present(count)) elements = i64(count)
     if (present(count) .and. elements < 0) elements = 0  ! fegpu names the bad count
+  end function
+
+  !> Refuses a count= beyond an array whose size is known (the C side would
+  !> read or write past its end); .true. when it refused.
+  logical function beyond(where, size_a, n, stat, errmsg)
+    character(*), intent(in) :: where
+    integer(c_int64_t), intent(in) :: size_a, n
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    character(len=200) :: msg
+    beyond = size_a >= 0 .and. n > size_a
+    if (beyond) then
+      write (msg, '(a,i0,a,i0,a)') ': count = ', n, ' but a has ', size_a, ' elements'
+      call size_error(where // trim(msg), stat, errmsg)
+    end if
   end function
 
   subroutine assumed_size_error(where, stat, errmsg)

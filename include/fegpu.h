@@ -1071,6 +1071,10 @@ fegpu_status fegpu_lattice_get_populations(fegpu_lattice_t lat, double *f, int64
 // involvement; returns once they are queued (a later read waits for them).
 fegpu_status fegpu_lattice_step(fegpu_lattice_t lat, int64_t steps);
 
+// The lattice's size: nx, ny, nz (a split lattice's whole size). Any of
+// the pointers may be NULL.
+fegpu_status fegpu_lattice_shape(fegpu_lattice_t lat, int64_t *nx, int64_t *ny, int64_t *nz);
+
 // Density rho(nx, ny, z_count) and velocity u(3, nx, ny, z_count) of the
 // z-slab starting at plane z_first (1-based, as in Fortran); wall sites
 // report 0. The whole lattice: z_first = 1, z_count = nz.

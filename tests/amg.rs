@@ -482,11 +482,36 @@ fn a_structure_then_its_numbers_equal_the_full_setup() {
     }
 }
 
+/// `a` with row 0 coupled to rows 1..=m as well (a well, -0.01 each way, the
+/// diagonals raised to keep it an M-matrix): narrow rows with wide ones
+/// among them, the rows the well reaches.
+fn with_a_well((rp, ci, v): &CsrArrays, m: usize) -> CsrArrays {
+    let n = rp.len() - 1;
+    let mut rows: Vec<std::collections::BTreeMap<i64, f64>> =
+        (0..n).map(|r| (rp[r] as usize..rp[r + 1] as usize).map(|e| (ci[e], v[e])).collect()).collect();
+    for j in 1..=m {
+        *rows[0].entry(j as i64).or_insert(0.0) -= 0.01;
+        *rows[j].entry(0).or_insert(0.0) -= 0.01;
+        *rows[j].entry(j as i64).or_insert(0.0) += 0.01;
+        *rows[0].entry(0).or_insert(0.0) += 0.01;
+    }
+    let mut out: CsrArrays = (vec![0], Vec::new(), Vec::new());
+    for row in rows {
+        for (c, x) in row {
+            out.1.push(c);
+            out.2.push(x);
+        }
+        out.0.push(out.1.len() as i64);
+    }
+    out
+}
+
 /// The finest products' patterns found on the device (amg::cuda::FinestProducts:
 /// a thread a row where the row's columns fit its list, else a bitmap of
 /// columns a row) equal the host's: the coarse levels' patterns of the whole
-/// structure, on scalar and block systems (the elasticity's R (A P) rows and
-/// the 27-point operator's are wide, the porous flow's narrow).
+/// structure, on scalar and block systems (the elasticity's and the 27-point
+/// operator's rows go to the bitmap, the porous flow's A P rows to a thread
+/// each, the well's to both).
 #[test]
 fn the_devices_finest_products_are_the_hosts() {
     let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
@@ -502,6 +527,7 @@ fn the_devices_finest_products_are_the_hosts() {
             Options::default(),
         ),
         ("laplacian27 11^3", on_device(&gallery::laplacian27(11)), Options::default()),
+        ("laplacian7 10^3 with a well row", on_device(&with_a_well(&gallery::laplacian7(10), 600)), Options::default()),
     ];
     for (name, a, options) in cases {
         let (p, dp) = (&a.pattern, a.device.as_ref().unwrap());

@@ -333,6 +333,10 @@ pub struct FinestProducts<'a> {
 /// four counts.
 const BITMAP_BYTES: usize = 48 * 1024 - 64;
 
+/// The columns a row's list holds in `amg_product_pattern_narrow` (its
+/// NARROW_COLUMNS).
+const NARROW_COLUMNS: usize = 64;
+
 impl<'a> FinestProducts<'a> {
     pub fn new(g: &'a Gpu, finest: &'a DevicePattern, bs: usize) -> FinestProducts<'a> {
         FinestProducts { g, finest, bs, blocks: None }
@@ -349,11 +353,20 @@ impl super::DeviceProducts for FinestProducts<'_> {
         let bitmap = naggs.div_ceil(32) * 4 <= BITMAP_BYTES;
         let (prp, pci) = (upload(g, &p.blocks.rp)?, upload(g, &p.blocks.ci)?);
         let finest = (&self.finest.row_ptr, &self.finest.col);
-        let Some((ap_rp, ap_drp, ap_ci)) = product_pattern(g, (nodes, self.bs), finest, (&prp, &pci), naggs, bitmap)? else {
+        // a row's candidates, on average: A's node row times B's row
+        let mean = |entries: usize, rows: usize| entries as f64 / rows.max(1) as f64;
+        let a_row = mean(self.finest.col.len() / (self.bs * self.bs), nodes);
+        let ap_candidates = a_row * mean(p.blocks.ci.len(), nodes);
+        let Some((ap_rp, ap_drp, ap_ci)) =
+            product_pattern(g, (nodes, self.bs), finest, (&prp, &pci), naggs, (bitmap, ap_candidates))?
+        else {
             return Ok(None);
         };
         let (rrp, rci) = (upload(g, &r.blocks.rp)?, upload(g, &r.blocks.ci)?);
-        let Some((crp, dcrp, cci)) = product_pattern(g, (naggs, 1), (&rrp, &rci), (&ap_drp, &ap_ci), naggs, bitmap)? else {
+        let c_candidates = mean(r.blocks.ci.len(), naggs) * mean(*ap_rp.last().expect("row pointers") as usize, nodes);
+        let Some((crp, dcrp, cci)) =
+            product_pattern(g, (naggs, 1), (&rrp, &rci), (&ap_drp, &ap_ci), naggs, (bitmap, c_candidates))?
+        else {
             return Ok(None);
         };
         let mut ci = vec![0i32; *crp.last().expect("row pointers") as usize];
@@ -374,16 +387,25 @@ type DevicePatternParts = (Vec<i32>, DeviceBuffer<i32>, DeviceBuffer<i32>);
 /// The pattern of C = A B of `nrows` rows and `ncols` columns, A's row i
 /// the first of its `ra` rows, every ra-th entry (kernels/amg.cu
 /// `amg_product_pattern_narrow`, then `amg_product_pattern` for the rows it
-/// leaves, where `bitmap` says their bitmap fits; None where it does not):
-/// its row pointers, on the host and the device, and its columns.
+/// leaves; where a row's mean `candidates` (A's row times B's) would not fit
+/// the narrow kernel's list, `amg_product_pattern` alone): its row pointers,
+/// on the host and the device, and its columns; None where rows need the
+/// bitmap and `bitmap` says it does not fit.
 fn product_pattern(
     g: &Gpu,
     (nrows, ra): (usize, usize),
     (arp, aci): (&DeviceBuffer<i32>, &DeviceBuffer<i32>),
     (brp, bci): (&DeviceBuffer<i32>, &DeviceBuffer<i32>),
     ncols: usize,
-    bitmap: bool,
+    (bitmap, candidates): (bool, f64),
 ) -> Result<Option<DevicePatternParts>> {
+    // measured on the H200: the R (A P) rows of scalar systems (about 500
+    // candidates) were slower through the narrow kernel's list than by the
+    // bitmap, their A P rows (about 30) 15 ms faster at 128^3
+    let narrow_first = candidates <= NARROW_COLUMNS as f64;
+    if !narrow_first && !bitmap {
+        return Ok(None);
+    }
     let (narrow, wide) =
         (g.kernel("amg", SOURCE, "amg_product_pattern_narrow")?, g.kernel("amg", SOURCE, "amg_product_pattern")?);
     let (n, ra32, nc) = (nrows as i32, ra as i32, ncols as i32);
@@ -394,31 +416,41 @@ fn product_pattern(
         l.arg(out);
         g.launch("amg_product_pattern_narrow", l, (grid_for(nrows), 1, 1), (BLOCK, 1, 1), 0)
     };
-    let launch_wide = |(rows, count): (&DeviceBuffer<i32>, usize), crp: Option<&DeviceBuffer<i32>>, out: &DeviceBuffer<i32>| {
-        let mut l = g.launcher(&wide);
-        let c = count as i32;
-        l.arg(&c).arg(rows).arg(&ra32).arg(arp).arg(aci).arg(brp).arg(bci).arg(&nc);
-        arg_or_null(&mut l, crp);
-        l.arg(out);
-        // enough blocks to fill any GPU a few times over; each strides over the rows
-        let grid = (count.clamp(1, 2048) as u32, 1, 1);
-        g.launch("amg_product_pattern", l, grid, (128, 1, 1), (ncols.div_ceil(32) * 4) as u32)
-    };
+    // rows None: every row
+    let launch_wide =
+        |(rows, count): (Option<&DeviceBuffer<i32>>, usize), crp: Option<&DeviceBuffer<i32>>, out: &DeviceBuffer<i32>| {
+            let mut l = g.launcher(&wide);
+            let c = count as i32;
+            l.arg(&c);
+            arg_or_null(&mut l, rows);
+            l.arg(&ra32).arg(arp).arg(aci).arg(brp).arg(bci).arg(&nc);
+            arg_or_null(&mut l, crp);
+            l.arg(out);
+            // enough blocks to fill any GPU a few times over; each strides over the rows
+            let grid = (count.clamp(1, 2048) as u32, 1, 1);
+            g.launch("amg_product_pattern", l, grid, (128, 1, 1), (ncols.div_ceil(32) * 4) as u32)
+        };
     // the rows' counts (-1: a wide row), the wide rows' counts, their running sum here, then the columns
     let counts = g.alloc::<i32>(nrows.max(1))?;
-    launch_narrow(None, &counts)?;
     let mut rp = vec![0i32; nrows + 1];
-    g.download(&counts, 0, &mut rp[1..])?;
-    let wide_rows: Vec<i32> = (0..nrows).filter(|&i| rp[i + 1] < 0).map(|i| i as i32).collect();
-    let wide_rows = match (wide_rows.is_empty(), bitmap) {
-        (true, _) => None,
-        (false, false) => return Ok(None),
-        (false, true) => {
-            let rows = (upload(g, &wide_rows)?, wide_rows.len());
-            launch_wide((&rows.0, rows.1), None, &counts)?;
-            g.download(&counts, 0, &mut rp[1..])?;
-            Some(rows)
+    let wide_rows = if narrow_first {
+        launch_narrow(None, &counts)?;
+        g.download(&counts, 0, &mut rp[1..])?;
+        let wide: Vec<i32> = (0..nrows).filter(|&i| rp[i + 1] < 0).map(|i| i as i32).collect();
+        match (wide.is_empty(), bitmap) {
+            (true, _) => None,
+            (false, false) => return Ok(None),
+            (false, true) => {
+                let rows = (Some(upload(g, &wide)?), wide.len());
+                launch_wide((rows.0.as_ref(), rows.1), None, &counts)?;
+                g.download(&counts, 0, &mut rp[1..])?;
+                Some(rows)
+            }
         }
+    } else {
+        launch_wide((None, nrows), None, &counts)?;
+        g.download(&counts, 0, &mut rp[1..])?;
+        Some((None, nrows))
     };
     let mut total = 0usize;
     for p in rp.iter_mut().skip(1) {
@@ -427,9 +459,11 @@ fn product_pattern(
     }
     let drp = upload(g, &rp)?;
     let ci = g.alloc::<i32>(total.max(1))?;
-    launch_narrow(Some(&drp), &ci)?;
+    if narrow_first {
+        launch_narrow(Some(&drp), &ci)?;
+    }
     if let Some((rows, count)) = &wide_rows {
-        launch_wide((rows, *count), Some(&drp), &ci)?;
+        launch_wide((rows.as_ref(), *count), Some(&drp), &ci)?;
     }
     Ok(Some((rp, drp, ci)))
 }

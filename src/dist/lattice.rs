@@ -345,6 +345,9 @@ fn tiles(firsts: &[i64], counts: &[i64], nz: i64, rank: usize) -> Result<()> {
 }
 
 impl LatticeApi for DistLattice {
+    fn dims(&self) -> [usize; 3] {
+        self.dims
+    }
     fn slab(&self, z_first: i64, z_count: i64) -> Result<(usize, usize)> {
         let (first, last) = (self.z_first as i64, (self.z_first + self.planes) as i64);
         if z_first < first || z_count < 1 || z_first.saturating_add(z_count) > last {

@@ -184,6 +184,21 @@ pub extern "C" fn fegpu_lattice_step(lat: fegpu_lattice_t, steps: i64) -> fegpu_
     })
 }
 
+/// The lattice's size: nx, ny, nz (a split lattice's whole size). Any of
+/// the pointers may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_lattice_shape(lat: fegpu_lattice_t, nx: *mut i64, ny: *mut i64, nz: *mut i64) -> fegpu_status {
+    guard(|| {
+        let dims = lattice(lat)?.dims();
+        for (p, d) in [nx, ny, nz].into_iter().zip(dims) {
+            if !p.is_null() {
+                *p = d as i64;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Density rho(nx, ny, z_count) and velocity u(3, nx, ny, z_count) of the
 /// z-slab starting at plane z_first (1-based, as in Fortran); wall sites
 /// report 0. The whole lattice: z_first = 1, z_count = nz.

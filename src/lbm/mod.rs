@@ -1041,6 +1041,8 @@ impl Lattice {
 /// (`dist::DistLattice`), whose calls are collective and whose sites,
 /// flags, populations and fields are the rank's own planes.
 pub trait LatticeApi: Send + Sync {
+    /// (nx, ny, nz) of the whole lattice (a split one's too).
+    fn dims(&self) -> [usize; 3];
     /// The sites (first, count) of planes z_first..z_first+z_count-1
     /// (0-based, global), checked against the planes this process holds.
     fn slab(&self, z_first: i64, z_count: i64) -> Result<(usize, usize)>;
@@ -1066,6 +1068,9 @@ macro_rules! inherent {
 }
 
 impl LatticeApi for Lattice {
+    fn dims(&self) -> [usize; 3] {
+        self.params().dims
+    }
     inherent! {
         slab(z_first: i64, z_count: i64) -> Result<(usize, usize)>;
         set_flags(flags: &[u8]) -> Result<()>;
