@@ -97,6 +97,20 @@ fn solve_reports_and_writes_the_solution() {
     assert!(ok && out.contains("iterations: 0"), "{out}");
     assert_eq!(read_vector(&x), vec![0.0; 100]);
 
+    // Matrix Market files that would be read wrong or that declare far more rows than they hold
+    let bad_files = [
+        ("both_triangles", "symmetric".into(), "2 2 3\n1 1 2\n2 1 1\n1 2 1\n", "both sides of the diagonal"),
+        ("symmetric_rect", "symmetric".into(), "3 2 1\n1 1 1\n", "must be square"),
+        ("skew_diagonal", "skew-symmetric".into(), "2 2 1\n1 1 1\n", "zero diagonal"),
+        ("huge_declared", "general".into(), "100000000 100000000 1\n1 1 1\n", "some rows are empty"),
+    ];
+    for (name, sym, body, want) in bad_files {
+        let path = dir.join(format!("{name}.mtx"));
+        std::fs::write(&path, format!("%%MatrixMarket matrix coordinate real {sym}\n{body}")).unwrap();
+        let (ok, out) = fegpu(&["solve", path.to_str().unwrap()]);
+        assert!(!ok && out.contains(want), "{name}: {out}");
+    }
+
     // a zero pivot is named and fails
     let (ok, out) = fegpu(&["solve", &matrix("west0479"), "--precond", "ilu0"]);
     assert!(!ok && out.contains("ILU(0)") && out.contains("row 0"), "{out}");

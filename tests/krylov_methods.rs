@@ -444,6 +444,14 @@ fn breakdowns_and_bad_arguments_are_reported() {
     let (db, dx) = (create_f64(ctx, 2, 1, &[0.0, 1.0]), create_f64(ctx, 2, 1, &[0.0, 0.0]));
     let mut info = fegpu_solve_info::default();
     expect_err(unsafe { fegpu_solver_solve(s, db, dx, 1e-10, 50, &mut info) }, FEGPU_ERR_BREAKDOWN, &["GMRES", "Hessenberg"]);
+    // singular and inconsistent, [[1, 1], [1, 1]] x = (1, 5): the second column
+    // vanishes only to rounding, which once reported convergence (true residual 1)
+    let ones = csr(ctx, &(vec![0, 2, 4], vec![0, 1, 0, 1], vec![1.0; 4]));
+    ok(unsafe { fegpu_solver_create_gmres(ones, FEGPU_PRECOND_NONE, 10, &mut s) });
+    let (db, dx) = (create_f64(ctx, 2, 1, &[1.0, 5.0]), create_f64(ctx, 2, 1, &[0.0, 0.0]));
+    let status = unsafe { fegpu_solver_solve(s, db, dx, 1e-8, 50, &mut info) };
+    assert_ne!(status, FEGPU_OK, "no x solves it: {:?}", info);
+    expect_err(status, FEGPU_ERR_BREAKDOWN, &["GMRES", "Hessenberg"]);
     // refused arguments name themselves
     expect_err(
         unsafe { fegpu_solver_create_gmres(swap, FEGPU_PRECOND_NONE, 0, &mut s) },

@@ -81,6 +81,8 @@ pub fn gmres(ops: &mut dyn Ops, restart: usize, tol: f64, maxit: i64, history: &
             };
             ops.spmv(z, Basis(j + 1))?;
             let (mut h, hn) = orthogonalise(ops, j + 1)?;
+            // the column's norm (||A z||), which the rotations keep
+            let column = h.iter().map(|x| x * x).sum::<f64>().sqrt();
             for (i, &(c, s)) in rotations.iter().enumerate() {
                 (h[i], h[i + 1]) = (c * h[i] + s * h[i + 1], -s * h[i] + c * h[i + 1]);
             }
@@ -88,8 +90,10 @@ pub fn gmres(ops: &mut dyn Ops, restart: usize, tol: f64, maxit: i64, history: &
             if !d.is_finite() {
                 return Ok(broke(it - 1, relres, format!("GMRES: Hessenberg column {d:e} at iteration {it}")));
             }
-            if d == 0.0 {
-                // A M^-1 is singular on the space: x still takes this cycle's earlier steps
+            if d <= 16.0 * f64::EPSILON * column {
+                // A M^-1 is singular on the space (to rounding: a d of rounding
+                // size once gave a false residual of 1e-17 on a singular,
+                // inconsistent system): x still takes this cycle's earlier steps
                 stop = Some(broke(it - 1, relres, format!("GMRES: Hessenberg column {d:e} at iteration {it}")));
                 break;
             }

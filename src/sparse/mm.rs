@@ -156,6 +156,12 @@ pub fn read_matrix(path: &Path) -> Result<Triplets> {
     let at = lines.number;
     let s: Vec<u64> = numbers(path, at, &size, 3)?;
     let (nrows, ncols) = (dimension(path, at, "rows", s[0])?, dimension(path, at, "columns", s[1])?);
+    if sym != "general" && nrows != ncols {
+        return Err(bad(path, at, format!("a {sym} matrix must be square, not {nrows} x {ncols}")));
+    }
+    // a symmetric file lists one triangle (the lower, by the format's rule):
+    // entries on both sides of the diagonal would each count twice
+    let (mut below, mut above): (Option<(usize, i64, i64)>, Option<(usize, i64, i64)>) = (None, None);
     // An entry line is at least "i j\n" (pattern) or "i j v\n".
     let want = if field == "pattern" { 2 } else { 3 };
     fits(path, at, s[2], 2 * want as u64, bytes, "entries")?;
@@ -180,6 +186,28 @@ pub fn read_matrix(path: &Path) -> Result<Triplets> {
             return Err(bad(path, lines.number, format!("entry ({}, {}) outside {nrows} x {ncols}", r + 1, c + 1)));
         }
         let v = if field == "pattern" { 1.0 } else { value(path, lines.number, w[2])? };
+        if sym == "skew-symmetric" && r == c && v != 0.0 {
+            return Err(bad(
+                path,
+                lines.number,
+                format!("entry ({}, {}) = {v}: a skew-symmetric matrix has a zero diagonal", r + 1, c + 1),
+            ));
+        }
+        if sym != "general" && r != c {
+            let side = if r > c { &mut below } else { &mut above };
+            side.get_or_insert((lines.number, r + 1, c + 1));
+            if let (Some(b), Some(a)) = (below, above) {
+                return Err(bad(
+                    path,
+                    lines.number,
+                    format!(
+                        "entries on both sides of the diagonal ({}, {}) at line {} and ({}, {}) at line {}): a {sym} file lists one triangle, \
+                         the other is implied; write both as general",
+                        b.1, b.2, b.0, a.1, a.2, a.0
+                    ),
+                ));
+            }
+        }
         t.rows.push(r);
         t.cols.push(c);
         t.vals.push(v);

@@ -76,9 +76,11 @@ fn info() -> fegpu::Result<()> {
     Ok(())
 }
 
+/// MxN, both at least 1.
 fn parse_size(s: &str) -> Option<(usize, usize)> {
     let (m, n) = s.split_once(['x', 'X'])?;
-    Some((m.parse().ok()?, n.parse().ok()?))
+    let (m, n): (usize, usize) = (m.parse().ok()?, n.parse().ok()?);
+    (m > 0 && n > 0).then_some((m, n))
 }
 
 fn bench(args: &[String]) -> fegpu::Result<()> {
@@ -89,7 +91,9 @@ fn bench(args: &[String]) -> fegpu::Result<()> {
             let mut it = args[1..].iter();
             while let Some(a) = it.next() {
                 match a.as_str() {
-                    "--size" => sizes.push(it.next().and_then(|s| parse_size(s)).ok_or_else(|| bad("--size wants MxN".into()))?),
+                    "--size" => sizes.push(
+                        it.next().and_then(|s| parse_size(s)).ok_or_else(|| bad("--size wants MxN, both at least 1".into()))?,
+                    ),
                     "--reps" => {
                         reps = it.next().and_then(|s| s.parse().ok()).ok_or_else(|| bad("--reps wants a count".into()))?
                     }

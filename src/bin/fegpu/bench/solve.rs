@@ -193,6 +193,15 @@ pub fn run_distributed(o: &Options) -> Result<bool> {
 /// b.mtx is given: the exact solution is then all ones).
 fn read_system(o: &Options) -> Result<(sparse::Pattern, Vec<f64>, Vec<f64>)> {
     let t = mm::read_matrix(&o.matrix)?;
+    // before anything of the declared size is allocated (a 70-byte file may declare 10^8 rows)
+    if t.rows.len() < t.nrows {
+        return Err(Error::invalid(format!(
+            "{}: {} entries for {} rows: some rows are empty, so A is singular",
+            o.matrix.display(),
+            t.rows.len(),
+            t.nrows
+        )));
+    }
     let (rp, ci, v) = t.to_csr()?;
     let pattern = sparse::build_pattern(t.nrows, t.ncols, &rp, &ci, 0)?;
     let (v, pattern) = (sparse::stored_values(&pattern, 1, &v)?, pattern.in_stored_order());
