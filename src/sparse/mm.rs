@@ -161,7 +161,8 @@ pub fn read_matrix(path: &Path) -> Result<Triplets> {
     }
     // a symmetric file lists one triangle (the lower, by the format's rule):
     // entries on both sides of the diagonal would each count twice
-    let (mut below, mut above): (Option<(usize, i64, i64)>, Option<(usize, i64, i64)>) = (None, None);
+    // (line, row, column) of the first entry below and above it
+    let (mut below, mut above) = (None::<(usize, i64, i64)>, None::<(usize, i64, i64)>);
     // An entry line is at least "i j\n" (pattern) or "i j v\n".
     let want = if field == "pattern" { 2 } else { 3 };
     fits(path, at, s[2], 2 * want as u64, bytes, "entries")?;
