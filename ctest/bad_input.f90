@@ -19,6 +19,9 @@ program bad_input
   type(fegpu_lattice) :: lat
   real(real64) :: rho(4, 3, 2), u(3, 4, 3, 2), rho_t(3, 4, 2), u_t(3, 3, 4, 2)
   integer :: nx, ny, nz
+  type(fegpu_fem) :: set
+  real(real64) :: square3(3, 4), square(2, 4), props(2, 1), props1(1, 1)
+  integer :: conn(4, 1), conn3(3, 1), material(1)
 
   call fegpu_context_create(ctx)
   x = 1; y = 7
@@ -111,6 +114,26 @@ program bad_input
   call fegpu_csr_create(ctx, 2, 2, [1, 2, 3], [1, 2], [1.0_real64, 1.0_real64], csr)
   call fegpu_csr_update_values(csr, [1.0_real64, ieee_value(1.0_real64, ieee_positive_inf)], stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'values(2) = inf') > 0, '1-based position in a message')
+
+  ! element sets: coords(dim, :), conn(nodes per element, :), props(2, :), material(elements) checked before C reads them
+  square = reshape([0d0, 0d0, 1d0, 0d0, 1d0, 1d0, 0d0, 1d0], [2, 4]); square3 = 0; square3(1:2, :) = square
+  conn(:, 1) = [1, 2, 3, 4]; conn3(:, 1) = [1, 2, 3]; material = 1; props(:, 1) = [1d0, 0.3d0]; props1 = 1
+  call fegpu_fem_create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRAIN, square3, conn, props, material, set, &
+       stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'coords(2, nodes)') > 0 .and. index(msg, 'got coords(3') > 0, &
+       '3-D coordinates for a quad4 set')
+  call fegpu_fem_create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRAIN, square, conn3, props, material, set, &
+       stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'conn(3, 1)') > 0, 'three nodes for a quad4')
+  call fegpu_fem_create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRAIN, square, conn, props1, material, set, &
+       stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'props(1, :)') > 0, 'one value a material')
+  call fegpu_fem_create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRAIN, square, conn, props, material, set, &
+       stat=st, errmsg=msg)
+  call expect(st == FEGPU_OK, 'the right shapes')
+  call fegpu_fem_set_materials(set, props1, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'props(2, n_materials)') > 0, 'new materials of one value')
+  call fegpu_fem_destroy(set)
 
   ! lattice fields: the wrapper checks rho(nx, ny, :) and u(3, nx, ny, :) before C writes nx ny z_count values
   call fegpu_lattice_create(ctx, 4, 3, 2, 0.8d0, lat)

@@ -77,6 +77,11 @@ module fegpu_fem_m
       integer(c_int64_t), intent(in) :: conn(*), material(*)
       integer(c_int64_t), intent(out) :: fem
     end function
+    integer(c_int32_t) function c_element_shape(element, nodes, dim) bind(C, name='fegpu_element_shape')
+      import :: c_int32_t
+      integer(c_int32_t), value :: element
+      integer(c_int32_t), intent(out) :: nodes, dim
+    end function
     integer(c_int32_t) function c_fem_set_integration(fem, level) bind(C, name='fegpu_fem_set_integration')
       import :: c_int32_t, c_int64_t
       integer(c_int64_t), value :: fem
@@ -275,10 +280,23 @@ contains
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: q, base
+    integer(c_int32_t) :: npe, dim
+    character(len=200) :: msg
     q = 2
     if (present(order)) q = i32(order)
     base = 1
     if (present(index_base)) base = i32(index_base)
+    ! C reads dim x nodes, npe x elements, 2 x materials and elements values: the shapes are checked here
+    npe = 0; dim = 0
+    call check(c_element_shape(i32(element), npe, dim), 'fegpu_fem_create', stat, errmsg)
+    if (npe == 0) return
+    if (size(coords, 1) /= dim .or. size(conn, 1) /= npe .or. size(props, 1) /= 2 .or. size(material) /= size(conn, 2)) then
+      write (msg, '(a,i0,a,i0,a,i0,a,i0,a,i0,a,i0,a,i0,a,i0)') 'coords(', dim, ', nodes), conn(', npe, &
+           ', elements), props(2, materials) and material(elements) expected; got coords(', size(coords, 1), &
+           ', :), conn(', size(conn, 1), ', ', size(conn, 2), '), props(', size(props, 1), ', :), material(', size(material)
+      call size_error('fegpu_fem_create: ' // trim(msg) // ')', stat, errmsg)
+      return
+    end if
     call check(c_fem_create(ctx%handle, i32(element), i32(problem), size(coords, 2, c_int64_t), &
          coords, size(conn, 2, c_int64_t), i64(conn), base, size(props, 2, c_int64_t), props, &
          i64(material), q, fem%handle), 'fegpu_fem_create', stat, errmsg)
@@ -309,6 +327,10 @@ contains
     real(real64), intent(in) :: props(:, :)
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
+    if (size(props, 1) /= 2) then
+      call size_error('fegpu_fem_set_materials: props(2, n_materials) expected', stat, errmsg)
+      return
+    end if
     call check(c_fem_set_materials(fem%handle, size(props, 2, c_int64_t), props), 'fegpu_fem_set_materials', stat, errmsg)
   end subroutine
 

@@ -75,6 +75,22 @@ fn problem_of(c: i32) -> Result<Problem> {
     })
 }
 
+/// An element type's nodes per element and space dimension (the first
+/// extents fegpu_fem_create reads conn and coords with). Either pointer may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_element_shape(element: i32, nodes: *mut i32, dim: *mut i32) -> fegpu_status {
+    guard(|| {
+        let e = element_of(element)?;
+        if !nodes.is_null() {
+            *nodes = e.nodes() as i32;
+        }
+        if !dim.is_null() {
+            *dim = e.dim() as i32;
+        }
+        Ok(())
+    })
+}
+
 /// An element-set handle (0 is never valid).
 #[allow(non_camel_case_types)]
 pub type fegpu_fem_t = u64;
