@@ -103,11 +103,24 @@ fn solve_reports_and_writes_the_solution() {
         ("symmetric_rect", "symmetric", "3 2 1\n1 1 1\n", "must be square"),
         ("skew_diagonal", "skew-symmetric", "2 2 1\n1 1 1\n", "zero diagonal"),
         ("huge_declared", "general", "100000000 100000000 1\n1 1 1\n", "some rows are empty"),
+        ("extra_entry", "general", "2 2 2\n1 1 1\n2 2 1\n1 2 1\n", "data after its 2 declared entries"),
+        ("complex_values", "general", "1 1 1\n1 1 1 0\n", "expected 3 fields"),
     ];
     for (name, sym, body, want) in bad_files {
         let path = dir.join(format!("{name}.mtx"));
         std::fs::write(&path, format!("%%MatrixMarket matrix coordinate real {sym}\n{body}")).unwrap();
         let (ok, out) = fegpu(&["solve", path.to_str().unwrap()]);
+        assert!(!ok && out.contains(want), "{name}: {out}");
+    }
+    // a right-hand side is array real general, one value a line, no more than declared
+    for (name, text, want) in [
+        ("b_complex", "array complex general\n2 1\n1 0\n1 0\n", "a vector is read as array real general"),
+        ("b_two_a_line", "array real general\n2 1\n1 2\n3\n", "expected one value, found 2"),
+        ("b_extra", "array real general\n1 1\n1\n2\n", "data after its 1 declared values"),
+    ] {
+        let path = dir.join(format!("{name}.mtx"));
+        std::fs::write(&path, format!("%%MatrixMarket matrix {text}")).unwrap();
+        let (ok, out) = fegpu(&["solve", &matrix("nos4"), path.to_str().unwrap()]);
         assert!(!ok && out.contains(want), "{name}: {out}");
     }
 

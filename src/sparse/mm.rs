@@ -178,8 +178,9 @@ pub fn read_matrix(path: &Path) -> Result<Triplets> {
     for _ in 0..nnz {
         let l = lines.next_data(path)?.ok_or_else(|| bad(path, lines.number, format!("file ends before its {nnz} entries")))?;
         let w: Vec<&str> = l.split_whitespace().collect();
-        if w.len() < want {
-            return Err(bad(path, lines.number, format!("expected {want} fields, found {}", w.len())));
+        // more would be data the header does not declare (complex values under "real")
+        if w.len() != want {
+            return Err(bad(path, lines.number, format!("expected {want} fields ({field}), found {}", w.len())));
         }
         let idx = |s: &str| s.parse::<i64>().map_err(|_| bad(path, lines.number, format!("bad index {s:?}")));
         let (r, c) = (idx(w[0])? - 1, idx(w[1])? - 1);
@@ -218,7 +219,16 @@ pub fn read_matrix(path: &Path) -> Result<Triplets> {
             t.vals.push(if sym == "skew-symmetric" { -v } else { v });
         }
     }
+    no_more_data(path, &mut lines, &format!("its {nnz} declared entries"))?;
     Ok(t)
+}
+
+/// The file ends where its size line said (no entry past the declared count).
+fn no_more_data<R: BufRead>(path: &Path, lines: &mut Lines<R>, what: &str) -> Result<()> {
+    match lines.next_data(path)? {
+        Some(_) => Err(bad(path, lines.number, format!("data after {what}"))),
+        None => Ok(()),
+    }
 }
 
 /// A dense vector: array format (one column), or coordinate format with one column.
@@ -235,6 +245,9 @@ pub fn read_vector(path: &Path) -> Result<Vec<f64>> {
         }
         return Ok(v);
     }
+    if !matches!(h[3].as_str(), "real" | "integer" | "double") || h[4] != "general" {
+        return Err(bad(path, 1, format!("{} {}: a vector is read as array real general", h[3], h[4])));
+    }
     let size = lines.next_data(path)?.ok_or_else(|| bad(path, lines.number, "missing size line"))?;
     let at = lines.number;
     let s: Vec<u64> = numbers(path, at, &size, 2)?;
@@ -246,9 +259,13 @@ pub fn read_vector(path: &Path) -> Result<Vec<f64>> {
     let mut v = host_vec(n, 0.0, "vector")?;
     for x in v.iter_mut() {
         let l = lines.next_data(path)?.ok_or_else(|| bad(path, lines.number, format!("file ends before its {n} values")))?;
-        let w = l.split_whitespace().next().unwrap_or("");
-        *x = value(path, lines.number, w)?;
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.len() != 1 {
+            return Err(bad(path, lines.number, format!("expected one value, found {}", w.len())));
+        }
+        *x = value(path, lines.number, w[0])?;
     }
+    no_more_data(path, &mut lines, &format!("its {n} declared values"))?;
     Ok(v)
 }
 
