@@ -401,7 +401,7 @@ fn product_pattern(
 ) -> Result<Option<DevicePatternParts>> {
     // measured on the H200: the R (A P) rows of scalar systems (about 500
     // candidates) were slower through the narrow kernel's list than by the
-    // bitmap, their A P rows (about 30) 15 ms faster at 128^3
+    // bitmap, their A P rows (about 30) about 13 ms faster at 128^3
     let narrow_first = candidates <= NARROW_COLUMNS as f64;
     if !narrow_first && !bitmap {
         return Ok(None);
