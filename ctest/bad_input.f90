@@ -21,7 +21,10 @@ program bad_input
   integer :: nx, ny, nz
   type(fegpu_fem) :: set
   real(real64) :: square3(3, 4), square(2, 4), props(2, 1), props1(1, 1)
-  integer :: conn(4, 1), conn3(3, 1), material(1)
+  integer :: conn(4, 1), conn3(3, 1), material(1), edge(2, 1), edge3(3, 1), element, nodes, elements, materials
+  real(real64) :: traction(2, 1), pressure(1, 1), laws(8, 1), cast(2), temps(4), load(8)
+  type(fegpu_array) :: f
+  type(fegpu_stress) :: stress
 
   call fegpu_context_create(ctx)
   x = 1; y = 7
@@ -133,6 +136,26 @@ program bad_input
   call expect(st == FEGPU_OK, 'the right shapes')
   call fegpu_fem_set_materials(set, props1, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'props(2, n_materials)') > 0, 'new materials of one value')
+  call fegpu_fem_shape(set, element, nodes, elements, materials)
+  call expect(element == FEGPU_ELEMENT_QUAD4 .and. nodes == 4 .and. elements == 1 .and. materials == 1, 'set shape')
+  ! face loads: faces(nodes per face, :) and values(dim or 1, :); stress: cast(elements), temperature(nodes)
+  load = 0
+  call fegpu_array_create(ctx, load, f)
+  edge(:, 1) = [2, 3]; edge3(:, 1) = [2, 3, 4]; traction = 1; pressure = 1
+  call fegpu_fem_face_load(set, FEGPU_FACE_TRACTION, edge3, traction, f, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'faces(2, n_faces)') > 0, 'three nodes an edge')
+  call fegpu_fem_face_load(set, FEGPU_FACE_TRACTION, edge, pressure, f, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'values(2, n_faces)') > 0, 'one traction value')
+  call fegpu_fem_face_load(set, FEGPU_FACE_PRESSURE, edge, traction, f, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'values(1, n_faces)') > 0, 'two pressure values')
+  call fegpu_array_download(f, load)
+  call expect(all(load == 0), 'refused face loads add nothing')
+  call fegpu_fem_face_load(set, FEGPU_FACE_TRACTION, edge, traction, f, stat=st, errmsg=msg)
+  call expect(st == FEGPU_OK, 'a traction of the right shape')
+  laws = 0; cast = 0; temps = 20
+  call fegpu_fem_stress_create(set, laws, cast, 20d0, temps, [1, 2], stress, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'cast(n_elements)') > 0, 'a cast time for two elements')
+  call fegpu_array_destroy(f)
   call fegpu_fem_destroy(set)
 
   ! lattice fields: the wrapper checks rho(nx, ny, :) and u(3, nx, ny, :) before C writes nx ny z_count values

@@ -8,7 +8,7 @@ module fegpu_fem_m
   implicit none
   private
   public :: fegpu_fem_create, fegpu_fem_integrate, fegpu_fem_set_integration, fegpu_fem_set_materials, fegpu_fem_set_density
-  public :: fegpu_fem_assemble, fegpu_fem_stiffness, fegpu_fem_mass, fegpu_fem_packed_size, fegpu_fem_destroy
+  public :: fegpu_fem_assemble, fegpu_fem_stiffness, fegpu_fem_mass, fegpu_fem_packed_size, fegpu_fem_destroy, fegpu_fem_shape
   public :: fegpu_ebe_create, fegpu_ebe_solve, fegpu_ebe_destroy
   public :: fegpu_heat_create, fegpu_heat_step, fegpu_heat_set_convection, fegpu_heat_destroy
   public :: fegpu_dynamics_create, fegpu_dynamics_step, fegpu_dynamics_destroy
@@ -77,10 +77,16 @@ module fegpu_fem_m
       integer(c_int64_t), intent(in) :: conn(*), material(*)
       integer(c_int64_t), intent(out) :: fem
     end function
-    integer(c_int32_t) function c_element_shape(element, nodes, dim) bind(C, name='fegpu_element_shape')
+    integer(c_int32_t) function c_element_shape(element, nodes, dim, face_nodes) bind(C, name='fegpu_element_shape')
       import :: c_int32_t
       integer(c_int32_t), value :: element
-      integer(c_int32_t), intent(out) :: nodes, dim
+      integer(c_int32_t), intent(out) :: nodes, dim, face_nodes
+    end function
+    integer(c_int32_t) function c_fem_shape(fem, element, nodes, elements, materials) bind(C, name='fegpu_fem_shape')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: fem
+      integer(c_int32_t), intent(out) :: element
+      integer(c_int64_t), intent(out) :: nodes, elements, materials
     end function
     integer(c_int32_t) function c_fem_set_integration(fem, level) bind(C, name='fegpu_fem_set_integration')
       import :: c_int32_t, c_int64_t
@@ -280,7 +286,7 @@ contains
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: q, base
-    integer(c_int32_t) :: npe, dim
+    integer(c_int32_t) :: npe, dim, npf
     character(len=200) :: msg
     q = 2
     if (present(order)) q = i32(order)
@@ -288,7 +294,7 @@ contains
     if (present(index_base)) base = i32(index_base)
     ! C reads dim x nodes, npe x elements, 2 x materials and elements values: the shapes are checked here
     npe = 0; dim = 0
-    call check(c_element_shape(i32(element), npe, dim), 'fegpu_fem_create', stat, errmsg)
+    call check(c_element_shape(i32(element), npe, dim, npf), 'fegpu_fem_create', stat, errmsg)
     if (npe == 0) return
     if (size(coords, 1) /= dim .or. size(conn, 1) /= npe .or. size(props, 1) /= 2 .or. size(material) /= size(conn, 2)) then
       write (msg, '(a,i0,a,i0,a,i0,a,i0,a,i0,a,i0,a,i0,a,i0)') 'coords(', dim, ', nodes), conn(', npe, &
@@ -565,9 +571,24 @@ contains
     class(*), intent(in), optional :: index_base
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    integer(c_int32_t) :: base
+    integer(c_int32_t) :: base, element, npe, dim, npf, per_face
+    integer(c_int64_t) :: nodes, elements, materials
+    character(len=200) :: msg
     if (size(values, 2) /= size(faces, 2)) then
       call size_error('fegpu_fem_face_load: faces(:, i) and values(:, i) differ in count', stat, errmsg)
+      return
+    end if
+    ! C reads nodes-per-face x n_faces nodes and dim (tractions) or 1 values a face: checked here
+    npf = 0; element = 0
+    call check(c_fem_shape(fem%handle, element, nodes, elements, materials), 'fegpu_fem_face_load', stat, errmsg)
+    if (element > 0) call check(c_element_shape(element, npe, dim, npf), 'fegpu_fem_face_load', stat, errmsg)
+    if (npf == 0) return
+    per_face = 1
+    if (i64(kind) == FEGPU_FACE_TRACTION) per_face = dim
+    if (size(faces, 1) /= npf .or. size(values, 1) /= per_face) then
+      write (msg, '(a,i0,a,i0,a,i0,a,i0,a)') 'faces(', npf, ', n_faces) and values(', per_face, &
+           ', n_faces) expected; got faces(', size(faces, 1), ', :) and values(', size(values, 1), ', :)'
+      call size_error('fegpu_fem_face_load: ' // trim(msg), stat, errmsg)
       return
     end if
     base = 1
@@ -601,11 +622,21 @@ contains
     class(*), intent(in), optional :: index_base
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    integer(c_int32_t) :: base
+    integer(c_int32_t) :: base, element
+    integer(c_int64_t) :: nodes, elements, materials
     base = 1
     if (present(index_base)) base = i32(index_base)
     if (size(laws, 1) < 8 .or. mod(size(laws, 1) - 8, 4) /= 0) then
       call size_error('fegpu_fem_stress_create: laws(:, m) holds 8 + 4 x (creep terms) values', stat, errmsg)
+      return
+    end if
+    ! C reads laws for every material, cast for every element, temperature for every node: checked here
+    nodes = -1
+    call check(c_fem_shape(fem%handle, element, nodes, elements, materials), 'fegpu_fem_stress_create', stat, errmsg)
+    if (nodes < 0) return
+    if (size(laws, 2) /= materials .or. size(cast) /= elements .or. size(temperature) /= nodes) then
+      call size_error('fegpu_fem_stress_create: laws(:, n_materials), cast(n_elements) and temperature(n_nodes) expected', &
+           stat, errmsg)
       return
     end if
     call check(c_stress_create(fem%handle, int((size(laws, 1) - 8) / 4, c_int32_t), laws, cast, t0, temperature, &
@@ -778,6 +809,22 @@ contains
     s = 0
     call check(c_fem_packed_size(fem%handle, s), 'fegpu_fem_packed_size', stat, errmsg)
     call put(size, s)
+  end subroutine
+
+  !> The set's element type (FEGPU_ELEMENT_*) and its numbers of nodes, elements and materials.
+  subroutine fegpu_fem_shape(fem, element, nodes, elements, materials, stat, errmsg)
+    type(fegpu_fem), intent(in) :: fem
+    class(*), intent(out) :: element, nodes, elements, materials
+    class(*), intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    integer(c_int32_t) :: e
+    integer(c_int64_t) :: n(3)
+    e = 0; n = 0
+    call check(c_fem_shape(fem%handle, e, n(1), n(2), n(3)), 'fegpu_fem_shape', stat, errmsg)
+    call put(element, int(e, c_int64_t))
+    call put(nodes, n(1))
+    call put(elements, n(2))
+    call put(materials, n(3))
   end subroutine
 
 end module fegpu_fem_m

@@ -706,9 +706,21 @@ fegpu_status fegpu_dist_ebe_create(fegpu_fem_t fem,
 fegpu_status fegpu_dist_ebe_describe(fegpu_ebe_t ebe, char *buf, int64_t len, int64_t *needed);
 #endif
 
-// An element type's nodes per element and space dimension (the first
-// extents fegpu_fem_create reads conn and coords with). Either pointer may be NULL.
-fegpu_status fegpu_element_shape(int32_t element, int32_t *nodes, int32_t *dim);
+// An element type's nodes per element, space dimension and nodes per face
+// (the first extents fegpu_fem_create reads conn and coords with, and
+// fegpu_fem_face_load its faces). Any pointer may be NULL.
+fegpu_status fegpu_element_shape(int32_t element,
+                                 int32_t *nodes,
+                                 int32_t *dim,
+                                 int32_t *face_nodes);
+
+// A set's element type (FEGPU_ELEMENT_*) and its numbers of nodes,
+// elements and materials. Any pointer may be NULL.
+fegpu_status fegpu_fem_shape(fegpu_fem_t fem,
+                             int32_t *element,
+                             int64_t *n_nodes,
+                             int64_t *n_elements,
+                             int64_t *n_materials);
 
 // Creates an element set of one element type (FEGPU_ELEMENT_TRI3, _QUAD4,
 // _TET4, _HEX8) for one problem (FEGPU_PROBLEM_HEAT, _PLANE_STRESS,

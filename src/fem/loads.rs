@@ -43,18 +43,23 @@ pub struct FaceIntegrals {
     pub faces: Vec<i32>,
 }
 
+/// Nodes of one face of `element`: an edge of a 2-D element, a triangle of
+/// tet4, a quadrilateral of hex8 (the quadratic ones with their midpoints).
+pub fn face_nodes(element: super::Element) -> usize {
+    match element {
+        super::Element::Tri3 | super::Element::Quad4 => 2,
+        super::Element::Tet4 => 3,
+        super::Element::Hex8 => 4,
+        super::Element::Tri6 | super::Element::Quad8 => 3,
+        super::Element::Tet10 => 6,
+        super::Element::Hex20 => 8,
+    }
+}
+
 impl ElementSet {
-    /// Nodes of one face: an edge of a 2-D element, a triangle of tet4, a
-    /// quadrilateral of hex8.
+    /// Nodes of one face (`face_nodes` of the set's element).
     pub fn face_nodes(&self) -> usize {
-        match self.element {
-            super::Element::Tri3 | super::Element::Quad4 => 2,
-            super::Element::Tet4 => 3,
-            super::Element::Hex8 => 4,
-            super::Element::Tri6 | super::Element::Quad8 => 3,
-            super::Element::Tet10 => 6,
-            super::Element::Hex20 => 8,
-        }
+        face_nodes(self.element)
     }
 
     /// A zeroed vector of `n` values where the set lives.

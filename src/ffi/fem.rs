@@ -61,6 +61,19 @@ fn element_of(c: i32) -> Result<Element> {
     })
 }
 
+fn element_code(e: Element) -> i32 {
+    match e {
+        Element::Tri3 => FEGPU_ELEMENT_TRI3,
+        Element::Quad4 => FEGPU_ELEMENT_QUAD4,
+        Element::Tet4 => FEGPU_ELEMENT_TET4,
+        Element::Hex8 => FEGPU_ELEMENT_HEX8,
+        Element::Tri6 => FEGPU_ELEMENT_TRI6,
+        Element::Quad8 => FEGPU_ELEMENT_QUAD8,
+        Element::Tet10 => FEGPU_ELEMENT_TET10,
+        Element::Hex20 => FEGPU_ELEMENT_HEX20,
+    }
+}
+
 fn problem_of(c: i32) -> Result<Problem> {
     Ok(match c {
         FEGPU_PROBLEM_HEAT => Problem::Heat,
@@ -75,17 +88,43 @@ fn problem_of(c: i32) -> Result<Problem> {
     })
 }
 
-/// An element type's nodes per element and space dimension (the first
-/// extents fegpu_fem_create reads conn and coords with). Either pointer may be NULL.
+/// An element type's nodes per element, space dimension and nodes per face
+/// (the first extents fegpu_fem_create reads conn and coords with, and
+/// fegpu_fem_face_load its faces). Any pointer may be NULL.
 #[no_mangle]
-pub unsafe extern "C" fn fegpu_element_shape(element: i32, nodes: *mut i32, dim: *mut i32) -> fegpu_status {
+pub unsafe extern "C" fn fegpu_element_shape(element: i32, nodes: *mut i32, dim: *mut i32, face_nodes: *mut i32) -> fegpu_status {
     guard(|| {
         let e = element_of(element)?;
-        if !nodes.is_null() {
-            *nodes = e.nodes() as i32;
+        let face = crate::fem::loads::face_nodes(e);
+        for (p, v) in [(nodes, e.nodes()), (dim, e.dim()), (face_nodes, face)] {
+            if !p.is_null() {
+                *p = v as i32;
+            }
         }
-        if !dim.is_null() {
-            *dim = e.dim() as i32;
+        Ok(())
+    })
+}
+
+/// A set's element type (FEGPU_ELEMENT_*) and its numbers of nodes,
+/// elements and materials. Any pointer may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_shape(
+    fem: fegpu_fem_t,
+    element: *mut i32,
+    n_nodes: *mut i64,
+    n_elements: *mut i64,
+    n_materials: *mut i64,
+) -> fegpu_status {
+    guard(|| {
+        let set = registry::get::<ElementSet>(fem, "fem")?;
+        let materials = set.materials().props.len() / 2;
+        if !element.is_null() {
+            *element = element_code(set.element);
+        }
+        for (p, v) in [(n_nodes, set.nodes), (n_elements, set.elements), (n_materials, materials)] {
+            if !p.is_null() {
+                *p = v as i64;
+            }
         }
         Ok(())
     })
