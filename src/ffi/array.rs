@@ -3,7 +3,7 @@
 
 use super::registry;
 use super::status::fegpu_status;
-use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, out_param, range};
+use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, out_param, range, write_wanted};
 use crate::array::{Array, Dtype, Real};
 use crate::error::{element_count, positive, Error, Result};
 use std::sync::Arc;
@@ -126,18 +126,12 @@ pub extern "C" fn fegpu_array_destroy(arr: fegpu_array_t) -> fegpu_status {
 pub unsafe extern "C" fn fegpu_array_shape(arr: fegpu_array_t, rows: *mut i64, cols: *mut i64, dtype: *mut i32) -> fegpu_status {
     guard(|| {
         let a = registry::get::<crate::array::Array>(arr, "arr")?;
-        if !rows.is_null() {
-            *rows = a.rows as i64;
-        }
-        if !cols.is_null() {
-            *cols = a.cols as i64;
-        }
-        if !dtype.is_null() {
-            *dtype = match a.dtype {
-                Dtype::F32 => FEGPU_DTYPE_F32,
-                Dtype::F64 => FEGPU_DTYPE_F64,
-            };
-        }
+        write_wanted([(rows, a.rows as i64), (cols, a.cols as i64)]);
+        let code = match a.dtype {
+            Dtype::F32 => FEGPU_DTYPE_F32,
+            Dtype::F64 => FEGPU_DTYPE_F64,
+        };
+        write_wanted([(dtype, code)]);
         Ok(())
     })
 }

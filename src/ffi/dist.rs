@@ -12,7 +12,7 @@
 use super::registry::{self, Kind, Object};
 use super::sparse::{fegpu_solve_info, gmres_of, method_of, precond_of, write_info};
 use super::status::fegpu_status;
-use super::{fegpu_array_t, fegpu_context_t, guard, host_in, out_param, write_text};
+use super::{fegpu_array_t, fegpu_context_t, guard, host_in, out_param, write_text, write_wanted};
 use crate::context::Context;
 use crate::dist::{matrix::Rows, Comm, DistCsr, DistLattice, DistSolver};
 use crate::error::{Error, Result};
@@ -176,11 +176,7 @@ pub unsafe extern "C" fn fegpu_dist_csr_info(
         let m = registry::get::<DistCsr>(a, "A")?;
         let fields =
             [(n_global, m.n_global), (first_row, m.first_row()), (nrows, m.local_rows()), (neighbours, m.neighbours().0)];
-        for (p, v) in fields {
-            if !p.is_null() {
-                *p = v as i64;
-            }
-        }
+        write_wanted(fields.map(|(p, v)| (p, v as i64)));
         Ok(())
     })
 }

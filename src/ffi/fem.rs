@@ -3,7 +3,9 @@
 use super::registry;
 use super::sparse::{fegpu_solve_info, write_info};
 use super::status::fegpu_status;
-use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, index_list_max, items, out_param};
+use super::{
+    fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, index_list_max, items, out_param, write_wanted,
+};
 use crate::error::{Error, Result};
 use crate::fem::dynamics::{DynamicsStepper, Scheme};
 use crate::fem::ebe::EbeSolver;
@@ -96,11 +98,7 @@ pub unsafe extern "C" fn fegpu_element_shape(element: i32, nodes: *mut i32, dim:
     guard(|| {
         let e = element_of(element)?;
         let face = crate::fem::loads::face_nodes(e);
-        for (p, v) in [(nodes, e.nodes()), (dim, e.dim()), (face_nodes, face)] {
-            if !p.is_null() {
-                *p = v as i32;
-            }
-        }
+        write_wanted([(nodes, e.nodes() as i32), (dim, e.dim() as i32), (face_nodes, face as i32)]);
         Ok(())
     })
 }
@@ -118,14 +116,8 @@ pub unsafe extern "C" fn fegpu_fem_shape(
     guard(|| {
         let set = registry::get::<ElementSet>(fem, "fem")?;
         let materials = set.materials().props.len() / 2;
-        if !element.is_null() {
-            *element = element_code(set.element);
-        }
-        for (p, v) in [(n_nodes, set.nodes), (n_elements, set.elements), (n_materials, materials)] {
-            if !p.is_null() {
-                *p = v as i64;
-            }
-        }
+        write_wanted([(element, element_code(set.element))]);
+        write_wanted([(n_nodes, set.nodes as i64), (n_elements, set.elements as i64), (n_materials, materials as i64)]);
         Ok(())
     })
 }

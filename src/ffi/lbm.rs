@@ -3,7 +3,7 @@
 use super::array::{FEGPU_DTYPE_F32, FEGPU_DTYPE_F64};
 use super::registry;
 use super::status::fegpu_status;
-use super::{fegpu_context_t, guard, host_in, host_out, items, no_overlap, out_param, span};
+use super::{fegpu_context_t, guard, host_in, host_out, items, no_overlap, out_param, span, write_wanted};
 use crate::error::{non_negative, Error};
 use crate::lbm::{Lattice, LatticeApi, Precision, Q};
 use std::sync::Arc;
@@ -189,12 +189,8 @@ pub extern "C" fn fegpu_lattice_step(lat: fegpu_lattice_t, steps: i64) -> fegpu_
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_lattice_shape(lat: fegpu_lattice_t, nx: *mut i64, ny: *mut i64, nz: *mut i64) -> fegpu_status {
     guard(|| {
-        let dims = lattice(lat)?.dims();
-        for (p, d) in [nx, ny, nz].into_iter().zip(dims) {
-            if !p.is_null() {
-                *p = d as i64;
-            }
-        }
+        let [x, y, z] = lattice(lat)?.dims();
+        write_wanted([(nx, x as i64), (ny, y as i64), (nz, z as i64)]);
         Ok(())
     })
 }

@@ -129,7 +129,6 @@ fn check_extent<T>(len: usize, arg: &str) -> Result<()> {
     }
 }
 
-/// A caller's scalar out-parameter.
 /// `text` into the caller's `buf` of `len` bytes, NUL-terminated and cut to
 /// fit; `needed` (may be NULL) gets its full length plus one.
 pub(crate) unsafe fn write_text(text: &str, buf: *mut libc::c_char, len: i64, needed: *mut i64) -> Result<()> {
@@ -145,9 +144,20 @@ pub(crate) unsafe fn write_text(text: &str, buf: *mut libc::c_char, len: i64, ne
     Ok(())
 }
 
+/// A caller's scalar out-parameter.
 pub(crate) unsafe fn out_param<'a, T>(ptr: *mut T, arg: &str) -> Result<&'a mut T> {
     check_pointer(ptr, arg)?;
     Ok(&mut *ptr)
+}
+
+/// The caller's optional out-parameters: each value goes where its pointer
+/// points, a NULL pointer meaning it is not wanted.
+pub(crate) unsafe fn write_wanted<T>(fields: impl IntoIterator<Item = (*mut T, T)>) {
+    for (p, v) in fields {
+        if !p.is_null() {
+            *p = v;
+        }
+    }
 }
 
 fn check_pointer<T>(ptr: *const T, arg: &str) -> Result<()> {

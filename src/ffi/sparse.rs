@@ -2,7 +2,7 @@
 
 use super::registry;
 use super::status::fegpu_status;
-use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, no_overlap, out_param, span};
+use super::{fegpu_array_t, fegpu_context_t, guard, host_in, host_out, index_list, no_overlap, out_param, span, write_wanted};
 use crate::error::{positive, Error, Result};
 use crate::sparse::solver::{self, Method, Precond, Solver};
 use crate::sparse::{self, mm, Csr, Index};
@@ -428,11 +428,9 @@ pub unsafe extern "C" fn fegpu_bsr_info(
     guard(|| {
         let m = registry::get::<crate::sparse::Csr>(a, "A")?;
         let p = &m.pattern;
-        for (ptr, v) in [(block_size, m.block), (nb_rows, p.nrows), (nb_cols, p.ncols), (nnzb, p.nnz())] {
-            if !ptr.is_null() {
-                *ptr = v as i64;
-            }
-        }
+        write_wanted(
+            [(block_size, m.block), (nb_rows, p.nrows), (nb_cols, p.ncols), (nnzb, p.nnz())].map(|(q, v)| (q, v as i64)),
+        );
         Ok(())
     })
 }
@@ -493,11 +491,7 @@ pub unsafe extern "C" fn fegpu_csr_update_values(a: fegpu_csr_t, values: *const 
 pub unsafe extern "C" fn fegpu_csr_info(a: fegpu_csr_t, nrows: *mut i64, ncols: *mut i64, nnz: *mut i64) -> fegpu_status {
     guard(|| {
         let m = registry::get::<crate::sparse::Csr>(a, "A")?;
-        for (p, v) in [(nrows, m.rows()), (ncols, m.cols()), (nnz, m.stored_len())] {
-            if !p.is_null() {
-                *p = v as i64;
-            }
-        }
+        write_wanted([(nrows, m.rows() as i64), (ncols, m.cols() as i64), (nnz, m.stored_len() as i64)]);
         Ok(())
     })
 }

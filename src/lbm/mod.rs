@@ -1000,12 +1000,7 @@ impl Lattice {
     /// Bytes a stored population takes.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
     pub(crate) fn population_bytes(&self) -> usize {
-        match &self.state().storage {
-            Storage::F16(_) => Precision::F16,
-            Storage::F32(_) => Precision::F32,
-            Storage::F64(_) => Precision::F64,
-        }
-        .bytes()
+        self.state().storage.precision().bytes()
     }
 
     /// The sites (first, count) of the z-slab z_first..z_first+z_count-1 (0-based planes).
