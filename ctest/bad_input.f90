@@ -15,7 +15,7 @@ program bad_input
   character(len=512) :: msg
   integer :: st
   integer(int64) :: st8, rows8, cols8
-  type(fegpu_csr) :: csr
+  type(fegpu_csr) :: csr, kmat
   type(fegpu_lattice) :: lat
   real(real64) :: rho(4, 3, 2), u(3, 4, 3, 2), rho_t(3, 4, 2), u_t(3, 3, 4, 2)
   integer :: nx, ny, nz
@@ -25,6 +25,7 @@ program bad_input
   real(real64) :: traction(2, 1), pressure(1, 1), laws(8, 1), cast(2), temps(4), load(8)
   type(fegpu_array) :: f
   type(fegpu_stress) :: stress
+  type(fegpu_heat) :: heat
 
   call fegpu_context_create(ctx)
   x = 1; y = 7
@@ -58,6 +59,13 @@ program bad_input
   call fegpu_array_create(ctx, y(:, 1), stale, count=5, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'fegpu_array_create: count = 5') > 0, &
        'create count beyond the array')
+  ! a strided section would reach C as a temporary copy, pinned and then freed
+  call fegpu_host_register(ctx, y(1, :), stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'not contiguous') > 0, 'registering a strided section')
+  call fegpu_host_register(ctx, y(:, 2), stat=st, errmsg=msg)
+  call expect(st == FEGPU_OK, 'registering a contiguous column')
+  call fegpu_host_unregister(ctx, y(:, 2), stat=st, errmsg=msg)
+  call expect(st == FEGPU_OK, 'unregistering it')
   call fegpu_array_download(a, y(:, 1), first=11, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'outside') > 0, 'slice past the end')
   call fegpu_array_download(a, y(:, 1), first=0, stat=st, errmsg=msg)
@@ -156,6 +164,19 @@ program bad_input
   call fegpu_fem_stress_create(set, laws, cast, 20d0, temps, [1, 2], stress, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'cast(n_elements)') > 0, 'a cast time for two elements')
   call fegpu_array_destroy(f)
+  call fegpu_fem_destroy(set)
+  ! convection faces of a heat stepper: faces(nodes per face, :) checked against the stepper's element
+  call fegpu_fem_create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_HEAT, square, conn, props, material, set)
+  call fegpu_fem_integrate(set)
+  call fegpu_fem_assemble(set, kmat)
+  call fegpu_fem_heat_create(set, 0.1d0, 1d0, [1], [0d0], heat)
+  call fegpu_fem_heat_set_convection_faces(heat, edge3, [1d0], [20d0], stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'faces(2, n_faces)') > 0 .and. index(msg, 'got faces(3') > 0, &
+       'three nodes a convection edge')
+  call fegpu_fem_heat_set_convection_faces(heat, edge, [1d0], [20d0], stat=st, errmsg=msg)
+  call expect(st == FEGPU_OK, 'a convection edge of two nodes')
+  call fegpu_fem_heat_destroy(heat)
+  call fegpu_csr_destroy(kmat)
   call fegpu_fem_destroy(set)
 
   ! lattice fields: the wrapper checks rho(nx, ny, :) and u(3, nx, ny, :) before C writes nx ny z_count values

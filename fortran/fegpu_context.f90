@@ -61,14 +61,15 @@ contains
     class(*), intent(in), optional :: backend, device
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    integer(c_int32_t) :: b
+    integer(c_int32_t) :: b, st
     integer(c_int64_t) :: d
     b = FEGPU_BACKEND_AUTO; d = 0
     if (present(backend)) b = i32(backend)
     if (present(device)) d = i64(device)
     ! messages name positions as Fortran counts them: values(1), not values[0]
-    call check(c_messages_set_index_base(1_c_int32_t), 'fegpu_context_create', stat, errmsg)
-    call check(c_context_create(b, d, ctx%handle), 'fegpu_context_create', stat, errmsg)
+    st = c_messages_set_index_base(1_c_int32_t)
+    if (st == FEGPU_OK) st = c_context_create(b, d, ctx%handle)
+    call check(st, 'fegpu_context_create', stat, errmsg)
   end subroutine
 
   subroutine fegpu_context_destroy(ctx, stat, errmsg)

@@ -88,6 +88,12 @@ module fegpu_fem_m
       integer(c_int32_t), intent(out) :: element
       integer(c_int64_t), intent(out) :: nodes, elements, materials
     end function
+    integer(c_int32_t) function c_heat_shape(heat, element, nodes, elements) bind(C, name='fegpu_fem_heat_shape')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: heat
+      integer(c_int32_t), intent(out) :: element
+      integer(c_int64_t), intent(out) :: nodes, elements
+    end function
     integer(c_int32_t) function c_fem_set_integration(fem, level) bind(C, name='fegpu_fem_set_integration')
       import :: c_int32_t, c_int64_t
       integer(c_int64_t), value :: fem
@@ -533,9 +539,22 @@ contains
     class(*), intent(in), optional :: index_base
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    integer(c_int32_t) :: base
+    integer(c_int32_t) :: base, element, npe, dim, npf
+    integer(c_int64_t) :: nodes, elements
+    character(len=120) :: msg
     if (size(h) /= size(faces, 2) .or. size(t_env) /= size(faces, 2)) then
       call size_error('fegpu_fem_heat_set_convection_faces: faces(:, i), h and t_env differ in count', stat, errmsg)
+      return
+    end if
+    ! C reads nodes-per-face x n_faces nodes: checked here
+    npf = 0; element = 0
+    call check(c_heat_shape(heat%handle, element, nodes, elements), 'fegpu_fem_heat_set_convection_faces', stat, errmsg)
+    if (element > 0) call check(c_element_shape(element, npe, dim, npf), 'fegpu_fem_heat_set_convection_faces', &
+         stat, errmsg)
+    if (npf == 0) return
+    if (size(faces, 1) /= npf) then
+      write (msg, '(a,i0,a,i0,a)') 'faces(', npf, ', n_faces) expected; got faces(', size(faces, 1), ', :)'
+      call size_error('fegpu_fem_heat_set_convection_faces: ' // trim(msg), stat, errmsg)
       return
     end if
     base = 1

@@ -4,7 +4,7 @@
 !> fegpu_last_error is re-exported by the umbrella module.
 module fegpu_support
   use, intrinsic :: iso_c_binding, only: c_double, c_int32_t, c_int64_t, c_ptr, c_char, c_null_char
-  use, intrinsic :: iso_fortran_env, only: int8, int16, int32, int64, error_unit
+  use, intrinsic :: iso_fortran_env, only: int8, int16, int32, int64, real32, real64, error_unit
   use fegpu_types
   implicit none
   private
@@ -106,11 +106,16 @@ contains
     if (abs(w) <= huge(v)) v = int(w, c_int32_t)
   end function
 
-  !> Stores v into an integer result argument of whatever kind the caller declared.
+  !> Stores v into an integer result argument of whatever kind the caller
+  !> declared, or a real one (legacy implicit typing makes STAT a REAL).
   subroutine put(x, v)
     class(*), intent(out) :: x
     integer(c_int64_t), intent(in) :: v
     select type (x)
+    type is (real(real32))
+      x = real(v, real32)
+    type is (real(real64))
+      x = real(v, real64)
     type is (integer(int8))
       x = int(v, int8)
     type is (integer(int16))

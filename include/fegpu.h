@@ -241,11 +241,11 @@ typedef uint64_t fegpu_fem_t;
 // An element-by-element solver handle (0 is never valid).
 typedef uint64_t fegpu_ebe_t;
 
-// A CSR matrix handle (0 is never valid).
-typedef uint64_t fegpu_csr_t;
-
 // A transient heat-conduction stepper handle (0 is never valid).
 typedef uint64_t fegpu_heat_t;
+
+// A CSR matrix handle (0 is never valid).
+typedef uint64_t fegpu_csr_t;
 
 // An elastodynamics stepper handle (0 is never valid).
 typedef uint64_t fegpu_dynamics_t;
@@ -721,6 +721,14 @@ fegpu_status fegpu_fem_shape(fegpu_fem_t fem,
                              int64_t *n_nodes,
                              int64_t *n_elements,
                              int64_t *n_materials);
+
+// A heat stepper's element type (FEGPU_ELEMENT_*) and its set's numbers
+// of nodes and elements, as fegpu_fem_shape gives them for the set it was
+// made from. Any pointer may be NULL.
+fegpu_status fegpu_fem_heat_shape(fegpu_heat_t heat,
+                                  int32_t *element,
+                                  int64_t *n_nodes,
+                                  int64_t *n_elements);
 
 // Creates an element set of one element type (FEGPU_ELEMENT_TRI3, _QUAD4,
 // _TET4, _HEX8) for one problem (FEGPU_PROBLEM_HEAT, _PLANE_STRESS,

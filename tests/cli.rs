@@ -52,6 +52,14 @@ fn bench_radfields_refuses_an_unknown_option_and_devices_without_a_gpu() {
 }
 
 #[test]
+fn bench_refuses_a_missing_matrix_by_name_before_any_row() {
+    for what in ["spmv", "ilu", "solve"] {
+        let (ok, out) = fegpu_with(&[("FEGPU_BACKEND", "cpu")], &["bench", what, "/nonexistent/A.mtx"]);
+        assert!(!ok && out.contains("/nonexistent/A.mtx") && !out.contains("laplacian7"), "{what}: {out}");
+    }
+}
+
+#[test]
 fn solve_reports_and_writes_the_solution() {
     let dir = std::env::temp_dir().join(format!("fegpu-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

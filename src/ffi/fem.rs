@@ -122,6 +122,24 @@ pub unsafe extern "C" fn fegpu_fem_shape(
     })
 }
 
+/// A heat stepper's element type (FEGPU_ELEMENT_*) and its set's numbers
+/// of nodes and elements, as fegpu_fem_shape gives them for the set it was
+/// made from. Any pointer may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_fem_heat_shape(
+    heat: fegpu_heat_t,
+    element: *mut i32,
+    n_nodes: *mut i64,
+    n_elements: *mut i64,
+) -> fegpu_status {
+    guard(|| {
+        let s = registry::get::<HeatStepper>(heat, "heat")?;
+        write_wanted([(element, element_code(s.set.element))]);
+        write_wanted([(n_nodes, s.set.nodes as i64), (n_elements, s.set.elements as i64)]);
+        Ok(())
+    })
+}
+
 /// An element-set handle (0 is never valid).
 #[allow(non_camel_case_types)]
 pub type fegpu_fem_t = u64;

@@ -145,9 +145,12 @@ C     as this code does; the matrix keeps its values.
       IF (ISTAT .NE. FEGPU_ERR_INVALID_ARGUMENT) NFAIL = NFAIL + 1
       IF (INDEX(MSG, 'values(2)') .EQ. 0) NFAIL = NFAIL + 1
       VA(2) = SAVED
-      CALL FEGPU_ARRAY_UPLOAD(IRHS, VA, STAT=ISTAT, ERRMSG=MSG)
+C     STAT here is implicitly DOUBLE PRECISION: it receives the code too.
+      STAT = -1.0D0
+      CALL FEGPU_ARRAY_UPLOAD(IRHS, VA, STAT=STAT, ERRMSG=MSG)
       WRITE (*, '(A,A)') ' NO COUNT: ', TRIM(MSG)
       IF (INDEX(MSG, 'count=') .EQ. 0) NFAIL = NFAIL + 1
+      IF (STAT .NE. FEGPU_ERR_INVALID_ARGUMENT) NFAIL = NFAIL + 1
       END
 
 C     The concrete program's transpose loop, on the device and serially.

@@ -13,15 +13,20 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// The benchmark's matrices: name and CSR arrays.
+/// The caller's file is read first, so a bad one fails before any work.
 pub fn matrices(real: Option<&std::path::Path>) -> Result<Vec<(String, usize, gallery::CsrArrays)>> {
+    let real = match real {
+        Some(p) => {
+            let t = sparse::mm::read_matrix(p)?;
+            Some((p.file_stem().unwrap_or_default().to_string_lossy().into_owned(), t.nrows, t.to_csr()?))
+        }
+        None => None,
+    };
     let mut v = vec![
         ("laplacian7 128^3".to_string(), 128usize.pow(3), gallery::laplacian7(128)),
         ("laplacian27 96^3".to_string(), 96usize.pow(3), gallery::laplacian27(96)),
     ];
-    if let Some(p) = real {
-        let t = sparse::mm::read_matrix(p)?;
-        v.push((p.file_stem().unwrap_or_default().to_string_lossy().into_owned(), t.nrows, t.to_csr()?));
-    }
+    v.extend(real);
     Ok(v)
 }
 
