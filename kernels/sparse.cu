@@ -10,26 +10,56 @@
 // scalars of a device-driven iteration; the kernel does nothing once they say stop.
 // V: the values' type, double, or float for f32 copies (spmv_f32_*: the AMG
 // cycle's, src/amg/cuda.rs); x, y and the sums stay double.
+// A row with more than long_len entries is skipped (left to spmv_long_rows,
+// a block a row): one such row in a group of TPR lanes would hold the whole
+// launch back.
 template <int TPR, typename V>
 __device__ void spmv(int n, const int* __restrict__ rp, const int* __restrict__ ci, const V* __restrict__ v,
-                     const double* __restrict__ x, double* __restrict__ y, double alpha, double beta, const double* sc) {
+                     const double* __restrict__ x, double* __restrict__ y, double alpha, double beta, const double* sc,
+                     int long_len) {
     if (stopped(sc)) return;
     const i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / TPR;
     const int lane = threadIdx.x & (TPR - 1);
-    const double sum = row_times<TPR>(row, n, lane, rp, ci, v, x);
-    if (row < n && lane == 0) y[row] = (beta == 0.0) ? alpha * sum : alpha * sum + beta * y[row];
+    const bool mine = row < n && rp[row + 1] - rp[row] <= long_len;
+    const double sum = row_times<TPR>(mine ? row : n, n, lane, rp, ci, v, x);
+    if (mine && lane == 0) y[row] = (beta == 0.0) ? alpha * sum : alpha * sum + beta * y[row];
 }
 
 #define SPMV(TPR)                                                                                              \
     extern "C" __global__ void __launch_bounds__(256) spmv_tpr##TPR(int n, const int* rp, const int* ci,        \
-        const double* v, const double* x, double* y, double alpha, double beta, const double* sc) {            \
-        spmv<TPR, double>(n, rp, ci, v, x, y, alpha, beta, sc);                                               \
+        const double* v, const double* x, double* y, double alpha, double beta, const double* sc, int long_len) { \
+        spmv<TPR, double>(n, rp, ci, v, x, y, alpha, beta, sc, long_len);                                     \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(256) spmv_f32_tpr##TPR(int n, const int* rp, const int* ci,    \
-        const float* v, const double* x, double* y, double alpha, double beta, const double* sc) {             \
-        spmv<TPR, float>(n, rp, ci, v, x, y, alpha, beta, sc);                                                \
+        const float* v, const double* x, double* y, double alpha, double beta, const double* sc, int long_len) { \
+        spmv<TPR, float>(n, rp, ci, v, x, y, alpha, beta, sc, long_len);                                      \
     }
 SPMV(1) SPMV(2) SPMV(4) SPMV(8) SPMV(16) SPMV(32)
+
+// y[row] = alpha (A x)_row + beta y[row] over the listed long rows, a block a
+// row (grid-stride over the list), summed in a fixed order.
+template <typename V>
+__device__ void long_rows(int count, const int* __restrict__ rows, const int* __restrict__ rp,
+                          const int* __restrict__ ci, const V* __restrict__ v, const double* __restrict__ x,
+                          double* __restrict__ y, double alpha, double beta, const double* sc) {
+    if (stopped(sc)) return;
+    for (int q = blockIdx.x; q < count; q += gridDim.x) {
+        const int row = rows[q];
+        double s = 0.0;
+        for (int k = rp[row] + threadIdx.x; k < rp[row + 1]; k += blockDim.x) s += (double)v[k] * __ldg(&x[ci[k]]);
+        s = block_sum(s);
+        if (threadIdx.x == 0) y[row] = (beta == 0.0) ? alpha * s : alpha * s + beta * y[row];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256) spmv_long_rows(int count, const int* rows, const int* rp,
+    const int* ci, const double* v, const double* x, double* y, double alpha, double beta, const double* sc) {
+    long_rows<double>(count, rows, rp, ci, v, x, y, alpha, beta, sc);
+}
+extern "C" __global__ void __launch_bounds__(256) spmv_f32_long_rows(int count, const int* rows, const int* rp,
+    const int* ci, const float* v, const double* x, double* y, double alpha, double beta, const double* sc) {
+    long_rows<float>(count, rows, rp, ci, v, x, y, alpha, beta, sc);
+}
 
 // y[rows[q]] += (A x)_q over the listed rows only, a thread a row: the halo
 // block of a distributed matrix, whose few rows with entries would otherwise
@@ -660,10 +690,12 @@ extern "C" __global__ void __launch_bounds__(256) pipe_gather(i64 m, i64 recipro
 // fits the reduction's partials and every lane of a warp reaches the shuffles.
 // With `own_total` (a distributed matrix's diagonal block), p.q over these
 // rows goes there instead, for spmv_rows_add_pq to finish.
+// Rows longer than long_len: q there was computed before (spmv_long_rows),
+// and is only read for p.q.
 template <int TPR>
 __device__ void spmv_pq(int n, const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
                         const double* __restrict__ p, double* __restrict__ q, double* partial, unsigned int* counter,
-                        double* sc, double* own_total) {
+                        double* sc, double* own_total, int long_len) {
     if (stopped(sc)) return;
     const int per_warp = 32 / TPR, lane = threadIdx.x & (TPR - 1), group = (threadIdx.x & 31) / TPR;
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -671,10 +703,11 @@ __device__ void spmv_pq(int n, const int* __restrict__ rp, const int* __restrict
     double dot = 0.0;
     for (i64 first = warp * per_warp; first < n; first += warps * per_warp) {
         const i64 row = first + group;
-        const double sum = row_times<TPR>(row, n, lane, rp, ci, v, p);
+        const bool mine = row < n && rp[row + 1] - rp[row] <= long_len;
+        const double sum = row_times<TPR>(mine ? row : n, n, lane, rp, ci, v, p);
         if (row < n && lane == 0) {
-            q[row] = sum;
-            dot += p[row] * sum;
+            if (mine) q[row] = sum;
+            dot += p[row] * (mine ? sum : q[row]);
         }
     }
     double pq, unused;
@@ -714,7 +747,7 @@ extern "C" __global__ void __launch_bounds__(256) spmv_rows_add_pq(int m, const 
 #define SPMV_PQ(TPR)                                                                                           \
     extern "C" __global__ void __launch_bounds__(256) spmv_pq_tpr##TPR(int n, const int* rp, const int* ci,     \
         const double* v, const double* p, double* q, double* partial, unsigned int* counter, double* sc,       \
-        double* own_total) {                                                                                   \
-        spmv_pq<TPR>(n, rp, ci, v, p, q, partial, counter, sc, own_total);                                    \
+        double* own_total, int long_len) {                                                                     \
+        spmv_pq<TPR>(n, rp, ci, v, p, q, partial, counter, sc, own_total, long_len);                          \
     }
 SPMV_PQ(1) SPMV_PQ(2)

@@ -76,6 +76,10 @@ fn spmv_matches_sprs_on_random_matrices() {
         (50, 3, 2, None),
         (3, 50, 20, None),
         (10, 2000, 3, Some(4)),
+        // rows long for their group of lanes (here 1): the SpMV gives them a block each
+        (3000, 3000, 3, Some(0)),
+        (3000, 3000, 3, Some(1717)),
+        (3000, 3000, 3, Some(2999)),
         (500, 400, 9, None),
         (2000, 2000, 40, None),
     ];
@@ -241,6 +245,53 @@ fn solvers_converge_on_the_real_matrices_like_the_reference() {
         let (i, r) = (got.info.iterations, want.info.iterations);
         let margin = if precond == FEGPU_PRECOND_NONE { r / 5 } else { 2 + r / 20 };
         assert!((i - r).abs() <= margin, "{what}: {i} iterations against the reference's {r}");
+    }
+    ok(fegpu_context_destroy(ctx));
+    ok(fegpu_context_destroy(reference));
+}
+
+/// An SPD arrowhead: a 1-D Laplacian whose first row and column hold an
+/// entry in every column (the long row the SpMV gives a block), kept
+/// diagonally dominant.
+fn arrowhead(n: usize) -> (Vec<i64>, Vec<i64>, Vec<f64>) {
+    let (mut rp, mut ci, mut v) = (vec![0i64], Vec::new(), Vec::new());
+    let w = 0.5 / n as f64;
+    for r in 0..n {
+        for c in 0..n {
+            let value = match (r, c) {
+                (0, 0) => 3.0,
+                (0, _) | (_, 0) => -w,
+                _ if r == c => 2.5,
+                _ if r.abs_diff(c) == 1 => -1.0,
+                _ => continue,
+            };
+            ci.push(c as i64);
+            v.push(value);
+        }
+        rp.push(ci.len() as i64);
+    }
+    (rp, ci, v)
+}
+
+#[test]
+fn a_long_row_solves_as_on_the_reference() {
+    let (ctx, reference) = (context(), reference_context());
+    let n = 5000;
+    let csr = arrowhead(n);
+    let (a, ar) = (csr_i64(ctx, n, n, &csr, 0), csr_i64(reference, n, n, &csr, 0));
+    let b = rhs_for_ones(a);
+    for (method, precond) in [(FEGPU_METHOD_CG, FEGPU_PRECOND_JACOBI), (FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_NONE)] {
+        let got = solve(ctx, a, &b, method, precond, 1e-10, 1000);
+        let want = solve(reference, ar, &b, method, precond, 1e-10, 1000);
+        assert_eq!(got.status, FEGPU_OK, "method {method}: {}", last_message());
+        assert!(
+            (got.info.iterations - want.info.iterations).abs() <= 2,
+            "{} against {}",
+            got.info.iterations,
+            want.info.iterations
+        );
+        let err = got.x.iter().map(|x| (x - 1.0).abs()).fold(0.0, f64::max);
+        assert!(err <= 1e-8, "method {method}: max |x - 1| = {err:e}");
     }
     ok(fegpu_context_destroy(ctx));
     ok(fegpu_context_destroy(reference));

@@ -60,6 +60,7 @@ impl DeviceCsr {
                 col: upload(g, &m.ci)?,
                 diag: upload::<i32>(g, &[])?,
                 threads_per_row: threads_per_row(m.nnz(), m.nrows),
+                long_rows: None,
             },
             values: if values { upload(g, &m.v)? } else { g.zeros(m.nnz().max(1))? },
             single: None,
@@ -89,8 +90,13 @@ impl DeviceCsr {
         let mut l = g.launcher(&f);
         l.arg(&nb).arg(&rows).arg(&run).arg(brp).arg(bci).arg(&rp).arg(&ci);
         g.launch("amg_expand", l, (grid_for(n * 32), 1, 1), (BLOCK, 1, 1), 0)?;
-        let pattern =
-            DevicePattern { row_ptr: rp, col: ci, diag: upload::<i32>(g, &[])?, threads_per_row: threads_per_row(nnz, n) };
+        let pattern = DevicePattern {
+            row_ptr: rp,
+            col: ci,
+            diag: upload::<i32>(g, &[])?,
+            threads_per_row: threads_per_row(nnz, n),
+            long_rows: None,
+        };
         Ok(DeviceCsr { pattern, values: g.zeros(nnz.max(1))?, single: None, nrows: n })
     }
 
@@ -100,7 +106,8 @@ impl DeviceCsr {
         let (mut row_ptr, mut col) = (g.alloc::<i32>(p.row_ptr.len())?, g.alloc::<i32>(p.col.len())?);
         g.copy(&p.row_ptr, &mut row_ptr)?;
         g.copy(&p.col, &mut col)?;
-        let pattern = DevicePattern { row_ptr, col, diag: upload::<i32>(g, &[])?, threads_per_row: p.threads_per_row };
+        let pattern =
+            DevicePattern { row_ptr, col, diag: upload::<i32>(g, &[])?, threads_per_row: p.threads_per_row, long_rows: None };
         Ok(DeviceCsr { pattern, values: g.zeros(self.values.len())?, single: None, nrows: self.nrows })
     }
 

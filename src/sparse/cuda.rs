@@ -35,6 +35,60 @@ pub fn threads_per_row(nnz: usize, nrows: usize) -> u32 {
     t
 }
 
+/// Entries a lane past which a row is long: its group would hold the whole
+/// launch back, so `spmv_long_rows` takes it, a block a row.
+const LONG_ROW_PER_LANE: usize = 128;
+
+/// The rows too long for their SpMV group, on the device.
+pub struct LongRows {
+    rows: DeviceBuffer<i32>,
+    count: usize,
+    /// Rows with more entries than this are long.
+    longer_than: i32,
+}
+
+impl LongRows {
+    /// The long rows of `row_ptr` at `tpr` lanes a row; None where there are none.
+    pub fn find(g: &Gpu, row_ptr: &[i32], tpr: u32) -> Result<Option<LongRows>> {
+        let longer_than = LONG_ROW_PER_LANE * tpr as usize;
+        let rows: Vec<i32> = (0..row_ptr.len().saturating_sub(1))
+            .filter(|&i| (row_ptr[i + 1] - row_ptr[i]) as usize > longer_than)
+            .map(|i| i as i32)
+            .collect();
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(LongRows { rows: upload(g, &rows)?, count: rows.len(), longer_than: longer_than as i32 }))
+    }
+}
+
+/// What the SpMV kernels take as `long_len`: rows longer are skipped.
+fn long_len(dp: &DevicePattern) -> i32 {
+    dp.long_rows.as_ref().map_or(i32::MAX, |l| l.longer_than)
+}
+
+/// y = alpha A x + beta y over the long rows alone.
+#[allow(clippy::too_many_arguments)]
+fn spmv_long_rows<V: SpmvValues>(
+    g: &Gpu,
+    dp: &DevicePattern,
+    v: &DeviceBuffer<V>,
+    alpha: f64,
+    x: &DeviceBuffer<f64>,
+    beta: f64,
+    y: &DeviceBuffer<f64>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
+    let Some(long) = &dp.long_rows else { return Ok(()) };
+    let name = format!("{}_long_rows", V::KERNEL);
+    let f = g.kernel("sparse", SOURCE, &name)?;
+    let count = long.count as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&count).arg(&long.rows).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(x).arg(y).arg(&alpha).arg(&beta);
+    arg_or_null(&mut l, sc);
+    g.launch(&name, l, (long.count.min(REDUCE_BLOCKS * 16) as u32, 1, 1), (BLOCK, 1, 1), 0)
+}
+
 /// The values an SpMV reads: f64, or f32 copies (the AMG cycle's), each
 /// with its kernels (kernels/sparse.cu `spmv_tpr*`, `spmv_f32_tpr*`).
 pub trait SpmvValues: DeviceScalar {
@@ -65,11 +119,13 @@ pub fn spmv_with<V: SpmvValues>(
 ) -> Result<()> {
     let name = format!("{}_tpr{tpr}", V::KERNEL);
     let f = g.kernel("sparse", SOURCE, &name)?;
-    let n32 = n as i32;
+    let (n32, long_len) = (n as i32, long_len(dp));
     let mut l = g.launcher(&f);
     l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(x).arg(y).arg(&alpha).arg(&beta);
     arg_or_null(&mut l, sc);
-    g.launch(&name, l, (spmv_blocks(n, tpr) as u32, 1, 1), (BLOCK, 1, 1), 0)
+    l.arg(&long_len);
+    g.launch(&name, l, (spmv_blocks(n, tpr) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+    spmv_long_rows(g, dp, v, alpha, x, beta, y, sc)
 }
 
 /// The rows of a distributed matrix's halo block that have entries: their
@@ -691,12 +747,15 @@ pub fn spmv_pq(
     own_total: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
     let tpr = dp.threads_per_row;
+    // the long rows' q first: the fused kernel reads it there for p.q
+    spmv_long_rows(g, dp, v, 1.0, p, 0.0, q, Some(sc))?;
     let name = format!("spmv_pq_tpr{tpr}");
     let f = g.kernel("sparse", SOURCE, &name)?;
-    let n32 = n as i32;
+    let (n32, long_len) = (n as i32, long_len(dp));
     let mut l = g.launcher(&f);
     l.arg(&n32).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(p).arg(q).arg(&reduce.partial).arg(&reduce.counter).arg(sc);
     arg_or_null(&mut l, own_total);
+    l.arg(&long_len);
     let blocks = spmv_blocks(n, tpr).min(REDUCE_BLOCKS) as u32;
     g.launch(&name, l, (blocks, 1, 1), (BLOCK, 1, 1), 0)
 }

@@ -72,6 +72,9 @@ pub struct DevicePattern {
     /// Threads per row of the SpMV kernel, from the mean row length (for a
     /// block matrix, lanes per block row: block::cuda::lanes).
     pub threads_per_row: u32,
+    /// The rows the SpMV takes a block each (scalar matrices made from a
+    /// host pattern; None elsewhere: every row goes to its group).
+    pub long_rows: Option<cuda::LongRows>,
 }
 
 pub struct Values {
@@ -220,13 +223,18 @@ impl Csr {
         let (device, data) = match &ctx.backend {
             Backend::Cpu => (None, Buffer::Host(values)),
             Backend::Cuda(g) => {
+                let threads_per_row = match block {
+                    1 => cuda::threads_per_row(pattern.nnz(), pattern.nrows),
+                    k => block::cuda::lanes(pattern.nnz(), pattern.nrows, k),
+                };
                 let dp = DevicePattern {
                     row_ptr: cuda::upload(g, &pattern.row_ptr)?,
                     col: cuda::upload(g, &pattern.col)?,
                     diag: cuda::upload(g, &pattern.diag)?,
-                    threads_per_row: match block {
-                        1 => cuda::threads_per_row(pattern.nnz(), pattern.nrows),
-                        k => block::cuda::lanes(pattern.nnz(), pattern.nrows, k),
+                    threads_per_row,
+                    long_rows: match block {
+                        1 => cuda::LongRows::find(g, &pattern.row_ptr, threads_per_row)?,
+                        _ => None,
                     },
                 };
                 (Some(dp), Buffer::Device(cuda::upload(g, &values)?))
@@ -247,7 +255,8 @@ impl Csr {
         let g = ctx.device()?;
         let threads_per_row = cuda::threads_per_row(pattern.nnz(), pattern.nrows);
         let values = g.zeros::<f64>(pattern.nnz().max(1))?;
-        let device = Some(DevicePattern { row_ptr, col, diag, threads_per_row });
+        let long_rows = cuda::LongRows::find(g, &pattern.row_ptr, threads_per_row)?;
+        let device = Some(DevicePattern { row_ptr, col, diag, threads_per_row, long_rows });
         Ok(Csr { ctx, pattern, block: 1, device, values: Mutex::new(Values { data: Buffer::Device(values), version: 0 }) })
     }
 
