@@ -36,44 +36,54 @@ __device__ void spmv(int n, const int* __restrict__ rp, const int* __restrict__ 
     }
 SPMV(1) SPMV(2) SPMV(4) SPMV(8) SPMV(16) SPMV(32)
 
-// y[row] = alpha (A x)_row + beta y[row] over the listed long rows, a block a
-// row (grid-stride over the list), summed in a fixed order.
+// y[row] = alpha (A x)_row + beta y[row] over the long rows, cut into chunks
+// of LONG_CHUNK entries, a block a chunk (grid-stride over the chunks), so a
+// row of 10^5 entries is read by many multiprocessors. chunk_row[c]: chunk
+// c's row in `rows`; first_chunk[q]..first_chunk[q+1]: row q's chunks. A
+// row of several chunks: each chunk's sum goes to partial[c], and the last
+// of the row's chunks to finish (counted in done[q]) adds them in chunk
+// order, so y is the same in every run, and re-arms the count.
+#define LONG_CHUNK 4096
 template <typename V>
-__device__ void long_rows(int count, const int* __restrict__ rows, const int* __restrict__ rp,
-                          const int* __restrict__ ci, const V* __restrict__ v, const double* __restrict__ x,
-                          double* __restrict__ y, double alpha, double beta, const double* sc) {
+__device__ void long_rows(int chunks, const int* __restrict__ chunk_row, const int* __restrict__ first_chunk,
+                          const int* __restrict__ rows, const int* __restrict__ rp, const int* __restrict__ ci,
+                          const V* __restrict__ v, const double* __restrict__ x, double* __restrict__ y, double alpha,
+                          double beta, double* partial, unsigned int* done, const double* sc) {
     if (stopped(sc)) return;
-    for (int q = blockIdx.x; q < count; q += gridDim.x) {
-        const int row = rows[q];
+    __shared__ bool last;
+    for (int c = blockIdx.x; c < chunks; c += gridDim.x) {
+        const int q = chunk_row[c], row = rows[q], first = first_chunk[q], count = first_chunk[q + 1] - first;
+        const int b = rp[row] + (c - first) * LONG_CHUNK, e = min(b + LONG_CHUNK, rp[row + 1]);
         double s = 0.0;
-        for (int k = rp[row] + threadIdx.x; k < rp[row + 1]; k += blockDim.x) s += (double)v[k] * __ldg(&x[ci[k]]);
+#pragma unroll 4
+        for (int k = b + threadIdx.x; k < e; k += blockDim.x) s += (double)v[k] * __ldg(&x[ci[k]]);
         s = block_sum(s);
-        if (threadIdx.x == 0) y[row] = (beta == 0.0) ? alpha * s : alpha * s + beta * y[row];
+        if (threadIdx.x == 0) {
+            last = count == 1;
+            if (count > 1) {
+                partial[c] = s;
+                __threadfence();  // the partial before the count
+                last = atomicAdd(&done[q], 1u) == (unsigned int)count - 1;
+                if (last) {
+                    __threadfence();
+                    s = 0.0;
+                    for (int j = first; j < first + count; ++j) s += __ldcg(&partial[j]);
+                    done[q] = 0;
+                }
+            }
+            if (last) y[row] = (beta == 0.0) ? alpha * s : alpha * s + beta * y[row];
+        }
+        __syncthreads();  // `last` is rewritten for the next chunk
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) spmv_long_rows(int count, const int* rows, const int* rp,
-    const int* ci, const double* v, const double* x, double* y, double alpha, double beta, const double* sc) {
-    long_rows<double>(count, rows, rp, ci, v, x, y, alpha, beta, sc);
-}
-extern "C" __global__ void __launch_bounds__(256) spmv_f32_long_rows(int count, const int* rows, const int* rp,
-    const int* ci, const float* v, const double* x, double* y, double alpha, double beta, const double* sc) {
-    long_rows<float>(count, rows, rp, ci, v, x, y, alpha, beta, sc);
-}
-
-// y[rows[q]] += (A x)_q over the listed rows only, a thread a row: the halo
-// block of a distributed matrix, whose few rows with entries would otherwise
-// cost a pass over the whole of y (each row summed in order, as spmv with TPR 1).
-extern "C" __global__ void __launch_bounds__(256) spmv_rows_add(int m, const int* __restrict__ rows,
-    const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
-    const double* __restrict__ x, double* y, const double* sc) {
-    if (stopped(sc)) return;
-    GRID_STRIDE(q, m) {
-        double s = 0.0;
-        for (int k = rp[q]; k < rp[q + 1]; ++k) s += v[k] * x[ci[k]];
-        y[rows[q]] += s;
+#define LONG_ROWS(NAME, V)                                                                                     \
+    extern "C" __global__ void __launch_bounds__(256) NAME(int chunks, const int* chunk_row,                    \
+        const int* first_chunk, const int* rows, const int* rp, const int* ci, const V* v, const double* x,     \
+        double* y, double alpha, double beta, double* partial, unsigned int* done, const double* sc) {          \
+        long_rows<V>(chunks, chunk_row, first_chunk, rows, rp, ci, v, x, y, alpha, beta, partial, done, sc);   \
     }
-}
+LONG_ROWS(spmv_long_rows, double) LONG_ROWS(spmv_f32_long_rows, float)
 
 // Symmetric Dirichlet conditions, one thread per row i: the free rows move
 // the constrained columns' known values to the right-hand side, constrained

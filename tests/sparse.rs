@@ -80,6 +80,7 @@ fn spmv_matches_sprs_on_random_matrices() {
         (3000, 3000, 3, Some(0)),
         (3000, 3000, 3, Some(1717)),
         (3000, 3000, 3, Some(2999)),
+        (20000, 20000, 3, Some(5)), // several chunks of 4096 entries
         (500, 400, 9, None),
         (2000, 2000, 40, None),
     ];

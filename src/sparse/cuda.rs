@@ -36,13 +36,22 @@ pub fn threads_per_row(nnz: usize, nrows: usize) -> u32 {
 }
 
 /// Entries a lane past which a row is long: its group would hold the whole
-/// launch back, so `spmv_long_rows` takes it, a block a row.
+/// launch back, so `spmv_long_rows` takes it, in chunks of LONG_CHUNK
+/// entries a block (kernels/sparse.cu).
 const LONG_ROW_PER_LANE: usize = 128;
+const LONG_CHUNK: usize = 4096;
 
-/// The rows too long for their SpMV group, on the device.
+/// The rows too long for their SpMV group, on the device, cut into chunks;
+/// with the scratch their chunks' sums meet in. One product at a time a
+/// matrix (the context's stream orders them).
 pub struct LongRows {
     rows: DeviceBuffer<i32>,
-    count: usize,
+    chunk_row: DeviceBuffer<i32>,
+    first_chunk: DeviceBuffer<i32>,
+    chunks: usize,
+    partial: DeviceBuffer<f64>,
+    /// A count a row, zero between products.
+    done: DeviceBuffer<u32>,
     /// Rows with more entries than this are long.
     longer_than: i32,
 }
@@ -51,14 +60,26 @@ impl LongRows {
     /// The long rows of `row_ptr` at `tpr` lanes a row; None where there are none.
     pub fn find(g: &Gpu, row_ptr: &[i32], tpr: u32) -> Result<Option<LongRows>> {
         let longer_than = LONG_ROW_PER_LANE * tpr as usize;
-        let rows: Vec<i32> = (0..row_ptr.len().saturating_sub(1))
-            .filter(|&i| (row_ptr[i + 1] - row_ptr[i]) as usize > longer_than)
-            .map(|i| i as i32)
-            .collect();
+        let length = |i: usize| (row_ptr[i + 1] - row_ptr[i]) as usize;
+        let rows: Vec<i32> =
+            (0..row_ptr.len().saturating_sub(1)).filter(|&i| length(i) > longer_than).map(|i| i as i32).collect();
         if rows.is_empty() {
             return Ok(None);
         }
-        Ok(Some(LongRows { rows: upload(g, &rows)?, count: rows.len(), longer_than: longer_than as i32 }))
+        let (mut chunk_row, mut first_chunk) = (Vec::new(), vec![0i32]);
+        for (q, &r) in rows.iter().enumerate() {
+            chunk_row.extend(std::iter::repeat_n(q as i32, length(r as usize).div_ceil(LONG_CHUNK)));
+            first_chunk.push(chunk_row.len() as i32);
+        }
+        Ok(Some(LongRows {
+            rows: upload(g, &rows)?,
+            chunk_row: upload(g, &chunk_row)?,
+            first_chunk: upload(g, &first_chunk)?,
+            chunks: chunk_row.len(),
+            partial: g.alloc(chunk_row.len())?,
+            done: g.zeros(rows.len())?,
+            longer_than: longer_than as i32,
+        }))
     }
 }
 
@@ -82,11 +103,12 @@ fn spmv_long_rows<V: SpmvValues>(
     let Some(long) = &dp.long_rows else { return Ok(()) };
     let name = format!("{}_long_rows", V::KERNEL);
     let f = g.kernel("sparse", SOURCE, &name)?;
-    let count = long.count as i32;
+    let chunks = long.chunks as i32;
     let mut l = g.launcher(&f);
-    l.arg(&count).arg(&long.rows).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(x).arg(y).arg(&alpha).arg(&beta);
+    l.arg(&chunks).arg(&long.chunk_row).arg(&long.first_chunk).arg(&long.rows).arg(&dp.row_ptr).arg(&dp.col);
+    l.arg(v).arg(x).arg(y).arg(&alpha).arg(&beta).arg(&long.partial).arg(&long.done);
     arg_or_null(&mut l, sc);
-    g.launch(&name, l, (long.count.min(REDUCE_BLOCKS * 16) as u32, 1, 1), (BLOCK, 1, 1), 0)
+    g.launch(&name, l, (long.chunks.min(REDUCE_BLOCKS * 16) as u32, 1, 1), (BLOCK, 1, 1), 0)
 }
 
 /// The values an SpMV reads: f64, or f32 copies (the AMG cycle's), each
