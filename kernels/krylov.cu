@@ -214,14 +214,27 @@ extern "C" __global__ void __launch_bounds__(256) bicg_update(i64 n, const doubl
     }
 }
 
-// ---- BiCGSTAB for small systems: one block, one launch an iteration ----
+// ---- BiCGSTAB for small systems: one launch an iteration ----
 //
 // For a few thousand rows a launch costs more than its work, and the graph
-// of a BiCGSTAB iteration holds about sixteen. Here one block of 1024
-// threads runs the whole iteration (the same steps, scalars and stops as
-// bicg_direction ... bicg_update), with barriers instead of launches. The
-// operator is a CSR matrix; the preconditioner none (kind 0), a diagonal
-// inverse (1), or ILU(0)'s factors with Jacobi-swept triangles (2).
+// of a BiCGSTAB iteration holds about sixteen. Here one launch runs the
+// whole iteration (the same steps, scalars and stops as bicg_direction ...
+// bicg_update), with barriers instead of launches, written once
+// (bicgstab_small) over where the rows live:
+// - OneBlock: one block of 1024 threads over the vectors in global memory
+//   (up to SMALL_SYSTEM_ROWS, src/krylov/cuda.rs);
+// - InCluster: a thread-block cluster (sm_90) whose blocks hold the matrix,
+//   the factors and the vectors in shared memory, block q the rows
+//   [q R, (q + 1) R). A block reads another's rows through distributed
+//   shared memory, and the blocks meet at the cluster's barrier. Past one
+//   block's size the grid's launches wait on chains of loads from L2, which
+//   shared memory shortens.
+// The operator is a CSR matrix; the preconditioner none (kind 0), a
+// diagonal inverse (1), or ILU(0)'s factors with Jacobi-swept triangles (2).
+
+// The vectors of the iteration; SV_A, SV_B: the sweeps' scratch; SV_M: the
+// diagonal inverse (kind 1), or U's diagonal (kind 2, InCluster only).
+enum SmallVector { SV_X, SV_R, SV_RHAT, SV_P, SV_PHAT, SV_V, SV_S, SV_SHAT, SV_T, SV_A, SV_B, SV_M, SMALL_VECTORS };
 
 // The block's sum of s, in every thread.
 __device__ double block_total(double s) {
@@ -234,51 +247,225 @@ __device__ double block_total(double s) {
     return t;
 }
 
-__device__ void block_spmv(int n, const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ a,
-    const double* x, double* y) {
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        double s = 0.0;
-        for (int k = rp[i]; k < rp[i + 1]; ++k) s += a[k] * x[ci[k]];
-        y[i] = s;
+// One block over the vectors in global memory; lu: ILU(0)'s factors (kind 2).
+struct OneBlock {
+    int n;
+    const int *rp, *ci, *diag;
+    const double *val, *lu;
+    double* v[SMALL_VECTORS];
+    __device__ double* vec(int k) const { return v[k]; }
+    template <class F>
+    __device__ void rows(F f) const {
+        for (int i = threadIdx.x; i < n; i += blockDim.x) f(i);
     }
-    __syncthreads();
+    __device__ void sync() const { __syncthreads(); }
+    __device__ bool lead() const { return threadIdx.x == 0; }
+    __device__ double2 totals(double a, double b) const { return make_double2(block_total(a), block_total(b)); }
+    __device__ void spmv(int in, int out) const {
+        const double* x = v[in];
+        double* y = v[out];
+        rows([&](int i) {
+            double s = 0.0;
+            for (int k = rp[i]; k < rp[i + 1]; ++k) s += val[k] * x[ci[k]];
+            y[i] = s;
+        });
+        sync();
+    }
+    // One Jacobi sweep of a triangle (kernels/sparse.cu jacobi_sweep, a row a thread).
+    __device__ void sweep(bool upper, bool scale_in, int rhs, int in, int out) const {
+        const double *y = v[rhs], *x = v[in];
+        double* o = v[out];
+        rows([&](int i) {
+            const int b = upper ? diag[i] + 1 : rp[i], e = upper ? rp[i + 1] : diag[i];
+            double s = 0.0;
+            for (int k = b; k < e; ++k) {
+                const int j = ci[k];
+                s += lu[k] * (scale_in ? x[j] / lu[diag[j]] : x[j]);
+            }
+            o[i] = upper ? (y[i] - s) / lu[diag[i]] : y[i] - s;
+        });
+        sync();
+    }
+    __device__ double diagonal(int i) const { return lu[diag[i]]; }
+};
+
+// The address of `p` (this block's shared memory) in block `rank` of the cluster.
+__device__ __forceinline__ void* cluster_map(const void* p, int rank) {
+    u64 out;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(out) : "l"(p), "r"(rank));
+    return (void*)out;
 }
 
-// One Jacobi sweep of a triangle (kernels/sparse.cu jacobi_sweep, a row a thread).
-__device__ void block_sweep(int n, const int* __restrict__ rp, const int* __restrict__ ci, const int* __restrict__ diag,
-    const double* __restrict__ lu, const double* y, const double* in, bool upper, bool scale_in, double* out) {
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const int b = upper ? diag[i] + 1 : rp[i], e = upper ? rp[i + 1] : diag[i];
-        double s = 0.0;
-        for (int k = b; k < e; ++k) {
-            const int j = ci[k];
-            s += lu[k] * (scale_in ? in[j] / lu[diag[j]] : in[j]);
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+#define CLUSTER_MAX 16
+
+// A cluster's blocks, the rows in their shared memory: m rows here, their
+// entries (val, lu) at local row pointers rp, columns packed as (block << 24
+// | row in that block), dg each row's diagonal entry; v[k] this block's rows
+// of vector k (at the same offset in every block), far[q][k] block q's.
+struct InCluster {
+    int m, rank, blocks;
+    const int *rp, *col, *dg;
+    const double *val, *lu;
+    double* v[SMALL_VECTORS];
+    double* (*far)[SMALL_VECTORS];
+    double2* slots;  // two reductions' partial sums, used in turn
+    int turn;
+    __device__ double* vec(int k) const { return v[k]; }
+    template <class F>
+    __device__ void rows(F f) const {
+        for (int i = threadIdx.x; i < m; i += blockDim.x) f(i);
+    }
+    __device__ double at(int k, int c) const { return far[c >> 24][k][c & 0xffffff]; }
+    __device__ void sync() const { cluster_sync(); }
+    __device__ bool lead() const { return rank == 0 && threadIdx.x == 0; }
+    // Every block adds the blocks' sums in rank order: the same totals, the
+    // same branches. The slot written here is read by the others before
+    // any block passes the next barrier, so the slot after next may be reused.
+    __device__ double2 totals(double a, double b) {
+        __shared__ double2 total;
+        a = block_sum(a);
+        b = block_sum(b);
+        double2* slot = slots + turn;
+        turn ^= 1;
+        if (threadIdx.x == 0) *slot = make_double2(a, b);
+        sync();
+        if (threadIdx.x == 0) {
+            double2 t = make_double2(0.0, 0.0);
+            for (int q = 0; q < blocks; ++q) {
+                const double2 u = *(const double2*)cluster_map(slot, q);
+                t.x += u.x;
+                t.y += u.y;
+            }
+            total = t;
         }
-        out[i] = upper ? (y[i] - s) / lu[diag[i]] : y[i] - s;
-    }
-    __syncthreads();
-}
-
-// z = M^-1 r (kind 0 never comes here: the caller uses r itself).
-__device__ void block_precond(int n, const int* rp, const int* ci, const int* diag, int kind, const double* m,
-    int sweeps, double* a, double* b, const double* r, double* z) {
-    if (kind == 1) {
-        for (int i = threadIdx.x; i < n; i += blockDim.x) z[i] = m[i] * r[i];
         __syncthreads();
+        const double2 t = total;
+        __syncthreads();
+        return t;
+    }
+    __device__ void spmv(int in, int out) const {
+        double* y = v[out];
+        rows([&](int i) {
+            double s = 0.0;
+            for (int k = rp[i]; k < rp[i + 1]; ++k) s += val[k] * at(in, col[k]);
+            y[i] = s;
+        });
+        sync();
+    }
+    __device__ void sweep(bool upper, bool scale_in, int rhs, int in, int out) const {
+        const double *y = v[rhs], *d = v[SV_M];
+        double* o = v[out];
+        rows([&](int i) {
+            const int b = upper ? dg[i] + 1 : rp[i], e = upper ? rp[i + 1] : dg[i];
+            double s = 0.0;
+            for (int k = b; k < e; ++k) {
+                const int c = col[k];
+                s += lu[k] * (scale_in ? at(in, c) / at(SV_M, c) : at(in, c));
+            }
+            o[i] = upper ? (y[i] - s) / d[i] : y[i] - s;
+        });
+        sync();
+    }
+};
+
+// z = M^-1 r (kind 0 never comes here: the iteration uses r itself).
+template <class G>
+__device__ void small_precond(G& g, int kind, int sweeps, int r, int z) {
+    if (kind == 1) {
+        const double *m = g.vec(SV_M), *in = g.vec(r);
+        double* out = g.vec(z);
+        g.rows([&](int i) { out[i] = m[i] * in[i]; });
+        g.sync();
         return;
     }
-    const double* y = r;
+    int y = r;
     for (int s = 0; s < sweeps; ++s) {
-        double* out = (s % 2 == 0) ? a : b;
-        block_sweep(n, rp, ci, diag, m, r, y, false, false, out);
+        const int out = (s % 2 == 0) ? SV_A : SV_B;
+        g.sweep(false, false, r, y, out);
         y = out;
     }
-    double* other = (y == a) ? b : a;
-    const double* from = y;
+    const int other = (y == SV_A) ? SV_B : SV_A;
+    int from = y;
     for (int s = 0; s < sweeps; ++s) {
-        double* out = ((sweeps - 1 - s) % 2 == 0) ? z : other;
-        block_sweep(n, rp, ci, diag, m, y, from, true, s == 0, out);
+        const int out = ((sweeps - 1 - s) % 2 == 0) ? z : other;
+        g.sweep(true, s == 0, y, from, out);
         from = out;
+    }
+}
+
+// One iteration. Every sc value it reads is read before its first barrier,
+// so the lead's writes (at the end) race with no block's reads.
+template <class G>
+__device__ void bicgstab_small(G& g, int kind, int sweeps, double* sc) {
+    const bool lead = g.lead();
+    const double rho = sc[RHO], it = sc[ITER], bnorm = sc[BNORM], tol = sc[TOL];
+    const double beta = it == 0 ? 0.0 : (rho / sc[RHO_PREV]) * (sc[ALPHA] / sc[OMEGA]), omega_prev = sc[OMEGA];
+    double *x = g.vec(SV_X), *r = g.vec(SV_R), *rhat = g.vec(SV_RHAT), *p = g.vec(SV_P), *v = g.vec(SV_V);
+    double *s = g.vec(SV_S), *t = g.vec(SV_T);
+    const int phat = kind == 0 ? SV_P : SV_PHAT, shat = kind == 0 ? SV_S : SV_SHAT;
+    g.rows([&](int i) { p[i] = it == 0 ? r[i] : r[i] + beta * (p[i] - omega_prev * v[i]); });
+    g.sync();
+    if (kind != 0) small_precond(g, kind, sweeps, SV_P, SV_PHAT);
+    g.spmv(phat, SV_V);
+    double acc = 0.0;
+    g.rows([&](int i) { acc += rhat[i] * v[i]; });
+    const double rv = g.totals(acc, 0.0).x;
+    if (rv == 0.0 || !isfinite(rv)) {
+        if (lead) sc[VALUE] = rv, sc[STATUS] = BREAK_RV;
+        return;
+    }
+    const double alpha = rho / rv;
+    acc = 0.0;
+    g.rows([&](int i) {
+        const double si = r[i] - alpha * v[i];
+        s[i] = si;
+        acc += si * si;
+    });
+    const double snorm = sqrt(g.totals(acc, 0.0).x) / bnorm;
+    const double* ph = g.vec(phat);
+    if (snorm <= tol) {
+        g.rows([&](int i) { x[i] += alpha * ph[i]; });
+        if (lead) sc[ALPHA] = alpha, sc[ITER] = it + 1, sc[HIST + (i64)(it + 1) % HIST_LEN] = snorm, sc[STATUS] = CONVERGED;
+        return;
+    }
+    if (kind != 0) small_precond(g, kind, sweeps, SV_S, SV_SHAT);
+    g.spmv(shat, SV_T);
+    double ts = 0.0, tt = 0.0;
+    g.rows([&](int i) { ts += t[i] * s[i], tt += t[i] * t[i]; });
+    const double2 tst = g.totals(ts, tt);
+    if (tst.y == 0.0 || !isfinite(tst.y)) {
+        if (lead) sc[VALUE] = tst.y, sc[STATUS] = BREAK_TT;
+        return;
+    }
+    const double omega = tst.x / tst.y;
+    const double* sh = g.vec(shat);
+    double rr = 0.0, rho_next = 0.0;
+    g.rows([&](int i) {
+        x[i] += alpha * ph[i] + omega * sh[i];
+        const double ri = s[i] - omega * t[i];
+        r[i] = ri;
+        rr += ri * ri;
+        rho_next += ri * rhat[i];
+    });
+    const double2 sums = g.totals(rr, rho_next);
+    if (!lead) return;
+    sc[ALPHA] = alpha;
+    sc[OMEGA] = omega;
+    if (!end_iteration(sc, sums.x)) return;
+    if (omega == 0.0) {
+        sc[STATUS] = BREAK_OMEGA;
+        return;
+    }
+    stop_at_maxit(sc);
+    sc[RHO_PREV] = rho;
+    sc[RHO] = sums.y;
+    if (sc[STATUS] == RUNNING && (sums.y == 0.0 || !isfinite(sums.y))) {
+        sc[VALUE] = sums.y;
+        sc[STATUS] = BREAK_RHO;
     }
 }
 
@@ -287,69 +474,64 @@ extern "C" __global__ void __launch_bounds__(1024) bicgstab_block(int n, const i
     const double* __restrict__ m, int sweeps, double* sa, double* sb, double* x, double* r, const double* rhat,
     double* p, double* phat, double* v, double* s, double* shat, double* t, double* sc) {
     if (stopped(sc)) return;
-    const bool lead = threadIdx.x == 0;
-    const double rho = sc[RHO], it = sc[ITER];
-    const double beta = it == 0 ? 0.0 : (rho / sc[RHO_PREV]) * (sc[ALPHA] / sc[OMEGA]), omega_prev = sc[OMEGA];
-    for (int i = threadIdx.x; i < n; i += blockDim.x) p[i] = it == 0 ? r[i] : r[i] + beta * (p[i] - omega_prev * v[i]);
+    OneBlock g{n, rp, ci, diag, val, m, {x, r, (double*)rhat, p, phat, v, s, shat, t, sa, sb, (double*)m}};
+    bicgstab_small(g, kind, sweeps, sc);
+}
+
+// One cluster of gridDim.x blocks (at most CLUSTER_MAX), each R rows (the
+// last fewer) and room for E entries: the vectors x, r, rhat, p, v are read
+// from global memory and x, r, p, v written back; the rest live only in
+// shared memory. Dynamic shared memory, in this order: SMALL_VECTORS x R
+// doubles, E values of A, E of the factors (kind 2), then R + 1 row
+// pointers, E packed columns, R diagonal positions (src/krylov/cuda.rs
+// `cluster_shared` sizes it).
+extern "C" __global__ void __launch_bounds__(1024) bicgstab_cluster(int n, int R, int E, const int* __restrict__ rp,
+    const int* __restrict__ ci, const double* __restrict__ val, const int* __restrict__ diag, int kind,
+    const double* __restrict__ m, int sweeps, double* x, double* r, const double* rhat, double* p, double* v,
+    double* sc) {
+    if (stopped(sc)) return;
+    extern __shared__ double room[];
+    __shared__ double* far[CLUSTER_MAX][SMALL_VECTORS];
+    __shared__ double2 slots[2];
+    unsigned int rank, blocks;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
+    const int r0 = (int)rank * R, rows = max(0, min(R, n - r0));
+    const int base = rp[min(r0, n)], entries = rp[min(r0 + rows, n)] - base;
+    InCluster g;
+    g.m = rows, g.rank = (int)rank, g.blocks = (int)blocks, g.turn = 0, g.slots = slots, g.far = far;
+    for (int k = 0; k < SMALL_VECTORS; ++k) g.v[k] = room + (i64)k * R;
+    double* a = room + (i64)SMALL_VECTORS * R;
+    double* lu = a + E;
+    int* lrp = (int*)(lu + (kind == 2 ? E : 0));
+    int* col = lrp + R + 1;
+    int* dg = col + E;
+    g.val = a, g.lu = lu, g.rp = lrp, g.col = col, g.dg = dg;
+    for (int i = threadIdx.x; i <= rows; i += blockDim.x) lrp[i] = rp[min(r0 + i, n)] - base;
+    for (int k = threadIdx.x; k < entries; k += blockDim.x) {
+        const int c = ci[base + k];
+        a[k] = val[base + k];
+        col[k] = ((c / R) << 24) | (c % R);
+        if (kind == 2) lu[k] = m[base + k];
+    }
+    const int own[] = {SV_X, SV_R, SV_RHAT, SV_P, SV_V};
+    const double* from[] = {x, r, rhat, p, v};
+    for (int j = 0; j < 5; ++j)
+        for (int i = threadIdx.x; i < rows; i += blockDim.x) g.v[own[j]][i] = from[j][r0 + i];
+    for (int i = threadIdx.x; i < rows; i += blockDim.x) {
+        if (kind == 2) dg[i] = diag[r0 + i] - base;
+        if (kind != 0) g.v[SV_M][i] = kind == 1 ? m[r0 + i] : m[diag[r0 + i]];
+    }
+    for (int i = threadIdx.x; i < (int)blocks * SMALL_VECTORS; i += blockDim.x)
+        far[i / SMALL_VECTORS][i % SMALL_VECTORS] = (double*)cluster_map(g.v[i % SMALL_VECTORS], i / SMALL_VECTORS);
+    cluster_sync();
+    bicgstab_small(g, kind, sweeps, sc);
     __syncthreads();
-    if (kind != 0) block_precond(n, rp, ci, diag, kind, m, sweeps, sa, sb, p, phat);
-    block_spmv(n, rp, ci, val, phat, v);
-    double acc = 0.0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) acc += rhat[i] * v[i];
-    const double rv = block_total(acc);
-    if (rv == 0.0 || !isfinite(rv)) {
-        if (lead) sc[VALUE] = rv, sc[STATUS] = BREAK_RV;
-        return;
-    }
-    const double alpha = rho / rv;
-    acc = 0.0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const double si = r[i] - alpha * v[i];
-        s[i] = si;
-        acc += si * si;
-    }
-    const double snorm = sqrt(block_total(acc)) / sc[BNORM];
-    if (snorm <= sc[TOL]) {
-        for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] += alpha * phat[i];
-        if (lead) sc[ALPHA] = alpha, sc[ITER] = it + 1, sc[HIST + (i64)(it + 1) % HIST_LEN] = snorm, sc[STATUS] = CONVERGED;
-        return;
-    }
-    if (kind != 0) block_precond(n, rp, ci, diag, kind, m, sweeps, sa, sb, s, shat);
-    block_spmv(n, rp, ci, val, shat, t);
-    double ts = 0.0, tt = 0.0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) ts += t[i] * s[i], tt += t[i] * t[i];
-    ts = block_total(ts);
-    tt = block_total(tt);
-    if (tt == 0.0 || !isfinite(tt)) {
-        if (lead) sc[VALUE] = tt, sc[STATUS] = BREAK_TT;
-        return;
-    }
-    const double omega = ts / tt;
-    double rr = 0.0, rho_next = 0.0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        x[i] += alpha * phat[i] + omega * shat[i];
-        const double ri = s[i] - omega * t[i];
-        r[i] = ri;
-        rr += ri * ri;
-        rho_next += ri * rhat[i];
-    }
-    rr = block_total(rr);
-    rho_next = block_total(rho_next);
-    if (!lead) return;
-    sc[ALPHA] = alpha;
-    sc[OMEGA] = omega;
-    if (!end_iteration(sc, rr)) return;
-    if (omega == 0.0) {
-        sc[STATUS] = BREAK_OMEGA;
-        return;
-    }
-    stop_at_maxit(sc);
-    sc[RHO_PREV] = rho;
-    sc[RHO] = rho_next;
-    if (sc[STATUS] == RUNNING && (rho_next == 0.0 || !isfinite(rho_next))) {
-        sc[VALUE] = rho_next;
-        sc[STATUS] = BREAK_RHO;
-    }
+    double* to[] = {x, r, p, v};
+    const int back[] = {SV_X, SV_R, SV_P, SV_V};
+    for (int j = 0; j < 4; ++j)
+        for (int i = threadIdx.x; i < rows; i += blockDim.x) to[j][r0 + i] = g.v[back[j]][i];
+    cluster_sync();  // no block leaves while another may read its shared memory
 }
 
 // ---- A distributed product's halo, device to device between the ranks of

@@ -581,39 +581,48 @@ fn jacobi_swept_ilu0_tends_to_ilu0_and_the_backend_follows_the_reference() {
 }
 
 #[test]
-fn small_systems_iterate_as_one_block_like_the_grid_path() {
-    // BiCGSTAB up to Settings::small_system_rows runs as one block a launch
-    // (CUDA); forced off (0) it runs the usual kernels: the same iterations
-    // to rounding, and both the CPU reference's
+fn small_systems_iterate_as_one_block_or_one_cluster_like_the_grid_path() {
+    // BiCGSTAB up to Settings::small_system_rows runs as one block a launch,
+    // up to cluster_system_rows as one cluster with the system in shared
+    // memory (CUDA; sm_90); forced off (0) it runs the usual kernels: the
+    // same iterations to rounding, and the CPU reference's, and x = 1
     use fegpu::sparse::solver::{Method, Precond, Settings};
     let ctx = std::sync::Arc::new(fegpu::context::Context::new(fegpu::context::Request::Auto, 0).unwrap());
     let reference = std::sync::Arc::new(fegpu::context::Context::cpu_reference());
     let t = fegpu::sparse::mm::read_matrix(&matrices().join("sherman5.mtx")).unwrap();
-    let systems =
-        [("convection-diffusion 12^3", fegpu::sparse::gallery::convection_diffusion(12, 2.0)), ("sherman5", t.to_csr().unwrap())];
+    let systems = [
+        ("convection-diffusion 12^3", fegpu::sparse::gallery::convection_diffusion(12, 2.0)),
+        ("convection-diffusion 18^3 (8 blocks a cluster)", fegpu::sparse::gallery::convection_diffusion(18, 2.0)),
+        ("sherman5", t.to_csr().unwrap()),
+    ];
+    let paths = [("one block", usize::MAX, 0), ("one cluster", 0, usize::MAX), ("grid", 0, 0)];
     for (name, arrays) in &systems {
         for precond in [Precond::None, Precond::Jacobi, Precond::Ilu0Jacobi { sweeps: 2 }, Precond::Ilu0Jacobi { sweeps: 3 }] {
             if *name == "sherman5" && precond == Precond::None {
                 continue; // 2,600 erratic iterations: rounding decides the count
             }
             let want = rust_solve(&reference, arrays, Method::Bicgstab, precond);
-            let block = rust_solve_with(
-                &ctx,
-                arrays,
-                Method::Bicgstab,
-                precond,
-                Settings { small_system_rows: usize::MAX, ..Settings::default() },
-            );
-            let grid = rust_solve_with(
-                &ctx,
-                arrays,
-                Method::Bicgstab,
-                precond,
-                Settings { small_system_rows: 0, ..Settings::default() },
-            );
-            for (path, got) in [("one block", block), ("grid", grid)] {
+            for (path, block, cluster) in paths {
+                let settings = Settings { small_system_rows: block, cluster_system_rows: cluster, ..Settings::default() };
+                let got = rust_solve_with(&ctx, arrays, Method::Bicgstab, precond, settings);
                 assert!((got - want).abs() <= 2 + want / 20, "{name} {precond:?} {path}: {got} iterations, the reference {want}");
             }
         }
+    }
+    // a breakdown in the cluster is reported as on the grid: (r0, A p) = 0 on the exchange matrix
+    let a = std::sync::Arc::new(
+        fegpu::sparse::Csr::new(ctx.clone(), fegpu::sparse::build_pattern(2, 2, &[0, 1, 2], &[1, 0], 0).unwrap(), &[1.0, 1.0])
+            .unwrap(),
+    );
+    let (b, x) = (
+        fegpu::array::Array::new(ctx.clone(), 2, 1, Some(&[1.0, 0.0])).unwrap(),
+        fegpu::array::Array::new(ctx.clone(), 2, 1, Some(&[0.0, 0.0])).unwrap(),
+    );
+    for (path, block, cluster) in paths {
+        let settings = Settings { small_system_rows: block, cluster_system_rows: cluster, ..Settings::default() };
+        let s = fegpu::sparse::solver::Solver::with_settings(a.clone(), Method::Bicgstab, Precond::None, settings).unwrap();
+        let (o, _, _) = s.solve(&b, &x, 1e-10, 50).unwrap();
+        let why = o.breakdown.as_deref().unwrap_or("none");
+        assert!(why.contains("(r0, v) = 0"), "{path}: breakdown {why:?}");
     }
 }

@@ -420,7 +420,7 @@ impl EbeSolver {
             reduce,
             looping,
             basis: None,
-            small_rows: 0,
+            small_rows: (0, 0),
         };
         let out = match shared {
             None => crate::krylov::run(&mut ops, Method::Cg, tol, maxit, history)?,

@@ -145,6 +145,51 @@ impl Gpu {
     /// devices or drivers, while a graph is recorded, and with
     /// FEGPU_OVERLAP_LAUNCHES=0.
     pub fn launch_overlapped(&self, what: &str, l: &Overlapped<'_>, grid: (u32, u32, u32), block: (u32, u32, u32)) -> Result<()> {
+        // (cuLaunchKernelEx needs a CUDA 12 driver; programmatic launches, sm_90)
+        let overlapping = self.overlap_launches
+            && self.info.compute_capability.0 >= 9
+            && self.info.driver_version >= 12000
+            && !self.capturing_here();
+        if !overlapping {
+            return self.launch_ex(what, l, grid, block, 0, None);
+        }
+        // SAFETY: a zeroed attribute is plain data; the id and the union member set go together.
+        let mut overlap: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        overlap.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        overlap.value.programmaticStreamSerializationAllowed = 1;
+        self.launch_ex(what, l, grid, block, 0, Some(overlap))
+    }
+
+    /// Launches `blocks` blocks of `threads`, `shared` bytes of dynamic
+    /// shared memory each, as one thread-block cluster (sm_90 on, a CUDA 12
+    /// driver; at most 8 blocks, the portable size): co-scheduled, they may
+    /// read one another's shared memory and meet at the cluster's barrier.
+    pub fn launch_cluster(&self, what: &str, l: &Overlapped<'_>, blocks: u32, threads: u32, shared: u32) -> Result<()> {
+        if self.info.compute_capability.0 < 9 || self.info.driver_version < 12000 || !(1..=8).contains(&blocks) {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("{what}: a cluster of {blocks} blocks needs 1 to 8 blocks, sm_90 and a CUDA 12 driver"),
+            ));
+        }
+        // SAFETY: as above.
+        let mut cluster: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        cluster.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        cluster.value.clusterDim.x = blocks;
+        cluster.value.clusterDim.y = 1;
+        cluster.value.clusterDim.z = 1;
+        self.launch_ex(what, l, (blocks, 1, 1), (threads, 1, 1), shared, Some(cluster))
+    }
+
+    /// A launch of the arguments `l`, with one launch attribute or none.
+    fn launch_ex(
+        &self,
+        what: &str,
+        l: &Overlapped<'_>,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        shared: u32,
+        attribute: Option<sys::CUlaunchAttribute>,
+    ) -> Result<()> {
         let mut params: Vec<*mut std::ffi::c_void> = l
             .args
             .iter()
@@ -155,34 +200,26 @@ impl Gpu {
             .collect();
         let (stream, kernel) = (self.stream().cu_stream(), l.kernel.cu_function());
         self.ctx.bind_to_thread().map_err(|e| device_error(&format!("launching {what}"), e))?;
-        // (cuLaunchKernelEx needs a CUDA 12 driver; programmatic launches, sm_90)
-        let overlapping = self.overlap_launches
-            && self.info.compute_capability.0 >= 9
-            && self.info.driver_version >= 12000
-            && !self.capturing_here();
         // SAFETY: `params` points at one live argument per kernel parameter,
         // in order (the caller's contract, checked by the CUDA-vs-CPU tests);
         // the buffers and values outlive the call, which copies them.
-        let launched = if overlapping {
-            // SAFETY: a zeroed attribute is plain data; the id and the union member set go together.
-            let mut overlap: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-            overlap.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-            overlap.value.programmaticStreamSerializationAllowed = 1;
-            let config = sys::CUlaunchConfig {
-                gridDimX: grid.0,
-                gridDimY: grid.1,
-                gridDimZ: grid.2,
-                blockDimX: block.0,
-                blockDimY: block.1,
-                blockDimZ: block.2,
-                sharedMemBytes: 0,
-                hStream: stream,
-                attrs: &mut overlap,
-                numAttrs: 1,
-            };
-            unsafe { sys::cuLaunchKernelEx(&config, kernel, params.as_mut_ptr(), std::ptr::null_mut()) }.result()
-        } else {
-            unsafe { cudarc::driver::result::launch_kernel(kernel, grid, block, 0, stream, &mut params) }
+        let launched = match attribute {
+            Some(mut attr) => {
+                let config = sys::CUlaunchConfig {
+                    gridDimX: grid.0,
+                    gridDimY: grid.1,
+                    gridDimZ: grid.2,
+                    blockDimX: block.0,
+                    blockDimY: block.1,
+                    blockDimZ: block.2,
+                    sharedMemBytes: shared,
+                    hStream: stream,
+                    attrs: &mut attr,
+                    numAttrs: 1,
+                };
+                unsafe { sys::cuLaunchKernelEx(&config, kernel, params.as_mut_ptr(), std::ptr::null_mut()) }.result()
+            }
+            None => unsafe { cudarc::driver::result::launch_kernel(kernel, grid, block, shared, stream, &mut params) },
         };
         launched.map_err(|e| device_error(&format!("launching {what}"), e))?;
         self.checked_launch(what)

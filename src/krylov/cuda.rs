@@ -55,9 +55,12 @@ impl Status {
     pub const TEAM_LOST: f64 = 10.0;
 }
 
-/// A CSR matrix on the device as the small-system iteration reads it.
+/// A CSR matrix on the device as the small-system iteration reads it
+/// (`host_row_ptr`: the host's copy of its row pointers, to size a cluster's
+/// shared memory).
 #[derive(Clone, Copy)]
 pub struct BlockCsr<'a> {
+    pub host_row_ptr: &'a [i32],
     pub row_ptr: &'a DeviceBuffer<i32>,
     pub col: &'a DeviceBuffer<i32>,
     pub diag: &'a DeviceBuffer<i32>,
@@ -84,6 +87,26 @@ pub enum BlockPrecond<'a> {
 /// rows, even at 2,744, 1.8x slower at 5,832: one multiprocessor's loads
 /// then cost more than the grid's sixteen launches.
 pub const SMALL_SYSTEM_ROWS: usize = 2_500;
+
+/// Past SMALL_SYSTEM_ROWS and up to this many rows, BiCGSTAB's iteration runs
+/// as one thread-block cluster with the system in its shared memory
+/// (`bicgstab_cluster`, sm_90 on; Settings::cluster_system_rows), where it
+/// fits a cluster of 8 blocks.
+pub const CLUSTER_SYSTEM_ROWS: usize = 50_000;
+
+/// A cluster's layout for `bicgstab_cluster`: blocks, rows a block, entries
+/// a block at most, and the dynamic shared memory a block (kernels/krylov.cu).
+fn cluster_shared(row_ptr: &[i32], factors: bool, room: usize) -> Option<(u32, usize, usize, usize)> {
+    const VECTORS: usize = 12; // SMALL_VECTORS
+    let n = row_ptr.len().checked_sub(1)?;
+    [2usize, 4, 8].into_iter().find_map(|blocks| {
+        let rows = n.div_ceil(blocks);
+        let entries =
+            (0..blocks).map(|q| (row_ptr[((q + 1) * rows).min(n)] - row_ptr[(q * rows).min(n)]) as usize).max().unwrap_or(0);
+        let bytes = 8 * (VECTORS * rows + entries * (1 + factors as usize)) + 4 * (rows + 1 + entries + rows);
+        (bytes <= room && rows < 1 << 24).then_some((blocks as u32, rows, entries, bytes))
+    })
+}
 
 /// Queues one kernel of a device-driven iteration: (n, vectors..., [flag,]
 /// [partial, counter,] sc), over the reduction's grid.
@@ -132,9 +155,10 @@ pub struct CudaOps<'a> {
     pub looping: Option<(&'a mut DeviceBuffer<f64>, &'a mut Option<Graph>)>,
     /// GMRES's basis as one table (set by `reserve`).
     pub basis: Option<cuda::VectorTable>,
-    /// BiCGSTAB up to this many rows runs as one block (`bicgstab_block`)
-    /// where the operator and preconditioner allow; 0: never.
-    pub small_rows: usize,
+    /// BiCGSTAB up to small_rows.0 rows runs as one block (`bicgstab_block`),
+    /// up to small_rows.1 as one cluster (`bicgstab_cluster`), where the
+    /// operator and preconditioner allow; 0: never.
+    pub small_rows: (usize, usize),
 }
 
 fn no_basis() -> Error {
@@ -145,10 +169,13 @@ impl CudaOps<'_> {
     /// Queues BiCGSTAB's iteration as one block when the system is small
     /// and the operator and preconditioner have block forms; false: not queued.
     fn queue_block_iteration(&self, sc: &DeviceBuffer<f64>) -> Result<bool> {
-        if self.n > self.small_rows {
+        if self.n > self.small_rows.0.max(self.small_rows.1) {
             return Ok(false);
         }
         let (Some(a), Some(pc)) = (self.op.block_csr(), self.pc.block_form()) else { return Ok(false) };
+        if self.n > self.small_rows.0 {
+            return self.queue_cluster_iteration(a, pc, sc);
+        }
         let none = &self.vecs[Slot::Q.index()]; // a placeholder for pointers a kind does not read
         let (kind, m, sweeps, (sa, sb)) = match pc {
             BlockPrecond::Identity => (0, none, 0, (none, none)),
@@ -170,6 +197,40 @@ impl CudaOps<'_> {
         }
         l.arg(sc);
         self.g.launch("bicgstab_block", l, (1, 1, 1), (1024, 1, 1), 0)?;
+        Ok(true)
+    }
+
+    /// Queues BiCGSTAB's iteration as one cluster with the system in its
+    /// shared memory (sm_90 on) where it fits eight blocks; false: not queued.
+    fn queue_cluster_iteration(&self, a: BlockCsr<'_>, pc: BlockPrecond<'_>, sc: &DeviceBuffer<f64>) -> Result<bool> {
+        if self.g.info.compute_capability.0 < 9 || self.g.info.driver_version < 12000 {
+            return Ok(false);
+        }
+        let none = &self.vecs[Slot::Q.index()]; // a placeholder for pointers a kind does not read
+        let (kind, m, sweeps) = match pc {
+            BlockPrecond::Identity => (0, none, 0),
+            BlockPrecond::Diagonal(d) => (1, d, 0),
+            BlockPrecond::IluSweeps { factors, sweeps, .. } if std::ptr::eq(factors.row_ptr, a.row_ptr) => {
+                (2, factors.values, sweeps as i32)
+            }
+            BlockPrecond::IluSweeps { .. } => return Ok(false),
+        };
+        const NAME: &str = "bicgstab_cluster";
+        let f = self.g.kernel("krylov", SOURCE, NAME)?;
+        let room = self.g.shared_room(&f, NAME)?;
+        let Some((blocks, rows, entries, bytes)) = cluster_shared(a.host_row_ptr, kind == 2, room) else { return Ok(false) };
+        let f = self.g.kernel_with_shared("krylov", SOURCE, NAME, bytes)?;
+        let (n, rows, entries) = (self.n as i32, rows as i32, entries as i32);
+        use Slot::*;
+        let v = |s: Slot| &self.vecs[s.index()];
+        let mut l = self.g.overlapped(&f);
+        l.value(&n).value(&rows).value(&entries).buffer(a.row_ptr).buffer(a.col).buffer(a.values).buffer(a.diag);
+        l.value(&kind).buffer(m).value(&sweeps);
+        for s in [X, R, Rhat, P, V] {
+            l.buffer(v(s));
+        }
+        l.buffer(sc);
+        self.g.launch_cluster(NAME, &l, blocks, 1024, bytes as u32)?;
         Ok(true)
     }
 

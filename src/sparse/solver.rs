@@ -56,6 +56,10 @@ pub struct Settings {
     /// BiCGSTAB on the device runs as one block, one launch an iteration, up
     /// to this many rows (none, Jacobi or Jacobi-swept ILU(0); 0: never).
     pub small_system_rows: usize,
+    /// Past small_system_rows and up to this many rows, as one thread-block
+    /// cluster with the system in its shared memory (sm_90 on, where it fits;
+    /// 0: never).
+    pub cluster_system_rows: usize,
     pub amg: amg::Options,
 }
 
@@ -65,6 +69,7 @@ impl Default for Settings {
             ilu_sweeps: IluSweeps::default(),
             host_factor_rows: HOST_FACTOR_ROWS,
             small_system_rows: crate::krylov::cuda::SMALL_SYSTEM_ROWS,
+            cluster_system_rows: crate::krylov::cuda::CLUSTER_SYSTEM_ROWS,
             amg: amg::Options::default(),
         }
     }
@@ -303,7 +308,8 @@ impl Operator for CsrOperator<'_> {
     }
     fn block_csr(&self) -> Option<BlockCsr<'_>> {
         let dp = self.dp.filter(|_| self.block == 1)?;
-        Some(BlockCsr { row_ptr: &dp.row_ptr, col: &dp.col, diag: &dp.diag, values: self.values.device().ok()? })
+        let values = self.values.device().ok()?;
+        Some(BlockCsr { host_row_ptr: &self.p.row_ptr, row_ptr: &dp.row_ptr, col: &dp.col, diag: &dp.diag, values })
     }
     /// Short rows (few threads per row): the product and p.q in one kernel.
     fn apply_pq_device(
@@ -359,7 +365,8 @@ impl Preconditioner for Ilu0<'_> {
     fn block_form(&self) -> Option<BlockPrecond<'_>> {
         let (dp, (_, sweeps)) = (self.dp?, self.levels?);
         let cuda::DeviceSweeps::Jacobi { sweeps, scratch: (a, b), .. } = sweeps else { return None };
-        let factors = BlockCsr { row_ptr: &dp.row_ptr, col: &dp.col, diag: &dp.diag, values: self.lu.device().ok()? };
+        let values = self.lu.device().ok()?;
+        let factors = BlockCsr { host_row_ptr: &self.p.row_ptr, row_ptr: &dp.row_ptr, col: &dp.col, diag: &dp.diag, values };
         Some(BlockPrecond::IluSweeps { factors, sweeps: *sweeps, scratch: (a, b) })
     }
 }
@@ -620,7 +627,7 @@ impl Solver {
                 // a distributed solve iterates on the host, which holds the global
                 // scalars, unless its ranks form a team that sums them on the device
                 let looping = (distributed.is_none() || op.device_team(g) != 0).then_some((scalars, iteration));
-                let small_rows = self.settings.small_system_rows;
+                let small_rows = (self.settings.small_system_rows, self.settings.cluster_system_rows);
                 let mut ops = CudaOps { g, op, pc, transposed, n, vecs, reduce, looping, basis: None, small_rows };
                 let result = run(&mut ops)?;
                 g.copy(&ops.vecs[Slot::X.index()], xd)?;

@@ -211,6 +211,8 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
         "matrix", "rows", "sweeps", "apply ms", "floor ms", "factor ms", "ms/iter", "iters", "solve ms"
     );
     let mut list = matrices(real)?;
+    // the caller's matrix joins the small systems' table where it is one
+    let small_real = list.last().filter(|(_, n, _)| real.is_some() && *n <= 50_000).map(|(m, _, a)| (m.clone(), a.clone()));
     list.insert(1, ("convdiff 128^3".into(), 128usize.pow(3), gallery::convection_diffusion(128, 1.0)));
     // FEGPU_BENCH_BOXES=128x128x1,128x128x32: 7-point Laplacians on those boxes too (the walk's cost a plane)
     for b in std::env::var("FEGPU_BENCH_BOXES").unwrap_or_default().split(',').filter(|b| !b.is_empty()) {
@@ -306,32 +308,47 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
     if std::env::var("FEGPU_BENCH_QUICK").is_ok() {
         return Ok(());
     }
-    small_systems(&ctx)
+    small_systems(&ctx, small_real.as_ref().map(|(m, a)| (m.as_str(), a)))
 }
 
 /// BiCGSTAB with Jacobi-swept ILU(0) (2 sweeps) on n^3 convection-diffusion
-/// grids of 1,000 to 32,768 rows: as one block a launch (the small-system
-/// iteration) and as the usual kernels, per iteration and to 1e-8 from b =
-/// A*1 (the crossover that sets Settings::small_system_rows).
-fn small_systems(ctx: &Arc<Context>) -> Result<()> {
-    println!("small systems: BiCGSTAB, ILU(0) with 2 Jacobi sweeps, one block an iteration against the grid's kernels");
+/// grids of 1,000 to 32,768 rows and on sherman5 when it is the caller's
+/// matrix: as one block a launch, as one cluster with the system in shared
+/// memory (where it fits eight blocks; else the grid's kernels run) and as
+/// the grid's kernels, per iteration and to 1e-8 from b = A*1 (the crossovers
+/// that set Settings::small_system_rows and cluster_system_rows).
+fn small_systems(ctx: &Arc<Context>, real: Option<(&str, &gallery::CsrArrays)>) -> Result<()> {
     println!(
-        "  {:<18} {:>8} {:>14} {:>14} {:>7} {:>14} {:>14}",
-        "matrix", "rows", "block ms/it", "grid ms/it", "iters", "block solve ms", "grid solve ms"
+        "small systems: BiCGSTAB, ILU(0) with 2 Jacobi sweeps, an iteration as one block, one cluster or the grid's kernels"
     );
-    for m in [10usize, 14, 18, 22, 27, 32] {
-        let n = m * m * m;
-        let a = make(ctx, n, &gallery::convection_diffusion(m, 2.0))?;
+    println!(
+        "  {:<18} {:>8} {:>12} {:>14} {:>12} {:>7} {:>12} {:>14} {:>12}",
+        "matrix", "rows", "block ms/it", "cluster ms/it", "grid ms/it", "iters", "block solve", "cluster solve", "grid solve"
+    );
+    let mut list: Vec<(String, usize, gallery::CsrArrays)> = [10usize, 14, 18, 22, 27, 32]
+        .into_iter()
+        .map(|m| (format!("convdiff {m}^3"), m * m * m, gallery::convection_diffusion(m, 2.0)))
+        .collect();
+    if let Some((name, arrays)) = real {
+        list.push((name.to_string(), arrays.0.len() - 1, arrays.clone()));
+    }
+    for (name, n, arrays) in list {
+        let a = make(ctx, n, &arrays)?;
         let precond = Precond::Ilu0Jacobi { sweeps: 2 };
-        let run = |rows: usize| ilu_solve(ctx, &a, precond, Settings { small_system_rows: rows, ..Default::default() });
-        let (block, iters, block_solve) = run(usize::MAX)?;
-        let (grid, _, grid_solve) = run(0)?;
+        let run = |block: usize, cluster: usize| {
+            let settings = Settings { small_system_rows: block, cluster_system_rows: cluster, ..Default::default() };
+            ilu_solve(ctx, &a, precond, settings)
+        };
+        let (block, iters, block_solve) = run(usize::MAX, 0)?;
+        let (cluster, _, cluster_solve) = run(0, usize::MAX)?;
+        let (grid, _, grid_solve) = run(0, 0)?;
         println!(
-            "  {:<18} {n:>8} {:>14.4} {:>14.4} {iters:>7} {:>14.3} {:>14.3}",
-            format!("convdiff {m}^3"),
+            "  {name:<18} {n:>8} {:>12.4} {:>14.4} {:>12.4} {iters:>7} {:>12.3} {:>14.3} {:>12.3}",
             block * 1e3,
+            cluster * 1e3,
             grid * 1e3,
             block_solve * 1e3,
+            cluster_solve * 1e3,
             grid_solve * 1e3
         );
     }
