@@ -479,16 +479,17 @@ extern "C" __global__ void __launch_bounds__(1024) bicgstab_block(int n, const i
 }
 
 // One cluster of gridDim.x blocks (at most CLUSTER_MAX), each R rows (the
-// last fewer) and room for E entries: the vectors x, r, rhat, p, v are read
-// from global memory and x, r, p, v written back; the rest live only in
-// shared memory. Dynamic shared memory, in this order: SMALL_VECTORS x R
+// last fewer) and room for E entries, `iterations` iterations a launch
+// (the system is loaded once): the vectors x, r, rhat, p, v are read from
+// global memory and x, r, p, v written back; the rest live only in shared
+// memory. Dynamic shared memory, in this order: SMALL_VECTORS x R
 // doubles, E values of A, E of the factors (kind 2), then R + 1 row
 // pointers, E packed columns, R diagonal positions (src/krylov/cuda.rs
 // `cluster_shared` sizes it).
 extern "C" __global__ void __launch_bounds__(1024) bicgstab_cluster(int n, int R, int E, const int* __restrict__ rp,
     const int* __restrict__ ci, const double* __restrict__ val, const int* __restrict__ diag, int kind,
-    const double* __restrict__ m, int sweeps, double* x, double* r, const double* rhat, double* p, double* v,
-    double* sc) {
+    const double* __restrict__ m, int sweeps, int iterations, double* x, double* r, const double* rhat, double* p,
+    double* v, double* sc) {
     if (stopped(sc)) return;
     extern __shared__ double room[];
     __shared__ double* far[CLUSTER_MAX][SMALL_VECTORS];
@@ -525,7 +526,13 @@ extern "C" __global__ void __launch_bounds__(1024) bicgstab_cluster(int n, int R
     for (int i = threadIdx.x; i < (int)blocks * SMALL_VECTORS; i += blockDim.x)
         far[i / SMALL_VECTORS][i % SMALL_VECTORS] = (double*)cluster_map(g.v[i % SMALL_VECTORS], i / SMALL_VECTORS);
     cluster_sync();
-    bicgstab_small(g, kind, sweeps, sc);
+    for (int k = 0; k < iterations; ++k) {
+        if (k > 0) {
+            cluster_sync();  // the lead's scalars, then every block reads them
+            if (stopped(sc)) break;
+        }
+        bicgstab_small(g, kind, sweeps, sc);
+    }
     __syncthreads();
     double* to[] = {x, r, p, v};
     const int back[] = {SV_X, SV_R, SV_P, SV_V};

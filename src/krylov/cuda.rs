@@ -82,16 +82,18 @@ pub enum BlockPrecond<'a> {
 }
 
 /// BiCGSTAB runs as one block, one launch an iteration, up to this many
-/// rows (Settings::small_system_rows). Measured on the H100 with Jacobi-swept
-/// ILU(0) (BENCHMARKS.md): 0.029 against 0.064 ms an iteration at 1,000
-/// rows, even at 2,744, 1.8x slower at 5,832: one multiprocessor's loads
-/// then cost more than the grid's sixteen launches.
-pub const SMALL_SYSTEM_ROWS: usize = 2_500;
+/// rows (Settings::small_system_rows). Measured on the H200 with Jacobi-swept
+/// ILU(0) (BENCHMARKS.md): 0.032 ms an iteration at 1,000 rows against the
+/// cluster's 0.038 and the grid's 0.054; 0.063 at 2,744 against the
+/// cluster's 0.041: one multiprocessor's loads then cost more.
+pub const SMALL_SYSTEM_ROWS: usize = 1_500;
 
 /// Past SMALL_SYSTEM_ROWS and up to this many rows, BiCGSTAB's iteration runs
 /// as one thread-block cluster with the system in its shared memory
 /// (`bicgstab_cluster`, sm_90 on; Settings::cluster_system_rows), where it
-/// fits a cluster of 8 blocks.
+/// fits a cluster of 8 blocks (a 7-point operator: about 7,500 rows; 1.3-1.4x
+/// the grid's iteration from 2,744 to 5,832 rows and on sherman5); elsewhere
+/// the grid's kernels run.
 pub const CLUSTER_SYSTEM_ROWS: usize = 50_000;
 
 /// A cluster's layout for `bicgstab_cluster`: blocks, rows a block, entries
@@ -225,7 +227,7 @@ impl CudaOps<'_> {
         let v = |s: Slot| &self.vecs[s.index()];
         let mut l = self.g.overlapped(&f);
         l.value(&n).value(&rows).value(&entries).buffer(a.row_ptr).buffer(a.col).buffer(a.values).buffer(a.diag);
-        l.value(&kind).buffer(m).value(&sweeps);
+        l.value(&kind).buffer(m).value(&sweeps).value(&CLUSTER_ITERATIONS);
         for s in [X, R, Rhat, P, V] {
             l.buffer(v(s));
         }
@@ -374,12 +376,20 @@ pub fn device_loop(
     }
 }
 
+/// The most replays of an iteration's graph between two looks at the scalars.
+const MAX_BATCH: usize = 32;
+
+/// Iterations of `bicgstab_cluster` a launch (it loads the system once a
+/// launch): as many as keep the iterations between two looks (MAX_BATCH
+/// launches) within the history ring.
+const CLUSTER_ITERATIONS: i32 = (Scalar::HIST_LEN / MAX_BATCH) as i32;
+
 /// Iterations to queue before the next look at the device's scalars: about
 /// as many as the recent residual decrease says remain (so few run past the
-/// end, doing nothing), at most 32, and no more than 3 ms of iterations (a
+/// end, doing nothing), at most MAX_BATCH, and no more than 3 ms of iterations (a
 /// look, some 30 us, then costs under 1%; long iterations are looked at each time).
 fn next_batch(history: &[f64], tol: f64, per_iteration: f64) -> usize {
-    let cap = (3e-3 / per_iteration).clamp(1.0, 32.0);
+    let cap = (3e-3 / per_iteration).clamp(1.0, MAX_BATCH as f64);
     let recent = &history[history.len().saturating_sub(8)..];
     let (first, last) = (recent[0], recent[recent.len() - 1]);
     let rate = (last.ln() - first.ln()) / (recent.len() - 1).max(1) as f64;

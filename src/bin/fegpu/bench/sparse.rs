@@ -214,6 +214,9 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
     // the caller's matrix joins the small systems' table where it is one
     let small_real = list.last().filter(|(_, n, _)| real.is_some() && *n <= 50_000).map(|(m, _, a)| (m.clone(), a.clone()));
     list.insert(1, ("convdiff 128^3".into(), 128usize.pow(3), gallery::convection_diffusion(128, 1.0)));
+    if std::env::var("FEGPU_BENCH_SMALL").is_ok() {
+        list.clear(); // the small systems' table alone
+    }
     // FEGPU_BENCH_BOXES=128x128x1,128x128x32: 7-point Laplacians on those boxes too (the walk's cost a plane)
     for b in std::env::var("FEGPU_BENCH_BOXES").unwrap_or_default().split(',').filter(|b| !b.is_empty()) {
         let d: Vec<usize> = b.split('x').filter_map(|v| v.parse().ok()).collect();
