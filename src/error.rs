@@ -188,3 +188,21 @@ pub fn at(name: &str, k: usize) -> String {
         _ => format!("{name}[{k}]"),
     }
 }
+
+/// Element (row, col) (0-based) of the caller's column-major array `name`
+/// of `rows` rows: Fortran's `name(row, col)`, C's flat `name[k]`.
+pub fn at2(name: &str, row: usize, col: usize, rows: usize) -> String {
+    match MESSAGE_BASE.load(Ordering::Relaxed) {
+        1 => format!("{name}({}, {})", row + 1, col + 1),
+        _ => format!("{name}[{}]", col * rows + row),
+    }
+}
+
+/// Column `col` (0-based) of the caller's column-major array `name` of
+/// `rows` rows: Fortran's `name(:, col)`, C's `name[k..k + rows)`.
+pub fn column(name: &str, col: usize, rows: usize) -> String {
+    match MESSAGE_BASE.load(Ordering::Relaxed) {
+        1 => format!("{name}(:, {})", col + 1),
+        _ => format!("{name}[{}..{})", col * rows, (col + 1) * rows),
+    }
+}

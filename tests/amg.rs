@@ -262,6 +262,19 @@ fn an_f32_cycle_keeps_the_iterations_and_the_accuracy() {
     }
 }
 
+/// Nodes that cannot carry a rotation (coincident, or on a line along an
+/// axis) are refused by name where the modes are made, not later by AMG.
+#[test]
+fn rigid_body_modes_of_degenerate_nodes_are_refused() {
+    let line = [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 2.0, 0.0, 0.0];
+    let Err(e) = rigid_body_modes(3, &line) else { panic!("nodes along x taken") };
+    assert!(e.message.contains("rotation about x (mode 4) is zero"), "{}", e.message);
+    let Err(e) = rigid_body_modes(2, &[1.0, 1.0, 1.0, 1.0]) else { panic!("coincident nodes taken") };
+    assert!(e.message.contains("rotation about z (mode 2) is zero"), "{}", e.message);
+    let plane = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0];
+    assert_eq!(rigid_body_modes(2, &plane).unwrap().count, 3);
+}
+
 #[test]
 fn coarse_operators_are_galerkin_and_p_fits_the_near_null_space() {
     let ctx = Arc::new(Context::cpu_reference());
@@ -912,7 +925,7 @@ fn bad_input_is_refused_with_a_message() {
     expect(amg(&a, Method::Cg, Options { block_size: 5, ..Options::default() }), ErrorKind::InvalidArgument, &["block_size = 5"]);
     expect(amg(&a, Method::Cg, Options { strength: 2.0, ..Options::default() }), ErrorKind::InvalidArgument, &["strength = 2"]);
     let too_many = Options { smoother: Some(Smoother::GaussSeidel { sweeps: 9 }), ..Options::default() };
-    expect(amg(&a, Method::Cg, too_many), ErrorKind::InvalidArgument, &["GaussSeidel", "1 to 8 sweeps"]);
+    expect(amg(&a, Method::Cg, too_many), ErrorKind::InvalidArgument, &["Gauss-Seidel x9", "1 to 8 Gauss-Seidel sweeps"]);
     // an empty row (row 1), a zero diagonal (row 2)
     let empty = make(3, vec![0, 1, 1, 2], vec![0, 2], vec![1.0, 1.0]);
     expect(amg(&empty, Method::Bicgstab, Options::default()), ErrorKind::Breakdown, &["row 1"]);

@@ -113,6 +113,8 @@ fn solve_reports_and_writes_the_solution() {
         ("huge_declared", "general", "100000000 100000000 1\n1 1 1\n", "some rows are empty"),
         ("extra_entry", "general", "2 2 2\n1 1 1\n2 2 1\n1 2 1\n", "data after its 2 declared entries"),
         ("complex_values", "general", "1 1 1\n1 1 1 0\n", "expected 3 fields"),
+        // (A * 1 once read past a wide matrix's columns and panicked)
+        ("wide", "general", "2 3 3\n1 1 1\n2 2 1\n1 3 1\n", "2 x 3: the solvers need a square matrix"),
     ];
     for (name, sym, body, want) in bad_files {
         let path = dir.join(format!("{name}.mtx"));
@@ -132,6 +134,17 @@ fn solve_reports_and_writes_the_solution() {
         assert!(!ok && out.contains(want), "{name}: {out}");
     }
 
+    // options: help, AMG's without AMG, counts out of range
+    let (ok, out) = fegpu(&["solve", "--help"]);
+    assert!(ok && out.contains("--precond"), "{out}");
+    let (ok, out) = fegpu(&["solve", &matrix("nos4"), "--strength", "0.25"]);
+    assert!(!ok && out.contains("give --precond amg"), "{out}");
+    let (ok, out) = fegpu(&["solve", &matrix("nos4"), "--precond", "amg", "--coarsest", "0"]);
+    assert!(!ok && out.contains("coarsest = 0"), "{out}");
+    let (ok, out) = fegpu(&["solve", &matrix("nos4"), "--method", "gmres", "--restart", "10001"]);
+    assert!(!ok && out.contains("--restart wants a count from 1 to 10000"), "{out}");
+    let (ok, out) = fegpu(&["solve", &matrix("nos4"), "--precond", "amg", "--smoother", "gaussseidel:9"]);
+    assert!(!ok && out.contains("smoother symmetric Gauss-Seidel x9"), "{out}");
     // a zero pivot is named and fails
     let (ok, out) = fegpu(&["solve", &matrix("west0479"), "--precond", "ilu0"]);
     assert!(!ok && out.contains("ILU(0)") && out.contains("row 0"), "{out}");

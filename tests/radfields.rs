@@ -383,7 +383,7 @@ fn several_devices_split_the_s_points_or_are_refused_clearly() {
         let s = unsafe {
             fegpu_radfields_create_multi(2, ctxs.as_ptr(), 1001, c.s.as_ptr(), 4, as_f64(&k), as_f64(&omega_mu), &mut h)
         };
-        let words: &[&str] = if cuda { &["ctxs(2)", "device"] } else { &["ctxs(1)", "CPU"] };
+        let words: &[&str] = if cuda { &["ctxs[1]", "device"] } else { &["ctxs[0]", "CPU"] };
         expect_err(s, FEGPU_ERR_INVALID_ARGUMENT, words);
     }
 }

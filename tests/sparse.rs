@@ -570,6 +570,73 @@ fn subnormal_and_huge_vectors_keep_their_norms_and_solves() {
     ok(fegpu_context_destroy(ctx));
 }
 
+/// s tridiag(-1, 2, -1) x = s tridiag 1 for scales whose dot products under-
+/// or overflow in the methods (|A| |b|^2 past 1e-308 at 1e-120, ||A v||^2 at
+/// 1e-170): every method solves it as it solves s = 1. At 1e-250 no scale of
+/// b keeps both x (|b| / |A|) and ||A b||^2 in range: a solve may then fail,
+/// by status, but is never OK with a wrong x (GMRES once returned x = (0.5,
+/// 0, 0.5) with its true residual 0.7).
+#[test]
+fn badly_scaled_systems_solve_as_the_unscaled_one() {
+    let ctx = context();
+    let n = 60usize;
+    let mut tri = (vec![0i64], Vec::new(), Vec::new());
+    for r in 0..n {
+        for c in r.saturating_sub(1)..(r + 2).min(n) {
+            tri.1.push(c as i64);
+            tri.2.push(if r == c { 2.0 } else { -1.0 });
+        }
+        tri.0.push(tri.1.len() as i64);
+    }
+    let methods = [
+        (FEGPU_METHOD_CG, FEGPU_PRECOND_NONE),
+        (FEGPU_METHOD_CG, FEGPU_PRECOND_JACOBI),
+        (FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_NONE),
+        (FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0),
+        (FEGPU_METHOD_GMRES, FEGPU_PRECOND_NONE),
+        (FEGPU_METHOD_BICG, FEGPU_PRECOND_NONE),
+        (FEGPU_METHOD_CGS, FEGPU_PRECOND_NONE),
+    ];
+    for scale in [1.0, 1e-120, 1e-170, 1e-250, 1e120, 1e170, 1e250] {
+        let values: Vec<f64> = tri.2.iter().map(|v| v * scale).collect();
+        let a = csr_i64(ctx, n, n, &(tri.0.clone(), tri.1.clone(), values), 0);
+        let b = rhs_for_ones(a);
+        for (method, precond) in methods {
+            let got = solve(ctx, a, &b, method, precond, 1e-10, 1000);
+            let what = format!("scale {scale:e} method {method} precond {precond}");
+            if scale.log10().abs() > 200.0 && got.status != FEGPU_OK {
+                let refused = [FEGPU_ERR_NOT_CONVERGED, FEGPU_ERR_BREAKDOWN].contains(&got.status);
+                assert!(refused, "{what}: status {} {}", got.status, last_message());
+                continue;
+            }
+            assert_eq!(got.status, FEGPU_OK, "{what}: {}", last_message());
+            assert!(got.info.true_relative_residual <= 1e-8, "{what}: true residual {:e}", got.info.true_relative_residual);
+            let err = got.x.iter().map(|x| (x - 1.0).abs()).fold(0.0, f64::max);
+            assert!(err <= 1e-6, "{what}: max |x - 1| = {err:e}");
+        }
+    }
+    ok(fegpu_context_destroy(ctx));
+}
+
+/// The description's size asked with len 0 and a NULL buffer, then read.
+#[test]
+fn a_solver_describes_itself_into_a_buffer_of_the_size_it_names() {
+    let ctx = context();
+    let a = csr_i64(ctx, 2, 2, &(vec![0, 1, 2], vec![0, 1], vec![2.0, 3.0]), 0);
+    let mut s = 0;
+    ok(unsafe { fegpu_solver_create(a, FEGPU_METHOD_GMRES, FEGPU_PRECOND_JACOBI, &mut s) });
+    let mut needed = 0;
+    ok(unsafe { fegpu_solver_describe(s, null_mut(), 0, &mut needed) });
+    assert!(needed > 1, "needed {needed}");
+    let mut buf = vec![b'x' as libc::c_char; needed as usize];
+    ok(unsafe { fegpu_solver_describe(s, buf.as_mut_ptr(), needed, null_mut()) });
+    let text = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned();
+    assert!(text.len() + 1 == needed as usize && text.contains("GMRES"), "{text:?}");
+    let st = unsafe { fegpu_solver_describe(s, buf.as_mut_ptr(), -1, null_mut()) };
+    assert!(st == FEGPU_ERR_INVALID_ARGUMENT && last_message().contains("len = -1"), "{}", last_message());
+    ok(fegpu_context_destroy(ctx));
+}
+
 /// A random nonsymmetric matrix with a dominant diagonal (a stable ILU(0)).
 fn random_dominant(rng: &mut Rng, n: usize, per_row: usize) -> (Vec<i64>, Vec<i64>, Vec<f64>) {
     let (rp, ci, v) = random_csr(rng, n, n, per_row, None);

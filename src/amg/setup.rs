@@ -90,6 +90,16 @@ pub fn rigid_body_modes(dim: usize, coords: &[f64]) -> Result<NearNullSpace> {
             b[5 * n + row(2)] = -x[0];
         }
     }
+    // nodes on one point, or on a line along an axis, turn a rotation into zeros (AMG refuses it later)
+    let axes = if dim == 2 { &["z"][..] } else { &["z", "x", "y"][..] };
+    for (k, axis) in (dim..count).zip(axes) {
+        if b[k * n..(k + 1) * n].iter().all(|&v| v == 0.0) {
+            return Err(Error::invalid(format!(
+                "coords: the rotation about {axis} (mode {k}) is zero: the {nodes} nodes are coincident or on a line \
+                 along an axis, so they do not span the {dim}-D rigid-body motions"
+            )));
+        }
+    }
     Ok(NearNullSpace { vectors: b, count })
 }
 
@@ -774,14 +784,17 @@ pub fn build(
     if !(o.strength >= 0.0 && o.strength <= 1.0) {
         return Err(Error::invalid(format!("strength = {}: must be in [0, 1]", o.strength)));
     }
-    if o.smoother.is_some_and(|s| s.steps() == 0 || s.steps() > 16) {
+    if let Some(s) = o.smoother.filter(|s| s.steps() == 0 || s.steps() > 16) {
         return Err(Error::invalid(format!(
-            "smoother {:?}: needs 1 to 16 steps (Gauss-Seidel: 1 to 8 sweeps)",
-            o.smoother.unwrap()
+            "smoother {}: needs 1 to 16 steps (Chebyshev degree, l1-Jacobi sweeps) or 1 to 8 Gauss-Seidel sweeps",
+            s.name()
         )));
     }
     if o.max_levels == 0 {
         return Err(Error::invalid("max_levels = 0: must be at least 1"));
+    }
+    if o.coarsest == 0 {
+        return Err(Error::invalid("coarsest = 0: must be at least 1"));
     }
     // the caller's vectors are read in place: only the coarse levels' are new
     let (mut b, mut k, scale): (std::borrow::Cow<[f64]>, usize, Vec<f64>) = match &o.near_null_space {

@@ -166,8 +166,8 @@ impl HeatStepper {
             match pattern.col[start..end].binary_search(&c) {
                 Ok(k) => Ok((start + k) as i32),
                 Err(_) => Err(Error::invalid(format!(
-                    "faces(:, {}): nodes {} and {} share no element, so the face is not on the mesh",
-                    i + 1,
+                    "{}: nodes {} and {} share no element, so the face is not on the mesh",
+                    crate::error::column("faces", i, fnodes),
                     r as i64 + base,
                     c as i64 + base
                 ))),

@@ -201,7 +201,8 @@ fn check_props(problem: Problem, props: &[f64]) -> Result<()> {
         };
         if !ok {
             let need = if problem == Problem::Heat { "k > 0 and rho c >= 0" } else { "E > 0 and -1 < nu < 0.5" };
-            return Err(Error::invalid(format!("props(:, {}) = ({}, {}): material {} needs {need}", m + 1, p[0], p[1], m + 1)));
+            let props = crate::error::column("props", m, 2);
+            return Err(Error::invalid(format!("{props} = ({}, {}): material {} needs {need}", p[0], p[1], m + 1)));
         }
     }
     Ok(())
@@ -215,9 +216,9 @@ fn indices(name: &str, caller: &[i64], base: i64, limit: usize, per: usize, what
         .map(|(i, &v)| {
             let z = v - base;
             if z < 0 || z >= limit as i64 {
-                let at = if per > 1 { format!("({}, {})", i % per + 1, i / per + 1) } else { format!("({})", i + 1) };
+                let at = if per > 1 { crate::error::at2(name, i % per, i / per, per) } else { crate::error::at(name, i) };
                 Err(Error::invalid(format!(
-                    "{name}{at} = {v}: {what} index out of range {base}..{} (index base {base})",
+                    "{at} = {v}: {what} index out of range {base}..{} (index base {base})",
                     limit as i64 + base - 1
                 )))
             } else {

@@ -36,7 +36,10 @@ pub unsafe extern "C" fn fegpu_context_create(backend: i32, device: i64, ctx: *m
     })
 }
 
-/// Destroys a context and every array created in it (their handles become invalid).
+/// Destroys a context and every object created in it: arrays, matrices,
+/// solvers, element sets and their steppers, lattices, rad_fields operators,
+/// pipelines (their handles become invalid; a later call on one returns
+/// FEGPU_ERR_INVALID_HANDLE).
 #[no_mangle]
 pub extern "C" fn fegpu_context_destroy(ctx: fegpu_context_t) -> fegpu_status {
     guard(|| registry::remove::<Context>(ctx, "ctx"))

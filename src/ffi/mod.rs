@@ -135,8 +135,11 @@ pub(crate) unsafe fn write_text(text: &str, buf: *mut libc::c_char, len: i64, ne
     if !needed.is_null() {
         *needed = text.len() as i64 + 1;
     }
-    let len =
-        usize::try_from(len).ok().filter(|&l| l >= 1).ok_or_else(|| Error::invalid(format!("len = {len}: must be >= 1")))?;
+    // len 0: the caller asks for `needed` alone (buf may be NULL)
+    let len = usize::try_from(len).map_err(|_| Error::invalid(format!("len = {len}: must be >= 0")))?;
+    if len == 0 {
+        return Ok(());
+    }
     let out = host_out(buf as *mut u8, len, "buf")?;
     let n = text.len().min(len - 1);
     out[..n].copy_from_slice(&text.as_bytes()[..n]);

@@ -78,7 +78,7 @@ unsafe fn create(
         .map(|(i, &h)| {
             registry::get::<crate::context::Context>(
                 h,
-                &if ctxs.len() == 1 { "ctx".to_string() } else { format!("ctxs({})", i + 1) },
+                &if ctxs.len() == 1 { "ctx".to_string() } else { crate::error::at("ctxs", i) },
             )
         })
         .collect::<Result<Vec<_>>>()?;

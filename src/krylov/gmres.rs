@@ -32,6 +32,15 @@ fn orthogonalise(ops: &mut dyn Ops, k: usize) -> Result<(Vec<f64>, f64)> {
     Ok((h, hn))
 }
 
+/// The power of two that brings `a` (max |A M^-1 v| of a unit v) near 1
+/// where a^2 would leave 2^-600..2^600; 1 otherwise (and for 0 or non-finite a).
+fn operator_scale(a: f64) -> f64 {
+    if a == 0.0 || !a.is_finite() || a.log2().abs() <= 300.0 {
+        return 1.0;
+    }
+    2f64.powi((-a.log2().round() as i32).clamp(-1022, 1022))
+}
+
 /// Solves the k x k upper-triangular system R y = g (R by columns).
 fn back_substitute(columns: &[Vec<f64>], g: &[f64]) -> Vec<f64> {
     let k = columns.len();
@@ -60,6 +69,10 @@ pub fn gmres(ops: &mut dyn Ops, restart: usize, tol: f64, maxit: i64, history: &
         return Ok(done(true, 0, relres));
     }
     let mut it = 0i64;
+    // A M^-1's size, when its square would leave the range of the norms
+    // (||A v||^2 underflows for |A| near 1e-170): the basis is built for
+    // sigma A M^-1 (sigma a power of two, exact) and y scaled back
+    let mut sigma = 1.0;
     loop {
         if !beta.is_finite() {
             return Ok(broke(it, relres, format!("GMRES: the residual is not finite at iteration {it}")));
@@ -80,6 +93,12 @@ pub fn gmres(ops: &mut dyn Ops, restart: usize, tol: f64, maxit: i64, history: &
                 Slot::Z
             };
             ops.spmv(z, Basis(j + 1))?;
+            if it == 1 {
+                sigma = operator_scale(ops.amax(Basis(j + 1))?);
+            }
+            if sigma != 1.0 {
+                ops.update(Basis(j + 1), 0.0, Basis(j + 1), 0.0, None, sigma)?;
+            }
             let (mut h, hn) = orthogonalise(ops, j + 1)?;
             // the column's norm (||A z||), which the rotations keep
             let column = h.iter().map(|x| x * x).sum::<f64>().sqrt();
@@ -115,7 +134,7 @@ pub fn gmres(ops: &mut dyn Ops, restart: usize, tol: f64, maxit: i64, history: &
         }
         if !columns.is_empty() {
             // x += M^-1 V y
-            let y = back_substitute(&columns, &g);
+            let y: Vec<f64> = back_substitute(&columns, &g).iter().map(|y| y * sigma).collect();
             ops.basis_combine(Slot::T, 0.0, &y)?;
             let z = if identity {
                 Slot::T

@@ -36,6 +36,9 @@ pub enum Method {
 impl Method {
     /// GMRES's restart length when the caller names none (PETSc's and cupyx's is 30 too).
     pub const DEFAULT_RESTART: usize = 30;
+    /// The largest GMRES restart taken: the basis holds restart + 1 vectors
+    /// and the Hessenberg matrix restart^2 values.
+    pub const MAX_RESTART: usize = 10_000;
 
     pub fn name(self) -> &'static str {
         match self {
@@ -371,7 +374,15 @@ pub struct Outcome {
     pub relative_residual: f64,
     /// Why it stopped early, when it broke down.
     pub breakdown: Option<String>,
+    /// The true relative residual where the iterations' met the tolerance
+    /// and it did not (more than TRUE_RESIDUAL_SLACK times): not converged.
+    pub unmet: Option<f64>,
 }
+
+/// How far above the tolerance the true relative residual of a solve the
+/// iterations call converged may lie before the solve is reported as not
+/// converged (rounding parts the two on ill-conditioned or badly scaled systems).
+pub const TRUE_RESIDUAL_SLACK: f64 = 100.0;
 
 /// Records an iteration's residual; Some(outcome) when the method stops there.
 fn record(history: &mut Vec<f64>, method: &str, it: i64, relres: f64, tol: f64) -> Option<Outcome> {
@@ -387,11 +398,11 @@ fn dot(ops: &mut dyn Ops, a: Slot, b: Slot) -> Result<f64> {
 }
 
 fn broke(iterations: i64, relres: f64, why: String) -> Outcome {
-    Outcome { converged: false, iterations, relative_residual: relres, breakdown: Some(why) }
+    Outcome { converged: false, iterations, relative_residual: relres, breakdown: Some(why), unmet: None }
 }
 
 fn done(converged: bool, iterations: i64, relres: f64) -> Outcome {
-    Outcome { converged, iterations, relative_residual: relres, breakdown: None }
+    Outcome { converged, iterations, relative_residual: relres, breakdown: None, unmet: None }
 }
 
 /// r = b - A x; returns ||b||.
@@ -518,7 +529,10 @@ fn check_finite(ops: &mut dyn Ops, slot: Slot, max: f64, arg: &str) -> Result<()
 /// scratch. b and the guess x are checked finite first; b = 0 exactly gives
 /// x = 0; a b whose norm would under- or overflow is scaled by a power of two
 /// (exact) for the iterations and x scaled back (a guess the scale would
-/// carry past 1e150 is replaced by 0).
+/// carry past 1e150 is replaced by 0). Where the method broke down or its
+/// residual parted from the true one, and A's size (|A b| / |b|) put its
+/// dot products past under- or overflow, it runs again from x = 0 with b
+/// scaled to A's size, so 1e-170 A is solved as A is.
 pub fn run(ops: &mut dyn Ops, method: Method, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<(Outcome, f64)> {
     let bmax = ops.amax(Slot::B)?;
     check_finite(ops, Slot::B, bmax, "b")?;
@@ -538,8 +552,30 @@ pub fn run(ops: &mut dyn Ops, method: Method, tol: f64, maxit: i64, history: &mu
         let keep = xmax * scale <= 1e150;
         ops.update(Slot::X, 0.0, Slot::B, 0.0, None, if keep { scale } else { 0.0 })?;
     }
+    let mut result = iterate(ops, method, tol, maxit, history)?;
+    let mut again = 1.0;
+    if result.0.breakdown.is_some() || result.0.unmet.is_some() {
+        if let Some(extra) = operator_scale(ops, bmax * scale)? {
+            ops.update(Slot::B, 0.0, Slot::X, 0.0, None, extra)?;
+            ops.update(Slot::X, 0.0, Slot::B, 0.0, None, 0.0)?;
+            history.clear();
+            result = iterate(ops, method, tol, maxit, history)?;
+            again = extra;
+        }
+    }
+    for s in [again, scale] {
+        if s != 1.0 {
+            ops.update(Slot::X, 0.0, Slot::B, 0.0, None, 1.0 / s)?;
+        }
+    }
+    Ok(result)
+}
+
+/// The method from the x and b in place, and the true relative residual;
+/// a convergence the true residual does not bear out is none.
+fn iterate(ops: &mut dyn Ops, method: Method, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<(Outcome, f64)> {
     let bnorm = dot(ops, Slot::B, Slot::B)?.sqrt();
-    let out = match method {
+    let mut out = match method {
         Method::Cg => cg(ops, tol, maxit, history)?,
         Method::Bicgstab => bicgstab(ops, tol, maxit, history)?,
         Method::Gmres { restart } => gmres::gmres(ops, restart, tol, maxit, history)?,
@@ -549,10 +585,31 @@ pub fn run(ops: &mut dyn Ops, method: Method, tol: f64, maxit: i64, history: &mu
     ops.spmv(Slot::X, Slot::Q)?;
     ops.update(Slot::T, 1.0, Slot::B, -1.0, Some(Slot::Q), 0.0)?;
     let true_rel = dot(ops, Slot::T, Slot::T)?.sqrt() / bnorm;
-    if scale != 1.0 {
-        ops.update(Slot::X, 0.0, Slot::B, 0.0, None, 1.0 / scale)?;
+    let within = true_rel <= TRUE_RESIDUAL_SLACK * tol; // false for NaN too
+    if out.converged && !within {
+        (out.converged, out.unmet) = (false, Some(true_rel));
     }
     Ok((out, true_rel))
+}
+
+/// The power of two to scale b (whose largest entry is `bmax`) by so that
+/// the methods' dot products (|b|^2, |A| |b|^2, |A|^2 |b|^2) stay within
+/// 2^-830..2^830, when they do not; |A| is estimated as |A b| / |b| (Q
+/// holds A b after). None: no scaling helps (they are within, or A b = 0).
+fn operator_scale(ops: &mut dyn Ops, bmax: f64) -> Result<Option<f64>> {
+    ops.spmv(Slot::B, Slot::Q)?;
+    let a = ops.amax(Slot::Q)? / bmax;
+    if a == 0.0 || a.is_nan() {
+        return Ok(None);
+    }
+    let (lb, la) = (bmax.log2(), a.log2().min(1023.0));
+    let safe = |e: f64| e.abs() <= 830.0;
+    if safe(2.0 * lb) && safe(la + 2.0 * lb) && safe(2.0 * (la + lb)) {
+        return Ok(None);
+    }
+    // b's size to |A|^-1/2: the three products near |A|^-1, 1 and |A|
+    let k = (-la / 2.0).round() - lb.round();
+    Ok(Some(2f64.powi((k as i32).clamp(-1022, 1022))))
 }
 
 /// The status a finished solve reports.
@@ -560,6 +617,17 @@ pub fn outcome_status(o: &Outcome) -> Result<()> {
     match (&o.breakdown, o.converged) {
         (Some(why), _) => Err(Error::new(ErrorKind::Breakdown, why.clone())),
         (None, true) => Ok(()),
+        (None, false) if o.unmet.is_some() => Err(Error::new(
+            ErrorKind::NotConverged,
+            format!(
+                "the iterations' residual {:e} met the tolerance after {} iterations, but the true residual \
+                 ||b - A x|| / ||b|| = {:e} is more than {TRUE_RESIDUAL_SLACK} times the tolerance: rounding parted them \
+                 (an ill-conditioned or badly scaled system)",
+                o.relative_residual,
+                o.iterations,
+                o.unmet.unwrap_or(f64::NAN)
+            ),
+        )),
         (None, false) => Err(Error::new(
             ErrorKind::NotConverged,
             format!("no convergence in {} iterations: relative residual {:e}", o.iterations, o.relative_residual),

@@ -323,11 +323,14 @@ fn check_devices(ctxs: &[Arc<Context>]) -> Result<()> {
     let mut seen = Vec::new();
     for (i, c) in ctxs.iter().enumerate() {
         match c.gpu() {
-            None => return Err(Error::invalid(format!("ctxs({}) is a CPU context: several contexts must all be CUDA", i + 1))),
+            None => {
+                let ctx = crate::error::at("ctxs", i);
+                return Err(Error::invalid(format!("{ctx} is a CPU context: several contexts must all be CUDA")));
+            }
             Some(g) if seen.contains(&g.info.ordinal) => {
                 return Err(Error::invalid(format!(
-                    "ctxs({}) is on device {} like an earlier one: use one context per device",
-                    i + 1,
+                    "{} is on device {} like an earlier one: use one context per device",
+                    crate::error::at("ctxs", i),
                     g.info.ordinal
                 )))
             }

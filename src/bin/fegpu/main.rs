@@ -140,7 +140,7 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
         amg: Default::default(),
         block: 1,
     };
-    let mut restart = None;
+    let (mut restart, mut amg_options) = (None, false);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().cloned().ok_or_else(|| bad(format!("{a} wants a value")));
@@ -149,18 +149,29 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
                 o.method = bench::method_named(&value()?, restart.unwrap_or(Method::DEFAULT_RESTART)).map_err(bad)?;
             }
             "--restart" => {
-                let m = value()?.parse().ok().filter(|&m: &usize| m >= 1);
-                restart = Some(m.ok_or_else(|| bad("--restart wants a count of at least 1".into()))?);
+                let m = value()?.parse().ok().filter(|m: &usize| (1..=Method::MAX_RESTART).contains(m));
+                restart = Some(m.ok_or_else(|| bad(format!("--restart wants a count from 1 to {}", Method::MAX_RESTART)))?);
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(true);
             }
             "--precond" => {
                 o.precond = bench::precond_named(&value()?).map_err(bad)?;
             }
-            "--strength" => o.amg.strength = value()?.parse().map_err(|_| bad("--strength wants a number".into()))?,
-            "--coarsest" => o.amg.coarsest = value()?.parse().map_err(|_| bad("--coarsest wants a count".into()))?,
+            "--strength" => {
+                amg_options = true;
+                o.amg.strength = value()?.parse().map_err(|_| bad("--strength wants a number".into()))?;
+            }
+            "--coarsest" => {
+                amg_options = true;
+                o.amg.coarsest = value()?.parse().map_err(|_| bad("--coarsest wants a count".into()))?;
+            }
             "--block-size" => o.block = value()?.parse().map_err(|_| bad("--block-size wants a count".into()))?,
-            "--unsmoothed" => o.amg.smooth_prolongator = false,
-            "--f32-cycle" => o.amg.f32_cycle = true,
+            "--unsmoothed" => (amg_options, o.amg.smooth_prolongator) = (true, false),
+            "--f32-cycle" => (amg_options, o.amg.f32_cycle) = (true, true),
             "--smoother" => {
+                amg_options = true;
                 use fegpu::amg::Smoother;
                 let v = value()?;
                 let (kind, steps) = match v.split_once(':') {
@@ -191,6 +202,9 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
         (Method::Gmres { .. }, Some(m)) => o.method = Method::Gmres { restart: m },
         (_, Some(_)) => return Err(bad("--restart is GMRES's: give --method gmres".into())),
         _ => {}
+    }
+    if amg_options && o.precond != Precond::Amg {
+        return Err(bad("--strength, --coarsest, --smoother, --unsmoothed and --f32-cycle are AMG's: give --precond amg".into()));
     }
     match files.as_slice() {
         [a] => o.matrix = a.into(),

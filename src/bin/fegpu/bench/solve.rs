@@ -202,6 +202,10 @@ fn read_system(o: &Options) -> Result<(sparse::Pattern, Vec<f64>, Vec<f64>)> {
             t.nrows
         )));
     }
+    // (A * 1 below would read past a wide matrix's columns)
+    if t.nrows != t.ncols {
+        return Err(Error::size(format!("{}: {} x {}: the solvers need a square matrix", o.matrix.display(), t.nrows, t.ncols)));
+    }
     let (rp, ci, v) = t.to_csr()?;
     let pattern = sparse::build_pattern(t.nrows, t.ncols, &rp, &ci, 0)?;
     let (v, pattern) = (sparse::stored_values(&pattern, 1, &v)?, pattern.in_stored_order());
@@ -231,14 +235,6 @@ type System = (Vec<i64>, Vec<i64>, Vec<f64>, Vec<f64>);
 #[cfg(feature = "mpi")]
 fn read_square_system(o: &Options) -> Result<System> {
     let (pattern, v, b) = read_system(o)?;
-    if pattern.nrows != pattern.ncols {
-        return Err(Error::size(format!(
-            "{}: {} x {}: a square matrix is solved",
-            o.matrix.display(),
-            pattern.nrows,
-            pattern.ncols
-        )));
-    }
     let rp: Vec<i64> = pattern.row_ptr.iter().map(|&p| p as i64).collect();
     let ci: Vec<i64> = pattern.col.iter().map(|&c| c as i64).collect();
     Ok((rp, ci, v, b))
