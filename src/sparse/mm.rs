@@ -70,9 +70,14 @@ struct File {
     bytes: u64,
 }
 
+/// An error about the file at `path`, named in quotes (so an empty path shows).
+fn io_error(path: &Path, e: std::io::Error) -> Error {
+    Error::invalid(format!("path {:?}: {e}", path.display().to_string()))
+}
+
 fn open(path: &Path) -> Result<File> {
-    let f = std::fs::File::open(path).map_err(|e| Error::invalid(format!("{}: {e}", path.display())))?;
-    let meta = f.metadata().map_err(|e| Error::invalid(format!("{}: {e}", path.display())))?;
+    let f = std::fs::File::open(path).map_err(|e| io_error(path, e))?;
+    let meta = f.metadata().map_err(|e| io_error(path, e))?;
     if meta.is_dir() {
         return Err(Error::invalid(format!("{}: is a directory, not a Matrix Market file", path.display())));
     }
@@ -272,7 +277,7 @@ pub fn read_vector(path: &Path) -> Result<Vec<f64>> {
 fn write_file(path: &Path, text: &str) -> Result<()> {
     std::fs::File::create(path)
         .and_then(|mut f| f.write_all(text.as_bytes()))
-        .map_err(|e| Error::invalid(format!("{}: {e}", path.display())))
+        .map_err(|e| io_error(path, e))
 }
 
 /// Writes CSR (0-based) as coordinate real general.
