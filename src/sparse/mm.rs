@@ -275,9 +275,7 @@ pub fn read_vector(path: &Path) -> Result<Vec<f64>> {
 }
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
-    std::fs::File::create(path)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .map_err(|e| io_error(path, e))
+    std::fs::File::create(path).and_then(|mut f| f.write_all(text.as_bytes())).map_err(|e| io_error(path, e))
 }
 
 /// Writes CSR (0-based) as coordinate real general.
