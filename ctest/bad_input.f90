@@ -94,7 +94,11 @@ program bad_input
   call fegpu_radfields_download(acc, fields, stat=st)
   call expect(st == FEGPU_OK .and. all(fields == (0.0_real64, 0.0_real64)), 'rad_fields unchanged after refused batches')
   call fegpu_radfields_download(acc, fields(:, :, 1:3, :), stat=st, errmsg=msg)
-  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'n = 36') > 0, 'rad_fields download size')
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'fields must be (3, 2, n_s, n_rhs)') > 0, &
+       'rad_fields download size')
+  ! currents for one right-hand side where the accumulator has two: C would read past them
+  call fegpu_radfields_accumulate(acc, y(1:3, 1:2), [1.0_real64, 1.0_real64], cur(:, :, 1:2, 1:1), stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'accumulator''s n_rhs') > 0, 'rad_fields currents of one rhs')
   call fegpu_radfields_destroy(acc)
   y = 7
 

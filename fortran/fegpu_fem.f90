@@ -280,7 +280,7 @@ contains
 
   !> An element set on ctx's backend: coords(dim, n_nodes), conn(nodes per
   !> element, n_elements) and material(n_elements) counted from index_base
-  !> (default 1), props(2, n_materials): (k, unused) for heat, (E, nu) for
+  !> (default 1), props(2, n_materials): (k, rho c) for heat, (E, nu) for
   !> elasticity. order: Gauss points per direction for quad4/hex8 (default 2).
   subroutine fegpu_fem_create(ctx, element, problem, coords, conn, props, material, fem, order, index_base, stat, errmsg)
     type(fegpu_context), intent(in) :: ctx

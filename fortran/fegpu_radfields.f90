@@ -49,6 +49,11 @@ module fegpu_radfields_m
       import :: c_int32_t, c_int64_t
       integer(c_int64_t), value :: acc
     end function
+    integer(c_int32_t) function c_radfields_shape(acc, n_s, n_rhs) bind(C, name='fegpu_radfields_shape')
+      import :: c_int32_t, c_int64_t
+      integer(c_int64_t), value :: acc
+      integer(c_int64_t), intent(out) :: n_s, n_rhs
+    end function
     integer(c_int32_t) function c_radfields_excluded(acc, count) bind(C, name='fegpu_radfields_excluded')
       import :: c_int32_t, c_int64_t
       integer(c_int64_t), value :: acc
@@ -121,10 +126,15 @@ contains
     complex(c_double_complex), intent(in) :: currents(:, :, :, :)
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: n_s, n_rhs
+    n_s = 0; n_rhs = 0
+    call check(c_radfields_shape(acc%handle, n_s, n_rhs), 'fegpu_radfields_accumulate', stat, errmsg)
+    if (n_rhs == 0) return
+    ! C reads 3 x 2 x n_p x n_rhs currents (n_rhs the accumulator's): checked here
     if (size(points, 1) /= 3 .or. size(points, 2) /= size(weights) .or. size(currents, 1) /= 3 .or. &
-         size(currents, 2) /= 2 .or. size(currents, 3) /= size(weights)) then
-      call size_error('fegpu_radfields_accumulate: points must be (3, n_p), weights (n_p), currents (3, 2, n_p, n_rhs)', &
-           stat, errmsg)
+         size(currents, 2) /= 2 .or. size(currents, 3) /= size(weights) .or. size(currents, 4) /= n_rhs) then
+      call size_error('fegpu_radfields_accumulate: points must be (3, n_p), weights (n_p), currents (3, 2, n_p, n_rhs) ' // &
+           'with the accumulator''s n_rhs', stat, errmsg)
       return
     end if
     call check(c_radfields_accumulate(acc%handle, size(weights, kind=c_int64_t), points, weights, currents), &
@@ -137,6 +147,15 @@ contains
     complex(c_double_complex), intent(out) :: fields(:, :, :, :)
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
+    integer(c_int64_t) :: n_s, n_rhs
+    n_s = 0; n_rhs = 0
+    call check(c_radfields_shape(acc%handle, n_s, n_rhs), 'fegpu_radfields_download', stat, errmsg)
+    if (n_s == 0) return
+    if (size(fields, 1) /= 3 .or. size(fields, 2) /= 2 .or. size(fields, 3) /= n_s .or. size(fields, 4) /= n_rhs) then
+      call size_error('fegpu_radfields_download: fields must be (3, 2, n_s, n_rhs) with the accumulator''s n_s and n_rhs', &
+           stat, errmsg)
+      return
+    end if
     call check(c_radfields_download(acc%handle, fields, size(fields, kind=c_int64_t)), 'fegpu_radfields_download', stat, errmsg)
   end subroutine
 

@@ -108,8 +108,6 @@
 // Values per creep term.
 #define FEGPU_STRESS_LAW_TERM 4
 
-// Lattice storage only: populations in IEEE half precision (f_i − w_i kept,
-// arithmetic in f32).
 // Site flag: a fluid site, collided and streamed every step.
 #define FEGPU_FLUID 0
 
@@ -134,6 +132,8 @@
 
 #define FEGPU_PERIODIC_Z 4
 
+// Lattice storage only: populations in IEEE half precision (f_i − w_i kept,
+// arithmetic in f32).
 #define FEGPU_DTYPE_F16 3
 
 // Strategy chosen by the overlap model from the timings of the first calls (two, the first warming up).
@@ -737,14 +737,16 @@ fegpu_status fegpu_fem_heat_shape(fegpu_heat_t heat,
                                   int64_t *n_elements);
 
 // Creates an element set of one element type (FEGPU_ELEMENT_TRI3, _QUAD4,
-// _TET4, _HEX8) for one problem (FEGPU_PROBLEM_HEAT, _PLANE_STRESS,
-// _PLANE_STRAIN, _ELASTIC_3D), kept where the context's backend works:
-// `coords` dim x n_nodes (column-major, node by node), `conn` nodes per
-// element x n_elements and `material` n_elements, both counted from
-// `index_base` (0 or 1); `props` 2 x n_materials: (k, unused) for heat,
-// (E, nu) for elasticity. `order`: Gauss-Legendre points per direction
-// (1..4) for quad4 and hex8; tri3 and tet4 have constant gradients and are
-// integrated exactly by their centroid. Node order: quad4 counter-clockwise,
+// _TET4, _HEX8, or the quadratic _TRI6, _QUAD8, _TET10, _HEX20) for one
+// problem (FEGPU_PROBLEM_HEAT, _PLANE_STRESS, _PLANE_STRAIN, _ELASTIC_3D),
+// kept where the context's backend works: `coords` dim x n_nodes
+// (column-major, node by node), `conn` nodes per element x n_elements and
+// `material` n_elements, both counted from `index_base` (0 or 1); `props`
+// 2 x n_materials: (k, rho c) for heat, (E, nu) for elasticity. `order`:
+// Gauss-Legendre points per direction (1..4) for quad4 and hex8 (the
+// quadratic elements take at least 3); tri3 and tet4 have constant
+// gradients and are integrated exactly by their centroid. det J is checked
+// at the integration points only: order 1 does not see a non-convex quad4. Node order: quad4 counter-clockwise,
 // hex8 the bottom face counter-clockwise then the top, tri3 counter-clockwise,
 // tet4 with node 4 on the side the first three see counter-clockwise.
 fegpu_status fegpu_fem_create(fegpu_context_t ctx,
@@ -1106,8 +1108,8 @@ fegpu_status fegpu_lattice_step(fegpu_lattice_t lat, int64_t steps);
 fegpu_status fegpu_lattice_shape(fegpu_lattice_t lat, int64_t *nx, int64_t *ny, int64_t *nz);
 
 // Density rho(nx, ny, z_count) and velocity u(3, nx, ny, z_count) of the
-// z-slab starting at plane z_first (1-based, as in Fortran); wall sites
-// report 0. The whole lattice: z_first = 1, z_count = nz.
+// z-slab starting at plane z_first (1-based, as in Fortran); wall, moving
+// wall and open boundary sites (flags 1 to 4) report 0. The whole lattice: z_first = 1, z_count = nz.
 fegpu_status fegpu_lattice_fields(fegpu_lattice_t lat,
                                   int64_t z_first,
                                   int64_t z_count,
@@ -1255,6 +1257,11 @@ fegpu_status fegpu_radfields_download(fegpu_radfields_t acc, double *fields, int
 
 // Zeroes the fields and the excluded count, for the next FE-IIEE iteration.
 fegpu_status fegpu_radfields_reset(fegpu_radfields_t acc);
+
+// The accumulator's S points and right-hand sides (the fields are
+// 3 x 2 x n_s x n_rhs; currents given to it are 3 x 2 x n_p x n_rhs). Either
+// pointer may be NULL.
+fegpu_status fegpu_radfields_shape(fegpu_radfields_t acc, int64_t *n_s, int64_t *n_rhs);
 
 // The number of (S point, S' point) pairs skipped as coincident since the
 // creation or last reset (waits for queued work).

@@ -3,10 +3,10 @@
 
 typedef long long i64;
 
-// y = a x + b y over n elements.
+// y = a x + b y over n elements; with b = 0, y is not read (as fegpu_vector_axpby).
 extern "C" __global__ void __launch_bounds__(256) chunk_axpby(i64 n, double a, const double* __restrict__ x, double b, double* __restrict__ y) {
     for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
-        y[i] = fma(a, x[i], b * y[i]);
+        y[i] = b == 0.0 ? a * x[i] : fma(a, x[i], b * y[i]);
     }
 }
 

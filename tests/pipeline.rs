@@ -85,6 +85,12 @@ fn every_strategy_stream_and_chunk_count_gives_the_serial_result() {
                 ok(unsafe { fegpu_host_unregister(ctx, y.as_mut_ptr().cast()) });
             }
         }
+        // b = 0: y is not read, as in fegpu_vector_axpby (a NaN there once came back)
+        for strategy in STRATEGIES {
+            let mut y = vec![f64::NAN; n];
+            ok(axpby(ctx, a, &x, 0.0, &mut y, strategy, 4, 3));
+            assert!(y.iter().zip(&x).all(|(y, x)| *y == a * x), "b = 0, strategy {strategy}: y read");
+        }
     }
 }
 

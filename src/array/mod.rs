@@ -156,6 +156,26 @@ impl Array {
         self.data.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Refuses an f64 array holding NaN or Inf, naming the first such
+    /// element as `arg[k]` (the largest magnitude first, where it lives).
+    pub fn check_finite(&self, arg: &str) -> Result<()> {
+        let n = self.rows * self.cols;
+        let largest = match &*self.lock() {
+            Storage::F64(Buffer::Host(h)) => vector::amax(h),
+            Storage::F64(Buffer::Device(d)) => cuda::amax(self.ctx.device()?, n, d)?,
+            Storage::F32(_) => return Ok(()),
+        };
+        if largest.is_finite() {
+            return Ok(());
+        }
+        let mut v = vec![0.0f64; n];
+        self.download(0, &mut v, arg)?;
+        match v.iter().position(|x| !x.is_finite()) {
+            Some(k) => Err(Error::invalid(format!("{} = {}: {arg} must be finite", crate::error::at(arg, k), v[k]))),
+            None => Ok(()),
+        }
+    }
+
     /// The typed buffer inside a locked storage, or an error naming `arg`.
     pub fn typed<'a, T: Real>(&self, s: &'a mut Storage, arg: &str) -> Result<&'a mut Buffer<T>> {
         let dtype = self.dtype;

@@ -31,7 +31,7 @@ impl DistRadFields {
         comm.same_everywhere("(n_s, n_rhs, k, omega_mu)", &[n_s as f64, n_rhs as f64, k.re, k.im, wm.re, wm.im])?;
         // every rank holds every point: a bad one is refused by its global number on all ranks
         if let Some(i) = points.iter().position(|v| !v.is_finite()) {
-            return Err(Error::invalid(format!("points({}, {}) = {}: not finite", i % 3 + 1, i / 3 + 1, points[i])));
+            return Err(Error::invalid(format!("{} = {}: not finite", crate::error::at2("points", i % 3, i / 3, 3), points[i])));
         }
         let starts: Vec<usize> = (0..=comm.size).map(|r| n_s * r / comm.size).collect();
         let (first, end) = (starts[comm.rank], starts[comm.rank + 1]);

@@ -300,9 +300,11 @@ impl HeatStepper {
         let b = &*built;
         let n = b.left.pattern.nrows;
         sparse::check_vector(&b.left, t, n, "T")?;
+        t.check_finite("T")?;
         if let Some(f) = f {
             sparse::check_vector(&b.left, f, n, "F")?;
             crate::array::distinct(&[(t, "T"), (f, "F")])?;
+            f.check_finite("F")?;
         }
         {
             let mut gr = b.rhs.lock();

@@ -167,6 +167,8 @@ struct Results {
     /// rebuild their diagonals.
     version: u64,
     assembly: Option<Assembly>,
+    /// The mass coefficients (rho, or rho c) `mass` was integrated with.
+    mass_coefficients: Vec<f64>,
 }
 
 /// An element set. Host copies of the (validated) input are kept for the
@@ -353,7 +355,11 @@ impl ElementSet {
             return Err(Error::size("coords, conn, material or props do not match the sizes"));
         }
         if let Some(i) = coords.iter().position(|c| !c.is_finite()) {
-            return Err(Error::invalid(format!("coords({}, {}) = {}: not finite", i % dim + 1, i / dim + 1, coords[i])));
+            return Err(Error::invalid(format!(
+                "{} = {}: not finite",
+                crate::error::at2("coords", i % dim, i / dim, dim),
+                coords[i]
+            )));
         }
         check_props(problem, props)?;
         let conn = indices("conn", conn, index_base as i64, nodes, element.nodes(), "node")?;
@@ -442,10 +448,11 @@ impl ElementSet {
         let stiffness = self.integrate_one(false, None)?;
         self.geometry_checked.store(true, std::sync::atomic::Ordering::Relaxed);
         self.check_finite(&stiffness, "K^e")?;
+        let coefficients = self.materials().mass_coefficients(self.problem);
         let mass = self.integrate_one(true, None)?;
         self.check_finite(&mass, "the mass matrix")?;
         let mut r = self.results();
-        (r.stiffness, r.mass) = (Some(stiffness), Some(mass));
+        (r.stiffness, r.mass, r.mass_coefficients) = (Some(stiffness), Some(mass), coefficients);
         r.version += 1;
         Ok(())
     }
@@ -551,7 +558,11 @@ impl ElementSet {
             return Err(Error::size(format!("rho has {} values; the set has {} materials", rho.len(), m.density.len())));
         }
         if let Some(i) = rho.iter().position(|r| !(*r >= 0.0 && r.is_finite())) {
-            return Err(Error::invalid(format!("rho({}) = {}: densities must be >= 0 and finite", i + 1, rho[i])));
+            return Err(Error::invalid(format!(
+                "{} = {}: densities must be >= 0 and finite",
+                crate::error::at("rho", i),
+                rho[i]
+            )));
         }
         m.density.copy_from_slice(rho);
         Ok(())
@@ -618,10 +629,16 @@ impl ElementSet {
     /// The assembled stiffness (conductivity) K and mass (capacity) M, as
     /// value arrays on the set's assembled pattern (`assemble` first).
     pub fn global_matrices(&self) -> Result<(Buffer<f64>, Buffer<f64>)> {
+        let coefficients = self.materials().mass_coefficients(self.problem); // (before the results' lock)
         let r = self.results();
         let (Some(ke), Some(ce), Some(a)) = (&r.stiffness, &r.mass, &r.assembly) else {
             return Err(Error::invalid("no assembled matrices yet: call fegpu_fem_integrate and fegpu_fem_assemble first"));
         };
+        if r.mass_coefficients != coefficients {
+            return Err(Error::invalid(
+                "the densities changed after the last fegpu_fem_integrate: integrate again so the mass matrices follow them",
+            ));
+        }
         let nnz = a.csr.pattern.nnz();
         let mut out = Vec::new();
         for e in [ke, ce] {

@@ -343,12 +343,12 @@ impl ThermalStress {
 /// and the rates and exponents >= 0 (creep rates > 0).
 fn check_laws(laws: &[f64], stride: usize, terms: usize) -> Result<()> {
     for (m, p) in laws.chunks(stride).enumerate() {
-        let bad = |what: &str| Err(Error::invalid(format!("laws(:, {}) = {p:?}: {what}", m + 1)));
+        let bad = |what: &str| Err(Error::invalid(format!("{} = {p:?}: {what}", crate::error::column("laws", m, stride))));
         if p.iter().any(|v| !v.is_finite()) {
             return bad("every value must be finite");
         }
         if ![0.0, 1.0, 2.0].contains(&p[0]) {
-            return bad("laws(1) is the modulus law: 0 exponential, 1 hyperbolic, 2 constant");
+            return bad("its first value is the modulus law: 0 exponential, 1 hyperbolic, 2 constant");
         }
         if p[1] <= 0.0 || p[2] < 0.0 || p[3] < 0.0 || p[6] < 0.0 || p[7] < 0.0 {
             return bad("E0 must be > 0; a, b, c and d >= 0");

@@ -145,14 +145,16 @@ pub unsafe extern "C" fn fegpu_fem_heat_shape(
 pub type fegpu_fem_t = u64;
 
 /// Creates an element set of one element type (FEGPU_ELEMENT_TRI3, _QUAD4,
-/// _TET4, _HEX8) for one problem (FEGPU_PROBLEM_HEAT, _PLANE_STRESS,
-/// _PLANE_STRAIN, _ELASTIC_3D), kept where the context's backend works:
-/// `coords` dim x n_nodes (column-major, node by node), `conn` nodes per
-/// element x n_elements and `material` n_elements, both counted from
-/// `index_base` (0 or 1); `props` 2 x n_materials: (k, unused) for heat,
-/// (E, nu) for elasticity. `order`: Gauss-Legendre points per direction
-/// (1..4) for quad4 and hex8; tri3 and tet4 have constant gradients and are
-/// integrated exactly by their centroid. Node order: quad4 counter-clockwise,
+/// _TET4, _HEX8, or the quadratic _TRI6, _QUAD8, _TET10, _HEX20) for one
+/// problem (FEGPU_PROBLEM_HEAT, _PLANE_STRESS, _PLANE_STRAIN, _ELASTIC_3D),
+/// kept where the context's backend works: `coords` dim x n_nodes
+/// (column-major, node by node), `conn` nodes per element x n_elements and
+/// `material` n_elements, both counted from `index_base` (0 or 1); `props`
+/// 2 x n_materials: (k, rho c) for heat, (E, nu) for elasticity. `order`:
+/// Gauss-Legendre points per direction (1..4) for quad4 and hex8 (the
+/// quadratic elements take at least 3); tri3 and tet4 have constant
+/// gradients and are integrated exactly by their centroid. det J is checked
+/// at the integration points only: order 1 does not see a non-convex quad4. Node order: quad4 counter-clockwise,
 /// hex8 the bottom face counter-clockwise then the top, tri3 counter-clockwise,
 /// tet4 with node 4 on the side the first three see counter-clockwise.
 #[no_mangle]

@@ -8,8 +8,6 @@ use crate::error::{non_negative, Error};
 use crate::lbm::{Lattice, LatticeApi, Precision, Q};
 use std::sync::Arc;
 
-/// Lattice storage only: populations in IEEE half precision (f_i − w_i kept,
-/// arithmetic in f32).
 /// Site flag: a fluid site, collided and streamed every step.
 pub const FEGPU_FLUID: u8 = 0;
 /// Site flag: a resting wall (halfway bounce-back).
@@ -40,6 +38,8 @@ const _: () = assert!(
         && FEGPU_PERIODIC_Z == crate::lbm::PERIODIC_Z
 );
 
+/// Lattice storage only: populations in IEEE half precision (f_i − w_i kept,
+/// arithmetic in f32).
 pub const FEGPU_DTYPE_F16: i32 = 3;
 
 /// A lattice handle (0 is never valid).
@@ -196,8 +196,8 @@ pub unsafe extern "C" fn fegpu_lattice_shape(lat: fegpu_lattice_t, nx: *mut i64,
 }
 
 /// Density rho(nx, ny, z_count) and velocity u(3, nx, ny, z_count) of the
-/// z-slab starting at plane z_first (1-based, as in Fortran); wall sites
-/// report 0. The whole lattice: z_first = 1, z_count = nz.
+/// z-slab starting at plane z_first (1-based, as in Fortran); wall, moving
+/// wall and open boundary sites (flags 1 to 4) report 0. The whole lattice: z_first = 1, z_count = nz.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_lattice_fields(
     lat: fegpu_lattice_t,

@@ -178,6 +178,18 @@ pub extern "C" fn fegpu_radfields_reset(acc: fegpu_radfields_t) -> fegpu_status 
     guard(|| accumulator(acc)?.reset())
 }
 
+/// The accumulator's S points and right-hand sides (the fields are
+/// 3 x 2 x n_s x n_rhs; currents given to it are 3 x 2 x n_p x n_rhs). Either
+/// pointer may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn fegpu_radfields_shape(acc: fegpu_radfields_t, n_s: *mut i64, n_rhs: *mut i64) -> fegpu_status {
+    guard(|| {
+        let (s, r) = accumulator(acc)?.sizes();
+        super::write_wanted([(n_s, s as i64), (n_rhs, r as i64)]);
+        Ok(())
+    })
+}
+
 /// The number of (S point, S' point) pairs skipped as coincident since the
 /// creation or last reset (waits for queued work).
 #[no_mangle]

@@ -371,8 +371,8 @@ pub(crate) fn check_flags(flags: &[u8], n: usize) -> Result<()> {
     }
     if let Some(s) = flags.iter().position(|&f| f > PRESSURE_BC) {
         return Err(Error::invalid(format!(
-            "flags({}) = {}: unknown flag (0 fluid, 1 wall, 2 moving wall, 3 velocity boundary, 4 pressure boundary)",
-            s + 1,
+            "{} = {}: unknown flag (0 fluid, 1 wall, 2 moving wall, 3 velocity boundary, 4 pressure boundary)",
+            crate::error::at("flags", s),
             flags[s]
         )));
     }
@@ -388,13 +388,18 @@ pub(crate) fn check_boundary_values(values: &[f64], m: usize) -> Result<()> {
         )));
     }
     if let Some(k) = values.iter().position(|v| !v.is_finite()) {
-        return Err(Error::invalid(format!("values({}) = {}: must be finite", k + 1, values[k])));
+        return Err(Error::invalid(format!("{} = {}: must be finite", crate::error::at("values", k), values[k])));
     }
     if let Some(k) = (0..m).find(|&k| values[4 * k] <= 0.0) {
-        return Err(Error::invalid(format!("values({}) = {}: a density must be > 0", 4 * k + 1, values[4 * k])));
+        let at = crate::error::at("values", 4 * k);
+        return Err(Error::invalid(format!("{at} = {}: a density must be > 0", values[4 * k])));
     }
     for (k, site) in values.chunks_exact(4).enumerate() {
-        lattice_velocity(&format!("values({}:{})", 4 * k + 2, 4 * k + 4), [site[1], site[2], site[3]])?;
+        let at = match crate::error::at("values", 0).ends_with(')') {
+            true => format!("values({}:{})", 4 * k + 2, 4 * k + 4),
+            false => format!("values[{}..{})", 4 * k + 1, 4 * k + 4),
+        };
+        lattice_velocity(&at, [site[1], site[2], site[3]])?;
     }
     Ok(())
 }

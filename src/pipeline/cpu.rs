@@ -11,7 +11,8 @@ pub fn kernel(k: Kernel, items: usize, inputs: &[&[f64]], outputs: &mut [&mut [f
         Kernel::Axpby { a, b } => {
             let x = inputs[0];
             for i in 0..items {
-                out[i] = a.mul_add(x[i], b * out[i]);
+                // b = 0: y is not read (a NaN there stays out)
+                out[i] = if b == 0.0 { a * x[i] } else { a.mul_add(x[i], b * out[i]) };
             }
         }
         Kernel::ColumnDots { m } => {

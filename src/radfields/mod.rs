@@ -110,10 +110,10 @@ impl<'a> Sources<'a> {
             }
         }
         if let Some(i) = all_finite(points) {
-            return Err(Error::invalid(format!("points({}, {}) = {}: not finite", i % 3 + 1, i / 3 + 1, points[i])));
+            return Err(Error::invalid(format!("{} = {}: not finite", crate::error::at2("points", i % 3, i / 3, 3), points[i])));
         }
         if let Some(i) = all_finite(weights) {
-            return Err(Error::invalid(format!("weights({}) = {}: not finite", i + 1, weights[i])));
+            return Err(Error::invalid(format!("{} = {}: not finite", crate::error::at("weights", i), weights[i])));
         }
         if let Some(i) = currents.iter().position(|c| !(c.re.is_finite() && c.im.is_finite())) {
             let (comp, kind, p, r) = (i % 3 + 1, (i / 3) % 2 + 1, (i / 6) % n_p + 1, i / (6 * n_p) + 1);
@@ -186,7 +186,7 @@ impl Accumulator {
         }
         // Read after the storage exists (see Part::new); the parts are dropped on failure.
         if let Some(i) = all_finite(points) {
-            return Err(Error::invalid(format!("points({}, {}) = {}: not finite", i % 3 + 1, i / 3 + 1, points[i])));
+            return Err(Error::invalid(format!("{} = {}: not finite", crate::error::at2("points", i % 3, i / 3, 3), points[i])));
         }
         Ok(Accumulator { n_s, n_rhs, medium, shares: Mutex::new(shares), variant: Mutex::new(None) })
     }
