@@ -84,6 +84,8 @@ program fortran_api
   call expect(err(3) > 1.0e-7_real64 .and. err(3) < 1.0e-4_real64, 'storage=FEGPU_DTYPE_F16: f16 rounding of f - w')
   call fegpu_lattice_create(ctx, 4, 4, 4, 0.8_real64, lat, storage=7, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'dtype') > 0, 'storage=7 refused: ' // trim(msg))
+  call fegpu_lattice_create(ctx, 4, 4, 4, 0.8_real64, lat, kind=1000, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'kind = 1000') > 0, 'kind=1000 refused by name: ' // trim(msg))
 
   call expect(fegpu_lattice_directions() == size(w), 'fegpu_lattice_directions: D3Q19')
   call fegpu_lattice_create(ctx, 4, 4, 4, 0.8_real64, lat, kind=real64)

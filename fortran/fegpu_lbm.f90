@@ -113,6 +113,7 @@ contains
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: dtype, bits
+    character(len=200) :: msg
     dtype = FEGPU_DTYPE_F64
     ! the real kinds first: where FEGPU_KIND_F16 equals a real kind (NAG's
     ! real64 = 2), kind= means that real kind, and storage= says f16
@@ -123,8 +124,11 @@ contains
         dtype = FEGPU_DTYPE_F32
       else if (i64(kind) == FEGPU_KIND_F16) then
         dtype = FEGPU_DTYPE_F16
-      else
-        dtype = NOT_AN_INT32  ! refused by name
+      else if (.not. present(storage)) then
+        write (msg, '(a,i0,a,i0,a,i0,a,i0,a)') 'fegpu_lattice_create: kind = ', i64(kind), ': expected real64 (', &
+             real64, '), real32 (', real32, ') or FEGPU_KIND_F16 (', FEGPU_KIND_F16, '), or give storage='
+        call refuse(int(FEGPU_ERR_INVALID_ARGUMENT, c_int32_t), trim(msg), stat, errmsg)
+        return
       end if
     end if
     ! storage= (FEGPU_DTYPE_F16, _F32 or _F64) says it without kind numbers;

@@ -81,6 +81,16 @@ pub enum BlockPrecond<'a> {
     },
 }
 
+/// What `bicgstab_block` and `bicgstab_cluster` take for the preconditioner:
+/// kind 0 (none), 1 (diagonal inverse `m`) or 2 (ILU(0)'s factors `m`,
+/// `sweeps` Jacobi sweeps a triangle through `scratch`, one block's only).
+struct SmallKind<'a> {
+    kind: i32,
+    m: &'a DeviceBuffer<f64>,
+    sweeps: i32,
+    scratch: (&'a DeviceBuffer<f64>, &'a DeviceBuffer<f64>),
+}
+
 /// BiCGSTAB runs as one block, one launch an iteration, up to this many
 /// rows (Settings::small_system_rows). Measured on the H200 with Jacobi-swept
 /// ILU(0) (BENCHMARKS.md): 0.032 ms an iteration at 1,000 rows against the
@@ -175,18 +185,11 @@ impl CudaOps<'_> {
             return Ok(false);
         }
         let (Some(a), Some(pc)) = (self.op.block_csr(), self.pc.block_form()) else { return Ok(false) };
+        let Some(kind) = self.small_kind(&a, pc) else { return Ok(false) };
         if self.n > self.small_rows.0 {
-            return self.queue_cluster_iteration(a, pc, sc);
+            return self.queue_cluster_iteration(a, kind, sc);
         }
-        let none = &self.vecs[Slot::Q.index()]; // a placeholder for pointers a kind does not read
-        let (kind, m, sweeps, (sa, sb)) = match pc {
-            BlockPrecond::Identity => (0, none, 0, (none, none)),
-            BlockPrecond::Diagonal(d) => (1, d, 0, (none, none)),
-            BlockPrecond::IluSweeps { factors, sweeps, scratch } if std::ptr::eq(factors.row_ptr, a.row_ptr) => {
-                (2, factors.values, sweeps as i32, scratch)
-            }
-            BlockPrecond::IluSweeps { .. } => return Ok(false),
-        };
+        let SmallKind { kind, m, sweeps, scratch: (sa, sb) } = kind;
         use Slot::*;
         let v = |s: Slot| &self.vecs[s.index()];
         let (phat, shat) = if kind == 0 { (P, S) } else { (Phat, Shat) };
@@ -202,21 +205,28 @@ impl CudaOps<'_> {
         Ok(true)
     }
 
+    /// The small-system kernels' `kind`, `m` and `sweeps` for `pc` over A
+    /// (None: ILU(0)'s factors not in A's own pattern); pointers a kind does
+    /// not read are a placeholder.
+    fn small_kind<'a>(&'a self, a: &BlockCsr<'_>, pc: BlockPrecond<'a>) -> Option<SmallKind<'a>> {
+        let none = &self.vecs[Slot::Q.index()];
+        Some(match pc {
+            BlockPrecond::Identity => SmallKind { kind: 0, m: none, sweeps: 0, scratch: (none, none) },
+            BlockPrecond::Diagonal(d) => SmallKind { kind: 1, m: d, sweeps: 0, scratch: (none, none) },
+            BlockPrecond::IluSweeps { factors, sweeps, scratch } if std::ptr::eq(factors.row_ptr, a.row_ptr) => {
+                SmallKind { kind: 2, m: factors.values, sweeps: sweeps as i32, scratch }
+            }
+            BlockPrecond::IluSweeps { .. } => return None,
+        })
+    }
+
     /// Queues BiCGSTAB's iteration as one cluster with the system in its
     /// shared memory (sm_90 on) where it fits eight blocks; false: not queued.
-    fn queue_cluster_iteration(&self, a: BlockCsr<'_>, pc: BlockPrecond<'_>, sc: &DeviceBuffer<f64>) -> Result<bool> {
+    fn queue_cluster_iteration(&self, a: BlockCsr<'_>, kind: SmallKind<'_>, sc: &DeviceBuffer<f64>) -> Result<bool> {
         if self.g.info.compute_capability.0 < 9 || self.g.info.driver_version < 12000 {
             return Ok(false);
         }
-        let none = &self.vecs[Slot::Q.index()]; // a placeholder for pointers a kind does not read
-        let (kind, m, sweeps) = match pc {
-            BlockPrecond::Identity => (0, none, 0),
-            BlockPrecond::Diagonal(d) => (1, d, 0),
-            BlockPrecond::IluSweeps { factors, sweeps, .. } if std::ptr::eq(factors.row_ptr, a.row_ptr) => {
-                (2, factors.values, sweeps as i32)
-            }
-            BlockPrecond::IluSweeps { .. } => return Ok(false),
-        };
+        let SmallKind { kind, m, sweeps, .. } = kind;
         const NAME: &str = "bicgstab_cluster";
         let f = self.g.kernel("krylov", SOURCE, NAME)?;
         let room = self.g.shared_room(&f, NAME)?;
