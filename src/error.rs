@@ -198,11 +198,20 @@ pub fn at2(name: &str, row: usize, col: usize, rows: usize) -> String {
     }
 }
 
+/// Elements start..end (0-based, end excluded) of the caller's array `name`:
+/// Fortran's `name(start + 1:end)`, C's `name[start..end)`.
+pub fn range(name: &str, start: usize, end: usize) -> String {
+    match MESSAGE_BASE.load(Ordering::Relaxed) {
+        1 => format!("{name}({}:{end})", start + 1),
+        _ => format!("{name}[{start}..{end})"),
+    }
+}
+
 /// Column `col` (0-based) of the caller's column-major array `name` of
 /// `rows` rows: Fortran's `name(:, col)`, C's `name[k..k + rows)`.
 pub fn column(name: &str, col: usize, rows: usize) -> String {
     match MESSAGE_BASE.load(Ordering::Relaxed) {
         1 => format!("{name}(:, {})", col + 1),
-        _ => format!("{name}[{}..{})", col * rows, (col + 1) * rows),
+        _ => range(name, col * rows, (col + 1) * rows),
     }
 }

@@ -34,7 +34,7 @@ fn orthogonalise(ops: &mut dyn Ops, k: usize) -> Result<(Vec<f64>, f64)> {
 
 /// The power of two that brings `a` (max |A M^-1 v| of a unit v) near 1
 /// where a^2 would leave 2^-600..2^600; 1 otherwise (and for 0 or non-finite a).
-fn operator_scale(a: f64) -> f64 {
+fn basis_scale(a: f64) -> f64 {
     if a == 0.0 || !a.is_finite() || a.log2().abs() <= 300.0 {
         return 1.0;
     }
@@ -94,7 +94,7 @@ pub fn gmres(ops: &mut dyn Ops, restart: usize, tol: f64, maxit: i64, history: &
             };
             ops.spmv(z, Basis(j + 1))?;
             if it == 1 {
-                sigma = operator_scale(ops.amax(Basis(j + 1))?);
+                sigma = basis_scale(ops.amax(Basis(j + 1))?);
             }
             if sigma != 1.0 {
                 ops.update(Basis(j + 1), 0.0, Basis(j + 1), 0.0, None, sigma)?;

@@ -395,11 +395,7 @@ pub(crate) fn check_boundary_values(values: &[f64], m: usize) -> Result<()> {
         return Err(Error::invalid(format!("{at} = {}: a density must be > 0", values[4 * k])));
     }
     for (k, site) in values.chunks_exact(4).enumerate() {
-        let at = match crate::error::at("values", 0).ends_with(')') {
-            true => format!("values({}:{})", 4 * k + 2, 4 * k + 4),
-            false => format!("values[{}..{})", 4 * k + 1, 4 * k + 4),
-        };
-        lattice_velocity(&at, [site[1], site[2], site[3]])?;
+        lattice_velocity(&crate::error::range("values", 4 * k + 1, 4 * k + 4), [site[1], site[2], site[3]])?;
     }
     Ok(())
 }
