@@ -214,21 +214,22 @@ extern "C" __global__ void __launch_bounds__(256) bicg_update(i64 n, const doubl
     }
 }
 
-// ---- BiCGSTAB for small systems: one launch an iteration ----
+// ---- BiCGSTAB for small systems: an iteration in one launch ----
 //
 // For a few thousand rows a launch costs more than its work, and the graph
 // of a BiCGSTAB iteration holds about sixteen. Here one launch runs the
 // whole iteration (the same steps, scalars and stops as bicg_direction ...
 // bicg_update), with barriers instead of launches, written once
 // (bicgstab_small) over where the rows live:
-// - OneBlock: one block of 1024 threads over the vectors in global memory
-//   (up to SMALL_SYSTEM_ROWS, src/krylov/cuda.rs);
 // - InCluster: a thread-block cluster (sm_90) whose blocks hold the matrix,
 //   the factors and the vectors in shared memory, block q the rows
-//   [q R, (q + 1) R). A block reads another's rows through distributed
-//   shared memory, and the blocks meet at the cluster's barrier. Past one
-//   block's size the grid's launches wait on chains of loads from L2, which
-//   shared memory shortens.
+//   [q R, (q + 1) R), several iterations a launch. A block reads another's
+//   rows through distributed shared memory, and the blocks meet at the
+//   cluster's barrier. The grid's launches wait on chains of loads from L2,
+//   which shared memory shortens; taken first where the system fits
+//   (src/krylov/cuda.rs CLUSTER_SYSTEM_ROWS);
+// - OneBlock: one block of 1024 threads over the vectors in global memory
+//   (up to SMALL_SYSTEM_ROWS, where no cluster is taken).
 // The operator is a CSR matrix; the preconditioner none (kind 0), a
 // diagonal inverse (1), or ILU(0)'s factors with Jacobi-swept triangles (2).
 
@@ -236,14 +237,23 @@ extern "C" __global__ void __launch_bounds__(256) bicg_update(i64 n, const doubl
 // diagonal inverse (kind 1), or U's diagonal (kind 2, InCluster only).
 enum SmallVector { SV_X, SV_R, SV_RHAT, SV_P, SV_PHAT, SV_V, SV_S, SV_SHAT, SV_T, SV_A, SV_B, SV_M, SMALL_VECTORS };
 
-// The block's sum of s, in every thread.
-__device__ double block_total(double s) {
-    __shared__ double total;
-    s = block_sum(s);
-    if (threadIdx.x == 0) total = s;
+// Two block sums with one barrier, each in block_sum's order (the same
+// bits), valid in thread 0. The caller's next barrier frees warp_sums.
+__device__ double2 block_sums(double a, double b) {
+    __shared__ double2 warp_sums[32];
+    for (int off = 16; off > 0; off >>= 1) {
+        a += __shfl_down_sync(0xffffffffu, a, off);
+        b += __shfl_down_sync(0xffffffffu, b, off);
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) warp_sums[warp] = make_double2(a, b);
     __syncthreads();
-    const double t = total;
-    __syncthreads();
+    double2 t = (threadIdx.x < (blockDim.x >> 5)) ? warp_sums[threadIdx.x] : make_double2(0.0, 0.0);
+    if (warp == 0)
+        for (int off = 16; off > 0; off >>= 1) {
+            t.x += __shfl_down_sync(0xffffffffu, t.x, off);
+            t.y += __shfl_down_sync(0xffffffffu, t.y, off);
+        }
     return t;
 }
 
@@ -260,7 +270,15 @@ struct OneBlock {
     }
     __device__ void sync() const { __syncthreads(); }
     __device__ bool lead() const { return threadIdx.x == 0; }
-    __device__ double2 totals(double a, double b) const { return make_double2(block_total(a), block_total(b)); }
+    __device__ double2 totals(double a, double b) const {
+        __shared__ double2 total;
+        const double2 t = block_sums(a, b);
+        if (threadIdx.x == 0) total = t;
+        __syncthreads();
+        const double2 out = total;
+        __syncthreads();  // total and the warp sums free again
+        return out;
+    }
     __device__ void spmv(int in, int out) const {
         const double* x = v[in];
         double* y = v[out];
@@ -303,52 +321,50 @@ __device__ __forceinline__ void cluster_sync() {
 #define CLUSTER_MAX 16
 
 // A cluster's blocks, the rows in their shared memory: m rows here, their
-// entries (val, lu) at local row pointers rp, columns packed as (block << 24
-// | row in that block), dg each row's diagonal entry; v[k] this block's rows
-// of vector k (at the same offset in every block), far[q][k] block q's.
+// entries (val, lu) at local row pointers rp, dg each row's diagonal entry;
+// vector k's rows at room + k R, at the same offset in every block. Each
+// entry's column is kept as the shared::cluster address of its row of
+// vector 0 in the block that holds it, so a read of another block's row is
+// one load, not a look-up of that block's vector first.
 struct InCluster {
-    int m, rank, blocks;
-    const int *rp, *col, *dg;
+    int m, rank, blocks, R;
+    const int *rp, *dg;
+    const unsigned* col;
     const double *val, *lu;
-    double* v[SMALL_VECTORS];
-    double* (*far)[SMALL_VECTORS];
+    double* room;
     double2* slots;  // two reductions' partial sums, used in turn
     int turn;
-    __device__ double* vec(int k) const { return v[k]; }
+    __device__ double* vec(int k) const { return room + (i64)k * R; }
     template <class F>
     __device__ void rows(F f) const {
         for (int i = threadIdx.x; i < m; i += blockDim.x) f(i);
     }
-    __device__ double at(int k, int c) const { return far[c >> 24][k][c & 0xffffff]; }
+    __device__ double at(int k, unsigned c) const {
+        double v;
+        asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(c + (unsigned)(k * R) * 8u));
+        return v;
+    }
     __device__ void sync() const { cluster_sync(); }
     __device__ bool lead() const { return rank == 0 && threadIdx.x == 0; }
-    // Every block adds the blocks' sums in rank order: the same totals, the
+    // Every thread adds the blocks' sums in rank order: the same totals, the
     // same branches. The slot written here is read by the others before
     // any block passes the next barrier, so the slot after next may be reused.
     __device__ double2 totals(double a, double b) {
-        __shared__ double2 total;
-        a = block_sum(a);
-        b = block_sum(b);
+        const double2 sums = block_sums(a, b);
         double2* slot = slots + turn;
         turn ^= 1;
-        if (threadIdx.x == 0) *slot = make_double2(a, b);
-        sync();
-        if (threadIdx.x == 0) {
-            double2 t = make_double2(0.0, 0.0);
-            for (int q = 0; q < blocks; ++q) {
-                const double2 u = *(const double2*)cluster_map(slot, q);
-                t.x += u.x;
-                t.y += u.y;
-            }
-            total = t;
+        if (threadIdx.x == 0) *slot = sums;
+        sync();  // also frees block_sums' warp sums
+        double2 t = make_double2(0.0, 0.0);
+        for (int q = 0; q < blocks; ++q) {
+            const double2 u = *(const double2*)cluster_map(slot, q);
+            t.x += u.x;
+            t.y += u.y;
         }
-        __syncthreads();
-        const double2 t = total;
-        __syncthreads();
         return t;
     }
     __device__ void spmv(int in, int out) const {
-        double* y = v[out];
+        double* y = vec(out);
         rows([&](int i) {
             double s = 0.0;
             for (int k = rp[i]; k < rp[i + 1]; ++k) s += val[k] * at(in, col[k]);
@@ -357,13 +373,13 @@ struct InCluster {
         sync();
     }
     __device__ void sweep(bool upper, bool scale_in, int rhs, int in, int out) const {
-        const double *y = v[rhs], *d = v[SV_M];
-        double* o = v[out];
+        const double *y = vec(rhs), *d = vec(SV_M);
+        double* o = vec(out);
         rows([&](int i) {
             const int b = upper ? dg[i] + 1 : rp[i], e = upper ? rp[i + 1] : dg[i];
             double s = 0.0;
             for (int k = b; k < e; ++k) {
-                const int c = col[k];
+                const unsigned c = col[k];
                 s += lu[k] * (scale_in ? at(in, c) / at(SV_M, c) : at(in, c));
             }
             o[i] = upper ? (y[i] - s) / d[i] : y[i] - s;
@@ -484,7 +500,7 @@ extern "C" __global__ void __launch_bounds__(1024) bicgstab_block(int n, const i
 // global memory and x, r, p, v written back; the rest live only in shared
 // memory. Dynamic shared memory, in this order: SMALL_VECTORS x R
 // doubles, E values of A, E of the factors (kind 2), then R + 1 row
-// pointers, E packed columns, R diagonal positions (src/krylov/cuda.rs
+// pointers, E columns (as addresses, InCluster), R diagonal positions (src/krylov/cuda.rs
 // `cluster_shared` sizes it).
 extern "C" __global__ void __launch_bounds__(1024) bicgstab_cluster(int n, int R, int E, const int* __restrict__ rp,
     const int* __restrict__ ci, const double* __restrict__ val, const int* __restrict__ diag, int kind,
@@ -492,39 +508,43 @@ extern "C" __global__ void __launch_bounds__(1024) bicgstab_cluster(int n, int R
     double* v, double* sc) {
     if (stopped(sc)) return;
     extern __shared__ double room[];
-    __shared__ double* far[CLUSTER_MAX][SMALL_VECTORS];
+    __shared__ unsigned far[CLUSTER_MAX];  // block q's room, as a shared::cluster address
     __shared__ double2 slots[2];
     unsigned int rank, blocks;
     asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
     asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
+    if (threadIdx.x < blocks) {
+        unsigned a;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"((unsigned)__cvta_generic_to_shared(room)), "r"(threadIdx.x));
+        far[threadIdx.x] = a;
+    }
+    __syncthreads();
     const int r0 = (int)rank * R, rows = max(0, min(R, n - r0));
     const int base = rp[min(r0, n)], entries = rp[min(r0 + rows, n)] - base;
     InCluster g;
-    g.m = rows, g.rank = (int)rank, g.blocks = (int)blocks, g.turn = 0, g.slots = slots, g.far = far;
-    for (int k = 0; k < SMALL_VECTORS; ++k) g.v[k] = room + (i64)k * R;
+    g.m = rows, g.rank = (int)rank, g.blocks = (int)blocks, g.R = R, g.turn = 0, g.slots = slots, g.room = room;
     double* a = room + (i64)SMALL_VECTORS * R;
     double* lu = a + E;
     int* lrp = (int*)(lu + (kind == 2 ? E : 0));
-    int* col = lrp + R + 1;
-    int* dg = col + E;
+    unsigned* col = (unsigned*)(lrp + R + 1);
+    int* dg = (int*)(col + E);
     g.val = a, g.lu = lu, g.rp = lrp, g.col = col, g.dg = dg;
     for (int i = threadIdx.x; i <= rows; i += blockDim.x) lrp[i] = rp[min(r0 + i, n)] - base;
     for (int k = threadIdx.x; k < entries; k += blockDim.x) {
         const int c = ci[base + k];
         a[k] = val[base + k];
-        col[k] = ((c / R) << 24) | (c % R);
+        col[k] = far[c / R] + (unsigned)(c % R) * 8u;
         if (kind == 2) lu[k] = m[base + k];
     }
     const int own[] = {SV_X, SV_R, SV_RHAT, SV_P, SV_V};
     const double* from[] = {x, r, rhat, p, v};
+#pragma unroll
     for (int j = 0; j < 5; ++j)
-        for (int i = threadIdx.x; i < rows; i += blockDim.x) g.v[own[j]][i] = from[j][r0 + i];
+        for (int i = threadIdx.x; i < rows; i += blockDim.x) g.vec(own[j])[i] = from[j][r0 + i];
     for (int i = threadIdx.x; i < rows; i += blockDim.x) {
         if (kind == 2) dg[i] = diag[r0 + i] - base;
-        if (kind != 0) g.v[SV_M][i] = kind == 1 ? m[r0 + i] : m[diag[r0 + i]];
+        if (kind != 0) g.vec(SV_M)[i] = kind == 1 ? m[r0 + i] : m[diag[r0 + i]];
     }
-    for (int i = threadIdx.x; i < (int)blocks * SMALL_VECTORS; i += blockDim.x)
-        far[i / SMALL_VECTORS][i % SMALL_VECTORS] = (double*)cluster_map(g.v[i % SMALL_VECTORS], i / SMALL_VECTORS);
     cluster_sync();
     for (int k = 0; k < iterations; ++k) {
         if (k > 0) {
@@ -536,8 +556,9 @@ extern "C" __global__ void __launch_bounds__(1024) bicgstab_cluster(int n, int R
     __syncthreads();
     double* to[] = {x, r, p, v};
     const int back[] = {SV_X, SV_R, SV_P, SV_V};
+#pragma unroll
     for (int j = 0; j < 4; ++j)
-        for (int i = threadIdx.x; i < rows; i += blockDim.x) to[j][r0 + i] = g.v[back[j]][i];
+        for (int i = threadIdx.x; i < rows; i += blockDim.x) to[j][r0 + i] = g.vec(back[j])[i];
     cluster_sync();  // no block leaves while another may read its shared memory
 }
 

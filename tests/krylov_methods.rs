@@ -582,9 +582,9 @@ fn jacobi_swept_ilu0_tends_to_ilu0_and_the_backend_follows_the_reference() {
 
 #[test]
 fn small_systems_iterate_as_one_block_or_one_cluster_like_the_grid_path() {
-    // BiCGSTAB up to Settings::small_system_rows runs as one block a launch,
-    // up to cluster_system_rows as one cluster with the system in shared
-    // memory (CUDA; sm_90); forced off (0) it runs the usual kernels: the
+    // BiCGSTAB up to Settings::cluster_system_rows runs as one cluster with
+    // the system in shared memory (CUDA; sm_90), else up to small_system_rows
+    // as one block a launch; forced off (0) it runs the usual kernels: the
     // same iterations to rounding, and the CPU reference's, and x = 1
     use fegpu::sparse::solver::{Method, Precond, Settings};
     let ctx = std::sync::Arc::new(fegpu::context::Context::new(fegpu::context::Request::Auto, 0).unwrap());

@@ -92,18 +92,21 @@ struct SmallKind<'a> {
 }
 
 /// BiCGSTAB runs as one block, one launch an iteration, up to this many
-/// rows (Settings::small_system_rows). Measured on the H200 with Jacobi-swept
-/// ILU(0) (BENCHMARKS.md): 0.032 ms an iteration at 1,000 rows against the
-/// cluster's 0.038 and the grid's 0.054; 0.063 at 2,744 against the
-/// cluster's 0.041: one multiprocessor's loads then cost more.
+/// rows (Settings::small_system_rows) where the cluster below is not taken
+/// (before sm_90, or a system that does not fit its shared memory).
+/// Measured on the H200 with Jacobi-swept ILU(0) (BENCHMARKS.md): 0.028 ms an
+/// iteration at 1,000 rows against the grid's 0.054; 0.06 at 2,744 against
+/// the grid's 0.055: one multiprocessor's loads then cost more.
 pub const SMALL_SYSTEM_ROWS: usize = 1_500;
 
-/// Past SMALL_SYSTEM_ROWS and up to this many rows, BiCGSTAB's iteration runs
-/// as one thread-block cluster with the system in its shared memory
-/// (`bicgstab_cluster`, sm_90 on; Settings::cluster_system_rows), where it
-/// fits a cluster of 8 blocks (a 7-point operator: about 7,500 rows; 1.3-1.4x
-/// the grid's iteration from 2,744 to 5,832 rows and on sherman5); elsewhere
-/// the grid's kernels run.
+/// Up to this many rows, BiCGSTAB's iteration runs as one thread-block
+/// cluster with the system in its shared memory (`bicgstab_cluster`, sm_90
+/// on; Settings::cluster_system_rows), where it fits a cluster of 8 blocks
+/// (a 7-point operator: about 7,500 rows), before the one block: measured on
+/// the H200 (BENCHMARKS.md), its solves take 0.23 ms at 216 rows against the
+/// block's 0.24, 0.33 at 1,000 against 0.37, and 1.8-1.9x the grid's
+/// kernels' speed from 2,744 to 5,832 rows and on sherman5. Elsewhere the
+/// block or the grid's kernels run.
 pub const CLUSTER_SYSTEM_ROWS: usize = 50_000;
 
 /// A cluster's layout for `bicgstab_cluster`: blocks, rows a block, entries
@@ -116,7 +119,7 @@ fn cluster_shared(row_ptr: &[i32], factors: bool, room: usize) -> Option<(u32, u
         let entries =
             (0..blocks).map(|q| (row_ptr[((q + 1) * rows).min(n)] - row_ptr[(q * rows).min(n)]) as usize).max().unwrap_or(0);
         let bytes = 8 * (VECTORS * rows + entries * (1 + factors as usize)) + 4 * (rows + 1 + entries + rows);
-        (bytes <= room && rows < 1 << 24).then_some((blocks as u32, rows, entries, bytes))
+        (bytes <= room).then_some((blocks as u32, rows, entries, bytes))
     })
 }
 
@@ -178,16 +181,20 @@ fn no_basis() -> Error {
 }
 
 impl CudaOps<'_> {
-    /// Queues BiCGSTAB's iteration as one block when the system is small
-    /// and the operator and preconditioner have block forms; false: not queued.
+    /// Queues BiCGSTAB's iteration as one cluster or one block when the
+    /// system is small and the operator and preconditioner have block forms;
+    /// false: not queued.
     fn queue_block_iteration(&self, sc: &DeviceBuffer<f64>) -> Result<bool> {
         if self.n > self.small_rows.0.max(self.small_rows.1) {
             return Ok(false);
         }
         let (Some(a), Some(pc)) = (self.op.block_csr(), self.pc.block_form()) else { return Ok(false) };
         let Some(kind) = self.small_kind(&a, pc) else { return Ok(false) };
+        if self.n <= self.small_rows.1 && self.queue_cluster_iteration(&a, &kind, sc)? {
+            return Ok(true);
+        }
         if self.n > self.small_rows.0 {
-            return self.queue_cluster_iteration(a, kind, sc);
+            return Ok(false);
         }
         let SmallKind { kind, m, sweeps, scratch: (sa, sb) } = kind;
         use Slot::*;
@@ -222,11 +229,11 @@ impl CudaOps<'_> {
 
     /// Queues BiCGSTAB's iteration as one cluster with the system in its
     /// shared memory (sm_90 on) where it fits eight blocks; false: not queued.
-    fn queue_cluster_iteration(&self, a: BlockCsr<'_>, kind: SmallKind<'_>, sc: &DeviceBuffer<f64>) -> Result<bool> {
+    fn queue_cluster_iteration(&self, a: &BlockCsr<'_>, kind: &SmallKind<'_>, sc: &DeviceBuffer<f64>) -> Result<bool> {
         if self.g.info.compute_capability.0 < 9 || self.g.info.driver_version < 12000 {
             return Ok(false);
         }
-        let SmallKind { kind, m, sweeps, .. } = kind;
+        let &SmallKind { kind, m, sweeps, .. } = kind;
         const NAME: &str = "bicgstab_cluster";
         let f = self.g.kernel("krylov", SOURCE, NAME)?;
         let room = self.g.shared_room(&f, NAME)?;
@@ -341,7 +348,8 @@ pub fn device_loop(
         None => g.capture(name, || queue(scalars))?,
     };
     let graph = &*graph.insert(replayed);
-    let mut batch = 1;
+    // replays of the graph before the next look
+    let mut batch = 1usize;
     let mut seen = 0usize;
     loop {
         let t = std::time::Instant::now();
@@ -349,8 +357,8 @@ pub fn device_loop(
             g.replay(name, graph)?;
         }
         g.download(scalars, 0, &mut sc)?;
-        let per_iteration = t.elapsed().as_secs_f64() / batch as f64;
         let it = sc[S::ITER] as usize;
+        let ran = it - seen;
         for k in seen + 1..=it {
             relres = sc[S::HIST + k % S::HIST_LEN];
             history.push(relres);
@@ -360,7 +368,12 @@ pub fn device_loop(
         let next = it + 1;
         let outcome = match sc[S::STATUS] {
             status::RUNNING => {
-                batch = next_batch(history, start.tol, per_iteration).min((start.maxit - it) as usize);
+                // the iterations a replay runs (several for bicgstab_cluster)
+                let per_replay = (ran / batch).max(1);
+                let per_iteration = t.elapsed().as_secs_f64() / ran.max(1) as f64;
+                let most = (MAX_BATCH * per_replay).min(S::HIST_LEN);
+                let wanted = next_batch(history, start.tol, per_iteration, most).min((start.maxit - it) as usize);
+                batch = wanted.div_ceil(per_replay);
                 continue;
             }
             status::CONVERGED => done(true, it, relres),
@@ -390,16 +403,16 @@ pub fn device_loop(
 const MAX_BATCH: usize = 32;
 
 /// Iterations of `bicgstab_cluster` a launch (it loads the system once a
-/// launch): as many as keep the iterations between two looks (MAX_BATCH
-/// launches) within the history ring.
-const CLUSTER_ITERATIONS: i32 = (Scalar::HIST_LEN / MAX_BATCH) as i32;
+/// launch; one that finds the solve stopped ends at once): MAX_BATCH of
+/// them would pass the history ring, so `device_loop` queues fewer.
+const CLUSTER_ITERATIONS: i32 = 8;
 
 /// Iterations to queue before the next look at the device's scalars: about
 /// as many as the recent residual decrease says remain (so few run past the
-/// end, doing nothing), at most MAX_BATCH, and no more than 3 ms of iterations (a
+/// end, doing nothing), at most `most`, and no more than 3 ms of iterations (a
 /// look, some 30 us, then costs under 1%; long iterations are looked at each time).
-fn next_batch(history: &[f64], tol: f64, per_iteration: f64) -> usize {
-    let cap = (3e-3 / per_iteration).clamp(1.0, MAX_BATCH as f64);
+fn next_batch(history: &[f64], tol: f64, per_iteration: f64, most: usize) -> usize {
+    let cap = (3e-3 / per_iteration).clamp(1.0, most as f64);
     let recent = &history[history.len().saturating_sub(8)..];
     let (first, last) = (recent[0], recent[recent.len() - 1]);
     let rate = (last.ln() - first.ln()) / (recent.len() - 1).max(1) as f64;

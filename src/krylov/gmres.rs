@@ -60,9 +60,9 @@ pub fn gmres(ops: &mut dyn Ops, restart: usize, tol: f64, maxit: i64, history: &
     // maxit would only hold basis vectors that are never filled
     let m = restart.max(1).min(usize::try_from(maxit.max(1)).unwrap_or(usize::MAX));
     ops.reserve(m + 1)?;
-    let bnorm = initial_residual(ops)?;
+    let (bnorm, rr) = initial_residual(ops)?;
     let identity = ops.identity_precond();
-    let mut beta = dot(ops, Slot::R, Slot::R)?.sqrt();
+    let mut beta = rr.sqrt();
     let mut relres = beta / bnorm;
     history.push(relres);
     if relres <= tol {

@@ -9,8 +9,8 @@ use crate::error::Result;
 /// The residual before the first iteration, recorded; Some(outcome) when
 /// the guess already meets the tolerance. Returns ||b|| and ||r||/||b||.
 fn start(ops: &mut dyn Ops, tol: f64, history: &mut Vec<f64>) -> Result<(f64, f64, Option<Outcome>)> {
-    let bnorm = initial_residual(ops)?;
-    let relres = dot(ops, Slot::R, Slot::R)?.sqrt() / bnorm;
+    let (bnorm, rr) = initial_residual(ops)?;
+    let relres = rr.sqrt() / bnorm;
     history.push(relres);
     // the shadow residual r~ = r0
     ops.update(Slot::Rhat, 1.0, Slot::R, 0.0, None, 0.0)?;

@@ -405,18 +405,18 @@ fn done(converged: bool, iterations: i64, relres: f64) -> Outcome {
     Outcome { converged, iterations, relative_residual: relres, breakdown: None, unmet: None }
 }
 
-/// r = b - A x; returns ||b||.
-fn initial_residual(ops: &mut dyn Ops) -> Result<f64> {
+/// r = b - A x; returns ||b|| and r.r (one pass for both).
+fn initial_residual(ops: &mut dyn Ops) -> Result<(f64, f64)> {
     ops.spmv(Slot::X, Slot::Q)?;
     ops.update(Slot::R, 1.0, Slot::B, -1.0, Some(Slot::Q), 0.0)?;
-    Ok(dot(ops, Slot::B, Slot::B)?.sqrt())
+    let (bb, rr) = ops.dots(Slot::B, Slot::B, Some((Slot::R, Slot::R)))?;
+    Ok((bb.sqrt(), rr))
 }
 
 /// Preconditioned conjugate gradients (SPD A).
 pub fn cg(ops: &mut dyn Ops, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<Outcome> {
-    let bnorm = initial_residual(ops)?;
+    let (bnorm, rr) = initial_residual(ops)?;
     let z = if ops.identity_precond() { Slot::R } else { Slot::Z };
-    let rr = dot(ops, Slot::R, Slot::R)?;
     let mut relres = rr.sqrt() / bnorm;
     history.push(relres);
     if relres <= tol {
@@ -452,9 +452,8 @@ pub fn cg(ops: &mut dyn Ops, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Re
 
 /// Preconditioned BiCGSTAB (van der Vorst; the Templates book's form).
 pub fn bicgstab(ops: &mut dyn Ops, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<Outcome> {
-    let bnorm = initial_residual(ops)?;
+    let (bnorm, rr) = initial_residual(ops)?;
     let (phat, shat) = if ops.identity_precond() { (Slot::P, Slot::S) } else { (Slot::Phat, Slot::Shat) };
-    let rr = dot(ops, Slot::R, Slot::R)?;
     let mut relres = rr.sqrt() / bnorm;
     history.push(relres);
     if relres <= tol {
@@ -574,7 +573,6 @@ pub fn run(ops: &mut dyn Ops, method: Method, tol: f64, maxit: i64, history: &mu
 /// The method from the x and b in place, and the true relative residual;
 /// a convergence the true residual does not bear out is none.
 fn iterate(ops: &mut dyn Ops, method: Method, tol: f64, maxit: i64, history: &mut Vec<f64>) -> Result<(Outcome, f64)> {
-    let bnorm = dot(ops, Slot::B, Slot::B)?.sqrt();
     let mut out = match method {
         Method::Cg => cg(ops, tol, maxit, history)?,
         Method::Bicgstab => bicgstab(ops, tol, maxit, history)?,
@@ -584,7 +582,8 @@ fn iterate(ops: &mut dyn Ops, method: Method, tol: f64, maxit: i64, history: &mu
     };
     ops.spmv(Slot::X, Slot::Q)?;
     ops.update(Slot::T, 1.0, Slot::B, -1.0, Some(Slot::Q), 0.0)?;
-    let true_rel = dot(ops, Slot::T, Slot::T)?.sqrt() / bnorm;
+    let (tt, bb) = ops.dots(Slot::T, Slot::T, Some((Slot::B, Slot::B)))?;
+    let true_rel = tt.sqrt() / bb.sqrt();
     let within = true_rel <= TRUE_RESIDUAL_SLACK * tol; // false for NaN too
     if out.converged && !within {
         (out.converged, out.unmet) = (false, Some(true_rel));

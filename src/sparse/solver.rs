@@ -53,12 +53,13 @@ pub struct Settings {
     pub ilu_sweeps: IluSweeps,
     /// A device solver factors ILU(0) on the host up to this many rows.
     pub host_factor_rows: usize,
-    /// BiCGSTAB on the device runs as one block, one launch an iteration, up
-    /// to this many rows (none, Jacobi or Jacobi-swept ILU(0); 0: never).
+    /// BiCGSTAB on the device (none, Jacobi or Jacobi-swept ILU(0)) runs up
+    /// to `cluster_system_rows` as one thread-block cluster with the system in
+    /// its shared memory, one launch for several iterations (sm_90 on, where
+    /// it fits; 0: never); elsewhere up to `small_system_rows` as one block,
+    /// one launch an iteration (0: never).
     pub small_system_rows: usize,
-    /// Past small_system_rows and up to this many rows, as one thread-block
-    /// cluster with the system in its shared memory (sm_90 on, where it fits;
-    /// 0: never).
+    /// See `small_system_rows`.
     pub cluster_system_rows: usize,
     pub amg: amg::Options,
 }

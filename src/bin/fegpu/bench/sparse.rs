@@ -315,7 +315,7 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
 }
 
 /// BiCGSTAB with Jacobi-swept ILU(0) (2 sweeps) on n^3 convection-diffusion
-/// grids of 1,000 to 32,768 rows and on sherman5 when it is the caller's
+/// grids of 216 to 32,768 rows and on sherman5 when it is the caller's
 /// matrix: as one block a launch, as one cluster with the system in shared
 /// memory (where it fits eight blocks; else the grid's kernels run) and as
 /// the grid's kernels, per iteration and to 1e-8 from b = A*1 (the crossovers
@@ -328,7 +328,7 @@ fn small_systems(ctx: &Arc<Context>, real: Option<(&str, &gallery::CsrArrays)>) 
         "  {:<18} {:>8} {:>12} {:>14} {:>12} {:>7} {:>12} {:>14} {:>12}",
         "matrix", "rows", "block ms/it", "cluster ms/it", "grid ms/it", "iters", "block solve", "cluster solve", "grid solve"
     );
-    let mut list: Vec<(String, usize, gallery::CsrArrays)> = [10usize, 14, 18, 22, 27, 32]
+    let mut list: Vec<(String, usize, gallery::CsrArrays)> = [6usize, 8, 10, 14, 18, 22, 27, 32]
         .into_iter()
         .map(|m| (format!("convdiff {m}^3"), m * m * m, gallery::convection_diffusion(m, 2.0)))
         .collect();
