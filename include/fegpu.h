@@ -797,8 +797,11 @@ fegpu_status fegpu_fem_body_load(fegpu_fem_t fem,
 // (counter-clockwise seen from outside); quadratic elements' faces add
 // their midpoints after the corners in the same turn (3 per edge, 6 per
 // tet10 triangle, 8 per hex20 quadrilateral); `values` their loads, dim per
-// face for tractions, 1 for pressures and fluxes. A failed call leaves F
-// as it was. Convection: fegpu_fem_heat_set_convection_faces.
+// face for tractions, 1 for pressures and fluxes. A face that is not one
+// of the mesh's (nodes of no one element's face, or its corners not in a
+// turn, or a midpoint of another edge) is refused by number and nodes.
+// A failed call leaves F as it was. Convection:
+// fegpu_fem_heat_set_convection_faces.
 fegpu_status fegpu_fem_face_load(fegpu_fem_t fem,
                                  int32_t kind,
                                  int64_t n_faces,

@@ -2001,6 +2001,80 @@ fn load_integrals_match_hand_integration_and_the_totals() {
     ok(fegpu_context_destroy(reference));
 }
 
+/// A face load's faces must be faces of the mesh (src/fem/faces.rs): either
+/// turn of a face is taken; nodes that share no element, a quadrilateral's
+/// diagonal, a repeated node, a bow-tie order, a triangle with a node no
+/// element holds and a midpoint of another edge are refused by name, before
+/// F is touched.
+#[test]
+fn face_loads_refuse_faces_that_are_not_on_the_mesh() {
+    let ctx = context();
+    let hex = reference_nodes(FEGPU_ELEMENT_HEX8);
+    // quad4: two elements side by side (nodes 1-3 below, 4-6 above); hex8 and tet4: one element each
+    let quads = (vec![0.0, 0.0, 1.0, 0.0, 2.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.0, 1.0], vec![1i64, 2, 5, 4, 2, 3, 6, 5], 2, 2);
+    let hexes = (hex.iter().flat_map(|x| x.to_vec()).collect::<Vec<f64>>(), (1..=8).collect::<Vec<i64>>(), 3, 1);
+    let tets = (vec![0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0], vec![1i64, 2, 3, 4], 3, 1);
+    // (element, (coords, conn, dim, elements), faces taken, faces refused)
+    type Faces = &'static [&'static [i64]];
+    type Mesh = (Vec<f64>, Vec<i64>, usize, usize);
+    let cases: [(i32, Mesh, Faces, Faces); 3] = [
+        (FEGPU_ELEMENT_QUAD4, quads, &[&[1, 2], &[2, 1], &[5, 2]], &[&[1, 3], &[1, 5], &[1, 1]]),
+        (
+            FEGPU_ELEMENT_HEX8,
+            hexes,
+            &[&[1, 4, 3, 2], &[1, 2, 3, 4], &[2, 3, 7, 6]],
+            &[&[1, 3, 2, 4], &[1, 2, 3, 5], &[1, 2, 2, 3]],
+        ),
+        (FEGPU_ELEMENT_TET4, tets, &[&[1, 3, 2], &[2, 4, 3]], &[&[1, 2, 5], &[1, 1, 2]]),
+    ];
+    for (element, (coords, conn, dim, elements), good, bad) in cases {
+        let problem = if dim == 2 { FEGPU_PROBLEM_PLANE_STRAIN } else { FEGPU_PROBLEM_ELASTIC_3D };
+        let s = create(ctx, element, problem, &coords, dim, &conn, &[1.0, 0.3], &vec![1; elements], 2);
+        let n = coords.len();
+        let f = create_f64(ctx, n, 1, &vec![0.0; n]);
+        for face in good {
+            ok(unsafe { fegpu_fem_face_load(s.h, FEGPU_FACE_PRESSURE, 1, face.as_ptr(), 1, [1.0].as_ptr(), f) });
+        }
+        let before = download_f64(f, n);
+        assert!(before.iter().any(|&v| v != 0.0), "{element}: the faces loaded nothing");
+        for face in bad {
+            let shown = face.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ");
+            expect_err(
+                unsafe { fegpu_fem_face_load(s.h, FEGPU_FACE_PRESSURE, 1, face.as_ptr(), 1, [1.0].as_ptr(), f) },
+                FEGPU_ERR_INVALID_ARGUMENT,
+                &[&format!("({shown}) is not a face of the mesh")],
+            );
+        }
+        assert_eq!(download_f64(f, n), before, "{element}: a refused face changed F");
+        ok(fegpu::ffi::array::fegpu_array_destroy(f));
+        ok(fegpu_fem_destroy(s.h));
+    }
+    // quad8: a corner pair with the midpoint of its own edge, not another's
+    let mut q8: Vec<f64> = reference_nodes(FEGPU_ELEMENT_QUAD4).iter().flat_map(|x| x[..2].to_vec()).collect();
+    q8.extend_from_slice(&[0.0, -1.0, 1.0, 0.0, 0.0, 1.0, -1.0, 0.0]);
+    let s = create(
+        ctx,
+        FEGPU_ELEMENT_QUAD8,
+        FEGPU_PROBLEM_PLANE_STRAIN,
+        &q8,
+        2,
+        &(1..=8).collect::<Vec<i64>>(),
+        &[1.0, 0.3],
+        &[1],
+        2,
+    );
+    let f = create_f64(ctx, 16, 1, &[0.0; 16]);
+    ok(unsafe { fegpu_fem_face_load(s.h, FEGPU_FACE_PRESSURE, 1, [2i64, 1, 5].as_ptr(), 1, [1.0].as_ptr(), f) });
+    expect_err(
+        unsafe { fegpu_fem_face_load(s.h, FEGPU_FACE_PRESSURE, 1, [1i64, 2, 6].as_ptr(), 1, [1.0].as_ptr(), f) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["(1, 2, 6) is not a face of the mesh", "then each edge's midpoint"],
+    );
+    ok(fegpu::ffi::array::fegpu_array_destroy(f));
+    ok(fegpu_fem_destroy(s.h));
+    ok(fegpu_context_destroy(ctx));
+}
+
 /// The mesh without the nodes no element uses, renumbered (1-based).
 fn compact(coords: &[f64], conn: &[i64], dim: usize) -> (Vec<f64>, Vec<i64>) {
     let mut new_of = vec![0i64; coords.len() / dim];
@@ -2082,7 +2156,7 @@ fn face_convection_and_flux_give_the_analytic_slab() {
         expect_err(
             unsafe { fegpu_fem_heat_set_convection_faces(heat, 1, stray.as_ptr(), 1, [h].as_ptr(), [t_env].as_ptr()) },
             FEGPU_ERR_INVALID_ARGUMENT,
-            &["share no element"],
+            &["is not a face of the mesh"],
         );
         steady(0, &|x| t0 + (t_env - t0) * h * x / (k + h * length));
         // no faces: the flux through the end instead

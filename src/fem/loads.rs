@@ -154,6 +154,7 @@ impl ElementSet {
             }
         }
         let faces = super::indices("faces", faces, base, self.nodes, fnodes, "node")?;
+        super::faces::check(self, &faces, fnodes, base)?;
         let mut load = self.zeroed(self.dofs())?;
         let np = fnodes * (fnodes + 1) / 2;
         let mut matrices = (kind == FaceKind::Convection).then(|| self.zeroed(np * nf)).transpose()?;

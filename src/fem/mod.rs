@@ -10,6 +10,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod dynamics;
 pub mod ebe;
+mod faces;
 pub mod gallery;
 pub mod heat;
 pub mod loads;

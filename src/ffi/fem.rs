@@ -277,8 +277,11 @@ fn face_count(n_faces: i64, elements: usize) -> Result<usize> {
 /// (counter-clockwise seen from outside); quadratic elements' faces add
 /// their midpoints after the corners in the same turn (3 per edge, 6 per
 /// tet10 triangle, 8 per hex20 quadrilateral); `values` their loads, dim per
-/// face for tractions, 1 for pressures and fluxes. A failed call leaves F
-/// as it was. Convection: fegpu_fem_heat_set_convection_faces.
+/// face for tractions, 1 for pressures and fluxes. A face that is not one
+/// of the mesh's (nodes of no one element's face, or its corners not in a
+/// turn, or a midpoint of another edge) is refused by number and nodes.
+/// A failed call leaves F as it was. Convection:
+/// fegpu_fem_heat_set_convection_faces.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_fem_face_load(
     fem: fegpu_fem_t,
