@@ -172,6 +172,9 @@ fn solve_reports_and_writes_the_solution() {
         assert!(ok && out.contains("status: converged"), "{method:?}: {out}");
         assert!(read_vector(&x).iter().all(|v| (v - 1.0).abs() < 1e-4), "{method:?}");
     }
+    // the method and preconditioner as the options name them, not as Rust prints its types
+    let (ok, out) = fegpu(&["solve", &sherman5, "--method", "gmres", "--restart", "20", "--precond", "ilu0-jacobi:3"]);
+    assert!(ok && out.contains("method GMRES(20), preconditioner ilu0-jacobi:3,"), "{out}");
     // block Jacobi on sherman5's cells; a size that does not split is refused
     let (ok, out) = fegpu(&["solve", &sherman5, "--precond", "jacobi", "--block-size", "3"]);
     assert!(ok && out.contains("1104 block rows") && out.contains("status: converged"), "{out}");

@@ -67,6 +67,16 @@ impl Method {
     }
 }
 
+/// The method's name, GMRES with its restart: GMRES(30).
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Method::Gmres { restart } => write!(f, "GMRES({restart})"),
+            other => write!(f, "{}", other.name()),
+        }
+    }
+}
+
 /// y = A x where the vectors live: the CPU reference's host loop calls
 /// `apply_host`, the CUDA loop `apply_device` (and captures it in a graph).
 pub trait Operator {

@@ -41,6 +41,19 @@ impl Precond {
     }
 }
 
+/// The preconditioner as `fegpu solve --precond` names it.
+impl std::fmt::Display for Precond {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Precond::None => write!(f, "none"),
+            Precond::Jacobi => write!(f, "jacobi"),
+            Precond::Ilu0 => write!(f, "ilu0"),
+            Precond::Ilu0Jacobi { sweeps } => write!(f, "ilu0-jacobi:{sweeps}"),
+            Precond::Amg => write!(f, "amg"),
+        }
+    }
+}
+
 /// Up to this many rows a device solver factors ILU(0) on the host and
 /// uploads the factors: sherman5 (3,312 rows, a few hundred levels) took
 /// 1.3 ms level by level on the H100 against well under 0.1 ms on one CPU

@@ -263,7 +263,7 @@ fn solve_section(
     let clock = Instant::now();
     let solver = DistSolver::new(a.clone(), o.method, o.precond, sys.settings(first, end)?)?;
     let built = clock.elapsed().as_secs_f64();
-    let what = format!("{} ({:?})", o.method.name(), o.precond);
+    let what = format!("{} ({})", o.method, o.precond);
     let dist = timings(
         &|x, tol, maxit| solver.solve(Some(&b), Some(x), tol, maxit).map(|(out, _, setup)| (out.iterations, setup)),
         built,

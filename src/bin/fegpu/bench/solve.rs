@@ -62,7 +62,7 @@ pub fn run(o: &Options) -> Result<bool> {
     let solve_s = clock.elapsed().as_secs_f64();
     let mut xh = vec![0.0; n];
     x.download(0, &mut xh, "x")?;
-    println!("method {:?}, preconditioner {:?}, tol {:e}, maxit {}", o.method, o.precond, o.tol, o.maxit);
+    println!("method {}, preconditioner {}, tol {:e}, maxit {}", o.method, o.precond, o.tol, o.maxit);
     report(o, &outcome, true_rel, &xh, [upload_s, setup_s, solve_s]);
     if let Some(p) = &o.output {
         mm::write_vector(p, &xh)?;
@@ -177,7 +177,7 @@ pub fn run_distributed(o: &Options) -> Result<bool> {
     let x_all = comm.gather_all_varcount(&x);
     if rank == 0 {
         println!("{}", a.describe());
-        println!("method {:?}, preconditioner {:?} (over the ranks), tol {:e}, maxit {}", o.method, o.precond, o.tol, o.maxit);
+        println!("method {}, preconditioner {} (over the ranks), tol {:e}, maxit {}", o.method, o.precond, o.tol, o.maxit);
         report(o, &outcome, true_rel, &x_all, [upload_s, setup_s, solve_s]);
     }
     let written = match (&o.output, rank) {

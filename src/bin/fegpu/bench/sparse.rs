@@ -163,7 +163,7 @@ pub fn solve(real: Option<&std::path::Path>) -> Result<()> {
             println!(
                 "  {name:<22} {:<9} {:<7} {iters:>9} {:>10.4} {:>11.4} {frac:>10}{}",
                 m.name(),
-                format!("{p:?}"),
+                p.to_string(),
                 t * 1e3,
                 roof * 1e3,
                 if p == Precond::Ilu0 { format!("   (ILU(0) setup {:.1} ms)", setup * 1e3) } else { String::new() }
