@@ -1153,7 +1153,8 @@ fegpu_status fegpu_pipeline_axpby(fegpu_context_t ctx,
                                   int64_t n_chunks);
 
 // out(j) = A(:, j) . B(:, j), j = 1..ncols, for two m x ncols column-major
-// host matrices, pipelined by columns (arguments as fegpu_pipeline_axpby).
+// host matrices, pipelined by columns (arguments as fegpu_pipeline_axpby;
+// m = 0: every out(j) = 0).
 fegpu_status fegpu_pipeline_column_dots(fegpu_context_t ctx,
                                         int64_t m,
                                         int64_t ncols,
@@ -1167,7 +1168,7 @@ fegpu_status fegpu_pipeline_column_dots(fegpu_context_t ctx,
 // C = alpha A B + beta C for column-major host matrices A (m x k), B (k x n)
 // and C (m x n), through cuBLAS: A goes to the device once, B and C move in
 // column panels (pipeline arguments as fegpu_pipeline_axpby; C is not read
-// when beta = 0).
+// when beta = 0). Zero sizes as BLAS takes them: k = 0 gives C = beta C.
 fegpu_status fegpu_pipeline_gemm(fegpu_context_t ctx,
                                  int64_t m,
                                  int64_t n,
@@ -1183,6 +1184,7 @@ fegpu_status fegpu_pipeline_gemm(fegpu_context_t ctx,
 
 // y = alpha A x + beta y for a column-major host m x n matrix A, through
 // cuBLAS: A moves in row panels, x once (y is not read when beta = 0).
+// Zero sizes as BLAS takes them: n = 0 gives y = beta y.
 fegpu_status fegpu_pipeline_gemv(fegpu_context_t ctx,
                                  int64_t m,
                                  int64_t n,
@@ -1196,7 +1198,7 @@ fegpu_status fegpu_pipeline_gemv(fegpu_context_t ctx,
                                  int64_t n_chunks);
 
 // at (n x m) = a^T for a column-major host m x n matrix, in column panels of
-// a that land as row panels of at.
+// a that land as row panels of at (m or n 0: nothing to do).
 fegpu_status fegpu_pipeline_transpose(fegpu_context_t ctx,
                                       int64_t m,
                                       int64_t n,

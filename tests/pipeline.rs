@@ -352,11 +352,23 @@ fn matrix_products_and_panel_transposes_match_the_serial_loops() {
             }
         }
     }
-    let mut c = vec![0.0; 4];
+    // zero sizes as BLAS takes them: k = 0 leaves C = beta C (not read at beta = 0),
+    // n = 0 leaves y = beta y, an empty C or transpose is nothing to do; a negative size is refused
+    let mut c = vec![2.0, f64::NAN, 4.0, 5.0];
+    ok(unsafe { fegpu_pipeline_gemm(ctx, 2, 2, 0, 1.0, null(), null(), 0.0, c.as_mut_ptr(), 0, 0, 0) });
+    assert_eq!(c, [0.0; 4]);
+    let mut c = vec![2.0, 3.0, 4.0, 5.0];
+    ok(unsafe { fegpu_pipeline_gemm(ctx, 2, 2, 0, 1.0, null(), null(), 0.5, c.as_mut_ptr(), 0, 0, 0) });
+    assert_eq!(c, [1.0, 1.5, 2.0, 2.5]);
+    let b6 = [1.0; 6];
+    ok(unsafe { fegpu_pipeline_gemm(ctx, 0, 3, 2, 1.0, null(), b6.as_ptr(), 0.5, null_mut(), 0, 0, 0) });
+    ok(unsafe { fegpu_pipeline_gemv(ctx, 4, 0, 1.0, null(), null(), 2.0, c.as_mut_ptr(), 0, 0, 0) });
+    assert_eq!(c, [2.0, 3.0, 4.0, 5.0]);
+    ok(unsafe { fegpu_pipeline_transpose(ctx, 0, 7, null(), null_mut(), 0, 0, 0) });
     expect_err(
-        unsafe { fegpu_pipeline_gemm(ctx, 2, 2, 0, 1.0, c.as_ptr(), c.as_ptr(), 0.0, c.as_mut_ptr(), 0, 0, 0) },
+        unsafe { fegpu_pipeline_gemm(ctx, 2, 2, -1, 1.0, c.as_ptr(), c.as_ptr(), 0.0, c.as_mut_ptr(), 0, 0, 0) },
         FEGPU_ERR_INVALID_ARGUMENT,
-        &["k = 0"],
+        &["k = -1"],
     );
     let (a2, x2, mut y2) = (vec![1.0; 4], vec![1.0; 2], vec![0.0; 2]);
     expect_err(
@@ -476,7 +488,14 @@ fn bad_input_is_refused_and_the_output_left_alone() {
     );
     assert!(y.iter().all(|&v| v == 3.0));
     let mut out = vec![5.0; 2];
-    expect_err(column_dots(ctx, 0, &x, &x, &mut out, 0, 0, 0), FEGPU_ERR_INVALID_ARGUMENT, &["m = 0"]);
+    ok(column_dots(ctx, 0, &[], &[], &mut out, 0, 0, 0)); // empty columns: every dot is 0
+    assert_eq!(out, [0.0, 0.0]);
+    out = vec![5.0; 2];
+    expect_err(
+        unsafe { fegpu_pipeline_column_dots(ctx, -1, 2, x.as_ptr(), x.as_ptr(), out.as_mut_ptr(), 0, 0, 0) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["m = -1"],
+    );
     expect_err(
         unsafe { fegpu_pipeline_column_dots(ctx, 5, 2, x.as_ptr(), x.as_ptr(), null_mut(), 0, 0, 0) },
         FEGPU_ERR_INVALID_ARGUMENT,

@@ -3,7 +3,7 @@
 use super::registry;
 use super::status::fegpu_status;
 use super::{fegpu_context_t, guard, host_in, host_out, no_overlap, out_param, span};
-use crate::error::{element_count, positive, Error, Result};
+use crate::error::{element_count, Error, Result};
 use crate::pipeline::{self, Plan, Strategy, MAX_STREAMS};
 use std::ffi::CStr;
 
@@ -90,7 +90,8 @@ pub unsafe extern "C" fn fegpu_pipeline_axpby(
 }
 
 /// out(j) = A(:, j) . B(:, j), j = 1..ncols, for two m x ncols column-major
-/// host matrices, pipelined by columns (arguments as fegpu_pipeline_axpby).
+/// host matrices, pipelined by columns (arguments as fegpu_pipeline_axpby;
+/// m = 0: every out(j) = 0).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)] // the C signature's arguments
 pub unsafe extern "C" fn fegpu_pipeline_column_dots(
@@ -106,7 +107,7 @@ pub unsafe extern "C" fn fegpu_pipeline_column_dots(
 ) -> fegpu_status {
     guard(|| {
         let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
-        let (m, ncols) = (positive("m", m)?, count("ncols", ncols)?);
+        let (m, ncols) = (count("m", m)?, count("ncols", ncols)?);
         let plan = plan_of(strategy, n_streams, n_chunks)?;
         let len = element_count(m, ncols)?;
         if ncols == 0 {
@@ -120,7 +121,7 @@ pub unsafe extern "C" fn fegpu_pipeline_column_dots(
 /// C = alpha A B + beta C for column-major host matrices A (m x k), B (k x n)
 /// and C (m x n), through cuBLAS: A goes to the device once, B and C move in
 /// column panels (pipeline arguments as fegpu_pipeline_axpby; C is not read
-/// when beta = 0).
+/// when beta = 0). Zero sizes as BLAS takes them: k = 0 gives C = beta C.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)] // the C signature's arguments
 pub unsafe extern "C" fn fegpu_pipeline_gemm(
@@ -139,7 +140,7 @@ pub unsafe extern "C" fn fegpu_pipeline_gemm(
 ) -> fegpu_status {
     guard(|| {
         let ctx = registry::get::<crate::context::Context>(ctx, "ctx")?;
-        let (m, n, k) = (positive("m", m)?, positive("n", n)?, positive("k", k)?);
+        let (m, n, k) = (count("m", m)?, count("n", n)?, count("k", k)?);
         let plan = plan_of(strategy, n_streams, n_chunks)?;
         let (la, lb, lc) = (element_count(m, k)?, element_count(k, n)?, element_count(m, n)?);
         no_overlap(&[span(c, lc, "c")], &[span(a, la, "a"), span(b, lb, "b")])?;
@@ -150,6 +151,7 @@ pub unsafe extern "C" fn fegpu_pipeline_gemm(
 
 /// y = alpha A x + beta y for a column-major host m x n matrix A, through
 /// cuBLAS: A moves in row panels, x once (y is not read when beta = 0).
+/// Zero sizes as BLAS takes them: n = 0 gives y = beta y.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)] // the C signature's arguments
 pub unsafe extern "C" fn fegpu_pipeline_gemv(
@@ -167,7 +169,7 @@ pub unsafe extern "C" fn fegpu_pipeline_gemv(
 ) -> fegpu_status {
     guard(|| {
         let ctx = registry::get::<crate::context::Context>(ctx, "ctx")?;
-        let (m, n) = (positive("m", m)?, positive("n", n)?);
+        let (m, n) = (count("m", m)?, count("n", n)?);
         let plan = plan_of(strategy, n_streams, n_chunks)?;
         let la = element_count(m, n)?;
         no_overlap(&[span(y, m, "y")], &[span(a, la, "a"), span(x, n, "x")])?;
@@ -177,7 +179,7 @@ pub unsafe extern "C" fn fegpu_pipeline_gemv(
 }
 
 /// at (n x m) = a^T for a column-major host m x n matrix, in column panels of
-/// a that land as row panels of at.
+/// a that land as row panels of at (m or n 0: nothing to do).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)] // the C signature's arguments
 pub unsafe extern "C" fn fegpu_pipeline_transpose(
@@ -192,7 +194,7 @@ pub unsafe extern "C" fn fegpu_pipeline_transpose(
 ) -> fegpu_status {
     guard(|| {
         let ctx = registry::get::<crate::context::Context>(ctx, "ctx")?;
-        let (m, n) = (positive("m", m)?, positive("n", n)?);
+        let (m, n) = (count("m", m)?, count("n", n)?);
         let plan = plan_of(strategy, n_streams, n_chunks)?;
         let len = element_count(m, n)?;
         no_overlap(&[span(at, len, "at")], &[span(a, len, "a")])?;

@@ -339,18 +339,43 @@ pub fn axpby(ctx: &Context, a: f64, x: &[f64], b: f64, y: &mut [f64], plan: Opti
     )
 }
 
+/// The report of a call with nothing to move (a zero size, as BLAS takes it).
+fn nothing_to_move(plan: Option<Plan>) -> Report {
+    Report {
+        plan: plan.unwrap_or(Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }),
+        wall_seconds: 0.0,
+        times: None,
+        overlapped_seconds: None,
+        released_on_host: false,
+        h2d_bytes: 0,
+        d2h_bytes: 0,
+    }
+}
+
+/// w = beta w on the host, w not read where beta = 0: what C = alpha A B +
+/// beta C and y = alpha A x + beta y leave where the inner size is 0.
+fn scaled_only(beta: f64, w: &mut [f64], plan: Option<Plan>) -> Report {
+    w.iter_mut().for_each(|v| *v = if beta == 0.0 { 0.0 } else { beta * *v });
+    nothing_to_move(plan)
+}
+
 /// out(j) = A(:, j) . B(:, j) for the ncols columns of two m x ncols host
-/// matrices (column-major): the batched inner products of the concrete-dam code.
+/// matrices (column-major): the batched inner products of the concrete-dam
+/// code (m = 0: every out(j) = 0).
 pub fn column_dots(ctx: &Context, m: usize, a: &[f64], b: &[f64], out: &mut [f64], plan: Option<Plan>) -> Result<Report> {
     let ncols = out.len();
     check_len("a", a.len(), m * ncols)?;
     check_len("b", b.len(), m * ncols)?;
+    if m == 0 {
+        return Ok(scaled_only(0.0, out, plan));
+    }
     let args = vec![(Arg::In(a), Layout::Items(m)), (Arg::In(b), Layout::Items(m)), (Arg::Out(out), Layout::Items(1))];
     run(ctx, Op { name: "column_dots", kernel: Kernel::ColumnDots { m }, items: ncols, args }, plan)
 }
 
 /// C = alpha A B + beta C for host matrices A (m x k), B (k x n), C (m x n),
 /// column-major; A goes to the device once, B and C in column panels.
+/// Zero sizes as BLAS takes them (k = 0: C = beta C).
 #[allow(clippy::too_many_arguments)]
 pub fn gemm(
     ctx: &Context,
@@ -368,13 +393,17 @@ pub fn gemm(
     check_len("b", b.len(), k * n)?;
     check_len("c", c.len(), m * n)?;
     finite(&[("alpha", alpha), ("beta", beta)])?;
+    if m == 0 || n == 0 || k == 0 {
+        return Ok(scaled_only(beta, c, plan));
+    }
     let c_arg = if beta == 0.0 { Arg::Out(c) } else { Arg::InOut(c) };
     let args = vec![(Arg::In(a), Layout::Whole), (Arg::In(b), Layout::Items(k)), (c_arg, Layout::Items(m))];
     run(ctx, Op { name: "gemm", kernel: Kernel::Gemm { m, k, alpha, beta }, items: n, args }, plan)
 }
 
 /// y = alpha A x + beta y for a host m x n matrix A (column-major) and host
-/// vectors; A moves in row panels, x once.
+/// vectors; A moves in row panels, x once. Zero sizes as BLAS takes them
+/// (n = 0: y = beta y).
 #[allow(clippy::too_many_arguments)]
 pub fn gemv(
     ctx: &Context,
@@ -391,6 +420,9 @@ pub fn gemv(
     check_len("x", x.len(), n)?;
     check_len("y", y.len(), m)?;
     finite(&[("alpha", alpha), ("beta", beta)])?;
+    if m == 0 || n == 0 {
+        return Ok(scaled_only(beta, y, plan));
+    }
     let y_arg = if beta == 0.0 { Arg::Out(y) } else { Arg::InOut(y) };
     let args = vec![(Arg::In(a), Layout::Rows { ld: m, cols: n }), (Arg::In(x), Layout::Whole), (y_arg, Layout::Items(1))];
     run(ctx, Op { name: "gemv", kernel: Kernel::Gemv { n, alpha, beta }, items: m, args }, plan)
@@ -401,6 +433,9 @@ pub fn gemv(
 pub fn transpose(ctx: &Context, m: usize, n: usize, a: &[f64], at: &mut [f64], plan: Option<Plan>) -> Result<Report> {
     check_len("a", a.len(), m * n)?;
     check_len("at", at.len(), m * n)?;
+    if m == 0 || n == 0 {
+        return Ok(nothing_to_move(plan));
+    }
     let args = vec![(Arg::In(a), Layout::Items(m)), (Arg::Out(at), Layout::Rows { ld: n, cols: m })];
     run(ctx, Op { name: "transpose", kernel: Kernel::Transpose { m }, items: n, args }, plan)
 }
