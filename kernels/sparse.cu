@@ -727,6 +727,20 @@ __device__ void spmv_pq(int n, const int* __restrict__ rp, const int* __restrict
     }
 }
 
+// y[rows[q]] += (A x)_q over the listed rows only, a thread a row: the halo
+// block of a distributed matrix, whose few rows with entries would otherwise
+// cost a pass over the whole of y (each row summed in order, as spmv with TPR 1).
+extern "C" __global__ void __launch_bounds__(256) spmv_rows_add(int m, const int* __restrict__ rows,
+    const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
+    const double* __restrict__ x, double* y, const double* sc) {
+    if (stopped(sc)) return;
+    GRID_STRIDE(q, m) {
+        double s = 0.0;
+        for (int k = rp[q]; k < rp[q + 1]; ++k) s += v[k] * x[ci[k]];
+        y[rows[q]] += s;
+    }
+}
+
 // A distributed CG's q = A p, second half: q[rows[k]] += (H x_halo)_k over
 // the halo block's rows with entries (as spmv_rows_add), their share of p.q
 // added to the diagonal block's (*own_total, from spmv_pq), then summed over

@@ -196,3 +196,40 @@ fn a_compiled_file_is_cached_on_disk() {
     assert!(cached("sm_80", true).1);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every kernel the library looks up by a literal name (`.kernel("module",
+/// SOURCE, "name")` anywhere in src/) is defined in that module's file: an
+/// edit that drops a kernel fails here, on any machine with NVRTC, not only
+/// on a GPU in the path that launches it (stop 58's long-row change lost
+/// spmv_rows_add, which only the distributed drivers launch).
+#[test]
+fn every_kernel_looked_up_by_name_is_defined() {
+    let mut wanted: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+    let mut files = vec![std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/src"))];
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for call in text.split("kernel(\"").skip(1) {
+            // "module", SOURCE, "name") with the name a literal
+            let Some((module, rest)) = call.split_once('"') else { continue };
+            let args: Vec<&str> = rest.splitn(3, ',').collect();
+            if let Some(name) = args.get(2).and_then(|a| a.trim().strip_prefix('"')).and_then(|a| a.split_once('"')) {
+                wanted.entry(module.to_string()).or_default().insert(name.0.to_string());
+            }
+        }
+    }
+    assert!(wanted.values().map(|v| v.len()).sum::<usize>() > 30, "the scan found too few kernel look-ups: {wanted:?}");
+    for (module, source) in fegpu::KERNEL_SOURCES {
+        let Some(names) = wanted.get(*module) else { continue };
+        let Some(ptx) = ptx(module, source) else { return };
+        for name in names {
+            assert!(ptx.contains(&format!(".entry {name}(")), "src/ looks up {name}, which kernels/{module}.cu does not define");
+        }
+    }
+}
