@@ -206,3 +206,32 @@ fn solve_with_amg_prints_the_hierarchy_and_takes_the_f32_cycle() {
     let (ok, out) = run(&["--smoother", "sor"]);
     assert!(!ok && out.contains("sor"), "{out}");
 }
+
+/// `fegpu warm` compiles the kernel files named into the cache that
+/// FEGPU_KERNEL_CACHE names (a second run finds them there), or says that
+/// NVRTC is missing (then the test passes only where FEGPU_REQUIRE_NVRTC is
+/// not 1); an architecture that is not sm_XY and an unknown file are refused.
+#[test]
+fn warm_fills_the_kernel_cache() {
+    let dir = std::env::temp_dir().join(format!("fegpu-warm-{}", std::process::id()));
+    let cache = dir.to_str().unwrap();
+    let (ok, out) = fegpu_with(&[("FEGPU_KERNEL_CACHE", cache)], &["warm", "--arch", "sm_90", "vector", "dense"]);
+    let required = std::env::var("FEGPU_REQUIRE_NVRTC").map(|v| v == "1").unwrap_or(false);
+    if !ok && out.contains("NVRTC") && !required {
+        eprintln!("NVRTC absent: fegpu warm not checked ({out})");
+    } else {
+        assert!(ok && out.contains("kernels/vector.cu: compiled") && out.contains("kernels/dense.cu: compiled"), "{out}");
+        let entries =
+            std::fs::read_dir(&dir).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "ptx"));
+        assert_eq!(entries.count(), 2, "{out}");
+        let (ok, again) = fegpu_with(&[("FEGPU_KERNEL_CACHE", cache)], &["warm", "--arch", "sm_90", "vector"]);
+        assert!(ok && again.contains("kernels/vector.cu: already cached"), "{again}");
+    }
+    let (ok, out) = fegpu(&["warm", "--arch", "90"]);
+    assert!(!ok && out.contains("--arch 90: expected sm_"), "{out}");
+    let (ok, out) = fegpu(&["warm", "--arch", "sm_90", "spmv"]);
+    assert!(!ok && out.contains("unknown kernel file \"spmv\"") && out.contains("sparse"), "{out}");
+    let (ok, out) = fegpu_with(&[("FEGPU_KERNEL_CACHE", "off")], &["warm", "--arch", "sm_90"]);
+    assert!(!ok && out.contains("the kernel cache is off"), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,4 +1,4 @@
-//! The `fegpu` command: `info`, `bench transpose`, and the showcase (no arguments).
+//! The `fegpu` command: `info`, `warm`, `solve`, `bench ...`, and the showcase (no arguments).
 
 // Numerical loops that index several arrays at once read closer to their formulas.
 #![allow(clippy::needless_range_loop)]
@@ -11,6 +11,12 @@ use std::process::ExitCode;
 const USAGE: &str = "usage:
   fegpu                      showcase: a legacy transpose loop on the best backend present
   fegpu info                 backends, devices, compute capability, NVRTC version
+  fegpu warm [--arch sm_XY] [FILE...]
+                             compiles kernels/*.cu (or the FILEs named, e.g. sparse krylov)
+                             with NVRTC into the kernel cache (FEGPU_KERNEL_CACHE; by default
+                             ~/.cache/fegpu/kernels) for device 0's architecture, or sm_XY
+                             without a GPU: a job's first solve then loads them (NVRTC takes
+                             seconds a file on a fresh machine)
   fegpu solve A.mtx [b.mtx] [--method bicgstab|cg|gmres|bicg|cgs] [--restart M]
               [--precond none|jacobi|ilu0|ilu0-jacobi[:SWEEPS]|amg] [--tol T] [--maxit N] [--output x.mtx]
               [--strength THETA] [--smoother chebyshev:DEGREE|l1jacobi:SWEEPS|gaussseidel:SWEEPS]
@@ -73,6 +79,60 @@ fn info() -> fegpu::Result<()> {
     }
     let ctx = bench::open_context()?;
     println!("AUTO selects: {}", bench::describe(&ctx));
+    Ok(())
+}
+
+/// `fegpu warm`: the kernel files compiled into the on-disk cache, so that
+/// a job's first calls load them instead of compiling (a cluster's login
+/// node can warm a shared cache for its GPU nodes' architecture).
+fn warm(args: &[String]) -> fegpu::Result<()> {
+    let bad = |m: String| fegpu::Error::invalid(format!("warm: {m}"));
+    let (mut arch, mut files) = (None, Vec::new());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--arch" => match it.next() {
+                Some(v) if v.strip_prefix("sm_").is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) => {
+                    arch = Some(v.clone())
+                }
+                other => {
+                    return Err(bad(format!(
+                        "--arch {}: expected sm_ and the compute capability, e.g. sm_90",
+                        other.map_or("", |v| v)
+                    )))
+                }
+            },
+            f if fegpu::KERNEL_SOURCES.iter().any(|(m, _)| *m == f) => files.push(f.to_string()),
+            other => {
+                let known: Vec<&str> = fegpu::KERNEL_SOURCES.iter().map(|(m, _)| *m).collect();
+                return Err(bad(format!("unknown kernel file {other:?} (the files: {})", known.join(", "))));
+            }
+        }
+    }
+    let arch = match arch {
+        Some(a) => a,
+        None => {
+            let g = Gpu::open(0)
+                .map_err(|e| bad(format!("no GPU to take the architecture from ({}): give --arch sm_XY", e.message)))?;
+            format!("sm_{}{}", g.info.compute_capability.0, g.info.compute_capability.1)
+        }
+    };
+    let Some(dir) = fegpu::gpu::kernel_cache::directory() else {
+        return Err(bad("the kernel cache is off (FEGPU_KERNEL_CACHE=off, or no HOME): nothing to warm".into()));
+    };
+    // a cache that cannot be written is a miss to the library; here it is the whole point
+    let probe = dir.join(format!(".warm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .and_then(|_| std::fs::write(&probe, b""))
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|e| bad(format!("the kernel cache {} cannot be written: {e}", dir.display())))?;
+    println!("kernel cache {} for {arch}", dir.display());
+    for (module, source) in fegpu::KERNEL_SOURCES.iter().filter(|(m, _)| files.is_empty() || files.iter().any(|f| f == m)) {
+        let clock = std::time::Instant::now();
+        let (_, cached) = fegpu::gpu::compile_cached(module, source, &arch, Some(&dir), true)?;
+        let what = if cached { "already cached" } else { "compiled" };
+        println!("  kernels/{module}.cu: {what} ({:.2} s)", clock.elapsed().as_secs_f64());
+    }
     Ok(())
 }
 
@@ -234,6 +294,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         None | Some("showcase") => bench::showcase(),
         Some("info") => info(),
+        Some("warm") => warm(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("solve") => match solve(&args[1..]) {
             Ok(true) => Ok(()),
