@@ -37,14 +37,6 @@ fn midpoint_edges(element: Element) -> &'static [[usize; 2]] {
     }
 }
 
-fn corners(element: Element) -> usize {
-    match element {
-        Element::Tri3 | Element::Tri6 => 3,
-        Element::Quad4 | Element::Quad8 | Element::Tet4 | Element::Tet10 => 4,
-        Element::Hex8 | Element::Hex20 => 8,
-    }
-}
-
 /// Whether `given` (local corner numbers) runs round `face` one way or the other.
 fn is_turn(given: &[usize], face: &[usize]) -> bool {
     let k = face.len();
@@ -62,9 +54,11 @@ fn is_turn(given: &[usize], face: &[usize]) -> bool {
 fn face_of(set: &ElementSet, e: usize, face: &[i32]) -> bool {
     let npe = set.element.nodes();
     let nodes = &set.conn[e * npe..(e + 1) * npe];
-    let (nc, edges) = (corners(set.element), midpoint_edges(set.element));
+    // the corners come first, a midpoint for each edge after them
+    let (faces, edges) = (corner_faces(set.element), midpoint_edges(set.element));
+    let nc = npe - edges.len();
     let local = |g: i32| nodes.iter().position(|&n| n == g);
-    let k = corner_faces(set.element)[0].len();
+    let k = faces[0].len();
     let mut given = [0usize; 4];
     for (slot, &g) in given.iter_mut().zip(&face[..k]) {
         match local(g) {
@@ -73,7 +67,7 @@ fn face_of(set: &ElementSet, e: usize, face: &[i32]) -> bool {
         }
     }
     let given = &given[..k];
-    if !corner_faces(set.element).iter().any(|f| is_turn(given, f)) {
+    if !faces.iter().any(|f| is_turn(given, f)) {
         return false;
     }
     // the midpoints: one per edge of the turn (a 2-D edge has one)

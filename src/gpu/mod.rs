@@ -155,6 +155,12 @@ fn no_device(message: String) -> Error {
 }
 
 impl Gpu {
+    /// The architecture NVRTC compiles this device's kernels for (sm_90):
+    /// part of the kernel cache's key, so `fegpu warm` fills what loads find.
+    pub fn arch(&self) -> &str {
+        &self.arch
+    }
+
     /// Number of CUDA devices, or an explanation of why there are none.
     pub fn device_count() -> Result<usize> {
         // SAFETY: probing for the library has no preconditions.

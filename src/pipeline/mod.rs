@@ -47,6 +47,11 @@ pub struct Plan {
     pub chunks: usize,
 }
 
+impl Plan {
+    /// One stream, one chunk: the serial order.
+    pub const SERIAL: Plan = Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 };
+}
+
 /// A host array an operation reads, writes, or both.
 pub enum Arg<'a> {
     In(&'a [f64]),
@@ -205,7 +210,7 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
     let report = match ctx.gpu() {
         None => {
             cpu::apply(&mut op);
-            let plan = plan.unwrap_or(Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 });
+            let plan = plan.unwrap_or(Plan::SERIAL);
             Report {
                 plan,
                 wall_seconds: start.elapsed().as_secs_f64(),
@@ -222,13 +227,13 @@ pub fn run(ctx: &Context, mut op: Op, plan: Option<Plan>) -> Result<Report> {
             let registered = |ptr: *const f64, len: usize| ctx.is_registered(ptr as usize, len * 8);
             let (plan, measure) = match (plan, known) {
                 (Some(p), Some(r)) if p.streams == 0 => (Plan { streams: choose(r, &op, &registered, g), ..p }, timed_profile),
-                (Some(p), None) if p.streams == 0 => (Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }, true),
+                (Some(p), None) if p.streams == 0 => (Plan::SERIAL, true),
                 (Some(p), _) => (p, timed_profile),
                 (None, Some(r)) => {
                     let n = choose(r, &op, &registered, g);
                     (Plan { strategy: Strategy::Staged, streams: n, chunks: n }, timed_profile)
                 }
-                (None, None) => (Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }, true),
+                (None, None) => (Plan::SERIAL, true),
             };
             let plan = Plan { chunks: if plan.chunks == 0 { plan.streams } else { plan.chunks }, ..plan };
             // Known rates say whether the kernels leave the host time to queue them (staged only).
@@ -342,7 +347,7 @@ pub fn axpby(ctx: &Context, a: f64, x: &[f64], b: f64, y: &mut [f64], plan: Opti
 /// The report of a call with nothing to move (a zero size, as BLAS takes it).
 fn nothing_to_move(plan: Option<Plan>) -> Report {
     Report {
-        plan: plan.unwrap_or(Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 }),
+        plan: plan.unwrap_or(Plan::SERIAL),
         wall_seconds: 0.0,
         times: None,
         overlapped_seconds: None,

@@ -114,7 +114,7 @@ fn warm(args: &[String]) -> fegpu::Result<()> {
         None => {
             let g = Gpu::open(0)
                 .map_err(|e| bad(format!("no GPU to take the architecture from ({}): give --arch sm_XY", e.message)))?;
-            format!("sm_{}{}", g.info.compute_capability.0, g.info.compute_capability.1)
+            g.arch().to_string()
         }
     };
     let Some(dir) = fegpu::gpu::kernel_cache::directory() else {

@@ -210,7 +210,7 @@ fn sweep(ctx: &Context, what: &str, mut call: impl FnMut(Option<Plan>) -> Result
     // (the model's inputs: the median of each phase) and in 16, alternately:
     // the overhead per operation of each phase is the median over the pairs
     // of (16 chunks - 1 chunk) / 15, so that drift between calls cancels.
-    let serial_plan = Plan { strategy: Strategy::Serial, streams: 1, chunks: 1 };
+    let serial_plan = Plan::SERIAL;
     let serial_in = |chunks: usize| Some(Plan { strategy: Strategy::Serial, streams: 1, chunks });
     let phases = |t: &Times| [t.h2d, t.kernel, t.d2h, t.setup];
     ctx.profile.set_enabled(true);
