@@ -220,6 +220,17 @@ pub fn run_all() -> Result<()> {
         gallery::porous_flow(porous, &k),
         true,
     )?);
+    // the nearest found to the layered row: 8-cell layers varied inside, only z = 0 fixed
+    let k = gallery::layered_varied_permeability(porous, 1e6, 8, 1.25, 7);
+    let mut z0 = [false; 6];
+    z0[4] = true;
+    systems.push(scalar(
+        &ctx,
+        format!("porous flow {porous}^3 varied layers 1e6, z = 0 fixed"),
+        porous.pow(3),
+        gallery::porous_flow_fixed(porous, &k, &z0),
+        true,
+    )?);
     systems.push(elasticity(&ctx, elastic, false, true)?);
     systems.push(elasticity(&ctx, elastic, false, false)?);
     systems.push(elasticity(&ctx, elastic, true, true)?);
