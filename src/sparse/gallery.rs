@@ -198,7 +198,7 @@ pub fn layered_varied_permeability(n: usize, contrast: f64, thickness: usize, de
     let log_k: Vec<f64> = g
         .iter()
         .enumerate()
-        .map(|(c, x)| if (c / (n * n) / thickness.max(1)) % 2 == 0 { 0.0 } else { top } + decades * (x - mean) / std)
+        .map(|(c, x)| if (c / (n * n) / thickness.max(1)).is_multiple_of(2) { 0.0 } else { top } + decades * (x - mean) / std)
         .collect();
     let (lo, hi) = log_k.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
     log_k.iter().map(|x| 10f64.powf(top * (x - lo) / (hi - lo).max(f64::MIN_POSITIVE))).collect()
