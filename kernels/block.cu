@@ -251,38 +251,38 @@ __device__ void bilu0_diag(int nb, const int* __restrict__ diag, const double* _
 #define BSR_SPMV(K, TPR)                                                                                        \
     extern "C" __global__ void __launch_bounds__(256) bsr_spmv_k##K##_tpr##TPR(int nb, const int* rp,           \
         const int* ci, const double* v, const double* x, double* y, double alpha, double beta, const double* sc) { \
-        bsr_spmv<K, TPR>(nb, rp, ci, v, x, y, alpha, beta, sc);                                                  \
+        if constexpr (WANTED(bsr_spmv_k##K##_tpr##TPR)) bsr_spmv<K, TPR>(nb, rp, ci, v, x, y, alpha, beta, sc); \
     }
 #define BSR_KERNELS(K)                                                                                          \
     BSR_SPMV(K, 1) BSR_SPMV(K, 2) BSR_SPMV(K, 4) BSR_SPMV(K, 8)                                                 \
     extern "C" __global__ void __launch_bounds__(128) bsr_diag_inverse_k##K(int nb, const int* diag,            \
         const double* v, double* inv, int* bad) {                                                               \
-        bsr_diag_inverse<K>(nb, diag, v, inv, bad);                                                             \
+        if constexpr (WANTED(bsr_diag_inverse_k##K)) bsr_diag_inverse<K>(nb, diag, v, inv, bad);                \
     }                                                                                                           \
     extern "C" __global__ void __launch_bounds__(256) bsr_jacobi_k##K(int nb, const double* inv,                \
         const double* r, double* z, const double* sc) {                                                         \
-        bsr_jacobi<K>(nb, inv, r, z, sc);                                                                       \
+        if constexpr (WANTED(bsr_jacobi_k##K)) bsr_jacobi<K>(nb, inv, r, z, sc);                                \
     }                                                                                                           \
     extern "C" __global__ void __launch_bounds__(128) bilu0_level_k##K(int count, const int* rows,              \
         const int* rp, const int* ci, const int* diag, double* lu, int* bad) {                                  \
-        bilu0_level<K>(count, rows, rp, ci, diag, lu, bad);                                                     \
+        if constexpr (WANTED(bilu0_level_k##K)) bilu0_level<K>(count, rows, rp, ci, diag, lu, bad);             \
     }                                                                                                           \
     extern "C" __global__ void __launch_bounds__(128) bilu0_lower_k##K(int count, const int* rows,              \
         const int* rp, const int* ci, const int* diag, const double* lu, const double* r, double* y,            \
         const double* sc) {                                                                                     \
-        bilu0_lower<K>(count, rows, rp, ci, diag, lu, r, y, sc);                                                \
+        if constexpr (WANTED(bilu0_lower_k##K)) bilu0_lower<K>(count, rows, rp, ci, diag, lu, r, y, sc);        \
     }                                                                                                           \
     extern "C" __global__ void __launch_bounds__(128) bilu0_upper_k##K(int count, const int* rows,              \
         const int* rp, const int* ci, const int* diag, const double* lu, double* x, const double* sc) {         \
-        bilu0_upper<K>(count, rows, rp, ci, diag, lu, x, sc);                                                   \
+        if constexpr (WANTED(bilu0_upper_k##K)) bilu0_upper<K>(count, rows, rp, ci, diag, lu, x, sc);           \
     }                                                                                                           \
     extern "C" __global__ void __launch_bounds__(256) bilu0_sweep_k##K(int nb, const int* rp, const int* ci,    \
         const int* diag, const double* lu, const double* y, const double* in, int upper, double* out,           \
         const double* sc) {                                                                                     \
-        bilu0_sweep<K>(nb, rp, ci, diag, lu, y, in, upper, out, sc);                                            \
+        if constexpr (WANTED(bilu0_sweep_k##K)) bilu0_sweep<K>(nb, rp, ci, diag, lu, y, in, upper, out, sc);    \
     }                                                                                                           \
     extern "C" __global__ void __launch_bounds__(256) bilu0_diag_k##K(int nb, const int* diag, const double* lu, \
         const double* y, double* out, const double* sc) {                                                       \
-        bilu0_diag<K>(nb, diag, lu, y, out, sc);                                                                \
+        if constexpr (WANTED(bilu0_diag_k##K)) bilu0_diag<K>(nb, diag, lu, y, out, sc);                         \
     }
 BSR_KERNELS(2) BSR_KERNELS(3) BSR_KERNELS(4) BSR_KERNELS(5) BSR_KERNELS(6) BSR_KERNELS(7) BSR_KERNELS(8)

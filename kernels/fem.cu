@@ -425,13 +425,17 @@ __device__ void stiffness_blocked(i64 ne, const double* __restrict__ x, const in
 #define STIFFNESS(NAME, NN, DIM, DPN)                                                                            \
     extern "C" __global__ void __launch_bounds__(128) stiffness_##NAME(i64 ne, const double* x, const int* conn,             \
         const int* material, const double* props, int plane_strain, int order, double* ke, int* bad) {          \
-        stiffness<NN, DIM, DPN>(ne, x, conn, material, props, plane_strain, order, ke, bad);                    \
+        if constexpr (WANTED(stiffness_##NAME)) {                                                                             \
+            stiffness<NN, DIM, DPN>(ne, x, conn, material, props, plane_strain, order, ke, bad);                              \
+        }                                                                                                                     \
     }
 
 #define STIFFNESS_BLOCKED(NAME, NN, DIM, DPN)                                                                    \
     extern "C" __global__ void __launch_bounds__(256) stiffness_##NAME##_blocked(i64 ne, const double* x, const int* conn,   \
         const int* material, const double* props, int plane_strain, int order, double* ke, int* bad, int epb) {  \
-        stiffness_blocked<NN, DIM, DPN>(ne, x, conn, material, props, plane_strain, order, ke, bad, epb);       \
+        if constexpr (WANTED(stiffness_##NAME##_blocked)) {                                                                   \
+            stiffness_blocked<NN, DIM, DPN>(ne, x, conn, material, props, plane_strain, order, ke, bad, epb);                 \
+        }                                                                                                                     \
     }
 
 // Assembly as a gather: global entry i = the sum of the packed element entries
@@ -439,11 +443,13 @@ __device__ void stiffness_blocked(i64 ne, const double* __restrict__ x, const in
 // map once), so the result is the same every time and needs no atomics.
 extern "C" __global__ void __launch_bounds__(256) assemble(i64 nnz, const int* __restrict__ ptr,
     const int* __restrict__ from, const double* __restrict__ ke, double* __restrict__ values) {
-    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= nnz) return;
-    double s = 0.0;
-    for (int k = ptr[i]; k < ptr[i + 1]; ++k) s += ke[from[k]];
-    values[i] = s;
+    if constexpr (WANTED(assemble)) {
+        const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+        if (i >= nnz) return;
+        double s = 0.0;
+        for (int k = ptr[i]; k < ptr[i + 1]; ++k) s += ke[from[k]];
+        values[i] = s;
+    }
 }
 
 // ---- Element-by-element products (EBE CG) ----
@@ -457,9 +463,11 @@ __device__ __forceinline__ bool ebe_stopped(const double* sc) { return sc && sc[
 // add in); without `fixed`, y = 0.
 extern "C" __global__ void __launch_bounds__(256) ebe_init(i64 n, const double* __restrict__ x, double* __restrict__ y,
     const unsigned char* __restrict__ fixed, const double* __restrict__ diag, const double* sc) {
-    if (ebe_stopped(sc)) return;
-    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
-        y[i] = (fixed && fixed[i]) ? diag[i] * x[i] : 0.0;
+    if constexpr (WANTED(ebe_init)) {
+        if (ebe_stopped(sc)) return;
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+            y[i] = (fixed && fixed[i]) ? diag[i] * x[i] : 0.0;
+    }
 }
 
 // y += sum_e K^e x_e, one thread per element, from the packed K^e; with
@@ -518,11 +526,15 @@ __device__ void ebe_diagonal(i64 ne, const int* __restrict__ conn, const double*
 #define EBE(NAME, NN, DIM, DPN)                                                                                     \
     extern "C" __global__ void __launch_bounds__(128) ebe_apply_##NAME(i64 ne, const int* conn, const double* ke, \
         const double* x, double* y, const unsigned char* fixed, const double* sc) {                              \
-        ebe_apply<NN, DPN>(ne, conn, ke, x, y, fixed, sc);                                                      \
+        if constexpr (WANTED(ebe_apply_##NAME)) {                                                                  \
+            ebe_apply<NN, DPN>(ne, conn, ke, x, y, fixed, sc);                                                     \
+        }                                                                                                          \
     }                                                                                                           \
     extern "C" __global__ void __launch_bounds__(128) ebe_diagonal_##NAME(i64 ne, const int* conn,              \
         const double* ke, double* diag) {                                                                       \
-        ebe_diagonal<NN, DPN>(ne, conn, ke, diag);                                                              \
+        if constexpr (WANTED(ebe_diagonal_##NAME)) {                                                             \
+            ebe_diagonal<NN, DPN>(ne, conn, ke, diag);                                                           \
+        }                                                                                                        \
     }
 
 // Dirichlet right-hand side (EBE solves and heat steps): with t = K g (g the
@@ -530,8 +542,10 @@ __device__ void ebe_diagonal(i64 ne, const int* __restrict__ conn, const double*
 // b = diag g, as the assembled matrix's conditions give.
 extern "C" __global__ void __launch_bounds__(256) dirichlet_rhs(i64 n, const unsigned char* __restrict__ fixed,
     const double* __restrict__ g, const double* __restrict__ diag, const double* __restrict__ t, double* __restrict__ b) {
-    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
-        b[i] = fixed[i] ? diag[i] * g[i] : b[i] - t[i];
+    if constexpr (WANTED(dirichlet_rhs)) {
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+            b[i] = fixed[i] ? diag[i] * g[i] : b[i] - t[i];
+    }
 }
 
 // Mass matrices: the heat capacity C^e_ab = integral of rho c N_a N_b (DPN
@@ -574,7 +588,9 @@ __device__ void mass(i64 ne, const double* __restrict__ x, const int* __restrict
 #define MASS(NAME, NN, DIM, DPN)                                                                                 \
     extern "C" __global__ void __launch_bounds__(128) mass_##NAME(i64 ne, const double* x, const int* conn,      \
         const int* material, const double* coef, int order, double* ce, int* bad) {                             \
-        mass<NN, DIM, DPN>(ne, x, conn, material, coef, order, ce, bad);                                        \
+        if constexpr (WANTED(mass_##NAME)) {                                                                      \
+            mass<NN, DIM, DPN>(ne, x, conn, material, coef, order, ce, bad);                                      \
+        }                                                                                                         \
     }
 
 // ---- Element-by-element products with K^e recomputed (on the fly) ----
@@ -658,7 +674,9 @@ __device__ void ebe_otf(i64 ne, const double* __restrict__ x_nodes, const int* _
     extern "C" __global__ void __launch_bounds__(128) ebe_otf_##NAME(i64 ne, const double* x, const int* conn,     \
         const int* material, const double* props, int plane_strain, int order, const double* u, double* y,        \
         const unsigned char* fixed, double* diag_out, const double* sc) {                                         \
-        ebe_otf<NN, DIM, DPN>(ne, x, conn, material, props, plane_strain, order, u, y, fixed, diag_out, sc);      \
+        if constexpr (WANTED(ebe_otf_##NAME)) {                                                                     \
+            ebe_otf<NN, DIM, DPN>(ne, x, conn, material, props, plane_strain, order, u, y, fixed, diag_out, sc);    \
+        }                                                                                                           \
     }
 
 // ---- The assembly pattern and map, built on the device ----
@@ -674,16 +692,20 @@ __device__ void ebe_otf(i64 ne, const double* __restrict__ x_nodes, const int* _
 
 // count[v] = the elements of node v (one per occurrence in conn).
 extern "C" __global__ void __launch_bounds__(256) map_count(i64 total, const int* __restrict__ conn, int* count) {
-    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x)
-        atomicAdd(&count[conn[i]], 1);
+    if constexpr (WANTED(map_count)) {
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x)
+            atomicAdd(&count[conn[i]], 1);
+    }
 }
 
 // elems[elem_ptr[v] ..] = the elements of v, in arrival order (map_neighbours sorts them).
 extern "C" __global__ void __launch_bounds__(256) map_fill(i64 total, int nn, const int* __restrict__ conn,
     const int* __restrict__ elem_ptr, int* cursor, int* __restrict__ elems) {
-    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
-        const int v = conn[i];
-        elems[elem_ptr[v] + atomicAdd(&cursor[v], 1)] = (int)(i / nn);
+    if constexpr (WANTED(map_fill)) {
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
+            const int v = conn[i];
+            elems[elem_ptr[v] + atomicAdd(&cursor[v], 1)] = (int)(i / nn);
+        }
     }
 }
 
@@ -701,29 +723,33 @@ __device__ __forceinline__ void insertion_sort(int* a, int n) {
 // the distinct ones: degree[v], the node's neighbours (itself included).
 extern "C" __global__ void __launch_bounds__(128) map_neighbours(i64 nodes, int nn, const int* __restrict__ conn,
     const int* __restrict__ elem_ptr, int* __restrict__ elems, int* __restrict__ scratch, int* __restrict__ degree) {
-    const i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= nodes) return;
-    const int first = elem_ptr[v], count = elem_ptr[v + 1] - first;
-    insertion_sort(elems + first, count);
-    int* s = scratch + (i64)nn * first;
-    for (int i = 0; i < count; ++i)
-        for (int b = 0; b < nn; ++b) s[i * nn + b] = conn[(i64)elems[first + i] * nn + b];
-    insertion_sort(s, count * nn);
-    int distinct = 0;
-    for (int i = 0; i < count * nn; ++i) distinct += i == 0 || s[i] != s[i - 1];
-    degree[v] = distinct;
+    if constexpr (WANTED(map_neighbours)) {
+        const i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+        if (v >= nodes) return;
+        const int first = elem_ptr[v], count = elem_ptr[v + 1] - first;
+        insertion_sort(elems + first, count);
+        int* s = scratch + (i64)nn * first;
+        for (int i = 0; i < count; ++i)
+            for (int b = 0; b < nn; ++b) s[i * nn + b] = conn[(i64)elems[first + i] * nn + b];
+        insertion_sort(s, count * nn);
+        int distinct = 0;
+        for (int i = 0; i < count * nn; ++i) distinct += i == 0 || s[i] != s[i - 1];
+        degree[v] = distinct;
+    }
 }
 
 // One thread per node: its sorted neighbours from scratch into nbr[nbr_ptr[v] ..].
 extern "C" __global__ void __launch_bounds__(128) map_neighbour_list(i64 nodes, int nn, const int* __restrict__ elem_ptr,
     const int* __restrict__ scratch, const int* __restrict__ nbr_ptr, int* __restrict__ nbr) {
-    const i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= nodes) return;
-    const int first = elem_ptr[v], len = (elem_ptr[v + 1] - first) * nn;
-    const int* s = scratch + (i64)nn * first;
-    int at = nbr_ptr[v];
-    for (int i = 0; i < len; ++i)
-        if (i == 0 || s[i] != s[i - 1]) nbr[at++] = s[i];
+    if constexpr (WANTED(map_neighbour_list)) {
+        const i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+        if (v >= nodes) return;
+        const int first = elem_ptr[v], len = (elem_ptr[v + 1] - first) * nn;
+        const int* s = scratch + (i64)nn * first;
+        int at = nbr_ptr[v];
+        for (int i = 0; i < len; ++i)
+            if (i == 0 || s[i] != s[i - 1]) nbr[at++] = s[i];
+    }
 }
 
 // Position of w among the sorted neighbours nbr[lo, hi) (it is there).
@@ -755,12 +781,14 @@ __device__ __forceinline__ void each_contribution(int v, int nn, const int* conn
 extern "C" __global__ void __launch_bounds__(128) map_pair_count(i64 nodes, int nn, const int* __restrict__ conn,
     const int* __restrict__ elem_ptr, const int* __restrict__ elems, const int* __restrict__ nbr_ptr,
     const int* __restrict__ nbr, int* __restrict__ pairs) {
-    const i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= nodes) return;
-    const int lo = nbr_ptr[v], hi = nbr_ptr[v + 1];
-    for (int p = lo; p < hi; ++p) pairs[p] = 0;
-    each_contribution((int)v, nn, conn, elem_ptr, elems,
-                      [&](int, int, int, int w) { ++pairs[lo + neighbour_position(nbr, lo, hi, w)]; });
+    if constexpr (WANTED(map_pair_count)) {
+        const i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+        if (v >= nodes) return;
+        const int lo = nbr_ptr[v], hi = nbr_ptr[v + 1];
+        for (int p = lo; p < hi; ++p) pairs[p] = 0;
+        each_contribution((int)v, nn, conn, elem_ptr, elems,
+                          [&](int, int, int, int w) { ++pairs[lo + neighbour_position(nbr, lo, hi, w)]; });
+    }
 }
 
 // One thread per node v, with P the scanned pair counts (P[p] contributions
@@ -776,48 +804,52 @@ extern "C" __global__ void __launch_bounds__(128) map_rows(i64 nodes, int nn, in
     const int* __restrict__ nbr_ptr, const int* __restrict__ nbr, const int* __restrict__ P, int* __restrict__ cursor,
     int* __restrict__ row_ptr, int* __restrict__ col, int* __restrict__ diag, int* __restrict__ ptr,
     int* __restrict__ from) {
-    const i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= nodes) return;
-    const int lo = nbr_ptr[v], hi = nbr_ptr[v + 1], deg = hi - lo;
-    const int S = P[lo], T = P[hi] - S, nd = nn * dpn;
-    const i64 entries = (i64)dpn * dpn * lo;  // node v's first entry
-    for (int c = 0; c < dpn; ++c) {
-        const i64 row = v * dpn + c, start = entries + (i64)c * dpn * deg;
-        row_ptr[row] = (int)start;
-        for (int pos = 0; pos < deg; ++pos) {
-            const int p = lo + pos, w = nbr[p], cnt = P[p + 1] - P[p];
-            for (int d = 0; d < dpn; ++d) {
-                const i64 k = start + pos * dpn + d;
-                col[k] = w * dpn + d;
-                ptr[k] = dpn * dpn * S + c * dpn * T + dpn * (P[p] - S) + d * cnt;
-                if (w == v && d == c) diag[row] = (int)k;
-            }
-        }
-    }
-    if (v == nodes - 1) {
-        row_ptr[nodes * dpn] = dpn * dpn * hi;
-        ptr[(i64)dpn * dpn * hi] = dpn * dpn * P[hi];
-    }
-    each_contribution((int)v, nn, conn, elem_ptr, elems, [&](int e, int a, int b, int w) {
-        const int pos = neighbour_position(nbr, lo, hi, w), p = lo + pos, j = cursor[p]++;
+    if constexpr (WANTED(map_rows)) {
+        const i64 v = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+        if (v >= nodes) return;
+        const int lo = nbr_ptr[v], hi = nbr_ptr[v + 1], deg = hi - lo;
+        const int S = P[lo], T = P[hi] - S, nd = nn * dpn;
+        const i64 entries = (i64)dpn * dpn * lo;  // node v's first entry
         for (int c = 0; c < dpn; ++c) {
-            const i64 start = entries + (i64)c * dpn * deg;
-            for (int d = 0; d < dpn; ++d) {
-                const int i = min(a * dpn + c, b * dpn + d), jj = max(a * dpn + c, b * dpn + d);
-                const i64 packed = (i64)i * nd - (i64)i * (i - 1) / 2 + (jj - i);
-                // ptr[k] + j, with ptr[k] as written above (this thread wrote it)
-                from[ptr[start + pos * dpn + d] + j] = (int)(packed * ne + e);
+            const i64 row = v * dpn + c, start = entries + (i64)c * dpn * deg;
+            row_ptr[row] = (int)start;
+            for (int pos = 0; pos < deg; ++pos) {
+                const int p = lo + pos, w = nbr[p], cnt = P[p + 1] - P[p];
+                for (int d = 0; d < dpn; ++d) {
+                    const i64 k = start + pos * dpn + d;
+                    col[k] = w * dpn + d;
+                    ptr[k] = dpn * dpn * S + c * dpn * T + dpn * (P[p] - S) + d * cnt;
+                    if (w == v && d == c) diag[row] = (int)k;
+                }
             }
         }
-    });
+        if (v == nodes - 1) {
+            row_ptr[nodes * dpn] = dpn * dpn * hi;
+            ptr[(i64)dpn * dpn * hi] = dpn * dpn * P[hi];
+        }
+        each_contribution((int)v, nn, conn, elem_ptr, elems, [&](int e, int a, int b, int w) {
+            const int pos = neighbour_position(nbr, lo, hi, w), p = lo + pos, j = cursor[p]++;
+            for (int c = 0; c < dpn; ++c) {
+                const i64 start = entries + (i64)c * dpn * deg;
+                for (int d = 0; d < dpn; ++d) {
+                    const int i = min(a * dpn + c, b * dpn + d), jj = max(a * dpn + c, b * dpn + d);
+                    const i64 packed = (i64)i * nd - (i64)i * (i - 1) / 2 + (jj - i);
+                    // ptr[k] + j, with ptr[k] as written above (this thread wrote it)
+                    from[ptr[start + pos * dpn + d] + j] = (int)(packed * ne + e);
+                }
+            }
+        });
+    }
 }
 
 // values[at[i]] += s h[i]: the heat stepper's convection h A on the diagonal
 // (each dof's own diagonal entry, so no two threads meet).
 extern "C" __global__ void __launch_bounds__(256) diagonal_add(i64 n, const int* __restrict__ at, double s,
     const double* __restrict__ h, double* __restrict__ values) {
-    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
-        values[at[i]] += s * h[i];
+    if constexpr (WANTED(diagonal_add)) {
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+            values[at[i]] += s * h[i];
+    }
 }
 
 // ---- Load vectors ----
@@ -856,7 +888,9 @@ __device__ void body_load(i64 ne, const double* __restrict__ x, const int* __res
 #define BODY_LOAD(NAME, NN, DIM, DPN)                                                                            \
     extern "C" __global__ void __launch_bounds__(128) body_load_##NAME(i64 ne, const double* x, const int* conn, \
         const double* b, int order, double* f, int* bad) {                                                       \
-        body_load<NN, DIM, DPN>(ne, x, conn, b, order, f, bad);                                                 \
+        if constexpr (WANTED(body_load_##NAME)) {                                                                 \
+            body_load<NN, DIM, DPN>(ne, x, conn, b, order, f, bad);                                               \
+        }                                                                                                         \
     }
 
 // Face integrals, one thread per face of FN nodes in DIM dimensions: an edge
@@ -1009,7 +1043,9 @@ __device__ void face_load(i64 nf, const double* __restrict__ x, const int* __res
 #define FACE_LOAD(NAME, FN, DIM)                                                                                   \
     extern "C" __global__ void __launch_bounds__(128) face_load_##NAME(i64 nf, const double* x, const int* faces, \
         int kind, const double* values, double* f, double* hf) {                                                   \
-        face_load<FN, DIM>(nf, x, faces, kind, values, f, hf);                                                    \
+        if constexpr (WANTED(face_load_##NAME)) {                                                                   \
+            face_load<FN, DIM>(nf, x, faces, kind, values, f, hf);                                                  \
+        }                                                                                                           \
     }
 
 // values[at[k * nf + i]] += s hf[k * nf + i]: face matrices into the global
@@ -1017,8 +1053,10 @@ __device__ void face_load(i64 nf, const double* __restrict__ x, const int* __res
 // a diagonal entry). Faces sharing nodes meet in an entry: atomics.
 extern "C" __global__ void __launch_bounds__(256) face_matrix_add(i64 total, const int* __restrict__ at, double s,
     const double* __restrict__ hf, double* values) {
-    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x)
-        if (at[i] >= 0) atomicAdd(&values[at[i]], s * hf[i]);
+    if constexpr (WANTED(face_matrix_add)) {
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x)
+            if (at[i] >= 0) atomicAdd(&values[at[i]], s * hf[i]);
+    }
 }
 
 // ---- Nonlinear explicit dynamics (FEStudio's Algorithm 1) ----
@@ -1097,7 +1135,9 @@ __device__ void tl_force(i64 ne, const double* __restrict__ x, const int* __rest
 #define TL_FORCE(NAME, NN, DIM)                                                                                  \
     extern "C" __global__ void __launch_bounds__(128) tl_force_##NAME(i64 ne, const double* x, const int* conn,  \
         const int* material, const double* props, int order, const double* u, double s, double* f) {            \
-        tl_force<NN, DIM>(ne, x, conn, material, props, order, u, s, f);                                        \
+        if constexpr (WANTED(tl_force_##NAME)) {                                                                  \
+            tl_force<NN, DIM>(ne, x, conn, material, props, order, u, s, f);                                      \
+        }                                                                                                         \
     }
 
 // Global entry i = sum over its contributions of scale[e] ke[from[k]], e the
@@ -1106,11 +1146,13 @@ __device__ void tl_force(i64 ne, const double* __restrict__ x, const int* __rest
 extern "C" __global__ void __launch_bounds__(256) assemble_scaled(i64 nnz, i64 ne, const int* __restrict__ ptr,
     const int* __restrict__ from, const double* __restrict__ ke, const double* __restrict__ scale,
     double* __restrict__ values) {
-    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= nnz) return;
-    double s = 0.0;
-    for (int k = ptr[i]; k < ptr[i + 1]; ++k) s += scale[from[k] % ne] * ke[from[k]];
-    values[i] = s;
+    if constexpr (WANTED(assemble_scaled)) {
+        const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+        if (i >= nnz) return;
+        double s = 0.0;
+        for (int k = ptr[i]; k < ptr[i + 1]; ++k) s += scale[from[k] % ne] * ke[from[k]];
+        values[i] = s;
+    }
 }
 
 // ---- Thermal stress with age and creep (the concrete-dam codes) ----
@@ -1241,26 +1283,30 @@ __device__ void thermal_stress(i64 ne, const double* __restrict__ x, const int* 
         const int* conn, const int* material, const double* laws, int stride, int terms, const double* nu,        \
         const double* cast, double t, double dt, int order, const double* t_new, const double* t_old,             \
         double* stress, double* w, double* ebar, double* f, const double* du) {                                   \
-        thermal_stress<NN>(ne, x, conn, material, laws, stride, terms, nu, cast, t, dt, order, t_new, t_old,      \
-                           stress, w, ebar, f, du);                                                               \
+        if constexpr (WANTED(thermal_stress_##NAME)) {                                                              \
+            thermal_stress<NN>(ne, x, conn, material, laws, stride, terms, nu, cast, t, dt, order, t_new, t_old,    \
+                               stress, w, ebar, f, du);                                                             \
+        }                                                                                                           \
     }
 
 // sums[6 v + s] += the element mean of stress s, count[v] += 1, for each
 // node v of each element: the nodal averages once divided.
 extern "C" __global__ void __launch_bounds__(128) stress_to_nodes(i64 ne, int nn, int points,
     const int* __restrict__ conn, const double* __restrict__ stress, double* sums, double* count) {
-    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= ne) return;
-    double mean[6];
-    for (int s = 0; s < 6; ++s) {
-        mean[s] = 0.0;
-        for (int gp = 0; gp < points; ++gp) mean[s] += stress[((i64)gp * 6 + s) * ne + e];
-        mean[s] /= points;
-    }
-    for (int a = 0; a < nn; ++a) {
-        const i64 v = conn[e * nn + a];
-        for (int s = 0; s < 6; ++s) atomicAdd(&sums[6 * v + s], mean[s]);
-        atomicAdd(&count[v], 1.0);
+    if constexpr (WANTED(stress_to_nodes)) {
+        const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+        if (e >= ne) return;
+        double mean[6];
+        for (int s = 0; s < 6; ++s) {
+            mean[s] = 0.0;
+            for (int gp = 0; gp < points; ++gp) mean[s] += stress[((i64)gp * 6 + s) * ne + e];
+            mean[s] /= points;
+        }
+        for (int a = 0; a < nn; ++a) {
+            const i64 v = conn[e * nn + a];
+            for (int s = 0; s < 6; ++s) atomicAdd(&sums[6 * v + s], mean[s]);
+            atomicAdd(&count[v], 1.0);
+        }
     }
 }
 
@@ -1293,7 +1339,9 @@ __device__ void hrz_lump(i64 ne, const int* __restrict__ conn, const double* __r
 #define HRZ_LUMP(NAME, NN, DIM, DPN)                                                                             \
     extern "C" __global__ void __launch_bounds__(128) hrz_lump_##NAME(i64 ne, const int* conn, const double* ce, \
         double* out) {                                                                                           \
-        hrz_lump<NN, DIM, DPN>(ne, conn, ce, out);                                                              \
+        if constexpr (WANTED(hrz_lump_##NAME)) {                                                                  \
+            hrz_lump<NN, DIM, DPN>(ne, conn, ce, out);                                                            \
+        }                                                                                                         \
     }
 
 // ---- The kernels of each element type ----

@@ -647,18 +647,20 @@ __device__ void settle_in_place(T* __restrict__ f, const unsigned char* __restri
 // faces too), clears it elsewhere. Neighbours are read through KIND, so
 // concurrent updates of their BULK bits do not matter.
 extern "C" __global__ void lbm_mark_bulk(unsigned char* flags, int nx, int ny, int nz, int periodic) {
-    const i64 n = (i64)nx * ny * nz;
-    const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n) return;
-    const unsigned s = (unsigned)t;
-    int x, y, z;
-    coordinates(s, nx, ny, x, y, z);
-    bool bulk = KIND(flags[s]) == FLUID;
-    for (int i = 1; i < 19 && bulk; ++i) {
-        const i64 d = site_towards<float>(i, 1, x, y, z, nx, ny, nz, periodic);
-        bulk = d >= 0 && KIND(flags[d]) == FLUID;
+    if constexpr (WANTED(lbm_mark_bulk)) {
+        const i64 n = (i64)nx * ny * nz;
+        const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+        if (t >= n) return;
+        const unsigned s = (unsigned)t;
+        int x, y, z;
+        coordinates(s, nx, ny, x, y, z);
+        bool bulk = KIND(flags[s]) == FLUID;
+        for (int i = 1; i < 19 && bulk; ++i) {
+            const i64 d = site_towards<float>(i, 1, x, y, z, nx, ny, nz, periodic);
+            bulk = d >= 0 && KIND(flags[d]) == FLUID;
+        }
+        flags[s] = KIND(flags[s]) | (bulk ? BULK : 0);
     }
-    flags[s] = KIND(flags[s]) | (bulk ? BULK : 0);
 }
 
 template <typename T, typename R>
@@ -783,9 +785,11 @@ __device__ __forceinline__ void follow_previous_kernel() {
         const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx, R fy,      \
         R fz, R uwx, R uwy, R uwz, i64 first, i64 count, const unsigned* open_sites, const double* open_table,     \
         int open_count) {                                                                                         \
-        follow_previous_kernel();                                                                                 \
-        collide_push<TRT, T, R>(fin, fout, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx, uwy, \
-                                uwz, first, count, open_sites, open_table, open_count);                           \
+        if constexpr (WANTED(lbm_push_##COLLISION##NAME)) {                                                       \
+            follow_previous_kernel();                                                                             \
+            collide_push<TRT, T, R>(fin, fout, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, uwx,  \
+                                    uwy, uwz, first, count, open_sites, open_table, open_count);                  \
+        }                                                                                                         \
     }
 // MIN_BLOCKS: resident blocks of 256 the register budget must allow. The
 // pull kernels need about 100 registers unbounded (2 blocks per SM); capped
@@ -796,9 +800,12 @@ __device__ __forceinline__ void follow_previous_kernel() {
         const T* fin, T* fout, const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega,         \
         R omega_minus, R fx, R fy, R fz, R uwx, R uwy, R uwz, i64 first, i64 count, const unsigned* open_sites,    \
         const double* open_table, int open_count) {                                                               \
-        follow_previous_kernel();                                                                                 \
-        stream_pull<MODE, TRT, T, R, FORCE>(fin, fout, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy,   \
-                                            fz, uwx, uwy, uwz, first, count, open_sites, open_table, open_count); \
+        if constexpr (WANTED(lbm_##MODENAME##_##COLLISION##NAME)) {                                               \
+            follow_previous_kernel();                                                                             \
+            stream_pull<MODE, TRT, T, R, FORCE>(fin, fout, flags, nx, ny, nz, periodic, omega, omega_minus, fx,   \
+                                                fy, fz, uwx, uwy, uwz, first, count, open_sites, open_table,      \
+                                                open_count);                                                      \
+        }                                                                                                         \
     }
 // The in-place steps: one buffer, otherwise the pull steps' arguments.
 #define LBM_IN_PLACE_INDEX(T, R, NAME, MIN_BLOCKS, PASS, PASSNAME, COLLISION, TRT, FORCE, INDEX)                \
@@ -806,10 +813,12 @@ __device__ __forceinline__ void follow_previous_kernel() {
         T* f, const unsigned char* flags, int nx, int ny, int nz, int periodic, R omega, R omega_minus, R fx,     \
         R fy, R fz, R uwx, R uwy, R uwz, i64 first, i64 count, const unsigned* open_sites,                        \
         const double* open_table, int open_count) {                                                               \
-        follow_previous_kernel();                                                                                 \
-        stream_in_place<PASS, TRT, T, R, FORCE, INDEX>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, \
-                                                       fz, uwx, uwy, uwz, first, count, open_sites, open_table,   \
-                                                       open_count);                                               \
+        if constexpr (WANTED(lbm_##PASSNAME##_##COLLISION##NAME)) {                                               \
+            follow_previous_kernel();                                                                             \
+            stream_in_place<PASS, TRT, T, R, FORCE, INDEX>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, \
+                                                           fy, fz, uwx, uwy, uwz, first, count, open_sites,      \
+                                                           open_table, open_count);                              \
+        }                                                                                                         \
     }
 #define LBM_IN_PLACE(T, R, NAME, MIN_BLOCKS, PASS, PASSNAME, COLLISION, TRT, FORCE)                              \
     LBM_IN_PLACE_INDEX(T, R, NAME, MIN_BLOCKS, PASS, PASSNAME, COLLISION, TRT, FORCE, i64)
@@ -833,24 +842,28 @@ __device__ __forceinline__ void follow_previous_kernel() {
     LBM_IN_PLACE(T, R, NAME, MIN_BLOCKS, IN_PLACE_ODD, odd_unforced, trt_, true, false)                           \
     extern "C" __global__ void lbm_settle_##NAME(T* f, const unsigned char* flags, int nx, int ny, int nz,        \
         int periodic, i64 first, i64 count) {                                                                     \
-        follow_previous_kernel();                                                                                 \
-        settle_in_place<T>(f, flags, nx, ny, nz, periodic, first, count);                                        \
+        if constexpr (WANTED(lbm_settle_##NAME)) {                                                                \
+            follow_previous_kernel();                                                                             \
+            settle_in_place<T>(f, flags, nx, ny, nz, periodic, first, count);                                    \
+        }                                                                                                         \
     }                                                                                                             \
     extern "C" __global__ void lbm_equilibrium_##NAME(T* f, i64 n, R rho, R ux, R uy, R uz) {                    \
-        equilibrium<T, R>(f, n, rho, ux, uy, uz);                                                                 \
+        if constexpr (WANTED(lbm_equilibrium_##NAME)) equilibrium<T, R>(f, n, rho, ux, uy, uz);                   \
     }                                                                                                             \
     extern "C" __global__ void lbm_fields_##NAME(const T* f, const unsigned char* flags, i64 n, i64 first,       \
         i64 count, R fx, R fy, R fz, double* rho, double* u) {                                                    \
-        fields<T, R>(f, flags, n, first, count, fx, fy, fz, rho, u);                                             \
+        if constexpr (WANTED(lbm_fields_##NAME)) fields<T, R>(f, flags, n, first, count, fx, fy, fz, rho, u);    \
     }                                                                                                             \
     extern "C" __global__ void __launch_bounds__(256) lbm_body_force_##NAME(const T* f, const unsigned char* flags, \
         int nx, int ny, int nz, int periodic, double uwx, double uwy, double uwz, const unsigned* body, int count,  \
         i64 own_first, i64 own_end, double* partial) {                                                            \
-        body_force<T, R>(f, flags, nx, ny, nz, periodic, uwx, uwy, uwz, body, count, own_first, own_end, partial); \
+        if constexpr (WANTED(lbm_body_force_##NAME))                                                              \
+            body_force<T, R>(f, flags, nx, ny, nz, periodic, uwx, uwy, uwz, body, count, own_first, own_end,      \
+                             partial);                                                                            \
     }                                                                                                             \
     extern "C" __global__ void lbm_planes_##NAME(T* f, T* packed, i64 n, i64 first, i64 count, unsigned dirs,     \
         int unpack) {                                                                                             \
-        planes<T>(f, packed, n, first, count, dirs, unpack);                                                      \
+        if constexpr (WANTED(lbm_planes_##NAME)) planes<T>(f, packed, n, first, count, dirs, unpack);             \
     }
 LBM_KERNELS(half_bits, float, f16, 3)
 // f16's in-place steps two sites a thread, for lattices whose nx is even,
@@ -865,14 +878,17 @@ LBM_KERNELS(half_bits, float, f16, 3)
         half_bits* f, const unsigned char* flags, int nx, int ny, int nz, int periodic, float omega,              \
         float omega_minus, float fx, float fy, float fz, float uwx, float uwy, float uwz, i64 first, i64 count,   \
         const unsigned* open_sites, const double* open_table, int open_count) {                                   \
-        follow_previous_kernel();                                                                                 \
-        if (PASS == IN_PLACE_EVEN)                                                                                \
-            even_in_place_pairs<TRT, FORCE, INDEX>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy,    \
-                                                   fz, uwx, uwy, uwz, first, count, open_sites, open_table,      \
-                                                   open_count);                                                   \
-        else                                                                                                      \
-            odd_in_place_pairs<TRT, FORCE, INDEX>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, fz, \
-                                                  uwx, uwy, uwz, first, count, open_sites, open_table, open_count); \
+        if constexpr (WANTED(lbm_##PREFIX##_##PASSNAME##_##COLLISION##f16)) {                                     \
+            follow_previous_kernel();                                                                             \
+            if constexpr (PASS == IN_PLACE_EVEN)                                                                  \
+                even_in_place_pairs<TRT, FORCE, INDEX>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx,    \
+                                                       fy, fz, uwx, uwy, uwz, first, count, open_sites,          \
+                                                       open_table, open_count);                                  \
+            else                                                                                                  \
+                odd_in_place_pairs<TRT, FORCE, INDEX>(f, flags, nx, ny, nz, periodic, omega, omega_minus, fx, fy, \
+                                                      fz, uwx, uwy, uwz, first, count, open_sites, open_table,   \
+                                                      open_count);                                               \
+        }                                                                                                         \
     }
 #define LBM_PAIRS_ODD(INDEX, PREFIX)                                                                              \
     LBM_PAIRS(IN_PLACE_ODD, odd, , false, true, 5, INDEX, PREFIX)                                                 \

@@ -50,6 +50,11 @@ pub const KERNEL_SOURCES: &[(&str, &str)] = &[
     ("radfields", radfields::cuda::SOURCE),
     ("pipeline", pipeline::cuda::SOURCE),
     ("fem", fem::cuda::SOURCE),
+    ("fem_quadratic", fem::cuda::QUADRATIC_SOURCE),
     ("amg", amg::cuda::SOURCE),
     ("block", sparse::block::cuda::SOURCE),
 ];
+
+/// The kernel files whose kernels compile one at a time (`Gpu::kernel_alone`):
+/// a job compiles the kernels it launches, `fegpu warm` each of them.
+pub const ONE_KERNEL_AT_A_TIME: &[&str] = &["lbm", "block", "fem", "fem_quadratic"];

@@ -58,7 +58,7 @@ fn every_fem_kernel_name_is_defined() {
         assert!(linear.contains(&format!(".entry {name}(")), "kernels/fem.cu defines no {name}");
     }
     // the quadratic elements' module (kernels/fem.cu with FEM_QUADRATIC)
-    let Some(quadratic) = ptx("fem_quadratic", fegpu::fem::cuda::quadratic_source()) else { return };
+    let Some(quadratic) = ptx("fem_quadratic", fegpu::fem::cuda::QUADRATIC_SOURCE) else { return };
     for element in ["tri6", "quad8", "tet10", "hex20"] {
         for physics in ["heat", "elastic"] {
             let mut kinds = vec!["mass", "ebe_apply", "ebe_diagonal", "body_load", "stiffness"];
@@ -79,6 +79,10 @@ fn every_fem_kernel_name_is_defined() {
     for face in ["edge3", "tri6", "quad8"] {
         assert!(quadratic.contains(&format!(".entry face_load_{face}(")), "the quadratic module defines no face_load_{face}");
     }
+    let heavy = ["stiffness_hex8_elastic_blocked", "ebe_apply_hex8_elastic", "tl_force_hex8_elastic"];
+    compiled_alone_as_in_the_whole_file("fem", fegpu::fem::cuda::SOURCE, &linear, &heavy);
+    let heavy = ["mass_tet10_elastic", "stiffness_hex20_elastic_blocked"];
+    compiled_alone_as_in_the_whole_file("fem_quadratic", fegpu::fem::cuda::QUADRATIC_SOURCE, &quadratic, &heavy);
 }
 
 /// Every LBM kernel a pass asks for by name (scheme, collision, forcing,
@@ -121,6 +125,40 @@ fn every_lbm_kernel_name_is_defined() {
         }
     }
     assert!(ptx.contains(".entry lbm_mark_bulk("), "kernels/lbm.cu defines no lbm_mark_bulk");
+    compiled_alone_as_in_the_whole_file(
+        "lbm",
+        fegpu::lbm::cuda::SOURCE,
+        &ptx,
+        &["lbm_even32_f32", "lbm_odd_trt_f64", "lbm_pairs32_odd_unforced_f16", "lbm_fields_f16", "lbm_mark_bulk"],
+    );
+}
+
+/// Jobs compile each kernel of `module` alone (Gpu::kernel_alone): a compile
+/// of empty bodies lists the whole file's kernels, and each of `names`
+/// compiled alone is the same code as in the whole file's PTX, `whole`, the
+/// others in that compile left empty.
+fn compiled_alone_as_in_the_whole_file(module: &str, source: &str, whole: &str, names: &[&str]) {
+    assert!(fegpu::ONE_KERNEL_AT_A_TIME.contains(&module));
+    let alone = |name: &str| self::ptx(module, &fegpu::gpu::one_kernel_source(source, name)).unwrap();
+    let mut all = fegpu::gpu::entry_names(whole);
+    let names_only = alone("");
+    let mut listed = fegpu::gpu::entry_names(&names_only);
+    all.sort();
+    listed.sort();
+    assert!(all.len() > 20 && all == listed, "the names-only compile lists kernels/{module}.cu's kernels");
+    for name in names {
+        let one = alone(name);
+        assert_eq!(function(&one, name), function(whole, name), "{name} compiled alone differs from the whole file's");
+        let others = fegpu::gpu::entry_names(&one).into_iter().filter(|k| k != name).map(|k| function(&one, k).len());
+        assert!(others.max().unwrap() < function(&one, name).len() / 4, "{name} alone: another kernel kept its body");
+    }
+}
+
+/// One `.entry` function of a PTX text, from its name to its closing brace.
+fn function<'a>(ptx: &'a str, name: &str) -> &'a str {
+    let start = ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("no kernel {name}"));
+    let end = ptx[start..].find("\n}\n").map_or(ptx.len(), |e| start + e + 3);
+    &ptx[start..end]
 }
 
 /// Every block kernel a launch asks for by name (block size 2..MAX_BLOCK,
@@ -138,6 +176,8 @@ fn every_block_kernel_name_is_defined() {
             assert!(ptx.contains(&format!(".entry {name}(")), "kernels/block.cu defines no {name}");
         }
     }
+    let source = fegpu::sparse::block::cuda::SOURCE;
+    compiled_alone_as_in_the_whole_file("block", source, &ptx, &["bsr_spmv_k3_tpr8", "bilu0_sweep_k2", "bilu0_level_k4"]);
 }
 
 /// Every AMG product a re-setup asks for by name (lanes a row, rows at
@@ -214,7 +254,8 @@ fn every_kernel_looked_up_by_name_is_defined() {
         if path.extension().is_none_or(|e| e != "rs") {
             continue;
         }
-        let text = std::fs::read_to_string(&path).unwrap();
+        // a kernel compiled alone is looked up the same way
+        let text = std::fs::read_to_string(&path).unwrap().replace("kernel_alone(\"", "kernel(\"");
         for call in text.split("kernel(\"").skip(1) {
             // "module", SOURCE, "name") with the name a literal
             let Some((module, rest)) = call.split_once('"') else { continue };

@@ -20,6 +20,20 @@ pub fn compile(module: &str, source: &str, arch: &str) -> Result<nvrtc::Ptx> {
     })
 }
 
+/// A kernel file's text with only the kernel `name` given a body: the file
+/// guards each kernel's body with `WANTED(name)` (kernels/lbm.cu), which is
+/// true for every kernel unless FEGPU_ONE_KERNEL names one. With `name`
+/// empty every body is empty: the kernels' names at the cost of parsing.
+pub fn one_kernel_source(source: &str, name: &str) -> String {
+    debug_assert!(!name.contains(['"', '\\', '\n']), "a kernel name is an identifier");
+    format!("#define FEGPU_ONE_KERNEL \"{name}\"\n{source}")
+}
+
+/// The names of the kernels (`.entry` functions) a PTX text defines.
+pub fn entry_names(ptx: &str) -> Vec<&str> {
+    ptx.split(".entry ").skip(1).filter_map(|rest| rest.split_once('(').map(|(name, _)| name.trim())).collect()
+}
+
 fn compile_options(arch: &str) -> Vec<String> {
     vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()]
 }
@@ -66,19 +80,34 @@ impl Gpu {
     /// The kernel `name` from the CUDA source `source` (a file of `kernels/`),
     /// compiling the file with NVRTC the first time any of its kernels is asked for.
     pub fn kernel(&self, module: &'static str, source: &'static str, name: &str) -> Result<CudaFunction> {
+        self.kernel_of(module, source, None, name)
+    }
+
+    /// The kernel `name` of a file whose kernels compile one at a time
+    /// (`one_kernel_source`): the first time it is asked for, NVRTC compiles
+    /// that kernel alone, so a job pays for the kernels it launches, not for
+    /// the whole file (kernels/lbm.cu: 36 s on one core for about 80 kernels).
+    pub fn kernel_alone(&self, module: &'static str, source: &'static str, name: &str) -> Result<CudaFunction> {
+        self.kernel_of(module, source, Some(name), name)
+    }
+
+    fn kernel_of(&self, module: &'static str, source: &'static str, alone: Option<&str>, name: &str) -> Result<CudaFunction> {
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-        let m = match modules.get(module) {
+        let key = (module, alone.unwrap_or_default().to_string());
+        let m = match modules.get(&key) {
             Some(m) => m.clone(),
             None => {
+                let text = alone.map(|k| one_kernel_source(source, k));
+                let text = text.as_deref().unwrap_or(source);
                 let dir = self.kernel_cache.as_deref();
-                let (ptx, cached) = compile_cached(module, source, &self.arch, dir, true)?;
+                let (ptx, cached) = compile_cached(module, text, &self.arch, dir, true)?;
                 let loaded = match self.ctx.load_module(ptx) {
                     // an entry the driver refuses (damaged, or from a newer toolkit): compiled afresh, stored again
-                    Err(_) if cached => self.ctx.load_module(compile_cached(module, source, &self.arch, dir, false)?.0),
+                    Err(_) if cached => self.ctx.load_module(compile_cached(module, text, &self.arch, dir, false)?.0),
                     other => other,
                 };
                 let m = loaded.map_err(|e| device_error(&format!("loading kernels/{module}.cu"), e))?;
-                modules.insert(module, m.clone());
+                modules.insert(key, m.clone());
                 m
             }
         };

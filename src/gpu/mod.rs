@@ -24,7 +24,7 @@ pub use graph::Graph;
 pub use ipc::{Borrowed, PeerRegion, SharedRegion, HANDLE_BYTES};
 use lanes::LaneParts;
 pub use lanes::{Lane, Mark};
-pub use launch::{arg_or_null, compile, compile_cached, Overlapped, Queue};
+pub use launch::{arg_or_null, compile, compile_cached, entry_names, one_kernel_source, Overlapped, Queue};
 pub use memory::Pinned;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -84,7 +84,8 @@ pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     arch: String,
-    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    /// Loaded modules by file and, for a kernel compiled alone, its name (else empty).
+    modules: Mutex<HashMap<(&'static str, String), Arc<CudaModule>>>,
     /// Where compiled kernel files are kept between runs (kernel_cache::directory).
     kernel_cache: Option<std::path::PathBuf>,
     /// Extra streams for pipelines, created on first use and kept, each
