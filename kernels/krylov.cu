@@ -29,12 +29,14 @@ __device__ void stop_at_maxit(double* sc) {
 
 extern "C" __global__ void __launch_bounds__(256) cg_pq(i64 n, const double* __restrict__ p, const double* __restrict__ q,
     double* partial, unsigned int* counter, double* sc) {
-    if (stopped(sc)) return;
-    double s = 0.0;
-    GRID_STRIDE(i, n) s += p[i] * q[i];
-    double pq, unused;
-    if (iteration_sums(block_sum(s), 0.0, partial, counter, sc, pq, unused)) {
-        set_pq(sc, pq);
+    if constexpr (WANTED(cg_pq)) {
+        if (stopped(sc)) return;
+        double s = 0.0;
+        GRID_STRIDE(i, n) s += p[i] * q[i];
+        double pq, unused;
+        if (iteration_sums(block_sum(s), 0.0, partial, counter, sc, pq, unused)) {
+            set_pq(sc, pq);
+        }
     }
 }
 
@@ -46,82 +48,92 @@ extern "C" __global__ void __launch_bounds__(256) cg_pq(i64 n, const double* __r
 extern "C" __global__ void __launch_bounds__(256) cg_step(i64 n, const double* __restrict__ p,
     const double* __restrict__ q, double* __restrict__ x, double* __restrict__ r, const double* __restrict__ d,
     double* __restrict__ z, int rz_follows, double* partial, unsigned int* counter, double* sc) {
-    if (stopped(sc)) return;
-    const double alpha = sc[RZ] / sc[PQ];
-    double s1 = 0.0, s2 = 0.0;
-    GRID_STRIDE(i, n) {
-        x[i] += alpha * p[i];
-        const double ri = r[i] - alpha * q[i];
-        r[i] = ri;
-        double zi = ri;
-        if (d) {
-            zi = d[i] * ri;
-            z[i] = zi;
+    if constexpr (WANTED(cg_step)) {
+        if (stopped(sc)) return;
+        const double alpha = sc[RZ] / sc[PQ];
+        double s1 = 0.0, s2 = 0.0;
+        GRID_STRIDE(i, n) {
+            x[i] += alpha * p[i];
+            const double ri = r[i] - alpha * q[i];
+            r[i] = ri;
+            double zi = ri;
+            if (d) {
+                zi = d[i] * ri;
+                z[i] = zi;
+            }
+            s1 += ri * zi;
+            s2 += ri * ri;
         }
-        s1 += ri * zi;
-        s2 += ri * ri;
-    }
-    double rz, rr;
-    if (iteration_sums(block_sum(s1), block_sum(s2), partial, counter, sc, rz, rr)) {
-        if (rz_follows) {
-            sc[RR] = rr;
-            return;
+        double rz, rr;
+        if (iteration_sums(block_sum(s1), block_sum(s2), partial, counter, sc, rz, rr)) {
+            if (rz_follows) {
+                sc[RR] = rr;
+                return;
+            }
+            sc[BETA] = rz / sc[RZ];
+            sc[RZ] = rz;
+            if (end_iteration(sc, rr)) stop_at_maxit(sc);
         }
-        sc[BETA] = rz / sc[RZ];
-        sc[RZ] = rz;
-        if (end_iteration(sc, rr)) stop_at_maxit(sc);
     }
 }
 
 // CG with ILU(0): r.z after the sweeps ends the iteration.
 extern "C" __global__ void __launch_bounds__(256) cg_rz(i64 n, const double* __restrict__ r, const double* __restrict__ z,
     double* partial, unsigned int* counter, double* sc) {
-    if (stopped(sc)) return;
-    double s = 0.0;
-    GRID_STRIDE(i, n) s += r[i] * z[i];
-    double rz, unused;
-    if (iteration_sums(block_sum(s), 0.0, partial, counter, sc, rz, unused)) {
-        sc[BETA] = rz / sc[RZ];
-        sc[RZ] = rz;
-        if (end_iteration(sc, sc[RR])) stop_at_maxit(sc);
+    if constexpr (WANTED(cg_rz)) {
+        if (stopped(sc)) return;
+        double s = 0.0;
+        GRID_STRIDE(i, n) s += r[i] * z[i];
+        double rz, unused;
+        if (iteration_sums(block_sum(s), 0.0, partial, counter, sc, rz, unused)) {
+            sc[BETA] = rz / sc[RZ];
+            sc[RZ] = rz;
+            if (end_iteration(sc, sc[RR])) stop_at_maxit(sc);
+        }
     }
 }
 
 // CG: p = z + BETA p.
 extern "C" __global__ void __launch_bounds__(256) cg_direction(i64 n, const double* __restrict__ z, double* __restrict__ p,
     const double* sc) {
-    if (stopped(sc)) return;
-    const double beta = sc[BETA];
-    GRID_STRIDE(i, n) p[i] = z[i] + beta * p[i];
+    if constexpr (WANTED(cg_direction)) {
+        if (stopped(sc)) return;
+        const double beta = sc[BETA];
+        GRID_STRIDE(i, n) p[i] = z[i] + beta * p[i];
+    }
 }
 
 // BiCGSTAB: p = r on the first iteration, then p = r + beta (p - OMEGA v)
 // with beta = (RHO / RHO_PREV) (ALPHA / OMEGA).
 extern "C" __global__ void __launch_bounds__(256) bicg_direction(i64 n, const double* __restrict__ r,
     const double* __restrict__ v, double* __restrict__ p, const double* sc) {
-    if (stopped(sc)) return;
-    if (sc[ITER] == 0) {
-        GRID_STRIDE(i, n) p[i] = r[i];
-        return;
+    if constexpr (WANTED(bicg_direction)) {
+        if (stopped(sc)) return;
+        if (sc[ITER] == 0) {
+            GRID_STRIDE(i, n) p[i] = r[i];
+            return;
+        }
+        const double omega = sc[OMEGA];
+        const double beta = (sc[RHO] / sc[RHO_PREV]) * (sc[ALPHA] / omega);
+        GRID_STRIDE(i, n) p[i] = r[i] + beta * (p[i] - omega * v[i]);
     }
-    const double omega = sc[OMEGA];
-    const double beta = (sc[RHO] / sc[RHO_PREV]) * (sc[ALPHA] / omega);
-    GRID_STRIDE(i, n) p[i] = r[i] + beta * (p[i] - omega * v[i]);
 }
 
 // BiCGSTAB: ALPHA = RHO / (r0, v); a zero (r0, v) is a breakdown.
 extern "C" __global__ void __launch_bounds__(256) bicg_alpha(i64 n, const double* __restrict__ rhat,
     const double* __restrict__ v, double* partial, unsigned int* counter, double* sc) {
-    if (stopped(sc)) return;
-    double s = 0.0;
-    GRID_STRIDE(i, n) s += rhat[i] * v[i];
-    double rv, unused;
-    if (iteration_sums(block_sum(s), 0.0, partial, counter, sc, rv, unused)) {
-        if (rv == 0.0 || !isfinite(rv)) {
-            sc[VALUE] = rv;
-            sc[STATUS] = BREAK_RV;
-        } else {
-            sc[ALPHA] = sc[RHO] / rv;
+    if constexpr (WANTED(bicg_alpha)) {
+        if (stopped(sc)) return;
+        double s = 0.0;
+        GRID_STRIDE(i, n) s += rhat[i] * v[i];
+        double rv, unused;
+        if (iteration_sums(block_sum(s), 0.0, partial, counter, sc, rv, unused)) {
+            if (rv == 0.0 || !isfinite(rv)) {
+                sc[VALUE] = rv;
+                sc[STATUS] = BREAK_RV;
+            } else {
+                sc[ALPHA] = sc[RHO] / rv;
+            }
         }
     }
 }
@@ -130,22 +142,24 @@ extern "C" __global__ void __launch_bounds__(256) bicg_alpha(i64 n, const double
 // (HALF_STEP: bicg_update then adds only ALPHA phat to x).
 extern "C" __global__ void __launch_bounds__(256) bicg_s(i64 n, const double* __restrict__ r, const double* __restrict__ v,
     double* __restrict__ s, double* partial, unsigned int* counter, double* sc) {
-    if (stopped(sc)) return;
-    const double alpha = sc[ALPHA];
-    double ss = 0.0;
-    GRID_STRIDE(i, n) {
-        const double si = r[i] - alpha * v[i];
-        s[i] = si;
-        ss += si * si;
-    }
-    double total, unused;
-    if (iteration_sums(block_sum(ss), 0.0, partial, counter, sc, total, unused)) {
-        const double snorm = sqrt(total) / sc[BNORM];
-        if (snorm <= sc[TOL]) {
-            const double it = sc[ITER] + 1;
-            sc[ITER] = it;
-            sc[HIST + (i64)it % HIST_LEN] = snorm;
-            sc[STATUS] = HALF_STEP;
+    if constexpr (WANTED(bicg_s)) {
+        if (stopped(sc)) return;
+        const double alpha = sc[ALPHA];
+        double ss = 0.0;
+        GRID_STRIDE(i, n) {
+            const double si = r[i] - alpha * v[i];
+            s[i] = si;
+            ss += si * si;
+        }
+        double total, unused;
+        if (iteration_sums(block_sum(ss), 0.0, partial, counter, sc, total, unused)) {
+            const double snorm = sqrt(total) / sc[BNORM];
+            if (snorm <= sc[TOL]) {
+                const double it = sc[ITER] + 1;
+                sc[ITER] = it;
+                sc[HIST + (i64)it % HIST_LEN] = snorm;
+                sc[STATUS] = HALF_STEP;
+            }
         }
     }
 }
@@ -153,19 +167,21 @@ extern "C" __global__ void __launch_bounds__(256) bicg_s(i64 n, const double* __
 // BiCGSTAB: OMEGA = (t, s) / (t, t); a zero (t, t) is a breakdown.
 extern "C" __global__ void __launch_bounds__(256) bicg_omega(i64 n, const double* __restrict__ t,
     const double* __restrict__ s, double* partial, unsigned int* counter, double* sc) {
-    if (stopped(sc)) return;
-    double ts = 0.0, tt = 0.0;
-    GRID_STRIDE(i, n) {
-        ts += t[i] * s[i];
-        tt += t[i] * t[i];
-    }
-    double ts_total, tt_total;
-    if (iteration_sums(block_sum(ts), block_sum(tt), partial, counter, sc, ts_total, tt_total)) {
-        if (tt_total == 0.0 || !isfinite(tt_total)) {
-            sc[VALUE] = tt_total;
-            sc[STATUS] = BREAK_TT;
-        } else {
-            sc[OMEGA] = ts_total / tt_total;
+    if constexpr (WANTED(bicg_omega)) {
+        if (stopped(sc)) return;
+        double ts = 0.0, tt = 0.0;
+        GRID_STRIDE(i, n) {
+            ts += t[i] * s[i];
+            tt += t[i] * t[i];
+        }
+        double ts_total, tt_total;
+        if (iteration_sums(block_sum(ts), block_sum(tt), partial, counter, sc, ts_total, tt_total)) {
+            if (tt_total == 0.0 || !isfinite(tt_total)) {
+                sc[VALUE] = tt_total;
+                sc[STATUS] = BREAK_TT;
+            } else {
+                sc[OMEGA] = ts_total / tt_total;
+            }
         }
     }
 }
@@ -177,39 +193,41 @@ extern "C" __global__ void __launch_bounds__(256) bicg_update(i64 n, const doubl
     const double* __restrict__ shat, const double* __restrict__ s, const double* __restrict__ t,
     const double* __restrict__ rhat, double* __restrict__ x, double* __restrict__ r, double* partial,
     unsigned int* counter, double* sc) {
-    const double status = sc[STATUS];
-    if (status != RUNNING && status != HALF_STEP) return;
-    const bool half = status == HALF_STEP;
-    const double alpha = sc[ALPHA], omega = half ? 0.0 : sc[OMEGA];
-    double rr = 0.0, rho = 0.0;
-    GRID_STRIDE(i, n) {
-        if (half) {
-            x[i] += alpha * phat[i];
-            continue;
+    if constexpr (WANTED(bicg_update)) {
+        const double status = sc[STATUS];
+        if (status != RUNNING && status != HALF_STEP) return;
+        const bool half = status == HALF_STEP;
+        const double alpha = sc[ALPHA], omega = half ? 0.0 : sc[OMEGA];
+        double rr = 0.0, rho = 0.0;
+        GRID_STRIDE(i, n) {
+            if (half) {
+                x[i] += alpha * phat[i];
+                continue;
+            }
+            x[i] += alpha * phat[i] + omega * shat[i];
+            const double ri = s[i] - omega * t[i];
+            r[i] = ri;
+            rr += ri * ri;
+            rho += ri * rhat[i];
         }
-        x[i] += alpha * phat[i] + omega * shat[i];
-        const double ri = s[i] - omega * t[i];
-        r[i] = ri;
-        rr += ri * ri;
-        rho += ri * rhat[i];
-    }
-    double rr_total, rho_total;
-    if (iteration_sums(block_sum(rr), block_sum(rho), partial, counter, sc, rr_total, rho_total)) {
-        if (half) {
-            sc[STATUS] = CONVERGED;
-            return;
-        }
-        if (!end_iteration(sc, rr_total)) return;
-        if (omega == 0.0) {
-            sc[STATUS] = BREAK_OMEGA;
-            return;
-        }
-        stop_at_maxit(sc);
-        sc[RHO_PREV] = sc[RHO];
-        sc[RHO] = rho_total;
-        if (sc[STATUS] == RUNNING && (rho_total == 0.0 || !isfinite(rho_total))) {
-            sc[VALUE] = rho_total;
-            sc[STATUS] = BREAK_RHO;
+        double rr_total, rho_total;
+        if (iteration_sums(block_sum(rr), block_sum(rho), partial, counter, sc, rr_total, rho_total)) {
+            if (half) {
+                sc[STATUS] = CONVERGED;
+                return;
+            }
+            if (!end_iteration(sc, rr_total)) return;
+            if (omega == 0.0) {
+                sc[STATUS] = BREAK_OMEGA;
+                return;
+            }
+            stop_at_maxit(sc);
+            sc[RHO_PREV] = sc[RHO];
+            sc[RHO] = rho_total;
+            if (sc[STATUS] == RUNNING && (rho_total == 0.0 || !isfinite(rho_total))) {
+                sc[VALUE] = rho_total;
+                sc[STATUS] = BREAK_RHO;
+            }
         }
     }
 }
@@ -489,9 +507,11 @@ extern "C" __global__ void __launch_bounds__(1024) bicgstab_block(int n, const i
     const int* __restrict__ ci, const double* __restrict__ val, const int* __restrict__ diag, int kind,
     const double* __restrict__ m, int sweeps, double* sa, double* sb, double* x, double* r, const double* rhat,
     double* p, double* phat, double* v, double* s, double* shat, double* t, double* sc) {
-    if (stopped(sc)) return;
-    OneBlock g{n, rp, ci, diag, val, m, {x, r, (double*)rhat, p, phat, v, s, shat, t, sa, sb, (double*)m}};
-    bicgstab_small(g, kind, sweeps, sc);
+    if constexpr (WANTED(bicgstab_block)) {
+        if (stopped(sc)) return;
+        OneBlock g{n, rp, ci, diag, val, m, {x, r, (double*)rhat, p, phat, v, s, shat, t, sa, sb, (double*)m}};
+        bicgstab_small(g, kind, sweeps, sc);
+    }
 }
 
 // One cluster of gridDim.x blocks (at most CLUSTER_MAX), each R rows (the
@@ -506,60 +526,62 @@ extern "C" __global__ void __launch_bounds__(1024) bicgstab_cluster(int n, int R
     const int* __restrict__ ci, const double* __restrict__ val, const int* __restrict__ diag, int kind,
     const double* __restrict__ m, int sweeps, int iterations, double* x, double* r, const double* rhat, double* p,
     double* v, double* sc) {
-    if (stopped(sc)) return;
-    extern __shared__ double room[];
-    __shared__ unsigned far[CLUSTER_MAX];  // block q's room, as a shared::cluster address
-    __shared__ double2 slots[2];
-    unsigned int rank, blocks;
-    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
-    if (threadIdx.x < blocks) {
-        unsigned a;
-        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"((unsigned)__cvta_generic_to_shared(room)), "r"(threadIdx.x));
-        far[threadIdx.x] = a;
-    }
-    __syncthreads();
-    const int r0 = (int)rank * R, rows = max(0, min(R, n - r0));
-    const int base = rp[min(r0, n)], entries = rp[min(r0 + rows, n)] - base;
-    InCluster g;
-    g.m = rows, g.rank = (int)rank, g.blocks = (int)blocks, g.R = R, g.turn = 0, g.slots = slots, g.room = room;
-    double* a = room + (i64)SMALL_VECTORS * R;
-    double* lu = a + E;
-    int* lrp = (int*)(lu + (kind == 2 ? E : 0));
-    unsigned* col = (unsigned*)(lrp + R + 1);
-    int* dg = (int*)(col + E);
-    g.val = a, g.lu = lu, g.rp = lrp, g.col = col, g.dg = dg;
-    for (int i = threadIdx.x; i <= rows; i += blockDim.x) lrp[i] = rp[min(r0 + i, n)] - base;
-    for (int k = threadIdx.x; k < entries; k += blockDim.x) {
-        const int c = ci[base + k];
-        a[k] = val[base + k];
-        col[k] = far[c / R] + (unsigned)(c % R) * 8u;
-        if (kind == 2) lu[k] = m[base + k];
-    }
-    const int own[] = {SV_X, SV_R, SV_RHAT, SV_P, SV_V};
-    const double* from[] = {x, r, rhat, p, v};
-#pragma unroll
-    for (int j = 0; j < 5; ++j)
-        for (int i = threadIdx.x; i < rows; i += blockDim.x) g.vec(own[j])[i] = from[j][r0 + i];
-    for (int i = threadIdx.x; i < rows; i += blockDim.x) {
-        if (kind == 2) dg[i] = diag[r0 + i] - base;
-        if (kind != 0) g.vec(SV_M)[i] = kind == 1 ? m[r0 + i] : m[diag[r0 + i]];
-    }
-    cluster_sync();
-    for (int k = 0; k < iterations; ++k) {
-        if (k > 0) {
-            cluster_sync();  // the lead's scalars, then every block reads them
-            if (stopped(sc)) break;
+    if constexpr (WANTED(bicgstab_cluster)) {
+        if (stopped(sc)) return;
+        extern __shared__ double room[];
+        __shared__ unsigned far[CLUSTER_MAX];  // block q's room, as a shared::cluster address
+        __shared__ double2 slots[2];
+        unsigned int rank, blocks;
+        asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+        asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
+        if (threadIdx.x < blocks) {
+            unsigned a;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"((unsigned)__cvta_generic_to_shared(room)), "r"(threadIdx.x));
+            far[threadIdx.x] = a;
         }
-        bicgstab_small(g, kind, sweeps, sc);
+        __syncthreads();
+        const int r0 = (int)rank * R, rows = max(0, min(R, n - r0));
+        const int base = rp[min(r0, n)], entries = rp[min(r0 + rows, n)] - base;
+        InCluster g;
+        g.m = rows, g.rank = (int)rank, g.blocks = (int)blocks, g.R = R, g.turn = 0, g.slots = slots, g.room = room;
+        double* a = room + (i64)SMALL_VECTORS * R;
+        double* lu = a + E;
+        int* lrp = (int*)(lu + (kind == 2 ? E : 0));
+        unsigned* col = (unsigned*)(lrp + R + 1);
+        int* dg = (int*)(col + E);
+        g.val = a, g.lu = lu, g.rp = lrp, g.col = col, g.dg = dg;
+        for (int i = threadIdx.x; i <= rows; i += blockDim.x) lrp[i] = rp[min(r0 + i, n)] - base;
+        for (int k = threadIdx.x; k < entries; k += blockDim.x) {
+            const int c = ci[base + k];
+            a[k] = val[base + k];
+            col[k] = far[c / R] + (unsigned)(c % R) * 8u;
+            if (kind == 2) lu[k] = m[base + k];
+        }
+        const int own[] = {SV_X, SV_R, SV_RHAT, SV_P, SV_V};
+        const double* from[] = {x, r, rhat, p, v};
+    #pragma unroll
+        for (int j = 0; j < 5; ++j)
+            for (int i = threadIdx.x; i < rows; i += blockDim.x) g.vec(own[j])[i] = from[j][r0 + i];
+        for (int i = threadIdx.x; i < rows; i += blockDim.x) {
+            if (kind == 2) dg[i] = diag[r0 + i] - base;
+            if (kind != 0) g.vec(SV_M)[i] = kind == 1 ? m[r0 + i] : m[diag[r0 + i]];
+        }
+        cluster_sync();
+        for (int k = 0; k < iterations; ++k) {
+            if (k > 0) {
+                cluster_sync();  // the lead's scalars, then every block reads them
+                if (stopped(sc)) break;
+            }
+            bicgstab_small(g, kind, sweeps, sc);
+        }
+        __syncthreads();
+        double* to[] = {x, r, p, v};
+        const int back[] = {SV_X, SV_R, SV_P, SV_V};
+    #pragma unroll
+        for (int j = 0; j < 4; ++j)
+            for (int i = threadIdx.x; i < rows; i += blockDim.x) to[j][r0 + i] = g.vec(back[j])[i];
+        cluster_sync();  // no block leaves while another may read its shared memory
     }
-    __syncthreads();
-    double* to[] = {x, r, p, v};
-    const int back[] = {SV_X, SV_R, SV_P, SV_V};
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-        for (int i = threadIdx.x; i < rows; i += blockDim.x) to[j][r0 + i] = g.vec(back[j])[i];
-    cluster_sync();  // no block leaves while another may read its shared memory
 }
 
 // ---- A distributed product's halo, device to device between the ranks of
@@ -583,38 +605,42 @@ __device__ __forceinline__ const u64* team_sources(const u64* t) { return team_d
 // counts the message in each destination's flag.
 extern "C" __global__ void __launch_bounds__(256) halo_send(u64* t, const double* __restrict__ x,
     const int* __restrict__ rows, unsigned int* counter, const double* sc) {
-    if (stopped(sc)) return;
-    const u64* d = team_dests(t);
-    const int dests = (int)t[T_DESTS];
-    for (int j = 0; j < dests; j++) {
-        double* out = (double*)d[4 * j];
-        const i64 start = (i64)d[4 * j + 2], count = (i64)d[4 * j + 3];
-        GRID_STRIDE(i, count) out[i] = x[rows[start + i]];
+    if constexpr (WANTED(halo_send)) {
+        if (stopped(sc)) return;
+        const u64* d = team_dests(t);
+        const int dests = (int)t[T_DESTS];
+        for (int j = 0; j < dests; j++) {
+            double* out = (double*)d[4 * j];
+            const i64 start = (i64)d[4 * j + 2], count = (i64)d[4 * j + 3];
+            GRID_STRIDE(i, count) out[i] = x[rows[start + i]];
+        }
+        __shared__ bool last;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence_system();  // this block's values reach the neighbours before the count does
+            last = (atomicAdd(counter, 1u) == gridDim.x - 1);
+        }
+        __syncthreads();
+        if (!last || threadIdx.x != 0) return;
+        *counter = 0;
+        const u64 seq = t[T_SENT] + 1;
+        t[T_SENT] = seq;
+        __threadfence_system();
+        for (int j = 0; j < dests; j++) store_release((u64*)d[4 * j + 1], seq);
     }
-    __shared__ bool last;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence_system();  // this block's values reach the neighbours before the count does
-        last = (atomicAdd(counter, 1u) == gridDim.x - 1);
-    }
-    __syncthreads();
-    if (!last || threadIdx.x != 0) return;
-    *counter = 0;
-    const u64 seq = t[T_SENT] + 1;
-    t[T_SENT] = seq;
-    __threadfence_system();
-    for (int j = 0; j < dests; j++) store_release((u64*)d[4 * j + 1], seq);
 }
 
 // One thread: waits until every source has sent this product's halo.
 extern "C" __global__ void halo_wait(u64* t, double* sc) {
-    if (stopped(sc)) return;
-    const u64 seq = t[T_RECEIVED] + 1;
-    t[T_RECEIVED] = seq;
-    const u64* flags = (const u64*)t[T_FLAGS];
-    const u64* s = team_sources(t);
-    for (int j = 0; j < (int)t[T_SOURCES]; j++)
-        if (!wait_for_rank(&flags[s[j]], seq, sc, (int)s[j])) return;
+    if constexpr (WANTED(halo_wait)) {
+        if (stopped(sc)) return;
+        const u64 seq = t[T_RECEIVED] + 1;
+        t[T_RECEIVED] = seq;
+        const u64* flags = (const u64*)t[T_FLAGS];
+        const u64* s = team_sources(t);
+        for (int j = 0; j < (int)t[T_SOURCES]; j++)
+            if (!wait_for_rank(&flags[s[j]], seq, sc, (int)s[j])) return;
+    }
 }
 
 // ---- Channels: messages counted in flags, for exchanges outside an
@@ -627,19 +653,23 @@ extern "C" __global__ void halo_wait(u64* t, double* sc) {
 enum ChannelWord { C_COUNT, C_FLAGS, C_LAG, C_LOST, C_ADDRESS };
 
 extern "C" __global__ void team_post(u64* ch) {
-    const u64 count = ch[C_COUNT] + 1;
-    ch[C_COUNT] = count;
-    __threadfence_system();
-    for (int j = 0; j < (int)ch[C_FLAGS]; j++) store_release((u64*)ch[C_ADDRESS + j], count);
+    if constexpr (WANTED(team_post)) {
+        const u64 count = ch[C_COUNT] + 1;
+        ch[C_COUNT] = count;
+        __threadfence_system();
+        for (int j = 0; j < (int)ch[C_FLAGS]; j++) store_release((u64*)ch[C_ADDRESS + j], count);
+    }
 }
 
 extern "C" __global__ void team_wait(u64* ch) {
-    const u64 count = ch[C_COUNT] + 1;
-    ch[C_COUNT] = count;
-    if (ch[C_LOST]) return;
-    for (int j = 0; j < (int)ch[C_FLAGS]; j++)
-        if (!wait_for((const u64*)ch[C_ADDRESS + j], count - ch[C_LAG])) {
-            ch[C_LOST] = j + 1;
-            return;
-        }
+    if constexpr (WANTED(team_wait)) {
+        const u64 count = ch[C_COUNT] + 1;
+        ch[C_COUNT] = count;
+        if (ch[C_LOST]) return;
+        for (int j = 0; j < (int)ch[C_FLAGS]; j++)
+            if (!wait_for((const u64*)ch[C_ADDRESS + j], count - ch[C_LAG])) {
+                ch[C_LOST] = j + 1;
+                return;
+            }
+    }
 }

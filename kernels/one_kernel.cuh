@@ -1,5 +1,6 @@
 // The prelude of the kernel files whose kernels compile one at a time
-// (src/gpu/launch.rs Gpu::kernel_alone; prepended to lbm.cu and block.cu):
+// (src/gpu/launch.rs Gpu::kernel, the files of ONE_KERNEL_AT_A_TIME in
+// src/lib.rs; prepended to them):
 // each kernel's body is guarded by WANTED(its name). Where FEGPU_ONE_KERNEL
 // names a kernel, every other keeps an empty body, so NVRTC spends its time
 // on that one alone (the whole of lbm.cu took 36 s on one core: a job would

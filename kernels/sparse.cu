@@ -28,11 +28,15 @@ __device__ void spmv(int n, const int* __restrict__ rp, const int* __restrict__ 
 #define SPMV(TPR)                                                                                              \
     extern "C" __global__ void __launch_bounds__(256) spmv_tpr##TPR(int n, const int* rp, const int* ci,        \
         const double* v, const double* x, double* y, double alpha, double beta, const double* sc, int long_len) { \
-        spmv<TPR, double>(n, rp, ci, v, x, y, alpha, beta, sc, long_len);                                     \
+        if constexpr (WANTED(spmv_tpr##TPR)) {                                                                     \
+            spmv<TPR, double>(n, rp, ci, v, x, y, alpha, beta, sc, long_len);                                      \
+        }                                                                                                          \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(256) spmv_f32_tpr##TPR(int n, const int* rp, const int* ci,    \
         const float* v, const double* x, double* y, double alpha, double beta, const double* sc, int long_len) { \
-        spmv<TPR, float>(n, rp, ci, v, x, y, alpha, beta, sc, long_len);                                      \
+        if constexpr (WANTED(spmv_f32_tpr##TPR)) {                                                                \
+            spmv<TPR, float>(n, rp, ci, v, x, y, alpha, beta, sc, long_len);                                      \
+        }                                                                                                         \
     }
 SPMV(1) SPMV(2) SPMV(4) SPMV(8) SPMV(16) SPMV(32)
 
@@ -81,7 +85,9 @@ __device__ void long_rows(int chunks, const int* __restrict__ chunk_row, const i
     extern "C" __global__ void __launch_bounds__(256) NAME(int chunks, const int* chunk_row,                    \
         const int* first_chunk, const int* rows, const int* rp, const int* ci, const V* v, const double* x,     \
         double* y, double alpha, double beta, double* partial, unsigned int* done, const double* sc) {          \
-        long_rows<V>(chunks, chunk_row, first_chunk, rows, rp, ci, v, x, y, alpha, beta, partial, done, sc);   \
+        if constexpr (WANTED(NAME)) {                                                                            \
+            long_rows<V>(chunks, chunk_row, first_chunk, rows, rp, ci, v, x, y, alpha, beta, partial, done, sc); \
+        }                                                                                                        \
     }
 LONG_ROWS(spmv_long_rows, double) LONG_ROWS(spmv_f32_long_rows, float)
 
@@ -92,16 +98,18 @@ LONG_ROWS(spmv_long_rows, double) LONG_ROWS(spmv_f32_long_rows, float)
 extern "C" __global__ void __launch_bounds__(256) dirichlet(int n, const int* __restrict__ rp, const int* __restrict__ ci,
     const int* __restrict__ diag, double* __restrict__ v, const unsigned char* __restrict__ fixed,
     const double* __restrict__ g, double* __restrict__ b) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const int d = diag[i];
-    double bi = b[i];
-    for (int k = rp[i]; k < rp[i + 1]; ++k) {
-        const int j = ci[k];
-        if (!fixed[i] && fixed[j]) bi -= v[k] * g[j];
-        if ((fixed[i] || fixed[j]) && k != d) v[k] = 0.0;
+    if constexpr (WANTED(dirichlet)) {
+        const int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i >= n) return;
+        const int d = diag[i];
+        double bi = b[i];
+        for (int k = rp[i]; k < rp[i + 1]; ++k) {
+            const int j = ci[k];
+            if (!fixed[i] && fixed[j]) bi -= v[k] * g[j];
+            if ((fixed[i] || fixed[j]) && k != d) v[k] = 0.0;
+        }
+        b[i] = fixed[i] ? v[d] * g[i] : bi;
     }
-    b[i] = fixed[i] ? v[d] * g[i] : bi;
 }
 
 // ILU(0), one level of rows at a time (rows of a level depend only on rows of
@@ -110,31 +118,33 @@ extern "C" __global__ void __launch_bounds__(256) dirichlet(int n, const int* __
 // pivot that is zero or not finite records its row in *bad (smallest wins).
 extern "C" __global__ void __launch_bounds__(128) ilu0_level(int count, const int* __restrict__ rows,
     const int* __restrict__ rp, const int* __restrict__ ci, const int* __restrict__ diag, double* lu, int* bad) {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= count) return;
-    const int i = rows[t];
-    const int ei = rp[i + 1];
-    for (int kk = rp[i]; kk < diag[i]; ++kk) {
-        const int k = ci[kk];
-        const double lik = lu[kk] / lu[diag[k]];
-        lu[kk] = lik;
-        int jj = kk + 1, p = diag[k] + 1;
-        const int ek = rp[k + 1];
-        while (jj < ei && p < ek) {
-            const int cj = ci[jj], ck = ci[p];
-            if (cj == ck) {
-                lu[jj] -= lik * lu[p];
-                ++jj;
-                ++p;
-            } else if (cj < ck) {
-                ++jj;
-            } else {
-                ++p;
+    if constexpr (WANTED(ilu0_level)) {
+        const int t = blockIdx.x * blockDim.x + threadIdx.x;
+        if (t >= count) return;
+        const int i = rows[t];
+        const int ei = rp[i + 1];
+        for (int kk = rp[i]; kk < diag[i]; ++kk) {
+            const int k = ci[kk];
+            const double lik = lu[kk] / lu[diag[k]];
+            lu[kk] = lik;
+            int jj = kk + 1, p = diag[k] + 1;
+            const int ek = rp[k + 1];
+            while (jj < ei && p < ek) {
+                const int cj = ci[jj], ck = ci[p];
+                if (cj == ck) {
+                    lu[jj] -= lik * lu[p];
+                    ++jj;
+                    ++p;
+                } else if (cj < ck) {
+                    ++jj;
+                } else {
+                    ++p;
+                }
             }
         }
+        const double piv = lu[diag[i]];
+        if (piv == 0.0 || !isfinite(piv)) atomicMin(bad, i);
     }
-    const double piv = lu[diag[i]];
-    if (piv == 0.0 || !isfinite(piv)) atomicMin(bad, i);
 }
 
 // ILU(0)'s factors of A turned into those of M^T = U^T L^T in A^T's pattern
@@ -143,12 +153,14 @@ extern "C" __global__ void __launch_bounds__(128) ilu0_level(int count, const in
 extern "C" __global__ void __launch_bounds__(256) ilu_transpose(int n, const int* __restrict__ rp,
     const int* __restrict__ ci, const int* __restrict__ from, const int* __restrict__ a_diag,
     const double* __restrict__ lu, double* __restrict__ out) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    for (int k = rp[i]; k < rp[i + 1]; ++k) {
-        const int j = ci[k];
-        const double v = lu[from[k]];
-        out[k] = j < i ? v / lu[a_diag[j]] : j == i ? v : v * lu[a_diag[i]];
+    if constexpr (WANTED(ilu_transpose)) {
+        const int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i >= n) return;
+        for (int k = rp[i]; k < rp[i + 1]; ++k) {
+            const int j = ci[k];
+            const double v = lu[from[k]];
+            out[k] = j < i ? v / lu[a_diag[j]] : j == i ? v : v * lu[a_diag[i]];
+        }
     }
 }
 
@@ -182,7 +194,9 @@ __device__ void jacobi_sweep(int n, const int* __restrict__ rp, const int* __res
     extern "C" __global__ void __launch_bounds__(256) ilu_jacobi_tpr##TPR(int n, const int* rp, const int* ci,  \
         const double* t, const double* d, const double* y, const double* in, int upper, int scale_in,           \
         double* out, const double* sc) {                                                                        \
-        jacobi_sweep<TPR>(n, rp, ci, t, d, y, in, upper, scale_in, out, sc);                                   \
+        if constexpr (WANTED(ilu_jacobi_tpr##TPR)) {                                                             \
+            jacobi_sweep<TPR>(n, rp, ci, t, d, y, in, upper, scale_in, out, sc);                                 \
+        }                                                                                                        \
     }
 JACOBI_SWEEP(1) JACOBI_SWEEP(2) JACOBI_SWEEP(4) JACOBI_SWEEP(8) JACOBI_SWEEP(16) JACOBI_SWEEP(32)
 
@@ -190,24 +204,28 @@ JACOBI_SWEEP(1) JACOBI_SWEEP(2) JACOBI_SWEEP(4) JACOBI_SWEEP(8) JACOBI_SWEEP(16)
 extern "C" __global__ void __launch_bounds__(128) lsolve_level(int count, const int* __restrict__ rows,
     const int* __restrict__ rp, const int* __restrict__ ci, const int* __restrict__ diag, const double* __restrict__ lu,
     const double* __restrict__ r, double* y, const double* sc) {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= count || stopped(sc)) return;
-    const int i = rows[t];
-    double s = r[i];
-    for (int kk = rp[i]; kk < diag[i]; ++kk) s -= lu[kk] * y[ci[kk]];
-    y[i] = s;
+    if constexpr (WANTED(lsolve_level)) {
+        const int t = blockIdx.x * blockDim.x + threadIdx.x;
+        if (t >= count || stopped(sc)) return;
+        const int i = rows[t];
+        double s = r[i];
+        for (int kk = rp[i]; kk < diag[i]; ++kk) s -= lu[kk] * y[ci[kk]];
+        y[i] = s;
+    }
 }
 
 // Back substitution with the upper factor, one level, in place: x_i = (y_i - sum_{j>i} u_ij x_j) / u_ii.
 extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const int* __restrict__ rows,
     const int* __restrict__ rp, const int* __restrict__ ci, const int* __restrict__ diag, const double* __restrict__ lu,
     double* x, const double* sc) {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= count || stopped(sc)) return;
-    const int i = rows[t];
-    double s = x[i];
-    for (int kk = diag[i] + 1; kk < rp[i + 1]; ++kk) s -= lu[kk] * x[ci[kk]];
-    x[i] = s / lu[diag[i]];
+    if constexpr (WANTED(usolve_level)) {
+        const int t = blockIdx.x * blockDim.x + threadIdx.x;
+        if (t >= count || stopped(sc)) return;
+        const int i = rows[t];
+        double s = x[i];
+        for (int kk = diag[i] + 1; kk < rp[i + 1]; ++kk) s -= lu[kk] * x[ci[kk]];
+        x[i] = s / lu[diag[i]];
+    }
 }
 
 // ---- ILU(0) triangular solves in one launch per sweep (synchronisation-free) ----
@@ -383,14 +401,18 @@ __device__ void sweep_syncfree(int n, int chunk, const int* __restrict__ chunk_l
 extern "C" __global__ void __launch_bounds__(512) lsolve_syncfree(int n, int chunk, const int* chunk_level,
     const int* level_ptr, const int* order, const int* rp, const int* ci, const int* diag, const double* lu,
     const double* r, double* y, double* z, unsigned int* ctl, const double* sc) {
-    sweep_syncfree<false>(n, chunk, chunk_level, level_ptr, order, rp, ci, diag, lu, r, y, z, ctl, sc);
+    if constexpr (WANTED(lsolve_syncfree)) {
+        sweep_syncfree<false>(n, chunk, chunk_level, level_ptr, order, rp, ci, diag, lu, r, y, z, ctl, sc);
+    }
 }
 
 // Back substitution with the upper factor: z_i = (y_i - sum_{j>i} u_ij z_j) / u_ii.
 extern "C" __global__ void __launch_bounds__(512) usolve_syncfree(int n, int chunk, const int* chunk_level,
     const int* level_ptr, const int* order, const int* rp, const int* ci, const int* diag, const double* lu,
     double* y, double* z, unsigned int* ctl, const double* sc) {
-    sweep_syncfree<true>(n, chunk, chunk_level, level_ptr, order, rp, ci, diag, lu, y, z, y, ctl, sc);
+    if constexpr (WANTED(usolve_syncfree)) {
+        sweep_syncfree<true>(n, chunk, chunk_level, level_ptr, order, rp, ci, diag, lu, y, z, y, ctl, sc);
+    }
 }
 
 // ---- ILU(0) triangular solves of a stencil on a box: the grid walk ----
@@ -531,12 +553,16 @@ __device__ void sweep_grid(int n, int nx, int ny, int skew, int k, const int* __
     extern "C" __global__ void __launch_bounds__(512) lsolve_grid##K(int n, int nx, int ny, int skew, int k,       \
         const int* stencil, const unsigned int* mask, const double* vals, const double* r, double* y, double* z,  \
         unsigned int* ctl, const double* sc) {                                                                     \
-        sweep_grid<false, K>(n, nx, ny, skew, k, stencil, mask, vals, r, y, z, ctl, sc);                          \
+        if constexpr (WANTED(lsolve_grid##K)) {                                                                     \
+            sweep_grid<false, K>(n, nx, ny, skew, k, stencil, mask, vals, r, y, z, ctl, sc);                        \
+        }                                                                                                           \
     }                                                                                                              \
     extern "C" __global__ void __launch_bounds__(512) usolve_grid##K(int n, int nx, int ny, int skew, int k,       \
         const int* stencil, const unsigned int* mask, const double* vals, double* y, double* z,                  \
         unsigned int* ctl, const double* sc) {                                                                     \
-        sweep_grid<true, K>(n, nx, ny, skew, k, stencil, mask, vals, y, z, y, ctl, sc);                           \
+        if constexpr (WANTED(usolve_grid##K)) {                                                                     \
+            sweep_grid<true, K>(n, nx, ny, skew, k, stencil, mask, vals, y, z, y, ctl, sc);                         \
+        }                                                                                                           \
     }
 GRID_SWEEPS(4)
 GRID_SWEEPS(16)
@@ -675,21 +701,27 @@ __device__ void sweep_pipe(int n, int nx, int ny, int lines, const int* __restri
 
 extern "C" __global__ void __launch_bounds__(PIPE_THREADS) lsolve_pipe(int n, int nx, int ny, int lines,
     const int* step_off, const double* vals, const double* r, double* y, double* zs, unsigned int* ctl, const double* sc) {
-    sweep_pipe<false>(n, nx, ny, lines, step_off, vals, r, y, zs, nullptr, ctl, sc);
+    if constexpr (WANTED(lsolve_pipe)) {
+        sweep_pipe<false>(n, nx, ny, lines, step_off, vals, r, y, zs, nullptr, ctl, sc);
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(PIPE_THREADS) usolve_pipe(int n, int nx, int ny, int lines,
     const int* step_off, const double* vals, double* y, double* zs, double* z, unsigned int* ctl, const double* sc) {
-    sweep_pipe<true>(n, nx, ny, lines, step_off, vals, y, zs, y, z, ctl, sc);
+    if constexpr (WANTED(usolve_pipe)) {
+        sweep_pipe<true>(n, nx, ny, lines, step_off, vals, y, zs, y, z, ctl, sc);
+    }
 }
 
 // vals[i] = lu[from[i]] (from `reciprocals` on: 1 / lu[from[i]], U's
 // diagonal for quotient), or the pending bits where from[i] < 0 (an entry a point lacks).
 extern "C" __global__ void __launch_bounds__(256) pipe_gather(i64 m, i64 reciprocals, const int* __restrict__ from,
     const double* __restrict__ lu, double* __restrict__ vals) {
-    GRID_STRIDE(i, m) {
-        const double v = from[i] < 0 ? __longlong_as_double(ILU_PENDING) : lu[from[i]];
-        vals[i] = i >= reciprocals && from[i] >= 0 ? 1.0 / v : v;
+    if constexpr (WANTED(pipe_gather)) {
+        GRID_STRIDE(i, m) {
+            const double v = from[i] < 0 ? __longlong_as_double(ILU_PENDING) : lu[from[i]];
+            vals[i] = i >= reciprocals && from[i] >= 0 ? 1.0 / v : v;
+        }
     }
 }
 
@@ -733,11 +765,13 @@ __device__ void spmv_pq(int n, const int* __restrict__ rp, const int* __restrict
 extern "C" __global__ void __launch_bounds__(256) spmv_rows_add(int m, const int* __restrict__ rows,
     const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
     const double* __restrict__ x, double* y, const double* sc) {
-    if (stopped(sc)) return;
-    GRID_STRIDE(q, m) {
-        double s = 0.0;
-        for (int k = rp[q]; k < rp[q + 1]; ++k) s += v[k] * x[ci[k]];
-        y[rows[q]] += s;
+    if constexpr (WANTED(spmv_rows_add)) {
+        if (stopped(sc)) return;
+        GRID_STRIDE(q, m) {
+            double s = 0.0;
+            for (int k = rp[q]; k < rp[q + 1]; ++k) s += v[k] * x[ci[k]];
+            y[rows[q]] += s;
+        }
     }
 }
 
@@ -749,20 +783,22 @@ extern "C" __global__ void __launch_bounds__(256) spmv_rows_add_pq(int m, const 
     const int* __restrict__ rp, const int* __restrict__ ci, const double* __restrict__ v,
     const double* __restrict__ x, const double* __restrict__ p, double* q, const double* own_total, double* partial,
     unsigned int* counter, double* sc) {
-    if (stopped(sc)) return;
-    double dot = 0.0;
-    GRID_STRIDE(k, m) {
-        double s = 0.0;
-        for (int e = rp[k]; e < rp[k + 1]; ++e) s += v[e] * x[ci[e]];
-        const int r = rows[k];
-        q[r] += s;
-        dot += p[r] * s;
-    }
-    double sum = block_sum(dot);
-    if (blockIdx.x == 0 && threadIdx.x == 0) sum += *own_total;
-    double pq, unused;
-    if (iteration_sums(sum, 0.0, partial, counter, sc, pq, unused)) {
-        set_pq(sc, pq);
+    if constexpr (WANTED(spmv_rows_add_pq)) {
+        if (stopped(sc)) return;
+        double dot = 0.0;
+        GRID_STRIDE(k, m) {
+            double s = 0.0;
+            for (int e = rp[k]; e < rp[k + 1]; ++e) s += v[e] * x[ci[e]];
+            const int r = rows[k];
+            q[r] += s;
+            dot += p[r] * s;
+        }
+        double sum = block_sum(dot);
+        if (blockIdx.x == 0 && threadIdx.x == 0) sum += *own_total;
+        double pq, unused;
+        if (iteration_sums(sum, 0.0, partial, counter, sc, pq, unused)) {
+            set_pq(sc, pq);
+        }
     }
 }
 
@@ -772,6 +808,8 @@ extern "C" __global__ void __launch_bounds__(256) spmv_rows_add_pq(int m, const 
     extern "C" __global__ void __launch_bounds__(256) spmv_pq_tpr##TPR(int n, const int* rp, const int* ci,     \
         const double* v, const double* p, double* q, double* partial, unsigned int* counter, double* sc,       \
         double* own_total, int long_len) {                                                                     \
-        spmv_pq<TPR>(n, rp, ci, v, p, q, partial, counter, sc, own_total, long_len);                          \
+        if constexpr (WANTED(spmv_pq_tpr##TPR)) {                                                                \
+            spmv_pq<TPR>(n, rp, ci, v, p, q, partial, counter, sc, own_total, long_len);                         \
+        }                                                                                                        \
     }
 SPMV_PQ(1) SPMV_PQ(2)

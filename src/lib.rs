@@ -55,6 +55,6 @@ pub const KERNEL_SOURCES: &[(&str, &str)] = &[
     ("block", sparse::block::cuda::SOURCE),
 ];
 
-/// The kernel files whose kernels compile one at a time (`Gpu::kernel_alone`):
+/// The kernel files whose kernels compile one at a time (`Gpu::kernel`):
 /// a job compiles the kernels it launches, `fegpu warm` each of them.
-pub const ONE_KERNEL_AT_A_TIME: &[&str] = &["lbm", "block", "fem", "fem_quadratic"];
+pub const ONE_KERNEL_AT_A_TIME: &[&str] = &["lbm", "block", "fem", "fem_quadratic", "sparse", "krylov"];

@@ -16,9 +16,9 @@ pub const QUADRATIC_SOURCE: &str =
 /// quadratic elements.
 fn element_kernel(g: &Gpu, set: &ElementSet, name: &str) -> crate::error::Result<crate::gpu::Kernel> {
     if set.element.is_quadratic() {
-        g.kernel_alone("fem_quadratic", QUADRATIC_SOURCE, name)
+        g.kernel("fem_quadratic", QUADRATIC_SOURCE, name)
     } else {
-        g.kernel_alone("fem", SOURCE, name)
+        g.kernel("fem", SOURCE, name)
     }
 }
 
@@ -100,7 +100,7 @@ pub fn assemble(
     ke: &DeviceBuffer<f64>,
     values: &mut DeviceBuffer<f64>,
 ) -> crate::error::Result<()> {
-    let f = g.kernel_alone("fem", SOURCE, "assemble")?;
+    let f = g.kernel("fem", SOURCE, "assemble")?;
     let n = nnz as i64;
     let mut l = g.launcher(&f);
     l.arg(&n).arg(ptr).arg(from).arg(ke).arg(values);
@@ -126,7 +126,7 @@ fn ebe_init(
     sc: Option<&DeviceBuffer<f64>>,
 ) -> crate::error::Result<()> {
     let n = set.dofs() as i64;
-    let init = g.kernel_alone("fem", SOURCE, "ebe_init")?;
+    let init = g.kernel("fem", SOURCE, "ebe_init")?;
     let mut l = g.launcher(&init);
     l.arg(&n).arg(x).arg(y);
     arg_or_null(&mut l, fixed.map(|f| f.0));
@@ -187,7 +187,7 @@ pub fn dirichlet_rhs(
     t: &DeviceBuffer<f64>,
     b: &DeviceBuffer<f64>,
 ) -> crate::error::Result<()> {
-    let f = g.kernel_alone("fem", SOURCE, "dirichlet_rhs")?;
+    let f = g.kernel("fem", SOURCE, "dirichlet_rhs")?;
     let n64 = n as i64;
     let mut l = g.launcher(&f);
     l.arg(&n64).arg(fixed).arg(values).arg(diag).arg(t).arg(b);
@@ -219,7 +219,7 @@ pub fn ebe_otf(
         }
     };
     let name = format!("ebe_otf_{}", suffix(set));
-    let f = g.kernel_alone("fem", SOURCE, &name)?;
+    let f = g.kernel("fem", SOURCE, &name)?;
     let (ne, plane_strain, order) = (set.elements as i64, (set.problem == Problem::PlaneStrain) as i32, set.order as i32);
     let mut l = g.launcher(&f);
     l.arg(&ne).arg(&d.coords).arg(&d.conn).arg(&d.material).arg(props).arg(&plane_strain).arg(&order).arg(x).arg(y);
@@ -253,7 +253,7 @@ pub fn assembly_map(g: &Gpu, set: &ElementSet, d: &DeviceSet) -> crate::error::R
     let node_grid = ((nodes as u32).div_ceil(BLOCK), 1, 1);
     macro_rules! launch {
         ($name:expr, $grid:expr, $threads:expr, $($arg:expr),+) => {{
-            let f = g.kernel_alone("fem", SOURCE, $name)?;
+            let f = g.kernel("fem", SOURCE, $name)?;
             let mut l = g.launcher(&f);
             $(l.arg($arg);)+
             g.launch($name, l, $grid, ($threads, 1, 1), 0)?;
@@ -307,7 +307,7 @@ pub fn diagonal_add(
     h: &DeviceBuffer<f64>,
     values: &DeviceBuffer<f64>,
 ) -> crate::error::Result<()> {
-    let f = g.kernel_alone("fem", SOURCE, "diagonal_add")?;
+    let f = g.kernel("fem", SOURCE, "diagonal_add")?;
     let n64 = n as i64;
     let mut l = g.launcher(&f);
     l.arg(&n64).arg(at).arg(&s).arg(h).arg(values);
@@ -373,7 +373,7 @@ pub fn face_matrix_add(
     hf: &DeviceBuffer<f64>,
     values: &DeviceBuffer<f64>,
 ) -> crate::error::Result<()> {
-    let f = g.kernel_alone("fem", SOURCE, "face_matrix_add")?;
+    let f = g.kernel("fem", SOURCE, "face_matrix_add")?;
     let n64 = total as i64;
     let mut l = g.launcher(&f);
     l.arg(&n64).arg(at).arg(&s).arg(hf).arg(values);
@@ -391,7 +391,7 @@ pub fn tl_force(
     f: &DeviceBuffer<f64>,
 ) -> crate::error::Result<()> {
     let name = format!("tl_force_{}", suffix(set));
-    let func = g.kernel_alone("fem", SOURCE, &name)?;
+    let func = g.kernel("fem", SOURCE, &name)?;
     let (ne, order) = (set.elements as i64, set.order as i32);
     let mut l = g.launcher(&func);
     l.arg(&ne).arg(&d.coords).arg(&d.conn).arg(&d.material).arg(props).arg(&order).arg(u).arg(&s).arg(f);
@@ -410,7 +410,7 @@ pub fn assemble_scaled(
     scale: &DeviceBuffer<f64>,
     values: &DeviceBuffer<f64>,
 ) -> crate::error::Result<()> {
-    let f = g.kernel_alone("fem", SOURCE, "assemble_scaled")?;
+    let f = g.kernel("fem", SOURCE, "assemble_scaled")?;
     let (n, ne) = (nnz as i64, ne as i64);
     let mut l = g.launcher(&f);
     l.arg(&n).arg(&ne).arg(ptr).arg(from).arg(ke).arg(scale).arg(values);
@@ -444,7 +444,7 @@ pub fn thermal_stress(
     du: Option<&DeviceBuffer<f64>>,
 ) -> crate::error::Result<()> {
     let name = format!("thermal_stress_{}", set.element.name());
-    let func = g.kernel_alone("fem", SOURCE, &name)?;
+    let func = g.kernel("fem", SOURCE, &name)?;
     let (ne, stride, terms, order) = (set.elements as i64, s.stride as i32, s.terms as i32, set.order as i32);
     let mut l = g.launcher(&func);
     l.arg(&ne).arg(&d.coords).arg(&d.conn).arg(&d.material).arg(s.laws).arg(&stride).arg(&terms).arg(s.nu).arg(s.cast);
@@ -464,7 +464,7 @@ pub fn stress_to_nodes(
     sums: &DeviceBuffer<f64>,
     count: &DeviceBuffer<f64>,
 ) -> crate::error::Result<()> {
-    let func = g.kernel_alone("fem", SOURCE, "stress_to_nodes")?;
+    let func = g.kernel("fem", SOURCE, "stress_to_nodes")?;
     let (ne, nn, pts) = (set.elements as i64, set.element.nodes() as i32, points as i32);
     let mut l = g.launcher(&func);
     l.arg(&ne).arg(&nn).arg(&pts).arg(&d.conn).arg(stress).arg(sums).arg(count);

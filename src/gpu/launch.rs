@@ -78,17 +78,13 @@ pub fn arg_or_null<'a, T: DeviceScalar>(l: &mut Launch<'a>, b: Option<&'a Device
 
 impl Gpu {
     /// The kernel `name` from the CUDA source `source` (a file of `kernels/`),
-    /// compiling the file with NVRTC the first time any of its kernels is asked for.
+    /// compiling the file with NVRTC the first time any of its kernels is
+    /// asked for; for the files of `ONE_KERNEL_AT_A_TIME`, the first time this
+    /// kernel is, compiling it alone (`one_kernel_source`), so a job pays for
+    /// the kernels it launches, not for the whole file (kernels/lbm.cu: 36 s
+    /// on one core for 87 kernels, of which a lattice launches four or five).
     pub fn kernel(&self, module: &'static str, source: &'static str, name: &str) -> Result<CudaFunction> {
-        self.kernel_of(module, source, None, name)
-    }
-
-    /// The kernel `name` of a file whose kernels compile one at a time
-    /// (`one_kernel_source`): the first time it is asked for, NVRTC compiles
-    /// that kernel alone, so a job pays for the kernels it launches, not for
-    /// the whole file (kernels/lbm.cu: 36 s on one core for about 80 kernels).
-    pub fn kernel_alone(&self, module: &'static str, source: &'static str, name: &str) -> Result<CudaFunction> {
-        self.kernel_of(module, source, Some(name), name)
+        self.kernel_of(module, source, crate::ONE_KERNEL_AT_A_TIME.contains(&module).then_some(name), name)
     }
 
     fn kernel_of(&self, module: &'static str, source: &'static str, alone: Option<&str>, name: &str) -> Result<CudaFunction> {

@@ -10,7 +10,11 @@ use crate::error::{Error, Result};
 use crate::gpu::{arg_or_null, DeviceBuffer, Gpu, Graph, KernelArg};
 
 /// kernels/krylov.cu after the shared prelude.
-pub const SOURCE: &str = concat!(include_str!("../../kernels/common.cuh"), include_str!("../../kernels/krylov.cu"));
+pub const SOURCE: &str = concat!(
+    include_str!("../../kernels/one_kernel.cuh"),
+    include_str!("../../kernels/common.cuh"),
+    include_str!("../../kernels/krylov.cu")
+);
 
 /// Where the solver scalars of a device-driven iteration live in `sc`
 /// (kernels/common.cuh `Scalar`).

@@ -96,7 +96,7 @@ pub fn pass<T: Stored>(
     };
     let trt = if p.magic > 0.0 && !matches!(pass, Pass::Stream | Pass::Settle) { "trt_" } else { "" };
     let name = format!("lbm_{kind}_{trt}{}", T::NAME);
-    let k = g.kernel_alone("lbm", SOURCE, &name)?;
+    let k = g.kernel("lbm", SOURCE, &name)?;
     let [nx, ny, nz] = p.dims.map(|d| d as i32);
     let (omega, omega_minus) = (T::arith(1.0 / p.tau), T::arith(p.omega_minus()));
     let force = p.force.map(T::arith);
@@ -130,7 +130,7 @@ pub fn pass<T: Stored>(
 /// Marks the fluid sites whose neighbours are all fluid (kernels/lbm.cu BULK),
 /// after the flags or the periodicity change.
 pub fn mark_bulk(g: &Gpu, p: &Params, flags: &mut DeviceBuffer<u8>) -> Result<()> {
-    let k = g.kernel_alone("lbm", SOURCE, "lbm_mark_bulk")?;
+    let k = g.kernel("lbm", SOURCE, "lbm_mark_bulk")?;
     let [nx, ny, nz] = p.dims.map(|d| d as i32);
     let mut l = g.launcher(&k);
     l.arg(flags).arg(&nx).arg(&ny).arg(&nz).arg(&p.periodic);
@@ -139,7 +139,7 @@ pub fn mark_bulk(g: &Gpu, p: &Params, flags: &mut DeviceBuffer<u8>) -> Result<()
 
 pub fn equilibrium<T: Stored>(g: &Gpu, f: &mut DeviceBuffer<T>, n: usize, rho: f64, u: [f64; 3]) -> Result<()> {
     let name = format!("lbm_equilibrium_{}", T::NAME);
-    let k = g.kernel_alone("lbm", SOURCE, &name)?;
+    let k = g.kernel("lbm", SOURCE, &name)?;
     let (n64, rho) = (n as i64, T::arith(rho));
     let u = u.map(T::arith);
     let mut l = g.launcher(&k);
@@ -157,7 +157,7 @@ pub fn fields<T: Stored>(
     u: &mut [f64],
 ) -> Result<()> {
     let name = format!("lbm_fields_{}", T::NAME);
-    let k = g.kernel_alone("lbm", SOURCE, &name)?;
+    let k = g.kernel("lbm", SOURCE, &name)?;
     let count = rho.len();
     let mut rho_d = g.alloc::<f64>(count)?;
     let mut u_d = g.alloc::<f64>(3 * count)?;
@@ -191,7 +191,7 @@ pub fn body_force<T: Stored>(
     own: (usize, usize),
 ) -> Result<[f64; 3]> {
     let name = format!("lbm_body_force_{}", T::NAME);
-    let k = g.kernel_alone("lbm", SOURCE, &name)?;
+    let k = g.kernel("lbm", SOURCE, &name)?;
     let blocks = count.div_ceil(BLOCK as usize).max(1);
     let mut partial = g.alloc::<f64>(3 * blocks)?;
     let [nx, ny, nz] = p.dims.map(|d| d as i32);
@@ -219,7 +219,7 @@ pub fn planes<T: Stored>(
     unpack: bool,
 ) -> Result<()> {
     let name = format!("lbm_planes_{}", T::NAME);
-    let k = g.kernel_alone("lbm", SOURCE, &name)?;
+    let k = g.kernel("lbm", SOURCE, &name)?;
     let n = (f.len() / super::Q) as i64;
     let (first, count64, unpack) = (first as i64, count as i64, unpack as i32);
     let mut l = g.launcher(&k);

@@ -7,6 +7,7 @@ use crate::gpu::{arg_or_null, DeviceBuffer, DeviceScalar, Gpu, KernelArg};
 
 /// kernels/sparse.cu after the shared prelude.
 pub const SOURCE: &str = concat!(
+    include_str!("../../kernels/one_kernel.cuh"),
     include_str!("../../kernels/common.cuh"),
     include_str!("../../kernels/csr.cuh"),
     include_str!("../../kernels/sparse.cu")

@@ -63,7 +63,7 @@ pub fn spmv_lanes(
     sc: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
     let name = format!("bsr_spmv_k{k}_tpr{tpr}");
-    let f = g.kernel_alone("block", SOURCE, &name)?;
+    let f = g.kernel("block", SOURCE, &name)?;
     let nb32 = nb as i32;
     let mut l = g.launcher(&f);
     l.arg(&nb32).arg(&dp.row_ptr).arg(&dp.col).arg(v).arg(x).arg(y).arg(&alpha).arg(&beta);
@@ -93,7 +93,7 @@ pub fn diagonal_inverses(
 ) -> Result<()> {
     let bad = upload(g, &[nb as i32])?;
     let name = format!("bsr_diag_inverse_k{k}");
-    let f = g.kernel_alone("block", SOURCE, &name)?;
+    let f = g.kernel("block", SOURCE, &name)?;
     let nb32 = nb as i32;
     let mut l = g.launcher(&f);
     l.arg(&nb32).arg(&dp.diag).arg(v).arg(inv).arg(&bad);
@@ -112,7 +112,7 @@ pub fn jacobi_apply(
     sc: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
     let name = format!("bsr_jacobi_k{k}");
-    let f = g.kernel_alone("block", SOURCE, &name)?;
+    let f = g.kernel("block", SOURCE, &name)?;
     let nb32 = nb as i32;
     let mut l = g.launcher(&f);
     l.arg(&nb32).arg(inv).arg(r).arg(z);
@@ -163,7 +163,7 @@ pub fn ilu0_apply_jacobi(
     sc: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
     let name = format!("bilu0_sweep_k{k}");
-    let f = g.kernel_alone("block", SOURCE, &name)?;
+    let f = g.kernel("block", SOURCE, &name)?;
     let grid = (nb.div_ceil(256).max(1) as u32, 1, 1);
     let nb32 = nb as i32;
     let sweep = |rhs: &DeviceBuffer<f64>, input: &DeviceBuffer<f64>, upper: i32, out: &DeviceBuffer<f64>| {
@@ -182,7 +182,7 @@ pub fn ilu0_apply_jacobi(
     // write w (0: the diagonal start, then the sweeps) goes to z when sweeps - w is even
     let target = |w: usize| if (sweeps - w).is_multiple_of(2) { z } else { other };
     let diag_name = format!("bilu0_diag_k{k}");
-    let fd = g.kernel_alone("block", SOURCE, &diag_name)?;
+    let fd = g.kernel("block", SOURCE, &diag_name)?;
     let mut l = g.launcher(&fd);
     l.arg(&nb32).arg(&dp.diag).arg(lu).arg(y).arg(target(0));
     arg_or_null(&mut l, sc);
