@@ -21,7 +21,7 @@ pub fn compile(module: &str, source: &str, arch: &str) -> Result<nvrtc::Ptx> {
 }
 
 /// A kernel file's text with only the kernel `name` given a body: the file
-/// guards each kernel's body with `WANTED(name)` (kernels/lbm.cu), which is
+/// guards each kernel's body with `WANTED(name)` (kernels/one_kernel.cuh),
 /// true for every kernel unless FEGPU_ONE_KERNEL names one. With `name`
 /// empty every body is empty: the kernels' names at the cost of parsing.
 pub fn one_kernel_source(source: &str, name: &str) -> String {
