@@ -132,29 +132,50 @@ __device__ void copy_tiled(const T* __restrict__ a, T* __restrict__ b, i64 m, i6
 
 #define FOR_TYPES(X) X(float, f32) X(double, f64)
 
-#define NAIVE(T, S)                                                                                          \
-    extern "C" __global__ void transpose_naive_##S(const T* a, T* b, i64 m, i64 n) { transpose_naive<T>(a, b, m, n); } \
-    extern "C" __global__ void transpose_square_naive_##S(T* a, i64 n) { transpose_square_naive<T>(a, n); }          \
-    extern "C" __global__ void copy_naive_##S(const T* a, T* b, i64 m, i64 n) { copy_naive<T>(a, b, m, n); }
+// Each kernel's body under WANTED(name): compiled one at a time (kernels/one_kernel.cuh).
+#define NAIVE(T, S)                                                                                             \
+    extern "C" __global__ void transpose_naive_##S(const T* a, T* b, i64 m, i64 n) {                             \
+        if constexpr (WANTED(transpose_naive_##S)) transpose_naive<T>(a, b, m, n);                               \
+    }                                                                                                           \
+    extern "C" __global__ void transpose_square_naive_##S(T* a, i64 n) {                                         \
+        if constexpr (WANTED(transpose_square_naive_##S)) transpose_square_naive<T>(a, n);                       \
+    }                                                                                                           \
+    extern "C" __global__ void copy_naive_##S(const T* a, T* b, i64 m, i64 n) {                                  \
+        if constexpr (WANTED(copy_naive_##S)) copy_naive<T>(a, b, m, n);                                         \
+    }
 FOR_TYPES(NAIVE)
 
 // Tiled kernels, named <kind>_t<TILE>r<ROWS>j<JT>_<type>; the block is TILE x ROWS threads.
-#define TILED(T, S, TILE, ROWS, JT)                                                                           \
-    extern "C" __global__ void __launch_bounds__(TILE * ROWS) transpose_tile_t##TILE##r##ROWS##j##JT##_##S(     \
-        const T* a, T* b, i64 m, i64 n) { transpose_tiled<T, TILE, ROWS, 0, JT>(a, b, m, n); }                \
-    extern "C" __global__ void __launch_bounds__(TILE * ROWS) transpose_padded_t##TILE##r##ROWS##j##JT##_##S(   \
-        const T* a, T* b, i64 m, i64 n) { transpose_tiled<T, TILE, ROWS, 1, JT>(a, b, m, n); }
+#define TILED(T, S, TILE, ROWS, JT)                                                                             \
+    extern "C" __global__ void __launch_bounds__(TILE * ROWS) transpose_tile_t##TILE##r##ROWS##j##JT##_##S(       \
+        const T* a, T* b, i64 m, i64 n) {                                                                       \
+        if constexpr (WANTED(transpose_tile_t##TILE##r##ROWS##j##JT##_##S))                                     \
+            transpose_tiled<T, TILE, ROWS, 0, JT>(a, b, m, n);                                                  \
+    }                                                                                                           \
+    extern "C" __global__ void __launch_bounds__(TILE * ROWS) transpose_padded_t##TILE##r##ROWS##j##JT##_##S(     \
+        const T* a, T* b, i64 m, i64 n) {                                                                       \
+        if constexpr (WANTED(transpose_padded_t##TILE##r##ROWS##j##JT##_##S))                                   \
+            transpose_tiled<T, TILE, ROWS, 1, JT>(a, b, m, n);                                                  \
+    }
 
-#define COPY(T, S, TILE, ROWS)                                                                               \
-    extern "C" __global__ void __launch_bounds__(TILE * ROWS) copy_tile_t##TILE##r##ROWS##_##S(               \
-        const T* a, T* b, i64 m, i64 n) { copy_tiled<T, TILE, ROWS>(a, b, m, n); }
+#define COPY(T, S, TILE, ROWS)                                                                                  \
+    extern "C" __global__ void __launch_bounds__(TILE * ROWS) copy_tile_t##TILE##r##ROWS##_##S(                  \
+        const T* a, T* b, i64 m, i64 n) {                                                                       \
+        if constexpr (WANTED(copy_tile_t##TILE##r##ROWS##_##S)) copy_tiled<T, TILE, ROWS>(a, b, m, n);          \
+    }
 
 // In place needs two tiles: 32-wide only, to stay within 48 KB of static shared memory.
-#define SQUARE(T, S, TILE, ROWS)                                                                             \
-    extern "C" __global__ void __launch_bounds__(TILE * ROWS) transpose_square_tile_t##TILE##r##ROWS##_##S(   \
-        T* a, i64 n) { transpose_square_tiled<T, TILE, ROWS, 0>(a, n); }                                     \
-    extern "C" __global__ void __launch_bounds__(TILE * ROWS) transpose_square_padded_t##TILE##r##ROWS##_##S( \
-        T* a, i64 n) { transpose_square_tiled<T, TILE, ROWS, 1>(a, n); }
+#define SQUARE(T, S, TILE, ROWS)                                                                                \
+    extern "C" __global__ void __launch_bounds__(TILE * ROWS) transpose_square_tile_t##TILE##r##ROWS##_##S(      \
+        T* a, i64 n) {                                                                                          \
+        if constexpr (WANTED(transpose_square_tile_t##TILE##r##ROWS##_##S))                                     \
+            transpose_square_tiled<T, TILE, ROWS, 0>(a, n);                                                     \
+    }                                                                                                           \
+    extern "C" __global__ void __launch_bounds__(TILE * ROWS) transpose_square_padded_t##TILE##r##ROWS##_##S(    \
+        T* a, i64 n) {                                                                                          \
+        if constexpr (WANTED(transpose_square_padded_t##TILE##r##ROWS##_##S))                                   \
+            transpose_square_tiled<T, TILE, ROWS, 1>(a, n);                                                     \
+    }
 
 #define SHAPES(T, S)                                                                       \
     TILED(T, S, 32, 8, 1) TILED(T, S, 32, 16, 1) TILED(T, S, 32, 32, 1) TILED(T, S, 64, 16, 1) \

@@ -133,9 +133,9 @@ fn every_lbm_kernel_name_is_defined() {
     );
 }
 
-/// The solvers' files compile one kernel at a time too.
+/// The solvers' and the dense operations' files compile one kernel at a time too.
 #[test]
-fn solver_kernels_compile_alone_as_in_the_whole_file() {
+fn more_kernel_files_compile_alone_as_in_the_whole_file() {
     let Some(sparse) = ptx("sparse", fegpu::sparse::cuda::SOURCE) else { return };
     compiled_alone_as_in_the_whole_file(
         "sparse",
@@ -145,6 +145,9 @@ fn solver_kernels_compile_alone_as_in_the_whole_file() {
     );
     let Some(krylov) = ptx("krylov", fegpu::krylov::cuda::SOURCE) else { return };
     compiled_alone_as_in_the_whole_file("krylov", fegpu::krylov::cuda::SOURCE, &krylov, &["bicgstab_cluster", "cg_step"]);
+    let Some(dense) = ptx("dense", fegpu::dense::cuda::SOURCE) else { return };
+    let heavy = ["transpose_padded_t32r8j2_f64", "transpose_square_tile_t32r8_f32"];
+    compiled_alone_as_in_the_whole_file("dense", fegpu::dense::cuda::SOURCE, &dense, &heavy);
 }
 
 /// Jobs compile each kernel of `module` alone (Gpu::kernel, ONE_KERNEL_AT_A_TIME): a compile

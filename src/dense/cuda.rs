@@ -5,7 +5,8 @@ use crate::array::{Dtype, Real};
 use crate::error::Result;
 use crate::gpu::{DeviceBuffer, Gpu, KernelArg, Queue};
 
-pub const SOURCE: &str = include_str!("../../kernels/dense.cu");
+/// kernels/dense.cu after the prelude that lets its kernels compile one at a time.
+pub const SOURCE: &str = concat!(include_str!("../../kernels/one_kernel.cuh"), include_str!("../../kernels/dense.cu"));
 
 /// A tile kernel's shape: a TILE x ROWS thread block moving a TILE x (JT*TILE) panel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
