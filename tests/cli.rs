@@ -208,24 +208,38 @@ fn solve_with_amg_prints_the_hierarchy_and_takes_the_f32_cycle() {
 }
 
 /// `fegpu warm` compiles the kernel files named into the cache that
-/// FEGPU_KERNEL_CACHE names (a second run finds them there), or says that
-/// NVRTC is missing (then the test passes only where FEGPU_REQUIRE_NVRTC is
-/// not 1); an architecture that is not sm_XY and an unknown file are refused.
+/// FEGPU_KERNEL_CACHE names (a second run finds them there), each kernel
+/// alone for a file compiled one kernel at a time, or says that NVRTC is
+/// missing (then the test passes only where FEGPU_REQUIRE_NVRTC is not 1);
+/// an architecture that is not sm_XY and an unknown file are refused.
 #[test]
 fn warm_fills_the_kernel_cache() {
     let dir = std::env::temp_dir().join(format!("fegpu-warm-{}", std::process::id()));
     let cache = dir.to_str().unwrap();
-    let (ok, out) = fegpu_with(&[("FEGPU_KERNEL_CACHE", cache)], &["warm", "--arch", "sm_90", "vector", "dense"]);
+    let (ok, out) = fegpu_with(&[("FEGPU_KERNEL_CACHE", cache)], &["warm", "--arch", "sm_90", "vector", "radfields", "dense"]);
     let required = std::env::var("FEGPU_REQUIRE_NVRTC").map(|v| v == "1").unwrap_or(false);
     if !ok && out.contains("NVRTC") && !required {
         eprintln!("NVRTC absent: fegpu warm not checked ({out})");
     } else {
-        assert!(ok && out.contains("kernels/vector.cu: compiled") && out.contains("kernels/dense.cu: compiled"), "{out}");
+        assert!(ok && out.contains("kernels/vector.cu: compiled") && out.contains("kernels/radfields.cu: compiled"), "{out}");
+        assert!(fegpu::ONE_KERNEL_AT_A_TIME.contains(&"dense") && !fegpu::ONE_KERNEL_AT_A_TIME.contains(&"vector"));
+        // dense.cu kernel by kernel: as many entries as kernels, and the compile of empty bodies that named them
+        let kernels: usize = out
+            .split("kernels/dense.cu: ")
+            .nth(1)
+            .and_then(|rest| rest.split_once(" kernels one at a time, "))
+            .and_then(|(n, rest)| rest.starts_with(&format!("{n} compiled, 0 already cached")).then(|| n.parse().ok())?)
+            .unwrap_or_else(|| panic!("dense.cu not compiled kernel by kernel:\n{out}"));
+        assert!(kernels > 30, "{out}");
         let entries =
             std::fs::read_dir(&dir).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "ptx"));
-        assert_eq!(entries.count(), 2, "{out}");
-        let (ok, again) = fegpu_with(&[("FEGPU_KERNEL_CACHE", cache)], &["warm", "--arch", "sm_90", "vector"]);
+        assert_eq!(entries.count(), 2 + kernels + 1, "{out}");
+        let (ok, again) = fegpu_with(&[("FEGPU_KERNEL_CACHE", cache)], &["warm", "--arch", "sm_90", "vector", "dense"]);
         assert!(ok && again.contains("kernels/vector.cu: already cached"), "{again}");
+        assert!(
+            again.contains(&format!("kernels/dense.cu: {kernels} kernels one at a time, 0 compiled, {kernels} already cached")),
+            "{again}"
+        );
     }
     let (ok, out) = fegpu(&["warm", "--arch", "90"]);
     assert!(!ok && out.contains("--arch 90: expected sm_"), "{out}");
