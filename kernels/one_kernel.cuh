@@ -1,10 +1,10 @@
-// The prelude of the kernel files whose kernels compile one at a time
-// (src/gpu/launch.rs Gpu::kernel, the files of ONE_KERNEL_AT_A_TIME in
-// src/lib.rs; prepended to them):
-// each kernel's body is guarded by WANTED(its name). Where FEGPU_ONE_KERNEL
+// Prepended to the kernel files whose kernels compile one at a time
+// (ONE_KERNEL_AT_A_TIME in src/lib.rs; src/gpu/launch.rs Gpu::kernel).
+// Each kernel's body is guarded by WANTED(its name): where FEGPU_ONE_KERNEL
 // names a kernel, every other keeps an empty body, so NVRTC spends its time
-// on that one alone (the whole of lbm.cu took 36 s on one core: a job would
-// compile some 80 kernels to launch four). Without it, every body is kept.
+// on that one alone (the whole of lbm.cu took 36 s on one core, for a
+// lattice that launches four or five of its 87 kernels). Without
+// FEGPU_ONE_KERNEL every body is kept.
 #ifdef FEGPU_ONE_KERNEL
 __host__ __device__ constexpr bool same_name(const char* a, const char* b) {
     return *a == *b && (*a == 0 || same_name(a + 1, b + 1));
