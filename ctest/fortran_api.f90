@@ -39,6 +39,7 @@ program fortran_api
   real(real64) :: m(2, 3) = reshape([1, 2, 3, 4, 5, 6], [2, 3]), mt(3, 2)
   integer :: conn(4, 1) = reshape([1, 2, 3, 4], [4, 1]), material(1) = 1, backend
   integer(int64) :: packed
+  integer :: mm_unit
 
   call fegpu_context_create(ctx)
   call fegpu_csr_create(ctx, 3, 3, rp, ci, vals, a)
@@ -51,6 +52,9 @@ program fortran_api
   call fegpu_csr_download(b, rp9, ci9, v9)
   call expect(nrows == 3 .and. ncols == 3 .and. nnz == 7, 'Matrix Market round trip: sizes')
   call expect(all(rp9 == rp8) .and. all(ci9 == ci8) .and. all(v9 == v8), 'Matrix Market round trip: entries')
+  ! the file is the driver's own: removed, so a run from the source tree leaves nothing there
+  open(newunit=mm_unit, file='fortran_api.mtx', status='old')
+  close(mm_unit, status='delete')
 
   call fegpu_array_create(ctx, [3.0e-200_real64, 4.0e-200_real64], v)
   call expect(abs(fegpu_nrm2(v) - 5.0e-200_real64) <= 1.0e-215_real64, 'nrm2 of values whose squares underflow')

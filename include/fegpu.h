@@ -972,9 +972,11 @@ fegpu_status fegpu_fem_dynamics_create(fegpu_fem_t fem,
 
 // One step: the displacements `u` (on the device) advance by dt in place
 // under the nodal load `f` (0: none); Newmark's solves to `tol` in at most
-// `maxit` CG iterations (ignored by central differences). The first step
-// refuses a `u` or `f` that is not finite (later steps take them as given,
-// without a read back).
+// `maxit` CG iterations (ignored by central differences); a step whose
+// solve fails (`FEGPU_ERR_NOT_CONVERGED`, a breakdown) leaves `u` and the
+// stepper's velocities and accelerations as they were, so it can be
+// retried (with a larger `maxit`, say). The first step refuses a `u` or `f`
+// that is not finite (later steps take them as given, without a read back).
 fegpu_status fegpu_fem_dynamics_step(fegpu_dynamics_t dynamics,
                                      fegpu_array_t u,
                                      fegpu_array_t f,

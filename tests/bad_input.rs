@@ -43,6 +43,12 @@ fn sizes_shapes_and_pointers() {
         expect_err(fegpu_array_download_slice_f64(a, 10, 5, out.as_mut_ptr(), 0), FEGPU_ERR_SIZE_MISMATCH, &["outside"]);
         expect_err(fegpu_array_download_slice_f64(a, 0, 5, out.as_mut_ptr(), 1), FEGPU_ERR_INVALID_ARGUMENT, &["index_base"]);
         expect_err(fegpu_array_download_slice_f64(a, 1, 5, out.as_mut_ptr(), 2), FEGPU_ERR_INVALID_ARGUMENT, &["index_base = 2"]);
+        // first - index_base would wrap: refused as below the base, by its value
+        expect_err(
+            fegpu_array_download_slice_f64(a, i64::MIN, 5, out.as_mut_ptr(), 1),
+            FEGPU_ERR_INVALID_ARGUMENT,
+            &["first = -9223372036854775808 is below index_base = 1"],
+        );
         expect_err(fegpu_array_upload_f64(a, data.as_ptr(), 13), FEGPU_ERR_SIZE_MISMATCH, &["count = 13"]);
         let mut at = vec![0.0; 12];
         expect_err(

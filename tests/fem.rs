@@ -1172,6 +1172,57 @@ fn suddenly_loaded_bar_rings_with_the_wave_period() {
     ok(fegpu_context_destroy(ctx));
 }
 
+/// A Newmark step whose solve stops at maxit is refused with u, v and a as
+/// they were: retried with enough iterations it gives the bits of a
+/// stepper that never failed.
+#[test]
+fn newmark_step_that_does_not_converge_leaves_the_state_as_it_was() {
+    let ctx = context();
+    let mut rng = Rng::new(5);
+    let nx = 12usize;
+    let (coords, conn) = quad_mesh(nx, 1, 3.0, 1.0, 0.2, &mut rng);
+    let nodes = coords.len() / 2;
+    let s = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRESS, &coords, 2, &conn, &[1.0, 0.25], &vec![1; nx], 2);
+    ok(unsafe { fegpu_fem_set_density(s.h, 1, [1.0].as_ptr()) });
+    ok(fegpu_fem_integrate(s.h));
+    let mut a = 0;
+    ok(unsafe { fegpu_fem_assemble(s.h, &mut a) });
+    // the x = 0 edge clamped (nodes 0 and nx + 1), a load on the far edge
+    let clamped = [1i64, 2, 2 * (nx as i64 + 1) + 1, 2 * (nx as i64 + 1) + 2];
+    let mut f = vec![0.0; 2 * nodes];
+    f[2 * nx] = 0.5;
+    f[2 * (2 * nx + 1) + 1] = -0.3;
+    let stepper = || {
+        let mut d = 0;
+        let st = unsafe { fegpu_fem_dynamics_create(s.h, FEGPU_SCHEME_NEWMARK, 0.05, 0.25, 0.5, 4, clamped.as_ptr(), 1, &mut d) };
+        assert_eq!(st, FEGPU_OK, "{}", last_message());
+        d
+    };
+    let fh = create_f64(ctx, f.len(), 1, &f);
+    let (failing, clean) = (stepper(), stepper());
+    let (u1, u2) = (create_f64(ctx, f.len(), 1, &vec![0.0; f.len()]), create_f64(ctx, f.len(), 1, &vec![0.0; f.len()]));
+    for _ in 0..3 {
+        ok(fegpu_fem_dynamics_step(failing, u1, fh, 1e-12, 2000));
+        ok(fegpu_fem_dynamics_step(clean, u2, fh, 1e-12, 2000));
+    }
+    let before = download_f64(u1, f.len());
+    expect_err(fegpu_fem_dynamics_step(failing, u1, fh, 1e-12, 1), FEGPU_ERR_NOT_CONVERGED, &[]);
+    assert_eq!(download_f64(u1, f.len()), before, "a step that failed changed u");
+    // the state behind u (v and a) is the same too: the retried step and the
+    // following ones give the clean stepper's displacements
+    for _ in 0..3 {
+        ok(fegpu_fem_dynamics_step(failing, u1, fh, 1e-12, 2000));
+        ok(fegpu_fem_dynamics_step(clean, u2, fh, 1e-12, 2000));
+        let (x, y) = (download_f64(u1, f.len()), download_f64(u2, f.len()));
+        let scale = y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(scale > 0.0);
+        for (k, (x, y)) in x.iter().zip(&y).enumerate() {
+            assert!((x - y).abs() <= 1e-12 * scale, "u[{k}]: {x} after the failed step, {y} without it");
+        }
+    }
+    ok(fegpu_context_destroy(ctx));
+}
+
 /// The eigenvalues of a symmetric matrix by cyclic Jacobi rotations (the
 /// textbook algorithm, independent of the library's estimate).
 fn symmetric_eigenvalues(mut a: Vec<Vec<f64>>) -> Vec<f64> {
@@ -2598,6 +2649,30 @@ fn thermal_stress_backend_matches_the_reference_and_refuses_bad_input() {
     ok(unsafe { fegpu_fem_stress_displacements(h, u.as_mut_ptr(), u.len() as i64) });
     assert!(u.iter().all(|&v| v == 0.0), "a refused step changed the state");
     ok(fegpu_fem_stress_destroy(h));
+    // a temperature or load that is not finite is named, not stepped with
+    // (a NaN at a node whose dofs are all fixed never reaches the solve)
+    h = stress_solve(&s, 0, &elastic_law(30e3, 1e-5), &vec![0.0; ne], 1.0, &temps, &fixed);
+    let mut tn = vec![1.0; nodes];
+    tn[nodes - 2] = f64::NAN;
+    let bad_t = create_f64(ctx, nodes, 1, &tn);
+    let mut load = vec![0.0; 3 * nodes];
+    load[7] = f64::INFINITY;
+    let bad_load = create_f64(ctx, 3 * nodes, 1, &load);
+    expect_err(
+        unsafe { fegpu_fem_stress_step(h, 1.0, bad_t, 0, 1e-10, 100, std::ptr::null_mut()) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &[&format!("T[{}] = NaN", nodes - 2)],
+    );
+    expect_err(
+        unsafe { fegpu_fem_stress_step(h, 1.0, t, bad_load, 1e-10, 100, std::ptr::null_mut()) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["load[7] = inf"],
+    );
+    ok(unsafe { fegpu_fem_stress_displacements(h, u.as_mut_ptr(), u.len() as i64) });
+    assert!(u.iter().all(|&v| v == 0.0), "a refused step changed the state");
+    ok(fegpu_fem_stress_destroy(h));
+    ok(fegpu::ffi::array::fegpu_array_destroy(bad_t));
+    ok(fegpu::ffi::array::fegpu_array_destroy(bad_load));
     let (qc, qn) = quad_mesh(2, 1, 2.0, 1.0, 0.0, &mut rng);
     let plane = create(ctx, FEGPU_ELEMENT_QUAD4, FEGPU_PROBLEM_PLANE_STRAIN, &qc, 2, &qn, &[1.0, 0.2], &[1, 1], 2);
     let st = unsafe {

@@ -634,6 +634,12 @@ fn a_solver_describes_itself_into_a_buffer_of_the_size_it_names() {
     assert!(text.len() + 1 == needed as usize && text.contains("GMRES"), "{text:?}");
     let st = unsafe { fegpu_solver_describe(s, buf.as_mut_ptr(), -1, null_mut()) };
     assert!(st == FEGPU_ERR_INVALID_ARGUMENT && last_message().contains("len = -1"), "{}", last_message());
+    // a refused call writes nothing, needed included
+    let mut untouched = -7;
+    let st = unsafe { fegpu_solver_describe(s, buf.as_mut_ptr(), -1, &mut untouched) };
+    assert!(st == FEGPU_ERR_INVALID_ARGUMENT && untouched == -7, "needed {untouched} after a refused call");
+    let st = unsafe { fegpu_solver_describe(s, null_mut(), 8, &mut untouched) };
+    assert!(st == FEGPU_ERR_INVALID_ARGUMENT && last_message().contains("buf") && untouched == -7, "{}", last_message());
     ok(fegpu_context_destroy(ctx));
 }
 

@@ -574,7 +574,7 @@ fn split<I: Index>(rows: &Rows<I>, first: usize, nrows: usize, n_global: usize) 
     if base != 0 && base != 1 {
         return Err(Error::invalid(format!("index_base = {base}: must be 0 or 1")));
     }
-    let nnz = rp[nrows].to_i64() - base;
+    let nnz = rp[nrows].to_i64().saturating_sub(base);
     if rp[0].to_i64() != base || (0..nrows).any(|r| rp[r + 1].to_i64() < rp[r].to_i64()) || nnz != col.len() as i64 {
         return Err(Error::invalid(format!(
             "row_ptr of the rows from global row {}: must start at index_base, never decrease and end at nnz + index_base = {}",
@@ -588,7 +588,7 @@ fn split<I: Index>(rows: &Rows<I>, first: usize, nrows: usize, n_global: usize) 
     check_finite(rows.values, first)?;
     let mut halo_cols = Vec::new();
     for (k, &c) in col.iter().enumerate() {
-        let g = c.to_i64() - base;
+        let g = c.to_i64().saturating_sub(base);
         if g < 0 || g >= n_global as i64 {
             return Err(Error::invalid(format!(
                 "{} = {} (rows from global row {}): outside the global columns {base}..{}",

@@ -332,10 +332,15 @@ impl DynamicsStepper {
                 vector_axpby(1.0, &st.prescribed, 0.0, &st.work2)?;
                 scale(&self.set, diag, &st.work2)?;
                 vector_axpby(1.0, &st.work2, 1.0, &st.work)?;
-                // u_prev <- u, then solve for the new u (warm start)
+                // u_prev <- u, then solve for the new u (warm start); a solve
+                // that fails (not converged, breakdown) has written its last
+                // iterate into u: u_prev puts it back, so the step can be retried
                 vector_axpby(1.0, u, 0.0, &st.u_prev)?;
-                let (o, _, _) = solver.solve(&st.work, u, tol, maxit)?;
-                outcome_status(&o)?;
+                let solved = solver.solve(&st.work, u, tol, maxit).and_then(|(o, _, _)| outcome_status(&o));
+                if let Err(e) = solved {
+                    vector_axpby(1.0, &st.u_prev, 0.0, u)?;
+                    return Err(e);
+                }
                 // a' = a0 (u' - u) - a2 v - a3 a (from the old v and a), then
                 // v' = v + dt ((1 - gamma) a + gamma a')
                 vector_axpby(a0, u, 0.0, &st.work2)?;

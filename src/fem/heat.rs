@@ -114,7 +114,7 @@ impl HeatStepper {
         let n = self.set.dofs();
         let (mut h, mut load) = (vec![0.0; n], vec![0.0; n]);
         for (i, &node) in nodes.iter().enumerate() {
-            let d = node - base;
+            let d = node.saturating_sub(base);
             if d < 0 || d >= n as i64 {
                 return Err(Error::invalid(format!(
                     "{at_nodes_i} = {node}: outside nodes {base}..{} (index base {base})",

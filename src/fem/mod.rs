@@ -217,7 +217,7 @@ fn indices(name: &str, caller: &[i64], base: i64, limit: usize, per: usize, what
         .iter()
         .enumerate()
         .map(|(i, &v)| {
-            let z = v - base;
+            let z = v.saturating_sub(base);
             if z < 0 || z >= limit as i64 {
                 let at = if per > 1 { crate::error::at2(name, i % per, i / per, per) } else { crate::error::at(name, i) };
                 Err(Error::invalid(format!(
@@ -251,7 +251,7 @@ fn dof_list(n: usize, dofs: &[i64], base: i64, arg: &str) -> Result<Vec<usize>> 
         .enumerate()
         .map(|(i, &d)| {
             let at = crate::error::at(arg, i);
-            let d0 = usize::try_from(d - base).ok().filter(|&d0| d0 < n).ok_or_else(|| {
+            let d0 = usize::try_from(d.saturating_sub(base)).ok().filter(|&d0| d0 < n).ok_or_else(|| {
                 Error::invalid(format!("{at} = {d}: outside dofs {base}..{} (index base {base})", n as i64 - 1 + base))
             })?;
             if std::mem::replace(&mut seen[d0], true) {

@@ -170,6 +170,13 @@ impl ThermalStress {
         if let Some(l) = load {
             sparse::check_array(&self.set.ctx, l, self.set.dofs(), "load")?;
         }
+        // checked here, not left to the solve: a NaN at nodes whose dofs are
+        // all fixed never reaches the solve's b, yet the update pass would
+        // write it into the stresses
+        temperature.check_finite("T")?;
+        if let Some(l) = load {
+            l.check_finite("load")?;
+        }
         let mut st = self.state();
         let st = &mut *st;
         let stride = law_stride(self.terms);

@@ -85,8 +85,11 @@ unsafe fn create<I: Index>(
             let out = out_param(a, "A")?;
             let context = registry::get::<Context>(ctx, "ctx")?;
             let n = usize::try_from(nrows).map_err(|_| Error::invalid(format!("nrows = {nrows}: must be >= 0")))?;
+            if index_base != 0 && index_base != 1 {
+                return Err(Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
+            }
             let rp = host_in(row_ptr, n + 1, "row_ptr")?;
-            let nnz = usize::try_from(rp[n].to_i64() - index_base as i64)
+            let nnz = usize::try_from(rp[n].to_i64().saturating_sub(index_base as i64))
                 .map_err(|_| Error::invalid(format!("row_ptr[nrows] = {}: below index_base", rp[n].to_i64())))?;
             Ok((out, context, rp, host_in(col_ind, nnz, "col_ind")?, host_in(values, nnz, "values")?))
         })();
@@ -321,7 +324,7 @@ pub unsafe extern "C" fn fegpu_dist_lattice_create(
         let c = Arc::new(Comm::from_fortran(comm)?);
         let args = (|| Ok((out_param(lat, "lat")?, registry::get::<Context>(ctx, "ctx")?, super::lbm::storage_of(dtype)?)))();
         let (out, context, storage) = c.agree(args)?;
-        let l = DistLattice::new(c, context, [nx, ny, nz], (z_first - 1, nz_own), storage, tau, periodic)?;
+        let l = DistLattice::new(c, context, [nx, ny, nz], (z_first.saturating_sub(1), nz_own), storage, tau, periodic)?;
         *out = registry::insert(Arc::new(l), ctx);
         Ok(())
     })

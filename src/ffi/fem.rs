@@ -654,8 +654,10 @@ pub unsafe extern "C" fn fegpu_fem_dynamics_create(
         };
         let clamped = index_list_max(n_clamped, set.dofs(), "dofs of the set", clamped, index_base, ("n_clamped", "clamped"))?;
         let n = set.dofs() as i64;
-        if let Some((i, d)) =
-            clamped.iter().enumerate().find(|(_, &d)| d - (index_base as i64) < 0 || d - (index_base as i64) >= n)
+        if let Some((i, d)) = clamped
+            .iter()
+            .enumerate()
+            .find(|(_, &d)| d.saturating_sub(index_base as i64) < 0 || d.saturating_sub(index_base as i64) >= n)
         {
             return Err(crate::error::Error::invalid(format!(
                 "{at_clamped_i} = {d}: outside dofs {index_base}..{}",
@@ -672,9 +674,11 @@ pub unsafe extern "C" fn fegpu_fem_dynamics_create(
 
 /// One step: the displacements `u` (on the device) advance by dt in place
 /// under the nodal load `f` (0: none); Newmark's solves to `tol` in at most
-/// `maxit` CG iterations (ignored by central differences). The first step
-/// refuses a `u` or `f` that is not finite (later steps take them as given,
-/// without a read back).
+/// `maxit` CG iterations (ignored by central differences); a step whose
+/// solve fails (`FEGPU_ERR_NOT_CONVERGED`, a breakdown) leaves `u` and the
+/// stepper's velocities and accelerations as they were, so it can be
+/// retried (with a larger `maxit`, say). The first step refuses a `u` or `f`
+/// that is not finite (later steps take them as given, without a read back).
 #[no_mangle]
 pub extern "C" fn fegpu_fem_dynamics_step(
     dynamics: fegpu_dynamics_t,

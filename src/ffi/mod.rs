@@ -130,17 +130,16 @@ fn check_extent<T>(len: usize, arg: &str) -> Result<()> {
 }
 
 /// `text` into the caller's `buf` of `len` bytes, NUL-terminated and cut to
-/// fit; `needed` (may be NULL) gets its full length plus one.
+/// fit; `needed` (may be NULL) gets its full length plus one. A refused
+/// call writes neither.
 pub(crate) unsafe fn write_text(text: &str, buf: *mut libc::c_char, len: i64, needed: *mut i64) -> Result<()> {
-    if !needed.is_null() {
-        *needed = text.len() as i64 + 1;
-    }
-    // len 0: the caller asks for `needed` alone (buf may be NULL)
     let len = usize::try_from(len).map_err(|_| Error::invalid(format!("len = {len}: must be >= 0")))?;
-    if len == 0 {
-        return Ok(());
+    // len 0: the caller asks for `needed` alone (buf may be NULL)
+    let out = if len == 0 { None } else { Some(host_out(buf as *mut u8, len, "buf")?) };
+    if !needed.is_null() {
+        *out_param(needed, "needed")? = text.len() as i64 + 1;
     }
-    let out = host_out(buf as *mut u8, len, "buf")?;
+    let Some(out) = out else { return Ok(()) };
     let n = text.len().min(len - 1);
     out[..n].copy_from_slice(&text.as_bytes()[..n]);
     out[n] = 0;
@@ -207,7 +206,7 @@ pub(crate) fn range(first: i64, count: i64, index_base: i32, arg: &str) -> Resul
     if index_base != 0 && index_base != 1 {
         return Err(Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
     }
-    let zero_based = first - index_base as i64;
+    let zero_based = first.saturating_sub(index_base as i64);
     if zero_based < 0 {
         return Err(Error::invalid(format!("{arg}: first = {first} is below index_base = {index_base}")));
     }

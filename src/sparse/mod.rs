@@ -134,7 +134,7 @@ pub fn build_pattern<I: Index>(nrows: usize, ncols: usize, row_ptr: &[I], col: &
     if row_ptr.len() <= nrows {
         return Err(Error::size(format!("row_ptr has {} entries: needs nrows + 1 = {}", row_ptr.len(), nrows + 1)));
     }
-    let rp0 = |r: usize| row_ptr[r].to_i64() - base;
+    let rp0 = |r: usize| row_ptr[r].to_i64().saturating_sub(base);
     if rp0(0) != 0 {
         return Err(Error::invalid(format!(
             "{} = {}: must equal index_base = {base}",
@@ -156,16 +156,17 @@ pub fn build_pattern<I: Index>(nrows: usize, ncols: usize, row_ptr: &[I], col: &
     if rp0(nrows) != col.len() as i64 {
         return Err(Error::size(format!("row_ptr[nrows] - index_base = {} but nnz = {}", rp0(nrows), col.len())));
     }
-    let mut out_rp = Vec::with_capacity(nrows + 1);
-    let mut out_col = Vec::with_capacity(col.len());
-    let mut slot_of = vec![0usize; col.len()];
+    // sized by the caller: allocated fallibly, refused with a status rather than aborting
+    let mut out_rp = crate::error::host_with_capacity(nrows + 1, "row_ptr's copy")?;
+    let mut out_col = crate::error::host_with_capacity(col.len(), "col_ind's copy")?;
+    let mut slot_of = crate::error::host_vec(col.len(), 0usize, "the entries' slots")?;
     let mut reordered = false;
     out_rp.push(0i32);
     let mut order: Vec<usize> = Vec::new();
     for r in 0..nrows {
         let (s, e) = (rp0(r) as usize, rp0(r + 1) as usize);
         for k in s..e {
-            let c = col[k].to_i64() - base;
+            let c = col[k].to_i64().saturating_sub(base);
             if c < 0 || c >= ncols as i64 {
                 return Err(Error::invalid(format!(
                     "{at_col_ind_k} = {} (row {}): outside columns {base}..{}",
@@ -375,9 +376,9 @@ pub fn stored_values(p: &Pattern, block: usize, caller: &[f64]) -> Result<Vec<f6
     }
     check_finite(caller)?;
     Ok(match &p.slot_of {
-        None => caller.to_vec(),
+        None => crate::error::host_copy(caller, "values' copy")?,
         Some(slot_of) => {
-            let mut v = vec![0.0; p.nnz() * bb];
+            let mut v = crate::error::host_vec(p.nnz() * bb, 0.0, "values' copy")?;
             for (k, &s) in slot_of.iter().enumerate() {
                 for (o, c) in v[s * bb..(s + 1) * bb].iter_mut().zip(&caller[k * bb..(k + 1) * bb]) {
                     *o += c;
@@ -444,7 +445,7 @@ pub fn spmv(a: &Csr, alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> 
 pub fn dirichlet_conditions(n: usize, what: &str, dofs: &[i64], base: i64, values: &[f64]) -> Result<(Vec<u8>, Vec<f64>)> {
     let (mut fixed, mut g) = (vec![0u8; n], vec![0.0; n]);
     for (i, (&caller, &v)) in dofs.iter().zip(values).enumerate() {
-        let d = caller - base;
+        let d = caller.saturating_sub(base);
         if d < 0 || d >= n as i64 {
             return Err(Error::invalid(format!(
                 "{at_dofs_i} = {caller}: outside {what} {base}..{} (index base {base})",
