@@ -19,6 +19,7 @@ program bad_input
   type(fegpu_lattice) :: lat
   real(real64) :: rho(4, 3, 2), u(3, 4, 3, 2), rho_t(3, 4, 2), u_t(3, 3, 4, 2)
   integer :: nx, ny, nz
+  real(real64) :: pop(0:18, 4, 3, 2)
   type(fegpu_fem) :: set
   real(real64) :: square3(3, 4), square(2, 4), props(2, 1), props1(1, 1)
   integer :: conn(4, 1), conn3(3, 1), material(1), edge(2, 1), edge3(3, 1), element, nodes, elements, materials
@@ -99,6 +100,10 @@ program bad_input
   ! currents for one right-hand side where the accumulator has two: C would read past them
   call fegpu_radfields_accumulate(acc, y(1:3, 1:2), [1.0_real64, 1.0_real64], cur(:, :, 1:2, 1:1), stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_SIZE_MISMATCH .and. index(msg, 'accumulator''s n_rhs') > 0, 'rad_fields currents of one rhs')
+  ! a current that is not finite, named by its place in the caller's cur(3, 2, n_p, n_rhs)
+  cur(2, 1, 3, 2) = cmplx(0.0_real64, ieee_value(1.0_real64, ieee_positive_inf), real64)
+  call fegpu_radfields_accumulate(acc, x, [1.0_real64, 1.0_real64, 1.0_real64, 1.0_real64], cur, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'currents(2, 1, 3, 2)') > 0, 'rad_fields non-finite current')
   call fegpu_radfields_destroy(acc)
   y = 7
 
@@ -194,6 +199,11 @@ program bad_input
   call fegpu_lattice_fields(lat, rho, u, stat=st, errmsg=msg)
   call expect(st == FEGPU_OK, 'fields of the right shape')
   call expect(all(abs(rho - 1) < 1d-12) .and. all(abs(u) < 1d-12), 'fields at rest')
+  ! a population that is not finite, named as the caller's f(0:18, nx, ny, nz) counts
+  pop = 0.05
+  pop(4, 2, 3, 1) = ieee_value(1.0_real64, ieee_positive_inf)
+  call fegpu_lattice_set_populations(lat, pop, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'f(4, 2, 3, 1)') > 0, 'a population that is not finite')
   call fegpu_lattice_destroy(lat)
 
   call fegpu_context_destroy(ctx)

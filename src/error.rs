@@ -192,10 +192,27 @@ pub fn at(name: &str, k: usize) -> String {
 /// Element (row, col) (0-based) of the caller's column-major array `name`
 /// of `rows` rows: Fortran's `name(row, col)`, C's flat `name[k]`.
 pub fn at2(name: &str, row: usize, col: usize, rows: usize) -> String {
-    match MESSAGE_BASE.load(Ordering::Relaxed) {
-        1 => format!("{name}({}, {})", row + 1, col + 1),
-        _ => format!("{name}[{}]", col * rows + row),
+    at_shape(name, col * rows + row, &[(1, rows)])
+}
+
+/// Element `k` (0-based, flat) of the caller's column-major array `name`,
+/// declared in Fortran with these (lower bound, extent) dimensions and one
+/// more, of any extent, from 1: Fortran's `name(i1, .., in)`, C's flat `name[k]`.
+pub fn at_shape(name: &str, k: usize, dims: &[(i64, usize)]) -> String {
+    if MESSAGE_BASE.load(Ordering::Relaxed) != 1 {
+        return format!("{name}[{k}]");
     }
+    let mut rest = k;
+    let mut at: Vec<String> = dims
+        .iter()
+        .map(|&(lower, extent)| {
+            let i = rest % extent.max(1);
+            rest /= extent.max(1);
+            (lower + i as i64).to_string()
+        })
+        .collect();
+    at.push((rest + 1).to_string());
+    format!("{name}({})", at.join(", "))
 }
 
 /// Elements start..end (0-based, end excluded) of the caller's array `name`:

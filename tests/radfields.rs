@@ -426,7 +426,7 @@ fn bad_input_is_refused_with_the_argument_named_and_nothing_changed() {
     expect_err(accumulate(&a, &c.p, &w, &c.cur), FEGPU_ERR_INVALID_ARGUMENT, &["weights[1]"]);
     let mut cur = c.cur.clone();
     cur[6 * 5 + 4] = Complex64::new(0.0, f64::NAN);
-    expect_err(accumulate(&a, &c.p, &c.w, &cur), FEGPU_ERR_INVALID_ARGUMENT, &["currents(2, 2, 1, 2)"]);
+    expect_err(accumulate(&a, &c.p, &c.w, &cur), FEGPU_ERR_INVALID_ARGUMENT, &["currents[34]"]);
     expect_err(
         unsafe { fegpu_radfields_accumulate(a.0, 0, c.p.as_ptr(), c.w.as_ptr(), c.cur.as_ptr() as *const f64) },
         FEGPU_ERR_INVALID_ARGUMENT,

@@ -409,7 +409,7 @@ impl LatticeApi for DistLattice {
     }
 
     fn set_populations(&self, f: &[f64]) -> Result<()> {
-        self.comm.agree(check_populations(f, self.own().1))?;
+        self.comm.agree(check_populations(f, self.own().1, [self.dims[0], self.dims[1]]))?;
         self.comm.agree(self.local.set_populations_of(self.own().0, f))?;
         self.exchange()
     }

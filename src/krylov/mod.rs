@@ -528,7 +528,7 @@ fn check_finite(ops: &mut dyn Ops, slot: Slot, max: f64, arg: &str) -> Result<()
     }
     let v = ops.fetch(slot)?;
     match v.iter().position(|x| !x.is_finite()) {
-        Some(k) => Err(Error::invalid(format!("{arg}[{k}] = {}: {arg} must be finite", v[k]))),
+        Some(k) => Err(Error::invalid(format!("{} = {}: {arg} must be finite", crate::error::at(arg, k), v[k]))),
         // a distributed solve: the element is in another rank's part
         None => Err(Error::invalid(format!("{arg} holds {max} in another rank's rows: {arg} must be finite"))),
     }

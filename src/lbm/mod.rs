@@ -353,13 +353,18 @@ pub struct Lattice {
     state: Mutex<State>,
 }
 
-/// Populations in the caller's layout for `n` sites: the size, all finite.
-pub(crate) fn check_populations(f: &[f64], n: usize) -> Result<()> {
+/// Element k of the caller's populations f(0:18, nx, ny, nz), as the caller counts.
+fn population_at(k: usize, [nx, ny]: [usize; 2]) -> String {
+    crate::error::at_shape("f", k, &[(0, Q), (1, nx), (1, ny)])
+}
+
+/// Populations in the caller's layout for `n` sites of nx x ny planes: the size, all finite.
+pub(crate) fn check_populations(f: &[f64], n: usize, plane: [usize; 2]) -> Result<()> {
     if f.len() != n * Q {
         return Err(Error::size(format!("f: {} values for {n} sites x 19 directions", f.len())));
     }
     if let Some(k) = f.iter().position(|v| !v.is_finite()) {
-        return Err(Error::invalid(format!("f({}, site {}) = {}: populations must be finite", k % Q, k / Q + 1, f[k])));
+        return Err(Error::invalid(format!("{} = {}: populations must be finite", population_at(k, plane), f[k])));
     }
     Ok(())
 }
@@ -854,7 +859,8 @@ impl Lattice {
 
     /// The caller's populations, f(0:18, nx, ny, nz), direction fastest.
     pub fn set_populations(&self, f: &[f64]) -> Result<()> {
-        check_populations(f, self.params().sites())?;
+        let [nx, ny, _] = self.params().dims;
+        check_populations(f, self.params().sites(), [nx, ny])?;
         self.set_populations_of(0, f)
     }
 
@@ -865,13 +871,10 @@ impl Lattice {
         let mut st = self.state();
         let p = st.storage.precision();
         if let Some(k) = (0..f.len()).find(|&k| !p.holds(f[k], W[k % Q])) {
-            return Err(Error::invalid(format!(
-                "f({}, site {}) = {:e}: beyond what {} storage holds",
-                k % Q,
-                first + k / Q + 1,
-                f[k],
-                p.name()
-            )));
+            // named in the caller's array (a distributed rank's starts at its own planes)
+            let [nx, ny, _] = st.params.dims;
+            let at = population_at(k, [nx, ny]);
+            return Err(Error::invalid(format!("{at} = {:e}: beyond what {} storage holds", f[k], p.name())));
         }
         let (s, storage) = st.split(gpu);
         with_populations!(storage, p => p.upload(&s, (first, f.len() / Q), f))

@@ -116,8 +116,8 @@ impl<'a> Sources<'a> {
             return Err(Error::invalid(format!("{} = {}: not finite", crate::error::at("weights", i), weights[i])));
         }
         if let Some(i) = currents.iter().position(|c| !(c.re.is_finite() && c.im.is_finite())) {
-            let (comp, kind, p, r) = (i % 3 + 1, (i / 3) % 2 + 1, (i / 6) % n_p + 1, i / (6 * n_p) + 1);
-            return Err(Error::invalid(format!("currents({comp}, {kind}, {p}, {r}) = {}: not finite", currents[i])));
+            let at = crate::error::at_shape("currents", i, &[(1, 3), (1, 2), (1, n_p)]);
+            return Err(Error::invalid(format!("{at} = {}: not finite", currents[i])));
         }
         Ok(Sources { n_p, points, weights, currents })
     }
