@@ -16,6 +16,8 @@ program bad_input
   integer :: st
   integer(int64) :: st8, rows8, cols8
   type(fegpu_csr) :: csr, kmat
+  type(fegpu_solver) :: solver
+  type(fegpu_array) :: rhs, sol
   type(fegpu_lattice) :: lat
   real(real64) :: rho(4, 3, 2), u(3, 4, 3, 2), rho_t(3, 4, 2), u_t(3, 3, 4, 2)
   integer :: nx, ny, nz
@@ -134,6 +136,15 @@ program bad_input
   call fegpu_csr_create(ctx, 2, 2, [1, 2, 3], [1, 2], [1.0_real64, 1.0_real64], csr)
   call fegpu_csr_update_values(csr, [1.0_real64, ieee_value(1.0_real64, ieee_positive_inf)], stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'values(2) = inf') > 0, '1-based position in a message')
+  ! the solve's right-hand side is checked finite and named the same way
+  call fegpu_solver_create(csr, FEGPU_METHOD_CG, FEGPU_PRECOND_JACOBI, solver)
+  call fegpu_array_create(ctx, [1.0_real64, ieee_value(1.0_real64, ieee_positive_inf)], rhs)
+  call fegpu_array_create(ctx, [0.0_real64, 0.0_real64], sol)
+  call fegpu_solve(solver, rhs, sol, 1.0e-10_real64, 10, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'b(2) = inf') > 0, 'the solve names b(2)')
+  call fegpu_solver_destroy(solver)
+  call fegpu_array_destroy(rhs)
+  call fegpu_array_destroy(sol)
 
   ! element sets: coords(dim, :), conn(nodes per element, :), props(2, :), material(elements) checked before C reads them
   square = reshape([0d0, 0d0, 1d0, 0d0, 1d0, 1d0, 0d0, 1d0], [2, 4]); square3 = 0; square3(1:2, :) = square

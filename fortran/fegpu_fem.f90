@@ -767,6 +767,8 @@ contains
   end subroutine
 
   !> One step: u (device displacements) advances by dt under the load f (optional).
+  !> A Newmark step whose solve fails (stat FEGPU_ERR_NOT_CONVERGED, a breakdown)
+  !> leaves u and the stepper as they were: retry it with a larger maxit.
   subroutine fegpu_dynamics_step(dyn, u, f, tol, maxit, stat, errmsg)
     type(fegpu_dynamics), intent(in) :: dyn
     type(fegpu_array), intent(in) :: u

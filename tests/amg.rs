@@ -948,7 +948,7 @@ fn bad_input_is_refused_with_a_message() {
     expect(
         amg(&make(42 * 42 * 42, big.0, big.1, big.2), Method::Cg, nan),
         ErrorKind::InvalidArgument,
-        &["near-null space[70000]", "finite"],
+        &["near_null_space[70000]", "finite"],
     );
     expect(amg(&a, Method::Cg, Options { block_size: 5, ..Options::default() }), ErrorKind::InvalidArgument, &["block_size = 5"]);
     expect(amg(&a, Method::Cg, Options { strength: 2.0, ..Options::default() }), ErrorKind::InvalidArgument, &["strength = 2"]);

@@ -59,7 +59,7 @@ pub fn rigid_body_modes(dim: usize, coords: &[f64]) -> Result<NearNullSpace> {
         return Err(Error::size(format!("coords has {} values: not a multiple of dim = {dim}", coords.len())));
     }
     if let Some(k) = coords.iter().position(|c| !c.is_finite()) {
-        return Err(Error::invalid(format!("coords[{k}] = {}: coordinates must be finite", coords[k])));
+        return Err(Error::invalid(format!("{} = {}: coordinates must be finite", crate::error::at("coords", k), coords[k])));
     }
     let nodes = coords.len() / dim;
     let n = nodes * dim;
@@ -181,7 +181,8 @@ fn checked_vectors(vectors: &[f64], n: usize) -> Result<(std::borrow::Cow<'_, [f
         .collect();
     if largest.iter().any(|m| !m.is_finite()) {
         let i = first_not_finite(vectors).expect("a vector's largest magnitude is not finite");
-        return Err(Error::invalid(format!("near-null space[{i}] = {}: must be finite", vectors[i])));
+        let at = crate::error::at2("near_null_space", i % n.max(1), i / n.max(1), n.max(1));
+        return Err(Error::invalid(format!("{at} = {}: the near-null space must be finite", vectors[i])));
     }
     if let Some(j) = largest.iter().position(|&m| m == 0.0) {
         return Err(Error::invalid(format!(
@@ -219,15 +220,16 @@ fn check_square(a: &Mat) -> Result<()> {
 pub(super) fn check_finest(a: &Mat, options: &Options) -> Result<()> {
     check_square(a)?;
     if let Some(k) = a.v.iter().position(|v| !v.is_finite()) {
-        return Err(Error::invalid(format!("values[{k}] = {}: matrix values must be finite", a.v[k])));
+        return Err(Error::invalid(format!("{} = {}: matrix values must be finite", crate::error::at("values", k), a.v[k])));
     }
     // an f32 cycle rounds them: none may overflow, or underflow to zero or a subnormal
     let single = |v: f64| v == 0.0 || ((v as f32).is_finite() && (v as f32).abs() >= f32::MIN_POSITIVE);
     if options.f32_cycle {
         if let Some(k) = a.v.iter().position(|&v| !single(v)) {
             return Err(Error::invalid(format!(
-                "values[{k}] = {:e}: outside f32's normal range, which the f32 cycle (f32_cycle) rounds to; \
+                "{} = {:e}: outside f32's normal range, which the f32 cycle (f32_cycle) rounds to; \
                  scale the system or take the f64 cycle",
+                crate::error::at("values", k),
                 a.v[k]
             )));
         }

@@ -336,7 +336,8 @@ fn tiles(firsts: &[i64], counts: &[i64], nz: i64, rank: usize) -> Result<()> {
                 f + 1
             )));
         }
-        next = f + c;
+        // counts past nz are refused below, not wrapped
+        next = f.saturating_add(c);
     }
     if next != nz {
         return Err(Error::invalid(format!("the slabs cover planes 1..{next}, the lattice has nz = {nz}")));

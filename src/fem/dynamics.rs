@@ -72,6 +72,15 @@ struct Inner {
     started: bool,
 }
 
+/// A failed solve's error, once what it wrote is put back (`restore`); a
+/// restore that fails too is named beside it.
+fn restored(e: Error, restore: Result<()>) -> Error {
+    match restore {
+        Ok(()) => e,
+        Err(r) => Error::new(e.kind, format!("{}; what the solve wrote could not be put back: {}", e.message, r.message)),
+    }
+}
+
 /// x = d .* x.
 fn scale(set: &ElementSet, d: &Buffer<f64>, x: &Array) -> Result<()> {
     let mut gx = x.lock();
@@ -288,8 +297,13 @@ impl DynamicsStepper {
                     let m = Arc::new(m.with_values(&m.download_values()?)?);
                     let dofs: Vec<i64> = self.constrained.iter().map(|&d| d as i64).collect();
                     sparse::apply_dirichlet(&m, &dofs, 0, &vec![0.0; dofs.len()], &st.work2)?;
-                    let (o, _, _) = Solver::new(m, Method::Cg, Precond::Jacobi)?.solve(&st.work, &st.a, tol, maxit)?;
-                    outcome_status(&o)?;
+                    let solved = Solver::new(m, Method::Cg, Precond::Jacobi)?
+                        .solve(&st.work, &st.a, tol, maxit)
+                        .and_then(|(o, _, _)| outcome_status(&o));
+                    if let Err(e) = solved {
+                        // the start is retried from a = 0, as the first try was
+                        return Err(restored(e, st.a.zero()));
+                    }
                 }
             }
             st.started = true;
@@ -338,8 +352,7 @@ impl DynamicsStepper {
                 vector_axpby(1.0, u, 0.0, &st.u_prev)?;
                 let solved = solver.solve(&st.work, u, tol, maxit).and_then(|(o, _, _)| outcome_status(&o));
                 if let Err(e) = solved {
-                    vector_axpby(1.0, &st.u_prev, 0.0, u)?;
-                    return Err(e);
+                    return Err(restored(e, vector_axpby(1.0, &st.u_prev, 0.0, u)));
                 }
                 // a' = a0 (u' - u) - a2 v - a3 a (from the old v and a), then
                 // v' = v + dt ((1 - gamma) a + gamma a')

@@ -195,12 +195,11 @@ pub fn build_pattern<I: Index>(nrows: usize, ncols: usize, row_ptr: &[I], col: &
         }
         out_rp.push(out_col.len() as i32);
     }
-    let diag = (0..nrows)
-        .map(|r| {
-            let (s, e) = (out_rp[r] as usize, out_rp[r + 1] as usize);
-            out_col[s..e].binary_search(&(r as i32)).map(|p| (s + p) as i32).unwrap_or(-1)
-        })
-        .collect();
+    let mut diag = crate::error::host_with_capacity(nrows, "the diagonal's places")?;
+    diag.extend((0..nrows).map(|r| {
+        let (s, e) = (out_rp[r] as usize, out_rp[r + 1] as usize);
+        out_col[s..e].binary_search(&(r as i32)).map(|p| (s + p) as i32).unwrap_or(-1)
+    }));
     Ok(Pattern {
         nrows,
         ncols,
