@@ -66,6 +66,15 @@ impl Error {
     pub fn within(self, what: &str) -> Self {
         Error { kind: self.kind, message: format!("{what}: {}", self.message) }
     }
+    /// The same error once a failed call's changes were undone (`undo`, what
+    /// undoing them gave): an undo that fails too is named beside it, since
+    /// the object is then not as it was.
+    pub fn undone(self, undo: Result<()>, what: &str) -> Self {
+        match undo {
+            Ok(()) => self,
+            Err(u) => Error { kind: self.kind, message: format!("{}; {what} could not be undone: {}", self.message, u.message) },
+        }
+    }
 }
 
 impl fmt::Display for Error {

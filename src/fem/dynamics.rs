@@ -72,15 +72,6 @@ struct Inner {
     started: bool,
 }
 
-/// A failed solve's error, once what it wrote is put back (`restore`); a
-/// restore that fails too is named beside it.
-fn restored(e: Error, restore: Result<()>) -> Error {
-    match restore {
-        Ok(()) => e,
-        Err(r) => Error::new(e.kind, format!("{}; what the solve wrote could not be put back: {}", e.message, r.message)),
-    }
-}
-
 /// x = d .* x.
 fn scale(set: &ElementSet, d: &Buffer<f64>, x: &Array) -> Result<()> {
     let mut gx = x.lock();
@@ -302,7 +293,7 @@ impl DynamicsStepper {
                         .and_then(|(o, _, _)| outcome_status(&o));
                     if let Err(e) = solved {
                         // the start is retried from a = 0, as the first try was
-                        return Err(restored(e, st.a.zero()));
+                        return Err(e.undone(st.a.zero(), "the solve's writes"));
                     }
                 }
             }
@@ -352,7 +343,7 @@ impl DynamicsStepper {
                 vector_axpby(1.0, u, 0.0, &st.u_prev)?;
                 let solved = solver.solve(&st.work, u, tol, maxit).and_then(|(o, _, _)| outcome_status(&o));
                 if let Err(e) = solved {
-                    return Err(restored(e, vector_axpby(1.0, &st.u_prev, 0.0, u)));
+                    return Err(e.undone(vector_axpby(1.0, &st.u_prev, 0.0, u), "the solve's writes"));
                 }
                 // a' = a0 (u' - u) - a2 v - a3 a (from the old v and a), then
                 // v' = v + dt ((1 - gamma) a + gamma a')

@@ -136,8 +136,8 @@ impl HeatStepper {
         }
         let (h, load) = (self.set.resident(h)?, self.set.resident(load)?);
         let mut b = self.built();
-        (b.h, b.load) = (h, load);
-        self.refresh(&mut b)
+        let old = (std::mem::replace(&mut b.h, h), std::mem::replace(&mut b.load, load));
+        self.refresh_or_undo(&mut b, |b| (b.h, b.load) = old)
     }
 
     /// Convection on element faces from now on: face i (the set's
@@ -154,8 +154,8 @@ impl HeatStepper {
         let (fnodes, nf) = (self.set.face_nodes(), h.len());
         if nf == 0 {
             let mut b = self.built();
-            b.faces = None;
-            return self.refresh(&mut b);
+            let old = b.faces.take();
+            return self.refresh_or_undo(&mut b, |b| b.faces = old);
         }
         // each packed face-matrix entry's place in the pattern, upper and lower (-1: the diagonal's twin)
         let pattern = &self.set.assembled().expect("the stepper has the assembled pattern").pattern;
@@ -208,8 +208,8 @@ impl HeatStepper {
             }
         };
         let mut b = self.built();
-        b.faces = Some((summed, integrals.load));
-        self.refresh(&mut b)
+        let old = b.faces.replace((summed, integrals.load));
+        self.refresh_or_undo(&mut b, |b| b.faces = old)
     }
 
     /// New fixed temperatures from the next step on: `dofs` (counted from
@@ -217,16 +217,26 @@ impl HeatStepper {
     pub fn set_fixed(&self, dofs: &[i64], base: i64, values: &[f64]) -> Result<()> {
         let dofs = fixed_dofs(self.set.dofs(), dofs, base, values)?;
         let mut b = self.built();
-        (b.dofs, b.values) = (dofs, values.to_vec());
-        self.refresh(&mut b)
+        let old = (std::mem::replace(&mut b.dofs, dofs), std::mem::replace(&mut b.values, values.to_vec()));
+        self.refresh_or_undo(&mut b, |b| (b.dofs, b.values) = old)
     }
 
     /// A new time step from the next step on.
     pub fn set_dt(&self, dt: f64) -> Result<()> {
         super::check_dt(dt)?;
         let mut b = self.built();
-        b.dt = dt;
-        self.refresh(&mut b)
+        let old = std::mem::replace(&mut b.dt, dt);
+        self.refresh_or_undo(&mut b, |b| b.dt = old)
+    }
+
+    /// `refresh` after a setter changed `b`'s settings; where it fails (out
+    /// of memory, say) after writing some of the step's values, `undo` puts
+    /// the settings back and a second refresh rewrites every value from
+    /// them, so the stepper is as it was.
+    fn refresh_or_undo(&self, b: &mut Built, undo: impl FnOnce(&mut Built)) -> Result<()> {
+        let Err(e) = self.refresh(b) else { return Ok(()) };
+        undo(b);
+        Err(e.undone(self.refresh(b), "the stepper's new settings"))
     }
 
     /// The step's values from K, C and the settings, where the set lives:
