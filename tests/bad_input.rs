@@ -67,6 +67,24 @@ fn sizes_shapes_and_pointers() {
         expect_err(fegpu_host_unregister(ctx, out.as_mut_ptr() as *mut _), FEGPU_ERR_INVALID_ARGUMENT, &["not registered"]);
     }
     assert_eq!(download_f64(a, 12), data, "nothing changed by the failed calls");
+    // optional out-parameters: a misaligned one is named, and none is written
+    let mut words = [0u64; 3];
+    let (rows, mut cols, mut dtype) = (words.as_mut_ptr() as usize + 1, -1i64, -1i32);
+    expect_err(
+        unsafe { fegpu_array_shape(a, rows as *mut i64, &mut cols, &mut dtype) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["rows = 0x", "not aligned"],
+    );
+    assert_eq!((words, cols, dtype), ([0; 3], -1, -1), "a refused shape wrote an out-parameter");
+    expect_err(
+        unsafe { fegpu_array_shape(a, &mut cols, null_mut(), (words.as_mut_ptr() as usize + 2) as *mut i32) },
+        FEGPU_ERR_INVALID_ARGUMENT,
+        &["dtype = 0x"],
+    );
+    assert_eq!((words, cols), ([0; 3], -1), "a refused shape wrote an out-parameter");
+    let (mut r, mut c) = (0i64, 0i64);
+    ok(unsafe { fegpu_array_shape(a, &mut r, &mut c, null_mut()) });
+    assert_eq!((r, c), (3, 4));
     ok(fegpu_context_destroy(ctx));
 }
 

@@ -126,12 +126,13 @@ pub extern "C" fn fegpu_array_destroy(arr: fegpu_array_t) -> fegpu_status {
 pub unsafe extern "C" fn fegpu_array_shape(arr: fegpu_array_t, rows: *mut i64, cols: *mut i64, dtype: *mut i32) -> fegpu_status {
     guard(|| {
         let a = registry::get::<crate::array::Array>(arr, "arr")?;
-        write_wanted([(rows, a.rows as i64), (cols, a.cols as i64)]);
+        super::check_wanted(dtype, "dtype")?;
+        write_wanted([(rows, a.rows as i64, "rows"), (cols, a.cols as i64, "cols")])?;
         let code = match a.dtype {
             Dtype::F32 => FEGPU_DTYPE_F32,
             Dtype::F64 => FEGPU_DTYPE_F64,
         };
-        write_wanted([(dtype, code)]);
+        write_wanted([(dtype, code, "dtype")])?;
         Ok(())
     })
 }

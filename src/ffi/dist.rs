@@ -177,10 +177,13 @@ pub unsafe extern "C" fn fegpu_dist_csr_info(
 ) -> fegpu_status {
     guard(|| {
         let m = registry::get::<DistCsr>(a, "A")?;
-        let fields =
-            [(n_global, m.n_global), (first_row, m.first_row()), (nrows, m.local_rows()), (neighbours, m.neighbours().0)];
-        write_wanted(fields.map(|(p, v)| (p, v as i64)));
-        Ok(())
+        let fields = [
+            (n_global, m.n_global, "n_global"),
+            (first_row, m.first_row(), "first_row"),
+            (nrows, m.local_rows(), "nrows"),
+            (neighbours, m.neighbours().0, "neighbours"),
+        ];
+        write_wanted(fields.map(|(p, v, name)| (p, v as i64, name)))
     })
 }
 

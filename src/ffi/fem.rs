@@ -98,8 +98,7 @@ pub unsafe extern "C" fn fegpu_element_shape(element: i32, nodes: *mut i32, dim:
     guard(|| {
         let e = element_of(element)?;
         let face = crate::fem::loads::face_nodes(e);
-        write_wanted([(nodes, e.nodes() as i32), (dim, e.dim() as i32), (face_nodes, face as i32)]);
-        Ok(())
+        write_wanted([(nodes, e.nodes() as i32, "nodes"), (dim, e.dim() as i32, "dim"), (face_nodes, face as i32, "face_nodes")])
     })
 }
 
@@ -116,9 +115,13 @@ pub unsafe extern "C" fn fegpu_fem_shape(
     guard(|| {
         let set = registry::get::<ElementSet>(fem, "fem")?;
         let materials = set.materials().props.len() / 2;
-        write_wanted([(element, element_code(set.element))]);
-        write_wanted([(n_nodes, set.nodes as i64), (n_elements, set.elements as i64), (n_materials, materials as i64)]);
-        Ok(())
+        super::check_wanted(element, "element")?;
+        write_wanted([
+            (n_nodes, set.nodes as i64, "n_nodes"),
+            (n_elements, set.elements as i64, "n_elements"),
+            (n_materials, materials as i64, "n_materials"),
+        ])?;
+        write_wanted([(element, element_code(set.element), "element")])
     })
 }
 
@@ -134,9 +137,9 @@ pub unsafe extern "C" fn fegpu_fem_heat_shape(
 ) -> fegpu_status {
     guard(|| {
         let s = registry::get::<HeatStepper>(heat, "heat")?;
-        write_wanted([(element, element_code(s.set.element))]);
-        write_wanted([(n_nodes, s.set.nodes as i64), (n_elements, s.set.elements as i64)]);
-        Ok(())
+        super::check_wanted(element, "element")?;
+        write_wanted([(n_nodes, s.set.nodes as i64, "n_nodes"), (n_elements, s.set.elements as i64, "n_elements")])?;
+        write_wanted([(element, element_code(s.set.element), "element")])
     })
 }
 

@@ -190,7 +190,7 @@ pub extern "C" fn fegpu_lattice_step(lat: fegpu_lattice_t, steps: i64) -> fegpu_
 pub unsafe extern "C" fn fegpu_lattice_shape(lat: fegpu_lattice_t, nx: *mut i64, ny: *mut i64, nz: *mut i64) -> fegpu_status {
     guard(|| {
         let [x, y, z] = lattice(lat)?.dims();
-        write_wanted([(nx, x as i64), (ny, y as i64), (nz, z as i64)]);
+        write_wanted([(nx, x as i64, "nx"), (ny, y as i64, "ny"), (nz, z as i64, "nz")])?;
         Ok(())
     })
 }

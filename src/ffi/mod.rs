@@ -152,13 +152,26 @@ pub(crate) unsafe fn out_param<'a, T>(ptr: *mut T, arg: &str) -> Result<&'a mut 
     Ok(&mut *ptr)
 }
 
-/// The caller's optional out-parameters: each value goes where its pointer
-/// points, a NULL pointer meaning it is not wanted.
-pub(crate) unsafe fn write_wanted<T>(fields: impl IntoIterator<Item = (*mut T, T)>) {
-    for (p, v) in fields {
+/// The caller's optional out-parameters (pointer, value, name): each value
+/// goes where its pointer points, a NULL pointer meaning it is not wanted.
+/// Every pointer is checked before any is written.
+pub(crate) unsafe fn write_wanted<T, const N: usize>(fields: [(*mut T, T, &str); N]) -> Result<()> {
+    for (p, _, name) in &fields {
+        check_wanted(*p, name)?;
+    }
+    for (p, v, _) in fields {
         if !p.is_null() {
             *p = v;
         }
+    }
+    Ok(())
+}
+
+/// An optional out-parameter: NULL, or aligned for T.
+pub(crate) fn check_wanted<T>(ptr: *const T, arg: &str) -> Result<()> {
+    match ptr.is_null() {
+        true => Ok(()),
+        false => check_pointer(ptr, arg),
     }
 }
 

@@ -185,7 +185,7 @@ pub extern "C" fn fegpu_radfields_reset(acc: fegpu_radfields_t) -> fegpu_status 
 pub unsafe extern "C" fn fegpu_radfields_shape(acc: fegpu_radfields_t, n_s: *mut i64, n_rhs: *mut i64) -> fegpu_status {
     guard(|| {
         let (s, r) = accumulator(acc)?.sizes();
-        super::write_wanted([(n_s, s as i64), (n_rhs, r as i64)]);
+        super::write_wanted([(n_s, s as i64, "n_s"), (n_rhs, r as i64, "n_rhs")])?;
         Ok(())
     })
 }

@@ -431,10 +431,13 @@ pub unsafe extern "C" fn fegpu_bsr_info(
     guard(|| {
         let m = registry::get::<crate::sparse::Csr>(a, "A")?;
         let p = &m.pattern;
-        write_wanted(
-            [(block_size, m.block), (nb_rows, p.nrows), (nb_cols, p.ncols), (nnzb, p.nnz())].map(|(q, v)| (q, v as i64)),
-        );
-        Ok(())
+        let fields = [
+            (block_size, m.block, "block_size"),
+            (nb_rows, p.nrows, "nb_rows"),
+            (nb_cols, p.ncols, "nb_cols"),
+            (nnzb, p.nnz(), "nnzb"),
+        ];
+        write_wanted(fields.map(|(q, v, name)| (q, v as i64, name)))
     })
 }
 
@@ -495,7 +498,11 @@ pub unsafe extern "C" fn fegpu_csr_update_values(a: fegpu_csr_t, values: *const 
 pub unsafe extern "C" fn fegpu_csr_info(a: fegpu_csr_t, nrows: *mut i64, ncols: *mut i64, nnz: *mut i64) -> fegpu_status {
     guard(|| {
         let m = registry::get::<crate::sparse::Csr>(a, "A")?;
-        write_wanted([(nrows, m.rows() as i64), (ncols, m.cols() as i64), (nnz, m.stored_len() as i64)]);
+        write_wanted([
+            (nrows, m.rows() as i64, "nrows"),
+            (ncols, m.cols() as i64, "ncols"),
+            (nnz, m.stored_len() as i64, "nnz"),
+        ])?;
         Ok(())
     })
 }
