@@ -181,7 +181,8 @@ fn checked_vectors(vectors: &[f64], n: usize) -> Result<(std::borrow::Cow<'_, [f
         .collect();
     if largest.iter().any(|m| !m.is_finite()) {
         let i = first_not_finite(vectors).expect("a vector's largest magnitude is not finite");
-        let at = crate::error::at2("near_null_space", i % n.max(1), i / n.max(1), n.max(1));
+        let rows = n.max(1);
+        let at = crate::error::at2("near_null_space", i % rows, i / rows, rows);
         return Err(Error::invalid(format!("{at} = {}: the near-null space must be finite", vectors[i])));
     }
     if let Some(j) = largest.iter().position(|&m| m == 0.0) {

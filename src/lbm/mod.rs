@@ -859,8 +859,9 @@ impl Lattice {
 
     /// The caller's populations, f(0:18, nx, ny, nz), direction fastest.
     pub fn set_populations(&self, f: &[f64]) -> Result<()> {
-        let [nx, ny, _] = self.params().dims;
-        check_populations(f, self.params().sites(), [nx, ny])?;
+        let params = self.params();
+        let [nx, ny, _] = params.dims;
+        check_populations(f, params.sites(), [nx, ny])?;
         self.set_populations_of(0, f)
     }
 
