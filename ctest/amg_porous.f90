@@ -8,7 +8,7 @@
 !> the two solutions agree, AMG takes a fraction of the serial code's
 !> iterations, and the hierarchy has several levels. Also: the rigid-body
 !> modes of a few nodes against their formulas, the V-cycle over f32 values,
-!> and bad input refused.
+!> the W-cycle, and bad input refused.
 program amg_porous
   use, intrinsic :: iso_fortran_env, only: real64
   use fegpu
@@ -72,6 +72,13 @@ program amg_porous
   call fegpu_solver_create_amg(a, FEGPU_METHOD_CG, s2, opts, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'f32_cycle = 2') > 0, 'f32_cycle = 2 is refused')
   opts%f32_cycle = 0
+  ! the W-cycle: each coarse level but the dense coarsest visited twice
+  opts%cycle = FEGPU_CYCLE_W
+  call variant('W-cycle', 'W-cycle', 3)
+  opts%cycle = 2
+  call fegpu_solver_create_amg(a, FEGPU_METHOD_CG, s2, opts, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'cycle = 2') > 0, 'cycle = 2 is refused')
+  opts%cycle = FEGPU_CYCLE_V
   ! bad input: near-null space of the wrong length, a smoother that does not exist
   block
     type(fegpu_solver) :: bad

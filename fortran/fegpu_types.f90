@@ -93,6 +93,7 @@ module fegpu_types
        FEGPU_PRECOND_ILU0_JACOBI = 4
   integer, parameter, public :: FEGPU_SMOOTHER_AUTO = 0, FEGPU_SMOOTHER_CHEBYSHEV = 1, FEGPU_SMOOTHER_L1_JACOBI = 2, &
        FEGPU_SMOOTHER_GAUSS_SEIDEL = 3
+  integer, parameter, public :: FEGPU_CYCLE_V = 0, FEGPU_CYCLE_W = 1
 
   !> fegpu_amg_options of fegpu.h, initialised to the defaults: change the
   !> fields you tune and pass it to fegpu_solver_create_amg.
@@ -113,6 +114,8 @@ module fegpu_types
     integer(c_int32_t) :: block_size = 1
     !> 1: the V-cycle reads its matrices' values rounded to f32 (a third fewer bytes a nonzero).
     integer(c_int32_t) :: f32_cycle = 0
+    !> FEGPU_CYCLE_V, or FEGPU_CYCLE_W: each coarse level visited twice (fewer, dearer iterations).
+    integer(c_int32_t) :: cycle = FEGPU_CYCLE_V
   end type fegpu_amg_options
 
   integer, parameter, public :: FEGPU_ELEMENT_TRI3 = 1, FEGPU_ELEMENT_QUAD4 = 2, FEGPU_ELEMENT_TET4 = 3, FEGPU_ELEMENT_HEX8 = 4

@@ -196,6 +196,13 @@
 // is an exact triangular solve, several SpMVs on the device.
 #define FEGPU_SMOOTHER_GAUSS_SEIDEL 3
 
+// AMG cycle: each coarse level visited once (the default).
+#define FEGPU_CYCLE_V 0
+
+// Each coarse level but a dense coarsest visited twice: fewer iterations
+// where coarse levels are weak (layered high-contrast media), each dearer.
+#define FEGPU_CYCLE_W 1
+
 // Status returned by every C entry point (0 = success).
 typedef int32_t fegpu_status;
 
@@ -292,6 +299,8 @@ typedef struct fegpu_amg_options {
   // 1: the V-cycle reads its matrices' values rounded to f32 (a third fewer
   // bytes a nonzero; vectors, setup and the Krylov method stay f64); 0 (default): f64.
   int32_t f32_cycle;
+  // FEGPU_CYCLE_V (default) or FEGPU_CYCLE_W.
+  int32_t cycle;
 } fegpu_amg_options;
 
 // A solver handle (0 is never valid).

@@ -766,9 +766,10 @@ extern "C" __global__ void __launch_bounds__(256) amg_gs_factor(int n, const int
     }
 }
 
-// x_out = x_in + d: a Gauss-Seidel step's correction.
-extern "C" __global__ void __launch_bounds__(256) amg_correct(int n, const double* __restrict__ x_in,
-    const double* __restrict__ d, double* __restrict__ x_out, const double* sc) {
+// x_out = x_in + d: a Gauss-Seidel step's correction, a W-cycle's second
+// visit's (x_out is then x_in: no __restrict__ on them).
+extern "C" __global__ void __launch_bounds__(256) amg_correct(int n, const double* x_in,
+    const double* __restrict__ d, double* x_out, const double* sc) {
     if (stopped(sc)) return;
     GRID_STRIDE(i, n) x_out[i] = x_in[i] + d[i];
 }

@@ -1,7 +1,9 @@
 //! The V-cycle on the host (the CPU reference): each level smooths from
 //! zero, restricts its residual, adds the prolongated coarse correction and
 //! smooths again with the same steps (so the cycle is symmetric for a
-//! symmetric A and serves CG). The device (`cuda.rs`) runs the same steps.
+//! symmetric A and serves CG). A W-cycle (Options::cycle) visits each coarse
+//! level but a dense coarsest twice, the second time from the first's
+//! residual. The device (`cuda.rs`) runs the same steps.
 //! An f32 cycle (Options::f32_cycle) reads each value rounded to f32, as
 //! the device's f32 copies hold it.
 
@@ -57,7 +59,7 @@ fn smooth(h: &Hierarchy, l: usize, b: &[f64], x: &mut [f64], mut from_zero: bool
     }
 }
 
-/// x = the V-cycle from level `l` applied to b.
+/// x = the cycle from level `l` applied to b.
 fn cycle(h: &Hierarchy, l: usize, b: &[f64], x: &mut [f64]) {
     let level = &h.levels[l];
     let Some(tr) = &level.transfer else {
@@ -84,13 +86,20 @@ fn cycle(h: &Hierarchy, l: usize, b: &[f64], x: &mut [f64]) {
         bc[j] = row_times(&tr.r, j, &r, single);
     }
     cycle(h, l + 1, &bc, &mut xc);
+    if h.visits_twice(l + 1) {
+        let ac = &h.levels[l + 1].a;
+        let rc: Vec<f64> = (0..nc).map(|j| bc[j] - row_times(ac, j, &xc, h.single_on_level(l + 1))).collect();
+        let mut e = vec![0.0; nc];
+        cycle(h, l + 1, &rc, &mut e);
+        xc.iter_mut().zip(&e).for_each(|(x, e)| *x += e);
+    }
     for i in 0..a.nrows {
         x[i] += row_times(&tr.p, i, &xc, single);
     }
     smooth(h, l, b, x, false);
 }
 
-/// z = one V-cycle applied to r.
+/// z = one cycle (V or W) applied to r.
 pub fn vcycle(h: &Hierarchy, r: &[f64], z: &mut [f64]) {
     cycle(h, 0, r, z);
 }

@@ -168,6 +168,9 @@ struct DeviceLevel {
     b: DeviceBuffer<f64>,
     d: DeviceBuffer<f64>,
     residual: DeviceBuffer<f64>,
+    /// A level a W-cycle visits twice: the second visit's right-hand side
+    /// (the first's residual) and its correction.
+    second_visit: Option<[DeviceBuffer<f64>; 2]>,
     gauss_seidel: Option<GaussSeidel>,
 }
 
@@ -611,6 +614,10 @@ impl DeviceHierarchy {
                 b: g.zeros(n.max(1))?,
                 d: g.zeros(n.max(1))?,
                 residual: g.zeros(n.max(1))?,
+                second_visit: match h.visits_twice(l) {
+                    true => Some([g.zeros(n)?, g.zeros(n)?]),
+                    false => None,
+                },
                 gauss_seidel: match h.smoother.on_level(l) {
                     Smoother::GaussSeidel { .. } => Some(GaussSeidel::new(g, &level.a)?),
                     _ => None,
@@ -1199,12 +1206,29 @@ fn gauss_seidel_step(
     };
     residual(g, a, n, b, x_in, &dl.residual, sc)?;
     syncfree_apply(g, a.pattern, n, &gs.sweeps, &gs.factor, &dl.residual, &dl.d, sc)?;
+    correct(g, n, x_in, &dl.d, x_out, sc)
+}
+
+/// x_out = x_in + d (elementwise: x_out may be x_in).
+fn correct(
+    g: &Gpu,
+    n: usize,
+    x_in: &DeviceBuffer<f64>,
+    d: &DeviceBuffer<f64>,
+    x_out: &DeviceBuffer<f64>,
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
     let f = g.kernel("amg", SOURCE, "amg_correct")?;
     let n32 = n as i32;
     let mut l = g.launcher(&f);
-    l.arg(&n32).arg(x_in).arg(&dl.d).arg(x_out);
+    l.arg(&n32).arg(x_in).arg(d).arg(x_out);
     arg_or_null(&mut l, sc);
     g.launch("amg_correct", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
+}
+
+/// Which of the level's two iterates `x` is.
+fn x_index(dl: &DeviceLevel, x: &DeviceBuffer<f64>) -> usize {
+    usize::from(std::ptr::eq(x, &dl.x[1]))
 }
 
 fn residual(
@@ -1278,6 +1302,12 @@ fn cycle<'a>(
     r.spmv(g, &dl.residual, 0.0, &next.b, sc)?;
     let na = next.a.as_ref().expect("coarse levels keep their matrix");
     let coarse = cycle(g, h, dh, l + 1, na.matrix(), &next.b, [&next.x[0], &next.x[1]], sc)?;
+    if let Some([rhs, correction]) = &next.second_visit {
+        // a W-cycle's second visit: the correction from the first's residual
+        residual(g, &na.matrix(), na.nrows, &next.b, coarse, rhs, sc)?;
+        let e = cycle(g, h, dh, l + 1, na.matrix(), rhs, [correction, &next.x[1 - x_index(next, coarse)]], sc)?;
+        correct(g, na.nrows, coarse, e, coarse, sc)?;
+    }
     p.spmv(g, coarse, 1.0, xc, sc)?;
     smooth(&mut current)?;
     Ok(x[current.expect("at least one smoothing step")])

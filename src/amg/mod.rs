@@ -99,6 +99,28 @@ impl Smoother {
     }
 }
 
+/// How often a level visits the next coarser one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cycle {
+    /// Once: each level's work once a cycle.
+    V,
+    /// Twice (the second visit from the first's residual), except a dense
+    /// coarsest level, which the first solves exactly: level l runs 2^l times
+    /// a cycle. Fewer iterations where the coarse levels are weak (layered
+    /// high-contrast media), each dearer by the coarse levels' work; still
+    /// symmetric for CG.
+    W,
+}
+
+impl Cycle {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cycle::V => "V",
+            Cycle::W => "W",
+        }
+    }
+}
+
 /// Near-null-space vectors: `count` columns of n, column-major.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NearNullSpace {
@@ -133,14 +155,24 @@ pub struct Options {
     /// Krylov method stay f64. The cycle is then the exact V-cycle of the
     /// rounded matrices, still symmetric for CG.
     pub f32_cycle: bool,
+    pub cycle: Cycle,
 }
 
 impl Options {
     /// The same options less the near-null space's vectors (a hierarchy
     /// keeps them in its tentative prolongators).
     fn without_vectors(&self) -> Options {
-        let Options { strength, smoother, coarsest, max_levels, smooth_prolongator, block_size, near_null_space: _, f32_cycle } =
-            self;
+        let Options {
+            strength,
+            smoother,
+            coarsest,
+            max_levels,
+            smooth_prolongator,
+            block_size,
+            near_null_space: _,
+            f32_cycle,
+            cycle,
+        } = self;
         Options {
             strength: *strength,
             smoother: *smoother,
@@ -150,6 +182,7 @@ impl Options {
             block_size: *block_size,
             near_null_space: None,
             f32_cycle: *f32_cycle,
+            cycle: *cycle,
         }
     }
 }
@@ -165,6 +198,7 @@ impl Default for Options {
             block_size: 1,
             near_null_space: None,
             f32_cycle: false,
+            cycle: Cycle::V,
         }
     }
 }
@@ -293,6 +327,14 @@ impl Hierarchy {
         self.options.f32_cycle && !matches!(self.smoother.on_level(l), Smoother::GaussSeidel { .. })
     }
 
+    /// Whether the cycle visits coarse level `l` a second time from the
+    /// first visit's residual (a W-cycle's, where the level is not the dense
+    /// coarsest, which the first visit solves).
+    pub fn visits_twice(&self, l: usize) -> bool {
+        let dense = l + 1 == self.levels.len() && self.coarse_inverse.is_some();
+        self.options.cycle == Cycle::W && l >= 1 && !dense
+    }
+
     /// Sum of the levels' nonzeros over the finest's.
     pub fn operator_complexity(&self) -> f64 {
         self.levels.iter().map(|l| l.a.nnz()).sum::<usize>() as f64 / self.levels[0].a.nnz().max(1) as f64
@@ -301,10 +343,11 @@ impl Hierarchy {
     /// Levels, rows, nonzeros and complexity, a line each.
     pub fn summary(&self) -> String {
         let mut s = format!(
-            "AMG ({} aggregation), {} levels, operator complexity {:.3}, smoother {}, coarsest {}{}\n",
+            "AMG ({} aggregation), {} levels, operator complexity {:.3}, {}-cycle, smoother {}, coarsest {}{}\n",
             if self.options.smooth_prolongator { "smoothed" } else { "plain" },
             self.levels.len(),
             self.operator_complexity(),
+            self.options.cycle.name(),
             self.smoother.name(),
             if self.coarse_inverse.is_some() { "dense inverse" } else { "smoothed" },
             if self.options.f32_cycle { ", cycle over f32 values" } else { "" },

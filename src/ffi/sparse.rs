@@ -35,6 +35,11 @@ pub const FEGPU_SMOOTHER_L1_JACOBI: i32 = 2;
 /// iterations where the material jumps or convection dominates; each sweep
 /// is an exact triangular solve, several SpMVs on the device.
 pub const FEGPU_SMOOTHER_GAUSS_SEIDEL: i32 = 3;
+/// AMG cycle: each coarse level visited once (the default).
+pub const FEGPU_CYCLE_V: i32 = 0;
+/// Each coarse level but a dense coarsest visited twice: fewer iterations
+/// where coarse levels are weak (layered high-contrast media), each dearer.
+pub const FEGPU_CYCLE_W: i32 = 1;
 
 pub(crate) fn method_of(c: i32) -> Result<Method> {
     match c {
@@ -124,6 +129,8 @@ pub struct fegpu_amg_options {
     /// 1: the V-cycle reads its matrices' values rounded to f32 (a third fewer
     /// bytes a nonzero; vectors, setup and the Krylov method stay f64); 0 (default): f64.
     pub f32_cycle: i32,
+    /// FEGPU_CYCLE_V (default) or FEGPU_CYCLE_W.
+    pub cycle: i32,
 }
 
 impl Default for fegpu_amg_options {
@@ -138,6 +145,7 @@ impl Default for fegpu_amg_options {
             smooth_prolongator: 1,
             block_size: 1,
             f32_cycle: 0,
+            cycle: FEGPU_CYCLE_V,
         }
     }
 }
@@ -177,6 +185,11 @@ impl fegpu_amg_options {
                 return Err(Error::invalid(format!("options.{name} = {v}: must be 0 or 1")));
             }
         }
+        let cycle = match self.cycle {
+            FEGPU_CYCLE_V => crate::amg::Cycle::V,
+            FEGPU_CYCLE_W => crate::amg::Cycle::W,
+            c => return Err(Error::invalid(format!("options.cycle = {c}: expected FEGPU_CYCLE_V (0) or FEGPU_CYCLE_W (1)"))),
+        };
         Ok(crate::amg::Options {
             strength: self.strength,
             smoother,
@@ -186,6 +199,7 @@ impl fegpu_amg_options {
             block_size: count("block_size", self.block_size as i64)?,
             near_null_space: None,
             f32_cycle: self.f32_cycle == 1,
+            cycle,
         })
     }
 }

@@ -20,7 +20,7 @@ const USAGE: &str = "usage:
   fegpu solve A.mtx [b.mtx] [--method bicgstab|cg|gmres|bicg|cgs] [--restart M]
               [--precond none|jacobi|ilu0|ilu0-jacobi[:SWEEPS]|amg] [--tol T] [--maxit N] [--output x.mtx]
               [--strength THETA] [--smoother chebyshev:DEGREE|l1jacobi:SWEEPS|gaussseidel:SWEEPS]
-              [--coarsest ROWS] [--block-size K] [--unsmoothed] [--f32-cycle]
+              [--coarsest ROWS] [--block-size K] [--unsmoothed] [--f32-cycle] [--cycle v|w]
                              solve A x = b (b = A*1 when omitted: the exact x is all ones);
                              GMRES restarts every M iterations (default 30); ilu0-jacobi:
                              ILU(0)'s factors, each triangular solve by SWEEPS Jacobi sweeps (2);
@@ -244,6 +244,14 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
             "--block-size" => o.block = value()?.parse().map_err(|_| bad("--block-size wants a count".into()))?,
             "--unsmoothed" => (amg_options, o.amg.smooth_prolongator) = (true, false),
             "--f32-cycle" => (amg_options, o.amg.f32_cycle) = (true, true),
+            "--cycle" => {
+                amg_options = true;
+                o.amg.cycle = match value()?.as_str() {
+                    "v" | "V" => fegpu::amg::Cycle::V,
+                    "w" | "W" => fegpu::amg::Cycle::W,
+                    c => return Err(bad(format!("--cycle {c}: expected v or w"))),
+                };
+            }
             "--smoother" => {
                 amg_options = true;
                 use fegpu::amg::Smoother;
@@ -278,7 +286,9 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
         _ => {}
     }
     if amg_options && o.precond != Precond::Amg {
-        return Err(bad("--strength, --coarsest, --smoother, --unsmoothed and --f32-cycle are AMG's: give --precond amg".into()));
+        return Err(bad(
+            "--strength, --coarsest, --smoother, --unsmoothed, --f32-cycle and --cycle are AMG's: give --precond amg".into(),
+        ));
     }
     match files.as_slice() {
         [a] => o.matrix = a.into(),

@@ -6,7 +6,7 @@
 //! V-cycle's cost in SpMVs of the finest matrix.
 
 use super::{describe, open_context, time};
-use fegpu::amg::{rigid_body_modes, Options, Smoother};
+use fegpu::amg::{rigid_body_modes, Cycle, Options, Smoother};
 use fegpu::array::Array;
 use fegpu::context::Context;
 use fegpu::error::Result;
@@ -155,6 +155,7 @@ struct Timing<'a> {
 /// (re-setup and solve), the ratios to Jacobi, one V-cycle's cost in
 /// SpMVs and the hierarchy's summary; `label` names the variant.
 fn amg_rows(ctx: &Arc<Context>, sys: &System, t: &Timing, label: &str, amg: Options) -> Result<()> {
+    let cycle = amg.cycle.name();
     let variant = System { name: sys.name.clone(), a: sys.a.clone(), b: sys.b.clone(), amg, ..*sys };
     let (amg, solver) = run(ctx, &variant, t.krylov, Precond::Amg)?;
     print_run(&format!("AMG-{}{label}", t.krylov.name()), &amg);
@@ -181,7 +182,7 @@ fn amg_rows(ctx: &Arc<Context>, sys: &System, t: &Timing, label: &str, amg: Opti
     );
     let cycle_s = time(ctx, 10, || solver.precondition(t.r, t.z).map(|_| ()))?;
     println!(
-        "    V-cycle {:.3} ms = {:.1} SpMVs of the finest matrix ({:.3} ms); per AMG iteration {:.3} ms",
+        "    {cycle}-cycle {:.3} ms = {:.1} SpMVs of the finest matrix ({:.3} ms); per AMG iteration {:.3} ms",
         cycle_s * 1e3,
         cycle_s / t.spmv_s,
         t.spmv_s * 1e3,
@@ -275,6 +276,12 @@ pub fn run_all() -> Result<()> {
         // the same hierarchy, the cycle over f32 copies of its matrices
         let single = Options { f32_cycle: true, ..sys.amg.clone() };
         amg_rows(&ctx, sys, &timing, ", f32 cycle", single)?;
+        if sys.spd {
+            // the W-cycle: fewer iterations where the coarse levels are weak, each dearer
+            for (label, f32_cycle) in [(", W-cycle", false), (", W-cycle, f32", true)] {
+                amg_rows(&ctx, sys, &timing, label, Options { cycle: Cycle::W, f32_cycle, ..sys.amg.clone() })?;
+            }
+        }
         if !sys.every_solver {
             continue;
         }
