@@ -85,6 +85,18 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// The state behind `m`, or an error where a call that panicked holding it
+/// (a bug, reported to that call as `Internal`) may have left it
+/// half-changed: such an object is refused from then on, never used as it
+/// is. `what` names the object ("the array", "the solver").
+pub fn locked<'a, T>(m: &'a std::sync::Mutex<T>, what: &str) -> Result<std::sync::MutexGuard<'a, T>> {
+    m.lock().map_err(|_| {
+        Error::internal(format!(
+            "{what} may be half-changed: an earlier call failed inside fegpu while changing it; destroy it and create it again"
+        ))
+    })
+}
+
 /// Checks a size argument that crosses the ABI as int64: it must be >= 1.
 pub fn positive(name: &str, value: i64) -> Result<usize> {
     if value < 1 {
@@ -239,5 +251,29 @@ pub fn column(name: &str, col: usize, rows: usize) -> String {
     match MESSAGE_BASE.load(Ordering::Relaxed) {
         1 => format!("{name}(:, {})", col + 1),
         _ => range(name, col * rows, (col + 1) * rows),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lock a panicking call held is refused with an Internal error naming
+    /// the object; an untouched one is handed out.
+    #[test]
+    fn a_lock_held_by_a_panicking_call_is_refused() {
+        let m = std::sync::Arc::new(std::sync::Mutex::new(1));
+        assert_eq!(*locked(&m, "the solver").unwrap(), 1);
+        let held = m.clone();
+        let panicked = std::thread::spawn(move || {
+            let mut g = held.lock().unwrap();
+            *g = 2; // half-changed
+            panic!("a bug while changing it");
+        })
+        .join();
+        assert!(panicked.is_err());
+        let e = locked(&m, "the solver").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Internal);
+        assert!(e.message.starts_with("the solver may be half-changed"), "{}", e.message);
     }
 }

@@ -152,15 +152,17 @@ impl Array {
         self.len() == 0
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, Storage> {
-        self.data.lock().unwrap_or_else(|p| p.into_inner())
+    /// The array's storage; refused once a call that panicked holding it
+    /// may have left it half-written (`error::locked`).
+    pub fn lock(&self, arg: &str) -> Result<MutexGuard<'_, Storage>> {
+        crate::error::locked(&self.data, arg)
     }
 
     /// Refuses an f64 array holding NaN or Inf, naming the first such
     /// element as `arg[k]` (the largest magnitude first, where it lives).
     pub fn check_finite(&self, arg: &str) -> Result<()> {
         let n = self.rows * self.cols;
-        let largest = match &*self.lock() {
+        let largest = match &*self.lock(arg)? {
             Storage::F64(Buffer::Host(h)) => vector::amax(h),
             Storage::F64(Buffer::Device(d)) => cuda::amax(self.ctx.device()?, n, d)?,
             Storage::F32(_) => return Ok(()),
@@ -186,7 +188,7 @@ impl Array {
 
     /// Sets every element to zero where the array lives.
     pub fn zero(&self) -> Result<()> {
-        let mut s = self.lock();
+        let mut s = self.lock("the array")?;
         match &mut *s {
             Storage::F64(Buffer::Host(h)) => h.fill(0.0),
             Storage::F32(Buffer::Host(h)) => h.fill(0.0),
@@ -213,7 +215,7 @@ impl Array {
     /// Overwrites elements `first..first+src.len()` (0-based, column-major order).
     pub fn upload<T: Real>(&self, first: usize, src: &[T], arg: &str) -> Result<()> {
         self.check_range(first, src.len(), arg)?;
-        let mut s = self.lock();
+        let mut s = self.lock(arg)?;
         match self.typed::<T>(&mut s, arg)? {
             Buffer::Host(v) => v[first..first + src.len()].copy_from_slice(src),
             Buffer::Device(d) => self.ctx.device()?.upload(src, d, first)?,
@@ -224,7 +226,7 @@ impl Array {
     /// Reads elements `first..first+dst.len()` (0-based, column-major order).
     pub fn download<T: Real>(&self, first: usize, dst: &mut [T], arg: &str) -> Result<()> {
         self.check_range(first, dst.len(), arg)?;
-        let mut s = self.lock();
+        let mut s = self.lock(arg)?;
         match self.typed::<T>(&mut s, arg)? {
             Buffer::Host(v) => dst.copy_from_slice(&v[first..first + dst.len()]),
             Buffer::Device(d) => self.ctx.device()?.download(d, first, dst)?,
@@ -252,11 +254,11 @@ pub fn lock_pair<'a>(
 ) -> Result<(MutexGuard<'a, Storage>, MutexGuard<'a, Storage>)> {
     distinct(&[(a, a_arg), (b, b_arg)])?;
     Ok(if (a as *const Array) < (b as *const Array) {
-        let ga = a.lock();
-        (ga, b.lock())
+        let ga = a.lock(a_arg)?;
+        (ga, b.lock(b_arg)?)
     } else {
-        let gb = b.lock();
-        (a.lock(), gb)
+        let gb = b.lock(b_arg)?;
+        (a.lock(a_arg)?, gb)
     })
 }
 

@@ -68,7 +68,7 @@ fn f64_buf(s: &mut Storage) -> &mut Buffer<f64> {
 pub fn vector_dot(x: &Array, y: &Array) -> Result<f64> {
     check_pair(x, y)?;
     if std::ptr::eq(x, y) {
-        let mut g = x.lock();
+        let mut g = x.lock("x")?;
         let b = f64_buf(&mut g);
         return dot_bufs(x, b, b);
     }
@@ -81,7 +81,7 @@ pub fn vector_dot(x: &Array, y: &Array) -> Result<f64> {
 /// runs over x scaled by a power of two (exact) and the scale comes off after.
 pub fn vector_nrm2(x: &Array) -> Result<f64> {
     check_pair(x, x)?;
-    let mut g = x.lock();
+    let mut g = x.lock("x")?;
     let n = x.len();
     match f64_buf(&mut g) {
         Buffer::Host(v) => {

@@ -90,7 +90,7 @@ pub fn transpose_in_place(a: &Array, variant: Option<Variant>) -> Result<()> {
 }
 
 fn transpose_in_place_typed<T: Real>(a: &Array, variant: Option<Variant>) -> Result<()> {
-    let mut g = a.lock();
+    let mut g = a.lock("a")?;
     match a.typed::<T>(&mut g, "a")? {
         Buffer::Host(v) => cpu::transpose_square_in_place(a.rows, v),
         Buffer::Device(d) => {

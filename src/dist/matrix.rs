@@ -231,7 +231,7 @@ impl DistCsr {
         };
         self.comm.agree(checked)?;
         let (Some(x), Some(y)) = (x, y) else { return Ok(()) };
-        let values = self.own.values();
+        let values = self.own.values()?;
         let op = self.product(&values.data);
         let (mut gx, mut gy) = crate::array::lock_pair(x, y, "x", "y")?;
         match (f64_buf(&mut gx), f64_buf(&mut gy)) {
@@ -316,7 +316,7 @@ impl Operator for Product<'_> {
             Ok(())
         })?;
         if let Some(h) = &a.halo {
-            cpu::spmv_rows_add(&h.pattern, h.values().data.host()?, &a.halo_rows, &staging.1, y);
+            cpu::spmv_rows_add(&h.pattern, h.values()?.data.host()?, &a.halo_rows, &staging.1, y);
         }
         Ok(())
     }
@@ -436,7 +436,7 @@ impl Product<'_> {
     ) -> Result<()> {
         let (a, Some(h)) = (self.a, &self.a.halo) else { return Ok(()) };
         let dx = a.device.as_ref().ok_or_else(mixed_backends)?;
-        let values = h.values();
+        let values = h.values()?;
         cuda::spmv_rows_add(g, &a.rows_block(h, &values.data, dx)?, halo, y, sc)
     }
 
@@ -463,7 +463,7 @@ impl Product<'_> {
             Some(h) => {
                 team.wait(g, sc)?;
                 let mut halo = dx.halo.lock().unwrap_or_else(|p| p.into_inner());
-                let values = h.values();
+                let values = h.values()?;
                 let block = a.rows_block(h, &values.data, dx)?;
                 cuda::spmv_rows_add_pq(g, Some((&block, halo.buffer())), p, q, &dx.own_pq, reduce, sc)
             }

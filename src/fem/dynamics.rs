@@ -74,7 +74,7 @@ struct Inner {
 
 /// x = d .* x.
 fn scale(set: &ElementSet, d: &Buffer<f64>, x: &Array) -> Result<()> {
-    let mut gx = x.lock();
+    let mut gx = x.lock("x")?;
     match (d, f64_buf(&mut gx)) {
         (Buffer::Host(d), Buffer::Host(xv)) => xv.iter_mut().zip(d).for_each(|(x, d)| *x *= d),
         (Buffer::Device(d), Buffer::Device(xv)) => {
@@ -117,7 +117,7 @@ impl DynamicsStepper {
             Scheme::TotalLagrangian => None,
             _ => {
                 let (kv, mv) = set.global_matrices()?;
-                let assembled = set.assembled().expect("global_matrices checked the assembly");
+                let assembled = set.assembled()?.expect("global_matrices checked the assembly");
                 let matrix = |values: Buffer<f64>| -> Result<Arc<Csr>> {
                     let a = Arc::new(assembled.with_values(&vec![0.0; assembled.pattern.nnz()])?);
                     a.rewrite_values(|v| {
@@ -176,8 +176,9 @@ impl DynamicsStepper {
         Ok(stepper)
     }
 
-    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    /// Refused once a call that panicked holding it may have left it half-changed (`error::locked`).
+    fn inner(&self) -> Result<std::sync::MutexGuard<'_, Inner>> {
+        crate::error::locked(&self.inner, "the dynamics stepper")
     }
 
     /// Rayleigh damping C = alpha M + beta K from the next step on (Newmark);
@@ -198,7 +199,7 @@ impl DynamicsStepper {
             Scheme::CentralDifference | Scheme::TotalLagrangian => None,
             Scheme::Newmark { beta: nb, gamma } => Some(self.effective(nb, gamma, alpha, beta)?),
         };
-        let mut inner = self.inner();
+        let mut inner = self.inner()?;
         (inner.damping, inner.solver) = ((alpha, beta), solver);
         Ok(())
     }
@@ -238,7 +239,7 @@ impl DynamicsStepper {
         }
         let mut g = vec![0.0; self.n];
         self.constrained.iter().zip(values).for_each(|(&d, &v)| g[d] = v);
-        self.inner().prescribed.upload(0, &g, "values")
+        self.inner()?.prescribed.upload(0, &g, "values")
     }
 
     /// One step: `u` (the displacements, device-resident) advances by dt in
@@ -251,7 +252,7 @@ impl DynamicsStepper {
             sparse::check_array(&self.set.ctx, f, n, "F")?;
             crate::array::distinct(&[(u, "u"), (f, "F")])?;
         }
-        let mut st = self.inner();
+        let mut st = self.inner()?;
         let st = &mut *st;
         let (dt, (alpha, beta_r)) = (self.dt, st.damping);
         // out = F + s f_int(x) (F = 0 without a load)

@@ -228,11 +228,11 @@ impl EbeSolver {
             None => checked?,
         }
         let set = &*self.set;
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = crate::error::locked(&self.state, "the EBE solver")?;
         let (mut gb, mut gx) = crate::array::lock_pair(b, x, "b", "x")?;
         let (bb, xb) = (f64_buf(&mut gb), f64_buf(&mut gx));
         if self.on_the_fly {
-            let m = set.materials();
+            let m = set.materials()?;
             self.solve_with(&mut st, Source::OnTheFly(&m), None, bb, xb, tol, maxit)
         } else {
             set.with_stiffness(|ke, version| self.solve_with(&mut st, Source::Stored(ke), Some(version), bb, xb, tol, maxit))

@@ -71,7 +71,7 @@ impl HeatStepper {
             return Err(Error::invalid(format!("the set is a {:?} problem: this stepper is for heat conduction", set.problem)));
         }
         let (k, c) = set.global_matrices()?;
-        let assembled = set.assembled().expect("global_matrices checked the assembly");
+        let assembled = set.assembled()?.expect("global_matrices checked the assembly");
         let n = assembled.pattern.nrows;
         let dofs = fixed_dofs(n, dofs, base, values)?;
         set.check_nodes_used("the heat stepper")?;
@@ -96,15 +96,16 @@ impl HeatStepper {
         };
         let stepper = HeatStepper { diag_at: set.resident(assembled.pattern.diag.clone())?, set, k, c, built: Mutex::new(built) };
         {
-            let mut b = stepper.built();
+            let mut b = stepper.built()?;
             stepper.refresh(&mut b)?;
             b.solver = Some(Solver::new(b.left.clone(), Method::Cg, Precond::Jacobi)?);
         }
         Ok(stepper)
     }
 
-    fn built(&self) -> std::sync::MutexGuard<'_, Built> {
-        self.built.lock().unwrap_or_else(|p| p.into_inner())
+    /// Refused once a call that panicked holding it may have left it half-changed (`error::locked`).
+    fn built(&self) -> Result<std::sync::MutexGuard<'_, Built>> {
+        crate::error::locked(&self.built, "the heat stepper")
     }
 
     /// Convective boundaries from now on: node `nodes[i]` (counted from
@@ -135,7 +136,7 @@ impl HeatStepper {
             load[d as usize] += h_area[i] * t_env[i];
         }
         let (h, load) = (self.set.resident(h)?, self.set.resident(load)?);
-        let mut b = self.built();
+        let mut b = self.built()?;
         let old = (std::mem::replace(&mut b.h, h), std::mem::replace(&mut b.load, load));
         self.refresh_or_undo(&mut b, |b| (b.h, b.load) = old)
     }
@@ -153,12 +154,12 @@ impl HeatStepper {
         let integrals = self.set.face_integrals(super::loads::FaceKind::Convection, faces, base, &values)?;
         let (fnodes, nf) = (self.set.face_nodes(), h.len());
         if nf == 0 {
-            let mut b = self.built();
+            let mut b = self.built()?;
             let old = b.faces.take();
             return self.refresh_or_undo(&mut b, |b| b.faces = old);
         }
         // each packed face-matrix entry's place in the pattern, upper and lower (-1: the diagonal's twin)
-        let pattern = &self.set.assembled().expect("the stepper has the assembled pattern").pattern;
+        let pattern = &self.set.assembled()?.expect("the stepper has the assembled pattern").pattern;
         let np = fnodes * (fnodes + 1) / 2;
         let (mut upper, mut lower) = (vec![0i32; np * nf], vec![-1i32; np * nf]);
         let place = |i: usize, r: i32, c: i32| -> Result<i32> {
@@ -207,7 +208,7 @@ impl HeatStepper {
                 Buffer::Device(out)
             }
         };
-        let mut b = self.built();
+        let mut b = self.built()?;
         let old = b.faces.replace((summed, integrals.load));
         self.refresh_or_undo(&mut b, |b| b.faces = old)
     }
@@ -216,7 +217,7 @@ impl HeatStepper {
     /// `base`) hold `values`; the dofs fixed before and not listed are free again.
     pub fn set_fixed(&self, dofs: &[i64], base: i64, values: &[f64]) -> Result<()> {
         let dofs = fixed_dofs(self.set.dofs(), dofs, base, values)?;
-        let mut b = self.built();
+        let mut b = self.built()?;
         let old = (std::mem::replace(&mut b.dofs, dofs), std::mem::replace(&mut b.values, values.to_vec()));
         self.refresh_or_undo(&mut b, |b| (b.dofs, b.values) = old)
     }
@@ -224,7 +225,7 @@ impl HeatStepper {
     /// A new time step from the next step on.
     pub fn set_dt(&self, dt: f64) -> Result<()> {
         super::check_dt(dt)?;
-        let mut b = self.built();
+        let mut b = self.built()?;
         let old = std::mem::replace(&mut b.dt, dt);
         self.refresh_or_undo(&mut b, |b| b.dt = old)
     }
@@ -277,8 +278,8 @@ impl HeatStepper {
         let g_array = Array::new(self.set.ctx.clone(), n, 1, Some(&g))?;
         sparse::spmv(&b.left, 1.0, &g_array, 0.0, &b.lift)?;
         {
-            let mut gl = b.lift.lock();
-            let left = b.left.values();
+            let mut gl = b.lift.lock("the stepper's lift")?;
+            let left = b.left.values()?;
             match (f64_buf(&mut gl), &b.load, &mut b.diag, &self.diag_at, &left.data) {
                 (Buffer::Host(lift), Buffer::Host(load), Buffer::Host(diag), Buffer::Host(at), Buffer::Host(v)) => {
                     lift.iter_mut().zip(load).for_each(|(l, h)| *l -= h);
@@ -306,7 +307,7 @@ impl HeatStepper {
     /// One step: T (in: this step's temperatures, out: the next) with the
     /// nodal heat load `f` over the step (None: no source).
     pub fn step(&self, t: &Array, f: Option<&Array>, tol: f64, maxit: i64) -> Result<(Outcome, f64)> {
-        let built = self.built();
+        let built = self.built()?;
         let b = &*built;
         let n = b.left.pattern.nrows;
         sparse::check_vector(&b.left, t, n, "T")?;
@@ -315,7 +316,7 @@ impl HeatStepper {
             crate::array::distinct(&[(t, "T"), (f, "F")])?;
         }
         {
-            let mut gr = b.rhs.lock();
+            let mut gr = b.rhs.lock("the stepper's right-hand side")?;
             let rhs = f64_buf(&mut gr);
             // T and F in address order (lock_pair), so steppers called from
             // several threads with the arrays swapped cannot deadlock
@@ -324,12 +325,12 @@ impl HeatStepper {
                     let (gt, gf) = crate::array::lock_pair(t, f, "T", "F")?;
                     (gt, Some(gf))
                 }
-                None => (t.lock(), None),
+                None => (t.lock("T")?, None),
             };
             let tb = f64_buf(&mut gt);
             let fb = gf.as_mut().map(|g| f64_buf(g));
             let p = &b.left.pattern;
-            let mut gl = b.lift.lock();
+            let mut gl = b.lift.lock("the stepper's lift")?;
             match (rhs, tb, &b.right, f64_buf(&mut gl), &b.fixed, &b.prescribed, &b.diag) {
                 (
                     Buffer::Host(rv),

@@ -203,7 +203,7 @@ impl ElementSet {
         crate::sparse::check_array(&self.ctx, f, self.dofs(), "F")?;
         self.check_geometry()?;
         let (mut gu, mut gf) = crate::array::lock_pair(u, f, "u", "F")?;
-        let m = self.materials();
+        let m = self.materials()?;
         match (f64_buf(&mut gu), f64_buf(&mut gf), &self.device, &m.device) {
             (Buffer::Host(uv), Buffer::Host(fv), _, _) => cpu::tl_force(self, &m.props, uv, alpha, fv),
             (Buffer::Device(uv), Buffer::Device(fv), Some(d), Some(props)) => {
@@ -216,7 +216,7 @@ impl ElementSet {
 
     /// f += load (f checked by the caller).
     fn add_into(&self, load: &Buffer<f64>, f: &Array) -> Result<()> {
-        let mut gf = f.lock();
+        let mut gf = f.lock("f")?;
         match (f64_buf(&mut gf), load) {
             (Buffer::Host(fv), Buffer::Host(l)) => fv.iter_mut().zip(l).for_each(|(f, l)| *f += l),
             (Buffer::Device(fv), Buffer::Device(l)) => {

@@ -393,18 +393,20 @@ impl ElementSet {
         })
     }
 
-    pub fn materials(&self) -> MutexGuard<'_, Materials> {
-        self.materials.lock().unwrap_or_else(|p| p.into_inner())
+    /// The materials and the integration's results; refused once a call that
+    /// panicked holding them may have left them half-changed (`error::locked`).
+    pub fn materials(&self) -> Result<MutexGuard<'_, Materials>> {
+        crate::error::locked(&self.materials, "the element set")
     }
 
-    fn results(&self) -> MutexGuard<'_, Results> {
-        self.results.lock().unwrap_or_else(|p| p.into_inner())
+    fn results(&self) -> Result<MutexGuard<'_, Results>> {
+        crate::error::locked(&self.results, "the element set")
     }
 
     /// New material parameters (the same number of materials); the element
     /// matrices are recomputed at the next `integrate`.
     pub fn set_materials(&self, props: &[f64]) -> Result<()> {
-        let mut m = self.materials();
+        let mut m = self.materials()?;
         if props.len() != m.props.len() {
             return Err(Error::size(format!(
                 "props has {} values; the set has {} materials (2 values each)",
@@ -449,10 +451,10 @@ impl ElementSet {
         let stiffness = self.integrate_one(false, None)?;
         self.geometry_checked.store(true, std::sync::atomic::Ordering::Relaxed);
         self.check_finite(&stiffness, "K^e")?;
-        let coefficients = self.materials().mass_coefficients(self.problem);
+        let coefficients = self.materials()?.mass_coefficients(self.problem);
         let mass = self.integrate_one(true, None)?;
         self.check_finite(&mass, "the mass matrix")?;
-        let mut r = self.results();
+        let mut r = self.results()?;
         (r.stiffness, r.mass, r.mass_coefficients) = (Some(stiffness), Some(mass), coefficients);
         r.version += 1;
         Ok(())
@@ -480,7 +482,7 @@ impl ElementSet {
         // stored entry-major: entry k of element e at k * elements + e
         let e = host.iter().position(|x| !x.is_finite()).map_or(0, |k| k % self.elements.max(1));
         let m = self.material[e] as usize;
-        let props = &self.materials().props;
+        let props = &self.materials()?.props;
         Err(Error::invalid(format!(
             "element {} (material {}, props {:?}): {what} is not finite: the material's values or the element's size overflow it",
             e + 1,
@@ -497,7 +499,7 @@ impl ElementSet {
 
     fn integrate_one(&self, mass: bool, props: Option<&[f64]>) -> Result<Buffer<f64>> {
         let total = self.packed_len() * self.elements;
-        let m = self.materials();
+        let m = self.materials()?;
         let coef = m.mass_coefficients(self.problem);
         let props_d = match (props, self.ctx.gpu()) {
             (Some(p), Some(g)) => Some(crate::sparse::cuda::upload(g, p)?),
@@ -554,7 +556,7 @@ impl ElementSet {
         if self.problem == Problem::Heat {
             return Err(Error::invalid("a heat set's mass is its capacity: props(2, m) = rho c"));
         }
-        let mut m = self.materials();
+        let mut m = self.materials()?;
         if rho.len() != m.density.len() {
             return Err(Error::size(format!("rho has {} values; the set has {} materials", rho.len(), m.density.len())));
         }
@@ -573,7 +575,7 @@ impl ElementSet {
     /// CSR matrix (pattern and map built on the first call, values gathered
     /// where the set lives each call) and returns it (the same matrix every call).
     pub fn assemble(&self) -> Result<Arc<Csr>> {
-        let mut r = self.results();
+        let mut r = self.results()?;
         let r = &mut *r;
         let ke = r.stiffness.as_ref().ok_or_else(|| Error::invalid("no element matrices yet: call fegpu_fem_integrate first"))?;
         let a = Self::built(&mut r.assembly, || self.build_assembly())?;
@@ -584,7 +586,7 @@ impl ElementSet {
     /// The global matrix's pattern and the assembly map, built now if not
     /// yet (where the set lives); `assemble` fills in the values.
     pub fn assembly_pattern(&self) -> Result<Arc<Csr>> {
-        let mut r = self.results();
+        let mut r = self.results()?;
         Ok(Self::built(&mut r.assembly, || self.build_assembly())?.csr.clone())
     }
 
@@ -613,7 +615,7 @@ impl ElementSet {
     /// Global values on the assembled pattern from element matrices `ke`
     /// scaled by `scale[e]` per element (`assembly_pattern` first).
     pub(crate) fn gather_scaled(&self, ke: &Buffer<f64>, scale: &Buffer<f64>, values: &mut Buffer<f64>) -> Result<()> {
-        let r = self.results();
+        let r = self.results()?;
         let a = r.assembly.as_ref().ok_or_else(|| Error::invalid("no assembly pattern yet"))?;
         match (values, ke, scale, &a.ptr, &a.from) {
             (Buffer::Host(v), Buffer::Host(ke), Buffer::Host(sc), Buffer::Host(ptr), Buffer::Host(from)) => {
@@ -630,8 +632,8 @@ impl ElementSet {
     /// The assembled stiffness (conductivity) K and mass (capacity) M, as
     /// value arrays on the set's assembled pattern (`assemble` first).
     pub fn global_matrices(&self) -> Result<(Buffer<f64>, Buffer<f64>)> {
-        let coefficients = self.materials().mass_coefficients(self.problem); // (before the results' lock)
-        let r = self.results();
+        let coefficients = self.materials()?.mass_coefficients(self.problem); // (before the results' lock)
+        let r = self.results()?;
         let (Some(ke), Some(ce), Some(a)) = (&r.stiffness, &r.mass, &r.assembly) else {
             return Err(Error::invalid("no assembled matrices yet: call fegpu_fem_integrate and fegpu_fem_assemble first"));
         };
@@ -664,8 +666,8 @@ impl ElementSet {
     }
 
     /// The assembled matrix, if `assemble` has run (no re-gathering).
-    pub fn assembled(&self) -> Option<Arc<Csr>> {
-        self.results().assembly.as_ref().map(|a| a.csr.clone())
+    pub fn assembled(&self) -> Result<Option<Arc<Csr>>> {
+        Ok(self.results()?.assembly.as_ref().map(|a| a.csr.clone()))
     }
 
     /// Refuses the set if an element's Jacobian determinant is not positive
@@ -701,7 +703,7 @@ impl ElementSet {
     /// Runs `f` with the element matrices and their version (an error before
     /// the first integration).
     pub fn with_stiffness<T>(&self, f: impl FnOnce(&Buffer<f64>, u64) -> Result<T>) -> Result<T> {
-        let r = self.results();
+        let r = self.results()?;
         match &r.stiffness {
             Some(ke) => f(ke, r.version),
             None => Err(Error::invalid("no element matrices yet: call fegpu_fem_integrate first")),
@@ -715,12 +717,12 @@ impl ElementSet {
     pub fn lumped_mass(&self) -> Result<Buffer<f64>> {
         if !self.element.is_quadratic() {
             let dpn = self.problem.dofs_per_node(self.element.dim());
-            let coef = self.materials().mass_coefficients(self.problem);
+            let coef = self.materials()?.mass_coefficients(self.problem);
             let rho: Vec<f64> = self.material.iter().flat_map(|&m| std::iter::repeat_n(coef[m as usize], dpn)).collect();
             return self.element_integrals(&rho);
         }
         let mut out = self.zeroed(self.dofs())?;
-        let r = self.results();
+        let r = self.results()?;
         let ce = r.mass.as_ref().ok_or_else(|| Error::invalid("no mass matrices yet: call fegpu_fem_integrate first"))?;
         match (&mut out, ce, &self.device) {
             (Buffer::Host(o), Buffer::Host(ce), _) => cpu::hrz_lump(self, ce, o),
@@ -855,7 +857,7 @@ impl ElementSet {
                 self.elements
             )));
         }
-        let r = self.results();
+        let r = self.results()?;
         let stored = match (mass, &r.stiffness, &r.mass) {
             (_, None, _) | (true, _, None) => {
                 return Err(Error::invalid("no element matrices yet: call fegpu_fem_integrate first"))

@@ -84,7 +84,7 @@ impl ThermalStress {
         if set.problem != Problem::Elastic3d {
             return Err(Error::new(ErrorKind::Unsupported, "thermal stress is computed on 3-D elasticity sets (tet4, hex8)"));
         }
-        let materials = set.materials().props.len() / 2;
+        let materials = set.materials()?.props.len() / 2;
         let stride = law_stride(terms);
         if terms > 8 {
             return Err(Error::invalid(format!("n_terms = {terms}: at most 8 creep terms")));
@@ -114,7 +114,7 @@ impl ThermalStress {
         let fixed: Vec<i64> = super::dof_list(set.dofs(), fixed, base, "fixed")?.into_iter().map(|d| d as i64).collect();
         set.check_geometry()?;
         let pattern = set.assembly_pattern()?;
-        let nu: Vec<f64> = set.materials().props.chunks(2).map(|p| p[1]).collect();
+        let nu: Vec<f64> = set.materials()?.props.chunks(2).map(|p| p[1]).collect();
         let unit: Vec<f64> = nu.iter().flat_map(|&n| [1.0, n]).collect();
         let ke = set.stiffness_with(&unit)?;
         let points = cpu::points(set.element, set.order).len();
@@ -157,8 +157,9 @@ impl ThermalStress {
         })
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    /// Refused once a call that panicked holding it may have left it half-changed (`error::locked`).
+    fn state(&self) -> Result<std::sync::MutexGuard<'_, State>> {
+        crate::error::locked(&self.state, "the stress stepper")
     }
 
     /// One step of dt to the temperatures `temperature` (nodes, where the
@@ -177,7 +178,7 @@ impl ThermalStress {
         if let Some(l) = load {
             l.check_finite("load")?;
         }
-        let mut st = self.state();
+        let mut st = self.state()?;
         let st = &mut *st;
         let stride = law_stride(self.terms);
         // every element cast, with a positive modulus, at the step's middle:
@@ -211,7 +212,7 @@ impl ThermalStress {
         self.pass(st, dt, temperature, true)?;
         crate::array::vector::vector_axpby(1.0, &st.du, 1.0, &st.u)?;
         st.t += dt;
-        let mut gt = temperature.lock();
+        let mut gt = temperature.lock("T")?;
         match (&mut st.t_old, f64_buf(&mut gt)) {
             (Buffer::Host(old), Buffer::Host(new)) => old.copy_from_slice(new),
             (Buffer::Device(old), Buffer::Device(new)) => self.set.ctx.device()?.copy(new, old)?,
@@ -225,8 +226,8 @@ impl ThermalStress {
     fn pass(&self, st: &mut State, dt: f64, temperature: &Array, update: bool) -> Result<()> {
         let set = &self.set;
         let stride = law_stride(self.terms);
-        let mut gt = temperature.lock();
-        let (mut gf, mut gd) = (st.f.lock(), st.du.lock());
+        let mut gt = temperature.lock("T")?;
+        let (mut gf, mut gd) = (st.f.lock("the stepper's load")?, st.du.lock("the stepper's increment")?);
         match (f64_buf(&mut gt), f64_buf(&mut gf), f64_buf(&mut gd), &mut st.stress, &mut st.w, &mut st.ebar, &st.t_old) {
             (
                 Buffer::Host(tn),
@@ -285,7 +286,7 @@ impl ThermalStress {
 
     /// The time reached.
     pub fn time(&self) -> f64 {
-        self.state().t
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).t
     }
 
     /// The Gauss-point stresses (6 per point: xx yy zz xy yz zx, points x
@@ -297,7 +298,7 @@ impl ThermalStress {
         if out.len() != want {
             return Err(Error::size(format!("the output has {} values; {want} are needed", out.len())));
         }
-        let st = self.state();
+        let st = self.state()?;
         let download = |b: &Buffer<f64>, len: usize| -> Result<Vec<f64>> {
             Ok(match b {
                 Buffer::Host(h) => h[..len].to_vec(),
@@ -342,7 +343,7 @@ impl ThermalStress {
         if out.len() != want {
             return Err(Error::size(format!("the output has {} values; {want} are needed (one a dof)", out.len())));
         }
-        self.state().u.download(0, out, "u")
+        self.state()?.u.download(0, out, "u")
     }
 }
 

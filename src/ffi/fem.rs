@@ -114,7 +114,7 @@ pub unsafe extern "C" fn fegpu_fem_shape(
 ) -> fegpu_status {
     guard(|| {
         let set = registry::get::<ElementSet>(fem, "fem")?;
-        let materials = set.materials().props.len() / 2;
+        let materials = set.materials()?.props.len() / 2;
         super::check_wanted(element, "element")?;
         write_wanted([
             (n_nodes, set.nodes as i64, "n_nodes"),
@@ -766,7 +766,7 @@ pub unsafe extern "C" fn fegpu_fem_stress_create(
         let out = out_param(stress, "stress")?;
         let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
         let terms = usize::try_from(n_terms).map_err(|_| Error::invalid(format!("n_terms = {n_terms}: must be >= 0")))?;
-        let materials = set.materials().props.len() / 2;
+        let materials = set.materials()?.props.len() / 2;
         let laws = host_in(laws, items(law_stride(terms.min(8)), materials, "laws")?, "laws")?;
         let (cast, temperature) = (host_in(cast, set.elements, "cast")?, host_in(temperature, set.nodes, "temperature")?);
         let fixed = index_list_max(n_fixed, set.dofs(), "dofs of the set", fixed, index_base, ("n_fixed", "fixed"))?;

@@ -747,12 +747,18 @@ impl Lattice {
         })
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+    /// Refused once a call that panicked holding it may have left it half-changed (`error::locked`).
+    fn state(&self) -> Result<std::sync::MutexGuard<'_, State>> {
+        crate::error::locked(&self.state, "the lattice")
+    }
+
+    /// The state for reading its fixed figures (parameters, sizes) even so.
+    fn peek(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn params(&self) -> Params {
-        self.state().params
+        self.peek().params
     }
 
     /// Threads per block of the CUDA step (for `fegpu bench lbm`'s comparison;
@@ -761,14 +767,14 @@ impl Lattice {
         if !(32..=256).contains(&block) || !block.is_multiple_of(32) {
             return Err(Error::invalid(format!("block = {block}: a multiple of 32 up to 256")));
         }
-        self.state().block = Some(block);
+        self.state()?.block = Some(block);
         Ok(())
     }
 
     /// The CUDA step's streaming scheme (for `fegpu bench lbm` and the tests).
     pub fn set_scheme(&self, scheme: Scheme) -> Result<()> {
         let gpu = self.ctx.gpu();
-        let mut st = self.state();
+        let mut st = self.state()?;
         st.settle(gpu)?;
         with_populations!(&mut st.storage, p => p.use_scheme(gpu, scheme))?;
         st.scheme = scheme;
@@ -779,7 +785,7 @@ impl Lattice {
     /// VELOCITY_BC, PRESSURE_BC. The open boundary sites start at rho 1,
     /// u 0 (`set_boundary_values` prescribes theirs).
     pub fn set_flags(&self, flags: &[u8]) -> Result<()> {
-        let mut st = self.state();
+        let mut st = self.state()?;
         check_flags(flags, st.params.sites())?;
         let gpu = self.ctx.gpu();
         st.settle(gpu)?;
@@ -802,7 +808,7 @@ impl Lattice {
     /// increasing order (x fastest): a velocity site uses u, a pressure site
     /// rho (its pressure is rho / 3).
     pub fn set_boundary_values(&self, values: &[f64]) -> Result<()> {
-        let mut st = self.state();
+        let mut st = self.state()?;
         check_boundary_values(values, st.open.list.sites.len())?;
         let gpu = self.ctx.gpu();
         st.settle(gpu)?;
@@ -814,7 +820,7 @@ impl Lattice {
     }
 
     pub fn set_force(&self, force: [f64; 3]) -> Result<()> {
-        self.state().params.force = finite3("force", force)?;
+        self.state()?.params.force = finite3("force", force)?;
         Ok(())
     }
 
@@ -825,13 +831,13 @@ impl Lattice {
         if !(magic >= 0.0 && magic.is_finite()) {
             return Err(Error::invalid(format!("magic = {magic}: TRT needs a finite magic parameter > 0 (0 selects BGK)")));
         }
-        self.state().params.magic = magic;
+        self.state()?.params.magic = magic;
         Ok(())
     }
 
     pub fn set_wall_velocity(&self, u: [f64; 3]) -> Result<()> {
         let u = lattice_velocity("wall_velocity", u)?;
-        let mut st = self.state();
+        let mut st = self.state()?;
         st.settle(self.ctx.gpu())?;
         st.params.wall_velocity = u;
         Ok(())
@@ -844,7 +850,7 @@ impl Lattice {
         }
         lattice_velocity("u", u)?;
         let gpu = self.ctx.gpu();
-        let mut st = self.state();
+        let mut st = self.state()?;
         let p = st.storage.precision();
         if let Some(i) = (0..Q).find(|&i| !p.holds(cpu::equilibrium_of(i, rho, u), W[i])) {
             return Err(Error::invalid(format!(
@@ -869,7 +875,7 @@ impl Lattice {
     /// them), checked by the caller.
     pub(crate) fn set_populations_of(&self, first: usize, f: &[f64]) -> Result<()> {
         let gpu = self.ctx.gpu();
-        let mut st = self.state();
+        let mut st = self.state()?;
         let p = st.storage.precision();
         if let Some(k) = (0..f.len()).find(|&k| !p.holds(f[k], W[k % Q])) {
             // named in the caller's array (a distributed rank's starts at its own planes)
@@ -892,7 +898,7 @@ impl Lattice {
     /// The populations after streaming of the sites from `first` on (f.len() / 19 of them).
     pub(crate) fn populations_of(&self, first: usize, f: &mut [f64]) -> Result<()> {
         let gpu = self.ctx.gpu();
-        let mut st = self.state();
+        let mut st = self.state()?;
         let (s, storage) = st.split(gpu);
         with_populations!(storage, p => p.download(&s, (first, f.len() / Q), f))
     }
@@ -900,7 +906,7 @@ impl Lattice {
     /// `count` collide-and-stream steps, queued without waiting for the device.
     pub fn step(&self, count: u64) -> Result<()> {
         let gpu = self.ctx.gpu();
-        let mut st = self.state();
+        let mut st = self.state()?;
         let (s, storage) = st.split(gpu);
         with_populations!(storage, p => p.step(&s, count))
     }
@@ -913,7 +919,7 @@ impl Lattice {
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
     pub(crate) fn step_edges_first(&self, edges: &[(usize, usize)], inner: (usize, usize)) -> Result<()> {
         let gpu = self.ctx.gpu();
-        let mut st = self.state();
+        let mut st = self.state()?;
         let (s, storage) = st.split(gpu);
         with_populations!(storage, p => p.step_edges_first(&s, edges, inner))
     }
@@ -927,7 +933,7 @@ impl Lattice {
             return Err(Error::size(format!("body: {} values for {n} sites", body.len())));
         }
         let list = SiteList::new(self.ctx.gpu(), n, |s| body[s] != 0)?;
-        self.state().body = Some(list);
+        self.state()?.body = Some(list);
         Ok(())
     }
 
@@ -944,7 +950,7 @@ impl Lattice {
     /// `body_force` over the links from the fluid sites first..end-1 only.
     pub(crate) fn body_force_from(&self, first: usize, end: usize) -> Result<[f64; 3]> {
         let gpu = self.ctx.gpu();
-        let mut st = self.state();
+        let mut st = self.state()?;
         let body = st.body.take().ok_or_else(|| Error::invalid("no body: give its sites with set_body first"))?;
         let (s, storage) = st.split(gpu);
         let force = with_populations!(storage, p => p.body_force(&s, &body, (first, end)));
@@ -959,7 +965,7 @@ impl Lattice {
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
     pub(crate) fn pack_sites(&self, (first, count): (usize, usize), dirs: u32, out: &mut [u8]) -> Result<()> {
         let gpu = self.ctx.gpu();
-        let mut st = self.state();
+        let mut st = self.state()?;
         with_populations!(&mut st.storage, p => p.raw_sites(gpu, (first, count), dirs, typed_mut(out)?))
     }
 
@@ -972,7 +978,7 @@ impl Lattice {
     #[cfg(feature = "mpi")]
     pub(crate) unsafe fn planes_at(&self, (first, count): (usize, usize), dirs: u32, address: u64, unpack: bool) -> Result<()> {
         let g = self.ctx.device()?;
-        let mut st = self.state();
+        let mut st = self.state()?;
         let len = count * dirs.count_ones() as usize;
         with_populations!(&mut st.storage, p => match &mut p.current {
             // SAFETY: as the caller guarantees.
@@ -989,7 +995,7 @@ impl Lattice {
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
     pub(crate) fn unpack_sites(&self, (first, count): (usize, usize), dirs: u32, raw: &[u8]) -> Result<()> {
         let gpu = self.ctx.gpu();
-        let mut st = self.state();
+        let mut st = self.state()?;
         with_populations!(&mut st.storage, p => p.set_raw_sites(gpu, (first, count), dirs, typed(raw)?))
     }
 
@@ -997,7 +1003,7 @@ impl Lattice {
     /// first..end-1: how many of `set_boundary_values`' sites they hold.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
     pub(crate) fn open_sites_between(&self, first: usize, end: usize) -> usize {
-        let st = self.state();
+        let st = self.peek();
         let sites = &st.open.list.sites;
         sites.partition_point(|&s| (s as usize) < end) - sites.partition_point(|&s| (s as usize) < first)
     }
@@ -1005,7 +1011,7 @@ impl Lattice {
     /// Bytes a stored population takes.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by the split lattice (src/dist/lattice.rs)
     pub(crate) fn population_bytes(&self) -> usize {
-        self.state().storage.precision().bytes()
+        self.peek().storage.precision().bytes()
     }
 
     /// The sites (first, count) of the z-slab z_first..z_first+z_count-1 (0-based planes).
@@ -1030,7 +1036,7 @@ impl Lattice {
             )));
         }
         let gpu = self.ctx.gpu();
-        let mut st = self.state();
+        let mut st = self.state()?;
         let (s, storage) = st.split(gpu);
         with_populations!(storage, p => p.fields(&s, first, rho, u))
     }

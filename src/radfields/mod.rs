@@ -191,6 +191,12 @@ impl Accumulator {
         Ok(Accumulator { n_s, n_rhs, medium, shares: Mutex::new(shares), variant: Mutex::new(None) })
     }
 
+    /// Each device's share; refused once a call that panicked holding them
+    /// may have left the fields half-summed (`error::locked`).
+    fn shares(&self) -> Result<std::sync::MutexGuard<'_, Vec<Share>>> {
+        crate::error::locked(&self.shares, "the rad_fields accumulator")
+    }
+
     /// The kernel of later batches (None: chosen from n_rhs).
     pub fn set_variant(&self, variant: Option<Kernel>) {
         *self.variant.lock().unwrap_or_else(|p| p.into_inner()) = variant;
@@ -201,7 +207,7 @@ impl Accumulator {
     /// staging (double-buffered), so the caller may overwrite its arrays at once.
     pub fn accumulate(&self, src: &Sources) -> Result<()> {
         let variant = self.variant.lock().unwrap_or_else(|p| p.into_inner()).unwrap_or_else(|| auto_variant(self.n_rhs));
-        let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        let mut shares = self.shares()?;
         for sh in shares.iter_mut() {
             if let (Part::Device(p), Backend::Cuda(g)) = (&mut sh.part, &sh.ctx.backend) {
                 p.reserve(g, src.n_p)?;
@@ -238,7 +244,7 @@ impl Accumulator {
                 self.n_rhs
             )));
         }
-        let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        let mut shares = self.shares()?;
         for sh in shares.iter_mut() {
             let slice: Vec<Complex64> = match (&mut sh.part, &sh.ctx.backend) {
                 (Part::Host(p), _) => p.fields.clone(),
@@ -252,7 +258,7 @@ impl Accumulator {
 
     /// Zeroes the fields (the next FE-IIEE iteration) and the excluded count.
     pub fn reset(&self) -> Result<()> {
-        let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        let mut shares = self.shares()?;
         for sh in shares.iter_mut() {
             match (&mut sh.part, &sh.ctx.backend) {
                 (Part::Host(p), _) => p.reset(),
@@ -265,7 +271,7 @@ impl Accumulator {
 
     /// Pairs of coincident points skipped since creation or the last reset.
     pub fn excluded(&self) -> Result<u64> {
-        let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        let mut shares = self.shares()?;
         let mut total = 0;
         for sh in shares.iter_mut() {
             total += match (&mut sh.part, &sh.ctx.backend) {
@@ -279,7 +285,7 @@ impl Accumulator {
 
     /// Launches the batches still in staging; returns without waiting.
     pub fn flush(&self) -> Result<()> {
-        let mut shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        let mut shares = self.shares()?;
         for sh in shares.iter_mut() {
             if let (Part::Device(p), Backend::Cuda(g)) = (&mut sh.part, &sh.ctx.backend) {
                 p.flush(g)?;
@@ -291,7 +297,7 @@ impl Accumulator {
     /// Waits for every queued accumulation (for timing).
     pub fn synchronize(&self) -> Result<()> {
         self.flush()?;
-        let shares = self.shares.lock().unwrap_or_else(|p| p.into_inner());
+        let shares = self.shares()?;
         for sh in shares.iter() {
             if let Some(g) = sh.ctx.gpu() {
                 g.synchronize("rad_fields accumulation")?;

@@ -287,15 +287,17 @@ impl Csr {
         Ok(())
     }
 
-    pub fn values(&self) -> MutexGuard<'_, Values> {
-        self.values.lock().unwrap_or_else(|p| p.into_inner())
+    /// The matrix's values; refused once a call that panicked holding them
+    /// may have left them half-written (`error::locked`).
+    pub fn values(&self) -> Result<MutexGuard<'_, Values>> {
+        crate::error::locked(&self.values, "the matrix")
     }
 
     /// New values for the same pattern (the caller's order, duplicates
     /// included); validated first, so a rejected update changes nothing.
     pub fn update_values(&self, caller_values: &[f64]) -> Result<()> {
         let values = stored_values(&self.pattern, self.block, caller_values)?;
-        let mut v = self.values();
+        let mut v = self.values()?;
         match &mut v.data {
             Buffer::Host(h) => h.copy_from_slice(&values),
             Buffer::Device(d) => {
@@ -317,7 +319,7 @@ impl Csr {
     /// Rewrites the stored values where they live (assembly on the device),
     /// then counts a new version so solvers rebuild their preconditioners.
     pub fn rewrite_values(&self, write: impl FnOnce(&mut Buffer<f64>) -> Result<()>) -> Result<()> {
-        let mut v = self.values();
+        let mut v = self.values()?;
         write(&mut v.data)?;
         v.version += 1;
         Ok(())
@@ -325,7 +327,7 @@ impl Csr {
 
     /// The stored values (sorted by column within rows, duplicates summed).
     pub fn download_values(&self) -> Result<Vec<f64>> {
-        self.values_on_host(&self.values().data)
+        self.values_on_host(&self.values()?.data)
     }
 
     /// The diagonal's values on the host (0 where a row stores none), from
@@ -425,7 +427,7 @@ pub fn spmv(a: &Csr, alpha: f64, x: &Array, beta: f64, y: &Array) -> Result<()> 
     if !alpha.is_finite() || !beta.is_finite() {
         return Err(Error::invalid(format!("alpha = {alpha}, beta = {beta}: must be finite")));
     }
-    let mut vals = a.values();
+    let mut vals = a.values()?;
     let (mut gx, mut gy) = lock_pair(x, y, "x", "y")?;
     match (&mut vals.data, f64_buf(&mut gx), f64_buf(&mut gy)) {
         (Buffer::Host(v), Buffer::Host(xv), Buffer::Host(yv)) => block::cpu::spmv(&a.pattern, a.block, v, alpha, xv, beta, yv),
@@ -489,8 +491,8 @@ pub fn apply_dirichlet(a: &Csr, dofs: &[i64], base: i64, values: &[f64], b: &Arr
             dofs[i]
         )));
     }
-    let mut vals = a.values();
-    let mut gb = b.lock();
+    let mut vals = a.values()?;
+    let mut gb = b.lock("b")?;
     match (&mut vals.data, f64_buf(&mut gb)) {
         (Buffer::Host(v), Buffer::Host(bv)) => cpu::dirichlet(p, v, &fixed, &g, bv),
         (Buffer::Device(v), Buffer::Device(bv)) => {

@@ -480,7 +480,7 @@ impl Solver {
             state.transposed = Some(TransposedState { t, factors, levels });
         }
         let s = Solver { csr, method, precond, settings, state: Mutex::new(state) };
-        s.refresh(&mut s.lock())?;
+        s.refresh(&mut *s.lock()?)?;
         Ok(s)
     }
 
@@ -488,17 +488,24 @@ impl Solver {
     /// itself); returns the seconds spent. A distributed solve calls it first,
     /// so that every rank knows the others' blocks built before iterating.
     pub fn prepare(&self) -> Result<f64> {
-        self.refresh(&mut self.lock())
+        self.refresh(&mut *self.lock()?)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    /// The solver's state; refused once a call that panicked holding it may
+    /// have left it half-changed (`error::locked`).
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>> {
+        crate::error::locked(&self.state, "the solver")
+    }
+
+    /// The state for reading a report (summary, history) even so.
+    fn peek(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Rebuilds the preconditioner when the matrix values changed since the
     /// last build; returns the seconds spent (0 when the build was current).
     fn refresh(&self, st: &mut State) -> Result<f64> {
-        let vals = self.csr.values();
+        let vals = self.csr.values()?;
         if st.built_for == Some(vals.version) {
             return Ok(0.0);
         }
@@ -583,9 +590,9 @@ impl Solver {
             return Err(Error::invalid("b and x are the same array"));
         }
         crate::krylov::check_stopping(tol, maxit)?;
-        let mut st = self.lock();
+        let mut st = self.lock()?;
         let setup = self.refresh(&mut st)?;
-        let vals = self.csr.values();
+        let vals = self.csr.values()?;
         let st = &mut *st;
         st.history.clear();
         let (mut gb, mut gx) = crate::array::lock_pair(b, x, "b", "x")?;
@@ -600,7 +607,8 @@ impl Solver {
         let pc = self.preconditioner(&st.factors, st.levels.as_ref(), st.amg.as_ref(), &vals.data);
         let pc: &dyn Preconditioner = &*pc;
         // BiCG's A^T and M^T (a distributed solve has none: DistSolver refuses BiCG)
-        let tvals = st.transposed.as_ref().filter(|_| distributed.is_none()).map(|ts| (ts, ts.t.csr.values()));
+        let tvals =
+            st.transposed.as_ref().filter(|_| distributed.is_none()).map(|ts| Ok((ts, ts.t.csr.values()?))).transpose()?;
         let t_parts = tvals.as_ref().map(|(ts, tv)| {
             let t = &ts.t.csr;
             let op = CsrOperator { p: &t.pattern, block: 1, dp: t.device.as_ref(), values: &tv.data };
@@ -740,7 +748,7 @@ impl Solver {
     /// The hierarchy's summary (levels, rows, nonzeros, complexity) after
     /// it has been built; None for the other preconditioners.
     pub fn amg_summary(&self) -> Option<String> {
-        self.lock().amg.as_ref().map(|(h, _)| h.summary())
+        self.peek().amg.as_ref().map(|(h, _)| h.summary())
     }
 
     /// The preconditioner the solver was created with, over its built factors.
@@ -798,7 +806,7 @@ impl Solver {
     }
 
     pub fn history(&self) -> Vec<f64> {
-        self.lock().history.clone()
+        self.peek().history.clone()
     }
 
     /// z = M^-1 r: the preconditioner alone (rebuilt first if the values
@@ -807,11 +815,11 @@ impl Solver {
         let n = self.csr.rows();
         super::check_vector(&self.csr, r, n, "r")?;
         super::check_vector(&self.csr, z, n, "z")?;
-        let mut st = self.lock();
+        let mut st = self.lock()?;
         let setup = self.refresh(&mut st)?;
         let (mut gr, mut gz) = crate::array::lock_pair(r, z, "r", "z")?;
         let (rb, zb) = (f64_buf(&mut gr), f64_buf(&mut gz));
-        let vals = self.csr.values();
+        let vals = self.csr.values()?;
         let pc = self.preconditioner(&st.factors, st.levels.as_ref(), st.amg.as_ref(), &vals.data);
         match (rb, zb) {
             (Buffer::Host(r), Buffer::Host(z)) => pc.apply_host(r, z)?,

@@ -87,7 +87,7 @@ pub fn run() -> Result<()> {
         let serial_count = count.min(20_000);
         let (sc, sn) = loose_elements(t, serial_count);
         let serial_set = set_of(&cpu_ctx, t, problem, &sc, &sn, 2)?;
-        let props = serial_set.materials().props.clone();
+        let props = serial_set.materials()?.props.clone();
         let mut ke = vec![0.0; serial_set.packed_len() * serial_count];
         let clock = Instant::now();
         cpu::stiffness(&serial_set, &props, &mut ke).expect("valid elements");
@@ -330,7 +330,7 @@ fn quadratic_integration(ctx: &Arc<Context>, cpu_ctx: &Arc<Context>) -> Result<(
             let serial_count = count.min(2_000);
             let (sc, sn) = loose_elements(t, serial_count);
             let serial_set = set_of(cpu_ctx, t, problem, &sc, &sn, 3)?;
-            let props = serial_set.materials().props.clone();
+            let props = serial_set.materials()?.props.clone();
             let mut ke = vec![0.0; np * serial_count];
             let clock = Instant::now();
             cpu::stiffness(&serial_set, &props, &mut ke).expect("valid elements");

@@ -48,8 +48,8 @@ fn on_device(
     f: impl FnOnce(&Gpu, &DevicePattern, &DeviceBuffer<f64>, &DeviceBuffer<f64>, &DeviceBuffer<f64>) -> Result<()>,
 ) -> Result<()> {
     let (Some(g), Some(dp)) = (ctx.gpu(), a.device.as_ref()) else { return Ok(()) };
-    let vals = a.values();
-    let (gx, gy) = (x.lock(), y.lock());
+    let vals = a.values()?;
+    let (gx, gy) = (x.lock("x")?, y.lock("y")?);
     match (&vals.data, &*gx, &*gy) {
         (Buffer::Device(v), Storage::F64(Buffer::Device(xd)), Storage::F64(Buffer::Device(yd))) => f(g, dp, v, xd, yd),
         _ => Ok(()),
