@@ -185,7 +185,8 @@ fn solve_reports_and_writes_the_solution() {
 
 /// `--precond amg` prints the hierarchy; `--f32-cycle` runs the cycle over
 /// f32 values (the summary says so) to the same tolerance in about as many
-/// iterations; a smoother that does not exist is refused by name.
+/// iterations; `--cycle w` takes no more iterations; a smoother or cycle that
+/// does not exist is refused by name.
 #[test]
 fn solve_with_amg_prints_the_hierarchy_and_takes_the_f32_cycle() {
     let its = |out: &str| -> i64 {
@@ -205,6 +206,12 @@ fn solve_with_amg_prints_the_hierarchy_and_takes_the_f32_cycle() {
     assert!((its(&single) - its(&double)).abs() <= 1, "f32 cycle:\n{single}\nf64 cycle:\n{double}");
     let (ok, out) = run(&["--smoother", "sor"]);
     assert!(!ok && out.contains("sor"), "{out}");
+    // the W-cycle: said in the summary, converged in no more iterations than the V-cycle
+    let (ok, w) = run(&["--cycle", "w"]);
+    assert!(ok && w.contains("status: converged") && w.contains("W-cycle"), "{w}");
+    assert!(its(&w) <= its(&double), "W-cycle:\n{w}\nV-cycle:\n{double}");
+    let (ok, out) = run(&["--cycle", "f"]);
+    assert!(!ok && out.contains("--cycle f"), "{out}");
 }
 
 /// `fegpu warm` compiles the kernel files named into the cache that
