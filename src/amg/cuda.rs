@@ -615,7 +615,7 @@ impl DeviceHierarchy {
                 d: g.zeros(n.max(1))?,
                 residual: g.zeros(n.max(1))?,
                 second_visit: match h.visits_twice(l) {
-                    true => Some([g.zeros(n)?, g.zeros(n)?]),
+                    true => Some([g.zeros(n.max(1))?, g.zeros(n.max(1))?]),
                     false => None,
                 },
                 gauss_seidel: match h.smoother.on_level(l) {
