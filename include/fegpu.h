@@ -1115,6 +1115,9 @@ fegpu_status fegpu_lattice_get_populations(fegpu_lattice_t lat, double *f, int64
 
 // Runs `steps` fused collide-and-stream steps on the device without host
 // involvement; returns once they are queued (a later read waits for them).
+// At most 2^31 - 1 steps a call (hours of stepping even for a tiny
+// lattice): a larger count, an uninitialised variable most likely, would
+// hold the caller and the lattice for days, so it is refused.
 fegpu_status fegpu_lattice_step(fegpu_lattice_t lat, int64_t steps);
 
 // The lattice's size: nx, ny, nz (a split lattice's whole size). Any of

@@ -568,6 +568,8 @@ fn bad_input_is_refused_and_changes_nothing() {
         expect_err(fegpu_lattice_set_force(lat.0, f64::INFINITY, 0.0, 0.0), FEGPU_ERR_INVALID_ARGUMENT, &["force"]);
         expect_err(fegpu_lattice_init_equilibrium(lat.0, -1.0, 0.0, 0.0, 0.0), FEGPU_ERR_INVALID_ARGUMENT, &["rho = -1"]);
         expect_err(fegpu_lattice_step(lat.0, -2), FEGPU_ERR_INVALID_ARGUMENT, &["steps = -2"]);
+        // a count no run needs (an uninitialised variable): refused at once, not days of stepping
+        expect_err(fegpu_lattice_step(lat.0, 1 << 40), FEGPU_ERR_INVALID_ARGUMENT, &["steps = 1099511627776", "2^31 - 1"]);
         expect_err(fegpu_lattice_set_trt(lat.0, -0.25), FEGPU_ERR_INVALID_ARGUMENT, &["magic = -0.25"]);
         expect_err(fegpu_lattice_set_trt(lat.0, f64::NAN), FEGPU_ERR_INVALID_ARGUMENT, &["magic"]);
         let (mut rho, mut u) = (vec![0.0; 12], vec![0.0; 36]);

@@ -174,11 +174,14 @@ pub unsafe extern "C" fn fegpu_lattice_get_populations(lat: fegpu_lattice_t, f: 
 
 /// Runs `steps` fused collide-and-stream steps on the device without host
 /// involvement; returns once they are queued (a later read waits for them).
+/// At most 2^31 - 1 steps a call (hours of stepping even for a tiny
+/// lattice): a larger count, an uninitialised variable most likely, would
+/// hold the caller and the lattice for days, so it is refused.
 #[no_mangle]
 pub extern "C" fn fegpu_lattice_step(lat: fegpu_lattice_t, steps: i64) -> fegpu_status {
     guard(|| {
-        if steps < 0 {
-            return Err(Error::invalid(format!("steps = {steps}: must be >= 0")));
+        if !(0..=i64::from(i32::MAX)).contains(&steps) {
+            return Err(Error::invalid(format!("steps = {steps}: must be from 0 to 2147483647 (2^31 - 1) a call")));
         }
         lattice(lat)?.step(steps as u64)
     })
