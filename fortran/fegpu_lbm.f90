@@ -236,7 +236,7 @@ contains
     call check(c_lattice_get_populations(lat%handle, f, size(f, kind=c_int64_t)), 'fegpu_lattice_get_populations', stat, errmsg)
   end subroutine
 
-  !> nsteps collide-and-stream steps on the device; returns once they are queued.
+  !> nsteps collide-and-stream steps on the device (0 to 2**31 - 1 a call); returns once they are queued.
   subroutine fegpu_lattice_step(lat, nsteps, stat, errmsg)
     type(fegpu_lattice), intent(in) :: lat
     class(*), intent(in) :: nsteps

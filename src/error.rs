@@ -88,11 +88,13 @@ impl std::error::Error for Error {}
 /// The state behind `m`, or an error where a call that panicked holding it
 /// (a bug, reported to that call as `Internal`) may have left it
 /// half-changed: such an object is refused from then on, never used as it
-/// is. `what` names the object ("the array", "the solver").
+/// is. Conservative: a call that only read the object poisons it too (the
+/// lock cannot tell), so after an internal error the objects that call held
+/// are recreated. `what` names the object ("the array", "the solver").
 pub fn locked<'a, T>(m: &'a std::sync::Mutex<T>, what: &str) -> Result<std::sync::MutexGuard<'a, T>> {
     m.lock().map_err(|_| {
         Error::internal(format!(
-            "{what} may be half-changed: an earlier call failed inside fegpu while changing it; destroy it and create it again"
+            "{what} may be half-changed: an earlier call failed inside fegpu (an internal error) while holding it; destroy it and create it again"
         ))
     })
 }
