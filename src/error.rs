@@ -99,6 +99,13 @@ pub fn locked<'a, T>(m: &'a std::sync::Mutex<T>, what: &str) -> Result<std::sync
     })
 }
 
+/// The state behind `m` even where a panicking call held it: for reading
+/// reports and fixed figures (a summary, a history, sizes), never for
+/// changing or computing from it (`locked`).
+pub fn peek<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Checks a size argument that crosses the ABI as int64: it must be >= 1.
 pub fn positive(name: &str, value: i64) -> Result<usize> {
     if value < 1 {

@@ -59,6 +59,12 @@ fn smooth(h: &Hierarchy, l: usize, b: &[f64], x: &mut [f64], mut from_zero: bool
     }
 }
 
+/// b - A x on level `l`, A's values as the cycle reads them.
+fn residual(h: &Hierarchy, l: usize, b: &[f64], x: &[f64]) -> Vec<f64> {
+    let a = &h.levels[l].a;
+    (0..a.nrows).map(|i| b[i] - row_times(a, i, x, h.single_on_level(l))).collect()
+}
+
 /// x = the cycle from level `l` applied to b.
 fn cycle(h: &Hierarchy, l: usize, b: &[f64], x: &mut [f64]) {
     let level = &h.levels[l];
@@ -76,10 +82,7 @@ fn cycle(h: &Hierarchy, l: usize, b: &[f64], x: &mut [f64]) {
     };
     let a = &level.a;
     smooth(h, l, b, x, true);
-    let mut r = vec![0.0; a.nrows];
-    for i in 0..a.nrows {
-        r[i] = b[i] - row_times(a, i, x, h.single_on_level(l));
-    }
+    let r = residual(h, l, b, x);
     let (nc, single) = (tr.r.nrows, h.options.f32_cycle);
     let (mut bc, mut xc) = (vec![0.0; nc], vec![0.0; nc]);
     for j in 0..nc {
@@ -87,8 +90,7 @@ fn cycle(h: &Hierarchy, l: usize, b: &[f64], x: &mut [f64]) {
     }
     cycle(h, l + 1, &bc, &mut xc);
     if h.visits_twice(l + 1) {
-        let ac = &h.levels[l + 1].a;
-        let rc: Vec<f64> = (0..nc).map(|j| bc[j] - row_times(ac, j, &xc, h.single_on_level(l + 1))).collect();
+        let rc = residual(h, l + 1, &bc, &xc);
         let mut e = vec![0.0; nc];
         cycle(h, l + 1, &rc, &mut e);
         xc.iter_mut().zip(&e).for_each(|(x, e)| *x += e);

@@ -657,11 +657,7 @@ pub unsafe extern "C" fn fegpu_fem_dynamics_create(
         };
         let clamped = index_list_max(n_clamped, set.dofs(), "dofs of the set", clamped, index_base, ("n_clamped", "clamped"))?;
         let n = set.dofs() as i64;
-        if let Some((i, d)) = clamped
-            .iter()
-            .enumerate()
-            .find(|(_, &d)| d.saturating_sub(index_base as i64) < 0 || d.saturating_sub(index_base as i64) >= n)
-        {
+        if let Some((i, d)) = clamped.iter().enumerate().find(|(_, &d)| !(0..n).contains(&d.saturating_sub(index_base as i64))) {
             return Err(crate::error::Error::invalid(format!(
                 "{at_clamped_i} = {d}: outside dofs {index_base}..{}",
                 n - 1 + index_base as i64,

@@ -754,7 +754,7 @@ impl Lattice {
 
     /// The state for reading its fixed figures (parameters, sizes) even so.
     fn peek(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        crate::error::peek(&self.state)
     }
 
     pub fn params(&self) -> Params {

@@ -499,7 +499,7 @@ impl Solver {
 
     /// The state for reading a report (summary, history) even so.
     fn peek(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        crate::error::peek(&self.state)
     }
 
     /// Rebuilds the preconditioner when the matrix values changed since the
