@@ -80,13 +80,13 @@ extern "C" __global__ void __launch_bounds__(256) amg_dense(int n, const double*
 // the same numbers as src/amg/setup.rs `numbers`, on the kept patterns.
 
 // dinv[i] = 1 / a_ii, 0 where the diagonal is 0 or missing (diag[i] < 0:
-// rows left empty by dropped null-space columns); *bad = the first row whose
-// diagonal is 0, missing or not finite (INT_MAX: none).
+// rows left empty by dropped null-space columns); with `bad`, *bad = the
+// first row whose diagonal is 0, missing or not finite (INT_MAX: none).
 extern "C" __global__ void __launch_bounds__(256) amg_inverse_diagonal(int n, const int* __restrict__ diag,
     const double* __restrict__ v, double* __restrict__ dinv, int* bad) {
     GRID_STRIDE(i, n) {
         const double d = diag[i] < 0 ? 0.0 : v[diag[i]];
-        if (d == 0.0 || !isfinite(d)) atomicMin(bad, (int)i);
+        if (bad && (d == 0.0 || !isfinite(d))) atomicMin(bad, (int)i);
         dinv[i] = d == 0.0 ? 0.0 : 1.0 / d;
     }
 }
@@ -105,9 +105,9 @@ extern "C" __global__ void __launch_bounds__(256) amg_row_sums(int n, const int*
 // Lanczos on S A S (s = sqrt(|dinv|)) with its scalars left
 // on the device, so the steps queue without a host read between them:
 // t[0] = |start|^2, then step k's alpha at t[2k + 1] and |w|^2 (its beta
-// squared) at t[2k + 2]; the host reads t once, after the last step
-// (src/amg/host.rs spectral_radius_symmetric, step for step). The sums end
-// as kernels/common.cuh last_block_sums, launched on Reduce::blocks(n).
+// squared) at t[2k + 2]; amg_level_numbers turns them into rho on the
+// device (src/amg/host.rs spectral_radius_symmetric, step for step). The
+// sums end as kernels/common.cuh last_block_sums, launched on Reduce::blocks(n).
 
 // Entry i of Lanczos' fixed start vector, in [0.5, 1.5): splitmix64 of i
 // to 53 bits (src/amg/host.rs lanczos_entry, bit for bit).
@@ -119,61 +119,160 @@ __device__ double lanczos_entry(i64 i) {
     return (double)(z >> 11) / 9007199254740992.0 + 0.5;
 }
 
-// w = the start vector where s > 0, 0 elsewhere; t[0] = |w|^2.
+// w = the start vector where s > 0, 0 elsewhere, and sw = s w (the next
+// product's operand); t[0] = |w|^2.
 extern "C" __global__ void __launch_bounds__(256) amg_lanczos_start(int n, const double* __restrict__ dinv,
-    double* __restrict__ w, double* t, double* partial, unsigned int* counter) {
+    double* __restrict__ w, double* __restrict__ sw, double* t, double* partial, unsigned int* counter) {
     double sum = 0.0;
     GRID_STRIDE(i, n) {
-        const double x = sqrt(fabs(dinv[i])) == 0.0 ? 0.0 : lanczos_entry(i);
+        const double s = sqrt(fabs(dinv[i])), x = s == 0.0 ? 0.0 : lanczos_entry(i);
         w[i] = x;
+        sw[i] = s * x;
         sum += x * x;
     }
     double t1, t2;
     if (last_block_sums(block_sum(sum), 0.0, partial, counter, t1, t2)) t[0] = t1;
 }
 
-// v = w / sqrt(t[at]) (0 once the norm is 0), and the product's operand sv = s v.
-extern "C" __global__ void __launch_bounds__(256) amg_lanczos_next(int n, const double* __restrict__ dinv,
-    const double* __restrict__ w, const double* __restrict__ t, int at, double* __restrict__ v,
-    double* __restrict__ sv) {
-    const double b = sqrt(t[at]);
-    GRID_STRIDE(i, n) {
-        const double x = b > 0.0 ? w[i] / b : 0.0;
-        // after a breakdown (a tiny beta the host discards) keep the scratch finite
-        v[i] = isfinite(x) ? x : 0.0;
-        sv[i] = sqrt(fabs(dinv[i])) * v[i];
-    }
+// Entry j of v = w / sqrt(t[at]) (b: that root; 0 once the norm is 0, and
+// after a breakdown, a tiny beta the host discards, where it is not finite).
+__device__ __forceinline__ double lanczos_v(const double* __restrict__ w, double b, i64 j) {
+    const double x = b > 0.0 ? w[j] / b : 0.0;
+    return isfinite(x) ? x : 0.0;
 }
 
-// w = s w - beta prev (beta = sqrt(t[beta_at]); none when beta_at < 0), then
-// alpha = w . v into t[alpha_at].
-extern "C" __global__ void __launch_bounds__(256) amg_lanczos_alpha(int n, const double* __restrict__ dinv,
-    double* __restrict__ w, const double* __restrict__ prev, const double* __restrict__ v, double* t, int beta_at,
-    int alpha_at, double* partial, unsigned int* counter) {
-    const double beta = beta_at < 0 ? 0.0 : sqrt(t[beta_at]);
-    double sum = 0.0;
-    GRID_STRIDE(i, n) {
-        const double s = sqrt(fabs(dinv[i]));
-        const double x = beta_at < 0 ? w[i] * s : w[i] * s - beta * prev[i];
-        w[i] = x;
-        sum += x * v[i];
+// One Lanczos step's product with its first sum, TPR lanes a row: v = w / b
+// (b = sqrt(t[norm_at]); written), w_out = s (A (s v)) - b prev (none when
+// first), alpha = w_out . v into t[alpha_at]. The operand s v is sw / b
+// (amg_lanczos_beta's sw = s w): the row's sum is divided once, so the step
+// takes two launches (this and amg_lanczos_beta) over w and w_out in turn.
+// A value that is not finite (after a breakdown the host discards) is 0.
+template <int TPR>
+__device__ void lanczos_product(int n, const int* __restrict__ rp, const int* __restrict__ ci,
+    const double* __restrict__ a, const double* __restrict__ dinv, const double* __restrict__ sw,
+    const double* __restrict__ w, double* __restrict__ w_out, double* __restrict__ v, const double* __restrict__ prev,
+    double* t, int norm_at, int first, int alpha_at, double* partial, unsigned int* counter) {
+    const double b = sqrt(t[norm_at]);
+    const int lane = threadIdx.x & (TPR - 1);
+    const i64 groups = ((i64)gridDim.x * blockDim.x) / TPR;
+    // the warp's first row: its lanes loop together (the group sums shuffle)
+    i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / TPR;
+    i64 warp_row = ((i64)blockIdx.x * blockDim.x + (threadIdx.x & ~31)) / TPR;
+    double dot = 0.0;
+    for (; warp_row < n; row += groups, warp_row += groups) {
+        double y = 0.0;
+        if (row < n)
+            for (int k = rp[row] + lane; k < rp[row + 1]; k += TPR) y += a[k] * __ldg(&sw[ci[k]]);
+        y = group_sum<TPR>(y);
+        if (lane == 0 && row < n) {
+            const double vi = lanczos_v(w, b, row), s = sqrt(fabs(dinv[row])), ys = (b > 0.0 ? y / b : 0.0) * s;
+            double x = first ? ys : ys - b * prev[row];
+            x = isfinite(x) ? x : 0.0;
+            v[row] = vi;
+            w_out[row] = x;
+            dot += x * vi;
+        }
     }
     double t1, t2;
-    if (last_block_sums(block_sum(sum), 0.0, partial, counter, t1, t2)) t[alpha_at] = t1;
+    if (last_block_sums(block_sum(dot), 0.0, partial, counter, t1, t2)) t[alpha_at] = t1;
 }
 
-// w -= alpha v (alpha = t[alpha_at]); |w|^2 into t[alpha_at + 1].
-extern "C" __global__ void __launch_bounds__(256) amg_lanczos_beta(int n, double* __restrict__ w,
-    const double* __restrict__ v, double* t, int alpha_at, double* partial, unsigned int* counter) {
+#define LANCZOS_PRODUCT(TPR)                                                                                          \
+    extern "C" __global__ void __launch_bounds__(256) amg_lanczos_product_tpr##TPR(int n, const int* __restrict__ rp, \
+        const int* __restrict__ ci, const double* __restrict__ a, const double* __restrict__ dinv,                    \
+        const double* __restrict__ sw, const double* __restrict__ w, double* __restrict__ w_out,                      \
+        double* __restrict__ v, const double* __restrict__ prev, double* t, int norm_at, int first, int alpha_at,     \
+        double* partial, unsigned int* counter) {                                                                     \
+        lanczos_product<TPR>(n, rp, ci, a, dinv, sw, w, w_out, v, prev, t, norm_at, first, alpha_at, partial,         \
+                             counter);                                                                                \
+    }
+LANCZOS_PRODUCT(1) LANCZOS_PRODUCT(2) LANCZOS_PRODUCT(4) LANCZOS_PRODUCT(8) LANCZOS_PRODUCT(16) LANCZOS_PRODUCT(32)
+
+// w -= alpha v (alpha = t[alpha_at]), sw = s w; |w|^2 into t[alpha_at + 1].
+extern "C" __global__ void __launch_bounds__(256) amg_lanczos_beta(int n, const double* __restrict__ dinv,
+    double* __restrict__ w, const double* __restrict__ v, double* __restrict__ sw, double* t, int alpha_at,
+    double* partial, unsigned int* counter) {
     const double alpha = t[alpha_at];
     double sum = 0.0;
     GRID_STRIDE(i, n) {
         const double x = w[i] - alpha * v[i];
         w[i] = x;
+        sw[i] = sqrt(fabs(dinv[i])) * x;
         sum += x * x;
     }
     double t1, t2;
     if (last_block_sums(block_sum(sum), 0.0, partial, counter, t1, t2)) t[alpha_at + 1] = t1;
+}
+
+// The largest eigenvalue of the symmetric tridiagonal matrix (sign alpha,
+// beta), m x m, beta m - 1 long: bisection on the count of negative pivots
+// from Gershgorin's interval (src/amg/host.rs tridiagonal_max, the same
+// operations in the same order).
+__device__ double tridiagonal_max(int m, const double* alpha, const double* beta, double sign) {
+    double lo = 1.7976931348623157e308, hi = -1.7976931348623157e308;  // f64::MAX, f64::MIN
+    for (int i = 0; i < m; ++i) {
+        const double r = (i > 0 ? fabs(beta[i - 1]) : 0.0) + (i < m - 1 ? fabs(beta[i]) : 0.0);
+        lo = fmin(lo, sign * alpha[i] - r);
+        hi = fmax(hi, sign * alpha[i] + r);
+    }
+    for (int it = 0; it < 100; ++it) {
+        const double mid = 0.5 * (lo + hi);
+        int below = 0;
+        double d = 1.0;
+        for (int i = 0; i < m; ++i) {
+            const double shifted = sign * alpha[i] - mid;
+            // (2.2250738585072014e-308: f64::MIN_POSITIVE)
+            d = i > 0 ? shifted - __dmul_rn(beta[i - 1], beta[i - 1]) / (d == 0.0 ? 2.2250738585072014e-308 : d) : shifted;
+            below += d < 0.0;
+        }
+        if (below < m) lo = mid;
+        else hi = mid;
+        if (hi - lo <= 1e-12 * fabs(hi)) break;
+    }
+    return hi;
+}
+
+#define LANCZOS_MAX 32
+
+// A level's numbers from rho(D^-1 A), on the device so the re-setup queues
+// without a host read (src/amg/setup.rs refresh): rho from Lanczos' scalars
+// t (`steps` of them; none: rho = `given`), as src/amg/cuda.rs did on the
+// host (it stops at the first tiny beta); scalars = (rho, omega = 4 / (3 rho));
+// a Chebyshev smoother of `degree` steps (0: another smoother, its table
+// left as it is) writes its (c1, c2) per step into coef (setup.rs coefficients,
+// `top` and `ratio` its CHEBYSHEV_TOP and _RATIO). One thread.
+extern "C" __global__ void amg_level_numbers(int steps, const double* __restrict__ t, double given, int degree,
+    double top, double ratio, double* __restrict__ scalars, double* __restrict__ coef) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    double rho = given;
+    if (steps > 0) {
+        rho = 0.0;
+        if (t[0] != 0.0) {
+            double alpha[LANCZOS_MAX], beta[LANCZOS_MAX];
+            int m = 0, nb = 0;
+            for (int k = 0; k < steps && k < LANCZOS_MAX; ++k) {
+                const double a = t[2 * k + 1], b = sqrt(t[2 * k + 2]);
+                alpha[m++] = a;
+                if (b <= 1e-12 * fmax(fabs(a), 1e-300)) break;
+                beta[nb++] = b;
+            }
+            rho = fmax(fabs(tridiagonal_max(m, alpha, beta, 1.0)), fabs(tridiagonal_max(m, alpha, beta, -1.0)));
+        }
+    }
+    scalars[0] = rho;
+    scalars[1] = rho > 0.0 ? 4.0 / (3.0 * rho) : 0.0;
+    if (degree <= 0) return;
+    const double hi = top * rho, lo = top * rho / ratio;
+    const double centre = (hi + lo) / 2.0, half = (hi - lo) / 2.0, sigma = centre / half;
+    coef[0] = 0.0;
+    coef[1] = 1.0 / centre;
+    double rho_prev = 1.0 / sigma;
+    for (int s = 1; s < degree; ++s) {
+        const double rho_k = 1.0 / (__dmul_rn(2.0, sigma) - rho_prev);
+        coef[2 * s] = __dmul_rn(rho_k, rho_prev);
+        coef[2 * s + 1] = __dmul_rn(2.0, rho_k) / half;
+        rho_prev = rho_k;
+    }
 }
 
 // Where column `col` sits among a row's sorted columns cci[begin..end) (it is there).
@@ -267,6 +366,45 @@ __device__ void block_product(int blocks, const unsigned char* __restrict__ alik
             for (int s = 0; s < S; ++s) cv[lo + s * c_len] = c[s] + a[s] * b;
         }
         if (G > 1) __syncwarp(group);
+    }
+}
+
+// The same for few rows of C whose rows of A are long (a coarse level's
+// R (A P): a few thousand rows of C, hundreds of R's entries each, which a
+// group a row would walk one after another): a block a row of C, each warp
+// over its slice of A's row (consecutive entries, in order), summing a
+// partial row of C in shared memory as product_row does (C's columns staged
+// there too); then each entry of C is its warps' partial sums, in warp
+// order. `width`: C's longest row, the partial rows' stride; the launch
+// gives warps x width doubles and width ints of shared memory.
+extern "C" __global__ void __launch_bounds__(1024) amg_product_split(int n, int width, const int* __restrict__ arp,
+    const int* __restrict__ aci, const double* __restrict__ av, const int* __restrict__ brp,
+    const int* __restrict__ bci, const double* __restrict__ bv, const int* __restrict__ crp,
+    const int* __restrict__ cci, double* __restrict__ cv) {
+    extern __shared__ double partial_rows[];
+    const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    double* part = partial_rows + warp * width;
+    int* cols = (int*)(partial_rows + warps * width);
+    for (int row = blockIdx.x; row < n; row += gridDim.x) {
+        const int c0 = crp[row], len = crp[row + 1] - c0;
+        for (int k = threadIdx.x; k < len; k += blockDim.x) cols[k] = cci[c0 + k];
+        for (int k = lane; k < len; k += 32) part[k] = 0.0;
+        __syncthreads();
+        const int a0 = arp[row], a_len = arp[row + 1] - a0, per = (a_len + warps - 1) / warps;
+        const int end = a0 + min(a_len, (warp + 1) * per);
+        for (int ka = a0 + min(a_len, warp * per); ka < end; ++ka) {
+            const double aik = av[ka];
+            const int r = aci[ka];
+            for (int kb = brp[r] + lane; kb < brp[r + 1]; kb += 32) part[find_column(cols, 0, len, bci[kb])] += aik * bv[kb];
+            __syncwarp();
+        }
+        __syncthreads();
+        for (int k = threadIdx.x; k < len; k += blockDim.x) {
+            double sum = 0.0;
+            for (int w = 0; w < warps; ++w) sum += partial_rows[w * width + k];
+            cv[c0 + k] = sum;
+        }
+        __syncthreads();
     }
 }
 
@@ -448,10 +586,12 @@ __device__ void times_tentative(int nodes, const int* __restrict__ arp, const in
 TIMES_TENTATIVE(2, 2) TIMES_TENTATIVE(2, 3) TIMES_TENTATIVE(3, 3) TIMES_TENTATIVE(3, 6)
 TIMES_TENTATIVE(6, 6)
 
-// P = T - omega D^-1 A T on A T's pattern (t_at: T's value at each entry).
+// P = T - omega D^-1 A T on A T's pattern (t_at: T's value at each entry;
+// omega = scalars[1], amg_level_numbers').
 extern "C" __global__ void __launch_bounds__(256) amg_prolongator(int n, const int* __restrict__ rp,
-    const double* __restrict__ t_at, const double* __restrict__ at, const double* __restrict__ dinv, double omega,
-    double* __restrict__ p) {
+    const double* __restrict__ t_at, const double* __restrict__ at, const double* __restrict__ dinv,
+    const double* __restrict__ scalars, double* __restrict__ p) {
+    const double omega = scalars[1];
     GRID_STRIDE(i, n) {
         const double w = omega * dinv[i];
         for (int k = rp[i]; k < rp[i + 1]; ++k) p[k] = t_at[k] - w * at[k];
@@ -731,23 +871,37 @@ extern "C" __global__ void __launch_bounds__(256) amg_transpose_from(int nr, int
 
 // *first = the first entry k (in storage order) where A differs from A^T by
 // more than rounding, 1e-10 of row i's largest entry (src/amg/setup.rs
-// asymmetry); mirror[k]: the entry of (j, i). A warp a row, so the row's
-// entries and their mirrors load side by side.
-extern "C" __global__ void __launch_bounds__(256) amg_asymmetry(int n, const int* __restrict__ rp,
-    const double* __restrict__ v, const int* __restrict__ mirror, int* first) {
-    const int lane = threadIdx.x & 31;
-    const i64 warps = ((i64)gridDim.x * blockDim.x) >> 5;
-    for (i64 i = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n; i += warps) {
+// asymmetry); mirror[k]: the entry of (j, i). TPR lanes a row (the SpMV's
+// for the pattern), so the row's entries and their mirrors load side by side.
+template <int TPR>
+__device__ void asymmetry(int n, const int* __restrict__ rp, const double* __restrict__ v,
+    const int* __restrict__ mirror, int* first) {
+    const int lane = threadIdx.x & (TPR - 1);
+    const i64 groups = ((i64)gridDim.x * blockDim.x) / TPR;
+    // the warp's first row: its lanes loop together (the shuffles)
+    i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / TPR;
+    i64 warp_row = ((i64)blockIdx.x * blockDim.x + (threadIdx.x & ~31)) / TPR;
+    for (; warp_row < n; row += groups, warp_row += groups) {
         double scale = 0.0;
-        for (int k = rp[i] + lane; k < rp[i + 1]; k += 32) scale = fmax(scale, fabs(v[k]));
-        for (int off = 16; off > 0; off >>= 1) scale = fmax(scale, __shfl_xor_sync(0xffffffffu, scale, off));
-        for (int k = rp[i] + lane; k < rp[i + 1]; k += 32)
-            if (fabs(v[k] - v[mirror[k]]) > 1e-10 * scale) {
-                atomicMin(first, k);
-                break;
-            }
+        if (row < n)
+            for (int k = rp[row] + lane; k < rp[row + 1]; k += TPR) scale = fmax(scale, fabs(v[k]));
+#pragma unroll
+        for (int off = TPR / 2; off > 0; off >>= 1) scale = fmax(scale, __shfl_xor_sync(0xffffffffu, scale, off, TPR));
+        if (row < n)
+            for (int k = rp[row] + lane; k < rp[row + 1]; k += TPR)
+                if (fabs(v[k] - v[mirror[k]]) > 1e-10 * scale) {
+                    atomicMin(first, k);
+                    break;
+                }
     }
 }
+
+#define ASYMMETRY(TPR)                                                                                                \
+    extern "C" __global__ void __launch_bounds__(256) amg_asymmetry_tpr##TPR(int n, const int* __restrict__ rp,       \
+        const double* __restrict__ v, const int* __restrict__ mirror, int* first) {                                   \
+        asymmetry<TPR>(n, rp, v, mirror, first);                                                                      \
+    }
+ASYMMETRY(1) ASYMMETRY(2) ASYMMETRY(4) ASYMMETRY(8) ASYMMETRY(16) ASYMMETRY(32)
 
 // Symmetric Gauss-Seidel as the ILU(0) sweeps over F: a_ij / a_jj below the
 // diagonal (the unit lower sweep is then (I + L D^-1)^-1 = D (D + L)^-1),

@@ -957,6 +957,12 @@ fn values_only_resetup_and_the_device_match_a_fresh_reference() {
             let (z, want) = (apply(&s, &ctx), apply(&sr, &reference));
             let err = max_diff(&z, &want);
             assert!(err <= 1e-10 * max_abs(&want), "{name}, round {round}: re-setup V-cycle differs from a fresh one by {err:e}");
+            // the levels' rho as the host keeps it (on the device: read back from amg_level_numbers)
+            let levels = |s: &Solver| {
+                let summary = s.amg_summary().unwrap();
+                summary.lines().filter(|l| l.trim_start().starts_with("level ")).map(str::to_owned).collect::<Vec<_>>()
+            };
+            assert_eq!(levels(&s), levels(&sr), "{name}, round {round}: the levels' summary");
             let solve_with = |s: &Solver, c: &Arc<Context>| {
                 let (ba, xa) = (
                     Array::new(c.clone(), rows, 1, Some(&b)).unwrap(),

@@ -223,7 +223,7 @@ fn every_block_kernel_name_is_defined() {
 /// Every AMG product a re-setup asks for by name (lanes a row, rows at
 /// once, tiles, A T a node at once: src/amg/cuda.rs product) exists, the coarsest inverse, and
 /// the cycle's kernels over f64 and f32 values (LevelMatrix::kernel_name,
-/// sparse::cuda::spmv_with).
+/// sparse::cuda::spmv_with), the re-setup's Lanczos product and symmetry check.
 #[test]
 fn every_amg_product_kernel_name_is_defined() {
     let Some(amg) = ptx("amg", fegpu::amg::cuda::SOURCE) else { return };
@@ -234,7 +234,7 @@ fn every_amg_product_kernel_name_is_defined() {
     }
     for group in [1, 2, 4, 8, 16, 32] {
         let mut names = vec![format!("amg_product_g{group}")];
-        for stem in ["amg_smooth", "amg_residual", "amg_smooth_f32", "amg_residual_f32"] {
+        for stem in ["amg_smooth", "amg_residual", "amg_smooth_f32", "amg_residual_f32", "amg_lanczos_product", "amg_asymmetry"] {
             names.push(format!("{stem}_tpr{group}"));
         }
         names.extend(fegpu::amg::host::ROW_BLOCKS.iter().map(|s| format!("amg_product_g{group}_s{s}")));

@@ -18,12 +18,13 @@
 //! the re-setup itself computes in f64.
 
 use super::setup::{
-    asymmetry, check_finest, coarse_inverse, coefficients, needs_rho, omega, singular_coarsest, Phases, LANCZOS_STEPS,
+    asymmetry, check_finest, coarse_inverse, coefficients, needs_rho, singular_coarsest, Phases, CHEBYSHEV_RATIO, CHEBYSHEV_TOP,
+    LANCZOS_STEPS,
 };
 use super::{host, Hierarchy, Mat, Options, Smoother, TransferBlocks};
 use crate::array::cuda::{amax, gather, grid_for, update, Reduce, BLOCK};
 use crate::error::{Error, Result};
-use crate::gpu::{arg_or_null, DeviceBuffer, Gpu, KernelArg, Launch};
+use crate::gpu::{arg_or_null, DeviceBuffer, DeviceView, Gpu, KernelArg, Launch};
 use crate::sparse::cuda::{spmv_blocks, spmv_with, syncfree_apply, threads_per_row, upload, SyncFreeSweeps};
 use crate::sparse::DevicePattern;
 
@@ -40,6 +41,24 @@ const DEVICE_INVERSE_ROWS: usize = 1024;
 
 /// The most smoothing steps a level takes (the coefficient table's stride).
 const MAX_STEPS: usize = 16;
+
+/// The slots of `DeviceHierarchy::first`: what a re-setup's checks found
+/// (a first failing entry or row; i32::MAX: none), read once, at the end
+/// of the checks or of the re-setup.
+const ASYMMETRY: usize = 0;
+const NOT_F32: usize = 1;
+const FINEST_DIAGONAL: usize = 2;
+/// (amg_dense_inverse's status: -1, or the column found singular)
+const COARSEST: usize = 3;
+const SLOTS: usize = 4;
+
+/// FEGPU_AMG_PHASES=1: the re-setup synchronises after each phase, so its
+/// laps time the device's work (otherwise the phases queue without a wait
+/// and the laps time the queueing).
+fn timed_phases() -> bool {
+    static TIMED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TIMED.get_or_init(|| std::env::var("FEGPU_AMG_PHASES").is_ok_and(|v| v == "1"))
+}
 
 /// A CSR matrix on the device.
 pub struct DeviceCsr {
@@ -250,7 +269,21 @@ enum Plan {
     Tiles(usize, usize, usize),
     /// A T, a warp a node of S rows, T in S x K blocks (host::tentative_tiles)
     Tentative(usize, usize),
+    /// A block a row of C, its warps over slices of A's row (few rows of C,
+    /// long rows of A: a coarse level's R (A P)); `width`: C's longest row.
+    Split {
+        width: usize,
+        warps: usize,
+    },
 }
+
+/// C's most rows for which a product takes Plan::Split, and A's least mean
+/// row length: below either, rows of C a group each keep the GPU busier.
+const SPLIT_ROWS: usize = 8192;
+const SPLIT_ROW_LENGTH: usize = 32;
+const SPLIT_TILED_ROWS: usize = 1024;
+/// Plan::Split's shared memory: its warps' partial rows and C's columns.
+const SPLIT_SHARED_BYTES: usize = 48 * 1024;
 
 impl Plan {
     /// Over tiles where A, B and C are such block matrices (host::TILES).
@@ -262,6 +295,23 @@ impl Plan {
             (1, _) => Plan::Rows,
             (rows, alike) => Plan::Blocks { rows, alike: upload(g, &alike)? },
         })
+    }
+
+    /// Plan::Split for R (A P) (R with `r_entries` entries) where C has few
+    /// rows and R's rows are long, and C's rows fit the shared memory; where
+    /// the product has `tiles`, only below SPLIT_TILED_ROWS rows of C (on the
+    /// H100, bench fem's 3,072-row level 2 took 0.8 ms split against 0.5 over
+    /// tiles, its 162-row level 3 0.1 against 0.3).
+    fn split(r_entries: usize, c: &Mat, tiles: bool) -> Option<Plan> {
+        // (C's pattern on the host, which a structure-only setup may not keep)
+        if c.rp.len() != c.nrows + 1 || (tiles && c.nrows >= SPLIT_TILED_ROWS) {
+            return None;
+        }
+        let width = (0..c.nrows).map(|i| c.rp[i + 1] - c.rp[i]).max().unwrap_or(0) as usize;
+        let warps = if c.nrows < 1024 { 32 } else { 8 };
+        let fits = (warps * 8 + 4) * width <= SPLIT_SHARED_BYTES;
+        (c.nrows <= SPLIT_ROWS && r_entries >= SPLIT_ROW_LENGTH * c.nrows && fits)
+            .then_some(Plan::Split { width: width.max(1), warps })
     }
 
     /// The plan for a product whose A and C are block matrices with blocks
@@ -547,7 +597,13 @@ pub struct DeviceHierarchy {
     /// The finest matrix's transposed entry of each entry (symmetric pattern).
     mirror: Option<DeviceBuffer<i32>>,
     reduce: Reduce,
-    /// A first failing row or entry, reported by a kernel.
+    /// The Lanczos product's block sums: a block for each BLOCK lanes of the
+    /// largest level's rows (`lanczos_blocks`), as an SpMV takes them.
+    lanczos_partial: DeviceBuffer<f64>,
+    /// Each level's (rho, omega), amg_level_numbers' (the host reads them
+    /// at the end of a re-setup).
+    scalars: DeviceBuffer<f64>,
+    /// What the re-setup's checks report, a slot each (ASYMMETRY ...).
     first: DeviceBuffer<i32>,
 }
 
@@ -704,18 +760,24 @@ impl DeviceHierarchy {
                                         a.nrows,
                                         host::block_tiles((b.p.rows, b.p.rows), (b.p.rows, b.p.run)),
                                     )?,
-                                    Plan::of_blocks(
-                                        g,
-                                        b.r.rows,
-                                        b.r.nrows(),
-                                        host::block_tiles((b.r.rows, b.r.run), (b.ap.rows, b.ap.run)),
-                                    )?,
+                                    {
+                                        let tiles = host::block_tiles((b.r.rows, b.r.run), (b.ap.rows, b.ap.run));
+                                        match Plan::split(b.r.nnz(), &h.levels[l + 1].a, tiles.is_some()) {
+                                            Some(split) => split,
+                                            None => Plan::of_blocks(g, b.r.rows, b.r.nrows(), tiles)?,
+                                        }
+                                    },
                                 ],
                             ),
                             None => {
                                 let coarse = &h.levels[l + 1].a;
                                 let r_from: Vec<i32> = tr.r_from.iter().map(|&k| k as i32).collect();
-                                (upload(g, &r_from)?, [Plan::new(g, a, &tr.p, &tr.ap)?, Plan::new(g, &tr.r, &tr.ap, coarse)?])
+                                let tiles = host::tiles(&tr.r, &tr.ap, coarse).is_some();
+                                let r_ap = match Plan::split(tr.r.nnz(), coarse, tiles) {
+                                    Some(split) => split,
+                                    None => Plan::new(g, &tr.r, &tr.ap, coarse)?,
+                                };
+                                (upload(g, &r_from)?, [Plan::new(g, a, &tr.p, &tr.ap)?, r_ap])
                             }
                         };
                         let ap = DeviceCsr::of(g, &tr.ap, kept.map(|b| &b.ap), computed, held(l, |f| &f.ap))?;
@@ -746,7 +808,9 @@ impl DeviceHierarchy {
             numbers,
             mirror,
             reduce: Reduce::new(g)?,
-            first: g.alloc(1)?,
+            lanczos_partial: g.alloc(2 * h.levels.iter().map(|lv| lanczos_blocks(&lv.a)).max().unwrap_or(1) as usize)?,
+            scalars: g.zeros(2 * h.levels.len())?,
+            first: g.alloc(SLOTS)?,
         };
         if h.needs_numbers {
             // a structure-only setup: the numbers are the re-setup's, the phases the host's, the upload's and its
@@ -764,13 +828,30 @@ impl DeviceHierarchy {
     /// The values-only re-setup for new finest values `values` (on
     /// `pattern`, the solver's own, already on the device): the numbers of
     /// setup.rs `refresh`, computed here and written into the same buffers,
-    /// so a captured graph stays valid. The host hierarchy keeps the
-    /// structure and takes the new scalars (rho, the smoother's
-    /// coefficients, the asymmetry; the coarsest inverse where the host
-    /// computes it, above DEVICE_INVERSE_ROWS); its other numbers are those
-    /// of its last host setup. A matrix the setup would refuse is refused
-    /// with the host's message.
+    /// so a captured graph stays valid. The finest values' checks are read
+    /// back first (one wait); the levels' numbers then queue without a host
+    /// read (rho, omega and the Chebyshev coefficients come from
+    /// amg_level_numbers, on the device), and the host reads the levels' rho
+    /// and the coarsest inverse's status once, at the end. The host
+    /// hierarchy keeps the structure and takes the new scalars (rho, the
+    /// smoother's coefficients, the asymmetry; the coarsest inverse where the
+    /// host computes it, above DEVICE_INVERSE_ROWS); its other numbers are
+    /// those of its last host setup. A matrix the setup would refuse is
+    /// refused with the host's message (the solver then drops the
+    /// hierarchy: sparse/solver.rs build_amg).
     pub fn refresh(&mut self, g: &Gpu, h: &mut Hierarchy, pattern: &DevicePattern, values: &DeviceBuffer<f64>) -> Result<()> {
+        // timed: each level's phases apart, one after another; else the
+        // host's time to queue them, then its wait for the device
+        let timed = timed_phases();
+        let lap = |clock: &mut Phases, level: Option<usize>, phase: &'static str| -> Result<()> {
+            if timed {
+                g.synchronize("AMG re-setup")?;
+                clock.lap(level.map_or(phase.into(), |l| format!("level {l} {phase}")));
+            } else {
+                clock.lap("queueing");
+            }
+            Ok(())
+        };
         let mut clock = Phases::start();
         let DeviceHierarchy {
             levels,
@@ -781,43 +862,61 @@ impl DeviceHierarchy {
             numbers,
             mirror,
             reduce,
+            lanczos_partial,
+            scalars,
             first,
         } = self;
         let fine = &h.levels[0].a;
-        // the values are finite: Csr::update_values checks them on entry
-        let asym = match &*mirror {
-            Some(dm) => {
-                let found = first_of(g, first, ("amg_asymmetry", 32, &[]), fine.nrows, &[&pattern.row_ptr], &[values], Some(dm))?;
-                match found {
-                    None => None,
-                    Some(k) => {
-                        let (mut aij, mut mk, mut aji) = ([0.0], [0i32], [0.0]);
-                        g.download(values, k, &mut aij)?;
-                        g.download(dm, k, &mut mk)?;
-                        g.download(values, mk[0] as usize, &mut aji)?;
-                        let i = fine.rp.partition_point(|&p| p as usize <= k) - 1;
-                        Some((i, fine.ci[k] as usize, aij[0], aji[0]))
-                    }
-                }
-            }
-            None => asymmetry(&on_host(g, fine, values)?, None),
-        };
+        // the finest values' checks, read back together (they are finite:
+        // Csr::update_values checks them on entry)
+        g.upload(&[i32::MAX; SLOTS], first, 0)?;
+        let slot = |k: usize| first.slice(k..k + 1);
+        if let Some(dm) = &*mirror {
+            let tpr = pattern.threads_per_row;
+            let name = format!("amg_asymmetry_tpr{tpr}");
+            let (f, n) = (g.kernel("amg", SOURCE, &name)?, fine.nrows as i32);
+            let (mut l, found) = (g.launcher(&f), slot(ASYMMETRY));
+            l.arg(&n).arg(&pattern.row_ptr).arg(values).arg(dm).arg(&found);
+            g.launch(&name, l, (grid_for(fine.nrows * tpr as usize), 1, 1), (BLOCK, 1, 1), 0)?;
+        }
         if let Some(single) = &*finest_single {
             // the f32 copy of the finest values, checked as it is made
-            g.upload(&[i32::MAX], first, 0)?;
-            round_to_f32(g, values, single, Some(first))?;
-            let mut found = [0i32];
-            g.download(first, 0, &mut found)?;
-            if found[0] != i32::MAX {
-                return Err(refused(g, fine, &h.options, values));
-            }
+            round_to_f32(g, values, single, Some(&slot(NOT_F32)))?;
         }
+        inverse_diagonal(g, fine.nrows, (&pattern.diag, values), &numbers[0].dinv, Some(&slot(FINEST_DIAGONAL)))?;
+        let mut found = [0i32; SLOTS];
+        g.download(first, 0, &mut found)?;
+        if found[NOT_F32] != i32::MAX || found[FINEST_DIAGONAL] != i32::MAX {
+            return Err(refused(g, fine, &h.options, values));
+        }
+        let asym = match (&*mirror, found[ASYMMETRY] as usize) {
+            (Some(_), k) if k == i32::MAX as usize => None,
+            (Some(dm), k) => {
+                let (mut aij, mut mk, mut aji) = ([0.0], [0i32], [0.0]);
+                g.download(values, k, &mut aij)?;
+                g.download(dm, k, &mut mk)?;
+                g.download(values, mk[0] as usize, &mut aji)?;
+                let i = fine.rp.partition_point(|&p| p as usize <= k) - 1;
+                Some((i, fine.ci[k] as usize, aij[0], aji[0]))
+            }
+            (None, _) => asymmetry(&on_host(g, fine, values)?, None),
+        };
         clock.lap("device checks");
         if h.needs_numbers && h.options.smoother.is_none() {
             // a structure-only setup left the default smoother to this symmetry check
             h.smoother = Smoother::default_for(asym.is_none());
         }
         let (smoother, smooth, symmetric) = (h.smoother, h.options.smooth_prolongator, asym.is_none());
+        if h.needs_numbers {
+            // the smoother was chosen just now: the table's steps (a Chebyshev
+            // level's are amg_level_numbers' below)
+            for (l, level) in h.levels.iter_mut().enumerate() {
+                if !matches!(smoother.on_level(l), Smoother::Chebyshev { .. }) {
+                    level.coefficients = coefficients(smoother.on_level(l), 0.0);
+                }
+            }
+            g.upload(&coefficient_table(h), table, 0)?;
+        }
         for l in 0..h.levels.len() {
             let (n, smoother) = (h.levels[l].a.nrows, smoother.on_level(l));
             let (dl, numbers) = (&levels[l], &numbers[l]);
@@ -825,10 +924,9 @@ impl DeviceHierarchy {
                 Some(a) => a.matrix(),
                 None => LevelMatrix { pattern, values, single: None },
             };
-            let bad =
-                first_of(g, first, ("amg_inverse_diagonal", 1, &[]), n, &[&a.pattern.diag], &[a.values, &numbers.dinv], None)?;
-            if l == 0 && bad.is_some() {
-                return Err(refused(g, &h.levels[0].a, &h.options, values));
+            if l > 0 {
+                // (a coarse level's zero diagonal takes dinv = 0, as on the host)
+                inverse_diagonal(g, n, (&a.pattern.diag, a.values), &numbers.dinv, None)?;
             }
             let has_transfer = numbers.transfer.is_some();
             // A T needs no rho: the main stream computes it while the side
@@ -837,22 +935,45 @@ impl DeviceHierarchy {
             // the other)
             let smoothing = numbers.transfer.as_ref().and_then(|tn| tn.smoothing.as_ref());
             if let Some(sm) = smoothing {
-                g.fork_side()?;
-                product(g, n, &a, (&sm.t.matrix(), sm.t.nrows), &sm.at.matrix(), &sm.plan)?;
-            }
-            let rho = match (needs_rho(smoother, smooth, has_transfer), symmetric) {
-                (false, _) => 0.0,
-                (true, true) if smoothing.is_some() => {
-                    let rho = g.on_side_if_free(|| lanczos(g, reduce, n, (dl, numbers), &a))?;
-                    g.join_side()?;
-                    rho
+                if !timed {
+                    g.fork_side()?;
                 }
-                (true, true) => lanczos(g, reduce, n, (dl, numbers), &a)?,
+                product(g, n, &a, (&sm.t.matrix(), sm.t.nrows), &sm.at.matrix(), &sm.plan)?;
+                lap(&mut clock, Some(l), "A T")?;
+            }
+            // Lanczos' steps for rho, or rho itself (0 where no number needs it)
+            let (steps, given) = match (needs_rho(smoother, smooth, has_transfer), symmetric) {
+                (false, _) => (0, 0.0),
+                (true, true) if smoothing.is_some() && !timed => {
+                    g.on_side_if_free(|| lanczos(g, (reduce, lanczos_partial), n, (dl, numbers), &a))?;
+                    g.join_side()?;
+                    (LANCZOS_STEPS.min(n), 0.0)
+                }
+                (true, true) => {
+                    lanczos(g, (reduce, lanczos_partial), n, (dl, numbers), &a)?;
+                    lap(&mut clock, Some(l), "Lanczos")?;
+                    (LANCZOS_STEPS.min(n), 0.0)
+                }
                 (true, false) => {
+                    // Gershgorin's bound: a host read (nonsymmetric systems)
                     row_sums(g, n, &a, Some(&numbers.dinv), &dl.d)?;
-                    amax(g, n, &dl.d)?
+                    (0, amax(g, n, &dl.d)?)
                 }
             };
+            let degree = match smoother {
+                Smoother::Chebyshev { degree } => degree as i32,
+                _ => 0,
+            };
+            let (table_at, steps) = (l * MAX_STEPS * 2, steps as i32);
+            let (f, level_scalars, coef) = (
+                g.kernel("amg", SOURCE, "amg_level_numbers")?,
+                scalars.slice(2 * l..2 * l + 2),
+                table.slice(table_at..table_at + MAX_STEPS * 2),
+            );
+            let mut la = g.launcher(&f);
+            la.arg(&steps).arg(&numbers.lanczos).arg(&given).arg(&degree).arg(&CHEBYSHEV_TOP).arg(&CHEBYSHEV_RATIO);
+            la.arg(&level_scalars).arg(&coef);
+            g.launch("amg_level_numbers", la, (1, 1, 1), (32, 1, 1), 0)?;
             match smoother {
                 Smoother::Chebyshev { .. } | Smoother::GaussSeidel { .. } => {
                     update(g, n, &dl.inverse, 1.0, &numbers.dinv, 0.0, None, 0.0)?
@@ -862,32 +983,26 @@ impl DeviceHierarchy {
             if let Some(gs) = &dl.gauss_seidel {
                 gs.refresh(g, n, &a)?;
             }
-            h.levels[l].spectral_radius = rho;
-            h.levels[l].coefficients = coefficients(smoother, rho);
-            g.synchronize("AMG re-setup")?;
-            clock.lap("device diagonal, rho and A T");
+            lap(&mut clock, Some(l), "numbers")?;
             let (Some(tn), Some(p), Some(r)) = (&numbers.transfer, &dl.p, &dl.r) else { continue };
             if let Some(Smoothing { at, t_at, .. }) = &tn.smoothing {
                 let f = g.kernel("amg", SOURCE, "amg_prolongator")?;
-                let (n32, w) = (n as i32, omega(rho));
+                let n32 = n as i32;
                 let mut la = g.launcher(&f);
-                la.arg(&n32).arg(&at.pattern.row_ptr).arg(t_at).arg(&at.values).arg(&numbers.dinv).arg(&w).arg(&p.values);
+                la.arg(&n32).arg(&at.pattern.row_ptr).arg(t_at).arg(&at.values).arg(&numbers.dinv).arg(&level_scalars);
+                la.arg(&p.values);
                 g.launch("amg_prolongator", la, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)?;
             }
             gather(g, tn.r_from.len(), &p.values, &tn.r_from, &r.values)?;
-            g.synchronize("AMG re-setup")?;
-            clock.lap("device P");
+            lap(&mut clock, Some(l), "P")?;
             product(g, n, &a, (&p.matrix(), p.nrows), &tn.ap.matrix(), &tn.plans[0])?;
-            g.synchronize("AMG re-setup")?;
-            clock.lap("device A P");
+            lap(&mut clock, Some(l), "A P")?;
             let next = levels[l + 1].a.as_ref().expect("coarse levels keep their matrix");
             product(g, r.nrows, &r.matrix(), (&tn.ap.matrix(), n), &next.matrix(), &tn.plans[1])?;
-            g.synchronize("AMG re-setup")?;
-            clock.lap("device R (A P)");
+            lap(&mut clock, Some(l), "R (A P)")?;
         }
-        g.upload(&coefficient_table(h), table, 0)?;
+        let last = h.levels.len() - 1;
         if let Some(d) = inverse {
-            let last = h.levels.len() - 1;
             let coarsest = match &levels[last].a {
                 Some(a) => a.matrix(),
                 None => LevelMatrix { pattern, values, single: None },
@@ -899,16 +1014,11 @@ impl DeviceHierarchy {
                 let bytes = rows * rows * std::mem::size_of::<f64>();
                 let shared = if bytes <= g.shared_room(&g.kernel("amg", SOURCE, name)?, name)? { bytes } else { 0 };
                 let f = g.kernel_with_shared("amg", SOURCE, name, shared)?;
-                let (rows32, in_shared) = (rows as i32, (shared > 0) as i32);
+                let (rows32, in_shared, status) = (rows as i32, (shared > 0) as i32, slot(COARSEST));
                 let mut l = g.launcher(&f);
                 l.arg(&rows32).arg(&coarsest.pattern.row_ptr).arg(&coarsest.pattern.col).arg(coarsest.values);
-                l.arg(scratch).arg(&in_shared).arg(d).arg(&*first);
+                l.arg(scratch).arg(&in_shared).arg(d).arg(&status);
                 g.launch("amg_dense_inverse", l, (1, 1, 1), (1024, 1, 1), shared as u32)?;
-                let mut failed = [0i32];
-                g.download(first, 0, &mut failed)?;
-                if failed[0] >= 0 {
-                    return Err(singular_coarsest(rows, last));
-                }
             } else {
                 // a few thousand rows: on the host
                 let mut v = std::mem::take(&mut h.levels[last].a.v);
@@ -920,13 +1030,24 @@ impl DeviceHierarchy {
                 h.coarse_inverse = Some(inv);
             }
         }
-        g.synchronize("AMG re-setup")?;
-        clock.lap("coarsest inverse");
+        lap(&mut clock, None, "coarsest inverse")?;
         if h.options.f32_cycle {
             round_levels(g, levels)?;
-            g.synchronize("AMG re-setup")?;
-            clock.lap("f32 copies");
+            lap(&mut clock, None, "f32 copies")?;
         }
+        // the one wait for the levels' numbers: what the host keeps of them
+        let mut rho = vec![0.0; 2 * h.levels.len()];
+        g.download(scalars, 0, &mut rho)?;
+        let mut status = [0i32];
+        g.download(first, COARSEST, &mut status)?;
+        if (0..i32::MAX).contains(&status[0]) {
+            return Err(singular_coarsest(h.levels[last].a.nrows, last));
+        }
+        for (l, level) in h.levels.iter_mut().enumerate() {
+            level.spectral_radius = rho[2 * l];
+            level.coefficients = coefficients(smoother.on_level(l), rho[2 * l]);
+        }
+        clock.lap(if timed { "reading rho" } else { "the device's work, waited for" });
         h.asymmetry = asym;
         h.phases = clock.0;
         Ok(())
@@ -958,13 +1079,40 @@ pub fn finest_nodes_are_blocks(g: &Gpu, n: usize, bs: usize, pattern: &DevicePat
 
 /// `to` = `from` rounded to f32; with `first`, the first value f32 cannot
 /// hold is reported there (kernels/amg.cu amg_round_to_f32).
-fn round_to_f32(g: &Gpu, from: &DeviceBuffer<f64>, to: &DeviceBuffer<f32>, first: Option<&DeviceBuffer<i32>>) -> Result<()> {
+fn round_to_f32(g: &Gpu, from: &DeviceBuffer<f64>, to: &DeviceBuffer<f32>, first: Option<&DeviceView<i32>>) -> Result<()> {
     let f = g.kernel("amg", SOURCE, "amg_round_to_f32")?;
     let n = from.len() as i64;
     let mut l = g.launcher(&f);
     l.arg(&n).arg(from).arg(to);
-    arg_or_null(&mut l, first);
+    match first {
+        Some(view) => l.arg(view),
+        None => l.arg(&NULL),
+    };
     g.launch("amg_round_to_f32", l, (grid_for(from.len()), 1, 1), (BLOCK, 1, 1), 0)
+}
+
+/// A null pointer for a kernel's optional buffer.
+const NULL: u64 = 0;
+
+/// dinv = 1 / a_ii (0 where the diagonal is 0 or missing; `diag`: each
+/// row's diagonal entry); with `bad`, the first row whose diagonal is 0 or
+/// not finite is reported there (kernels/amg.cu amg_inverse_diagonal).
+fn inverse_diagonal(
+    g: &Gpu,
+    n: usize,
+    (diag, values): (&DeviceBuffer<i32>, &DeviceBuffer<f64>),
+    dinv: &DeviceBuffer<f64>,
+    bad: Option<&DeviceView<i32>>,
+) -> Result<()> {
+    let f = g.kernel("amg", SOURCE, "amg_inverse_diagonal")?;
+    let n32 = n as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&n32).arg(diag).arg(values).arg(dinv);
+    match bad {
+        Some(view) => l.arg(view),
+        None => l.arg(&NULL),
+    };
+    g.launch("amg_inverse_diagonal", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
 }
 
 /// The f32 copies of the coarse levels' matrices and the transfers that an
@@ -1032,65 +1180,66 @@ fn first_of(
     Ok((found[0] != i32::MAX).then_some(found[0] as usize))
 }
 
-/// rho(D^-1 A) of a level of `n` rows by LANCZOS_STEPS Lanczos steps on
-/// the device from the host's start vector (made here, the same bits):
-/// host.rs `spectral_radius_symmetric`, step for step, over the level's
-/// V-cycle scratch vectors. The steps' scalars
-/// stay on the device (kernels/amg.cu `amg_lanczos_*`), so they queue
-/// without a host read; the host reads them once, at the end.
-fn lanczos(g: &Gpu, reduce: &mut Reduce, n: usize, (dl, numbers): (&DeviceLevel, &LevelNumbers), a: &LevelMatrix) -> Result<f64> {
+/// Queues LANCZOS_STEPS Lanczos steps for rho(D^-1 A) of a level of `n`
+/// rows on the device from the host's start vector (made there, the same
+/// bits): host.rs `spectral_radius_symmetric`, step for step, over the
+/// level's V-cycle scratch vectors. The steps' scalars stay on the device
+/// (kernels/amg.cu `amg_lanczos_*`), where amg_level_numbers turns them
+/// into rho.
+fn lanczos(
+    g: &Gpu,
+    (reduce, partial): (&mut Reduce, &DeviceBuffer<f64>),
+    n: usize,
+    (dl, numbers): (&DeviceLevel, &LevelNumbers),
+    a: &LevelMatrix,
+) -> Result<()> {
     if n == 0 {
-        return Ok(0.0);
+        return Ok(());
     }
     let steps = LANCZOS_STEPS.min(n);
     let (n32, blocks) = (n as i32, (Reduce::blocks(n) as u32, 1, 1));
     let t = &numbers.lanczos;
-    // v and the previous v alternate; w; the product's operand
-    let (mut v, mut prev, w, sv) = (&dl.x[0], &dl.x[1], &dl.d, &dl.residual);
+    // v and the previous v alternate, and so do w and the next w; sw = s w
+    // (the V-cycle's right-hand side: level 0's is the caller's, a coarse
+    // level's restricted before it is read)
+    let (mut v, mut prev, mut w, mut w_out, sw) = (&dl.x[0], &dl.x[1], &dl.d, &dl.residual, &dl.b);
     let f = g.kernel("amg", SOURCE, "amg_lanczos_start")?;
     let mut l = g.launcher(&f);
-    l.arg(&n32).arg(&numbers.dinv).arg(w).arg(t).arg(&reduce.partial).arg(&reduce.counter);
+    l.arg(&n32).arg(&numbers.dinv).arg(w).arg(sw).arg(t).arg(&reduce.partial).arg(&reduce.counter);
     g.launch("amg_lanczos_start", l, blocks, (BLOCK, 1, 1), 0)?;
-    let (next, alpha, beta) = (
-        g.kernel("amg", SOURCE, "amg_lanczos_next")?,
-        g.kernel("amg", SOURCE, "amg_lanczos_alpha")?,
-        g.kernel("amg", SOURCE, "amg_lanczos_beta")?,
-    );
+    let tpr = a.pattern.threads_per_row;
+    let name = format!("amg_lanczos_product_tpr{tpr}");
+    let (product, beta) = (g.kernel("amg", SOURCE, &name)?, g.kernel("amg", SOURCE, "amg_lanczos_beta")?);
+    let product_blocks = grid_for(n * tpr as usize).min(LANCZOS_BLOCKS);
+    if 2 * product_blocks as usize > partial.len() {
+        return Err(Error::internal("AMG: the Lanczos product's block sums outgrow their buffer"));
+    }
     for k in 0..steps as i32 {
-        // v = w / |w| (t[2k]: the start's norm, then the previous beta), sv = s v
-        let norm_at = 2 * k;
-        let mut l = g.launcher(&next);
-        l.arg(&n32).arg(&numbers.dinv).arg(w).arg(t).arg(&norm_at).arg(v).arg(sv);
-        g.launch("amg_lanczos_next", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)?;
-        spmv_with(g, a.pattern, a.pattern.threads_per_row, n, a.values, 1.0, sv, 0.0, w, None)?;
-        let (beta_at, alpha_at) = (if k == 0 { -1 } else { 2 * k }, 2 * k + 1);
-        let mut l = g.launcher(&alpha);
-        l.arg(&n32).arg(&numbers.dinv).arg(w).arg(prev).arg(v).arg(t).arg(&beta_at).arg(&alpha_at);
-        l.arg(&reduce.partial).arg(&reduce.counter);
-        g.launch("amg_lanczos_alpha", l, blocks, (BLOCK, 1, 1), 0)?;
+        // v = w / |w| (t[2k]: the start's norm, then the previous beta), w_out = s A s v - beta prev, alpha
+        let (norm_at, first, alpha_at) = (2 * k, (k == 0) as i32, 2 * k + 1);
+        let mut l = g.launcher(&product);
+        l.arg(&n32).arg(&a.pattern.row_ptr).arg(&a.pattern.col).arg(a.values).arg(&numbers.dinv).arg(sw).arg(w);
+        l.arg(w_out).arg(v).arg(prev).arg(t).arg(&norm_at).arg(&first).arg(&alpha_at);
+        l.arg(partial).arg(&reduce.counter);
+        g.launch(&name, l, (product_blocks, 1, 1), (BLOCK, 1, 1), 0)?;
         let mut l = g.launcher(&beta);
-        l.arg(&n32).arg(w).arg(v).arg(t).arg(&alpha_at).arg(&reduce.partial).arg(&reduce.counter);
+        l.arg(&n32).arg(&numbers.dinv).arg(w_out).arg(v).arg(sw).arg(t).arg(&alpha_at);
+        l.arg(&reduce.partial).arg(&reduce.counter);
         g.launch("amg_lanczos_beta", l, blocks, (BLOCK, 1, 1), 0)?;
         std::mem::swap(&mut prev, &mut v);
+        std::mem::swap(&mut w, &mut w_out);
     }
-    let mut scalars = vec![0.0; 2 * steps + 1];
-    g.download(t, 0, &mut scalars)?;
-    if scalars[0] == 0.0 {
-        return Ok(0.0);
-    }
-    // the host's loop over the scalars: it stops at the first tiny beta
-    let (mut alphas, mut betas) = (Vec::new(), Vec::new());
-    for k in 0..steps {
-        let (al, b) = (scalars[2 * k + 1], scalars[2 * k + 2].sqrt());
-        alphas.push(al);
-        if b <= 1e-12 * al.abs().max(1e-300) {
-            break;
-        }
-        betas.push(b);
-    }
-    betas.truncate(alphas.len().saturating_sub(1));
-    Ok(host::tridiagonal_radius(&alphas, &betas))
+    Ok(())
 }
+
+/// The Lanczos product's blocks for matrix `a` (kernels/amg.cu
+/// lanczos_product): a lane group a row, as an SpMV, up to LANCZOS_BLOCKS
+/// (then a grid-stride loop; the last block sums the blocks' partial sums).
+fn lanczos_blocks(a: &Mat) -> u32 {
+    grid_for(a.nrows * threads_per_row(a.nnz(), a.nrows) as usize).min(LANCZOS_BLOCKS)
+}
+
+const LANCZOS_BLOCKS: u32 = 8192;
 
 /// out = the l1 inverse (1 / sum_j |a_ij|) or, with `scale`, |scale_i| sum_j |a_ij|.
 fn row_sums(g: &Gpu, n: usize, a: &LevelMatrix, scale: Option<&DeviceBuffer<f64>>, out: &DeviceBuffer<f64>) -> Result<()> {
@@ -1118,6 +1267,7 @@ fn product(g: &Gpu, n: usize, a: &LevelMatrix, (b, b_rows): (&LevelMatrix, usize
         Plan::Tentative(s, k) => (format!("amg_times_tentative_s{s}_k{k}"), s, 32),
         Plan::Blocks { rows, .. } => (format!("amg_product_g{}_s{rows}", lanes(per_row)), rows, lanes(per_row)),
         Plan::Tiles(s, k, j) => (format!("amg_product_t{s}x{k}x{j}"), s, 32),
+        Plan::Split { width, warps } => return split_product(g, n, (a, b, c), width, warps),
     };
     let f = g.kernel("amg", SOURCE, &name)?;
     let units = n / rows;
@@ -1133,6 +1283,26 @@ fn product(g: &Gpu, n: usize, a: &LevelMatrix, (b, b_rows): (&LevelMatrix, usize
     // times_tentative's shared memory holds four warps' partial blocks
     let block = if matches!(plan, Plan::Tentative(..) | Plan::Tiles(..)) { 128 } else { BLOCK };
     g.launch(&name, l, ((units * group).div_ceil(block as usize).max(1) as u32, 1, 1), (block, 1, 1), 0)
+}
+
+/// C = A B over Plan::Split: a block of `warps` warps a row of C (n rows, at most `width` entries each).
+fn split_product(
+    g: &Gpu,
+    n: usize,
+    (a, b, c): (&LevelMatrix, &LevelMatrix, &LevelMatrix),
+    width: usize,
+    warps: usize,
+) -> Result<()> {
+    let name = "amg_product_split";
+    let shared = (warps * 8 + 4) * width;
+    let f = g.kernel_with_shared("amg", SOURCE, name, shared)?;
+    let (n32, width32) = (n as i32, width as i32);
+    let mut l = g.launcher(&f);
+    l.arg(&n32).arg(&width32);
+    l.arg(&a.pattern.row_ptr).arg(&a.pattern.col).arg(a.values);
+    l.arg(&b.pattern.row_ptr).arg(&b.pattern.col).arg(b.values);
+    l.arg(&c.pattern.row_ptr).arg(&c.pattern.col).arg(c.values);
+    g.launch(name, l, (n.clamp(1, 65535) as u32, 1, 1), ((warps * 32) as u32, 1, 1), shared as u32)
 }
 
 /// The matrix of a level: the solver's own on level 0. `single`: its f32

@@ -275,7 +275,7 @@ pub struct Hierarchy {
     pub options: Options,
     /// Seconds per phase of the last setup or re-setup (on the device when
     /// its solver runs there).
-    pub phases: Vec<(&'static str, f64)>,
+    pub phases: Vec<(std::borrow::Cow<'static, str>, f64)>,
     /// Built by `structure`: the numbers are zeros until the device's
     /// re-setup computes them.
     pub needs_numbers: bool,

@@ -10,6 +10,7 @@ use super::host::{
 use super::{Hierarchy, Level, NearNullSpace, Options, Smoother, Transfer, TransferBlocks};
 use crate::error::{Error, ErrorKind, Result};
 use rayon::prelude::*;
+use std::borrow::Cow;
 
 /// The largest coarsest level inverted densely; above it (coarsening stalled)
 /// the coarsest level is smoothed instead.
@@ -23,18 +24,18 @@ pub(super) const LANCZOS_STEPS: usize = 10;
 /// rho]: it damps the upper part of the spectrum (hypre's default fraction
 /// is 0.3; pyamg's 1/30 cost 14 iterations against 8 on the 7-point
 /// Laplacian, measured with degree 2).
-const CHEBYSHEV_RATIO: f64 = 5.0;
-const CHEBYSHEV_TOP: f64 = 1.1;
+pub(super) const CHEBYSHEV_RATIO: f64 = 5.0;
+pub(super) const CHEBYSHEV_TOP: f64 = 1.1;
 
 /// Seconds spent per phase of a setup, in the order first met.
-pub(super) struct Phases(pub(super) Vec<(&'static str, f64)>, std::time::Instant);
+pub(super) struct Phases(pub(super) Vec<(Cow<'static, str>, f64)>, std::time::Instant);
 
 impl Phases {
     pub(super) fn start() -> Phases {
         Phases(Vec::new(), std::time::Instant::now())
     }
-    pub(super) fn lap(&mut self, phase: &'static str) {
-        let now = std::time::Instant::now();
+    pub(super) fn lap(&mut self, phase: impl Into<Cow<'static, str>>) {
+        let (now, phase) = (std::time::Instant::now(), phase.into());
         let dt = (now - self.1).as_secs_f64();
         self.1 = now;
         match self.0.iter_mut().find(|p| p.0 == phase) {
@@ -173,7 +174,7 @@ fn first_not_finite(v: &[f64]) -> Option<usize> {
 /// the first value that is not finite searched for, to name it. A vector of
 /// zeros spans nothing and is refused.
 /// Also each vector's multiplier in that copy (1 where none is made).
-fn checked_vectors(vectors: &[f64], n: usize) -> Result<(std::borrow::Cow<'_, [f64]>, Vec<f64>)> {
+fn checked_vectors(vectors: &[f64], n: usize) -> Result<(Cow<'_, [f64]>, Vec<f64>)> {
     let larger = |m: f64, a: f64| if a > m || a.is_nan() { a } else { m };
     let largest: Vec<f64> = vectors
         .chunks(n.max(1))
@@ -800,7 +801,7 @@ pub fn build(
         return Err(Error::invalid("coarsest = 0: must be at least 1"));
     }
     // the caller's vectors are read in place: only the coarse levels' are new
-    let (mut b, mut k, scale): (std::borrow::Cow<[f64]>, usize, Vec<f64>) = match &o.near_null_space {
+    let (mut b, mut k, scale): (Cow<[f64]>, usize, Vec<f64>) = match &o.near_null_space {
         Some(ns) => {
             if ns.count == 0 || ns.vectors.len() != n * ns.count {
                 return Err(Error::size(format!(

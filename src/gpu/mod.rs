@@ -38,6 +38,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 pub use cudarc::driver::CudaSlice as DeviceBuffer;
+/// A part of a `DeviceBuffer` (`buffer.slice(range)`), passed to kernels as its address.
+pub use cudarc::driver::CudaView as DeviceView;
 /// Implemented (unsafely) by `#[repr(C)]` structs passed to kernels by value.
 pub use cudarc::driver::DeviceRepr as KernelValue;
 pub use cudarc::driver::LaunchArgs as Launch;

@@ -716,7 +716,7 @@ impl Solver {
                             (h, up.map(|t| t.join().unwrap_or_else(|_| panicked())).transpose())
                         });
                         let mut h = h?;
-                        h.phases.splice(0..0, [("device mirror", mirrored), ("device node blocks", blocked)]);
+                        h.phases.splice(0..0, [("device mirror".into(), mirrored), ("device node blocks".into(), blocked)]);
                         let (near_null_space, finest_blocks) = (near_null_space?, products.blocks.take());
                         (h, amg::cuda::FoundOnDevice { mirror, near_null_space, finest_blocks })
                     }
