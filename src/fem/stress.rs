@@ -180,6 +180,10 @@ impl ThermalStress {
         }
         let mut st = self.state()?;
         let st = &mut *st;
+        // T's guard for the whole step, so the commit at its end (t_old =
+        // T) does not wait on, or fail at, T's lock after u has moved
+        let mut gt = temperature.lock("T")?;
+        let tn = f64_buf(&mut gt);
         let stride = law_stride(self.terms);
         // every element cast, with a positive modulus, at the step's middle:
         // each material's youngest element decides (the laws grow with age)
@@ -197,7 +201,7 @@ impl ThermalStress {
             }
         }
         st.f.zero()?;
-        self.pass(st, dt, temperature, false)?;
+        self.pass(st, dt, tn, false)?;
         if let Some(l) = load {
             crate::array::vector::vector_axpby(1.0, l, 1.0, &st.f)?;
         }
@@ -209,26 +213,25 @@ impl ThermalStress {
         }
         let (outcome, _, _) = st.solver.as_ref().expect("made above").solve(&st.f, &st.du, tol, maxit)?;
         outcome_status(&outcome)?;
-        self.pass(st, dt, temperature, true)?;
+        self.pass(st, dt, tn, true)?;
         crate::array::vector::vector_axpby(1.0, &st.du, 1.0, &st.u)?;
-        st.t += dt;
-        let mut gt = temperature.lock("T")?;
-        match (&mut st.t_old, f64_buf(&mut gt)) {
+        match (&mut st.t_old, &*tn) {
             (Buffer::Host(old), Buffer::Host(new)) => old.copy_from_slice(new),
             (Buffer::Device(old), Buffer::Device(new)) => self.set.ctx.device()?.copy(new, old)?,
             _ => return Err(crate::array::mixed_backends()),
         }
+        st.t += dt;
         Ok(outcome)
     }
 
     /// The load pass (update false: f and the moduli) or the update pass
     /// (stresses and creep state from du).
-    fn pass(&self, st: &mut State, dt: f64, temperature: &Array, update: bool) -> Result<()> {
+    /// `temperature`: T's values (the step holds its guard).
+    fn pass(&self, st: &mut State, dt: f64, temperature: &Buffer<f64>, update: bool) -> Result<()> {
         let set = &self.set;
         let stride = law_stride(self.terms);
-        let mut gt = temperature.lock("T")?;
         let (mut gf, mut gd) = (st.f.lock("the stepper's load")?, st.du.lock("the stepper's increment")?);
-        match (f64_buf(&mut gt), f64_buf(&mut gf), f64_buf(&mut gd), &mut st.stress, &mut st.w, &mut st.ebar, &st.t_old) {
+        match (temperature, f64_buf(&mut gf), f64_buf(&mut gd), &mut st.stress, &mut st.w, &mut st.ebar, &st.t_old) {
             (
                 Buffer::Host(tn),
                 Buffer::Host(f),
