@@ -24,7 +24,7 @@ use super::setup::{
 use super::{host, Hierarchy, Mat, Options, Smoother, TransferBlocks};
 use crate::array::cuda::{amax, gather, grid_for, update, Reduce, BLOCK};
 use crate::error::{Error, Result};
-use crate::gpu::{arg_or_null, DeviceBuffer, DeviceView, Gpu, KernelArg, Launch};
+use crate::gpu::{arg_or_null, view_or_null, DeviceBuffer, DeviceView, Gpu, KernelArg, Launch};
 use crate::sparse::cuda::{spmv_blocks, spmv_with, syncfree_apply, threads_per_row, upload, SyncFreeSweeps};
 use crate::sparse::DevicePattern;
 
@@ -1084,15 +1084,9 @@ fn round_to_f32(g: &Gpu, from: &DeviceBuffer<f64>, to: &DeviceBuffer<f32>, first
     let n = from.len() as i64;
     let mut l = g.launcher(&f);
     l.arg(&n).arg(from).arg(to);
-    match first {
-        Some(view) => l.arg(view),
-        None => l.arg(&NULL),
-    };
+    view_or_null(&mut l, first);
     g.launch("amg_round_to_f32", l, (grid_for(from.len()), 1, 1), (BLOCK, 1, 1), 0)
 }
-
-/// A null pointer for a kernel's optional buffer.
-const NULL: u64 = 0;
 
 /// dinv = 1 / a_ii (0 where the diagonal is 0 or missing; `diag`: each
 /// row's diagonal entry); with `bad`, the first row whose diagonal is 0 or
@@ -1108,10 +1102,7 @@ fn inverse_diagonal(
     let n32 = n as i32;
     let mut l = g.launcher(&f);
     l.arg(&n32).arg(diag).arg(values).arg(dinv);
-    match bad {
-        Some(view) => l.arg(view),
-        None => l.arg(&NULL),
-    };
+    view_or_null(&mut l, bad);
     g.launch("amg_inverse_diagonal", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
 }
 

@@ -67,11 +67,21 @@ pub fn compile_cached(
     Ok((ptx, false))
 }
 
+/// A null pointer, for a kernel's optional buffer.
+const NULL: u64 = 0;
+
 /// Pushes the kernel argument `b`, or a null pointer for an optional one.
 pub fn arg_or_null<'a, T: DeviceScalar>(l: &mut Launch<'a>, b: Option<&'a DeviceBuffer<T>>) {
-    const NULL: u64 = 0;
     match b {
         Some(b) => l.arg(b),
+        None => l.arg(&NULL),
+    };
+}
+
+/// `arg_or_null` for a part of a buffer (`DeviceView`).
+pub fn view_or_null<'a, T: DeviceScalar>(l: &mut Launch<'a>, v: Option<&'a DeviceView<'a, T>>) {
+    match v {
+        Some(v) => l.arg(v),
         None => l.arg(&NULL),
     };
 }

@@ -24,7 +24,7 @@ pub use graph::Graph;
 pub use ipc::{Borrowed, PeerRegion, SharedRegion, HANDLE_BYTES};
 use lanes::LaneParts;
 pub use lanes::{Lane, Mark};
-pub use launch::{arg_or_null, compile, compile_cached, entry_names, one_kernel_source, Overlapped, Queue};
+pub use launch::{arg_or_null, compile, compile_cached, entry_names, one_kernel_source, view_or_null, Overlapped, Queue};
 pub use memory::Pinned;
 
 use crate::error::{Error, ErrorKind, Result};
