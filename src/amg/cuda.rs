@@ -304,14 +304,13 @@ impl Plan {
     /// tiles, its 162-row level 3 0.1 against 0.3).
     fn split(r_entries: usize, c: &Mat, tiles: bool) -> Option<Plan> {
         // (C's pattern on the host, which a structure-only setup may not keep)
-        if c.rp.len() != c.nrows + 1 || (tiles && c.nrows >= SPLIT_TILED_ROWS) {
+        let few_long = c.nrows <= SPLIT_ROWS && r_entries >= SPLIT_ROW_LENGTH * c.nrows;
+        if !few_long || c.rp.len() != c.nrows + 1 || (tiles && c.nrows >= SPLIT_TILED_ROWS) {
             return None;
         }
         let width = (0..c.nrows).map(|i| c.rp[i + 1] - c.rp[i]).max().unwrap_or(0) as usize;
         let warps = if c.nrows < 1024 { 32 } else { 8 };
-        let fits = (warps * 8 + 4) * width <= SPLIT_SHARED_BYTES;
-        (c.nrows <= SPLIT_ROWS && r_entries >= SPLIT_ROW_LENGTH * c.nrows && fits)
-            .then_some(Plan::Split { width: width.max(1), warps })
+        ((warps * 8 + 4) * width <= SPLIT_SHARED_BYTES).then_some(Plan::Split { width: width.max(1), warps })
     }
 
     /// The plan for a product whose A and C are block matrices with blocks
@@ -597,8 +596,7 @@ pub struct DeviceHierarchy {
     /// The finest matrix's transposed entry of each entry (symmetric pattern).
     mirror: Option<DeviceBuffer<i32>>,
     reduce: Reduce,
-    /// The Lanczos product's block sums: a block for each BLOCK lanes of the
-    /// largest level's rows (`lanczos_blocks`), as an SpMV takes them.
+    /// The Lanczos product's block sums (LANCZOS_BLOCKS at most).
     lanczos_partial: DeviceBuffer<f64>,
     /// Each level's (rho, omega), amg_level_numbers' (the host reads them
     /// at the end of a re-setup).
@@ -808,7 +806,7 @@ impl DeviceHierarchy {
             numbers,
             mirror,
             reduce: Reduce::new(g)?,
-            lanczos_partial: g.alloc(2 * h.levels.iter().map(|lv| lanczos_blocks(&lv.a)).max().unwrap_or(1) as usize)?,
+            lanczos_partial: g.alloc(2 * LANCZOS_BLOCKS as usize)?,
             scalars: g.zeros(2 * h.levels.len())?,
             first: g.alloc(SLOTS)?,
         };
@@ -872,12 +870,9 @@ impl DeviceHierarchy {
         g.upload(&[i32::MAX; SLOTS], first, 0)?;
         let slot = |k: usize| first.slice(k..k + 1);
         if let Some(dm) = &*mirror {
-            let tpr = pattern.threads_per_row;
+            let tpr = pattern.threads_per_row as usize;
             let name = format!("amg_asymmetry_tpr{tpr}");
-            let (f, n) = (g.kernel("amg", SOURCE, &name)?, fine.nrows as i32);
-            let (mut l, found) = (g.launcher(&f), slot(ASYMMETRY));
-            l.arg(&n).arg(&pattern.row_ptr).arg(values).arg(dm).arg(&found);
-            g.launch(&name, l, (grid_for(fine.nrows * tpr as usize), 1, 1), (BLOCK, 1, 1), 0)?;
+            queue_first(g, &slot(ASYMMETRY), (&name, tpr, &[]), fine.nrows, &[&pattern.row_ptr], &[values], Some(dm))?;
         }
         if let Some(single) = &*finest_single {
             // the f32 copy of the finest values, checked as it is made
@@ -1141,13 +1136,30 @@ fn refused(g: &Gpu, fine: &Mat, options: &Options, values: &DeviceBuffer<f64>) -
 fn first_of(
     g: &Gpu,
     first: &mut DeviceBuffer<i32>,
-    (kernel, lanes, scalars): (&'static str, usize, &[i32]),
+    kernel: (&str, usize, &[i32]),
     n: usize,
     ints: &[&DeviceBuffer<i32>],
     reals: &[&DeviceBuffer<f64>],
     last_int: Option<&DeviceBuffer<i32>>,
 ) -> Result<Option<usize>> {
     g.upload(&[i32::MAX], first, 0)?;
+    queue_first(g, &first.slice(0..1), kernel, n, ints, reals, last_int)?;
+    let mut found = [0i32];
+    g.download(first, 0, &mut found)?;
+    Ok((found[0] != i32::MAX).then_some(found[0] as usize))
+}
+
+/// `first_of`'s launch alone, reporting into `flag` (armed by the caller),
+/// which the caller reads when it needs it.
+fn queue_first(
+    g: &Gpu,
+    flag: &DeviceView<i32>,
+    (kernel, lanes, scalars): (&str, usize, &[i32]),
+    n: usize,
+    ints: &[&DeviceBuffer<i32>],
+    reals: &[&DeviceBuffer<f64>],
+    last_int: Option<&DeviceBuffer<i32>>,
+) -> Result<()> {
     let f = g.kernel("amg", SOURCE, kernel)?;
     let n32 = n as i32;
     let mut l = g.launcher(&f);
@@ -1164,11 +1176,8 @@ fn first_of(
     if let Some(a) = last_int {
         l.arg(a);
     }
-    l.arg(&*first);
-    g.launch(kernel, l, (grid_for(n * lanes), 1, 1), (BLOCK, 1, 1), 0)?;
-    let mut found = [0i32];
-    g.download(first, 0, &mut found)?;
-    Ok((found[0] != i32::MAX).then_some(found[0] as usize))
+    l.arg(flag);
+    g.launch(kernel, l, (grid_for(n * lanes), 1, 1), (BLOCK, 1, 1), 0)
 }
 
 /// Queues LANCZOS_STEPS Lanczos steps for rho(D^-1 A) of a level of `n`
@@ -1202,9 +1211,6 @@ fn lanczos(
     let name = format!("amg_lanczos_product_tpr{tpr}");
     let (product, beta) = (g.kernel("amg", SOURCE, &name)?, g.kernel("amg", SOURCE, "amg_lanczos_beta")?);
     let product_blocks = grid_for(n * tpr as usize).min(LANCZOS_BLOCKS);
-    if 2 * product_blocks as usize > partial.len() {
-        return Err(Error::internal("AMG: the Lanczos product's block sums outgrow their buffer"));
-    }
     for k in 0..steps as i32 {
         // v = w / |w| (t[2k]: the start's norm, then the previous beta), w_out = s A s v - beta prev, alpha
         let (norm_at, first, alpha_at) = (2 * k, (k == 0) as i32, 2 * k + 1);
@@ -1223,13 +1229,9 @@ fn lanczos(
     Ok(())
 }
 
-/// The Lanczos product's blocks for matrix `a` (kernels/amg.cu
-/// lanczos_product): a lane group a row, as an SpMV, up to LANCZOS_BLOCKS
-/// (then a grid-stride loop; the last block sums the blocks' partial sums).
-fn lanczos_blocks(a: &Mat) -> u32 {
-    grid_for(a.nrows * threads_per_row(a.nnz(), a.nrows) as usize).min(LANCZOS_BLOCKS)
-}
-
+/// The Lanczos product's most blocks (kernels/amg.cu lanczos_product): a
+/// lane group a row, as an SpMV, up to these (then a grid-stride loop; the
+/// last block sums the blocks' partial sums).
 const LANCZOS_BLOCKS: u32 = 8192;
 
 /// out = the l1 inverse (1 / sum_j |a_ij|) or, with `scale`, |scale_i| sum_j |a_ij|.
