@@ -8,7 +8,7 @@
 !> the two solutions agree, AMG takes a fraction of the serial code's
 !> iterations, and the hierarchy has several levels. Also: the rigid-body
 !> modes of a few nodes against their formulas, the V-cycle over f32 values,
-!> the W-cycle, and bad input refused.
+!> the W-cycle and the hybrid cycle, and bad input refused.
 program amg_porous
   use, intrinsic :: iso_fortran_env, only: real64
   use fegpu
@@ -75,9 +75,12 @@ program amg_porous
   ! the W-cycle: each coarse level but the dense coarsest visited twice
   opts%cycle = FEGPU_CYCLE_W
   call variant('W-cycle', 'W-cycle', 3)
-  opts%cycle = 2
+  ! the hybrid cycle: second visits only on levels with a quarter of the level above's nonzeros
+  opts%cycle = FEGPU_CYCLE_HYBRID
+  call variant('hybrid V/W-cycle', 'hybrid cycle', 3)
+  opts%cycle = 3
   call fegpu_solver_create_amg(a, FEGPU_METHOD_CG, s2, opts, stat=st, errmsg=msg)
-  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'cycle = 2') > 0, 'cycle = 2 is refused')
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'cycle = 3') > 0, 'cycle = 3 is refused')
   opts%cycle = FEGPU_CYCLE_V
   ! bad input: near-null space of the wrong length, a smoother that does not exist
   block

@@ -93,7 +93,7 @@ module fegpu_types
        FEGPU_PRECOND_ILU0_JACOBI = 4
   integer, parameter, public :: FEGPU_SMOOTHER_AUTO = 0, FEGPU_SMOOTHER_CHEBYSHEV = 1, FEGPU_SMOOTHER_L1_JACOBI = 2, &
        FEGPU_SMOOTHER_GAUSS_SEIDEL = 3
-  integer, parameter, public :: FEGPU_CYCLE_V = 0, FEGPU_CYCLE_W = 1
+  integer, parameter, public :: FEGPU_CYCLE_V = 0, FEGPU_CYCLE_W = 1, FEGPU_CYCLE_HYBRID = 2
 
   !> fegpu_amg_options of fegpu.h, initialised to the defaults: change the
   !> fields you tune and pass it to fegpu_solver_create_amg.
@@ -114,7 +114,8 @@ module fegpu_types
     integer(c_int32_t) :: block_size = 1
     !> 1: the V-cycle reads its matrices' values rounded to f32 (a third fewer bytes a nonzero).
     integer(c_int32_t) :: f32_cycle = 0
-    !> FEGPU_CYCLE_V, or FEGPU_CYCLE_W: each coarse level visited twice (fewer, dearer iterations).
+    !> FEGPU_CYCLE_V, or FEGPU_CYCLE_W: each coarse level visited twice (fewer, dearer iterations),
+    !> or FEGPU_CYCLE_HYBRID: twice only where a level has at most a quarter of the nonzeros of the one above.
     integer(c_int32_t) :: cycle = FEGPU_CYCLE_V
   end type fegpu_amg_options
 

@@ -203,6 +203,10 @@
 // where coarse levels are weak (layered high-contrast media), each dearer.
 #define FEGPU_CYCLE_W 1
 
+// The W-cycle's second visits only on levels with at most a quarter of the
+// nonzeros of the level above; the V-cycle's single visit elsewhere.
+#define FEGPU_CYCLE_HYBRID 2
+
 // Status returned by every C entry point (0 = success).
 typedef int32_t fegpu_status;
 
@@ -299,7 +303,7 @@ typedef struct fegpu_amg_options {
   // 1: the V-cycle reads its matrices' values rounded to f32 (a third fewer
   // bytes a nonzero; vectors, setup and the Krylov method stay f64); 0 (default): f64.
   int32_t f32_cycle;
-  // FEGPU_CYCLE_V (default) or FEGPU_CYCLE_W.
+  // FEGPU_CYCLE_V (default), FEGPU_CYCLE_W or FEGPU_CYCLE_HYBRID.
   int32_t cycle;
 } fegpu_amg_options;
 

@@ -204,10 +204,87 @@ extern "C" __global__ void __launch_bounds__(256) amg_lanczos_beta(int n, const 
     if (last_block_sums(block_sum(sum), 0.0, partial, counter, t1, t2)) t[alpha_at + 1] = t1;
 }
 
-// The largest eigenvalue of the symmetric tridiagonal matrix (sign alpha,
-// beta), m x m, beta m - 1 long: bisection on the count of negative pivots
-// from Gershgorin's interval (src/amg/host.rs tridiagonal_max, the same
-// operations in the same order).
+// The same Lanczos for a small level (src/amg/cuda.rs LANCZOS_BLOCK_ROWS):
+// the start and every step in one block, the block's barriers between
+// them instead of launches, each step's sums by the block: amg_lanczos_start,
+// then per step amg_lanczos_product's v, w_out and alpha and amg_lanczos_beta's
+// w_out, sw and |w_out|^2, over v and prev, w and w_out in turn. (No
+// __restrict__ or __ldg on the vectors: the block writes them between reads.)
+extern "C" __global__ void __launch_bounds__(1024) amg_lanczos_block(int n, int steps, const int* __restrict__ rp,
+    const int* __restrict__ ci, const double* __restrict__ a, const double* __restrict__ dinv, double* v,
+    double* prev, double* w, double* w_out, double* sw, double* t) {
+    double sum = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const double s = sqrt(fabs(dinv[i])), x = s == 0.0 ? 0.0 : lanczos_entry(i);
+        w[i] = x;
+        sw[i] = s * x;
+        sum += x * x;
+    }
+    sum = block_sum(sum);
+    if (threadIdx.x == 0) t[0] = sum;
+    __syncthreads();
+    for (int k = 0; k < steps; ++k) {
+        const double b = sqrt(t[2 * k]);
+        double dot = 0.0;
+        for (int row = threadIdx.x; row < n; row += blockDim.x) {
+            double y = 0.0;
+            for (int q = rp[row]; q < rp[row + 1]; ++q) y += a[q] * sw[ci[q]];
+            const double vb = b > 0.0 ? w[row] / b : 0.0, vi = isfinite(vb) ? vb : 0.0;
+            const double s = sqrt(fabs(dinv[row])), ys = (b > 0.0 ? y / b : 0.0) * s;
+            double x = k == 0 ? ys : ys - b * prev[row];
+            x = isfinite(x) ? x : 0.0;
+            v[row] = vi;
+            w_out[row] = x;
+            dot += x * vi;
+        }
+        dot = block_sum(dot);
+        if (threadIdx.x == 0) t[2 * k + 1] = dot;
+        __syncthreads();
+        const double alpha = t[2 * k + 1];
+        double norm = 0.0;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
+            const double x = w_out[i] - alpha * v[i];
+            w_out[i] = x;
+            sw[i] = sqrt(fabs(dinv[i])) * x;
+            norm += x * x;
+        }
+        norm = block_sum(norm);
+        if (threadIdx.x == 0) t[2 * k + 2] = norm;
+        __syncthreads();
+        double* const swap_v = v;
+        v = prev;
+        prev = swap_v;
+        double* const swap_w = w;
+        w = w_out;
+        w_out = swap_w;
+    }
+}
+
+// The count of eigenvalues of the symmetric tridiagonal matrix (sign
+// alpha, beta), m x m, below x: its negative pivots (src/amg/host.rs
+// tridiagonal_max `below`, the same operations in the same order).
+__device__ int eigenvalues_below(int m, const double* alpha, const double* beta, double sign, double x) {
+    int below = 0;
+    double d = 1.0;
+    for (int i = 0; i < m; ++i) {
+        const double shifted = sign * alpha[i] - x;
+        // (2.2250738585072014e-308: f64::MIN_POSITIVE)
+        d = i > 0 ? shifted - __dmul_rn(beta[i - 1], beta[i - 1]) / (d == 0.0 ? 2.2250738585072014e-308 : d) : shifted;
+        below += d < 0.0;
+    }
+    return below;
+}
+
+// The levels of bisection a warp takes per round: its lanes count at every
+// midpoint of that many levels ahead (2^5 - 1 = 31 of them).
+#define BISECTION_LEVELS 5
+
+// The largest eigenvalue of that matrix: host.rs tridiagonal_max's
+// bisection from Gershgorin's interval, the same midpoints and the same
+// stop, BISECTION_LEVELS steps a round: lane j (heap order, node j of the
+// steps' tree, the bits of j + 1 below its leading one its path, 1 the
+// upper half) counts at its node's midpoint, then every lane walks the
+// path the counts choose. Called by a whole warp; every lane returns it.
 __device__ double tridiagonal_max(int m, const double* alpha, const double* beta, double sign) {
     double lo = 1.7976931348623157e308, hi = -1.7976931348623157e308;  // f64::MAX, f64::MIN
     for (int i = 0; i < m; ++i) {
@@ -215,21 +292,24 @@ __device__ double tridiagonal_max(int m, const double* alpha, const double* beta
         lo = fmin(lo, sign * alpha[i] - r);
         hi = fmax(hi, sign * alpha[i] + r);
     }
-    for (int it = 0; it < 100; ++it) {
-        const double mid = 0.5 * (lo + hi);
-        int below = 0;
-        double d = 1.0;
-        for (int i = 0; i < m; ++i) {
-            const double shifted = sign * alpha[i] - mid;
-            // (2.2250738585072014e-308: f64::MIN_POSITIVE)
-            d = i > 0 ? shifted - __dmul_rn(beta[i - 1], beta[i - 1]) / (d == 0.0 ? 2.2250738585072014e-308 : d) : shifted;
-            below += d < 0.0;
+    const int lane = threadIdx.x & 31, node = lane + 1, depth = 31 - __clz(node);
+    for (int it = 0;;) {
+        double l = lo, h = hi;
+        for (int d = depth - 1; d >= 0; --d) {
+            const double mid = 0.5 * (l + h);
+            if ((node >> d) & 1) l = mid;
+            else h = mid;
         }
-        if (below < m) lo = mid;
-        else hi = mid;
-        if (hi - lo <= 1e-12 * fabs(hi)) break;
+        const int up = lane < 31 && eigenvalues_below(m, alpha, beta, sign, 0.5 * (l + h)) < m;
+        for (int d = 0, at = 0; d < BISECTION_LEVELS; ++d) {
+            const int upper = __shfl_sync(0xffffffffu, up, at);
+            const double mid = 0.5 * (lo + hi);
+            if (upper) lo = mid;
+            else hi = mid;
+            if (hi - lo <= 1e-12 * fabs(hi) || ++it == 100) return hi;
+            at = 2 * at + 1 + upper;
+        }
     }
-    return hi;
 }
 
 #define LANCZOS_MAX 32
@@ -240,25 +320,30 @@ __device__ double tridiagonal_max(int m, const double* alpha, const double* beta
 // host (it stops at the first tiny beta); scalars = (rho, omega = 4 / (3 rho));
 // a Chebyshev smoother of `degree` steps (0: another smoother, its table
 // left as it is) writes its (c1, c2) per step into coef (setup.rs coefficients,
-// `top` and `ratio` its CHEBYSHEV_TOP and _RATIO). One thread.
-extern "C" __global__ void amg_level_numbers(int steps, const double* __restrict__ t, double given, int degree,
-    double top, double ratio, double* __restrict__ scalars, double* __restrict__ coef) {
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
-    double rho = given;
-    if (steps > 0) {
-        rho = 0.0;
-        if (t[0] != 0.0) {
-            double alpha[LANCZOS_MAX], beta[LANCZOS_MAX];
-            int m = 0, nb = 0;
-            for (int k = 0; k < steps && k < LANCZOS_MAX; ++k) {
-                const double a = t[2 * k + 1], b = sqrt(t[2 * k + 2]);
-                alpha[m++] = a;
-                if (b <= 1e-12 * fmax(fabs(a), 1e-300)) break;
-                beta[nb++] = b;
-            }
-            rho = fmax(fabs(tridiagonal_max(m, alpha, beta, 1.0)), fabs(tridiagonal_max(m, alpha, beta, -1.0)));
+// `top` and `ratio` its CHEBYSHEV_TOP and _RATIO). Two warps: the largest
+// eigenvalue of the Lanczos matrix and of its negative, one each.
+extern "C" __global__ void __launch_bounds__(64) amg_level_numbers(int steps, const double* __restrict__ t,
+    double given, int degree, double top, double ratio, double* __restrict__ scalars, double* __restrict__ coef) {
+    __shared__ double alpha[LANCZOS_MAX], beta[LANCZOS_MAX], extreme[2];
+    __shared__ int m;
+    if (threadIdx.x == 0) {
+        m = 0;
+        for (int k = 0; steps > 0 && t[0] != 0.0 && k < steps && k < LANCZOS_MAX; ++k) {
+            const double a = t[2 * k + 1], b = sqrt(t[2 * k + 2]);
+            alpha[m++] = a;
+            if (b <= 1e-12 * fmax(fabs(a), 1e-300)) break;
+            beta[m - 1] = b;
         }
     }
+    __syncthreads();
+    const int warp = threadIdx.x >> 5;
+    if (m > 0 && warp < 2) {
+        const double e = tridiagonal_max(m, alpha, beta, warp == 0 ? 1.0 : -1.0);
+        if ((threadIdx.x & 31) == 0) extreme[warp] = e;
+    }
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    const double rho = steps <= 0 ? given : m == 0 ? 0.0 : fmax(fabs(extreme[0]), fabs(extreme[1]));
     scalars[0] = rho;
     scalars[1] = rho > 0.0 ? 4.0 / (3.0 * rho) : 0.0;
     if (degree <= 0) return;

@@ -102,7 +102,15 @@ fn dense_vcycle(h: &Hierarchy, l: usize, b: &[f64]) -> Vec<f64> {
     let p = dense(&tr.p);
     let bc: Vec<f64> = (0..tr.p.ncols).map(|j| (0..n).map(|i| p[i][j] * r[i]).sum()).collect();
     let mut xc = dense_vcycle(h, l + 1, &bc);
-    if h.options.cycle == Cycle::W && h.levels[l + 1].transfer.is_some() {
+    // a W-cycle visits every coarse level but the last twice, a hybrid one
+    // those with at most a quarter of the level above's nonzeros
+    let cheap = 4 * h.levels[l + 1].a.nnz() <= h.levels[l].a.nnz();
+    let twice = match h.options.cycle {
+        Cycle::V => false,
+        Cycle::W => true,
+        Cycle::Hybrid => cheap,
+    };
+    if twice && h.levels[l + 1].transfer.is_some() {
         let ac = matvec(&dense(&h.levels[l + 1].a), &xc);
         let rc: Vec<f64> = bc.iter().zip(&ac).map(|(b, a)| b - a).collect();
         let e = dense_vcycle(h, l + 1, &rc);
@@ -173,6 +181,8 @@ fn the_vcycle_equals_a_dense_serial_reference() {
         ),
         ("convection-diffusion 9^3, plain aggregation", mat(n * n * n, &gallery::convection_diffusion(n, 5.0)), None),
         ("laplacian7 9^3, W-cycle", mat(n * n * n, &gallery::laplacian7(n)), None),
+        // level 1 keeps half the finest's nonzeros (visited once), level 2 few (twice)
+        ("varied layers 16^3, hybrid cycle", mat(16 * 16 * 16, &varied_layers(16)), None),
         (
             "porous flow 9^3, W-cycle, Gauss-Seidel",
             mat(n * n * n, &gallery::porous_flow(n, &k)),
@@ -181,13 +191,20 @@ fn the_vcycle_equals_a_dense_serial_reference() {
     ];
     for (name, a, smoother) in cases {
         let smooth_prolongator = !name.contains("plain");
-        let cycle = if name.contains("W-cycle") { Cycle::W } else { Cycle::V };
+        let cycle = match (name.contains("W-cycle"), name.contains("hybrid")) {
+            (true, _) => Cycle::W,
+            (_, true) => Cycle::Hybrid,
+            _ => Cycle::V,
+        };
         // 4 levels with the W-cycle: level 1 visited twice, level 2 four times
-        let coarsest = if cycle == Cycle::W { 4 } else { 20 };
+        let coarsest = if cycle == Cycle::V { 20 } else { 4 };
         let options = Options { coarsest, smoother, smooth_prolongator, cycle, ..Options::default() };
         let h = Hierarchy::new(a, &options).unwrap();
-        assert!(h.levels.len() >= if cycle == Cycle::W { 4 } else { 3 }, "{name}: {} levels", h.levels.len());
-        let r = rng.vec_f64(n * n * n);
+        assert!(h.levels.len() >= if cycle == Cycle::V { 3 } else { 4 }, "{name}: {} levels", h.levels.len());
+        if cycle == Cycle::Hybrid {
+            assert!(!h.visits_twice(1) && h.visits_twice(2), "{name}: levels 1 and 2 visited once and twice");
+        }
+        let r = rng.vec_f64(h.levels[0].a.nrows);
         let mut z = vec![f64::NAN; r.len()];
         fegpu::amg::cpu::vcycle(&h, &r, &mut z);
         let want = dense_vcycle(&h, 0, &r);
@@ -616,6 +633,13 @@ fn solve(ctx: &Arc<Context>, a: &Arc<Csr>, b: &[f64], method: Method, precond: P
 }
 
 /// The matrix of `arrays` in `ctx` (on the device where it has one).
+/// Porous flow through the varied layers (contrast 1e6), only the z = 0 face fixed.
+fn varied_layers(n: usize) -> CsrArrays {
+    let mut z0 = [false; 6];
+    z0[4] = true;
+    gallery::porous_flow_fixed(n, &gallery::layered_varied_permeability(n, 1e6, 8, 1.25, 7), &z0)
+}
+
 fn csr(ctx: &Arc<Context>, arrays: &CsrArrays) -> Arc<Csr> {
     let n = arrays.0.len() - 1;
     Arc::new(Csr::new(ctx.clone(), build_pattern(n, n, &arrays.0, &arrays.1, 0).unwrap(), &arrays.2).unwrap())
@@ -709,11 +733,8 @@ fn iterations_stay_flat_under_refinement_and_contrast() {
 #[test]
 fn varied_layers_take_pyamgs_iterations() {
     let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
-    let mut z0 = [false; 6];
-    z0[4] = true;
     for (n, pyamg, scipy_jacobi) in [(16usize, 9i64, 163i64), (32, 13, 449)] {
-        let k = gallery::layered_varied_permeability(n, 1e6, 8, 1.25, 7);
-        let a = csr(&ctx, &gallery::porous_flow_fixed(n, &k, &z0));
+        let a = csr(&ctx, &varied_layers(n));
         let mut b = vec![0.0; n * n * n];
         fegpu::sparse::cpu::spmv(&a.pattern, &a.download_values().unwrap(), 1.0, &vec![1.0; n * n * n], 0.0, &mut b);
         let (its, x) = solve(&ctx, &a, &b, Method::Cg, Precond::Amg, Options::default());
@@ -887,6 +908,13 @@ fn values_only_resetup_and_the_device_match_a_fresh_reference() {
             Method::Cg,
             elastic_arrays.clone(),
             Options { cycle: Cycle::W, f32_cycle: true, coarsest: 16, ..modes.clone() },
+        ),
+        // the hybrid cycle: level 1 visited once, level 2 twice
+        (
+            "varied layers 16^3, hybrid cycle, f32 cycle",
+            Method::Cg,
+            varied_layers(16),
+            Options { cycle: Cycle::Hybrid, coarsest: 4, f32_cycle: true, ..Options::default() },
         ),
         (
             "porous flow 14^3, W-cycle, Gauss-Seidel",

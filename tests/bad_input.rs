@@ -195,11 +195,11 @@ fn amg_and_gmres_sizes_and_near_null_spaces() {
         );
         o.smoother = FEGPU_SMOOTHER_L1_JACOBI;
         // a cycle that does not exist
-        let w = fegpu_amg_options { cycle: 2, ..o };
+        let w = fegpu_amg_options { cycle: 3, ..o };
         expect_err(
             fegpu_solver_create_amg(a, FEGPU_METHOD_CG, &w, null(), 0, &mut s),
             FEGPU_ERR_INVALID_ARGUMENT,
-            &["options.cycle = 2", "FEGPU_CYCLE_W"],
+            &["options.cycle = 3", "FEGPU_CYCLE_HYBRID"],
         );
         ok(fegpu_solver_create_amg(a, FEGPU_METHOD_CG, &o, null(), 0, &mut s));
         ok(fegpu_solver_destroy(s));

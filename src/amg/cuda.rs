@@ -24,7 +24,7 @@ use super::setup::{
 use super::{host, Hierarchy, Mat, Options, Smoother, TransferBlocks};
 use crate::array::cuda::{amax, gather, grid_for, update, Reduce, BLOCK};
 use crate::error::{Error, Result};
-use crate::gpu::{arg_or_null, view_or_null, DeviceBuffer, DeviceView, Gpu, KernelArg, Launch};
+use crate::gpu::{arg_or_null, view_or_null, DeviceBuffer, DeviceView, Gpu, Graph, KernelArg, Launch};
 use crate::sparse::cuda::{spmv_blocks, spmv_with, syncfree_apply, threads_per_row, upload, SyncFreeSweeps};
 use crate::sparse::DevicePattern;
 
@@ -603,6 +603,18 @@ pub struct DeviceHierarchy {
     scalars: DeviceBuffer<f64>,
     /// What the re-setup's checks report, a slot each (ASYMMETRY ...).
     first: DeviceBuffer<i32>,
+    /// The re-setup's levels captured once, replayed while their shape holds.
+    numbers_graph: Option<(NumbersShape, Graph)>,
+}
+
+/// What the launches of a re-setup's levels depend on beyond the
+/// hierarchy's own buffers: a graph of them replays while these hold.
+#[derive(PartialEq)]
+struct NumbersShape {
+    smoother: Smoother,
+    symmetric: bool,
+    /// The addresses of the finest values and pattern (the solver's).
+    finest: [u64; 4],
 }
 
 fn coefficient_table(h: &Hierarchy) -> Vec<f64> {
@@ -809,6 +821,7 @@ impl DeviceHierarchy {
             lanczos_partial: g.alloc(2 * LANCZOS_BLOCKS as usize)?,
             scalars: g.zeros(2 * h.levels.len())?,
             first: g.alloc(SLOTS)?,
+            numbers_graph: None,
         };
         if h.needs_numbers {
             // a structure-only setup: the numbers are the re-setup's, the phases the host's, the upload's and its
@@ -829,8 +842,9 @@ impl DeviceHierarchy {
     /// so a captured graph stays valid. The finest values' checks are read
     /// back first (one wait); the levels' numbers then queue without a host
     /// read (rho, omega and the Chebyshev coefficients come from
-    /// amg_level_numbers, on the device), and the host reads the levels' rho
-    /// and the coarsest inverse's status once, at the end. The host
+    /// amg_level_numbers, on the device), as a CUDA graph captured after
+    /// the first run and replayed while `NumbersShape` holds, and the host
+    /// reads the levels' rho and the coarsest inverse's status once, at the end. The host
     /// hierarchy keeps the structure and takes the new scalars (rho, the
     /// smoother's coefficients, the asymmetry; the coarsest inverse where the
     /// host computes it, above DEVICE_INVERSE_ROWS); its other numbers are
@@ -863,6 +877,7 @@ impl DeviceHierarchy {
             lanczos_partial,
             scalars,
             first,
+            numbers_graph,
         } = self;
         let fine = &h.levels[0].a;
         // the finest values' checks, read back together (they are finite:
@@ -912,99 +927,112 @@ impl DeviceHierarchy {
             }
             g.upload(&coefficient_table(h), table, 0)?;
         }
-        for l in 0..h.levels.len() {
-            let (n, smoother) = (h.levels[l].a.nrows, smoother.on_level(l));
-            let (dl, numbers) = (&levels[l], &numbers[l]);
-            let a = match &dl.a {
-                Some(a) => a.matrix(),
-                None => LevelMatrix { pattern, values, single: None },
-            };
-            if l > 0 {
-                // (a coarse level's zero diagonal takes dinv = 0, as on the host)
-                inverse_diagonal(g, n, (&a.pattern.diag, a.values), &numbers.dinv, None)?;
-            }
-            let has_transfer = numbers.transfer.is_some();
-            // A T needs no rho: the main stream computes it while the side
-            // stream runs Lanczos' chain of short launches, ahead of its
-            // blocks (where another thread holds the side stream, one after
-            // the other)
-            let smoothing = numbers.transfer.as_ref().and_then(|tn| tn.smoothing.as_ref());
-            if let Some(sm) = smoothing {
-                if !timed {
-                    g.fork_side()?;
-                }
-                product(g, n, &a, (&sm.t.matrix(), sm.t.nrows), &sm.at.matrix(), &sm.plan)?;
-                lap(&mut clock, Some(l), "A T")?;
-            }
-            // Lanczos' steps for rho, or rho itself (0 where no number needs it)
-            let (steps, given) = match (needs_rho(smoother, smooth, has_transfer), symmetric) {
-                (false, _) => (0, 0.0),
-                (true, true) if smoothing.is_some() && !timed => {
-                    g.on_side_if_free(|| lanczos(g, (reduce, lanczos_partial), n, (dl, numbers), &a))?;
-                    g.join_side()?;
-                    (LANCZOS_STEPS.min(n), 0.0)
-                }
-                (true, true) => {
-                    lanczos(g, (reduce, lanczos_partial), n, (dl, numbers), &a)?;
-                    lap(&mut clock, Some(l), "Lanczos")?;
-                    (LANCZOS_STEPS.min(n), 0.0)
-                }
-                (true, false) => {
-                    // Gershgorin's bound: a host read (nonsymmetric systems)
-                    row_sums(g, n, &a, Some(&numbers.dinv), &dl.d)?;
-                    (0, amax(g, n, &dl.d)?)
-                }
-            };
-            let degree = match smoother {
-                Smoother::Chebyshev { degree } => degree as i32,
-                _ => 0,
-            };
-            let (table_at, steps) = (l * MAX_STEPS * 2, steps as i32);
-            let (f, level_scalars, coef) = (
-                g.kernel("amg", SOURCE, "amg_level_numbers")?,
-                scalars.slice(2 * l..2 * l + 2),
-                table.slice(table_at..table_at + MAX_STEPS * 2),
-            );
-            let mut la = g.launcher(&f);
-            la.arg(&steps).arg(&numbers.lanczos).arg(&given).arg(&degree).arg(&CHEBYSHEV_TOP).arg(&CHEBYSHEV_RATIO);
-            la.arg(&level_scalars).arg(&coef);
-            g.launch("amg_level_numbers", la, (1, 1, 1), (32, 1, 1), 0)?;
-            match smoother {
-                Smoother::Chebyshev { .. } | Smoother::GaussSeidel { .. } => {
-                    update(g, n, &dl.inverse, 1.0, &numbers.dinv, 0.0, None, 0.0)?
-                }
-                Smoother::L1Jacobi { .. } => row_sums(g, n, &a, None, &dl.inverse)?,
-            }
-            if let Some(gs) = &dl.gauss_seidel {
-                gs.refresh(g, n, &a)?;
-            }
-            lap(&mut clock, Some(l), "numbers")?;
-            let (Some(tn), Some(p), Some(r)) = (&numbers.transfer, &dl.p, &dl.r) else { continue };
-            if let Some(Smoothing { at, t_at, .. }) = &tn.smoothing {
-                let f = g.kernel("amg", SOURCE, "amg_prolongator")?;
-                let n32 = n as i32;
-                let mut la = g.launcher(&f);
-                la.arg(&n32).arg(&at.pattern.row_ptr).arg(t_at).arg(&at.values).arg(&numbers.dinv).arg(&level_scalars);
-                la.arg(&p.values);
-                g.launch("amg_prolongator", la, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)?;
-            }
-            gather(g, tn.r_from.len(), &p.values, &tn.r_from, &r.values)?;
-            lap(&mut clock, Some(l), "P")?;
-            product(g, n, &a, (&p.matrix(), p.nrows), &tn.ap.matrix(), &tn.plans[0])?;
-            lap(&mut clock, Some(l), "A P")?;
-            let next = levels[l + 1].a.as_ref().expect("coarse levels keep their matrix");
-            product(g, r.nrows, &r.matrix(), (&tn.ap.matrix(), n), &next.matrix(), &tn.plans[1])?;
-            lap(&mut clock, Some(l), "R (A P)")?;
-        }
+        // the levels' numbers queue without a host read, except where a
+        // level's rho is Gershgorin's bound (nonsymmetric), Gauss-Seidel
+        // refreshes its sweeps or the host inverts the coarsest matrix;
+        // elsewhere they replay as one graph, captured once for this shape
         let last = h.levels.len() - 1;
-        if let Some(d) = inverse {
-            let coarsest = match &levels[last].a {
-                Some(a) => a.matrix(),
-                None => LevelMatrix { pattern, values, single: None },
-            };
-            let rows = h.levels[last].a.nrows;
-            if rows <= DEVICE_INVERSE_ROWS {
+        let host_inverse = inverse.is_some() && h.levels[last].a.nrows > DEVICE_INVERSE_ROWS;
+        let reads_rho = !symmetric && (0..=last).any(|l| needs_rho(smoother.on_level(l), smooth, numbers[l].transfer.is_some()));
+        let replayable = !timed && !host_inverse && !reads_rho && levels.iter().all(|dl| dl.gauss_seidel.is_none());
+        let shape = NumbersShape {
+            smoother,
+            symmetric,
+            finest: [g.address(values), g.address(&pattern.row_ptr), g.address(&pattern.col), g.address(&pattern.diag)],
+        };
+        // overlap: Lanczos on the side stream beside A T (not in a graph)
+        let mut queue = |clock: &mut Phases, overlap: bool| -> Result<()> {
+            for l in 0..h.levels.len() {
+                let (n, smoother) = (h.levels[l].a.nrows, smoother.on_level(l));
+                let (dl, numbers) = (&levels[l], &numbers[l]);
+                let a = match &dl.a {
+                    Some(a) => a.matrix(),
+                    None => LevelMatrix { pattern, values, single: None },
+                };
+                if l > 0 {
+                    // (a coarse level's zero diagonal takes dinv = 0, as on the host)
+                    inverse_diagonal(g, n, (&a.pattern.diag, a.values), &numbers.dinv, None)?;
+                }
+                let has_transfer = numbers.transfer.is_some();
+                // A T needs no rho: the main stream computes it while the side
+                // stream runs Lanczos' chain of short launches, ahead of its
+                // blocks (where another thread holds the side stream, one after
+                // the other)
+                let smoothing = numbers.transfer.as_ref().and_then(|tn| tn.smoothing.as_ref());
+                if let Some(sm) = smoothing {
+                    if overlap {
+                        g.fork_side()?;
+                    }
+                    product(g, n, &a, (&sm.t.matrix(), sm.t.nrows), &sm.at.matrix(), &sm.plan)?;
+                    lap(clock, Some(l), "A T")?;
+                }
+                // Lanczos' steps for rho, or rho itself (0 where no number needs it)
+                let (steps, given) = match (needs_rho(smoother, smooth, has_transfer), symmetric) {
+                    (false, _) => (0, 0.0),
+                    (true, true) if smoothing.is_some() && overlap => {
+                        g.on_side_if_free(|| lanczos(g, (reduce, lanczos_partial), n, (dl, numbers), &a))?;
+                        g.join_side()?;
+                        (LANCZOS_STEPS.min(n), 0.0)
+                    }
+                    (true, true) => {
+                        lanczos(g, (reduce, lanczos_partial), n, (dl, numbers), &a)?;
+                        lap(clock, Some(l), "Lanczos")?;
+                        (LANCZOS_STEPS.min(n), 0.0)
+                    }
+                    (true, false) => {
+                        // Gershgorin's bound: a host read (nonsymmetric systems)
+                        row_sums(g, n, &a, Some(&numbers.dinv), &dl.d)?;
+                        (0, amax(g, n, &dl.d)?)
+                    }
+                };
+                let degree = match smoother {
+                    Smoother::Chebyshev { degree } => degree as i32,
+                    _ => 0,
+                };
+                let (table_at, steps) = (l * MAX_STEPS * 2, steps as i32);
+                let (f, level_scalars, coef) = (
+                    g.kernel("amg", SOURCE, "amg_level_numbers")?,
+                    scalars.slice(2 * l..2 * l + 2),
+                    table.slice(table_at..table_at + MAX_STEPS * 2),
+                );
+                let mut la = g.launcher(&f);
+                la.arg(&steps).arg(&numbers.lanczos).arg(&given).arg(&degree).arg(&CHEBYSHEV_TOP).arg(&CHEBYSHEV_RATIO);
+                la.arg(&level_scalars).arg(&coef);
+                g.launch("amg_level_numbers", la, (1, 1, 1), (64, 1, 1), 0)?;
+                match smoother {
+                    Smoother::Chebyshev { .. } | Smoother::GaussSeidel { .. } => {
+                        update(g, n, &dl.inverse, 1.0, &numbers.dinv, 0.0, None, 0.0)?
+                    }
+                    Smoother::L1Jacobi { .. } => row_sums(g, n, &a, None, &dl.inverse)?,
+                }
+                if let Some(gs) = &dl.gauss_seidel {
+                    gs.refresh(g, n, &a)?;
+                }
+                lap(clock, Some(l), "numbers")?;
+                let (Some(tn), Some(p), Some(r)) = (&numbers.transfer, &dl.p, &dl.r) else { continue };
+                if let Some(Smoothing { at, t_at, .. }) = &tn.smoothing {
+                    let f = g.kernel("amg", SOURCE, "amg_prolongator")?;
+                    let n32 = n as i32;
+                    let mut la = g.launcher(&f);
+                    la.arg(&n32).arg(&at.pattern.row_ptr).arg(t_at).arg(&at.values).arg(&numbers.dinv).arg(&level_scalars);
+                    la.arg(&p.values);
+                    g.launch("amg_prolongator", la, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)?;
+                }
+                gather(g, tn.r_from.len(), &p.values, &tn.r_from, &r.values)?;
+                lap(clock, Some(l), "P")?;
+                product(g, n, &a, (&p.matrix(), p.nrows), &tn.ap.matrix(), &tn.plans[0])?;
+                lap(clock, Some(l), "A P")?;
+                let next = levels[l + 1].a.as_ref().expect("coarse levels keep their matrix");
+                product(g, r.nrows, &r.matrix(), (&tn.ap.matrix(), n), &next.matrix(), &tn.plans[1])?;
+                lap(clock, Some(l), "R (A P)")?;
+            }
+            if let Some(d) = inverse.as_ref().filter(|_| !host_inverse) {
                 // on the device (one block), the host keeping its last setup's inverse
+                let coarsest = match &levels[last].a {
+                    Some(a) => a.matrix(),
+                    None => LevelMatrix { pattern, values, single: None },
+                };
+                let rows = h.levels[last].a.nrows;
                 let name = "amg_dense_inverse";
                 let bytes = rows * rows * std::mem::size_of::<f64>();
                 let shared = if bytes <= g.shared_room(&g.kernel("amg", SOURCE, name)?, name)? { bytes } else { 0 };
@@ -1012,23 +1040,38 @@ impl DeviceHierarchy {
                 let (rows32, in_shared, status) = (rows as i32, (shared > 0) as i32, slot(COARSEST));
                 let mut l = g.launcher(&f);
                 l.arg(&rows32).arg(&coarsest.pattern.row_ptr).arg(&coarsest.pattern.col).arg(coarsest.values);
-                l.arg(scratch).arg(&in_shared).arg(d).arg(&status);
+                l.arg(&*scratch).arg(&in_shared).arg(d).arg(&status);
                 g.launch("amg_dense_inverse", l, (1, 1, 1), (1024, 1, 1), shared as u32)?;
-            } else {
-                // a few thousand rows: on the host
-                let mut v = std::mem::take(&mut h.levels[last].a.v);
-                v.resize(h.levels[last].a.nnz(), 0.0); // a structure-only finest level has none
-                g.download(coarsest.values, 0, &mut v)?;
-                h.levels[last].a.v = v;
-                let inv = coarse_inverse(h)?.expect("the coarsest level is inverted densely");
-                g.upload(&inv, d, 0)?;
-                h.coarse_inverse = Some(inv);
+            }
+            lap(clock, None, "coarsest inverse")?;
+            if h.options.f32_cycle {
+                round_levels(g, levels)?;
+                lap(clock, None, "f32 copies")?;
+            }
+            Ok(())
+        };
+        match numbers_graph.take().filter(|(seen, _)| replayable && *seen == shape) {
+            Some(kept) => g.replay("the AMG re-setup", &numbers_graph.insert(kept).1)?,
+            None => {
+                queue(&mut clock, !timed)?;
+                if replayable {
+                    // captured after a run, so its kernels are compiled and loaded
+                    let graph = g.capture("the AMG re-setup", || queue(&mut Phases::start(), false))?;
+                    *numbers_graph = Some((shape, graph));
+                }
             }
         }
-        lap(&mut clock, None, "coarsest inverse")?;
-        if h.options.f32_cycle {
-            round_levels(g, levels)?;
-            lap(&mut clock, None, "f32 copies")?;
+        if let Some(d) = inverse.as_mut().filter(|_| host_inverse) {
+            // a few thousand rows: on the host
+            let coarsest = levels[last].a.as_ref().map_or(values, |a| &a.values);
+            let mut v = std::mem::take(&mut h.levels[last].a.v);
+            v.resize(h.levels[last].a.nnz(), 0.0); // a structure-only finest level has none
+            g.download(coarsest, 0, &mut v)?;
+            h.levels[last].a.v = v;
+            let inv = coarse_inverse(h)?.expect("the coarsest level is inverted densely");
+            g.upload(&inv, d, 0)?;
+            h.coarse_inverse = Some(inv);
+            lap(&mut clock, None, "coarsest inverse")?;
         }
         // the one wait for the levels' numbers: what the host keeps of them
         let mut rho = vec![0.0; 2 * h.levels.len()];
@@ -1203,6 +1246,15 @@ fn lanczos(
     // (the V-cycle's right-hand side: level 0's is the caller's, a coarse
     // level's restricted before it is read)
     let (mut v, mut prev, mut w, mut w_out, sw) = (&dl.x[0], &dl.x[1], &dl.d, &dl.residual, &dl.b);
+    if n <= LANCZOS_BLOCK_ROWS && a.values.len() <= LANCZOS_BLOCK_ENTRIES {
+        // a small level: every step in one block, not two launches a step
+        let f = g.kernel("amg", SOURCE, "amg_lanczos_block")?;
+        let steps32 = steps as i32;
+        let mut l = g.launcher(&f);
+        l.arg(&n32).arg(&steps32).arg(&a.pattern.row_ptr).arg(&a.pattern.col).arg(a.values).arg(&numbers.dinv);
+        l.arg(v).arg(prev).arg(w).arg(w_out).arg(sw).arg(t);
+        return g.launch("amg_lanczos_block", l, (1, 1, 1), (n.next_multiple_of(32) as u32, 1, 1), 0);
+    }
     let f = g.kernel("amg", SOURCE, "amg_lanczos_start")?;
     let mut l = g.launcher(&f);
     l.arg(&n32).arg(&numbers.dinv).arg(w).arg(sw).arg(t).arg(&reduce.partial).arg(&reduce.counter);
@@ -1228,6 +1280,13 @@ fn lanczos(
     }
     Ok(())
 }
+
+/// The largest level whose Lanczos runs in one block (kernels/amg.cu
+/// amg_lanczos_block, a thread a row): below, its 2 LANCZOS_STEPS launches
+/// cost more than their work (32 rows: 0.15 ms on the H100); its entries
+/// are read once a step, by one multiprocessor.
+const LANCZOS_BLOCK_ROWS: usize = 1024;
+const LANCZOS_BLOCK_ENTRIES: usize = 32768;
 
 /// The Lanczos product's most blocks (kernels/amg.cu lanczos_product): a
 /// lane group a row, as an SpMV, up to these (then a grid-stride loop; the

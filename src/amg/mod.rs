@@ -110,6 +110,15 @@ pub enum Cycle {
     /// high-contrast media), each dearer by the coarse levels' work; still
     /// symmetric for CG.
     W,
+    /// The W-cycle's second visits only where they are cheap: on a level
+    /// with at most a quarter of the nonzeros of the level above, so the
+    /// visits below any level cost at most as much again as that level's
+    /// own work (a geometric series of ratio 2 x 1/4; AGMG's K-cycle takes
+    /// its second coarse iteration by a like rule); a level that coarsened
+    /// less is visited once, as in the V-cycle. Where level 1 holds half
+    /// the finest's nonzeros (layered media) this takes the W-cycle's
+    /// strength on the cheap levels without doubling the dear one.
+    Hybrid,
 }
 
 impl Cycle {
@@ -117,6 +126,17 @@ impl Cycle {
         match self {
             Cycle::V => "V",
             Cycle::W => "W",
+            Cycle::Hybrid => "hybrid V/W",
+        }
+    }
+
+    /// Whether a cycle of this kind visits a coarse level of `nonzeros`
+    /// twice, below a level of `above` nonzeros (a dense coarsest aside).
+    pub fn twice(self, nonzeros: usize, above: usize) -> bool {
+        match self {
+            Cycle::V => false,
+            Cycle::W => true,
+            Cycle::Hybrid => 4 * nonzeros <= above,
         }
     }
 }
@@ -328,11 +348,11 @@ impl Hierarchy {
     }
 
     /// Whether the cycle visits coarse level `l` a second time from the
-    /// first visit's residual (a W-cycle's, where the level is not the dense
-    /// coarsest, which the first visit solves).
+    /// first visit's residual (a W-cycle's or, where the level is cheap, a
+    /// hybrid cycle's; not the dense coarsest, which the first visit solves).
     pub fn visits_twice(&self, l: usize) -> bool {
         let dense = l + 1 == self.levels.len() && self.coarse_inverse.is_some();
-        self.options.cycle == Cycle::W && l >= 1 && !dense
+        l >= 1 && !dense && self.options.cycle.twice(self.levels[l].a.nnz(), self.levels[l - 1].a.nnz())
     }
 
     /// Sum of the levels' nonzeros over the finest's.

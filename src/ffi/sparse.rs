@@ -40,6 +40,9 @@ pub const FEGPU_CYCLE_V: i32 = 0;
 /// Each coarse level but a dense coarsest visited twice: fewer iterations
 /// where coarse levels are weak (layered high-contrast media), each dearer.
 pub const FEGPU_CYCLE_W: i32 = 1;
+/// The W-cycle's second visits only on levels with at most a quarter of the
+/// nonzeros of the level above; the V-cycle's single visit elsewhere.
+pub const FEGPU_CYCLE_HYBRID: i32 = 2;
 
 pub(crate) fn method_of(c: i32) -> Result<Method> {
     match c {
@@ -129,7 +132,7 @@ pub struct fegpu_amg_options {
     /// 1: the V-cycle reads its matrices' values rounded to f32 (a third fewer
     /// bytes a nonzero; vectors, setup and the Krylov method stay f64); 0 (default): f64.
     pub f32_cycle: i32,
-    /// FEGPU_CYCLE_V (default) or FEGPU_CYCLE_W.
+    /// FEGPU_CYCLE_V (default), FEGPU_CYCLE_W or FEGPU_CYCLE_HYBRID.
     pub cycle: i32,
 }
 
@@ -188,7 +191,12 @@ impl fegpu_amg_options {
         let cycle = match self.cycle {
             FEGPU_CYCLE_V => crate::amg::Cycle::V,
             FEGPU_CYCLE_W => crate::amg::Cycle::W,
-            c => return Err(Error::invalid(format!("options.cycle = {c}: expected FEGPU_CYCLE_V (0) or FEGPU_CYCLE_W (1)"))),
+            FEGPU_CYCLE_HYBRID => crate::amg::Cycle::Hybrid,
+            c => {
+                return Err(Error::invalid(format!(
+                    "options.cycle = {c}: expected FEGPU_CYCLE_V (0), FEGPU_CYCLE_W (1) or FEGPU_CYCLE_HYBRID (2)"
+                )))
+            }
         };
         Ok(crate::amg::Options {
             strength: self.strength,

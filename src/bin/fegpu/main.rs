@@ -20,7 +20,7 @@ const USAGE: &str = "usage:
   fegpu solve A.mtx [b.mtx] [--method bicgstab|cg|gmres|bicg|cgs] [--restart M]
               [--precond none|jacobi|ilu0|ilu0-jacobi[:SWEEPS]|amg] [--tol T] [--maxit N] [--output x.mtx]
               [--strength THETA] [--smoother chebyshev:DEGREE|l1jacobi:SWEEPS|gaussseidel:SWEEPS]
-              [--coarsest ROWS] [--block-size K] [--unsmoothed] [--f32-cycle] [--cycle v|w]
+              [--coarsest ROWS] [--block-size K] [--unsmoothed] [--f32-cycle] [--cycle v|w|hybrid]
                              solve A x = b (b = A*1 when omitted: the exact x is all ones);
                              GMRES restarts every M iterations (default 30); ilu0-jacobi:
                              ILU(0)'s factors, each triangular solve by SWEEPS Jacobi sweeps (2);
@@ -249,7 +249,8 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
                 o.amg.cycle = match value()?.as_str() {
                     "v" | "V" => fegpu::amg::Cycle::V,
                     "w" | "W" => fegpu::amg::Cycle::W,
-                    c => return Err(bad(format!("--cycle {c}: expected v or w"))),
+                    "hybrid" => fegpu::amg::Cycle::Hybrid,
+                    c => return Err(bad(format!("--cycle {c}: expected v, w or hybrid"))),
                 };
             }
             "--smoother" => {

@@ -277,9 +277,12 @@ pub fn run_all() -> Result<()> {
         let single = Options { f32_cycle: true, ..sys.amg.clone() };
         amg_rows(&ctx, sys, &timing, ", f32 cycle", single)?;
         if sys.spd {
-            // the W-cycle: fewer iterations where the coarse levels are weak, each dearer
-            for (label, f32_cycle) in [(", W-cycle", false), (", W-cycle, f32", true)] {
-                amg_rows(&ctx, sys, &timing, label, Options { cycle: Cycle::W, f32_cycle, ..sys.amg.clone() })?;
+            // the W-cycle: fewer iterations where the coarse levels are weak, each
+            // dearer; the hybrid cycle: its second visits on the cheap levels alone
+            for (label, cycle, f32_cycle) in
+                [(", W-cycle", Cycle::W, false), (", W-cycle, f32", Cycle::W, true), (", hybrid cycle, f32", Cycle::Hybrid, true)]
+            {
+                amg_rows(&ctx, sys, &timing, label, Options { cycle, f32_cycle, ..sys.amg.clone() })?;
             }
         }
         if !sys.every_solver {
