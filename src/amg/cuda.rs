@@ -297,22 +297,36 @@ impl Plan {
         })
     }
 
-    /// Plan::Split for R (A P) (R with `r_entries` entries) where C has few
-    /// rows and R's rows are long, and C's rows fit the shared memory; where
-    /// the product has `tiles`, only below SPLIT_TILED_ROWS rows of C (on the
-    /// H100, bench fem's 3,072-row level 2 took 0.8 ms split against 0.5 over
-    /// tiles, its 162-row level 3 0.1 against 0.3).
-    fn split(r_entries: usize, c: &Mat, tiles: bool) -> Option<Plan> {
-        // (C's pattern on the host, which a structure-only setup may not keep)
-        let few_long = c.nrows <= SPLIT_ROWS && r_entries >= SPLIT_ROW_LENGTH * c.nrows;
-        if !few_long || c.rp.len() != c.nrows + 1 || (tiles && c.nrows >= SPLIT_TILED_ROWS) {
+    /// Plan::Split for C = A B (A with `a_entries` entries) where C has few
+    /// rows and A's rows are long (a coarse level's R (A P), or its A T and
+    /// A P), and C's rows fit the shared memory; where the product has
+    /// `tiles`, only below SPLIT_TILED_ROWS rows of C (on the H100, bench
+    /// fem's 3,072-row level 2 took 0.8 ms split against 0.5 over tiles, its
+    /// 162-row level 3 0.1 against 0.3). C has `rows` rows, the longest
+    /// `width` entries (None: C's pattern is not on the host).
+    fn split(a_entries: usize, rows: usize, width: impl FnOnce() -> Option<usize>, tiles: bool) -> Option<Plan> {
+        let few_long = rows <= SPLIT_ROWS && a_entries >= SPLIT_ROW_LENGTH * rows;
+        if !few_long || (tiles && rows >= SPLIT_TILED_ROWS) {
             return None;
         }
-        let width = (0..c.nrows).map(|i| c.rp[i + 1] - c.rp[i]).max().unwrap_or(0) as usize;
-        let warps = if c.nrows < 1024 { 32 } else { 8 };
+        let (width, warps) = (width()?, if rows < 1024 { 32 } else { 8 });
         ((warps * 8 + 4) * width <= SPLIT_SHARED_BYTES).then_some(Plan::Split { width: width.max(1), warps })
     }
+}
 
+/// The longest row of a written-out pattern (None: a shape alone, as a
+/// structure-only setup may keep).
+fn widest(c: &Mat) -> Option<usize> {
+    let width = || (0..c.nrows).map(|i| c.rp[i + 1] - c.rp[i]).max().unwrap_or(0) as usize;
+    (c.rp.len() == c.nrows + 1).then(width)
+}
+
+/// The longest row of a block pattern, written out.
+fn widest_blocks(c: &host::BlockPattern) -> Option<usize> {
+    widest(&c.blocks).map(|blocks| blocks * c.run)
+}
+
+impl Plan {
     /// The plan for a product whose A and C are block matrices with blocks
     /// `rows` high (of `n` rows; their rows alike within each block): over
     /// `tiles` where one fits, else in blocks of the most rows of
@@ -748,7 +762,9 @@ impl DeviceHierarchy {
                                 let t_at = values_at(g, &t, &at)?;
                                 let plan = match host::tentative_tiles(a, (b.t.rows, b.t.run)) {
                                     Some((s, k)) => Plan::Tentative(s, k),
-                                    None => Plan::Rows,
+                                    None => {
+                                        Plan::split(a.nnz(), b.p.nrows(), || widest_blocks(&b.p), false).unwrap_or(Plan::Rows)
+                                    }
                                 };
                                 Some(Smoothing { t, at, t_at, plan })
                             }
@@ -756,23 +772,25 @@ impl DeviceHierarchy {
                                 t: DeviceCsr::new(g, &tr.tentative, true)?,
                                 at: DeviceCsr::new(g, &tr.at, computed)?,
                                 t_at: upload(g, &tr.t_at)?,
-                                plan: Plan::Rows,
+                                plan: Plan::split(a.nnz(), tr.at.nrows, || widest(&tr.at), false).unwrap_or(Plan::Rows),
                             }),
                         };
                         let (r_from, plans) = match kept {
                             Some(b) => (
                                 transpose_from(g, b, (p, r), held(l, |f| &f.p).zip(held(l, |f| &f.r)))?,
                                 [
-                                    // A's blocks are square, a node's dofs
-                                    Plan::of_blocks(
-                                        g,
-                                        b.p.rows,
-                                        a.nrows,
-                                        host::block_tiles((b.p.rows, b.p.rows), (b.p.rows, b.p.run)),
-                                    )?,
+                                    {
+                                        // A's blocks are square, a node's dofs
+                                        let tiles = host::block_tiles((b.p.rows, b.p.rows), (b.p.rows, b.p.run));
+                                        match Plan::split(a.nnz(), b.ap.nrows(), || widest_blocks(&b.ap), tiles.is_some()) {
+                                            Some(split) => split,
+                                            None => Plan::of_blocks(g, b.p.rows, a.nrows, tiles)?,
+                                        }
+                                    },
                                     {
                                         let tiles = host::block_tiles((b.r.rows, b.r.run), (b.ap.rows, b.ap.run));
-                                        match Plan::split(b.r.nnz(), &h.levels[l + 1].a, tiles.is_some()) {
+                                        let coarse = &h.levels[l + 1].a;
+                                        match Plan::split(b.r.nnz(), coarse.nrows, || widest(coarse), tiles.is_some()) {
                                             Some(split) => split,
                                             None => Plan::of_blocks(g, b.r.rows, b.r.nrows(), tiles)?,
                                         }
@@ -782,12 +800,21 @@ impl DeviceHierarchy {
                             None => {
                                 let coarse = &h.levels[l + 1].a;
                                 let r_from: Vec<i32> = tr.r_from.iter().map(|&k| k as i32).collect();
-                                let tiles = host::tiles(&tr.r, &tr.ap, coarse).is_some();
-                                let r_ap = match Plan::split(tr.r.nnz(), coarse, tiles) {
+                                // (tiles looked for only where they decide)
+                                let split = |a: &Mat, b: &Mat, c: &Mat| {
+                                    let decides = (SPLIT_TILED_ROWS..=SPLIT_ROWS).contains(&c.nrows);
+                                    let tiles = decides && host::tiles(a, b, c).is_some();
+                                    Plan::split(a.nnz(), c.nrows, || widest(c), tiles)
+                                };
+                                let a_p = match split(a, &tr.p, &tr.ap) {
+                                    Some(split) => split,
+                                    None => Plan::new(g, a, &tr.p, &tr.ap)?,
+                                };
+                                let r_ap = match split(&tr.r, &tr.ap, coarse) {
                                     Some(split) => split,
                                     None => Plan::new(g, &tr.r, &tr.ap, coarse)?,
                                 };
-                                (upload(g, &r_from)?, [Plan::new(g, a, &tr.p, &tr.ap)?, r_ap])
+                                (upload(g, &r_from)?, [a_p, r_ap])
                             }
                         };
                         let ap = DeviceCsr::of(g, &tr.ap, kept.map(|b| &b.ap), computed, held(l, |f| &f.ap))?;
@@ -940,8 +967,8 @@ impl DeviceHierarchy {
             symmetric,
             finest: [g.address(values), g.address(&pattern.row_ptr), g.address(&pattern.col), g.address(&pattern.diag)],
         };
-        // overlap: Lanczos on the side stream beside A T (not in a graph)
-        let mut queue = |clock: &mut Phases, overlap: bool| -> Result<()> {
+        // untimed, Lanczos runs on the side stream beside A T (in a graph, a branch of it)
+        let mut queue = |clock: &mut Phases| -> Result<()> {
             for l in 0..h.levels.len() {
                 let (n, smoother) = (h.levels[l].a.nrows, smoother.on_level(l));
                 let (dl, numbers) = (&levels[l], &numbers[l]);
@@ -960,7 +987,7 @@ impl DeviceHierarchy {
                 // the other)
                 let smoothing = numbers.transfer.as_ref().and_then(|tn| tn.smoothing.as_ref());
                 if let Some(sm) = smoothing {
-                    if overlap {
+                    if !timed {
                         g.fork_side()?;
                     }
                     product(g, n, &a, (&sm.t.matrix(), sm.t.nrows), &sm.at.matrix(), &sm.plan)?;
@@ -969,7 +996,7 @@ impl DeviceHierarchy {
                 // Lanczos' steps for rho, or rho itself (0 where no number needs it)
                 let (steps, given) = match (needs_rho(smoother, smooth, has_transfer), symmetric) {
                     (false, _) => (0, 0.0),
-                    (true, true) if smoothing.is_some() && overlap => {
+                    (true, true) if smoothing.is_some() && !timed => {
                         g.on_side_if_free(|| lanczos(g, (reduce, lanczos_partial), n, (dl, numbers), &a))?;
                         g.join_side()?;
                         (LANCZOS_STEPS.min(n), 0.0)
@@ -1053,10 +1080,10 @@ impl DeviceHierarchy {
         match numbers_graph.take().filter(|(seen, _)| replayable && *seen == shape) {
             Some(kept) => g.replay("the AMG re-setup", &numbers_graph.insert(kept).1)?,
             None => {
-                queue(&mut clock, !timed)?;
+                queue(&mut clock)?;
                 if replayable {
                     // captured after a run, so its kernels are compiled and loaded
-                    let graph = g.capture("the AMG re-setup", || queue(&mut Phases::start(), false))?;
+                    let graph = g.capture("the AMG re-setup", || queue(&mut Phases::start()))?;
                     *numbers_graph = Some((shape, graph));
                 }
             }

@@ -249,13 +249,14 @@ impl Gpu {
         self.ctx.mem_get_info().map(|(free, _)| free).unwrap_or(0)
     }
 
-    /// The stream this thread's work goes to: the context's, the capture
-    /// stream while this thread records a graph, or the side stream in `on_side`.
+    /// The stream this thread's work goes to: the side stream in `on_side`
+    /// (while recording a graph too: the fork's event brings it into the
+    /// capture), the capture stream while this thread records a graph, or the context's.
     fn stream(&self) -> &Arc<CudaStream> {
-        if self.capturing_here() {
-            &self.capture_stream
-        } else if self.side_owner.load(std::sync::atomic::Ordering::Acquire) == THREAD_TAG.with(|t| *t) {
+        if self.side_owner.load(std::sync::atomic::Ordering::Acquire) == THREAD_TAG.with(|t| *t) {
             &self.side_stream
+        } else if self.capturing_here() {
+            &self.capture_stream
         } else {
             &self.stream
         }
@@ -271,20 +272,22 @@ impl Gpu {
         self.stream().synchronize().map_err(|e| device_error(what, e))
     }
 
-    /// Marks the point in the main stream's work after which side work
-    /// (`on_side`) may start.
+    /// Marks the point in this thread's stream's work (the main stream's,
+    /// or the capture stream's while recording a graph) after which side
+    /// work (`on_side`) may start.
     pub fn fork_side(&self) -> Result<()> {
-        self.side_events[0].record(&self.stream).map_err(|e| device_error("marking the side stream's start", e))
+        self.side_events[0].record(self.stream()).map_err(|e| device_error("marking the side stream's start", e))
     }
 
     /// Queues the work `queue` queues on the side stream instead: after the
     /// main stream's work up to the last `fork_side`, beside what the main
     /// stream runs after it, until `join_side`. The side stream has the
     /// highest priority, so its blocks go ahead of a bulk kernel's waiting
-    /// ones. One thread at a time; not while capturing a graph.
+    /// ones. One thread at a time. While recording a graph, the side work
+    /// becomes a branch of the graph (after a `fork_side` in the same capture).
     pub fn on_side<R>(&self, queue: impl FnOnce() -> Result<R>) -> Result<R> {
         if !self.take_side() {
-            return Err(Error::internal("the side stream is taken (another thread, or a graph being captured)"));
+            return Err(Error::internal("the side stream is taken by another thread"));
         }
         self.queue_on_side(queue)
     }
@@ -299,12 +302,11 @@ impl Gpu {
         }
     }
 
-    /// Takes the side stream for this thread, if no other thread holds it
-    /// and this thread is not capturing a graph.
+    /// Takes the side stream for this thread, if no other thread holds it.
     fn take_side(&self) -> bool {
         use std::sync::atomic::Ordering::{AcqRel, Acquire};
         let me = THREAD_TAG.with(|t| *t);
-        !self.capturing_here() && self.side_owner.compare_exchange(0, me, AcqRel, Acquire).is_ok()
+        self.side_owner.compare_exchange(0, me, AcqRel, Acquire).is_ok()
     }
 
     /// Runs `queue` with this thread's work going to the side stream (taken
@@ -316,11 +318,12 @@ impl Gpu {
         queued
     }
 
-    /// Orders the main stream's later work after everything queued on the side stream.
+    /// Orders this thread's stream's later work (the main stream's, or the
+    /// capture stream's) after everything queued on the side stream.
     pub fn join_side(&self) -> Result<()> {
         self.side_events[1]
             .record(&self.side_stream)
-            .and_then(|()| self.stream.wait(&self.side_events[1]))
+            .and_then(|()| self.stream().wait(&self.side_events[1]))
             .map_err(|e| device_error("ordering the main stream after the side one", e))
     }
 }
