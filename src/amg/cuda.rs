@@ -871,8 +871,8 @@ impl DeviceHierarchy {
     /// read (rho, omega and the Chebyshev coefficients come from
     /// amg_level_numbers, on the device), as a CUDA graph captured after
     /// the first run and replayed while `NumbersShape` holds, and the host
-    /// reads the levels' rho and the coarsest inverse's status once, at the end. The host
-    /// hierarchy keeps the structure and takes the new scalars (rho, the
+    /// reads the levels' rho and the coarsest inverse's status once, at the
+    /// end. The host hierarchy keeps the structure and takes the new scalars (rho, the
     /// smoother's coefficients, the asymmetry; the coarsest inverse where the
     /// host computes it, above DEVICE_INVERSE_ROWS); its other numbers are
     /// those of its last host setup. A matrix the setup would refuse is
