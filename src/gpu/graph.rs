@@ -24,6 +24,10 @@ impl Gpu {
         let recorded = record();
         self.capture_owner.store(0, Release);
         let graph = self.capture_stream.end_capture(sys::CUgraphInstantiate_flags(0));
+        // side work joined the capture: the side stream left it with its end
+        self.capture_forked.store(false, Release);
+        let me = THREAD_TAG.with(|t| *t);
+        let _ = self.side_owner.compare_exchange(me, 0, Release, std::sync::atomic::Ordering::Relaxed);
         recorded?;
         match graph.map_err(|e| device_error(&format!("instantiating {what}"), e))? {
             Some(g) => Ok(Graph(g)),

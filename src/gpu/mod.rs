@@ -107,12 +107,20 @@ pub struct Gpu {
     capture_lock: Mutex<()>,
     capture_owner: std::sync::atomic::AtomicU64,
     /// A second stream, of the highest priority, for short work that
-    /// overlaps the main stream's (`on_side`): this thread's queued work goes
-    /// there while `side_owner` holds its tag; the two events order it
-    /// against the main stream (`fork_side`, `join_side`).
+    /// overlaps the main stream's (`on_side`): one thread at a time holds it
+    /// (`side_owner`, its tag), and that thread's queued work goes there
+    /// while `side_route` holds its tag; the two events order it against
+    /// the main stream (`fork_side`, `join_side`).
     side_stream: Arc<CudaStream>,
     side_owner: std::sync::atomic::AtomicU64,
+    side_route: std::sync::atomic::AtomicU64,
     side_events: [CudaEvent; 2],
+    /// A capture's own fork and join events (one capture at a time). Once
+    /// side work joins a capture, the side stream is part of it until the
+    /// capture ends: its thread keeps the side stream till then, and joins
+    /// it back only where its side work went there (`capture_forked`).
+    capture_events: [CudaEvent; 2],
+    capture_forked: std::sync::atomic::AtomicBool,
     pub info: DeviceInfo,
 }
 
@@ -196,6 +204,7 @@ impl Gpu {
         let ordering_event =
             || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)).map_err(|e| device_error("creating an event", e));
         let side_events = [ordering_event()?, ordering_event()?];
+        let capture_events = [ordering_event()?, ordering_event()?];
         let attr = |a| ctx.attribute(a).map_err(|e| device_error("reading a device attribute", e));
         let cc = (
             attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
@@ -239,7 +248,10 @@ impl Gpu {
             capture_owner: 0.into(),
             side_stream,
             side_owner: 0.into(),
+            side_route: 0.into(),
             side_events,
+            capture_events,
+            capture_forked: false.into(),
             info,
         })
     }
@@ -251,9 +263,10 @@ impl Gpu {
 
     /// The stream this thread's work goes to: the side stream in `on_side`
     /// (while recording a graph too: the fork's event brings it into the
-    /// capture), the capture stream while this thread records a graph, or the context's.
+    /// capture), the capture stream while this thread records a graph, or
+    /// the context's.
     fn stream(&self) -> &Arc<CudaStream> {
-        if self.side_owner.load(std::sync::atomic::Ordering::Acquire) == THREAD_TAG.with(|t| *t) {
+        if self.side_route.load(std::sync::atomic::Ordering::Acquire) == THREAD_TAG.with(|t| *t) {
             &self.side_stream
         } else if self.capturing_here() {
             &self.capture_stream
@@ -276,7 +289,8 @@ impl Gpu {
     /// or the capture stream's while recording a graph) after which side
     /// work (`on_side`) may start.
     pub fn fork_side(&self) -> Result<()> {
-        self.side_events[0].record(self.stream()).map_err(|e| device_error("marking the side stream's start", e))
+        let event = if self.capturing_here() { &self.capture_events[0] } else { &self.side_events[0] };
+        event.record(self.stream()).map_err(|e| device_error("marking the side stream's start", e))
     }
 
     /// Queues the work `queue` queues on the side stream instead: after the
@@ -302,28 +316,54 @@ impl Gpu {
         }
     }
 
-    /// Takes the side stream for this thread, if no other thread holds it.
+    /// Takes the side stream for this thread, if no other thread holds it
+    /// (this thread may hold it already: a capture keeps it).
     fn take_side(&self) -> bool {
         use std::sync::atomic::Ordering::{AcqRel, Acquire};
         let me = THREAD_TAG.with(|t| *t);
-        self.side_owner.compare_exchange(0, me, AcqRel, Acquire).is_ok()
+        match self.side_owner.compare_exchange(0, me, AcqRel, Acquire) {
+            Ok(_) => true,
+            Err(holder) => holder == me,
+        }
     }
 
     /// Runs `queue` with this thread's work going to the side stream (taken
-    /// by `take_side`), after the last `fork_side`; then gives it back.
+    /// by `take_side`), after the last `fork_side`; then gives it back (a
+    /// capture keeps it to its end). Within side work, `queue` just runs.
     fn queue_on_side<R>(&self, queue: impl FnOnce() -> Result<R>) -> Result<R> {
-        let ordered = self.side_stream.wait(&self.side_events[0]).map_err(|e| device_error("ordering the side stream", e));
+        use std::sync::atomic::Ordering::{Acquire, Release};
+        let me = THREAD_TAG.with(|t| *t);
+        if self.side_route.load(Acquire) == me {
+            return queue();
+        }
+        let capturing = self.capturing_here();
+        let fork = if capturing { &self.capture_events[0] } else { &self.side_events[0] };
+        let ordered = self.side_stream.wait(fork).map_err(|e| device_error("ordering the side stream", e));
+        if capturing {
+            // the side stream is the capture's now, to its end (`capture`)
+            self.capture_forked.store(ordered.is_ok(), Release);
+        }
+        self.side_route.store(me, Release);
         let queued = ordered.and_then(|()| queue());
-        self.side_owner.store(0, std::sync::atomic::Ordering::Release);
+        self.side_route.store(0, Release);
+        if !capturing {
+            self.side_owner.store(0, Release);
+        }
         queued
     }
 
     /// Orders this thread's stream's later work (the main stream's, or the
     /// capture stream's) after everything queued on the side stream.
     pub fn join_side(&self) -> Result<()> {
-        self.side_events[1]
-            .record(&self.side_stream)
-            .and_then(|()| self.stream().wait(&self.side_events[1]))
+        use std::sync::atomic::Ordering::AcqRel;
+        let join = match self.capturing_here() {
+            false => &self.side_events[1],
+            // the side work went inline: nothing of the capture's to join
+            true if !self.capture_forked.swap(false, AcqRel) => return Ok(()),
+            true => &self.capture_events[1],
+        };
+        join.record(&self.side_stream)
+            .and_then(|()| self.stream().wait(join))
             .map_err(|e| device_error("ordering the main stream after the side one", e))
     }
 }
