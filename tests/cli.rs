@@ -185,7 +185,7 @@ fn solve_reports_and_writes_the_solution() {
 
 /// `--precond amg` prints the hierarchy; `--f32-cycle` runs the cycle over
 /// f32 values (the summary says so) to the same tolerance in about as many
-/// iterations; `--cycle w` takes no more iterations; a smoother or cycle that
+/// iterations; `--cycle w` and `--cycle hybrid` take no more iterations; a smoother or cycle that
 /// does not exist is refused by name.
 #[test]
 fn solve_with_amg_prints_the_hierarchy_and_takes_the_f32_cycle() {
@@ -210,6 +210,10 @@ fn solve_with_amg_prints_the_hierarchy_and_takes_the_f32_cycle() {
     let (ok, w) = run(&["--cycle", "w"]);
     assert!(ok && w.contains("status: converged") && w.contains("W-cycle"), "{w}");
     assert!(its(&w) <= its(&double), "W-cycle:\n{w}\nV-cycle:\n{double}");
+    // the hybrid cycle: the W-cycle's second visits where a level is cheap, the V-cycle's visit elsewhere
+    let (ok, hybrid) = run(&["--cycle", "hybrid"]);
+    assert!(ok && hybrid.contains("status: converged") && hybrid.contains("hybrid V/W-cycle"), "{hybrid}");
+    assert!(its(&hybrid) <= its(&double), "hybrid cycle:\n{hybrid}\nV-cycle:\n{double}");
     let (ok, out) = run(&["--cycle", "f"]);
     assert!(!ok && out.contains("--cycle f"), "{out}");
 }
