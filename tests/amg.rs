@@ -632,7 +632,6 @@ fn solve(ctx: &Arc<Context>, a: &Arc<Csr>, b: &[f64], method: Method, precond: P
     (out.iterations, x)
 }
 
-/// The matrix of `arrays` in `ctx` (on the device where it has one).
 /// Porous flow through the varied layers (contrast 1e6), only the z = 0 face fixed.
 fn varied_layers(n: usize) -> CsrArrays {
     let mut z0 = [false; 6];
@@ -640,6 +639,7 @@ fn varied_layers(n: usize) -> CsrArrays {
     gallery::porous_flow_fixed(n, &gallery::layered_varied_permeability(n, 1e6, 8, 1.25, 7), &z0)
 }
 
+/// The matrix of `arrays` in `ctx` (on the device where it has one).
 fn csr(ctx: &Arc<Context>, arrays: &CsrArrays) -> Arc<Csr> {
     let n = arrays.0.len() - 1;
     Arc::new(Csr::new(ctx.clone(), build_pattern(n, n, &arrays.0, &arrays.1, 0).unwrap(), &arrays.2).unwrap())
