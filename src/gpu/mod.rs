@@ -289,8 +289,17 @@ impl Gpu {
     /// or the capture stream's while recording a graph) after which side
     /// work (`on_side`) may start.
     pub fn fork_side(&self) -> Result<()> {
-        let event = if self.capturing_here() { &self.capture_events[0] } else { &self.side_events[0] };
-        event.record(self.stream()).map_err(|e| device_error("marking the side stream's start", e))
+        self.ordering_events()[0].record(self.stream()).map_err(|e| device_error("marking the side stream's start", e))
+    }
+
+    /// The fork and join events of this thread's side work: a capture's own
+    /// while it records one, else the shared pair.
+    fn ordering_events(&self) -> &[CudaEvent; 2] {
+        if self.capturing_here() {
+            &self.capture_events
+        } else {
+            &self.side_events
+        }
     }
 
     /// Queues the work `queue` queues on the side stream instead: after the
@@ -337,8 +346,7 @@ impl Gpu {
             return queue();
         }
         let capturing = self.capturing_here();
-        let fork = if capturing { &self.capture_events[0] } else { &self.side_events[0] };
-        let ordered = self.side_stream.wait(fork).map_err(|e| device_error("ordering the side stream", e));
+        let ordered = self.side_stream.wait(&self.ordering_events()[0]).map_err(|e| device_error("ordering the side stream", e));
         if capturing {
             // the side stream is the capture's now, to its end (`capture`)
             self.capture_forked.store(ordered.is_ok(), Release);
@@ -356,12 +364,10 @@ impl Gpu {
     /// capture stream's) after everything queued on the side stream.
     pub fn join_side(&self) -> Result<()> {
         use std::sync::atomic::Ordering::AcqRel;
-        let join = match self.capturing_here() {
-            false => &self.side_events[1],
-            // the side work went inline: nothing of the capture's to join
-            true if !self.capture_forked.swap(false, AcqRel) => return Ok(()),
-            true => &self.capture_events[1],
-        };
+        if self.capturing_here() && !self.capture_forked.swap(false, AcqRel) {
+            return Ok(()); // the side work went inline: nothing of the capture's to join
+        }
+        let join = &self.ordering_events()[1];
         join.record(&self.side_stream)
             .and_then(|()| self.stream().wait(join))
             .map_err(|e| device_error("ordering the main stream after the side one", e))
