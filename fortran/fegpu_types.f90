@@ -94,6 +94,7 @@ module fegpu_types
   integer, parameter, public :: FEGPU_SMOOTHER_AUTO = 0, FEGPU_SMOOTHER_CHEBYSHEV = 1, FEGPU_SMOOTHER_L1_JACOBI = 2, &
        FEGPU_SMOOTHER_GAUSS_SEIDEL = 3
   integer, parameter, public :: FEGPU_CYCLE_V = 0, FEGPU_CYCLE_W = 1, FEGPU_CYCLE_HYBRID = 2
+  integer, parameter, public :: FEGPU_AGGREGATION_GREEDY = 0, FEGPU_AGGREGATION_PARALLEL = 1
 
   !> fegpu_amg_options of fegpu.h, initialised to the defaults: change the
   !> fields you tune and pass it to fegpu_solver_create_amg.
@@ -117,6 +118,9 @@ module fegpu_types
     !> FEGPU_CYCLE_V, or FEGPU_CYCLE_W: each coarse level visited twice (fewer, dearer iterations),
     !> or FEGPU_CYCLE_HYBRID: twice only where a level has at most a quarter of the nonzeros of the one above.
     integer(c_int32_t) :: cycle = FEGPU_CYCLE_V
+    !> FEGPU_AGGREGATION_GREEDY (pyamg's sweep, on the host), or FEGPU_AGGREGATION_PARALLEL: the same
+    !> aggregates in parallel rounds; on the GPU a scalar system's whole setup runs there (a single solve).
+    integer(c_int32_t) :: aggregation = FEGPU_AGGREGATION_GREEDY
   end type fegpu_amg_options
 
   integer, parameter, public :: FEGPU_ELEMENT_TRI3 = 1, FEGPU_ELEMENT_QUAD4 = 2, FEGPU_ELEMENT_TET4 = 3, FEGPU_ELEMENT_HEX8 = 4

@@ -207,6 +207,14 @@
 // nonzeros of the level above; the V-cycle's single visit elsewhere.
 #define FEGPU_CYCLE_HYBRID 2
 
+// AMG aggregation: pyamg's sequential sweep on the host (the default).
+#define FEGPU_AGGREGATION_GREEDY 0
+
+// Roots chosen in parallel rounds, the same aggregates on the host and the
+// device; on the device a scalar system's whole structure is built there,
+// for a single solve from scratch (a few more iterations).
+#define FEGPU_AGGREGATION_PARALLEL 1
+
 // Status returned by every C entry point (0 = success).
 typedef int32_t fegpu_status;
 
@@ -305,6 +313,8 @@ typedef struct fegpu_amg_options {
   int32_t f32_cycle;
   // FEGPU_CYCLE_V (default), FEGPU_CYCLE_W or FEGPU_CYCLE_HYBRID.
   int32_t cycle;
+  // FEGPU_AGGREGATION_GREEDY (default) or FEGPU_AGGREGATION_PARALLEL.
+  int32_t aggregation;
 } fegpu_amg_options;
 
 // A solver handle (0 is never valid).

@@ -1126,3 +1126,172 @@ extern "C" __global__ void __launch_bounds__(1024) amg_dense_inverse(int n, cons
         inv[k] = live[i] && live[j] ? m[i * n + column[j]] : 0.0;
     }
 }
+
+// ---- The parallel aggregation (src/amg/setup.rs aggregate_parallel, round for round) ----
+// A node's neighbours are its row's columns other than itself; the graph is
+// symmetric (the level's pattern, theta = 0).
+#define MIS_OUT 0
+#define MIS_UNDECIDED 1
+#define MIS_ROOT 2
+
+// Wellons' lowbias32: bijective, so no two nodes' keys tie (setup.rs mis_hash).
+__device__ __forceinline__ u64 amg_mis_hash(unsigned int x) {
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return (u64)x;
+}
+
+// state[i]: OUT for a node without neighbours (it joins no aggregate), else UNDECIDED.
+extern "C" __global__ void __launch_bounds__(256) amg_mis_start(int n, const int* __restrict__ rp,
+    const int* __restrict__ ci, unsigned char* __restrict__ state) {
+    GRID_STRIDE(i, n) {
+        unsigned char s = MIS_OUT;
+        for (int k = rp[i]; k < rp[i + 1]; ++k)
+            if (ci[k] != i) s = MIS_UNDECIDED;
+        state[i] = s;
+    }
+}
+
+// A round's keys: an undecided node's ranks by its undecided neighbours,
+// fewest first, then by its hash; a root's above every undecided one; an
+// out node's 0.
+extern "C" __global__ void __launch_bounds__(256) amg_mis_key(int n, const int* __restrict__ rp,
+    const int* __restrict__ ci, const unsigned char* __restrict__ state, u64* __restrict__ key) {
+    GRID_STRIDE(i, n) {
+        const unsigned char s = state[i];
+        u64 k = 0;
+        if (s == MIS_UNDECIDED) {
+            int open = 0;
+            for (int e = rp[i]; e < rp[i + 1]; ++e) open += ci[e] != i && state[ci[e]] == MIS_UNDECIDED;
+            k = (1ull << 62) | ((u64)(255 - min(open, 255)) << 32) | amg_mis_hash((unsigned int)i);
+        } else if (s == MIS_ROOT) {
+            k = (2ull << 62) | amg_mis_hash((unsigned int)i);
+        }
+        key[i] = k;
+    }
+}
+
+// out[i]: the largest of `in` over node i and its neighbours.
+extern "C" __global__ void __launch_bounds__(256) amg_mis_near(int n, const int* __restrict__ rp,
+    const int* __restrict__ ci, const u64* __restrict__ in, u64* __restrict__ out) {
+    GRID_STRIDE(i, n) {
+        u64 m = in[i];
+        for (int e = rp[i]; e < rp[i + 1]; ++e) m = max(m, in[ci[e]]);
+        out[i] = m;
+    }
+}
+
+// An undecided node whose key is the largest within distance two becomes a
+// root; one with a root within distance two drops out. *left = 1 while any
+// node stays undecided.
+extern "C" __global__ void __launch_bounds__(256) amg_mis_decide(int n, const int* __restrict__ rp,
+    const int* __restrict__ ci, const u64* __restrict__ key, const u64* __restrict__ near,
+    unsigned char* __restrict__ state, int* __restrict__ left) {
+    GRID_STRIDE(i, n) {
+        if (state[i] != MIS_UNDECIDED) continue;
+        u64 top = near[i];
+        for (int e = rp[i]; e < rp[i + 1]; ++e) top = max(top, near[ci[e]]);
+        if (top == key[i]) state[i] = MIS_ROOT;
+        else if ((top >> 62) == 2) state[i] = MIS_OUT;
+        else *left = 1;
+    }
+}
+
+// flag[i] = 1 for a root, else 0 (scanned into the roots' numbers).
+extern "C" __global__ void __launch_bounds__(256) amg_mis_roots(int n, const unsigned char* __restrict__ state,
+    int* __restrict__ flag) {
+    GRID_STRIDE(i, n) flag[i] = state[i] == MIS_ROOT;
+}
+
+// first[i]: a root's number, or its first root neighbour's (roots are three
+// apart, so a node has one at most), else -1.
+extern "C" __global__ void __launch_bounds__(256) amg_join_roots(int n, const int* __restrict__ rp,
+    const int* __restrict__ ci, const unsigned char* __restrict__ state, const int* __restrict__ number,
+    int* __restrict__ first) {
+    GRID_STRIDE(i, n) {
+        int a = state[i] == MIS_ROOT ? number[i] : -1;
+        for (int e = rp[i]; e < rp[i + 1] && a < 0; ++e) {
+            const int j = ci[e];
+            if (j != i && state[j] == MIS_ROOT) a = number[j];
+        }
+        first[i] = a;
+    }
+}
+
+// agg[i]: first[i], else the first aggregate among i's neighbours' first
+// (row order), else -1.
+extern "C" __global__ void __launch_bounds__(256) amg_join_neighbours(int n, const int* __restrict__ rp,
+    const int* __restrict__ ci, const int* __restrict__ first, int* __restrict__ agg) {
+    GRID_STRIDE(i, n) {
+        int a = first[i];
+        for (int e = rp[i]; e < rp[i + 1] && a < 0; ++e) {
+            const int j = ci[e];
+            if (j != i) a = first[j];
+        }
+        agg[i] = a;
+    }
+}
+
+// T's pattern from the aggregates: flag pass (trp == null): count[i] = 1 for
+// an aggregated node, else 0; after the scan, row i's one column agg[i].
+extern "C" __global__ void __launch_bounds__(256) amg_tentative_pattern(int n, const int* __restrict__ agg,
+    const int* __restrict__ trp, int* __restrict__ out) {
+    GRID_STRIDE(i, n) {
+        if (!trp) out[i] = agg[i] >= 0;
+        else if (agg[i] >= 0) out[trp[i]] = agg[i];
+    }
+}
+
+// ---- A pattern's transpose on the device: count, scan, scatter, sort ----
+// count[c] += 1 for each entry in column c.
+extern "C" __global__ void __launch_bounds__(256) amg_column_counts(i64 nnz, const int* __restrict__ ci,
+    int* __restrict__ count) {
+    GRID_STRIDE(k, nnz) atomicAdd(&count[ci[k]], 1);
+}
+
+// Each entry k of row i to a free slot of its column's row of the
+// transpose (fill: that row's next slot, from its row pointer): row[slot] =
+// i, from[slot] = k, in no set order (amg_transpose_sort orders them).
+extern "C" __global__ void __launch_bounds__(256) amg_transpose_scatter(int n, const int* __restrict__ rp,
+    const int* __restrict__ ci, int* __restrict__ fill, int* __restrict__ row, int* __restrict__ from) {
+    GRID_STRIDE(i, n) {
+        for (int k = rp[i]; k < rp[i + 1]; ++k) {
+            const int slot = atomicAdd(&fill[ci[k]], 1);
+            row[slot] = (int)i;
+            from[slot] = k;
+        }
+    }
+}
+
+// Each row of the transpose sorted by column (the rows it came from, each
+// once): an entry's place is the count of the row's smaller columns. A
+// warp a row; the transpose's rows hold tens of entries.
+extern "C" __global__ void __launch_bounds__(256) amg_transpose_sort(int nt, const int* __restrict__ trp,
+    const int* __restrict__ row, const int* __restrict__ from, int* __restrict__ tci, int* __restrict__ tfrom) {
+    const int lane = threadIdx.x & 31;
+    const i64 warps = ((i64)gridDim.x * blockDim.x) >> 5;
+    for (i64 c = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; c < nt; c += warps) {
+        const int start = trp[c], end = trp[c + 1];
+        for (int q = start + lane; q < end; q += 32) {
+            const int mine = row[q];
+            int place = start;
+            for (int p = start; p < end; ++p) place += row[p] < mine;
+            tci[place] = mine;
+            if (tfrom) tfrom[place] = from[q];
+        }
+    }
+}
+
+// diag[i]: the entry of row i in column i (-1: none).
+extern "C" __global__ void __launch_bounds__(256) amg_diagonal_positions(int n, const int* __restrict__ rp,
+    const int* __restrict__ ci, int* __restrict__ diag) {
+    GRID_STRIDE(i, n) {
+        int d = -1;
+        for (int k = rp[i]; k < rp[i + 1]; ++k)
+            if (ci[k] == i) d = k;
+        diag[i] = d;
+    }
+}

@@ -11,7 +11,7 @@ mod common;
 
 use common::{seed, Rng};
 use fegpu::amg::host::{block_pattern, block_tiles, product, row_blocks, tentative_tiles, tiles};
-use fegpu::amg::{rigid_body_modes, Cycle, Hierarchy, Mat, NearNullSpace, Options, Smoother, StructureOnly};
+use fegpu::amg::{rigid_body_modes, Aggregation, Cycle, Hierarchy, Mat, NearNullSpace, Options, Smoother, StructureOnly};
 use fegpu::array::Array;
 use fegpu::context::{Context, Request};
 use fegpu::error::ErrorKind;
@@ -593,6 +593,85 @@ fn the_devices_finest_products_are_the_hosts() {
     }
 }
 
+/// The parallel aggregation (Aggregation::Parallel) on the host: every
+/// coupled node in an aggregate, each aggregate connected and of radius two
+/// at most about some node, fewer aggregates than nodes, and on the
+/// layered and Laplacian systems at most a few iterations more than the
+/// greedy sweep's.
+#[test]
+fn parallel_aggregates_are_connected_and_keep_the_iterations() {
+    let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
+    let parallel = Options { aggregation: Aggregation::Parallel, ..Options::default() };
+    for (name, arrays) in [
+        ("varied layers 16^3", varied_layers(16)),
+        ("laplacian7 20^3 with a well row", with_a_well(&gallery::laplacian7(20), 3000)),
+    ] {
+        let n = arrays.0.len() - 1;
+        let a = mat(n, &arrays);
+        let h = Hierarchy::new(a.clone(), &parallel).unwrap();
+        let agg = &h.levels[0].transfer.as_ref().unwrap().aggregate;
+        let naggs = h.levels[1].a.nrows;
+        let neighbours = |i: usize| a.ci[a.row(i)].iter().map(|&j| j as usize).filter(move |&j| j != i);
+        let mut members = vec![Vec::new(); naggs];
+        for i in 0..n {
+            match agg[i] {
+                -1 => assert!(neighbours(i).next().is_none(), "{name}: node {i} is coupled but in no aggregate"),
+                g => members[g as usize].push(i),
+            }
+        }
+        assert!(naggs > 0 && naggs < n / 4, "{name}: {naggs} aggregates of {n} nodes");
+        for (g, nodes) in members.iter().enumerate() {
+            // some member reaches every other within two steps inside the aggregate
+            let within_two = |c: usize| {
+                nodes.iter().all(|&v| {
+                    v == c || neighbours(c).any(|j| j == v || (agg[j] == g as i32 && neighbours(j).any(|k| k == v)))
+                })
+            };
+            assert!(nodes.iter().any(|&c| within_two(c)), "{name}: aggregate {g} {nodes:?} has no centre");
+        }
+        let (b, its) = {
+            let (csr, b) = scalar_system(&ctx, n, &arrays);
+            let (greedy, _) = solve(&ctx, &csr, &b, Method::Cg, Precond::Amg, Options::default());
+            let (its, _) = solve(&ctx, &csr, &b, Method::Cg, Precond::Amg, parallel.clone());
+            (greedy, its)
+        };
+        assert!(its <= b + 4, "{name}: {its} iterations with parallel aggregation against the greedy's {b}");
+    }
+}
+
+/// The whole structure the device builds for the parallel aggregation
+/// (amg::device_structure) equals the host's of the same aggregation:
+/// every level's aggregates, each pattern's row pointers, the coarsest
+/// pattern's columns, and the same levels as a device solve reports.
+#[test]
+fn the_devices_structure_is_the_hosts() {
+    let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
+    let Some(g) = ctx.gpu() else { return };
+    let parallel = Options { aggregation: Aggregation::Parallel, coarsest: 4, ..Options::default() };
+    for (name, arrays) in [
+        ("varied layers 20^3", varied_layers(20)),
+        ("porous flow 16^3", gallery::porous_flow(16, &gallery::lognormal_permeability(16, 1e3, 2))),
+        ("laplacian27 11^3", gallery::laplacian27(11)),
+        ("laplacian7 12^3 with a well row", with_a_well(&gallery::laplacian7(12), 600)),
+    ] {
+        let a = csr(&ctx, &arrays);
+        let (p, dp) = (&a.pattern, a.device.as_ref().unwrap());
+        let m = Mat { nrows: p.nrows, ncols: p.ncols, rp: p.row_ptr.clone(), ci: p.col.clone(), v: Vec::new() };
+        let known = StructureOnly { symmetric_pattern: true, node_blocks: Some(false), fit_on_device: true };
+        let host = Hierarchy::structure(m.clone(), &parallel, known, None).unwrap();
+        let (device, _) = fegpu::amg::device_structure::build(g, m, dp, &parallel).unwrap().expect("the device builds it");
+        assert!(host.levels.len() >= 3, "{name}: {} levels", host.levels.len());
+        assert_eq!(device.levels.len(), host.levels.len(), "{name}: levels");
+        for (l, (x, y)) in device.levels.iter().zip(&host.levels).enumerate() {
+            assert_eq!((x.a.nrows, &x.a.rp), (y.a.nrows, &y.a.rp), "{name}, level {l}: rows");
+            let aggregates = |lv: &fegpu::amg::Level| lv.transfer.as_ref().map(|t| t.aggregate.clone());
+            assert_eq!(aggregates(x), aggregates(y), "{name}, level {l}: aggregates");
+        }
+        let (x, y) = (&device.levels.last().unwrap().a, &host.levels.last().unwrap().a);
+        assert_eq!(&x.ci, &y.ci, "{name}: the coarsest pattern's columns");
+    }
+}
+
 /// The device's check that the rows are nodes of blocks
 /// (cuda::finest_nodes_are_blocks, which the solver hands the structure)
 /// agrees with the host's (host::block_pattern).
@@ -928,6 +1007,25 @@ fn values_only_resetup_and_the_device_match_a_fresh_reference() {
             Method::Cg,
             gallery::laplacian7(40),
             Options { cycle: Cycle::W, max_levels: 2, smoother: Some(Smoother::L1Jacobi { sweeps: 3 }), ..Options::default() },
+        ),
+        // the parallel aggregation: on the device the whole structure is the device's
+        (
+            "porous flow 14^3, parallel aggregation",
+            Method::Cg,
+            porous_w.clone(),
+            Options { aggregation: Aggregation::Parallel, ..Options::default() },
+        ),
+        (
+            "varied layers 16^3, parallel aggregation, hybrid cycle, f32 cycle",
+            Method::Cg,
+            varied_layers(16),
+            Options { aggregation: Aggregation::Parallel, cycle: Cycle::Hybrid, coarsest: 4, f32_cycle: true, ..Options::default() },
+        ),
+        (
+            "laplacian7 40^3, parallel aggregation, W-cycle, smoothed coarsest",
+            Method::Cg,
+            gallery::laplacian7(40),
+            Options { aggregation: Aggregation::Parallel, cycle: Cycle::W, max_levels: 2, ..Options::default() },
         ),
         // a pattern that is not symmetric: no mirror, the symmetry checked on the host
         (

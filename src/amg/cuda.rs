@@ -369,21 +369,28 @@ pub struct FoundOnDevice {
     /// (`Hierarchy::fit_scale`): the finest near-null space the hierarchy
     /// was set up with, uploaded (None: the constants).
     pub near_null_space: Option<DeviceBuffer<f64>>,
-    /// The finest level's transfer's block patterns (`FinestProducts`).
-    pub finest_blocks: Option<FinestBlocks>,
+    /// Each level's transfer's block patterns where the device holds them
+    /// (the finest's from `FinestProducts`, every level's from a structure
+    /// built on the device, device_structure.rs), by level.
+    pub held: Vec<Option<HeldBlocks>>,
 }
 
 /// A block pattern on the device: row pointers, columns.
-pub struct DeviceBlocks(DeviceBuffer<i32>, DeviceBuffer<i32>);
+pub struct DeviceBlocks(pub(super) DeviceBuffer<i32>, pub(super) DeviceBuffer<i32>);
 
-/// The finest transfer's block patterns on the device: P's and R's, which
+/// A transfer's block patterns on the device: P's and R's, which
 /// `FinestProducts` uploaded, A P's and the coarse level's, which it found
-/// (A P's columns are the device's alone).
-pub struct FinestBlocks {
-    p: DeviceBlocks,
-    r: DeviceBlocks,
-    ap: DeviceBlocks,
-    coarse: DeviceBlocks,
+/// (A P's columns are the device's alone). A structure built on the device
+/// (device_structure.rs) holds T's, each aggregate's nodes and which entry
+/// of P each of R's mirrors there too.
+pub struct HeldBlocks {
+    pub(super) p: DeviceBlocks,
+    pub(super) r: DeviceBlocks,
+    pub(super) ap: DeviceBlocks,
+    pub(super) coarse: DeviceBlocks,
+    pub(super) t: Option<DeviceBlocks>,
+    pub(super) members: Option<DeviceBlocks>,
+    pub(super) r_from: Option<DeviceBuffer<i32>>,
 }
 
 /// The finest level's symbolic products A P and R (A P) on the device
@@ -398,13 +405,13 @@ pub struct FinestProducts<'a> {
     finest: &'a DevicePattern,
     bs: usize,
     /// The finest transfer's block patterns, once found.
-    pub blocks: Option<FinestBlocks>,
+    pub blocks: Option<HeldBlocks>,
 }
 
 /// The largest bitmap of columns `amg_product_pattern` keeps in shared
 /// memory: the 48 KiB a block may take without opting in, less its own
 /// four counts.
-const BITMAP_BYTES: usize = 48 * 1024 - 64;
+pub(super) const BITMAP_BYTES: usize = 48 * 1024 - 64;
 
 /// The columns a row's list holds in `amg_product_pattern_narrow` (its
 /// NARROW_COLUMNS).
@@ -445,7 +452,8 @@ impl super::DeviceProducts for FinestProducts<'_> {
         let mut ci = vec![0i32; *crp.last().expect("row pointers") as usize];
         g.download(&cci, 0, &mut ci)?;
         let (p, r, ap) = (DeviceBlocks(prp, pci), DeviceBlocks(rrp, rci), DeviceBlocks(ap_drp, ap_ci));
-        self.blocks = Some(FinestBlocks { p, r, ap, coarse: DeviceBlocks(dcrp, cci) });
+        let coarse = DeviceBlocks(dcrp, cci);
+        self.blocks = Some(HeldBlocks { p, r, ap, coarse, t: None, members: None, r_from: None });
         Ok(Some((ap_rp, Mat { nrows: naggs, ncols: naggs, rp: crp.into(), ci: ci.into(), v: Vec::new() })))
     }
 }
@@ -464,7 +472,7 @@ type DevicePatternParts = (Vec<i32>, DeviceBuffer<i32>, DeviceBuffer<i32>);
 /// the narrow kernel's list, `amg_product_pattern` alone): its row pointers,
 /// on the host and the device, and its columns; None where rows need the
 /// bitmap and `bitmap` says it does not fit.
-fn product_pattern(
+pub(super) fn product_pattern(
     g: &Gpu,
     (nrows, ra): (usize, usize),
     (arp, aci): (&DeviceBuffer<i32>, &DeviceBuffer<i32>),
@@ -545,20 +553,21 @@ fn product_pattern(
 /// constants per unknown of a node) times `scale` (None: 1), for the
 /// `(n, bs, k)` of the level (kernels/amg.cu `amg_fit`); returns the coarse
 /// level's near-null space.
+/// `members`: each aggregate's nodes (pointers, nodes) on the device.
 fn fit(
     g: &Gpu,
-    (ptr, nodes): &(Vec<i32>, Vec<i32>),
+    members: &DeviceBlocks,
     (n, bs, k): (usize, usize, usize),
     (b, scale): (Option<&DeviceBuffer<f64>>, Option<&DeviceBuffer<f64>>),
     t: &DeviceCsr,
 ) -> Result<DeviceBuffer<f64>> {
-    let naggs = ptr.len() - 1;
-    let (dptr, dnodes) = (upload(g, ptr)?, upload(g, nodes)?);
+    let DeviceBlocks(dptr, dnodes) = members;
+    let naggs = dptr.len() - 1;
     let coarse = g.alloc::<f64>((naggs * k * k).max(1))?;
     let f = g.kernel("amg", SOURCE, "amg_fit")?;
     let (na, bs, k, n) = (naggs as i32, bs as i32, k as i32, n as i32);
     let mut l = g.launcher(&f);
-    l.arg(&na).arg(&bs).arg(&k).arg(&n).arg(&dptr).arg(&dnodes);
+    l.arg(&na).arg(&bs).arg(&k).arg(&n).arg(dptr).arg(dnodes);
     arg_or_null(&mut l, b);
     arg_or_null(&mut l, scale);
     l.arg(&t.pattern.row_ptr).arg(&t.values).arg(&coarse);
@@ -568,15 +577,23 @@ fn fit(
 
 /// For each entry of R = P^T, written out from the kept block patterns, the
 /// entry of P it mirrors (kernels/amg.cu `amg_transpose_from`).
-/// `on_device`: P's and R's block patterns where the device holds them.
+/// `on_device`: P's and R's block patterns where the device holds them;
+/// `held_from`: the blocks' own `r_from` where the device holds that.
 fn transpose_from(
     g: &Gpu,
     kept: &TransferBlocks,
     (p, r): (&DeviceCsr, &DeviceCsr),
     on_device: Option<(&DeviceBlocks, &DeviceBlocks)>,
+    held_from: Option<&DeviceBuffer<i32>>,
 ) -> Result<DeviceBuffer<i32>> {
-    let bfrom: Vec<i32> = kept.r_from.iter().map(|&k| k as i32).collect();
-    let bfrom = upload(g, &bfrom)?;
+    let uploaded_from;
+    let bfrom = match held_from {
+        Some(from) => from,
+        None => {
+            uploaded_from = upload(g, &kept.r_from.iter().map(|&k| k as i32).collect::<Vec<_>>())?;
+            &uploaded_from
+        }
+    };
     let uploaded;
     let (pbrp, DeviceBlocks(rbrp, rbci)) = match on_device {
         Some((pb, rb)) => (&pb.0, rb),
@@ -590,7 +607,7 @@ fn transpose_from(
     let f = g.kernel("amg", SOURCE, "amg_transpose_from")?;
     let (nr, rows, run) = (r.nrows as i32, kept.p.rows as i32, kept.p.run as i32);
     let mut l = g.launcher(&f);
-    l.arg(&nr).arg(&rows).arg(&run).arg(rbrp).arg(rbci).arg(&bfrom).arg(pbrp).arg(&p.pattern.row_ptr);
+    l.arg(&nr).arg(&rows).arg(&run).arg(rbrp).arg(rbci).arg(bfrom).arg(pbrp).arg(&p.pattern.row_ptr);
     l.arg(&r.pattern.row_ptr).arg(&from);
     g.launch("amg_transpose_from", l, (grid_for(r.nrows * 32), 1, 1), (BLOCK, 1, 1), 0)?;
     Ok(from)
@@ -653,9 +670,10 @@ impl DeviceHierarchy {
         (pattern, values): (&DevicePattern, &DeviceBuffer<f64>),
         found: FoundOnDevice,
     ) -> Result<DeviceHierarchy> {
-        let FoundOnDevice { mirror, near_null_space, finest_blocks } = found;
-        // level 0's transfer's block patterns, where the device holds them
-        let held = |l: usize, which: fn(&FinestBlocks) -> &DeviceBlocks| finest_blocks.as_ref().filter(|_| l == 0).map(which);
+        let FoundOnDevice { mirror, near_null_space, held: held_blocks } = found;
+        // a level's transfer's block patterns, where the device holds them
+        let held_level = |l: usize| held_blocks.get(l).and_then(Option::as_ref);
+        let held = |l: usize, which: fn(&HeldBlocks) -> &DeviceBlocks| held_level(l).map(which);
         let mut clock = Phases::start();
         // values the host computed (else zeros until the re-setup below)
         let (computed, smooth) = (!h.needs_numbers, h.options.smooth_prolongator);
@@ -672,7 +690,11 @@ impl DeviceHierarchy {
                     let held = held(l - 1, |f| &f.coarse);
                     let mut a =
                         DeviceCsr::of(g, &level.a, level.blocks.as_ref(), computed, held)?.cycled(g, h.single_on_level(l))?;
-                    a.pattern.diag = upload(g, &level.a.diagonal_positions())?;
+                    a.pattern.diag = match level.a.ci.is_empty() && level.a.nnz() > 0 {
+                        // the device built the pattern and holds it alone
+                        true => diagonal_positions(g, n, &a.pattern)?,
+                        false => upload(g, &level.a.diagonal_positions())?,
+                    };
                     Some(a)
                 },
                 // unsmoothed, P is T and R its transpose: the host's values
@@ -744,8 +766,17 @@ impl DeviceHierarchy {
                             (false, _) => None,
                             // T written out from its block pattern, A T's pattern P's
                             (true, Some(b)) => {
-                                let mut t = DeviceCsr::expanded(g, &b.t, None)?;
-                                if let Some(members) = &b.members {
+                                let held_t = held_level(l).and_then(|f| f.t.as_ref());
+                                let mut t = DeviceCsr::expanded(g, &b.t, held_t)?;
+                                let uploaded;
+                                let members = match (&b.members, held_level(l).and_then(|f| f.members.as_ref())) {
+                                    (Some((ptr, nodes)), _) => {
+                                        uploaded = DeviceBlocks(upload(g, ptr)?, upload(g, nodes)?);
+                                        Some(&uploaded)
+                                    }
+                                    (None, on_device) => on_device,
+                                };
+                                if let Some(members) = members {
                                     let level_null_space = fit_null_space.take();
                                     let fitted = (a.nrows, b.t.rows, b.t.run);
                                     fit_null_space = Some(fit(
@@ -777,7 +808,13 @@ impl DeviceHierarchy {
                         };
                         let (r_from, plans) = match kept {
                             Some(b) => (
-                                transpose_from(g, b, (p, r), held(l, |f| &f.p).zip(held(l, |f| &f.r)))?,
+                                transpose_from(
+                                    g,
+                                    b,
+                                    (p, r),
+                                    held(l, |f| &f.p).zip(held(l, |f| &f.r)),
+                                    held_level(l).and_then(|f| f.r_from.as_ref()),
+                                )?,
                                 [
                                     {
                                         // A's blocks are square, a node's dofs
@@ -1117,6 +1154,18 @@ impl DeviceHierarchy {
         h.phases = clock.0;
         Ok(())
     }
+}
+
+/// Each row's diagonal entry (-1: none) of a pattern the device holds alone
+/// (kernels/amg.cu `amg_diagonal_positions`).
+fn diagonal_positions(g: &Gpu, n: usize, p: &DevicePattern) -> Result<DeviceBuffer<i32>> {
+    let diag = g.alloc::<i32>(n.max(1))?;
+    let f = g.kernel("amg", SOURCE, "amg_diagonal_positions")?;
+    let n32 = n as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&n32).arg(&p.row_ptr).arg(&p.col).arg(&diag);
+    g.launch("amg_diagonal_positions", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)?;
+    Ok(diag)
 }
 
 /// For each entry (i, j) of a square pattern of `n` rows, the entry (j, i),

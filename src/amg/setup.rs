@@ -7,14 +7,14 @@ use super::host::{
     block_pattern, dense_inverse, for_each_row_mut, pieces, product_pattern, product_pattern_by, product_values, row_pointers,
     spectral_bound, spectral_radius_symmetric, BlockPattern, Blocked, Mat,
 };
-use super::{Hierarchy, Level, NearNullSpace, Options, Smoother, Transfer, TransferBlocks};
+use super::{Aggregation, Hierarchy, Level, NearNullSpace, Options, Smoother, Transfer, TransferBlocks};
 use crate::error::{Error, ErrorKind, Result};
 use rayon::prelude::*;
 use std::borrow::Cow;
 
 /// The largest coarsest level inverted densely; above it (coarsening stalled)
 /// the coarsest level is smoothed instead.
-const DENSE_LIMIT: usize = 4096;
+pub(super) const DENSE_LIMIT: usize = 4096;
 /// Lanczos steps for rho(D^-1 A): 10 (hypre's count for its Chebyshev
 /// bounds) come within about 1% below 20 steps' estimate on the benched
 /// systems, which CHEBYSHEV_TOP's 10% margin covers, at half the SpMVs of
@@ -210,7 +210,7 @@ fn checked_vectors(vectors: &[f64], n: usize) -> Result<(Cow<'_, [f64]>, Vec<f64
     Ok((scaled.into(), largest.iter().map(|m| 1.0 / m).collect()))
 }
 
-fn check_square(a: &Mat) -> Result<()> {
+pub(super) fn check_square(a: &Mat) -> Result<()> {
     match a.nrows == a.ncols {
         true => Ok(()),
         false => Err(Error::size(format!("A is {} x {}: AMG needs a square matrix", a.nrows, a.ncols))),
@@ -423,6 +423,85 @@ fn aggregate(graph: &Mat) -> (Vec<i32>, usize) {
             count += 1;
         }
     }
+    (agg, count as usize)
+}
+
+/// A node's place in the parallel aggregation's order: bijective on 32 bits
+/// (Wellons' lowbias32), so no two nodes tie. kernels/amg.cu `amg_mis_hash`.
+fn mis_hash(i: usize) -> u64 {
+    let mut x = i as u32;
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7feb_352d);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846c_a68b);
+    x ^= x >> 16;
+    x as u64
+}
+
+/// The parallel aggregation's node states.
+const OUT: u8 = 0;
+const UNDECIDED: u8 = 1;
+const ROOT: u8 = 2;
+
+/// The parallel aggregation (Aggregation::Parallel), in the rounds the
+/// device runs (cuda.rs `aggregate`): roots are a maximal set of nodes at
+/// least three apart (an MIS of the graph's square, Bell, Dalton and Olson
+/// 2012), each taking its neighbours as the greedy first pass does; every
+/// other node joins its first neighbour's aggregate in row order. A round
+/// keys each undecided node by its undecided neighbours, fewest first, then
+/// by `mis_hash`: nodes beside decided ones go first, so roots pack against
+/// the aggregates already placed as the sequential sweep's do (plain hash
+/// keys left a quarter fewer aggregates and 3-5 more iterations). A node
+/// whose key is the largest within distance two becomes a root; an undecided
+/// node within distance two of a root drops out. `graph` symmetric.
+fn aggregate_parallel(graph: &Mat) -> (Vec<i32>, usize) {
+    let n = graph.nrows;
+    let neighbours = |i: usize| graph.ci[graph.row(i)].iter().map(|&j| j as usize).filter(move |&j| j != i);
+    let mut state: Vec<u8> =
+        (0..n).into_par_iter().map(|i| if neighbours(i).next().is_some() { UNDECIDED } else { OUT }).collect();
+    let closed_max = |i: usize, of: &[u64]| neighbours(i).map(|j| of[j]).fold(of[i], u64::max);
+    while state.contains(&UNDECIDED) {
+        let key: Vec<u64> = (0..n)
+            .into_par_iter()
+            .map(|i| match state[i] {
+                UNDECIDED => {
+                    let open = neighbours(i).filter(|&j| state[j] == UNDECIDED).count().min(255) as u64;
+                    (1 << 62) | ((255 - open) << 32) | mis_hash(i)
+                }
+                ROOT => (2 << 62) | mis_hash(i),
+                _ => 0,
+            })
+            .collect();
+        let near: Vec<u64> = (0..n).into_par_iter().map(|i| closed_max(i, &key)).collect();
+        state.par_iter_mut().enumerate().filter(|(_, s)| **s == UNDECIDED).for_each(|(i, s)| {
+            let top = closed_max(i, &near);
+            if top == key[i] {
+                *s = ROOT;
+            } else if top >> 62 == 2 {
+                *s = OUT;
+            }
+        });
+    }
+    // roots numbered in the nodes' order; their neighbours join them, then the rest their first aggregated neighbour
+    let mut count = 0i32;
+    let roots: Vec<i32> = state
+        .iter()
+        .map(|&s| match s {
+            ROOT => (count, count += 1).0,
+            _ => -1,
+        })
+        .collect();
+    let mut first = roots.clone();
+    first.par_iter_mut().enumerate().filter(|(_, a)| **a < 0).for_each(|(i, a)| {
+        *a = neighbours(i).find(|&j| roots[j] >= 0).map_or(-1, |j| roots[j]);
+    });
+    let agg = (0..n)
+        .into_par_iter()
+        .map(|i| match first[i] {
+            -1 => neighbours(i).find(|&j| first[j] >= 0).map_or(-1, |j| first[j]),
+            a => a,
+        })
+        .collect();
     (agg, count as usize)
 }
 
@@ -754,6 +833,37 @@ pub trait DeviceProducts {
     fn products(&mut self, p: &BlockPattern, r: &BlockPattern) -> Result<Option<(Vec<i32>, Mat)>>;
 }
 
+/// The options' own checks, for a matrix of `n` rows.
+pub(super) fn check_options(o: &Options, n: usize) -> Result<()> {
+    if o.block_size == 0 || !n.is_multiple_of(o.block_size) {
+        return Err(Error::invalid(format!("block_size = {}: must divide the {n} rows", o.block_size)));
+    }
+    if !(o.strength >= 0.0 && o.strength <= 1.0) {
+        return Err(Error::invalid(format!("strength = {}: must be in [0, 1]", o.strength)));
+    }
+    if let Some(s) = o.smoother.filter(|s| s.steps() == 0 || s.steps() > 16) {
+        return Err(Error::invalid(format!(
+            "smoother {}: needs 1 to 16 steps (Chebyshev degree, l1-Jacobi sweeps) or 1 to 8 Gauss-Seidel sweeps",
+            s.name()
+        )));
+    }
+    if o.max_levels == 0 {
+        return Err(Error::invalid("max_levels = 0: must be at least 1"));
+    }
+    if o.coarsest == 0 {
+        return Err(Error::invalid("coarsest = 0: must be at least 1"));
+    }
+    Ok(())
+}
+
+/// Whether `naggs` aggregates of `k` modes coarsen a level of `n` rows:
+/// coarsening that stalls ends the hierarchy, and so does a poor ratio on a
+/// level small enough to invert densely.
+pub(super) fn coarsens(naggs: usize, k: usize, n: usize) -> bool {
+    let nc = naggs * k;
+    naggs > 0 && nc < n * 9 / 10 && !(2 * nc > n && n <= DENSE_LIMIT / 2)
+}
+
 /// Sets up the hierarchy of `a`. With `structure_only` the host builds the
 /// structure alone from the pattern (aggregates, tentative prolongators, patterns) and
 /// leaves the numbers at zero for the device's re-setup to compute
@@ -782,24 +892,7 @@ pub fn build(
         )));
     }
     let n = a.nrows;
-    if o.block_size == 0 || !n.is_multiple_of(o.block_size) {
-        return Err(Error::invalid(format!("block_size = {}: must divide the {n} rows", o.block_size)));
-    }
-    if !(o.strength >= 0.0 && o.strength <= 1.0) {
-        return Err(Error::invalid(format!("strength = {}: must be in [0, 1]", o.strength)));
-    }
-    if let Some(s) = o.smoother.filter(|s| s.steps() == 0 || s.steps() > 16) {
-        return Err(Error::invalid(format!(
-            "smoother {}: needs 1 to 16 steps (Chebyshev degree, l1-Jacobi sweeps) or 1 to 8 Gauss-Seidel sweeps",
-            s.name()
-        )));
-    }
-    if o.max_levels == 0 {
-        return Err(Error::invalid("max_levels = 0: must be at least 1"));
-    }
-    if o.coarsest == 0 {
-        return Err(Error::invalid("coarsest = 0: must be at least 1"));
-    }
+    check_options(o, n)?;
     // the caller's vectors are read in place: only the coarse levels' are new
     let (mut b, mut k, scale): (Cow<[f64]>, usize, Vec<f64>) = match &o.near_null_space {
         Some(ns) => {
@@ -850,12 +943,13 @@ pub fn build(
                 (None, None) => Blocked::new(&level.a, bs, bs),
             };
             let graph = strength(&a_nodes, o.strength, mirror.is_some() || symmetric_pattern);
-            let (agg, naggs) = aggregate(&graph);
+            let (agg, naggs) = match o.aggregation {
+                Aggregation::Greedy => aggregate(&graph),
+                Aggregation::Parallel => aggregate_parallel(&graph),
+            };
             clock.lap("strength and aggregation");
-            // coarsening that stalls ends the hierarchy, and so does a poor
-            // ratio on a level small enough to invert densely
-            let nc = naggs * k;
-            if naggs > 0 && nc < n * 9 / 10 && !(2 * nc > n && n <= DENSE_LIMIT / 2) {
+            if coarsens(naggs, k, n) {
+                let nc = naggs * k;
                 let (t, coarse) = match device_fits {
                     // T's shape: its pattern is the block pattern `transfer` keeps
                     true => (Mat { nrows: n, ncols: nc, ..Mat::default() }, Vec::new()),

@@ -43,6 +43,12 @@ pub const FEGPU_CYCLE_W: i32 = 1;
 /// The W-cycle's second visits only on levels with at most a quarter of the
 /// nonzeros of the level above; the V-cycle's single visit elsewhere.
 pub const FEGPU_CYCLE_HYBRID: i32 = 2;
+/// AMG aggregation: pyamg's sequential sweep on the host (the default).
+pub const FEGPU_AGGREGATION_GREEDY: i32 = 0;
+/// Roots chosen in parallel rounds, the same aggregates on the host and the
+/// device; on the device a scalar system's whole structure is built there,
+/// for a single solve from scratch (a few more iterations).
+pub const FEGPU_AGGREGATION_PARALLEL: i32 = 1;
 
 pub(crate) fn method_of(c: i32) -> Result<Method> {
     match c {
@@ -134,6 +140,8 @@ pub struct fegpu_amg_options {
     pub f32_cycle: i32,
     /// FEGPU_CYCLE_V (default), FEGPU_CYCLE_W or FEGPU_CYCLE_HYBRID.
     pub cycle: i32,
+    /// FEGPU_AGGREGATION_GREEDY (default) or FEGPU_AGGREGATION_PARALLEL.
+    pub aggregation: i32,
 }
 
 impl Default for fegpu_amg_options {
@@ -149,6 +157,7 @@ impl Default for fegpu_amg_options {
             block_size: 1,
             f32_cycle: 0,
             cycle: FEGPU_CYCLE_V,
+            aggregation: FEGPU_AGGREGATION_GREEDY,
         }
     }
 }
@@ -198,6 +207,15 @@ impl fegpu_amg_options {
                 )))
             }
         };
+        let aggregation = match self.aggregation {
+            FEGPU_AGGREGATION_GREEDY => crate::amg::Aggregation::Greedy,
+            FEGPU_AGGREGATION_PARALLEL => crate::amg::Aggregation::Parallel,
+            a => {
+                return Err(Error::invalid(format!(
+                    "options.aggregation = {a}: expected FEGPU_AGGREGATION_GREEDY (0) or FEGPU_AGGREGATION_PARALLEL (1)"
+                )))
+            }
+        };
         Ok(crate::amg::Options {
             strength: self.strength,
             smoother,
@@ -208,6 +226,7 @@ impl fegpu_amg_options {
             near_null_space: None,
             f32_cycle: self.f32_cycle == 1,
             cycle,
+            aggregation,
         })
     }
 }

@@ -700,25 +700,36 @@ impl Solver {
                         // and whether its rows are nodes of blocks, which the host reads every row for
                         let blocks = amg::cuda::finest_nodes_are_blocks(g, p.nrows, self.settings.amg.block_size, dp)?;
                         let blocked = clock.elapsed().as_secs_f64() - mirrored;
-                        let known = amg::StructureOnly {
-                            symmetric_pattern: mirror.is_some(),
-                            node_blocks: Some(blocks),
-                            fit_on_device: true,
-                        };
                         let o = &self.settings.amg;
-                        let mut products = amg::cuda::FinestProducts::new(g, dp, o.block_size);
-                        // the near-null space the device fits T to goes up meanwhile
-                        let (h, near_null_space) = std::thread::scope(|s| {
-                            let vectors = o.near_null_space.as_ref().filter(|_| known.device_fits(o));
-                            let up = vectors.map(|ns| s.spawn(move || cuda::upload(g, &ns.vectors)));
-                            let h = amg::Hierarchy::structure(a, o, known, Some(&mut products));
-                            let panicked = || Err(Error::new(ErrorKind::Internal, "the near-null space's upload panicked"));
-                            (h, up.map(|t| t.join().unwrap_or_else(|_| panicked())).transpose())
-                        });
-                        let mut h = h?;
+                        // parallel aggregation of a scalar system: the whole structure on the device
+                        let on_device = match amg::device_structure::applies(o, mirror.is_some()) {
+                            true => amg::device_structure::build(g, a.clone(), dp, o)?,
+                            false => None,
+                        };
+                        let (mut h, found) = match on_device {
+                            Some((h, found)) => (h, amg::cuda::FoundOnDevice { mirror, ..found }),
+                            None => {
+                                let known = amg::StructureOnly {
+                                    symmetric_pattern: mirror.is_some(),
+                                    node_blocks: Some(blocks),
+                                    fit_on_device: true,
+                                };
+                                let mut products = amg::cuda::FinestProducts::new(g, dp, o.block_size);
+                                // the near-null space the device fits T to goes up meanwhile
+                                let (h, near_null_space) = std::thread::scope(|s| {
+                                    let vectors = o.near_null_space.as_ref().filter(|_| known.device_fits(o));
+                                    let up = vectors.map(|ns| s.spawn(move || cuda::upload(g, &ns.vectors)));
+                                    let h = amg::Hierarchy::structure(a, o, known, Some(&mut products));
+                                    let panicked =
+                                        || Err(Error::new(ErrorKind::Internal, "the near-null space's upload panicked"));
+                                    (h, up.map(|t| t.join().unwrap_or_else(|_| panicked())).transpose())
+                                });
+                                let (near_null_space, finest) = (near_null_space?, products.blocks.take());
+                                (h?, amg::cuda::FoundOnDevice { mirror, near_null_space, held: vec![finest] })
+                            }
+                        };
                         h.phases.splice(0..0, [("device mirror".into(), mirrored), ("device node blocks".into(), blocked)]);
-                        let (near_null_space, finest_blocks) = (near_null_space?, products.blocks.take());
-                        (h, amg::cuda::FoundOnDevice { mirror, near_null_space, finest_blocks })
+                        (h, found)
                     }
                     None => (amg::Hierarchy::new(a, &self.settings.amg)?, amg::cuda::FoundOnDevice::default()),
                 };

@@ -21,6 +21,7 @@ const USAGE: &str = "usage:
               [--precond none|jacobi|ilu0|ilu0-jacobi[:SWEEPS]|amg] [--tol T] [--maxit N] [--output x.mtx]
               [--strength THETA] [--smoother chebyshev:DEGREE|l1jacobi:SWEEPS|gaussseidel:SWEEPS]
               [--coarsest ROWS] [--block-size K] [--unsmoothed] [--f32-cycle] [--cycle v|w|hybrid]
+              [--aggregation greedy|parallel]
                              solve A x = b (b = A*1 when omitted: the exact x is all ones);
                              GMRES restarts every M iterations (default 30); ilu0-jacobi:
                              ILU(0)'s factors, each triangular solve by SWEEPS Jacobi sweeps (2);
@@ -253,6 +254,14 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
                     c => return Err(bad(format!("--cycle {c}: expected v, w or hybrid"))),
                 };
             }
+            "--aggregation" => {
+                amg_options = true;
+                o.amg.aggregation = match value()?.as_str() {
+                    "greedy" => fegpu::amg::Aggregation::Greedy,
+                    "parallel" => fegpu::amg::Aggregation::Parallel,
+                    a => return Err(bad(format!("--aggregation {a}: expected greedy or parallel"))),
+                };
+            }
             "--smoother" => {
                 amg_options = true;
                 use fegpu::amg::Smoother;
@@ -288,7 +297,7 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
     }
     if amg_options && o.precond != Precond::Amg {
         return Err(bad(
-            "--strength, --coarsest, --smoother, --unsmoothed, --f32-cycle and --cycle are AMG's: give --precond amg".into(),
+            "--strength, --coarsest, --smoother, --unsmoothed, --f32-cycle, --cycle and --aggregation are AMG's: give --precond amg".into(),
         ));
     }
     match files.as_slice() {

@@ -6,7 +6,7 @@
 //! V-cycle's cost in SpMVs of the finest matrix.
 
 use super::{describe, open_context, time};
-use fegpu::amg::{rigid_body_modes, Cycle, Options, Smoother};
+use fegpu::amg::{rigid_body_modes, Aggregation, Cycle, Options, Smoother};
 use fegpu::array::Array;
 use fegpu::context::Context;
 use fegpu::error::Result;
@@ -283,6 +283,13 @@ pub fn run_all() -> Result<()> {
                 [(", W-cycle", Cycle::W, false), (", W-cycle, f32", Cycle::W, true), (", hybrid cycle, f32", Cycle::Hybrid, true)]
             {
                 amg_rows(&ctx, sys, &timing, label, Options { cycle, f32_cycle, ..sys.amg.clone() })?;
+            }
+        }
+        if sys.spd && sys.amg.block_size == 1 {
+            // the parallel aggregation: a scalar system's whole structure built on the device
+            for (label, cycle) in [(", parallel aggregation, f32", Cycle::V), (", parallel, hybrid cycle, f32", Cycle::Hybrid)] {
+                let parallel = Options { cycle, f32_cycle: true, aggregation: Aggregation::Parallel, ..sys.amg.clone() };
+                amg_rows(&ctx, sys, &timing, label, parallel)?;
             }
         }
         if !sys.every_solver {
