@@ -812,9 +812,9 @@ extern "C" __global__ void __launch_bounds__(256) amg_fit(int naggs, int bs, int
 // left zero), so a row costs its own span, not ncols. A's row i is the
 // first of its ra rows, every ra-th entry, each column divided by ra: A's
 // node pattern (host.rs condensed; ra = 1: A's own). crp == null: out[i] =
-// row i's count; else its columns go to out[crp[i] ..]. rows != null: only
-// rows[0 .. nrows) (those amg_product_pattern_narrow left).
-extern "C" __global__ void __launch_bounds__(128) amg_product_pattern(int nrows, const int* __restrict__ rows, int ra,
+// row i's count; else its columns go to out[crp[i] ..]. wide != null: only
+// the rows i with wide[i] < 0 (those amg_product_pattern_narrow left).
+extern "C" __global__ void __launch_bounds__(128) amg_product_pattern(int nrows, const int* __restrict__ wide, int ra,
     const int* __restrict__ arp, const int* __restrict__ aci, const int* __restrict__ brp, const int* __restrict__ bci,
     int ncols, const int* __restrict__ crp, int* __restrict__ out) {
     extern __shared__ unsigned int bits[];
@@ -823,8 +823,8 @@ extern "C" __global__ void __launch_bounds__(128) amg_product_pattern(int nrows,
     for (int w = t; w < words; w += 128) bits[w] = 0u;
     if (t == 0) span[0] = 0x7fffffff, span[1] = -1;
     __syncthreads();
-    for (int r = blockIdx.x; r < nrows; r += gridDim.x) {
-        const int i = rows ? rows[r] : r;
+    for (int i = blockIdx.x; i < nrows; i += gridDim.x) {
+        if (wide && wide[i] >= 0) continue;  // the whole block alike
         int lo = 0x7fffffff, hi = -1;
         const int end = arp[(i64)i * ra + 1];
         for (int e = arp[(i64)i * ra] + t * ra; e < end; e += 128 * ra) {
@@ -877,11 +877,12 @@ extern "C" __global__ void __launch_bounds__(128) amg_product_pattern(int nrows,
 // a row: its columns kept sorted and unique in a list of its own, each
 // found by bisection. A block and a bitmap a row cost the narrow rows of
 // the Laplacian 128^3 about 60 ms. A row with more columns is left to
-// amg_product_pattern: counted as -1 (crp == null) and not written.
+// amg_product_pattern: counted as -1 (crp == null; *any_wide = 1) and not
+// written.
 #define NARROW_COLUMNS 64
 extern "C" __global__ void __launch_bounds__(256) amg_product_pattern_narrow(int nrows, int ra, const int* __restrict__ arp,
     const int* __restrict__ aci, const int* __restrict__ brp, const int* __restrict__ bci, const int* __restrict__ crp,
-    int* __restrict__ out) {
+    int* __restrict__ out, int* __restrict__ any_wide) {
     int cols[NARROW_COLUMNS];
     const i64 stride = (i64)gridDim.x * blockDim.x;
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < nrows; i += stride) {
@@ -910,6 +911,7 @@ extern "C" __global__ void __launch_bounds__(256) amg_product_pattern_narrow(int
         }
         if (!crp) {
             out[i] = wide ? -1 : m;
+            if (wide) *any_wide = 1;
         } else if (!wide) {
             int* o = out + crp[i];
             for (int q = 0; q < m; ++q) o[q] = cols[q];
@@ -1283,6 +1285,16 @@ extern "C" __global__ void __launch_bounds__(256) amg_transpose_sort(int nt, con
             if (tfrom) tfrom[place] = from[q];
         }
     }
+}
+
+// *total += the n counts (64-bit: a product's entries may pass what the
+// int scan holds; the host checks before it allocates).
+extern "C" __global__ void __launch_bounds__(256) amg_count_total(int n, const int* __restrict__ count,
+    u64* __restrict__ total) {
+    u64 s = 0;
+    GRID_STRIDE(i, n) s += (u64)count[i];
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(0xffffffffu, s, off);
+    if ((threadIdx.x & 31) == 0 && s) atomicAdd(total, s);
 }
 
 // diag[i]: the entry of row i in column i (-1: none).

@@ -22,7 +22,7 @@ use super::setup::{
     LANCZOS_STEPS,
 };
 use super::{host, Hierarchy, Mat, Options, Smoother, TransferBlocks};
-use crate::array::cuda::{amax, gather, grid_for, update, Reduce, BLOCK};
+use crate::array::cuda::{amax, exclusive_scan, gather, grid_for, update, Reduce, BLOCK};
 use crate::error::{Error, Result};
 use crate::gpu::{arg_or_null, view_or_null, DeviceBuffer, DeviceView, Gpu, Graph, KernelArg, Launch};
 use crate::sparse::cuda::{spmv_blocks, spmv_with, syncfree_apply, threads_per_row, upload, SyncFreeSweeps};
@@ -279,7 +279,7 @@ enum Plan {
 
 /// C's most rows for which a product takes Plan::Split, and A's least mean
 /// row length: below either, rows of C a group each keep the GPU busier.
-const SPLIT_ROWS: usize = 8192;
+pub(super) const SPLIT_ROWS: usize = 8192;
 const SPLIT_ROW_LENGTH: usize = 32;
 const SPLIT_TILED_ROWS: usize = 1024;
 /// Plan::Split's shared memory: its warps' partial rows and C's columns.
@@ -393,6 +393,36 @@ pub struct HeldBlocks {
     pub(super) r_from: Option<DeviceBuffer<i32>>,
 }
 
+impl HeldBlocks {
+    /// The coarse level's pattern, downloaded: row pointers, columns.
+    pub fn coarse_pattern(&self, g: &Gpu) -> Result<(Vec<i32>, Vec<i32>)> {
+        download_pattern(g, &self.coarse)
+    }
+
+    /// Each node's aggregate (-1: none), downloaded from T's pattern where
+    /// the device holds it.
+    pub fn aggregates(&self, g: &Gpu) -> Result<Option<Vec<i32>>> {
+        let Some(t) = &self.t else { return Ok(None) };
+        let (rp, ci) = download_pattern(g, t)?;
+        Ok(Some(rp.windows(2).map(|w| if w[1] > w[0] { ci[w[0] as usize] } else { -1 }).collect()))
+    }
+}
+
+/// Row pointers (or any ints) the device holds, downloaded.
+pub(super) fn download_rows(g: &Gpu, rp: &DeviceBuffer<i32>) -> Result<Vec<i32>> {
+    let mut host = vec![0i32; rp.len()];
+    g.download(rp, 0, &mut host)?;
+    Ok(host)
+}
+
+/// A pattern the device holds, downloaded: row pointers, columns.
+fn download_pattern(g: &Gpu, DeviceBlocks(rp, ci): &DeviceBlocks) -> Result<(Vec<i32>, Vec<i32>)> {
+    let host_rp = download_rows(g, rp)?;
+    let mut host_ci = vec![0i32; *host_rp.last().unwrap_or(&0) as usize];
+    g.download(ci, 0, &mut host_ci)?;
+    Ok((host_rp, host_ci))
+}
+
 /// The finest level's symbolic products A P and R (A P) on the device
 /// (setup.rs `DeviceProducts`), from its A (the solver's pattern, by nodes
 /// of `bs` rows): a thread a row where the row's columns fit its list, else
@@ -438,14 +468,14 @@ impl super::DeviceProducts for FinestProducts<'_> {
         let a_row = mean(self.finest.col.len() / (self.bs * self.bs), nodes);
         let ap_candidates = a_row * mean(p.blocks.ci.len(), nodes);
         let Some((ap_rp, ap_drp, ap_ci)) =
-            product_pattern(g, (nodes, self.bs), finest, (&prp, &pci), naggs, (bitmap, ap_candidates))?
+            product_pattern(g, (nodes, self.bs), finest, (&prp, &pci), naggs, (bitmap, ap_candidates), true)?
         else {
             return Ok(None);
         };
         let (rrp, rci) = (upload(g, &r.blocks.rp)?, upload(g, &r.blocks.ci)?);
         let c_candidates = mean(r.blocks.ci.len(), naggs) * mean(*ap_rp.last().expect("row pointers") as usize, nodes);
         let Some((crp, dcrp, cci)) =
-            product_pattern(g, (naggs, 1), (&rrp, &rci), (&ap_drp, &ap_ci), naggs, (bitmap, c_candidates))?
+            product_pattern(g, (naggs, 1), (&rrp, &rci), (&ap_drp, &ap_ci), naggs, (bitmap, c_candidates), true)?
         else {
             return Ok(None);
         };
@@ -470,8 +500,10 @@ type DevicePatternParts = (Vec<i32>, DeviceBuffer<i32>, DeviceBuffer<i32>);
 /// `amg_product_pattern_narrow`, then `amg_product_pattern` for the rows it
 /// leaves; where a row's mean `candidates` (A's row times B's) would not fit
 /// the narrow kernel's list, `amg_product_pattern` alone): its row pointers,
-/// on the host and the device, and its columns; None where rows need the
-/// bitmap and `bitmap` says it does not fit.
+/// on the host (all of them where `host_rows`, else `[0, entries]`: see
+/// `Mat::nnz`) and the device, and its columns; None where rows need the
+/// bitmap and `bitmap` says it does not fit. The counts are summed on the
+/// device: the host reads the total alone.
 pub(super) fn product_pattern(
     g: &Gpu,
     (nrows, ra): (usize, usize),
@@ -479,6 +511,7 @@ pub(super) fn product_pattern(
     (brp, bci): (&DeviceBuffer<i32>, &DeviceBuffer<i32>),
     ncols: usize,
     (bitmap, candidates): (bool, f64),
+    host_rows: bool,
 ) -> Result<Option<DevicePatternParts>> {
     // measured on the H200: the R (A P) rows of scalar systems (about 500
     // candidates) were slower through the narrow kernel's list than by the
@@ -490,63 +523,76 @@ pub(super) fn product_pattern(
     let (narrow, wide) =
         (g.kernel("amg", SOURCE, "amg_product_pattern_narrow")?, g.kernel("amg", SOURCE, "amg_product_pattern")?);
     let (n, ra32, nc) = (nrows as i32, ra as i32, ncols as i32);
+    let any_wide = g.zeros::<i32>(1)?;
     let launch_narrow = |crp: Option<&DeviceBuffer<i32>>, out: &DeviceBuffer<i32>| -> Result<()> {
         let mut l = g.launcher(&narrow);
         l.arg(&n).arg(&ra32).arg(arp).arg(aci).arg(brp).arg(bci);
         arg_or_null(&mut l, crp);
-        l.arg(out);
+        l.arg(out).arg(&any_wide);
         g.launch("amg_product_pattern_narrow", l, (grid_for(nrows), 1, 1), (BLOCK, 1, 1), 0)
     };
-    // rows None: every row
-    let launch_wide =
-        |(rows, count): (Option<&DeviceBuffer<i32>>, usize), crp: Option<&DeviceBuffer<i32>>, out: &DeviceBuffer<i32>| {
-            let mut l = g.launcher(&wide);
-            let c = count as i32;
-            l.arg(&c);
-            arg_or_null(&mut l, rows);
-            l.arg(&ra32).arg(arp).arg(aci).arg(brp).arg(bci).arg(&nc);
-            arg_or_null(&mut l, crp);
-            l.arg(out);
-            // enough blocks to fill any GPU a few times over; each strides over the rows
-            let grid = (count.clamp(1, 2048) as u32, 1, 1);
-            g.launch("amg_product_pattern", l, grid, (128, 1, 1), (ncols.div_ceil(32) * 4) as u32)
-        };
-    // the rows' counts (-1: a wide row), the wide rows' counts, their running sum here, then the columns
-    let counts = g.alloc::<i32>(nrows.max(1))?;
-    let mut rp = vec![0i32; nrows + 1];
+    // only: the narrow pass's counts, -1 marking the rows left to this one (None: every row)
+    let launch_wide = |only: Option<&DeviceBuffer<i32>>, crp: Option<&DeviceBuffer<i32>>, out: &DeviceBuffer<i32>| {
+        let mut l = g.launcher(&wide);
+        l.arg(&n);
+        arg_or_null(&mut l, only);
+        l.arg(&ra32).arg(arp).arg(aci).arg(brp).arg(bci).arg(&nc);
+        arg_or_null(&mut l, crp);
+        l.arg(out);
+        // enough blocks to fill any GPU a few times over; each strides over the rows
+        let grid = (nrows.clamp(1, 2048) as u32, 1, 1);
+        g.launch("amg_product_pattern", l, grid, (128, 1, 1), (ncols.div_ceil(32) * 4) as u32)
+    };
+    // the rows' counts (the narrow pass's -1: a wide row), summed and scanned on the device, then the columns
+    let counts = g.zeros::<i32>(nrows + 1)?;
+    let mut narrow_counts = None;
     let wide_rows = if narrow_first {
         launch_narrow(None, &counts)?;
-        g.download(&counts, 0, &mut rp[1..])?;
-        let wide: Vec<i32> = (0..nrows).filter(|&i| rp[i + 1] < 0).map(|i| i as i32).collect();
-        match (wide.is_empty(), bitmap) {
-            (true, _) => None,
-            (false, false) => return Ok(None),
-            (false, true) => {
-                let rows = (Some(upload(g, &wide)?), wide.len());
-                launch_wide((rows.0.as_ref(), rows.1), None, &counts)?;
-                g.download(&counts, 0, &mut rp[1..])?;
-                Some(rows)
+        let mut found = [0i32];
+        g.download(&any_wide, 0, &mut found)?;
+        match (found[0] != 0, bitmap) {
+            (false, _) => false,
+            (true, false) => return Ok(None),
+            (true, true) => {
+                let mut only = g.alloc::<i32>(nrows + 1)?;
+                g.copy(&counts, &mut only)?;
+                launch_wide(Some(&only), None, &counts)?;
+                narrow_counts = Some(only);
+                true
             }
         }
     } else {
-        launch_wide((None, nrows), None, &counts)?;
-        g.download(&counts, 0, &mut rp[1..])?;
-        Some((None, nrows))
+        launch_wide(None, None, &counts)?;
+        true
     };
-    let mut total = 0usize;
-    for p in rp.iter_mut().skip(1) {
-        total += *p as usize;
-        *p = i32::try_from(total).map_err(|_| too_many_entries(total))?;
+    let sum = g.zeros::<u64>(1)?;
+    let f = g.kernel("amg", SOURCE, "amg_count_total")?;
+    let mut l = g.launcher(&f);
+    l.arg(&n).arg(&counts).arg(&sum);
+    g.launch("amg_count_total", l, (grid_for(nrows).min(1024), 1, 1), (BLOCK, 1, 1), 0)?;
+    let mut total = [0u64];
+    g.download(&sum, 0, &mut total)?;
+    let total = total[0] as usize;
+    if total > i32::MAX as usize {
+        return Err(too_many_entries(total));
     }
-    let drp = upload(g, &rp)?;
+    exclusive_scan(g, nrows + 1, &counts)?;
+    let rp = match host_rows {
+        true => {
+            let mut rp = vec![0i32; nrows + 1];
+            g.download(&counts, 0, &mut rp)?;
+            rp
+        }
+        false => vec![0, total as i32],
+    };
     let ci = g.alloc::<i32>(total.max(1))?;
     if narrow_first {
-        launch_narrow(Some(&drp), &ci)?;
+        launch_narrow(Some(&counts), &ci)?;
     }
-    if let Some((rows, count)) = &wide_rows {
-        launch_wide((rows.as_ref(), *count), Some(&drp), &ci)?;
+    if wide_rows {
+        launch_wide(narrow_counts.as_ref(), Some(&counts), &ci)?;
     }
-    Ok(Some((rp, drp, ci)))
+    Ok(Some((rp, counts, ci)))
 }
 
 /// T's values fitted to this level's near-null space `b` (None: the

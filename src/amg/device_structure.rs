@@ -3,13 +3,15 @@
 //! each aggregate's nodes, P = A T's pattern, R = P^T by a device
 //! transpose, and A P's and the coarse level's patterns by the product
 //! kernels (`cuda::product_pattern`). The patterns stay on the device
-//! (`HeldBlocks`); the host keeps the aggregates, each pattern's row
-//! pointers and shape, and the coarsest pattern (which it may invert), so
-//! no host phase over the entries and no upload remains. The numbers are
-//! then the device's re-setup's, as for any structure-only setup.
+//! (`HeldBlocks`); the host keeps each pattern's shape and entry count, the
+//! row pointers of those of at most SPLIT_ROWS rows (which choose the
+//! products' plans) and the coarsest pattern (which it may invert): no host
+//! phase over the entries, no upload, and no download but counts remains.
+//! The numbers are then the device's re-setup's, as for any structure-only
+//! setup.
 
-use super::cuda::{product_pattern, DeviceBlocks, FoundOnDevice, HeldBlocks, BITMAP_BYTES, SOURCE};
-use super::host::{row_pointers, BlockPattern, Mat};
+use super::cuda::{download_rows, product_pattern, DeviceBlocks, FoundOnDevice, HeldBlocks, BITMAP_BYTES, SOURCE, SPLIT_ROWS};
+use super::host::{BlockPattern, Mat};
 use super::setup::{check_options, check_square, coarsens, coefficients, Phases};
 use super::{Aggregation, Hierarchy, Level, Options, Smoother, Transfer, TransferBlocks};
 use crate::array::cuda::{exclusive_scan, grid_for, BLOCK};
@@ -78,10 +80,8 @@ pub fn build(g: &Gpu, a: Mat, finest: &DevicePattern, o: &Options) -> Result<Opt
     // the coarsest pattern on the host too: where it is too large for the device, the host inverts it
     let (l, coarsest) = (levels.len() - 1, levels.last_mut().expect("a hierarchy has a level"));
     if l > 0 {
-        let DeviceBlocks(_, ci) = &held[l - 1].as_ref().expect("a coarse level's pattern is held").coarse;
-        let mut columns = vec![0i32; coarsest.a.nnz()];
-        g.download(ci, 0, &mut columns)?;
-        coarsest.a.ci = columns.into();
+        let (rp, ci) = held[l - 1].as_ref().expect("a coarse level's pattern is held").coarse_pattern(g)?;
+        (coarsest.a.rp, coarsest.a.ci) = (rp.into(), ci.into());
     }
     clock.lap("coarsest pattern");
     let mut h = Hierarchy {
@@ -116,7 +116,14 @@ fn level(a: Mat, l: usize, smoother: Smoother, transfer: Option<Transfer>) -> Le
     }
 }
 
-/// A pattern's shape with its row pointers (its columns on the device alone).
+/// Whether the host keeps the row pointers of a pattern of `rows` rows
+/// (`cuda::Plan::split` reads the widest row of those few).
+fn host_rows(rows: usize) -> bool {
+    rows <= SPLIT_ROWS
+}
+
+/// A pattern's shape with its row pointers, or `[0, entries]` (its columns
+/// on the device alone).
 fn shape(nrows: usize, ncols: usize, rp: Vec<i32>) -> BlockPattern {
     BlockPattern { blocks: Mat { nrows, ncols, rp: rp.into(), ..Mat::default() }, rows: 1, run: 1 }
 }
@@ -145,27 +152,35 @@ fn transfer(
     };
     launch_t(None, &trp)?;
     exclusive_scan(g, n + 1, &trp)?;
-    let mut aggregate = vec![0i32; n];
-    g.download(agg, 0, &mut aggregate)?;
-    let t_rp = row_pointers(aggregate.iter().map(|&a| (a >= 0) as usize));
-    let tci = g.alloc::<i32>((t_rp[n] as usize).max(1))?;
+    let mut t_nnz = [0i32];
+    g.download(&trp, n, &mut t_nnz)?;
+    let t_nnz = t_nnz[0] as usize;
+    let tci = g.alloc::<i32>(t_nnz.max(1))?;
     launch_t(Some(&trp), &tci)?;
-    let members = transpose(g, (n, naggs), (&trp, &tci), t_rp[n] as usize, false)?;
+    let members = transpose(g, (n, naggs), (&trp, &tci), t_nnz, false)?;
+    let t_rp = match host_rows(n) {
+        true => download_rows(g, &trp)?,
+        false => vec![0, t_nnz as i32],
+    };
     clock.lap("device T and aggregates' nodes");
     // P = A T's pattern, R = P^T
+    let entries = |rp: &[i32]| *rp.last().expect("row pointers") as usize;
     let a_row = arp_mean(aci.len(), n);
-    let Some((p_rp, prp, pci)) = product_pattern(g, (n, 1), (arp, aci), (&trp, &tci), naggs, (bitmap, a_row))? else {
+    let Some((p_rp, prp, pci)) = product_pattern(g, (n, 1), (arp, aci), (&trp, &tci), naggs, (bitmap, a_row), host_rows(n))?
+    else {
         return Ok(None);
     };
-    let r = transpose(g, (n, naggs), (&prp, &pci), p_rp[n] as usize, true)?;
+    let r = transpose(g, (n, naggs), (&prp, &pci), entries(&p_rp), true)?;
     clock.lap("device A T and R patterns");
-    let ap_candidates = a_row * arp_mean(p_rp[n] as usize, n);
-    let Some((ap_rp, aprp, apci)) = product_pattern(g, (n, 1), (arp, aci), (&prp, &pci), naggs, (bitmap, ap_candidates))? else {
+    let ap_candidates = a_row * arp_mean(entries(&p_rp), n);
+    let Some((ap_rp, aprp, apci)) =
+        product_pattern(g, (n, 1), (arp, aci), (&prp, &pci), naggs, (bitmap, ap_candidates), host_rows(n))?
+    else {
         return Ok(None);
     };
-    let c_candidates = arp_mean(p_rp[n] as usize, naggs) * arp_mean(ap_rp[n] as usize, n);
+    let c_candidates = arp_mean(entries(&p_rp), naggs) * arp_mean(entries(&ap_rp), n);
     let Some((c_rp, crp, cci)) =
-        product_pattern(g, (naggs, 1), (&r.1 .0, &r.1 .1), (&aprp, &apci), naggs, (bitmap, c_candidates))?
+        product_pattern(g, (naggs, 1), (&r.1 .0, &r.1 .1), (&aprp, &apci), naggs, (bitmap, c_candidates), host_rows(naggs))?
     else {
         return Ok(None);
     };
@@ -173,7 +188,8 @@ fn transfer(
     let (t, p, rt, ap) = (shape(n, naggs, t_rp), shape(n, naggs, p_rp), shape(naggs, n, r.0), shape(n, naggs, ap_rp));
     let coarse = Mat { nrows: naggs, ncols: naggs, rp: c_rp.into(), ..Mat::default() };
     let transfer = Transfer {
-        aggregate,
+        // on the device alone (T's columns)
+        aggregate: Vec::new(),
         tentative: t.shape(),
         coarse_null_space: Vec::new(),
         at: p.shape(),
@@ -219,8 +235,10 @@ fn transpose(
     l.arg(&nnz64).arg(ci).arg(&trp);
     g.launch("amg_column_counts", l, (grid_for(nnz), 1, 1), (BLOCK, 1, 1), 0)?;
     exclusive_scan(g, ncols + 1, &trp)?;
-    let mut host_rp = vec![0i32; ncols + 1];
-    g.download(&trp, 0, &mut host_rp)?;
+    let host_rp = match host_rows(ncols) {
+        true => download_rows(g, &trp)?,
+        false => vec![0, nnz as i32],
+    };
     let mut fill = g.alloc::<i32>(ncols + 1)?;
     g.copy(&trp, &mut fill)?;
     let (rows, from) = (g.alloc::<i32>(nnz.max(1))?, g.alloc::<i32>(nnz.max(1))?);

@@ -21,7 +21,9 @@ pub struct Mat {
 
 impl Mat {
     /// The entries: the last row pointer (a block pattern whose columns a
-    /// device keeps has row pointers alone: setup.rs `DeviceProducts`).
+    /// device keeps has row pointers alone: setup.rs `DeviceProducts`; one
+    /// the device built and holds alone, of many rows, keeps `[0, entries]`:
+    /// device_structure.rs).
     pub fn nnz(&self) -> usize {
         self.rp.last().map_or(self.ci.len(), |&p| p as usize)
     }

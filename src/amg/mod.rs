@@ -254,7 +254,8 @@ impl Default for Options {
 /// How a level passes to the next: the prolongator and restriction, and
 /// what a values-only re-setup needs to redo them.
 pub struct Transfer {
-    /// The aggregate of each node.
+    /// The aggregate of each node (empty where the device built the
+    /// structure: `cuda::HeldBlocks::aggregates` reads them there).
     pub aggregate: Vec<i32>,
     /// The tentative prolongator (its columns orthonormal per aggregate).
     pub tentative: Mat,
