@@ -82,6 +82,13 @@ program amg_porous
   call fegpu_solver_create_amg(a, FEGPU_METHOD_CG, s2, opts, stat=st, errmsg=msg)
   call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'cycle = 3') > 0, 'cycle = 3 is refused')
   opts%cycle = FEGPU_CYCLE_V
+  ! the parallel aggregation (on the GPU the whole setup runs there)
+  opts%aggregation = FEGPU_AGGREGATION_PARALLEL
+  call variant('parallel aggregation', 'parallel aggregation', 3)
+  opts%aggregation = 2
+  call fegpu_solver_create_amg(a, FEGPU_METHOD_CG, s2, opts, stat=st, errmsg=msg)
+  call expect(st == FEGPU_ERR_INVALID_ARGUMENT .and. index(msg, 'aggregation = 2') > 0, 'aggregation = 2 is refused')
+  opts%aggregation = FEGPU_AGGREGATION_GREEDY
   ! bad input: near-null space of the wrong length, a smoother that does not exist
   block
     type(fegpu_solver) :: bad

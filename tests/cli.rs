@@ -185,8 +185,8 @@ fn solve_reports_and_writes_the_solution() {
 
 /// `--precond amg` prints the hierarchy; `--f32-cycle` runs the cycle over
 /// f32 values (the summary says so) to the same tolerance in about as many
-/// iterations; `--cycle w` and `--cycle hybrid` take no more iterations; a smoother or cycle that
-/// does not exist is refused by name.
+/// iterations; `--cycle w` and `--cycle hybrid` take no more iterations, `--aggregation parallel` a
+/// few more at most; a smoother, cycle or aggregation that does not exist is refused by name.
 #[test]
 fn solve_with_amg_prints_the_hierarchy_and_takes_the_f32_cycle() {
     let its = |out: &str| -> i64 {
@@ -216,6 +216,12 @@ fn solve_with_amg_prints_the_hierarchy_and_takes_the_f32_cycle() {
     assert!(its(&hybrid) <= its(&double), "hybrid cycle:\n{hybrid}\nV-cycle:\n{double}");
     let (ok, out) = run(&["--cycle", "f"]);
     assert!(!ok && out.contains("--cycle f"), "{out}");
+    // the parallel aggregation: said in the summary, converged within a few iterations of the greedy one
+    let (ok, parallel) = run(&["--aggregation", "parallel"]);
+    assert!(ok && parallel.contains("status: converged") && parallel.contains("parallel aggregation"), "{parallel}");
+    assert!(its(&parallel) <= its(&double) + 4, "parallel aggregation:\n{parallel}\ngreedy:\n{double}");
+    let (ok, out) = run(&["--aggregation", "random"]);
+    assert!(!ok && out.contains("--aggregation random"), "{out}");
 }
 
 /// `fegpu warm` compiles the kernel files named into the cache that

@@ -16,7 +16,10 @@
 //! re-setup computes every number, so the values never leave the device;
 //! the device also fits the tentative prolongators to the near-null space
 //! and finds the finest level's product patterns, the largest parts of the
-//! structure (`cuda::FinestProducts`). The V-cycle runs
+//! structure (`cuda::FinestProducts`). With the parallel aggregation
+//! (`Aggregation::Parallel`) a scalar system's whole structure is the
+//! device's (`device_structure.rs`), the host holding shapes and counts.
+//! The V-cycle runs
 //! on the host (`cpu.rs`, the reference) or on the device (`cuda.rs`, one
 //! kernel per smoothing step, residual and transfer, replayed in the
 //! solver's CUDA graph).

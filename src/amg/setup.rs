@@ -1,5 +1,6 @@
 //! The hierarchy's setup on the host: strength of connection, pyamg's
-//! standard aggregation, the tentative prolongator fitted to the near-null
+//! standard aggregation (or the parallel one, in the device's rounds), the
+//! tentative prolongator fitted to the near-null
 //! space, Jacobi smoothing of it, Galerkin products and the smoothers; and
 //! the values-only re-setup that keeps every structure.
 
