@@ -119,26 +119,55 @@ __device__ double lanczos_entry(i64 i) {
     return (double)(z >> 11) / 9007199254740992.0 + 0.5;
 }
 
-// w = the start vector where s > 0, 0 elsewhere, and sw = s w (the next
-// product's operand); t[0] = |w|^2.
+// The per-entry arithmetic of the start, a step's row and its beta, shared
+// by the launched steps and amg_lanczos_block (the host's order, host.rs
+// spectral_radius_symmetric, so rho has its bits).
+
+// Entry i of the start: w = the start vector where s = sqrt|dinv| > 0, 0
+// elsewhere, sw = s w (the next product's operand); returns w_i^2.
+__device__ __forceinline__ double lanczos_start_entry(i64 i, const double* dinv, double* w, double* sw) {
+    const double s = sqrt(fabs(dinv[i])), x = s == 0.0 ? 0.0 : lanczos_entry(i);
+    w[i] = x;
+    sw[i] = s * x;
+    return x * x;
+}
+
+// Entry j of v = w / b (b = sqrt(t[at]); 0 once the norm is 0, and after a
+// breakdown, a tiny beta the host discards, where it is not finite).
+__device__ __forceinline__ double lanczos_v(const double* w, double b, i64 j) {
+    const double x = b > 0.0 ? w[j] / b : 0.0;
+    return isfinite(x) ? x : 0.0;
+}
+
+// Row `row` of a step after its product y = (A (s w))_row: v = w / b,
+// w_out = s y / b - b prev (not when first; 0 where not finite); returns
+// w_out_row v_row, the row's share of alpha.
+__device__ __forceinline__ double lanczos_row(i64 row, double y, double b, bool first, const double* dinv,
+    const double* w, const double* prev, double* v, double* w_out) {
+    const double vi = lanczos_v(w, b, row), s = sqrt(fabs(dinv[row])), ys = (b > 0.0 ? y / b : 0.0) * s;
+    double x = first ? ys : ys - b * prev[row];
+    x = isfinite(x) ? x : 0.0;
+    v[row] = vi;
+    w_out[row] = x;
+    return x * vi;
+}
+
+// Entry i of a step's beta: w -= alpha v, sw = s w; returns w_i^2.
+__device__ __forceinline__ double lanczos_beta_entry(i64 i, double alpha, const double* dinv, double* w,
+    const double* v, double* sw) {
+    const double x = w[i] - alpha * v[i];
+    w[i] = x;
+    sw[i] = sqrt(fabs(dinv[i])) * x;
+    return x * x;
+}
+
+// The start (lanczos_start_entry) over every entry; t[0] = |w|^2.
 extern "C" __global__ void __launch_bounds__(256) amg_lanczos_start(int n, const double* __restrict__ dinv,
     double* __restrict__ w, double* __restrict__ sw, double* t, double* partial, unsigned int* counter) {
     double sum = 0.0;
-    GRID_STRIDE(i, n) {
-        const double s = sqrt(fabs(dinv[i])), x = s == 0.0 ? 0.0 : lanczos_entry(i);
-        w[i] = x;
-        sw[i] = s * x;
-        sum += x * x;
-    }
+    GRID_STRIDE(i, n) sum += lanczos_start_entry(i, dinv, w, sw);
     double t1, t2;
     if (last_block_sums(block_sum(sum), 0.0, partial, counter, t1, t2)) t[0] = t1;
-}
-
-// Entry j of v = w / sqrt(t[at]) (b: that root; 0 once the norm is 0, and
-// after a breakdown, a tiny beta the host discards, where it is not finite).
-__device__ __forceinline__ double lanczos_v(const double* __restrict__ w, double b, i64 j) {
-    const double x = b > 0.0 ? w[j] / b : 0.0;
-    return isfinite(x) ? x : 0.0;
 }
 
 // One Lanczos step's product with its first sum, TPR lanes a row: v = w / b
@@ -164,14 +193,7 @@ __device__ void lanczos_product(int n, const int* __restrict__ rp, const int* __
         if (row < n)
             for (int k = rp[row] + lane; k < rp[row + 1]; k += TPR) y += a[k] * __ldg(&sw[ci[k]]);
         y = group_sum<TPR>(y);
-        if (lane == 0 && row < n) {
-            const double vi = lanczos_v(w, b, row), s = sqrt(fabs(dinv[row])), ys = (b > 0.0 ? y / b : 0.0) * s;
-            double x = first ? ys : ys - b * prev[row];
-            x = isfinite(x) ? x : 0.0;
-            v[row] = vi;
-            w_out[row] = x;
-            dot += x * vi;
-        }
+        if (lane == 0 && row < n) dot += lanczos_row(row, y, b, first, dinv, w, prev, v, w_out);
     }
     double t1, t2;
     if (last_block_sums(block_sum(dot), 0.0, partial, counter, t1, t2)) t[alpha_at] = t1;
@@ -194,12 +216,7 @@ extern "C" __global__ void __launch_bounds__(256) amg_lanczos_beta(int n, const 
     double* partial, unsigned int* counter) {
     const double alpha = t[alpha_at];
     double sum = 0.0;
-    GRID_STRIDE(i, n) {
-        const double x = w[i] - alpha * v[i];
-        w[i] = x;
-        sw[i] = sqrt(fabs(dinv[i])) * x;
-        sum += x * x;
-    }
+    GRID_STRIDE(i, n) sum += lanczos_beta_entry(i, alpha, dinv, w, v, sw);
     double t1, t2;
     if (last_block_sums(block_sum(sum), 0.0, partial, counter, t1, t2)) t[alpha_at + 1] = t1;
 }
@@ -214,12 +231,7 @@ extern "C" __global__ void __launch_bounds__(1024) amg_lanczos_block(int n, int 
     const int* __restrict__ ci, const double* __restrict__ a, const double* __restrict__ dinv, double* v,
     double* prev, double* w, double* w_out, double* sw, double* t) {
     double sum = 0.0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const double s = sqrt(fabs(dinv[i])), x = s == 0.0 ? 0.0 : lanczos_entry(i);
-        w[i] = x;
-        sw[i] = s * x;
-        sum += x * x;
-    }
+    for (int i = threadIdx.x; i < n; i += blockDim.x) sum += lanczos_start_entry(i, dinv, w, sw);
     sum = block_sum(sum);
     if (threadIdx.x == 0) t[0] = sum;
     __syncthreads();
@@ -229,25 +241,14 @@ extern "C" __global__ void __launch_bounds__(1024) amg_lanczos_block(int n, int 
         for (int row = threadIdx.x; row < n; row += blockDim.x) {
             double y = 0.0;
             for (int q = rp[row]; q < rp[row + 1]; ++q) y += a[q] * sw[ci[q]];
-            const double vb = b > 0.0 ? w[row] / b : 0.0, vi = isfinite(vb) ? vb : 0.0;
-            const double s = sqrt(fabs(dinv[row])), ys = (b > 0.0 ? y / b : 0.0) * s;
-            double x = k == 0 ? ys : ys - b * prev[row];
-            x = isfinite(x) ? x : 0.0;
-            v[row] = vi;
-            w_out[row] = x;
-            dot += x * vi;
+            dot += lanczos_row(row, y, b, k == 0, dinv, w, prev, v, w_out);
         }
         dot = block_sum(dot);
         if (threadIdx.x == 0) t[2 * k + 1] = dot;
         __syncthreads();
         const double alpha = t[2 * k + 1];
         double norm = 0.0;
-        for (int i = threadIdx.x; i < n; i += blockDim.x) {
-            const double x = w_out[i] - alpha * v[i];
-            w_out[i] = x;
-            sw[i] = sqrt(fabs(dinv[i])) * x;
-            norm += x * x;
-        }
+        for (int i = threadIdx.x; i < n; i += blockDim.x) norm += lanczos_beta_entry(i, alpha, dinv, w_out, v, sw);
         norm = block_sum(norm);
         if (threadIdx.x == 0) t[2 * k + 2] = norm;
         __syncthreads();

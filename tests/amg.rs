@@ -679,6 +679,43 @@ fn the_devices_structure_is_the_hosts() {
     }
 }
 
+/// `Solver::queue_precondition` queues what `precondition` applies, without
+/// the wait (for a CUDA graph to capture): the same z once built, refused
+/// before the preconditioner is built and for host arrays.
+#[test]
+fn queue_precondition_is_precondition_without_the_wait() {
+    let ctx = Arc::new(Context::new(Request::Auto, 0).unwrap());
+    let arrays = varied_layers(10);
+    let n = arrays.0.len() - 1;
+    let a = csr(&ctx, &arrays);
+    let s = Solver::with_settings(a.clone(), Method::Cg, Precond::Amg, Settings::from_env()).unwrap();
+    let r: Vec<f64> = (0..n).map(|i| ((i * 7919) % 101) as f64 - 50.0).collect();
+    let (ra, za) =
+        (Array::new(ctx.clone(), n, 1, Some(&r)).unwrap(), Array::new(ctx.clone(), n, 1, Some(&vec![0.0; n])).unwrap());
+    let download = |z: &Array| {
+        let mut v = vec![0.0; n];
+        z.download(0, &mut v, "z").unwrap();
+        v
+    };
+    s.precondition(&ra, &za).unwrap();
+    let want = download(&za);
+    za.upload(0, &vec![f64::NAN; n], "z").unwrap();
+    match ctx.gpu() {
+        Some(_) => {
+            s.queue_precondition(&ra, &za).unwrap();
+            assert_eq!(download(&za), want);
+        }
+        None => {
+            let err = s.queue_precondition(&ra, &za).unwrap_err().to_string();
+            assert!(err.contains("host arrays"), "{err}");
+        }
+    }
+    // new values: the preconditioner is stale until a precondition or a solve rebuilds it
+    a.update_values(&arrays.2).unwrap();
+    let err = s.queue_precondition(&ra, &za).unwrap_err().to_string();
+    assert!(err.contains("not built"), "{err}");
+}
+
 /// The device's check that the rows are nodes of blocks
 /// (cuda::finest_nodes_are_blocks, which the solver hands the structure)
 /// agrees with the host's (host::block_pattern).

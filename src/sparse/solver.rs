@@ -823,16 +823,39 @@ impl Solver {
     /// z = M^-1 r: the preconditioner alone (rebuilt first if the values
     /// changed), as one iteration applies it. Returns the rebuild's seconds.
     pub fn precondition(&self, r: &Array, z: &Array) -> Result<f64> {
+        self.apply_preconditioner(r, z, true)
+    }
+
+    /// z = M^-1 r queued on the device without a wait, so that a CUDA graph
+    /// can capture it (`Gpu::capture`), as a solve's captured iteration
+    /// holds it: the preconditioner must be built for the current values (a
+    /// `precondition` or a solve first); device arrays only.
+    pub fn queue_precondition(&self, r: &Array, z: &Array) -> Result<()> {
+        self.apply_preconditioner(r, z, false).map(|_| ())
+    }
+
+    /// `precondition` (`wait`: rebuilt first where needed, and waited for)
+    /// or `queue_precondition`.
+    fn apply_preconditioner(&self, r: &Array, z: &Array, wait: bool) -> Result<f64> {
         let n = self.csr.rows();
         super::check_vector(&self.csr, r, n, "r")?;
         super::check_vector(&self.csr, z, n, "z")?;
         let mut st = self.lock()?;
-        let setup = self.refresh(&mut st)?;
+        let setup = match wait {
+            true => self.refresh(&mut st)?,
+            false if st.built_for == Some(self.csr.values()?.version) => 0.0,
+            false => return Err(Error::invalid(
+                "queue_precondition: the preconditioner is not built for the current values: call precondition or solve first",
+            )),
+        };
         let (mut gr, mut gz) = crate::array::lock_pair(r, z, "r", "z")?;
         let (rb, zb) = (f64_buf(&mut gr), f64_buf(&mut gz));
         let vals = self.csr.values()?;
         let pc = self.preconditioner(&st.factors, st.levels.as_ref(), st.amg.as_ref(), &vals.data);
         match (rb, zb) {
+            (Buffer::Host(_), Buffer::Host(_)) if !wait => {
+                return Err(Error::invalid("queue_precondition: r and z are host arrays: there is nothing to queue"))
+            }
             (Buffer::Host(r), Buffer::Host(z)) => pc.apply_host(r, z)?,
             (Buffer::Device(r), Buffer::Device(z)) => {
                 let g = self.csr.ctx.device()?;
@@ -841,7 +864,9 @@ impl Solver {
                 } else {
                     pc.apply_device(g, r, z, None)?;
                 }
-                g.synchronize("precondition")?;
+                if wait {
+                    g.synchronize("precondition")?;
+                }
             }
             _ => return Err(crate::array::mixed_backends()),
         }
