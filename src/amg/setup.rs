@@ -445,7 +445,7 @@ const UNDECIDED: u8 = 1;
 const ROOT: u8 = 2;
 
 /// The parallel aggregation (Aggregation::Parallel), in the rounds the
-/// device runs (cuda.rs `aggregate`): roots are a maximal set of nodes at
+/// device runs (device_structure.rs `aggregate`): roots are a maximal set of nodes at
 /// least three apart (an MIS of the graph's square, Bell, Dalton and Olson
 /// 2012), each taking its neighbours as the greedy first pass does; every
 /// other node joins its first neighbour's aggregate in row order. A round
