@@ -1189,16 +1189,25 @@ fn bad_input_is_refused_with_a_message() {
     expect(amg(&a, Method::Cg, Options { strength: 2.0, ..Options::default() }), ErrorKind::InvalidArgument, &["strength = 2"]);
     let too_many = Options { smoother: Some(Smoother::GaussSeidel { sweeps: 9 }), ..Options::default() };
     expect(amg(&a, Method::Cg, too_many), ErrorKind::InvalidArgument, &["Gauss-Seidel x9", "1 to 8 Gauss-Seidel sweeps"]);
-    // an empty row (row 1), a zero diagonal (row 2)
-    let empty = make(3, vec![0, 1, 1, 2], vec![0, 2], vec![1.0, 1.0]);
-    expect(amg(&empty, Method::Bicgstab, Options::default()), ErrorKind::Breakdown, &["row 1"]);
-    let zero = make(3, vec![0, 1, 2, 4], vec![0, 1, 1, 2], vec![1.0, 1.0, 1.0, 0.0]);
-    expect(amg(&zero, Method::Bicgstab, Options::default()), ErrorKind::Breakdown, &["row 2", "zero"]);
-    // a nonsymmetric matrix given to CG, named; BiCGSTAB takes it
-    let cd = gallery::convection_diffusion(4, 2.0);
-    let ns = make(64, cd.0, cd.1, cd.2);
-    expect(amg(&ns, Method::Cg, Options::default()), ErrorKind::InvalidArgument, &["symmetric", "A(", "BiCGSTAB"]);
-    assert!(amg(&ns, Method::Bicgstab, Options::default()).is_ok());
+    // each aggregation (the parallel one's structure is the device's where the solver runs there)
+    for aggregation in [Aggregation::Greedy, Aggregation::Parallel] {
+        let o = Options { aggregation, ..Options::default() };
+        // an empty row (row 1), a zero diagonal (row 2)
+        let empty = make(3, vec![0, 1, 1, 2], vec![0, 2], vec![1.0, 1.0]);
+        expect(amg(&empty, Method::Bicgstab, o.clone()), ErrorKind::Breakdown, &["row 1"]);
+        let zero = make(3, vec![0, 1, 2, 4], vec![0, 1, 1, 2], vec![1.0, 1.0, 1.0, 0.0]);
+        expect(amg(&zero, Method::Bicgstab, o.clone()), ErrorKind::Breakdown, &["row 2", "zero"]);
+        // the same below a hierarchy of several levels
+        let (rp, ci, mut v) = gallery::laplacian7(12);
+        let k = (rp[700]..rp[701]).find(|&k| ci[k as usize] == 700).unwrap() as usize;
+        v[k] = 0.0;
+        expect(amg(&make(1728, rp, ci, v), Method::Cg, o.clone()), ErrorKind::Breakdown, &["row 700", "zero"]);
+        // a nonsymmetric matrix given to CG, named; BiCGSTAB takes it
+        let cd = gallery::convection_diffusion(4, 2.0);
+        let ns = make(64, cd.0, cd.1, cd.2);
+        expect(amg(&ns, Method::Cg, o.clone()), ErrorKind::InvalidArgument, &["symmetric", "A(", "BiCGSTAB"]);
+        assert!(amg(&ns, Method::Bicgstab, o).is_ok());
+    }
     // a refused refresh leaves the solver usable with its old values
     let s = amg(&a, Method::Cg, Options::default()).unwrap();
     let mut v = lap.2.clone();
