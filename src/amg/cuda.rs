@@ -415,6 +415,20 @@ pub(super) fn download_rows(g: &Gpu, rp: &DeviceBuffer<i32>) -> Result<Vec<i32>>
     Ok(host)
 }
 
+/// The host's copy of row pointers `rp` the device holds, of a pattern of
+/// `total` entries: all of them where `all`, else `[0, total]` (`Mat::nnz`).
+pub(super) fn host_row_pointers(g: &Gpu, rp: &DeviceBuffer<i32>, all: bool, total: usize) -> Result<Vec<i32>> {
+    match all {
+        true => download_rows(g, rp),
+        false => Ok(vec![0, total as i32]),
+    }
+}
+
+/// Entries per row, on average.
+pub(super) fn mean_row(entries: usize, rows: usize) -> f64 {
+    entries as f64 / rows.max(1) as f64
+}
+
 /// A pattern the device holds, downloaded: row pointers, columns.
 fn download_pattern(g: &Gpu, DeviceBlocks(rp, ci): &DeviceBlocks) -> Result<(Vec<i32>, Vec<i32>)> {
     let host_rp = download_rows(g, rp)?;
@@ -464,16 +478,15 @@ impl super::DeviceProducts for FinestProducts<'_> {
         let (prp, pci) = (upload(g, &p.blocks.rp)?, upload(g, &p.blocks.ci)?);
         let finest = (&self.finest.row_ptr, &self.finest.col);
         // a row's candidates, on average: A's node row times B's row
-        let mean = |entries: usize, rows: usize| entries as f64 / rows.max(1) as f64;
-        let a_row = mean(self.finest.col.len() / (self.bs * self.bs), nodes);
-        let ap_candidates = a_row * mean(p.blocks.ci.len(), nodes);
+        let a_row = mean_row(self.finest.col.len() / (self.bs * self.bs), nodes);
+        let ap_candidates = a_row * mean_row(p.blocks.ci.len(), nodes);
         let Some((ap_rp, ap_drp, ap_ci)) =
             product_pattern(g, (nodes, self.bs), finest, (&prp, &pci), naggs, (bitmap, ap_candidates), true)?
         else {
             return Ok(None);
         };
         let (rrp, rci) = (upload(g, &r.blocks.rp)?, upload(g, &r.blocks.ci)?);
-        let c_candidates = mean(r.blocks.ci.len(), naggs) * mean(*ap_rp.last().expect("row pointers") as usize, nodes);
+        let c_candidates = mean_row(r.blocks.ci.len(), naggs) * mean_row(*ap_rp.last().expect("row pointers") as usize, nodes);
         let Some((crp, dcrp, cci)) =
             product_pattern(g, (naggs, 1), (&rrp, &rci), (&ap_drp, &ap_ci), naggs, (bitmap, c_candidates), true)?
         else {
@@ -577,14 +590,7 @@ pub(super) fn product_pattern(
         return Err(too_many_entries(total));
     }
     exclusive_scan(g, nrows + 1, &counts)?;
-    let rp = match host_rows {
-        true => {
-            let mut rp = vec![0i32; nrows + 1];
-            g.download(&counts, 0, &mut rp)?;
-            rp
-        }
-        false => vec![0, total as i32],
-    };
+    let rp = host_row_pointers(g, &counts, host_rows, total)?;
     let ci = g.alloc::<i32>(total.max(1))?;
     if narrow_first {
         launch_narrow(Some(&counts), &ci)?;
@@ -736,11 +742,8 @@ impl DeviceHierarchy {
                     let held = held(l - 1, |f| &f.coarse);
                     let mut a =
                         DeviceCsr::of(g, &level.a, level.blocks.as_ref(), computed, held)?.cycled(g, h.single_on_level(l))?;
-                    a.pattern.diag = match level.a.ci.is_empty() && level.a.nnz() > 0 {
-                        // the device built the pattern and holds it alone
-                        true => diagonal_positions(g, n, &a.pattern)?,
-                        false => upload(g, &level.a.diagonal_positions())?,
-                    };
+                    // found where the pattern is (the device may hold it alone)
+                    a.pattern.diag = diagonal_positions(g, n, &a.pattern)?;
                     Some(a)
                 },
                 // unsmoothed, P is T and R its transpose: the host's values
@@ -1202,7 +1205,7 @@ impl DeviceHierarchy {
     }
 }
 
-/// Each row's diagonal entry (-1: none) of a pattern the device holds alone
+/// Each row's diagonal entry (-1: none) of a pattern on the device
 /// (kernels/amg.cu `amg_diagonal_positions`).
 fn diagonal_positions(g: &Gpu, n: usize, p: &DevicePattern) -> Result<DeviceBuffer<i32>> {
     let diag = g.alloc::<i32>(n.max(1))?;

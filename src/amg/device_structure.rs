@@ -10,7 +10,10 @@
 //! The numbers are then the device's re-setup's, as for any structure-only
 //! setup.
 
-use super::cuda::{download_rows, product_pattern, DeviceBlocks, FoundOnDevice, HeldBlocks, BITMAP_BYTES, SOURCE, SPLIT_ROWS};
+use super::cuda::{
+    download_rows, host_row_pointers, mean_row, product_pattern, DeviceBlocks, FoundOnDevice, HeldBlocks, BITMAP_BYTES, SOURCE,
+    SPLIT_ROWS,
+};
 use super::host::{BlockPattern, Mat};
 use super::setup::{check_options, check_square, coarsens, coefficients, Phases};
 use super::{Aggregation, Hierarchy, Level, Options, Smoother, Transfer, TransferBlocks};
@@ -152,40 +155,43 @@ fn transfer(
     };
     launch_t(None, &trp)?;
     exclusive_scan(g, n + 1, &trp)?;
-    let mut t_nnz = [0i32];
-    g.download(&trp, n, &mut t_nnz)?;
-    let t_nnz = t_nnz[0] as usize;
-    let tci = g.alloc::<i32>(t_nnz.max(1))?;
-    launch_t(Some(&trp), &tci)?;
-    let members = transpose(g, (n, naggs), (&trp, &tci), t_nnz, false)?;
     let t_rp = match host_rows(n) {
         true => download_rows(g, &trp)?,
-        false => vec![0, t_nnz as i32],
+        false => {
+            let mut t_nnz = [0i32];
+            g.download(&trp, n, &mut t_nnz)?;
+            vec![0, t_nnz[0]]
+        }
     };
+    let t_nnz = t_rp[t_rp.len() - 1] as usize;
+    let tci = g.alloc::<i32>(t_nnz.max(1))?;
+    launch_t(Some(&trp), &tci)?;
+    let (members, _) = transpose(g, (n, naggs), (&trp, &tci), t_nnz, false)?;
     clock.lap("device T and aggregates' nodes");
     // P = A T's pattern, R = P^T
     let entries = |rp: &[i32]| *rp.last().expect("row pointers") as usize;
-    let a_row = arp_mean(aci.len(), n);
+    let a_row = mean_row(aci.len(), n);
     let Some((p_rp, prp, pci)) = product_pattern(g, (n, 1), (arp, aci), (&trp, &tci), naggs, (bitmap, a_row), host_rows(n))?
     else {
         return Ok(None);
     };
-    let r = transpose(g, (n, naggs), (&prp, &pci), entries(&p_rp), true)?;
+    let (r, r_from) = transpose(g, (n, naggs), (&prp, &pci), entries(&p_rp), true)?;
+    let r_rp = host_row_pointers(g, &r.0, host_rows(naggs), entries(&p_rp))?;
     clock.lap("device A T and R patterns");
-    let ap_candidates = a_row * arp_mean(entries(&p_rp), n);
+    let ap_candidates = a_row * mean_row(entries(&p_rp), n);
     let Some((ap_rp, aprp, apci)) =
         product_pattern(g, (n, 1), (arp, aci), (&prp, &pci), naggs, (bitmap, ap_candidates), host_rows(n))?
     else {
         return Ok(None);
     };
-    let c_candidates = arp_mean(entries(&p_rp), naggs) * arp_mean(entries(&ap_rp), n);
+    let c_candidates = mean_row(entries(&p_rp), naggs) * mean_row(entries(&ap_rp), n);
     let Some((c_rp, crp, cci)) =
-        product_pattern(g, (naggs, 1), (&r.1 .0, &r.1 .1), (&aprp, &apci), naggs, (bitmap, c_candidates), host_rows(naggs))?
+        product_pattern(g, (naggs, 1), (&r.0, &r.1), (&aprp, &apci), naggs, (bitmap, c_candidates), host_rows(naggs))?
     else {
         return Ok(None);
     };
     clock.lap("device A P and coarse patterns");
-    let (t, p, rt, ap) = (shape(n, naggs, t_rp), shape(n, naggs, p_rp), shape(naggs, n, r.0), shape(n, naggs, ap_rp));
+    let (t, p, rt, ap) = (shape(n, naggs, t_rp), shape(n, naggs, p_rp), shape(naggs, n, r_rp), shape(n, naggs, ap_rp));
     let coarse = Mat { nrows: naggs, ncols: naggs, rp: c_rp.into(), ..Mat::default() };
     let transfer = Transfer {
         // on the device alone (T's columns)
@@ -202,24 +208,19 @@ fn transfer(
     };
     let held = HeldBlocks {
         p: DeviceBlocks(prp, pci),
-        r: r.1,
+        r,
         ap: DeviceBlocks(aprp, apci),
         coarse: DeviceBlocks(crp, cci),
         t: Some(DeviceBlocks(trp, tci)),
-        members: Some(members.1),
-        r_from: r.2,
+        members: Some(members),
+        r_from,
     };
     Ok(Some((transfer, held, coarse)))
 }
 
-/// Entries per row.
-fn arp_mean(entries: usize, rows: usize) -> f64 {
-    entries as f64 / rows.max(1) as f64
-}
-
 /// The transpose of an `nrows` x `ncols` pattern of `nnz` entries on the
-/// device: its row pointers (host and device), its columns sorted within
-/// each row, and, `with_from`, the entry each came from (kernels/amg.cu
+/// device: its row pointers and columns, sorted within each row, and,
+/// `with_from`, the entry each came from (kernels/amg.cu
 /// `amg_column_counts`, `amg_transpose_scatter`, `amg_transpose_sort`).
 fn transpose(
     g: &Gpu,
@@ -227,7 +228,7 @@ fn transpose(
     (rp, ci): (&DeviceBuffer<i32>, &DeviceBuffer<i32>),
     nnz: usize,
     with_from: bool,
-) -> Result<(Vec<i32>, DeviceBlocks, Option<DeviceBuffer<i32>>)> {
+) -> Result<(DeviceBlocks, Option<DeviceBuffer<i32>>)> {
     let trp = g.zeros::<i32>(ncols + 1)?;
     let (nnz64, n32, nc32) = (nnz as i64, nrows as i32, ncols as i32);
     let f = g.kernel("amg", SOURCE, "amg_column_counts")?;
@@ -235,10 +236,6 @@ fn transpose(
     l.arg(&nnz64).arg(ci).arg(&trp);
     g.launch("amg_column_counts", l, (grid_for(nnz), 1, 1), (BLOCK, 1, 1), 0)?;
     exclusive_scan(g, ncols + 1, &trp)?;
-    let host_rp = match host_rows(ncols) {
-        true => download_rows(g, &trp)?,
-        false => vec![0, nnz as i32],
-    };
     let mut fill = g.alloc::<i32>(ncols + 1)?;
     g.copy(&trp, &mut fill)?;
     let (rows, from) = (g.alloc::<i32>(nnz.max(1))?, g.alloc::<i32>(nnz.max(1))?);
@@ -253,7 +250,7 @@ fn transpose(
     l.arg(&nc32).arg(&trp).arg(&rows).arg(&from).arg(&tci);
     arg_or_null(&mut l, tfrom.as_ref());
     g.launch("amg_transpose_sort", l, (grid_for(ncols * 32), 1, 1), (BLOCK, 1, 1), 0)?;
-    Ok((host_rp, DeviceBlocks(trp, tci), tfrom))
+    Ok((DeviceBlocks(trp, tci), tfrom))
 }
 
 /// The parallel aggregation of a level of `n` rows whose symmetric pattern

@@ -696,10 +696,8 @@ impl Solver {
                     Some((g, dp)) => {
                         // the finest pattern's mirror on the device: whether the pattern is symmetric
                         let mirror = amg::cuda::finest_mirror(g, p.nrows, dp)?;
-                        let mirrored = clock.elapsed().as_secs_f64();
-                        // and whether its rows are nodes of blocks, which the host reads every row for
-                        let blocks = amg::cuda::finest_nodes_are_blocks(g, p.nrows, self.settings.amg.block_size, dp)?;
-                        let blocked = clock.elapsed().as_secs_f64() - mirrored;
+                        let mut laps: Vec<(std::borrow::Cow<'static, str>, f64)> =
+                            vec![("device mirror".into(), clock.elapsed().as_secs_f64())];
                         let o = &self.settings.amg;
                         // parallel aggregation of a scalar system: the whole structure on the device
                         let on_device = match amg::device_structure::applies(o, mirror.is_some()) {
@@ -709,6 +707,10 @@ impl Solver {
                         let (mut h, found) = match on_device {
                             Some((h, found)) => (h, amg::cuda::FoundOnDevice { mirror, ..found }),
                             None => {
+                                // whether its rows are nodes of blocks, which the host reads every row for
+                                let before = clock.elapsed().as_secs_f64();
+                                let blocks = amg::cuda::finest_nodes_are_blocks(g, p.nrows, o.block_size, dp)?;
+                                laps.push(("device node blocks".into(), clock.elapsed().as_secs_f64() - before));
                                 let known = amg::StructureOnly {
                                     symmetric_pattern: mirror.is_some(),
                                     node_blocks: Some(blocks),
@@ -728,7 +730,7 @@ impl Solver {
                                 (h?, amg::cuda::FoundOnDevice { mirror, near_null_space, held: vec![finest] })
                             }
                         };
-                        h.phases.splice(0..0, [("device mirror".into(), mirrored), ("device node blocks".into(), blocked)]);
+                        h.phases.splice(0..0, laps);
                         (h, found)
                     }
                     None => (amg::Hierarchy::new(a, &self.settings.amg)?, amg::cuda::FoundOnDevice::default()),
