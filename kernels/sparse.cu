@@ -574,8 +574,8 @@ GRID_SWEEPS(16)
 // block walks P consecutive planes of the box, a thread an x-line of each,
 // plane q of the block a step behind plane q - 1 (its values through shared
 // memory); the first plane of a block polls the block before's last plane
-// in global memory, its values loaded a step ahead, once that plane has
-// begun. The measured costs that shaped it (H100, BENCHMARKS.md "The plane
+// in global memory (the block before's slot of `hand`), its values loaded a
+// step ahead, once that plane has begun. The measured costs that shaped it (H100, BENCHMARKS.md "The plane
 // pipeline"): a step is bound by one warp's chain of dependent
 // instructions, so the step carries no address arithmetic beyond one
 // index, found when its loads are issued,
@@ -595,9 +595,21 @@ GRID_SWEEPS(16)
 // entries of a point side by side, copied 16 bytes at a time, measured
 // slower: 0.65 against 0.51 ms an apply.)
 //
-// lower: rhs = r (rows), mine = y (steps), other = z steps (marked pending);
-// upper: rhs = y (steps, reversed, marked pending once read), mine = z steps,
-// out = z (rows).
+// Windows (`plan` = {window, runs, planes a run}, picked on the device
+// after each factorisation by pipe_window_pick; both sweeps' orders
+// alike): a run's blocks compute its planes and, before them, `window`
+// planes of the run before from zero values (the plane before its first
+// one taken as zero). The error that leaves shrinks by pipe_window_pick's
+// gamma a plane, so the window is chosen where gamma^window is below 2^-56
+// of the largest value: the same numbers to rounding, not the same bits.
+// window < 0: one run, every plane, the exact schedule. Tickets go round
+// the runs, so a block's predecessor (ticket - runs) always started first.
+// A block hands its last plane to the next block of its run through its
+// own slot of `hand` (area values, each its own completion flag, marked
+// pending again by its one reader).
+//
+// lower: rhs = r (rows), out = y (steps); upper: rhs = y (steps, reversed),
+// out = z (rows). Only a plane's owner writes out.
 #define PIPE_LEAD 6
 #define PIPE_THREADS 512
 
@@ -611,9 +623,9 @@ __device__ __forceinline__ double quotient(double v, double d, double rd) {
 }
 
 template <bool UPPER>
-__device__ void sweep_pipe(int n, int nx, int ny, int lines, const int* __restrict__ step_off,
-                           const double* __restrict__ vals, const double* rhs, double* mine, double* other, double* out,
-                           unsigned int* ctl, const double* sc) {
+__device__ void sweep_pipe(int n, int nx, int ny, int lines, const int* __restrict__ plan,
+                           const int* __restrict__ step_off, const double* __restrict__ vals, const double* rhs,
+                           double* out, double* hand, unsigned int* ctl, const double* sc) {
     constexpr int A = UPPER ? 6 : 4;                 // staged a point: its entries (upper: d, 1 / d), then the right-hand side
     extern __shared__ double stage[];               // stage[(u A + a) T + t], then the step offsets
     __shared__ double ring[2][PIPE_THREADS + 1];     // [step parity][1 + thread]: each thread's last value
@@ -625,8 +637,18 @@ __device__ void sweep_pipe(int n, int nx, int ny, int lines, const int* __restri
     for (int k = t; k <= S; k += T) off[k] = step_off[k];
     if (t == 0) ticket = (int)atomicAdd(&ctl[0], 1u);
     __syncthreads();
-    const int plane = ticket * P + q, pbase = plane * area;
-    const bool live = plane < nz && j < ny;
+    const int w = plan[0], C = w < 0 ? 1 : plan[1], run = ticket % C;
+    const int own0 = w < 0 ? 0 : run * plan[2], own1 = w < 0 ? nz : min(nz, own0 + plan[2]);
+    const int first = max(0, own0 - max(w, 0)), top = first + ticket / C * P;  // the run's first plane, the block's
+    if (top >= own1) {  // past its run's end: nothing to do
+        sweep_rearm(ctl);
+        return;
+    }
+    const int plane = top + q, pbase = plane * area;
+    const bool live = plane < own1 && j < ny, owner = plane >= own0;
+    // the plane before a block's first: the block before's slot; its own last plane's slot, where a block follows
+    const double* before = hand + (i64)(ticket - C) * area;
+    double* handed = q == P - 1 && plane + 1 < own1 ? hand + (i64)ticket * area : nullptr;
     // each staged step's point: its place (-1: none at that step), found once when its loads are issued
     int at[PIPE_LEAD];
     auto load = [&](int u, int s) {
@@ -642,15 +664,16 @@ __device__ void sweep_pipe(int n, int nx, int ny, int lines, const int* __restri
         }
         cp_commit();
     };
+    const bool polls = q == 0 && top > first;  // the plane before is the block before's
     double back_ahead[PIPE_LEAD];  // the plane before's values (first plane of a block), loaded a step ahead
     auto load_back = [&](int u) {
-        if (q == 0 && plane > 0 && at[u] >= 0) back_ahead[u] = ld_relaxed(&mine[at[u] - area]);
+        if (polls && at[u] >= 0) back_ahead[u] = ld_relaxed(&before[at[u] - pbase]);
     };
 #pragma unroll
     for (int u = 0; u < PIPE_LEAD; ++u) load(u, u);
     // a block's threads poll once the plane before has begun (waiting for it
     // to be 1-3 steps on measured slower, 0.51 -> 0.52-0.55 ms an apply)
-    if (t == 0 && plane > 0 && plane < nz) (void)await_global(&mine[pbase - area]);
+    if (t == 0 && top > first) (void)await_global(&before[0]);
     __syncthreads();
     load_back(0);
     double left = 0.0;
@@ -664,30 +687,36 @@ __device__ void sweep_pipe(int n, int nx, int ny, int lines, const int* __restri
                 const double* d = stage + u * A * T + t;
                 const double f_left = d[0], f_down = d[T], f_back = d[2 * T];
                 const double down = ring[(u + 1) & 1][t];  // thread t - 1's, a step ago
+                // a run's first plane takes the plane before as zero (a window's start)
+                const bool backed = !pending(f_back) && plane > first;
                 double back = 0.0;
-                if (!pending(f_back))
-                    back = q > 0 ? ring[(u + 1) & 1][1 + t - lines]
-                                 : pending(back_ahead[u]) ? await_global(&mine[k - area]) : back_ahead[u];
+                if (backed) {
+                    if (q > 0) {
+                        back = ring[(u + 1) & 1][1 + t - lines];
+                    } else {
+                        double* b = const_cast<double*>(&before[k - pbase]);
+                        back = pending(back_ahead[u]) ? await_global(b) : back_ahead[u];
+                        *b = __longlong_as_double(ILU_PENDING);  // read: pending for the next apply
+                    }
+                }
                 double v = d[(A - 1) * T];
                 if (UPPER) {
                     if (!pending(f_left)) v -= f_left * left;
                     if (!pending(f_down)) v -= f_down * down;
-                    if (!pending(f_back)) v -= f_back * back;
+                    if (backed) v -= f_back * back;
                     v = quotient(v, d[3 * T], d[4 * T]);
                 } else {
-                    if (!pending(f_back)) v -= f_back * back;
+                    if (backed) v -= f_back * back;
                     if (!pending(f_down)) v -= f_down * down;
                     if (!pending(f_left)) v -= f_left * left;
                 }
                 v = settled(v);
                 ring[u & 1][1 + t] = v;
                 left = v;
-                publish(mine, k, v);
-                if (UPPER) {
-                    other[n - 1 - k] = __longlong_as_double(ILU_PENDING);  // y read (staged above)
-                    out[n - 1 - (pbase + j * (nx - 1) + s0 + u - q)] = v;
-                } else {
-                    other[k] = __longlong_as_double(ILU_PENDING);
+                if (handed) publish(handed, k - pbase, v);
+                if (owner) {
+                    if (UPPER) out[n - 1 - (pbase + j * (nx - 1) + s0 + u - q)] = v;
+                    else out[k] = v;
                 }
             }
             load_back((u + 1) % PIPE_LEAD);
@@ -700,16 +729,74 @@ __device__ void sweep_pipe(int n, int nx, int ny, int lines, const int* __restri
 }
 
 extern "C" __global__ void __launch_bounds__(PIPE_THREADS) lsolve_pipe(int n, int nx, int ny, int lines,
-    const int* step_off, const double* vals, const double* r, double* y, double* zs, unsigned int* ctl, const double* sc) {
+    const int* plan, const int* step_off, const double* vals, const double* r, double* y, double* hand,
+    unsigned int* ctl, const double* sc) {
     if constexpr (WANTED(lsolve_pipe)) {
-        sweep_pipe<false>(n, nx, ny, lines, step_off, vals, r, y, zs, nullptr, ctl, sc);
+        sweep_pipe<false>(n, nx, ny, lines, plan, step_off, vals, r, y, hand, ctl, sc);
     }
 }
 
 extern "C" __global__ void __launch_bounds__(PIPE_THREADS) usolve_pipe(int n, int nx, int ny, int lines,
-    const int* step_off, const double* vals, double* y, double* zs, double* z, unsigned int* ctl, const double* sc) {
+    const int* plan, const int* step_off, const double* vals, const double* y, double* z, double* hand,
+    unsigned int* ctl, const double* sc) {
     if constexpr (WANTED(usolve_pipe)) {
-        sweep_pipe<true>(n, nx, ny, lines, step_off, vals, y, zs, y, z, ctl, sc);
+        sweep_pipe<true>(n, nx, ny, lines, plan, step_off, vals, y, z, hand, ctl, sc);
+    }
+}
+
+// The windows' bound after a factorisation: over the sweep's points, the
+// largest |entry of the plane before| (b) and |point before| + |line before|
+// (a), upper ones over U's diagonal, as the bits of non-negative doubles
+// (ordered as integers; NaN above all).
+extern "C" __global__ void __launch_bounds__(256) pipe_window_bound(int n, int upper, const double* __restrict__ vals,
+    unsigned long long* most_ab) {
+    if constexpr (WANTED(pipe_window_bound)) {
+        unsigned long long a_bits = 0, b_bits = 0;
+        GRID_STRIDE(i, n) {
+            auto mag = [&](int kind) {
+                const double v = vals[(i64)kind * n + i];
+                return pending(v) ? 0.0 : fabs(v);
+            };
+            const double scale = upper ? mag(4) : 1.0;
+            a_bits = max(a_bits, (unsigned long long)__double_as_longlong((mag(0) + mag(1)) * scale));
+            b_bits = max(b_bits, (unsigned long long)__double_as_longlong(mag(2) * scale));
+        }
+        atomicMax(&most_ab[0], a_bits);
+        atomicMax(&most_ab[1], b_bits);
+    }
+}
+
+// Then one thread picks the sweep's plan {window, runs, planes a run}. The
+// error a plane passes on is at most gamma = b / (1 - a) of the one before's
+// (the plane's own entries sum to a < 1), so a window of
+// ceil(log 2^-56 / log gamma) planes leaves less than 2^-56 of the largest
+// value. Runs: `runs` where the caller fixed them, else the most (up to
+// `most_runs`) whose blocks fit `budget` (more queue for multiprocessors:
+// measured slower). {-1, 1, nz} (the exact schedule) where gamma is not
+// below 1, the window passes `most_window`, or one run is all that fits.
+extern "C" __global__ void pipe_window_pick(unsigned long long* most_ab, int nz, int planes, int runs, int most_runs,
+    int budget, int most_window, int* plan) {
+    if constexpr (WANTED(pipe_window_pick)) {
+        const double a = __longlong_as_double((long long)most_ab[0]), b = __longlong_as_double((long long)most_ab[1]);
+        const double gamma = b / (1.0 - a);
+        int w = -1, c = 1;
+        if (b == 0.0) w = 0;
+        else if (a < 1.0 && gamma < 1.0) {
+            const double window = ceil(-56.0 * 0.6931471805599453 / log(gamma));
+            if (window <= (double)most_window) w = (int)window;
+        }
+        if (w >= 0 && runs > 0) c = runs;
+        for (int r = most_runs; w >= 0 && runs == 0 && r >= 2; --r) {
+            if (r * ((nz + r - 1) / r + w + planes - 1) / planes <= budget) {
+                c = r;
+                break;
+            }
+        }
+        plan[0] = c > 1 ? w : -1;
+        plan[1] = c;
+        plan[2] = (nz + c - 1) / c;
+        most_ab[0] = 0;
+        most_ab[1] = 0;
     }
 }
 

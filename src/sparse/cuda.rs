@@ -265,49 +265,117 @@ pub enum SweepSchedule {
         walk: super::grid_walk::GridWalk,
         sweeps: Box<[WalkSweep; 2]>,
     },
-    /// A 7-point stencil's planes in a pipeline; `zs` the upper sweep's
-    /// values in its own order, read by the plane after (kept pending).
+    /// A 7-point stencil's planes in a pipeline, in runs as `runs` allows
+    /// (one where the windows are off); `hand` the blocks' slots for the
+    /// plane they hand on (kept pending).
     Pipeline {
         walk: super::grid_walk::GridWalk,
         sweeps: Box<[PipeSweep; 2]>,
-        zs: DeviceBuffer<f64>,
+        runs: PipeRuns,
+        hand: DeviceBuffer<f64>,
     },
 }
 
 /// One sweep of the plane pipeline (sparse::grid_walk::GridWalk::pipeline):
 /// where each step of a plane starts, the factor's entries in that order
-/// (gathered by `SyncFreeSweeps::refresh` through `from`), the ticket/done words.
+/// (gathered by `SyncFreeSweeps::refresh` through `from`), the ticket/done
+/// words, and its plan {window, runs, planes a run} (kernels/sparse.cu
+/// pipe_window_pick; {-1, 1, nz}, the exact schedule, until a factorisation
+/// picks windows) with the windows' bound's two maxima.
 pub struct PipeSweep {
     step_off: DeviceBuffer<i32>,
     from: DeviceBuffer<i32>,
     vals: DeviceBuffer<f64>,
     ctl: DeviceBuffer<u32>,
+    plan: DeviceBuffer<i32>,
+    bound: DeviceBuffer<u64>,
 }
 
 impl PipeSweep {
-    fn new(g: &Gpu, layout: &super::grid_walk::PipeLayout) -> Result<PipeSweep> {
+    fn new(g: &Gpu, layout: &super::grid_walk::PipeLayout, nz: usize) -> Result<PipeSweep> {
         Ok(PipeSweep {
             step_off: upload(g, &layout.step_off)?,
             vals: g.alloc(layout.from.len().max(1))?,
             from: upload(g, &layout.from)?,
             ctl: upload(g, &[0u32, 0])?,
+            plan: upload(g, &[-1i32, 1, nz as i32])?,
+            bound: upload(g, &[0u64, 0])?,
         })
+    }
+
+    /// The plan the sweep's current factor entries allow (on the device).
+    fn pick_plan(&self, g: &Gpu, walk: &super::grid_walk::GridWalk, runs: &PipeRuns, upper: bool) -> Result<()> {
+        let n = walk.nx * walk.ny * walk.nz;
+        let f = g.kernel("sparse", SOURCE, "pipe_window_bound")?;
+        let (n32, up) = (n as i32, i32::from(upper));
+        let mut l = g.launcher(&f);
+        l.arg(&n32).arg(&up).arg(&self.vals).arg(&self.bound);
+        g.launch("pipe_window_bound", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)?;
+        let f = g.kernel("sparse", SOURCE, "pipe_window_pick")?;
+        let (nz, planes, most_window) = (walk.nz as i32, pipe_planes(walk) as i32, WINDOW_MOST as i32);
+        let (fixed, most, budget) = (runs.fixed as i32, runs.most as i32, runs.budget as i32);
+        let mut l = g.launcher(&f);
+        l.arg(&self.bound).arg(&nz).arg(&planes).arg(&fixed).arg(&most).arg(&budget).arg(&most_window).arg(&self.plan);
+        g.launch("pipe_window_pick", l, (1, 1, 1), (1, 1, 1), 0)
     }
 }
 
-/// The plane pipeline's launch (kernels/sparse.cu sweep_pipe): threads a
-/// line (a warp's multiple), planes a block (up to 3 in PIPE_THREADS: 3
-/// measured faster than 2 or 4 at 128³), and shared memory for PIPE_LEAD
-/// steps of staged loads and the step offsets.
-fn pipe_launch(walk: &super::grid_walk::GridWalk, upper: bool) -> (u32, u32, u32, i32) {
-    const PIPE_THREADS: usize = 512;
+/// The most planes a window of the plane pipeline spans (beyond it, the
+/// exact schedule).
+pub const WINDOW_MOST: usize = 64;
+
+/// How the plane pipeline may split the planes into runs with windows
+/// (kernels/sparse.cu sweep_pipe, pipe_window_pick): not at all (the exact
+/// schedule) where `windows` is off; else `fixed` runs where the caller
+/// chose them, or the most up to `most` (a run per 16 planes) whose blocks
+/// fit `budget` (a block a multiprocessor, an eighth more: more runs
+/// queued blocks and measured slower on the H100; at most a block a plane,
+/// so the blocks' slots hold at most a vector); `blocks` the grid, for
+/// every plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PipeRuns {
+    pub windows: bool,
+    pub fixed: usize,
+    pub most: usize,
+    pub budget: usize,
+    pub blocks: usize,
+}
+
+impl PipeRuns {
+    pub fn new(g: &Gpu, walk: &super::grid_walk::GridWalk, windows: bool, runs: Option<usize>) -> PipeRuns {
+        let (nz, planes) = (walk.nz, pipe_planes(walk));
+        let most = (nz / 16).max(1);
+        let fixed = runs.map_or(0, |r| r.clamp(1, most));
+        let sms = g.info.multiprocessors.max(1) as usize;
+        let budget = (sms + sms / 8).min(nz);
+        let windowed = match (windows, fixed) {
+            (false, _) => 0,
+            (true, 0) => budget,
+            (true, r) => r * (nz.div_ceil(r) + WINDOW_MOST).div_ceil(planes),
+        };
+        PipeRuns { windows, fixed, most, budget, blocks: nz.div_ceil(planes).max(windowed) }
+    }
+}
+
+/// Planes a block of the plane pipeline: up to 3 in PIPE_THREADS threads
+/// (3 measured faster than 2 or 4 at 128³).
+fn pipe_planes(walk: &super::grid_walk::GridWalk) -> usize {
+    (PIPE_THREADS / walk.ny.next_multiple_of(32)).clamp(1, 3).min(walk.nz)
+}
+
+const PIPE_THREADS: usize = 512;
+
+/// The plane pipeline's launch (kernels/sparse.cu sweep_pipe): `runs`'
+/// blocks, threads a line (a warp's multiple) for each of the block's
+/// planes, and shared memory for PIPE_LEAD steps of staged loads and the
+/// step offsets.
+fn pipe_launch(walk: &super::grid_walk::GridWalk, runs: PipeRuns, upper: bool) -> (u32, u32, u32, i32) {
     const PIPE_LEAD: usize = 6;
     let lines = walk.ny.next_multiple_of(32);
-    let planes = (PIPE_THREADS / lines).clamp(1, 3).min(walk.nz);
-    let threads = planes * lines;
+    let threads = pipe_planes(walk) * lines;
     let staged = PIPE_LEAD * (4 + 2 * upper as usize) * threads * std::mem::size_of::<f64>();
     let shared = staged + (walk.nx + walk.ny) * std::mem::size_of::<i32>();
-    (walk.nz.div_ceil(planes) as u32, threads as u32, shared as u32, lines as i32)
+    (runs.blocks as u32, threads as u32, shared as u32, lines as i32)
 }
 
 /// One sweep of the grid walk: its stencil (distances in walk index, CSR
@@ -331,7 +399,7 @@ pub type CsrPattern<'a> = (&'a [i32], &'a [i32], &'a [i32]);
 /// the plane pipeline with both sweeps' layouts (GridWalk::pipelines).
 pub enum BoxSweeps<'a> {
     Walk(super::grid_walk::GridWalk, CsrPattern<'a>),
-    Pipeline(super::grid_walk::GridWalk, [super::grid_walk::PipeLayout; 2]),
+    Pipeline(super::grid_walk::GridWalk, [super::grid_walk::PipeLayout; 2], PipeRuns),
 }
 
 impl WalkSweep {
@@ -374,11 +442,11 @@ impl SyncFreeSweeps {
         boxed: Option<BoxSweeps<'_>>,
     ) -> Result<SyncFreeSweeps> {
         let schedule = match boxed {
-            Some(BoxSweeps::Pipeline(walk, [lower, upper])) => {
-                let mut zs = g.alloc::<f64>(n.max(1))?;
-                g.fill_bytes(&mut zs, 0xff)?; // pending (kernels/sparse.cu)
-                let sweeps = Box::new([PipeSweep::new(g, &lower)?, PipeSweep::new(g, &upper)?]);
-                SweepSchedule::Pipeline { walk, sweeps, zs }
+            Some(BoxSweeps::Pipeline(walk, [lower, upper], runs)) => {
+                let mut hand = g.alloc::<f64>(runs.blocks * walk.nx * walk.ny)?;
+                g.fill_bytes(&mut hand, 0xff)?; // pending (kernels/sparse.cu)
+                let sweeps = Box::new([PipeSweep::new(g, &lower, walk.nz)?, PipeSweep::new(g, &upper, walk.nz)?]);
+                SweepSchedule::Pipeline { walk, sweeps, runs, hand }
             }
             Some(BoxSweeps::Walk(walk, p)) => SweepSchedule::Grid {
                 walk,
@@ -405,6 +473,17 @@ impl SyncFreeSweeps {
         Ok(SyncFreeSweeps { schedule, y })
     }
 
+    /// The plane pipeline's plans (lower, upper: {window, runs, planes a
+    /// run}; window -1: exact); None for the other schedules.
+    pub fn plans(&self, g: &Gpu) -> Result<Option<[[i32; 3]; 2]>> {
+        let SweepSchedule::Pipeline { sweeps, .. } = &self.schedule else { return Ok(None) };
+        let mut plans = [[0i32; 3]; 2];
+        for (s, out) in sweeps.iter().zip(plans.iter_mut()) {
+            g.download(&s.plan, 0, out)?;
+        }
+        Ok(Some(plans))
+    }
+
     /// The grid walk's factor entries from freshly built factors `lu`;
     /// nothing for the chunks, which read `lu` itself.
     pub fn refresh(&self, g: &Gpu, lu: &DeviceBuffer<f64>) -> Result<()> {
@@ -414,7 +493,7 @@ impl SyncFreeSweeps {
                     crate::array::cuda::gather(g, s.from.len(), lu, &s.from, &s.vals)?;
                 }
             }
-            SweepSchedule::Pipeline { sweeps, .. } => {
+            SweepSchedule::Pipeline { walk, sweeps, runs, .. } => {
                 let f = g.kernel("sparse", SOURCE, "pipe_gather")?;
                 for (upper, s) in sweeps.iter().enumerate() {
                     // the upper sweep's last n entries: the reciprocals of U's diagonal (kernels/sparse.cu quotient)
@@ -423,6 +502,9 @@ impl SyncFreeSweeps {
                     let mut l = g.launcher(&f);
                     l.arg(&m).arg(&reciprocals).arg(&s.from).arg(lu).arg(&s.vals);
                     g.launch("pipe_gather", l, (grid_for(s.from.len()), 1, 1), (BLOCK, 1, 1), 0)?;
+                    if runs.windows {
+                        s.pick_plan(g, walk, runs, upper == 1)?;
+                    }
                 }
             }
             SweepSchedule::Chunks { .. } => {}
@@ -686,20 +768,20 @@ pub fn syncfree_apply(
                 g.launch(name, l, (walk.nz as u32, 1, 1), (threads, 1, 1), shared as u32)?;
             }
         }
-        SweepSchedule::Pipeline { walk, sweeps, zs } => {
+        SweepSchedule::Pipeline { walk, sweeps, runs, hand } => {
             let (nx, ny) = (walk.nx as i32, walk.ny as i32);
             for (upper, s) in sweeps.iter().enumerate() {
                 let name = if upper == 0 { "lsolve_pipe" } else { "usolve_pipe" };
-                let (blocks, threads, shared, lines) = pipe_launch(walk, upper == 1);
+                let (blocks, threads, shared, lines) = pipe_launch(walk, *runs, upper == 1);
                 let f = g.kernel_with_shared("sparse", SOURCE, name, shared as usize)?;
                 let mut l = g.launcher(&f);
-                l.arg(&n).arg(&nx).arg(&ny).arg(&lines).arg(&s.step_off).arg(&s.vals);
+                l.arg(&n).arg(&nx).arg(&ny).arg(&lines).arg(&s.plan).arg(&s.step_off).arg(&s.vals);
                 if upper == 0 {
-                    l.arg(r).arg(y).arg(zs);
+                    l.arg(r).arg(y);
                 } else {
-                    l.arg(y).arg(zs).arg(z);
+                    l.arg(y).arg(z);
                 }
-                l.arg(&s.ctl);
+                l.arg(hand).arg(&s.ctl);
                 arg_or_null(&mut l, sc);
                 g.launch(name, l, (blocks, 1, 1), (threads, 1, 1), shared)?;
             }

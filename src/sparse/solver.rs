@@ -96,15 +96,18 @@ impl Settings {
     }
 }
 
-/// How the device runs ILU(0)'s two triangular solves. Both give the same
-/// numbers as the CPU reference's serial sweeps (the sums in the same order).
+/// How the device runs ILU(0)'s two triangular solves. All but `Windows`
+/// (and the default where it takes the windows) give the same numbers as
+/// the CPU reference's serial sweeps, bit for bit (the sums in the same
+/// order); the windows give them to rounding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IluSweeps {
     /// One launch per sweep, synchronisation-free, chunks of `rows`
     /// consecutive rows a block (None: cuda::sweep_chunk). The default:
     /// measured faster than a launch per level on every matrix benched.
     /// With `rows` None the grid walk is taken where sparse::grid_walk finds
-    /// the matrix a box stencil's and picks it.
+    /// the matrix a box stencil's and picks it, and the plane pipeline in
+    /// windows (`Windows`, runs picked) where the stencil is 7-point.
     SyncFree { rows: Option<usize> },
     /// The grid walk (sparse::grid_walk); refused where the pattern is not a
     /// box stencil's in natural order.
@@ -113,6 +116,16 @@ pub enum IluSweeps {
     /// grid walk's planes, several a block, for 7-point stencils; refused
     /// on other patterns.
     Pipeline,
+    /// The plane pipeline in windows (kernels/sparse.cu sweep_pipe): the
+    /// planes in runs, each run's blocks starting a window of planes early
+    /// from zero values. After each factorisation the device picks the
+    /// window whose error, by a proven bound, is below 2^-56 of the largest
+    /// value, and the runs (`runs`, else as many as the multiprocessors
+    /// hold: cuda::PipeRuns): ILU(0)'s numbers to rounding, not bit for bit
+    /// (the one schedule that is not), and the exact pipeline where no
+    /// window of at most cuda::WINDOW_MOST planes is that short. Refused
+    /// where the pipeline is.
+    Windows { runs: Option<usize> },
     /// One launch per dependency level.
     Levels,
 }
@@ -126,12 +139,16 @@ impl Default for IluSweeps {
 impl IluSweeps {
     /// The default, FEGPU_ILU_CHUNK rows a chunk when set, or
     /// FEGPU_ILU_SWEEP=levels for a launch per level, =grid for the grid
-    /// walk, =pipe for the plane pipeline.
+    /// walk, =pipe for the plane pipeline, =windows for its windows
+    /// (FEGPU_ILU_RUNS runs when set).
     pub fn from_env() -> IluSweeps {
         match std::env::var("FEGPU_ILU_SWEEP").as_deref() {
             Ok("levels") => return IluSweeps::Levels,
             Ok("grid") => return IluSweeps::GridWalk,
             Ok("pipe") => return IluSweeps::Pipeline,
+            Ok("windows") => {
+                return IluSweeps::Windows { runs: std::env::var("FEGPU_ILU_RUNS").ok().and_then(|v| v.parse().ok()) }
+            }
             _ => {}
         }
         IluSweeps::SyncFree { rows: std::env::var("FEGPU_ILU_CHUNK").ok().and_then(|v| v.parse().ok()) }
@@ -828,6 +845,20 @@ impl Solver {
         self.apply_preconditioner(r, z, true)
     }
 
+    /// The plane pipeline's plans (lower, upper sweep: {window in planes,
+    /// runs, planes a run}; window -1: the exact schedule) as the last
+    /// factorisation picked them (IluSweeps::Windows), building the
+    /// preconditioner first where the values changed; None where the
+    /// sweeps are not the pipeline's.
+    pub fn ilu_plans(&self) -> Result<Option<[[i32; 3]; 2]>> {
+        let mut st = self.lock()?;
+        self.refresh(&mut st)?;
+        match &st.levels {
+            Some((_, cuda::DeviceSweeps::SyncFree(sf))) => sf.plans(self.csr.ctx.device()?),
+            _ => Ok(None),
+        }
+    }
+
     /// z = M^-1 r queued on the device without a wait, so that a CUDA graph
     /// can capture it (`Gpu::capture`), as a solve's captured iteration
     /// holds it: the preconditioner must be built for the current values (a
@@ -911,7 +942,7 @@ fn device_sweeps(
     }
     let sweeps = match sweeps {
         IluSweeps::Levels => cuda::DeviceSweeps::Levels { upper: cuda::DeviceLevels::new(g, &lv.upper_rows, &lv.upper_ptr)? },
-        IluSweeps::SyncFree { .. } | IluSweeps::GridWalk | IluSweeps::Pipeline => {
+        IluSweeps::SyncFree { .. } | IluSweeps::GridWalk | IluSweeps::Pipeline | IluSweeps::Windows { .. } => {
             // the walk (the pipeline where both triangles take it) where it is picked (rows unset), or asked for
             let csr = (&p.row_ptr[..], &p.col[..], &p.diag[..]);
             let found = || {
@@ -925,19 +956,23 @@ fn device_sweeps(
                 IluSweeps::SyncFree { rows } => {
                     let walk = rows.is_none().then(|| GridWalk::pick(csr.0, csr.1, csr.2)).flatten();
                     let boxed = walk.map(|w| match w.pipelines(csr.0, csr.1, csr.2) {
-                        Some(layouts) => cuda::BoxSweeps::Pipeline(w, layouts),
+                        Some(layouts) => cuda::BoxSweeps::Pipeline(w, layouts, cuda::PipeRuns::new(g, &w, true, None)),
                         None => cuda::BoxSweeps::Walk(w, csr),
                     });
                     (rows, boxed)
                 }
-                IluSweeps::Pipeline => {
+                IluSweeps::Pipeline | IluSweeps::Windows { .. } => {
                     let w = found()?;
                     let layouts = w.pipelines(csr.0, csr.1, csr.2).ok_or_else(|| {
                         Error::invalid(
                             "ILU(0) plane pipeline: needs a 7-point stencil on a box (the point, line and plane before; lines of at most 512 points, nx + ny at most 2048)",
                         )
                     })?;
-                    (None, Some(cuda::BoxSweeps::Pipeline(w, layouts)))
+                    let runs = match sweeps {
+                        IluSweeps::Windows { runs } => cuda::PipeRuns::new(g, &w, true, runs),
+                        _ => cuda::PipeRuns::new(g, &w, false, None),
+                    };
+                    (None, Some(cuda::BoxSweeps::Pipeline(w, layouts, runs)))
                 }
                 _ => (None, Some(cuda::BoxSweeps::Walk(found()?, csr))),
             };

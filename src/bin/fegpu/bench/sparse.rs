@@ -238,6 +238,10 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
         let mut variants: Vec<_> = piped
             .map(|w| (format!("pipeline {}x{}x{}", w.nx, w.ny, w.nz), Precond::Ilu0, IluSweeps::Pipeline))
             .into_iter()
+            .chain(piped.into_iter().flat_map(|_| bench_runs()).map(|r| {
+                let label = r.map_or("windows".to_string(), |r| format!("windows, {r} runs"));
+                (label, Precond::Ilu0, IluSweeps::Windows { runs: r })
+            }))
             .chain(walk.map(|w| (format!("walk {}x{}x{}", w.nx, w.ny, w.nz), Precond::Ilu0, IluSweeps::GridWalk)))
             .collect();
         variants.push((
@@ -265,11 +269,29 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
             let apply = time(&ctx, 20, || s.precondition(&ra, &za).map(|_| ()))?;
             let mut z = vec![0.0; n];
             za.download(0, &mut z, "z")?;
-            if precond == Precond::Ilu0 {
-                zs.push(z);
-            }
+            // the windows: their plans and how far z is from the exact schedule's (to rounding, not bit for bit)
+            let note = match s.ilu_plans()? {
+                Some([l, u]) if matches!(sweeps, IluSweeps::Windows { .. }) => {
+                    let scale = zs.first().map_or(1.0, |e| e.iter().fold(0.0f64, |m, v| m.max(v.abs())));
+                    let diff = zs.first().map_or(f64::NAN, |e| e.iter().zip(&z).fold(0.0f64, |m, (a, b)| m.max((a - b).abs())));
+                    format!(
+                        "   (windows {} / {} planes, runs {} / {}; max |z - z_exact| / max |z| = {:.1e})",
+                        l[0],
+                        u[0],
+                        l[1],
+                        u[1],
+                        diff / scale
+                    )
+                }
+                _ => {
+                    if precond == Precond::Ilu0 {
+                        zs.push(z);
+                    }
+                    String::new()
+                }
+            };
             if quick {
-                println!("  {name:<18} {n:>8} {label:<17} {:>9.4} {:>9.4}", apply * 1e3, floor * 1e3);
+                println!("  {name:<18} {n:>8} {label:<17} {:>9.4} {:>9.4}{note}", apply * 1e3, floor * 1e3);
                 continue;
             }
             // the factorisation alone: new values (the same ones) make the next apply refactor
@@ -277,7 +299,7 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
             let factor = s.precondition(&ra, &za)?;
             let (per_it, iters, solve) = ilu_solve(&ctx, &a, precond, Settings { ilu_sweeps: sweeps, ..Default::default() })?;
             println!(
-                "  {name:<18} {n:>8} {label:<17} {:>9.4} {:>9.4} {:>10.2} {:>10.4} {iters:>7} {:>10.2}",
+                "  {name:<18} {n:>8} {label:<17} {:>9.4} {:>9.4} {:>10.2} {:>10.4} {iters:>7} {:>10.2}{note}",
                 apply * 1e3,
                 floor * 1e3,
                 factor * 1e3,
@@ -312,6 +334,18 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
         return Ok(());
     }
     small_systems(&ctx, small_real.as_ref().map(|(m, a)| (m.as_str(), a)))
+}
+
+/// The plane pipeline's runs in the windows rows: FEGPU_BENCH_RUNS=4,8 (a
+/// row each), else the picked ones.
+fn bench_runs() -> Vec<Option<usize>> {
+    let asked: Vec<Option<usize>> =
+        std::env::var("FEGPU_BENCH_RUNS").unwrap_or_default().split(',').filter_map(|c| c.parse().ok()).map(Some).collect();
+    if asked.is_empty() {
+        vec![None]
+    } else {
+        asked
+    }
 }
 
 /// BiCGSTAB with Jacobi-swept ILU(0) (2 sweeps) on n^3 convection-diffusion
