@@ -787,7 +787,7 @@ extern "C" __global__ void pipe_window_pick(unsigned long long* most_ab, int nz,
         }
         if (w >= 0 && runs > 0) c = runs;
         for (int r = most_runs; w >= 0 && runs == 0 && r >= 2; --r) {
-            if (r * ((nz + r - 1) / r + w + planes - 1) / planes <= budget) {
+            if (r * (((nz + r - 1) / r + w + planes - 1) / planes) <= budget) {
                 c = r;
                 break;
             }
