@@ -266,3 +266,46 @@ fn warm_fills_the_kernel_cache() {
     assert!(!ok && out.contains("the kernel cache is off"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `fegpu solve` on a 7-point operator deep enough for the ILU(0) windows
+/// (12 x 10 x 40, x fastest): it converges, and on the device it says how
+/// the plane pipeline split the planes (2 runs of 20, a window before
+/// each); elsewhere there are no windows to report.
+#[test]
+fn solve_reports_the_ilu_windows_on_the_device() {
+    let dir = std::env::temp_dir().join(format!("fegpu-cli-windows-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = dir.join("box.mtx");
+    let (nx, ny, nz) = (12usize, 10usize, 40usize);
+    let mut entries = Vec::new();
+    for k in 0..nz {
+        for j in 0..ny {
+            for i in 0..nx {
+                let row = i + nx * (j + ny * k);
+                for (di, dj, dk, w) in [
+                    (0, 0, -1, -1.0),
+                    (0, -1, 0, -1.0),
+                    (-1, 0, 0, -1.0),
+                    (0, 0, 0, 6.0),
+                    (1, 0, 0, -1.0),
+                    (0, 1, 0, -1.0),
+                    (0, 0, 1, -1.0),
+                ] {
+                    let (a, b, c) = (i as i64 + di, j as i64 + dj, k as i64 + dk);
+                    if (0..nx as i64).contains(&a) && (0..ny as i64).contains(&b) && (0..nz as i64).contains(&c) {
+                        let col = a as usize + nx * (b as usize + ny * c as usize);
+                        entries.push(format!("{} {} {w}", row + 1, col + 1));
+                    }
+                }
+            }
+        }
+    }
+    let n = nx * ny * nz;
+    let header = format!("%%MatrixMarket matrix coordinate real general\n{n} {n} {}\n", entries.len());
+    std::fs::write(&a, header + &entries.join("\n") + "\n").unwrap();
+    let (ok, out) = fegpu(&["solve", a.to_str().unwrap(), "--precond", "ilu0", "--tol", "1e-8"]);
+    assert!(ok && out.contains("status: converged"), "{out}");
+    let windows = "ILU(0) sweeps: the plane pipeline; lower: 2 runs of 20 planes, each from a window of";
+    assert_eq!(out.contains(windows), out.contains(" on cuda"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -886,6 +886,10 @@ fn ilu0_windows_give_the_serial_sweeps_numbers_and_iterations() {
         let settings = Settings { ilu_sweeps: IluSweeps::Windows { runs }, ..Default::default() };
         let a = make(&ctx, &v);
         let s = Solver::with_settings(a.clone(), Method::Bicgstab, Precond::Ilu0, settings.clone()).unwrap();
+        assert_eq!(s.ilu_plans().unwrap(), None, "{name}: plans before the first factorisation");
+        let r = rng.vec_f64(n);
+        let (ra, za) = (Array::new(ctx.clone(), n, 1, Some(&r)).unwrap(), Array::new::<f64>(ctx.clone(), n, 1, None).unwrap());
+        s.precondition(&ra, &za).unwrap();
         let Some(plans) = s.ilu_plans().unwrap() else {
             assert_ne!(ctx.backend_name(), "cuda", "{name}: no plans reported on the device");
             continue;
@@ -902,8 +906,8 @@ fn ilu0_windows_give_the_serial_sweeps_numbers_and_iterations() {
             assert!(window >= 1 && window < nz - planes, "{what}: the window does not cut the box");
             assert!(r == runs.map_or(r.max(2), |r| r as i32) && planes == (nz + r - 1) / r, "{what}");
         }
-        let r = rng.vec_f64(n);
-        let (ra, za) = (Array::new(ctx.clone(), n, 1, Some(&r)).unwrap(), Array::new::<f64>(ctx.clone(), n, 1, None).unwrap());
+        let summary = s.ilu_summary().unwrap();
+        assert!(summary.starts_with("ILU(0) sweeps: the plane pipeline") && summary.contains("window"), "{name}: {summary}");
         for round in 0..4 {
             // the fourth round after new values (the same pattern), so the windows are picked again
             let vals: Vec<f64> =

@@ -314,8 +314,9 @@ pub unsafe extern "C" fn fegpu_rigid_body_modes(
 /// A solver's description into `buf` (NUL-terminated, truncated to `len`
 /// bytes; len 0 writes nothing, buf may then be NULL; `needed`, may be
 /// NULL, gets the full length plus one): the
-/// method and preconditioner, and for AMG the hierarchy (levels, rows,
-/// nonzeros, operator complexity, the last setup's phases).
+/// method and preconditioner, for AMG the hierarchy (levels, rows,
+/// nonzeros, operator complexity, the last setup's phases), and for ILU(0)
+/// on the device's plane pipeline its windows once built (a line).
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_solver_describe(
     s: fegpu_solver_t,
@@ -325,7 +326,8 @@ pub unsafe extern "C" fn fegpu_solver_describe(
 ) -> fegpu_status {
     guard(|| {
         let sv = registry::get::<Solver>(s, "S")?;
-        let text = format!("{} with {:?}\n{}", sv.method.name(), sv.precond, sv.amg_summary().unwrap_or_default());
+        let (amg, ilu) = (sv.amg_summary().unwrap_or_default(), sv.ilu_summary().unwrap_or_default());
+        let text = format!("{} with {:?}\n{amg}{ilu}", sv.method.name(), sv.precond);
         super::write_text(&text, buf, len, needed)
     })
 }

@@ -847,16 +847,24 @@ impl Solver {
 
     /// The plane pipeline's plans (lower, upper sweep: {window in planes,
     /// runs, planes a run}; window -1: the exact schedule) as the last
-    /// factorisation picked them (IluSweeps::Windows), building the
-    /// preconditioner first where the values changed; None where the
-    /// sweeps are not the pipeline's.
+    /// factorisation picked them; None before the first build (a solve or
+    /// `precondition`) or where the sweeps are not the pipeline's.
     pub fn ilu_plans(&self) -> Result<Option<[[i32; 3]; 2]>> {
-        let mut st = self.lock()?;
-        self.refresh(&mut st)?;
-        match &st.levels {
-            Some((_, cuda::DeviceSweeps::SyncFree(sf))) => sf.plans(self.csr.ctx.device()?),
+        let st = self.peek();
+        match (&st.levels, st.built_for) {
+            (Some((_, cuda::DeviceSweeps::SyncFree(sf))), Some(_)) => sf.plans(self.csr.ctx.device()?),
             _ => Ok(None),
         }
+    }
+
+    /// `ilu_plans` in words, a line (None where there are none).
+    pub fn ilu_summary(&self) -> Option<String> {
+        let plans = self.ilu_plans().ok().flatten()?;
+        let sweep = |[window, runs, planes]: [i32; 3]| match window {
+            -1 => "exact".to_string(),
+            w => format!("{runs} runs of {planes} planes, each from a window of {w} planes before it"),
+        };
+        Some(format!("ILU(0) sweeps: the plane pipeline; lower: {}; upper: {}\n", sweep(plans[0]), sweep(plans[1])))
     }
 
     /// z = M^-1 r queued on the device without a wait, so that a CUDA graph

@@ -63,6 +63,9 @@ pub fn run(o: &Options) -> Result<bool> {
     let mut xh = vec![0.0; n];
     x.download(0, &mut xh, "x")?;
     println!("method {}, preconditioner {}, tol {:e}, maxit {}", o.method, o.precond, o.tol, o.maxit);
+    if let Some(line) = s.ilu_summary() {
+        print!("{line}");
+    }
     report(o, &outcome, true_rel, &xh, [upload_s, setup_s, solve_s]);
     if let Some(p) = &o.output {
         mm::write_vector(p, &xh)?;
