@@ -847,8 +847,9 @@ impl Solver {
 
     /// The plane pipeline's plans (lower, upper sweep: {window in planes,
     /// runs, planes a run}; window -1: the exact schedule) as the last
-    /// factorisation picked them; None before the first build (a solve or
-    /// `precondition`) or where the sweeps are not the pipeline's.
+    /// factorisation picked them (a solver factors when it is created and
+    /// when the values change); None where the sweeps are not the
+    /// pipeline's, or nothing is built.
     pub fn ilu_plans(&self) -> Result<Option<[[i32; 3]; 2]>> {
         let st = self.peek();
         match (&st.levels, st.built_for) {
