@@ -1354,8 +1354,9 @@ fegpu_status fegpu_rigid_body_modes(int32_t dim,
 // A solver's description into `buf` (NUL-terminated, truncated to `len`
 // bytes; len 0 writes nothing, buf may then be NULL; `needed`, may be
 // NULL, gets the full length plus one): the
-// method and preconditioner, and for AMG the hierarchy (levels, rows,
-// nonzeros, operator complexity, the last setup's phases).
+// method and preconditioner, for AMG the hierarchy (levels, rows,
+// nonzeros, operator complexity, the last setup's phases), and for ILU(0)
+// on the device's plane pipeline its windows once built (a line).
 fegpu_status fegpu_solver_describe(fegpu_solver_t s, char *buf, int64_t len, int64_t *needed);
 
 // Creates an nrows x ncols CSR matrix from the caller's arrays with int32
