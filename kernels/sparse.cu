@@ -245,10 +245,12 @@ extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const 
 // to finish re-arms the ticket, so the kernel replays in a CUDA graph as
 // is. Sums run in CSR order, as the CPU reference's do.
 //
-// Keeping the outputs pending: the lower sweep marks z (the upper sweep's
-// output) pending row by row after reading r_i (z may be r), and the upper
-// sweep marks y (the lower sweep's output, a scratch vector) pending again
-// after reading y_i; the scratch is marked pending when it is allocated.
+// Keeping the outputs pending (the chunks and the grid walk; the plane
+// pipeline polls its blocks' own slots and writes y and z plainly): the
+// lower sweep marks z (the upper sweep's output) pending row by row after
+// reading r_i (z may be r), and the upper sweep marks y (the lower sweep's
+// output, a scratch vector) pending again after reading y_i; the scratch is
+// marked pending when it is allocated.
 // A wait longer than ILU_WAIT_NS (a bad schedule: a bug) reads NaN, so the
 // solve ends in a breakdown instead of hanging the device.
 #define ILU_PENDING (-1LL)

@@ -249,7 +249,9 @@ pub struct DeviceSweep {
 /// Both synchronisation-free sweeps and the scratch vector y between them.
 pub struct SyncFreeSweeps {
     pub schedule: SweepSchedule,
-    /// Kept pending between applies (kernels/sparse.cu).
+    /// The lower sweep's output: kept pending between applies by the chunks
+    /// and the grid walk, written plainly by the plane pipeline, whose
+    /// blocks poll their own slots instead (kernels/sparse.cu).
     pub y: DeviceBuffer<f64>,
 }
 
