@@ -178,9 +178,16 @@ contains
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     integer(c_int32_t) :: dtype
+    character(len=120) :: msg
     dtype = 0
     if (i64(kind) == real32) dtype = FEGPU_DTYPE_F32
     if (i64(kind) == real64) dtype = FEGPU_DTYPE_F64
+    if (dtype == 0) then  ! named as the Fortran caller gave it, a kind, not C's dtype
+      write (msg, '(a,i0,a,i0,a,i0,a)') 'fegpu_array_create_empty: kind = ', i64(kind), ': expected real32 (', real32, &
+           ') or real64 (', real64, ') from iso_fortran_env'
+      call refuse(int(FEGPU_ERR_INVALID_ARGUMENT, c_int32_t), trim(msg), stat, errmsg)
+      return
+    end if
     call check(c_array_create_empty(ctx%handle, dtype, i64(rows), i64(cols), arr%handle), &
          'fegpu_array_create_empty', stat, errmsg)
   end subroutine

@@ -186,17 +186,24 @@ contains
     class(*), intent(in), optional :: count
     elements = size_a
     if (present(count)) elements = i64(count)
-    if (present(count) .and. elements < 0) elements = 0  ! fegpu names the bad count
   end function
 
-  !> Refuses a count= beyond an array whose size is known (the C side would
-  !> read or write past its end); .true. when it refused.
-  logical function beyond(where, size_a, n, stat, errmsg)
+  !> Refuses a negative count= (named as given), or one beyond an array whose
+  !> size is known (the C side would read or write past its end); .true.
+  !> when it refused.
+  logical function beyond(where, size_a, n, count, stat, errmsg)
     character(*), intent(in) :: where
     integer(c_int64_t), intent(in) :: size_a, n
+    class(*), intent(in), optional :: count
     class(*), intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     character(len=200) :: msg
+    if (present(count) .and. n < 0) then
+      write (msg, '(a,i0,a)') ': count = ', n, ': must be at least 1'
+      call refuse(int(FEGPU_ERR_INVALID_ARGUMENT, c_int32_t), where // trim(msg), stat, errmsg)
+      beyond = .true.
+      return
+    end if
     beyond = size_a >= 0 .and. n > size_a
     if (beyond) then
       write (msg, '(a,i0,a,i0,a)') ': count = ', n, ' but a has ', size_a, ' elements'

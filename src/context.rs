@@ -128,6 +128,11 @@ impl Context {
     /// recorded there too so unregister behaves the same on both).
     pub fn register_host(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
         let start = ptr as usize;
+        if !mapped(start, bytes) {
+            return Err(Error::invalid(format!(
+                "ptr = {start:#x}, bytes = {bytes}: not all of that range is memory of this process (bytes counts bytes, not elements)"
+            )));
+        }
         let mut reg = self.registered.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((&s, &b)) = reg.iter().find(|(&s, &b)| start < s + b && s < start + bytes) {
             return Err(Error::invalid(format!(
@@ -172,5 +177,17 @@ impl Drop for Context {
                 let _ = g.unregister_host(start as *mut u8);
             }
         }
+    }
+}
+
+/// Whether every page of `bytes` bytes at `start` is mapped in this process,
+/// so the CPU backend refuses the ranges that page-locking would: msync with
+/// MS_ASYNC changes nothing on mapped pages and fails with ENOMEM where one is not.
+fn mapped(start: usize, bytes: usize) -> bool {
+    let page = (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(1) as usize;
+    let base = start / page * page;
+    match start.checked_add(bytes) {
+        Some(end) if bytes > 0 => unsafe { libc::msync(base as *mut libc::c_void, end - base, libc::MS_ASYNC) == 0 },
+        _ => false,
     }
 }

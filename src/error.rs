@@ -109,14 +109,24 @@ pub fn peek<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Checks a size argument that crosses the ABI as int64: it must be >= 1.
 pub fn positive(name: &str, value: i64) -> Result<usize> {
     if value < 1 {
-        return Err(Error::invalid(format!("{name} = {value}: must be at least 1")));
+        return Err(Error::invalid(format!("{name} = {}: must be at least 1", shown(value))));
     }
     usize::try_from(value).map_err(|_| Error::invalid(format!("{name} = {value}: too large")))
 }
 
 /// A caller's count, 0 allowed.
 pub fn non_negative(name: &str, value: i64) -> Result<usize> {
-    usize::try_from(value).map_err(|_| Error::invalid(format!("{name} = {value}: must be >= 0")))
+    usize::try_from(value).map_err(|_| Error::invalid(format!("{name} = {}: must be >= 0", shown(value))))
+}
+
+/// A caller's integer for a message; the Fortran modules pass -huge (their
+/// NOT_AN_INTEGER) for an actual argument that is not an integer (2.5, 'x'), so that one says so.
+fn shown(value: i64) -> String {
+    if value == -i64::MAX || value == -(i32::MAX as i64) {
+        format!("{value} (a Fortran argument that is not an integer: a real or a character where an integer belongs)")
+    } else {
+        value.to_string()
+    }
 }
 
 /// rows * cols without overflow.

@@ -64,6 +64,16 @@ fn sizes_shapes_and_pointers() {
         let p = at.as_mut_ptr();
         expect_err(fegpu_dense_transpose_host_f64(ctx, 3, 4, p, p, 0), FEGPU_ERR_INVALID_ARGUMENT, &["overlap"]);
         expect_err(fegpu_host_register(ctx, null_mut(), 8), FEGPU_ERR_INVALID_ARGUMENT, &["ptr", "null"]);
+        // a length in elements where bytes were meant, or past the address space: refused on both backends
+        for bytes in [1i64 << 40, i64::MAX] {
+            expect_err(
+                fegpu_host_register(ctx, out.as_mut_ptr().cast(), bytes),
+                FEGPU_ERR_INVALID_ARGUMENT,
+                &["bytes", "not all"],
+            );
+        }
+        ok(fegpu_host_register(ctx, out.as_mut_ptr().cast(), 8 * out.len() as i64));
+        ok(fegpu_host_unregister(ctx, out.as_mut_ptr().cast()));
         expect_err(fegpu_host_unregister(ctx, out.as_mut_ptr() as *mut _), FEGPU_ERR_INVALID_ARGUMENT, &["not registered"]);
     }
     assert_eq!(download_f64(a, 12), data, "nothing changed by the failed calls");

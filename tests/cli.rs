@@ -113,6 +113,8 @@ fn solve_reports_and_writes_the_solution() {
         ("huge_declared", "general", "100000000 100000000 1\n1 1 1\n", "some rows are empty"),
         ("extra_entry", "general", "2 2 2\n1 1 1\n2 2 1\n1 2 1\n", "data after its 2 declared entries"),
         ("complex_values", "general", "1 1 1\n1 1 1 0\n", "expected 3 fields"),
+        ("negative_size", "general", "-3 3 3\n1 1 1\n", "-3: a size or count cannot be negative"),
+        ("four_sizes", "general", "3 3 3 4\n1 1 1\n", "expected 3 numbers, found 4"),
         // (A * 1 once read past a wide matrix's columns and panicked)
         ("wide", "general", "2 3 3\n1 1 1\n2 2 1\n1 3 1\n", "2 x 3: the solvers need a square matrix"),
     ];
@@ -154,6 +156,12 @@ fn solve_reports_and_writes_the_solution() {
     assert!(!ok && out.contains("--precond ilu0-jacobi:x"), "{out}");
     let (ok, out) = fegpu(&["solve", "--restart", "5", &matrix("nos4")]);
     assert!(!ok && out.contains("--restart is GMRES's"), "{out}");
+    let (ok, out) = fegpu(&["solve", &matrix("nos4"), "--tol", "1e-400"]);
+    assert!(!ok && out.contains("--tol 1e-400: underflows to 0"), "{out}");
+    let (ok, out) = fegpu(&["bench", "foo"]);
+    assert!(!ok && out.contains("unknown benchmark \"foo\""), "{out}");
+    let (ok, out) = fegpu(&["info", "extra"]);
+    assert!(!ok && out.contains("info takes no arguments"), "{out}");
 
     // GMRES(20), BiCG and CGS with ILU(0) on sherman5: b = A*1, so x is all ones
     let sherman5 = matrix("sherman5");

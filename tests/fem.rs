@@ -413,7 +413,7 @@ fn bad_element_sets_are_refused_with_the_culprit_named() {
     expect_err(
         create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_ELASTIC_3D, 2).0,
         FEGPU_ERR_INVALID_ARGUMENT,
-        &["does not fit", "quad4"],
+        &["problem = FEGPU_PROBLEM_ELASTIC_3D", "does not fit", "quad4"],
     );
     expect_err(
         create_raw(&[1, 2, 3, 4], &[1.0, 0.3], &[1], q, FEGPU_PROBLEM_HEAT, 5).0,

@@ -566,6 +566,10 @@ fn bad_input_is_refused_and_changes_nothing() {
         );
         expect_err(fegpu_lattice_set_populations(lat.0, f0.as_ptr(), 5), FEGPU_ERR_SIZE_MISMATCH, &["f"]);
         expect_err(fegpu_lattice_set_force(lat.0, f64::INFINITY, 0.0, 0.0), FEGPU_ERR_INVALID_ARGUMENT, &["force"]);
+        // a force that moves a unit density past the speed of sound in one step cannot run
+        for big in [1e300, 0.6] {
+            expect_err(fegpu_lattice_set_force(lat.0, 0.0, big, 0.0), FEGPU_ERR_INVALID_ARGUMENT, &["force", "speed of sound"]);
+        }
         expect_err(fegpu_lattice_init_equilibrium(lat.0, -1.0, 0.0, 0.0, 0.0), FEGPU_ERR_INVALID_ARGUMENT, &["rho = -1"]);
         expect_err(fegpu_lattice_step(lat.0, -2), FEGPU_ERR_INVALID_ARGUMENT, &["steps = -2"]);
         // a count no run needs (an uninitialised variable): refused at once, not days of stepping
@@ -590,6 +594,35 @@ fn bad_input_is_refused_and_changes_nothing() {
     let l2 = lat.0;
     drop(lat);
     expect_err(fegpu_lattice_step(l2, 1), FEGPU_ERR_INVALID_HANDLE, &["lat", "destroyed"]);
+    ok(fegpu_context_destroy(ctx));
+}
+
+/// A run that blows up (a force of half the speed of sound a step between
+/// walls) is reported when its fields are read: a Breakdown naming a
+/// site, not NaN with a success status.
+#[test]
+fn a_diverged_run_is_reported_by_its_fields() {
+    let ctx = context();
+    let lat = lattice(ctx, [4, 4, 4], FEGPU_DTYPE_F64, 0.55, 0);
+    unsafe {
+        ok(fegpu_lattice_init_equilibrium(lat.0, 1.0, 0.0, 0.0, 0.0));
+        ok(fegpu_lattice_set_force(lat.0, 0.3, 0.0, 0.0));
+        ok(fegpu_lattice_step(lat.0, 1));
+    }
+    let (rho, _) = fields(&lat, 16, 1, 4);
+    assert!(rho.iter().all(|r| r.is_finite()), "one step is still finite");
+    let (mut rho, mut u) = (vec![0.0; 64], vec![0.0; 192]);
+    let mut status = FEGPU_OK;
+    for _ in 0..200 {
+        ok(unsafe { fegpu_lattice_step(lat.0, 10) });
+        status = unsafe { fegpu_lattice_fields(lat.0, 1, 4, rho.as_mut_ptr(), u.as_mut_ptr()) };
+        if status != FEGPU_OK {
+            break;
+        }
+    }
+    expect_err(status, FEGPU_ERR_BREAKDOWN, &["diverged", "1-based"]);
+    assert!(rho.iter().chain(&u).any(|v| !v.is_finite()), "the fields written show the divergence");
+    drop(lat);
     ok(fegpu_context_destroy(ctx));
 }
 

@@ -33,8 +33,8 @@ use crate::context::Context;
 use crate::error::{positive, Error, Result};
 use crate::gpu::{Gpu, Pinned};
 use crate::lbm::{
-    check_boundary_values, check_flags, check_populations, directions_along_z, finite3, lattice_velocity, Lattice, LatticeApi,
-    Precision, Scheme, ALL_DIRECTIONS, PERIODIC_Z, Q, WALL,
+    check_boundary_values, check_flags, check_populations, directions_along_z, lattice_force, lattice_velocity, Lattice,
+    LatticeApi, Precision, Scheme, ALL_DIRECTIONS, PERIODIC_Z, Q, WALL,
 };
 use std::sync::{Arc, Mutex};
 
@@ -386,7 +386,7 @@ impl LatticeApi for DistLattice {
     }
 
     fn set_force(&self, force: [f64; 3]) -> Result<()> {
-        self.comm.agree(finite3("force", force).map(|_| ()))?;
+        self.comm.agree(lattice_force(force).map(|_| ()))?;
         self.comm.same_everywhere("force", &force)?;
         self.local.set_force(force)
     }
@@ -447,7 +447,8 @@ impl LatticeApi for DistLattice {
     fn fields(&self, z_first: i64, z_count: i64, rho: &mut [f64], u: &mut [f64]) -> Result<()> {
         self.slab(z_first, z_count)?;
         // the local lattice's planes start one ghost plane below; it checks rho's and u's sizes
-        self.local.fields(z_first - self.z_first as i64 + 1, z_count, rho, u)
+        self.local.fields_written(z_first - self.z_first as i64 + 1, z_count, rho, u)?;
+        crate::lbm::diverged(z_first, self.dims(), rho, u)
     }
 
     fn set_body(&self, body: &[u8]) -> Result<()> {

@@ -104,6 +104,16 @@ pub enum Problem {
 }
 
 impl Problem {
+    /// The problem as the C and Fortran callers name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Problem::Heat => "FEGPU_PROBLEM_HEAT",
+            Problem::PlaneStress => "FEGPU_PROBLEM_PLANE_STRESS",
+            Problem::PlaneStrain => "FEGPU_PROBLEM_PLANE_STRAIN",
+            Problem::Elastic3d => "FEGPU_PROBLEM_ELASTIC_3D",
+        }
+    }
+
     pub fn dofs_per_node(self, dim: usize) -> usize {
         if self == Problem::Heat {
             1
@@ -334,7 +344,11 @@ impl ElementSet {
         let dim = element.dim();
         let (nodes, elements) = (positive("n_nodes", nodes)?, positive("n_elements", elements)?);
         if (problem == Problem::Elastic3d) != (dim == 3) && problem != Problem::Heat {
-            return Err(Error::invalid(format!("problem {problem:?} does not fit {}-D {} elements", dim, element.name())));
+            return Err(Error::invalid(format!(
+                "problem = {}: does not fit {dim}-D {} elements",
+                problem.name(),
+                element.name()
+            )));
         }
         if !(1..=4).contains(&order) {
             return Err(Error::invalid(format!("order = {order}: Gauss-Legendre orders 1 to 4 are available")));

@@ -82,7 +82,7 @@ unsafe fn create<I: Index>(
         let c = Arc::new(Comm::from_fortran(comm)?);
         // the rank's own arguments; a refusal still takes part in the collective steps
         let args = (|| {
-            let out = out_param(a, "A")?;
+            let out = out_param(a, "a")?;
             let context = registry::get::<Context>(ctx, "ctx")?;
             let n = usize::try_from(nrows).map_err(|_| Error::invalid(format!("nrows = {nrows}: must be >= 0")))?;
             if index_base != 0 && index_base != 1 {
@@ -146,7 +146,7 @@ pub unsafe extern "C" fn fegpu_dist_csr_create_i64(
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_dist_csr_update_values(a: fegpu_dist_csr_t, values: *const f64, nnz: i64) -> fegpu_status {
     guard(|| {
-        let m = registry::get::<DistCsr>(a, "A")?;
+        let m = registry::get::<DistCsr>(a, "a")?;
         let n = usize::try_from(nnz).map_err(|_| Error::invalid(format!("nnz = {nnz}: must be >= 0")));
         let v = m.comm.agree(n.and_then(|n| host_in(values, n, "values")))?;
         m.update_values(v)
@@ -158,7 +158,7 @@ pub unsafe extern "C" fn fegpu_dist_csr_update_values(a: fegpu_dist_csr_t, value
 #[no_mangle]
 pub extern "C" fn fegpu_dist_csr_spmv(a: fegpu_dist_csr_t, x: fegpu_array_t, y: fegpu_array_t) -> fegpu_status {
     guard(|| {
-        let m = registry::get::<DistCsr>(a, "A")?;
+        let m = registry::get::<DistCsr>(a, "a")?;
         let args = (|| Ok((optional_array(x, "x")?, optional_array(y, "y")?)))();
         let (x, y) = m.comm.agree(args)?;
         m.spmv(x.as_deref(), y.as_deref())
@@ -176,7 +176,7 @@ pub unsafe extern "C" fn fegpu_dist_csr_info(
     neighbours: *mut i64,
 ) -> fegpu_status {
     guard(|| {
-        let m = registry::get::<DistCsr>(a, "A")?;
+        let m = registry::get::<DistCsr>(a, "a")?;
         let fields = [
             (n_global, m.n_global, "n_global"),
             (first_row, m.first_row(), "first_row"),
@@ -196,13 +196,13 @@ pub unsafe extern "C" fn fegpu_dist_csr_describe(
     len: i64,
     needed: *mut i64,
 ) -> fegpu_status {
-    guard(|| write_text(&registry::get::<DistCsr>(a, "A")?.describe(), buf, len, needed))
+    guard(|| write_text(&registry::get::<DistCsr>(a, "a")?.describe(), buf, len, needed))
 }
 
 /// Destroys a distributed matrix (this rank's part; not collective).
 #[no_mangle]
 pub extern "C" fn fegpu_dist_csr_destroy(a: fegpu_dist_csr_t) -> fegpu_status {
-    guard(|| registry::remove::<DistCsr>(a, "A"))
+    guard(|| registry::remove::<DistCsr>(a, "a"))
 }
 
 /// Creates a distributed solver: `method` FEGPU_METHOD_CG, _BICGSTAB,
@@ -218,8 +218,8 @@ pub unsafe extern "C" fn fegpu_dist_solver_create(
     s: *mut fegpu_dist_solver_t,
 ) -> fegpu_status {
     guard(|| {
-        let m = registry::get::<DistCsr>(a, "A")?;
-        let args = (|| Ok((out_param(s, "S")?, method_of(method)?, precond_of(precond)?)))();
+        let m = registry::get::<DistCsr>(a, "a")?;
+        let args = (|| Ok((out_param(s, "s")?, method_of(method)?, precond_of(precond)?)))();
         create_solver(m, registry::owner_of(a).unwrap_or(0), args)
     })
 }
@@ -234,8 +234,8 @@ pub unsafe extern "C" fn fegpu_dist_solver_create_gmres(
     s: *mut fegpu_dist_solver_t,
 ) -> fegpu_status {
     guard(|| {
-        let m = registry::get::<DistCsr>(a, "A")?;
-        let args = (|| Ok((out_param(s, "S")?, gmres_of(restart)?, precond_of(precond)?)))();
+        let m = registry::get::<DistCsr>(a, "a")?;
+        let args = (|| Ok((out_param(s, "s")?, gmres_of(restart)?, precond_of(precond)?)))();
         create_solver(m, registry::owner_of(a).unwrap_or(0), args)
     })
 }
@@ -263,7 +263,7 @@ pub unsafe extern "C" fn fegpu_dist_solver_solve(
 ) -> fegpu_status {
     guard(|| {
         let t = std::time::Instant::now();
-        let sv = registry::get::<DistSolver>(s, "S")?;
+        let sv = registry::get::<DistSolver>(s, "s")?;
         let args = (|| Ok((optional_array(b, "b")?, optional_array(x, "x")?)))();
         let (b, x) = sv.a.comm.agree(args)?;
         let (outcome, true_rel, setup) = sv.solve(b.as_deref(), x.as_deref(), tol, maxit)?;
@@ -281,13 +281,13 @@ pub unsafe extern "C" fn fegpu_dist_solver_history(
     len: i64,
     count: *mut i64,
 ) -> fegpu_status {
-    guard(|| super::sparse::copy_history(&registry::get::<DistSolver>(s, "S")?.history(), history, len, count))
+    guard(|| super::sparse::copy_history(&registry::get::<DistSolver>(s, "s")?.history(), history, len, count))
 }
 
 /// Destroys a distributed solver (this rank's part; not collective).
 #[no_mangle]
 pub extern "C" fn fegpu_dist_solver_destroy(s: fegpu_dist_solver_t) -> fegpu_status {
-    guard(|| registry::remove::<DistSolver>(s, "S"))
+    guard(|| registry::remove::<DistSolver>(s, "s"))
 }
 
 /// An array argument that a rank owning no rows may leave 0.

@@ -350,7 +350,7 @@ pub unsafe extern "C" fn fegpu_fem_set_materials(fem: fegpu_fem_t, n_materials: 
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_fem_assemble(fem: fegpu_fem_t, a: *mut crate::ffi::sparse::fegpu_csr_t) -> fegpu_status {
     guard(|| {
-        let out = out_param(a, "A")?;
+        let out = out_param(a, "a")?;
         let set = registry::get::<crate::fem::ElementSet>(fem, "fem")?;
         let csr = set.assemble()?;
         // the same matrix every call: the same handle while the caller keeps it

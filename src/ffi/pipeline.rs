@@ -219,11 +219,12 @@ pub extern "C" fn fegpu_profile_enable(ctx: fegpu_context_t, on: i32) -> fegpu_s
 pub unsafe extern "C" fn fegpu_profile_report(ctx: fegpu_context_t, json_path: *const libc::c_char) -> fegpu_status {
     guard(|| {
         let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
-        print!("{}", c.profile.table());
+        // the file first: a refused path prints nothing
         if !json_path.is_null() {
             let path = CStr::from_ptr(json_path).to_str().map_err(|_| Error::invalid("json_path is not UTF-8"))?;
             std::fs::write(path, c.profile.json()).map_err(|e| Error::invalid(format!("json_path = {path:?}: {e}")))?;
         }
+        print!("{}", c.profile.table());
         Ok(())
     })
 }

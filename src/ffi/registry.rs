@@ -113,7 +113,10 @@ fn describe_missing(h: Handle, want: Kind, arg: &str) -> Error {
             "{arg} = {h:#x} was never created by fegpu (an uninitialised or corrupted {} handle)",
             want.name()
         )),
-        Some(_) => Error::handle(format!("{arg} = {h:#x}: this {} was destroyed (or its context was)", want.name())),
+        Some(_) => {
+            let or_context = if want == Kind::Context { "" } else { " (or its context was)" };
+            Error::handle(format!("{arg} = {h:#x}: this {} was destroyed{or_context}", want.name()))
+        }
         None => Error::handle(format!("{arg} = {h:#x} is not a fegpu handle (expected a {})", want.name())),
     }
 }

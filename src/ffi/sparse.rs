@@ -259,8 +259,8 @@ pub unsafe extern "C" fn fegpu_solver_create_amg(
     s: *mut fegpu_solver_t,
 ) -> fegpu_status {
     guard(|| {
-        let out = out_param(s, "S")?;
-        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
+        let out = out_param(s, "s")?;
+        let m = registry::get::<crate::sparse::Csr>(a, "a")?;
         let owner = registry::owner_of(a).unwrap_or(0);
         let mut o = if options.is_null() { fegpu_amg_options::default() } else { *options }.options()?;
         if count != 0 {
@@ -325,9 +325,9 @@ pub unsafe extern "C" fn fegpu_solver_describe(
     needed: *mut i64,
 ) -> fegpu_status {
     guard(|| {
-        let sv = registry::get::<Solver>(s, "S")?;
+        let sv = registry::get::<Solver>(s, "s")?;
         let (amg, ilu) = (sv.amg_summary().unwrap_or_default(), sv.ilu_summary().unwrap_or_default());
-        let text = format!("{} with {:?}\n{amg}{ilu}", sv.method.name(), sv.precond);
+        let text = format!("{} with {}\n{amg}{ilu}", sv.method.name(), sv.precond.name());
         super::write_text(&text, buf, len, needed)
     })
 }
@@ -352,7 +352,7 @@ unsafe fn create<I: Index>(
     a: *mut fegpu_csr_t,
 ) -> fegpu_status {
     guard(|| {
-        let out = out_param(a, "A")?;
+        let out = out_param(a, "a")?;
         let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         let (nr, nc) = (positive(shape.rows.0, shape.rows.1)?, positive(shape.cols.0, shape.cols.1)?);
         let (what, nnz) = shape.entries;
@@ -472,7 +472,7 @@ pub unsafe extern "C" fn fegpu_bsr_info(
     nnzb: *mut i64,
 ) -> fegpu_status {
     guard(|| {
-        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
+        let m = registry::get::<crate::sparse::Csr>(a, "a")?;
         let p = &m.pattern;
         let fields = [
             (block_size, m.block, "block_size"),
@@ -496,7 +496,7 @@ unsafe fn path_arg(path: *const libc::c_char) -> Result<PathBuf> {
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_csr_read_mm(ctx: fegpu_context_t, path: *const libc::c_char, a: *mut fegpu_csr_t) -> fegpu_status {
     guard(|| {
-        let out = out_param(a, "A")?;
+        let out = out_param(a, "a")?;
         let c = registry::get::<crate::context::Context>(ctx, "ctx")?;
         let t = mm::read_matrix(&path_arg(path)?)?;
         let (rp, ci, v) = t.to_csr()?;
@@ -511,7 +511,7 @@ pub unsafe extern "C" fn fegpu_csr_read_mm(ctx: fegpu_context_t, path: *const li
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_csr_write_mm(a: fegpu_csr_t, path: *const libc::c_char) -> fegpu_status {
     guard(|| {
-        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
+        let m = registry::get::<crate::sparse::Csr>(a, "a")?;
         m.require_scalar("fegpu_csr_write_mm")?;
         let p = &m.pattern;
         mm::write_matrix(&path_arg(path)?, p.nrows, p.ncols, &p.row_ptr, &p.col, &m.download_values()?)
@@ -526,7 +526,7 @@ pub unsafe extern "C" fn fegpu_csr_write_mm(a: fegpu_csr_t, path: *const libc::c
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_csr_update_values(a: fegpu_csr_t, values: *const f64, nnz: i64) -> fegpu_status {
     guard(|| {
-        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
+        let m = registry::get::<crate::sparse::Csr>(a, "a")?;
         if nnz < 0 || nnz as usize != m.caller_len() {
             return Err(Error::size(format!("nnz = {nnz} but A was created with {} values", m.caller_len())));
         }
@@ -540,7 +540,7 @@ pub unsafe extern "C" fn fegpu_csr_update_values(a: fegpu_csr_t, values: *const 
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_csr_info(a: fegpu_csr_t, nrows: *mut i64, ncols: *mut i64, nnz: *mut i64) -> fegpu_status {
     guard(|| {
-        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
+        let m = registry::get::<crate::sparse::Csr>(a, "a")?;
         write_wanted([
             (nrows, m.rows() as i64, "nrows"),
             (ncols, m.cols() as i64, "ncols"),
@@ -562,7 +562,7 @@ pub unsafe extern "C" fn fegpu_csr_download(
     index_base: i32,
 ) -> fegpu_status {
     guard(|| {
-        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
+        let m = registry::get::<crate::sparse::Csr>(a, "a")?;
         m.require_scalar("fegpu_csr_download")?;
         if index_base != 0 && index_base != 1 {
             return Err(Error::invalid(format!("index_base = {index_base}: must be 0 or 1")));
@@ -589,7 +589,7 @@ pub unsafe extern "C" fn fegpu_csr_download(
 /// Destroys a matrix (solvers built on it keep their own reference until destroyed).
 #[no_mangle]
 pub extern "C" fn fegpu_csr_destroy(a: fegpu_csr_t) -> fegpu_status {
-    guard(|| registry::remove::<Csr>(a, "A"))
+    guard(|| registry::remove::<Csr>(a, "a"))
 }
 
 /// y = alpha*A*x + beta*y on device-resident f64 arrays (x: ncols, y: nrows
@@ -598,7 +598,7 @@ pub extern "C" fn fegpu_csr_destroy(a: fegpu_csr_t) -> fegpu_status {
 pub extern "C" fn fegpu_csr_spmv(a: fegpu_csr_t, alpha: f64, x: fegpu_array_t, beta: f64, y: fegpu_array_t) -> fegpu_status {
     guard(|| {
         sparse::spmv(
-            &*registry::get::<crate::sparse::Csr>(a, "A")?,
+            &*registry::get::<crate::sparse::Csr>(a, "a")?,
             alpha,
             &*registry::get::<crate::array::Array>(x, "x")?,
             beta,
@@ -647,7 +647,7 @@ pub unsafe extern "C" fn fegpu_csr_apply_dirichlet(
     b: fegpu_array_t,
 ) -> fegpu_status {
     guard(|| {
-        let m = registry::get::<crate::sparse::Csr>(a, "A")?;
+        let m = registry::get::<crate::sparse::Csr>(a, "a")?;
         let dofs = index_list(n_fixed, dofs, index_base, "n_fixed", "dofs")?;
         sparse::apply_dirichlet(
             &m,
@@ -687,8 +687,8 @@ pub unsafe extern "C" fn fegpu_solver_create(a: fegpu_csr_t, method: i32, precon
 /// A new solver of `a` into the caller's `s`, owned by a's context (the
 /// arguments checked in the order they are passed).
 unsafe fn new_solver(a: fegpu_csr_t, method: Result<Method>, precond: i32, s: *mut fegpu_solver_t) -> Result<()> {
-    let out = out_param(s, "S")?;
-    let m = registry::get::<crate::sparse::Csr>(a, "A")?;
+    let out = out_param(s, "s")?;
+    let m = registry::get::<crate::sparse::Csr>(a, "a")?;
     let owner = registry::owner_of(a).unwrap_or(0);
     let solver = Solver::new(m, method?, precond_of(precond)?)?;
     *out = registry::insert(Arc::new(solver), owner);
@@ -746,7 +746,7 @@ pub unsafe extern "C" fn fegpu_solver_solve(
 ) -> fegpu_status {
     guard(|| {
         let t = std::time::Instant::now();
-        let sv = registry::get::<crate::sparse::solver::Solver>(s, "S")?;
+        let sv = registry::get::<crate::sparse::solver::Solver>(s, "s")?;
         let (outcome, true_rel, setup) = sv.solve(
             &*registry::get::<crate::array::Array>(b, "b")?,
             &*registry::get::<crate::array::Array>(x, "x")?,
@@ -762,7 +762,7 @@ pub unsafe extern "C" fn fegpu_solver_solve(
 /// the initial guess). Copies min(len, count) values; `count` gets the total.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_solver_history(s: fegpu_solver_t, history: *mut f64, len: i64, count: *mut i64) -> fegpu_status {
-    guard(|| copy_history(&registry::get::<crate::sparse::solver::Solver>(s, "S")?.history(), history, len, count))
+    guard(|| copy_history(&registry::get::<crate::sparse::solver::Solver>(s, "s")?.history(), history, len, count))
 }
 
 /// The first min(len, count) of `h` into `history`; `count` gets h's length.
@@ -777,5 +777,5 @@ pub(crate) unsafe fn copy_history(h: &[f64], history: *mut f64, len: i64, count:
 /// Destroys a solver.
 #[no_mangle]
 pub extern "C" fn fegpu_solver_destroy(s: fegpu_solver_t) -> fegpu_status {
-    guard(|| registry::remove::<Solver>(s, "S"))
+    guard(|| registry::remove::<Solver>(s, "s"))
 }

@@ -15,7 +15,7 @@ pub mod storage;
 
 use crate::array::Buffer;
 use crate::context::Context;
-use crate::error::{checked_product, host_vec, positive, Error, Result};
+use crate::error::{checked_product, host_vec, positive, Error, ErrorKind, Result};
 use crate::gpu::{DeviceBuffer, Gpu};
 use cuda::{Buffers, Pass};
 use std::sync::{Arc, Mutex};
@@ -417,16 +417,26 @@ pub(crate) fn finite3(name: &str, v: [f64; 3]) -> Result<[f64; 3]> {
 /// sound 1/sqrt(3) (Mach 1), beyond which the equilibria lose positivity and
 /// the scheme its stability; accurate runs stay near Mach 0.1.
 pub(crate) fn lattice_velocity(name: &str, u: [f64; 3]) -> Result<[f64; 3]> {
-    let u = finite3(name, u)?;
-    let speed2: f64 = u.iter().map(|x| x * x).sum();
-    if speed2 >= 1.0 / 3.0 {
+    below_sound(name, u, "|u|", "lattice Boltzmann needs |u| well below it, about 0.1 for accuracy")
+}
+
+/// A body force in lattice units: it adds |F| / rho to the velocity every
+/// step, so one at or above the speed of sound (rho about 1) blows the
+/// populations up within a step or two; forced flows take 1e-6 to 1e-3.
+pub(crate) fn lattice_force(force: [f64; 3]) -> Result<[f64; 3]> {
+    below_sound("force", force, "|F|", "it changes a unit density's velocity by |F| a step; forced flows take 1e-6 to 1e-3")
+}
+
+fn below_sound(name: &str, v: [f64; 3], norm: &str, why: &str) -> Result<[f64; 3]> {
+    let v = finite3(name, v)?;
+    let size2: f64 = v.iter().map(|x| x * x).sum();
+    if size2 >= 1.0 / 3.0 {
         return Err(Error::invalid(format!(
-            "{name} = {u:?}: |u| = {:.4} is at or above the lattice's speed of sound 1/sqrt(3) = 0.5774 \
-             (lattice Boltzmann needs |u| well below it, about 0.1 for accuracy)",
-            speed2.sqrt()
+            "{name} = {v:?}: {norm} = {:.4} is at or above the lattice's speed of sound 1/sqrt(3) = 0.5774 ({why})",
+            size2.sqrt()
         )));
     }
-    Ok(u)
+    Ok(v)
 }
 
 /// A buffer of `len` populations holds a run of `count` for each direction of `dirs`.
@@ -820,7 +830,7 @@ impl Lattice {
     }
 
     pub fn set_force(&self, force: [f64; 3]) -> Result<()> {
-        self.state()?.params.force = finite3("force", force)?;
+        self.state()?.params.force = lattice_force(force)?;
         Ok(())
     }
 
@@ -1027,6 +1037,12 @@ impl Lattice {
 
     /// Density (rho) and velocity (u, 3 per site) of the z-slab z_first..z_first+z_count-1 (0-based).
     pub fn fields(&self, z_first: i64, z_count: i64, rho: &mut [f64], u: &mut [f64]) -> Result<()> {
+        self.fields_written(z_first, z_count, rho, u)?;
+        diverged(z_first, self.params().dims, rho, u)
+    }
+
+    /// `fields` without the divergence check (a split lattice names the global plane itself).
+    pub(crate) fn fields_written(&self, z_first: i64, z_count: i64, rho: &mut [f64], u: &mut [f64]) -> Result<()> {
         let (first, count) = self.slab(z_first, z_count)?;
         if rho.len() != count || u.len() != 3 * count {
             return Err(Error::size(format!(
@@ -1040,6 +1056,28 @@ impl Lattice {
         let (s, storage) = st.split(gpu);
         with_populations!(storage, p => p.fields(&s, first, rho, u))
     }
+}
+
+/// A Breakdown naming the first site of the slab (planes from `z_first`)
+/// whose density or velocity is not finite: the run diverged (the fields
+/// stay written, NaN and all, for the caller to look at).
+pub(crate) fn diverged(z_first: i64, [nx, ny, _]: [usize; 3], rho: &[f64], u: &[f64]) -> Result<()> {
+    let Some(k) = (0..rho.len()).find(|&k| !(rho[k].is_finite() && u[3 * k..3 * k + 3].iter().all(|v| v.is_finite()))) else {
+        return Ok(());
+    };
+    let (x, y, z) = (k % nx, k / nx % ny, z_first + (k / (nx * ny)) as i64);
+    Err(Error::new(
+        ErrorKind::Breakdown,
+        format!(
+            "the lattice diverged: rho = {}, u = {:?} at site (x, y, z) = ({x}, {y}, {z}) (0-based; ({}, {}, {}) \
+             1-based): lower the force or the velocities, or raise tau",
+            rho[k],
+            &u[3 * k..3 * k + 3],
+            x + 1,
+            y + 1,
+            z + 1
+        ),
+    ))
 }
 
 /// What the C and Fortran surfaces call on a lattice: one process's

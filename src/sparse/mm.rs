@@ -136,9 +136,14 @@ fn value(path: &Path, line: usize, w: &str) -> Result<f64> {
 fn numbers<T: std::str::FromStr>(path: &Path, line: usize, text: &str, want: usize) -> Result<Vec<T>> {
     let v: Vec<T> = text
         .split_whitespace()
-        .map(|w| w.parse::<T>().map_err(|_| bad(path, line, format!("cannot read {w:?} as a number"))))
+        .map(|w| {
+            w.parse::<T>().map_err(|_| match w.starts_with('-') {
+                true => bad(path, line, format!("{w}: a size or count cannot be negative")),
+                false => bad(path, line, format!("cannot read {w:?} as a whole number")),
+            })
+        })
         .collect::<Result<_>>()?;
-    if v.len() < want {
+    if v.len() != want {
         return Err(bad(path, line, format!("expected {want} numbers, found {}", v.len())));
     }
     Ok(v)

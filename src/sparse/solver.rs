@@ -35,6 +35,17 @@ impl Precond {
     /// Sweeps a triangle of Precond::Ilu0Jacobi when the caller names none.
     pub const DEFAULT_JACOBI_SWEEPS: usize = 2;
 
+    /// The preconditioner as a message names it.
+    pub fn name(self) -> String {
+        match self {
+            Precond::None => "no preconditioner".into(),
+            Precond::Jacobi => "Jacobi".into(),
+            Precond::Ilu0 => "ILU(0)".into(),
+            Precond::Ilu0Jacobi { sweeps } => format!("ILU(0), each triangle by {sweeps} Jacobi sweeps"),
+            Precond::Amg => "AMG".into(),
+        }
+    }
+
     /// Whether the preconditioner is built from ILU(0)'s factors.
     pub fn is_ilu(self) -> bool {
         matches!(self, Precond::Ilu0 | Precond::Ilu0Jacobi { .. })

@@ -196,7 +196,8 @@ fn bench(args: &[String]) -> fegpu::Result<()> {
         Some("dist") => bench::dist::run(&args[1..]),
         Some("radfields") => bench::radfields::run(&args[1..]),
         Some("pipeline") => bench::pipeline::run(),
-        other => Err(bad(format!("unknown benchmark {other:?}"))),
+        Some(other) => Err(bad(format!("unknown benchmark \"{other}\""))),
+        None => Err(bad("bench wants one of transpose, spmv, solve, ilu, block, lbm, fem, amg, radfields, pipeline".into())),
     }
 }
 
@@ -283,7 +284,13 @@ fn solve(args: &[String]) -> fegpu::Result<bool> {
                     }
                 });
             }
-            "--tol" => o.tol = value()?.parse().map_err(|_| bad("--tol wants a number".into()))?,
+            "--tol" => {
+                let v = value()?;
+                o.tol = v.parse().map_err(|_| bad("--tol wants a number".into()))?;
+                if o.tol == 0.0 && v.trim_start_matches(['+', '-', '0', '.']).starts_with(|c: char| c.is_ascii_digit()) {
+                    return Err(bad(format!("--tol {v}: underflows to 0 in double precision; give a tolerance above 1e-300")));
+                }
+            }
             "--maxit" => o.maxit = value()?.parse().map_err(|_| bad("--maxit wants a count".into()))?,
             "--output" => o.output = Some(value()?.into()),
             f if !f.starts_with("--") => files.push(f.to_string()),
@@ -327,7 +334,8 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         None | Some("showcase") => bench::showcase(),
-        Some("info") => info(),
+        Some("info") if args.len() == 1 => info(),
+        Some("info") => Err(fegpu::Error::invalid(format!("info takes no arguments (got {})", args[1..].join(" ")))),
         Some("warm") => warm(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("solve") => match solve(&args[1..]) {

@@ -223,8 +223,12 @@ pub fn run_all() -> Result<()> {
         if full { (128, 96, 48, 64) } else { (24, 20, 10, 16) };
     println!("tolerance {TOL:e}; times in ms; setup includes the upload of the hierarchy; a warm-up solve first");
     let mut systems = Vec::new();
-    for n in [poisson / 4, poisson / 2, poisson] {
-        systems.push(scalar(&ctx, format!("laplacian7 {n}^3"), n * n * n, gallery::laplacian7(n), true)?);
+    // FEGPU_BENCH_AMG_LAPLACIAN=256: Laplacians of those sizes too (at 256^3 a level's aggregates pass the
+    // device's product bitmap, so the setup's finest products fall back to the host)
+    let larger = std::env::var("FEGPU_BENCH_AMG_LAPLACIAN").unwrap_or_default();
+    for n in [poisson / 4, poisson / 2, poisson].into_iter().chain(larger.split(',').filter_map(|s| s.trim().parse().ok())) {
+        let sys = scalar(&ctx, format!("laplacian7 {n}^3"), n * n * n, gallery::laplacian7(n), true)?;
+        systems.push(System { every_solver: n <= poisson, ..sys });
     }
     let k = gallery::lognormal_permeability(porous, 1e6, 7);
     systems.push(scalar(
