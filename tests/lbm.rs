@@ -614,7 +614,7 @@ fn a_diverged_run_is_reported_by_its_fields() {
     let (mut rho, mut u) = (vec![0.0; 64], vec![0.0; 192]);
     let mut status = FEGPU_OK;
     for _ in 0..200 {
-        ok(unsafe { fegpu_lattice_step(lat.0, 10) });
+        ok(fegpu_lattice_step(lat.0, 10));
         status = unsafe { fegpu_lattice_fields(lat.0, 1, 4, rho.as_mut_ptr(), u.as_mut_ptr()) };
         if status != FEGPU_OK {
             break;
