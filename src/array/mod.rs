@@ -198,13 +198,14 @@ impl Array {
         Ok(())
     }
 
-    /// Checks that `first..first+count` (0-based) lies inside the array.
+    /// Checks that `first..first+count` (0-based) lies inside the array; the
+    /// message names the slice as the caller counts (crate::error::range).
     fn check_range(&self, first: usize, count: usize, arg: &str) -> Result<()> {
         match first.checked_add(count) {
             Some(end) if end <= self.len() => Ok(()),
             _ => Err(Error::size(format!(
-                "{arg}: elements {first}..{} (0-based) lie outside the array of {} x {} = {} elements",
-                first.saturating_add(count),
+                "{} lies outside the array of {} x {} = {} elements",
+                crate::error::range(arg, first, first.saturating_add(count)),
                 self.rows,
                 self.cols,
                 self.len()

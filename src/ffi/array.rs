@@ -57,26 +57,10 @@ unsafe fn download<T: Real>(arr: fegpu_array_t, host: *mut T, count: i64) -> feg
     })
 }
 
-/// The slice (0-based) where it lies inside the array; else refused in the
-/// caller's counting (a Fortran caller's first element is 1).
-fn inside(a: &Array, (first, count): (usize, usize), index_base: i32) -> Result<(usize, usize)> {
-    if first.checked_add(count).is_some_and(|end| end <= a.len()) {
-        return Ok((first, count));
-    }
-    let shown = first as i128 + index_base as i128;
-    Err(Error::size(format!(
-        "arr: elements {shown} to {} (counted from {index_base}: first = {shown}, count = {count}) lie outside the array of {} x {} = {} elements",
-        shown + count as i128 - 1,
-        a.rows,
-        a.cols,
-        a.len()
-    )))
-}
-
 unsafe fn upload_slice<T: Real>(arr: fegpu_array_t, first: i64, count: i64, host: *const T, index_base: i32) -> fegpu_status {
     guard(|| {
         let a = registry::get::<crate::array::Array>(arr, "arr")?;
-        let (first, count) = inside(&a, range(first, count, index_base, "arr")?, index_base)?;
+        let (first, count) = range(first, count, index_base, "arr")?;
         a.upload(first, host_in(host, count, "host")?, "arr")
     })
 }
@@ -84,7 +68,7 @@ unsafe fn upload_slice<T: Real>(arr: fegpu_array_t, first: i64, count: i64, host
 unsafe fn download_slice<T: Real>(arr: fegpu_array_t, first: i64, count: i64, host: *mut T, index_base: i32) -> fegpu_status {
     guard(|| {
         let a = registry::get::<crate::array::Array>(arr, "arr")?;
-        let (first, count) = inside(&a, range(first, count, index_base, "arr")?, index_base)?;
+        let (first, count) = range(first, count, index_base, "arr")?;
         a.download(first, host_out(host, count, "host")?, "arr")
     })
 }
