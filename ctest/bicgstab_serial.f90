@@ -365,7 +365,8 @@ contains
 
   !> Wall times, best of 3, printed and never asserted: the serial
   !> ILU(0)-BiCGSTAB, factorisation included, against fegpu's refactor and
-  !> solve with the data on the device, exact ILU(0) and the Jacobi-swept one.
+  !> solve with the data on the device, exact ILU(0), the Jacobi-swept one
+  !> and multicolour ILU(0).
   subroutine time_solves(name, n, rp, ci, v, b)
     character(*), intent(in) :: name
     integer, intent(in) :: n, rp(:), ci(:)
@@ -374,7 +375,7 @@ contains
     integer, allocatable :: diag(:)
     integer :: info, its, rep
     integer(int64) :: t0, t1, rate
-    real(dp) :: serial, exact, swept
+    real(dp) :: serial, exact, swept, colours
     allocate (lu(size(v)), x(n), diag(n))
     serial = huge(1.0_dp)
     do rep = 1, 3
@@ -387,8 +388,10 @@ contains
     end do
     exact = fegpu_seconds(name, n, rp, ci, v, b, FEGPU_PRECOND_ILU0)
     swept = fegpu_seconds(name, n, rp, ci, v, b, FEGPU_PRECOND_ILU0_JACOBI)
-    print '(a,a,f9.3,a,f9.3,a,f6.2,a,f9.3,a,f6.2,a)', name, ': ms serial', 1e3 * serial, ', fegpu ILU(0)', 1e3 * exact, &
-         ' (', serial / exact, 'x), ILU(0) with Jacobi sweeps', 1e3 * swept, ' (', serial / swept, 'x)'
+    colours = fegpu_seconds(name, n, rp, ci, v, b, FEGPU_PRECOND_ILU0_MULTICOLOUR)
+    print '(a,a,f9.3,a,f9.3,a,f6.2,a,f9.3,a,f6.2,a,f9.3,a,f6.2,a)', name, ': ms serial', 1e3 * serial, &
+         ', fegpu ILU(0)', 1e3 * exact, ' (', serial / exact, 'x), ILU(0) with Jacobi sweeps', 1e3 * swept, &
+         ' (', serial / swept, 'x), multicolour ILU(0)', 1e3 * colours, ' (', serial / colours, 'x)'
   end subroutine
 
   !> fegpu's refactor and BiCGSTAB solve of A x = b with `precond`, the data

@@ -228,6 +228,52 @@ extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const 
     }
 }
 
+// Multicolour ILU(0) (src/sparse/multicolour.rs): the rows lo..hi of one
+// colour of P A P^T a launch, TPR lanes a row (rows of one colour are not
+// coupled). mode 0, the lower sweep: y_i = r_perm[i] - sum_{j<i} l_ij y_j.
+// mode 1, both sweeps of the last colour, which has no upper neighbours:
+// x_i = (r_perm[i] - sum_{j<i} l_ij y_j) / u_ii. mode 2, the upper sweep:
+// x_i = (y_i - sum_{j>i} u_ij x_j) / u_ii. Modes 1 and 2 keep x_i in y for
+// the colours before and put it out as z_perm[i], so that P and P^T cost no
+// pass of their own. z may be r (a row reads r_perm[i] before it writes there).
+template <int TPR>
+__device__ void ilu_colour(int lo, int hi, int mode, const int* __restrict__ rp, const int* __restrict__ ci,
+                           const int* __restrict__ diag, const double* __restrict__ lu, const int* __restrict__ perm,
+                           const double* r, double* y, double* z, const double* sc) {
+    if (stopped(sc)) return;
+    const i64 row = lo + ((i64)blockIdx.x * blockDim.x + threadIdx.x) / TPR;
+    const int lane = threadIdx.x & (TPR - 1);
+    const bool mine = row < hi;
+    double sum = 0.0;
+    int d = 0;
+    if (mine) {
+        d = diag[row];
+        const int b = mode == 2 ? d + 1 : rp[row], e = mode == 2 ? rp[row + 1] : d;
+        for (int k = b + lane; k < e; k += TPR) sum += lu[k] * y[ci[k]];
+    }
+    sum = group_sum<TPR>(sum);
+    if (mine && lane == 0) {
+        const double s = (mode == 2 ? y[row] : r[perm[row]]) - sum;
+        if (mode == 0) {
+            y[row] = s;
+        } else {
+            const double x = s / lu[d];
+            y[row] = x;
+            z[perm[row]] = x;
+        }
+    }
+}
+
+#define ILU_COLOUR(TPR)                                                                                         \
+    extern "C" __global__ void __launch_bounds__(256) ilu_colour_tpr##TPR(int lo, int hi, int mode,            \
+        const int* rp, const int* ci, const int* diag, const double* lu, const int* perm, const double* r,     \
+        double* y, double* z, const double* sc) {                                                               \
+        if constexpr (WANTED(ilu_colour_tpr##TPR)) {                                                            \
+            ilu_colour<TPR>(lo, hi, mode, rp, ci, diag, lu, perm, r, y, z, sc);                                 \
+        }                                                                                                       \
+    }
+ILU_COLOUR(1) ILU_COLOUR(2) ILU_COLOUR(4) ILU_COLOUR(8) ILU_COLOUR(16) ILU_COLOUR(32)
+
 // ---- ILU(0) triangular solves in one launch per sweep (synchronisation-free) ----
 //
 // The rows are cut into chunks of consecutive rows (for the upper sweep

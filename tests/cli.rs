@@ -170,6 +170,7 @@ fn solve_reports_and_writes_the_solution() {
         &["--method", "bicg"],
         &["--method", "cgs"],
         &["--precond", "ilu0-jacobi:3"],
+        &["--precond", "ilu0-multicolour"],
         // three unknowns per cell: block ILU(0) over 3 x 3 blocks
         &["--block-size", "3"],
     ];
@@ -183,6 +184,11 @@ fn solve_reports_and_writes_the_solution() {
     // the method and preconditioner as the options name them, not as Rust prints its types
     let (ok, out) = fegpu(&["solve", &sherman5, "--method", "gmres", "--restart", "20", "--precond", "ilu0-jacobi:3"]);
     assert!(ok && out.contains("method GMRES(20), preconditioner ilu0-jacobi:3,"), "{out}");
+    // multicolour ILU(0) says its colours (sherman5's graph takes 9 in row order); not for blocks
+    let (ok, out) = fegpu(&["solve", &sherman5, "--precond", "ilu0-multicolour"]);
+    assert!(ok && out.contains("ILU(0) in multicolour order: 9 colours"), "{out}");
+    let (ok, out) = fegpu(&["solve", &sherman5, "--precond", "ilu0-multicolour", "--block-size", "3"]);
+    assert!(!ok && out.contains("multicolour ILU(0)") && out.contains("block"), "{out}");
     // block Jacobi on sherman5's cells; a size that does not split is refused
     let (ok, out) = fegpu(&["solve", &sherman5, "--precond", "jacobi", "--block-size", "3"]);
     assert!(ok && out.contains("1104 block rows") && out.contains("status: converged"), "{out}");

@@ -228,6 +228,10 @@ fn solvers_converge_on_the_real_matrices_like_the_reference() {
         ("gr_30_30", FEGPU_METHOD_CG, FEGPU_PRECOND_ILU0, 1e-6),
         ("1138_bus", FEGPU_METHOD_CG, FEGPU_PRECOND_ILU0, 1e-5),
         ("1138_bus", FEGPU_METHOD_CG, FEGPU_PRECOND_JACOBI, 1e-5),
+        ("sherman5", FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0_MULTICOLOUR, 1e-4),
+        ("orsirr_1", FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0_MULTICOLOUR, 1e-6),
+        ("gr_30_30", FEGPU_METHOD_CG, FEGPU_PRECOND_ILU0_MULTICOLOUR, 1e-6),
+        ("1138_bus", FEGPU_METHOD_CG, FEGPU_PRECOND_ILU0_MULTICOLOUR, 1e-5),
     ];
     let tol = 1e-8;
     for &(name, method, precond, max_error) in cases {
@@ -244,7 +248,9 @@ fn solvers_converge_on_the_real_matrices_like_the_reference() {
         // Rounding differs between backends (reduction order); unpreconditioned
         // BiCGSTAB's erratic ~1400-iteration runs amplify it, short runs do not.
         let (i, r) = (got.info.iterations, want.info.iterations);
-        let margin = if precond == FEGPU_PRECOND_NONE { r / 5 } else { 2 + r / 20 };
+        // (multicolour ILU(0) on sherman5 moves by a fifth with rounding alone too)
+        let erratic = precond == FEGPU_PRECOND_NONE || precond == FEGPU_PRECOND_ILU0_MULTICOLOUR && name == "sherman5";
+        let margin = if erratic { r / 5 } else { 2 + r / 20 };
         assert!((i - r).abs() <= margin, "{what}: {i} iterations against the reference's {r}");
     }
     ok(fegpu_context_destroy(ctx));
@@ -952,4 +958,171 @@ fn ilu0_windows_give_the_serial_sweeps_numbers_and_iterations() {
         assert_eq!(windowed, exact, "{name}: BiCGSTAB's iterations with windows and with the exact pipeline");
         assert!((windowed - serial).abs() <= 2 + serial / 20, "{name}: {windowed} iterations against the serial {serial}");
     }
+}
+
+/// Multicolour ILU(0) (sparse::multicolour) against independent truth:
+/// a 7-point grid in natural order is coloured red-black (the parity of
+/// i + j + k), whose ILU(0) pivots are known in closed form (6 on red rows,
+/// 6 - m/6 on a black row with m neighbours); on random nonsymmetric
+/// matrices and sherman5 no coupled rows share a colour, and the factors
+/// satisfy ILU(0)'s defining property, (L U)_ij = (P A P^T)_ij on the
+/// pattern, and M z = r for the applied z. Then the backend under test
+/// (FEGPU_BACKEND): z within rounding of the CPU reference's over three
+/// applies and after new values, factored on the host and on the device,
+/// BiCGSTAB's iterations as the reference's, a zero pivot named by the
+/// caller's row, BiCG and block matrices refused by name.
+#[test]
+fn multicolour_ilu0_is_ilu0_of_the_coloured_matrix() {
+    use fegpu::array::Array;
+    use fegpu::sparse::multicolour::Colouring;
+    use fegpu::sparse::solver::{Method, Precond, Settings, Solver};
+    use fegpu::sparse::{build_pattern, Csr};
+    use std::sync::Arc;
+    let mut rng = Rng::new(seed());
+    // red-black on a 9 x 7 x 5 box, pivots in closed form
+    let (nx, ny, nz) = (9usize, 7usize, 5usize);
+    let (rp, ci, v) = fegpu::sparse::gallery::laplacian7_box([nx, ny, nz]);
+    let n = nx * ny * nz;
+    let p = build_pattern(n, n, &rp, &ci, 0).unwrap();
+    let c = Colouring::new(&p);
+    assert_eq!(c.colours, 2);
+    let mut lu = c.reorder_values(&v);
+    c.factor(&mut lu).unwrap();
+    for j in 0..n {
+        let (x, y, z) = (j % nx, (j / nx) % ny, j / (nx * ny));
+        let i = c.inverse[j] as usize;
+        let red = (x + y + z) % 2 == 0;
+        assert_eq!(i < c.colour_start[1], red, "row {j} ({x},{y},{z}) coloured against its parity");
+        let m = (rp[j + 1] - rp[j] - 1) as f64;
+        let want = if red { 6.0 } else { 6.0 - m / 6.0 };
+        let got = lu[c.pattern.diag[i] as usize];
+        assert!((got - want).abs() <= 1e-14 * want, "row {j}: pivot {got}, want {want}");
+    }
+    // random nonsymmetric matrices and sherman5: a proper colouring, ILU(0)'s property, M z = r
+    let t = fegpu::sparse::mm::read_matrix(&matrices().join("sherman5.mtx")).unwrap();
+    let cases = vec![
+        ("random 3000", 3000, random_dominant(&mut rng, 3000, 6)),
+        ("sherman5", t.nrows, t.to_csr().unwrap()),
+        ("convdiff 23^3", 23usize.pow(3), fegpu::sparse::gallery::convection_diffusion(23, 50.0)),
+        ("laplacian27 12^3", 12usize.pow(3), fegpu::sparse::gallery::laplacian27(12)),
+        ("box7 20x30x40", 24000, random_box7(&mut rng, [20, 30, 40])),
+    ];
+    for (name, n, (rp, ci, v)) in &cases {
+        let p = build_pattern(*n, *n, rp, ci, 0).unwrap();
+        let stored = fegpu::sparse::stored_values(&p, 1, v).unwrap();
+        let c = Colouring::new(&p);
+        let colour = |j: usize| c.colour_start.partition_point(|&s| s <= c.inverse[j] as usize) - 1;
+        for i in 0..*n {
+            for k in p.row_ptr[i] as usize..p.row_ptr[i + 1] as usize {
+                let j = p.col[k] as usize;
+                assert!(i == j || colour(i) != colour(j), "{name}: rows {i} and {j} are coupled and share a colour");
+            }
+        }
+        let q = &c.pattern;
+        let a_perm = c.reorder_values(&stored);
+        let mut lu = a_perm.clone();
+        c.factor(&mut lu).unwrap();
+        let row = |i: usize| q.row_ptr[i] as usize..q.row_ptr[i + 1] as usize;
+        let entry = |i: usize, j: usize| row(i).find(|&k| q.col[k] as usize == j).map(|k| lu[k]).unwrap_or(0.0);
+        let scale = a_perm.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        for i in 0..*n {
+            for kk in row(i) {
+                let j = q.col[kk] as usize;
+                // (L U)_ij = sum over k <= min(i, j) of l_ik u_kj, l_ii = 1
+                let mut s = if i <= j { lu[kk] } else { 0.0 };
+                for km in row(i) {
+                    let k = q.col[km] as usize;
+                    if k < i && k <= j {
+                        s += lu[km] * entry(k, j);
+                    }
+                }
+                assert!((s - a_perm[kk]).abs() <= 1e-12 * scale, "{name}: (LU)({i},{j}) = {s}, P A P^T has {}", a_perm[kk]);
+            }
+        }
+        let r = rng.vec_f64(*n);
+        let mut z = vec![f64::NAN; *n];
+        c.apply(&lu, &r, &mut z);
+        // M z = P^T L U P z = r
+        let zp: Vec<f64> = c.perm.iter().map(|&j| z[j as usize]).collect();
+        let uz: Vec<f64> =
+            (0..*n).map(|i| row(i).filter(|&k| q.col[k] as usize >= i).map(|k| lu[k] * zp[q.col[k] as usize]).sum()).collect();
+        for i in 0..*n {
+            let luz = uz[i] + row(i).filter(|&k| (q.col[k] as usize) < i).map(|k| lu[k] * uz[q.col[k] as usize]).sum::<f64>();
+            let want = r[c.perm[i] as usize];
+            assert!((luz - want).abs() <= 1e-10 * (1.0 + want.abs()), "{name}: (M z) = {luz} at row {}, r = {want}", c.perm[i]);
+        }
+    }
+    // the backend under test against the CPU reference
+    let ctx = Arc::new(fegpu::context::Context::new(fegpu::context::Request::Auto, 0).unwrap());
+    let reference = Arc::new(fegpu::context::Context::cpu_reference());
+    for (name, n, (rp, ci, v)) in &cases {
+        let make = |c: &Arc<fegpu::context::Context>, v: &[f64]| {
+            Arc::new(Csr::new(c.clone(), build_pattern(*n, *n, rp, ci, 0).unwrap(), v).unwrap())
+        };
+        let newer: Vec<f64> = v.iter().map(|x| x * (1.0 + 0.1 * rng.next_f64())).collect();
+        let r = rng.vec_f64(*n);
+        let apply = |s: &Solver, c: &Arc<fegpu::context::Context>| {
+            let ra = Array::new(c.clone(), *n, 1, Some(&r)).unwrap();
+            let za = Array::new(c.clone(), *n, 1, Some(&vec![f64::NAN; *n])).unwrap();
+            s.precondition(&ra, &za).unwrap();
+            let mut z = vec![f64::NAN; *n];
+            za.download(0, &mut z, "z").unwrap();
+            z
+        };
+        let iterations = |s: &Solver, c: &Arc<fegpu::context::Context>| {
+            let b = Array::new(c.clone(), *n, 1, Some(&r)).unwrap();
+            let x = Array::new(c.clone(), *n, 1, Some(&vec![0.0; *n])).unwrap();
+            let (o, rel, _) = s.solve(&b, &x, 1e-10, 2000).unwrap();
+            assert!(o.converged && rel <= 1e-9, "{name}: {o:?}, true residual {rel:e}");
+            o.iterations
+        };
+        for host_factor_rows in [usize::MAX, 0] {
+            let settings = Settings { host_factor_rows, ..Default::default() };
+            let (want_a, got_a) = (make(&reference, v), make(&ctx, v));
+            let want_s =
+                Solver::with_settings(want_a.clone(), Method::Bicgstab, Precond::Ilu0Multicolour, settings.clone()).unwrap();
+            let got_s = Solver::with_settings(got_a.clone(), Method::Bicgstab, Precond::Ilu0Multicolour, settings).unwrap();
+            assert!(got_s.ilu_summary().unwrap().contains("colours"), "{name}");
+            for round in 0..4 {
+                if round == 3 {
+                    // new values: both refactor
+                    want_a.update_values(&newer).unwrap();
+                    got_a.update_values(&newer).unwrap();
+                }
+                let (want, got) = (apply(&want_s, &reference), apply(&got_s, &ctx));
+                let scale = want.iter().fold(0.0f64, |m, z| m.max(z.abs()));
+                let err = want.iter().zip(&got).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+                assert!(
+                    err <= 1e-12 * scale,
+                    "{name}, host_factor_rows {host_factor_rows}, apply {round}: max |z - z_ref| = {err:e}"
+                );
+            }
+            let (want, got) = (iterations(&want_s, &reference), iterations(&got_s, &ctx));
+            // sherman5's counts move by a fifth with rounding alone in this ordering
+            // (reference runs on r perturbed by 1e-13: 40 to 52); the others' by a few
+            let margin = if *name == "sherman5" { want as u64 / 4 } else { 1 + want as u64 / 20 };
+            assert!(got.abs_diff(want) <= margin, "{name}: {got} iterations on {}, the reference {want}", ctx.backend_name());
+        }
+    }
+    // a zero pivot is named by the caller's row (row 0 is red: its pivot is its diagonal)
+    let (rp, ci, mut v) = fegpu::sparse::gallery::laplacian7(6);
+    let zero_row = 2 * 6 + 2; // (2, 2, 0): red
+    v[(rp[zero_row]..rp[zero_row + 1]).find(|&k| ci[k as usize] == zero_row as i64).unwrap() as usize] = 0.0;
+    for host_factor_rows in [usize::MAX, 0] {
+        let a = Arc::new(Csr::new(ctx.clone(), build_pattern(216, 216, &rp, &ci, 0).unwrap(), &v).unwrap());
+        let settings = Settings { host_factor_rows, ..Default::default() };
+        let err = Solver::with_settings(a, Method::Bicgstab, Precond::Ilu0Multicolour, settings).err().expect("zero pivot");
+        assert!(err.message.contains(&format!("zero pivot at row {zero_row} (0-based")), "{}", err.message);
+    }
+    v[(rp[zero_row]..rp[zero_row + 1]).find(|&k| ci[k as usize] == zero_row as i64).unwrap() as usize] = 6.0;
+    let a = Arc::new(Csr::new(ctx.clone(), build_pattern(216, 216, &rp, &ci, 0).unwrap(), &v).unwrap());
+    let err = Solver::new(a, Method::Bicg, Precond::Ilu0Multicolour).err().expect("BiCG refused");
+    assert!(err.message.contains("multicolour ILU(0)") && err.message.contains("BiCGSTAB"), "{}", err.message);
+    let bp = build_pattern(2, 2, &[0i64, 2, 4], &[0i64, 1, 0, 1], 0).unwrap();
+    let blocks = Arc::new(
+        Csr::with_blocks(ctx.clone(), bp, 2, &[4.0, 1.0, 1.0, 4.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 4.0, 1.0, 1.0, 4.0])
+            .unwrap(),
+    );
+    let err = Solver::new(blocks, Method::Bicgstab, Precond::Ilu0Multicolour).err().expect("blocks refused");
+    assert!(err.message.contains("multicolour ILU(0)") && err.message.contains("block"), "{}", err.message);
 }

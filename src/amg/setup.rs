@@ -269,9 +269,9 @@ fn strength(a: &Blocked, theta: f64, symmetric_pattern: bool) -> Mat {
         Some(m) if symmetric_pattern => {
             return Mat { nrows: m.nrows, ncols: m.ncols, rp: m.rp.clone(), ci: m.ci.clone(), v: Vec::new() }
         }
-        Some(m) => symmetrised(off_diagonal(m)),
+        Some(m) => crate::sparse::symmetrised(off_diagonal(m)),
         // blocks not stored dense, or theta > 0
-        None => symmetrised(strong_connections(a.m, bs, theta)),
+        None => crate::sparse::symmetrised(strong_connections(a.m, bs, theta)),
     };
     let n = lists.0.len() - 1;
     let rp = row_pointers(lists.0.windows(2).map(|w| w[1] - w[0]));
@@ -342,41 +342,6 @@ fn strong_connections(a: &Mat, bs: usize, theta: f64) -> (Vec<usize>, Vec<u32>) 
     for (counts, part) in parts {
         counts.iter().for_each(|c| ptr.push(ptr.last().unwrap() + c));
         adj.extend(part);
-    }
-    (ptr, adj)
-}
-
-/// The union of a graph with its transpose: aggregation needs it symmetric.
-fn symmetrised((ptr, adj): (Vec<usize>, Vec<u32>)) -> (Vec<usize>, Vec<u32>) {
-    let nodes = ptr.len() - 1;
-    let mut tptr = vec![0usize; nodes + 1];
-    adj.iter().for_each(|&j| tptr[j as usize + 1] += 1);
-    (0..nodes).for_each(|i| tptr[i + 1] += tptr[i]);
-    let mut fill = tptr.clone();
-    let mut tadj = vec![0u32; adj.len()];
-    for i in 0..nodes {
-        for &j in &adj[ptr[i]..ptr[i + 1]] {
-            tadj[fill[j as usize]] = i as u32;
-            fill[j as usize] += 1;
-        }
-    }
-    if ptr == tptr && adj == tadj {
-        return (ptr, adj);
-    }
-    let rows: Vec<Vec<u32>> = (0..nodes)
-        .into_par_iter()
-        .map(|i| {
-            let mut r: Vec<u32> = adj[ptr[i]..ptr[i + 1]].iter().chain(&tadj[tptr[i]..tptr[i + 1]]).copied().collect();
-            r.sort_unstable();
-            r.dedup();
-            r
-        })
-        .collect();
-    let mut ptr = vec![0usize];
-    let mut adj = Vec::new();
-    for r in rows {
-        adj.extend(r);
-        ptr.push(adj.len());
     }
     (ptr, adj)
 }

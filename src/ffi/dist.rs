@@ -208,8 +208,9 @@ pub extern "C" fn fegpu_dist_csr_destroy(a: fegpu_dist_csr_t) -> fegpu_status {
 /// Creates a distributed solver: `method` FEGPU_METHOD_CG, _BICGSTAB,
 /// _GMRES (restart 30) or _CGS (the same on every rank; BiCG is refused), `precond` FEGPU_PRECOND_NONE, _JACOBI (Jacobi of the
 /// global matrix), _ILU0 (block-Jacobi ILU(0): each rank factors its
-/// diagonal block) or _AMG (AMG of each rank's diagonal block, default
-/// options). Collective.
+/// diagonal block; _ILU0_JACOBI and _ILU0_MULTICOLOUR the same with those
+/// sweeps) or _AMG (AMG of each rank's diagonal block, default options).
+/// Collective.
 #[no_mangle]
 pub unsafe extern "C" fn fegpu_dist_solver_create(
     a: fegpu_dist_csr_t,

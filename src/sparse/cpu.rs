@@ -41,6 +41,12 @@ pub fn pivot_error(r: usize, piv: f64) -> Error {
 /// ILU(0) in place on a copy of the values (IKJ order, the pattern of A).
 /// Rows without a diagonal entry are refused before this is called.
 pub fn ilu0(p: &Pattern, lu: &mut [f64]) -> Result<()> {
+    ilu0_renumbered(p, lu, &|i| i)
+}
+
+/// `ilu0` of a reordered matrix: a bad pivot's row i is named as the
+/// caller's row `caller_row(i)`.
+pub fn ilu0_renumbered(p: &Pattern, lu: &mut [f64], caller_row: &dyn Fn(usize) -> usize) -> Result<()> {
     for i in 0..p.nrows {
         let (si, ei, di) = (p.row_ptr[i] as usize, p.row_ptr[i + 1] as usize, p.diag[i] as usize);
         for kk in si..di {
@@ -63,7 +69,7 @@ pub fn ilu0(p: &Pattern, lu: &mut [f64]) -> Result<()> {
         }
         let piv = lu[di];
         if piv == 0.0 || !piv.is_finite() {
-            return Err(pivot_error(i, piv));
+            return Err(pivot_error(caller_row(i), piv));
         }
     }
     Ok(())

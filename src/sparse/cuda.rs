@@ -652,9 +652,46 @@ macro_rules! per_level {
 }
 pub(crate) use per_level;
 
+/// Multicolour ILU(0)'s z = P^T U^-1 L^-1 P r over the factors `lu` of
+/// P A P^T (pattern `dp`), a launch a colour of each sweep, the last
+/// colour's two in one (kernels/sparse.cu `ilu_colour`); `y` is scratch, z
+/// may be r (with `sc`: skipped once a device-driven solve has stopped).
+#[allow(clippy::too_many_arguments)]
+pub fn ilu_colours(
+    g: &Gpu,
+    dp: &DevicePattern,
+    colour_start: &[usize],
+    perm: &DeviceBuffer<i32>,
+    lu: &DeviceBuffer<f64>,
+    (r, y, z): (&DeviceBuffer<f64>, &DeviceBuffer<f64>, &DeviceBuffer<f64>),
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
+    let tpr = dp.threads_per_row;
+    let name = format!("ilu_colour_tpr{tpr}");
+    let f = g.kernel("sparse", SOURCE, &name)?;
+    let last = colour_start.len().saturating_sub(2);
+    let forward = (0..last).map(|c| (c, 0i32)).chain(colour_start.get(1).map(|_| (last, 1)));
+    for (c, mode) in forward.chain((0..last).rev().map(|c| (c, 2))) {
+        let (lo, hi) = (colour_start[c] as i32, colour_start[c + 1] as i32);
+        let mut l = g.launcher(&f);
+        l.arg(&lo).arg(&hi).arg(&mode).arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu).arg(perm).arg(r).arg(y).arg(z);
+        arg_or_null(&mut l, sc);
+        g.launch(&name, l, (spmv_blocks((hi - lo) as usize, tpr).max(1) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+    }
+    Ok(())
+}
+
 /// ILU(0) of the values `lu` (a copy of A's) in place, level by level.
 /// `diag` is the host copy of the diagonal positions, to read a bad pivot.
-pub fn ilu0(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, lu: &DeviceBuffer<f64>, diag: &[i32]) -> Result<()> {
+/// `caller_row` names the caller's row of a reordered matrix's row.
+pub fn ilu0(
+    g: &Gpu,
+    dp: &DevicePattern,
+    lower: &DeviceLevels,
+    lu: &DeviceBuffer<f64>,
+    diag: &[i32],
+    caller_row: &dyn Fn(usize) -> usize,
+) -> Result<()> {
     let nrows = diag.len();
     let bad = upload(g, &[nrows as i32])?;
     per_level!(g, ("sparse", SOURCE), lower, "ilu0_level", [&dp.row_ptr, &dp.col, &dp.diag, lu, &bad]);
@@ -664,7 +701,7 @@ pub fn ilu0(g: &Gpu, dp: &DevicePattern, lower: &DeviceLevels, lu: &DeviceBuffer
     if row < nrows {
         let mut piv = [0.0];
         g.download(lu, diag[row] as usize, &mut piv)?;
-        return Err(super::cpu::pivot_error(row, piv[0]));
+        return Err(super::cpu::pivot_error(caller_row(row), piv[0]));
     }
     Ok(())
 }

@@ -13,6 +13,7 @@ pub mod cuda;
 pub mod gallery;
 pub mod grid_walk;
 pub mod mm;
+pub mod multicolour;
 pub mod solver;
 pub mod transpose;
 
@@ -22,6 +23,7 @@ use crate::context::{Backend, Context};
 use crate::error::{Error, Result};
 use crate::gpu::DeviceBuffer;
 use std::sync::{Arc, Mutex, MutexGuard};
+use rayon::prelude::*;
 
 /// Index arrays shared, not copied, between a pattern and what reads it
 /// (the AMG hierarchy's finest level: 4 bytes a nonzero that need no copy).
@@ -75,6 +77,26 @@ pub struct DevicePattern {
     /// The rows the SpMV takes a block each (scalar matrices made from a
     /// host pattern; None elsewhere: every row goes to its group).
     pub long_rows: Option<cuda::LongRows>,
+}
+
+impl DevicePattern {
+    /// The host pattern `p` (of `block`-sized blocks) uploaded.
+    pub fn new(g: &crate::gpu::Gpu, p: &Pattern, block: usize) -> Result<DevicePattern> {
+        let threads_per_row = match block {
+            1 => cuda::threads_per_row(p.nnz(), p.nrows),
+            k => block::cuda::lanes(p.nnz(), p.nrows, k),
+        };
+        Ok(DevicePattern {
+            row_ptr: cuda::upload(g, &p.row_ptr)?,
+            col: cuda::upload(g, &p.col)?,
+            diag: cuda::upload(g, &p.diag)?,
+            threads_per_row,
+            long_rows: match block {
+                1 => cuda::LongRows::find(g, &p.row_ptr, threads_per_row)?,
+                _ => None,
+            },
+        })
+    }
 }
 
 pub struct Values {
@@ -211,6 +233,43 @@ pub fn build_pattern<I: Index>(nrows: usize, ncols: usize, row_ptr: &[I], col: &
     })
 }
 
+/// The union of a graph (row pointers, neighbours) with its transpose, each
+/// row sorted without repeats (the graph itself where it is symmetric):
+/// AMG's aggregation and the multicolour ordering need it undirected.
+pub fn symmetrised((ptr, adj): (Vec<usize>, Vec<u32>)) -> (Vec<usize>, Vec<u32>) {
+    let nodes = ptr.len() - 1;
+    let mut tptr = vec![0usize; nodes + 1];
+    adj.iter().for_each(|&j| tptr[j as usize + 1] += 1);
+    (0..nodes).for_each(|i| tptr[i + 1] += tptr[i]);
+    let mut fill = tptr.clone();
+    let mut tadj = vec![0u32; adj.len()];
+    for i in 0..nodes {
+        for &j in &adj[ptr[i]..ptr[i + 1]] {
+            tadj[fill[j as usize]] = i as u32;
+            fill[j as usize] += 1;
+        }
+    }
+    if ptr == tptr && adj == tadj {
+        return (ptr, adj);
+    }
+    let rows: Vec<Vec<u32>> = (0..nodes)
+        .into_par_iter()
+        .map(|i| {
+            let mut r: Vec<u32> = adj[ptr[i]..ptr[i + 1]].iter().chain(&tadj[tptr[i]..tptr[i + 1]]).copied().collect();
+            r.sort_unstable();
+            r.dedup();
+            r
+        })
+        .collect();
+    let mut ptr = vec![0usize];
+    let mut adj = Vec::new();
+    for r in rows {
+        adj.extend(r);
+        ptr.push(adj.len());
+    }
+    (ptr, adj)
+}
+
 impl Csr {
     pub fn new(ctx: Arc<Context>, pattern: Pattern, caller_values: &[f64]) -> Result<Csr> {
         Csr::with_blocks(ctx, pattern, 1, caller_values)
@@ -222,23 +281,7 @@ impl Csr {
         let values = stored_values(&pattern, block, caller_values)?;
         let (device, data) = match &ctx.backend {
             Backend::Cpu => (None, Buffer::Host(values)),
-            Backend::Cuda(g) => {
-                let threads_per_row = match block {
-                    1 => cuda::threads_per_row(pattern.nnz(), pattern.nrows),
-                    k => block::cuda::lanes(pattern.nnz(), pattern.nrows, k),
-                };
-                let dp = DevicePattern {
-                    row_ptr: cuda::upload(g, &pattern.row_ptr)?,
-                    col: cuda::upload(g, &pattern.col)?,
-                    diag: cuda::upload(g, &pattern.diag)?,
-                    threads_per_row,
-                    long_rows: match block {
-                        1 => cuda::LongRows::find(g, &pattern.row_ptr, threads_per_row)?,
-                        _ => None,
-                    },
-                };
-                (Some(dp), Buffer::Device(cuda::upload(g, &values)?))
-            }
+            Backend::Cuda(g) => (Some(DevicePattern::new(g, &pattern, block)?), Buffer::Device(cuda::upload(g, &values)?)),
         };
         Ok(Csr { ctx, pattern, block, device, values: Mutex::new(Values { data, version: 0 }) })
     }

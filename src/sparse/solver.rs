@@ -6,6 +6,7 @@
 //! values change (AMG: a values-only re-setup of the kept hierarchy).
 
 use super::grid_walk::GridWalk;
+use super::multicolour::{Colouring, DeviceColouring};
 use super::transpose::Transposed;
 use super::{block, cpu, cuda, f64_buf, Csr, DevicePattern, Pattern};
 use crate::amg;
@@ -28,6 +29,10 @@ pub enum Precond {
     Ilu0Jacobi {
         sweeps: usize,
     },
+    /// ILU(0) of the matrix reordered by a colouring of its graph
+    /// (super::multicolour): a launch a colour per sweep; more iterations
+    /// than ILU(0) in the caller's order.
+    Ilu0Multicolour,
     Amg,
 }
 
@@ -42,6 +47,7 @@ impl Precond {
             Precond::Jacobi => "Jacobi".into(),
             Precond::Ilu0 => "ILU(0)".into(),
             Precond::Ilu0Jacobi { sweeps } => format!("ILU(0), each triangle by {sweeps} Jacobi sweeps"),
+            Precond::Ilu0Multicolour => "multicolour ILU(0)".into(),
             Precond::Amg => "AMG".into(),
         }
     }
@@ -60,6 +66,7 @@ impl std::fmt::Display for Precond {
             Precond::Jacobi => write!(f, "jacobi"),
             Precond::Ilu0 => write!(f, "ilu0"),
             Precond::Ilu0Jacobi { sweeps } => write!(f, "ilu0-jacobi:{sweeps}"),
+            Precond::Ilu0Multicolour => write!(f, "ilu0-multicolour"),
             Precond::Amg => write!(f, "amg"),
         }
     }
@@ -300,6 +307,8 @@ struct State {
     factors: Buffer<f64>,
     /// ILU(0) on the device: the lower levels the factorisation walks, and the sweeps.
     levels: Option<(cuda::DeviceLevels, cuda::DeviceSweeps)>,
+    /// Multicolour ILU(0)'s colouring, and its device copy on the CUDA backend.
+    colouring: Option<(Colouring, Option<DeviceColouring>)>,
     /// AMG's hierarchy, and its device copy on the CUDA backend.
     amg: Option<(amg::Hierarchy, Option<amg::cuda::DeviceHierarchy>)>,
     device: Option<DeviceWork>,
@@ -308,6 +317,21 @@ struct State {
     /// The matrix values version the preconditioner was built from.
     built_for: Option<u64>,
     history: Vec<f64>,
+}
+
+/// What the preconditioner is built from, borrowed from the state field by
+/// field (the work vectors stay free to borrow).
+struct Built<'a> {
+    factors: &'a Buffer<f64>,
+    levels: Option<&'a (cuda::DeviceLevels, cuda::DeviceSweeps)>,
+    colouring: Option<&'a (Colouring, Option<DeviceColouring>)>,
+    amg: Option<&'a (amg::Hierarchy, Option<amg::cuda::DeviceHierarchy>)>,
+}
+
+macro_rules! built_of {
+    ($st:expr) => {
+        Built { factors: &$st.factors, levels: $st.levels.as_ref(), colouring: $st.colouring.as_ref(), amg: $st.amg.as_ref() }
+    };
 }
 
 pub struct Solver {
@@ -413,6 +437,23 @@ impl Preconditioner for Ilu0<'_> {
     }
 }
 
+/// Multicolour ILU(0) (super::multicolour): the factors of P A P^T.
+pub struct Ilu0Multicolour<'a> {
+    pub c: &'a Colouring,
+    pub device: Option<&'a DeviceColouring>,
+    pub lu: &'a Buffer<f64>,
+}
+
+impl Preconditioner for Ilu0Multicolour<'_> {
+    fn apply_host(&self, r: &[f64], z: &mut [f64]) -> Result<()> {
+        self.c.apply(self.lu.host()?, r, z);
+        Ok(())
+    }
+    fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+        self.device.ok_or_else(crate::array::mixed_backends)?.apply(g, self.lu.device()?, r, z, sc)
+    }
+}
+
 impl Solver {
     /// Structural setup (diagonal check, levels, workspace) and the first
     /// factorisation, with the default settings (Settings::from_env).
@@ -434,6 +475,7 @@ impl Solver {
         if k > 1 {
             let refused = match precond {
                 Precond::Amg => Some("AMG (give it the CSR form with the AMG option block_size)"),
+                Precond::Ilu0Multicolour => Some("multicolour ILU(0) (block ILU(0) or block Jacobi take the blocks)"),
                 _ if method.needs_transpose() => Some("BiCG (use BiCGSTAB, CGS or GMRES)"),
                 _ => None,
             };
@@ -444,7 +486,7 @@ impl Solver {
         if precond != Precond::None {
             if let Some(r) = p.diag.iter().position(|&d| d < 0) {
                 let what = match precond {
-                    Precond::Ilu0 | Precond::Ilu0Jacobi { .. } => "ILU(0)",
+                    Precond::Ilu0 | Precond::Ilu0Jacobi { .. } | Precond::Ilu0Multicolour => "ILU(0)",
                     Precond::Amg => "AMG",
                     _ => "Jacobi",
                 };
@@ -462,6 +504,7 @@ impl Solver {
                 vecs: Vectors::Host(vec![vec![0.0; n]; SLOTS]),
                 factors: Buffer::Host(Vec::new()),
                 levels: None,
+                colouring: None,
                 amg: None,
                 device: None,
                 transposed: None,
@@ -473,12 +516,13 @@ impl Solver {
                 let factors = match precond {
                     Precond::None | Precond::Amg => 1,
                     Precond::Jacobi => n * k,
-                    Precond::Ilu0 | Precond::Ilu0Jacobi { .. } => csr.stored_len(),
+                    Precond::Ilu0 | Precond::Ilu0Jacobi { .. } | Precond::Ilu0Multicolour => csr.stored_len(),
                 };
                 State {
                     vecs: Vectors::Device(crate::krylov::cuda::work_vectors(g, n)?),
                     factors: Buffer::Device(g.alloc(factors.max(1))?),
                     levels,
+                    colouring: None,
                     amg: None,
                     device: Some(DeviceWork {
                         reduce: crate::array::cuda::Reduce::new(g)?,
@@ -491,11 +535,21 @@ impl Solver {
                 }
             }
         };
+        if precond == Precond::Ilu0Multicolour {
+            let c = Colouring::new(p);
+            let device = csr.ctx.gpu().map(|g| DeviceColouring::new(g, &c)).transpose()?;
+            state.colouring = Some((c, device));
+        }
         if method.needs_transpose() {
-            if precond == Precond::Amg {
-                return Err(Error::unsupported(
-                    "BiCG needs M^-T, which AMG's V-cycle does not give here: use BiCGSTAB, CGS or GMRES with AMG",
-                ));
+            let refused = match precond {
+                Precond::Amg => Some("AMG's V-cycle"),
+                Precond::Ilu0Multicolour => Some("multicolour ILU(0)"),
+                _ => None,
+            };
+            if let Some(what) = refused {
+                return Err(Error::unsupported(format!(
+                    "BiCG needs M^-T, which {what} does not give here: use BiCGSTAB, CGS or GMRES with it"
+                )));
             }
             let t = Transposed::new(&csr)?;
             let (levels, factors) = match csr.ctx.gpu() {
@@ -569,13 +623,36 @@ impl Solver {
                         let (lower, _) = st.levels.as_ref().ok_or_else(crate::array::mixed_backends)?;
                         g.copy(v, f)?;
                         match self.csr.block {
-                            1 => cuda::ilu0(g, dp, lower, f, &p.diag)?,
+                            1 => cuda::ilu0(g, dp, lower, f, &p.diag, &|i| i)?,
                             k => block::cuda::ilu0(g, dp, p.nrows, k, lower, f)?,
                         }
                     }
                 }
                 _ => return Err(crate::array::mixed_backends()),
             },
+            Precond::Ilu0Multicolour => {
+                let (c, device) = st.colouring.as_ref().ok_or_else(|| Error::internal("the solver has no colouring"))?;
+                match (&mut st.factors, &vals.data, device) {
+                    (Buffer::Host(f), Buffer::Host(v), _) => {
+                        let mut lu = c.reorder_values(v);
+                        c.factor(&mut lu)?;
+                        *f = lu;
+                    }
+                    (Buffer::Device(f), Buffer::Device(v), Some(dc)) => {
+                        let g = self.csr.ctx.gpu().ok_or_else(crate::array::mixed_backends)?;
+                        if self.csr.rows() <= self.settings.host_factor_rows {
+                            let mut lu = c.reorder_values(&self.csr.values_on_host(&vals.data)?);
+                            c.factor(&mut lu)?;
+                            g.upload(&lu, f, 0)?;
+                        } else {
+                            // a launch a colour: the factorisation stays on the device at any size
+                            dc.reorder_values(g, v, f)?;
+                            cuda::ilu0(g, &dc.dp, &dc.lower, f, &c.pattern.diag, &|i| c.perm[i] as usize)?;
+                        }
+                    }
+                    _ => return Err(crate::array::mixed_backends()),
+                }
+            }
             Precond::Amg => self.build_amg(st, &vals.data)?,
         }
         if let Some(ts) = &mut st.transposed {
@@ -632,7 +709,7 @@ impl Solver {
             Some((rows, _)) => rows.product(&vals.data),
         };
         let op = &*op;
-        let pc = self.preconditioner(&st.factors, st.levels.as_ref(), st.amg.as_ref(), &vals.data);
+        let pc = self.preconditioner(built_of!(st), &vals.data);
         let pc: &dyn Preconditioner = &*pc;
         // BiCG's A^T and M^T (a distributed solve has none: DistSolver refuses BiCG)
         let tvals =
@@ -650,7 +727,7 @@ impl Solver {
                     jacobi: self.jacobi_sweeps(),
                 }),
                 // Jacobi and the identity are their own transposes
-                _ => self.preconditioner(&st.factors, None, None, &vals.data),
+                _ => Box::new(Jacobi { inverse: &st.factors }),
             };
             (op, pc)
         });
@@ -793,14 +870,9 @@ impl Solver {
     }
 
     /// The preconditioner the solver was created with, over its built factors.
-    fn preconditioner<'a>(
-        &'a self,
-        factors: &'a Buffer<f64>,
-        levels: Option<&'a (cuda::DeviceLevels, cuda::DeviceSweeps)>,
-        amg: Option<&'a (amg::Hierarchy, Option<amg::cuda::DeviceHierarchy>)>,
-        values: &'a Buffer<f64>,
-    ) -> Box<dyn Preconditioner + 'a> {
+    fn preconditioner<'a>(&'a self, built: Built<'a>, values: &'a Buffer<f64>) -> Box<dyn Preconditioner + 'a> {
         let (p, dp) = (&self.csr.pattern, self.csr.device.as_ref());
+        let Built { factors, levels, colouring, amg } = built;
         match self.precond {
             Precond::None => Box::new(Identity),
             Precond::Jacobi if self.csr.block > 1 => {
@@ -809,6 +881,10 @@ impl Solver {
             Precond::Jacobi => Box::new(Jacobi { inverse: factors }),
             Precond::Ilu0 | Precond::Ilu0Jacobi { .. } => {
                 Box::new(Ilu0 { p, block: self.csr.block, dp, lu: factors, levels, jacobi: self.jacobi_sweeps() })
+            }
+            Precond::Ilu0Multicolour => {
+                let (c, device) = colouring.expect("the solver was made with its colouring");
+                Box::new(Ilu0Multicolour { c, device: device.as_ref(), lu: factors })
             }
             Precond::Amg => {
                 let (h, device) = amg.expect("refresh built the hierarchy");
@@ -869,8 +945,16 @@ impl Solver {
         }
     }
 
-    /// `ilu_plans` in words, a line (None where there are none).
+    /// `ilu_plans` in words, or multicolour ILU(0)'s colours, a line (None
+    /// where there are none).
     pub fn ilu_summary(&self) -> Option<String> {
+        if let Some((c, _)) = &self.peek().colouring {
+            return Some(format!(
+                "ILU(0) in multicolour order: {} colours (rows {}), a pass a colour per triangular solve\n",
+                c.colours,
+                c.colour_rows().iter().map(|r| r.to_string()).collect::<Vec<_>>().join(" + ")
+            ));
+        }
         let plans = self.ilu_plans().ok().flatten()?;
         let sweep = |[window, runs, planes]: [i32; 3]| match window {
             -1 => "exact".to_string(),
@@ -904,7 +988,7 @@ impl Solver {
         let (mut gr, mut gz) = crate::array::lock_pair(r, z, "r", "z")?;
         let (rb, zb) = (f64_buf(&mut gr), f64_buf(&mut gz));
         let vals = self.csr.values()?;
-        let pc = self.preconditioner(&st.factors, st.levels.as_ref(), st.amg.as_ref(), &vals.data);
+        let pc = self.preconditioner(built_of!(st), &vals.data);
         match (rb, zb) {
             (Buffer::Host(_), Buffer::Host(_)) if !wait => {
                 return Err(Error::invalid("queue_precondition: r and z are host arrays: there is nothing to queue"))

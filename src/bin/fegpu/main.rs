@@ -18,13 +18,16 @@ const USAGE: &str = "usage:
                              without a GPU: a job's first solve then loads them (NVRTC takes
                              seconds a file on a fresh machine)
   fegpu solve A.mtx [b.mtx] [--method bicgstab|cg|gmres|bicg|cgs] [--restart M]
-              [--precond none|jacobi|ilu0|ilu0-jacobi[:SWEEPS]|amg] [--tol T] [--maxit N] [--output x.mtx]
+              [--precond none|jacobi|ilu0|ilu0-jacobi[:SWEEPS]|ilu0-multicolour|amg] [--tol T] [--maxit N]
+              [--output x.mtx]
               [--strength THETA] [--smoother chebyshev:DEGREE|l1jacobi:SWEEPS|gaussseidel:SWEEPS]
               [--coarsest ROWS] [--block-size K] [--unsmoothed] [--f32-cycle] [--cycle v|w|hybrid]
               [--aggregation greedy|parallel]
                              solve A x = b (b = A*1 when omitted: the exact x is all ones);
                              GMRES restarts every M iterations (default 30); ilu0-jacobi:
                              ILU(0)'s factors, each triangular solve by SWEEPS Jacobi sweeps (2);
+                             ilu0-multicolour: ILU(0) of the rows reordered by colour, a pass
+                             a colour per triangular solve (more iterations than ilu0);
                              --block-size K: K unknowns per node, the matrix read as K x K
                              blocks (block CSR: jacobi and ilu0 become block Jacobi and block
                              ILU(0)), for amg aggregated node by node; the AMG options tune

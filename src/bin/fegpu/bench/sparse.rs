@@ -202,7 +202,8 @@ fn ilu_solve(ctx: &Arc<Context>, a: &Arc<Csr>, precond: Precond, settings: Setti
 /// beside unpreconditioned BiCGSTAB. The exact schedules' z must agree
 /// bit for bit. FEGPU_BENCH_CHUNKS=1024,4096 adds the synchronisation-free
 /// sweeps at those chunk sizes, FEGPU_BENCH_BOXES=128x128x8,... 7-point
-/// Laplacians on those boxes; FEGPU_BENCH_QUICK=1 times the applies only.
+/// Laplacians on those boxes; FEGPU_BENCH_QUICK=1 times the applies only;
+/// FEGPU_BENCH_SWEEPS=windows,multicolour the rows so labelled only.
 pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
     let (ctx, ceiling) = start("ilu")?;
     println!("apply bytes = 12 nnz (factors and columns) + 4 (n+1) + 4 n (diagonal) + 8 n (r) + 16 n (z out, in, out): the floor at the copy ceiling");
@@ -254,11 +255,16 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
         for rows in std::env::var("FEGPU_BENCH_CHUNKS").unwrap_or_default().split(',').filter_map(|c| c.parse().ok()) {
             variants.push((format!("sync-free {rows}"), Precond::Ilu0, IluSweeps::SyncFree { rows: Some(rows) }));
         }
+        variants.push(("multicolour".to_string(), Precond::Ilu0Multicolour, IluSweeps::Levels));
         let quick = std::env::var("FEGPU_BENCH_QUICK").is_ok(); // experiments: applies only
         for k in (1..=3).filter(|_| !quick) {
             variants.push((format!("jacobi x{k}"), Precond::Ilu0Jacobi { sweeps: k }, IluSweeps::Levels));
         }
-        for (label, precond, sweeps) in variants {
+        // FEGPU_BENCH_SWEEPS=windows,multicolour: only the rows whose label starts so
+        let only = std::env::var("FEGPU_BENCH_SWEEPS").ok();
+        let wanted = |label: &str| only.as_deref().is_none_or(|o| o.split(',').any(|w| label.starts_with(w)));
+        for (label, precond, sweeps) in variants.into_iter().filter(|v| wanted(&v.0)) {
+            let made = Instant::now();
             let s = Solver::with_settings(
                 a.clone(),
                 Method::Bicgstab,
@@ -282,6 +288,10 @@ pub fn ilu(real: Option<&std::path::Path>) -> Result<()> {
                         u[1],
                         diff / scale
                     )
+                }
+                _ if precond == Precond::Ilu0Multicolour => {
+                    let summary = s.ilu_summary().unwrap_or_default();
+                    format!("   ({}; solver made in {:.1} ms)", summary.trim_end(), made.elapsed().as_secs_f64() * 1e3)
                 }
                 _ => {
                     if precond == Precond::Ilu0 {
