@@ -4,7 +4,9 @@
 !> Jacobi-preconditioned CG on the SPD matrices. Required: both converge,
 !> fegpu's iteration count within a small margin of the serial code's, the
 !> true residual of fegpu's solution (computed here) meets the tolerance, and
-!> the two solutions agree in the residual norm. west0479 (zero diagonal
+!> the two solutions agree in the residual norm; the same for multicolour
+!> ILU(0) against the serial code's ILU(0) of the reordered system, with its
+!> own colouring. west0479 (zero diagonal
 !> entries) must be refused by fegpu's ILU(0) with the row named. GMRES(20),
 !> BiCG and CGS with ILU(0) must solve the same systems through the module.
 !> Argument 1 (or FEGPU_MATRICES): the folder of the .mtx files.
@@ -184,6 +186,76 @@ contains
     end do
   end subroutine
 
+  !> The multicolour order: rows coloured first-fit, in their order, over
+  !> the graph of A + A^T (no two coupled rows share a colour), then listed
+  !> colour by colour; perm(i) is the row of A that is row i of P A P^T.
+  subroutine colour_order(n, rp, ci, perm, colours)
+    integer, intent(in) :: n, rp(:), ci(:)
+    integer, intent(out) :: perm(:), colours
+    integer, allocatable :: colour(:), tp(:), tr(:), fill(:), taken(:)
+    integer :: i, k, c
+    allocate (colour(n), tp(n + 1), tr(size(ci)), fill(n), taken(n + 1))
+    tp = 0                                                      ! A^T's pattern: each column's rows
+    do k = 1, rp(n + 1) - 1
+      tp(ci(k) + 1) = tp(ci(k) + 1) + 1
+    end do
+    tp(1) = 1
+    do i = 1, n
+      tp(i + 1) = tp(i + 1) + tp(i)
+    end do
+    fill = tp(1:n)
+    do i = 1, n
+      do k = rp(i), rp(i + 1) - 1
+        tr(fill(ci(k))) = i
+        fill(ci(k)) = fill(ci(k)) + 1
+      end do
+    end do
+    colour = 0; taken = 0; colours = 0
+    do i = 1, n
+      do k = rp(i), rp(i + 1) - 1
+        if (colour(ci(k)) > 0) taken(colour(ci(k))) = i
+      end do
+      do k = tp(i), tp(i + 1) - 1
+        if (colour(tr(k)) > 0) taken(colour(tr(k))) = i
+      end do
+      c = 1
+      do while (taken(c) == i)
+        c = c + 1
+      end do
+      colour(i) = c
+      colours = max(colours, c)
+    end do
+    k = 0
+    do c = 1, colours
+      do i = 1, n
+        if (colour(i) == c) then
+          k = k + 1
+          perm(k) = i
+        end if
+      end do
+    end do
+  end subroutine
+
+  !> P A P^T in CSR, rows sorted: row i is row perm(i) of A, renumbered.
+  subroutine reorder(n, rp, ci, v, perm, prp, pci, pv)
+    integer, intent(in) :: n, rp(:), ci(:), perm(:)
+    real(dp), intent(in) :: v(:)
+    integer, intent(out) :: prp(:), pci(:)
+    real(dp), intent(out) :: pv(:)
+    integer, allocatable :: inv(:)
+    integer :: i, r
+    allocate (inv(n))
+    inv(perm) = [(i, i = 1, n)]
+    prp(1) = 1
+    do i = 1, n
+      r = perm(i)
+      prp(i + 1) = prp(i) + rp(r + 1) - rp(r)
+      pci(prp(i):prp(i + 1) - 1) = inv(ci(rp(r):rp(r + 1) - 1))
+      pv(prp(i):prp(i + 1) - 1) = v(rp(r):rp(r + 1) - 1)
+    end do
+    call sort_rows(n, prp, pci, pv)
+  end subroutine
+
   !> Preconditioned BiCGSTAB from x = 0; iters = -1 on breakdown.
   subroutine bicgstab(n, rp, ci, v, lu, diag, b, x, iters)
     integer, intent(in) :: n, rp(:), ci(:), diag(:)
@@ -268,11 +340,13 @@ contains
   ! ---- the comparison ----
 
   !> Solves with fegpu what the serial code solved (b, its solution xs in
-  !> its iters) and checks iteration counts, the true residual of fegpu's
-  !> solution (computed here) and agreement of the two in the residual norm.
-  subroutine compare(name, method, precond, n, rp, ci, v, b, xs, its)
+  !> its iters) and checks iteration counts (within 2 + its / 20, or
+  !> its / `spread`), the true residual of fegpu's solution (computed here)
+  !> and agreement of the two in the residual norm.
+  subroutine compare(name, method, precond, n, rp, ci, v, b, xs, its, spread)
     character(*), intent(in) :: name
     integer, intent(in) :: method, precond, n, rp(:), ci(:), its
+    integer, intent(in), optional :: spread
     real(dp), intent(in) :: v(:), b(:), xs(:)
     real(dp), allocatable :: xf(:), r(:)
     integer :: itf, st
@@ -291,7 +365,11 @@ contains
     call fegpu_array_download(dx, xf)
     call expect(st == FEGPU_OK, name // ': fegpu converges ' // trim(msg))
     print '(a,a,i0,a,i0)', name, ': iterations serial ', its, ', fegpu ', itf
-    call expect(abs(itf - its) <= 2 + its / 20, name // ': iteration counts agree')
+    if (present(spread)) then
+      call expect(abs(itf - its) <= 2 + its / spread, name // ': iteration counts agree')
+    else
+      call expect(abs(itf - its) <= 2 + its / 20, name // ': iteration counts agree')
+    end if
     call matvec(n, rp, ci, v, xf, r)
     call expect(norm2(b - r) / norm2(b) <= 2 * tol, name // ': true residual of the fegpu solution')
     call matvec(n, rp, ci, v, xf - xs, r)
@@ -320,6 +398,31 @@ contains
     call compare(name, FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0, n, rp, ci, v, b, xs, its)
     call time_solves(name, n, rp, ci, v, b)
     call other_methods(name, n, rp, ci, v, b)
+  end subroutine
+
+  !> b = A*1; the serial code's ILU(0)-BiCGSTAB on the reordered system
+  !> P A P^T (P x) = P b, then fegpu's multicolour ILU(0) on A itself.
+  subroutine compare_multicolour(name, n, rp, ci, v)
+    character(*), intent(in) :: name
+    integer, intent(in) :: n, rp(:), ci(:)
+    real(dp), intent(in) :: v(:)
+    real(dp), allocatable :: lu(:), pv(:), b(:), px(:), xs(:), ones(:)
+    integer, allocatable :: perm(:), prp(:), pci(:), diag(:)
+    integer :: info, its, colours
+    allocate (lu(size(v)), pv(size(v)), b(n), px(n), xs(n), ones(n), perm(n), prp(n + 1), pci(size(ci)), diag(n))
+    ones = 1
+    call matvec(n, rp, ci, v, ones, b)
+    call colour_order(n, rp, ci, perm, colours)
+    call reorder(n, rp, ci, v, perm, prp, pci, pv)
+    lu = pv
+    call ilu0(n, prp, pci, lu, diag, info)
+    call bicgstab(n, prp, pci, pv, lu, diag, b(perm), px, its)
+    xs(perm) = px
+    call expect(info == 0 .and. its > 0, name // ': the serial multicolour solver converges')
+    print '(a,a,i0,a)', name, ': ', colours, ' colours'
+    ! the dot products sum in another order than fegpu's: on sherman5 and
+    ! orsirr_1 (40 to 200 iterations) rounding alone moves the counts by up to a fifth
+    call compare(name // ' multicolour', FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0_MULTICOLOUR, n, rp, ci, v, b, xs, its, 5)
   end subroutine
 
   !> The Krylov methods TOUGHREACT offers beside BiCGSTAB, and GMRES, through
@@ -436,6 +539,7 @@ contains
     real(dp), allocatable :: v(:)
     call read_mm(trim(dir) // '/' // name // '.mtx', n, rp, ci, v)
     call compare_bicgstab(name, n, rp, ci, v)
+    call compare_multicolour(name, n, rp, ci, v)
   end subroutine
 
   !> 3-D steady convection-diffusion, first-order upwind (the porous-flow kind).
@@ -466,6 +570,7 @@ contains
     end do
     write (name, '(a,i0,a)') 'convection-diffusion ', m, '^3'
     call compare_bicgstab(trim(name), m**3, rp, ci(1:nz), v(1:nz))
+    call compare_multicolour(trim(name), m**3, rp, ci(1:nz), v(1:nz))
   end subroutine
 
   !> b = A*1; the serial Jacobi CG, then fegpu's.
