@@ -22,8 +22,8 @@ use crate::array::{lock_pair, Array, Storage};
 use crate::context::{Backend, Context};
 use crate::error::{Error, Result};
 use crate::gpu::DeviceBuffer;
-use std::sync::{Arc, Mutex, MutexGuard};
 use rayon::prelude::*;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Index arrays shared, not copied, between a pattern and what reads it
 /// (the AMG hierarchy's finest level: 4 bytes a nonzero that need no copy).
