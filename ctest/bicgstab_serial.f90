@@ -401,10 +401,11 @@ contains
   end subroutine
 
   !> b = A*1; the serial code's ILU(0)-BiCGSTAB on the reordered system
-  !> P A P^T (P x) = P b, then fegpu's multicolour ILU(0) on A itself.
-  subroutine compare_multicolour(name, n, rp, ci, v)
+  !> P A P^T (P x) = P b, then fegpu's multicolour ILU(0) on A itself, the
+  !> iteration counts within its / spread.
+  subroutine compare_multicolour(name, n, rp, ci, v, spread)
     character(*), intent(in) :: name
-    integer, intent(in) :: n, rp(:), ci(:)
+    integer, intent(in) :: n, rp(:), ci(:), spread
     real(dp), intent(in) :: v(:)
     real(dp), allocatable :: lu(:), pv(:), b(:), px(:), xs(:), ones(:)
     integer, allocatable :: perm(:), prp(:), pci(:), diag(:)
@@ -420,9 +421,7 @@ contains
     xs(perm) = px
     call expect(info == 0 .and. its > 0, name // ': the serial multicolour solver converges')
     print '(a,a,i0,a)', name, ': ', colours, ' colours'
-    ! the dot products sum in another order than fegpu's: on sherman5 and
-    ! orsirr_1 (40 to 200 iterations) rounding alone moves the counts by up to a fifth
-    call compare(name // ' multicolour', FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0_MULTICOLOUR, n, rp, ci, v, b, xs, its, 5)
+    call compare(name // ' multicolour', FEGPU_METHOD_BICGSTAB, FEGPU_PRECOND_ILU0_MULTICOLOUR, n, rp, ci, v, b, xs, its, spread)
   end subroutine
 
   !> The Krylov methods TOUGHREACT offers beside BiCGSTAB, and GMRES, through
@@ -539,7 +538,10 @@ contains
     real(dp), allocatable :: v(:)
     call read_mm(trim(dir) // '/' // name // '.mtx', n, rp, ci, v)
     call compare_bicgstab(name, n, rp, ci, v)
-    call compare_multicolour(name, n, rp, ci, v)
+    ! in this order the real matrices' counts move with rounding alone (fegpu's
+    ! CPU reference on b perturbed by 1e-13: sherman5 40 to 52, orsirr_1 187
+    ! to 310): there the counts need only be within 2x
+    call compare_multicolour(name, n, rp, ci, v, 1)
   end subroutine
 
   !> 3-D steady convection-diffusion, first-order upwind (the porous-flow kind).
@@ -570,7 +572,7 @@ contains
     end do
     write (name, '(a,i0,a)') 'convection-diffusion ', m, '^3'
     call compare_bicgstab(trim(name), m**3, rp, ci(1:nz), v(1:nz))
-    call compare_multicolour(trim(name), m**3, rp, ci(1:nz), v(1:nz))
+    call compare_multicolour(trim(name), m**3, rp, ci(1:nz), v(1:nz), 20)
   end subroutine
 
   !> b = A*1; the serial Jacobi CG, then fegpu's.

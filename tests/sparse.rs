@@ -248,9 +248,14 @@ fn solvers_converge_on_the_real_matrices_like_the_reference() {
         // Rounding differs between backends (reduction order); unpreconditioned
         // BiCGSTAB's erratic ~1400-iteration runs amplify it, short runs do not.
         let (i, r) = (got.info.iterations, want.info.iterations);
-        // (multicolour ILU(0) on sherman5 moves by a fifth with rounding alone too)
-        let erratic = precond == FEGPU_PRECOND_NONE || precond == FEGPU_PRECOND_ILU0_MULTICOLOUR && name == "sherman5";
-        let margin = if erratic { r / 5 } else { 2 + r / 20 };
+        // multicolour ILU(0) on the real matrices: the reference alone, on b
+        // perturbed by 1e-13, takes 40 to 52 iterations on sherman5, 187 to 310
+        // on orsirr_1: only within 2x
+        let margin = match precond {
+            FEGPU_PRECOND_NONE => r / 5,
+            FEGPU_PRECOND_ILU0_MULTICOLOUR => r,
+            _ => 2 + r / 20,
+        };
         assert!((i - r).abs() <= margin, "{what}: {i} iterations against the reference's {r}");
     }
     ok(fegpu_context_destroy(ctx));
