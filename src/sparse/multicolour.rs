@@ -2,12 +2,13 @@
 //! matrix's graph, no two coupled rows of one colour, and ILU(0) of the
 //! reordered matrix P A P^T. A triangular sweep then has as many dependency
 //! levels as colours (2 on a 7-point grid, 8 on a 27-point one) instead of
-//! hundreds: a launch a colour, each a pass over its rows at SpMV speed.
+//! hundreds: a launch a colour, each a pass over that colour's rows.
 //! It is another preconditioner than ILU(0) in the caller's order (more
 //! iterations, Saad, "Iterative Methods for Sparse Linear Systems", 12.4;
 //! AmgX's multicolour ILU), offered beside it and never substituted. The
 //! CPU reference is the serial ILU(0) of P A P^T (super::cpu); the device
-//! runs the same rows level by level (kernels/sparse.cu), equal to rounding.
+//! factors it level by level and sweeps it a colour a launch, P and P^T
+//! folded in (kernels/sparse.cu `ilu_colour`), equal to rounding.
 
 use super::{cpu, cuda, DevicePattern, Pattern};
 use crate::error::Result;
@@ -122,8 +123,8 @@ impl Colouring {
     }
 }
 
-/// The colouring on the device: the reordered pattern, its colours as
-/// dependency levels of each sweep, and the reordered vectors.
+/// The colouring on the device: P, the reordered pattern, the levels its
+/// factorisation walks, and the sweeps' scratch vector.
 pub struct DeviceColouring {
     colour_start: Vec<usize>,
     perm: DeviceBuffer<i32>,

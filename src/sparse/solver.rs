@@ -726,7 +726,8 @@ impl Solver {
                     levels: ts.levels.as_ref(),
                     jacobi: self.jacobi_sweeps(),
                 }),
-                // Jacobi and the identity are their own transposes
+                // Jacobi and the identity are their own transposes (the others are refused above)
+                Precond::None => Box::new(Identity),
                 _ => Box::new(Jacobi { inverse: &st.factors }),
             };
             (op, pc)
