@@ -53,7 +53,7 @@ contains
     real(dp), allocatable, intent(out) :: v(:)
     character(len=256) :: line
     integer :: u, m, nz, k, i, j, total, ios
-    integer, allocatable :: ti(:), tj(:), fill(:)
+    integer, allocatable :: ti(:), tj(:), at(:)
     real(dp), allocatable :: tv(:)
     logical :: symmetric
     open (newunit=u, file=path, status='old', action='read')
@@ -76,21 +76,33 @@ contains
       end if
     end do
     close (u)
-    allocate (rp(n + 1), ci(total), v(total), fill(n))
-    rp = 0
-    do k = 1, total
-      rp(ti(k) + 1) = rp(ti(k) + 1) + 1
-    end do
-    rp(1) = 1
-    do i = 1, n
-      rp(i + 1) = rp(i + 1) + rp(i)
-    end do
-    fill = rp(1:n)
-    do k = 1, total
-      ci(fill(ti(k))) = tj(k); v(fill(ti(k))) = tv(k)
-      fill(ti(k)) = fill(ti(k)) + 1
-    end do
+    allocate (rp(n + 1), ci(total), v(total), at(total))
+    call bucket(n, ti(1:total), rp, at)
+    ci(at) = tj(1:total)
+    v(at) = tv(1:total)
     call sort_rows(n, rp, ci, v)
+  end subroutine
+
+  !> Counting sort of entries by their key in 1..n: key k's entries go to
+  !> ptr(k)..ptr(k+1)-1 in their order, entry e to slot at(e).
+  subroutine bucket(n, key, ptr, at)
+    integer, intent(in) :: n, key(:)
+    integer, intent(out) :: ptr(:), at(:)
+    integer, allocatable :: fill(:)
+    integer :: e, k
+    ptr = 0
+    do e = 1, size(key)
+      ptr(key(e) + 1) = ptr(key(e) + 1) + 1
+    end do
+    ptr(1) = 1
+    do k = 1, n
+      ptr(k + 1) = ptr(k + 1) + ptr(k)
+    end do
+    fill = ptr(1:n)
+    do e = 1, size(key)
+      at(e) = fill(key(e))
+      fill(key(e)) = fill(key(e)) + 1
+    end do
   end subroutine
 
   subroutine sort_rows(n, rp, ci, v)
@@ -192,23 +204,12 @@ contains
   subroutine colour_order(n, rp, ci, perm, colours)
     integer, intent(in) :: n, rp(:), ci(:)
     integer, intent(out) :: perm(:), colours
-    integer, allocatable :: colour(:), tp(:), tr(:), fill(:), taken(:)
+    integer, allocatable :: colour(:), tp(:), tr(:), at(:), taken(:)
     integer :: i, k, c
-    allocate (colour(n), tp(n + 1), tr(size(ci)), fill(n), taken(n + 1))
-    tp = 0                                                      ! A^T's pattern: each column's rows
-    do k = 1, rp(n + 1) - 1
-      tp(ci(k) + 1) = tp(ci(k) + 1) + 1
-    end do
-    tp(1) = 1
+    allocate (colour(n), tp(n + 1), tr(rp(n + 1) - 1), at(rp(n + 1) - 1), taken(n + 1))
+    call bucket(n, ci(1:rp(n + 1) - 1), tp, at)                 ! A^T's pattern: each column's rows
     do i = 1, n
-      tp(i + 1) = tp(i + 1) + tp(i)
-    end do
-    fill = tp(1:n)
-    do i = 1, n
-      do k = rp(i), rp(i + 1) - 1
-        tr(fill(ci(k))) = i
-        fill(ci(k)) = fill(ci(k)) + 1
-      end do
+      tr(at(rp(i):rp(i + 1) - 1)) = i
     end do
     colour = 0; taken = 0; colours = 0
     do i = 1, n
