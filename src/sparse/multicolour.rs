@@ -7,7 +7,7 @@
 //! iterations, Saad, "Iterative Methods for Sparse Linear Systems", 12.4;
 //! AmgX's multicolour ILU), offered beside it and never substituted. The
 //! CPU reference is the serial ILU(0) of P A P^T (super::cpu); the device
-//! factors it level by level and sweeps it a colour a launch, P and P^T
+//! factors and sweeps it a colour a launch, P and P^T
 //! folded in (kernels/sparse.cu `ilu_colour`), equal to rounding.
 
 use super::{cpu, cuda, DevicePattern, Pattern};
@@ -123,14 +123,13 @@ impl Colouring {
     }
 }
 
-/// The colouring on the device: P, the reordered pattern, the levels its
-/// factorisation walks, and the sweeps' scratch vector.
+/// The colouring on the device: P, the reordered pattern, the colours as
+/// the levels its factorisation walks, and the sweeps' scratch vector.
 pub struct DeviceColouring {
-    colour_start: Vec<usize>,
     perm: DeviceBuffer<i32>,
     value_from: DeviceBuffer<i32>,
     pub dp: DevicePattern,
-    /// The factorisation's levels (at most the colours).
+    /// The colours' rows (a colour's rows depend on earlier colours' only).
     pub lower: cuda::DeviceLevels,
     /// L^-1 P r, then U^-1 L^-1 P r.
     y: DeviceBuffer<f64>,
@@ -138,14 +137,12 @@ pub struct DeviceColouring {
 
 impl DeviceColouring {
     pub fn new(g: &Gpu, c: &Colouring) -> Result<DeviceColouring> {
-        let p = &c.pattern;
-        let lv = super::solver::levels(&p.row_ptr, &p.col, &p.diag);
+        let (p, rows): (_, Vec<i32>) = (&c.pattern, (0..c.pattern.nrows as i32).collect());
         Ok(DeviceColouring {
-            colour_start: c.colour_start.clone(),
             perm: cuda::upload(g, &c.perm)?,
             value_from: cuda::upload(g, &c.value_from)?,
             dp: DevicePattern::new(g, p, 1)?,
-            lower: cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?,
+            lower: cuda::DeviceLevels::new(g, &rows, &c.colour_start)?,
             y: g.alloc(p.nrows.max(1))?,
         })
     }
@@ -155,16 +152,18 @@ impl DeviceColouring {
         crate::array::cuda::gather(g, self.value_from.len(), a, &self.value_from, lu)
     }
 
-    /// z = P^T U^-1 L^-1 P r (z may be r; with `sc`: skipped once a
-    /// device-driven solve has stopped).
+    /// z = P^T U^-1 L^-1 P r with the factors `lu` of colouring `c`'s
+    /// P A P^T (z may be r; with `sc`: skipped once a device-driven solve
+    /// has stopped).
     pub fn apply(
         &self,
         g: &Gpu,
+        c: &Colouring,
         lu: &DeviceBuffer<f64>,
         r: &DeviceBuffer<f64>,
         z: &DeviceBuffer<f64>,
         sc: Option<&DeviceBuffer<f64>>,
     ) -> Result<()> {
-        cuda::ilu_colours(g, &self.dp, &self.colour_start, &self.perm, lu, (r, &self.y, z), sc)
+        cuda::ilu_colours(g, &self.dp, &c.colour_start, &self.perm, lu, (r, &self.y, z), sc)
     }
 }

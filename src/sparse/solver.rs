@@ -450,7 +450,7 @@ impl Preconditioner for Ilu0Multicolour<'_> {
         Ok(())
     }
     fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
-        self.device.ok_or_else(crate::array::mixed_backends)?.apply(g, self.lu.device()?, r, z, sc)
+        self.device.ok_or_else(crate::array::mixed_backends)?.apply(g, self.c, self.lu.device()?, r, z, sc)
     }
 }
 
@@ -605,49 +605,29 @@ impl Solver {
                     Buffer::Device(f) => self.csr.ctx.gpu().ok_or_else(crate::array::mixed_backends)?.upload(&d, f, 0)?,
                 }
             }
-            Precond::Ilu0 | Precond::Ilu0Jacobi { .. } => match (&mut st.factors, &vals.data) {
-                (Buffer::Host(f), Buffer::Host(v)) => {
-                    let mut lu = v.clone();
-                    self.host_ilu0(&mut lu)?;
-                    *f = lu;
-                }
-                (Buffer::Device(f), Buffer::Device(v)) => {
-                    let g = self.csr.ctx.gpu().ok_or_else(crate::array::mixed_backends)?;
-                    if self.csr.rows() <= self.settings.host_factor_rows {
-                        // a launch per level costs more than the whole factorisation on the host
-                        let mut lu = self.csr.values_on_host(&vals.data)?;
-                        self.host_ilu0(&mut lu)?;
-                        g.upload(&lu, f, 0)?;
-                    } else {
-                        let dp = self.csr.device.as_ref().ok_or_else(crate::array::mixed_backends)?;
-                        let (lower, _) = st.levels.as_ref().ok_or_else(crate::array::mixed_backends)?;
-                        g.copy(v, f)?;
-                        match self.csr.block {
-                            1 => cuda::ilu0(g, dp, lower, f, &p.diag, &|i| i)?,
-                            k => block::cuda::ilu0(g, dp, p.nrows, k, lower, f)?,
-                        }
-                    }
-                }
-                _ => return Err(crate::array::mixed_backends()),
-            },
-            Precond::Ilu0Multicolour => {
-                let (c, device) = st.colouring.as_ref().ok_or_else(|| Error::internal("the solver has no colouring"))?;
-                match (&mut st.factors, &vals.data, device) {
-                    (Buffer::Host(f), Buffer::Host(v), _) => {
-                        let mut lu = c.reorder_values(v);
-                        c.factor(&mut lu)?;
-                        *f = lu;
-                    }
-                    (Buffer::Device(f), Buffer::Device(v), Some(dc)) => {
+            Precond::Ilu0 | Precond::Ilu0Jacobi { .. } | Precond::Ilu0Multicolour => {
+                let colouring = st.colouring.as_ref();
+                match (&mut st.factors, &vals.data) {
+                    (Buffer::Host(f), Buffer::Host(v)) => *f = self.host_ilu0(colouring.map(|(c, _)| c), v)?,
+                    (Buffer::Device(f), Buffer::Device(v)) => {
                         let g = self.csr.ctx.gpu().ok_or_else(crate::array::mixed_backends)?;
                         if self.csr.rows() <= self.settings.host_factor_rows {
-                            let mut lu = c.reorder_values(&self.csr.values_on_host(&vals.data)?);
-                            c.factor(&mut lu)?;
+                            // a launch per level costs more than the whole factorisation on the host
+                            let lu = self.host_ilu0(colouring.map(|(c, _)| c), &self.csr.values_on_host(&vals.data)?)?;
                             g.upload(&lu, f, 0)?;
-                        } else {
-                            // a launch a colour: the factorisation stays on the device at any size
+                        } else if let Some((c, dc)) = colouring {
+                            // a launch a colour
+                            let dc = dc.as_ref().ok_or_else(crate::array::mixed_backends)?;
                             dc.reorder_values(g, v, f)?;
                             cuda::ilu0(g, &dc.dp, &dc.lower, f, &c.pattern.diag, &|i| c.perm[i] as usize)?;
+                        } else {
+                            let dp = self.csr.device.as_ref().ok_or_else(crate::array::mixed_backends)?;
+                            let (lower, _) = st.levels.as_ref().ok_or_else(crate::array::mixed_backends)?;
+                            g.copy(v, f)?;
+                            match self.csr.block {
+                                1 => cuda::ilu0(g, dp, lower, f, &p.diag, &|i| i)?,
+                                k => block::cuda::ilu0(g, dp, p.nrows, k, lower, f)?,
+                            }
                         }
                     }
                     _ => return Err(crate::array::mixed_backends()),
@@ -894,12 +874,20 @@ impl Solver {
         }
     }
 
-    /// ILU(0) (block ILU(0) for a block matrix) of `lu` in place on the host.
-    fn host_ilu0(&self, lu: &mut [f64]) -> Result<()> {
-        match self.csr.block {
-            1 => cpu::ilu0(&self.csr.pattern, lu),
-            k => block::cpu::ilu0(&self.csr.pattern, k, lu),
+    /// ILU(0)'s factors on the host from the stored values `v`: block ILU(0)
+    /// for a block matrix, ILU(0) of P A P^T with multicolour ILU(0)'s `colouring`.
+    fn host_ilu0(&self, colouring: Option<&Colouring>, v: &[f64]) -> Result<Vec<f64>> {
+        if let Some(c) = colouring {
+            let mut lu = c.reorder_values(v);
+            c.factor(&mut lu)?;
+            return Ok(lu);
         }
+        let mut lu = v.to_vec();
+        match self.csr.block {
+            1 => cpu::ilu0(&self.csr.pattern, &mut lu)?,
+            k => block::cpu::ilu0(&self.csr.pattern, k, &mut lu)?,
+        }
+        Ok(lu)
     }
 
     /// Block Jacobi's inverted diagonal blocks into `factors`, where the values are.
