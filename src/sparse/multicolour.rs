@@ -7,7 +7,7 @@
 //! iterations, Saad, "Iterative Methods for Sparse Linear Systems", 12.4;
 //! AmgX's multicolour ILU), offered beside it and never substituted. The
 //! CPU reference is the serial ILU(0) of P A P^T (super::cpu); the device
-//! factors and sweeps it a colour a launch, P and P^T
+//! factors it level by level and sweeps it a colour a launch, P and P^T
 //! folded in (kernels/sparse.cu `ilu_colour`), equal to rounding.
 
 use super::{cpu, cuda, DevicePattern, Pattern};
@@ -123,13 +123,13 @@ impl Colouring {
     }
 }
 
-/// The colouring on the device: P, the reordered pattern, the colours as
-/// the levels its factorisation walks, and the sweeps' scratch vector.
+/// The colouring on the device: P, the reordered pattern, the levels its
+/// factorisation walks, and the sweeps' scratch vector.
 pub struct DeviceColouring {
     perm: DeviceBuffer<i32>,
     value_from: DeviceBuffer<i32>,
     pub dp: DevicePattern,
-    /// The colours' rows (a colour's rows depend on earlier colours' only).
+    /// The factorisation's levels (at most the colours).
     pub lower: cuda::DeviceLevels,
     /// L^-1 P r, then U^-1 L^-1 P r.
     y: DeviceBuffer<f64>,
@@ -137,12 +137,13 @@ pub struct DeviceColouring {
 
 impl DeviceColouring {
     pub fn new(g: &Gpu, c: &Colouring) -> Result<DeviceColouring> {
-        let (p, rows): (_, Vec<i32>) = (&c.pattern, (0..c.pattern.nrows as i32).collect());
+        let p = &c.pattern;
+        let lv = super::solver::levels(&p.row_ptr, &p.col, &p.diag);
         Ok(DeviceColouring {
             perm: cuda::upload(g, &c.perm)?,
             value_from: cuda::upload(g, &c.value_from)?,
             dp: DevicePattern::new(g, p, 1)?,
-            lower: cuda::DeviceLevels::new(g, &rows, &c.colour_start)?,
+            lower: cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?,
             y: g.alloc(p.nrows.max(1))?,
         })
     }
