@@ -406,8 +406,8 @@ contains
 
   !> A solver for A: FEGPU_METHOD_CG (SPD A), _BICGSTAB, _GMRES (restart 30),
   !> _BICG or _CGS; FEGPU_PRECOND_NONE, _JACOBI, _ILU0, _ILU0_JACOBI,
-  !> _ILU0_MULTICOLOUR or _AMG (default options; fegpu_solver_create_amg
-  !> takes them).
+  !> _ILU0_MULTICOLOUR, _ILU0_MULTICOLOUR_SPLIT or _AMG (default options;
+  !> fegpu_solver_create_amg takes them).
   subroutine fegpu_solver_create(a, method, precond, s, stat, errmsg)
     type(fegpu_csr), intent(in) :: a
     class(*), intent(in) :: method, precond

@@ -190,6 +190,14 @@
 // than ILU(0) in the caller's order, fewer than none. CSR matrices; not BiCG.
 #define FEGPU_PRECOND_ILU0_MULTICOLOUR 5
 
+// Multicolour ILU(0) applied split by Eisenstat's trick: the method
+// iterates on L^-1 A U^-1, which costs about one SpMV and no separate
+// preconditioner, so an iteration costs about an unpreconditioned one.
+// Needs ILU(0) to leave A's off-diagonal entries unchanged (a graph without
+// triangles: 7-point and 5-point grids) and BiCGSTAB, CGS or GMRES; the
+// stopping test is on the caller's true residual. One process.
+#define FEGPU_PRECOND_ILU0_MULTICOLOUR_SPLIT 6
+
 // AMG smoother: chosen from the matrix (Chebyshev if symmetric, else l1-Jacobi).
 #define FEGPU_SMOOTHER_AUTO 0
 
@@ -1497,8 +1505,8 @@ fegpu_status fegpu_vector_axpby(double alpha, fegpu_array_t x, double beta, fegp
 
 // Creates a solver for A: `method` FEGPU_METHOD_CG (SPD A),
 // FEGPU_METHOD_BICGSTAB, _GMRES (restart 30), _BICG or _CGS; `precond`
-// FEGPU_PRECOND_NONE, _JACOBI, _ILU0, _ILU0_JACOBI, _ILU0_MULTICOLOUR or
-// _AMG (default options; `fegpu_solver_create_amg` takes them).
+// FEGPU_PRECOND_NONE, _JACOBI, _ILU0, _ILU0_JACOBI, _ILU0_MULTICOLOUR,
+// _ILU0_MULTICOLOUR_SPLIT or _AMG (default options; `fegpu_solver_create_amg` takes them).
 // The structural analysis (ILU levels) is done once here and the
 // preconditioner built; after `fegpu_csr_update_values` it is rebuilt at the
 // next solve. A missing or zero pivot fails with FEGPU_ERR_BREAKDOWN naming the row.

@@ -236,6 +236,8 @@ extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const 
 // x_i = (y_i - sum_{j>i} u_ij x_j) / u_ii. Modes 1 and 2 keep x_i in y for
 // the colours before and put it out as z_perm[i], so that P and P^T cost no
 // pass of their own. z may be r (a row reads r_perm[i] before it writes there).
+// mode 3, the product U P r of the split form's entry (no dependency, any
+// colour order): y_i = u_ii r_perm[i] + sum_{j>i} u_ij r_perm[j].
 template <int TPR>
 __device__ void ilu_colour(int lo, int hi, int mode, const int* __restrict__ rp, const int* __restrict__ ci,
                            const int* __restrict__ diag, const double* __restrict__ lu, const int* __restrict__ perm,
@@ -248,13 +250,20 @@ __device__ void ilu_colour(int lo, int hi, int mode, const int* __restrict__ rp,
     int d = 0;
     if (mine) {
         d = diag[row];
-        const int b = mode == 2 ? d + 1 : rp[row], e = mode == 2 ? rp[row + 1] : d;
-        for (int k = b + lane; k < e; k += TPR) sum += lu[k] * y[ci[k]];
+        const bool upper = mode >= 2;
+        const int b = upper ? d + 1 : rp[row], e = upper ? rp[row + 1] : d;
+        if (mode == 3) {
+            for (int k = b + lane; k < e; k += TPR) sum += lu[k] * r[perm[ci[k]]];
+        } else {
+            for (int k = b + lane; k < e; k += TPR) sum += lu[k] * y[ci[k]];
+        }
     }
     sum = group_sum<TPR>(sum);
     if (mine && lane == 0) {
         const double s = (mode == 2 ? y[row] : r[perm[row]]) - sum;
-        if (mode == 0) {
+        if (mode == 3) {
+            y[row] = lu[d] * r[perm[row]] + sum;
+        } else if (mode == 0) {
             y[row] = s;
         } else {
             const double x = s / lu[d];
@@ -273,6 +282,70 @@ __device__ void ilu_colour(int lo, int hi, int mode, const int* __restrict__ rp,
         }                                                                                                       \
     }
 ILU_COLOUR(1) ILU_COLOUR(2) ILU_COLOUR(4) ILU_COLOUR(8) ILU_COLOUR(16) ILU_COLOUR(32)
+
+// Multicolour ILU(0) applied split with Eisenstat's trick (src/sparse/
+// multicolour.rs): out = L^-1 A U^-1 v in P A P^T's order, where ILU(0)
+// left A's off-diagonal entries as they were (a graph without triangles),
+// so A = L D~ + U + (D - 2 D~): t = U^-1 v, out = D~ t + L^-1 (v + e t),
+// e = D - 2 D~. No product with A: one pass over each triangle. A launch a
+// colour: mode 1, the upper sweep t_i = (v_i - sum_{j>i} u_ij t_j) / u_ii
+// (colours last to second); mode 2, the lower sweep of colours second to
+// last, s_i = v_i + e_i t_i - sum_{j<i} l_ij s_j, out_i = u_ii t_i + s_i;
+// mode 3, both for the first colour. A row's s_i replaces its t_i, which no
+// later row reads (the upper sweep is over when a lower one starts); out may
+// be v (a row reads v_i alone, before it writes out_i).
+template <int TPR>
+__device__ void ilu_split(int lo, int hi, int mode, const int* __restrict__ rp, const int* __restrict__ ci,
+                          const int* __restrict__ diag, const double* __restrict__ lu, const double* __restrict__ e,
+                          const double* v, double* t, double* out, const double* sc) {
+    if (stopped(sc)) return;
+    const i64 row = lo + ((i64)blockIdx.x * blockDim.x + threadIdx.x) / TPR;
+    const int lane = threadIdx.x & (TPR - 1);
+    const bool mine = row < hi;
+    double up = 0.0, low = 0.0;
+    int d = 0;
+    if (mine) {
+        d = diag[row];
+        if (mode & 1) {
+            for (int k = d + 1 + lane; k < rp[row + 1]; k += TPR) up += lu[k] * t[ci[k]];
+        }
+        if (mode & 2) {
+            for (int k = rp[row] + lane; k < d; k += TPR) low += lu[k] * t[ci[k]];
+        }
+    }
+    up = group_sum<TPR>(up);
+    low = group_sum<TPR>(low);
+    if (mine && lane == 0) {
+        const double pivot = lu[d], vi = v[row];
+        const double ti = (mode & 1) ? (vi - up) / pivot : t[row];
+        if (mode & 2) {
+            const double s = vi + e[row] * ti - low;
+            t[row] = s;
+            out[row] = pivot * ti + s;
+        } else {
+            t[row] = ti;
+        }
+    }
+}
+
+#define ILU_SPLIT(TPR)                                                                                          \
+    extern "C" __global__ void __launch_bounds__(256) ilu_split_tpr##TPR(int lo, int hi, int mode,             \
+        const int* rp, const int* ci, const int* diag, const double* lu, const double* e, const double* v,      \
+        double* t, double* out, const double* sc) {                                                             \
+        if constexpr (WANTED(ilu_split_tpr##TPR)) {                                                             \
+            ilu_split<TPR>(lo, hi, mode, rp, ci, diag, lu, e, v, t, out, sc);                                   \
+        }                                                                                                       \
+    }
+ILU_SPLIT(1) ILU_SPLIT(2) ILU_SPLIT(4) ILU_SPLIT(8) ILU_SPLIT(16) ILU_SPLIT(32)
+
+// The split form's e = D - 2 D~ (A's diagonal, from A's stored entry
+// a_from[i], less twice the pivot u_ii).
+extern "C" __global__ void ilu_split_shift(int n, const int* __restrict__ diag, const int* __restrict__ a_from,
+                                           const double* __restrict__ a, const double* __restrict__ lu, double* e) {
+    if constexpr (WANTED(ilu_split_shift)) {
+        GRID_STRIDE(i, n) e[i] = a[a_from[i]] - 2.0 * lu[diag[i]];
+    }
+}
 
 // ---- ILU(0) triangular solves in one launch per sweep (synchronisation-free) ----
 //

@@ -189,6 +189,17 @@ fn solve_reports_and_writes_the_solution() {
     assert!(ok && out.contains("ILU(0) in multicolour order: 9 colours"), "{out}");
     let (ok, out) = fegpu(&["solve", &sherman5, "--precond", "ilu0-multicolour", "--block-size", "3"]);
     assert!(!ok && out.contains("multicolour ILU(0)") && out.contains("block"), "{out}");
+    // applied split: sherman5's graph has triangles (refused, naming rows); a 7-point grid's has none
+    let (ok, out) = fegpu(&["solve", &sherman5, "--precond", "ilu0-multicolour-split"]);
+    assert!(!ok && out.contains("coupled each to each") && out.contains("use ilu0-multicolour"), "{out}");
+    let grid = dir.join("laplacian7.mtx");
+    let (rp, ci, v) = fegpu::sparse::gallery::laplacian7(12);
+    let (rp, ci): (Vec<i32>, Vec<i32>) = (rp.iter().map(|&k| k as i32).collect(), ci.iter().map(|&j| j as i32).collect());
+    fegpu::sparse::mm::write_matrix(&grid, 1728, 1728, &rp, &ci, &v).unwrap();
+    let grid = grid.to_str().unwrap();
+    let (ok, out) = fegpu(&["solve", grid, "--precond", "ilu0-multicolour-split", "--output", x.to_str().unwrap()]);
+    assert!(ok && out.contains("preconditioner ilu0-multicolour-split,") && out.contains("status: converged"), "{out}");
+    assert!(read_vector(&x).iter().all(|v| (v - 1.0).abs() < 1e-4), "split: x is not all ones");
     // block Jacobi on sherman5's cells; a size that does not split is refused
     let (ok, out) = fegpu(&["solve", &sherman5, "--precond", "jacobi", "--block-size", "3"]);
     assert!(ok && out.contains("1104 block rows") && out.contains("status: converged"), "{out}");

@@ -32,6 +32,13 @@ pub const FEGPU_PRECOND_ILU0_JACOBI: i32 = 4;
 /// 7-point grid), so an application costs about one SpMV; more iterations
 /// than ILU(0) in the caller's order, fewer than none. CSR matrices; not BiCG.
 pub const FEGPU_PRECOND_ILU0_MULTICOLOUR: i32 = 5;
+/// Multicolour ILU(0) applied split by Eisenstat's trick: the method
+/// iterates on L^-1 A U^-1, which costs about one SpMV and no separate
+/// preconditioner, so an iteration costs about an unpreconditioned one.
+/// Needs ILU(0) to leave A's off-diagonal entries unchanged (a graph without
+/// triangles: 7-point and 5-point grids) and BiCGSTAB, CGS or GMRES; the
+/// stopping test is on the caller's true residual. One process.
+pub const FEGPU_PRECOND_ILU0_MULTICOLOUR_SPLIT: i32 = 6;
 /// AMG smoother: chosen from the matrix (Chebyshev if symmetric, else l1-Jacobi).
 pub const FEGPU_SMOOTHER_AUTO: i32 = 0;
 pub const FEGPU_SMOOTHER_CHEBYSHEV: i32 = 1;
@@ -84,9 +91,10 @@ pub(crate) fn precond_of(c: i32) -> Result<Precond> {
         FEGPU_PRECOND_ILU0 => Ok(Precond::Ilu0),
         FEGPU_PRECOND_AMG => Ok(Precond::Amg),
         FEGPU_PRECOND_ILU0_JACOBI => Ok(Precond::Ilu0Jacobi { sweeps: Precond::DEFAULT_JACOBI_SWEEPS }),
-        FEGPU_PRECOND_ILU0_MULTICOLOUR => Ok(Precond::Ilu0Multicolour),
+        FEGPU_PRECOND_ILU0_MULTICOLOUR => Ok(Precond::Ilu0Multicolour { split: false }),
+        FEGPU_PRECOND_ILU0_MULTICOLOUR_SPLIT => Ok(Precond::Ilu0Multicolour { split: true }),
         _ => Err(Error::invalid(format!(
-            "precond = {c}: expected FEGPU_PRECOND_NONE (0), _JACOBI (1), _ILU0 (2), _AMG (3), _ILU0_JACOBI (4) or _ILU0_MULTICOLOUR (5)"
+            "precond = {c}: expected FEGPU_PRECOND_NONE (0), _JACOBI (1), _ILU0 (2), _AMG (3), _ILU0_JACOBI (4), _ILU0_MULTICOLOUR (5) or _ILU0_MULTICOLOUR_SPLIT (6)"
         ))),
     }
 }
@@ -680,8 +688,8 @@ pub extern "C" fn fegpu_vector_axpby(alpha: f64, x: fegpu_array_t, beta: f64, y:
 
 /// Creates a solver for A: `method` FEGPU_METHOD_CG (SPD A),
 /// FEGPU_METHOD_BICGSTAB, _GMRES (restart 30), _BICG or _CGS; `precond`
-/// FEGPU_PRECOND_NONE, _JACOBI, _ILU0, _ILU0_JACOBI, _ILU0_MULTICOLOUR or
-/// _AMG (default options; `fegpu_solver_create_amg` takes them).
+/// FEGPU_PRECOND_NONE, _JACOBI, _ILU0, _ILU0_JACOBI, _ILU0_MULTICOLOUR,
+/// _ILU0_MULTICOLOUR_SPLIT or _AMG (default options; `fegpu_solver_create_amg` takes them).
 /// The structural analysis (ILU levels) is done once here and the
 /// preconditioner built; after `fegpu_csr_update_values` it is rebuilt at the
 /// next solve. A missing or zero pivot fails with FEGPU_ERR_BREAKDOWN naming the row.

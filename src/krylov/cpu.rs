@@ -4,6 +4,7 @@
 
 use super::{Operator, Ops, Preconditioner, Slot, SLOTS};
 use crate::array::vector as cpu;
+use crate::array::Buffer;
 use crate::error::Result;
 
 pub struct CpuOps<'a> {
@@ -32,8 +33,14 @@ impl Ops for CpuOps<'_> {
         Ok(self.vecs[v.index()].clone())
     }
     fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
-        let op = self.op;
-        self.with_out(y, |out, vecs| op.apply_host(&vecs[x.index()], out))
+        self.apply(self.op, x, y)
+    }
+    fn apply(&mut self, a: &dyn Operator, x: Slot, y: Slot) -> Result<()> {
+        self.with_out(y, |out, vecs| a.apply_host(&vecs[x.index()], out))
+    }
+    fn load(&mut self, v: Slot, from: &Buffer<f64>) -> Result<()> {
+        self.vecs[v.index()].copy_from_slice(from.host()?);
+        Ok(())
     }
     fn dots(&mut self, a: Slot, b: Slot, cd: Option<(Slot, Slot)>) -> Result<(f64, f64)> {
         let v = &self.vecs;
@@ -61,7 +68,7 @@ impl Ops for CpuOps<'_> {
     }
     fn spmv_transpose(&mut self, x: Slot, y: Slot) -> Result<()> {
         let (op, _) = self.transposed.ok_or_else(super::no_transpose)?;
-        self.with_out(y, |out, vecs| op.apply_host(&vecs[x.index()], out))
+        self.apply(op, x, y)
     }
     fn precond_transpose(&mut self, r: Slot, z: Slot) -> Result<()> {
         let (_, pc) = self.transposed.ok_or_else(super::no_transpose)?;

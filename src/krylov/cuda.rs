@@ -6,6 +6,7 @@
 
 use super::{broke, done, Method, Operator, Ops, Outcome, Preconditioner, Slot, Start, SLOTS};
 use crate::array::cuda::{self, Reduce, BLOCK};
+use crate::array::Buffer;
 use crate::error::{Error, Result};
 use crate::gpu::{arg_or_null, DeviceBuffer, Gpu, Graph, KernelArg};
 
@@ -438,7 +439,13 @@ impl Ops for CudaOps<'_> {
     }
 
     fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
-        self.op.apply_device(self.g, &self.vecs[x.index()], &self.vecs[y.index()], None)
+        self.apply(self.op, x, y)
+    }
+    fn apply(&mut self, a: &dyn Operator, x: Slot, y: Slot) -> Result<()> {
+        a.apply_device(self.g, &self.vecs[x.index()], &self.vecs[y.index()], None)
+    }
+    fn load(&mut self, v: Slot, from: &Buffer<f64>) -> Result<()> {
+        self.g.copy(from.device()?, &mut self.vecs[v.index()])
     }
     fn amax(&mut self, v: Slot) -> Result<f64> {
         cuda::amax(self.g, self.n, &self.vecs[v.index()])
@@ -465,7 +472,7 @@ impl Ops for CudaOps<'_> {
     }
     fn spmv_transpose(&mut self, x: Slot, y: Slot) -> Result<()> {
         let (op, _) = self.transposed.ok_or_else(super::no_transpose)?;
-        op.apply_device(self.g, &self.vecs[x.index()], &self.vecs[y.index()], None)
+        self.apply(op, x, y)
     }
     fn precond_transpose(&mut self, r: Slot, z: Slot) -> Result<()> {
         let (_, pc) = self.transposed.ok_or_else(super::no_transpose)?;

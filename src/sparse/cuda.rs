@@ -652,10 +652,24 @@ macro_rules! per_level {
 }
 pub(crate) use per_level;
 
-/// Multicolour ILU(0)'s z = P^T U^-1 L^-1 P r over the factors `lu` of
-/// P A P^T (pattern `dp`), a launch a colour of each sweep, the last
-/// colour's two in one (kernels/sparse.cu `ilu_colour`); `y` is scratch, z
-/// may be r (with `sc`: skipped once a device-driven solve has stopped).
+/// What a run of `ilu_colour` launches computes with multicolour ILU(0)'s
+/// factors of P A P^T (kernels/sparse.cu, its modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColourPasses {
+    /// z = P^T U^-1 L^-1 P r, y scratch (the last colour's two sweeps in one launch).
+    Apply,
+    /// y = L^-1 P r.
+    Lower,
+    /// y = U P r, one launch.
+    UpperTimes,
+    /// z = P^T U^-1 y, y overwritten.
+    UpperInverse,
+}
+
+/// Multicolour ILU(0)'s `passes` over the factors `lu` of P A P^T
+/// (pattern `dp`), a launch a colour of each sweep (kernels/sparse.cu
+/// `ilu_colour`); z may be r (with `sc`: skipped once a device-driven solve
+/// has stopped).
 #[allow(clippy::too_many_arguments)]
 pub fn ilu_colours(
     g: &Gpu,
@@ -664,21 +678,82 @@ pub fn ilu_colours(
     perm: &DeviceBuffer<i32>,
     lu: &DeviceBuffer<f64>,
     (r, y, z): (&DeviceBuffer<f64>, &DeviceBuffer<f64>, &DeviceBuffer<f64>),
+    passes: ColourPasses,
     sc: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
+    let colours = colour_start.len().saturating_sub(1);
+    let last = colours.saturating_sub(1);
+    let all_rows = [(0, *colour_start.last().unwrap_or(&0), 3i32)];
+    let lanes: Vec<(usize, usize, i32)> = match passes {
+        ColourPasses::Apply => (0..last)
+            .map(|c| (c, 0))
+            .chain((colours > 0).then_some((last, 1)))
+            .chain((0..last).rev().map(|c| (c, 2)))
+            .map(|(c, mode)| (colour_start[c], colour_start[c + 1], mode))
+            .collect(),
+        ColourPasses::Lower => (0..colours).map(|c| (colour_start[c], colour_start[c + 1], 0)).collect(),
+        ColourPasses::UpperTimes => all_rows.to_vec(),
+        ColourPasses::UpperInverse => (0..colours).rev().map(|c| (colour_start[c], colour_start[c + 1], 2)).collect(),
+    };
     let tpr = dp.threads_per_row;
     let name = format!("ilu_colour_tpr{tpr}");
     let f = g.kernel("sparse", SOURCE, &name)?;
-    let last = colour_start.len().saturating_sub(2);
-    let forward = (0..last).map(|c| (c, 0i32)).chain(colour_start.get(1).map(|_| (last, 1)));
-    for (c, mode) in forward.chain((0..last).rev().map(|c| (c, 2))) {
+    for (lo, hi, mode) in lanes {
+        let (lo32, hi32) = (lo as i32, hi as i32);
+        let mut l = g.launcher(&f);
+        l.arg(&lo32).arg(&hi32).arg(&mode).arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu).arg(perm).arg(r).arg(y).arg(z);
+        arg_or_null(&mut l, sc);
+        g.launch(&name, l, (spmv_blocks(hi - lo, tpr).max(1) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
+    }
+    Ok(())
+}
+
+/// Multicolour ILU(0) applied split: out = L^-1 A U^-1 v in P A P^T's order
+/// (Eisenstat's trick, kernels/sparse.cu `ilu_split`) from the factors `lu`
+/// and e = D - 2 D~; t is scratch, out may be v (with `sc`: skipped once a
+/// device-driven solve has stopped).
+#[allow(clippy::too_many_arguments)]
+pub fn ilu_split(
+    g: &Gpu,
+    dp: &DevicePattern,
+    colour_start: &[usize],
+    lu: &DeviceBuffer<f64>,
+    e: &DeviceBuffer<f64>,
+    (v, t, out): (&DeviceBuffer<f64>, &DeviceBuffer<f64>, &DeviceBuffer<f64>),
+    sc: Option<&DeviceBuffer<f64>>,
+) -> Result<()> {
+    let colours = colour_start.len().saturating_sub(1);
+    // upper sweeps last colour to second, both for the first, lower sweeps second to last
+    let passes = (1..colours).rev().map(|c| (c, 1i32)).chain((colours > 0).then_some((0, 3))).chain((1..colours).map(|c| (c, 2)));
+    let tpr = dp.threads_per_row;
+    let name = format!("ilu_split_tpr{tpr}");
+    let f = g.kernel("sparse", SOURCE, &name)?;
+    for (c, mode) in passes {
         let (lo, hi) = (colour_start[c] as i32, colour_start[c + 1] as i32);
         let mut l = g.launcher(&f);
-        l.arg(&lo).arg(&hi).arg(&mode).arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu).arg(perm).arg(r).arg(y).arg(z);
+        l.arg(&lo).arg(&hi).arg(&mode).arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu).arg(e).arg(v).arg(t).arg(out);
         arg_or_null(&mut l, sc);
         g.launch(&name, l, (spmv_blocks((hi - lo) as usize, tpr).max(1) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
     }
     Ok(())
+}
+
+/// The split form's e = D - 2 D~: A's diagonal (stored entry a_from[i] of
+/// `a`) less twice the pivots of the factors `lu`.
+pub fn ilu_split_shift(
+    g: &Gpu,
+    dp: &DevicePattern,
+    a_from: &DeviceBuffer<i32>,
+    a: &DeviceBuffer<f64>,
+    lu: &DeviceBuffer<f64>,
+    e: &DeviceBuffer<f64>,
+    n: usize,
+) -> Result<()> {
+    let f = g.kernel("sparse", SOURCE, "ilu_split_shift")?;
+    let n32 = n as i32;
+    let mut l = g.launcher(&f);
+    l.arg(&n32).arg(&dp.diag).arg(a_from).arg(a).arg(lu).arg(e);
+    g.launch("ilu_split_shift", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
 }
 
 /// ILU(0) of the values `lu` (a copy of A's) in place, level by level.

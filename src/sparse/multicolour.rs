@@ -11,8 +11,10 @@
 //! folded in (kernels/sparse.cu `ilu_colour`), equal to rounding.
 
 use super::{cpu, cuda, DevicePattern, Pattern};
+use crate::array::Buffer;
 use crate::error::Result;
 use crate::gpu::{DeviceBuffer, Gpu};
+use crate::krylov::Operator;
 
 /// The colouring and the reordered matrix's pattern.
 pub struct Colouring {
@@ -114,13 +116,93 @@ impl Colouring {
 
     /// z = P^T U^-1 L^-1 P r with the factors of P A P^T (the CPU reference).
     pub fn apply(&self, lu: &[f64], r: &[f64], z: &mut [f64]) {
-        let rp: Vec<f64> = self.perm.iter().map(|&j| r[j as usize]).collect();
-        let mut zp = vec![0.0; rp.len()];
-        cpu::ilu0_apply(&self.pattern, lu, &rp, &mut zp);
-        for (zj, &i) in z.iter_mut().zip(&self.inverse) {
-            *zj = zp[i as usize];
+        let mut y = vec![0.0; r.len()];
+        self.lower_inverse(lu, r, &mut y);
+        self.upper_inverse(lu, &y, z);
+    }
+
+    /// Three rows i > k < j of P A P^T, coupled each to each, that make
+    /// ILU(0) change the entry a_ij (i != j), as the caller's rows; None:
+    /// ILU(0) leaves A's off-diagonal entries as they are (a 7-point or
+    /// 5-point grid), so the factors are (D~ + L_A) D~^-1 (D~ + U_A) and
+    /// Eisenstat's split form holds.
+    pub fn triangle(&self) -> Option<[usize; 3]> {
+        let p = &self.pattern;
+        let (rp, col, diag) = (&p.row_ptr, &p.col, &p.diag);
+        // in_row[j] == i: row i has column j
+        let mut in_row = vec![usize::MAX; p.nrows];
+        for i in 0..p.nrows {
+            let (s, d, e) = (rp[i] as usize, diag[i] as usize, rp[i + 1] as usize);
+            col[s..e].iter().for_each(|&j| in_row[j as usize] = i);
+            for &k in &col[s..d] {
+                let k = k as usize;
+                let upper = &col[diag[k] as usize + 1..rp[k + 1] as usize];
+                if let Some(&j) = upper.iter().find(|&&j| j as usize != i && in_row[j as usize] == i) {
+                    return Some([i, k, j as usize].map(|r| self.perm[r] as usize));
+                }
+            }
+        }
+        None
+    }
+
+    /// e = D - 2 D~ in P A P^T's order: A's diagonal (from A's stored
+    /// values `a`) less twice the pivots of the factors `lu`.
+    pub fn split_shift(&self, a: &[f64], lu: &[f64]) -> Vec<f64> {
+        let d = &self.pattern.diag;
+        d.iter().map(|&k| a[self.value_from[k as usize] as usize] - 2.0 * lu[k as usize]).collect()
+    }
+
+    /// out = L^-1 (P A P^T) U^-1 v, Eisenstat's way (no triangle: `triangle`):
+    /// t = U^-1 v, out = D~ t + L^-1 (v + e t) (the CPU reference of
+    /// kernels/sparse.cu `ilu_split`).
+    pub fn split_apply(&self, lu: &[f64], e: &[f64], v: &[f64], out: &mut [f64]) {
+        let p = &self.pattern;
+        let mut t = vec![0.0; p.nrows];
+        for i in (0..p.nrows).rev() {
+            t[i] = (v[i] - upper_sum(p, lu, i, &t)) / lu[p.diag[i] as usize];
+        }
+        let mut s = vec![0.0; p.nrows];
+        for i in 0..p.nrows {
+            s[i] = v[i] + e[i] * t[i] - lower_sum(p, lu, i, &s);
+            out[i] = lu[p.diag[i] as usize] * t[i] + s[i];
         }
     }
+
+    /// y = L^-1 P b.
+    pub fn lower_inverse(&self, lu: &[f64], b: &[f64], y: &mut [f64]) {
+        for (i, &from) in self.perm.iter().enumerate() {
+            y[i] = b[from as usize] - lower_sum(&self.pattern, lu, i, y);
+        }
+    }
+
+    /// y = U P x.
+    pub fn upper_times(&self, lu: &[f64], x: &[f64], y: &mut [f64]) {
+        let p = &self.pattern;
+        let px: Vec<f64> = self.perm.iter().map(|&j| x[j as usize]).collect();
+        for (i, yi) in y.iter_mut().enumerate() {
+            *yi = lu[p.diag[i] as usize] * px[i] + upper_sum(p, lu, i, &px);
+        }
+    }
+
+    /// x = P^T U^-1 y.
+    pub fn upper_inverse(&self, lu: &[f64], y: &[f64], x: &mut [f64]) {
+        let p = &self.pattern;
+        let mut t = vec![0.0; p.nrows];
+        for i in (0..p.nrows).rev() {
+            t[i] = (y[i] - upper_sum(p, lu, i, &t)) / lu[p.diag[i] as usize];
+            x[self.perm[i] as usize] = t[i];
+        }
+    }
+}
+
+/// sum_{j<i} l_ij y_j over row i of the factors.
+fn lower_sum(p: &Pattern, lu: &[f64], i: usize, y: &[f64]) -> f64 {
+    (p.row_ptr[i] as usize..p.diag[i] as usize).map(|k| lu[k] * y[p.col[k] as usize]).sum()
+}
+
+/// sum_{j>i} u_ij y_j over row i of the factors.
+fn upper_sum(p: &Pattern, lu: &[f64], i: usize, y: &[f64]) -> f64 {
+    (p.diag[i] as usize + 1..p.row_ptr[i + 1] as usize).map(|k| lu[k] * y[p.col[k] as usize]).sum()
 }
 
 /// The colouring on the device: P, the reordered pattern, the levels its
@@ -128,10 +210,12 @@ impl Colouring {
 pub struct DeviceColouring {
     perm: DeviceBuffer<i32>,
     value_from: DeviceBuffer<i32>,
+    /// A's stored entry of each diagonal entry of P A P^T (the split form's D).
+    diagonal_from: DeviceBuffer<i32>,
     pub dp: DevicePattern,
     /// The factorisation's levels (at most the colours).
     pub lower: cuda::DeviceLevels,
-    /// L^-1 P r, then U^-1 L^-1 P r.
+    /// L^-1 P r, then U^-1 L^-1 P r; the split form's t.
     y: DeviceBuffer<f64>,
 }
 
@@ -139,9 +223,11 @@ impl DeviceColouring {
     pub fn new(g: &Gpu, c: &Colouring) -> Result<DeviceColouring> {
         let p = &c.pattern;
         let lv = super::solver::levels(&p.row_ptr, &p.col, &p.diag);
+        let diagonal_from: Vec<i32> = p.diag.iter().map(|&k| c.value_from[k as usize]).collect();
         Ok(DeviceColouring {
             perm: cuda::upload(g, &c.perm)?,
             value_from: cuda::upload(g, &c.value_from)?,
+            diagonal_from: cuda::upload(g, &diagonal_from)?,
             dp: DevicePattern::new(g, p, 1)?,
             lower: cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?,
             y: g.alloc(p.nrows.max(1))?,
@@ -151,6 +237,27 @@ impl DeviceColouring {
     /// P A P^T's values into `lu` from A's stored `a`.
     pub fn reorder_values(&self, g: &Gpu, a: &DeviceBuffer<f64>, lu: &DeviceBuffer<f64>) -> Result<()> {
         crate::array::cuda::gather(g, self.value_from.len(), a, &self.value_from, lu)
+    }
+
+    /// The passes of colouring `c` over its factors `lu`, from r into y or z
+    /// as `cuda::ColourPasses` says (UpperInverse reads this scratch y).
+    #[allow(clippy::too_many_arguments)]
+    fn passes(
+        &self,
+        g: &Gpu,
+        c: &Colouring,
+        lu: &DeviceBuffer<f64>,
+        r: &DeviceBuffer<f64>,
+        out: &DeviceBuffer<f64>,
+        passes: cuda::ColourPasses,
+        sc: Option<&DeviceBuffer<f64>>,
+    ) -> Result<()> {
+        use cuda::ColourPasses::*;
+        let (y, z) = match passes {
+            Apply | UpperInverse => (&self.y, out),
+            Lower | UpperTimes => (out, out),
+        };
+        cuda::ilu_colours(g, &self.dp, &c.colour_start, &self.perm, lu, (r, y, z), passes, sc)
     }
 
     /// z = P^T U^-1 L^-1 P r with the factors `lu` of colouring `c`'s
@@ -165,6 +272,73 @@ impl DeviceColouring {
         z: &DeviceBuffer<f64>,
         sc: Option<&DeviceBuffer<f64>>,
     ) -> Result<()> {
-        cuda::ilu_colours(g, &self.dp, &c.colour_start, &self.perm, lu, (r, &self.y, z), sc)
+        self.passes(g, c, lu, r, z, cuda::ColourPasses::Apply, sc)
+    }
+
+    /// The split form's e = D - 2 D~ of colouring `c` from A's stored values
+    /// `a` and the factors `lu`.
+    pub fn split_shift(
+        &self,
+        g: &Gpu,
+        c: &Colouring,
+        a: &DeviceBuffer<f64>,
+        lu: &DeviceBuffer<f64>,
+        e: &DeviceBuffer<f64>,
+    ) -> Result<()> {
+        cuda::ilu_split_shift(g, &self.dp, &self.diagonal_from, a, lu, e, c.pattern.nrows)
+    }
+}
+
+/// Multicolour ILU(0) M = P^T L U P applied split: the Krylov method
+/// iterates on L^-1 (P A P^T) U^-1 y = L^-1 P b, and x = P^T U^-1 y
+/// (krylov::Split). Each map below is an `Operator` over the factors, on
+/// the host (the CPU reference above) or the device.
+#[derive(Clone, Copy)]
+pub enum SplitMap {
+    /// y -> L^-1 (P A P^T) U^-1 y, Eisenstat's way: the method's operator.
+    Operator,
+    /// b -> L^-1 P b.
+    LowerInverse,
+    /// x -> U P x.
+    UpperTimes,
+    /// y -> P^T U^-1 y.
+    UpperInverse,
+}
+
+/// One `SplitMap` of colouring `c` with its factors `lu` and e = D - 2 D~ (`shift`).
+pub struct Split<'a> {
+    pub c: &'a Colouring,
+    pub device: Option<&'a DeviceColouring>,
+    pub lu: &'a Buffer<f64>,
+    pub shift: &'a Buffer<f64>,
+    pub map: SplitMap,
+}
+
+impl Operator for Split<'_> {
+    fn apply_host(&self, x: &[f64], y: &mut [f64]) -> Result<()> {
+        let lu = self.lu.host()?;
+        match self.map {
+            SplitMap::Operator => self.c.split_apply(lu, self.shift.host()?, x, y),
+            SplitMap::LowerInverse => self.c.lower_inverse(lu, x, y),
+            SplitMap::UpperTimes => self.c.upper_times(lu, x, y),
+            SplitMap::UpperInverse => self.c.upper_inverse(lu, x, y),
+        }
+        Ok(())
+    }
+    fn apply_device(&self, g: &Gpu, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
+        let d = self.device.ok_or_else(crate::array::mixed_backends)?;
+        let lu = self.lu.device()?;
+        let passes = match self.map {
+            SplitMap::Operator => {
+                return cuda::ilu_split(g, &d.dp, &self.c.colour_start, lu, self.shift.device()?, (x, &d.y, y), sc)
+            }
+            SplitMap::LowerInverse => cuda::ColourPasses::Lower,
+            SplitMap::UpperTimes => cuda::ColourPasses::UpperTimes,
+            SplitMap::UpperInverse => {
+                crate::array::cuda::update(g, x.len(), &d.y, 1.0, x, 0.0, None, 0.0)?;
+                cuda::ColourPasses::UpperInverse
+            }
+        };
+        d.passes(g, self.c, lu, x, y, passes, sc)
     }
 }

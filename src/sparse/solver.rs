@@ -6,7 +6,7 @@
 //! values change (AMG: a values-only re-setup of the kept hierarchy).
 
 use super::grid_walk::GridWalk;
-use super::multicolour::{Colouring, DeviceColouring};
+use super::multicolour::{Colouring, DeviceColouring, Split, SplitMap};
 use super::transpose::Transposed;
 use super::{block, cpu, cuda, f64_buf, Csr, DevicePattern, Pattern};
 use crate::amg;
@@ -31,8 +31,13 @@ pub enum Precond {
     },
     /// ILU(0) of the matrix reordered by a colouring of its graph
     /// (super::multicolour): a launch a colour per sweep; more iterations
-    /// than ILU(0) in the caller's order.
-    Ilu0Multicolour,
+    /// than ILU(0) in the caller's order. With `split`, applied split by
+    /// Eisenstat's trick (no product with A an iteration), where ILU(0)
+    /// leaves A's off-diagonal entries as they are (a graph without
+    /// triangles, as a 7-point grid's) and with BiCGSTAB, CGS or GMRES.
+    Ilu0Multicolour {
+        split: bool,
+    },
     Amg,
 }
 
@@ -47,7 +52,8 @@ impl Precond {
             Precond::Jacobi => "Jacobi".into(),
             Precond::Ilu0 => "ILU(0)".into(),
             Precond::Ilu0Jacobi { sweeps } => format!("ILU(0), each triangle by {sweeps} Jacobi sweeps"),
-            Precond::Ilu0Multicolour => "multicolour ILU(0)".into(),
+            Precond::Ilu0Multicolour { split: false } => "multicolour ILU(0)".into(),
+            Precond::Ilu0Multicolour { split: true } => "multicolour ILU(0) applied split (Eisenstat)".into(),
             Precond::Amg => "AMG".into(),
         }
     }
@@ -66,7 +72,8 @@ impl std::fmt::Display for Precond {
             Precond::Jacobi => write!(f, "jacobi"),
             Precond::Ilu0 => write!(f, "ilu0"),
             Precond::Ilu0Jacobi { sweeps } => write!(f, "ilu0-jacobi:{sweeps}"),
-            Precond::Ilu0Multicolour => write!(f, "ilu0-multicolour"),
+            Precond::Ilu0Multicolour { split: false } => write!(f, "ilu0-multicolour"),
+            Precond::Ilu0Multicolour { split: true } => write!(f, "ilu0-multicolour-split"),
             Precond::Amg => write!(f, "amg"),
         }
     }
@@ -309,6 +316,8 @@ struct State {
     levels: Option<(cuda::DeviceLevels, cuda::DeviceSweeps)>,
     /// Multicolour ILU(0)'s colouring, and its device copy on the CUDA backend.
     colouring: Option<(Colouring, Option<DeviceColouring>)>,
+    /// Multicolour ILU(0) applied split: e = D - 2 D~, where the matrix lives.
+    shift: Buffer<f64>,
     /// AMG's hierarchy, and its device copy on the CUDA backend.
     amg: Option<(amg::Hierarchy, Option<amg::cuda::DeviceHierarchy>)>,
     device: Option<DeviceWork>,
@@ -475,7 +484,7 @@ impl Solver {
         if k > 1 {
             let refused = match precond {
                 Precond::Amg => Some("AMG (give it the CSR form with the AMG option block_size)"),
-                Precond::Ilu0Multicolour => Some("multicolour ILU(0) (block ILU(0) or block Jacobi take the blocks)"),
+                Precond::Ilu0Multicolour { .. } => Some("multicolour ILU(0) (block ILU(0) or block Jacobi take the blocks)"),
                 _ if method.needs_transpose() => Some("BiCG (use BiCGSTAB, CGS or GMRES)"),
                 _ => None,
             };
@@ -486,7 +495,7 @@ impl Solver {
         if precond != Precond::None {
             if let Some(r) = p.diag.iter().position(|&d| d < 0) {
                 let what = match precond {
-                    Precond::Ilu0 | Precond::Ilu0Jacobi { .. } | Precond::Ilu0Multicolour => "ILU(0)",
+                    Precond::Ilu0 | Precond::Ilu0Jacobi { .. } | Precond::Ilu0Multicolour { .. } => "ILU(0)",
                     Precond::Amg => "AMG",
                     _ => "Jacobi",
                 };
@@ -505,6 +514,7 @@ impl Solver {
                 factors: Buffer::Host(Vec::new()),
                 levels: None,
                 colouring: None,
+                shift: Buffer::Host(Vec::new()),
                 amg: None,
                 device: None,
                 transposed: None,
@@ -516,13 +526,18 @@ impl Solver {
                 let factors = match precond {
                     Precond::None | Precond::Amg => 1,
                     Precond::Jacobi => n * k,
-                    Precond::Ilu0 | Precond::Ilu0Jacobi { .. } | Precond::Ilu0Multicolour => csr.stored_len(),
+                    Precond::Ilu0 | Precond::Ilu0Jacobi { .. } | Precond::Ilu0Multicolour { .. } => csr.stored_len(),
                 };
                 State {
                     vecs: Vectors::Device(crate::krylov::cuda::work_vectors(g, n)?),
                     factors: Buffer::Device(g.alloc(factors.max(1))?),
                     levels,
                     colouring: None,
+                    shift: Buffer::Device(g.alloc(if precond == (Precond::Ilu0Multicolour { split: true }) {
+                        n.max(1)
+                    } else {
+                        1
+                    })?),
                     amg: None,
                     device: Some(DeviceWork {
                         reduce: crate::array::cuda::Reduce::new(g)?,
@@ -535,15 +550,18 @@ impl Solver {
                 }
             }
         };
-        if precond == Precond::Ilu0Multicolour {
+        if let Precond::Ilu0Multicolour { split } = precond {
             let c = Colouring::new(p);
+            if split {
+                refuse_split(&c, method)?;
+            }
             let device = csr.ctx.gpu().map(|g| DeviceColouring::new(g, &c)).transpose()?;
             state.colouring = Some((c, device));
         }
         if method.needs_transpose() {
             let refused = match precond {
                 Precond::Amg => Some("AMG's V-cycle"),
-                Precond::Ilu0Multicolour => Some("multicolour ILU(0)"),
+                Precond::Ilu0Multicolour { .. } => Some("multicolour ILU(0)"),
                 _ => None,
             };
             if let Some(what) = refused {
@@ -605,7 +623,7 @@ impl Solver {
                     Buffer::Device(f) => self.csr.ctx.gpu().ok_or_else(crate::array::mixed_backends)?.upload(&d, f, 0)?,
                 }
             }
-            Precond::Ilu0 | Precond::Ilu0Jacobi { .. } | Precond::Ilu0Multicolour => {
+            Precond::Ilu0 | Precond::Ilu0Jacobi { .. } | Precond::Ilu0Multicolour { .. } => {
                 let colouring = st.colouring.as_ref();
                 match (&mut st.factors, &vals.data) {
                     (Buffer::Host(f), Buffer::Host(v)) => *f = self.host_ilu0(colouring.map(|(c, _)| c), v)?,
@@ -631,6 +649,9 @@ impl Solver {
                         }
                     }
                     _ => return Err(crate::array::mixed_backends()),
+                }
+                if self.precond == (Precond::Ilu0Multicolour { split: true }) {
+                    split_shift(st, &vals.data, self.csr.ctx.gpu())?;
                 }
             }
             Precond::Amg => self.build_amg(st, &vals.data)?,
@@ -691,6 +712,26 @@ impl Solver {
         let op = &*op;
         let pc = self.preconditioner(built_of!(st), &vals.data);
         let pc: &dyn Preconditioner = &*pc;
+        // multicolour ILU(0) applied split: the method's operator is L^-1 P A P^T U^-1, with no preconditioner
+        let maps = match (self.precond, st.colouring.as_ref(), distributed) {
+            (Precond::Ilu0Multicolour { split: true }, Some((c, device)), None) => {
+                let (lu, shift) = (&st.factors, &st.shift);
+                let map = |map| Split { c, device: device.as_ref(), lu, shift, map };
+                Some([SplitMap::Operator, SplitMap::LowerInverse, SplitMap::UpperTimes, SplitMap::UpperInverse].map(map))
+            }
+            _ => None,
+        };
+        let split = maps.as_ref().map(|[_, left_inverse, right, right_inverse]| crate::krylov::Split {
+            a: op,
+            left_inverse,
+            right,
+            right_inverse,
+        });
+        let (op, pc): (&dyn Operator, &dyn Preconditioner) = match &maps {
+            Some([operator, ..]) => (operator, &Identity),
+            None => (op, pc),
+        };
+        let bb: &Buffer<f64> = bb;
         // BiCG's A^T and M^T (a distributed solve has none: DistSolver refuses BiCG)
         let tvals =
             st.transposed.as_ref().filter(|_| distributed.is_none()).map(|ts| Ok((ts, ts.t.csr.values()?))).transpose()?;
@@ -714,9 +755,10 @@ impl Solver {
         });
         let transposed = t_parts.as_ref().map(|(op, pc)| (op as &dyn Operator, &**pc as &dyn Preconditioner));
         let (method, history) = (self.method, &mut st.history);
-        let mut run = |ops: &mut dyn crate::krylov::Ops| match distributed {
-            None => crate::krylov::run(ops, method, tol, maxit, history),
-            Some((_, global)) => crate::krylov::run(&mut Reduced { inner: ops, global }, method, tol, maxit, history),
+        let mut run = |ops: &mut dyn crate::krylov::Ops| match (distributed, &split) {
+            (None, None) => crate::krylov::run(ops, method, tol, maxit, history),
+            (None, Some(split)) => crate::krylov::run_split(ops, split, bb, method, tol, maxit, history),
+            (Some((_, global)), _) => crate::krylov::run(&mut Reduced { inner: ops, global }, method, tol, maxit, history),
         };
         let (out, true_rel) = match (&mut st.vecs, &mut st.device, bb, xb) {
             (Vectors::Host(vecs), None, Buffer::Host(bh), Buffer::Host(xh)) => {
@@ -863,7 +905,7 @@ impl Solver {
             Precond::Ilu0 | Precond::Ilu0Jacobi { .. } => {
                 Box::new(Ilu0 { p, block: self.csr.block, dp, lu: factors, levels, jacobi: self.jacobi_sweeps() })
             }
-            Precond::Ilu0Multicolour => {
+            Precond::Ilu0Multicolour { .. } => {
                 let (c, device) = colouring.expect("the solver was made with its colouring");
                 Box::new(Ilu0Multicolour { c, device: device.as_ref(), lu: factors })
             }
@@ -1077,6 +1119,38 @@ fn device_sweeps(
 
 /// The Jacobi-swept sweeps' split triangles, or the grid walk's layout, from
 /// freshly built `factors` (nothing for the other preconditioners and the
+/// Multicolour ILU(0) applied split takes a method that needs neither a
+/// symmetric operator nor the transpose, and factors that leave A's
+/// off-diagonal entries as they are (Eisenstat's form).
+fn refuse_split(c: &Colouring, method: Method) -> Result<()> {
+    if matches!(method, Method::Cg | Method::Bicg) {
+        return Err(Error::unsupported(format!(
+            "{method} with multicolour ILU(0) applied split: its operator L^-1 A U^-1 is not symmetric and has no \
+             transpose here: use BiCGSTAB, CGS or GMRES, or ilu0-multicolour (FEGPU_PRECOND_ILU0_MULTICOLOUR)"
+        )));
+    }
+    if let Some([i, k, j]) = c.triangle() {
+        return Err(Error::unsupported(format!(
+            "multicolour ILU(0) applied split: rows {i}, {k} and {j} (0-based) are coupled each to each, so ILU(0) \
+             changes A's entry ({i}, {j}) and Eisenstat's split form does not hold: use ilu0-multicolour \
+             (FEGPU_PRECOND_ILU0_MULTICOLOUR)"
+        )));
+    }
+    Ok(())
+}
+
+/// Multicolour ILU(0) applied split: e = D - 2 D~ from A's stored `values`
+/// and the factors just made, where they live.
+fn split_shift(st: &mut State, values: &Buffer<f64>, g: Option<&Gpu>) -> Result<()> {
+    let (c, device) = st.colouring.as_ref().ok_or_else(crate::array::mixed_backends)?;
+    match (&mut st.shift, &st.factors, values, device, g) {
+        (Buffer::Host(e), Buffer::Host(lu), Buffer::Host(a), _, _) => *e = c.split_shift(a, lu),
+        (Buffer::Device(e), Buffer::Device(lu), Buffer::Device(a), Some(d), Some(g)) => d.split_shift(g, c, a, lu, e)?,
+        _ => return Err(crate::array::mixed_backends()),
+    }
+    Ok(())
+}
+
 /// CPU backend).
 fn split_refresh(a: &Csr, levels: Option<&(cuda::DeviceLevels, cuda::DeviceSweeps)>, factors: &Buffer<f64>) -> Result<()> {
     match (levels, factors) {

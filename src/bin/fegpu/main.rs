@@ -18,7 +18,8 @@ const USAGE: &str = "usage:
                              without a GPU: a job's first solve then loads them (NVRTC takes
                              seconds a file on a fresh machine)
   fegpu solve A.mtx [b.mtx] [--method bicgstab|cg|gmres|bicg|cgs] [--restart M]
-              [--precond none|jacobi|ilu0|ilu0-jacobi[:SWEEPS]|ilu0-multicolour|amg] [--tol T] [--maxit N]
+              [--precond none|jacobi|ilu0|ilu0-jacobi[:SWEEPS]|ilu0-multicolour[-split]|amg]
+              [--tol T] [--maxit N]
               [--output x.mtx]
               [--strength THETA] [--smoother chebyshev:DEGREE|l1jacobi:SWEEPS|gaussseidel:SWEEPS]
               [--coarsest ROWS] [--block-size K] [--unsmoothed] [--f32-cycle] [--cycle v|w|hybrid]
@@ -28,6 +29,9 @@ const USAGE: &str = "usage:
                              ILU(0)'s factors, each triangular solve by SWEEPS Jacobi sweeps (2);
                              ilu0-multicolour: ILU(0) of the rows reordered by colour, a pass
                              a colour per triangular solve (more iterations than ilu0);
+                             ilu0-multicolour-split: the same applied split (Eisenstat's
+                             trick: no product with A an iteration), for graphs without
+                             triangles (7-point grids) and bicgstab, cgs or gmres;
                              --block-size K: K unknowns per node, the matrix read as K x K
                              blocks (block CSR: jacobi and ilu0 become block Jacobi and block
                              ILU(0)), for amg aggregated node by node; the AMG options tune

@@ -260,7 +260,8 @@ pub fn precond_named(v: &str) -> std::result::Result<Precond, String> {
         ("jacobi", "") => Precond::Jacobi,
         ("ilu0", "") => Precond::Ilu0,
         ("amg", "") => Precond::Amg,
-        ("ilu0-multicolour", "") => Precond::Ilu0Multicolour,
+        ("ilu0-multicolour", "") => Precond::Ilu0Multicolour { split: false },
+        ("ilu0-multicolour-split", "") => Precond::Ilu0Multicolour { split: true },
         ("ilu0-jacobi", k) => Precond::Ilu0Jacobi {
             sweeps: if k.is_empty() {
                 Precond::DEFAULT_JACOBI_SWEEPS
@@ -268,6 +269,8 @@ pub fn precond_named(v: &str) -> std::result::Result<Precond, String> {
                 k.parse().map_err(|_| format!("--precond {v}: the sweeps after ':' must be a count"))?
             },
         },
-        _ => return Err(format!("--precond {v}: expected none, jacobi, ilu0, ilu0-jacobi[:SWEEPS], ilu0-multicolour or amg")),
+        _ => return Err(format!(
+            "--precond {v}: expected none, jacobi, ilu0, ilu0-jacobi[:SWEEPS], ilu0-multicolour, ilu0-multicolour-split or amg"
+        )),
     })
 }
