@@ -237,7 +237,9 @@ extern "C" __global__ void __launch_bounds__(128) usolve_level(int count, const 
 // the colours before and put it out as z_perm[i], so that P and P^T cost no
 // pass of their own. z may be r (a row reads r_perm[i] before it writes there).
 // mode 3, the product U P r of the split form's entry (no dependency, any
-// colour order): y_i = u_ii r_perm[i] + sum_{j>i} u_ij r_perm[j].
+// colour order): y_i = u_ii r_perm[i] + sum_{j>i} u_ij r_perm[j]. mode 4,
+// the product L r in P A P^T's order (the split form's residual):
+// y_i = r_i + sum_{j<i} l_ij r_j.
 template <int TPR>
 __device__ void ilu_colour(int lo, int hi, int mode, const int* __restrict__ rp, const int* __restrict__ ci,
                            const int* __restrict__ diag, const double* __restrict__ lu, const int* __restrict__ perm,
@@ -254,6 +256,8 @@ __device__ void ilu_colour(int lo, int hi, int mode, const int* __restrict__ rp,
         const int b = upper ? d + 1 : rp[row], e = upper ? rp[row + 1] : d;
         if (mode == 3) {
             for (int k = b + lane; k < e; k += TPR) sum += lu[k] * r[perm[ci[k]]];
+        } else if (mode == 4) {
+            for (int k = b + lane; k < e; k += TPR) sum += lu[k] * r[ci[k]];
         } else {
             for (int k = b + lane; k < e; k += TPR) sum += lu[k] * y[ci[k]];
         }
@@ -263,6 +267,8 @@ __device__ void ilu_colour(int lo, int hi, int mode, const int* __restrict__ rp,
         const double s = (mode == 2 ? y[row] : r[perm[row]]) - sum;
         if (mode == 3) {
             y[row] = lu[d] * r[perm[row]] + sum;
+        } else if (mode == 4) {
+            y[row] = r[row] + sum;
         } else if (mode == 0) {
             y[row] = s;
         } else {

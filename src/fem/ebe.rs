@@ -332,7 +332,7 @@ impl EbeSolver {
         ghosts.iter().for_each(|&i| vecs[Slot::X.index()][i] = 0.0);
         let shared_op = shared.map(|s| (s, Ghosted::Host(Mutex::new(vec![0.0; x.len()]))));
         let op = EbeOperator { set, host: Some((matrices, &fixed[..], &diag[..])), device: None, shared: shared_op };
-        let mut ops = CpuOps { op: &op, pc: &Jacobi { inverse: dinv }, transposed: None, vecs };
+        let mut ops = CpuOps { op: &op, pc: &Jacobi { inverse: dinv }, transposed: None, vecs, left: None };
         let out = match shared {
             None => crate::krylov::run(&mut ops, Method::Cg, tol, maxit, history)?,
             Some(s) => crate::krylov::run(&mut Reduced { inner: &mut ops, global: s }, Method::Cg, tol, maxit, history)?,
@@ -421,6 +421,7 @@ impl EbeSolver {
             looping,
             basis: None,
             small_rows: (0, 0),
+            left: None,
         };
         let out = match shared {
             None => crate::krylov::run(&mut ops, Method::Cg, tol, maxit, history)?,

@@ -13,6 +13,8 @@ pub struct CpuOps<'a> {
     /// A^T and M^T, for BiCG.
     pub transposed: Option<(&'a dyn Operator, &'a dyn Preconditioner)>,
     pub vecs: &'a mut Vec<Vec<f64>>,
+    /// A split preconditioner's M_L (`super::Split::left`).
+    pub left: Option<&'a dyn Operator>,
 }
 
 impl CpuOps<'_> {
@@ -37,6 +39,13 @@ impl Ops for CpuOps<'_> {
     }
     fn apply(&mut self, a: &dyn Operator, x: Slot, y: Slot) -> Result<()> {
         self.with_out(y, |out, vecs| a.apply_host(&vecs[x.index()], out))
+    }
+    fn split_tolerance(&mut self, tol: f64) -> Result<Option<f64>> {
+        let Some(left) = self.left else { return Ok(None) };
+        self.apply(left, Slot::R, Slot::Q)?;
+        self.apply(left, Slot::B, Slot::Z)?;
+        let caller = self.dots(Slot::Q, Slot::Q, Some((Slot::Z, Slot::Z)))?;
+        Ok(Some(super::split_target(tol, self.dots(Slot::R, Slot::R, Some((Slot::B, Slot::B)))?, caller)))
     }
     fn load(&mut self, v: Slot, from: &Buffer<f64>) -> Result<()> {
         self.vecs[v.index()].copy_from_slice(from.host()?);

@@ -179,6 +179,8 @@ pub struct CudaOps<'a> {
     /// up to small_rows.1 as one cluster (`bicgstab_cluster`), where the
     /// operator and preconditioner allow; 0: never.
     pub small_rows: (usize, usize),
+    /// A split preconditioner's M_L (`super::Split::left`).
+    pub left: Option<&'a dyn Operator>,
 }
 
 fn no_basis() -> Error {
@@ -327,6 +329,10 @@ impl CudaOps<'_> {
 /// solve, replayed after), and the host reads the scalars every few
 /// iterations. Any operator whose iteration `queue` can queue uses it;
 /// `team` (nonzero: a distributed solve's team table) sums the reductions over the ranks.
+/// Near the end (within NEAR_END of the tolerance) a look asks `retarget`
+/// for the tolerance that stands for start.tol (a split solve's; others
+/// give start.tol back) and puts it where the iteration reads it.
+#[allow(clippy::too_many_arguments)]
 pub fn device_loop(
     g: &Gpu,
     (scalars, graph): (&mut DeviceBuffer<f64>, &mut Option<Graph>),
@@ -335,6 +341,7 @@ pub fn device_loop(
     history: &mut Vec<f64>,
     team: u64,
     queue: &dyn Fn(&DeviceBuffer<f64>) -> Result<()>,
+    retarget: &mut dyn FnMut(f64) -> Result<f64>,
 ) -> Result<Outcome> {
     use self::{Scalar as S, Status as status};
     let name = method.name();
@@ -356,6 +363,7 @@ pub fn device_loop(
     // replays of the graph before the next look
     let mut batch = 1usize;
     let mut seen = 0usize;
+    let mut target = start.tol;
     loop {
         let t = std::time::Instant::now();
         for _ in 0..batch {
@@ -376,8 +384,15 @@ pub fn device_loop(
                 // the iterations a replay runs (several for bicgstab_cluster)
                 let per_replay = (ran / batch).max(1);
                 let per_iteration = t.elapsed().as_secs_f64() / ran.max(1) as f64;
+                if relres <= super::NEAR_END * target {
+                    let new = retarget(start.tol)?;
+                    if new != target {
+                        target = new;
+                        g.upload(&[target], scalars, S::TOL)?;
+                    }
+                }
                 let most = (MAX_BATCH * per_replay).min(S::HIST_LEN);
-                let wanted = next_batch(history, start.tol, per_iteration, most).min((start.maxit - it) as usize);
+                let wanted = next_batch(history, target, per_iteration, most).min((start.maxit - it) as usize);
                 batch = wanted.div_ceil(per_replay);
                 continue;
             }
@@ -433,9 +448,31 @@ impl Ops for CudaOps<'_> {
         let (scalars, graph) = self.looping.take()?;
         let team = self.op.device_team(self.g);
         let queue = |sc: &DeviceBuffer<f64>| self.queue_iteration(method, sc);
-        let out = device_loop(self.g, (&mut *scalars, &mut *graph), method, start, history, team, &queue);
+        // a split solve's tolerance, retargeted at the looks (its own reduction scratch: `reduce` is the iteration's)
+        let mut own = None;
+        let mut retarget = |tol: f64| -> Result<f64> {
+            let Some(left) = self.left else { return Ok(tol) };
+            let (g, n, v) = (self.g, self.n, &self.vecs);
+            let reduce = match &mut own {
+                Some(r) => r,
+                None => own.insert(Reduce::new(g)?),
+            };
+            let at = |s: Slot| &v[s.index()];
+            left.apply_device(g, at(Slot::R), at(Slot::Q), None)?;
+            left.apply_device(g, at(Slot::B), at(Slot::Z), None)?;
+            let caller = reduce.dots(g, n, at(Slot::Q), at(Slot::Q), Some((at(Slot::Z), at(Slot::Z))))?;
+            Ok(super::split_target(tol, reduce.dots(g, n, at(Slot::R), at(Slot::R), Some((at(Slot::B), at(Slot::B))))?, caller))
+        };
+        let out = device_loop(self.g, (&mut *scalars, &mut *graph), method, start, history, team, &queue, &mut retarget);
         self.looping = Some((scalars, graph));
         Some(out)
+    }
+    fn split_tolerance(&mut self, tol: f64) -> Result<Option<f64>> {
+        let Some(left) = self.left else { return Ok(None) };
+        self.apply(left, Slot::R, Slot::Q)?;
+        self.apply(left, Slot::B, Slot::Z)?;
+        let caller = self.dots(Slot::Q, Slot::Q, Some((Slot::Z, Slot::Z)))?;
+        Ok(Some(super::split_target(tol, self.dots(Slot::R, Slot::R, Some((Slot::B, Slot::B)))?, caller)))
     }
 
     fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {

@@ -275,6 +275,13 @@ pub trait Ops {
         self.update(w, a, x, b, y, c)?;
         self.dots(w, w, u.map(|u| (w, u)))
     }
+    /// With a split preconditioner (`Split::left`, which the backend holds):
+    /// the tolerance on the split residual ||R|| / ||B|| that stands for
+    /// `tol` on the caller's, ||M_L R|| / ||M_L B||, at their present ratio
+    /// (slots Q and Z are scratch); None without one.
+    fn split_tolerance(&mut self, _tol: f64) -> Result<Option<f64>> {
+        Ok(None)
+    }
     /// Runs the method's iterations where the vectors live, from the state
     /// `start` that the set-up left; None: the caller iterates on the host.
     fn iterate_on_device(&mut self, _method: Method, _start: &Start, _history: &mut Vec<f64>) -> Option<Result<Outcome>> {
@@ -487,6 +494,8 @@ pub fn bicgstab(ops: &mut dyn Ops, tol: f64, maxit: i64, history: &mut Vec<f64>)
     if let Some(out) = ops.iterate_on_device(Method::Bicgstab, &Start { bnorm, tol, maxit, rr, rz: rho }, history) {
         return out;
     }
+    // the tolerance the residual is held to: tol, or near the end of a split solve, what stands for it
+    let mut target = tol;
     for it in 1..=maxit {
         if rho == 0.0 || !rho.is_finite() {
             return Ok(broke(it - 1, relres, format!("BiCGSTAB: rho = (r0, r) = {rho:e} at iteration {it}")));
@@ -505,7 +514,7 @@ pub fn bicgstab(ops: &mut dyn Ops, tol: f64, maxit: i64, history: &mut Vec<f64>)
         }
         alpha = rho / rv;
         let snorm = ops.update_dots(Slot::S, 1.0, Slot::R, -alpha, Some(Slot::V), 0.0, None)?.0.sqrt() / bnorm;
-        if snorm <= tol {
+        if snorm <= target {
             ops.update(Slot::X, alpha, phat, 0.0, None, 1.0)?;
             history.push(snorm);
             return Ok(done(true, it, snorm));
@@ -520,7 +529,10 @@ pub fn bicgstab(ops: &mut dyn Ops, tol: f64, maxit: i64, history: &mut Vec<f64>)
         ops.update(Slot::X, alpha, phat, omega, Some(shat), 1.0)?;
         let (rr, rho_next) = ops.update_dots(Slot::R, 1.0, Slot::S, -omega, Some(Slot::T), 0.0, Some(Slot::Rhat))?;
         relres = rr.sqrt() / bnorm;
-        if let Some(o) = record(history, "BiCGSTAB", it, relres, tol) {
+        if relres <= NEAR_END * target {
+            target = ops.split_tolerance(tol)?.unwrap_or(target);
+        }
+        if let Some(o) = record(history, "BiCGSTAB", it, relres, target) {
             return Ok(o);
         }
         if omega == 0.0 {
@@ -604,6 +616,25 @@ pub struct Split<'a> {
     pub right: &'a dyn Operator,
     /// y -> M_R^-1 y
     pub right_inverse: &'a dyn Operator,
+    /// r -> M_L r, up to a permutation: the split residual to the caller's
+    /// (the backends' `split_tolerance`).
+    pub left: &'a dyn Operator,
+}
+
+/// Within this factor of its tolerance a split solve's residual is held to
+/// the tolerance that stands for the caller's (`Ops::split_tolerance`).
+pub const NEAR_END: f64 = 10.0;
+
+/// The tolerance on a split residual ||r|| / ||b|| (squares rr, bb) that
+/// stands for `tol` on the caller's, whose squares are qq and zz: tol
+/// scaled by their ratio; tol where the ratio is not a finite positive number.
+pub fn split_target(tol: f64, (rr, bb): (f64, f64), (qq, zz): (f64, f64)) -> f64 {
+    let ratio = ((rr / bb) / (qq / zz)).sqrt();
+    if ratio.is_finite() && ratio > 0.0 {
+        tol * ratio
+    } else {
+        tol
+    }
 }
 
 /// The most times a split solve runs its method (`run_split`).

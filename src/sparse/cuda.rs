@@ -664,6 +664,8 @@ pub enum ColourPasses {
     UpperTimes,
     /// z = P^T U^-1 y, y overwritten.
     UpperInverse,
+    /// y = L r in P A P^T's order, one launch.
+    LowerTimes,
 }
 
 /// Multicolour ILU(0)'s `passes` over the factors `lu` of P A P^T
@@ -683,7 +685,7 @@ pub fn ilu_colours(
 ) -> Result<()> {
     let colours = colour_start.len().saturating_sub(1);
     let last = colours.saturating_sub(1);
-    let all_rows = [(0, *colour_start.last().unwrap_or(&0), 3i32)];
+    let all_rows = |mode: i32| vec![(0, *colour_start.last().unwrap_or(&0), mode)];
     let lanes: Vec<(usize, usize, i32)> = match passes {
         ColourPasses::Apply => (0..last)
             .map(|c| (c, 0))
@@ -692,7 +694,8 @@ pub fn ilu_colours(
             .map(|(c, mode)| (colour_start[c], colour_start[c + 1], mode))
             .collect(),
         ColourPasses::Lower => (0..colours).map(|c| (colour_start[c], colour_start[c + 1], 0)).collect(),
-        ColourPasses::UpperTimes => all_rows.to_vec(),
+        ColourPasses::UpperTimes => all_rows(3),
+        ColourPasses::LowerTimes => all_rows(4),
         ColourPasses::UpperInverse => (0..colours).rev().map(|c| (colour_start[c], colour_start[c + 1], 2)).collect(),
     };
     let tpr = dp.threads_per_row;

@@ -184,6 +184,13 @@ impl Colouring {
         }
     }
 
+    /// y = L r in P A P^T's order.
+    pub fn lower_times(&self, lu: &[f64], r: &[f64], y: &mut [f64]) {
+        for (i, yi) in y.iter_mut().enumerate() {
+            *yi = r[i] + lower_sum(&self.pattern, lu, i, r);
+        }
+    }
+
     /// x = P^T U^-1 y.
     pub fn upper_inverse(&self, lu: &[f64], y: &[f64], x: &mut [f64]) {
         let p = &self.pattern;
@@ -255,7 +262,7 @@ impl DeviceColouring {
         use cuda::ColourPasses::*;
         let (y, z) = match passes {
             Apply | UpperInverse => (&self.y, out),
-            Lower | UpperTimes => (out, out),
+            Lower | UpperTimes | LowerTimes => (out, out),
         };
         cuda::ilu_colours(g, &self.dp, &c.colour_start, &self.perm, lu, (r, y, z), passes, sc)
     }
@@ -303,6 +310,8 @@ pub enum SplitMap {
     UpperTimes,
     /// y -> P^T U^-1 y.
     UpperInverse,
+    /// r -> L r: the split residual to the caller's, P-ordered (the same norm).
+    LowerTimes,
 }
 
 /// One `SplitMap` of colouring `c` with its factors `lu` and e = D - 2 D~ (`shift`).
@@ -322,6 +331,7 @@ impl Operator for Split<'_> {
             SplitMap::LowerInverse => self.c.lower_inverse(lu, x, y),
             SplitMap::UpperTimes => self.c.upper_times(lu, x, y),
             SplitMap::UpperInverse => self.c.upper_inverse(lu, x, y),
+            SplitMap::LowerTimes => self.c.lower_times(lu, x, y),
         }
         Ok(())
     }
@@ -334,6 +344,7 @@ impl Operator for Split<'_> {
             }
             SplitMap::LowerInverse => cuda::ColourPasses::Lower,
             SplitMap::UpperTimes => cuda::ColourPasses::UpperTimes,
+            SplitMap::LowerTimes => cuda::ColourPasses::LowerTimes,
             SplitMap::UpperInverse => {
                 crate::array::cuda::update(g, x.len(), &d.y, 1.0, x, 0.0, None, 0.0)?;
                 cuda::ColourPasses::UpperInverse

@@ -717,16 +717,27 @@ impl Solver {
             (Precond::Ilu0Multicolour { split: true }, Some((c, device)), None) => {
                 let (lu, shift) = (&st.factors, &st.shift);
                 let map = |map| Split { c, device: device.as_ref(), lu, shift, map };
-                Some([SplitMap::Operator, SplitMap::LowerInverse, SplitMap::UpperTimes, SplitMap::UpperInverse].map(map))
+                Some(
+                    [
+                        SplitMap::Operator,
+                        SplitMap::LowerInverse,
+                        SplitMap::UpperTimes,
+                        SplitMap::UpperInverse,
+                        SplitMap::LowerTimes,
+                    ]
+                    .map(map),
+                )
             }
             _ => None,
         };
-        let split = maps.as_ref().map(|[_, left_inverse, right, right_inverse]| crate::krylov::Split {
+        let split = maps.as_ref().map(|[_, left_inverse, right, right_inverse, left]| crate::krylov::Split {
             a: op,
             left_inverse,
             right,
             right_inverse,
+            left,
         });
+        let left = split.as_ref().map(|s| s.left);
         let (op, pc): (&dyn Operator, &dyn Preconditioner) = match &maps {
             Some([operator, ..]) => (operator, &Identity),
             None => (op, pc),
@@ -764,7 +775,7 @@ impl Solver {
             (Vectors::Host(vecs), None, Buffer::Host(bh), Buffer::Host(xh)) => {
                 vecs[Slot::B.index()].copy_from_slice(bh);
                 vecs[Slot::X.index()].copy_from_slice(xh);
-                let mut ops = CpuOps { op, pc, transposed, vecs };
+                let mut ops = CpuOps { op, pc, transposed, vecs, left };
                 let result = run(&mut ops)?;
                 xh.copy_from_slice(&ops.vecs[Slot::X.index()]);
                 result
@@ -778,7 +789,7 @@ impl Solver {
                 // scalars, unless its ranks form a team that sums them on the device
                 let looping = (distributed.is_none() || op.device_team(g) != 0).then_some((scalars, iteration));
                 let small_rows = (self.settings.small_system_rows, self.settings.cluster_system_rows);
-                let mut ops = CudaOps { g, op, pc, transposed, n, vecs, reduce, looping, basis: None, small_rows };
+                let mut ops = CudaOps { g, op, pc, transposed, n, vecs, reduce, looping, basis: None, small_rows, left };
                 let result = run(&mut ops)?;
                 g.copy(&ops.vecs[Slot::X.index()], xd)?;
                 g.synchronize("solve")?;

@@ -269,8 +269,10 @@ pub fn precond_named(v: &str) -> std::result::Result<Precond, String> {
                 k.parse().map_err(|_| format!("--precond {v}: the sweeps after ':' must be a count"))?
             },
         },
-        _ => return Err(format!(
+        _ => {
+            return Err(format!(
             "--precond {v}: expected none, jacobi, ilu0, ilu0-jacobi[:SWEEPS], ilu0-multicolour, ilu0-multicolour-split or amg"
-        )),
+        ))
+        }
     })
 }
