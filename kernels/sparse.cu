@@ -295,15 +295,17 @@ ILU_COLOUR(1) ILU_COLOUR(2) ILU_COLOUR(4) ILU_COLOUR(8) ILU_COLOUR(16) ILU_COLOU
 // so A = L D~ + U + (D - 2 D~): t = U^-1 v, out = D~ t + L^-1 (v + e t),
 // e = D - 2 D~. No product with A: one pass over each triangle. A launch a
 // colour: mode 1, the upper sweep t_i = (v_i - sum_{j>i} u_ij t_j) / u_ii
-// (colours last to second); mode 2, the lower sweep of colours second to
-// last, s_i = v_i + e_i t_i - sum_{j<i} l_ij s_j, out_i = u_ii t_i + s_i;
-// mode 3, both for the first colour. A row's s_i replaces its t_i, which no
+// (colours second last to second); mode 2, the lower sweep of colours
+// second to last, s_i = v_i + e_i t_i - sum_{j<i} l_ij s_j, out_i = u_ii t_i
+// + s_i; mode 3, both for the first colour. The last colour (rows from
+// `last`) has no upper neighbours: its t_j = v_j / u_jj is computed where it
+// is read (pivot u_jj), not swept. A row's s_i replaces its t_i, which no
 // later row reads (the upper sweep is over when a lower one starts); out may
 // be v (a row reads v_i alone, before it writes out_i).
 template <int TPR>
-__device__ void ilu_split(int lo, int hi, int mode, const int* __restrict__ rp, const int* __restrict__ ci,
+__device__ void ilu_split(int lo, int hi, int last, int mode, const int* __restrict__ rp, const int* __restrict__ ci,
                           const int* __restrict__ diag, const double* __restrict__ lu, const double* __restrict__ e,
-                          const double* v, double* t, double* out, const double* sc) {
+                          const double* __restrict__ pivot, const double* v, double* t, double* out, const double* sc) {
     if (stopped(sc)) return;
     const i64 row = lo + ((i64)blockIdx.x * blockDim.x + threadIdx.x) / TPR;
     const int lane = threadIdx.x & (TPR - 1);
@@ -313,7 +315,10 @@ __device__ void ilu_split(int lo, int hi, int mode, const int* __restrict__ rp, 
     if (mine) {
         d = diag[row];
         if (mode & 1) {
-            for (int k = d + 1 + lane; k < rp[row + 1]; k += TPR) up += lu[k] * t[ci[k]];
+            for (int k = d + 1 + lane; k < rp[row + 1]; k += TPR) {
+                const int j = ci[k];
+                up += lu[k] * (j >= last ? v[j] / pivot[j] : t[j]);
+            }
         }
         if (mode & 2) {
             for (int k = rp[row] + lane; k < d; k += TPR) low += lu[k] * t[ci[k]];
@@ -322,12 +327,12 @@ __device__ void ilu_split(int lo, int hi, int mode, const int* __restrict__ rp, 
     up = group_sum<TPR>(up);
     low = group_sum<TPR>(low);
     if (mine && lane == 0) {
-        const double pivot = lu[d], vi = v[row];
-        const double ti = (mode & 1) ? (vi - up) / pivot : t[row];
+        const double u = lu[d], vi = v[row];
+        const double ti = (mode & 1) ? (vi - up) / u : row >= last ? vi / u : t[row];
         if (mode & 2) {
             const double s = vi + e[row] * ti - low;
             t[row] = s;
-            out[row] = pivot * ti + s;
+            out[row] = u * ti + s;
         } else {
             t[row] = ti;
         }
@@ -335,21 +340,26 @@ __device__ void ilu_split(int lo, int hi, int mode, const int* __restrict__ rp, 
 }
 
 #define ILU_SPLIT(TPR)                                                                                          \
-    extern "C" __global__ void __launch_bounds__(256) ilu_split_tpr##TPR(int lo, int hi, int mode,             \
-        const int* rp, const int* ci, const int* diag, const double* lu, const double* e, const double* v,      \
-        double* t, double* out, const double* sc) {                                                             \
+    extern "C" __global__ void __launch_bounds__(256) ilu_split_tpr##TPR(int lo, int hi, int last, int mode,   \
+        const int* rp, const int* ci, const int* diag, const double* lu, const double* e, const double* pivot, \
+        const double* v, double* t, double* out, const double* sc) {                                            \
         if constexpr (WANTED(ilu_split_tpr##TPR)) {                                                             \
-            ilu_split<TPR>(lo, hi, mode, rp, ci, diag, lu, e, v, t, out, sc);                                   \
+            ilu_split<TPR>(lo, hi, last, mode, rp, ci, diag, lu, e, pivot, v, t, out, sc);                      \
         }                                                                                                       \
     }
 ILU_SPLIT(1) ILU_SPLIT(2) ILU_SPLIT(4) ILU_SPLIT(8) ILU_SPLIT(16) ILU_SPLIT(32)
 
 // The split form's e = D - 2 D~ (A's diagonal, from A's stored entry
-// a_from[i], less twice the pivot u_ii).
+// a_from[i], less twice the pivot u_ii) and the pivots alone.
 extern "C" __global__ void ilu_split_shift(int n, const int* __restrict__ diag, const int* __restrict__ a_from,
-                                           const double* __restrict__ a, const double* __restrict__ lu, double* e) {
+                                           const double* __restrict__ a, const double* __restrict__ lu, double* e,
+                                           double* pivot) {
     if constexpr (WANTED(ilu_split_shift)) {
-        GRID_STRIDE(i, n) e[i] = a[a_from[i]] - 2.0 * lu[diag[i]];
+        GRID_STRIDE(i, n) {
+            const double u = lu[diag[i]];
+            pivot[i] = u;
+            e[i] = a[a_from[i]] - 2.0 * u;
+        }
     }
 }
 

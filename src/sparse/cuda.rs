@@ -712,29 +712,35 @@ pub fn ilu_colours(
 }
 
 /// Multicolour ILU(0) applied split: out = L^-1 A U^-1 v in P A P^T's order
-/// (Eisenstat's trick, kernels/sparse.cu `ilu_split`) from the factors `lu`
-/// and e = D - 2 D~; t is scratch, out may be v (with `sc`: skipped once a
-/// device-driven solve has stopped).
+/// (Eisenstat's trick, kernels/sparse.cu `ilu_split`) from the factors `lu`,
+/// e = D - 2 D~ and the pivots D~; t is scratch, out may be v (with `sc`:
+/// skipped once a device-driven solve has stopped).
 #[allow(clippy::too_many_arguments)]
 pub fn ilu_split(
     g: &Gpu,
     dp: &DevicePattern,
     colour_start: &[usize],
     lu: &DeviceBuffer<f64>,
-    e: &DeviceBuffer<f64>,
+    (e, pivot): (&DeviceBuffer<f64>, &DeviceBuffer<f64>),
     (v, t, out): (&DeviceBuffer<f64>, &DeviceBuffer<f64>, &DeviceBuffer<f64>),
     sc: Option<&DeviceBuffer<f64>>,
 ) -> Result<()> {
     let colours = colour_start.len().saturating_sub(1);
-    // upper sweeps last colour to second, both for the first, lower sweeps second to last
-    let passes = (1..colours).rev().map(|c| (c, 1i32)).chain((colours > 0).then_some((0, 3))).chain((1..colours).map(|c| (c, 2)));
+    // the last colour's t where it is read: upper sweeps second last colour to second, both for the first, lower sweeps second to last
+    let last = colour_start[colours.saturating_sub(1)] as i32;
+    let passes = (1..colours.saturating_sub(1))
+        .rev()
+        .map(|c| (c, 1i32))
+        .chain((colours > 0).then_some((0, 3)))
+        .chain((1..colours).map(|c| (c, 2)));
     let tpr = dp.threads_per_row;
     let name = format!("ilu_split_tpr{tpr}");
     let f = g.kernel("sparse", SOURCE, &name)?;
     for (c, mode) in passes {
         let (lo, hi) = (colour_start[c] as i32, colour_start[c + 1] as i32);
         let mut l = g.launcher(&f);
-        l.arg(&lo).arg(&hi).arg(&mode).arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu).arg(e).arg(v).arg(t).arg(out);
+        l.arg(&lo).arg(&hi).arg(&last).arg(&mode).arg(&dp.row_ptr).arg(&dp.col).arg(&dp.diag).arg(lu).arg(e).arg(pivot);
+        l.arg(v).arg(t).arg(out);
         arg_or_null(&mut l, sc);
         g.launch(&name, l, (spmv_blocks((hi - lo) as usize, tpr).max(1) as u32, 1, 1), (BLOCK, 1, 1), 0)?;
     }
@@ -742,20 +748,20 @@ pub fn ilu_split(
 }
 
 /// The split form's e = D - 2 D~: A's diagonal (stored entry a_from[i] of
-/// `a`) less twice the pivots of the factors `lu`.
+/// `a`) less twice the pivots D~ of the factors `lu`, and D~ alone.
 pub fn ilu_split_shift(
     g: &Gpu,
     dp: &DevicePattern,
     a_from: &DeviceBuffer<i32>,
     a: &DeviceBuffer<f64>,
     lu: &DeviceBuffer<f64>,
-    e: &DeviceBuffer<f64>,
+    (e, pivot): (&DeviceBuffer<f64>, &DeviceBuffer<f64>),
     n: usize,
 ) -> Result<()> {
     let f = g.kernel("sparse", SOURCE, "ilu_split_shift")?;
     let n32 = n as i32;
     let mut l = g.launcher(&f);
-    l.arg(&n32).arg(&dp.diag).arg(a_from).arg(a).arg(lu).arg(e);
+    l.arg(&n32).arg(&dp.diag).arg(a_from).arg(a).arg(lu).arg(e).arg(pivot);
     g.launch("ilu_split_shift", l, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0)
 }
 

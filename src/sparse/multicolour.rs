@@ -224,6 +224,8 @@ pub struct DeviceColouring {
     pub lower: cuda::DeviceLevels,
     /// L^-1 P r, then U^-1 L^-1 P r; the split form's t.
     y: DeviceBuffer<f64>,
+    /// The split form's pivots D~ (its last colour's t is v / D~ where read).
+    pivots: DeviceBuffer<f64>,
 }
 
 impl DeviceColouring {
@@ -238,6 +240,7 @@ impl DeviceColouring {
             dp: DevicePattern::new(g, p, 1)?,
             lower: cuda::DeviceLevels::new(g, &lv.lower_rows, &lv.lower_ptr)?,
             y: g.alloc(p.nrows.max(1))?,
+            pivots: g.alloc(1)?,
         })
     }
 
@@ -283,16 +286,20 @@ impl DeviceColouring {
     }
 
     /// The split form's e = D - 2 D~ of colouring `c` from A's stored values
-    /// `a` and the factors `lu`.
+    /// `a` and the factors `lu`, and its pivots D~ (kept here).
     pub fn split_shift(
-        &self,
+        &mut self,
         g: &Gpu,
         c: &Colouring,
         a: &DeviceBuffer<f64>,
         lu: &DeviceBuffer<f64>,
         e: &DeviceBuffer<f64>,
     ) -> Result<()> {
-        cuda::ilu_split_shift(g, &self.dp, &self.diagonal_from, a, lu, e, c.pattern.nrows)
+        let n = c.pattern.nrows;
+        if self.pivots.len() < n {
+            self.pivots = g.alloc(n)?;
+        }
+        cuda::ilu_split_shift(g, &self.dp, &self.diagonal_from, a, lu, (e, &self.pivots), n)
     }
 }
 
@@ -340,7 +347,7 @@ impl Operator for Split<'_> {
         let lu = self.lu.device()?;
         let passes = match self.map {
             SplitMap::Operator => {
-                return cuda::ilu_split(g, &d.dp, &self.c.colour_start, lu, self.shift.device()?, (x, &d.y, y), sc)
+                return cuda::ilu_split(g, &d.dp, &self.c.colour_start, lu, (self.shift.device()?, &d.pivots), (x, &d.y, y), sc)
             }
             SplitMap::LowerInverse => cuda::ColourPasses::Lower,
             SplitMap::UpperTimes => cuda::ColourPasses::UpperTimes,

@@ -1153,7 +1153,7 @@ fn refuse_split(c: &Colouring, method: Method) -> Result<()> {
 /// Multicolour ILU(0) applied split: e = D - 2 D~ from A's stored `values`
 /// and the factors just made, where they live.
 fn split_shift(st: &mut State, values: &Buffer<f64>, g: Option<&Gpu>) -> Result<()> {
-    let (c, device) = st.colouring.as_ref().ok_or_else(crate::array::mixed_backends)?;
+    let (c, device) = st.colouring.as_mut().ok_or_else(crate::array::mixed_backends)?;
     match (&mut st.shift, &st.factors, values, device, g) {
         (Buffer::Host(e), Buffer::Host(lu), Buffer::Host(a), _, _) => *e = c.split_shift(a, lu),
         (Buffer::Device(e), Buffer::Device(lu), Buffer::Device(a), Some(d), Some(g)) => d.split_shift(g, c, a, lu, e)?,
