@@ -42,10 +42,7 @@ impl Ops for CpuOps<'_> {
     }
     fn split_tolerance(&mut self, tol: f64) -> Result<Option<f64>> {
         let Some(left) = self.left else { return Ok(None) };
-        self.apply(left, Slot::R, Slot::Q)?;
-        self.apply(left, Slot::B, Slot::Z)?;
-        let caller = self.dots(Slot::Q, Slot::Q, Some((Slot::Z, Slot::Z)))?;
-        Ok(Some(super::split_target(tol, self.dots(Slot::R, Slot::R, Some((Slot::B, Slot::B)))?, caller)))
+        super::split_tolerance(self, left, tol).map(Some)
     }
     fn load(&mut self, v: Slot, from: &Buffer<f64>) -> Result<()> {
         self.vecs[v.index()].copy_from_slice(from.host()?);

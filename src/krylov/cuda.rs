@@ -469,10 +469,7 @@ impl Ops for CudaOps<'_> {
     }
     fn split_tolerance(&mut self, tol: f64) -> Result<Option<f64>> {
         let Some(left) = self.left else { return Ok(None) };
-        self.apply(left, Slot::R, Slot::Q)?;
-        self.apply(left, Slot::B, Slot::Z)?;
-        let caller = self.dots(Slot::Q, Slot::Q, Some((Slot::Z, Slot::Z)))?;
-        Ok(Some(super::split_target(tol, self.dots(Slot::R, Slot::R, Some((Slot::B, Slot::B)))?, caller)))
+        super::split_tolerance(self, left, tol).map(Some)
     }
 
     fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {

@@ -637,6 +637,14 @@ pub fn split_target(tol: f64, (rr, bb): (f64, f64), (qq, zz): (f64, f64)) -> f64
     }
 }
 
+/// `Ops::split_tolerance` of a backend holding M_L = `left`.
+pub fn split_tolerance(ops: &mut dyn Ops, left: &dyn Operator, tol: f64) -> Result<f64> {
+    ops.apply(left, Slot::R, Slot::Q)?;
+    ops.apply(left, Slot::B, Slot::Z)?;
+    let caller = ops.dots(Slot::Q, Slot::Q, Some((Slot::Z, Slot::Z)))?;
+    Ok(split_target(tol, ops.dots(Slot::R, Slot::R, Some((Slot::B, Slot::B)))?, caller))
+}
+
 /// The most times a split solve runs its method (`run_split`).
 pub const SPLIT_ROUNDS: usize = 4;
 

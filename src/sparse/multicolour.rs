@@ -249,10 +249,12 @@ impl DeviceColouring {
         crate::array::cuda::gather(g, self.value_from.len(), a, &self.value_from, lu)
     }
 
-    /// The passes of colouring `c` over its factors `lu`, from r into y or z
-    /// as `cuda::ColourPasses` says (UpperInverse reads this scratch y).
+    /// The passes of colouring `c` over its factors `lu` of P A P^T, from r
+    /// into `out` as `cuda::ColourPasses` says (Apply: z = P^T U^-1 L^-1 P r,
+    /// out may be r; UpperInverse reads this scratch y); with `sc`: skipped
+    /// once a device-driven solve has stopped.
     #[allow(clippy::too_many_arguments)]
-    fn passes(
+    pub fn passes(
         &self,
         g: &Gpu,
         c: &Colouring,
@@ -268,21 +270,6 @@ impl DeviceColouring {
             Lower | UpperTimes | LowerTimes => (out, out),
         };
         cuda::ilu_colours(g, &self.dp, &c.colour_start, &self.perm, lu, (r, y, z), passes, sc)
-    }
-
-    /// z = P^T U^-1 L^-1 P r with the factors `lu` of colouring `c`'s
-    /// P A P^T (z may be r; with `sc`: skipped once a device-driven solve
-    /// has stopped).
-    pub fn apply(
-        &self,
-        g: &Gpu,
-        c: &Colouring,
-        lu: &DeviceBuffer<f64>,
-        r: &DeviceBuffer<f64>,
-        z: &DeviceBuffer<f64>,
-        sc: Option<&DeviceBuffer<f64>>,
-    ) -> Result<()> {
-        self.passes(g, c, lu, r, z, cuda::ColourPasses::Apply, sc)
     }
 
     /// The split form's e = D - 2 D~ of colouring `c` from A's stored values

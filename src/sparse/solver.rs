@@ -459,7 +459,8 @@ impl Preconditioner for Ilu0Multicolour<'_> {
         Ok(())
     }
     fn apply_device(&self, g: &Gpu, r: &DeviceBuffer<f64>, z: &DeviceBuffer<f64>, sc: Option<&DeviceBuffer<f64>>) -> Result<()> {
-        self.device.ok_or_else(crate::array::mixed_backends)?.apply(g, self.c, self.lu.device()?, r, z, sc)
+        let d = self.device.ok_or_else(crate::array::mixed_backends)?;
+        d.passes(g, self.c, self.lu.device()?, r, z, cuda::ColourPasses::Apply, sc)
     }
 }
 
