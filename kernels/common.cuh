@@ -13,7 +13,7 @@ typedef unsigned long long u64;
 // the status is RUNNING, so iterations queued past the end change nothing.
 // TEAM: the address of a distributed solve's team table (below), as the
 // double with the same bits; 0 in a one-process solve.
-enum Scalar { BNORM, TOL, MAXIT, STATUS, ITER, RR, RZ, PQ, BETA, RHO, RHO_PREV, ALPHA, OMEGA, VALUE, TEAM, HIST = 16 };
+enum Scalar { BNORM, TOL, MAXIT, STATUS, ITER, RR, RZ, PQ, BETA, RHO, RHO_PREV, ALPHA, OMEGA, VALUE, TEAM, HALF_TOL, HIST = 16 };
 #define HIST_LEN 64  // relative residuals of the last HIST_LEN iterations, by iteration modulo HIST_LEN
 // TEAM_LOST: a distributed solve's rank waited TEAM_PATIENCE_NS for another
 // rank that never answered (VALUE: that rank), and gave up rather than hang.

@@ -139,7 +139,9 @@ extern "C" __global__ void __launch_bounds__(256) bicg_alpha(i64 n, const double
 }
 
 // BiCGSTAB: s = r - ALPHA v; a small enough s ends the iteration half way
-// (HALF_STEP: bicg_update then adds only ALPHA phat to x).
+// (HALF_STEP: bicg_update then adds only ALPHA phat to x). The half step's
+// test is against HALF_TOL: TOL, or -1 for a split solve, whose stops are confirmed
+// on the caller's residual after a whole step.
 extern "C" __global__ void __launch_bounds__(256) bicg_s(i64 n, const double* __restrict__ r, const double* __restrict__ v,
     double* __restrict__ s, double* partial, unsigned int* counter, double* sc) {
     if constexpr (WANTED(bicg_s)) {
@@ -154,7 +156,7 @@ extern "C" __global__ void __launch_bounds__(256) bicg_s(i64 n, const double* __
         double total, unused;
         if (iteration_sums(block_sum(ss), 0.0, partial, counter, sc, total, unused)) {
             const double snorm = sqrt(total) / sc[BNORM];
-            if (snorm <= sc[TOL]) {
+            if (snorm <= sc[HALF_TOL]) {
                 const double it = sc[ITER] + 1;
                 sc[ITER] = it;
                 sc[HIST + (i64)it % HIST_LEN] = snorm;
@@ -216,14 +218,16 @@ extern "C" __global__ void __launch_bounds__(256) bicg_update(i64 n, const doubl
                 sc[STATUS] = CONVERGED;
                 return;
             }
-            if (!end_iteration(sc, rr_total)) return;
+            const bool going = end_iteration(sc, rr_total);
+            // kept on convergence too: a split solve may resume (src/krylov/cuda.rs device_loop)
+            sc[RHO_PREV] = sc[RHO];
+            sc[RHO] = rho_total;
+            if (!going) return;
             if (omega == 0.0) {
                 sc[STATUS] = BREAK_OMEGA;
                 return;
             }
             stop_at_maxit(sc);
-            sc[RHO_PREV] = sc[RHO];
-            sc[RHO] = rho_total;
             if (sc[STATUS] == RUNNING && (rho_total == 0.0 || !isfinite(rho_total))) {
                 sc[VALUE] = rho_total;
                 sc[STATUS] = BREAK_RHO;

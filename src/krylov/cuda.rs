@@ -37,6 +37,8 @@ impl Scalar {
     pub const VALUE: usize = 13;
     /// A distributed solve's team table address, as the f64 of the same bits (0: none).
     pub const TEAM: usize = 14;
+    /// BiCGSTAB's half-step exit tests ||s|| against this: TOL, or -1 (none) for a split solve.
+    pub const HALF_TOL: usize = 15;
     /// Relative residuals of the last HIST_LEN iterations, at HIST + iteration % HIST_LEN.
     pub const HIST: usize = 16;
     pub const HIST_LEN: usize = 64;
@@ -329,9 +331,11 @@ impl CudaOps<'_> {
 /// solve, replayed after), and the host reads the scalars every few
 /// iterations. Any operator whose iteration `queue` can queue uses it;
 /// `team` (nonzero: a distributed solve's team table) sums the reductions over the ranks.
-/// Near the end (within NEAR_END of the tolerance) a look asks `retarget`
-/// for the tolerance that stands for start.tol (a split solve's; others
-/// give start.tol back) and puts it where the iteration reads it.
+/// A split solve's `retarget` gives the tolerance on the split residual
+/// that stands for start.tol on the caller's at their present ratio: asked
+/// at the looks near the end (within NEAR_END of the tolerance) and at a
+/// convergence, which it confirms or resumes from (BiCGSTAB takes no
+/// half-step exit there: its s is not confirmed).
 #[allow(clippy::too_many_arguments)]
 pub fn device_loop(
     g: &Gpu,
@@ -341,7 +345,7 @@ pub fn device_loop(
     history: &mut Vec<f64>,
     team: u64,
     queue: &dyn Fn(&DeviceBuffer<f64>) -> Result<()>,
-    retarget: &mut dyn FnMut(f64) -> Result<f64>,
+    mut retarget: Option<&mut dyn FnMut(f64) -> Result<f64>>,
 ) -> Result<Outcome> {
     use self::{Scalar as S, Status as status};
     let name = method.name();
@@ -354,6 +358,7 @@ pub fn device_loop(
     (sc[S::STATUS], sc[S::ITER], sc[S::RR], sc[S::RZ]) = (status::RUNNING, 0.0, start.rr, start.rz);
     (sc[S::RHO], sc[S::RHO_PREV], sc[S::ALPHA], sc[S::OMEGA]) = (start.rz, 1.0, 1.0, 1.0);
     sc[S::TEAM] = f64::from_bits(team);
+    sc[S::HALF_TOL] = if retarget.is_some() { -1.0 } else { start.tol };
     g.upload(&sc, scalars, 0)?;
     let replayed = match graph.take() {
         Some(graph) => graph,
@@ -384,7 +389,7 @@ pub fn device_loop(
                 // the iterations a replay runs (several for bicgstab_cluster)
                 let per_replay = (ran / batch).max(1);
                 let per_iteration = t.elapsed().as_secs_f64() / ran.max(1) as f64;
-                if relres <= super::NEAR_END * target {
+                if let Some(retarget) = retarget.as_mut().filter(|_| relres <= super::NEAR_END * target) {
                     let new = retarget(start.tol)?;
                     if new != target {
                         target = new;
@@ -396,7 +401,20 @@ pub fn device_loop(
                 batch = wanted.div_ceil(per_replay);
                 continue;
             }
-            status::CONVERGED => done(true, it, relres),
+            status::CONVERGED => {
+                // a split solve's stop, not borne out on the caller's residual: on, to what stands for it
+                let caller = match retarget.as_mut().filter(|_| it < start.maxit) {
+                    Some(retarget) => retarget(start.tol)?,
+                    None => relres,
+                };
+                if relres > caller {
+                    target = caller;
+                    g.upload(&[target, start.maxit as f64, Status::RUNNING], scalars, S::TOL)?;
+                    batch = 1;
+                    continue;
+                }
+                done(true, it, relres)
+            }
             status::MAXITER => done(false, it, relres),
             status::BREAK_NAN => broke(it, relres, format!("{name}: the residual is not finite at iteration {it}")),
             status::BREAK_PQ => {
@@ -450,8 +468,9 @@ impl Ops for CudaOps<'_> {
         let queue = |sc: &DeviceBuffer<f64>| self.queue_iteration(method, sc);
         // a split solve's tolerance, retargeted at the looks (its own reduction scratch: `reduce` is the iteration's)
         let mut own = None;
+        let left = self.left;
         let mut retarget = |tol: f64| -> Result<f64> {
-            let Some(left) = self.left else { return Ok(tol) };
+            let Some(left) = left else { return Ok(tol) };
             let (g, n, v) = (self.g, self.n, &self.vecs);
             let reduce = match &mut own {
                 Some(r) => r,
@@ -463,7 +482,8 @@ impl Ops for CudaOps<'_> {
             let caller = reduce.dots(g, n, at(Slot::Q), at(Slot::Q), Some((at(Slot::Z), at(Slot::Z))))?;
             Ok(super::split_target(tol, reduce.dots(g, n, at(Slot::R), at(Slot::R), Some((at(Slot::B), at(Slot::B))))?, caller))
         };
-        let out = device_loop(self.g, (&mut *scalars, &mut *graph), method, start, history, team, &queue, &mut retarget);
+        let retarget = left.map(|_| &mut retarget as &mut dyn FnMut(f64) -> Result<f64>);
+        let out = device_loop(self.g, (&mut *scalars, &mut *graph), method, start, history, team, &queue, retarget);
         self.looping = Some((scalars, graph));
         Some(out)
     }
