@@ -9,6 +9,10 @@
 //! CPU reference is the serial ILU(0) of P A P^T (super::cpu); the device
 //! factors it level by level and sweeps it a colour a launch, P and P^T
 //! folded in (kernels/sparse.cu `ilu_colour`), equal to rounding.
+//! Where ILU(0) leaves A's off-diagonal entries as they are (`triangle`),
+//! the same M is also applied split (`Split`, krylov::run_split): the
+//! method iterates on L^-1 (P A P^T) U^-1, which Eisenstat's trick applies
+//! with one pass over each triangle and no product with A (`ilu_split`).
 
 use super::{cpu, cuda, DevicePattern, Pattern};
 use crate::array::Buffer;

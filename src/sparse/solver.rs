@@ -1129,8 +1129,6 @@ fn device_sweeps(
     Ok(Some((factor, sweeps)))
 }
 
-/// The Jacobi-swept sweeps' split triangles, or the grid walk's layout, from
-/// freshly built `factors` (nothing for the other preconditioners and the
 /// Multicolour ILU(0) applied split takes a method that needs neither a
 /// symmetric operator nor the transpose, and factors that leave A's
 /// off-diagonal entries as they are (Eisenstat's form).
@@ -1163,6 +1161,8 @@ fn split_shift(st: &mut State, values: &Buffer<f64>, g: Option<&Gpu>) -> Result<
     Ok(())
 }
 
+/// The Jacobi-swept sweeps' split triangles, or the grid walk's layout, from
+/// freshly built `factors` (nothing for the other preconditioners and the
 /// CPU backend).
 fn split_refresh(a: &Csr, levels: Option<&(cuda::DeviceLevels, cuda::DeviceSweeps)>, factors: &Buffer<f64>) -> Result<()> {
     match (levels, factors) {
