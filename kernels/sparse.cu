@@ -252,7 +252,7 @@ __device__ void ilu_colour(int lo, int hi, int mode, const int* __restrict__ rp,
     int d = 0;
     if (mine) {
         d = diag[row];
-        const bool upper = mode >= 2;
+        const bool upper = mode == 2 || mode == 3;
         const int b = upper ? d + 1 : rp[row], e = upper ? rp[row + 1] : d;
         if (mode == 3) {
             for (int k = b + lane; k < e; k += TPR) sum += lu[k] * r[perm[ci[k]]];
