@@ -354,7 +354,11 @@ fn gmres_bicg_cgs_equal_the_serial_references_and_the_backend_follows() {
                 // (unpreconditioned GMRES(30) on orsirr_1: 2,999 to 5,146 iterations
                 // for the reference's 3,479): those are held to converging in 2x
                 let (got, want) = (mine.info.iterations, want_it as i64);
-                let margin = if want <= 300 {
+                let margin = if method == FEGPU_METHOD_CGS {
+                    // CGS squares BiCG's residual polynomial: on sherman5 with ILU(0) a
+                    // random b now and then gives 34 iterations for the reference's 29
+                    2 + want / 5
+                } else if want <= 300 {
                     1 + want / 50
                 } else if want <= 1000 {
                     want / 5
