@@ -33,8 +33,9 @@ pub const FEGPU_PRECOND_ILU0_JACOBI: i32 = 4;
 /// than ILU(0) in the caller's order, fewer than none. CSR matrices; not BiCG.
 pub const FEGPU_PRECOND_ILU0_MULTICOLOUR: i32 = 5;
 /// Multicolour ILU(0) applied split by Eisenstat's trick: the method
-/// iterates on L^-1 A U^-1, which costs about one SpMV and no separate
-/// preconditioner, so an iteration costs about an unpreconditioned one.
+/// iterates on L^-1 A U^-1, one pass over each triangle in place of M^-1
+/// and A apart (BiCGSTAB on a 7-point 128^3 grid, H100: 0.44 ms an
+/// iteration, against 0.62 with M^-1 and A apart and 0.29 unpreconditioned).
 /// Needs ILU(0) to leave A's off-diagonal entries unchanged (a graph without
 /// triangles: 7-point and 5-point grids) and BiCGSTAB, CGS or GMRES; the
 /// stopping test is on the caller's true residual. One process.
