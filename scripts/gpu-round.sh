@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One check-and-benchmark round on the GPU machine ([--checks-only|--sparse|--ilu|--block|--amg|--dist|--lbm|--radfields|--pipeline]). Builds nothing: run
+# One check-and-benchmark round on the GPU machine ([--checks-only|--sparse|--ilu|--block|--amg|--dist|--lbm|--radfields|--pipeline|--issue20]). Builds nothing: run
 # scripts/gpu-stage.sh here first, which copies the binaries into .gpu/,
 # then call the device tool with carry [".gpu"] and this script.
 # Logs go to $OUT (or ./gpu-out when run by hand).
@@ -18,6 +18,17 @@ near=$(cat "/sys/bus/pci/devices/$bus/local_cpulist" 2>/dev/null)
 bind=(); [ -n "$near" ] && command -v taskset >/dev/null && bind=(taskset -c "$near")
 echo "timing runs bound to CPUs: ${near:-(not found: unbound)}" | tee -a "$OUT/gpu.txt"
 run .gpu/bin/fegpu info
+if [ "${1:-}" = "--issue20" ]; then
+  # issue #20's bars in one run, no checks: every kernel compiled first (none inside a timed solve),
+  # the ILU(0) table, the serial drivers bound to the GPU's CPUs, CuPy's ILU(0) and GMRES beside
+  .gpu/bin/fegpu warm > "$OUT/warm.txt" 2>&1
+  FEGPU_BENCH_SWEEPS="windows,multicolour,jacobi x1" "${bind[@]}" .gpu/bin/fegpu bench ilu 2>&1 | tee "$OUT/bench-ilu.txt"
+  "${bind[@]}" .gpu/drivers/bicgstab_serial 2>&1 | tee "$OUT/bicgstab_serial.txt"
+  "${bind[@]}" .gpu/drivers/toughreact_newton 15 14 14 2 2>&1 | tail -4 | tee "$OUT/toughreact-5880.txt"
+  timeout 300 "${bind[@]}" .gpu/drivers/toughreact_newton 100 100 100 1 1 2>&1 | tail -12 | tee "$OUT/toughreact-1e6.txt"
+  python3 peers/peers.py sparse tests/data/matrices/sherman5.mtx 2>&1 | tee "$OUT/peers-sparse.txt"
+  exit 0
+fi
 for t in .gpu/tests/*; do run "$t" --test-threads=1; done
 for d in .gpu/drivers/*; do [ -x "$d" ] && [[ $(basename "$d") != dist_* ]] && run "$d"; done
 # the distributed drivers (an MPI build), ranks sharing the one GPU
