@@ -7,7 +7,9 @@
 //! looking at the scalars every few iterations; GMRES, BiCG and CGS iterate
 //! on the host over device vectors. Operators: CSR matrices
 //! (`sparse`), element-by-element products (`fem::ebe`); preconditioners:
-//! the identity and Jacobi (here), ILU(0) (`sparse`). A distributed solve
+//! the identity and Jacobi (here), ILU(0) (`sparse`); a preconditioner
+//! applied split (`Split`, `run_split`: multicolour ILU(0) by Eisenstat's
+//! trick) makes the method's operator M_L^-1 A M_R^-1. A distributed solve
 //! (`crate::dist`) runs the same methods through `Reduced`, which finishes
 //! every reduction over the ranks with one `GlobalSum` call.
 
