@@ -1160,6 +1160,7 @@ fn multicolour_ilu0_split_is_eisenstat() {
     use std::sync::Arc;
     let mut rng = Rng::new(seed());
     let split = Precond::Ilu0Multicolour { split: true };
+    let ctx = Arc::new(fegpu::context::Context::new(fegpu::context::Request::Auto, 0).unwrap());
     let cases = vec![
         ("box7 20x30x40", 24000, random_box7(&mut rng, [20, 30, 40])),
         ("convdiff 23^3", 23usize.pow(3), fegpu::sparse::gallery::convection_diffusion(23, 50.0)),
@@ -1218,7 +1219,6 @@ fn multicolour_ilu0_split_is_eisenstat() {
         c.lower_times(&lu, &back, &mut lr);
         assert!(lr.iter().zip(&pb).all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + b.abs())), "{name}: L L^-1 P b = P b");
         // each map on the device against the CPU reference, poisoned outputs
-        let ctx = fegpu::context::Context::new(fegpu::context::Request::Auto, 0).unwrap();
         if let Some(g) = ctx.gpu() {
             use fegpu::array::Buffer;
             use fegpu::krylov::Operator;
@@ -1250,7 +1250,6 @@ fn multicolour_ilu0_split_is_eisenstat() {
         }
     }
     // solves on the reference and the backend under test
-    let ctx = Arc::new(fegpu::context::Context::new(fegpu::context::Request::Auto, 0).unwrap());
     let reference = Arc::new(fegpu::context::Context::cpu_reference());
     for (name, n, (rp, ci, v)) in &cases {
         let make = |c: &Arc<fegpu::context::Context>| {

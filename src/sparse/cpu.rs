@@ -78,13 +78,21 @@ pub fn ilu0_renumbered(p: &Pattern, lu: &mut [f64], caller_row: &dyn Fn(usize) -
 /// z = U^-1 L^-1 r with the ILU(0) factors.
 pub fn ilu0_apply(p: &Pattern, lu: &[f64], r: &[f64], z: &mut [f64]) {
     for i in 0..p.nrows {
-        let (si, di) = (p.row_ptr[i] as usize, p.diag[i] as usize);
-        z[i] = r[i] - (si..di).map(|kk| lu[kk] * z[p.col[kk] as usize]).sum::<f64>();
+        z[i] = r[i] - lower_sum(p, lu, i, z);
     }
     for i in (0..p.nrows).rev() {
-        let (di, ei) = (p.diag[i] as usize, p.row_ptr[i + 1] as usize);
-        z[i] = (z[i] - (di + 1..ei).map(|kk| lu[kk] * z[p.col[kk] as usize]).sum::<f64>()) / lu[di];
+        z[i] = (z[i] - upper_sum(p, lu, i, z)) / lu[p.diag[i] as usize];
     }
+}
+
+/// sum_{j<i} l_ij y_j over row i of the ILU(0) factors, in CSR order.
+pub fn lower_sum(p: &Pattern, lu: &[f64], i: usize, y: &[f64]) -> f64 {
+    (p.row_ptr[i] as usize..p.diag[i] as usize).map(|k| lu[k] * y[p.col[k] as usize]).sum()
+}
+
+/// sum_{j>i} u_ij y_j over row i of the ILU(0) factors, in CSR order.
+pub fn upper_sum(p: &Pattern, lu: &[f64], i: usize, y: &[f64]) -> f64 {
+    (p.diag[i] as usize + 1..p.row_ptr[i + 1] as usize).map(|k| lu[k] * y[p.col[k] as usize]).sum()
 }
 
 /// z = M^-1 r with ILU(0)'s factors, each triangular solve replaced by

@@ -14,7 +14,8 @@
 //! method iterates on L^-1 (P A P^T) U^-1, which Eisenstat's trick applies
 //! with one pass over each triangle and no product with A (`ilu_split`).
 
-use super::{cpu, cuda, DevicePattern, Pattern};
+use super::cpu::{self, lower_sum, upper_sum};
+use super::{cuda, DevicePattern, Pattern};
 use crate::array::Buffer;
 use crate::error::Result;
 use crate::gpu::{DeviceBuffer, Gpu};
@@ -204,16 +205,6 @@ impl Colouring {
             x[self.perm[i] as usize] = t[i];
         }
     }
-}
-
-/// sum_{j<i} l_ij y_j over row i of the factors.
-fn lower_sum(p: &Pattern, lu: &[f64], i: usize, y: &[f64]) -> f64 {
-    (p.row_ptr[i] as usize..p.diag[i] as usize).map(|k| lu[k] * y[p.col[k] as usize]).sum()
-}
-
-/// sum_{j>i} u_ij y_j over row i of the factors.
-fn upper_sum(p: &Pattern, lu: &[f64], i: usize, y: &[f64]) -> f64 {
-    (p.diag[i] as usize + 1..p.row_ptr[i + 1] as usize).map(|k| lu[k] * y[p.col[k] as usize]).sum()
 }
 
 /// The colouring on the device: P, the reordered pattern, the levels its
