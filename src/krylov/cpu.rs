@@ -44,6 +44,9 @@ impl Ops for CpuOps<'_> {
         let Some(left) = self.left else { return Ok(None) };
         super::split_tolerance(self, left, tol).map(Some)
     }
+    fn is_split(&self) -> bool {
+        self.left.is_some()
+    }
     fn load(&mut self, v: Slot, from: &Buffer<f64>) -> Result<()> {
         self.vecs[v.index()].copy_from_slice(from.host()?);
         Ok(())

@@ -491,6 +491,9 @@ impl Ops for CudaOps<'_> {
         let Some(left) = self.left else { return Ok(None) };
         super::split_tolerance(self, left, tol).map(Some)
     }
+    fn is_split(&self) -> bool {
+        self.left.is_some()
+    }
 
     fn spmv(&mut self, x: Slot, y: Slot) -> Result<()> {
         self.apply(self.op, x, y)

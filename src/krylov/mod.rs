@@ -284,6 +284,10 @@ pub trait Ops {
     fn split_tolerance(&mut self, _tol: f64) -> Result<Option<f64>> {
         Ok(None)
     }
+    /// Whether the backend holds a split preconditioner's M_L (`split_tolerance` answers).
+    fn is_split(&self) -> bool {
+        false
+    }
     /// Runs the method's iterations where the vectors live, from the state
     /// `start` that the set-up left; None: the caller iterates on the host.
     fn iterate_on_device(&mut self, _method: Method, _start: &Start, _history: &mut Vec<f64>) -> Option<Result<Outcome>> {
@@ -500,7 +504,7 @@ pub fn bicgstab(ops: &mut dyn Ops, tol: f64, maxit: i64, history: &mut Vec<f64>)
     // solve, what stands for it on the caller's residual (checked after whole
     // steps only: a split solve takes no half-step exit, its s unconfirmed)
     let mut target = tol;
-    let split = ops.split_tolerance(tol)?.is_some();
+    let split = ops.is_split();
     for it in 1..=maxit {
         if rho == 0.0 || !rho.is_finite() {
             return Ok(broke(it - 1, relres, format!("BiCGSTAB: rho = (r0, r) = {rho:e} at iteration {it}")));
