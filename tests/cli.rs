@@ -252,7 +252,8 @@ fn solve_with_amg_prints_the_hierarchy_and_takes_the_f32_cycle() {
 /// `fegpu warm` compiles the kernel files named into the cache that
 /// FEGPU_KERNEL_CACHE names (a second run finds them there), each kernel
 /// alone for a file compiled one kernel at a time, or says that NVRTC is
-/// missing (then the test passes only where FEGPU_REQUIRE_NVRTC is not 1);
+/// missing (then the test passes only where FEGPU_REQUIRE_NVRTC is not 1),
+/// and loads each on device 0 where that is an sm_90 GPU;
 /// an architecture that is not sm_XY and an unknown file are refused.
 #[test]
 fn warm_fills_the_kernel_cache() {
@@ -264,6 +265,9 @@ fn warm_fills_the_kernel_cache() {
         eprintln!("NVRTC absent: fegpu warm not checked ({out})");
     } else {
         assert!(ok && out.contains("kernels/vector.cu: compiled") && out.contains("kernels/radfields.cu: compiled"), "{out}");
+        // on an sm_90 GPU every file is loaded there too (the driver's cache); elsewhere only compiled
+        let on_gpu = fegpu::gpu::Gpu::open(0).is_ok_and(|g| g.arch() == "sm_90");
+        assert_eq!(out.contains("each file loaded on device 0"), on_gpu, "{out}");
         assert!(fegpu::ONE_KERNEL_AT_A_TIME.contains(&"dense") && !fegpu::ONE_KERNEL_AT_A_TIME.contains(&"vector"));
         // dense.cu kernel by kernel: as many entries as kernels, and the compile of empty bodies that named them
         let kernels: usize = out

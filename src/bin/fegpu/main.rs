@@ -16,7 +16,9 @@ const USAGE: &str = "usage:
                              with NVRTC into the kernel cache (FEGPU_KERNEL_CACHE; by default
                              ~/.cache/fegpu/kernels) for device 0's architecture, or sm_XY
                              without a GPU: a job's first solve then loads them (NVRTC takes
-                             seconds a file on a fresh machine)
+                             seconds a file on a fresh machine); on a GPU of that
+                             architecture each file is loaded too, so the driver caches
+                             its machine code (~/.nv/ComputeCache)
   fegpu solve A.mtx [b.mtx] [--method bicgstab|cg|gmres|bicg|cgs] [--restart M]
               [--precond none|jacobi|ilu0|ilu0-jacobi[:SWEEPS]|ilu0-multicolour[-split]|amg]
               [--tol T] [--maxit N]
@@ -117,12 +119,16 @@ fn warm(args: &[String]) -> fegpu::Result<()> {
             }
         }
     }
-    let arch = match arch {
-        Some(a) => a,
+    // device 0 where it is of the architecture: each file is loaded on it as well
+    let (arch, gpu) = match arch {
+        Some(a) => {
+            let g = Gpu::open(0).ok().filter(|g| g.arch() == a);
+            (a, g)
+        }
         None => {
             let g = Gpu::open(0)
                 .map_err(|e| bad(format!("no GPU to take the architecture from ({}): give --arch sm_XY", e.message)))?;
-            g.arch().to_string()
+            (g.arch().to_string(), Some(g))
         }
     };
     let Some(dir) = fegpu::gpu::kernel_cache::directory() else {
@@ -134,23 +140,31 @@ fn warm(args: &[String]) -> fegpu::Result<()> {
         .and_then(|_| std::fs::write(&probe, b""))
         .and_then(|_| std::fs::remove_file(&probe))
         .map_err(|e| bad(format!("the kernel cache {} cannot be written: {e}", dir.display())))?;
-    println!("kernel cache {} for {arch}", dir.display());
+    match &gpu {
+        Some(_) => println!("kernel cache {} for {arch}, each file loaded on device 0 (the driver's cache)", dir.display()),
+        None => println!("kernel cache {} for {arch}", dir.display()),
+    }
     for (module, source) in fegpu::KERNEL_SOURCES.iter().filter(|(m, _)| files.is_empty() || files.iter().any(|f| f == m)) {
         let clock = std::time::Instant::now();
         let compile = |text: &str| fegpu::gpu::compile_cached(module, text, &arch, Some(&dir), true);
+        let load = |ptx| gpu.as_ref().map_or(Ok(()), |g| g.load_and_drop(module, ptx));
         let what = if fegpu::ONE_KERNEL_AT_A_TIME.contains(module) {
             // as jobs ask for them: each kernel alone, the names from a compile of empty bodies
             let names = compile(&fegpu::gpu::one_kernel_source(source, ""))?.0.to_src();
             let names = fegpu::gpu::entry_names(&names);
             use rayon::prelude::*;
-            let hits = names
+            let compiled = names
                 .par_iter()
-                .map(|k| compile(&fegpu::gpu::one_kernel_source(source, k)).map(|(_, hit)| hit as usize))
+                .map(|k| compile(&fegpu::gpu::one_kernel_source(source, k)))
                 .collect::<fegpu::Result<Vec<_>>>()?;
-            let hits: usize = hits.iter().sum();
+            let hits = compiled.iter().filter(|(_, hit)| *hit).count();
+            for (ptx, _) in compiled {
+                load(ptx)?;
+            }
             format!("{} kernels one at a time, {} compiled, {hits} already cached", names.len(), names.len() - hits)
         } else {
-            let (_, cached) = compile(source)?;
+            let (ptx, cached) = compile(source)?;
+            load(ptx)?;
             (if cached { "already cached" } else { "compiled" }).to_string()
         };
         println!("  kernels/{module}.cu: {what} ({:.2} s)", clock.elapsed().as_secs_f64());
