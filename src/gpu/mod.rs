@@ -175,7 +175,7 @@ impl Gpu {
     /// Loads `ptx` (a kernel file NVRTC compiled for this device) and lets it
     /// go: the driver translates PTX to machine code on a module's first load
     /// and keeps it in its own cache (~/.nv/ComputeCache), so `fegpu warm`
-    /// spares a job's first solve that step too (milliseconds a kernel).
+    /// spares a job's first solve that step too.
     pub fn load_and_drop(&self, module: &str, ptx: nvrtc::Ptx) -> Result<()> {
         self.ctx.load_module(ptx).map(drop).map_err(|e| device_error(&format!("loading kernels/{module}.cu"), e))
     }
