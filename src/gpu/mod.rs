@@ -44,6 +44,8 @@ pub use cudarc::driver::CudaView as DeviceView;
 pub use cudarc::driver::DeviceRepr as KernelValue;
 pub use cudarc::driver::LaunchArgs as Launch;
 pub use cudarc::driver::PushKernelArg as KernelArg;
+/// NVRTC's output for a kernel file (what `compile_cached` returns).
+pub use cudarc::nvrtc::Ptx;
 
 /// Element types that can live in device memory.
 pub trait DeviceScalar: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy + Send + Sync + 'static {}
