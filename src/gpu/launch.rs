@@ -104,20 +104,28 @@ impl Gpu {
             Some(m) => m.clone(),
             None => {
                 let text = alone.map(|k| one_kernel_source(source, k));
-                let text = text.as_deref().unwrap_or(source);
-                let dir = self.kernel_cache.as_deref();
-                let (ptx, cached) = compile_cached(module, text, &self.arch, dir, true)?;
-                let loaded = match self.ctx.load_module(ptx) {
-                    // an entry the driver refuses (damaged, or from a newer toolkit): compiled afresh, stored again
-                    Err(_) if cached => self.ctx.load_module(compile_cached(module, text, &self.arch, dir, false)?.0),
-                    other => other,
-                };
-                let m = loaded.map_err(|e| device_error(&format!("loading kernels/{module}.cu"), e))?;
+                let m = self.load_module(module, text.as_deref().unwrap_or(source))?;
                 modules.insert(key, m.clone());
                 m
             }
         };
         m.load_function(name).map_err(|e| device_error(&format!("looking up kernel {name} in kernels/{module}.cu"), e))
+    }
+
+    /// `text` (kernels/`module`.cu, or one kernel of it) loaded on this
+    /// device: its PTX from the kernel cache, else compiled and stored. On a
+    /// module's first load the driver translates the PTX to machine code and
+    /// keeps that in its own cache (~/.nv/ComputeCache), which `fegpu warm`
+    /// fills this way.
+    pub fn load_module(&self, module: &str, text: &str) -> Result<Arc<CudaModule>> {
+        let dir = self.kernel_cache.as_deref();
+        let (ptx, cached) = compile_cached(module, text, &self.arch, dir, true)?;
+        let loaded = match self.ctx.load_module(ptx) {
+            // an entry the driver refuses (damaged, or from a newer toolkit): compiled afresh, stored again
+            Err(_) if cached => self.ctx.load_module(compile_cached(module, text, &self.arch, dir, false)?.0),
+            other => other,
+        };
+        loaded.map_err(|e| device_error(&format!("loading kernels/{module}.cu"), e))
     }
 
     /// The kernel `name`, allowed `bytes` of dynamic shared memory a block

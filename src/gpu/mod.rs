@@ -44,8 +44,6 @@ pub use cudarc::driver::CudaView as DeviceView;
 pub use cudarc::driver::DeviceRepr as KernelValue;
 pub use cudarc::driver::LaunchArgs as Launch;
 pub use cudarc::driver::PushKernelArg as KernelArg;
-/// NVRTC's output for a kernel file (what `compile_cached` returns).
-pub use cudarc::nvrtc::Ptx;
 
 /// Element types that can live in device memory.
 pub trait DeviceScalar: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy + Send + Sync + 'static {}
@@ -172,14 +170,6 @@ impl Gpu {
     /// part of the kernel cache's key, so `fegpu warm` fills what loads find.
     pub fn arch(&self) -> &str {
         &self.arch
-    }
-
-    /// Loads `ptx` (a kernel file NVRTC compiled for this device) and lets it
-    /// go: the driver translates PTX to machine code on a module's first load
-    /// and keeps it in its own cache (~/.nv/ComputeCache), so `fegpu warm`
-    /// spares a job's first solve that step too.
-    pub fn load_and_drop(&self, module: &str, ptx: nvrtc::Ptx) -> Result<()> {
-        self.ctx.load_module(ptx).map(drop).map_err(|e| device_error(&format!("loading kernels/{module}.cu"), e))
     }
 
     /// Number of CUDA devices, or an explanation of why there are none.

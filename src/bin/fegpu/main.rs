@@ -147,15 +147,8 @@ fn warm(args: &[String]) -> fegpu::Result<()> {
     for (module, source) in fegpu::KERNEL_SOURCES.iter().filter(|(m, _)| files.is_empty() || files.iter().any(|f| f == m)) {
         let clock = std::time::Instant::now();
         let compile = |text: &str| fegpu::gpu::compile_cached(module, text, &arch, Some(&dir), true);
-        // an entry the driver refuses (damaged, or from a newer toolkit) is compiled afresh, as Gpu::kernel does
-        let load =
-            |text: &str, (ptx, cached): (fegpu::gpu::Ptx, bool)| match gpu.as_ref().map(|g| (g, g.load_and_drop(module, ptx))) {
-                Some((g, Err(_))) if cached => {
-                    g.load_and_drop(module, fegpu::gpu::compile_cached(module, text, &arch, Some(&dir), false)?.0)
-                }
-                Some((_, loaded)) => loaded,
-                None => Ok(()),
-            };
+        // from the cache just filled: the driver's translation is what loading adds
+        let load = |text: &str| gpu.as_ref().map_or(Ok(()), |g| g.load_module(module, text).map(drop));
         let what = if fegpu::ONE_KERNEL_AT_A_TIME.contains(module) {
             // as jobs ask for them: each kernel alone, the names from a compile of empty bodies
             let names = compile(&fegpu::gpu::one_kernel_source(source, ""))?.0.to_src();
@@ -165,19 +158,18 @@ fn warm(args: &[String]) -> fegpu::Result<()> {
                 .par_iter()
                 .map(|k| {
                     let text = fegpu::gpu::one_kernel_source(source, k);
-                    compile(&text).map(|c| (text, c))
+                    compile(&text).map(|(_, hit)| (text, hit))
                 })
                 .collect::<fegpu::Result<Vec<_>>>()?;
-            let hits = compiled.iter().filter(|(_, (_, hit))| *hit).count();
-            for (text, c) in compiled {
-                load(&text, c)?;
+            let hits = compiled.iter().filter(|(_, hit)| *hit).count();
+            for (text, _) in &compiled {
+                load(text)?;
             }
             format!("{} kernels one at a time, {} compiled, {hits} already cached", names.len(), names.len() - hits)
         } else {
-            let c = compile(source)?;
-            let what = if c.1 { "already cached" } else { "compiled" };
-            load(source, c)?;
-            what.to_string()
+            let (_, cached) = compile(source)?;
+            load(source)?;
+            (if cached { "already cached" } else { "compiled" }).to_string()
         };
         println!("  kernels/{module}.cu: {what} ({:.2} s)", clock.elapsed().as_secs_f64());
     }
