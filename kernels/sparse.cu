@@ -264,15 +264,14 @@ __device__ void ilu_colour(int lo, int hi, int mode, const int* __restrict__ rp,
     }
     sum = group_sum<TPR>(sum);
     if (mine && lane == 0) {
-        const double s = (mode == 2 ? y[row] : r[perm[row]]) - sum;
         if (mode == 3) {
             y[row] = lu[d] * r[perm[row]] + sum;
         } else if (mode == 4) {
             y[row] = r[row] + sum;
         } else if (mode == 0) {
-            y[row] = s;
+            y[row] = r[perm[row]] - sum;
         } else {
-            const double x = s / lu[d];
+            const double x = ((mode == 2 ? y[row] : r[perm[row]]) - sum) / lu[d];
             y[row] = x;
             z[perm[row]] = x;
         }

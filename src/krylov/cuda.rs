@@ -467,22 +467,23 @@ impl Ops for CudaOps<'_> {
         let team = self.op.device_team(self.g);
         let queue = |sc: &DeviceBuffer<f64>| self.queue_iteration(method, sc);
         // a split solve's tolerance, retargeted at the looks (its own reduction scratch: `reduce` is the iteration's)
-        let mut own = None;
-        let left = self.left;
-        let mut retarget = |tol: f64| -> Result<f64> {
-            let Some(left) = left else { return Ok(tol) };
-            let (g, n, v) = (self.g, self.n, &self.vecs);
-            let reduce = match &mut own {
-                Some(r) => r,
-                None => own.insert(Reduce::new(g)?),
-            };
-            let at = |s: Slot| &v[s.index()];
-            left.apply_device(g, at(Slot::R), at(Slot::Q), None)?;
-            left.apply_device(g, at(Slot::B), at(Slot::Z), None)?;
-            let caller = reduce.dots(g, n, at(Slot::Q), at(Slot::Q), Some((at(Slot::Z), at(Slot::Z))))?;
-            Ok(super::split_target(tol, reduce.dots(g, n, at(Slot::R), at(Slot::R), Some((at(Slot::B), at(Slot::B))))?, caller))
-        };
-        let retarget = left.map(|_| &mut retarget as &mut dyn FnMut(f64) -> Result<f64>);
+        let (g, n, v) = (self.g, self.n, &self.vecs);
+        let mut retarget = self.left.map(|left| {
+            let mut own = None;
+            move |tol: f64| -> Result<f64> {
+                let reduce = match &mut own {
+                    Some(r) => r,
+                    None => own.insert(Reduce::new(g)?),
+                };
+                let at = |s: Slot| &v[s.index()];
+                left.apply_device(g, at(Slot::R), at(Slot::Q), None)?;
+                left.apply_device(g, at(Slot::B), at(Slot::Z), None)?;
+                let caller = reduce.dots(g, n, at(Slot::Q), at(Slot::Q), Some((at(Slot::Z), at(Slot::Z))))?;
+                let split = reduce.dots(g, n, at(Slot::R), at(Slot::R), Some((at(Slot::B), at(Slot::B))))?;
+                Ok(super::split_target(tol, split, caller))
+            }
+        });
+        let retarget = retarget.as_mut().map(|f| f as &mut dyn FnMut(f64) -> Result<f64>);
         let out = device_loop(self.g, (&mut *scalars, &mut *graph), method, start, history, team, &queue, retarget);
         self.looping = Some((scalars, graph));
         Some(out)
