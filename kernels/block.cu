@@ -4,17 +4,6 @@
 // of the CPU reference (src/sparse/block/cpu.rs) in the same order, so the
 // two agree to rounding. (kernels/common.cuh and csr.cuh are prepended.)
 
-// acc += B (sign x), column by column.
-template <int K>
-__device__ __forceinline__ void add_mat_vec(const double* __restrict__ b, const double* x, double* acc, double sign) {
-#pragma unroll
-    for (int j = 0; j < K; ++j) {
-        const double xj = sign * x[j];
-#pragma unroll
-        for (int i = 0; i < K; ++i) acc[i] += b[j * K + i] * xj;
-    }
-}
-
 // c = a b.
 template <int K>
 __device__ __forceinline__ void mat_mul(const double* a, const double* b, double* c) {

@@ -156,3 +156,13 @@ __device__ void set_pq(double* sc, double pq) {
     }
 }
 
+// acc += B (sign x), B a K x K block stored column by column (kernels/block.cu).
+template <int K>
+__device__ __forceinline__ void add_mat_vec(const double* __restrict__ b, const double* x, double* acc, double sign) {
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+        const double xj = sign * x[j];
+#pragma unroll
+        for (int i = 0; i < K; ++i) acc[i] += b[j * K + i] * xj;
+    }
+}

@@ -281,6 +281,7 @@ __device__ double2 block_sums(double a, double b) {
 
 // One block over the vectors in global memory; lu: ILU(0)'s factors (kind 2).
 struct OneBlock {
+    static constexpr int BLOCK = 1;  // scalar rows
     int n;
     const int *rp, *ci, *diag;
     const double *val, *lu;
@@ -349,6 +350,7 @@ __device__ __forceinline__ void cluster_sync() {
 // vector 0 in the block that holds it, so a read of another block's row is
 // one load, not a look-up of that block's vector first.
 struct InCluster {
+    static constexpr int BLOCK = 1;  // scalar rows
     int m, rank, blocks, R;
     const int *rp, *dg;
     const unsigned* col;
@@ -410,6 +412,77 @@ struct InCluster {
     }
 };
 
+// The same cluster over a BSR matrix of K x K blocks (column-major): the
+// vectors' rows in shared memory as InCluster (R a multiple of K), a thread
+// a block row; rp, dg, col over this block's mb block rows, col[k] the
+// address of block column ci[k]'s first row. The values and factors stay in
+// global memory (val, lu: this block's first entry), where the L2 keeps
+// them: with the vectors they would not fit the cluster's shared memory.
+template <int K>
+struct InBlockCluster : InCluster {
+    static constexpr int BLOCK = K;
+    int mb;
+    template <class F>
+    __device__ void block_rows(F f) const {
+        for (int i = threadIdx.x; i < mb; i += blockDim.x) f(i);
+    }
+    __device__ void gather(int k, unsigned c, double* xb) const {
+#pragma unroll
+        for (int u = 0; u < K; ++u) xb[u] = at(k, c + 8u * u);
+    }
+    __device__ void spmv(int in, int out) const {
+        double* y = vec(out);
+        block_rows([&](int i) {
+            double acc[K] = {}, xb[K];
+            for (int k = rp[i]; k < rp[i + 1]; ++k) {
+                gather(in, col[k], xb);
+                add_mat_vec<K>(val + (i64)k * K * K, xb, acc, 1.0);
+            }
+#pragma unroll
+            for (int u = 0; u < K; ++u) y[i * K + u] = acc[u];
+        });
+        sync();
+    }
+    // One Jacobi sweep of a block triangle (kernels/block.cu bilu0_row):
+    // lower, out = rhs - L_s in; upper, out = U_d^-1 (rhs - U_s in), U_d^-1
+    // being the pivot block the factorisation inverted (scale_in: InCluster's only).
+    __device__ void sweep(bool upper, bool, int rhs, int in, int out) const {
+        const double* y = vec(rhs);
+        double* o = vec(out);
+        block_rows([&](int i) {
+            double acc[K], xb[K];
+#pragma unroll
+            for (int u = 0; u < K; ++u) acc[u] = y[i * K + u];
+            const int b = upper ? dg[i] + 1 : rp[i], e = upper ? rp[i + 1] : dg[i];
+            for (int k = b; k < e; ++k) {
+                gather(in, col[k], xb);
+                add_mat_vec<K>(lu + (i64)k * K * K, xb, acc, -1.0);
+            }
+            if (upper) {
+                double d[K] = {};
+                add_mat_vec<K>(lu + (i64)dg[i] * K * K, acc, d, 1.0);
+#pragma unroll
+                for (int u = 0; u < K; ++u) acc[u] = d[u];
+            }
+#pragma unroll
+            for (int u = 0; u < K; ++u) o[i * K + u] = acc[u];
+        });
+        sync();
+    }
+    // out = U_d^-1 rhs: the upper sweeps' start (kernels/block.cu bilu0_diag).
+    __device__ void diagonal_start(int rhs, int out) const {
+        const double* y = vec(rhs);
+        double* o = vec(out);
+        block_rows([&](int i) {
+            double d[K] = {};
+            add_mat_vec<K>(lu + (i64)dg[i] * K * K, y + i * K, d, 1.0);
+#pragma unroll
+            for (int u = 0; u < K; ++u) o[i * K + u] = d[u];
+        });
+        sync();
+    }
+};
+
 // z = M^-1 r (kind 0 never comes here: the iteration uses r itself).
 template <class G>
 __device__ void small_precond(G& g, int kind, int sweeps, int r, int z) {
@@ -427,6 +500,13 @@ __device__ void small_precond(G& g, int kind, int sweeps, int r, int z) {
         y = out;
     }
     const int other = (y == SV_A) ? SV_B : SV_A;
+    if constexpr (G::BLOCK > 1) {
+        // the start U_d^-1 y, then the sweeps: write w lands in z when sweeps - w is even
+        const auto target = [&](int w) { return (sweeps - w) % 2 == 0 ? z : other; };
+        g.diagonal_start(y, target(0));
+        for (int w = 1; w <= sweeps; ++w) g.sweep(true, false, y, target(w - 1), target(w));
+        return;
+    }
     int from = y;
     for (int s = 0; s < sweeps; ++s) {
         const int out = ((sweeps - 1 - s) % 2 == 0) ? z : other;
@@ -525,68 +605,90 @@ extern "C" __global__ void __launch_bounds__(1024) bicgstab_block(int n, const i
 // memory. Dynamic shared memory, in this order: SMALL_VECTORS x R
 // doubles, E values of A, E of the factors (kind 2), then R + 1 row
 // pointers, E columns (as addresses, InCluster), R diagonal positions (src/krylov/cuda.rs
-// `cluster_shared` sizes it).
-extern "C" __global__ void __launch_bounds__(1024) bicgstab_cluster(int n, int R, int E, const int* __restrict__ rp,
-    const int* __restrict__ ci, const double* __restrict__ val, const int* __restrict__ diag, int kind,
-    const double* __restrict__ m, int sweeps, int iterations, double* x, double* r, const double* rhat, double* p,
-    double* v, double* sc) {
-    if constexpr (WANTED(bicgstab_cluster)) {
-        if (stopped(sc)) return;
-        extern __shared__ double room[];
-        __shared__ unsigned far[CLUSTER_MAX];  // block q's room, as a shared::cluster address
-        __shared__ double2 slots[2];
-        unsigned int rank, blocks;
-        asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-        asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
-        if (threadIdx.x < blocks) {
-            unsigned a;
-            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"((unsigned)__cvta_generic_to_shared(room)), "r"(threadIdx.x));
-            far[threadIdx.x] = a;
-        }
-        __syncthreads();
-        const int r0 = (int)rank * R, rows = max(0, min(R, n - r0));
-        const int base = rp[min(r0, n)], entries = rp[min(r0 + rows, n)] - base;
-        InCluster g;
-        g.m = rows, g.rank = (int)rank, g.blocks = (int)blocks, g.R = R, g.turn = 0, g.slots = slots, g.room = room;
-        double* a = room + (i64)SMALL_VECTORS * R;
-        double* lu = a + E;
-        int* lrp = (int*)(lu + (kind == 2 ? E : 0));
-        unsigned* col = (unsigned*)(lrp + R + 1);
-        int* dg = (int*)(col + E);
-        g.val = a, g.lu = lu, g.rp = lrp, g.col = col, g.dg = dg;
-        for (int i = threadIdx.x; i <= rows; i += blockDim.x) lrp[i] = rp[min(r0 + i, n)] - base;
-        for (int k = threadIdx.x; k < entries; k += blockDim.x) {
-            const int c = ci[base + k];
+// `cluster_shared` sizes it). With K > 1 (InBlockCluster) the pattern is
+// over block rows (R / K of them a block, E block entries) and the values
+// and factors are not copied.
+template <int K>
+__device__ void bicgstab_cluster_of(int n, int R, int E, const int* __restrict__ rp, const int* __restrict__ ci,
+    const double* __restrict__ val, const int* __restrict__ diag, int kind, const double* __restrict__ m, int sweeps,
+    int iterations, double* x, double* r, const double* rhat, double* p, double* v, double* sc) {
+    if (stopped(sc)) return;
+    extern __shared__ double room[];
+    __shared__ unsigned far[CLUSTER_MAX];  // block q's room, as a shared::cluster address
+    __shared__ double2 slots[2];
+    unsigned int rank, blocks;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
+    if (threadIdx.x < blocks) {
+        unsigned a;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"((unsigned)__cvta_generic_to_shared(room)), "r"(threadIdx.x));
+        far[threadIdx.x] = a;
+    }
+    __syncthreads();
+    const int r0 = (int)rank * R, rows = max(0, min(R, n - r0));
+    const int b0 = r0 / K, nb = n / K, mb = rows / K;  // block rows
+    const int base = rp[min(b0, nb)], entries = rp[min(b0 + mb, nb)] - base;
+    InBlockCluster<K> g;
+    g.m = rows, g.mb = mb, g.rank = (int)rank, g.blocks = (int)blocks, g.R = R, g.turn = 0, g.slots = slots, g.room = room;
+    const bool copied = K == 1;  // the values in shared memory
+    double* a = room + (i64)SMALL_VECTORS * R;
+    double* lu = a + (copied ? E : 0);
+    int* lrp = (int*)(lu + (copied && kind == 2 ? E : 0));
+    unsigned* col = (unsigned*)(lrp + R / K + 1);
+    int* dg = (int*)(col + E);
+    g.val = copied ? a : val + (i64)base * K * K, g.lu = copied ? lu : m + (i64)base * K * K;
+    g.rp = lrp, g.col = col, g.dg = dg;
+    for (int i = threadIdx.x; i <= mb; i += blockDim.x) lrp[i] = rp[min(b0 + i, nb)] - base;
+    for (int k = threadIdx.x; k < entries; k += blockDim.x) {
+        const int c = ci[base + k] * K;
+        col[k] = far[c / R] + (unsigned)(c % R) * 8u;
+        if (copied) {
             a[k] = val[base + k];
-            col[k] = far[c / R] + (unsigned)(c % R) * 8u;
             if (kind == 2) lu[k] = m[base + k];
         }
-        const int own[] = {SV_X, SV_R, SV_RHAT, SV_P, SV_V};
-        const double* from[] = {x, r, rhat, p, v};
-    #pragma unroll
-        for (int j = 0; j < 5; ++j)
-            for (int i = threadIdx.x; i < rows; i += blockDim.x) g.vec(own[j])[i] = from[j][r0 + i];
-        for (int i = threadIdx.x; i < rows; i += blockDim.x) {
-            if (kind == 2) dg[i] = diag[r0 + i] - base;
-            if (kind != 0) g.vec(SV_M)[i] = kind == 1 ? m[r0 + i] : m[diag[r0 + i]];
-        }
-        cluster_sync();
-        for (int k = 0; k < iterations; ++k) {
-            if (k > 0) {
-                cluster_sync();  // the lead's scalars, then every block reads them
-                if (stopped(sc)) break;
-            }
-            bicgstab_small(g, kind, sweeps, sc);
-        }
-        __syncthreads();
-        double* to[] = {x, r, p, v};
-        const int back[] = {SV_X, SV_R, SV_P, SV_V};
-    #pragma unroll
-        for (int j = 0; j < 4; ++j)
-            for (int i = threadIdx.x; i < rows; i += blockDim.x) to[j][r0 + i] = g.vec(back[j])[i];
-        cluster_sync();  // no block leaves while another may read its shared memory
     }
+    const int own[] = {SV_X, SV_R, SV_RHAT, SV_P, SV_V};
+    const double* from[] = {x, r, rhat, p, v};
+#pragma unroll
+    for (int j = 0; j < 5; ++j)
+        for (int i = threadIdx.x; i < rows; i += blockDim.x) g.vec(own[j])[i] = from[j][r0 + i];
+    for (int i = threadIdx.x; i < mb; i += blockDim.x) {
+        if (kind == 2) dg[i] = diag[b0 + i] - base;
+        if (copied && kind != 0) g.vec(SV_M)[i] = kind == 1 ? m[r0 + i] : m[diag[r0 + i]];
+    }
+    cluster_sync();
+    for (int k = 0; k < iterations; ++k) {
+        if (k > 0) {
+            cluster_sync();  // the lead's scalars, then every block reads them
+            if (stopped(sc)) break;
+        }
+        if constexpr (K == 1)
+            bicgstab_small(static_cast<InCluster&>(g), kind, sweeps, sc);
+        else
+            bicgstab_small(g, kind, sweeps, sc);
+    }
+    __syncthreads();
+    double* to[] = {x, r, p, v};
+    const int back[] = {SV_X, SV_R, SV_P, SV_V};
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        for (int i = threadIdx.x; i < rows; i += blockDim.x) to[j][r0 + i] = g.vec(back[j])[i];
+    cluster_sync();  // no block leaves while another may read its shared memory
 }
+
+#define BICGSTAB_CLUSTER(NAME, K)                                                                                 \
+    extern "C" __global__ void __launch_bounds__(1024) NAME(int n, int R, int E, const int* __restrict__ rp,     \
+        const int* __restrict__ ci, const double* __restrict__ val, const int* __restrict__ diag, int kind,     \
+        const double* __restrict__ m, int sweeps, int iterations, double* x, double* r, const double* rhat,     \
+        double* p, double* v, double* sc) {                                                                      \
+        if constexpr (WANTED(NAME))                                                                              \
+            bicgstab_cluster_of<K>(n, R, E, rp, ci, val, diag, kind, m, sweeps, iterations, x, r, rhat, p, v, sc); \
+    }
+BICGSTAB_CLUSTER(bicgstab_cluster, 1)
+BICGSTAB_CLUSTER(bicgstab_cluster_bsr_k2, 2) BICGSTAB_CLUSTER(bicgstab_cluster_bsr_k3, 3)
+BICGSTAB_CLUSTER(bicgstab_cluster_bsr_k4, 4) BICGSTAB_CLUSTER(bicgstab_cluster_bsr_k5, 5)
+BICGSTAB_CLUSTER(bicgstab_cluster_bsr_k6, 6) BICGSTAB_CLUSTER(bicgstab_cluster_bsr_k7, 7)
+BICGSTAB_CLUSTER(bicgstab_cluster_bsr_k8, 8)
 
 // ---- A distributed product's halo, device to device between the ranks of
 // one node (src/dist/team.rs) ----

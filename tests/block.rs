@@ -289,6 +289,39 @@ fn solve_with(ctx: fegpu_context_t, a: u64, b: &[f64], precond: Precond, setting
 }
 
 #[test]
+fn small_block_systems_iterate_as_one_cluster_like_the_grid_path() {
+    // BiCGSTAB over a BSR matrix up to Settings::cluster_system_rows runs as
+    // one thread-block cluster (CUDA, sm_90; a thread a block row), forced
+    // off (0) on the grid's kernels: on both, the CPU reference's iterations
+    // within rounding's margin, and x = 1. Sizes: a 2 x 2 system of 5,880
+    // rows, block rows not a multiple of the cluster's 8 blocks, and fewer
+    // block rows than blocks.
+    let ctx = context();
+    let mut cpu = 0;
+    ok(unsafe { fegpu_context_create(FEGPU_BACKEND_CPU, 0, &mut cpu) });
+    let mut rng = Rng::new(seed());
+    for (k, nb) in [(2, 2940), (3, 501), (4, 700), (8, 150), (2, 5)] {
+        let m = Blocks::random(nb, k, &mut rng);
+        let (a, reference) = (m.create(ctx), m.create(cpu));
+        let b = m.mv(&vec![1.0; nb * k]);
+        for precond in [Precond::None, Precond::Ilu0Jacobi { sweeps: 2 }, Precond::Ilu0Jacobi { sweeps: 3 }] {
+            let (want, _) = solve_with(cpu, reference, &b, precond, Settings::default());
+            for (path, cluster) in [("one cluster", usize::MAX), ("grid", 0)] {
+                let settings = Settings { cluster_system_rows: cluster, ..Settings::default() };
+                let (got, x) = solve_with(ctx, a, &b, precond, settings);
+                let what = format!("k = {k}, {nb} block rows, {precond:?}, {path}");
+                assert!((got - want).abs() <= 2 + want / 20, "{what}: {got} iterations, the reference {want}");
+                assert!(max_rel_diff(&x, &vec![1.0; nb * k]) < 1e-6, "{what}: x = 1");
+            }
+        }
+        ok(fegpu_csr_destroy(a));
+        ok(fegpu_csr_destroy(reference));
+    }
+    ok(fegpu_context_destroy(cpu));
+    ok(fegpu_context_destroy(ctx));
+}
+
+#[test]
 fn the_device_factorisation_is_the_host_one() {
     // up to Settings::host_factor_rows a device solver factors on the host;
     // 0 forces the level-by-level kernels, which must give the same factors

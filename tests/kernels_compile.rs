@@ -144,7 +144,12 @@ fn more_kernel_files_compile_alone_as_in_the_whole_file() {
         &["spmv_tpr8", "ilu0_level", "usolve_syncfree"],
     );
     let Some(krylov) = ptx("krylov", fegpu::krylov::cuda::SOURCE) else { return };
-    compiled_alone_as_in_the_whole_file("krylov", fegpu::krylov::cuda::SOURCE, &krylov, &["bicgstab_cluster", "cg_step"]);
+    compiled_alone_as_in_the_whole_file(
+        "krylov",
+        fegpu::krylov::cuda::SOURCE,
+        &krylov,
+        &["bicgstab_cluster", "bicgstab_cluster_bsr_k2", "cg_step"],
+    );
     let Some(dense) = ptx("dense", fegpu::dense::cuda::SOURCE) else { return };
     let heavy = ["transpose_padded_t32r8j2_f64", "transpose_square_tile_t32r8_f32"];
     compiled_alone_as_in_the_whole_file("dense", fegpu::dense::cuda::SOURCE, &dense, &heavy);
@@ -206,18 +211,26 @@ fn function<'a>(ptx: &'a str, name: &str) -> &'a str {
 /// (src/sparse/block/cuda.rs).
 #[test]
 fn every_block_kernel_name_is_defined() {
-    let Some(ptx) = ptx("block", fegpu::sparse::block::cuda::SOURCE) else { return };
+    let Some(block) = ptx("block", fegpu::sparse::block::cuda::SOURCE) else { return };
     for k in 2..=fegpu::sparse::block::MAX_BLOCK {
         let mut names: Vec<String> = [1, 2, 4, 8].iter().map(|t| format!("bsr_spmv_k{k}_tpr{t}")).collect();
         for kind in ["bsr_diag_inverse", "bsr_jacobi", "bilu0_level", "bilu0_lower", "bilu0_upper", "bilu0_sweep", "bilu0_diag"] {
             names.push(format!("{kind}_k{k}"));
         }
         for name in names {
-            assert!(ptx.contains(&format!(".entry {name}(")), "kernels/block.cu defines no {name}");
+            assert!(block.contains(&format!(".entry {name}(")), "kernels/block.cu defines no {name}");
         }
     }
     let source = fegpu::sparse::block::cuda::SOURCE;
-    compiled_alone_as_in_the_whole_file("block", source, &ptx, &["bsr_spmv_k3_tpr8", "bilu0_sweep_k2", "bilu0_level_k4"]);
+    compiled_alone_as_in_the_whole_file("block", source, &block, &["bsr_spmv_k3_tpr8", "bilu0_sweep_k2", "bilu0_level_k4"]);
+    // the small systems' cluster over BSR (src/krylov/cuda.rs queue_cluster_iteration)
+    let Some(krylov) = ptx("krylov", fegpu::krylov::cuda::SOURCE) else { return };
+    for k in 2..=fegpu::sparse::block::MAX_BLOCK {
+        assert!(
+            krylov.contains(&format!(".entry bicgstab_cluster_bsr_k{k}(")),
+            "kernels/krylov.cu defines no bicgstab_cluster_bsr_k{k}"
+        );
+    }
 }
 
 /// Every AMG product a re-setup asks for by name (lanes a row, rows at

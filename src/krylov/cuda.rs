@@ -62,11 +62,13 @@ impl Status {
     pub const TEAM_LOST: f64 = 10.0;
 }
 
-/// A CSR matrix on the device as the small-system iteration reads it
-/// (`host_row_ptr`: the host's copy of its row pointers, to size a cluster's
-/// shared memory).
+/// A CSR matrix on the device as the small-system iteration reads it, or
+/// with `block` > 1 a BSR matrix of block x block blocks, its pattern over
+/// block rows (`host_row_ptr`: the host's copy of its row pointers, to size
+/// a cluster's shared memory).
 #[derive(Clone, Copy)]
 pub struct BlockCsr<'a> {
+    pub block: usize,
     pub host_row_ptr: &'a [i32],
     pub row_ptr: &'a DeviceBuffer<i32>,
     pub col: &'a DeviceBuffer<i32>,
@@ -116,17 +118,22 @@ pub const SMALL_SYSTEM_ROWS: usize = 1_500;
 /// block or the grid's kernels run.
 pub const CLUSTER_SYSTEM_ROWS: usize = 50_000;
 
-/// A cluster's layout for `bicgstab_cluster`: blocks, rows a block, entries
-/// a block at most, and the dynamic shared memory a block (kernels/krylov.cu).
-fn cluster_shared(row_ptr: &[i32], factors: bool, room: usize) -> Option<(u32, usize, usize, usize)> {
+/// A cluster's layout for `bicgstab_cluster` (k = 1) or
+/// `bicgstab_cluster_bsr_k{k}` over `row_ptr`'s (block) rows: blocks, rows
+/// a block (scalar: k per block row), entries a block at most, and the dynamic shared memory a
+/// block (kernels/krylov.cu). A CSR matrix's values are copied in (the
+/// fewest blocks that hold them); a BSR matrix's stay in global memory, so
+/// eight blocks read them.
+pub fn cluster_shared(row_ptr: &[i32], k: usize, factors: bool, room: usize) -> Option<(u32, usize, usize, usize)> {
     const VECTORS: usize = 12; // SMALL_VECTORS
-    let n = row_ptr.len().checked_sub(1)?;
-    [2usize, 4, 8].into_iter().find_map(|blocks| {
-        let rows = n.div_ceil(blocks);
-        let entries =
-            (0..blocks).map(|q| (row_ptr[((q + 1) * rows).min(n)] - row_ptr[(q * rows).min(n)]) as usize).max().unwrap_or(0);
-        let bytes = 8 * (VECTORS * rows + entries * (1 + factors as usize)) + 4 * (rows + 1 + entries + rows);
-        (bytes <= room).then_some((blocks as u32, rows, entries, bytes))
+    let nb = row_ptr.len().checked_sub(1)?;
+    let (choices, copied): (&[usize], usize) = if k == 1 { (&[2, 4, 8], 1 + factors as usize) } else { (&[8], 0) };
+    choices.iter().find_map(|&blocks| {
+        let block_rows = nb.div_ceil(blocks);
+        let at = |q: usize| row_ptr[(q * block_rows).min(nb)];
+        let entries = (0..blocks).map(|q| (at(q + 1) - at(q)) as usize).max().unwrap_or(0);
+        let bytes = 8 * (VECTORS * k * block_rows + entries * copied) + 4 * (2 * block_rows + 1 + entries);
+        (bytes <= room).then_some((blocks as u32, k * block_rows, entries, bytes))
     })
 }
 
@@ -202,7 +209,8 @@ impl CudaOps<'_> {
         if self.n <= self.small_rows.1 && self.queue_cluster_iteration(&a, &kind, sc)? {
             return Ok(true);
         }
-        if self.n > self.small_rows.0 {
+        // the one block reads CSR only
+        if self.n > self.small_rows.0 || a.block > 1 {
             return Ok(false);
         }
         let SmallKind { kind, m, sweeps, scratch: (sa, sb) } = kind;
@@ -238,16 +246,22 @@ impl CudaOps<'_> {
 
     /// Queues BiCGSTAB's iteration as one cluster with the system in its
     /// shared memory (sm_90 on) where it fits eight blocks; false: not queued.
+    /// A BSR matrix takes no diagonal (its block Jacobi has no block form).
     fn queue_cluster_iteration(&self, a: &BlockCsr<'_>, kind: &SmallKind<'_>, sc: &DeviceBuffer<f64>) -> Result<bool> {
-        if self.g.info.compute_capability.0 < 9 || self.g.info.driver_version < 12000 {
+        if self.g.info.compute_capability.0 < 9 || self.g.info.driver_version < 12000 || (a.block > 1 && kind.kind == 1) {
             return Ok(false);
         }
         let &SmallKind { kind, m, sweeps, .. } = kind;
-        const NAME: &str = "bicgstab_cluster";
-        let f = self.g.kernel("krylov", SOURCE, NAME)?;
-        let room = self.g.shared_room(&f, NAME)?;
-        let Some((blocks, rows, entries, bytes)) = cluster_shared(a.host_row_ptr, kind == 2, room) else { return Ok(false) };
-        let f = self.g.kernel_with_shared("krylov", SOURCE, NAME, bytes)?;
+        let name = match a.block {
+            1 => "bicgstab_cluster".to_string(),
+            k => format!("bicgstab_cluster_bsr_k{k}"),
+        };
+        let f = self.g.kernel("krylov", SOURCE, &name)?;
+        let room = self.g.shared_room(&f, &name)?;
+        let Some((blocks, rows, entries, bytes)) = cluster_shared(a.host_row_ptr, a.block, kind == 2, room) else {
+            return Ok(false);
+        };
+        let f = self.g.kernel_with_shared("krylov", SOURCE, &name, bytes)?;
         let (n, rows, entries) = (self.n as i32, rows as i32, entries as i32);
         use Slot::*;
         let v = |s: Slot| &self.vecs[s.index()];
@@ -258,7 +272,7 @@ impl CudaOps<'_> {
             l.buffer(v(s));
         }
         l.buffer(sc);
-        self.g.launch_cluster(NAME, &l, blocks, 1024, bytes as u32)?;
+        self.g.launch_cluster(&name, &l, blocks, 1024, bytes as u32)?;
         Ok(true)
     }
 

@@ -94,8 +94,9 @@ pub struct Settings {
     /// BiCGSTAB on the device (none, Jacobi or Jacobi-swept ILU(0)) runs up
     /// to `cluster_system_rows` as one thread-block cluster with the system in
     /// its shared memory, one launch for several iterations (sm_90 on, where
-    /// it fits; 0: never); elsewhere up to `small_system_rows` as one block,
-    /// one launch an iteration (0: never).
+    /// it fits; 0: never; a BSR matrix too, without Jacobi, its blocks read
+    /// from global memory); elsewhere up to `small_system_rows` as one block,
+    /// one launch an iteration (0: never; CSR only).
     pub small_system_rows: usize,
     /// See `small_system_rows`.
     pub cluster_system_rows: usize,
@@ -382,9 +383,7 @@ impl Operator for CsrOperator<'_> {
         block::cuda::spmv(g, self.device_pattern()?, self.p.nrows, self.block, self.values.device()?, 1.0, x, 0.0, y, sc)
     }
     fn block_csr(&self) -> Option<BlockCsr<'_>> {
-        let dp = self.dp.filter(|_| self.block == 1)?;
-        let values = self.values.device().ok()?;
-        Some(BlockCsr { host_row_ptr: &self.p.row_ptr, row_ptr: &dp.row_ptr, col: &dp.col, diag: &dp.diag, values })
+        Some(block_csr(self.p, self.block, self.dp?, self.values.device().ok()?))
     }
     /// Short rows (few threads per row): the product and p.q in one kernel.
     fn apply_pq_device(
@@ -398,6 +397,11 @@ impl Operator for CsrOperator<'_> {
         let dp = self.dp.filter(|dp| self.block == 1 && dp.threads_per_row <= cuda::FUSED_PQ_MAX_TPR)?;
         Some(self.values.device().and_then(|v| cuda::spmv_pq(g, dp, self.p.nrows, v, p, q, reduce, sc, None)))
     }
+}
+
+/// The pattern's device copy with `values`, as the small-system iteration reads them.
+fn block_csr<'a>(p: &'a Pattern, block: usize, dp: &'a DevicePattern, values: &'a DeviceBuffer<f64>) -> BlockCsr<'a> {
+    BlockCsr { block, host_row_ptr: &p.row_ptr, row_ptr: &dp.row_ptr, col: &dp.col, diag: &dp.diag, values }
 }
 
 /// ILU(0): z = U^-1 L^-1 r with the factors in the matrix's pattern, the
@@ -436,12 +440,13 @@ impl Preconditioner for Ilu0<'_> {
             _ => cuda::ilu0_apply(g, dp, self.p.nrows, lower, sweeps, self.lu.device()?, r, z, sc),
         }
     }
-    /// The Jacobi-swept form only: the exact sweeps walk levels, which one block cannot hurry.
+    /// The Jacobi-swept forms only (of scalar or block triangles): the exact
+    /// sweeps walk levels, which one block or cluster cannot hurry.
     fn block_form(&self) -> Option<BlockPrecond<'_>> {
         let (dp, (_, sweeps)) = (self.dp?, self.levels?);
-        let cuda::DeviceSweeps::Jacobi { sweeps, scratch: (a, b), .. } = sweeps else { return None };
-        let values = self.lu.device().ok()?;
-        let factors = BlockCsr { host_row_ptr: &self.p.row_ptr, row_ptr: &dp.row_ptr, col: &dp.col, diag: &dp.diag, values };
+        use cuda::DeviceSweeps::{BlockJacobi, Jacobi};
+        let (Jacobi { sweeps, scratch: (a, b), .. } | BlockJacobi { sweeps, scratch: (a, b) }) = sweeps else { return None };
+        let factors = block_csr(self.p, self.block, dp, self.lu.device().ok()?);
         Some(BlockPrecond::IluSweeps { factors, sweeps: *sweeps, scratch: (a, b) })
     }
 }
