@@ -120,11 +120,11 @@ pub const CLUSTER_SYSTEM_ROWS: usize = 50_000;
 
 /// A cluster's layout for `bicgstab_cluster` (k = 1) or
 /// `bicgstab_cluster_bsr_k{k}` over `row_ptr`'s (block) rows: blocks, rows
-/// a block (scalar: k per block row), entries a block at most, and the dynamic shared memory a
-/// block (kernels/krylov.cu). A CSR matrix's values are copied in (the
-/// fewest blocks that hold them); a BSR matrix's stay in global memory, so
-/// eight blocks read them.
-pub fn cluster_shared(row_ptr: &[i32], k: usize, factors: bool, room: usize) -> Option<(u32, usize, usize, usize)> {
+/// a block (scalar rows, k a block row), entries a block at most, and the
+/// dynamic shared memory a block (kernels/krylov.cu). A CSR matrix's values
+/// are copied in (the fewest blocks that hold them); a BSR matrix's stay in
+/// global memory, so eight blocks read them.
+fn cluster_shared(row_ptr: &[i32], k: usize, factors: bool, room: usize) -> Option<(u32, usize, usize, usize)> {
     const VECTORS: usize = 12; // SMALL_VECTORS
     let nb = row_ptr.len().checked_sub(1)?;
     let (choices, copied): (&[usize], usize) = if k == 1 { (&[2, 4, 8], 1 + factors as usize) } else { (&[8], 0) };
