@@ -432,6 +432,48 @@ fn block_grid(ctx: &Arc<Context>, n: usize, k: usize) -> Result<Arc<Csr>> {
     Ok(Arc::new(Csr::with_blocks(ctx.clone(), p, k, &v)?))
 }
 
+/// The convection-diffusion operator on n^3 cells coupling k unknowns a
+/// cell: each entry times the k x k block with 1 on the diagonal and 0.2 / k
+/// off it (a Newton Jacobian's iteration counts, 11 to 19 at these sizes).
+fn coupled_convection_diffusion(ctx: &Arc<Context>, n: usize, k: usize) -> Result<Arc<Csr>> {
+    let (rp, ci, v) = gallery::convection_diffusion(n, 2.0);
+    let p = sparse::build_pattern(n * n * n, n * n * n, &rp, &ci, 0)?;
+    let coupling = |i: usize, j: usize| if i == j { 1.0 } else { 0.2 / k as f64 };
+    let blocks: Vec<f64> = v.iter().flat_map(|&a| (0..k * k).map(move |t| a * coupling(t % k, t / k))).collect();
+    Ok(Arc::new(Csr::with_blocks(ctx.clone(), p, k, &blocks)?))
+}
+
+/// Small block systems (a Newton loop's sizes: grids of 512 to 5,832
+/// cells, 2 to 4 unknowns a cell): BiCGSTAB with the Jacobi-swept
+/// block ILU(0) as one cluster (a thread a block row; where it fits, else
+/// the grid's kernels run) and as the grid's kernels, per iteration and to
+/// 1e-8 (the crossover that sets Settings::cluster_system_rows for BSR).
+fn small_block_systems(ctx: &Arc<Context>) -> Result<()> {
+    println!("small block systems: BiCGSTAB, block ILU(0) with 2 Jacobi sweeps, as one cluster or the grid's kernels");
+    println!(
+        "  {:<14} {:>8} {:>14} {:>12} {:>7} {:>14} {:>12}",
+        "grid", "rows", "cluster ms/it", "grid ms/it", "iters", "cluster solve", "grid solve"
+    );
+    for (n, k) in [(8usize, 2usize), (12, 2), (14, 2), (18, 2), (12, 3), (12, 4)] {
+        let a = coupled_convection_diffusion(ctx, n, k)?;
+        let run = |cluster: usize| {
+            let settings = Settings { cluster_system_rows: cluster, ..Default::default() };
+            ilu_solve(ctx, &a, Precond::Ilu0Jacobi { sweeps: 2 }, settings)
+        };
+        let ((cluster, iters, cluster_solve), (grid, _, grid_solve)) = (run(usize::MAX)?, run(0)?);
+        println!(
+            "  {:<14} {:>8} {:>14.4} {:>12.4} {iters:>7} {:>14.3} {:>12.3}",
+            format!("{n}^3 x {k}"),
+            n * n * n * k,
+            cluster * 1e3,
+            grid * 1e3,
+            cluster_solve * 1e3,
+            grid_solve * 1e3
+        );
+    }
+    Ok(())
+}
+
 /// `fegpu bench block`: block CSR on 7-point grids with 2, 3 and 4 unknowns a
 /// cell: the SpMV against its bytes at the copy ceiling and against the CSR
 /// SpMV of the same matrix with every block entry stored; block Jacobi and
@@ -441,6 +483,7 @@ fn block_grid(ctx: &Arc<Context>, n: usize, k: usize) -> Result<Arc<Csr>> {
 /// Jacobian's, the iteration counts are not (BENCHMARKS.md has the Newton loop's).
 pub fn block() -> Result<()> {
     let (ctx, ceiling) = start("block")?;
+    small_block_systems(&ctx)?;
     println!("bytes = nnzb (8 k^2 + 4) + 4 (nb+1) + 16 nb k: each read or written once");
     println!(
         "  {:<14} {:>8} {:<22} {:>9} {:>8} {:>8} {:>7} {:>10}",
