@@ -118,6 +118,13 @@ pub const SMALL_SYSTEM_ROWS: usize = 1_500;
 /// block or the grid's kernels run.
 pub const CLUSTER_SYSTEM_ROWS: usize = 50_000;
 
+/// A BSR matrix runs as one cluster up to this many rows at most (its
+/// blocks are read from the L2, a thread a block row): measured on the
+/// H100 (BENCHMARKS.md, `fegpu bench block`), 1.2-1.5x the grid's kernels
+/// an iteration from 1,024 to 5,488 rows, 1.05x at 6,912 (4 x 4 blocks),
+/// 0.81x at 11,664.
+pub const BSR_CLUSTER_ROWS: usize = 8_000;
+
 /// A cluster's layout for `bicgstab_cluster` (k = 1) or
 /// `bicgstab_cluster_bsr_k{k}` over `row_ptr`'s (block) rows: blocks, rows
 /// a block (scalar rows, k a block row), entries a block at most, and the
@@ -206,7 +213,8 @@ impl CudaOps<'_> {
         }
         let (Some(a), Some(pc)) = (self.op.block_csr(), self.pc.block_form()) else { return Ok(false) };
         let Some(kind) = self.small_kind(&a, pc) else { return Ok(false) };
-        if self.n <= self.small_rows.1 && self.queue_cluster_iteration(&a, &kind, sc)? {
+        let cluster_rows = if a.block > 1 { self.small_rows.1.min(BSR_CLUSTER_ROWS) } else { self.small_rows.1 };
+        if self.n <= cluster_rows && self.queue_cluster_iteration(&a, &kind, sc)? {
             return Ok(true);
         }
         // the one block reads CSR only

@@ -95,8 +95,9 @@ pub struct Settings {
     /// to `cluster_system_rows` as one thread-block cluster with the system in
     /// its shared memory, one launch for several iterations (sm_90 on, where
     /// it fits; 0: never; a BSR matrix too, without Jacobi, its blocks read
-    /// from global memory); elsewhere up to `small_system_rows` as one block,
-    /// one launch an iteration (0: never; CSR only).
+    /// from global memory, up to krylov::cuda::BSR_CLUSTER_ROWS at most);
+    /// elsewhere up to `small_system_rows` as one block, one launch an
+    /// iteration (0: never; CSR only).
     pub small_system_rows: usize,
     /// See `small_system_rows`.
     pub cluster_system_rows: usize,
