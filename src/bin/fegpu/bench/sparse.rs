@@ -447,7 +447,7 @@ fn coupled_convection_diffusion(ctx: &Arc<Context>, n: usize, k: usize) -> Resul
 /// cells, 2 to 4 unknowns a cell): BiCGSTAB with the Jacobi-swept
 /// block ILU(0) as one cluster (a thread a block row; where it fits, else
 /// the grid's kernels run) and as the grid's kernels, per iteration and to
-/// 1e-8 (the crossover that sets Settings::cluster_system_rows for BSR).
+/// 1e-8 (the crossover that sets krylov::cuda::BSR_CLUSTER_ROWS).
 fn small_block_systems(ctx: &Arc<Context>) -> Result<()> {
     println!("small block systems: BiCGSTAB, block ILU(0) with 2 Jacobi sweeps, as one cluster or the grid's kernels");
     println!(
